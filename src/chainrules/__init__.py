@@ -1,0 +1,68 @@
+"""chainrules: automatic differentiation of ordinary Python and NumPy code, built on rules.
+
+>>> import chainrules as cr
+>>> import math
+>>> y, back = cr.rrule(math.sin, 0.5)
+>>> round(back(1.0)[1], 6) == round(math.cos(0.5), 6)
+True
+"""
+
+from . import rules
+from .core import (
+    AbstractThunk,
+    AbstractZero,
+    ChainRulesError,
+    InplaceableThunk,
+    NoRuleError,
+    NoTangent,
+    ProjectTo,
+    Tangent,
+    Thunk,
+    UnsupportedSyntaxError,
+    ZeroTangent,
+    accumulate,
+    add,
+    frule,
+    iadd,
+    iszero,
+    match_input,
+    move,
+    non_differentiable,
+    opt_out,
+    rrule,
+    rrule_via_ad,
+    scalar_rule,
+    unbroadcast,
+    unthunk,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AbstractThunk",
+    "AbstractZero",
+    "ChainRulesError",
+    "InplaceableThunk",
+    "NoRuleError",
+    "NoTangent",
+    "ProjectTo",
+    "Tangent",
+    "Thunk",
+    "UnsupportedSyntaxError",
+    "ZeroTangent",
+    "accumulate",
+    "add",
+    "frule",
+    "iadd",
+    "iszero",
+    "match_input",
+    "move",
+    "non_differentiable",
+    "opt_out",
+    "rrule",
+    "rrule_via_ad",
+    "rules",
+    "scalar_rule",
+    "unbroadcast",
+    "unthunk",
+]

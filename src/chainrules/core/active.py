@@ -1,0 +1,54 @@
+"""The engine that is differentiating right now, so that rules can call back into it.
+
+A rule for a higher-order function (``map``, ``sorted`` with a key, ``functools.reduce``) needs
+the pullback of a *user* callable. ``rrule_via_ad(f, *args)`` asks the active reverse engine for
+it. Engines install themselves with ``active_engine`` while they run user code; the state is a
+``ContextVar``, so threads and nested differentiation each see their own engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any
+
+from .errors import ChainRulesError, callable_name
+
+_active: ContextVar[Callable[..., Any] | None] = ContextVar("chainrules_active_engine", default=None)
+
+
+def rrule_via_ad(f: Callable, *args, **kwargs):
+    """``(y, pullback)`` for ``f(*args, **kwargs)``, computed by the active reverse-mode engine.
+
+    ``pullback(dy)`` returns ``(df, dx1, ...)`` like a rule's. Call it from inside a rule; it
+    raises while no engine is differentiating.
+
+    >>> import chainrules as cr
+    >>> cr.rrule_via_ad(abs, -1.0)
+    Traceback (most recent call last):
+    ...
+    chainrules.core.errors.ChainRulesError: rrule_via_ad(builtins.abs) was called while no reverse-mode ...
+    """
+    engine = _active.get()
+    if engine is None:
+        raise ChainRulesError(
+            f"rrule_via_ad({callable_name(f)}) was called while no reverse-mode engine is running; "
+            "call it from inside a rule, while cr.pullback or cr.gradient differentiates"
+        )
+    return engine(f, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def active_engine(pullback_full: Callable[..., Any]) -> Iterator[None]:
+    """Make ``pullback_full(f, *args, **kwargs) -> (y, pullback)`` the engine behind ``rrule_via_ad``."""
+    token = _active.set(pullback_full)
+    try:
+        yield
+    finally:
+        _active.reset(token)
+
+
+def current_engine() -> Callable[..., Any] | None:
+    """The active engine's ``pullback_full``, or ``None``."""
+    return _active.get()

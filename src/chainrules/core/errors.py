@@ -1,0 +1,119 @@
+"""The errors chainrules raises, and the helpers that point them at the user's code.
+
+Every error names what went wrong and where in the *user's* source it happened, never a
+frame inside chainrules itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import FrameType
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class ChainRulesError(Exception):
+    """Base class of every error chainrules raises on purpose."""
+
+
+class NoRuleError(ChainRulesError, TypeError):
+    """A call has no rule, and the engine cannot look inside the callable.
+
+    The message names the callable, the argument types and the file:line of the call in the
+    user's function, and says how to register a rule.
+
+    >>> err = NoRuleError(len, ([1, 2],), location="model.py:12")
+    >>> "builtins.len" in str(err) and "model.py:12" in str(err)
+    True
+    """
+
+    def __init__(self, f, args: tuple = (), location: str | None = None, reason: str = ""):
+        self.callable = f
+        self.arg_types = tuple(type(a) for a in args)
+        self.location = location
+        types = ", ".join(_type_name(t) for t in self.arg_types)
+        where = f" at {location}" if location else ""
+        why = f" ({reason})" if reason else ""
+        name = callable_name(f)
+        message = (
+            f"no differentiation rule for {name}({types}){where}{why}.\n"
+            f"Register one with @chainrules.rrule.register({_short_name(f)}) "
+            f"(and @chainrules.frule.register for forward mode), or mark it with "
+            f"chainrules.non_differentiable({_short_name(f)}) if it has no derivative."
+        )
+        super().__init__(message)
+
+
+class UnsupportedSyntaxError(ChainRulesError):
+    """The source engine met a construct it does not differentiate.
+
+    The message starts with ``file:line:col`` of the construct.
+
+    >>> err = UnsupportedSyntaxError("'yield' is not supported", "model.py", 7, 4)
+    >>> str(err).startswith("model.py:7:4")
+    True
+    """
+
+    def __init__(self, message: str, filename: str = "<unknown>", lineno: int = 0, col: int = 0):
+        self.filename = filename
+        self.lineno = lineno
+        self.col = col
+        super().__init__(f"{filename}:{lineno}:{col}: {message}")
+
+
+def callable_name(f) -> str:
+    """A readable, qualified name for any callable: ``numpy.sin``, ``mymodule.Model.__call__``."""
+    if isinstance(f, type):
+        return f"{f.__module__}.{f.__qualname__}"
+    qualname = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    module = getattr(f, "__module__", None)
+    if qualname is None:  # a callable instance
+        return f"instance of {_type_name(type(f))}"
+    if module is None and type(f).__name__ == "ufunc":
+        module = "numpy"
+    module = _PRIVATE_MODULES.get(module, module)
+    return f"{module}.{qualname}" if module else qualname
+
+
+def _short_name(f) -> str:
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    module = getattr(f, "__module__", None) or ("numpy" if type(f).__name__ == "ufunc" else None)
+    module = _PRIVATE_MODULES.get(module, module)
+    if name is None:
+        return type(f).__name__
+    if module in ("numpy", "math", "operator", "builtins"):
+        return name if module == "builtins" else f"{_MODULE_ALIASES.get(module, module)}.{name}"
+    return name
+
+
+_MODULE_ALIASES = {"numpy": "np"}
+# C modules that stand behind public ones (`operator.add.__module__` is "_operator")
+_PRIVATE_MODULES = {"_operator": "operator", "_functools": "functools", "posix": "os"}
+
+
+def _type_name(t: type) -> str:
+    if t.__module__ == "builtins":
+        return t.__qualname__
+    if t.__module__ == "numpy":
+        return f"numpy.{t.__qualname__}"
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def is_internal_frame(frame: FrameType) -> bool:
+    """Whether a frame belongs to chainrules itself (library frames are skipped in messages)."""
+    filename = frame.f_code.co_filename
+    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<chainrules")
+
+
+def user_location(skip_internal: bool = True) -> str | None:
+    """``file:line`` of the innermost frame of the caller's stack outside chainrules.
+
+    Engines call this when they raise, so that the message points at the user's line.
+    """
+    frame = sys._getframe(1)
+    while frame is not None and skip_internal and is_internal_frame(frame):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"

@@ -1,0 +1,230 @@
+"""Projection of a tangent onto the tangent space of its primal, and un-broadcasting.
+
+``ProjectTo(x)(dx)`` returns a tangent that is valid for ``x``: a real primal gets a real
+tangent, float32 stays float32, an integer primal gets a float tangent (integers are reals
+here), a bool gets ``NoTangent``, an array keeps its shape (a mismatch is an error), and
+structures are projected field by field. Rules capture ``ProjectTo(x)`` in the primal and apply
+it in the pullback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from numbers import Complex, Integral, Real
+
+import numpy as np
+
+from .tangents import AbstractThunk, AbstractZero, InplaceableThunk, NoTangent, Tangent, Thunk, _is_namedtuple_type
+
+_NO = NoTangent()
+
+
+class ProjectTo:
+    """A projector onto the tangent space of a primal ``x``.
+
+    >>> import numpy as np, chainrules as cr
+    >>> cr.ProjectTo(1.0)(2.0 + 3.0j)
+    2.0
+    >>> cr.ProjectTo(np.zeros(2, dtype=np.float32))(np.ones(2)).dtype
+    dtype('float32')
+    >>> cr.ProjectTo(True)(1.0)
+    NoTangent()
+    """
+
+    __slots__ = ("kind", "dtype", "shape", "primal")
+
+    def __init__(self, x):
+        self.primal = None
+        self.shape = None
+        self.dtype = None
+        if isinstance(x, np.ndarray):
+            kind = x.dtype.kind
+            self.shape = x.shape
+            if kind in "fc":
+                self.kind, self.dtype = "array", x.dtype
+            elif kind in "iu":
+                self.kind, self.dtype = "array", np.dtype(np.float64)
+            elif kind == "b":
+                self.kind = "none"
+            else:
+                self.kind = "identity"
+        elif isinstance(x, (bool, np.bool_)):
+            self.kind = "none"
+        elif isinstance(x, np.generic) and isinstance(x, (np.floating, np.complexfloating)):
+            self.kind, self.dtype = "npscalar", x.dtype
+        elif isinstance(x, (Integral, Real)):
+            self.kind = "real"
+        elif isinstance(x, Complex):
+            self.kind = "complex"
+        elif isinstance(x, (str, bytes, type(None), range, slice, type(Ellipsis))):
+            self.kind = "none"
+        elif isinstance(x, (tuple, list, dict)) or dataclasses.is_dataclass(x) or _has_fields(x):
+            self.kind, self.primal = "structure", x
+        else:
+            self.kind = "identity"  # functions, modules, opaque objects: leave the tangent alone
+
+    def __call__(self, dx):
+        kind = self.kind
+        if kind == "identity" or isinstance(dx, AbstractZero):
+            return dx
+        if kind == "none":
+            return _NO
+        if isinstance(dx, AbstractThunk):
+            return self._project_thunk(dx)
+        if kind == "real":
+            if isinstance(dx, (float, int)):
+                return float(dx)
+            return float(np.real(_scalar(dx)))
+        if kind == "complex":
+            return complex(_scalar(dx))
+        if kind == "npscalar":
+            value = _scalar(dx)
+            if self.dtype.kind == "f":
+                value = np.real(value)
+            return self.dtype.type(value)
+        if kind == "array":
+            return self._project_array(dx)
+        return self._project_structure(dx)
+
+    def _project_thunk(self, dx):
+        if isinstance(dx, InplaceableThunk):
+            return InplaceableThunk(dx.add_into, Thunk(lambda: self(dx.val.unthunk())))
+        return Thunk(lambda: self(dx.unthunk()))
+
+    def _project_array(self, dx):
+        if isinstance(dx, Tangent):
+            raise TypeError(f"ProjectTo: a {type(dx).__name__} is not a tangent of an array of shape {self.shape}")
+        dx = np.asarray(dx)
+        if dx.shape != self.shape:
+            raise ValueError(f"ProjectTo: a tangent of shape {dx.shape} does not fit a primal of shape {self.shape}")
+        if self.dtype.kind == "f" and dx.dtype.kind == "c":
+            dx = dx.real
+        if dx.dtype != self.dtype:
+            dx = dx.astype(self.dtype)
+        return dx
+
+    def _project_structure(self, dx):
+        x = self.primal
+        P = type(x)
+        if isinstance(dx, Tangent):
+            if not (issubclass(P, dx.primal_type) or issubclass(dx.primal_type, P)):
+                raise TypeError(f"ProjectTo: a {type(dx).__name__} is not a tangent of a {P.__qualname__}")
+            items = dx.backing
+        elif isinstance(dx, (tuple, list)) and isinstance(x, (tuple, list)):
+            items = tuple(dx)
+        elif isinstance(dx, dict) and isinstance(x, dict):
+            items = dx
+        else:
+            raise TypeError(f"ProjectTo: a {type(dx).__name__} is not a tangent of a {P.__qualname__}")
+        if isinstance(items, tuple):
+            if len(items) != len(x):
+                raise ValueError(f"ProjectTo: {len(items)} tangents for a {P.__qualname__} of {len(x)} elements")
+            if _is_namedtuple_type(P):
+                return Tangent[P](**{k: ProjectTo(v)(d) for k, v, d in zip(P._fields, x, items)})
+            return Tangent[P](*(ProjectTo(v)(d) for v, d in zip(x, items)))
+        if isinstance(x, dict):
+            return Tangent[P]({k: ProjectTo(x[k])(d) for k, d in items.items()})
+        return Tangent[P](**{k: ProjectTo(getattr(x, k))(d) for k, d in items.items()})
+
+    def __repr__(self) -> str:
+        detail = f", {self.dtype}, {self.shape}" if self.kind == "array" else ""
+        return f"ProjectTo({self.kind}{detail})"
+
+
+_OPAQUE = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+    np.ufunc,
+)
+
+
+def _has_fields(x) -> bool:
+    """Objects with attributes (including callable objects) are structures; functions are not."""
+    if isinstance(x, _OPAQUE):
+        return False
+    return hasattr(x, "__dict__") or bool(getattr(type(x), "__slots__", ()))
+
+
+def _scalar(dx):
+    if isinstance(dx, np.ndarray):
+        if dx.ndim != 0:
+            raise ValueError(f"ProjectTo: a tangent of shape {dx.shape} does not fit a scalar primal")
+        return dx[()]
+    if isinstance(dx, Tangent):
+        raise TypeError(f"ProjectTo: a {type(dx).__name__} is not a tangent of a number")
+    return dx
+
+
+def unbroadcast(x, dx):
+    """Sum ``dx`` over the axes along which ``x`` was broadcast, back to ``x``'s shape.
+
+    The cotangent of a broadcasting binary operation has the output's shape; each input gets
+    the sum over the axes it was stretched along.
+
+    >>> import numpy as np, chainrules as cr
+    >>> cr.unbroadcast(np.zeros((3, 1)), np.ones((2, 3, 4))).shape
+    (3, 1)
+    >>> float(cr.unbroadcast(2.0, np.ones(5)))
+    5.0
+    """
+    if isinstance(dx, AbstractZero):
+        return dx
+    shape = np.shape(x)
+    dx_shape = np.shape(dx)
+    if dx_shape == shape:
+        return dx
+    dx = np.asarray(dx)
+    extra = dx.ndim - len(shape)
+    if extra < 0:
+        return np.broadcast_to(dx, shape)
+    axes = tuple(range(extra)) + tuple(i + extra for i, n in enumerate(shape) if n == 1 and dx.shape[i + extra] != 1)
+    out = dx.sum(axis=axes) if axes else dx
+    return out.reshape(shape)
+
+
+def match_input(x, dx):
+    """Bring a cotangent computed for an elementwise operation back to the input ``x``'s space.
+
+    Sums over broadcast axes, takes the real part for a real ``x``, keeps ``x``'s float dtype,
+    and returns a Python float for a Python number. Zeros pass through.
+
+    >>> import numpy as np, chainrules as cr
+    >>> cr.match_input(2.0, np.array([1.0 + 1.0j, 2.0]))
+    3.0
+    """
+    tx, tdx = type(x), type(dx)
+    if tx is tdx and (tx is float or tx is complex):
+        return dx
+    if isinstance(dx, AbstractZero):
+        return dx
+    if np.shape(dx) != np.shape(x):
+        dx = unbroadcast(x, dx)
+    if isinstance(x, np.ndarray):
+        kind = x.dtype.kind
+        if kind in "fc":
+            if kind == "f" and np.iscomplexobj(dx):
+                dx = np.real(dx)
+            if np.ndim(dx) == 0 or getattr(dx, "dtype", None) != x.dtype:
+                dx = np.asarray(dx, dtype=x.dtype)
+        elif kind == "b":
+            return _NO
+        return dx
+    if isinstance(x, (bool, np.bool_)):
+        return _NO
+    if isinstance(x, (float, int, np.floating, np.integer)):
+        dx = np.real(dx) if np.iscomplexobj(dx) else dx
+        return x.dtype.type(dx) if isinstance(x, np.floating) else float(dx)
+    if isinstance(x, complex):
+        return complex(dx)
+    return dx
+
+
+def conj(x):
+    """The complex conjugate; real values are returned as they are (no copy)."""
+    if type(x) is float or isinstance(x, AbstractZero) or not np.iscomplexobj(x):
+        return x
+    return np.conj(x)

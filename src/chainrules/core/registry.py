@@ -1,0 +1,385 @@
+"""The rule registry: ``rrule`` and ``frule`` dispatchers, ``scalar_rule``, ``non_differentiable``, ``opt_out``.
+
+One registry per direction, one lookup. A rule is registered for a callable, optionally only
+for some positional argument types (``isinstance``; the most specific match wins). Lookup is by
+the callable object itself (by identity for unhashable callables) and, for callable instances
+(a model object with ``__call__``), by its class. Every engine consumes these two dispatchers;
+no engine keeps a derivative table of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .projection import conj, match_input
+from .tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+
+class _OptOut:
+    """Marks argument types for which a callable has no rule, so the engine looks inside it."""
+
+    def __repr__(self) -> str:
+        return "OPT_OUT"
+
+
+OPT_OUT = _OptOut()
+
+
+def _specificity(types: tuple[type, ...]) -> int:
+    return sum(len(t.__mro__) for t in types)
+
+
+class _Entries:
+    """The rules of one callable, most specific first."""
+
+    __slots__ = ("typed", "untyped")
+
+    def __init__(self):
+        self.typed: list[tuple[tuple[type, ...], Any]] = []
+        self.untyped: Any = None
+
+    def add(self, types: tuple[type, ...], rule) -> None:
+        if not types:
+            self.untyped = rule
+            return
+        self.typed = [(t, r) for t, r in self.typed if t != types]
+        self.typed.append((types, rule))
+        self.typed.sort(key=lambda entry: -_specificity(entry[0]))
+
+    def select(self, args: tuple):
+        for types, rule in self.typed:
+            if len(args) >= len(types) and all(isinstance(a, t) for a, t in zip(args, types)):
+                return rule
+        return self.untyped
+
+
+def _instances_are_callable(cls: type) -> bool:
+    return any("__call__" in vars(k) for k in cls.__mro__ if k not in (object, type))
+
+
+class RuleDispatcher:
+    """``rrule`` or ``frule``: look a rule up and run it; ``.register`` adds one.
+
+    Calling the dispatcher returns what the rule returns, or ``None`` when there is no rule.
+    """
+
+    def __init__(self, name: str, doc: str):
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = doc
+        self._by_key: dict[Any, _Entries] = {}  # hashable callables (and classes: construction)
+        self._by_id: dict[int, tuple[Any, _Entries]] = {}  # unhashable callables, kept alive here
+        self._for_instances: dict[type, _Entries] = {}  # calls of instances of a class
+        self._instance_cache: dict[type, _Entries | None] = {}
+        #: incremented on every registration, so that engines may cache lookups
+        self.version = 0
+
+    # -- registration --
+    def register(self, f, *types: type, functor: bool | None = None) -> Callable:
+        """Decorator: register ``rule`` for calls of ``f`` (optionally only for these argument types).
+
+        For a class ``f`` whose instances are callable (it defines ``__call__``), the rule is for
+        calls of its instances (``functor=True``) and receives the instance first; pass
+        ``functor=False`` to register a rule for constructing ``f`` instead.
+
+        >>> import chainrules as cr
+        >>> def double(x):
+        ...     return 2 * x
+        >>> @cr.rrule.register(double)
+        ... def rrule_double(x):
+        ...     def double_pullback(dy):
+        ...         return cr.NoTangent(), 2 * dy
+        ...     return double(x), double_pullback
+        >>> y, back = cr.rrule(double, 3.0)
+        >>> y, back(1.0)
+        (6.0, (NoTangent(), 2.0))
+        """
+        for t in types:
+            if not isinstance(t, type):
+                raise TypeError(f"{self.__name__}.register({f!r}, ...): argument types must be classes, got {t!r}")
+
+        def decorator(rule):
+            self._entries_for(f, functor, create=True).add(tuple(types), rule)
+            self.version += 1
+            self._instance_cache.clear()
+            return rule
+
+        return decorator
+
+    def _entries_for(self, f, functor: bool | None, create: bool = False) -> _Entries | None:
+        if isinstance(f, type) and (functor or (functor is None and _instances_are_callable(f))):
+            table, key = self._for_instances, f
+        else:
+            try:
+                hash(f)
+            except TypeError:  # an unhashable callable: keyed by identity, kept alive by the table
+                if create:
+                    return self._by_id.setdefault(id(f), (f, _Entries()))[1]
+                pair = self._by_id.get(id(f))
+                return pair[1] if pair else None
+            table, key = self._by_key, f
+        entries = table.get(key)
+        if entries is None and create:
+            entries = table[key] = _Entries()
+        return entries
+
+    # -- lookup --
+    def lookup(self, f, args: tuple = ()) -> Callable | None:
+        """The rule for ``f(*args)`` as a callable taking the arguments (and, for ``frule``, the
+        tangents first), or ``None``. For a callable instance the rule is bound to the instance."""
+        if type(f).__hash__ is None:  # e.g. a dataclass instance: keyed by identity
+            pair = self._by_id.get(id(f))
+            entries = pair[1] if pair else None
+        else:
+            try:
+                entries = self._by_key.get(f)
+            except TypeError:  # hashable type, unhashable contents: keyed by identity too
+                pair = self._by_id.get(id(f))
+                entries = pair[1] if pair else None
+        if entries is not None:
+            rule = entries.select(args) if entries.typed else entries.untyped
+            if rule is not None:
+                return None if rule is OPT_OUT else rule
+        if isinstance(f, type) or not self._for_instances:
+            return None
+        cls = type(f)
+        instance_entries = self._instance_cache.get(cls, False)
+        if instance_entries is False:
+            instance_entries = next((self._for_instances[k] for k in cls.__mro__ if k in self._for_instances), None)
+            self._instance_cache[cls] = instance_entries
+        if instance_entries is None:
+            return None
+        rule = instance_entries.select(args) if instance_entries.typed else instance_entries.untyped
+        if rule is None or rule is OPT_OUT:
+            return None
+        return self._bind_instance(rule, f)
+
+    def _bind_instance(self, rule, f):
+        return functools.partial(rule, f)
+
+    def has_rule(self, f, *args) -> bool:
+        """Whether ``f(*args)`` has a rule."""
+        return self.lookup(f, args) is not None
+
+    def registered(self) -> list:
+        """Every callable (and class of callable instances) with at least one rule."""
+        keys = [k for k, e in self._by_key.items() if _has_real_rule(e)]
+        keys += [f for f, e in self._by_id.values() if _has_real_rule(e)]
+        keys += [k for k, e in self._for_instances.items() if _has_real_rule(e)]
+        return keys
+
+
+def _has_real_rule(entries: _Entries) -> bool:
+    rules = [entries.untyped] + [r for _, r in entries.typed]
+    return any(r is not None and r is not OPT_OUT for r in rules)
+
+
+class _RRule(RuleDispatcher):
+    def __call__(self, f, *args, **kwargs):
+        """``rrule(f, *args, **kwargs)`` -> ``(y, pullback)`` or ``None``; ``pullback(dy) -> (df, dx1, ...)``."""
+        rule = self.lookup(f, args)
+        if rule is None:
+            return None
+        return rule(*args, **kwargs)
+
+
+class _FRule(RuleDispatcher):
+    def __call__(self, tangents, f, *args, **kwargs):
+        """``frule((df, dx1, ...), f, *args, **kwargs)`` -> ``(y, dy)`` or ``None``."""
+        rule = self.lookup(f, args)
+        if rule is None:
+            return None
+        return rule(tangents, *args, **kwargs)
+
+    def _bind_instance(self, rule, f):
+        # frule rules for callable instances take (tangents, instance, *args)
+        def bound(tangents, *args, **kwargs):
+            return rule(tangents, f, *args, **kwargs)
+
+        return bound
+
+
+rrule = _RRule(
+    "rrule",
+    """The reverse-mode rule dispatcher.
+
+    ``rrule(f, *args, **kwargs)`` returns ``(y, pullback)`` where ``y`` is ``f(*args, **kwargs)``
+    (possibly computed differently, sharing work with the pullback) and ``pullback(dy)`` returns
+    ``(df, dx1, dx2, ...)``: the tangent of ``f`` itself first, then one per positional argument.
+    It returns ``None`` when ``f`` has no rule.
+
+    >>> import math, chainrules as cr
+    >>> y, back = cr.rrule(math.sin, 0.0)
+    >>> y, back(1.0)
+    (0.0, (NoTangent(), 1.0))
+    """,
+)
+
+frule = _FRule(
+    "frule",
+    """The forward-mode rule dispatcher.
+
+    ``frule((df, dx1, ...), f, *args, **kwargs)`` returns ``(y, dy)``: the primal and its tangent
+    for input tangents ``dx1, ...`` (``df`` is the tangent of ``f`` itself). ``None`` when ``f``
+    has no rule.
+
+    >>> import math, chainrules as cr
+    >>> cr.frule((cr.NoTangent(), 2.0), math.sin, 0.0)
+    (0.0, 2.0)
+    """,
+)
+
+
+# ----- rules from partial derivatives ------------------------------------------------------
+
+
+def _takes_out(partial: Callable) -> bool:
+    try:
+        params = inspect.signature(partial).parameters
+    except (TypeError, ValueError):
+        return False
+    p = params.get("out")
+    return p is not None and p.kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def _pull(x, dy, p):
+    """``dy * conj(p)`` brought back to the input's space (shape, realness, dtype)."""
+    if type(x) is float and type(dy) is float and type(p) is float:
+        return dy * p
+    return match_input(x, dy * conj(p))
+
+
+def scalar_rule(f: Callable, *partials: Callable) -> None:
+    """Register ``rrule`` and ``frule`` for ``f`` from its partial derivatives (ChainRules' ``@scalar_rule``).
+
+    Each partial is called with the inputs; a partial with a keyword-only ``out`` parameter also
+    receives the primal output. Works elementwise with NumPy broadcasting: the pullback sums
+    each cotangent back to its input's shape. For complex inputs ``f`` is taken to be
+    holomorphic (the pullback multiplies by the conjugate partial).
+
+    >>> import math, chainrules as cr
+    >>> def cube(x):
+    ...     return x ** 3
+    >>> cr.scalar_rule(cube, lambda x: 3 * x ** 2)
+    >>> cr.rrule(cube, 2.0)[1](1.0)
+    (NoTangent(), 12.0)
+    >>> cr.scalar_rule(math.exp, lambda x, *, out: out)
+    """
+    wants_out = tuple(_takes_out(p) for p in partials)
+    any_out = any(wants_out)
+    name = getattr(f, "__name__", "f")
+
+    def derivatives(args, y):
+        if not any_out:
+            return [p(*args) for p in partials]
+        return [p(*args, out=y) if w else p(*args) for p, w in zip(partials, wants_out)]
+
+    def scalar_rrule(*args, **kwargs):
+        _check_arity(f, partials, args)
+        y = f(*args, **kwargs)
+        ps = derivatives(args, y)
+
+        def scalar_pullback(dy):
+            dy = unthunk(dy)
+            if isinstance(dy, AbstractZero):
+                return (_NO,) + tuple(_ZERO for _ in args)
+            return (_NO,) + tuple(_pull(x, dy, p) for x, p in zip(args, ps))
+
+        scalar_pullback.__qualname__ = f"{name}_pullback"
+        return y, scalar_pullback
+
+    def scalar_frule(tangents, *args, **kwargs):
+        _check_arity(f, partials, args)
+        y = f(*args, **kwargs)
+        ps = derivatives(args, y)
+        dy = _ZERO
+        for p, dx in zip(ps, tangents[1:]):
+            dx = unthunk(dx)
+            if not isinstance(dx, AbstractZero):
+                term = p * dx
+                dy = term if isinstance(dy, AbstractZero) else dy + term
+        if not isinstance(dy, AbstractZero) and np.iscomplexobj(dy) and not np.iscomplexobj(y):
+            dy = np.real(dy)
+        return y, dy
+
+    scalar_rrule.__qualname__ = f"rrule_{name}"
+    scalar_frule.__qualname__ = f"frule_{name}"
+    scalar_rrule.partials = scalar_frule.partials = partials  # the dual engine may read them
+    rrule.register(f)(scalar_rrule)
+    frule.register(f)(scalar_frule)
+
+
+def _check_arity(f, partials, args):
+    if len(args) != len(partials):
+        from .errors import callable_name
+
+        raise TypeError(
+            f"the rule for {callable_name(f)} takes {len(partials)} positional argument(s), got {len(args)}"
+        )
+
+
+def non_differentiable(*fs: Callable) -> None:
+    """Register rules for callables whose outputs carry no derivative (``len``, ``np.argmax``, ...).
+
+    The pullback returns ``NoTangent()`` for the callable and every argument; the pushforward
+    returns ``NoTangent()``.
+
+    >>> import chainrules as cr
+    >>> def count(xs):
+    ...     return len(xs)
+    >>> cr.non_differentiable(count)
+    >>> y, back = cr.rrule(count, [1.0, 2.0])
+    >>> y, back(1.0)
+    (2, (NoTangent(), NoTangent()))
+    """
+    for f in fs:
+        rrule.register(f, functor=False)(_nondiff_rrule(f))
+        frule.register(f, functor=False)(_nondiff_frule(f))
+
+
+def _nondiff_rrule(f):
+    def nondiff_rrule(*args, **kwargs):
+        y = f(*args, **kwargs)
+        n = len(args)
+
+        def nondiff_pullback(dy):
+            return (_NO,) * (n + 1)
+
+        return y, nondiff_pullback
+
+    nondiff_rrule.__qualname__ = f"rrule_{getattr(f, '__name__', 'f')}"
+    return nondiff_rrule
+
+
+def _nondiff_frule(f):
+    def nondiff_frule(tangents, *args, **kwargs):
+        return f(*args, **kwargs), _NO
+
+    nondiff_frule.__qualname__ = f"frule_{getattr(f, '__name__', 'f')}"
+    return nondiff_frule
+
+
+def opt_out(f: Callable, *types: type) -> None:
+    """Declare that ``f`` has no rule for these positional argument types, so engines look inside it.
+
+    Use it when a general rule exists but AD through ``f``'s own code is better for some types.
+
+    >>> import chainrules as cr
+    >>> class Tiny(float):
+    ...     pass
+    >>> def square(x):
+    ...     return x * x
+    >>> cr.scalar_rule(square, lambda x: 2 * x)
+    >>> cr.opt_out(square, Tiny)
+    >>> cr.rrule(square, Tiny(2.0)) is None, cr.rrule(square, 2.0) is None
+    (True, False)
+    """
+    for dispatcher in (rrule, frule):
+        dispatcher.register(f, *types, functor=False)(OPT_OUT)
