@@ -8,6 +8,7 @@ True
 """
 
 from . import rules
+from .api import derivative, gradient, hessian, jacobian, jvp, pullback, show, value_and_gradient
 from .core import (
     AbstractThunk,
     AbstractZero,
@@ -39,6 +40,14 @@ from .core import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "derivative",
+    "gradient",
+    "hessian",
+    "jacobian",
+    "jvp",
+    "pullback",
+    "show",
+    "value_and_gradient",
     "AbstractThunk",
     "AbstractZero",
     "ChainRulesError",
