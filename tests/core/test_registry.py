@@ -211,3 +211,22 @@ def test_no_rule_error_message():
 def test_unsupported_syntax_error_message():
     err = cr.UnsupportedSyntaxError("'yield' is not supported", "model.py", 7, 4)
     assert str(err).startswith("model.py:7:4: 'yield'")
+
+
+def test_batched_flag_is_recorded_on_the_rule():
+    def twice(x):
+        return 2 * x
+
+    @cr.frule.register(twice, batched=True)
+    def frule_twice(tangents, x):
+        return twice(x), 2 * tangents[1]
+
+    @cr.rrule.register(twice)
+    def rrule_twice(x):
+        return twice(x), lambda dy: (cr.NoTangent(), 2 * dy)
+
+    assert cr.frule.lookup(twice, (1.0,)).batched is True
+    assert cr.rrule.lookup(twice, (1.0,)).batched is False
+    # elementwise rules from partials take a leading batch axis of tangents as they are
+    cr.scalar_rule(twice, lambda x: 2.0)
+    assert cr.frule.lookup(twice, (1.0,)).batched is True

@@ -82,12 +82,19 @@ class RuleDispatcher:
         self.version = 0
 
     # -- registration --
-    def register(self, f, *types: type, functor: bool | None = None) -> Callable:
+    def register(self, f, *types: type, functor: bool | None = None, batched: bool = False) -> Callable:
         """Decorator: register ``rule`` for calls of ``f`` (optionally only for these argument types).
 
         For a class ``f`` whose instances are callable (it defines ``__call__``), the rule is for
         calls of its instances (``functor=True``) and receives the instance first; pass
         ``functor=False`` to register a rule for constructing ``f`` instead.
+
+        ``batched=True`` declares that the rule handles a *batch* of tangents at once: a tangent
+        whose ``ndim`` is one more than its primal's carries a leading batch axis (one tangent
+        per row), and the rule returns its output tangent(s) with the same leading axis. For an
+        ``frule`` that is the tangents it receives; for an ``rrule`` the cotangent its pullback
+        receives. Engines call a rule without the flag once per batch element instead. The flag
+        is read back as ``rule.batched``.
 
         >>> import chainrules as cr
         >>> def double(x):
@@ -106,6 +113,8 @@ class RuleDispatcher:
                 raise TypeError(f"{self.__name__}.register({f!r}, ...): argument types must be classes, got {t!r}")
 
         def decorator(rule):
+            if rule is not OPT_OUT:
+                rule.batched = batched
             self._entries_for(f, functor, create=True).add(tuple(types), rule)
             self.version += 1
             self._instance_cache.clear()
@@ -313,7 +322,8 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
     scalar_frule.__qualname__ = f"frule_{name}"
     scalar_rrule.partials = scalar_frule.partials = partials  # the dual engine may read them
     rrule.register(f)(scalar_rrule)
-    frule.register(f)(scalar_frule)
+    # elementwise: partials broadcast against a leading batch axis of the tangents
+    frule.register(f, batched=True)(scalar_frule)
 
 
 def _check_arity(f, partials, args):
@@ -341,7 +351,7 @@ def non_differentiable(*fs: Callable) -> None:
     """
     for f in fs:
         rrule.register(f, functor=False)(_nondiff_rrule(f))
-        frule.register(f, functor=False)(_nondiff_frule(f))
+        frule.register(f, functor=False, batched=True)(_nondiff_frule(f))
 
 
 def _nondiff_rrule(f):

@@ -2,7 +2,7 @@
 
 The source engine lowers ``a + b`` to ``operator.add(a, b)``, so these rules serve scalars and
 broadcasting arrays. Each cotangent is brought back to its input's shape and dtype with
-``match_input``.
+``match_input``. The pushforwards are elementwise, so they take a leading batch axis as it is.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def rrule_add(a, b):
     return a + b, add_pullback
 
 
-@frule.register(operator.add)
+@frule.register(operator.add, batched=True)
 def frule_add(tangents, a, b):
     _, da, db = tangents
     return a + b, da + db
@@ -41,7 +41,7 @@ def rrule_sub(a, b):
     return a - b, sub_pullback
 
 
-@frule.register(operator.sub)
+@frule.register(operator.sub, batched=True)
 def frule_sub(tangents, a, b):
     _, da, db = tangents
     return a - b, da - db
@@ -56,7 +56,7 @@ def rrule_mul(a, b):
     return a * b, mul_pullback
 
 
-@frule.register(operator.mul)
+@frule.register(operator.mul, batched=True)
 def frule_mul(tangents, a, b):
     _, da, db = tangents
     return a * b, da * b + a * db
@@ -74,7 +74,7 @@ def rrule_truediv(a, b):
     return y, truediv_pullback
 
 
-@frule.register(operator.truediv)
+@frule.register(operator.truediv, batched=True)
 def frule_truediv(tangents, a, b):
     _, da, db = tangents
     y = a / b
@@ -89,7 +89,7 @@ def rrule_neg(a):
     return -a, neg_pullback
 
 
-@frule.register(operator.neg)
+@frule.register(operator.neg, batched=True)
 def frule_neg(tangents, a):
     return -a, -tangents[1]
 
@@ -132,7 +132,7 @@ def rrule_pow(a, b):
     return y, pow_pullback
 
 
-@frule.register(operator.pow)
+@frule.register(operator.pow, batched=True)
 def frule_pow(tangents, a, b):
     _, da, db = tangents
     y = a**b

@@ -20,7 +20,7 @@ def rrule_sin(x):
     return s, sin_pullback
 
 
-@frule.register(math.sin)
+@frule.register(math.sin, batched=True)
 def frule_sin(tangents, x):
     return math.sin(x), math.cos(x) * tangents[1]
 
@@ -35,7 +35,7 @@ def rrule_cos(x):
     return c, cos_pullback
 
 
-@frule.register(math.cos)
+@frule.register(math.cos, batched=True)
 def frule_cos(tangents, x):
     return math.cos(x), -math.sin(x) * tangents[1]
 

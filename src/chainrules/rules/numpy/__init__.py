@@ -1,0 +1,1 @@
+"""Rules for NumPy, one module per family (ufuncs, reductions, shapes, indexing, products, linalg)."""

@@ -1,0 +1,1 @@
+"""Rules for SciPy (special functions, linear algebra)."""
