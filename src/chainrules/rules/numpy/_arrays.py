@@ -28,7 +28,7 @@ _SCALAR_TYPES = (float, int, complex)
 def tangent_dtype(x) -> np.dtype | None:
     """The dtype of ``x``'s natural tangent: its own float/complex dtype, float64 for integers,
     ``None`` when ``x`` has no derivative (bools) or is not a NumPy value."""
-    dtype = getattr(x, "dtype", None)
+    dtype = x.dtype if type(x) is np.ndarray else getattr(x, "dtype", None)
     if not isinstance(dtype, np.dtype):
         return None
     kind = dtype.kind
@@ -263,9 +263,12 @@ def scatter_thunk(x, index, dy, view=None, unique: bool | None = None):
     dy = unthunk(dy)
     if isinstance(dy, AbstractZero):
         return dy
-    if dtype.kind == "f" and np.iscomplexobj(dy):
+    if dtype.kind == "f" and type(dy) is not float and np.iscomplexobj(dy):
         dy = np.real(dy)
-    repeats = index_has_repeats(index) if unique is None else not unique
+    if unique is None:  # a single integer (a loop's x[i]) is the common case: decide it first
+        repeats = type(index) is not int and index_has_repeats(index)
+    else:
+        repeats = not unique
     shape = x.shape
 
     def scatter_add_into(acc):

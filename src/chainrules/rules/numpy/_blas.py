@@ -80,7 +80,7 @@ def _gemv_into(out, m, op, v):
         _conj_inplace(out)
         op, v = "N", np.conj(v)
     result = _GEMV[out.dtype](1.0, m, v, beta=1.0, y=out, trans=_CODE[op], overwrite_y=1)
-    if not np.shares_memory(result, out):
+    if result is not out:  # f2py wrote into a copy (it does not for a contiguous vector)
         out[...] = result
     if flip:
         _conj_inplace(out)
@@ -103,7 +103,7 @@ def _gemm_into(c, x, opx, y, opy):
     if flip:
         _conj_inplace(c)
     result = _GEMM[c.dtype](1.0, x, y, beta=1.0, c=c, trans_a=_CODE[opx], trans_b=_CODE[opy], overwrite_c=1)
-    if not np.shares_memory(result, c):
+    if result is not c:  # f2py wrote into a copy (it does not for a Fortran-ordered c)
         c[...] = result
     if flip:
         _conj_inplace(c)
@@ -146,7 +146,7 @@ def _muladd(c, x, opx, y, opy):
     elif K == 1:  # a rank-1 update
         u, v = _vector(x, opx, column=0), _vector(y, opy, column=None)
         result = _GER[c.dtype](1.0, u, v, a=c, overwrite_a=1)
-        if not np.shares_memory(result, c):
+        if result is not c:  # f2py wrote into a copy (it does not for a Fortran-ordered c)
             c[...] = result
     else:
         _gemm_into(c, x, opx, y, opy)

@@ -127,6 +127,8 @@ def _matrix_view(acc, perm, rows, cols):
     """A writeable 2-D view of the accumulator matching the operand's matrix, or None."""
     if type(acc) is not np.ndarray or not acc.flags.writeable:
         return None
+    if acc.shape == (rows, cols) and perm == (0, 1):
+        return acc
     try:
         return np.reshape(np.transpose(acc, perm), (rows, cols), copy=False)
     except ValueError:  # the transposed accumulator cannot be viewed as a matrix
