@@ -14,6 +14,7 @@
 >>> crt.test_frule(operator.mul, 2.0, 3.0)
 """
 
+from .check_grads import JVPFunction, PullbackFunction, available_reverse_engines, check_grads
 from .checks import assert_approx, default_tolerances
 from .finite_differences import (
     FiniteDifferenceMethod,
@@ -32,6 +33,10 @@ from .to_vec import NonDifferentiable, nondiff, to_vec
 
 __all__ = [
     "FiniteDifferenceMethod",
+    "JVPFunction",
+    "PullbackFunction",
+    "available_reverse_engines",
+    "check_grads",
     "NonDifferentiable",
     "assert_approx",
     "backward_fdm",

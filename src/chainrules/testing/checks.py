@@ -415,6 +415,19 @@ def _structure_problems(x, dx, path) -> list[str]:
     return problems
 
 
+def deep_unthunk(t):
+    """``t`` with every thunk evaluated, inside structural tangents too."""
+    t = unthunk(t)
+    if isinstance(t, Tangent):
+        backing = t.backing
+        if isinstance(backing, tuple):
+            return type(t)(*(deep_unthunk(v) for v in backing))
+        if type(t).primal_type is dict:
+            return type(t)({k: deep_unthunk(v) for k, v in backing.items()})
+        return type(t)(**{k: deep_unthunk(v) for k, v in backing.items()})
+    return t
+
+
 def is_zero_tangent(t) -> bool:
     """Whether ``t`` is a zero: a zero singleton, or numbers/arrays/structures that are all zero."""
     t = unthunk(t)

@@ -54,6 +54,7 @@ from ..core import (
 )
 from .checks import (
     approx_problems,
+    deep_unthunk,
     default_tolerances,
     is_zero_tangent,
     must_be_no_tangent,
@@ -166,18 +167,6 @@ def _mutation_problems(before: list, after: list, labels: list[str], when: str) 
         for b, a, label in zip(before, after, labels)
         if not _identical(b, a)
     ]
-
-
-def _deep_unthunk(t):
-    t = unthunk(t)
-    if isinstance(t, Tangent):
-        backing = t.backing
-        if isinstance(backing, tuple):
-            return type(t)(*(_deep_unthunk(v) for v in backing))
-        if type(t).primal_type is dict:
-            return type(t)({k: _deep_unthunk(v) for k, v in backing.items()})
-        return type(t)(**{k: _deep_unthunk(v) for k, v in backing.items()})
-    return t
 
 
 def _as_float(x):
@@ -350,13 +339,13 @@ def test_rrule(
         acc = rand_tangent(_as_float(inputs[i]), rng)
         if isinstance(acc, AbstractZero):
             continue
-        ok_add, want = report.run(f"add(accumulator, cotangent of {labels[i]})", add, acc, _deep_unthunk(t))
+        ok_add, want = report.run(f"add(accumulator, cotangent of {labels[i]})", add, acc, deep_unthunk(t))
         ok_iadd, got = report.run(f"iadd(accumulator, cotangent of {labels[i]})", iadd, copy.deepcopy(acc), t)
         if ok_add and ok_iadd:
             why = "iadd of the cotangent into an owned accumulator must equal add"
             report.add(approx_problems(got, want, tol, tol, labels[i], why))
 
-    cotangents = [_deep_unthunk(t) for t in raw]
+    cotangents = [deep_unthunk(t) for t in raw]
     cotangents_before = _snapshot(cotangents)
 
     fd_inputs: dict[int, Any] = {}
@@ -399,14 +388,14 @@ def test_rrule(
         out = pull(seed, what)
         if out is not None:
             for i, t in enumerate(out):
-                report.add(approx_problems(_deep_unthunk(t), cotangents_before[i], tol, tol, labels[i], why))
+                report.add(approx_problems(deep_unthunk(t), cotangents_before[i], tol, tol, labels[i], why))
     y_layout = layout(y_expected)
     if y_layout.size and not report.problems:
         # twice the seed must give twice the cotangents (and leave the first call's results alone)
         doubled_seed = y_layout.tangent(2 * tangent_to_vec(y_expected, dy), 0)
         doubled = pull(doubled_seed, "a doubled seed")
         for i, x in fd_inputs.items() if doubled is not None else ():
-            got = tangent_to_vec(x, _deep_unthunk(doubled[i]))
+            got = tangent_to_vec(x, deep_unthunk(doubled[i]))
             want = 2 * tangent_to_vec(x, cotangents[i])
             why = "the pullback must be linear in the seed: pullback(2 dy) must equal 2 pullback(dy)"
             report.add(approx_problems(got, want, tol, tol, labels[i], why))
@@ -536,7 +525,7 @@ def test_frule(
     report.add(_mutation_problems(inputs_before, inputs, labels, "by the rule"))
     tangent_labels = [f"the tangent of {label}" for label in labels]
     report.add(_mutation_problems(tangents_before, all_tangents, tangent_labels, "by the rule"))
-    dy_value = _deep_unthunk(dy)
+    dy_value = deep_unthunk(dy)
     report.add(tangent_problems(y_expected, dy_value, "the output tangent dy", top=False))
 
     # finite differences along the given tangents; an integer given a float tangent moves as a float
