@@ -755,3 +755,94 @@ def test_cr_testing_is_reachable_from_the_package():
     code = "import chainrules as cr, operator; cr.testing.test_rrule(operator.mul, cr.testing.nondiff(True), 2.0)"
     env = {**os.environ, "PYTHONPATH": str(src)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+@cr.frule.register(Polynomial)
+def frule_polynomial_call(tangents, p, x):
+    dp, dx = tangents
+    dp = cr.unthunk(dp)
+    dcoeffs = 0.0 if isinstance(dp, cr.AbstractZero) else dp.coeffs
+    powers = x ** np.arange(len(p.coeffs))
+    slope = sum(k * c * x ** (k - 1) for k, c in enumerate(p.coeffs) if k)
+    return p(x), float(np.sum(dcoeffs * powers)) + slope * dx
+
+
+def test_frule_of_a_callable_object_moves_its_fields_too():
+    p = Polynomial(np.array([1.0, 2.0, 3.0]))
+    test_frule(p, 0.5)
+    test_frule(p, 0.5, tangents=(cr.Tangent[Polynomial](coeffs=np.array([1.0, 0.0, -1.0])), 2.0))
+
+
+def count_items(xs):
+    return len(xs)
+
+
+cr.non_differentiable(count_items)
+
+
+def test_non_differentiable_functions():
+    test_rrule(count_items, [1.0, 2.0])
+    test_frule(count_items, [1.0, 2.0])
+
+
+def test_the_rule_can_be_swapped_for_an_engine():
+    from chainrules.testing import fd_pullback_full
+
+    test_rrule(math.sin, 0.5, rule=fd_pullback_full)
+
+    def negated(f, *args):
+        y, back = cr.rrule(f, *args)
+        return y, lambda dy: tuple(-cr.unthunk(c) for c in back(dy))
+
+    with pytest.raises(AssertionError, match="does not match finite differences"):
+        test_rrule(math.sin, 0.5, rule=negated)
+
+
+def test_the_fd_engine_gives_structured_callables_a_tangent():
+    from chainrules.testing import fd_pullback_full
+
+    @dataclasses.dataclass
+    class Scaler:
+        factor: float
+
+        def __call__(self, x):
+            return self.factor * x
+
+    y, back = fd_pullback_full(Scaler(3.0), 2.0)
+    d_scaler, dx = back(1.0)
+    assert y == 6.0 and dx == pytest.approx(3.0) and d_scaler.factor == pytest.approx(2.0)
+    assert fd_pullback_full(lambda x: 2 * x, 1.0)[1](1.0)[0] == NO
+
+
+def varargs_sum(*xs):
+    return sum(xs)
+
+
+@register_rrule(varargs_sum)
+def rrule_varargs_sum(*xs):
+    def pullback(dy):
+        dy = cr.unthunk(dy)
+        return (NO, *[dy] * (len(xs) - 1), 2 * dy)  # the last one is wrong
+
+    return sum(xs), pullback
+
+
+def test_varargs_arguments_are_named_by_position():
+    with pytest.raises(AssertionError, match=r"argument 3 \(\*xs\[2\]\): the cotangent does not match"):
+        test_rrule(varargs_sum, 1.0, 2.0, 3.0)
+
+
+def test_assert_approx_reports_every_leaf_with_its_path():
+    from chainrules.testing import assert_approx
+
+    expected = cr.Tangent[dict]({"w": np.array([1.0, 2.0]), "b": 0.5})
+    assert_approx(cr.Tangent[dict]({"w": np.array([1.0, 2.0 + 1e-12]), "b": 0.5}), expected)
+    with pytest.raises(AssertionError) as info:
+        assert_approx(cr.Tangent[dict]({"w": np.array([1.0, 2.5]), "b": cr.ZeroTangent()}), expected, name="grad")
+    message = str(info.value)
+    assert "grad['w']" in message or "grad.w" in message
+    assert "max abs error 0.5" in message and "expected 0.5, got 0" in message
+    with pytest.raises(AssertionError, match="expected shape"):
+        assert_approx(np.ones(3), np.ones(2))
+    with pytest.raises(AssertionError, match="not all finite"):
+        assert_approx(np.array([np.nan]), np.array([np.nan]))

@@ -110,9 +110,11 @@ def _compare(actual, expected, rtol, atol, path, problems, why="") -> None:
         if _is_positional(a) and _is_positional(e) and len(a_items) != len(e_items):
             problems.append(f"{path}: {why}expected {len(e_items)} elements, got {len(a_items)}")
             return
+        keyed = any(_is_mapping(v) for v in (a, e))
         for key in list(e_items) + [k for k in a_items if k not in e_items]:
             zero = ZeroTangent()
-            _compare(a_items.get(key, zero), e_items.get(key, zero), rtol, atol, f"{path}{_crumb(key)}", problems, why)
+            crumb = f"[{key!r}]" if keyed else _crumb(key)
+            _compare(a_items.get(key, zero), e_items.get(key, zero), rtol, atol, f"{path}{crumb}", problems, why)
         return
     if isinstance(a, AbstractZero):
         a = np.zeros_like(np.asarray(e))
@@ -133,6 +135,10 @@ def _compare(actual, expected, rtol, atol, path, problems, why="") -> None:
     message = _leaf_mismatch(a_arr, e_arr, rtol, atol)
     if message:
         problems.append(f"{path}: {why}expected {_fmt(e)}, got {_fmt(a)}\n    {message}")
+
+
+def _is_mapping(v) -> bool:
+    return isinstance(v, dict) or (isinstance(v, Tangent) and type(v).primal_type is dict)
 
 
 def _is_positional(v) -> bool:
