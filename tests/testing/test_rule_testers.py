@@ -846,3 +846,11 @@ def test_assert_approx_reports_every_leaf_with_its_path():
         assert_approx(np.ones(3), np.ones(2))
     with pytest.raises(AssertionError, match="not all finite"):
         assert_approx(np.array([np.nan]), np.array([np.nan]))
+
+
+def test_numpy_scalars():
+    test_rrule(operator.mul, np.float64(1.5), np.float64(2.0))
+    test_rrule(operator.mul, np.float32(1.5), np.float32(2.0))
+    problems = cr.testing.checks.tangent_problems(np.float32(1.0), 1.0, "dx")
+    assert problems == ["dx: expected a float32 scalar (the primal's dtype), got a float 1"]
+    assert cr.testing.checks.tangent_problems(np.float64(1.0), 1.0, "dx") == []

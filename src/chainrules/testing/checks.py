@@ -377,6 +377,8 @@ def _array_tangent_problems(x: np.ndarray, dx, path) -> list[str]:
 def _npscalar_problems(x: np.floating, dx, path) -> list[str]:
     if isinstance(dx, np.ndarray) and dx.ndim == 0:
         dx = dx[()]
+    if x.dtype == np.float64 and type(dx) in (float, int):
+        return []  # a Python float is a float64
     if not isinstance(dx, np.generic) or dx.dtype != x.dtype:
         return [f"{path}: expected a {x.dtype} scalar (the primal's dtype), got {describe(dx)} {_fmt_short(dx)}"]
     return []
