@@ -27,7 +27,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..core import AbstractZero, Tangent, unthunk
-from .to_vec import Layout, layout
+from .to_vec import Layout, layout, values_like
 
 _EPS64 = float(np.finfo(np.float64).eps)
 
@@ -344,15 +344,12 @@ def _along(f: Callable, x_layout: Layout, x_vec: np.ndarray, direction: np.ndarr
 
     def g(e: float) -> np.ndarray:
         y = f(x_layout.primal(x_vec + e * direction, 0))
-        lay = layout(y)
-        if lay.size != y_layout.size:
+        try:
+            return values_like(y_layout, y)
+        except ValueError as exc:
             raise ValueError(
-                f"finite differences: the output changed structure under a perturbation of size {e:.3g} "
-                f"({y_layout.size} reals at the point, {lay.size} nearby)"
-            )
-        out = np.empty(lay.size)
-        lay.values(out, 0)
-        return out
+                f"finite differences: the output changed structure under a perturbation of size {e:.3g} ({exc})"
+            ) from None
 
     return g
 

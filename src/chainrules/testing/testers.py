@@ -427,12 +427,19 @@ def test_rrule(
 test_rrule.__test__ = False  # a library function, not a test: pytest must not collect it where it is imported
 
 
+def _fresh(a):
+    """A copy of a mutable argument, so that a function that writes into it cannot change the next call."""
+    if type(a) is np.ndarray:
+        return a.copy()
+    return copy.deepcopy(a) if isinstance(a, (list, dict)) else a
+
+
 def _call_with(f, inputs, fkwargs, i):
     """``v -> f(*args)`` with input ``i`` replaced by ``v`` (0 is ``f`` itself); mutable inputs copied per call."""
     fixed = list(inputs)
 
     def call(v):
-        values = [copy.deepcopy(a) if isinstance(a, (np.ndarray, list, dict)) else a for a in fixed]
+        values = [_fresh(a) for a in fixed]
         values[i] = v
         return values[0](*values[1:], **fkwargs)
 

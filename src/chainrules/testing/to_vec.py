@@ -377,6 +377,23 @@ def _has_state(x) -> bool:
     return dataclasses.is_dataclass(x) or bool(getattr(x, "__dict__", None))
 
 
+def values_like(lay: Layout, y) -> np.ndarray:
+    """The reals of ``y``, which should have the layout ``lay`` (a fast path for plain floats and arrays).
+
+    Raises ``ValueError`` when ``y`` has a different number of reals.
+    """
+    if type(y) is float and isinstance(lay, _Real):
+        return np.array([y])
+    if type(y) is np.ndarray and isinstance(lay, _Array) and y.shape == lay.shape and y.dtype.kind == "f":
+        return y.astype(np.float64).ravel()
+    actual = layout(y)
+    if actual.size != lay.size:
+        raise ValueError(f"{lay.size} reals expected, {actual.size} found")
+    out = np.empty(actual.size)
+    actual.values(out, 0)
+    return out
+
+
 def to_vec(x) -> tuple[np.ndarray, Callable[[np.ndarray], Any]]:
     """``(v, from_vec)``: the perturbable reals of ``x`` as a float64 vector, and the inverse.
 
@@ -436,5 +453,6 @@ __all__ = [
     "tangent_to_vec",
     "to_vec",
     "unwrap",
+    "values_like",
     "vec_to_tangent",
 ]
