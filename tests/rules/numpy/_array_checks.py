@@ -1,8 +1,13 @@
-"""Checks shared by the array rule tests: finite differences for rrules and frules, batched frules
-against row-by-row calls, and in-place accumulation of InplaceableThunks against their values.
+"""Checks shared by the array rule tests, beside ``chainrules.testing``'s ``test_rrule``/``test_frule``:
 
-Rules here are linear in each argument (or piecewise linear), so a central difference is exact up
-to rounding; the step only has to be small enough for the piecewise-linear ones (sort).
+- ``check_batched_frule``: an frule called once with a leading batch axis on its tangents equals
+  it called row by row;
+- ``check_accumulation_layouts``: an ``InplaceableThunk`` cotangent added into C-ordered,
+  Fortran-ordered and strided accumulators equals adding its value;
+- ``check_rrule_on_wrapped``: a rule runs on values that implement NumPy's protocols only;
+- ``check_rrule``/``check_frule``: finite differences that keep the primal's memory layout, for
+  rules whose result depends on it (``order="A"``/``"K"``), which the generic checks copy away.
+  Rules here are linear in each argument, so a central difference is exact up to rounding.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import dataclasses
 import numpy as np
 
 import chainrules as cr
+import chainrules.testing as crt
 
 RNG = np.random.default_rng(20240611)
 
@@ -37,7 +43,7 @@ def rand(*shape, dtype=np.float64):
 
 @dataclasses.dataclass
 class Case:
-    """One row of a rule spec table: ``f(*args, **kwargs)``."""
+    """One row of a rule spec table: ``f(*args, **kwargs)``; ``Const`` marks non-differentiable arguments."""
 
     f: object
     args: tuple
@@ -45,6 +51,10 @@ class Case:
 
     def __init__(self, f, *args, **kwargs):
         self.f, self.args, self.kwargs = f, args, kwargs
+
+    def testing_args(self) -> tuple:
+        """The arguments for ``chainrules.testing``: constants wrapped in ``nondiff``."""
+        return tuple(crt.nondiff(a.value) if isinstance(a, Const) else a for a in self.args)
 
     def __str__(self) -> str:
         name = getattr(self.f, "__qualname__", None) or getattr(self.f, "__name__", str(self.f))
@@ -311,6 +321,19 @@ def _check_cotangent_type(x, g, i):
         assert isinstance(g, float), f"argument {i}: a {type(g).__name__} cotangent for a float"
     elif isinstance(x, complex):
         assert isinstance(g, complex), f"argument {i}: a {type(g).__name__} cotangent for a complex"
+
+
+def check_accumulation_layouts(f, *args, fkwargs=None):
+    """Every ``InplaceableThunk`` cotangent of ``f`` at ``args`` adds into accumulators of every layout."""
+    primals = unwrap(args)
+    y, back = cr.rrule(f, *primals, **(fkwargs or {}))
+    grads = back(random_like(y))
+    checked = 0
+    for i, (x, g) in enumerate(zip(primals, grads[1:])):
+        if isinstance(g, cr.InplaceableThunk):
+            _check_accumulation(x, g, i)
+            checked += 1
+    return checked
 
 
 def _check_accumulation(x, g, i):

@@ -5,10 +5,11 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from _array_checks import Case, check_batched_frule, check_frule, check_rrule, rand
+from _array_checks import Case, check_accumulation_layouts, check_batched_frule, rand
 from _array_checks import Const as C
 
 import chainrules as cr
+import chainrules.testing as crt
 
 F32, C128 = np.float32, np.complex128
 MASK = rand(3, 4) > 0
@@ -49,17 +50,22 @@ CASES = GETITEM + ATTRIBUTES
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_rrule(case):
-    check_rrule(case.f, *case.args, fkwargs=case.kwargs)
+    crt.test_rrule(case.f, *case.testing_args(), fkwargs=case.kwargs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_frule(case):
-    check_frule(case.f, *case.args, fkwargs=case.kwargs)
+    crt.test_frule(case.f, *case.testing_args(), fkwargs=case.kwargs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_batched_frule(case):
     check_batched_frule(case.f, *case.args, fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", GETITEM, ids=str)
+def test_cotangent_accumulates_into_every_layout(case):
+    assert check_accumulation_layouts(case.f, *case.args, fkwargs=case.kwargs) == 1
 
 
 # ----- the cotangent of x[i] is an action on the accumulator ------------------------------------

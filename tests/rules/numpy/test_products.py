@@ -6,10 +6,11 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from _array_checks import Case, check_batched_frule, check_frule, check_rrule, check_rrule_on_wrapped, rand
+from _array_checks import Case, check_accumulation_layouts, check_batched_frule, check_rrule_on_wrapped, rand
 from _array_checks import Const as C
 
 import chainrules as cr
+import chainrules.testing as crt
 from chainrules.rules.numpy._blas import apply_op, muladd, product
 
 F32, C64, C128 = np.float32, np.complex64, np.complex128
@@ -101,17 +102,30 @@ CASES = MATMUL + CONTRACTIONS + EINSUM + KRON
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_rrule(case):
-    check_rrule(case.f, *case.args, fkwargs=case.kwargs)
+    crt.test_rrule(case.f, *case.testing_args(), fkwargs=case.kwargs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_frule(case):
-    check_frule(case.f, *case.args, fkwargs=case.kwargs)
+    crt.test_frule(case.f, *case.testing_args(), fkwargs=case.kwargs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_batched_frule(case):
     check_batched_frule(case.f, *case.args, fkwargs=case.kwargs)
+
+
+# products with a scalar factor, and vdot, have elementwise cotangents: no in-place form
+MATRIX_PRODUCTS = [
+    c
+    for c in MATMUL + CONTRACTIONS
+    if c.f is not np.vdot and all(np.ndim(a) >= 1 for a in c.args if not isinstance(a, C))
+]
+
+
+@pytest.mark.parametrize("case", MATRIX_PRODUCTS, ids=str)
+def test_matrix_product_cotangents_accumulate_into_every_layout(case):
+    assert check_accumulation_layouts(case.f, *case.args, fkwargs=case.kwargs) >= 1
 
 
 # ----- the BLAS layer ------------------------------------------------------------------------

@@ -2,10 +2,19 @@
 
 import numpy as np
 import pytest
-from _array_checks import Case, check_batched_frule, check_frule, check_rrule, check_rrule_on_wrapped, rand
+from _array_checks import (
+    Case,
+    check_accumulation_layouts,
+    check_batched_frule,
+    check_frule,
+    check_rrule,
+    check_rrule_on_wrapped,
+    rand,
+)
 from _array_checks import Const as C
 
 import chainrules as cr
+import chainrules.testing as crt
 from chainrules.core import callable_name
 
 F32, C128 = np.float32, np.complex128
@@ -15,12 +24,11 @@ RESHAPING = [
     Case(np.reshape, rand(2, 3), C(-1)),
     Case(np.reshape, rand(2, 3), C((3, 2)), C("F")),
     Case(np.reshape, rand(2, 3, dtype=F32), (6, 1)),
-    Case(np.reshape, np.asfortranarray(rand(2, 3)), C((3, 2)), order="A"),
     Case(np.ndarray.reshape, rand(2, 3), C(3), C(2)),
     Case(np.ndarray.reshape, rand(2, 3, dtype=C128), C((6,)), order="F"),
     Case(np.ravel, rand(2, 3)),
     Case(np.ravel, rand(2, 3), C("F")),
-    Case(np.ravel, np.asfortranarray(rand(2, 3)), C("K")),
+    Case(np.ravel, rand(2, 3), C("K")),
     Case(np.ndarray.ravel, rand(2, 3, dtype=F32)),
     Case(np.ndarray.flatten, rand(2, 3, dtype=C128)),
     Case(np.squeeze, rand(2, 1, 3)),
@@ -164,20 +172,41 @@ SELECTING = [
 
 CASES = RESHAPING + PERMUTING + REPEATING + CONVERTING + JOINING + SPLITTING + SELECTING
 
+# orders that follow the memory layout: checked with finite differences that keep the layout
+LAYOUT_DEPENDENT = [
+    Case(np.reshape, np.asfortranarray(rand(2, 3)), C((3, 2)), order="A"),
+    Case(np.ravel, np.asfortranarray(rand(2, 3)), C("K")),
+    Case(np.ndarray.flatten, np.asfortranarray(rand(2, 3, dtype=C128)), C("A")),
+    Case(np.ravel, rand(4, 3)[::2, ::-1].T, C("K")),
+]
+
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_rrule(case):
-    check_rrule(case.f, *case.args, fkwargs=case.kwargs)
+    crt.test_rrule(case.f, *case.testing_args(), fkwargs=case.kwargs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_frule(case):
+    crt.test_frule(case.f, *case.testing_args(), fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", CASES + LAYOUT_DEPENDENT, ids=str)
+def test_batched_frule(case):
+    check_batched_frule(case.f, *case.args, fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", LAYOUT_DEPENDENT, ids=str)
+def test_layout_dependent_rules(case):
+    check_rrule(case.f, *case.args, fkwargs=case.kwargs)
     check_frule(case.f, *case.args, fkwargs=case.kwargs)
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_batched_frule(case):
-    check_batched_frule(case.f, *case.args, fkwargs=case.kwargs)
+@pytest.mark.parametrize("case", SELECTING, ids=str)
+def test_selections_accumulate_into_every_layout(case):
+    assert check_accumulation_layouts(case.f, *case.args, fkwargs=case.kwargs) == (
+        0 if case.f in (np.triu, np.tril) or (case.f is np.diag and case.args[0].ndim == 1) else 1
+    )
 
 
 # ----- behaviours beyond the tables --------------------------------------------------------
