@@ -72,22 +72,27 @@ def _conj_inplace(a):
     np.conjugate(a, out=a)
 
 
-def _gemv_into(out, m, op, v):
-    """``out += op(m) @ v`` in place (``out`` a contiguous vector)."""
+def _gemv(out, m, op, v, dtype):
+    """``out += op(m) @ v`` in place (``out`` a contiguous vector), or a new ``op(m) @ v`` when ``out`` is None."""
     m, op = _fortran(m, op)
     flip = op == "R"
     if flip:  # conj(out) += m @ conj(v)
-        _conj_inplace(out)
         op, v = "N", np.conj(v)
-    result = _GEMV[out.dtype](1.0, m, v, beta=1.0, y=out, trans=_CODE[op], overwrite_y=1)
-    if result is not out:  # f2py wrote into a copy (it does not for a contiguous vector)
-        out[...] = result
+        if out is not None:
+            _conj_inplace(out)
+    if out is None:
+        out = _GEMV[dtype](1.0, m, v, trans=_CODE[op])
+    else:
+        result = _GEMV[dtype](1.0, m, v, beta=1.0, y=out, trans=_CODE[op], overwrite_y=1)
+        if result is not out:  # f2py wrote into a copy (it does not for a contiguous vector)
+            out[...] = result
     if flip:
         _conj_inplace(out)
+    return out
 
 
-def _gemm_into(c, x, opx, y, opy):
-    """``c += op(x) @ op(y)`` in place (``c`` Fortran-contiguous)."""
+def _gemm(c, x, opx, y, opy, dtype):
+    """``c += op(x) @ op(y)`` in place (``c`` Fortran-contiguous), or a new product when ``c`` is None."""
     x, opx = _fortran(x, opx)
     y, opy = _fortran(y, opy)
     flip = False
@@ -100,13 +105,17 @@ def _gemm_into(c, x, opx, y, opy):
                 x, opx = np.conj(x), "N"
             if opy == "R":
                 y, opy = np.conj(y), "N"
+    if c is None:
+        c = _GEMM[dtype](1.0, x, y, trans_a=_CODE[opx], trans_b=_CODE[opy])
+    else:
+        if flip:
+            _conj_inplace(c)
+        result = _GEMM[dtype](1.0, x, y, beta=1.0, c=c, trans_a=_CODE[opx], trans_b=_CODE[opy], overwrite_c=1)
+        if result is not c:  # f2py wrote into a copy (it does not for a Fortran-ordered c)
+            c[...] = result
     if flip:
         _conj_inplace(c)
-    result = _GEMM[c.dtype](1.0, x, y, beta=1.0, c=c, trans_a=_CODE[opx], trans_b=_CODE[opy], overwrite_c=1)
-    if result is not c:  # f2py wrote into a copy (it does not for a Fortran-ordered c)
-        c[...] = result
-    if flip:
-        _conj_inplace(c)
+    return c
 
 
 def muladd(acc, x, opx: str, y, opy: str) -> bool:
@@ -125,31 +134,36 @@ def muladd(acc, x, opx: str, y, opy: str) -> bool:
     if dtype is None or not acc.flags.writeable:
         return False
     if acc.flags.f_contiguous:
-        _muladd(acc, x, opx, y, opy)
+        _muladd(acc, x, opx, y, opy, dtype)
     elif acc.flags.c_contiguous:  # acc.T += op(y).T @ op(x).T, with acc.T Fortran-contiguous
-        _muladd(acc.T, y, _TRANSPOSED[opy], x, _TRANSPOSED[opx])
+        _muladd(acc.T, y, _TRANSPOSED[opy], x, _TRANSPOSED[opx], dtype)
     else:
         return False
     return True
 
 
-def _muladd(c, x, opx, y, opy):
-    """``c += op(x) @ op(y)`` for a Fortran-contiguous ``c``, choosing gemv, ger or gemm by shape."""
-    if c.dtype.kind == "f":
+def _muladd(c, x, opx, y, opy, dtype):
+    """``c += op(x) @ op(y)`` for a Fortran-contiguous ``c`` (or the new product when ``c`` is None),
+    with gemv, ger or gemm according to the shape."""
+    if dtype.kind == "f":
         opx, opy = _REAL[opx], _REAL[opy]
-    M, N = c.shape
-    K = x.shape[1] if opx in "NR" else x.shape[0]
+    M, K = x.shape if opx in "NR" else x.shape[::-1]
+    N = y.shape[1] if opy in "NR" else y.shape[0]
     if N == 1:
-        _gemv_into(c[:, 0], x, opx, _vector(y, opy, column=0))
-    elif M == 1:
-        _gemv_into(c[0, :], y, _TRANSPOSED[opy], _vector(x, opx, column=None))
-    elif K == 1:  # a rank-1 update
+        column = _gemv(None if c is None else c[:, 0], x, opx, _vector(y, opy, column=0), dtype)
+        return column.reshape(M, 1) if c is None else c
+    if M == 1:
+        row = _gemv(None if c is None else c[0, :], y, _TRANSPOSED[opy], _vector(x, opx, column=None), dtype)
+        return row.reshape(1, N) if c is None else c
+    if K == 1:  # an outer product: a rank-1 update, or elementwise when new
         u, v = _vector(x, opx, column=0), _vector(y, opy, column=None)
-        result = _GER[c.dtype](1.0, u, v, a=c, overwrite_a=1)
+        if c is None:
+            return np.multiply.outer(u, v)
+        result = _GER[dtype](1.0, u, v, a=c, overwrite_a=1)
         if result is not c:  # f2py wrote into a copy (it does not for a Fortran-ordered c)
             c[...] = result
-    else:
-        _gemm_into(c, x, opx, y, opy)
+        return c
+    return _gemm(c, x, opx, y, opy, dtype)
 
 
 def product(x, opx: str, y, opy: str):
@@ -163,12 +177,5 @@ def product(x, opx: str, y, opy: str):
     dtype = blas_dtype(x, y)
     if dtype is None:
         return np.matmul(apply_op(x, opx), apply_op(y, opy))
-    if dtype.kind == "f":
-        opx, opy = _REAL[opx], _REAL[opy]
-    M, K = x.shape if opx in "NR" else x.shape[::-1]
-    N = y.shape[1] if opy in "NR" else y.shape[0]
-    if K == 1:  # an outer product: elementwise, no BLAS needed
-        return np.multiply.outer(_vector(x, opx, column=0), _vector(y, opy, column=None))
-    out = np.zeros((M, N), dtype=dtype, order="F")
-    _muladd(out, x, opx, y, opy)
-    return out
+    # (op(y).T @ op(x).T).T: BLAS writes Fortran order, so the transposed product comes out in C order
+    return _muladd(None, y, _TRANSPOSED[opy], x, _TRANSPOSED[opx], dtype).T
