@@ -167,7 +167,7 @@ def _ravel(y, x, order="C"):
     return _reshape_spec(y, x, order)
 
 
-@_linear(np.squeeze, np.ndarray.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d)
+@_linear(np.squeeze, np.ndarray.squeeze, np.expand_dims)
 def _reshape_c(y, x, *args, **kwargs):
     return _reshape_spec(y, x, "C")
 
@@ -175,10 +175,12 @@ def _reshape_c(y, x, *args, **kwargs):
 def _rrule_atleast(f):
     """``np.atleast_Nd(a, b, ...)`` with several arguments returns a tuple: one reshape each."""
 
+    rrule_one, frule_one = _linear_rrule(f, _reshape_c), _linear_frule(f, _reshape_c)
+
     def rrule_atleast(*arys):
-        y = f(*arys)
         if len(arys) == 1:
-            return _linear_rrule(f, _reshape_c)(*arys)
+            return rrule_one(*arys)
+        y = f(*arys)
 
         def atleast_pullback(dy):
             items = sequence_items(y, dy)
@@ -187,9 +189,9 @@ def _rrule_atleast(f):
         return y, atleast_pullback
 
     def frule_atleast(tangents, *arys):
-        y = f(*arys)
         if len(arys) == 1:
-            return _linear_frule(f, _reshape_c)(tangents, *arys)
+            return frule_one(tangents, *arys)
+        y = f(*arys)
         pieces = []
         for x, out, dx in zip(arys, y, tangents[1:]):
             dx = unthunk(dx)
@@ -475,25 +477,35 @@ def _dense_structure(x, dx):
 # ----- joining ------------------------------------------------------------------------------------
 
 
-def _join_shapes(f, pieces, axis):
-    """The shape each piece takes inside the concatenation ``f`` performs, and the axis it joins on."""
-    if f is np.concatenate:
-        if axis is None:
-            return [(int(np.size(p)),) for p in pieces], 0
-        return [np.shape(p) for p in pieces], normalize_axis(axis, np.ndim(pieces[0]))
-    if f is np.stack:
-        k = normalize_axis(axis, np.ndim(pieces[0]) + 1)
-        return [np.shape(p)[:k] + (1,) + np.shape(p)[k:] for p in pieces], k
-    if f is np.hstack:
-        shapes = [np.shape(np.atleast_1d(p)) if np.ndim(p) < 1 else np.shape(p) for p in pieces]
-        return shapes, 0 if len(shapes[0]) == 1 else 1
-    if f is np.vstack:
-        return [_at_least_2d(np.shape(p)) for p in pieces], 0
-    if f is np.dstack:
-        return [_at_least_3d(np.shape(p)) for p in pieces], 2
-    if f is np.column_stack:
-        return [np.shape(p) if np.ndim(p) >= 2 else (int(np.size(p)), 1) for p in pieces], 1
-    raise AssertionError(f)
+def _concatenate_layout(pieces, axis):
+    if axis is None:  # the pieces are flattened first
+        return [(int(np.size(p)),) for p in pieces], 0
+    return [np.shape(p) for p in pieces], normalize_axis(axis, np.ndim(pieces[0]))
+
+
+def _stack_layout(pieces, axis):
+    k = normalize_axis(axis, np.ndim(pieces[0]) + 1)
+    return [np.shape(p)[:k] + (1,) + np.shape(p)[k:] for p in pieces], k
+
+
+def _hstack_layout(pieces, axis):
+    shapes = [np.shape(p) if np.ndim(p) >= 1 else (1,) for p in pieces]
+    return shapes, 0 if len(shapes[0]) == 1 else 1
+
+
+#: for each joining function: the shape each piece takes inside the concatenation it performs,
+#: and the axis it joins on
+_JOIN_LAYOUTS = {
+    np.concatenate: _concatenate_layout,
+    np.stack: _stack_layout,
+    np.hstack: _hstack_layout,
+    np.vstack: lambda pieces, axis: ([_at_least_2d(np.shape(p)) for p in pieces], 0),
+    np.dstack: lambda pieces, axis: ([_at_least_3d(np.shape(p)) for p in pieces], 2),
+    np.column_stack: lambda pieces, axis: (
+        [np.shape(p) if np.ndim(p) >= 2 else (int(np.size(p)), 1) for p in pieces],
+        1,
+    ),
+}
 
 
 def _at_least_2d(shape):
@@ -523,7 +535,7 @@ def _join_push(pieces, tangents, shapes, axis):
     return np.concatenate(parts, axis=axis + len(lead))
 
 
-def _register_join(f):
+def _register_join(f, layout):
     name = f.__name__
 
     def rrule_join(arrays, *args, **kwargs):
@@ -531,7 +543,7 @@ def _register_join(f):
             raise TypeError(f"the rule for numpy.{name} does not write into out=; assign the result instead")
         y = f(arrays, *args, **kwargs)
         pieces = as_sequence(arrays, f)
-        shapes, axis = _join_shapes(f, pieces, args[0] if args else kwargs.get("axis", 0))
+        shapes, axis = layout(pieces, args[0] if args else kwargs.get("axis", 0))
 
         def join_pullback(dy):
             cotangents = _split_cotangent(cotangent_array(y, dy), pieces, shapes, axis)
@@ -543,7 +555,7 @@ def _register_join(f):
     def frule_join(tangents, arrays, *args, **kwargs):
         y = f(arrays, *args, **kwargs)
         pieces = as_sequence(arrays, f)
-        shapes, axis = _join_shapes(f, pieces, args[0] if args else kwargs.get("axis", 0))
+        shapes, axis = layout(pieces, args[0] if args else kwargs.get("axis", 0))
         return y, _join_push(pieces, sequence_items(arrays, tangents[1]), shapes, axis)
 
     rrule_join.__name__ = rrule_join.__qualname__ = f"rrule_{name}"
@@ -552,8 +564,8 @@ def _register_join(f):
     frule.register(f, batched=True)(frule_join)
 
 
-for _f in (np.concatenate, np.stack, np.hstack, np.vstack, np.dstack, np.column_stack):
-    _register_join(_f)
+for _f, _layout in _JOIN_LAYOUTS.items():
+    _register_join(_f, _layout)
 
 
 def _append_layout(arr, values, axis):
@@ -671,7 +683,7 @@ def _take_rule(f):
     def frule_take(tangents, a, indices, *args, **kwargs):
         options = dict(zip(("axis", "out", "mode"), args), **kwargs)
         axis, mode = options.get("axis"), options.get("mode", "raise")
-        y = f(a, indices, axis=axis, mode=mode)
+        y = f(a, indices, *args, **kwargs)
         dx = unthunk(tangents[1])
         if isinstance(dx, AbstractZero):
             return y, dx
@@ -701,12 +713,13 @@ def _along_axis_index(shape, indices, axis):
 def rrule_take_along_axis(arr, indices, *args, **kwargs):
     axis = args[0] if args else kwargs.get("axis", -1)
     y = np.take_along_axis(arr, indices, *args, **kwargs)
-    if axis is None:
-        index = np.unravel_index(np.where(indices < 0, indices + np.size(arr), indices), np.shape(arr))
-    else:
-        index = _along_axis_index(np.shape(arr), indices, normalize_axis(axis, np.ndim(arr)))
 
     def take_along_axis_pullback(dy):
+        if axis is None:
+            flat = np.asarray(indices)
+            index = np.unravel_index(np.where(flat < 0, flat + np.size(arr), flat), np.shape(arr))
+        else:
+            index = _along_axis_index(np.shape(arr), indices, normalize_axis(axis, np.ndim(arr)))
         return (NO, scatter_thunk(arr, index, cotangent_array(y, dy), unique=False), NO, *(NO for _ in args))
 
     return y, take_along_axis_pullback
