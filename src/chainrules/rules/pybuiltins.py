@@ -1,0 +1,604 @@
+"""Rules for Python's builtins and its structural containers (tuples, lists, dicts, objects).
+
+- Numbers: ``abs``, ``pow``, ``float``, ``complex``, ``divmod``.
+- Selection and reduction over a sequence or over several arguments: ``min``, ``max``, ``sum``,
+  ``sorted``. ``min``/``max``/``sorted`` only *select*: the cotangent goes back to the chosen
+  elements, and none flows through a ``key`` function. On ties the first element in order wins
+  (which is the element Python itself returns).
+- Containers: ``tuple(xs)``, ``list(xs)``, ``dict(...)`` convert between a container and the
+  structural tangents ``Tangent[tuple]``/``Tangent[list]``/``Tangent[dict]``; ``getattr(obj,
+  name)`` gives ``Tangent[type(obj)](name=dy)``.
+- Counting, testing, printing and converting to integers or text carry no derivative
+  (``non_differentiable``).
+
+The iterable arguments accepted are tuples, lists and NumPy arrays (a sequence of rows), and
+dicts, strings and ranges (whose elements carry no tangent). Generators and other iterators
+raise ``NoRuleError``: the cotangent of an element they produced has nowhere to go, so
+differentiating through them is the engine's job (the source engine rewrites them).
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import types
+from numbers import Number
+
+import numpy as np
+
+from ..core import (
+    AbstractZero,
+    NoRuleError,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    frule,
+    match_input,
+    non_differentiable,
+    rrule,
+    rrule_via_ad,
+    unthunk,
+    user_location,
+)
+from .operators import (
+    frule_abs,
+    frule_pow,
+    match_arg,
+    match_entry,
+    real_cotangent,
+    rrule_abs,
+    rrule_pow,
+    seq_entries,
+    seq_tangent,
+    zero_for,
+)
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+_REAL = frozenset((float, int))
+#: containers whose elements carry no tangent when iterated (dict keys, characters, integers)
+_DISCRETE_ITERABLES = (str, bytes, bytearray, range, dict)
+
+
+def _elements(f, xs):
+    """The elements of the iterable argument ``xs`` of ``f`` as a sequence, or ``None`` when they
+    carry no tangent. Raises ``NoRuleError`` for iterables that cannot take a cotangent back."""
+    if isinstance(xs, (tuple, list)):
+        return xs
+    if isinstance(xs, np.ndarray):
+        return list(xs)
+    if isinstance(xs, _DISCRETE_ITERABLES):
+        return None
+    raise NoRuleError(
+        f,
+        (xs,),
+        location=user_location(),
+        reason="the rule takes a tuple, list or array; build one first, e.g. with a list comprehension",
+    )
+
+
+def _nondiff_pullback(n: int):
+    def nondiff_pullback(dy):
+        return (_NO,) * (n + 1)
+
+    return nondiff_pullback
+
+
+# ----- numbers ----------------------------------------------------------------------------------
+
+rrule.register(abs)(rrule_abs)
+frule.register(abs, batched=True)(frule_abs)
+
+
+@rrule.register(pow)
+def rrule_builtin_pow(base, exp, *mod):
+    """Two-argument ``pow`` is ``**``; modular ``pow(b, e, m)`` is integer-only and has no derivative."""
+    if mod and mod[0] is not None:
+        return pow(base, exp, *mod), _nondiff_pullback(3)
+    y, pow_pullback = rrule_pow(base, exp)
+    if not mod:
+        return y, pow_pullback
+
+    def builtin_pow_pullback(dy):
+        return (*pow_pullback(dy), _NO)
+
+    return y, builtin_pow_pullback
+
+
+@frule.register(pow, batched=True)
+def frule_builtin_pow(tangents, base, exp, *mod):
+    if mod and mod[0] is not None:
+        return pow(base, exp, *mod), _NO
+    return frule_pow(tangents[:3], base, exp)
+
+
+@rrule.register(float, functor=False)
+def rrule_float(*args):
+    """``float(x)``: the identity on numbers (an int gets a float cotangent); a string has no tangent."""
+    if not args or isinstance(args[0], (str, bytes, bytearray)):
+        return float(*args), _nondiff_pullback(len(args))
+    (x,) = args
+
+    def float_pullback(dy):
+        if type(x) is float and type(dy) is float:
+            return _NO, dy
+        return _NO, match_input(x, unthunk(dy))
+
+    return float(x), float_pullback
+
+
+@frule.register(float, functor=False, batched=True)
+def frule_float(tangents, *args):
+    if not args or isinstance(args[0], (str, bytes, bytearray)):
+        return float(*args), _NO
+    return float(args[0]), tangents[1]
+
+
+@rrule.register(complex, functor=False)
+def rrule_complex(*args):
+    """``complex(re, im)`` is ``re + 1j * im``: its pullback multiplies by the conjugate of 1j."""
+    if not args or isinstance(args[0], (str, bytes, bytearray)):
+        return complex(*args), _nondiff_pullback(len(args))
+    y = complex(*args)
+
+    def complex_pullback(dz):
+        dz = unthunk(dz)
+        if isinstance(dz, AbstractZero):
+            return (_NO,) + (dz,) * len(args)
+        dz = complex(dz)
+        if len(args) == 1:
+            return _NO, match_input(args[0], dz)
+        return _NO, match_input(args[0], dz), match_input(args[1], -1j * dz)
+
+    return y, complex_pullback
+
+
+@frule.register(complex, functor=False, batched=True)
+def frule_complex(tangents, *args):
+    if not args or isinstance(args[0], (str, bytes, bytearray)):
+        return complex(*args), _NO
+    dz = tangents[1]
+    if len(args) == 2:
+        dz = dz + 1j * tangents[2]
+    return complex(*args), dz
+
+
+@rrule.register(divmod)
+def rrule_divmod(a, b):
+    """``divmod(a, b) = (a // b, a % b)``: the quotient is piecewise constant, the remainder is ``mod``."""
+    q, r = divmod(a, b)
+
+    def divmod_pullback(dy):
+        _, dr = seq_entries(dy, 2)
+        dr = unthunk(dr)
+        if isinstance(dr, AbstractZero):
+            return _NO, zero_for(a), zero_for(b)
+        return _NO, match_input(a, dr), match_input(b, -dr * q)
+
+    return (q, r), divmod_pullback
+
+
+@frule.register(divmod)
+def frule_divmod(tangents, a, b):
+    _, da, db = tangents
+    q, r = divmod(a, b)
+    return (q, r), Tangent[tuple](zero_for(q), da - q * db)
+
+
+# ----- selection: min, max, sorted ----------------------------------------------------------------
+
+
+def _index_of(items, y) -> int:
+    """The first position of the object ``y`` that ``min``/``max`` returned (ties: first wins)."""
+    for i, v in enumerate(items):
+        if v is y:
+            return i
+    raise AssertionError(f"the selected element {y!r} is not among the elements")  # min/max return an element
+
+
+def _minmax_rules(pick):
+    name = pick.__name__
+    strictly_better = operator.lt if pick is min else operator.gt
+
+    def rrule_minmax(*args, key=None, **default):
+        if len(args) > 1:
+            if type(args[0]) in _REAL and type(args[1]) in _REAL and len(args) == 2 and key is None:
+                a, b = args
+                i = 1 if strictly_better(b, a) else 0  # exactly Python's choice: the first on ties
+            else:
+                i = _index_of(args, pick(*args, key=key))
+            y = args[i]
+            n = len(args)
+
+            def minmax_pullback(dy):
+                out = [_NO, *map(zero_for, args)]
+                out[i + 1] = match_arg(y, dy)
+                return tuple(out)
+
+            return y, minmax_pullback
+        (xs,) = args
+        items = _elements(pick, xs)
+        if items is None:
+            return pick(xs, key=key, **default), _nondiff_pullback(1)
+        if not items:  # the default, a keyword argument: no tangent to give back
+            return pick(items, key=key, **default), _nondiff_pullback(1)
+        i = _index_of(items, pick(items, key=key))
+        y = items[i]
+        n = len(items)
+
+        def minmax_pullback(dy):
+            entries = [_ZERO] * n
+            entries[i] = dy
+            return _NO, seq_tangent(xs, entries)
+
+        return y, minmax_pullback
+
+    def frule_minmax(tangents, *args, key=None, **default):
+        if len(args) > 1:
+            i = _index_of(args, pick(*args, key=key))
+            return args[i], tangents[1 + i]
+        (xs,) = args
+        items = _elements(pick, xs)
+        if not items:
+            return pick(xs if items is None else items, key=key, **default), _NO
+        i = _index_of(items, pick(items, key=key))
+        return items[i], seq_entries(tangents[1], len(items))[i]
+
+    rrule_minmax.__qualname__ = f"rrule_{name}"
+    frule_minmax.__qualname__ = f"frule_{name}"
+    rrule.register(pick)(rrule_minmax)
+    frule.register(pick)(frule_minmax)
+
+
+_minmax_rules(min)
+_minmax_rules(max)
+
+
+def _sort_order(items, key, reverse: bool) -> list[int]:
+    """The permutation ``sorted`` applies: stable, and with ``reverse`` equal keys keep their order too."""
+    at = items.__getitem__
+    return sorted(range(len(items)), key=at if key is None else (lambda i: key(at(i))), reverse=reverse)
+
+
+@rrule.register(sorted)
+def rrule_sorted(xs, *, key=None, reverse=False):
+    """The sorted list; the cotangent of its j-th entry goes back to the element that landed there."""
+    items = _elements(sorted, xs)
+    if items is None:
+        return sorted(xs, key=key, reverse=reverse), _nondiff_pullback(1)
+    order = _sort_order(items, key, reverse)
+    n = len(order)
+
+    def sorted_pullback(dy):
+        entries = [_ZERO] * n
+        for j, e in enumerate(seq_entries(dy, n)):
+            entries[order[j]] = e
+        return _NO, seq_tangent(xs, entries)
+
+    return [items[i] for i in order], sorted_pullback
+
+
+@frule.register(sorted)
+def frule_sorted(tangents, xs, *, key=None, reverse=False):
+    items = _elements(sorted, xs)
+    if items is None:
+        return sorted(xs, key=key, reverse=reverse), _NO
+    order = _sort_order(items, key, reverse)
+    y = [items[i] for i in order]
+    entries = seq_entries(tangents[1], len(items))
+    return y, seq_tangent(y, [entries[i] for i in order])
+
+
+# ----- sum ----------------------------------------------------------------------------------------
+
+
+@rrule.register(sum)
+def rrule_sum(xs, *start, **start_kw):
+    """``sum(xs, start)``: every element (and a positional ``start``) gets the output's cotangent."""
+    items = _elements(sum, xs)
+    if items is None:
+        return sum(xs, *start, **start_kw), _nondiff_pullback(1 + len(start))
+    y = sum(items, *start, **start_kw)
+    n = len(items)
+
+    def sum_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return (_NO, dy) + (dy,) * len(start)
+        return (_NO, seq_tangent(xs, (dy,) * n)) + tuple(match_arg(s, dy) for s in start)
+
+    return y, sum_pullback
+
+
+@frule.register(sum)
+def frule_sum(tangents, xs, *start, **start_kw):
+    items = _elements(sum, xs)
+    if items is None:
+        return sum(xs, *start, **start_kw), _NO
+    dy = tangents[2] if start else _ZERO
+    for e in seq_entries(tangents[1], len(items)):
+        dy = dy + e
+    return sum(items, *start, **start_kw), dy
+
+
+# ----- container constructors -----------------------------------------------------------------
+
+
+def _sequence_rules(P: type):
+    def rrule_sequence(*args):
+        if not args:
+            return P(), _nondiff_pullback(0)
+        (xs,) = args
+        items = _elements(P, xs)
+        if items is None:
+            return P(xs), _nondiff_pullback(1)
+        n = len(items)
+
+        def sequence_pullback(dy):
+            return _NO, seq_tangent(xs, seq_entries(dy, n))
+
+        return P(items), sequence_pullback
+
+    def frule_sequence(tangents, *args):
+        if not args:
+            return P(), _NO
+        (xs,) = args
+        items = _elements(P, xs)
+        y = P(xs if items is None else items)
+        if items is None:
+            return y, _NO
+        return y, seq_tangent(y, seq_entries(tangents[1], len(items)))
+
+    rrule_sequence.__qualname__ = f"rrule_{P.__name__}"
+    frule_sequence.__qualname__ = f"frule_{P.__name__}"
+    rrule.register(P, functor=False)(rrule_sequence)
+    frule.register(P, functor=False)(frule_sequence)
+
+
+_sequence_rules(tuple)
+_sequence_rules(list)
+
+
+def _dict_tangent(entries: dict):
+    entries = {k: e for k, e in entries.items() if not isinstance(e, AbstractZero)}
+    return Tangent[dict](entries) if entries else _ZERO
+
+
+def _dict_entries(dt) -> dict:
+    dt = unthunk(dt)
+    if isinstance(dt, AbstractZero):
+        return {}
+    if isinstance(dt, Tangent):
+        return dict(dt.backing)
+    return dict(dt)
+
+
+def _dict_sources(args, kwargs) -> tuple[list, dict]:
+    """For ``dict(*args, **kwargs)``: the pairs of the positional argument, and for each key of the
+    result where its value came from (an index into the pairs, or ``None`` for a keyword)."""
+    pairs = []
+    if args:
+        (src,) = args
+        if isinstance(src, dict):
+            pairs = list(src.items())
+        elif isinstance(src, (tuple, list)):
+            pairs = [tuple(p) for p in src]
+        else:
+            _elements(dict, src)  # raises for an iterator
+    source = {k: i for i, (k, _) in enumerate(pairs)}  # a later duplicate key wins, as in dict()
+    source.update(dict.fromkeys(kwargs))
+    return pairs, source
+
+
+@rrule.register(dict, functor=False)
+def rrule_dict(*args, **kwargs):
+    """``dict(mapping)`` or ``dict(pairs)``: each value's cotangent goes back to where it came from.
+
+    Values passed as keyword arguments get no cotangent (a rule returns none for keywords).
+    """
+    pairs, source = _dict_sources(args, kwargs)
+    y = dict(*args, **kwargs)
+    if not args:
+        return y, _nondiff_pullback(0)
+    (src,) = args
+
+    def dict_pullback(dy):
+        dvals = _dict_entries(dy)
+        picked = {i: dvals.get(k, _ZERO) for k, i in source.items() if i is not None}
+        if isinstance(src, dict):
+            return _NO, _dict_tangent({k: match_entry(v, picked.get(i, _ZERO)) for i, (k, v) in enumerate(pairs)})
+        entries = [seq_tangent(pair, (_NO, picked.get(i, _ZERO))) for i, pair in enumerate(src)]
+        return _NO, seq_tangent(src, entries)
+
+    return y, dict_pullback
+
+
+@frule.register(dict, functor=False)
+def frule_dict(tangents, *args, **kwargs):
+    pairs, source = _dict_sources(args, kwargs)
+    y = dict(*args, **kwargs)
+    if not args:
+        return y, _ZERO
+    (src,) = args
+    if isinstance(src, dict):
+        dsrc = _dict_entries(tangents[1])
+        dvalues = [dsrc.get(k, _ZERO) for k, _ in pairs]
+    else:
+        dvalues = [seq_entries(d, 2)[1] for d in seq_entries(tangents[1], len(pairs))]
+    return y, _dict_tangent({k: dvalues[i] for k, i in source.items() if i is not None})
+
+
+# ----- attributes --------------------------------------------------------------------------------
+
+_NO_STRUCTURE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+_METHODS = (
+    types.FunctionType,
+    staticmethod,
+    classmethod,
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+_MISSING = object()
+
+
+def _attribute_kind(obj, name: str, value, static) -> str:
+    """How ``getattr(obj, name)`` reached its value: 'number', 'method', 'index' (a discrete value
+    computed in C, like ``ndarray.shape``) or 'field'."""
+    if isinstance(obj, Number) and not isinstance(obj, bool):
+        return "number"
+    if isinstance(static, _METHODS):
+        return "method"
+    if isinstance(static, types.GetSetDescriptorType):
+        if _is_discrete(value):
+            return "index"
+        raise NoRuleError(
+            getattr,
+            (obj, name),
+            location=user_location(),
+            reason=f"{type(obj).__qualname__}.{name} is computed in C; register a rule for getattr typed on "
+            f"{type(obj).__qualname__}",
+        )
+    return "field"
+
+
+def _is_discrete(value) -> bool:
+    if isinstance(value, tuple):
+        return all(_is_discrete(v) for v in value)
+    return isinstance(value, (bool, int, str, bytes, type(None), np.dtype, type))
+
+
+def _number_attribute_cotangent(obj, name: str, dy):
+    """The cotangent of a number from that of its ``.real`` or ``.imag`` (z.imag = y for z = x + iy)."""
+    dy = real_cotangent(dy)
+    if isinstance(dy, AbstractZero):
+        return dy
+    if name == "real":
+        return match_input(obj, dy)
+    if name == "imag" and np.iscomplexobj(obj):
+        return match_input(obj, 1j * dy)
+    return _ZERO
+
+
+def _tangent_of(dy, obj) -> bool:
+    return isinstance(dy, Tangent) and isinstance(obj, type(dy).primal_type)
+
+
+def _computed_attribute(obj, name: str, static):
+    """The function that computes ``obj.name`` in Python (a property's getter, a class's
+    ``__getattr__``) and its arguments, or ``None`` for a stored value."""
+    if static is _MISSING:
+        hook = inspect.getattr_static(type(obj), "__getattr__", None)
+        return (hook, (obj, name)) if hook is not None else None
+    if isinstance(static, property) and static.fget is not None:
+        return static.fget, (obj,)
+    return None
+
+
+@rrule.register(getattr)
+def rrule_getattr(obj, name, *default):
+    """``getattr(obj, name[, default])``.
+
+    A field's cotangent is ``Tangent[type(obj)](name=dy)``. A property (or a class's
+    ``__getattr__``) is differentiated through its Python code by the active engine. A bound
+    method's cotangent is taken to be that of its object (a ``Tangent`` of ``obj``'s type passes
+    through). A module, class or function gets ``NoTangent``; ``.real``/``.imag`` of a number
+    follow the complex convention; the default gets the cotangent when it is returned.
+    """
+    rest = (_NO,) * len(default)
+    if isinstance(obj, _NO_STRUCTURE):
+        return getattr(obj, name, *default), _nondiff_pullback(2 + len(default))
+    static = inspect.getattr_static(obj, name, _MISSING)
+    computed = None if isinstance(obj, Number) else _computed_attribute(obj, name, static)
+    if computed is not None and not (static is _MISSING and default and not hasattr(obj, name)):
+        getter, getter_args = computed
+        y, getter_pullback = rrule_via_ad(getter, *getter_args)
+
+        def computed_attribute_pullback(dy):
+            return (_NO, getter_pullback(dy)[1], _NO, *rest)
+
+        return y, computed_attribute_pullback
+    y = getattr(obj, name, *default)
+    if static is _MISSING:  # the default was returned
+
+        def default_pullback(dy):
+            return _NO, _ZERO, _NO, match_entry(y, dy)
+
+        return y, default_pullback
+    kind = _attribute_kind(obj, name, y, static)
+
+    def getattr_pullback(dy):
+        if kind == "number":
+            return (_NO, _number_attribute_cotangent(obj, name, dy), _NO, *rest)
+        if kind == "index":
+            return (_NO, _NO, _NO, *rest)
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return (_NO, _ZERO, _NO, *rest)
+        if kind == "method":
+            return (_NO, dy if _tangent_of(dy, obj) else _ZERO, _NO, *rest)
+        return (_NO, Tangent[type(obj)](**{name: match_entry(y, dy)}), _NO, *rest)
+
+    return y, getattr_pullback
+
+
+@frule.register(getattr)
+def frule_getattr(tangents, obj, name, *default):
+    if isinstance(obj, _NO_STRUCTURE):
+        return getattr(obj, name, *default), _NO
+    static = inspect.getattr_static(obj, name, _MISSING)
+    y = getattr(obj, name, *default)
+    if static is _MISSING and default and not hasattr(obj, name):
+        return y, tangents[3]
+    if not isinstance(obj, Number) and _computed_attribute(obj, name, static) is not None:
+        raise TypeError(
+            f"frule(getattr): {type(obj).__qualname__}.{name} is computed by Python code (a property or "
+            f"__getattr__); forward mode runs that code on dual numbers instead of pushing a tangent through getattr"
+        )
+    kind = _attribute_kind(obj, name, y, static)
+    if kind == "index":
+        return y, _NO
+    dobj = unthunk(tangents[1])
+    if isinstance(dobj, AbstractZero):
+        return y, dobj
+    if kind == "number":
+        if name == "real":
+            return y, np.real(dobj)
+        return y, (np.imag(dobj) if name == "imag" else _ZERO)
+    if kind == "method":
+        return y, dobj
+    if isinstance(dobj, dict):
+        return y, dobj.get(name, _ZERO)
+    return y, getattr(dobj, name)
+
+
+# ----- no derivative ------------------------------------------------------------------------------
+
+non_differentiable(
+    round,
+    int,
+    bool,
+    len,
+    range,
+    slice,
+    isinstance,
+    issubclass,
+    type,
+    id,
+    hash,
+    str,
+    repr,
+    ascii,
+    format,
+    print,
+    ord,
+    chr,
+    bin,
+    oct,
+    hex,
+    callable,
+    hasattr,
+    all,
+    any,
+)
