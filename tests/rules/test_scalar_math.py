@@ -201,3 +201,34 @@ def test_sequences_of_numbers_keep_integers_out():
 @pytest.mark.parametrize("x", [0.7, 3])
 def test_scalar_rules_for_int_and_float(x):
     check_scalar(math.tanh, x)
+
+
+def _expish(x):
+    return np.exp(x)
+
+
+cr.scalar_rule(_expish, lambda x, *, out: out)
+
+
+@pytest.mark.parametrize(
+    "x, seed",
+    [
+        (0.5, 2.0),
+        (0.5, np.float64(2.0)),
+        (0.5, 2),
+        (0.5, 2.0 + 1.0j),
+        (0.5, cr.Thunk(lambda: 2.0)),
+        (1, 2.0),
+        (np.float32(0.5), 2.0),
+        (0.5 + 0.25j, 2.0 - 1.0j),
+        (np.array([0.5, 1.0]), np.array([2.0, 3.0])),
+    ],
+)
+def test_one_argument_scalar_rules_fast_and_general_paths_agree(x, seed):
+    # a float input with a float seed takes scalar_rule's fast path; every other kind the general one
+    expected = cr.match_input(x, cr.unthunk(seed) * np.conj(np.exp(x)))
+    got = cr.rrule(_expish, x)[1](seed)[1]
+    assert type(got) is type(expected) and np.allclose(got, expected)
+    assert cr.iszero(cr.rrule(_expish, x)[1](cr.ZeroTangent())[1])
+    y, dy = cr.frule((cr.NoTangent(), seed), _expish, x)
+    assert np.allclose(dy, cr.match_input(y, np.exp(x) * cr.unthunk(seed)))  # a real output's tangent is real

@@ -40,6 +40,7 @@ from ..core import (
     unthunk,
 )
 from ..core.errors import callable_name
+from ..core.tangents import _rebuild as _rebuild_tangent
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -47,6 +48,8 @@ _ZERO = ZeroTangent()
 _REAL = frozenset((float, int))
 _SEQUENCES = (tuple, list)
 _TEXT = (str, bytes, bytearray)
+#: Tangent[tuple] and Tangent[list], looked up once (the scalar path of getitem builds one per call)
+_PLAIN_TANGENT = {tuple: Tangent[tuple], list: Tangent[list]}
 
 
 # ----- tangents of numbers and containers ----------------------------------------------------
@@ -126,17 +129,25 @@ def seq_tangent(xs, entries) -> object:
     Each entry is matched to its element; all zeros give ``ZeroTangent()``. A namedtuple gets
     ``Tangent[ThatNamedtuple]`` by field name, an array (a sequence of rows) a dense array.
     """
-    entries = [match_entry(x, e) for x, e in zip(xs, entries)]
-    if all(isinstance(e, AbstractZero) for e in entries):
+    matched = []
+    nonzero = False
+    for x, e in zip(xs, entries):
+        if not isinstance(e, AbstractZero):
+            if type(x) is not float or type(e) is not float:
+                e = match_entry(x, e)
+            nonzero = nonzero or not isinstance(e, AbstractZero)
+        matched.append(e)
+    if not nonzero:
         return _ZERO
-    if isinstance(xs, np.ndarray):
-        return _dense_rows(xs, entries)
     P = type(xs)
+    if P is tuple or P is list:
+        # the fields are already valid: skip Tangent's argument checks (a third of a scalar getitem's cost)
+        return _rebuild_tangent(_PLAIN_TANGENT[P], tuple(matched))
+    if isinstance(xs, np.ndarray):
+        return _dense_rows(xs, matched)
     if _is_namedtuple(xs):
-        return Tangent[P](**{k: e for k, e in zip(P._fields, entries) if not isinstance(e, AbstractZero)})
-    if not issubclass(P, _SEQUENCES):
-        P = tuple
-    return Tangent[P](*entries)
+        return Tangent[P](**{k: e for k, e in zip(P._fields, matched) if not isinstance(e, AbstractZero)})
+    return Tangent[P if issubclass(P, _SEQUENCES) else tuple](*matched)
 
 
 def _dense_rows(xs: np.ndarray, entries) -> np.ndarray:
@@ -420,11 +431,17 @@ def _log_base(a):
 
 def pow_partials(a, b, y):
     """(dy/da, dy/db) of ``y = a ** b``, finite at ``a == 0`` wherever the derivative exists there."""
+    if type(a) in _REAL and type(b) in _REAL:  # no NumPy, no ABC checks on the scalar path
+        if b == 0:
+            return 0.0, (y * math.log(abs(a)) if a != 0 else 0.0)
+        if a == 0:
+            return (math.inf if b < 1 else b * 0.0 ** (b - 1)), 0.0  # x ** b, 0 < b < 1, is vertical at 0
+        return b * a ** (b - 1), y * math.log(abs(a))
     if isinstance(a, Number) and isinstance(b, Number):
         if b == 0:
             da = 0.0
         elif a == 0 and b.real < 1:
-            da = math.inf  # x ** b with 0 < b < 1 has an infinite slope at 0
+            da = math.inf
         else:
             da = b * a ** (b - 1)
         return da, y * _log_base(a)
@@ -555,10 +572,17 @@ def rrule_getitem(xs, key):
 
             return y, getitem_pullback
         i = operator.index(key) % n
+        tangent_type = _PLAIN_TANGENT.get(type(xs))
 
         def getitem_pullback(dy):
+            if type(dy) is not float or type(y) is not float:
+                dy = match_entry(y, unthunk(dy))
+                if isinstance(dy, AbstractZero):
+                    return _NO, _ZERO, _NO
             entries = [_ZERO] * n
             entries[i] = dy
+            if tangent_type is not None:  # the one entry is already valid for its element: no checks to repeat
+                return _NO, _rebuild_tangent(tangent_type, tuple(entries)), _NO
             return _NO, seq_tangent(xs, entries), _NO
 
         return y, getitem_pullback

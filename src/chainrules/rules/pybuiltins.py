@@ -120,8 +120,8 @@ def rrule_float(*args):
     (x,) = args
 
     def float_pullback(dy):
-        if type(x) is float and type(dy) is float:
-            return _NO, dy
+        if type(x) in _REAL:
+            return _NO, dy if type(dy) is float else real_cotangent(dy)
         return _NO, match_input(x, unthunk(dy))
 
     return float(x), float_pullback
@@ -196,19 +196,37 @@ def _index_of(items, y) -> int:
     raise AssertionError(f"the selected element {y!r} is not among the elements")  # min/max return an element
 
 
+# min/max of two Python reals: the pullback only depends on which one was picked (and on whether
+# the other is an int, which gets NoTangent), so it needs no closure.
+def _first_pullback(dy):
+    return _NO, (dy if type(dy) is float else real_cotangent(dy)), _ZERO
+
+
+def _second_pullback(dy):
+    return _NO, _ZERO, (dy if type(dy) is float else real_cotangent(dy))
+
+
+def _first_of_int_pullback(dy):
+    return _NO, (dy if type(dy) is float else real_cotangent(dy)), _NO
+
+
+def _second_of_int_pullback(dy):
+    return _NO, _NO, (dy if type(dy) is float else real_cotangent(dy))
+
+
 def _minmax_rules(pick):
     name = pick.__name__
     strictly_better = operator.lt if pick is min else operator.gt
 
     def rrule_minmax(*args, key=None, **default):
         if len(args) > 1:
-            if type(args[0]) in _REAL and type(args[1]) in _REAL and len(args) == 2 and key is None:
+            if len(args) == 2 and type(args[0]) in _REAL and type(args[1]) in _REAL and key is None and not default:
                 a, b = args
-                i = 1 if strictly_better(b, a) else 0  # exactly Python's choice: the first on ties
-            else:
-                i = _index_of(args, pick(*args, key=key))
+                if strictly_better(b, a):  # exactly Python's choice: the first wins on ties
+                    return b, _second_pullback if type(a) is float else _second_of_int_pullback
+                return a, _first_pullback if type(b) is float else _first_of_int_pullback
+            i = _index_of(args, pick(*args, key=key, **default))
             y = args[i]
-            n = len(args)
 
             def minmax_pullback(dy):
                 out = [_NO, *map(zero_for, args)]
