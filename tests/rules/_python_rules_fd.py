@@ -172,6 +172,7 @@ def check_frule(f, *args, fkwargs=None, rtol=1e-6, atol=1e-8, tangents=None):
     return dy
 
 
-def check_scalar(f, x, **kw):
-    check_rrule(f, x, **kw)
-    check_frule(f, x, **kw)
+def check_scalar(f, x, holomorphic=False, **kw):
+    for z in (x, complex(x, 0.5)) if holomorphic and not isinstance(x, complex) else (x,):
+        check_rrule(f, z, **kw)
+        check_frule(f, z, **kw)

@@ -528,9 +528,9 @@ def frule_abs(tangents, x):
     # d|x| = Re(conj(x / |x|) dx), which is sign(x) dx for real x
     dx = tangents[1]
     s = abs_partial(x)
-    if type(x) in _REAL:
+    if type(x) in _REAL or isinstance(dx, AbstractZero):
         return abs(x), s * dx
-    return abs(x), np.real(conj(s) * dx)
+    return abs(x), np.real(conj(s) * unthunk(dx))
 
 
 # ----- indexing -------------------------------------------------------------------------------
