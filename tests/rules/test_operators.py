@@ -46,6 +46,7 @@ FLOAT32 = [
 SEQUENCES = [
     (operator.add, ((1.5, 2.0), (3.0,))),
     (operator.add, ([1.5, 2.0], [A31, 4.0])),
+    (operator.concat, ((1.5,), (2.0, 3.0))),
     (operator.mul, ((1.5, -2.0), 3)),
     (operator.mul, (2, [1.5, -2.0])),
     (operator.getitem, ((1.5, 2.0, 3.0), 1)),

@@ -244,3 +244,32 @@ def test_one_argument_scalar_rules_fast_and_general_paths_agree(x, seed):
     assert cr.iszero(cr.rrule(_expish, x)[1](cr.ZeroTangent())[1])
     y, dy = cr.frule((cr.NoTangent(), seed), _expish, x)
     assert np.allclose(dy, cr.match_input(y, np.exp(x) * cr.unthunk(seed)))  # a real output's tangent is real
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (math.sin, (0.3,)),
+        (math.cos, (0.3,)),
+        (math.log, (0.3,)),
+        (math.log, (5.0, 2.0)),
+        (math.pow, (1.3, 2.5)),
+        (math.hypot, (0.3, 1.2, -2.0)),
+        (math.atan2, (0.3, 1.2)),
+        (cmath.log, (0.3 + 0.4j, 2.0)),
+        (cmath.rect, (1.5, 0.4)),
+        (abs, (-1.5,)),
+        (abs, (3.0 - 4.0j,)),
+        (float, (3,)),
+        (complex, (1.5, -2.0)),
+        (pow, (1.5, 2.5)),
+    ],
+)
+def test_batched_frules_equal_one_call_per_tangent(f, args):
+    rule = cr.frule.lookup(f, args)
+    assert rule.batched
+    rng = np.random.default_rng(3)
+    batch = [rng.standard_normal(4) * (1 + 1j if isinstance(a, complex) else 1) for a in args]
+    _, dy = rule((cr.NoTangent(), *batch), *args)
+    for k in range(4):
+        assert np.allclose(dy[k], rule((cr.NoTangent(), *(b[k] for b in batch)), *args)[1])

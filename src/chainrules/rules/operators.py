@@ -216,6 +216,11 @@ def frule_add(tangents, a, b):
     return a + b, da + db
 
 
+# `operator.concat(a, b)` is `a + b` for sequences (and refuses numbers itself)
+rrule.register(operator.concat)(rrule_add)
+frule.register(operator.concat, batched=True)(frule_add)  # the flag is per function: keep it
+
+
 def _sub_real_pullback(dy):
     if type(dy) is float:
         return _NO, dy, -dy
