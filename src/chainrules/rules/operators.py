@@ -15,6 +15,13 @@ The source engine lowers ``a + b`` to ``operator.add(a, b)`` and ``xs[i]`` to
 
 The helpers for tangents of tuples, lists and dicts (``seq_entries``, ``seq_tangent``,
 ``match_entry``) live here and are shared with the builtins and ``math`` rules.
+
+>>> import operator, chainrules as cr
+>>> y, back = cr.rrule(operator.mul, 2.0, 3.0)
+>>> y, back(1.0)
+(6.0, (NoTangent(), 3.0, 2.0))
+>>> cr.rrule(operator.getitem, (1.0, 2.0), 0)[1](5.0)
+(NoTangent(), Tangent[tuple](5.0, ZeroTangent()), NoTangent())
 """
 
 from __future__ import annotations
@@ -65,7 +72,11 @@ def real_cotangent(dy):
 
 def zero_for(x):
     """The zero cotangent of an input: ``NoTangent()`` for integers and booleans (they count or
-    index), ``ZeroTangent()`` for everything else."""
+    index), ``ZeroTangent()`` for everything else.
+
+    >>> zero_for(3), zero_for(3.0)
+    (NoTangent(), ZeroTangent())
+    """
     if isinstance(x, (int, np.integer, np.bool_)):
         return _NO
     if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
@@ -79,6 +90,10 @@ def match_arg(x, dx):
     Numbers and arrays are matched like operator inputs (``match_input``: summed over broadcast
     axes, real for a real input, a float for an int); a bool, a string or ``None`` gets
     ``NoTangent``; anything else (a container, an object) keeps its cotangent as it is.
+
+    >>> import numpy as np
+    >>> match_arg(2, np.float64(1.5)), match_arg(np.zeros((2, 1)), np.ones((2, 3))).tolist()
+    (1.5, [[3.0], [3.0]])
     """
     if isinstance(dx, AbstractZero) or (type(x) is float and type(dx) is float):
         return dx
@@ -128,6 +143,11 @@ def seq_tangent(xs, entries) -> object:
 
     Each entry is matched to its element; all zeros give ``ZeroTangent()``. A namedtuple gets
     ``Tangent[ThatNamedtuple]`` by field name, an array (a sequence of rows) a dense array.
+
+    >>> seq_tangent([1.0, 2, "a"], (0.5, 1.0, 1.0))
+    Tangent[list](0.5, NoTangent(), NoTangent())
+    >>> seq_entries(seq_tangent((1.0, 2.0), (ZeroTangent(), 3.0)), 2)
+    (ZeroTangent(), 3.0)
     """
     matched = []
     nonzero = False

@@ -15,6 +15,13 @@ The iterable arguments accepted are tuples, lists and NumPy arrays (a sequence o
 dicts, strings and ranges (whose elements carry no tangent). Generators and other iterators
 raise ``NoRuleError``: the cotangent of an element they produced has nowhere to go, so
 differentiating through them is the engine's job (the source engine rewrites them).
+
+>>> import chainrules as cr
+>>> y, back = cr.rrule(max, [1.0, 3.0, 2.0])
+>>> y, back(1.0)
+(3.0, (NoTangent(), Tangent[list](ZeroTangent(), 1.0, ZeroTangent())))
+>>> cr.rrule(sorted, [3.0, 1.0])[1]([10.0, 20.0])
+(NoTangent(), Tangent[list](20.0, 10.0))
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ infinite (``sqrt`` at 0, ``asin`` at ±1) the partial is ``inf`` rather than a P
 ``cmath`` functions are holomorphic: the pullback multiplies by the conjugate derivative; the
 real-valued ``phase`` and ``polar`` follow ChainRules' convention (the gradient of a real f of
 z = x + iy is df/dx + i df/dy).
+
+>>> import math, chainrules as cr
+>>> cr.rrule(math.hypot, 3.0, 4.0)[1](1.0)
+(NoTangent(), 0.6, 0.8)
+>>> cr.frule((cr.NoTangent(), 1.0), math.sqrt, 4)
+(2.0, 0.25)
 """
 
 from __future__ import annotations
