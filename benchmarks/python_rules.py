@@ -11,6 +11,7 @@ Run: ``python benchmarks/python_rules.py`` (writes benchmarks/results/python_rul
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 import pathlib
@@ -24,6 +25,14 @@ import chainrules as cr
 from chainrules.core import callable_name
 
 NUMBER, REPEATS = 20_000, 7
+
+
+@dataclasses.dataclass
+class Params:
+    w: float
+    b: float
+
+
 NO = cr.NoTangent()
 
 CASES = [
@@ -42,6 +51,7 @@ CASES = [
     (operator.pow, (0.7, 2)),
     (operator.neg, (0.7,)),
     (operator.getitem, ((0.7, 1.3, 2.1), 1)),
+    (getattr, (Params(0.7, 1.3), "w")),
     (abs, (-0.7,)),
     (max, (0.7, 1.3)),
     (float, (3,)),

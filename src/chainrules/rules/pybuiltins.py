@@ -47,6 +47,7 @@ from ..core import (
     unthunk,
     user_location,
 )
+from ..core.tangents import _rebuild as _rebuild_tangent
 from .operators import (
     frule_abs,
     frule_pow,
@@ -466,18 +467,69 @@ _METHODS = (
     types.ClassMethodDescriptorType,
 )
 _MISSING = object()
+#: (class, name) -> (kind, the attribute as the class defines it, Tangent[class]): classified once
+#: per pair, as inspect.getattr_static costs microseconds and getattr runs for every field access.
+_CLASS_ATTRIBUTES: dict[tuple[type, str], tuple] = {}
 
 
-def _attribute_kind(obj, name: str, value, static) -> str:
-    """How ``getattr(obj, name)`` reached its value: 'number', 'method', 'index' (a discrete value
-    computed in C, like ``ndarray.shape``) or 'field'."""
-    if isinstance(obj, Number) and not isinstance(obj, bool):
-        return "number"
-    if isinstance(static, _METHODS):
-        return "method"
-    if isinstance(static, types.GetSetDescriptorType):
-        if _is_discrete(value):
-            return "index"
+def _classify(cls: type, name: str) -> tuple:
+    if issubclass(cls, _NO_STRUCTURE):
+        return "opaque", None, None
+    if issubclass(cls, Number) and not issubclass(cls, bool):
+        return "number", None, None
+    static = inspect.getattr_static(cls, name, _MISSING)
+    if isinstance(static, property) and static.fget is not None:  # a data descriptor: wins over __dict__
+        return "property", static, None
+    if static is _MISSING:
+        kind = "missing"
+    elif isinstance(static, _METHODS):
+        kind = "method"
+    elif isinstance(static, types.GetSetDescriptorType):
+        kind = "getset"
+    else:
+        kind = "field"
+    plain_tuple = issubclass(cls, (tuple, list)) and not hasattr(cls, "_fields")
+    return kind, static, (None if plain_tuple else Tangent[cls])
+
+
+def _attribute_source(obj, name: str, default: tuple):
+    """Where ``getattr(obj, name[, default])`` gets its value, as ``(kind, getter, Tangent[type(obj)])``.
+
+    Kinds: 'opaque' (a module, class or function), 'number' (``.real``, ``.imag``, ...),
+    'computed' (Python code computes it: a property's getter or the class's ``__getattr__``, with
+    its arguments in ``getter``), 'default', 'method', 'getset' (computed in C, like
+    ``ndarray.shape``) and 'field' (a stored value).
+    """
+    cls = type(obj)
+    try:
+        kind, static, tangent_type = _CLASS_ATTRIBUTES[cls, name]
+    except KeyError:
+        kind, static, tangent_type = _CLASS_ATTRIBUTES[cls, name] = _classify(cls, name)
+    if kind == "field" or kind == "opaque" or kind == "number":
+        return kind, None, tangent_type
+    if kind == "property":
+        return "computed", (static.fget, (obj,)), tangent_type
+    instance_dict = getattr(obj, "__dict__", None)
+    if instance_dict is not None and name in instance_dict:
+        return "field", None, tangent_type
+    if kind == "missing":
+        hook = inspect.getattr_static(cls, "__getattr__", _MISSING)
+        if hook is not _MISSING and (not default or hasattr(obj, name)):
+            return "computed", (hook, (obj, name)), tangent_type
+        return "default", None, tangent_type
+    return kind, None, tangent_type
+
+
+def _is_discrete(value) -> bool:
+    if isinstance(value, tuple):
+        return all(_is_discrete(v) for v in value)
+    return isinstance(value, (bool, int, str, bytes, type(None), np.dtype, type))
+
+
+def _check_getset(obj, name: str, value) -> None:
+    """A value computed in C is fine when it is discrete (a shape, a dtype); otherwise we cannot
+    know how it depends on ``obj``, and say so."""
+    if not _is_discrete(value):
         raise NoRuleError(
             getattr,
             (obj, name),
@@ -485,13 +537,6 @@ def _attribute_kind(obj, name: str, value, static) -> str:
             reason=f"{type(obj).__qualname__}.{name} is computed in C; register a rule for getattr typed on "
             f"{type(obj).__qualname__}",
         )
-    return "field"
-
-
-def _is_discrete(value) -> bool:
-    if isinstance(value, tuple):
-        return all(_is_discrete(v) for v in value)
-    return isinstance(value, (bool, int, str, bytes, type(None), np.dtype, type))
 
 
 def _number_attribute_cotangent(obj, name: str, dy):
@@ -506,21 +551,6 @@ def _number_attribute_cotangent(obj, name: str, dy):
     return _ZERO
 
 
-def _tangent_of(dy, obj) -> bool:
-    return isinstance(dy, Tangent) and isinstance(obj, type(dy).primal_type)
-
-
-def _computed_attribute(obj, name: str, static):
-    """The function that computes ``obj.name`` in Python (a property's getter, a class's
-    ``__getattr__``) and its arguments, or ``None`` for a stored value."""
-    if static is _MISSING:
-        hook = inspect.getattr_static(type(obj), "__getattr__", None)
-        return (hook, (obj, name)) if hook is not None else None
-    if isinstance(static, property) and static.fget is not None:
-        return static.fget, (obj,)
-    return None
-
-
 @rrule.register(getattr)
 def rrule_getattr(obj, name, *default):
     """``getattr(obj, name[, default])``.
@@ -531,68 +561,81 @@ def rrule_getattr(obj, name, *default):
     through). A module, class or function gets ``NoTangent``; ``.real``/``.imag`` of a number
     follow the complex convention; the default gets the cotangent when it is returned.
     """
+    kind, getter, tangent_type = _attribute_source(obj, name, default)
     rest = (_NO,) * len(default)
-    if isinstance(obj, _NO_STRUCTURE):
-        return getattr(obj, name, *default), _nondiff_pullback(2 + len(default))
-    static = inspect.getattr_static(obj, name, _MISSING)
-    computed = None if isinstance(obj, Number) else _computed_attribute(obj, name, static)
-    if computed is not None and not (static is _MISSING and default and not hasattr(obj, name)):
-        getter, getter_args = computed
-        y, getter_pullback = rrule_via_ad(getter, *getter_args)
+    if kind == "computed":
+        compute, compute_args = getter
+        y, getter_pullback = rrule_via_ad(compute, *compute_args)
 
         def computed_attribute_pullback(dy):
             return (_NO, getter_pullback(dy)[1], _NO, *rest)
 
         return y, computed_attribute_pullback
     y = getattr(obj, name, *default)
-    if static is _MISSING:  # the default was returned
+    if kind == "opaque":
+        return y, _nondiff_pullback(2 + len(default))
+    if kind == "getset":
+        _check_getset(obj, name, y)
+        return y, _nondiff_pullback(2 + len(default))
+    if kind == "field" and not default and tangent_type is not None:  # the common case, made short
+
+        def field_pullback(dy):
+            if type(dy) is not float or type(y) is not float:
+                dy = match_entry(y, unthunk(dy))
+                if isinstance(dy, AbstractZero):
+                    return _NO, _ZERO, _NO
+            return _NO, _rebuild_tangent(tangent_type, {name: dy}), _NO  # one known field: nothing to check
+
+        return y, field_pullback
+    if kind == "default":
 
         def default_pullback(dy):
-            return _NO, _ZERO, _NO, match_entry(y, dy)
+            return _NO, _ZERO, _NO, match_arg(y, dy)
 
         return y, default_pullback
-    kind = _attribute_kind(obj, name, y, static)
 
     def getattr_pullback(dy):
         if kind == "number":
             return (_NO, _number_attribute_cotangent(obj, name, dy), _NO, *rest)
-        if kind == "index":
-            return (_NO, _NO, _NO, *rest)
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return (_NO, _ZERO, _NO, *rest)
         if kind == "method":
-            return (_NO, dy if _tangent_of(dy, obj) else _ZERO, _NO, *rest)
-        return (_NO, Tangent[type(obj)](**{name: match_entry(y, dy)}), _NO, *rest)
+            tangent_of_obj = isinstance(dy, Tangent) and isinstance(obj, type(dy).primal_type)
+            return (_NO, dy if tangent_of_obj else _ZERO, _NO, *rest)
+        if type(dy) is not float or type(y) is not float:
+            dy = match_entry(y, dy)
+            if isinstance(dy, AbstractZero):
+                return (_NO, _ZERO, _NO, *rest)
+        if tangent_type is None:  # an attribute of a tuple subclass: Tangent says what it takes instead
+            return (_NO, Tangent[type(obj)](**{name: dy}), _NO, *rest)
+        return (_NO, _rebuild_tangent(tangent_type, {name: dy}), _NO, *rest)  # one known field: nothing to check
 
     return y, getattr_pullback
 
 
 @frule.register(getattr)
 def frule_getattr(tangents, obj, name, *default):
-    if isinstance(obj, _NO_STRUCTURE):
-        return getattr(obj, name, *default), _NO
-    static = inspect.getattr_static(obj, name, _MISSING)
-    y = getattr(obj, name, *default)
-    if static is _MISSING and default and not hasattr(obj, name):
-        return y, tangents[3]
-    if not isinstance(obj, Number) and _computed_attribute(obj, name, static) is not None:
+    kind, _, _ = _attribute_source(obj, name, default)
+    if kind == "computed":
         raise TypeError(
             f"frule(getattr): {type(obj).__qualname__}.{name} is computed by Python code (a property or "
             f"__getattr__); forward mode runs that code on dual numbers instead of pushing a tangent through getattr"
         )
-    kind = _attribute_kind(obj, name, y, static)
-    if kind == "index":
+    y = getattr(obj, name, *default)
+    if kind == "getset":
+        _check_getset(obj, name, y)
+    if kind in ("opaque", "getset"):
         return y, _NO
+    if kind == "default":
+        return y, tangents[3]
     dobj = unthunk(tangents[1])
-    if isinstance(dobj, AbstractZero):
+    if isinstance(dobj, AbstractZero) or kind == "method":
         return y, dobj
     if kind == "number":
         if name == "real":
             return y, np.real(dobj)
         return y, (np.imag(dobj) if name == "imag" else _ZERO)
-    if kind == "method":
-        return y, dobj
     if isinstance(dobj, dict):
         return y, dobj.get(name, _ZERO)
     return y, getattr(dobj, name)
