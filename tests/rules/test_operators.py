@@ -5,10 +5,10 @@ import operator
 
 import numpy as np
 import pytest
-from _python_rules_fd import check_frule, check_rrule, check_scalar
 
 import chainrules as cr
 from chainrules.core import active_engine
+from chainrules.testing import test_frule, test_rrule, test_scalar
 
 RNG = np.random.default_rng(1)
 A31 = RNG.standard_normal((3, 1))
@@ -90,8 +90,8 @@ def _rows(table):
 
 @pytest.mark.parametrize("f, args", _rows(ARITHMETIC))
 def test_arithmetic_matches_finite_differences(f, args):
-    check_rrule(f, *args)
-    check_frule(f, *args)
+    test_rrule(f, *args)
+    test_frule(f, *args)
 
 
 @pytest.mark.parametrize(
@@ -99,12 +99,12 @@ def test_arithmetic_matches_finite_differences(f, args):
     [(operator.neg, 1.5, True), (operator.pos, -1.5, True), (operator.abs, -1.5, False), (operator.abs, 2.5, False)],
 )
 def test_unary_operators_as_scalar_functions(f, x, holomorphic):
-    check_scalar(f, x, holomorphic=holomorphic)
+    test_scalar(f, x, holomorphic=holomorphic)
 
 
 @pytest.mark.parametrize("f, args", [pytest.param(f, a, id=f.__name__) for f, a in FLOAT32])
 def test_float32_stays_float32(f, args):
-    check_rrule(f, *args, rtol=2e-2, atol=1e-3)
+    test_rrule(f, *args, rtol=2e-2, atol=1e-3)
     y, back = cr.rrule(f, *args)
     for x, dx in zip(args, back(np.ones_like(y))[1:]):
         if isinstance(x, (np.ndarray, np.generic)):
@@ -113,8 +113,8 @@ def test_float32_stays_float32(f, args):
 
 @pytest.mark.parametrize("f, args", [pytest.param(f, a, id=f"{f.__name__}-{i}") for i, (f, a) in enumerate(SEQUENCES)])
 def test_sequences_and_indexing_match_finite_differences(f, args):
-    check_rrule(f, *args)
-    check_frule(f, *args)
+    test_rrule(f, *args)
+    test_frule(f, *args)
 
 
 @pytest.mark.parametrize("f, args", [pytest.param(f, a, id=f.__name__) for f, a in NONDIFF])

@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from _python_rules_fd import check_frule, check_rrule
 
 import chainrules as cr
 from chainrules.core import active_engine
+from chainrules.testing import test_frule, test_rrule
 
 RNG = np.random.default_rng(2)
 V3 = RNG.standard_normal(3)
@@ -113,8 +113,8 @@ def _rows(table):
 
 @pytest.mark.parametrize("f, args, kw", _rows(DIFFERENTIABLE))
 def test_builtins_match_finite_differences(f, args, kw):
-    check_rrule(f, *args, fkwargs=kw)
-    check_frule(f, *args, fkwargs=kw)
+    test_rrule(f, *args, fkwargs=kw)
+    test_frule(f, *args, fkwargs=kw)
 
 
 @pytest.mark.parametrize("f, args", [pytest.param(f, a, id=f"{f.__name__}-{i}") for i, (f, a) in enumerate(NONDIFF)])
