@@ -325,6 +325,8 @@ def rrule_sum(xs, *start, **start_kw):
     if items is None:
         return sum(xs, *start, **start_kw), _nondiff_pullback(1 + len(start))
     y = sum(items, *start, **start_kw)
+    if isinstance(y, (tuple, list)):
+        return y, _sum_concat_pullback(xs, items, start, start_kw)
     n = len(items)
 
     def sum_pullback(dy):
@@ -336,15 +338,39 @@ def rrule_sum(xs, *start, **start_kw):
     return y, sum_pullback
 
 
+def _sum_concat_pullback(xs, items, start, start_kw):
+    """``sum(lists, [])`` concatenates: each piece gets its slice of the output's cotangent."""
+    first = start[0] if start else start_kw["start"]
+    sizes = [len(first), *map(len, items)]
+
+    def sum_concat_pullback(dy):
+        entries = seq_entries(dy, sum(sizes))
+        pieces, at = [], 0
+        for piece, size in zip([first, *items], sizes):
+            pieces.append(seq_tangent(piece, entries[at : at + size]))
+            at += size
+        dstart = (pieces[0],) if start else ()  # a keyword start gets no cotangent
+        return (_NO, seq_tangent(xs, pieces[1:]), *dstart)
+
+    return sum_concat_pullback
+
+
 @frule.register(sum)
 def frule_sum(tangents, xs, *start, **start_kw):
     items = _elements(sum, xs)
     if items is None:
         return sum(xs, *start, **start_kw), _NO
+    y = sum(items, *start, **start_kw)
+    if isinstance(y, (tuple, list)):  # concatenation
+        first = start[0] if start else start_kw["start"]
+        entries = list(seq_entries(tangents[2], len(first))) if start else [_ZERO] * len(first)
+        for piece, dpiece in zip(items, seq_entries(tangents[1], len(items))):
+            entries += seq_entries(dpiece, len(piece))
+        return y, seq_tangent(y, entries)
     dy = tangents[2] if start else _ZERO
     for e in seq_entries(tangents[1], len(items)):
         dy = dy + e
-    return sum(items, *start, **start_kw), dy
+    return y, dy
 
 
 # ----- container constructors -----------------------------------------------------------------
