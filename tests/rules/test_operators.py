@@ -1,6 +1,8 @@
 """The ``operator`` rules against finite differences: numbers, broadcasting arrays, sequences, indexing."""
 
 import collections
+import dataclasses
+import math
 import operator
 
 import numpy as np
@@ -204,3 +206,194 @@ def test_getitem_of_a_user_container_uses_the_active_engine():
     assert y == 1.5 and back(2.0) == (cr.NoTangent(), cr.Tangent[Box](items=cr.Tangent[list](2.0)), cr.NoTangent())
     with pytest.raises(TypeError, match="register an frule for its __getitem__"):
         cr.frule((cr.NoTangent(), cr.ZeroTangent(), cr.NoTangent()), operator.getitem, Box([1.5]), 0)
+
+
+# ----- operators defined in Python by the user's classes, in-place operators, dict merge, call ---------
+
+
+@dataclasses.dataclass
+class Vec:
+    x: float
+
+    def __add__(self, other):
+        return Vec(self.x + other) if isinstance(other, float) else NotImplemented
+
+    def __radd__(self, other):
+        return Vec(other * self.x)  # deliberately not symmetric, to see which method ran
+
+    def __neg__(self):
+        return Vec(-self.x)
+
+    def __iadd__(self, other):
+        self.x += other
+        return self
+
+
+def _rules_only_engine(f, *args, **kwargs):
+    """An engine for tests: it differentiates only what has a rule."""
+    result = cr.rrule(f, *args, **kwargs)
+    if result is None:
+        raise cr.NoRuleError(f, args)
+    return result
+
+
+class Scale:
+    """Only reflected: Vec + Scale runs Scale.__radd__ after Vec.__add__ declines."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __radd__(self, v):
+        return Vec(self.k * v.x)
+
+
+def _fields(dy, *names):
+    dy = cr.unthunk(dy)
+    return [cr.ZeroTangent() if cr.iszero(dy) else getattr(dy, n) for n in names]
+
+
+@cr.rrule.register(Vec.__add__)
+def _rrule_vec_add(v, other):
+    def vec_add_pullback(dy):
+        (dx,) = _fields(dy, "x")
+        return cr.NoTangent(), cr.Tangent[Vec](x=dx), dx
+
+    return Vec.__add__(v, other), vec_add_pullback
+
+
+@cr.rrule.register(Vec.__radd__)
+def _rrule_vec_radd(v, other):
+    def vec_radd_pullback(dy):
+        (dx,) = _fields(dy, "x")
+        return cr.NoTangent(), cr.Tangent[Vec](x=other * dx), v.x * dx
+
+    return Vec.__radd__(v, other), vec_radd_pullback
+
+
+@cr.rrule.register(Scale.__radd__)
+def _rrule_scale_radd(s, v):
+    def scale_radd_pullback(dy):
+        (dx,) = _fields(dy, "x")
+        return cr.NoTangent(), cr.Tangent[Scale](k=v.x * dx), cr.Tangent[Vec](x=s.k * dx)
+
+    return Scale.__radd__(s, v), scale_radd_pullback
+
+
+@cr.rrule.register(Vec.__neg__)
+def _rrule_vec_neg(v):
+    def vec_neg_pullback(dy):
+        (dx,) = _fields(dy, "x")
+        return cr.NoTangent(), cr.Tangent[Vec](x=-dx)
+
+    return Vec.__neg__(v), vec_neg_pullback
+
+
+USER_OPERATORS = [
+    (operator.add, (Vec(1.5), 2.0)),  # Vec.__add__
+    (operator.add, (2.0, Vec(1.5))),  # float.__add__ is C code: Vec.__radd__
+    (operator.add, (Vec(1.5), Scale(2.5))),  # __add__ returns NotImplemented: the right operand's __radd__
+    (operator.neg, (Vec(1.5),)),
+    (operator.call, (math.sin, 0.5)),
+    (operator.call, (operator.mul, 1.5, 2.5)),
+]
+
+
+@pytest.mark.parametrize(
+    "f, args", [pytest.param(f, a, id=f"{f.__name__}-{i}") for i, (f, a) in enumerate(USER_OPERATORS)]
+)
+def test_operators_of_user_classes_go_through_the_engine(f, args):
+    with active_engine(_rules_only_engine):
+        test_rrule(f, *args)
+
+
+def test_user_operators_in_c_and_in_forward_mode_are_clear_errors():
+    class Bag(set):
+        pass
+
+    with pytest.raises(cr.NoRuleError, match="implements this operator in C"):
+        cr.rrule(operator.sub, Bag({1}), Bag({2}))
+    with pytest.raises(TypeError, match="Vec operand"):
+        cr.frule((cr.NoTangent(), cr.ZeroTangent(), 1.0), operator.add, Vec(1.5), 2.0)
+
+
+INPLACE = [
+    (operator.iadd, (1.5, 2.5)),
+    (operator.isub, (1.5, 2.5)),
+    (operator.imul, (1.5, 2.5)),
+    (operator.itruediv, (1.5, 2.5)),
+    (operator.ifloordiv, (7.3, 2.5)),
+    (operator.imod, (7.3, 2.5)),
+    (operator.ipow, (1.5, 2.5)),
+    (operator.iadd, ((1.5,), (2.5,))),
+    (operator.iconcat, ((1.5,), (2.5,))),
+    (operator.or_, ({"a": 1.5, "b": 2.0}, {"b": 3.0, "c": A31})),
+]
+
+
+@pytest.mark.parametrize("f, args", [pytest.param(f, a, id=f"{f.__name__}-{i}") for i, (f, a) in enumerate(INPLACE)])
+def test_in_place_operators_on_immutable_values_and_dict_merge(f, args):
+    test_rrule(f, *args)
+    test_frule(f, *args)
+
+
+@pytest.mark.parametrize(
+    "inplace, pure",
+    [(operator.iadd, operator.add), (operator.imul, operator.mul), (operator.itruediv, operator.truediv)],
+)
+def test_in_place_operators_update_arrays_and_differentiate_the_old_value(inplace, pure):
+    a, b, dy = RNG.standard_normal(3), RNG.standard_normal(3), RNG.standard_normal(3)
+    old = a.copy()
+    y, back = cr.rrule(inplace, a, b)
+    assert y is a and np.allclose(a, pure(old, b))
+    expected = cr.rrule(pure, old, b)[1](dy)
+    assert all(np.allclose(g, e) for g, e in zip(back(dy)[1:], expected[1:]))
+    a = old.copy()
+    y, dy_forward = cr.frule((cr.NoTangent(), dy, dy), inplace, a, b)
+    assert y is a and np.allclose(dy_forward, cr.frule((cr.NoTangent(), dy, dy), pure, old, b)[1])
+
+
+def test_in_place_operators_on_lists_and_user_classes():
+    xs = [1.5]
+    y, back = cr.rrule(operator.iadd, xs, [2.5, 3.5])
+    assert y is xs and xs == [1.5, 2.5, 3.5]
+    assert back(cr.Tangent[list](1.0, 2.0, 3.0)) == (cr.NoTangent(), cr.Tangent[list](1.0), cr.Tangent[list](2.0, 3.0))
+    d = {"a": 1.0}
+    y, back = cr.rrule(operator.ior, d, {"b": 2.0})
+    assert y is d and back(cr.Tangent[dict]({"a": 3.0, "b": 4.0}))[1:] == (
+        cr.Tangent[dict]({"a": 3.0}),
+        cr.Tangent[dict]({"b": 4.0}),
+    )
+
+    def engine(f, *args):
+        assert f is Vec.__iadd__
+        return f(*args), lambda dy: (cr.NoTangent(), dy, dy.x)
+
+    v = Vec(1.5)
+    with active_engine(engine):
+        y, back = cr.rrule(operator.iadd, v, 2.0)
+    assert y is v and v.x == 3.5 and back(cr.Tangent[Vec](x=1.0)) == (cr.NoTangent(), cr.Tangent[Vec](x=1.0), 1.0)
+
+
+GETTERS = [
+    (operator.itemgetter(1), ((1.5, 2.5, 3.5),)),
+    (operator.itemgetter(0, 2), ([1.5, 2.5, A31],)),
+    (operator.itemgetter("b"), ({"a": 1.5, "b": 2.5},)),
+    (operator.attrgetter("x"), (Vec(1.5),)),
+    (operator.attrgetter("y", "x"), (Point(1.5, 2.5),)),
+]
+
+
+@pytest.mark.parametrize("getter, args", [pytest.param(g, a, id=str(i)) for i, (g, a) in enumerate(GETTERS)])
+def test_itemgetter_and_attrgetter_objects(getter, args):
+    # the getter is called through a function: the checkers compare a copy of the callable with ==,
+    # which getter objects do not define
+    def call_getter(*xs):
+        return getter(*xs)
+
+    test_rrule(call_getter, *args, rule=lambda _, *xs: cr.rrule(getter, *xs))
+    test_frule(call_getter, *args, rule=lambda tangents, _, *xs: cr.frule(tangents, getter, *xs))
+
+
+def test_same_type_operands_never_try_the_reflected_method():
+    with active_engine(_rules_only_engine), pytest.raises(TypeError, match="unsupported operand"):
+        cr.rrule(operator.add, Vec(1.5), Vec(2.5))

@@ -29,12 +29,14 @@ from __future__ import annotations
 import cmath
 import math
 import operator
+import types
 from numbers import Number
 
 import numpy as np
 
 from ..core import (
     AbstractZero,
+    NoRuleError,
     NoTangent,
     Tangent,
     ZeroTangent,
@@ -45,6 +47,7 @@ from ..core import (
     rrule,
     rrule_via_ad,
     unthunk,
+    user_location,
 )
 from ..core.errors import callable_name
 from ..core.tangents import _rebuild as _rebuild_tangent
@@ -188,6 +191,94 @@ def _no_tangents(n: int):
     return nondiff_pullback
 
 
+# ----- operators defined by the user's own classes -----------------------------------------------
+
+#: operand types whose operators these rules differentiate themselves
+_NATIVE = (np.ndarray, float, int, complex, np.generic, str, bytes, bytearray, tuple, list, Number)
+_BINARY_METHODS = {
+    operator.add: ("__add__", "__radd__"),
+    operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"),
+    operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"),
+    operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"),
+}
+_UNARY_METHODS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.abs: "__abs__"}
+
+
+def _is_user_object(x) -> bool:
+    return not isinstance(x, _NATIVE)
+
+
+def _python_method(cls: type, name: str):
+    method = getattr(cls, name, None)
+    return method if isinstance(method, types.FunctionType) else None
+
+
+def _no_operator_rule(op, args):
+    return NoRuleError(
+        op,
+        args,
+        location=user_location(),
+        reason="an operand's class implements this operator in C; register a rule typed on that class",
+    )
+
+
+def rrule_user_binary(op, a, b):
+    """``op(a, b)`` where an operand's class defines the operator in Python (``__add__``/``__radd__``):
+    the active engine differentiates that method, trying the reflected one as Python does."""
+    forward, reflected = _BINARY_METHODS[op]
+    ta, tb = type(a), type(b)
+    order = [(a, b, forward, False)]
+    if tb is not ta:  # Python tries the reflected method only for operands of different types
+        order.append((b, a, reflected, True))
+        if issubclass(tb, ta) and getattr(tb, reflected, None) is not getattr(ta, reflected, None):
+            order.reverse()  # a subclass's reflected method goes first
+    for obj, other, name, swapped in order:
+        method = getattr(type(obj), name, None)
+        if method is None:
+            continue
+        if not isinstance(method, types.FunctionType):
+            if method(obj, other) is NotImplemented:  # C code that declines, like float.__add__(2.0, Vec)
+                continue
+            raise _no_operator_rule(op, (a, b))  # C code computed it: nothing to look inside
+        y, method_pullback = rrule_via_ad(method, obj, other)
+        if y is NotImplemented:
+            continue
+
+        def user_operator_pullback(dy, method_pullback=method_pullback, swapped=swapped):
+            _, dobj, dother = method_pullback(dy)
+            return (_NO, dother, dobj) if swapped else (_NO, dobj, dother)
+
+        return y, user_operator_pullback
+    op(a, b)  # every method declined: Python's own TypeError ("unsupported operand type(s)")
+    raise _no_operator_rule(op, (a, b))
+
+
+def rrule_user_unary(op, a):
+    """``op(a)`` where ``a``'s class defines the operator in Python (``__neg__``, ...)."""
+    method = _python_method(type(a), _UNARY_METHODS[op])
+    if method is None:
+        raise _no_operator_rule(op, (a,))
+    y, method_pullback = rrule_via_ad(method, a)
+
+    def user_operator_pullback(dy):
+        return _NO, method_pullback(dy)[1]
+
+    return y, user_operator_pullback
+
+
+def check_native_frule(op, *args) -> None:
+    """Forward mode runs a user class's operator methods on dual numbers; an frule cannot."""
+    if any(_is_user_object(x) for x in args):
+        raise TypeError(
+            f"frule({callable_name(op)}) covers numbers, arrays and sequences; for a "
+            f"{', '.join(type(x).__qualname__ for x in args if _is_user_object(x))} operand, forward mode runs "
+            "the class's own operator method"
+        )
+
+
 # ----- addition, subtraction, negation -------------------------------------------------------
 
 
@@ -206,6 +297,8 @@ def rrule_add(a, b):
         return _rrule_concat(a, b)
     if isinstance(a, _TEXT):
         return a + b, _no_tangents(2)
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(operator.add, a, b)
 
     def add_pullback(dy):
         dy = unthunk(dy)
@@ -227,6 +320,8 @@ def _rrule_concat(a, b):
 @frule.register(operator.add, batched=True)
 def frule_add(tangents, a, b):
     _, da, db = tangents
+    if type(a) not in _REAL or type(b) not in _REAL:
+        check_native_frule(operator.add, a, b)
     if isinstance(a, _SEQUENCES):
         y = a + b
         entries = seq_entries(da, len(a)) + seq_entries(db, len(b))
@@ -252,6 +347,8 @@ def _sub_real_pullback(dy):
 def rrule_sub(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a - b, _sub_real_pullback
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(operator.sub, a, b)
 
     def sub_pullback(dy):
         dy = unthunk(dy)
@@ -263,6 +360,8 @@ def rrule_sub(a, b):
 @frule.register(operator.sub, batched=True)
 def frule_sub(tangents, a, b):
     _, da, db = tangents
+    if type(a) not in _REAL or type(b) not in _REAL:
+        check_native_frule(operator.sub, a, b)
     return a - b, da - db
 
 
@@ -276,6 +375,8 @@ def _neg_real_pullback(dy):
 def rrule_neg(a):
     if type(a) in _REAL:
         return -a, _neg_real_pullback
+    if _is_user_object(a):
+        return rrule_user_unary(operator.neg, a)
 
     def neg_pullback(dy):
         return _NO, match_input(a, -unthunk(dy))
@@ -285,6 +386,8 @@ def rrule_neg(a):
 
 @frule.register(operator.neg, batched=True)
 def frule_neg(tangents, a):
+    if type(a) not in _REAL:
+        check_native_frule(operator.neg, a)
     return -a, -tangents[1]
 
 
@@ -296,6 +399,8 @@ def _pos_pullback(dy):
 def rrule_pos(a):
     if type(a) in _REAL:
         return +a, _pos_pullback
+    if _is_user_object(a):
+        return rrule_user_unary(operator.pos, a)
 
     def pos_pullback(dy):
         return _NO, match_input(a, unthunk(dy))
@@ -305,6 +410,8 @@ def rrule_pos(a):
 
 @frule.register(operator.pos, batched=True)
 def frule_pos(tangents, a):
+    if type(a) not in _REAL:
+        check_native_frule(operator.pos, a)
     return +a, tangents[1]
 
 
@@ -326,6 +433,8 @@ def rrule_mul(a, b):
         return _rrule_repeat(a, b)
     if isinstance(a, _TEXT) or isinstance(b, _TEXT):
         return a * b, _no_tangents(2)
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(operator.mul, a, b)
 
     def mul_pullback(dy):
         dy = unthunk(dy)
@@ -358,6 +467,8 @@ def _rrule_repeat(a, b):
 @frule.register(operator.mul, batched=True)
 def frule_mul(tangents, a, b):
     _, da, db = tangents
+    if type(a) not in _REAL or type(b) not in _REAL:
+        check_native_frule(operator.mul, a, b)
     if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
         (xs, dxs, times) = (a, da, b) if isinstance(a, _SEQUENCES) else (b, db, a)
         y = a * b
@@ -369,6 +480,8 @@ def frule_mul(tangents, a, b):
 
 @rrule.register(operator.truediv)
 def rrule_truediv(a, b):
+    if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
+        return rrule_user_binary(operator.truediv, a, b)
     y = a / b
     if type(a) in _REAL and type(b) in _REAL:
 
@@ -391,6 +504,8 @@ def rrule_truediv(a, b):
 @frule.register(operator.truediv, batched=True)
 def frule_truediv(tangents, a, b):
     _, da, db = tangents
+    if type(a) not in _REAL or type(b) not in _REAL:
+        check_native_frule(operator.truediv, a, b)
     y = a / b
     return y, (da - y * db) / b
 
@@ -398,6 +513,8 @@ def frule_truediv(tangents, a, b):
 # floor division is piecewise constant: its derivative is zero wherever it exists.
 @rrule.register(operator.floordiv)
 def rrule_floordiv(a, b):
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(operator.floordiv, a, b)
     da, db = zero_for(a), zero_for(b)
 
     def floordiv_pullback(dy):
@@ -408,6 +525,7 @@ def rrule_floordiv(a, b):
 
 @frule.register(operator.floordiv, batched=True)
 def frule_floordiv(tangents, a, b):
+    check_native_frule(operator.floordiv, a, b)
     y = a // b
     return y, zero_for(y)
 
@@ -418,6 +536,8 @@ def frule_floordiv(tangents, a, b):
 def rrule_mod(a, b):
     if isinstance(a, _TEXT):  # string formatting, "%.3f" % x
         return a % b, _no_tangents(2)
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(operator.mod, a, b)
     y = a % b
 
     def mod_pullback(dy):
@@ -433,6 +553,7 @@ def rrule_mod(a, b):
 def frule_mod(tangents, a, b):
     if isinstance(a, _TEXT):
         return a % b, _NO
+    check_native_frule(operator.mod, a, b)
     _, da, db = tangents
     return a % b, da - (a // b) * db
 
@@ -477,6 +598,8 @@ def pow_partials(a, b, y):
 
 @rrule.register(operator.pow)
 def rrule_pow(a, b):
+    if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
+        return rrule_user_binary(operator.pow, a, b)
     y = a**b
     if type(a) in _REAL and type(b) in _REAL and type(y) is not complex:
 
@@ -501,6 +624,8 @@ def rrule_pow(a, b):
 @frule.register(operator.pow, batched=True)
 def frule_pow(tangents, a, b):
     _, da, db = tangents
+    if type(a) not in _REAL or type(b) not in _REAL:
+        check_native_frule(operator.pow, a, b)
     y = a**b
     pa, pb = pow_partials(a, b, y)
     return y, pa * da + pb * db
@@ -529,6 +654,8 @@ def abs_partial(x):
 
 @rrule.register(operator.abs)
 def rrule_abs(x):
+    if type(x) not in _REAL and _is_user_object(x):
+        return rrule_user_unary(operator.abs, x)
     s = abs_partial(x)
     if type(x) in _REAL:
 
@@ -550,6 +677,8 @@ def rrule_abs(x):
 
 @frule.register(operator.abs, batched=True)
 def frule_abs(tangents, x):
+    if type(x) not in _REAL:
+        check_native_frule(operator.abs, x)
     # d|x| = Re(conj(x / |x|) dx), which is sign(x) dx for real x
     dx = tangents[1]
     s = abs_partial(x)
@@ -561,12 +690,14 @@ def frule_abs(tangents, x):
 # ----- indexing -------------------------------------------------------------------------------
 
 
-def _dict_tangent(entries: dict):
+def dict_tangent(entries: dict):
+    """``Tangent[dict]`` of the non-zero entries, or ``ZeroTangent()`` when there are none."""
     entries = {k: e for k, e in entries.items() if not isinstance(e, AbstractZero)}
     return Tangent[dict](entries) if entries else _ZERO
 
 
-def _dict_entry(dt, key):
+def dict_entry(dt, key):
+    """The tangent at ``key`` of a dict's tangent (a ``Tangent[dict]``, a plain dict or a zero)."""
     dt = unthunk(dt)
     if isinstance(dt, AbstractZero):
         return dt
@@ -614,7 +745,7 @@ def rrule_getitem(xs, key):
     if isinstance(xs, dict):
 
         def getitem_pullback(dy):
-            return _NO, _dict_tangent({key: match_entry(y, dy)}), _NO
+            return _NO, dict_tangent({key: match_entry(y, dy)}), _NO
 
         return y, getitem_pullback
     if isinstance(xs, (*_TEXT, range)):
@@ -639,13 +770,111 @@ def frule_getitem(tangents, xs, key):
             return y, seq_tangent(y, entries[key])
         return y, entries[key]
     if isinstance(xs, dict):
-        return y, _dict_entry(dxs, key)
+        return y, dict_entry(dxs, key)
     if isinstance(xs, (*_TEXT, range)):
         return y, _NO
     raise TypeError(
         f"frule({callable_name(operator.getitem)}) covers tuples, lists, dicts and strings (NumPy arrays have "
         f"their own rule); for a {type(xs).__qualname__}, register an frule for its __getitem__"
     )
+
+
+# ----- in-place operators, dict merge, call ------------------------------------------------------
+
+
+def _inplace_rules(inplace_op, method_name: str, pure_rrule, pure_frule):
+    """``a += b`` and friends: an immutable ``a`` (a number, a tuple) gives the pure operator's result;
+    a list, a dict or an array is updated in place, and the rule differentiates the pure operator on a
+    copy of its old value (which the pullback may need, and the update overwrites). A user class's
+    own in-place method (``__iadd__``) is differentiated by the active engine."""
+
+    def rrule_inplace(a, b):
+        if isinstance(a, (np.ndarray, list, dict)):
+            _, pullback = pure_rrule(a.copy(), b)
+            return inplace_op(a, b), pullback
+        method = _python_method(type(a), method_name) if _is_user_object(a) else None
+        if method is None:  # Python itself falls back to the pure operator
+            return pure_rrule(a, b)
+        y, method_pullback = rrule_via_ad(method, a, b)
+
+        def user_inplace_pullback(dy):
+            return (_NO, *method_pullback(dy)[1:])
+
+        return y, user_inplace_pullback
+
+    def frule_inplace(tangents, a, b):
+        if isinstance(a, (np.ndarray, list, dict)):
+            _, dy = pure_frule(tangents, a.copy(), b)
+            return inplace_op(a, b), dy
+        return pure_frule(tangents, a, b)
+
+    name = inplace_op.__name__
+    rrule_inplace.__qualname__, frule_inplace.__qualname__ = f"rrule_{name}", f"frule_{name}"
+    rrule.register(inplace_op)(rrule_inplace)
+    frule.register(inplace_op, batched=True)(frule_inplace)
+
+
+_inplace_rules(operator.iadd, "__iadd__", rrule_add, frule_add)
+_inplace_rules(operator.iconcat, "__iadd__", rrule_add, frule_add)
+_inplace_rules(operator.isub, "__isub__", rrule_sub, frule_sub)
+_inplace_rules(operator.imul, "__imul__", rrule_mul, frule_mul)
+_inplace_rules(operator.itruediv, "__itruediv__", rrule_truediv, frule_truediv)
+_inplace_rules(operator.ifloordiv, "__ifloordiv__", rrule_floordiv, frule_floordiv)
+_inplace_rules(operator.imod, "__imod__", rrule_mod, frule_mod)
+_inplace_rules(operator.ipow, "__ipow__", rrule_pow, frule_pow)
+
+
+@rrule.register(operator.or_)
+def rrule_or(a, b):
+    """``a | b``: merging dicts (the right one wins a shared key) passes each value's cotangent back to
+    the dict it came from; on bools, ints and sets it has no derivative."""
+    y = a | b
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return y, _no_tangents(2)
+
+    def dict_or_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return _NO, _ZERO, _ZERO
+        dvalues = dict(dy.backing) if isinstance(dy, Tangent) else dict(dy)
+        da = {k: match_entry(v, dvalues.get(k, _ZERO)) for k, v in a.items() if k not in b}
+        db = {k: match_entry(v, dvalues.get(k, _ZERO)) for k, v in b.items()}
+        return _NO, dict_tangent(da), dict_tangent(db)
+
+    return y, dict_or_pullback
+
+
+@frule.register(operator.or_)
+def frule_or(tangents, a, b):
+    y = a | b
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return y, _NO
+    _, da, db = tangents
+    merged = {k: dict_entry(da, k) for k in a if k not in b}
+    merged.update({k: dict_entry(db, k) for k in b})
+    return y, dict_tangent(merged)
+
+
+_inplace_rules(operator.ior, "__ior__", rrule_or, frule_or)
+
+
+@rrule.register(operator.call)
+def rrule_call(f, *args, **kwargs):
+    """``operator.call(f, *args)`` is ``f(*args)``: the active engine differentiates ``f``."""
+    y, f_pullback = rrule_via_ad(f, *args, **kwargs)
+
+    def call_pullback(dy):
+        return (_NO, *f_pullback(dy))
+
+    return y, call_pullback
+
+
+@frule.register(operator.call)
+def frule_call(tangents, f, *args, **kwargs):
+    result = frule(tangents[1:], f, *args, **kwargs)
+    if result is None:
+        raise NoRuleError(f, args, location=user_location(), reason="operator.call in forward mode needs its frule")
+    return result
 
 
 # ----- no derivative ----------------------------------------------------------------------------
@@ -666,7 +895,6 @@ non_differentiable(
     operator.indexOf,
     operator.length_hint,
     operator.and_,
-    operator.or_,
     operator.xor,
     operator.invert,
     operator.inv,

@@ -39,6 +39,7 @@ from ..core import (
     NoTangent,
     Tangent,
     ZeroTangent,
+    add,
     frule,
     match_input,
     non_differentiable,
@@ -49,12 +50,15 @@ from ..core import (
 )
 from ..core.tangents import _rebuild as _rebuild_tangent
 from .operators import (
+    dict_tangent,
     frule_abs,
+    frule_getitem,
     frule_pow,
     match_arg,
     match_entry,
     real_cotangent,
     rrule_abs,
+    rrule_getitem,
     rrule_pow,
     seq_entries,
     seq_tangent,
@@ -411,11 +415,6 @@ _sequence_rules(tuple)
 _sequence_rules(list)
 
 
-def _dict_tangent(entries: dict):
-    entries = {k: e for k, e in entries.items() if not isinstance(e, AbstractZero)}
-    return Tangent[dict](entries) if entries else _ZERO
-
-
 def _dict_entries(dt) -> dict:
     dt = unthunk(dt)
     if isinstance(dt, AbstractZero):
@@ -458,7 +457,7 @@ def rrule_dict(*args, **kwargs):
         dvals = _dict_entries(dy)
         picked = {i: dvals.get(k, _ZERO) for k, i in source.items() if i is not None}
         if isinstance(src, dict):
-            return _NO, _dict_tangent({k: match_entry(v, picked.get(i, _ZERO)) for i, (k, v) in enumerate(pairs)})
+            return _NO, dict_tangent({k: match_entry(v, picked.get(i, _ZERO)) for i, (k, v) in enumerate(pairs)})
         entries = [seq_tangent(pair, (_NO, picked.get(i, _ZERO))) for i, pair in enumerate(src)]
         return _NO, seq_tangent(src, entries)
 
@@ -477,7 +476,7 @@ def frule_dict(tangents, *args, **kwargs):
         dvalues = [dsrc.get(k, _ZERO) for k, _ in pairs]
     else:
         dvalues = [seq_entries(d, 2)[1] for d in seq_entries(tangents[1], len(pairs))]
-    return y, _dict_tangent({k: dvalues[i] for k, i in source.items() if i is not None})
+    return y, dict_tangent({k: dvalues[i] for k, i in source.items() if i is not None})
 
 
 # ----- attributes --------------------------------------------------------------------------------
@@ -665,6 +664,87 @@ def frule_getattr(tangents, obj, name, *default):
     if isinstance(dobj, dict):
         return y, dobj.get(name, _ZERO)
     return y, getattr(dobj, name)
+
+
+# ----- operator.itemgetter and operator.attrgetter objects ---------------------------------------
+
+
+def _getter_args(getter) -> tuple:
+    return getter.__reduce__()[1]  # the keys or attribute names the getter was built with
+
+
+def _rrule_attribute_path(obj, path: str):
+    """``obj.a.b`` for the path ``"a.b"``: one getattr rule per step, pulled back in reverse."""
+    pullbacks = []
+    for name in path.split("."):
+        obj, pullback = rrule_getattr(obj, name)
+        pullbacks.append(pullback)
+
+    def attribute_path_pullback(dy):
+        for pullback in reversed(pullbacks):
+            dy = pullback(dy)[1]
+        return dy
+
+    return obj, attribute_path_pullback
+
+
+def _getter_rules(getter_type: type, rrule_one):
+    """Rules for calling ``itemgetter(k1, ...)`` or ``attrgetter(n1, ...)``: each key's rule, and a
+    tuple of results (with summed cotangents) for several keys."""
+
+    def rrule_getter(getter, obj):
+        keys = _getter_args(getter)
+        results = [rrule_one(obj, k) for k in keys]
+        if len(keys) == 1:
+            y, pullback = results[0]
+
+            def getter_pullback(dy):
+                return _NO, pullback(dy)
+
+            return y, getter_pullback
+
+        def getter_pullback(dy):
+            dobj = _ZERO
+            for (_, pullback), d in zip(results, seq_entries(dy, len(keys))):
+                dobj = add(dobj, pullback(d))
+            return _NO, dobj
+
+        return tuple(y for y, _ in results), getter_pullback
+
+    rrule_getter.__qualname__ = f"rrule_{getter_type.__name__}"
+    rrule.register(getter_type)(rrule_getter)
+
+
+def _rrule_item(xs, key):
+    y, pullback = rrule_getitem(xs, key)
+    return y, lambda dy: pullback(dy)[1]
+
+
+_getter_rules(operator.itemgetter, _rrule_item)
+_getter_rules(operator.attrgetter, _rrule_attribute_path)
+
+
+@frule.register(operator.itemgetter)
+def frule_itemgetter(tangents, getter, xs):
+    keys = _getter_args(getter)
+    pairs = [frule_getitem((_NO, tangents[1], _NO), xs, k) for k in keys]
+    if len(keys) == 1:
+        return pairs[0]
+    return tuple(y for y, _ in pairs), Tangent[tuple](*(dy for _, dy in pairs))
+
+
+@frule.register(operator.attrgetter)
+def frule_attrgetter(tangents, getter, obj):
+    names = _getter_args(getter)
+    pairs = []
+    for path in names:
+        y, dy = obj, tangents[1]
+        for name in path.split("."):
+            y, dy = frule_getattr((_NO, dy, _NO), y, name)
+        pairs.append((y, dy))
+    if len(names) == 1:
+        return pairs[0]
+    return tuple(y for y, _ in pairs), Tangent[tuple](*(dy for _, dy in pairs))
 
 
 # ----- no derivative ------------------------------------------------------------------------------
