@@ -1,0 +1,453 @@
+"""Rules for NumPy's reductions and scans: sum, mean, prod, max/min, var/std, cumsum, cumprod, ...
+
+Every rule takes ``axis`` (None, an int, a negative int, a tuple) and ``keepdims`` where NumPy
+does, ``dtype=`` where NumPy does, and serves both the function (``np.sum(x, axis=0)``) and the
+ndarray method (``x.sum(axis=0)``, called as ``np.ndarray.sum(x, axis=0)``). Arguments the rule
+cannot differentiate correctly (``out=``, ``where=`` outside sum/mean, var's ``mean=``) are refused
+with an error rather than given a wrong derivative.
+
+Conventions: ``max``/``min`` (and ``amax``, ``amin``, ``nanmax``, ``nanmin``, ``ptp``) split the
+cotangent equally between tied maxima; a NaN maximum sends it to the NaN entries. ``prod`` and
+``cumprod`` are exact with zeros (no division by a zero entry). ``std`` has derivative zero
+where it is zero.
+
+Pushforwards take a batched tangent (one more leading axis than ``x``) and return a batched result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...core import AbstractZero, NoTangent, ZeroTangent, conj, frule, match_input, rrule, unthunk
+from ._util import axes_of, bind, is_batched, keep, match_output, real_dtype, shift, size_along
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+
+# ----- the skeleton ------------------------------------------------------------------------
+
+
+def _register(fs: tuple, names: tuple[str, ...], defaults: dict, plan: Callable) -> None:
+    """Register rules for reductions of one argument ``x``; the rest are options.
+
+    ``plan(x, y, options)`` returns ``(back, forward)``: ``back(dy)`` is the cotangent of ``x``
+    (before projection), ``forward(dx, batched)`` the tangent of ``y``. Intermediates they share
+    are computed once in ``plan``.
+    """
+    for f in fs:
+        _register_one(f, names, defaults, plan)
+
+
+def _register_one(f, names, defaults, plan):
+    name = f.__name__
+
+    def reduction_rrule(x, *args, **kwargs):
+        options = bind(f, args, kwargs, names, defaults)
+        y = f(x, *args, **kwargs)
+        back, _ = plan(x, y, options)
+        extra = (_NO,) * len(args)
+
+        def reduction_pullback(dy):
+            dy = unthunk(dy)
+            if isinstance(dy, AbstractZero):
+                return (_NO, dy) + extra
+            if not np.iscomplexobj(y) and np.iscomplexobj(dy):
+                dy = np.real(dy)  # a real output's cotangent is real
+            return (_NO, match_input(x, back(dy))) + extra
+
+        reduction_pullback.__qualname__ = f"{name}_pullback"
+        return y, reduction_pullback
+
+    def reduction_frule(tangents, x, *args, **kwargs):
+        options = bind(f, args, kwargs, names, defaults)
+        y = f(x, *args, **kwargs)
+        dx = unthunk(tangents[1])
+        if isinstance(dx, AbstractZero):
+            return y, _ZERO
+        _, forward = plan(x, y, options)
+        return y, match_output(y, forward(dx, is_batched(x, dx)))
+
+    reduction_rrule.__qualname__ = f"rrule_{name}"
+    reduction_frule.__qualname__ = f"frule_{name}"
+    rrule.register(f)(reduction_rrule)
+    frule.register(f, batched=True)(reduction_frule)
+
+
+def _spread(dy, x, axes, keepdims):
+    """The cotangent of a reduction's output spread back over the input's shape (a broadcast view)."""
+    return np.broadcast_to(keep(dy, axes, keepdims), np.shape(x))
+
+
+def _mask(x, options, nan: bool):
+    """Which entries take part: the ``where=`` mask, without NaNs for the nan-functions; None if all."""
+    where = options.get("where", True)
+    mask = None if where is True else np.broadcast_to(where, np.shape(x))
+    if nan:
+        valid = np.logical_not(np.isnan(x))
+        mask = valid if mask is None else np.logical_and(mask, valid)
+    return mask
+
+
+def _safe(d):
+    return np.where(d == 0, 1, d)
+
+
+# ----- sum, mean ---------------------------------------------------------------------------
+
+
+def _sum_plan(nan: bool):
+    def plan(x, y, o):
+        axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+        mask = _mask(x, o, nan)
+
+        def sum_back(dy):
+            dx = _spread(dy, x, axes, keepdims)
+            return dx if mask is None else np.where(mask, dx, 0)
+
+        def sum_forward(dx, batched):
+            if mask is not None:
+                dx = np.where(mask, dx, 0)
+            return np.sum(dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=keepdims)
+
+        return sum_back, sum_forward
+
+    return plan
+
+
+def _mean_plan(nan: bool):
+    def plan(x, y, o):
+        axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+        mask = _mask(x, o, nan)
+        if mask is None:
+            n = size_along(np.shape(x), axes)
+        else:
+            n = np.sum(mask, axis=axes, keepdims=True).astype(real_dtype(x))
+
+        def mean_back(dy):
+            dx = keep(dy, axes, keepdims) / n
+            return np.broadcast_to(dx, np.shape(x)) if mask is None else np.where(mask, dx, 0)
+
+        def mean_forward(dx, batched):
+            if mask is not None:
+                dx = np.where(mask, dx, 0)
+            total = np.sum(dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=True) / n
+            return total if keepdims else np.squeeze(total, axis=shift(axes, batched))
+
+        return mean_back, mean_forward
+
+    return plan
+
+
+_SUM = ("axis", "dtype", "out", "keepdims", "initial", "where")
+_SUM_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False, "initial": None, "where": True}
+_register((np.sum, np.ndarray.sum), _SUM, _SUM_DEFAULTS, _sum_plan(nan=False))
+_register((np.nansum,), _SUM, _SUM_DEFAULTS, _sum_plan(nan=True))
+
+_MEAN = ("axis", "dtype", "out", "keepdims")
+_MEAN_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False, "where": True}
+_register((np.mean, np.ndarray.mean), _MEAN, _MEAN_DEFAULTS, _mean_plan(nan=False))
+_register((np.nanmean,), _MEAN, _MEAN_DEFAULTS, _mean_plan(nan=True))
+
+
+# ----- prod --------------------------------------------------------------------------------
+
+
+def _others(x, y, axes, keepdims):
+    """For every entry, the product of the other entries of its reduced slice: d prod / d x.
+
+    Without zeros that is ``prod / x``; with zeros it is built from exclusive products from the
+    left and from the right, so a slice with one zero gets the product of the rest there and
+    zero elsewhere, and a slice with two zeros gets zero everywhere.
+    """
+    if not np.any(x == 0):
+        return keep(y, axes, keepdims) / x
+    ndim, shape = np.ndim(x), np.shape(x)
+    rest = tuple(a for a in range(ndim) if a not in axes)
+    order = rest + axes
+    lines = np.reshape(np.transpose(x, order), tuple(shape[a] for a in rest) + (-1,))
+    ones = np.ones_like(lines[..., :1])
+    left = np.cumprod(np.concatenate([ones, lines[..., :-1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, lines[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    others = np.reshape(left * right, tuple(shape[a] for a in order))
+    return np.transpose(others, np.argsort(order))
+
+
+def _prod_plan(nan: bool):
+    def plan(x, y, o):
+        axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+        valid = _mask(x, o, nan)
+        xs = x if valid is None else np.where(valid, x, 1)
+        others = _others(xs, y, axes, keepdims)
+        if valid is not None:
+            others = np.where(valid, others, 0)
+
+        def prod_back(dy):
+            return conj(others) * keep(dy, axes, keepdims)
+
+        def prod_forward(dx, batched):
+            return np.sum(others * dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=keepdims)
+
+        return prod_back, prod_forward
+
+    return plan
+
+
+_PROD = ("axis", "dtype", "out", "keepdims")
+_PROD_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False}
+_register((np.prod, np.ndarray.prod), _PROD, _PROD_DEFAULTS, _prod_plan(nan=False))
+_register((np.nanprod,), _PROD, _PROD_DEFAULTS, _prod_plan(nan=True))
+
+
+# ----- max, min, ptp -----------------------------------------------------------------------
+
+
+def _share(x, y, axes, keepdims, nan=False):
+    """Each entry's share of the cotangent of max/min: 1/k for each of k entries equal to the result.
+
+    A NaN result of max/min comes from the NaN entries; nanmax/nanmin (``nan=True``) skip them,
+    and an all-NaN slice there has no winner.
+    """
+    yk = keep(y, axes, keepdims)
+    hit = x == yk
+    if not nan:
+        hit = np.logical_or(hit, np.logical_and(x != x, yk != yk))
+    dt = real_dtype(x)
+    count = np.sum(hit, axis=axes, keepdims=True).astype(dt)
+    return hit.astype(dt) / np.maximum(count, 1)
+
+
+def _extremum_plan(nan: bool):
+    def plan(x, y, o):
+        axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+        return _shared_back_forward(_share(x, y, axes, keepdims, nan), axes, keepdims)
+
+    return plan
+
+
+def _shared_back_forward(share, axes, keepdims):
+    def extremum_back(dy):
+        return share * keep(dy, axes, keepdims)
+
+    def extremum_forward(dx, batched):
+        return np.sum(share * dx, axis=shift(axes, batched), keepdims=keepdims)
+
+    return extremum_back, extremum_forward
+
+
+def _ptp_plan(x, y, o):
+    axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+    hi = np.max(x, axis=axes, keepdims=True)
+    lo = np.min(x, axis=axes, keepdims=True)
+    return _shared_back_forward(_share(x, hi, axes, True) - _share(x, lo, axes, True), axes, keepdims)
+
+
+_MAX = ("axis", "out", "keepdims", "initial")
+_MAX_DEFAULTS = {"axis": None, "keepdims": False, "initial": None}
+_register(
+    (np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min), _MAX, _MAX_DEFAULTS, _extremum_plan(False)
+)
+_register((np.nanmax, np.nanmin), _MAX, _MAX_DEFAULTS, _extremum_plan(True))
+_register((np.ptp,), ("axis", "out", "keepdims"), {"axis": None, "keepdims": False}, _ptp_plan)
+
+
+# ----- var, std ----------------------------------------------------------------------------
+
+
+def _moments(x, o):
+    """axes, keepdims, the centred data, and the divisor n - ddof of var/std."""
+    axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+    ddof = o["ddof"] if o["correction"] is None else o["correction"]
+    centred = x - np.mean(x, axis=axes, dtype=o["dtype"], keepdims=True)
+    divisor = size_along(np.shape(x), axes) - ddof
+    return axes, keepdims, centred, divisor if divisor > 0 else np.nan
+
+
+def _var_plan(x, y, o):
+    # d var = 2 real(sum(conj(x - mean) dx)) / (n - ddof): the mean's own change sums to zero
+    axes, keepdims, centred, divisor = _moments(x, o)
+
+    def var_back(dy):
+        return centred * ((2.0 / divisor) * keep(dy, axes, keepdims))
+
+    def var_forward(dx, batched):
+        return (2.0 / divisor) * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
+
+    return var_back, var_forward
+
+
+def _std_plan(x, y, o):
+    axes, keepdims, centred, divisor = _moments(x, o)
+    scale = 1.0 / (divisor * _safe(y))  # std = 0 only where every centred entry is 0
+
+    def std_back(dy):
+        return centred * keep(scale * dy, axes, keepdims)
+
+    def std_forward(dx, batched):
+        return scale * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
+
+    return std_back, std_forward
+
+
+_VAR = ("axis", "dtype", "out", "ddof", "keepdims")
+_VAR_DEFAULTS = {"axis": None, "dtype": None, "ddof": 0, "keepdims": False, "correction": None}
+_register((np.var, np.ndarray.var), _VAR, _VAR_DEFAULTS, _var_plan)
+_register((np.std, np.ndarray.std), _VAR, _VAR_DEFAULTS, _std_plan)
+
+
+# ----- cumsum, cumprod ---------------------------------------------------------------------
+
+
+def _scan_axis(x, o):
+    """The scanned axis, and x as scanned (flattened when axis is None)."""
+    if o["axis"] is None:
+        return 0, np.reshape(x, (-1,))
+    return axes_of(o["axis"], np.ndim(x))[0], x
+
+
+def _scan_tangent(x, dx, batched, axis):
+    """A tangent of x laid out like the scanned array (flattened, keeping a batch axis)."""
+    if axis is not None:
+        return dx
+    return np.reshape(dx, (np.shape(dx)[0], -1)) if batched else np.reshape(dx, (-1,))
+
+
+def _reverse_cumsum(d, axis):
+    return np.flip(np.cumsum(np.flip(d, axis), axis=axis), axis)
+
+
+def _cumsum_plan(x, y, o):
+    axis, _ = _scan_axis(x, o)
+
+    def cumsum_back(dy):
+        return np.reshape(_reverse_cumsum(dy, axis), np.shape(x))
+
+    def cumsum_forward(dx, batched):
+        return np.cumsum(_scan_tangent(x, dx, batched, o["axis"]), axis=axis + batched, dtype=o["dtype"])
+
+    return cumsum_back, cumsum_forward
+
+
+def _cumprod_plan(x, y, o):
+    # dy_i/dx_j = prod_{k <= i, k != j} x_k for j <= i. Before a slice's first zero z that is
+    # y_i / x_j; at z it is the product skipping x_z (cumprod with x_z set to one); after z it is 0.
+    axis, xs = _scan_axis(x, o)
+    zero = xs == 0
+    if not np.any(zero):
+        before, first, xs_safe, skip = None, None, xs, None
+    else:
+        seen = np.cumsum(zero, axis=axis)
+        before = seen == 0
+        first = np.logical_and(zero, seen == 1)
+        xs_safe = np.where(before, xs, 1)
+        skip = np.cumprod(np.where(first, 1, xs), axis=axis, dtype=o["dtype"])
+
+    def cumprod_back(dy):
+        dx = _reverse_cumsum(dy * conj(y), axis) / conj(xs_safe)
+        if before is not None:
+            dx = np.where(before, dx, 0) + np.where(first, _reverse_cumsum(dy * conj(skip), axis), 0)
+        return np.reshape(dx, np.shape(x))
+
+    def cumprod_forward(dx, batched):
+        dx = _scan_tangent(x, dx, batched, o["axis"])
+        ax = axis + batched
+        if before is None:
+            return y * np.cumsum(dx / xs_safe, axis=ax)
+        through = y * np.cumsum(np.where(before, dx / xs_safe, 0), axis=ax)
+        at_zero = skip * np.sum(np.where(first, dx, 0), axis=ax, keepdims=True)
+        return np.where(before, through, at_zero)
+
+    return cumprod_back, cumprod_forward
+
+
+_SCAN = ("axis", "dtype", "out")
+_SCAN_DEFAULTS = {"axis": None, "dtype": None}
+_register((np.cumsum, np.ndarray.cumsum), _SCAN, _SCAN_DEFAULTS, _cumsum_plan)
+_register((np.cumprod, np.ndarray.cumprod), _SCAN, _SCAN_DEFAULTS, _cumprod_plan)
+
+
+# ----- average -----------------------------------------------------------------------------
+
+_AVERAGE = ("axis", "weights", "returned")
+_AVERAGE_DEFAULTS = {"axis": None, "weights": None, "returned": False, "keepdims": False}
+
+
+def _average_setup(a, args, kwargs):
+    o = bind(np.average, args, kwargs, _AVERAGE, _AVERAGE_DEFAULTS)
+    if o["returned"]:
+        raise TypeError("chainrules: the rule for numpy.average does not support returned=True; call np.sum for it")
+    axes, keepdims, w = axes_of(o["axis"], np.ndim(a)), o["keepdims"], o["weights"]
+    y = np.average(a, axis=o["axis"], weights=w, keepdims=keepdims)
+    if w is None:
+        return y, axes, keepdims, None, None, None
+    wb = w if np.shape(w) == np.shape(a) else np.reshape(w, _weights_shape(np.shape(w), np.ndim(a), axes))
+    total = np.sum(np.broadcast_to(wb, np.shape(a)), axis=axes, keepdims=True)
+    return y, axes, keepdims, wb, total, keep(y, axes, keepdims)
+
+
+def _weights_shape(wshape, ndim, axes):
+    """The shape that lines up 1-D (or per-axis) weights with the reduced axes of ``a``."""
+    shape = [1] * ndim
+    for i, a in enumerate(axes):
+        shape[a] = wshape[i]
+    return tuple(shape)
+
+
+@rrule.register(np.average)
+def rrule_average(a, *args, **kwargs):
+    y, axes, keepdims, wb, total, yk = _average_setup(a, args, kwargs)
+    weighted = len(args) >= 2 and args[1] is not None  # weights given by position get a cotangent
+    w = args[1] if weighted else None
+
+    def average_pullback(dy):
+        dy = unthunk(dy)
+        cotangents = [_NO] * len(args)
+        if isinstance(dy, AbstractZero):
+            if weighted:
+                cotangents[1] = dy
+            return (_NO, dy, *cotangents)
+        if wb is None:
+            da = np.broadcast_to(keep(dy, axes, keepdims) / size_along(np.shape(a), axes), np.shape(a))
+            return (_NO, match_input(a, da), *cotangents)
+        g = keep(dy, axes, keepdims) / conj(total)
+        da = match_input(a, np.broadcast_to(conj(wb) * g, np.shape(a)))
+        if weighted:  # d average / d w_k = (a_k - average) / sum(w)
+            dwb = conj(a - yk) * g
+            others = tuple(i for i in range(np.ndim(a)) if np.shape(wb)[i] == 1 and np.shape(dwb)[i] != 1)
+            cotangents[1] = match_input(w, np.reshape(np.sum(dwb, axis=others, keepdims=True), np.shape(w)))
+        return (_NO, da, *cotangents)
+
+    return y, average_pullback
+
+
+@frule.register(np.average, batched=True)
+def frule_average(tangents, a, *args, **kwargs):
+    y, axes, keepdims, wb, total, yk = _average_setup(a, args, kwargs)
+    da = unthunk(tangents[1])
+    dw = unthunk(tangents[3]) if len(args) >= 2 and args[1] is not None and len(tangents) > 3 else _ZERO
+    batch = None
+    dy = _ZERO
+    if not isinstance(da, AbstractZero):
+        batched = is_batched(a, da)
+        batch = np.shape(da)[0] if batched else None
+        ax = shift(axes, batched)
+        if wb is None:
+            dy = np.mean(da, axis=ax, keepdims=True)
+        else:
+            dy = np.sum(wb * da, axis=ax, keepdims=True) / total
+    if wb is not None and not isinstance(dw, AbstractZero):
+        batched = is_batched(args[1], dw)
+        if batched:
+            batch = np.shape(dw)[0]
+            dw = np.reshape(dw, (batch,) + np.shape(wb))
+        elif np.shape(dw) != np.shape(wb):
+            dw = np.reshape(dw, np.shape(wb))
+        term = np.sum((a - yk) * dw, axis=shift(axes, batched), keepdims=True) / total
+        dy = term if isinstance(dy, AbstractZero) else dy + term
+    if isinstance(dy, AbstractZero):
+        return y, dy
+    if not keepdims:
+        dy = np.squeeze(dy, axis=shift(axes, batch is not None))
+    return y, match_output(y, dy)
