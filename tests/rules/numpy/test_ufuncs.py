@@ -226,21 +226,36 @@ def _tangent(rng, x, batch=None):
     return t if batch is not None else complex(t) if isinstance(x, complex) else float(t)
 
 
-@pytest.mark.parametrize("only_first", [False, True], ids=["all-batched", "first-batched"])
+@pytest.mark.parametrize("mode", ["all-batched", "first-batched", "pre-aligned"])
 @pytest.mark.parametrize("f, makers, kwargs, tol", CASES)
-def test_batched_frule_matches_rows(f, makers, kwargs, tol, only_first):
-    """A batch of tangents (leading axis) gives, row by row, what one tangent at a time gives."""
+def test_batched_frule_matches_rows(f, makers, kwargs, tol, mode):
+    """A batch of tangents (leading axis) gives, row by row, what one tangent at a time gives.
+
+    "pre-aligned" batches come with length-1 axes between the batch axis and a lower-rank
+    input's own axes, up to the rank of the output, as the forward engine lays them out.
+    """
     args = _args(makers)
     diff = _diff_mask(f, args)
     rng = np.random.default_rng(2)
     batch = 3
     first = diff.index(True)
     tangents = [
-        _tangent(rng, a, batch) if d and (not only_first or i == first) else cr.ZeroTangent() if d else cr.NoTangent()
+        _tangent(rng, a, batch)
+        if d and (mode != "first-batched" or i == first)
+        else cr.ZeroTangent()
+        if d
+        else cr.NoTangent()
         for i, (a, d) in enumerate(zip(args, diff))
     ]
     assert cr.frule.lookup(f, tuple(args)).batched
-    y, dy = cr.frule((cr.NoTangent(), *tangents), f, *args, **kwargs)
+    rank = max(np.ndim(a) for a in args)
+    given = [
+        np.reshape(t, (batch,) + (1,) * (rank - np.ndim(a)) + np.shape(a))
+        if mode == "pre-aligned" and isinstance(t, np.ndarray)
+        else t
+        for a, t in zip(args, tangents)
+    ]
+    y, dy = cr.frule((cr.NoTangent(), *given), f, *args, **kwargs)
     dy = cr.unthunk(dy)
     assert np.shape(dy) == (batch,) + np.shape(y)
     for b in range(batch):
@@ -268,6 +283,7 @@ KINKS = [
     # (function, args, expected gradient of each argument for dy = 1)
     (np.maximum, (np.array([1.0, 2.0, 3.0]), np.array([1.0, 5.0, 0.0])), ([0.5, 0.0, 1.0], [0.5, 1.0, 0.0])),
     (np.minimum, (np.array([1.0, 2.0]), np.array([1.0, 5.0])), ([0.5, 1.0], [0.5, 0.0])),
+    (np.maximum, (np.array([np.nan, 1.0]), np.array([1.0, np.nan])), ([1.0, 0.0], [0.0, 1.0])),
     (np.fmax, (np.array([np.nan, 2.0]), np.array([1.0, 2.0])), ([0.0, 0.5], [1.0, 0.5])),
     (np.fmin, (np.array([np.nan, 1.0]), np.array([1.0, np.nan])), ([0.0, 1.0], [1.0, 0.0])),
     (np.absolute, (np.array([0.0, -2.0]),), ([0.0, -1.0],)),

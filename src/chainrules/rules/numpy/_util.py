@@ -109,13 +109,13 @@ def align(x, dx, ndim_out: int):
 
     Broadcasting aligns trailing axes, so a batch axis in front of a lower-rank input would meet
     one of the output's axes; length-1 axes are put between the batch axis and ``x``'s own.
-    Unbatched tangents are returned as they are.
+    Unbatched tangents, and batched ones already aligned (by the caller), are returned as they are.
     """
-    extra = ndim_out - np.ndim(x)
-    if extra <= 0 or not is_batched(x, dx):
+    ndim = np.ndim(dx)
+    if ndim <= np.ndim(x) or ndim >= ndim_out + 1:
         return dx
     shape = np.shape(dx)
-    return np.reshape(dx, shape[:1] + (1,) * extra + shape[1:])
+    return np.reshape(dx, shape[:1] + (1,) * (ndim_out + 1 - ndim) + shape[1:])
 
 
 def real_dtype(x) -> np.dtype:

@@ -33,9 +33,10 @@ _ZERO = ZeroTangent()
 def _register(fs: tuple, names: tuple[str, ...], defaults: dict, plan: Callable) -> None:
     """Register rules for reductions of one argument ``x``; the rest are options.
 
-    ``plan(x, y, options)`` returns ``(back, forward)``: ``back(dy)`` is the cotangent of ``x``
-    (before projection), ``forward(dx, batched)`` the tangent of ``y``. Intermediates they share
-    are computed once in ``plan``.
+    ``plan(x, options, primal)`` returns ``(y, back, forward)``: the output (``primal()`` is the
+    plain call, a plan may compute ``y`` itself from intermediates it needs anyway),
+    ``back(dy)`` the cotangent of ``x`` (before projection) and ``forward(dx, batched)`` the
+    tangent of ``y``. Intermediates they share are computed once in ``plan``.
     """
     for f in fs:
         _register_one(f, names, defaults, plan)
@@ -46,8 +47,7 @@ def _register_one(f, names, defaults, plan):
 
     def reduction_rrule(x, *args, **kwargs):
         options = bind(f, args, kwargs, names, defaults)
-        y = f(x, *args, **kwargs)
-        back, _ = plan(x, y, options)
+        y, back, _ = plan(x, options, lambda: f(x, *args, **kwargs))
         extra = (_NO,) * len(args)
 
         def reduction_pullback(dy):
@@ -63,11 +63,10 @@ def _register_one(f, names, defaults, plan):
 
     def reduction_frule(tangents, x, *args, **kwargs):
         options = bind(f, args, kwargs, names, defaults)
-        y = f(x, *args, **kwargs)
         dx = unthunk(tangents[1])
         if isinstance(dx, AbstractZero):
-            return y, _ZERO
-        _, forward = plan(x, y, options)
+            return f(x, *args, **kwargs), _ZERO
+        y, _, forward = plan(x, options, lambda: f(x, *args, **kwargs))
         return y, match_output(y, forward(dx, is_batched(x, dx)))
 
     reduction_rrule.__qualname__ = f"rrule_{name}"
@@ -99,26 +98,26 @@ def _safe(d):
 
 
 def _sum_plan(nan: bool):
-    def plan(x, y, o):
+    def plan(x, o, primal):
         axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
         mask = _mask(x, o, nan)
 
         def sum_back(dy):
             dx = _spread(dy, x, axes, keepdims)
-            return dx if mask is None else np.where(mask, dx, 0)
+            return dx if mask is None else dx * mask
 
         def sum_forward(dx, batched):
             if mask is not None:
-                dx = np.where(mask, dx, 0)
+                dx = dx * mask
             return np.sum(dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=keepdims)
 
-        return sum_back, sum_forward
+        return primal(), sum_back, sum_forward
 
     return plan
 
 
 def _mean_plan(nan: bool):
-    def plan(x, y, o):
+    def plan(x, o, primal):
         axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
         mask = _mask(x, o, nan)
         if mask is None:
@@ -128,15 +127,15 @@ def _mean_plan(nan: bool):
 
         def mean_back(dy):
             dx = keep(dy, axes, keepdims) / n
-            return np.broadcast_to(dx, np.shape(x)) if mask is None else np.where(mask, dx, 0)
+            return np.broadcast_to(dx, np.shape(x)) if mask is None else dx * mask
 
         def mean_forward(dx, batched):
             if mask is not None:
-                dx = np.where(mask, dx, 0)
+                dx = dx * mask
             total = np.sum(dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=True) / n
             return total if keepdims else np.squeeze(total, axis=shift(axes, batched))
 
-        return mean_back, mean_forward
+        return primal(), mean_back, mean_forward
 
     return plan
 
@@ -158,31 +157,27 @@ _register((np.nanmean,), _MEAN, _MEAN_DEFAULTS, _mean_plan(nan=True))
 def _others(x, y, axes, keepdims):
     """For every entry, the product of the other entries of its reduced slice: d prod / d x.
 
-    Without zeros that is ``prod / x``; with zeros it is built from exclusive products from the
-    left and from the right, so a slice with one zero gets the product of the rest there and
-    zero elsewhere, and a slice with two zeros gets zero everywhere.
+    Without zeros that is ``prod / x``. Where a slice has one zero, the zero's entry is the
+    product of the rest and the others are zero; a slice with two zeros is zero everywhere.
     """
-    if not np.any(x == 0):
+    zero = x == 0
+    if not np.any(zero):
         return keep(y, axes, keepdims) / x
-    ndim, shape = np.ndim(x), np.shape(x)
-    rest = tuple(a for a in range(ndim) if a not in axes)
-    order = rest + axes
-    lines = np.reshape(np.transpose(x, order), tuple(shape[a] for a in rest) + (-1,))
-    ones = np.ones_like(lines[..., :1])
-    left = np.cumprod(np.concatenate([ones, lines[..., :-1]], axis=-1), axis=-1)
-    right = np.cumprod(np.concatenate([ones, lines[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
-    others = np.reshape(left * right, tuple(shape[a] for a in order))
-    return np.transpose(others, np.argsort(order))
+    zeros = np.sum(zero, axis=axes, keepdims=True)
+    safe = np.where(zero, 1, x)
+    rest = np.prod(safe, axis=axes, keepdims=True)  # the product of the nonzero entries
+    return np.where(zero, np.where(zeros == 1, rest, 0), np.where(zeros == 0, rest / safe, 0))
 
 
 def _prod_plan(nan: bool):
-    def plan(x, y, o):
+    def plan(x, o, primal):
+        y = primal()
         axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
         valid = _mask(x, o, nan)
         xs = x if valid is None else np.where(valid, x, 1)
         others = _others(xs, y, axes, keepdims)
         if valid is not None:
-            others = np.where(valid, others, 0)
+            others = others * valid
 
         def prod_back(dy):
             return conj(others) * keep(dy, axes, keepdims)
@@ -190,7 +185,7 @@ def _prod_plan(nan: bool):
         def prod_forward(dx, batched):
             return np.sum(others * dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=keepdims)
 
-        return prod_back, prod_forward
+        return y, prod_back, prod_forward
 
     return plan
 
@@ -204,70 +199,94 @@ _register((np.nanprod,), _PROD, _PROD_DEFAULTS, _prod_plan(nan=True))
 # ----- max, min, ptp -----------------------------------------------------------------------
 
 
-def _share(x, y, axes, keepdims, nan=False):
-    """Each entry's share of the cotangent of max/min: 1/k for each of k entries equal to the result.
+def _winners(x, y, axes, keepdims, nan_wins: bool):
+    """Where max/min is attained, and by how many entries of each slice (None when by one each).
 
-    A NaN result of max/min comes from the NaN entries; nanmax/nanmin (``nan=True``) skip them,
+    A NaN result of max/min (``nan_wins``) comes from the NaN entries; nanmax/nanmin skip them,
     and an all-NaN slice there has no winner.
     """
     yk = keep(y, axes, keepdims)
     hit = x == yk
-    if not nan:
-        hit = np.logical_or(hit, np.logical_and(x != x, yk != yk))
-    dt = real_dtype(x)
-    count = np.sum(hit, axis=axes, keepdims=True).astype(dt)
-    return hit.astype(dt) / np.maximum(count, 1)
+    if nan_wins and np.any(np.isnan(y)):
+        hit = np.logical_or(hit, np.isnan(x))
+    count = np.sum(hit, axis=axes, keepdims=True)
+    if np.all(count == 1):
+        return hit, None
+    return hit, np.maximum(count, 1).astype(real_dtype(x))
 
 
-def _extremum_plan(nan: bool):
-    def plan(x, y, o):
+def _selection_back_forward(hit, count, axes, keepdims):
+    """Pullback and pushforward of a reduction that picks the entries ``hit`` (sharing ties)."""
+
+    def select_back(dy):
+        dy = keep(dy, axes, keepdims)
+        return hit * (dy if count is None else dy / count)
+
+    def select_forward(dx, batched):
+        picked = np.sum(hit * dx, axis=shift(axes, batched), keepdims=True)
+        if count is not None:
+            picked = picked / count
+        return picked if keepdims else np.squeeze(picked, axis=shift(axes, batched))
+
+    return select_back, select_forward
+
+
+def _extremum_plan(nan_wins: bool):
+    def plan(x, o, primal):
+        y = primal()
         axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
-        return _shared_back_forward(_share(x, y, axes, keepdims, nan), axes, keepdims)
+        hit, count = _winners(x, y, axes, keepdims, nan_wins)
+        return (y, *_selection_back_forward(hit, count, axes, keepdims))
 
     return plan
 
 
-def _shared_back_forward(share, axes, keepdims):
-    def extremum_back(dy):
-        return share * keep(dy, axes, keepdims)
-
-    def extremum_forward(dx, batched):
-        return np.sum(share * dx, axis=shift(axes, batched), keepdims=keepdims)
-
-    return extremum_back, extremum_forward
-
-
-def _ptp_plan(x, y, o):
+def _ptp_plan(x, o, primal):
+    y = primal()
     axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
-    hi = np.max(x, axis=axes, keepdims=True)
-    lo = np.min(x, axis=axes, keepdims=True)
-    return _shared_back_forward(_share(x, hi, axes, True) - _share(x, lo, axes, True), axes, keepdims)
+    hi_back, hi_forward = _selection_back_forward(*_winners(x, np.max(x, axis=axes), axes, False, True), axes, keepdims)
+    lo_back, lo_forward = _selection_back_forward(*_winners(x, np.min(x, axis=axes), axes, False, True), axes, keepdims)
+
+    def ptp_back(dy):
+        return hi_back(dy) - lo_back(dy)
+
+    def ptp_forward(dx, batched):
+        return hi_forward(dx, batched) - lo_forward(dx, batched)
+
+    return y, ptp_back, ptp_forward
 
 
 _MAX = ("axis", "out", "keepdims", "initial")
 _MAX_DEFAULTS = {"axis": None, "keepdims": False, "initial": None}
-_register(
-    (np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min), _MAX, _MAX_DEFAULTS, _extremum_plan(False)
-)
-_register((np.nanmax, np.nanmin), _MAX, _MAX_DEFAULTS, _extremum_plan(True))
+_EXTREMA = (np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min)
+_register(_EXTREMA, _MAX, _MAX_DEFAULTS, _extremum_plan(nan_wins=True))
+_register((np.nanmax, np.nanmin), _MAX, _MAX_DEFAULTS, _extremum_plan(nan_wins=False))
 _register((np.ptp,), ("axis", "out", "keepdims"), {"axis": None, "keepdims": False}, _ptp_plan)
 
 
 # ----- var, std ----------------------------------------------------------------------------
 
 
-def _moments(x, o):
-    """axes, keepdims, the centred data, and the divisor n - ddof of var/std."""
+def _moments(x, o, primal):
+    """axes, keepdims, the centred data, the divisor n - ddof, and the variance of var/std.
+
+    The variance is computed from the centred data the derivative needs anyway (NumPy's own
+    algorithm), except where n - ddof <= 0: there NumPy's call gives its warning and inf/nan.
+    """
     axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
     ddof = o["ddof"] if o["correction"] is None else o["correction"]
     centred = x - np.mean(x, axis=axes, dtype=o["dtype"], keepdims=True)
     divisor = size_along(np.shape(x), axes) - ddof
-    return axes, keepdims, centred, divisor if divisor > 0 else np.nan
+    if divisor <= 0:
+        return axes, keepdims, centred, np.nan, primal()
+    squares = np.real(centred * conj(centred)) if np.iscomplexobj(centred) else centred * centred
+    variance = np.sum(squares, axis=axes, dtype=o["dtype"], keepdims=keepdims) / divisor
+    return axes, keepdims, centred, divisor, variance
 
 
-def _var_plan(x, y, o):
+def _var_plan(x, o, primal):
     # d var = 2 real(sum(conj(x - mean) dx)) / (n - ddof): the mean's own change sums to zero
-    axes, keepdims, centred, divisor = _moments(x, o)
+    axes, keepdims, centred, divisor, y = _moments(x, o, primal)
 
     def var_back(dy):
         return centred * ((2.0 / divisor) * keep(dy, axes, keepdims))
@@ -275,11 +294,12 @@ def _var_plan(x, y, o):
     def var_forward(dx, batched):
         return (2.0 / divisor) * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
 
-    return var_back, var_forward
+    return y, var_back, var_forward
 
 
-def _std_plan(x, y, o):
-    axes, keepdims, centred, divisor = _moments(x, o)
+def _std_plan(x, o, primal):
+    axes, keepdims, centred, divisor, variance = _moments(x, o, lambda: np.square(primal()))
+    y = np.sqrt(variance)
     scale = 1.0 / (divisor * _safe(y))  # std = 0 only where every centred entry is 0
 
     def std_back(dy):
@@ -288,7 +308,7 @@ def _std_plan(x, y, o):
     def std_forward(dx, batched):
         return scale * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
 
-    return std_back, std_forward
+    return y, std_back, std_forward
 
 
 _VAR = ("axis", "dtype", "out", "ddof", "keepdims")
@@ -318,7 +338,8 @@ def _reverse_cumsum(d, axis):
     return np.flip(np.cumsum(np.flip(d, axis), axis=axis), axis)
 
 
-def _cumsum_plan(x, y, o):
+def _cumsum_plan(x, o, primal):
+    y = primal()
     axis, _ = _scan_axis(x, o)
 
     def cumsum_back(dy):
@@ -327,12 +348,13 @@ def _cumsum_plan(x, y, o):
     def cumsum_forward(dx, batched):
         return np.cumsum(_scan_tangent(x, dx, batched, o["axis"]), axis=axis + batched, dtype=o["dtype"])
 
-    return cumsum_back, cumsum_forward
+    return y, cumsum_back, cumsum_forward
 
 
-def _cumprod_plan(x, y, o):
+def _cumprod_plan(x, o, primal):
     # dy_i/dx_j = prod_{k <= i, k != j} x_k for j <= i. Before a slice's first zero z that is
     # y_i / x_j; at z it is the product skipping x_z (cumprod with x_z set to one); after z it is 0.
+    y = primal()
     axis, xs = _scan_axis(x, o)
     zero = xs == 0
     if not np.any(zero):
@@ -359,7 +381,7 @@ def _cumprod_plan(x, y, o):
         at_zero = skip * np.sum(np.where(first, dx, 0), axis=ax, keepdims=True)
         return np.where(before, through, at_zero)
 
-    return cumprod_back, cumprod_forward
+    return y, cumprod_back, cumprod_forward
 
 
 _SCAN = ("axis", "dtype", "out")
