@@ -129,9 +129,11 @@ def real_dtype(x) -> np.dtype:
 def match_output(y, dy):
     """A pushforward result brought to the output's space: real for a real output, its float dtype.
 
-    A batched ``dy`` keeps its batch axis.
+    A batched ``dy`` keeps its batch axis; a number for an array output becomes a 0-d array.
     """
     dtype = getattr(y, "dtype", None)
+    if type(dy) in (float, int, complex) and dtype is not None:
+        dy = np.asarray(dy) if isinstance(y, np.ndarray) else np.asarray(dy)[()]
     if dtype is None or dtype.kind not in "fc" or not isinstance(dy, (np.ndarray, np.generic)):
         if dtype is None and np.iscomplexobj(dy) and not isinstance(y, complex):
             return np.real(dy)
@@ -140,4 +142,6 @@ def match_output(y, dy):
         dy = np.real(dy)
     if dy.dtype != dtype:
         dy = dy.astype(dtype) if isinstance(dy, np.ndarray) else dtype.type(dy)
+    if isinstance(y, np.generic) and isinstance(dy, np.ndarray) and dy.ndim == 0:
+        dy = dy[()]  # a NumPy scalar output gets a NumPy scalar tangent
     return dy
