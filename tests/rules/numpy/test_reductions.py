@@ -40,7 +40,8 @@ def _family(fs, makers_list, kwargs_list, label=""):
             for kwargs in kwargs_list:
                 shape = "x".join(str(s) for s in np.shape(makers[0](np.random.default_rng(0))))
                 tag = ",".join(f"{k}={v}" for k, v in kwargs.items())
-                name = getattr(f, "__qualname__", f.__name__)
+                owner = getattr(f, "__self__", None)
+                name = f"{owner.__name__}.{f.__name__}" if isinstance(owner, np.ufunc) else f.__qualname__
                 yield pytest.param(f, makers, kwargs, id=f"{name}-{shape}{label}-{tag}")
 
 
@@ -86,6 +87,10 @@ def _cases():
         [np.average], [[X, fixed((0, 2)), arr(2, 4, lo=0.5, hi=1.5)]], [{"keepdims": True}], label="-w2d"
     )
     yield from _family([np.average], [[X]], [{"axis": 1, "weights": np.array([1.0, 2.0, 3.0])}], label="-wkw")
+    # methods of ufuncs: axis 0 by default
+    yield from _family([np.add.reduce, np.maximum.reduce, np.fmin.reduce], [[X]], [{}, {"axis": (0, 2)}])
+    yield from _family([np.multiply.reduce], [[positive]], [{}, {"axis": -1, "keepdims": True}])
+    yield from _family([np.add.accumulate, np.multiply.accumulate], [[X]], [{}, {"axis": 1}])
     # positional options, integer input, scalar input
     yield from _family([np.sum, np.ndarray.sum], [[X, fixed(1)]], [{}], label="-positional-axis")
     yield from _family([np.var], [[X, fixed(0), fixed(None), fixed(None), fixed(1)]], [{}], label="-positional-ddof")
@@ -241,3 +246,19 @@ def test_pullback_does_not_mutate_its_cotangent():
 def test_unsupported_arguments_are_refused(call, message):
     with pytest.raises(TypeError, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "f, kwargs",
+    [
+        (np.sum, {"out": None}),
+        (np.max, {"where": True}),
+        (np.mean, {"keepdims": np._NoValue}),
+        (np.ndarray.max, {"out": None, "initial": None}),
+    ],
+)
+def test_default_values_of_unsupported_arguments_are_accepted(f, kwargs):
+    x = np.array([[1.0, 4.0], [3.0, 2.0]])
+    y, back = cr.rrule(f, x, **kwargs)
+    assert np.array_equal(y, f(x, **kwargs))
+    crt.assert_approx(back(1.0)[1], cr.rrule(f, x)[1](1.0)[1])

@@ -43,7 +43,8 @@ def _register(fs: tuple, names: tuple[str, ...], defaults: dict, plan: Callable)
 
 
 def _register_one(f, names, defaults, plan):
-    name = f.__name__
+    owner = getattr(f, "__self__", None)
+    name = f"{owner.__name__}_{f.__name__}" if isinstance(owner, np.ufunc) else f.__name__  # add_reduce
 
     def reduction_rrule(x, *args, **kwargs):
         options = bind(f, args, kwargs, names, defaults)
@@ -473,3 +474,15 @@ def frule_average(tangents, a, *args, **kwargs):
     if not keepdims:
         dy = np.squeeze(dy, axis=shift(axes, batch is not None))
     return y, match_output(y, dy)
+
+
+# ----- the same as methods of ufuncs (reduce along axis 0 by default) -----------------------
+
+_register((np.add.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _sum_plan(nan=False))
+_register((np.multiply.reduce,), _PROD, {**_PROD_DEFAULTS, "axis": 0}, _prod_plan(nan=False))
+_UFUNC_MAX = ("axis", "dtype", "out", "keepdims", "initial")
+_UFUNC_MAX_DEFAULTS = {"axis": 0, "dtype": None, "keepdims": False, "initial": None}
+_register((np.maximum.reduce, np.minimum.reduce), _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=True))
+_register((np.fmax.reduce, np.fmin.reduce), _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=False))
+_register((np.add.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumsum_plan)
+_register((np.multiply.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumprod_plan)
