@@ -143,6 +143,7 @@ BINARY = [
 ]
 
 BINARY_SHAPES = [
+    ("scalars", ("scalar",), ("scalar",), np.float64),
     ("same", (3,), (3,), np.float64),
     ("bcast", (3, 1), (1, 4), np.float64),
     ("scalar-array", ("scalar",), (2, 3), np.float64),
