@@ -215,6 +215,8 @@ def match_input(x, dx):
         return dx
     if isinstance(x, (bool, np.bool_)):
         return _NO
+    if not isinstance(dx, (Complex, np.generic, np.ndarray)):
+        return dx  # a number an engine follows (nested differentiation): converting it would drop its derivative
     if isinstance(x, (float, int, np.floating, np.integer)):
         dx = np.real(dx) if np.iscomplexobj(dx) else dx
         return x.dtype.type(dx) if isinstance(x, np.floating) else float(dx)
