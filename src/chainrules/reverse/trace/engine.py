@@ -86,6 +86,10 @@ def box_input(value, trace: Trace):
 
     ``template`` is a slot (a leaf), a ``_Structure``, or ``None`` (nothing tracked).
     """
+    if type(value) is float:
+        slot = trace.n_slots
+        trace.n_slots = slot + 1
+        return tracer.box(value, trace, slot, TrackedNumber, TrackedArray), slot
     kind = tracer._differentiable_kind(value)
     if kind is not None:
         slot = trace.n_slots
@@ -144,6 +148,8 @@ def collect(template, value, cts: list):
         return _NO
     if type(template) is int:
         ct = cts[template]
+        if type(ct) is float and type(value) is float:
+            return ct
         if isinstance(ct, AbstractZero):
             return _NO if tracer._is_integer(value) else _ZERO
         if isinstance(ct, Tracked):
@@ -169,6 +175,8 @@ def collect(template, value, cts: list):
 
 def unbox_output(value, trace: Trace):
     """``(primal, template)``: the output with the trace's boxes replaced by their primals."""
+    if type(value) is float:
+        return value, None
     if isinstance(value, Tracked):
         if value._trace is trace:
             return value._value, value._slot
@@ -212,7 +220,10 @@ def _seed(template, dy, cts: list, owned: list) -> None:
     if template is None:
         return
     if type(template) is int:
-        cts[template], owned[template] = accumulate(cts[template], owned[template], dy)
+        if cts[template] is _ZERO:
+            cts[template] = dy  # borrowed
+        else:
+            cts[template], owned[template] = accumulate(cts[template], owned[template], dy)
         return
     for key, index, child in template.children:
         if child is not None:
@@ -297,7 +308,12 @@ def pullback_full(f: Callable, *args, **kwargs):
     return y, TapePullback(trace, f, f_template, args, templates, out_template)
 
 
+_PLAIN_CALLABLES = frozenset({types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial})
+
+
 def _box_callable(f, trace: Trace):
+    if type(f) in _PLAIN_CALLABLES:
+        return f, None
     if _fields_of(f) or _is_namedtuple(f):
         return box_input(f, trace)
     return f, None
