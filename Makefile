@@ -24,6 +24,13 @@ test: $(VENV)/.test-installed
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m pytest -n 2 src tests
 
+$(VENV)/.bench-installed: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[test,bench]"
+	touch $@ $(VENV)/.test-installed $(VENV)/.demo-installed
+
+bench: $(VENV)/.bench-installed
+	$(PY) -m benchmarks
+
 lint: $(VENV)/.test-installed
 	$(PY) -m ruff check src tests benchmarks
 

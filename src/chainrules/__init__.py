@@ -39,6 +39,17 @@ from .core import (
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # `cr.testing.test_rrule(...)` works after a plain `import chainrules as cr`; the testing
+    # utilities are imported on first use, not with the library.
+    if name == "testing":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.testing")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "derivative",
     "gradient",
