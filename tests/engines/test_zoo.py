@@ -10,9 +10,10 @@ import re
 import numpy as np
 import plan_tape
 import pytest
-from zoo_fd import fd_vjp, flatten, rand_tangent, tangent_vector
 
 import chainrules as cr
+import chainrules.testing as crt
+from chainrules.testing.checks import tangent_problems
 from chainrules.testing.zoo import CASES, cases
 
 PLANS = [plan_tape.PLAN]
@@ -21,13 +22,16 @@ ALL_CASES = cases()
 PARAMS = [pytest.param(plan, case, id=f"{plan.engine}-{case.name}") for plan in PLANS for case in ALL_CASES]
 
 
-def _perturb_ints(case) -> bool:
-    return "int" in case.tags
+def _cotangents_by_finite_differences(case, dy) -> list:
+    """One finite-difference cotangent per positional argument of the case."""
+    out = []
+    for i, arg in enumerate(case.args):
 
+        def with_argument(x, i=i):
+            return case.f(*case.args[:i], x, *case.args[i + 1 :], **case.kwargs)
 
-def _vjp(plan, case, dy):
-    y, back = plan.pullback(case)
-    return y, back(dy)
+        out.append(crt.fd_vjp(with_argument, dy, arg, perturb_ints="int" in case.tags))
+    return out
 
 
 @pytest.mark.parametrize("plan, case", PARAMS)
@@ -45,31 +49,28 @@ def test_zoo_case(plan, case):
         named = [cr.core.callable_name(p.f) for p in missing]
         assert any(name in str(info.value) for name in named), (str(info.value), named)
         return
-    rng = np.random.default_rng(len(case.name))
     expected_y = case.f(*case.args, **case.kwargs)
-    dy = rand_tangent(expected_y, rng)
-    y, grads = _vjp(plan, case, dy)
-    perturb = _perturb_ints(case)
+    y, back = plan.pullback(case)
     assert type(y) is type(expected_y)
-    np.testing.assert_allclose(flatten(y)[0], flatten(expected_y)[0], rtol=1e-12)
+    np.testing.assert_allclose(crt.to_vec(y)[0], crt.to_vec(expected_y)[0], rtol=1e-12)
+    dy = crt.rand_tangent(expected_y, np.random.default_rng(len(case.name)))
+    grads = back(dy)
     assert len(grads) == len(case.args)
-    fd = fd_vjp(case.f, dy, case.args, case.kwargs, perturb)
-    for arg, grad, reference in zip(case.args, grads, fd):
-        ours = tangent_vector(arg, grad, perturb)
-        np.testing.assert_allclose(ours, reference, rtol=case.rtol, atol=case.atol)
+    for i, (arg, grad) in enumerate(zip(case.args, grads)):
+        problems = tangent_problems(arg, grad, f"d(argument {i})")
+        assert not problems, "\n".join(problems)
+    for i, (grad, reference) in enumerate(zip(grads, _cotangents_by_finite_differences(case, dy))):
+        crt.assert_approx(grad, reference, rtol=case.rtol, atol=case.atol, name=f"d(argument {i})")
     # the engines agree with each other
     for other in PLANS:
         if other is not plan and other.status(case) == "run":
-            _, other_grads = _vjp(other, case, dy)
-            for arg, a, b in zip(case.args, grads, other_grads):
-                np.testing.assert_allclose(
-                    tangent_vector(arg, a, perturb), tangent_vector(arg, b, perturb), rtol=1e-9, atol=1e-12
-                )
+            other_grads = other.pullback(case)[1](dy)
+            for i, (a, b) in enumerate(zip(grads, other_grads)):
+                crt.assert_approx(a, b, rtol=1e-9, atol=1e-12, name=f"{plan.engine} vs {other.engine}: d{i}")
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=lambda p: p.engine)
 def test_plan_names_existing_cases(plan):
-    cases()  # loads every family
     stale = (set(plan.needs) | set(plan.refused)) - set(CASES)
     assert not stale, f"the {plan.engine} plan names cases that are not in the zoo: {sorted(stale)}"
 
