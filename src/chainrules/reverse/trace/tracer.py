@@ -138,6 +138,7 @@ class Tracked:
 
 
 _new = object.__new__
+_float64 = np.float64
 
 
 def box(value, trace: Trace, slot: int, number_type: type, array_type: type) -> Tracked:
@@ -434,7 +435,7 @@ def binary(f, a, b):
     if rule is None:
         raise NoRuleError(f, (pa, pb), location=user_location())
     y, pullback = rule(pa, pb)
-    if type(y) is float or type(y) is np.float64:
+    if type(y) is float or type(y) is _float64:
         slot = trace.n_slots
         trace.n_slots = slot + 1
         out = _new(TrackedNumber)
@@ -447,13 +448,29 @@ def binary(f, a, b):
 
 
 def unary(f, a):
-    """``f(a)`` for a unary operator (``-x``, ``abs(x)``)."""
+    """``f(a)`` for a unary operator or a one-argument ufunc (``-x``, ``abs(x)``, ``np.sin(x)``)."""
     trace = _current.get()
-    if (type(a) is TrackedNumber or type(a) is TrackedArray) and a._trace is trace and trace.parent is None:
-        pa = a._value
+    ta = type(a)
+    if (ta is not TrackedNumber and ta is not TrackedArray) or a._trace is not trace or trace.parent is not None:
+        return apply(f, (a,), {})
+    pa = a._value
+    if rrule.version != _rules_version:
         rule = lookup(f, (pa,))
-        if rule is None:
-            raise NoRuleError(f, (pa,), location=user_location())
-        y, pullback = rule(pa)
-        return _record_output(trace, f, y, pullback, [(1, a._slot)], [pa], (a,))
-    return apply(f, (a,), {})
+    else:
+        try:
+            rule = _rules[(f, type(pa))]
+        except KeyError:
+            rule = lookup(f, (pa,))
+    if rule is None:
+        raise NoRuleError(f, (pa,), location=user_location())
+    y, pullback = rule(pa)
+    if type(y) is float or type(y) is _float64:
+        slot = trace.n_slots
+        trace.n_slots = slot + 1
+        out = _new(TrackedNumber)
+        out._value = y
+        out._trace = trace
+        out._slot = slot
+        trace.tape.append((pullback, slot, ((1, a._slot),), f))
+        return out
+    return _record_output(trace, f, y, pullback, [(1, a._slot)], [pa], (a,))

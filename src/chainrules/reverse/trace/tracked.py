@@ -178,6 +178,11 @@ class _Operators(Tracked):
 
     # NumPy's protocols: ufuncs and array functions run through their rules
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:
+            if len(inputs) == 1:
+                return unary(ufunc, inputs[0])
+            if len(inputs) == 2:
+                return binary(ufunc, inputs[0], inputs[1])
         out = kwargs.get("out")
         if out is not None and any(o is not None for o in out):
             raise TypeError(
