@@ -259,7 +259,8 @@ class TrackedNumber(_Operators):
         return apply(getattr, (self, "imag"), {})
 
     def conjugate(self):
-        return apply(np.conjugate, (self,), {})
+        # like an array's methods: through the rule of the method of the number's own type
+        return apply(type(deep_primal(self)).conjugate, (self,), {})
 
     def is_integer(self) -> bool:
         return deep_primal(self).is_integer()
