@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import functools
 import types
 from collections.abc import Callable
@@ -299,10 +300,19 @@ def pullback_full(f: Callable, *args, **kwargs):
         boxed.append(b)
         templates.append(t)
     token = tracer._current.set(trace)
+    # Recording makes a few small container objects per operation (a closure, a box, a tape
+    # entry), which the cyclic garbage collector would traverse again and again as the tape
+    # grows: it made a 30,000-operation tape four times slower to record. It is paused while
+    # the outermost tape records (reference counting still frees everything outside cycles).
+    pause_gc = gc.isenabled()
+    if pause_gc:
+        gc.disable()
     try:
         with active_engine(pullback_full):
             out = boxed_f(*boxed, **kwargs)
     finally:
+        if pause_gc:
+            gc.enable()
         tracer._current.reset(token)
     y, out_template = unbox_output(out, trace)
     return y, TapePullback(trace, f, f_template, args, templates, out_template)
