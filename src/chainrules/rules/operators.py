@@ -36,6 +36,7 @@ import numpy as np
 
 from ..core import (
     AbstractZero,
+    ActiveValue,
     NoRuleError,
     NoTangent,
     Tangent,
@@ -194,7 +195,8 @@ def _no_tangents(n: int):
 # ----- operators defined by the user's own classes -----------------------------------------------
 
 #: operand types whose operators these rules differentiate themselves
-_NATIVE = (np.ndarray, float, int, complex, np.generic, str, bytes, bytearray, tuple, list, Number)
+# Engine values (tracked numbers, duals) compute with operators themselves: never user objects here.
+_NATIVE = (np.ndarray, float, int, complex, np.generic, str, bytes, bytearray, tuple, list, Number, ActiveValue)
 _BINARY_METHODS = {
     operator.add: ("__add__", "__radd__"),
     operator.sub: ("__sub__", "__rsub__"),
