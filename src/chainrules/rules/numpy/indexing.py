@@ -14,7 +14,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ...core import AbstractZero, frule, rrule, unthunk
+from ...core import AbstractZero, NoRuleError, frule, rrule, unthunk, user_location
 from ._arrays import NO, ZERO, is_batched, scatter_thunk, to_input
 
 
@@ -104,6 +104,15 @@ def _attribute_pullback(x, name):
     return None
 
 
+def _no_attribute_rule(x, name: str) -> NoRuleError:
+    return NoRuleError(
+        getattr,
+        (x, name),
+        location=user_location(),
+        reason=f"ndarray.{name} is computed in C; register a rule for getattr typed on numpy.ndarray",
+    )
+
+
 @rrule.register(getattr, np.ndarray, str)
 def rrule_getattr(x, name, *default):
     y = getattr(x, name, *default)
@@ -113,7 +122,7 @@ def rrule_getattr(x, name, *default):
             # shapes and dtypes carry no derivative; a bound method neither: the call of
             # np.ndarray.<method>(x, ...) that follows carries x's derivative
             return y, _no_tangents(len(default))
-        raise TypeError(f"no differentiation rule for the ndarray attribute {name!r}")
+        raise _no_attribute_rule(x, name)
 
     def getattr_pullback(dy):
         dy = unthunk(dy)
@@ -139,7 +148,7 @@ def frule_getattr(tangents, x, name, *default):
     if _attribute_pullback(x, name) is None:
         if name in _NONDIFFERENTIABLE_ATTRIBUTES or callable(y):
             return y, NO
-        raise TypeError(f"no differentiation rule for the ndarray attribute {name!r}")
+        raise _no_attribute_rule(x, name)
     if isinstance(dx, AbstractZero):
         return y, dx
     batched = is_batched(x, dx)
