@@ -143,6 +143,13 @@ def _cotangent(layout, ds: list):
     return [_ZERO] * start + ds + [_ZERO] * (total - start - len(ds))
 
 
+def _add_function_tangent(df, owned: bool, d):
+    """Accumulate the callable's tangents over its calls; it stays ``NoTangent`` if every call's is."""
+    if isinstance(d, NoTangent):
+        return df, owned
+    return _accumulate(_ZERO if isinstance(df, NoTangent) else df, owned, d)
+
+
 def _pullback_of(f, *args):
     """``(y, pullback)`` of a user callable: its rule, else the running engine's transformation."""
     result = rrule(f, *args)
@@ -167,13 +174,13 @@ def rrule_map(f, *iterables):
 
     def map_pullback(dy):
         ds = _entries(dy, n)
-        df, owned = _ZERO, False
+        df, owned = _NO, False
         dcols = [[_ZERO] * len(c) for c in columns]
         for i in range(n - 1, -1, -1):
             if isinstance(unthunk(ds[i]), AbstractZero):
                 continue
             d = backs[i](ds[i])
-            df, owned = _accumulate(df, owned, d[0])
+            df, owned = _add_function_tangent(df, owned, d[0])
             for k in range(len(columns)):
                 dcols[k][i] = d[k + 1]
         return (_NO, df, *(_cotangent(lay, dc) for lay, dc in zip(layouts, dcols)))
@@ -215,9 +222,10 @@ def rrule_zip(*iterables, strict: bool = False):
 
 
 @rrule.register(builtins.enumerate)
-def rrule_enumerate(xs, start: int = 0):
-    """``enumerate(xs)``: the index carries no cotangent, the element's goes back to ``xs``."""
+def rrule_enumerate(xs, *start):
+    """``enumerate(xs[, start])``: the index carries no cotangent, the element's goes back to ``xs``."""
     items, layout = _elements(enumerate, xs)
+    first = start[0] if start else 0
     n = len(items)
 
     def enumerate_pullback(dy):
@@ -226,9 +234,9 @@ def rrule_enumerate(xs, start: int = 0):
         for d in ds:
             d = unthunk(d)
             parts.append(d if isinstance(d, AbstractZero) else (list(d.backing) if isinstance(d, Tangent) else d)[1])
-        return _NO, _cotangent(layout, parts), _NO
+        return (_NO, _cotangent(layout, parts), *((_NO,) * len(start)))
 
-    return Iterated([(start + i, x) for i, x in builtins.enumerate(items)], "enumerate"), enumerate_pullback
+    return Iterated([(first + i, x) for i, x in builtins.enumerate(items)], "enumerate"), enumerate_pullback
 
 
 @rrule.register(builtins.filter)
@@ -280,14 +288,14 @@ def rrule_reduce(f, xs, *initial):
     offset = 0 if initial else 1
 
     def reduce_pullback(dy):
-        df, owned = _ZERO, False
+        df, owned = _NO, False
         ds = [_ZERO] * len(items)
         dacc = dy
         for i in range(len(backs) - 1, -1, -1):
             if isinstance(unthunk(dacc), AbstractZero):
                 break
             d = backs[i](dacc)
-            df, owned = _accumulate(df, owned, d[0])
+            df, owned = _add_function_tangent(df, owned, d[0])
             dacc, ds[i + offset] = d[1], d[2]
         if initial:
             return _NO, df, _cotangent(layout, ds), dacc
@@ -323,12 +331,12 @@ def rrule_accumulate(xs, *func, initial=None):
 
     def accumulate_pullback(dy):
         douts = _entries(dy, len(outputs))
-        df, owned = _ZERO, False
+        df, owned = _NO, False
         ds = [_ZERO] * len(items)
         dacc, dacc_owned = douts[-1] if douts else _ZERO, False
         for i in range(len(backs) - 1, -1, -1):
             d = backs[i](dacc)
-            df, owned = _accumulate(df, owned, d[0])
+            df, owned = _add_function_tangent(df, owned, d[0])
             ds[i + offset] = d[2]
             dacc, dacc_owned = _accumulate(d[1], False, douts[i])
         if initial is None and items:

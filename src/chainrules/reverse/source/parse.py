@@ -108,12 +108,13 @@ def _definitions_at(tree: ast.AST, lineno: int):
             yield node
 
 
-def _body_position(code: types.CodeType) -> tuple[int, int] | None:
-    """(line, column) of the first instruction of the body that carries a position."""
-    for line, _end_line, col, _end_col in code.co_positions():
-        if line is not None and col is not None and line >= code.co_firstlineno:
-            return line, col
-    return None
+def _body_positions(code: types.CodeType) -> list[tuple[int, int]]:
+    """(line, column) of the instructions that carry a source span (``RESUME`` carries none)."""
+    return [
+        (line, col)
+        for line, end_line, col, end_col in code.co_positions()
+        if line is not None and col is not None and (end_line, end_col) != (line, col)
+    ]
 
 
 def _contains(node: ast.AST, position: tuple[int, int]) -> bool:
@@ -140,10 +141,9 @@ def find_definition(code: types.CodeType, tree: ast.AST):
         and _parameter_names(node) == params
     ]
     if len(candidates) > 1:
-        position = _body_position(code)
-        if position is not None:
-            inside = [n for n in candidates if _contains(n.body if is_lambda else n, position)]
-            candidates = inside or candidates
+        positions = _body_positions(code)
+        inside = [n for n in candidates if any(_contains(n.body if is_lambda else n, p) for p in positions)]
+        candidates = inside or candidates
     if not candidates:
         return None
     # the innermost match: a lambda nested in another lambda's body is the one whose code this is
