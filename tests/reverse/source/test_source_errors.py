@@ -163,7 +163,7 @@ def updates_an_array_in_place(x):
 
 
 def builds_a_set(x):
-    return len({x, 2.0})  # <- set
+    return max({x, 2.0})  # <- set
 
 
 def test_an_in_place_update_of_an_array_is_refused_at_run_time():
@@ -178,3 +178,22 @@ def test_an_in_place_update_of_an_array_is_refused_at_run_time():
 def test_a_set_of_differentiated_values_is_refused():
     with pytest.raises(cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- set')}:1: a set"):
         pullback_full(builds_a_set, 1.0)
+
+
+def differentiated_keyword_to_a_rule(x, lo):
+    return np.clip(x, a_min=lo, a_max=None).sum()  # <- keyword
+
+
+def constant_keyword_to_a_rule(x):
+    axis = 0
+    return np.sum(x * x, axis=axis)
+
+
+def test_a_differentiated_keyword_argument_of_a_rule_is_refused():
+    with pytest.raises(cr.NoRuleError) as info:
+        pullback_full(differentiated_keyword_to_a_rule, np.ones(3), 0.5)
+    assert "'a_min'" in str(info.value) and "pass it positionally" in str(info.value)
+    assert f"{HERE}:{line_of('<- keyword')}" in str(info.value)
+    # an inactive keyword (a constant, an index) is fine
+    _, back = pullback_full(constant_keyword_to_a_rule, np.array([1.0, 2.0]))
+    assert back(1.0)[1].tolist() == [2.0, 4.0]

@@ -1,7 +1,9 @@
 """The seed documents' examples, differentiated by the source engine."""
 
+import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 import chainrules as cr
@@ -71,3 +73,44 @@ def test_seed_003_babysqrt(x):
 def test_seed_examples_against_finite_differences():
     for fn, args in [(f, (2.0, 3.0)), (sin_cos, (0.9,)), (foo, (0.7,)), (babysqrt, (1.3,))]:
         crt.check_grads(fn, args, modes=("reverse",), order=1, engine="source")
+
+
+# seed 001's Polynomial model: `(m::Polynomial)(x) = evalpoly(x, m.weights)` and, for a vector,
+# `map(m, x)` -- the case the seed's expression-based pullback could not handle
+@dataclasses.dataclass
+class Polynomial:
+    weights: np.ndarray
+
+    def __call__(self, x):
+        if isinstance(x, np.ndarray):
+            return np.array(list(map(self, x)))
+        return evalpoly(x, self.weights)
+
+
+def evalpoly(x, coeffs):
+    """Horner's rule, recursively: coeffs[0] + x * (coeffs[1] + x * (...))."""
+    return coeffs[0] if len(coeffs) == 1 else coeffs[0] + x * evalpoly(x, coeffs[1:])
+
+
+def test_seed_001_polynomial_model_with_map():
+    model = Polynomial(np.array([3.0, 2.0, -3.0, 1.0]))
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    y, back = pullback_full(model, x)
+    np.testing.assert_allclose(y, np.polynomial.polynomial.polyval(x, model.weights))
+    dy = np.array([1.0, -0.5, 2.0, 0.25])
+    dmodel, dx = back(dy)
+    assert isinstance(dmodel, cr.Tangent) and type(dmodel).primal_type is Polynomial
+    powers = x[:, None] ** np.arange(4)  # d y_i / d w_k = x_i^k
+    np.testing.assert_allclose(cr.unthunk(dmodel.weights), dy @ powers)
+    derivative = np.polynomial.polynomial.polyval(x, np.polynomial.polynomial.polyder(model.weights))
+    np.testing.assert_allclose(dx, dy * derivative)
+
+
+def test_seed_001_polynomial_gradient_through_the_api():
+    def loss(model, x):
+        return np.sum(model(x) ** 2)
+
+    model, x = Polynomial(np.array([3.0, 2.0, -3.0, 1.0])), np.array([1.0, 2.0, 3.0, 4.0])
+    dmodel, dx = cr.gradient(loss, model, x, engine="source")
+    expected = crt.fd_vjp(lambda a: loss(*a), 1.0, (model, x))
+    crt.assert_approx((dmodel, dx), expected)

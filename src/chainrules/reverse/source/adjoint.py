@@ -360,7 +360,11 @@ def param_cotangent(adj: Adjoint, name: str) -> str:
     t = adj.plan.types.get(name)
     if t in INACTIVE_TYPES:
         return adj.h("NO")
-    return adj.read(name) or adj.zero()
+    d = adj.read(name)
+    if adj.plan.param_types.get(name) is int:
+        # an integer that only counts has no derivative; one used arithmetically gets a float
+        return f"{adj.h('integer_cotangent')}({d})" if d else adj.h("NO")
+    return d or adj.zero()
 
 
 def generate(plan, namer: Namer, helpers: Helpers, saved: dict, ret: ir.Return, result: dict) -> Adjoint:

@@ -169,12 +169,20 @@ def _class_attribute(cls: type, name: str):
 # ----- calls with * and ** -------------------------------------------------------------------
 
 
-def pullback_apply(f, args: tuple, kwargs: dict):
+def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
     """``f(*args, **kwargs)``; ``back(dy) -> (df, d_args, d_kwargs)``: the cotangents of the
-    tuple and of the dict (keyword arguments of a rule get none, as in ChainRules)."""
+    tuple and of the dict. ``active`` names the keyword arguments that carry derivatives: a rule
+    differentiates positional arguments only (as in ChainRules), so those are refused for it."""
     args = tuple(args)
     rule = rrule.lookup(f, args)
     if rule is not None:
+        if active:
+            raise _no_rule(
+                f,
+                args,
+                f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, active))} "
+                "depends on differentiated values: pass it positionally",
+            )
         y, back = rule(*args, **kwargs)
 
         def apply_rule_pullback(dy):
@@ -383,5 +391,6 @@ cache.RUNTIME.update(
     closure_tangent=runtime.closure_tangent,
     project_real=runtime.project_real,
     check_rebind=runtime.check_rebind,
+    integer_cotangent=runtime.integer_cotangent,
     respecialize=respecialize,
 )

@@ -97,7 +97,7 @@ class Primal:
         self.freevars = freevars
         self.cells = {v: namer.fresh(f"cell_{v}") for v in cellvars}
         self.uses_fcells = False
-        self.codes: dict[int, object] = {}
+        self.definitions = {s.target: s for s in ir.walk(plan.fn.body) if isinstance(s, ir.Assign)}
 
     # -- rendering --
     def operand(self, x: ir.Operand) -> str:
@@ -280,6 +280,15 @@ class Primal:
         pb = saved["pb"] = self.namer.fresh(f"pb_{stmt.index}")
         self.emit(indent, f"{target}, {pb} = {self.pullback_call(expr)}", line)
 
+    def active_keywords(self, expr) -> str:
+        """``, ('name', ...)``: the keyword arguments whose values are active (a rule would
+        ignore them, which the dispatcher refuses), or nothing."""
+        built = self.definitions.get(expr.kwargs[0].value)
+        if not isinstance(built, ir.Assign) or not isinstance(built.expr, ir.BuildDict):
+            return ""
+        names = [k.value for k, v in built.expr.items if isinstance(k, ir.Const) and self.plan.is_active(v)]
+        return f", {tuple(names)!r}" if names else ""
+
     def pullback_call(self, expr) -> str:
         pullback = self.h("pullback")
         if isinstance(expr, ir.Op):
@@ -292,7 +301,7 @@ class Primal:
         if isinstance(expr, ir.Call):
             if _is_apply(expr):
                 t, d = self.operand(expr.args[0].value), self.operand(expr.kwargs[0].value)
-                return f"{self.h('pullback_apply')}({self.operand(expr.func)}, {t}, {d})"
+                return f"{self.h('pullback_apply')}({self.operand(expr.func)}, {t}, {d}{self.active_keywords(expr)})"
             args = self.args(expr.args, expr.kwargs)
             return f"{pullback}({self.operand(expr.func)}{', ' if args else ''}{args})"
         if isinstance(expr, ir.MethodCall):
@@ -301,7 +310,7 @@ class Primal:
                 args = self.args(expr.args, expr.kwargs)
                 if _is_apply(expr):
                     t, d = self.operand(expr.args[0].value), self.operand(expr.kwargs[0].value)
-                    return f"{self.h('pullback_apply')}({callee}, {t}, {d})"
+                    return f"{self.h('pullback_apply')}({callee}, {t}, {d}{self.active_keywords(expr)})"
                 return f"{pullback}({callee}{', ' if args else ''}{args})"
             if _is_apply(expr):
                 t, d = self.operand(expr.args[0].value), self.operand(expr.kwargs[0].value)

@@ -231,6 +231,13 @@ def project_real(dy):
     return dy
 
 
+def integer_cotangent(d):
+    """The cotangent of an integer argument: ``NoTangent`` when it is zero (the integer only
+    counted), else the float derivative."""
+    d = unthunk(d)
+    return NO if isinstance(d, AbstractZero) else d
+
+
 _MUTABLE = (np.ndarray, list, dict, set, bytearray)
 
 

@@ -117,6 +117,7 @@ class Plan:
     guards: tuple[tuple[str, object], ...]
     assignments: dict[str, int]
     freevars: tuple[str, ...] = ()
+    param_types: dict[str, type] = dataclasses.field(default_factory=dict)
 
     def stable(self, name: str) -> bool:
         """Whether ``name`` keeps one value for the whole call (bound at most once)."""
@@ -458,4 +459,5 @@ def analyze(fn: ir.Function, param_types: dict, free_types: dict, globals_: dict
     """
     plan = _Analysis(fn, param_types, free_types, globals_, filename).run()
     plan.freevars = tuple(free_types)
+    plan.param_types = dict(param_types)
     return plan
