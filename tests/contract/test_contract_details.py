@@ -9,7 +9,7 @@ import operator
 import numpy as np
 import pytest
 import scipy.special
-from contract_support import each_engine, leaked_internal_types, ruled_ufunc
+from contract_support import each_engine, each_engine_with_loops, leaked_internal_types, ruled_ufunc
 
 import chainrules as cr
 
@@ -34,7 +34,7 @@ def product_of_all(*xs):
     return out
 
 
-@each_engine
+@each_engine_with_loops
 def test_back_has_one_entry_per_argument_passed_through_star_args(engine):
     _, back = cr.pullback(product_of_all, 2.0, 3.0, 4.0, engine=engine)
     assert back(1.0) == (12.0, 8.0, 6.0)
@@ -111,7 +111,7 @@ def counted_sum(x, n, label, flag):
     return total * (2.0 if flag else 1.0) + len(label)
 
 
-@each_engine
+@each_engine_with_loops
 def test_an_index_count_bool_or_string_gets_no_tangent(engine):
     grads = cr.gradient(counted_sum, np.array([1.0, 2.0, 3.0]), 2, "abc", False, engine=engine)
     np.testing.assert_array_equal(grads[0], [1.0, 1.0, 0.0])
@@ -146,7 +146,7 @@ def test_a_pullback_can_be_called_again_with_another_cotangent(engine):
     np.testing.assert_array_equal(third, kept)
 
 
-@each_engine
+@each_engine_with_loops
 def test_a_pullback_with_accumulation_can_be_called_again(engine):
     def mysum(X):
         total = 0.0
@@ -667,3 +667,77 @@ def test_no_rule_error_names_scipy_functions_by_their_own_module():
 def test_operators_rules_are_registered_for_the_operator_module():
     for op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.neg, operator.pow):
         assert cr.rrule.lookup(op, (1.0, 2.0)[: 1 if op is operator.neg else 2]) is not None
+
+
+def uses_try(x):
+    try:  # the construct the message must point at
+        return x * 2.0
+    except ValueError:
+        return x
+
+
+def uses_yield(x):
+    yield x * 2.0  # the construct the message must point at
+
+
+@pytest.mark.parametrize("f, line", [(uses_try, 1), (uses_yield, 1)], ids=["try", "yield"])
+def test_unsupported_syntax_error_has_the_file_and_line_of_the_construct(f, line):
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        cr.gradient(f, 1.5)
+    assert f"{__file__}:{f.__code__.co_firstlineno + line}" in str(info.value)
+
+
+def test_show_returns_compilable_source_naming_the_function():
+    text = cr.show(weighted, 2.0, 3.0, weight=4.0)
+    assert "weighted" in text
+    compile(text, "<cr.show>", "exec")
+    text = cr.show(Affine(3.0, 1.0), 2.0)
+    assert "Affine" in text or "__call__" in text
+    compile(text, "<cr.show>", "exec")
+
+
+# ----- rules for the user's own callables, on the default engine ------------------------------
+
+
+def test_the_default_engine_uses_a_rule_registered_for_a_user_function():
+    def stable_softplus(x):
+        return np.log1p(np.exp(-abs(x))) + max(x, 0.0)
+
+    used = []
+
+    @cr.rrule.register(stable_softplus)
+    def rrule_stable_softplus(x):
+        used.append(x)
+        s = 1 / (1 + np.exp(-x))
+
+        def stable_softplus_pullback(dy):
+            return cr.NoTangent(), dy * s
+
+        return stable_softplus(x), stable_softplus_pullback
+
+    assert cr.gradient(stable_softplus, 0.5)[0] == pytest.approx(1 / (1 + np.exp(-0.5)), rel=1e-14)
+    assert cr.gradient(lambda x: 2.0 * stable_softplus(x), 0.5)[0] == pytest.approx(2 / (1 + np.exp(-0.5)))
+    assert used == [0.5, 0.5]
+
+
+def test_the_default_engine_looks_up_unhashable_callables_by_object_then_by_type():
+    @dataclasses.dataclass
+    class Gain:
+        k: float
+
+        def __call__(self, x):
+            return self.k * x
+
+    special, ordinary = Gain(2.0), Gain(2.0)
+
+    @cr.rrule.register(special)
+    def rrule_special(x):
+        return special(x), lambda dy: (cr.NoTangent(), 100.0 * dy)
+
+    @cr.rrule.register(Gain)
+    def rrule_gain(gain, x):
+        return gain(x), lambda dy: (cr.Tangent[Gain](k=x * dy), 10.0 * dy)
+
+    assert cr.gradient(lambda x: special(x), 1.0) == (100.0,)
+    assert cr.gradient(lambda x: ordinary(x), 1.0) == (10.0,)
+    assert cr.gradient(lambda g: g(3.0), ordinary) == (cr.Tangent[Gain](k=3.0),)

@@ -247,12 +247,34 @@ def sine_of_product(x, y):
     return np.sum(np.sin(x * y))
 
 
-def test_check_grads_accepts_the_engines_and_checks_second_order():
+@each_engine
+def test_check_grads_accepts_each_engine(engine):
     args = (np.array([0.3, 0.5]), np.array([1.5, -0.5]))
-    performed = cr.testing.check_grads(sine_of_product, args, modes=("reverse",), order=2)
+    performed = cr.testing.check_grads(sine_of_product, args, modes=("reverse",), order=1, engine=engine)
+    assert performed == [f"reverse[{engine}] order 1: test_contract_public_api.sine_of_product"]
+
+
+def test_check_grads_checks_second_order_reverse_over_reverse():
+    args = (np.array([0.3, 0.5]), np.array([1.5, -0.5]))
+    performed = cr.testing.check_grads(sine_of_product, args, modes=("reverse",), order=2, engine="tape")
     assert any("order 2" in p for p in performed)
 
 
 def test_central_fdm_estimates_a_derivative():
     assert crt.central_fdm(5, 1)(np.sin, 0.3) == pytest.approx(math.cos(0.3), rel=1e-10)
     assert crt.central_fdm(5, 2)(np.sin, 0.3) == pytest.approx(-math.sin(0.3), rel=1e-6)
+
+
+# ----- the default engine and cr.show ----------------------------------------------------------
+
+
+def test_the_default_reverse_engine_is_the_source_engine():
+    assert cr.gradient(ratio, 2.0, 3.0) == cr.gradient(ratio, 2.0, 3.0, engine="source")
+    y, back = cr.pullback(ratio, 2.0, 3.0)
+    assert (y, back(1.0)) == (ratio(2.0, 3.0), cr.pullback(ratio, 2.0, 3.0, engine="source")[1](1.0))
+
+
+def test_show_prints_the_generated_code_of_the_source_engine():
+    text = cr.show(ratio, 2.0, 3.0)
+    assert isinstance(text, str) and "ratio" in text
+    compile(text, "<cr.show>", "exec")

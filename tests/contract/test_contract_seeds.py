@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from contract_support import each_engine, ruled_ufunc
+from contract_support import each_engine, each_engine_with_loops, ruled_ufunc
 
 import chainrules as cr
 
@@ -182,7 +182,7 @@ def test_seed_004_sum_first_and_second(engine):
     np.testing.assert_array_equal(dX, [1.0, 1.0, 0.0])
 
 
-@each_engine
+@each_engine_with_loops
 def test_seed_004_mysum(engine):
     X = np.array([[1.0, 2.0], [3.0, 4.0]])
     (dX,) = cr.gradient(mysum, X[:, 0], engine=engine)
@@ -251,3 +251,40 @@ def test_seed_002_a_thunk_nobody_uses_is_never_evaluated(engine):
     (dx,) = cr.gradient(lambda x: np.sum(scaled_with_constant(x, C)), np.array([1.0, 2.0]), engine=engine)
     np.testing.assert_array_equal(dx, [3.0, 3.0])
     assert CONSTANT_THUNKS["evaluated"] == 0
+
+
+def sin_of_cos_math(x):
+    return math.sin(math.cos(x))
+
+
+def test_seed_001_sin_of_cos_with_the_math_module():
+    # the tracing engine refuses math functions (they call float()); the default engine has their rules
+    assert cr.gradient(sin_of_cos_math, 0.9)[0] == pytest.approx(-0.6368, abs=1e-4)
+
+
+def test_seed_003_foo_uses_the_hand_written_rules():
+    calls = []
+
+    def traced_f(x):
+        return x**2
+
+    def traced_g(x):
+        return math.sin(x)
+
+    def traced_h(x):
+        return 5 * x
+
+    for fn, partial in ((traced_f, lambda x: 2 * x), (traced_g, math.cos), (traced_h, lambda x: 5.0)):
+
+        @cr.rrule.register(fn)
+        def rule(x, fn=fn, partial=partial):
+            calls.append(fn.__name__)
+            d = partial(x)
+            return fn(x), lambda dy: (cr.NoTangent(), d * dy)
+
+    def traced_foo(x):
+        return traced_h(traced_g(traced_f(x)))
+
+    (dx,) = cr.gradient(traced_foo, 1.3)
+    assert dx == pytest.approx(10 * 1.3 * math.cos(1.3**2), rel=1e-13)
+    assert calls == ["traced_f", "traced_g", "traced_h"]
