@@ -202,7 +202,9 @@ def _reverse_jacobian(f: Callable, x, engine: str):
     y, back = pullback(f, x, engine=engine)
     y_arr = np.asarray(y)
     x_arr = np.asarray(x)
-    dtype = np.result_type(y_arr.dtype, x_arr.dtype, np.float64)
+    dtype = np.result_type(y_arr.dtype, x_arr.dtype)
+    if dtype.kind not in "fc":  # integer inputs or outputs get float derivatives; float32 stays float32
+        dtype = np.dtype(np.float64)
     J = np.zeros(y_arr.shape + x_arr.shape, dtype=dtype)
     seed = np.zeros(y_arr.shape, dtype=dtype)
     flat_J = J.reshape(y_arr.size, *x_arr.shape)

@@ -741,3 +741,13 @@ def test_the_default_engine_looks_up_unhashable_callables_by_object_then_by_type
     assert cr.gradient(lambda x: special(x), 1.0) == (100.0,)
     assert cr.gradient(lambda x: ordinary(x), 1.0) == (10.0,)
     assert cr.gradient(lambda g: g(3.0), ordinary) == (cr.Tangent[Gain](k=3.0),)
+
+
+@each_engine
+def test_a_reverse_jacobian_keeps_float32_and_gives_integers_floats(engine):
+    J = cr.jacobian(lambda x: x * x, np.array([1.0, 2.0], dtype=np.float32), mode="reverse", engine=engine)
+    assert J.dtype == np.float32
+    np.testing.assert_array_equal(J, np.diag([2.0, 4.0]))
+    J = cr.jacobian(lambda x: x * x, np.array([1, 2]), mode="reverse", engine=engine)
+    assert J.dtype == np.float64
+    np.testing.assert_array_equal(J, np.diag([2.0, 4.0]))
