@@ -327,6 +327,19 @@ def test_a_thunk_evaluates_itself_once_under_arithmetic():
     assert calls == [1]
 
 
+def test_a_thunk_evaluates_itself_under_powers_abs_and_conversions():
+    t = cr.Thunk(lambda: np.array([1.0, -2.0]))
+    np.testing.assert_array_equal(t**2, [1.0, 4.0])
+    assert 2.0 ** cr.Thunk(lambda: 3.0) == 8.0
+    np.testing.assert_array_equal(abs(t), [1.0, 2.0])
+    assert float(cr.Thunk(lambda: 1.5)) == 1.5 and complex(cr.Thunk(lambda: 1.5)) == 1.5 + 0j
+    assert not cr.Thunk(lambda: 0.0) and cr.Thunk(lambda: 0.5)
+    assert len(t) == 2
+    np.testing.assert_array_equal(np.asarray(t), [1.0, -2.0])
+    assert np.dot(t, np.array([1.0, 1.0])) == -1.0  # NumPy functions that convert see the value
+    np.testing.assert_array_equal(np.stack([t, t]), [[1.0, -2.0], [1.0, -2.0]])
+
+
 def test_unthunk_passes_anything_else_through():
     a = np.ones(2)
     for value in (a, 1.5, 3, None, "s", cr.ZeroTangent(), cr.NoTangent(), cr.Tangent[tuple](1.0)):
