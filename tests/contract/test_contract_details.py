@@ -533,6 +533,13 @@ def test_lookup_works_for_unhashable_callables_by_object_then_by_type():
     assert cr.rrule(Squarer(), 3.0)[1](1.0) == (cr.NoTangent(), 6.0)
     assert cr.rrule.lookup(Squarer(), (3.0,)) is not None
 
+    @cr.frule.register(Squarer)  # a forward rule for every instance: tangents first, then the instance
+    def frule_squarer(tangents, squarer, x):
+        assert isinstance(squarer, Squarer) and len(tangents) == 2
+        return squarer(x), 2 * x * tangents[1]
+
+    assert cr.frule((cr.NoTangent(), 0.5), Squarer(), 3.0) == (9.0, 3.0)
+
     @cr.rrule.register(Model)
     def rrule_model(model, x):
         return model(x), lambda dy: (cr.Tangent[Model](scale=x * dy), model.scale * dy)
