@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import AbstractZero, ChainRulesError, Tangent, unthunk
+from .core import AbstractZero, ChainRulesError, NoTangent, Tangent, ZeroTangent, unthunk
 
 REVERSE_ENGINES = {"source": "chainrules.reverse.source", "tape": "chainrules.reverse.trace"}
 DEFAULT_ENGINE = "source"
@@ -64,9 +64,24 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
 
     def back(dy):
         cotangents = back_full(dy)
-        return tuple(_deep_unthunk(c) for c in cotangents[1:])
+        return tuple(_as_returned(a, c) for a, c in zip(args, cotangents[1:]))
 
     return y, back
+
+
+def _as_returned(arg, cotangent):
+    """The cotangent the user gets: unthunked, and a zero of a float argument is ``ZeroTangent()``
+    (``NoTangent()`` is for what has no derivative: indices, counts, bools, strings)."""
+    cotangent = _deep_unthunk(cotangent)
+    if isinstance(cotangent, NoTangent) and _is_inexact(arg):
+        return ZeroTangent()
+    return cotangent
+
+
+def _is_inexact(x) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "fc"
+    return isinstance(x, (float, complex, np.inexact))
 
 
 def _select(grads: tuple, argnums: int | Sequence[int] | None):

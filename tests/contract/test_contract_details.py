@@ -104,6 +104,19 @@ def test_an_argument_the_output_does_not_depend_on_gets_zero_tangent(engine):
     assert type(dy) is cr.ZeroTangent
 
 
+rounded = np.frompyfunc(round, 1, 1)  # a callable with a non-differentiable rule
+cr.non_differentiable(rounded)
+
+
+@each_engine
+def test_a_float_argument_with_a_zero_cotangent_gets_zero_tangent_not_no_tangent(engine):
+    # NoTangent is for what has no derivative; a float argument always has one, possibly zero
+    assert cr.gradient(lambda x: rounded(x) * 1.0, 2.4, engine=engine) == (cr.ZeroTangent(),)
+    assert type(cr.gradient(lambda x: rounded(x) * 1.0, 2.4, engine=engine)[0]) is cr.ZeroTangent
+    _, back = cr.pullback(lambda x, v: x * np.sum(v), 1.5, np.ones(2), engine=engine)
+    assert [type(t) for t in back(cr.NoTangent())] == [cr.ZeroTangent, cr.ZeroTangent]
+
+
 def counted_sum(x, n, label, flag):
     total = 0.0
     for i in range(n):
