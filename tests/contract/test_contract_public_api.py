@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 
@@ -278,3 +279,33 @@ def test_show_prints_the_generated_code_of_the_source_engine():
     text = cr.show(ratio, 2.0, 3.0)
     assert isinstance(text, str) and "ratio" in text
     compile(text, "<cr.show>", "exec")
+
+
+# ----- ProjectTo ---------------------------------------------------------------------------
+
+
+def test_project_to_keeps_dtype_realness_and_shape():
+    x32 = np.zeros(3, dtype=np.float32)
+    projected = cr.ProjectTo(x32)(np.array([1.0, 2.0, 3.0]) + 1j)
+    assert projected.dtype == np.float32
+    np.testing.assert_array_equal(projected, [1.0, 2.0, 3.0])
+    assert cr.ProjectTo(1.0)(2.0 + 5.0j) == 2.0
+    assert cr.ProjectTo(3)(2.0) == 2.0 and type(cr.ProjectTo(3)(2.0)) is float  # integers are reals
+    assert cr.ProjectTo(True)(1.0) == cr.NoTangent()
+    assert cr.ProjectTo(1.0 + 1.0j)(2.0) == 2.0 + 0j
+    with pytest.raises(ValueError, match="shape"):
+        cr.ProjectTo(x32)(np.ones(4))
+
+
+def test_project_to_works_field_by_field_on_structures():
+    @dataclasses.dataclass
+    class Dense:
+        weights: np.ndarray
+        bias: float
+
+    primal = Dense(np.zeros(2, dtype=np.float32), 0.0)
+    t = cr.ProjectTo(primal)(cr.Tangent[Dense](weights=np.array([1.0, 2.0]), bias=1.0 + 1.0j))
+    assert type(t) is cr.Tangent[Dense]
+    assert t.weights.dtype == np.float32 and t.bias == 1.0
+    t = cr.ProjectTo((1.0, np.ones(2)))((2.0 + 1j, np.array([1.0, 2.0])))
+    assert type(t) is cr.Tangent[tuple] and t[0] == 2.0
