@@ -85,10 +85,9 @@ def uses_try(x):
         return 0.0
 
 
-def assigns_an_element(x):
-    y = [x]
-    y[0] = 2.0  # <- item assignment
-    return y[0]
+def assigns_into_an_argument(x):
+    x[0] = 2.0  # <- item assignment
+    return x[0]
 
 
 def assigns_an_attribute(obj, x):
@@ -120,6 +119,12 @@ def rebinds_a_captured_variable(x):
     return g()
 
 
+def leaves_a_with_block(x):
+    with np.errstate(all="ignore"):
+        for _ in range(2):
+            return x  # <- leaves with
+
+
 def defines_a_class(x):
     class Inner:  # <- class
         pass
@@ -132,18 +137,21 @@ def defines_a_class(x):
     [
         (uses_yield, "<- yield", 5, "`yield` is not supported"),
         (uses_try, "<- try", 5, "`try` is not supported"),
-        (assigns_an_element, "<- item assignment", 5, "assigning to an element"),
+        (assigns_into_an_argument, "<- item assignment", 5, "writing into the argument `x` in place"),
         (assigns_an_attribute, "<- attribute assignment", 5, "assigning to an attribute"),
         (uses_global_write, "<- global write", 5, "the global variable `SOMETHING`"),
         (uses_locals, "<- locals", 12, "`locals()` is not supported"),
         (zero_arg_super, "<- super", 12, "`super()` without arguments"),
         (rebinds_a_captured_variable, "<- rebound capture", 5, "`w` is read by a nested function"),
         (defines_a_class, "<- class", 5, "a class definition"),
+        (leaves_a_with_block, "<- leaves with", 13, "leaving a `with` block"),
     ],
     ids=lambda v: getattr(v, "__name__", None),
 )
 def test_unsupported_syntax_names_file_line_and_column(fn, marker, column, phrase):
-    args = (object(), 1.0) if fn is assigns_an_attribute else (1.0,)
+    args = (
+        (object(), 1.0) if fn is assigns_an_attribute else (np.ones(2),) if fn is assigns_into_an_argument else (1.0,)
+    )
     with pytest.raises(cr.UnsupportedSyntaxError) as info:
         pullback_full(fn, *args)
     message = str(info.value)

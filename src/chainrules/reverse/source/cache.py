@@ -20,11 +20,13 @@ import inspect
 import os
 import types
 
+import numpy as np
+
 from ...core.registry import rrule
 from . import adjoint as adjoint_pass
 from . import codegen, fence, ir, lower, normalize, parse, primal
 from .names import Namer
-from .simplify import analyze
+from .simplify import analyze, type_of_value
 
 #: helpers that generated code may call, by name (the engine adds its dispatchers)
 RUNTIME: dict[str, object] = {}
@@ -81,10 +83,12 @@ def _cell_type(cell) -> type:
 
 
 def call_key(fn, args: tuple, kwargs: dict, bound: bool) -> tuple:
-    """What a specialization depends on, computed on every call (so it is kept cheap)."""
+    """What a specialization depends on: argument types (with dtype and dimensions for arrays)."""
     key = tuple(map(type, args))
+    if np.ndarray in key:
+        key = tuple(map(type_of_value, args))
     if kwargs:
-        key = (key, tuple((k, type(v)) for k, v in kwargs.items()))
+        key = (key, tuple((k, type_of_value(v)) for k, v in kwargs.items()))
     if fn.__closure__:
         key = (key, tuple(map(_cell_type, fn.__closure__)))
     return (bound, key)
@@ -100,7 +104,7 @@ class Specialization:
         fn_ir = entry.ir
         bound_args = entry.signature.bind(*args, **kwargs)
         bound_args.apply_defaults()
-        param_types = {name: type(value) for name, value in bound_args.arguments.items()}
+        param_types = {name: type_of_value(value) for name, value in bound_args.arguments.items()}
         free_types = {}
         for name, cell in zip(entry.freevars, fn.__closure__ or ()):
             free_types[name] = _cell_type(cell)

@@ -20,6 +20,8 @@ import dataclasses
 import operator
 import types
 
+import numpy as np
+
 from ...core.accumulation import accumulate
 from ...core.active import _active
 from ...core.errors import NoRuleError, user_location
@@ -118,7 +120,33 @@ def _without_rule(f, args: tuple, kwargs: dict):
     call = _class_attribute(kind, "__call__")
     if type(call) is _FUNCTION:
         return _source(call, (f, *args), kwargs, True)
-    raise _no_rule(f, args)
+    return _discrete_call(f, args, kwargs)
+
+
+def _is_discrete(x) -> bool:
+    """Integers, booleans, strings, ``None``, types and dtypes (and tuples, lists and dicts of
+    them): sizes, indices and options, which no derivative flows through."""
+    if isinstance(x, (int, str, bytes, type, type(None), np.dtype, np.integer, np.bool_, slice, range)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "biu"
+    if isinstance(x, (tuple, list)):
+        return all(_is_discrete(v) for v in x)
+    if isinstance(x, dict):
+        return all(_is_discrete(v) for v in x.values())
+    return False
+
+
+def _discrete_call(f, args: tuple, kwargs: dict):
+    """A library call without a rule whose arguments are all discrete (``np.zeros(n)``,
+    ``np.arange(n)``) has no derivative; any other one raises ``NoRuleError``."""
+    if not (all(map(_is_discrete, args)) and all(map(_is_discrete, kwargs.values()))):
+        raise _no_rule(f, args)
+    y = f(*args, **kwargs)
+    no = (NO,) * (len(args) + 1)
+    if kwargs:
+        return y, lambda dy: (*no, {k: NO for k in kwargs})
+    return y, lambda dy: no
 
 
 def _with_keywords(pair, kwargs):
@@ -392,5 +420,15 @@ cache.RUNTIME.update(
     project_real=runtime.project_real,
     check_rebind=runtime.check_rebind,
     integer_cotangent=runtime.integer_cotangent,
+    setitem=runtime.setitem,
+    append=runtime.append,
+    append_pullback=runtime.append_pullback,
+    extend=runtime.extend,
+    refuse_write=runtime.refuse_write,
+    check_new=runtime.check_new,
+    is_view=runtime.is_view,
+    iterates_views=runtime.iterates_views,
+    item_cotangents=runtime.item_cotangents,
+    iteration_start=runtime.iteration_start,
     respecialize=respecialize,
 )
