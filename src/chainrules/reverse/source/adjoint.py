@@ -109,8 +109,8 @@ class Adjoint:
         """``v`` is bound here: its earlier value is another variable, whose cotangent starts at zero."""
         if self.plan.stable(v) or not self.wants(v):
             return
-        if self.first.get(v) == index and v not in self.inputs:
-            return  # no earlier value: nothing reads this cotangent again
+        if self.first.get(v) == index and v not in self.inputs and not self.plan.loops_of.get(index):
+            return  # no earlier value: nothing reads this cotangent again (outside loops)
         if v in self.dynamic:
             self.emit(indent, f"{self.d(v)} = {self.zero()}", line)
             if not self.real(v):
@@ -455,6 +455,9 @@ class Adjoint:
         for s in inside:
             for t in s.targets():
                 counts[t] = counts.get(t, 0) + 1
+            if isinstance(s, ir.For) and self.plan.mode.get(s.index) == "loop":
+                found.add(s.target)  # a loop's variable, and the iterable its cotangents go back to
+                found.update(x for x in s.operands() if isinstance(x, str))
             if self.plan.mode.get(s.index, "plain") in ("return", "branch", "loop", "block"):
                 continue
             if self.plan.mode.get(s.index, "plain") == "plain":

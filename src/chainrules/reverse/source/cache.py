@@ -46,12 +46,12 @@ class Transformed:
         self.source = parse.function_source(fn)
         stats["parsed"] += 1
         node = self.source.node
-        fence.check(node, self.source.filename, captured=code.co_cellvars)
+        self.cellvars = _captured_by_functions(code)
+        fence.check(node, self.source.filename, captured=self.cellvars)
         self.namer = Namer.for_function(node, extra=set(code.co_freevars) | set(code.co_names))
         self.normalized = normalize.normalize(node, self.namer)
         self.ir = lower.lower(self.normalized, self.namer, self.source.filename, code, root=node)
         self.ir.name = self.source.name
-        self.cellvars = tuple(code.co_cellvars)
         self.freevars = tuple(code.co_freevars)
         self.signature = inspect.signature(fn)
         self.specializations: dict[tuple, Specialization] = {}
@@ -65,6 +65,25 @@ class Transformed:
             spec = Specialization(self, fn, args, kwargs, bound)
             self.specializations[key] = spec
         return spec
+
+
+_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+
+
+def _captured_by_functions(code: types.CodeType) -> tuple[str, ...]:
+    """The variables of ``code`` that its nested functions and lambdas capture. Comprehensions
+    are compiled as functions too, but lowering inlines them, so what only they read is not
+    captured."""
+    own = set(code.co_cellvars)
+    captured: set[str] = set()
+    stack = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    while stack:
+        inner = stack.pop()
+        if inner.co_name in _COMPREHENSIONS:
+            stack.extend(c for c in inner.co_consts if isinstance(c, types.CodeType))
+        else:
+            captured.update(name for name in inner.co_freevars if name in own)
+    return tuple(name for name in code.co_cellvars if name in captured)
 
 
 def transformed(fn: types.FunctionType) -> Transformed:

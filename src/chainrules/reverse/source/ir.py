@@ -10,7 +10,7 @@ Every statement does one thing to operands that are variable names or constants:
 - ``If(test, body, orelse)``; ``For(target, iterable, body)``; ``While(test_block, test, body)``
   (``test_block`` computes ``test`` before each iteration); ``Break`` (only last in a branch);
   ``With(contexts, body)``;
-- ``SetItem(obj, index, value)`` and ``Mutate(obj, "append" | "extend", value)``: writes into a
+- ``SetItem(obj, key, value)`` and ``Mutate(obj, "append" | "extend", value)``: writes into a
   list, dict or array the function created;
 - ``Return(value)`` (only as the last statement of the function); ``Raise`` and ``Plain``
   (``import``), which carry no derivative.
@@ -356,20 +356,20 @@ class Break(Stmt):
 
 @dataclasses.dataclass(eq=False)
 class SetItem(Stmt):
-    """``obj[index] = value`` into a list, dict or array the function created."""
+    """``obj[key] = value`` into a list, dict or array the function created."""
 
     obj: str = ""
-    index: Operand = ""
+    key: Operand = ""
     value: Operand = ""
 
     def operands(self) -> tuple[Operand, ...]:
-        return (self.obj, self.index, self.value)
+        return (self.obj, self.key, self.value)
 
     def targets(self) -> tuple[str, ...]:
         return (self.obj,)
 
     def __str__(self) -> str:
-        return f"{self.obj}[{operand_str(self.index)}] = {operand_str(self.value)}"
+        return f"{self.obj}[{operand_str(self.key)}] = {operand_str(self.value)}"
 
 
 @dataclasses.dataclass(eq=False)

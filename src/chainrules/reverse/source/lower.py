@@ -387,7 +387,7 @@ class _Lowerer:
     def assignment(self, target: ast.expr, value: ast.expr, node: ast.stmt):
         if isinstance(target, ast.Subscript):
             obj, index = self.subscript_target(target)
-            self.emit(ir.SetItem(obj=obj, index=index, value=self.atom(value), col=target.col_offset + 1))
+            self.emit(ir.SetItem(obj=obj, key=index, value=self.atom(value), col=target.col_offset + 1))
             return
         if isinstance(target, ast.Name):
             self.expr(value, target.id)
@@ -415,7 +415,7 @@ class _Lowerer:
         obj, index = self.subscript_target(node.target)
         old = self.assign(ir.GetItem(obj, index))
         new = self.assign(ir.Op(BINARY[type(node.op)], (old, self.atom(node.value))))
-        self.emit(ir.SetItem(obj=obj, index=index, value=new, col=node.target.col_offset + 1))
+        self.emit(ir.SetItem(obj=obj, key=index, value=new, col=node.target.col_offset + 1))
 
     def comprehension(self, node) -> str:
         """A list, set or dict comprehension (or a generator expression, made a list) as loops
@@ -429,7 +429,7 @@ class _Lowerer:
         def innermost():
             if kind == "dict":
                 key = self.atom(renamed.key)
-                self.emit(ir.SetItem(obj=result, index=key, value=self.atom(renamed.value)))
+                self.emit(ir.SetItem(obj=result, key=key, value=self.atom(renamed.value)))
             elif kind == "set":
                 self.assign(ir.MethodCall(result, "add", (ir.Arg(self.atom(renamed.elt)),)))
             else:

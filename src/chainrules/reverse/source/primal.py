@@ -28,7 +28,7 @@ import numpy as np
 from . import ir
 from .codegen import Line
 from .names import Namer
-from .simplify import ArrayType
+from .simplify import NONDIFF_OPS, ArrayType
 
 LITERALS = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
@@ -78,9 +78,11 @@ def _use_of(stmt, name: str, plan) -> str | None:
     if name not in stmt.operands():
         return None
     if isinstance(stmt, (ir.SetItem, ir.Mutate)):
-        return "escape" if name in (stmt.index if isinstance(stmt, ir.SetItem) else None, stmt.value) else None
+        return "escape" if name in (stmt.key if isinstance(stmt, ir.SetItem) else None, stmt.value) else None
     if isinstance(stmt, ir.Assign):
         expr = stmt.expr
+        if isinstance(expr, ir.Op) and expr.op in NONDIFF_OPS:
+            return None  # a comparison or a membership test
         if isinstance(expr, ir.GetItem) and expr.obj == name and expr.index != name:
             return "maybe_view"
         if isinstance(expr, ir.GetAttr) and expr.name in _SHAPE_ATTRIBUTES:
@@ -335,7 +337,7 @@ class Primal:
                 saved["iterable"] = self.keep(stmt, stmt.iterable, indent)
                 start = self.namer.fresh(f"start_{stmt.index}")
                 self.emit(indent, f"{start} = {self.h('iteration_start')}({self.operand(stmt.iterable)})", line)
-                saved["start"] = self.keep(stmt, start, indent) if self.loops else start
+                saved["start"] = self.push(stmt, start, start, indent) if self.loops else start
         if isinstance(stmt, ir.For) and stmt.iterable in self.buffers:
             flag = self.buffers[stmt.iterable]
             self.emit(indent, f"{flag} = {flag} or {self.h('iterates_views')}({stmt.iterable})", line)
@@ -364,7 +366,7 @@ class Primal:
         value = self.operand(stmt.value)
         if mode == "plain":
             if isinstance(stmt, ir.SetItem):
-                self.emit(indent, f"{obj}[{self.operand(stmt.index)}] = {value}", line)
+                self.emit(indent, f"{obj}[{self.operand(stmt.key)}] = {value}", line)
             else:
                 self.emit(indent, f"{obj}.{stmt.method}({value})", line)
             return
@@ -377,7 +379,7 @@ class Primal:
             return
         pb, saved["pb"] = self.pullback_name(stmt, indent)
         if isinstance(stmt, ir.SetItem):
-            self.emit(indent, f"{pb} = {self.h('setitem')}({obj}, {self.operand(stmt.index)}, {value})", line)
+            self.emit(indent, f"{pb} = {self.h('setitem')}({obj}, {self.operand(stmt.key)}, {value})", line)
         else:
             self.emit(indent, f"{pb} = {self.h('extend')}({obj}, {value})", line)
         for entry in self._after:

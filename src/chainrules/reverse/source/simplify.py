@@ -148,8 +148,8 @@ class Plan:
     available: object = None
 
     def stable(self, name: str) -> bool:
-        """Whether ``name`` keeps one value for the whole call (bound at most once)."""
-        return self.assignments.get(name, 0) <= 1
+        """Whether ``name`` keeps one value for the whole call (bound at most once, not in a loop)."""
+        return self.assignments.get(name, 0) <= 1 and not any(name in bound for bound in self.bound_in.values())
 
     def is_active(self, x: ir.Operand) -> bool:
         return isinstance(x, str) and x in self.active
