@@ -123,6 +123,20 @@ def _without_rule(f, args: tuple, kwargs: dict):
     return _discrete_call(f, args, kwargs)
 
 
+def _carries_numbers(x) -> bool:
+    """Whether ``x`` holds real or complex numbers (a callable, such as a ``key``, does not:
+    rules that take one use it to select, as ``sorted`` does)."""
+    if isinstance(x, (float, complex, np.inexact)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "fc"
+    if isinstance(x, (tuple, list)):
+        return any(map(_carries_numbers, x))
+    if isinstance(x, dict):
+        return any(map(_carries_numbers, x.values()))
+    return False
+
+
 def _is_discrete(x) -> bool:
     """Integers, booleans, strings, ``None``, types and dtypes (and tuples, lists and dicts of
     them): sizes, indices and options, which no derivative flows through."""
@@ -204,11 +218,12 @@ def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
     args = tuple(args)
     rule = rrule.lookup(f, args)
     if rule is not None:
-        if active:
+        dropped = [k for k in active if _carries_numbers(kwargs.get(k))]
+        if dropped:
             raise _no_rule(
                 f,
                 args,
-                f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, active))} "
+                f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, dropped))} "
                 "depends on differentiated values: pass it positionally",
             )
         y, back = rule(*args, **kwargs)

@@ -153,6 +153,11 @@ class _Normalizer:
             if isinstance(stmt, _LOOPS):
                 may_return = _contains(stmt, ast.Return)
                 out += self.loop(stmt)
+                if may_return and loop is not None:
+                    # a return in the inner loop leaves this loop too: `if returned: break`
+                    leave = ast.If(test=ast.Name(self._flag(), ast.Load()), body=[ast.Break()], orelse=rest)
+                    out += self.jumps([ast.copy_location(leave, stmt)], loop, flagged)
+                    return out
                 if rest and may_return:  # the loop may have returned
                     out += self.guarded(rest, self._flag(), loop, flagged, stmt)
                     return out
