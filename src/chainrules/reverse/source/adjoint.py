@@ -88,7 +88,10 @@ class Adjoint:
             return
         dv = self.d(v)
         if self.real(v):
-            if self.state.get(v, ZERO_STATE) == ZERO_STATE and v not in self.dynamic:
+            last = self.lines[-1] if self.lines else None
+            if last is not None and last.indent == indent and last.text == f"{dv} = {self.zero()}":
+                self.lines[-1] = Line(indent, f"{dv} = {expr}", line)  # reset, then one contribution
+            elif self.state.get(v, ZERO_STATE) == ZERO_STATE and v not in self.dynamic:
                 self.emit(indent, f"{dv} = {expr}", line)
             elif expr.startswith("-"):
                 self.emit(indent, f"{dv} = {dv} - {expr[1:]}", line)
@@ -222,6 +225,23 @@ class Adjoint:
             self.inline(expr, dy, saved, stmt, indent)
         elif mode == "pullback":
             self.pullback(expr, dy, saved["pb"], stmt, indent)
+        elif mode == "scalar":
+            forward = self.h.const(self.plan.direct[stmt.index])
+            args = [saved[f"arg{i}"] for i in range(len(expr.args))]
+            for i, a in enumerate(expr.args):
+                if self.wants(a.value):
+                    tangents = ", ".join(dy if j == i else self.zero() for j in range(len(args)))
+                    term = f"{forward}(({self.h('NO')}, {tangents}), {', '.join(args)})[1]"
+                    self.contribute(a.value, term, indent, line)
+        elif mode == "index":
+            obj = expr.obj
+            if self.wants(obj):
+                flag = self.own(obj)
+                owned = flag if self.owned.get(obj) == "flag" else "False"
+                current = self.read(obj) or self.zero()
+                at = f"{self.h('add_at')}({current}, {owned}, {saved['obj']}, {saved['key']}, {dy})"
+                self.emit(indent, f"{self.d(obj)}, {flag} = {at}", line)
+                self.state[obj], self.owned[obj] = SET, "flag"
         elif mode == "recompute":
             obj = self.operand(expr.obj)
             if isinstance(expr, ir.GetItem):

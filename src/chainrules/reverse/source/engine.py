@@ -17,6 +17,7 @@ and ``pullback_full`` is the engine's entry point (it also makes the engine the 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import operator
 import types
 
@@ -88,11 +89,17 @@ def pullback_full(f, *args, **kwargs):
     if _active.get() is pullback_full:
         return pullback(f, *args, **kwargs)
     # the context variable is set directly: `active_engine`'s context manager costs more than
-    # differentiating a small function
+    # differentiating a small function. The cyclic garbage collector is paused while the
+    # primal runs: a loop keeps a pullback per iteration alive, and each full collection would
+    # walk all of them (quadratic time); nothing the primal makes is garbage before it returns.
     token = _active.set(pullback_full)
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return pullback(f, *args, **kwargs)
     finally:
+        if collecting:
+            gc.enable()
         _active.reset(token)
 
 
@@ -444,6 +451,7 @@ cache.RUNTIME.update(
     is_view=runtime.is_view,
     iterates_views=runtime.iterates_views,
     item_cotangents=runtime.item_cotangents,
+    add_at=runtime.add_at,
     iteration_start=runtime.iteration_start,
     respecialize=respecialize,
 )

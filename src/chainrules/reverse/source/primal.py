@@ -121,7 +121,8 @@ class Helpers:
             if isinstance(value, types.CodeType):
                 stem = f"{value.co_name}_code" if value.co_name.isidentifier() else "lambda_code"
             else:
-                stem = getattr(value, "__name__", None) or "const"
+                stem = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or "const"
+                stem = stem.rsplit(".", 1)[-1]
             name = self.namer.fresh(stem if stem.isidentifier() else "const")
             self._const_ids[key] = name
             self.constants[name] = value
@@ -409,6 +410,17 @@ class Primal:
 
     def assign(self, stmt: ir.Assign, mode: str, saved: dict, indent: int):
         expr, target, line = stmt.expr, stmt.target, stmt.line
+        if mode == "scalar":
+            for i, a in enumerate(expr.args):
+                role = f"arg{i}"
+                saved[role] = self.keep(stmt, a.value, indent) if isinstance(a.value, str) else self.operand(a.value)
+            self.emit(indent, f"{target} = {self.python(expr)}", line)
+            return
+        if mode == "index":
+            for role, x in (("obj", expr.obj), ("key", expr.index)):
+                saved[role] = self.keep(stmt, x, indent) if isinstance(x, str) else self.operand(x)
+            self.emit(indent, f"{target} = {self.python(expr)}", line)
+            return
         if mode == "inline":
             for role, x in _inline_needs(expr, target, self.plan):
                 if isinstance(x, str):
@@ -441,7 +453,7 @@ class Primal:
             where = f"{self.plan.fn.filename!r}, {stmt.line}, {getattr(stmt, 'col', 1)}"
             self.emit(indent, f"{self.h('check_rebind')}({old}, {where})", line)
         pb, saved["pb"] = self.pullback_name(stmt, indent)
-        self.emit(indent, f"{target}, {pb} = {self.pullback_call(expr)}", line)
+        self.emit(indent, f"{target}, {pb} = {self.pullback_call(expr, stmt)}", line)
 
     def active_keywords(self, expr) -> str:
         """``, ('name', ...)``: the keyword arguments whose values are active (a rule would
@@ -452,8 +464,12 @@ class Primal:
         names = [k.value for k, v in built.expr.items if isinstance(k, ir.Const) and self.plan.is_active(v)]
         return f", {tuple(names)!r}" if names else ""
 
-    def pullback_call(self, expr) -> str:
+    def pullback_call(self, expr, stmt=None) -> str:
         pullback = self.h("pullback")
+        rule = self.plan.direct.get(stmt.index) if stmt is not None else None
+        if rule is not None:  # the rule itself: its callee and argument types are fixed here
+            args = ", ".join(self.operand(a.value) for a in expr.args)
+            return f"{self.h.const(rule)}({args})"
         if isinstance(expr, ir.Op):
             operands = ", ".join(self.operand(x) for x in expr.operands_)
             return f"{pullback}({self.h('operator')}.{expr.op}, {operands})"

@@ -394,6 +394,21 @@ def iterates_views(container) -> bool:
     return isinstance(container, np.ndarray) and container.ndim > 1
 
 
+def add_at(acc, owned: bool, like: np.ndarray, index, d):
+    """``acc[index] += d`` into an accumulator for the cotangent of the array ``like`` (the
+    partial of ``like[index]``); a zero or borrowed accumulator becomes an owned array first."""
+    d = unthunk(d)
+    if isinstance(d, AbstractZero):
+        return acc, owned
+    acc = unthunk(acc)
+    if isinstance(acc, AbstractZero):
+        acc = np.zeros(like.shape, dtype=like.dtype)
+    elif not (owned and isinstance(acc, np.ndarray) and acc.flags.writeable):
+        acc = np.array(acc, dtype=like.dtype, copy=True)
+    acc[index] += d
+    return acc, True
+
+
 # ----- loops over differentiated iterables ---------------------------------------------------------
 
 

@@ -13,7 +13,12 @@ Julia does), three flow-insensitive analyses run over the IR to a fixed point:
 Each statement then gets a *mode*: ``plain`` (run as written, no adjoint: inactive or not
 useful), ``inline`` (an arithmetic operator on real scalars, whose partials the adjoint
 computes directly, guarded by the specialization's types and by the operator's rule being the
-stock one), ``pullback`` (through the rule, or the source engine, at run time), ``copy``,
+stock one), ``index`` (``x[i]`` on a float array with an integer index, likewise: its partial
+adds the cotangent at ``i``), ``pullback`` (through the rule, or the source engine, at run
+time; a call whose callee and argument types are known here calls its rule directly),
+``recompute`` (an indexing in a loop whose pullback the reverse pass makes again), ``scalar``
+(a call of a real function of real scalars: the reverse pass takes its partials from the
+function's ``frule``, so nothing but the arguments is kept), ``copy``,
 ``struct`` (tuple/list/dict displays and unpacking, handled by the engine), ``closure``
 (a nested function), ``branch`` (an ``if`` with adjoint code inside) or ``return``. Global names
 bound to modules, built-ins and classes are resolved once here; the specialization is used
@@ -31,7 +36,7 @@ import types
 import numpy as np
 
 from ...core.errors import UnsupportedSyntaxError
-from ...core.registry import _nondiff_rrule, rrule
+from ...core.registry import _nondiff_rrule, frule, rrule
 from . import ir
 
 
@@ -146,6 +151,7 @@ class Plan:
     range_loops: set = dataclasses.field(default_factory=set)
     buffers: dict = dataclasses.field(default_factory=dict)
     available: object = None
+    direct: dict = dataclasses.field(default_factory=dict)
 
     def stable(self, name: str) -> bool:
         """Whether ``name`` keeps one value for the whole call (bound at most once, not in a loop)."""
@@ -203,6 +209,7 @@ class _Analysis:
                 self.active.add(name)
         self.static: dict[str, object] = {}
         self.guards: dict[str, object] = {}
+        self.direct: dict[int, object] = {}
 
     # -- globals --
     def resolve(self, x: ir.Operand):
@@ -421,6 +428,7 @@ class _Analysis:
         plan.loops_of, plan.bound_in, plan.range_loops = self.loops_of, self.bound_in, self.range_loops
         plan.available = self.available
         plan.buffers = buffers
+        plan.direct = self.direct
         return plan
 
     # -- containers written in place --
@@ -541,9 +549,20 @@ class _Analysis:
             return "copy"
         if isinstance(expr, ir.Op) and self.inlinable(expr):
             return "inline"
+        if isinstance(expr, ir.GetItem) and self.indexable(expr):
+            return "index"
         if isinstance(expr, (ir.GetAttr, ir.GetItem)) and self.loops_of[stmt.index]:
             if all(self.available(x, stmt) for x in expr.operands()):
                 return "recompute"  # indexing is cheap: its pullback is made again in the reverse pass
+        if isinstance(expr, (ir.Call, ir.MethodCall)) and not _has_keywords(expr):
+            forward = self.scalar_frule(expr)
+            if forward is not None:
+                self.direct[stmt.index] = forward
+                return "scalar"
+            rule = self.static_rule(expr)
+            if rule is not None:
+                self.direct[stmt.index] = rule
+                return "pullback"
         if isinstance(expr, (ir.Op, ir.Call, ir.MethodCall, ir.GetAttr, ir.GetItem)):
             return "pullback"
         if isinstance(expr, ir.Build) and expr.kind == "set":
@@ -567,6 +586,50 @@ class _Analysis:
             return "closure"
         return "plain"
 
+    def static_rule(self, expr):
+        """The rule a call will use, when its callee and argument types are known here (the
+        specialization is rebuilt when a rule is registered or a global rebound)."""
+        f = self.call_target(expr)
+        if f is _MISSING or isinstance(f, type) or any(a.starred for a in expr.args):
+            return None
+        samples = tuple(_sample(self.type_of(a.value)) for a in expr.args)
+        if any(x is _MISSING for x in samples):
+            return None
+        try:
+            return rrule.lookup(f, samples)
+        except TypeError:
+            return None
+
+    def scalar_frule(self, expr):
+        """For a call of a real function of real scalars (``math.sin(x)``) with rules: its
+        ``frule``, from which the reverse pass takes the partials (for a real scalar function
+        the pullback of ``dy`` is the pushforward of ``dy``), so that no pullback is kept."""
+        if not is_real(self.expr_type(expr)) or any(a.starred for a in expr.args) or not expr.args:
+            return None
+        ts = [self.type_of(a.value) for a in expr.args]
+        if not all(is_real(t) for t in ts):
+            return None
+        f = self.call_target(expr)
+        if f is _MISSING or isinstance(f, type):
+            return None
+        samples = tuple(_sample(t) for t in ts)
+        try:
+            forward, reverse = frule.lookup(f, samples), rrule.lookup(f, samples)
+        except TypeError:
+            return None
+        if forward is None or reverse is None or getattr(reverse, "__code__", None) is _NONDIFF_CODE:
+            return None
+        return forward
+
+    def indexable(self, expr: ir.GetItem) -> bool:
+        """``x[i]`` on an array of known dtype with an integer index, whose rule is chainrules'
+        own: its partial (add the cotangent at ``i``) is written out, like an operator's."""
+        owner = self.type_of(expr.obj)
+        if not isinstance(owner, ArrayType) or owner.dtype.kind != "f" or self.type_of(expr.index) is not int:
+            return False
+        rule = rrule.lookup(operator.getitem, (_sample(owner), 0))
+        return getattr(rule, "__module__", "").startswith("chainrules.rules.")
+
     def inlinable(self, expr: ir.Op) -> bool:
         if expr.op not in INLINE_OPS:
             return False
@@ -582,6 +645,21 @@ class _Analysis:
 
 
 _SAMPLE = {int: 1, float: 1.0, np.float64: np.float64(1.0), REAL: 1.0}
+
+
+def _sample(t):
+    """A value of type ``t`` to select a typed rule with (None when there is none to make)."""
+    if t in _SAMPLE:
+        return _SAMPLE[t]
+    if isinstance(t, ArrayType):
+        return np.zeros((1,) * t.ndim, dtype=t.dtype)
+    if t in (bool, type(None), str):
+        return {bool: True, type(None): None, str: ""}[t]
+    return _MISSING
+
+
+def _has_keywords(expr) -> bool:
+    return bool(expr.kwargs)
 
 
 def _stock_rule(op: str, ts: list) -> bool:
