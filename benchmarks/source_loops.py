@@ -157,7 +157,7 @@ def mysum_table() -> list[str]:
         "| system | n = 1e3 | n = 1e4 | n = 1e5 | growth 1e3→1e4 | growth 1e4→1e5 | peak memory (arrays of n) |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, make, ns, _ in systems:
+    for name, make, _sizes, _ in systems:
         if make is None:
             lines.append(f"| {name} | not installed | | | | | |")
             continue
