@@ -50,16 +50,6 @@ def has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def seconds(fn, repeats: int) -> float:
-    fn()  # warm up (compiles the specialization on first use)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def peak_arrays(fn, n: int) -> float:
     fn()
     tracemalloc.start()
@@ -128,30 +118,37 @@ def mysum_table() -> list[str]:
     rng = np.random.default_rng(0)
     inputs = {n: rng.standard_normal(n) for n in sizes}
     results: dict[str, dict[int, tuple[float, float | None]]] = {}
+    growths: dict[str, list[float]] = {}
     compile_note = ""
     for name, make, ns, measure_memory in systems:
         if make is None:
             continue
-        results[name] = {}
-        for n in ns:
-            X = inputs[n]
-            fn = make(X)
-            if name.startswith("JAX jit"):
+        fns = {n: make(inputs[n]) for n in ns}
+        if name.startswith("JAX jit"):
+            start = time.perf_counter()
+            fns[ns[0]]()
+            compile_note = f"; the jitted gradient compiled in {time.perf_counter() - start:.1f} s at n = {ns[0]}"
+        fns[ns[0]]()  # warm up: specializations, caches
+        rounds = {"PyTorch": 3, "autograd": 1, "JAX eager": 1}.get(name, 7)
+        # the sizes are timed in turn within each round, so that the machine's load changes
+        # affect all of them alike; growth is the median over rounds of the per-round ratio
+        times: dict[int, list[float]] = {n: [] for n in ns}
+        for _ in range(rounds):
+            for n in ns:
                 start = time.perf_counter()
-                fn()
-                compile_note = f"; the jitted gradient compiled in {time.perf_counter() - start:.1f} s at n = {n}"
-            repeats = 5 if n <= 10_000 else 3
-            if name in ("PyTorch", "autograd", "JAX eager") and n > 10_000:
-                repeats = 1
-            t = seconds(fn, repeats)
-            memory = peak_arrays(fn, n) if measure_memory else None
-            results[name][n] = (t, memory)
+                fns[n]()
+                times[n].append(time.perf_counter() - start)
+        results[name] = {
+            n: (statistics.median(times[n]), peak_arrays(fns[n], n) if measure_memory else None) for n in ns
+        }
+        growths[name] = [statistics.median(tb / ta for ta, tb in zip(times[a], times[b])) for a, b in zip(ns, ns[1:])]
     source = results["source engine"]
     lines = [
         "## Seed 004's `mysum`: gradient of `total += X[i]` over a Python loop",
         "",
         f"Median time of one gradient (pullback and pullback call together){compile_note}.",
-        "Growth: time at 10× n ÷ time at n. Memory: tracemalloc peak during one gradient, in arrays of",
+        "Growth: time at 10× n ÷ time at n, median over rounds in which the sizes are timed in turn.",
+        "Memory: tracemalloc peak during one gradient, in arrays of",
         "n float64 (NumPy and the Python objects; PyTorch and JAX allocate outside tracemalloc's view).",
         "",
         "| system | n = 1e3 | n = 1e4 | n = 1e5 | growth 1e3→1e4 | growth 1e4→1e5 | peak memory (arrays of n) |",
@@ -163,13 +160,14 @@ def mysum_table() -> list[str]:
             continue
         row = results[name]
         cells = [f"{row[n][0] * 1e3:,.2f} ms" if n in row else "—" for n in sizes]
-        growth = [f"{row[b][0] / row[a][0]:.1f}×" if a in row and b in row else "—" for a, b in zip(sizes, sizes[1:])]
+        measured = growths.get(name, [])
+        growth = [f"{g:.1f}×" for g in measured] + ["—"] * (len(sizes) - 1 - len(measured))
         memory = ", ".join(f"{row[n][1]:.2f}" for n in sizes if n in row and row[n][1] is not None) or "—"
         lines.append(f"| {name} | " + " | ".join(cells + growth) + f" | {memory} |")
     if "PyTorch" in results:
         ratio = results["PyTorch"][10_000][0] / source[10_000][0]
         lines += ["", f"At n = 1e4 the source engine is {ratio:.1f}× faster than PyTorch (target: at least 5×)."]
-    worst = max(source[b][0] / source[a][0] for a, b in zip(sizes, sizes[1:]))
+    worst = max(growths["source engine"])
     peak = max(m for _, m in source.values())
     lines += [
         f"Largest growth for 10× n: {worst:.1f}× (target: at most 12×); peak memory {peak:.2f} arrays of n floats "

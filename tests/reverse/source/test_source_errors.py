@@ -205,3 +205,37 @@ def test_a_differentiated_keyword_argument_of_a_rule_is_refused():
     # an inactive keyword (a constant, an index) is fine
     _, back = pullback_full(constant_keyword_to_a_rule, np.array([1.0, 2.0]))
     assert back(1.0)[1].tolist() == [2.0, 4.0]
+
+
+def writes_a_nonlocal(x):
+    total = 0.0
+
+    def add(v):
+        nonlocal total
+        total = total + v  # <- nonlocal write
+
+    add(x)
+    return total
+
+
+async def a_coroutine(x):  # <- async
+    return x
+
+
+def test_nonlocal_writes_and_coroutines_are_refused():
+    with pytest.raises(cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- nonlocal write')}:9: .*nonlocal"):
+        pullback_full(writes_a_nonlocal, 1.0)
+    with pytest.raises(cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- async')}:1: `async def`"):
+        pullback_full(a_coroutine, 1.0)
+
+
+def closures_in_a_loop(x):
+    fs = []
+    for w in (1.0, 2.0):  # <- bound in a loop
+        fs.append(lambda v: v * w)
+    return fs[0](x)
+
+
+def test_a_closure_over_a_loop_variable_is_refused():
+    with pytest.raises(cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- bound in a loop')}:9: .*bound in a loop"):
+        pullback_full(closures_in_a_loop, 1.0)

@@ -154,6 +154,29 @@ def _jumps_out(node: ast.AST, in_loop: bool = False):
             yield from _jumps_out(child, in_loop)
 
 
+def _own_nodes(fn: ast.AST):
+    """The nodes of ``fn`` outside its nested functions (which are fenced on their own)."""
+    stack = list(fn.body) if isinstance(fn.body, list) else [fn.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _bound_in_loops(fn: ast.AST) -> dict[str, ast.AST]:
+    """The names ``fn`` binds inside its loops, each with one place where it does."""
+    found: dict[str, ast.AST] = {}
+    for loop in _own_nodes(fn):
+        if isinstance(loop, (ast.For, ast.While)):
+            for name, places in _assignments(ast.FunctionDef(name="", args=_NO_ARGS, body=[loop])).items():
+                found.setdefault(name, places[0])
+    return found
+
+
+_NO_ARGS = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+
 def _assignments(fn: ast.AST) -> dict[str, list[ast.AST]]:
     """Where each name is bound in ``fn`` itself (parameters, targets, defs, imports), in order."""
     found: dict[str, list[ast.AST]] = {}
@@ -186,15 +209,32 @@ def check(fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, 
     fence = _Fence(filename, fn)
     fence.visit(fn)
     bindings = _assignments(fn)
-    for stmt in ast.walk(fn):
+    for stmt in _own_nodes(fn):
         if isinstance(stmt, (ast.Global, ast.Nonlocal)):
             for name in stmt.names:
                 if name in bindings:
                     node = bindings[name][0]
                     keyword = "global" if isinstance(stmt, ast.Global) else "nonlocal"
                     fence.refuse(node, f"assigning to the {keyword} variable `{name}` is not supported")
+    # a nested function that rebinds one of our variables (`nonlocal`) changes it behind the
+    # engine's back, even when the call itself carries no derivative
+    for node in ast.walk(fn):
+        if node is fn or not isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            continue
+        declared = {n for sub in ast.walk(node) if isinstance(sub, ast.Nonlocal) for n in sub.names}
+        for name in sorted(declared & set(bindings)):
+            inner = _assignments(node).get(name, [])
+            where = next((p for p in inner if not isinstance(p, ast.arg)), None) or node
+            fence.refuse(where, f"the nested function writes the variable `{name}` (`nonlocal`), which is not supported")
+    in_loops = _bound_in_loops(fn)
     for name in captured:
         places = bindings.get(name, [])
+        if name in in_loops:
+            fence.refuse(
+                in_loops[name],
+                f"`{name}` is read by a nested function and bound in a loop; a closure sees the variable, "
+                "not its value when the closure was made: pass it as a default argument (`k=k`)",
+            )
         if len(places) > 1:
             fence.refuse(
                 places[1],
