@@ -237,5 +237,7 @@ def closures_in_a_loop(x):
 
 
 def test_a_closure_over_a_loop_variable_is_refused():
-    with pytest.raises(cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- bound in a loop')}:9: .*bound in a loop"):
+    with pytest.raises(
+        cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- bound in a loop')}:9: .*bound in a loop"
+    ):
         pullback_full(closures_in_a_loop, 1.0)

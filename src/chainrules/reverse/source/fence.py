@@ -225,7 +225,9 @@ def check(fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, 
         for name in sorted(declared & set(bindings)):
             inner = _assignments(node).get(name, [])
             where = next((p for p in inner if not isinstance(p, ast.arg)), None) or node
-            fence.refuse(where, f"the nested function writes the variable `{name}` (`nonlocal`), which is not supported")
+            fence.refuse(
+                where, f"the nested function writes the variable `{name}` (`nonlocal`), which is not supported"
+            )
     in_loops = _bound_in_loops(fn)
     for name in captured:
         places = bindings.get(name, [])
