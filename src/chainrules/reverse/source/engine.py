@@ -24,7 +24,7 @@ import types
 import numpy as np
 
 from ...core.accumulation import accumulate
-from ...core.active import _active
+from ...core.active import active_engine, current_engine
 from ...core.errors import NoRuleError, user_location
 from ...core.registry import rrule
 from ...core.tangents import AbstractZero, Tangent, unthunk
@@ -86,21 +86,19 @@ def pullback_full(f, *args, **kwargs):
             if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
                 if (hit[4] is None or hit[4].valid(f)) and not hit[5]:
                     return hit[3](*args)
-    if _active.get() is pullback_full:
+    if current_engine() is pullback_full:
         return pullback(f, *args, **kwargs)
-    # the context variable is set directly: `active_engine`'s context manager costs more than
-    # differentiating a small function. The cyclic garbage collector is paused while the
-    # primal runs: a loop keeps a pullback per iteration alive, and each full collection would
-    # walk all of them (quadratic time); nothing the primal makes is garbage before it returns.
-    token = _active.set(pullback_full)
+    # The cyclic garbage collector is paused while the primal runs: a loop keeps what each
+    # iteration saved alive, and each full collection would walk all of it (quadratic time);
+    # nothing the primal makes is garbage before it returns.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return pullback(f, *args, **kwargs)
+        with active_engine(pullback_full):
+            return pullback(f, *args, **kwargs)
     finally:
         if collecting:
             gc.enable()
-        _active.reset(token)
 
 
 def _positional_only(back):

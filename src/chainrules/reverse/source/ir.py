@@ -436,19 +436,6 @@ class Raise(Stmt):
 
 
 @dataclasses.dataclass(eq=False)
-class Assert(Stmt):
-    test: Operand = ""
-    msg: Operand | None = None
-
-    def operands(self) -> tuple[Operand, ...]:
-        return (self.test,) if self.msg is None else (self.test, self.msg)
-
-    def __str__(self) -> str:
-        msg = "" if self.msg is None else f", {operand_str(self.msg)}"
-        return f"assert {operand_str(self.test)}{msg}"
-
-
-@dataclasses.dataclass(eq=False)
 class Plain(Stmt):
     """A statement run as it is, with no derivative (``import``)."""
 
