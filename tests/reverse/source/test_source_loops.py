@@ -298,3 +298,15 @@ def test_an_argument_is_never_modified():
     with pytest.raises(cr.UnsupportedSyntaxError):
         pullback_full(writes_into_an_argument, x)
     np.testing.assert_array_equal(x, [1.0, 2.0])
+
+
+def scales_rows_in_place(m, w):
+    out = m * 1.0
+    for i in range(len(out)):
+        out[i] *= w * (i + 1)
+        out[i] += m[i]
+    return (out**2).sum()
+
+
+def test_augmented_writes_of_array_rows():
+    check(scales_rows_in_place, np.array([[1.0, 2.0], [0.5, -1.0], [3.0, 0.25]]), 0.7)

@@ -447,6 +447,7 @@ cache.RUNTIME.update(
     refuse_write=runtime.refuse_write,
     check_new=runtime.check_new,
     is_view=runtime.is_view,
+    copy_if_view=runtime.copy_if_view,
     iterates_views=runtime.iterates_views,
     item_cotangents=runtime.item_cotangents,
     add_at=runtime.add_at,

@@ -414,6 +414,7 @@ class _Lowerer:
         """``x[i] op= v``: ``x[i] = x[i] op v``, with ``x`` and ``i`` evaluated once."""
         obj, index = self.subscript_target(node.target)
         old = self.assign(ir.GetItem(obj, index))
+        self.block[-1].augmented_read = True  # read, changed and written back: a copy will do
         new = self.assign(ir.Op(BINARY[type(node.op)], (old, self.atom(node.value))))
         self.emit(ir.SetItem(obj=obj, key=index, value=new, col=node.target.col_offset + 1))
 

@@ -389,6 +389,11 @@ def is_view(element, container) -> bool:
     )
 
 
+def copy_if_view(element):
+    """``element`` itself, or a copy when it is an array that views another one."""
+    return element.copy() if isinstance(element, np.ndarray) and element.base is not None else element
+
+
 def iterates_views(container) -> bool:
     """Whether iterating over ``container`` gives views of it (the rows of a 2-d array)."""
     return isinstance(container, np.ndarray) and container.ndim > 1
