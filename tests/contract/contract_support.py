@@ -26,11 +26,6 @@ REVERSE_ENGINES = [name for name, module in api.REVERSE_ENGINES.items() if impor
 #: decorator: run a test once per installed reverse engine, as ``engine``
 each_engine = pytest.mark.parametrize("engine", REVERSE_ENGINES)
 
-# Loops in the source engine are the second part of its issue, not on main yet: tests whose
-# functions loop run on the engines that differentiate loops today.
-_LOOPS_PENDING = {"source"}
-each_engine_with_loops = pytest.mark.parametrize("engine", [e for e in REVERSE_ENGINES if e not in _LOOPS_PENDING])
-
 
 def _never(*args):
     raise AssertionError("a callable with a rule must be reached through its rule, never called itself")

@@ -9,7 +9,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from contract_support import each_engine, each_engine_with_loops, ruled_ufunc, same_values, snapshot
+from contract_support import each_engine, ruled_ufunc, same_values, snapshot
 
 import chainrules as cr
 
@@ -146,7 +146,7 @@ def mysum(X):
     return total
 
 
-@each_engine_with_loops
+@each_engine
 def test_mysum_gradient_is_ones_and_leaves_the_input_alone(engine):
     X = np.arange(6.0)
     before = X.copy()
@@ -155,7 +155,7 @@ def test_mysum_gradient_is_ones_and_leaves_the_input_alone(engine):
     np.testing.assert_array_equal(X, before)
 
 
-@each_engine_with_loops
+@each_engine
 def test_mysum_pullback_holds_about_one_array_of_memory(engine):
     # Seed 004: with in-place accumulation the reverse pass needs one array of n floats, not
     # one per element. The bound leaves room for the engine's per-operation bookkeeping.
@@ -204,7 +204,7 @@ def mysum_by_pick(X):
     return total
 
 
-@each_engine_with_loops
+@each_engine
 def test_the_engine_lets_inplaceable_thunks_add_into_the_accumulator(engine):
     n = 40
     X = np.linspace(0.0, 1.0, n)
