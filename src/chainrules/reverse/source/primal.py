@@ -372,7 +372,7 @@ class Primal:
                 self.emit(indent, f"{obj}.{stmt.method}({value})", line)
             return
         if obj in self.buffers:
-            where = f"{obj!r}, {self.plan.fn.filename!r}, {line}, {stmt.col or 1}"
+            where = f"{obj!r}, {line}, {stmt.col or 1}"
             self.emit(indent, f"if {self.buffers[obj]}:", line)
             self.emit(indent + 1, f"{self.h('refuse_write')}({where})", line)
         if isinstance(stmt, ir.Mutate) and stmt.method == "append":
@@ -399,7 +399,7 @@ class Primal:
             if isinstance(stmt.expr, (ir.Call, ir.MethodCall)):
                 params = [p for p in self.plan.fn.params()]
                 args = f"({', '.join(params)}{',' if len(params) == 1 else ''})"
-                where = f"{stmt.target!r}, {self.plan.fn.filename!r}, {line}, {stmt.col or 1}"
+                where = f"{stmt.target!r}, {line}, {stmt.col or 1}"
                 self.emit(indent, f"{self.h('check_new')}({stmt.target}, {args}, {where})", line)
         if getattr(stmt, "augmented_read", False) and stmt.expr.obj in self.buffers:
             # `x[i] += v`: the element read is written back at once; reading a copy keeps a view

@@ -7,6 +7,7 @@ handled here, with ``Tangent[P]`` cotangents.
 
 from __future__ import annotations
 
+import sys
 import types
 from numbers import Number
 
@@ -353,7 +354,16 @@ def extend(lst, values):
     return extend_pullback
 
 
-def refuse_write(name: str, filename: str, line: int, col: int):
+def _user_file() -> str:
+    """The user's source file of the generated function that called a helper (two frames up)."""
+    from .codegen import LINE_MAP
+
+    generated = sys._getframe(2).f_code.co_filename
+    return LINE_MAP.get(generated, (generated,))[0]
+
+
+def refuse_write(name: str, line: int, col: int):
+    filename = _user_file()
     raise UnsupportedSyntaxError(
         f"writing into `{name}` after it was passed to a call, stored, returned or viewed is not supported: other "
         f"references would see the write, and pullbacks kept its old values; write into a copy "
@@ -364,7 +374,7 @@ def refuse_write(name: str, filename: str, line: int, col: int):
     )
 
 
-def check_new(value, arguments: tuple, name: str, filename: str, line: int, col: int):
+def check_new(value, arguments: tuple, name: str, line: int, col: int):
     """A container the function writes into must not be (or share memory with) an argument."""
     for arg in arguments:
         shared = value is arg or (
@@ -374,7 +384,7 @@ def check_new(value, arguments: tuple, name: str, filename: str, line: int, col:
             raise UnsupportedSyntaxError(
                 f"`{name}` is written in place later, but here it is an argument or shares its memory; "
                 f"write into a copy (`.copy()`) instead",
-                filename,
+                _user_file(),
                 line,
                 col,
             )
