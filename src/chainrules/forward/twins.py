@@ -1,0 +1,243 @@
+"""Function twins: callables that compute the same thing, so that one's rule can serve the other on duals.
+
+Python's ``math`` functions convert their argument with ``float()``, which a dual refuses (it
+would drop the derivative). The reverse engines, when they run on duals to build a Hessian
+(forward over reverse), call ``rrule(math.sin, x)`` with a dual ``x``; the rule for
+``math.sin`` would then call ``math.sin(x)`` and fail. This module maps each such function to
+its NumPy twin, whose rule works on duals, and registers that as the rule for dual arguments
+(``rrule.register(math.sin, Dual)``). It is a table of *functions*, not of derivatives: the
+derivative is always the twin's own rule.
+
+The same table lets the forward engine fall back from an ``operator`` function to its NumPy
+ufunc (and back) when only one of them has a rule, and from an array method or attribute to
+the NumPy function it stands for (``x.sum(...)`` -> ``np.sum(x, ...)``).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+import scipy.special
+
+from ..core import NoRuleError, callable_name, frule, rrule
+
+#: callable -> the callable that computes the same values and works on duals
+FUNCTION_TWINS: dict = {
+    # math: real functions of real arguments
+    math.sin: np.sin,
+    math.cos: np.cos,
+    math.tan: np.tan,
+    math.asin: np.arcsin,
+    math.acos: np.arccos,
+    math.atan: np.arctan,
+    math.atan2: np.arctan2,
+    math.sinh: np.sinh,
+    math.cosh: np.cosh,
+    math.tanh: np.tanh,
+    math.asinh: np.arcsinh,
+    math.acosh: np.arccosh,
+    math.atanh: np.arctanh,
+    math.exp: np.exp,
+    math.exp2: np.exp2,
+    math.expm1: np.expm1,
+    math.log2: np.log2,
+    math.log10: np.log10,
+    math.log1p: np.log1p,
+    math.sqrt: np.sqrt,
+    math.cbrt: np.cbrt,
+    math.pow: np.power,
+    math.hypot: np.hypot,
+    math.fabs: np.abs,
+    math.copysign: np.copysign,
+    math.fmod: np.fmod,
+    math.degrees: np.degrees,
+    math.radians: np.radians,
+    math.ldexp: np.ldexp,
+    math.floor: np.floor,
+    math.ceil: np.ceil,
+    math.trunc: np.trunc,
+    math.isnan: np.isnan,
+    math.isinf: np.isinf,
+    math.isfinite: np.isfinite,
+    math.erf: scipy.special.erf,
+    math.erfc: scipy.special.erfc,
+    math.gamma: scipy.special.gamma,
+    math.lgamma: scipy.special.gammaln,
+    # builtins that convert or compute on numbers
+    abs: np.abs,
+    pow: np.power,
+    round: np.round,
+    float: np.positive,  # float(x) is x itself, as a real number
+}
+
+# math.log takes an optional base; with one argument it is np.log.
+FUNCTION_TWINS[math.log] = np.log
+
+# operator functions and NumPy ufuncs, both ways
+_OPERATOR_UFUNCS = {
+    operator.add: np.add,
+    operator.sub: np.subtract,
+    operator.mul: np.multiply,
+    operator.truediv: np.true_divide,
+    operator.floordiv: np.floor_divide,
+    operator.mod: np.remainder,
+    operator.pow: np.power,
+    operator.neg: np.negative,
+    operator.pos: np.positive,
+    operator.abs: np.abs,
+    operator.matmul: np.matmul,
+}
+FUNCTION_TWINS.update(_OPERATOR_UFUNCS)
+FUNCTION_TWINS.update({u: op for op, u in _OPERATOR_UFUNCS.items() if op is not operator.abs})
+
+# ufunc methods and their NumPy functions
+FUNCTION_TWINS.update(
+    {
+        np.add.reduce: np.sum,
+        np.multiply.reduce: np.prod,
+        np.maximum.reduce: np.max,
+        np.minimum.reduce: np.min,
+        np.add.accumulate: np.cumsum,
+        np.multiply.accumulate: np.cumprod,
+        np.multiply.outer: np.outer,
+    }
+)
+
+
+def _reshape(a, *shape, order="C"):
+    return np.reshape(a, shape[0] if len(shape) == 1 else shape, order=order)
+
+
+def _transpose(a, *axes):
+    return np.transpose(a, axes[0] if len(axes) == 1 else (axes or None))
+
+
+#: array method -> a function called with the array first (NumPy functions dispatch on duals)
+METHOD_TWINS: dict = {
+    getattr(np.ndarray, name): getattr(np, name)
+    for name in (
+        "sum",
+        "mean",
+        "prod",
+        "max",
+        "min",
+        "std",
+        "var",
+        "cumsum",
+        "cumprod",
+        "dot",
+        "trace",
+        "clip",
+        "round",
+        "ravel",
+        "squeeze",
+        "take",
+        "repeat",
+        "diagonal",
+        "swapaxes",
+        "copy",
+        "all",
+        "any",
+        "argmax",
+        "argmin",
+        "argsort",
+        "nonzero",
+        "conjugate",
+        "conj",
+    )
+}
+METHOD_TWINS[np.ndarray.flatten] = np.ravel
+METHOD_TWINS[np.ndarray.astype] = np.astype
+METHOD_TWINS[np.ndarray.reshape] = _reshape
+METHOD_TWINS[np.ndarray.transpose] = _transpose
+
+#: array attribute -> a function of the array
+ATTRIBUTE_TWINS: dict = {"T": np.transpose, "mT": np.matrix_transpose, "real": np.real, "imag": np.imag}
+
+
+def twin_of(f):
+    """The twin of ``f``, or ``None``.
+
+    >>> import math, numpy as np
+    >>> twin_of(math.sin) is np.sin, twin_of(np.add) is twin_of(np.add)
+    (True, True)
+    """
+    try:
+        return FUNCTION_TWINS.get(f)
+    except TypeError:  # an unhashable callable has no twin
+        return None
+
+
+def _bridge_rrule(f, twin):
+    def rrule_via_twin(*args, **kwargs):
+        out = rrule(twin, *args, **kwargs)
+        if out is None:
+            raise NoRuleError(f, args, reason=f"on dual numbers it is served by {callable_name(twin)}, which has none")
+        return out
+
+    rrule_via_twin.__qualname__ = f"rrule_{getattr(f, '__name__', 'f')}_on_duals"
+    return rrule_via_twin
+
+
+def _bridge_frule(f, twin):
+    def frule_via_twin(tangents, *args, **kwargs):
+        out = frule(tangents, twin, *args, **kwargs)
+        if out is None:
+            raise NoRuleError(f, args, reason=f"on dual numbers it is served by {callable_name(twin)}, which has none")
+        return out
+
+    frule_via_twin.__qualname__ = f"frule_{getattr(f, '__name__', 'f')}_on_duals"
+    return frule_via_twin
+
+
+_BINARY = (math.atan2, math.pow, math.hypot, math.copysign, math.fmod, math.ldexp, pow, *_OPERATOR_UFUNCS)
+
+
+def _is_bridged(f) -> bool:
+    """math functions, number builtins and operators: their own rules compute on Python numbers
+    or NumPy arrays, and on duals the NumPy twin's rule does the same work."""
+    return getattr(f, "__module__", None) in ("math", "builtins") or f in _OPERATOR_UFUNCS
+
+
+def register_bridges(dual_type: type, innermost) -> None:
+    """Register the rules that serve calls with ``dual_type`` arguments (reverse engines running on duals).
+
+    - every bridged function with a twin gets rules typed on ``dual_type`` that run the twin's rule;
+    - ``operator.getitem`` and ``getattr`` on a dual run the rule registered for the type of the
+      dual's innermost primal (``innermost(x)``), applied to the dual itself.
+    """
+    for f, twin in FUNCTION_TWINS.items():
+        if not _is_bridged(f):
+            continue
+        arity = 2 if f in _BINARY and f not in (operator.neg, operator.pos, operator.abs) else 1
+        signatures = [(dual_type,)] + ([(object, dual_type)] if arity == 2 else [])
+        for types in signatures:
+            rrule.register(f, *types, functor=False)(_bridge_rrule(f, twin))
+            frule.register(f, *types, functor=False)(_bridge_frule(f, twin))
+    for f in (operator.getitem, getattr):
+        rrule.register(f, dual_type, functor=False)(_by_primal_type_rrule(f, innermost))
+        frule.register(f, dual_type, functor=False, batched=True)(_by_primal_type_frule(f, innermost))
+
+
+def _by_primal_type_rrule(f, innermost):
+    def rrule_on_dual(x, *rest):
+        rule = rrule.lookup(f, (innermost(x), *rest))
+        if rule is None:
+            raise NoRuleError(f, (x, *rest), reason="none for the type of the dual's primal")
+        return rule(x, *rest)
+
+    rrule_on_dual.__qualname__ = f"rrule_{f.__name__}_on_duals"
+    return rrule_on_dual
+
+
+def _by_primal_type_frule(f, innermost):
+    def frule_on_dual(tangents, x, *rest):
+        rule = frule.lookup(f, (innermost(x), *rest))
+        if rule is None:
+            raise NoRuleError(f, (x, *rest), reason="none for the type of the dual's primal")
+        return rule(tangents, x, *rest)
+
+    frule_on_dual.__qualname__ = f"frule_{f.__name__}_on_duals"
+    return frule_on_dual

@@ -1,0 +1,80 @@
+"""Reverse rules run on duals: the pieces forward-over-reverse Hessians are built from."""
+
+import math
+import operator
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules import forward
+from chainrules.forward import Dual, Tag
+
+
+def test_pullbacks_of_broadcasting_operators_keep_duals():
+    tag = Tag()
+    x = Dual(np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 0.0]), tag)
+    s = Dual(2.0, 1.0, tag)
+    y, back = cr.rrule(operator.mul, s, x)  # a scalar times a vector: the pullback sums for s
+    _, ds, dx = back(np.ones(3))
+    assert isinstance(ds, Dual) and isinstance(dx, Dual)
+    assert float(ds.primal) == 6.0 and float(ds.partials) == 1.0  # d/d(eps) of sum(x + eps e0)
+    np.testing.assert_allclose(dx.primal, [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(dx.partials, [1.0, 1.0, 1.0])
+
+
+def test_unbroadcast_and_match_input_on_duals():
+    d = Dual(np.ones((2, 3)), np.arange(6.0).reshape(2, 3), Tag())
+    u = cr.unbroadcast(np.zeros(3), d)
+    assert isinstance(u, Dual) and u.shape == (3,)
+    np.testing.assert_allclose(u.partials, [3.0, 5.0, 7.0])
+    m = cr.match_input(1.0, d)
+    assert isinstance(m, Dual) and float(m.partials) == 15.0
+    m32 = cr.match_input(np.zeros((2, 3), np.float32), d)
+    assert isinstance(m32, Dual)
+
+
+def test_project_to_with_duals():
+    d = Dual(np.ones(3), np.ones(3), Tag())
+    assert cr.ProjectTo(np.zeros(3))(d) is d
+    assert cr.ProjectTo(d)(np.ones(3)).shape == (3,)
+    with pytest.raises(ValueError, match="shape"):
+        cr.ProjectTo(np.zeros(2))(d)
+    assert cr.ProjectTo(1.0)(Dual(2.0, 1.0, Tag())).primal == 2.0
+
+
+def test_second_derivative_by_forward_over_hand_written_reverse():
+    # f(x) = x sin(x) + x^2 / 3: its gradient by rrules, differentiated by forward mode
+    def grad(x):
+        s, back_sin = cr.rrule(math.sin, x)
+        p, back_mul = cr.rrule(operator.mul, x, s)
+        q, back_pow = cr.rrule(operator.pow, x, 2)
+        r, back_div = cr.rrule(operator.truediv, q, 3.0)
+        _, dp, dr = cr.rrule(operator.add, p, r)[1](1.0)
+        _, dx1, ds = back_mul(dp)
+        _, dq, _ = back_div(dr)
+        _, dx2, _ = back_pow(dq)
+        _, dx3 = back_sin(ds)
+        return dx1 + dx2 + dx3
+
+    x = 0.8
+    assert grad(x) == pytest.approx(math.sin(x) + x * math.cos(x) + 2 * x / 3)
+    assert cr.derivative(grad, x) == pytest.approx(2 * math.cos(x) - x * math.sin(x) + 2 / 3)
+
+
+def test_gradient_seed_accepts_a_scalar_dual():
+    from chainrules.api import _seed_for
+
+    assert _seed_for(Dual(1.0, 1.0, Tag()), np.sin) == 1.0
+    with pytest.raises(cr.ChainRulesError, match="real scalar"):
+        _seed_for(Dual(np.ones(2), np.ones(2), Tag()), np.sin)
+
+
+def test_hessian_through_the_api():
+    def f(x):
+        return np.sum(x**3) + x[0] * x[1]
+
+    x = np.array([1.0, 2.0])
+    H = cr.hessian(f, x)
+    np.testing.assert_allclose(H, [[6.0, 1.0], [1.0, 12.0]])
+    assert forward.jacobian(lambda z: cr.gradient(f, z)[0], x).shape == (2, 2)

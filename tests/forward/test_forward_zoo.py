@@ -1,0 +1,43 @@
+"""Forward mode on every case of the shared zoo: finite differences agree, or the engine refuses clearly."""
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+import chainrules.testing as crt
+from chainrules.testing.zoo import cases
+
+# Python's math module converts its argument with float(), which a dual refuses (it would drop
+# the derivative); the message says how to fix the call.
+REFUSED_TAGS = {"math": (TypeError, "use the NumPy function instead")}
+
+ALL = cases()
+
+
+def _refusal(case):
+    for tag in sorted(case.tags):
+        if tag in REFUSED_TAGS:
+            return REFUSED_TAGS[tag]
+    return None
+
+
+@pytest.mark.parametrize("case", ALL, ids=[c.name for c in ALL])
+def test_zoo_case_forward(case):
+    rng = np.random.default_rng(len(case.name))
+    tangents = tuple(crt.rand_tangent(a, rng) for a in case.args)
+    refusal = _refusal(case)
+    if refusal is not None:
+        error, message = refusal
+        with pytest.raises(error, match=message):
+            cr.jvp(lambda *a: case.f(*a, **case.kwargs), case.args, tangents)
+        return
+    y, dy = cr.jvp(lambda *a: case.f(*a, **case.kwargs), case.args, tangents)
+    expected = case.f(*case.args, **case.kwargs)
+    assert type(y) is type(expected)
+    np.testing.assert_allclose(crt.to_vec(y)[0], crt.to_vec(expected)[0], rtol=1e-12)
+    reference = crt.fd_jvp(lambda a: case.f(*a, **case.kwargs), case.args, tangents, perturb_ints="int" in case.tags)
+    crt.assert_approx(dy, reference, rtol=case.rtol, atol=case.atol, name="tangent")
+
+
+def test_the_zoo_is_large_enough():
+    assert len(ALL) >= 30
