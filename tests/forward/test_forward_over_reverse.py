@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import chainrules as cr
-from chainrules import forward
 from chainrules.forward import Dual, Tag
 
 
@@ -68,13 +67,3 @@ def test_gradient_seed_accepts_a_scalar_dual():
     assert _seed_for(Dual(1.0, 1.0, Tag()), np.sin) == 1.0
     with pytest.raises(cr.ChainRulesError, match="real scalar"):
         _seed_for(Dual(np.ones(2), np.ones(2), Tag()), np.sin)
-
-
-def test_hessian_through_the_api():
-    def f(x):
-        return np.sum(x**3) + x[0] * x[1]
-
-    x = np.array([1.0, 2.0])
-    H = cr.hessian(f, x)
-    np.testing.assert_allclose(H, [[6.0, 1.0], [1.0, 12.0]])
-    assert forward.jacobian(lambda z: cr.gradient(f, z)[0], x).shape == (2, 2)

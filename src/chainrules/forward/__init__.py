@@ -4,14 +4,13 @@
 chunks of basis tangents. Every operation on a ``Dual`` runs the ``frule`` of the callable from
 the shared registry; this package holds no derivatives of its own.
 
->>> import numpy as np
 >>> from chainrules import forward
 >>> def babysqrt(x, t=None, n=10):
 ...     t = (1 + x) / 2 if t is None else t
 ...     return t if n == 0 else babysqrt(x, (t + x / t) / 2, n - 1)
 >>> y, dy = forward.jvp(babysqrt, (2.0,), (1.0,))
->>> round(dy, 12) == round(1 / (2 * np.sqrt(2.0)), 12)
-True
+>>> round(y, 12), round(dy, 12)  # sqrt(2) and 1 / (2 sqrt(2))
+(1.414213562373, 0.353553390593)
 """
 
 from .dual import Dual, Tag, _innermost, call

@@ -35,7 +35,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..core import AbstractZero, NoRuleError, NoTangent, Tangent, ZeroTangent, frule, unthunk, user_location
+from ..core import (
+    AbstractZero,
+    ActiveValue,
+    NoRuleError,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    frule,
+    unthunk,
+    user_location,
+)
 from ..core.tangents import _is_namedtuple_type
 from .twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
 
@@ -72,7 +82,7 @@ def _conversion_error(kind: str) -> TypeError:
     )
 
 
-class Dual:
+class Dual(ActiveValue):
     """A primal value and its partials under one ``Tag``.
 
     Arithmetic, NumPy functions and array methods on duals go through the ``frule`` registry;
@@ -81,9 +91,12 @@ class Dual:
     >>> import numpy as np
     >>> from chainrules.forward import Dual, Tag
     >>> x = Dual(2.0, 1.0, Tag())
-    >>> y = x * x + np.sin(0.0 * x)
+    >>> y = x * x + 3.0
     >>> y.primal, y.partials
-    (4.0, 4.0)
+    (7.0, 4.0)
+    >>> z = np.sin(x)  # NumPy's functions run their frules; the results are NumPy scalars
+    >>> bool(z.partials == np.cos(2.0))
+    True
     >>> bool(x > 1.0)
     True
     """

@@ -185,7 +185,8 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
 
     >>> import numpy as np
     >>> from chainrules import forward
-    >>> forward.jvp(lambda x, y: x * np.sin(y), (2.0, 0.0), (1.0, 1.0))
+    >>> y, dy = forward.jvp(lambda x, y: x * np.sin(y), (2.0, 0.0), (1.0, 1.0))
+    >>> float(y), float(dy)
     (0.0, 2.0)
     """
     tag = Tag()
@@ -283,10 +284,10 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
     >>> import numpy as np
     >>> from chainrules import forward
     >>> W, b = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.ones(3)
-    >>> forward.jacobian(lambda x: (W @ x + b) ** 2, np.array([1.0, -1.0]))
-    array([[ -2.,  -4.],
-           [ -6.,  -8.],
-           [-10., -12.]])
+    >>> forward.jacobian(lambda x: (W @ x + b) ** 2, np.array([1.0, 2.0]))  # 2 (W x + b)[:, None] * W
+    array([[ 12.,  24.],
+           [ 72.,  96.],
+           [180., 216.]])
     """
     plain = type(x) is np.ndarray and x.dtype.kind in "fc"  # the common case, without walking a structure
     if plain:

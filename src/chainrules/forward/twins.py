@@ -196,8 +196,9 @@ _BINARY = (math.atan2, math.pow, math.hypot, math.copysign, math.fmod, math.ldex
 
 
 def _is_bridged(f) -> bool:
-    """math functions, number builtins and operators: their own rules compute on Python numbers
-    or NumPy arrays, and on duals the NumPy twin's rule does the same work."""
+    """math functions, number builtins and operators: their own rules compute on Python floats
+    (which a dual refuses to become) or on NumPy arrays, while the NumPy twins' rules are written
+    with NumPy functions only, which take duals."""
     return getattr(f, "__module__", None) in ("math", "builtins") or f in _OPERATOR_UFUNCS
 
 
