@@ -28,6 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import operator
 import types
@@ -340,12 +341,14 @@ def _binary(op, ufunc, a, b):
     tangents between operands of different ranks. A dual of an older tag is not a number to
     the newer one (its rule sees the dual itself), so it takes the ufunc too.
     """
-    ta = a.tag if type(a) is Dual else None
-    tb = b.tag if type(b) is Dual else None
-    newest = ta if tb is None or (ta is not None and ta.order > tb.order) else tb
-    numbers = all(
-        (x.tag is newest and type(x.primal) in _NUMBERS) if type(x) is Dual else type(x) in _NUMBERS for x in (a, b)
-    )
+    if type(a) is Dual:
+        if type(b) is Dual:
+            newest = a.tag if a.tag.order > b.tag.order else b.tag
+            numbers = a.tag is newest and type(a.primal) in _NUMBERS and b.tag is newest and type(b.primal) in _NUMBERS
+        else:
+            numbers = type(a.primal) in _NUMBERS and type(b) in _NUMBERS
+    else:
+        numbers = type(a) in _NUMBERS and type(b.primal) in _NUMBERS
     return call(op if numbers else ufunc, (a, b))
 
 
@@ -453,7 +456,11 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
         if rule is None:
             return _without_rule(f, primals, kwargs)
     batch = tag.batch
-    if batch is None:
+    partials = getattr(rule, "partials", None)
+    if partials is not None and not kwargs and len(partials) == len(primals):
+        y, dy = _push_partials(f, partials, primals, tangents, batch)
+        dy = _fit(f, y, dy, batch)
+    elif batch is None:
         y, dy = rule(tuple(tangents), *primals, **kwargs)
         dy = _fit(f, y, dy, None)
     elif getattr(rule, "batched", False):
@@ -470,6 +477,56 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
             return y
         return Dual(y, dy, tag)
     return _wrap(y, dy, tag)
+
+
+_TAKES_OUT: dict = {}
+
+
+def _takes_out(partial) -> bool:
+    """Whether a partial declares the keyword-only ``out`` (it is given the primal output)."""
+    known = _TAKES_OUT.get(partial)
+    if known is None:
+        try:
+            param = inspect.signature(partial).parameters.get("out")
+        except (TypeError, ValueError):
+            param = None
+        known = _TAKES_OUT[partial] = param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY
+    return known
+
+
+def _push_partials(f, partials, primals, tangents, batch):
+    """``(y, dy)`` of an elementwise ``f`` from the partial derivatives its rule was made from.
+
+    ``scalar_rule`` and the NumPy elementwise rows keep their partials on the rule (``.partials``);
+    this is their pushforward ``sum(p * dx)``, with only the partials of nonzero tangents
+    computed, and batched tangents of lower-rank inputs given axes so the batch axis lines up.
+    """
+    y = f(*primals)
+    dy = _ZERO
+    rank = None
+    for i, p in enumerate(partials, start=1):
+        dx = tangents[i]
+        if p is None or isinstance(dx, AbstractZero):
+            continue
+        dx = unthunk(dx)
+        if batch is not None:
+            x = primals[i - 1]
+            rank = _ndim(y) if rank is None else rank
+            missing = rank - _ndim(x)
+            if missing > 0:
+                dx = np.reshape(dx, (batch,) + (1,) * missing + _shape(x))
+        d = p(*primals, out=y) if _takes_out(p) else p(*primals)
+        if type(d) is float and (d == 1.0 or d == -1.0):
+            term = dx if d == 1.0 else -dx
+        else:
+            term = d * dx
+        dy = term if dy is _ZERO else dy + term
+    if type(dy) is np.ndarray and type(y) is np.ndarray:
+        if dy.dtype != y.dtype:  # the output's dtype (float32 stays float32), real for a real output
+            dy = (np.real(dy) if dy.dtype.kind == "c" and y.dtype.kind != "c" else dy).astype(y.dtype, copy=False)
+    elif dy is not _ZERO and type(dy) is not float and np.iscomplexobj(dy) and not np.iscomplexobj(y):
+        dy = np.real(dy)  # a real function of a complex input: its partial is written for real(p * dz)
+    return y, dy
 
 
 def _lookup_twin(f, primals):
@@ -590,6 +647,15 @@ def _item(t, k: int):
             return type(t)({key: _item(v, k) for key, v in backing.items()})
         return type(t)(**{key: _item(v, k) for key, v in backing.items()})
     return t[k]
+
+
+def _ndim(x) -> int:
+    t = type(x)
+    if t is np.ndarray:
+        return x.ndim
+    if t is float or t is int or t is complex:
+        return 0
+    return np.ndim(x)
 
 
 def _shape(x) -> tuple:

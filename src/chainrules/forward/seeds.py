@@ -80,7 +80,7 @@ class BasisSeed(np.ndarray):
             fast = _product(*args)
             if fast is not None:
                 return fast
-        return func(*(_plain_deep(a) for a in args), **kwargs)
+        return super().__array_function__(func, types, args, kwargs)
 
 
 _CACHE: dict = {}
@@ -107,14 +107,6 @@ def _plain(x):
     return x.view(np.ndarray) if isinstance(x, BasisSeed) else x
 
 
-def _plain_deep(x):
-    if isinstance(x, BasisSeed):
-        return x.view(np.ndarray)
-    if isinstance(x, (list, tuple)):
-        return type(x)(_plain_deep(v) for v in x)
-    return x
-
-
 def _is_seed(x) -> bool:
     return isinstance(x, BasisSeed) and x.basis is not None
 
@@ -139,7 +131,7 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
     """``seed @ b``: row ``k`` of the (flattened) seed picks a row of ``b``."""
     first, n = seed.basis
     batch = seed.shape[0]
-    dtype = np.result_type(seed.dtype, b.dtype)
+    dtype = b.dtype if b.dtype == seed.dtype else np.result_type(seed.dtype, b.dtype)
     if seed.ndim == 2 and b.shape[0] == n and b.ndim <= 2:
         # x is a vector: (seed @ b)[k] = b[first + k]
         if first >= 0 and first + batch <= n and b.dtype == dtype:
