@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import os
 import pathlib
 import platform
 import statistics
+import time
 import timeit
 
 from threadpoolctl import threadpool_limits
@@ -24,7 +26,10 @@ from threadpoolctl import threadpool_limits
 import chainrules as cr
 from chainrules.core import callable_name
 
-NUMBER, REPEATS = 20_000, 7
+NUMBER, REPEATS = 5_000, 21
+#: CPU time of this process, not wall time: on a shared machine a preempted sample would count the other
+#: processes' time slices too
+TIMER = time.process_time
 
 
 @dataclasses.dataclass
@@ -58,8 +63,9 @@ CASES = [
 ]
 
 
-def median_ns(fn) -> float:
-    return statistics.median(timeit.repeat(fn, number=NUMBER, repeat=REPEATS)) / NUMBER * 1e9
+def median_ns(fn, number: int = 200, repeat: int = 15) -> float:
+    """For the peers, whose calls take tens to hundreds of microseconds."""
+    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat, timer=TIMER)) / number * 1e9
 
 
 def side_by_side(*fns) -> list[tuple[float, float]]:
@@ -68,7 +74,7 @@ def side_by_side(*fns) -> list[tuple[float, float]]:
     samples = [[] for _ in fns]
     for _ in range(REPEATS):
         for times, fn in zip(samples, fns):
-            times.append(timeit.timeit(fn, number=NUMBER) / NUMBER * 1e9)
+            times.append(timeit.timeit(fn, number=NUMBER, timer=TIMER) / NUMBER * 1e9)
     base = samples[0]
     return [(statistics.median(ts), statistics.median(t / b for t, b in zip(ts, base))) for ts in samples]
 
@@ -147,9 +153,11 @@ def main() -> str:
     lines = [
         "# Python scalar rules: cost per call on plain floats",
         "",
-        f"Python {platform.python_version()}, {platform.machine()}; BLAS pools (NumPy's and SciPy's OpenBLAS) "
-        "pinned to 1 thread with threadpoolctl, PyTorch to 1 thread;",
-        f"median of {REPEATS} repeats of {NUMBER:,} calls, all measured in one run; ratios are medians of "
+        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.1f} at the start (a shared machine: absolute times vary by 2-3x between runs);",
+        "BLAS pools (NumPy's and SciPy's OpenBLAS) pinned to 1 thread with threadpoolctl, PyTorch to 1 thread;",
+        f"process CPU time (time.process_time), median of {REPEATS} repeats of {NUMBER:,} calls, all measured "
+        "in one run; ratios are medians of "
         "per-repeat ratios, the plain call and the rules timed in alternation.",
         "Rules are looked up once, as an engine caches them.",
         "",

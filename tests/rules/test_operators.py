@@ -397,3 +397,10 @@ def test_itemgetter_and_attrgetter_objects(getter, args):
 def test_same_type_operands_never_try_the_reflected_method():
     with active_engine(_rules_only_engine), pytest.raises(TypeError, match="unsupported operand"):
         cr.rrule(operator.add, Vec(1.5), Vec(2.5))
+
+
+@pytest.mark.parametrize("f, args", [(math.sin, (0.5,)), (operator.mul, (1.5, 2.5)), (max, (1.5, 2.5))])
+def test_operator_call_forward_mode_uses_the_callee_frule(f, args):
+    test_frule(operator.call, f, *args)
+    with pytest.raises(cr.NoRuleError, match="operator.call in forward mode"):
+        cr.frule((cr.NoTangent(), cr.NoTangent(), 1.0), operator.call, lambda x: x, 1.0)

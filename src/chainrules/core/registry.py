@@ -329,11 +329,12 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
 
     def scalar_frule(tangents, *args, **kwargs):
         if len(args) == 1 and len(partials) == 1 and type(args[0]) is float and type(tangents[1]) is float:
-            x = args[0]
+            x = args[0]  # a float with a float tangent: no tuples, no NumPy unless the result is complex
             y = f(x, **kwargs)
-            d = partial(x, out=y) if partial_takes_out else partial(x)
-            if type(d) is float:
-                return y, d * tangents[1]
+            dy = (partial(x, out=y) if partial_takes_out else partial(x)) * tangents[1]
+            if type(dy) is not float and np.iscomplexobj(dy) and not np.iscomplexobj(y):
+                dy = np.real(dy)
+            return y, dy
         _check_arity(f, partials, args)
         y = f(*args, **kwargs)
         ps = derivatives(args, y)

@@ -145,7 +145,7 @@ def seq_entries(dt, n: int) -> tuple:
 def seq_tangent(xs, entries) -> object:
     """The structural tangent of the tuple or list ``xs`` whose entries have these tangents.
 
-    Each entry is matched to its element; all zeros give ``ZeroTangent()``. A namedtuple gets
+    Each entry is matched to its element; all zeros give a zero. A namedtuple gets
     ``Tangent[ThatNamedtuple]`` by field name, an array (a sequence of rows) a dense array.
 
     >>> seq_tangent([1.0, 2, "a"], (0.5, 1.0, 1.0))
@@ -162,7 +162,7 @@ def seq_tangent(xs, entries) -> object:
             nonzero = nonzero or not isinstance(e, AbstractZero)
         matched.append(e)
     if not nonzero:
-        return _ZERO
+        return zero_for(xs)  # NoTangent for an integer array, ZeroTangent for a container
     P = type(xs)
     if P is tuple or P is list:
         # the fields are already valid: skip Tangent's argument checks (a third of a scalar getitem's cost)
