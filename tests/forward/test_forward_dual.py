@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import chainrules as cr
+import chainrules.testing as crt
+from chainrules import forward
 from chainrules.forward import Dual, Tag, call
 
 
@@ -219,6 +221,38 @@ def test_functions_and_methods_that_write_in_place_are_not_run_on_primals():
     with pytest.raises(cr.NoRuleError, match="copyto"):
         np.copyto(x, np.zeros(3))
     np.testing.assert_array_equal(primal, [3.0, 1.0, 2.0])
+
+
+def test_arrays_made_like_a_dual_accept_writes():
+    def f(x):
+        out = np.zeros_like(x)
+        out[0] = x[1] * 2.0
+        out[1:] = x[:2] ** 2
+        np.add.at(out, [2, 2], x[0])
+        return out
+
+    x = np.array([1.0, 2.0, 3.0])
+    J = forward.jacobian(f, x, chunk_size=2)
+    np.testing.assert_allclose(J, [[0.0, 2.0, 0.0], [2.0, 0.0, 0.0], [2.0, 4.0, 0.0]])
+    np.testing.assert_allclose(J, crt.fd_jacobian(f, x), atol=1e-8)
+    y, dy = cr.jvp(f, (x,), (np.array([1.0, 0.0, 0.0]),))
+    np.testing.assert_allclose(dy, [0.0, 2.0, 2.0])
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+
+
+def test_a_write_of_an_inner_dual_into_an_outer_array_is_refused():
+    def outer(a):
+        buf = np.zeros_like(np.stack([a, a]))
+        return cr.derivative(lambda b: (buf.__setitem__(0, b), b)[1], 1.0)
+
+    with pytest.raises(TypeError, match="inner differentiation"):
+        cr.derivative(outer, 2.0)
+
+
+def test_storage_facts_are_the_primals():
+    primal = np.ones((2, 3))
+    x = dual(primal, np.ones((2, 3)))
+    assert x.strides == primal.strides and x.itemsize == 8 and x.nbytes == 48 and x.base is None
 
 
 def test_a_dual_keyword_argument_is_refused():

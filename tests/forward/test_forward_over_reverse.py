@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import chainrules as cr
+import chainrules.testing as crt
 from chainrules.forward import Dual, Tag
 
 
@@ -67,3 +68,32 @@ def test_gradient_seed_accepts_a_scalar_dual():
     assert _seed_for(Dual(1.0, 1.0, Tag()), np.sin) == 1.0
     with pytest.raises(cr.ChainRulesError, match="real scalar"):
         _seed_for(Dual(np.ones(2), np.ones(2), Tag()), np.sin)
+
+
+def _f_index(x):
+    return np.sum(x**3) + x[0] * x[1]
+
+
+def _f_method(x):
+    return np.tanh(x).sum() ** 2 + (x.reshape(1, 2) @ np.ones((2, 1))).sum()
+
+
+_A = np.array([[2.0, 1.0], [1.0, 3.0]])
+
+
+def _f_quadratic(x):
+    return x @ _A @ x + np.log(np.sum(np.exp(x)))
+
+
+@pytest.mark.parametrize("f", [_f_index, _f_method, _f_quadratic], ids=lambda f: f.__name__)
+def test_hessian_through_the_api_by_forward_over_the_tape(f):
+    x = np.array([0.5, -0.7])
+    H = cr.hessian(f, x, engine="tape")
+    reference = crt.fd_jacobian(lambda z: cr.gradient(f, z, engine="tape")[0], x)
+    np.testing.assert_allclose(H, reference, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(H, H.T, rtol=1e-10, atol=1e-12)
+
+
+def test_hessian_of_index_and_power_is_exact():
+    H = cr.hessian(_f_index, np.array([1.0, 2.0]), engine="tape")
+    np.testing.assert_allclose(H, [[6.0, 1.0], [1.0, 12.0]])

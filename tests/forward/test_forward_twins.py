@@ -1,6 +1,7 @@
 """Rules of math functions and number builtins on duals are served by their NumPy twins' rules."""
 
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -64,8 +65,11 @@ def test_the_twin_table_holds_functions_not_derivatives():
     assert twin_of([].append) is None
     for f, twin in FUNCTION_TWINS.items():
         assert callable(f) and callable(twin)
-    for method, twin in METHOD_TWINS.items():
-        assert method.__objclass__ is np.ndarray and callable(twin)
+    for method, method_call in METHOD_TWINS.items():
+        function, args, _ = (
+            method_call(np.ones((2, 3)), 1) if method is not np.ndarray.reshape else method_call(np.ones((2, 3)), 3, 2)
+        )
+        assert method.__objclass__ is np.ndarray and callable(function) and len(args) >= 1
 
 
 def test_math_functions_inside_a_hessian_computed_by_nested_forward_rules():
@@ -78,3 +82,27 @@ def test_math_functions_inside_a_hessian_computed_by_nested_forward_rules():
     d2 = cr.derivative(first_derivative, 0.3)
     expected = 2 * math.cos(0.3) * math.exp(0.3)
     assert d2 == pytest.approx(expected)
+
+
+def test_array_method_rules_on_duals_run_the_numpy_functions_rules():
+    x = Dual(np.arange(6.0).reshape(2, 3), np.ones((2, 3)), Tag())
+    y, back = cr.rrule(np.ndarray.sum, x, 0)
+    np.testing.assert_allclose(y.primal, [3.0, 5.0, 7.0])
+    np.testing.assert_allclose(y.partials, [2.0, 2.0, 2.0])
+    d = back(np.ones(3))
+    assert len(d) == 3 and d[2] == cr.NoTangent()
+    np.testing.assert_allclose(d[1], np.ones((2, 3)))
+    y, back = cr.rrule(np.ndarray.reshape, x, 3, 2)
+    assert y.shape == (3, 2)
+    d = back(np.ones((3, 2)))
+    assert len(d) == 4 and d[1].shape == (2, 3) and d[2] == d[3] == cr.NoTangent()
+    y, dy = cr.frule((cr.NoTangent(), np.ones((2, 3)), cr.NoTangent(), cr.NoTangent()), np.ndarray.reshape, x, 3, 2)
+    assert y.shape == (3, 2) and dy.shape == (3, 2)
+
+
+def test_getitem_and_getattr_rules_on_duals_use_the_primals_type():
+    x = Dual(np.arange(6.0).reshape(2, 3), np.ones((2, 3)), Tag())
+    y, back = cr.rrule(operator.getitem, x, 1)
+    np.testing.assert_allclose(y.primal, [3.0, 4.0, 5.0])
+    y, dy = cr.frule((cr.NoTangent(), np.ones((2, 3)), cr.NoTangent()), getattr, x, "T")
+    assert y.shape == (3, 2) and dy.shape == (3, 2)

@@ -102,14 +102,17 @@ class Dual(ActiveValue):
     True
     """
 
-    __slots__ = ("primal", "partials", "tag")
+    __slots__ = ("primal", "partials", "tag", "writable")
     # NumPy must hand mixed operations (ndarray @ dual, np.float64 * dual) to the dual.
     __array_priority__ = 1000
 
-    def __init__(self, primal, partials, tag: Tag):
+    def __init__(self, primal, partials, tag: Tag, writable: bool = False):
         self.primal = primal
         self.partials = partials
         self.tag = tag
+        # Only a dual that owns its values (made by np.zeros_like & co.) may be written into:
+        # writing through any other could change an array it shares with the user or a view.
+        self.writable = writable
 
     def __repr__(self) -> str:
         return f"Dual({self.primal!r}, {self.partials!r})"
@@ -269,17 +272,65 @@ class Dual(ActiveValue):
         return call(operator.getitem, (self, key))
 
     def __setitem__(self, key, value):
-        where = user_location()
-        raise TypeError(
-            f"assigning into a dual array{' at ' + where if where else ''} is not supported by forward mode: "
-            "build a new array instead (np.where, np.concatenate, np.stack)"
-        )
+        """``x[key] = value`` for a dual made by ``np.zeros_like``/``ones_like``/``empty_like``/``full_like``.
+
+        A write copies: the primal gets the value's primal, the partials (every tangent of a
+        batch) get the value's partials, entry by entry, as a container stores its items."""
+        v, dv = self._writable_split(value, "assigning into")
+        self.primal[key] = v
+        target = self._partials_buffer(dv)
+        if target is None:
+            return
+        dv = 0.0 if isinstance(dv, AbstractZero) else dv
+        if self.tag.batch is None:
+            target[key] = dv
+        else:  # the batch axis last, so the key indexes the primal's axes and values broadcast on the right
+            np.moveaxis(target, 0, -1)[key] = dv if type(dv) is float else np.moveaxis(dv, 0, -1)
+
+    def _writable_split(self, value, what: str):
+        if not self.writable:
+            where = user_location()
+            raise TypeError(
+                f"{what} a dual array{' at ' + where if where else ''} is not supported: only a dual made by "
+                "np.zeros_like/ones_like/empty_like/full_like owns its values and accepts writes; otherwise "
+                "build a new array (np.where, np.concatenate, np.stack)"
+            )
+        if type(value) is Dual:
+            if value.tag is self.tag:
+                return value.primal, value.partials
+            if value.tag.order > self.tag.order:
+                raise TypeError("a dual of an inner differentiation cannot be stored in an outer one's array")
+        return value, _ZERO
+
+    def _partials_buffer(self, dv):
+        """The partials as an array this dual owns (allocated at the first nonzero write), or None."""
+        target = self.partials
+        if isinstance(target, AbstractZero):
+            if isinstance(dv, AbstractZero):
+                return None
+            shape = _shape(self.primal) if self.tag.batch is None else (self.tag.batch, *_shape(self.primal))
+            target = self.partials = np.zeros(shape, dtype=_tangent_dtype(self.primal))
+        return target
+
+    def _add_at(self, index, value):
+        """``np.add.at(x, index, value)`` for a writable dual: scattered sums, repeated indices included."""
+        v, dv = self._writable_split(value, "np.add.at into")
+        np.add.at(self.primal, index, v)
+        target = self._partials_buffer(dv)
+        if target is None or isinstance(dv, AbstractZero):
+            return
+        if self.tag.batch is None:
+            np.add.at(target, index, dv)
+        else:
+            np.add.at(np.moveaxis(target, 0, -1), index, dv if np.ndim(dv) == 0 else np.moveaxis(dv, 0, -1))
 
     # -- array attributes and methods: the rules of their NumPy counterparts --
     def __getattr__(self, name: str):
         # Only missing attributes arrive here; NumPy probes dunder names, which duals do not have.
         if name.startswith("_"):
             raise AttributeError(name)
+        if name in _METADATA:  # facts about the primal's storage, not values with derivatives
+            return getattr(self.primal, name)
         inner = _innermost(self)
         member = getattr(type(inner), name, None)
         if member is None:
@@ -294,6 +345,9 @@ class Dual(ActiveValue):
 
     # -- NumPy's protocols --
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "at" and ufunc is np.add and type(inputs[0]) is Dual and inputs[0].writable and not kwargs:
+            inputs[0]._add_at(*inputs[1:])
+            return None
         if "out" in kwargs or method == "at":
             how = "np.{0}.at(...)" if method == "at" else "np.{0}(..., out=...)"
             raise TypeError(f"{how.format(ufunc.__name__)} writes in place, which dual numbers do not support")
@@ -301,7 +355,14 @@ class Dual(ActiveValue):
         return call(f, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
+        if func in _MADE_LIKE and args and type(args[0]) is Dual:
+            # a new array shaped like a dual: a dual with zero partials, which owns its values
+            return Dual(call(func, args, kwargs), _ZERO, args[0].tag, writable=True)
         return call(func, args, kwargs)
+
+
+_MADE_LIKE = frozenset({np.zeros_like, np.ones_like, np.empty_like, np.full_like})
+_METADATA = frozenset({"itemsize", "nbytes", "strides", "flags", "base", "device"})
 
 
 class _BoundMethod:
@@ -315,9 +376,12 @@ class _BoundMethod:
 
     def __call__(self, *args, **kwargs):
         method, dual = self.method, self.dual
-        twin = METHOD_TWINS.get(method)
-        if twin is not None and (type(dual.primal) is Dual or frule.lookup(method, (dual.primal, *args)) is None):
-            return twin(dual, *args, **kwargs)
+        method_call = METHOD_TWINS.get(method)
+        if method_call is not None and (
+            type(dual.primal) is Dual or frule.lookup(method, (dual.primal, *args)) is None
+        ):
+            function, call_args, call_kwargs = method_call(dual, *args, **kwargs)
+            return function(*call_args, **call_kwargs)
         return call(method, (dual, *args), kwargs)
 
     def __repr__(self) -> str:

@@ -21,7 +21,7 @@ import operator
 import numpy as np
 import scipy.special
 
-from ..core import NoRuleError, callable_name, frule, rrule
+from ..core import NoRuleError, NoTangent, ZeroTangent, callable_name, frule, rrule
 
 #: callable -> the callable that computes the same values and works on duals
 FUNCTION_TWINS: dict = {
@@ -106,17 +106,25 @@ FUNCTION_TWINS.update(
 )
 
 
-def _reshape(a, *shape, order="C"):
-    return np.reshape(a, shape[0] if len(shape) == 1 else shape, order=order)
+def _reshape_call(a, *shape, order="C"):
+    return np.reshape, (a, shape[0] if len(shape) == 1 else shape), {"order": order}
 
 
-def _transpose(a, *axes):
-    return np.transpose(a, axes[0] if len(axes) == 1 else (axes or None))
+def _transpose_call(a, *axes):
+    return np.transpose, (a, axes[0] if len(axes) == 1 else (axes or None)), {}
 
 
-#: array method -> a function called with the array first (NumPy functions dispatch on duals)
+def _same_call(function):
+    def method_call(a, *args, **kwargs):
+        return function, (a, *args), kwargs
+
+    return method_call
+
+
+#: array method -> ``call(a, *args, **kwargs) -> (function, args, kwargs)``: the NumPy function
+#: call that computes ``a.method(*args, **kwargs)`` (NumPy functions dispatch on duals)
 METHOD_TWINS: dict = {
-    getattr(np.ndarray, name): getattr(np, name)
+    getattr(np.ndarray, name): _same_call(getattr(np, name))
     for name in (
         "sum",
         "mean",
@@ -146,12 +154,12 @@ METHOD_TWINS: dict = {
         "nonzero",
         "conjugate",
         "conj",
+        "astype",
     )
 }
-METHOD_TWINS[np.ndarray.flatten] = np.ravel
-METHOD_TWINS[np.ndarray.astype] = np.astype
-METHOD_TWINS[np.ndarray.reshape] = _reshape
-METHOD_TWINS[np.ndarray.transpose] = _transpose
+METHOD_TWINS[np.ndarray.flatten] = _same_call(np.ravel)
+METHOD_TWINS[np.ndarray.reshape] = _reshape_call
+METHOD_TWINS[np.ndarray.transpose] = _transpose_call
 
 #: array attribute -> a function of the array
 ATTRIBUTE_TWINS: dict = {"T": np.transpose, "mT": np.matrix_transpose, "real": np.real, "imag": np.imag}
@@ -220,6 +228,48 @@ def register_bridges(dual_type: type, innermost) -> None:
     for f in (operator.getitem, getattr):
         rrule.register(f, dual_type, functor=False)(_by_primal_type_rrule(f, innermost))
         frule.register(f, dual_type, functor=False, batched=True)(_by_primal_type_frule(f, innermost))
+    # ndarray.sum(x) cannot run on a dual (the method wants a real ndarray): its NumPy function can
+    for method, method_call in METHOD_TWINS.items():
+        rrule.register(method, dual_type, functor=False)(_method_rrule(method, method_call))
+        frule.register(method, dual_type, functor=False)(_method_frule(method, method_call))
+
+
+def _method_rrule(method, method_call):
+    def rrule_method_on_dual(x, *args, **kwargs):
+        function, call_args, call_kwargs = method_call(x, *args, **kwargs)
+        out = rrule(function, *call_args, **call_kwargs)
+        if out is None:
+            raise NoRuleError(method, (x, *args), reason=f"on duals it is {callable_name(function)}, which has none")
+        y, back = out
+        n = len(args)
+
+        def method_on_dual_pullback(dy):
+            d = back(dy)
+            # the function's arguments may be packed differently (a shape tuple): only x has a tangent
+            return (d[0], d[1]) + (d[2 : 2 + n] if len(call_args) == 1 + n else (NoTangent(),) * n)
+
+        return y, method_on_dual_pullback
+
+    rrule_method_on_dual.__qualname__ = f"rrule_{method.__name__}_on_duals"
+    return rrule_method_on_dual
+
+
+def _method_frule(method, method_call):
+    def frule_method_on_dual(tangents, x, *args, **kwargs):
+        function, call_args, call_kwargs = method_call(x, *args, **kwargs)
+        n = len(args)
+        packed = (
+            tangents[: 2 + n]
+            if len(call_args) == 1 + n
+            else (tangents[0], tangents[1]) + (ZeroTangent(),) * (len(call_args) - 1)
+        )
+        out = frule(packed, function, *call_args, **call_kwargs)
+        if out is None:
+            raise NoRuleError(method, (x, *args), reason=f"on duals it is {callable_name(function)}, which has none")
+        return out
+
+    frule_method_on_dual.__qualname__ = f"frule_{method.__name__}_on_duals"
+    return frule_method_on_dual
 
 
 def _by_primal_type_rrule(f, innermost):
