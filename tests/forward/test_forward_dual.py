@@ -238,6 +238,7 @@ def test_arrays_made_like_a_dual_accept_writes():
     y, dy = cr.jvp(f, (x,), (np.array([1.0, 0.0, 0.0]),))
     np.testing.assert_allclose(dy, [0.0, 2.0, 2.0])
     np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(forward.jacobian(np.zeros_like, x), np.zeros((3, 3)))
 
 
 def test_a_write_of_an_inner_dual_into_an_outer_array_is_refused():

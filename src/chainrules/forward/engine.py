@@ -196,8 +196,9 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
 
 
 def _plain_tangent(t):
-    """Seeds that reach the output unchanged become ordinary arrays."""
-    if isinstance(t, np.ndarray) and type(t) is not np.ndarray:
+    """The output tangent as the caller may keep it: an ordinary array it can write into (a rule
+    may have returned a read-only broadcast view)."""
+    if isinstance(t, np.ndarray) and (type(t) is not np.ndarray or not t.flags.writeable):
         return np.array(t)
     if isinstance(t, Tangent):
         backing = t.backing
@@ -321,7 +322,14 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
                 seeds.append(basis_seed(batch, inp.shape, first, inp.dtype) if overlaps else _ZERO)
             arg = _seed(x, _seed_tangents(x, seeds), tag)
         out = f(arg)
-        y, dy = (out.primal, out.partials) if type(out) is Dual and out.tag is tag else _read(out, tag)
+        if type(out) is Dual and out.tag is tag:
+            y, dy = out.primal, out.partials
+            if batch == n and plain and x.ndim == 1 and type(y) is np.ndarray and y.ndim == 1 and _is_array(dy):
+                # one pass of a vector function of a vector: J is the tangent block transposed
+                J = _own(dy).T
+                return J if J.flags.writeable else np.array(J)
+        else:
+            y, dy = _read(out, tag)
         tangents.append(dy)
         batches.append(batch)
     if (
@@ -363,6 +371,10 @@ def _assemble(y, tangents: list, batches: list, inputs: list, x):
             block = np.reshape(block, shape)
         blocks.append(_writeable(block))
     return blocks[0] if type(x) is np.ndarray else _rebuild_like(x, blocks)
+
+
+def _is_array(t) -> bool:
+    return isinstance(t, np.ndarray)
 
 
 def _own(t):

@@ -5,10 +5,10 @@ vector ``e[first + k]`` of the flattened input. Pushed through ``W @ x``, a dens
 costs a matrix product (O(N·M·chunk) flops) for an answer that is just rows of ``W`` (O(M·chunk)
 copies). ``BasisSeed`` is that block as a NumPy array (so every rule can use it as the ordinary
 array of its values, and ``isinstance(t, np.ndarray)`` holds), which also remembers its
-structure: ``np.matmul``/``@``/``np.dot`` with the seed as an operand select rows or columns
-instead of multiplying. This is the "a tangent can be any type that acts right" principle:
-no rule and no engine code special-cases it; rules that write tangent products with matmul
-get the fast path for free.
+structure: ``np.matmul`` and ``@`` with the seed as an operand select rows or columns
+instead of multiplying (``np.dot``'s rule computes with ``np.matmul`` too). This is the "a
+tangent can be any type that acts right" principle: no rule and no engine code special-cases
+it; rules that write tangent products with matmul get the fast path for free.
 
 Anything derived from a seed (a view, a slice, a result) is an ordinary array: only the seed
 itself carries the structure. The seed and the row selections it returns are read-only.
@@ -74,13 +74,6 @@ class BasisSeed(np.ndarray):
         if "out" in kwargs:
             kwargs["out"] = tuple(_plain(x) for x in kwargs["out"])
         return getattr(ufunc, method)(*inputs, **kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        if func is np.dot and not kwargs and len(args) == 2 and all(np.ndim(a) <= 2 for a in args):
-            fast = _product(*args)
-            if fast is not None:
-                return fast
-        return super().__array_function__(func, types, args, kwargs)
 
 
 _CACHE: dict = {}
