@@ -146,6 +146,8 @@ def _read(y, tag: Tag):
         return y, _ZERO  # a dual of an outer differentiation: a constant here
     if _is_number_leaf(y) or isinstance(y, np.generic):
         return y, _ZERO
+    if isinstance(y, Tangent):  # a tangent computed by the function (a nested jvp): read field by field
+        return _read_tangent(y, tag)
     if isinstance(y, (bool, str, bytes, type(None))) or not _is_structure(y):
         return y, _NO
     P = type(y)
@@ -165,6 +167,19 @@ def _read(y, tag: Tag):
     primal = y._replace(**primals) if _is_namedtuple_type(P) else _with_fields(y, primals)
     tangents = {k: t for k, (_, t) in pairs.items()}
     return primal, (_ZERO if _all_zero(tangents.values()) else Tangent[P](**tangents))
+
+
+def _read_tangent(y: Tangent, tag: Tag):
+    """``(primal, tangent)`` of a ``Tangent[P]`` output: both are ``Tangent[P]``s, field by field."""
+    T, backing = type(y), y.backing
+    if isinstance(backing, tuple):
+        pairs = [_read(v, tag) for v in backing]
+        return T(*(p for p, _ in pairs)), (_ZERO if _all_zero(t for _, t in pairs) else T(*(t for _, t in pairs)))
+    pairs = {k: _read(v, tag) for k, v in backing.items()}
+    primals, tangents = {k: p for k, (p, _) in pairs.items()}, {k: t for k, (_, t) in pairs.items()}
+    if T.primal_type is dict:
+        return T(primals), (_ZERO if _all_zero(tangents.values()) else T(tangents))
+    return T(**primals), (_ZERO if _all_zero(tangents.values()) else T(**tangents))
 
 
 def _all_zero(ts) -> bool:
