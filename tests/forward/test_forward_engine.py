@@ -133,6 +133,15 @@ def test_float32_is_preserved():
     assert np.asarray(d).dtype == np.float32
 
 
+def test_complex_inputs():
+    assert cr.derivative(lambda z: z**2, 1 + 2j) == 2 + 4j
+    assert cr.derivative(np.exp, 1 + 2j) == pytest.approx(np.exp(1 + 2j))
+    # a real function of a complex input: |z|^2 along the real direction is 2 Re z
+    y, dy = cr.jvp(lambda z: np.abs(z) ** 2, (np.array([1 + 2j]),), (np.array([1 + 0j]),))
+    np.testing.assert_allclose(dy, [2.0])
+    assert not np.iscomplexobj(dy)
+
+
 def test_an_input_that_does_not_matter_gets_zero():
     y, dy = cr.jvp(lambda x: 5.0, (1.0,), (1.0,))
     assert (y, dy) == (5.0, cr.ZeroTangent())

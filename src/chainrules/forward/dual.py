@@ -345,6 +345,8 @@ class Dual(ActiveValue):
 
     # -- NumPy's protocols --
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:  # the common case first
+            return call(ufunc, inputs)
         if method == "at" and ufunc is np.add and type(inputs[0]) is Dual and inputs[0].writable and not kwargs:
             inputs[0]._add_at(*inputs[1:])
             return None
@@ -494,7 +496,7 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
                 "positional arguments only, so pass it positionally"
             )
     else:
-        kwargs = {}
+        kwargs = _NO_KWARGS
     if tag is None:
         return f(*args, **kwargs)
     primals = []
@@ -591,6 +593,9 @@ def _push_partials(f, partials, primals, tangents, batch):
     elif dy is not _ZERO and type(dy) is not float and np.iscomplexobj(dy) and not np.iscomplexobj(y):
         dy = np.real(dy)  # a real function of a complex input: its partial is written for real(p * dz)
     return y, dy
+
+
+_NO_KWARGS: dict = {}  # shared, never written
 
 
 def _lookup_twin(f, primals):
