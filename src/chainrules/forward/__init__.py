@@ -4,6 +4,13 @@
 chunks of basis tangents. Every operation on a ``Dual`` runs the ``frule`` of the callable from
 the shared registry; this package holds no derivatives of its own.
 
+- ``dual``: the ``Dual`` and ``Tag`` types and ``call``, the one operation (look up, push, wrap);
+- ``engine``: ``jvp``, ``jacobian``, seeding structured inputs and reading structured outputs,
+  the chunk size rule;
+- ``seeds``: ``BasisSeed``, the block of unit tangents whose products are row selections;
+- ``twins``: callables that compute the same thing (``math.sin`` and ``np.sin``), so that a
+  reverse rule called on duals (forward over reverse, for Hessians) runs a rule that takes them.
+
 >>> from chainrules import forward
 >>> def babysqrt(x, t=None, n=10):
 ...     t = (1 + x) / 2 if t is None else t

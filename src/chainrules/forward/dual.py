@@ -20,7 +20,13 @@ Invariants:
   lost the batch axis is redone by the loop, so no wrong shape gets through.
 - Operators on NumPy values run the rule of the ufunc NumPy itself would call (``a * b`` is
   ``np.multiply``), on Python numbers the rule of the ``operator`` function.
+- A rule made from partial derivatives (``scalar_rule``, the NumPy elementwise rows) keeps
+  them on the rule (``rule.partials``); its pushforward ``sum(p * dx)`` is formed from them
+  here, computing only the partials of nonzero tangents.
 - A rule whose output tangent is a zero gives a plain (non-dual) value: a constant.
+- Duals are read-only, except those made by ``np.zeros_like``/``ones_like``/``empty_like``/
+  ``full_like`` of a dual: they own their values, so ``x[i] = v`` and ``np.add.at`` store the
+  value's primal and partials entry by entry (reverse rules build cotangents that way).
 - Converting a dual to a Python number (``float``, ``int``, ``math.sin``) would drop its
   derivative, so it raises a ``TypeError`` that says how to fix the call. Comparisons and
   truth tests use the primal values, so ``if`` and ``while`` work.

@@ -154,7 +154,8 @@ def _read(y, tag: Tag):
     if isinstance(y, (tuple, list)) and not _is_namedtuple_type(P):
         pairs = [_read(v, tag) for v in y]
         primal = P(p for p, _ in pairs)
-        return primal, _structural(P, [t for _, t in pairs], positional=True)
+        tangents = [t for _, t in pairs]
+        return primal, (_ZERO if _all_zero(tangents) else Tangent[P](*tangents))
     if isinstance(y, dict):
         pairs = {k: _read(v, tag) for k, v in y.items()}
         primal = copy.copy(y)
@@ -184,12 +185,6 @@ def _read_tangent(y: Tangent, tag: Tag):
 
 def _all_zero(ts) -> bool:
     return all(isinstance(t, AbstractZero) for t in ts)
-
-
-def _structural(P, tangents: list, positional: bool):
-    if _all_zero(tangents):
-        return _ZERO
-    return Tangent[P](*tangents)
 
 
 # ----- jvp ----------------------------------------------------------------------------------
