@@ -262,5 +262,6 @@ def test_a_dual_keyword_argument_is_refused():
         call(np.clip, (np.ones(3),), {"a_min": x, "a_max": None})
 
 
-def test_repr_shows_primal_and_partials():
+def test_repr_shows_primal_and_partials_and_formatting_the_primal():
     assert repr(Dual(1.5, 2.0, Tag())) == "Dual(1.5, 2.0)"
+    assert f"{Dual(1.5, 2.0, Tag()):.3f}" == "1.500"

@@ -123,6 +123,10 @@ class Dual(ActiveValue):
     def __repr__(self) -> str:
         return f"Dual({self.primal!r}, {self.partials!r})"
 
+    def __format__(self, spec: str) -> str:
+        # printing shows the primal; the computation keeps the dual
+        return format(self.primal, spec)
+
     # -- metadata: the primal's --
     @property
     def shape(self) -> tuple[int, ...]:
