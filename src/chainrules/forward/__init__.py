@@ -7,7 +7,8 @@ the shared registry; this package holds no derivatives of its own.
 - ``dual``: the ``Dual`` and ``Tag`` types and ``call``, the one operation (look up, push, wrap);
 - ``engine``: ``jvp``, ``jacobian``, seeding structured inputs and reading structured outputs,
   the chunk size rule;
-- ``seeds``: ``BasisSeed``, the block of unit tangents whose products are row selections;
+- ``chainrules.core.BasisSeed`` (re-exported here) is the seed: a block of unit tangents whose
+  products are row selections;
 - ``twins``: callables that compute the same thing (``math.sin`` and ``np.sin``), so that a
   reverse rule called on duals (forward over reverse, for Hessians) runs a rule that takes them.
 
@@ -20,9 +21,9 @@ the shared registry; this package holds no derivatives of its own.
 (1.414213562373, 0.353553390593)
 """
 
+from ..core import BasisSeed
 from .dual import Dual, Tag, _innermost, call
 from .engine import SEED_BUDGET, chunk_size_for, jacobian, jvp
-from .seeds import BasisSeed
 from .twins import register_bridges
 
 register_bridges(Dual, _innermost)

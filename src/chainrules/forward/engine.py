@@ -22,10 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, unthunk
+from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, basis_seed, unthunk
 from ..core.tangents import _is_namedtuple_type, _known_fields
 from .dual import Dual, Tag, _innermost
-from .seeds import basis_seed
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()

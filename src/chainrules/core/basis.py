@@ -1,7 +1,8 @@
-"""Structured seeds: a batch of unit tangents that knows it is one, so products against it are copies.
+"""A structured tangent: a batch of unit vectors that knows it is one, so products against it are copies.
 
-A Jacobian pass pushes a block of basis vectors forward: tangent ``k`` of the chunk is the unit
-vector ``e[first + k]`` of the flattened input. Pushed through ``W @ x``, a dense identity block
+A Jacobian is built by pushing a block of basis vectors through a function (forward mode) or
+pulling one back (reverse mode): tangent ``k`` of the block is the unit vector ``e[first + k]``
+of the flattened input (or output). Pushed through ``W @ x``, a dense identity block
 costs a matrix product (O(N·M·chunk) flops) for an answer that is just rows of ``W`` (O(M·chunk)
 copies). ``BasisSeed`` is that block as a NumPy array (so every rule can use it as the ordinary
 array of its values, and ``isinstance(t, np.ndarray)`` holds), which also remembers its
@@ -9,6 +10,10 @@ structure: ``np.matmul`` and ``@`` with the seed as an operand select rows or co
 instead of multiplying (``np.dot``'s rule computes with ``np.matmul`` too). This is the "a
 tangent can be any type that acts right" principle: no rule and no engine code special-cases
 it; rules that write tangent products with matmul get the fast path for free.
+
+It lives in the core, beside the other tangent types, so that every engine can seed with it
+(the forward engine's Jacobian passes do; a batch of unit cotangents pulled back through
+``y = W @ x`` is ``seed @ W`` in the same way) and a rule may recognise it.
 
 Anything derived from a seed (a view, a slice, a result) is an ordinary array: only the seed
 itself carries the structure. The seed and the row selections it returns are read-only.
@@ -26,7 +31,7 @@ class BasisSeed(np.ndarray):
     index), or zero where ``first + k`` falls outside the primal.
 
     >>> import numpy as np
-    >>> from chainrules.forward.seeds import BasisSeed
+    >>> from chainrules.core import BasisSeed
     >>> seed = BasisSeed(2, (3,), first=1, dtype=np.float64)
     >>> np.asarray(seed)
     array([[0., 1., 0.],
