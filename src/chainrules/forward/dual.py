@@ -526,14 +526,11 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
         else:
             primals.append(a)
             tangents.append(_ZERO)
-    rule = frule.lookup(f, primals)
+    rule, partials = _rule_for(f, primals)
     if rule is None:
-        rule = _lookup_twin(f, primals)
-        if rule is None:
-            return _without_rule(f, primals, kwargs)
+        return _without_rule(f, primals, kwargs)
     batch = tag.batch
-    partials = getattr(rule, "partials", None)
-    if partials is not None and not kwargs and len(partials) == len(primals):
+    if partials is not None and not kwargs:
         y, dy = _push_partials(f, partials, primals, tangents, batch)
         dy = _fit(f, y, dy, batch)
     elif batch is None:
@@ -555,19 +552,42 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
     return _wrap(y, dy, tag)
 
 
-_TAKES_OUT: dict = {}
+# (callable, argument types) -> (rule, partials); valid while the registry's version is unchanged
+_RULES: dict = {}
+_RULES_VERSION = [-1]
+
+
+def _rule_for(f, primals):
+    """The frule for ``f(*primals)`` (its own, else its twin's) and, for a rule made from partial
+    derivatives, those partials as ``(partial, takes_out)`` pairs; ``(None, None)`` without a rule."""
+    if _RULES_VERSION[0] != frule.version:
+        _RULES.clear()
+        _RULES_VERSION[0] = frule.version
+    try:
+        key = (f, *map(type, primals))
+        found = _RULES.get(key)
+    except TypeError:  # an unhashable callable: looked up every time
+        key, found = None, None
+    if found is None:
+        rule = frule.lookup(f, primals) or _lookup_twin(f, primals)
+        partials = getattr(rule, "partials", None)
+        if partials is not None and len(partials) == len(primals):
+            partials = tuple((p, p is not None and _takes_out(p)) for p in partials)
+        else:
+            partials = None
+        found = (rule, partials)
+        if key is not None and rule is not None:
+            _RULES[key] = found
+    return found
 
 
 def _takes_out(partial) -> bool:
     """Whether a partial declares the keyword-only ``out`` (it is given the primal output)."""
-    known = _TAKES_OUT.get(partial)
-    if known is None:
-        try:
-            param = inspect.signature(partial).parameters.get("out")
-        except (TypeError, ValueError):
-            param = None
-        known = _TAKES_OUT[partial] = param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY
-    return known
+    try:
+        param = inspect.signature(partial).parameters.get("out")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY
 
 
 def _push_partials(f, partials, primals, tangents, batch):
@@ -580,7 +600,7 @@ def _push_partials(f, partials, primals, tangents, batch):
     y = f(*primals)
     dy = _ZERO
     rank = None
-    for i, p in enumerate(partials, start=1):
+    for i, (p, takes_out) in enumerate(partials, start=1):
         dx = tangents[i]
         if p is None or isinstance(dx, AbstractZero):
             continue
@@ -591,7 +611,7 @@ def _push_partials(f, partials, primals, tangents, batch):
             missing = rank - _ndim(x)
             if missing > 0:
                 dx = np.reshape(dx, (batch,) + (1,) * missing + _shape(x))
-        d = p(*primals, out=y) if _takes_out(p) else p(*primals)
+        d = p(*primals, out=y) if takes_out else p(*primals)
         if type(d) is float and (d == 1.0 or d == -1.0):
             term = dx if d == 1.0 else -dx
         else:
