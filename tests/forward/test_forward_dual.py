@@ -265,3 +265,20 @@ def test_a_dual_keyword_argument_is_refused():
 def test_repr_shows_primal_and_partials_and_formatting_the_primal():
     assert repr(Dual(1.5, 2.0, Tag())) == "Dual(1.5, 2.0)"
     assert f"{Dual(1.5, 2.0, Tag()):.3f}" == "1.500"
+
+
+def test_a_rule_registered_later_is_used():
+    def scaled(x):
+        return 3.0 * x
+
+    @cr.frule.register(scaled)
+    def frule_scaled_first(tangents, x):
+        return scaled(x), 3.0 * tangents[1]
+
+    assert call(scaled, (dual(1.0),)).partials == 3.0
+
+    @cr.frule.register(scaled)
+    def frule_scaled_second(tangents, x):  # replaces the first (a deliberately different factor)
+        return scaled(x), 30.0 * tangents[1]
+
+    assert call(scaled, (dual(1.0),)).partials == 30.0
