@@ -66,6 +66,10 @@ class Tag:
 
     ``batch`` is the number of tangents pushed forward at once (``None``: a single tangent
     without a batch axis).
+
+    >>> outer, inner = Tag(), Tag(batch=3)
+    >>> inner.order > outer.order, inner.batch
+    (True, 3)
     """
 
     __slots__ = ("order", "batch")
