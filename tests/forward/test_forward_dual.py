@@ -9,7 +9,7 @@ import pytest
 import chainrules as cr
 import chainrules.testing as crt
 from chainrules import forward
-from chainrules.forward import Dual, Tag, call
+from chainrules.forward import Dual, DualArray, Tag, call
 
 
 def dual(primal, partials=1.0):
@@ -282,3 +282,21 @@ def test_a_rule_registered_later_is_used():
         return scaled(x), 30.0 * tangents[1]
 
     assert call(scaled, (dual(1.0),)).partials == 30.0
+
+
+def test_storing_a_dual_into_a_plain_array_says_how_to_fix_it():
+    def fill(x):
+        out = np.zeros(2)
+        out[0] = x[0] * 2.0
+        return out
+
+    with pytest.raises(TypeError, match="np.zeros_like"):
+        cr.jvp(fill, (np.ones(2),), (np.ones(2),))
+
+
+def test_dual_numbers_are_not_sequences_dual_arrays_are():
+    number, array = dual(2.0), dual(np.ones(3), np.ones(3))
+    assert type(array) is DualArray and type(number) is Dual and isinstance(array, Dual)
+    assert len(array) == 3 and not hasattr(number, "__len__")
+    with pytest.raises(TypeError):
+        number[0]

@@ -22,10 +22,10 @@ the shared registry; this package holds no derivatives of its own.
 """
 
 from ..core import BasisSeed
-from .dual import Dual, Tag, _innermost, call
+from .dual import Dual, DualArray, Tag, _innermost, call
 from .engine import SEED_BUDGET, chunk_size_for, jacobian, jvp
 from .twins import register_bridges
 
 register_bridges(Dual, _innermost)
 
-__all__ = ["SEED_BUDGET", "BasisSeed", "Dual", "Tag", "call", "chunk_size_for", "jacobian", "jvp"]
+__all__ = ["SEED_BUDGET", "BasisSeed", "Dual", "DualArray", "Tag", "call", "chunk_size_for", "jacobian", "jvp"]

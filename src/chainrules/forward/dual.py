@@ -88,8 +88,9 @@ def _conversion_error(kind: str) -> TypeError:
     at = f" at {where}" if where else ""
     return TypeError(
         f"{kind}() of a dual number{at} would drop its derivative. Python's math functions call "
-        f"{kind}() on their argument: use the NumPy function instead (np.sin(x), not math.sin(x)); "
-        "for a number that is meant to be constant, compute it from a non-dual value."
+        f"{kind}() on their argument: use the NumPy function instead (np.sin(x), not math.sin(x)). "
+        "A plain NumPy array converts what is stored into it: make a buffer to fill with "
+        "np.zeros_like(x), which holds duals. A number meant to be constant must come from non-dual values."
     )
 
 
@@ -115,6 +116,12 @@ class Dual(ActiveValue):
     __slots__ = ("primal", "partials", "tag", "writable")
     # NumPy must hand mixed operations (ndarray @ dual, np.float64 * dual) to the dual.
     __array_priority__ = 1000
+
+    def __new__(cls, primal, partials, tag: Tag, writable: bool = False):
+        # a dual of an array is a DualArray: only that one indexes, iterates and has a length
+        if cls is Dual and type(primal) in _ARRAY_PRIMALS:
+            cls = DualArray
+        return object.__new__(cls)
 
     def __init__(self, primal, partials, tag: Tag, writable: bool = False):
         self.primal = primal
@@ -148,12 +155,6 @@ class Dual(ActiveValue):
     def dtype(self) -> np.dtype:
         primal = self.primal
         return primal.dtype if hasattr(primal, "dtype") else np.result_type(primal)
-
-    def __len__(self) -> int:
-        return len(self.primal)
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
 
     # -- conversions that would drop the derivative --
     def __float__(self):
@@ -281,6 +282,64 @@ class Dual(ActiveValue):
 
     conj = conjugate
 
+    # -- array attributes and methods: the rules of their NumPy counterparts --
+    def __getattr__(self, name: str):
+        # Only missing attributes arrive here; NumPy probes dunder names, which duals do not have.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in _METADATA:  # facts about the primal's storage, not values with derivatives
+            return getattr(self.primal, name)
+        inner = _innermost(self)
+        member = getattr(type(inner), name, None)
+        if member is None:
+            raise AttributeError(f"{type(inner).__name__} (the primal of a dual) has no attribute {name!r}")
+        if callable(member) and not isinstance(member, type):
+            return _BoundMethod(member, self)
+        twin = ATTRIBUTE_TWINS.get(name)
+        # a nested dual's primal is a dual: the attribute's NumPy function works on it, getattr does not
+        if twin is not None and (type(self.primal) in _DUALS or frule.lookup(getattr, (self.primal, name)) is None):
+            return twin(self)
+        return call(getattr, (self, name))
+
+    # -- NumPy's protocols --
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:  # the common case first
+            return call(ufunc, inputs)
+        if method == "at" and ufunc is np.add and type(inputs[0]) in _DUALS and inputs[0].writable and not kwargs:
+            inputs[0]._add_at(*inputs[1:])
+            return None
+        if "out" in kwargs or method == "at":
+            how = "np.{0}.at(...)" if method == "at" else "np.{0}(..., out=...)"
+            raise TypeError(f"{how.format(ufunc.__name__)} writes in place, which dual numbers do not support")
+        f = ufunc if method == "__call__" else getattr(ufunc, method)
+        return call(f, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in _MADE_LIKE and args and type(args[0]) in _DUALS:
+            # a new array shaped like a dual: a dual with zero partials, which owns its values
+            return Dual(call(func, args, kwargs), _ZERO, args[0].tag, writable=True)
+        return call(func, args, kwargs)
+
+
+_MADE_LIKE = frozenset({np.zeros_like, np.ones_like, np.empty_like, np.full_like})
+_METADATA = frozenset({"itemsize", "nbytes", "strides", "flags", "base", "device"})
+
+
+class DualArray(Dual):
+    """A dual whose primal is an array: it also indexes, iterates and has a length, like an ndarray.
+
+    (A dual number has none of these, so NumPy sees it as a number, not a sequence: storing one
+    into a plain array calls ``float()``, whose error says what to do.)
+    """
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return len(self.primal)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
     # -- indexing --
     def __getitem__(self, key):
         return call(operator.getitem, (self, key))
@@ -309,7 +368,7 @@ class Dual(ActiveValue):
                 "np.zeros_like/ones_like/empty_like/full_like owns its values and accepts writes; otherwise "
                 "build a new array (np.where, np.concatenate, np.stack)"
             )
-        if type(value) is Dual:
+        if type(value) in _DUALS:
             if value.tag is self.tag:
                 return value.primal, value.partials
             if value.tag.order > self.tag.order:
@@ -338,47 +397,9 @@ class Dual(ActiveValue):
         else:
             np.add.at(np.moveaxis(target, 0, -1), index, dv if np.ndim(dv) == 0 else np.moveaxis(dv, 0, -1))
 
-    # -- array attributes and methods: the rules of their NumPy counterparts --
-    def __getattr__(self, name: str):
-        # Only missing attributes arrive here; NumPy probes dunder names, which duals do not have.
-        if name.startswith("_"):
-            raise AttributeError(name)
-        if name in _METADATA:  # facts about the primal's storage, not values with derivatives
-            return getattr(self.primal, name)
-        inner = _innermost(self)
-        member = getattr(type(inner), name, None)
-        if member is None:
-            raise AttributeError(f"{type(inner).__name__} (the primal of a dual) has no attribute {name!r}")
-        if callable(member) and not isinstance(member, type):
-            return _BoundMethod(member, self)
-        twin = ATTRIBUTE_TWINS.get(name)
-        # a nested dual's primal is a dual: the attribute's NumPy function works on it, getattr does not
-        if twin is not None and (type(self.primal) is Dual or frule.lookup(getattr, (self.primal, name)) is None):
-            return twin(self)
-        return call(getattr, (self, name))
 
-    # -- NumPy's protocols --
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if method == "__call__" and not kwargs:  # the common case first
-            return call(ufunc, inputs)
-        if method == "at" and ufunc is np.add and type(inputs[0]) is Dual and inputs[0].writable and not kwargs:
-            inputs[0]._add_at(*inputs[1:])
-            return None
-        if "out" in kwargs or method == "at":
-            how = "np.{0}.at(...)" if method == "at" else "np.{0}(..., out=...)"
-            raise TypeError(f"{how.format(ufunc.__name__)} writes in place, which dual numbers do not support")
-        f = ufunc if method == "__call__" else getattr(ufunc, method)
-        return call(f, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        if func in _MADE_LIKE and args and type(args[0]) is Dual:
-            # a new array shaped like a dual: a dual with zero partials, which owns its values
-            return Dual(call(func, args, kwargs), _ZERO, args[0].tag, writable=True)
-        return call(func, args, kwargs)
-
-
-_MADE_LIKE = frozenset({np.zeros_like, np.ones_like, np.empty_like, np.full_like})
-_METADATA = frozenset({"itemsize", "nbytes", "strides", "flags", "base", "device"})
+_DUALS = (Dual, DualArray)
+_ARRAY_PRIMALS = (np.ndarray, DualArray)
 
 
 class _BoundMethod:
@@ -394,7 +415,7 @@ class _BoundMethod:
         method, dual = self.method, self.dual
         method_call = METHOD_TWINS.get(method)
         if method_call is not None and (
-            type(dual.primal) is Dual or frule.lookup(method, (dual.primal, *args)) is None
+            type(dual.primal) in _DUALS or frule.lookup(method, (dual.primal, *args)) is None
         ):
             function, call_args, call_kwargs = method_call(dual, *args, **kwargs)
             return function(*call_args, **call_kwargs)
@@ -409,7 +430,7 @@ _NUMBERS = (float, int, complex, bool)
 
 def _is_number(x) -> bool:
     """Whether ``x`` is (or, for a dual, wraps) a Python number: not an array, nor a nested dual."""
-    if type(x) is Dual:
+    if type(x) in _DUALS:
         x = x.primal
     return type(x) in _NUMBERS
 
@@ -421,8 +442,8 @@ def _binary(op, ufunc, a, b):
     tangents between operands of different ranks. A dual of an older tag is not a number to
     the newer one (its rule sees the dual itself), so it takes the ufunc too.
     """
-    if type(a) is Dual:
-        if type(b) is Dual:
+    if type(a) in _DUALS:
+        if type(b) in _DUALS:
             newest = a.tag if a.tag.order > b.tag.order else b.tag
             numbers = a.tag is newest and type(a.primal) in _NUMBERS and b.tag is newest and type(b.primal) in _NUMBERS
         else:
@@ -433,11 +454,11 @@ def _binary(op, ufunc, a, b):
 
 
 def _primal(x):
-    return x.primal if type(x) is Dual else x
+    return x.primal if type(x) in _DUALS else x
 
 
 def _innermost(x):
-    while type(x) is Dual:
+    while type(x) in _DUALS:
         x = x.primal
     return x
 
@@ -448,7 +469,7 @@ def _innermost(x):
 def _newest_tag(args, tag: Tag | None) -> Tag | None:
     for a in args:
         ta = type(a)
-        if ta is Dual:
+        if ta in _DUALS:
             t = a.tag
             if tag is None or t.order > tag.order:
                 tag = t
@@ -459,7 +480,7 @@ def _newest_tag(args, tag: Tag | None) -> Tag | None:
 
 def _split(a, tag: Tag):
     """``(primal, tangent)`` of one argument with respect to ``tag``."""
-    if type(a) is Dual:
+    if type(a) in _DUALS:
         if a.tag is tag:
             return a.primal, a.partials
         return a, _ZERO  # a dual of an older tag is a constant here
@@ -476,7 +497,7 @@ def _split(a, tag: Tag):
 
 
 def _has_dual(value, tag: Tag) -> bool:
-    if type(value) is Dual:
+    if type(value) in _DUALS:
         return value.tag is tag
     if isinstance(value, (list, tuple)):
         return any(_has_dual(v, tag) for v in value)
@@ -497,7 +518,7 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
     """
     tag = None
     for a in args:
-        if type(a) is Dual:
+        if type(a) in _DUALS:
             if tag is None or a.tag.order > tag.order:
                 tag = a.tag
         elif type(a) in _CONTAINERS or isinstance(a, tuple):
@@ -516,7 +537,7 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
     primals = []
     tangents = [_NO]
     for a in args:
-        if type(a) is Dual:
+        if type(a) in _DUALS:
             if a.tag is tag:
                 primals.append(a.primal)
                 tangents.append(a.partials)
@@ -552,8 +573,13 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
     if (ty is np.ndarray and y.dtype.kind in "fc") or ty is float or ty is np.float64:
         if isinstance(dy, AbstractZero):
             return y
-        return Dual(y, dy, tag)
+        out = _new_object(DualArray if ty is np.ndarray else Dual)  # Dual(y, dy, tag), without its dispatch
+        out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
+        return out
     return _wrap(y, dy, tag)
+
+
+_new_object = object.__new__
 
 
 # (callable, argument types) -> (rule, partials); valid while the registry's version is unchanged
@@ -808,6 +834,6 @@ def _tangent_dtype(y):
 
 
 def _primal_dtype(y):
-    while type(y) is Dual:
+    while type(y) in _DUALS:
         y = y.primal
     return y.dtype if hasattr(y, "dtype") else np.result_type(y)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, basis_seed, unthunk
 from ..core.tangents import _is_namedtuple_type, _known_fields
-from .dual import Dual, Tag, _innermost
+from .dual import _DUALS, Dual, Tag, _innermost
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -139,7 +139,7 @@ def _seed(x, t, tag: Tag):
 
 def _read(y, tag: Tag):
     """``(primal, tangent)`` of an output: duals of ``tag`` are opened, structures walked."""
-    if type(y) is Dual:
+    if type(y) in _DUALS:
         if y.tag is tag:
             return y.primal, y.partials
         return y, _ZERO  # a dual of an outer differentiation: a constant here
@@ -331,7 +331,7 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
                 seeds.append(basis_seed(batch, inp.shape, first, inp.dtype) if overlaps else _ZERO)
             arg = _seed(x, _seed_tangents(x, seeds), tag)
         out = f(arg)
-        if type(out) is Dual and out.tag is tag:
+        if type(out) in _DUALS and out.tag is tag:
             y, dy = out.primal, out.partials
             if batch == n and plain and x.ndim == 1 and type(y) is np.ndarray and y.ndim == 1 and _is_array(dy):
                 # one pass of a vector function of a vector: J is the tangent block transposed
@@ -342,7 +342,7 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
         tangents.append(dy)
         batches.append(batch)
     if (
-        type(y) not in (np.ndarray, float, Dual)
+        type(y) not in (np.ndarray, float, *_DUALS)
         and not (_is_number_leaf(y) or isinstance(y, np.generic))
         and (isinstance(y, AbstractTangent) or not _is_structure(y))
     ):
@@ -355,7 +355,7 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
 
 def _assemble(y, tangents: list, batches: list, inputs: list, x):
     """Lay the passes' batched output tangents out as ``out.shape + in.shape`` blocks."""
-    if type(y) is not np.ndarray and not _is_number_leaf(y) and type(y) is not Dual:
+    if type(y) is not np.ndarray and not _is_number_leaf(y) and type(y) not in _DUALS:
         if isinstance(y, (bool, str, bytes, type(None))) or not _is_structure(y):
             return _NO
         return _assemble_structure(y, tangents, batches, inputs, x)
