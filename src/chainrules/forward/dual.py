@@ -1,7 +1,8 @@
 """Dual numbers: a primal value carried together with its partials, pushed forward by ``frule``.
 
 A ``Dual`` wraps a primal (a Python number, a NumPy scalar or array) and its ``partials``: one
-tangent, or, in a chunked pass, a batch of tangents stacked along a new leading axis. Every
+tangent, or, in a chunked pass, a batch of tangents stacked along a new leading axis. A dual
+of an array is a ``DualArray``, which alone indexes, iterates and has a length. Every
 operation on duals (operators, NumPy ufuncs and functions, array methods and attributes)
 becomes one call of ``call(f, args, kwargs)``, which looks up ``f``'s ``frule`` in the shared
 registry and wraps the result. There is no derivative table here.
