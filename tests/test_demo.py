@@ -1,12 +1,18 @@
 """``make demo`` runs ``python -m chainrules demo``: it must run, and say what the seeds say."""
 
+import os
+import pathlib
 import subprocess
 import sys
 
+import chainrules
+
 
 def test_demo_runs_and_reproduces_the_seed_figures(tmp_path):
+    src = str(pathlib.Path(chainrules.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(
-        [sys.executable, "-m", "chainrules", "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "chainrules", "demo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
