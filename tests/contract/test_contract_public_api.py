@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 import pytest
-from contract_support import each_engine
+from contract_support import REVERSE_ENGINES, each_engine
 
 import chainrules as cr
 import chainrules.testing as crt
@@ -255,8 +255,18 @@ def test_check_grads_accepts_each_engine(engine):
     assert performed == [f"reverse[{engine}] order 1: test_contract_public_api.sine_of_product"]
 
 
-def test_check_grads_checks_second_order_reverse_over_reverse():
+def test_check_grads_with_its_defaults_checks_every_engine_to_second_order():
     args = (np.array([0.3, 0.5]), np.array([1.5, -0.5]))
+    performed = cr.testing.check_grads(sine_of_product, args)
+    name = "test_contract_public_api.sine_of_product"
+    for engine in REVERSE_ENGINES:
+        assert f"reverse[{engine}] order 1: {name}" in performed
+        assert any(p.startswith("forward order 2") and f"pullback[{engine}]" in p for p in performed), performed
+    assert f"forward order 1: {name}" in performed
+
+
+def test_check_grads_checks_second_order_reverse_over_reverse():
+    args = (np.array([0.3, 0.5]), 1.5)  # the scalar broadcasts: its cotangent is summed
     performed = cr.testing.check_grads(
         sine_of_product, args, modes=("reverse",), order=2, engine="tape", nested_modes=("reverse",)
     )
