@@ -86,9 +86,10 @@ def getitem_table(sizes) -> list[str]:
         assert np.array_equal(mysum_gradient(X, False), np.ones(n))
         assert np.array_equal(mysum_gradient(X, True), np.ones(n))
         floats = 8 * n
-        t_plain = timed(lambda: plain_mysum(X), 5)
-        t_in = timed(lambda: mysum_gradient(X, False), 5)
-        t_val = timed(lambda: mysum_gradient(X, True), 3 if n <= 10_000 else 1)
+        repeats = 15 if n <= 10_000 else 5
+        t_plain = timed(lambda: plain_mysum(X), repeats)
+        t_in = timed(lambda: mysum_gradient(X, False), repeats)
+        t_val = timed(lambda: mysum_gradient(X, True), repeats if n <= 10_000 else 1)
         p_in = peak_bytes(lambda: mysum_gradient(X, False))
         p_val = peak_bytes(lambda: mysum_gradient(X, True))
         lines.append(
@@ -171,8 +172,9 @@ def main() -> str:
         "",
         f"Python {platform.python_version()}, NumPy {np.__version__}, SciPy {scipy.__version__}, "
         f"{platform.machine()}; both OpenBLAS thread pools (NumPy's and SciPy's) pinned to 1 thread "
-        "with threadpoolctl. Times are medians over repeats (5 for the loops, 1 to 3 for the value form, "
-        "7 to 21 for the products); peaks are tracemalloc's, in a separate run.",
+        "with threadpoolctl. Times are medians over repeats (15 for the loops up to n = 10,000, 5 above, and a "
+        "single run of the value form at n = 100,000; 7 to 21 for the products); peaks are tracemalloc's, in a "
+        "separate run. The machine is shared (2 cores): compare figures within a row.",
         "",
         "## Accumulating the cotangents of `X[i]`, i in range(n) (seed 004's `mysum`)",
         "",

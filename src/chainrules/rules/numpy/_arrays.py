@@ -10,6 +10,7 @@ handled with NumPy functions alone and passed through unchanged.
 
 from __future__ import annotations
 
+import abc
 from numbers import Complex, Integral, Real
 
 import numpy as np
@@ -20,6 +21,23 @@ NO = NoTangent()
 ZERO = ZeroTangent()
 
 _SCALAR_TYPES = (float, int, complex)
+
+
+class ArrayLike(metaclass=abc.ABCMeta):  # noqa: B024 (a virtual type for isinstance, never subclassed)
+    """The type of values NumPy dispatches to: arrays, and objects implementing
+    ``__array_function__`` (the forward engine's duals, other array libraries).
+
+    For registering operator rules that must not capture unrelated classes which merely
+    define the operator (a user's ``__matmul__`` is differentiated through its own code).
+
+    >>> import numpy as np
+    >>> isinstance(np.ones(2), ArrayLike), isinstance(2.0, ArrayLike)
+    (True, False)
+    """
+
+    @classmethod
+    def __subclasshook__(cls, C):
+        return True if hasattr(C, "__array_function__") else NotImplemented
 
 
 # ----- tangent spaces -------------------------------------------------------------------

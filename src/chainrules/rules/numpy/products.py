@@ -24,6 +24,7 @@ from ...core import AbstractZero, Thunk, frule, rrule, unthunk
 from ._arrays import (
     NO,
     ZERO,
+    ArrayLike,
     add_value_into,
     cotangent_array,
     has_no_tangent,
@@ -226,7 +227,8 @@ def rrule_matmul(a, b, **kwargs):
     return y, matmul_pullback
 
 
-@rrule.register(operator.matmul)
+@rrule.register(operator.matmul, ArrayLike)
+@rrule.register(operator.matmul, object, ArrayLike)
 def rrule_operator_matmul(a, b):
     y, pullback = _matmul_rrule(a, b)
 
@@ -282,7 +284,8 @@ def frule_matmul(tangents, a, b, **kwargs):
     return np.matmul(a, b), _matmul_pushforward(a, b, da, db)
 
 
-@frule.register(operator.matmul, batched=True)
+@frule.register(operator.matmul, ArrayLike, batched=True)
+@frule.register(operator.matmul, object, ArrayLike, batched=True)
 def frule_operator_matmul(tangents, a, b):
     _, da, db = tangents
     return a @ b, _matmul_pushforward(a, b, da, db)
