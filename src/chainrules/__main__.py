@@ -19,8 +19,7 @@ def coverage_markdown() -> str:
     rules = list_rules()
     groups: dict[str, list[tuple[str, bool, bool]]] = {}
     for name, has_rrule, has_frule in rules:
-        module = name.rsplit(".", 1)[0] if "." in name else "(other)"
-        groups.setdefault(module, []).append((name, has_rrule, has_frule))
+        groups.setdefault(_module_of(name), []).append((name, has_rrule, has_frule))
     lines = [
         "# Rule coverage",
         "",
@@ -29,8 +28,8 @@ def coverage_markdown() -> str:
         "",
         f"{len(rules)} callables have rules: "
         f"{sum(r for _, r, _ in rules)} a reverse rule (`rrule`), {sum(f for _, _, f in rules)} a forward rule "
-        "(`frule`). Methods of `ndarray` are listed under `ndarray`; `ufunc` lists the ufunc methods "
-        "(`np.add.reduce`, ...) with rules. Python functions need no rule: the engines differentiate what "
+        "(`frule`). Array methods are listed as `numpy.ndarray.<method>` and ufunc methods as "
+        "`numpy.add.reduce`, under `numpy`. Python functions need no rule: the engines differentiate what "
         "they do. A library callable that is not listed has none, and an engine that reaches it raises "
         "`chainrules.NoRuleError` naming it and the line of the call.",
         "",
@@ -42,6 +41,17 @@ def coverage_markdown() -> str:
         lines += ["", f"## {module}", "", "| callable | rrule | frule |", "|---|---|---|"]
         lines += [f"| `{name}` | {_yes(r)} | {_yes(f)} |" for name, r, f in entries]
     return "\n".join(lines) + "\n"
+
+
+def _module_of(name: str) -> str:
+    """The longest dotted prefix of ``name`` that is a module: ``numpy.linalg`` for ``numpy.linalg.norm``,
+    ``numpy`` for ``numpy.ndarray.sum`` and ``numpy.add.reduce``."""
+    parts = name.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix in sys.modules:
+            return prefix
+    return parts[0] if len(parts) > 1 else "(other)"
 
 
 def _yes(flag: bool) -> str:
