@@ -49,7 +49,14 @@ def pin_threads(threads: int = 1) -> str:
     imported yet (its thread flags are read once, at import).
     """
     import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS so that threadpoolctl sees it)
-    from threadpoolctl import threadpool_info, threadpool_limits
+
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+    except ImportError as err:
+        raise ImportError(
+            "the benchmarks pin BLAS threads with threadpoolctl, which is not installed; "
+            "install the bench extra (pip install -e '.[bench]', as make bench does)"
+        ) from err
 
     threadpool_limits(limits=threads)
     pools = sorted({f"{p['prefix']} {p['version']}" for p in threadpool_info()})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -99,6 +100,10 @@ def test_machine_line_names_python_and_the_cores():
 
 
 def test_pin_threads_pins_both_openblas_pools():
+    if importlib.util.find_spec("threadpoolctl") is None:  # the bench extra is not installed
+        with pytest.raises(ImportError, match=r"pip install -e '.\[bench\]'"):
+            common.pin_threads(1)
+        return
     # a fresh process (the limit is global), with PyTorch hidden so that the check stays quick
     script = (
         "import sys; sys.modules['torch'] = None\n"
