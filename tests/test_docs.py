@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import linecache
 import os
 import pathlib
 import re
@@ -74,18 +75,42 @@ def test_blocks_pairs_python_with_its_output():
     assert [(b.language, b.line, b.output) for b in found] == [("python", 2, "1\n"), ("text", 12, None)]
 
 
+def python_view(text: str, page_blocks: list[Block]) -> list[str]:
+    """The page's lines with everything outside its python blocks blanked: a Python file whose
+    line numbers are the page's."""
+    lines = [""] * len(text.splitlines())
+    for block in page_blocks:
+        if block.language == "python":
+            code = block.code.splitlines()
+            lines[block.line - 1 : block.line - 1 + len(code)] = code
+    return [line + "\n" for line in lines]
+
+
+def test_python_view_keeps_the_page_line_numbers():
+    page = "# Title\n\n```python\nx = 1\n```\n\n```text\n1\n```\n\n```python\ny = 2\n```\n"
+    view = python_view(page, blocks(page))
+    assert view[3] == "x = 1\n" and view[11] == "y = 2\n"
+    assert "".join(view).strip().splitlines() == ["x = 1", "", "", "", "", "", "", "", "y = 2"]
+
+
 def run_page(path: pathlib.Path) -> None:
     # a module of its own, as a script would be (dataclasses look their module up)
     module = types.ModuleType(f"docs_{path.stem}")
-    module.__file__ = str(path)
+    module.__file__ = filename = str(path)
     sys.modules[module.__name__] = module
     zoo_cases = dict(zoo.CASES)  # a page may add zoo cases; other tests must not see them
+    text = path.read_text()
+    page_blocks = blocks(text)
+    # Tracebacks and the source engine read the page's code through linecache, as they would
+    # read a script; without a modification time the entry is never reloaded from the disk.
+    view = python_view(text, page_blocks)
+    linecache.cache[filename] = (sum(map(len, view)), None, view, filename)
     try:
-        for block in blocks(path.read_text()):
+        for block in page_blocks:
             if block.language != "python":
                 continue
-            # padded so that tracebacks (and inspect.getsource) point at the page's own lines
-            code = compile("\n" * (block.line - 1) + block.code, str(path), "exec")
+            # padded so that line numbers are the page's own
+            code = compile("\n" * (block.line - 1) + block.code, filename, "exec")
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
                 exec(code, module.__dict__)
@@ -94,6 +119,7 @@ def run_page(path: pathlib.Path) -> None:
                 want = block.output.rstrip()
                 assert got == want, f"{path.name}:{block.line}: the block printed\n{got}\nbut the page shows\n{want}"
     finally:
+        linecache.cache.pop(filename, None)
         del sys.modules[module.__name__]
         zoo.CASES.clear()
         zoo.CASES.update(zoo_cases)
