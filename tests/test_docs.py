@@ -199,3 +199,12 @@ def test_coverage_lists_the_registered_rules():
     text = coverage_markdown()
     for name, has_rrule, has_frule in list_rules():
         assert f"| `{name}` | {'yes' if has_rrule else 'no'} | {'yes' if has_frule else 'no'} |" in text
+
+
+def test_coverage_command_writes_the_page_to_a_path(tmp_path, capsys):
+    from chainrules.__main__ import coverage_markdown, main
+
+    assert main(["chainrules", "coverage", str(tmp_path / "coverage.md")]) == 0
+    assert (tmp_path / "coverage.md").read_text() == coverage_markdown()
+    assert main(["chainrules", "coverage", "a", "b"]) == 2
+    assert "python -m chainrules coverage [PATH]" in capsys.readouterr().out
