@@ -5,6 +5,8 @@ The API knows the engines only through a small protocol, so each engine stays in
 
 - a reverse engine (``chainrules.reverse.source``, ``chainrules.reverse.trace``) provides
   ``pullback_full(f, *args, **kwargs) -> (y, back)`` with ``back(dy) -> (df, dx1, ..., dxn)``;
+  ``back.batched`` (when present and true) says that ``dy`` may carry a leading batch axis, a
+  batch of cotangents pulled back in one call, whose results carry the batch axis in front;
   the source engine also provides ``show(f, *args, **kwargs) -> str``;
 - the forward engine (``chainrules.forward``) provides ``jvp(f, primals, tangents) -> (y, dy)``
   and ``jacobian(f, x, chunk_size=None)``.
@@ -15,12 +17,14 @@ What the API returns is unthunked; the function's own tangent and keyword argume
 from __future__ import annotations
 
 import importlib
+import math
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .core import AbstractZero, ChainRulesError, NoTangent, Tangent, ZeroTangent, unthunk
+from .core import AbstractZero, ChainRulesError, NoTangent, Tangent, ZeroTangent, basis_seed, unthunk
 
 REVERSE_ENGINES = {"source": "chainrules.reverse.source", "tape": "chainrules.reverse.trace"}
 DEFAULT_ENGINE = "source"
@@ -219,7 +223,16 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     """The Jacobian of ``f`` at ``x``, of shape ``out.shape + x.shape``.
 
     ``mode="forward"`` pushes tangents forward, ``"reverse"`` pulls cotangents back, ``"auto"``
-    picks forward when the input is smaller than the output and reverse otherwise.
+    picks forward when the input is smaller than the output and reverse otherwise. To see the
+    output, ``"auto"`` runs ``f``'s reverse-mode primal, which reverse mode then uses; it
+    remembers its choice per function and input shape and dtype, so a later call goes straight
+    to the mode chosen (either mode gives the same Jacobian; the choice is only about speed).
+
+    Reverse mode pulls back a block of unit cotangents at once (rows of the identity, a
+    ``BasisSeed``: its products select rows instead of multiplying) when every rule ``f`` calls
+    takes a batch; otherwise it pulls back one cotangent per output entry. ``chunk_size`` is the
+    number of tangents (forward) or cotangents (reverse) per pass; by default a pass holds up to
+    ``REVERSE_BATCH_BUDGET`` numbers per cotangent block.
 
     >>> import numpy as np, chainrules as cr
     >>> W = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
@@ -228,31 +241,114 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     """
     if mode not in ("auto", "forward", "reverse"):
         raise ValueError(f"jacobian: mode={mode!r}; choose 'auto', 'forward' or 'reverse'")
-    if mode == "auto":
-        y = f(x)
-        mode = "forward" if _size(x) < _size(y) else "reverse"
     if mode == "forward":
         return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
-    return _reverse_jacobian(f, x, engine)
+    if mode == "reverse":
+        return _reverse_jacobian(x, *_reverse_engine(engine).pullback_full(f, x), chunk_size)
+    key = (np.shape(x), getattr(x, "dtype", type(x)))
+    if _chosen_before(f, key) == "forward":
+        J = _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+        _remember_choice(f, key, _size(x) < np.size(J) // max(_size(x), 1))
+        return J
+    try:  # the reverse-mode primal gives the output's size, and is reused if reverse mode wins
+        pulled = _reverse_engine(engine).pullback_full(f, x)
+    except ChainRulesError:  # reverse mode cannot differentiate f; forward mode may, if it is the one to use
+        if _size(x) < _size(f(x)):
+            return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+        raise
+    forward = _size(x) < _size(pulled[0])
+    _remember_choice(f, key, forward)
+    if forward:
+        return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+    return _reverse_jacobian(x, *pulled, chunk_size)
 
 
-def _reverse_jacobian(f: Callable, x, engine: str):
-    y, back = pullback(f, x, engine=engine)
+#: ``mode="auto"``'s choices: function -> {(input shape, dtype): "forward" | "reverse"}
+_auto_choices: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _chosen_before(f, key) -> str | None:
+    try:
+        choices = _auto_choices.get(f)
+    except TypeError:  # a callable that cannot be weakly referenced (or hashed): nothing remembered
+        return None
+    return None if choices is None else choices.get(key)
+
+
+def _remember_choice(f, key, forward: bool) -> None:
+    try:
+        choices = _auto_choices.setdefault(f, {})
+    except TypeError:
+        return
+    if len(choices) >= 16:  # a function called on ever new shapes: keep the memory bounded
+        choices.clear()
+    choices[key] = "forward" if forward else "reverse"
+
+
+#: the most numbers one reverse-mode pass's block of cotangents may hold (chunk * size of the
+#: larger of input and output): 2**22 float64 numbers are 32 MiB
+REVERSE_BATCH_BUDGET = 2**22
+
+
+def _reverse_chunk(m: int, width: int, chunk_size: int | None) -> int:
+    """Cotangents per reverse pass: all ``m`` if the block fits the budget, else passes of even size."""
+    if chunk_size is not None:
+        return max(1, min(int(chunk_size), m))
+    largest = max(1, min(m, REVERSE_BATCH_BUDGET // max(width, 1)))
+    passes = -(-m // largest)
+    return -(-m // passes)
+
+
+def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
     y_arr = np.asarray(y)
     x_arr = np.asarray(x)
     dtype = np.result_type(y_arr.dtype, x_arr.dtype)
     if dtype.kind not in "fc":  # integer inputs or outputs get float derivatives; float32 stays float32
         dtype = np.dtype(np.float64)
+    m = y_arr.size
+    if m > 1 and getattr(back_full, "batched", False) and isinstance(x, (np.ndarray, float, complex)):
+        return _batched_jacobian(x, y_arr.shape, x_arr.shape, back_full, dtype, chunk_size)
     J = np.zeros(y_arr.shape + x_arr.shape, dtype=dtype)
     seed = np.zeros(y_arr.shape, dtype=dtype)
-    flat_J = J.reshape(y_arr.size, *x_arr.shape)
-    for i in range(y_arr.size):
+    flat_J = J.reshape(m, *x_arr.shape)
+    for i in range(m):  # one sweep per output entry: some rule on the way takes one cotangent at a time
         seed.reshape(-1)[i] = 1.0
-        dx = back(seed if y_arr.ndim else seed[()])[0]
+        dx = _unthunked(back_full(seed if y_arr.ndim else seed[()]), (x,))[0]
         if not isinstance(dx, AbstractZero):
             flat_J[i] = dx
         seed.reshape(-1)[i] = 0.0
     return J
+
+
+def _batched_jacobian(x, y_shape: tuple, x_shape: tuple, back_full, dtype, chunk_size):
+    """The Jacobian from blocks of unit cotangents, each pulled back in one call of ``back_full``."""
+    m = math.prod(y_shape)
+    chunk = _reverse_chunk(m, max(m, math.prod(x_shape)), chunk_size)
+    blocks = []
+    for first in range(0, m, chunk):
+        rows = min(chunk, m - first)
+        dx = _unthunked(back_full(basis_seed(rows, y_shape, first, dtype)), (x,))[0]
+        if isinstance(dx, AbstractZero):
+            dx = np.zeros((rows, *x_shape), dtype=dtype)
+        blocks.append(dx)
+    if len(blocks) == 1:
+        J = np.asarray(blocks[0])
+        # a fresh, writeable array of the result dtype (a pass may return a view of an operand)
+        if J.dtype != dtype or not J.flags.writeable or not _owns_block(J):
+            J = np.array(J, dtype=dtype)
+        return J.reshape(y_shape + x_shape)
+    J = np.empty((m, *x_shape), dtype=dtype)
+    start = 0
+    for block in blocks:
+        J[start : start + len(block)] = block
+        start += len(block)
+    return J.reshape(y_shape + x_shape)
+
+
+def _owns_block(a: np.ndarray) -> bool:
+    """Whether ``a`` is its own memory or a reshape of a block made for it (not a view of a user's array)."""
+    base = a.base
+    return base is None or (type(base) is np.ndarray and base.base is None and base.size == a.size)
 
 
 def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):

@@ -170,8 +170,12 @@ def test_basis_seed_of_a_matrix_in_products():
 def test_anything_derived_from_a_seed_is_a_plain_array():
     seed = BasisSeed(3, (3,), 0)
     W = np.arange(9.0).reshape(3, 3)
-    for derived in (seed[1:], seed.T, seed.reshape(9), 2.0 * seed, np.sin(seed)):
+    for derived in (seed[1:], seed.T, seed.reshape(9), np.sin(seed), seed + np.ones(3)):
         assert getattr(derived, "basis", None) is None
+    scaled = 2.0 * seed  # a scaled block knows its units, and its values are the dense ones
+    assert scaled.basis == seed.basis and not scaled.flags.writeable
+    np.testing.assert_array_equal(scaled, 2.0 * np.eye(3))
+    np.testing.assert_array_equal(scaled.scale, [2.0, 2.0, 2.0])
     np.testing.assert_array_equal(seed.T @ W, np.eye(3) @ W)
     np.testing.assert_array_equal(seed[::-1] @ W, W[::-1])
 

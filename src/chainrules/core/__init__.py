@@ -7,8 +7,8 @@ from .accumulation import accumulate, add, iadd, is_inplaceable_destination
 from .active import ActiveValue, active_engine, current_engine, rrule_via_ad
 from .basis import BasisSeed, basis_seed
 from .errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, callable_name, user_location
-from .projection import ProjectTo, conj, match_input, unbroadcast
-from .registry import frule, non_differentiable, opt_out, rrule, scalar_rule
+from .projection import ProjectTo, carries_batch, conj, match_input, match_input_batch, unbroadcast, unbroadcast_batch
+from .registry import batch_declines, decline_batch, frule, non_differentiable, opt_out, rrule, scalar_rule
 from .tangents import (
     AbstractTangent,
     AbstractThunk,
@@ -42,14 +42,18 @@ __all__ = [
     "active_engine",
     "add",
     "basis_seed",
+    "batch_declines",
     "callable_name",
+    "carries_batch",
     "conj",
     "current_engine",
+    "decline_batch",
     "frule",
     "iadd",
     "is_inplaceable_destination",
     "iszero",
     "match_input",
+    "match_input_batch",
     "move",
     "non_differentiable",
     "opt_out",
@@ -57,6 +61,7 @@ __all__ = [
     "rrule_via_ad",
     "scalar_rule",
     "unbroadcast",
+    "unbroadcast_batch",
     "unthunk",
     "user_location",
 ]

@@ -1,4 +1,4 @@
-"""A structured tangent: a batch of unit vectors that knows it is one, so products against it are copies.
+"""A structured tangent: a batch of (scaled) unit vectors that knows it is one, so products against it are copies.
 
 A Jacobian is built by pushing a block of basis vectors through a function (forward mode) or
 pulling one back (reverse mode): tangent ``k`` of the block is the unit vector ``e[first + k]``
@@ -11,24 +11,34 @@ instead of multiplying (``np.dot``'s rule computes with ``np.matmul`` too). This
 tangent can be any type that acts right" principle: no rule and no engine code special-cases
 it; rules that write tangent products with matmul get the fast path for free.
 
+The structure survives the elementwise steps a cotangent takes on its way back through
+``(W x + b) ** 2``: multiplying the block by an array (or a number) that broadcasts against it,
+dividing it by one, negating it, adding two blocks of the same units, each gives a *scaled*
+block, whose row ``k`` is ``scale[k] * e[first + k]`` (a diagonal block). Its matmul selects and
+scales rows, and its sum over the non-batch axes is ``scale``. The zeros off the units are hard
+zeros, as a ``ZeroTangent`` is: ``0 * inf`` is 0 here where a dense block would make it NaN.
+
 It lives in the core, beside the other tangent types, so that every engine can seed with it
 (the forward engine's Jacobian passes do; a batch of unit cotangents pulled back through
 ``y = W @ x`` is ``seed @ W`` in the same way) and a rule may recognise it.
 
-Anything derived from a seed (a view, a slice, a result) is an ordinary array: only the seed
-itself carries the structure. The seed and the row selections it returns are read-only.
+Anything else derived from a seed (a view, a slice, another result) is an ordinary array: only
+the blocks themselves carry the structure. Blocks and the row selections they return are
+read-only.
 """
 
 from __future__ import annotations
 
 import math
+import mmap
 
 import numpy as np
 
 
 class BasisSeed(np.ndarray):
     """``batch`` unit tangents of a primal of shape ``shape``: row ``k`` is ``e[first + k]`` (flat
-    index), or zero where ``first + k`` falls outside the primal.
+    index), or zero where ``first + k`` falls outside the primal. A scaled block (see the module
+    docstring) has row ``k`` equal to ``scale[k] * e[first + k]``.
 
     >>> import numpy as np
     >>> from chainrules.core import BasisSeed
@@ -40,6 +50,10 @@ class BasisSeed(np.ndarray):
     >>> seed @ W  # rows 1 and 2 of W, selected, not multiplied
     array([[ 4.,  5.,  6.,  7.],
            [ 8.,  9., 10., 11.]])
+    >>> scaled = seed * np.array([5.0, 6.0, 7.0])  # rows 6 e[1] and 7 e[2]
+    >>> scaled.scale, scaled @ W  # rows of W, selected and scaled
+    (array([6., 7.]), array([[24., 30., 36., 42.],
+           [56., 63., 70., 77.]]))
     """
 
     def __new__(cls, batch: int, shape: tuple[int, ...], first: int = 0, dtype=np.float64):
@@ -65,16 +79,23 @@ class BasisSeed(np.ndarray):
 
     def __array_finalize__(self, obj):
         self.basis = None  # views and results of operations are plain values
+        self.scale = None  # None: unit rows; else the value at each row's unit (zero for a zero row)
 
     def __reduce__(self):
         return (np.asarray, (self.view(np.ndarray),))
 
-    # -- products with the seed select instead of multiplying --
+    # -- products with the block select instead of multiplying; scaling keeps the structure --
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if ufunc is np.matmul and method == "__call__" and not kwargs and len(inputs) == 2:
-            fast = _product(*inputs)
-            if fast is not None:
-                return fast
+        if method == "__call__" and not kwargs:
+            structured = _STRUCTURED.get(ufunc)
+            if structured is not None:
+                result = structured(*inputs)
+                if result is not None:
+                    return result
+        elif method == "reduce" and ufunc is np.add and len(inputs) == 1:
+            result = _row_sums(inputs[0], **kwargs)
+            if result is not None:
+                return result
         inputs = tuple(_plain(x) for x in inputs)
         if "out" in kwargs:
             kwargs["out"] = tuple(_plain(x) for x in kwargs["out"])
@@ -109,15 +130,204 @@ def _is_seed(x) -> bool:
     return isinstance(x, BasisSeed) and x.basis is not None
 
 
+def _unit_rows(seed: BasisSeed) -> tuple[int, int]:
+    """``(r0, r1)``: rows ``r0 <= k < r1`` hold a unit vector, at flat index ``first + k``."""
+    first, n = seed.basis
+    r0 = max(0, -first)
+    return r0, max(r0, min(seed.shape[0], n - first))
+
+
 def _units(seed: BasisSeed):
     """``(rows, flat)``: the batch rows that hold a unit vector and the flat index of each one."""
+    r0, r1 = _unit_rows(seed)
+    rows = np.arange(r0, r1)
+    return rows, seed.basis[0] + rows
+
+
+def _unit_values(seed: BasisSeed, dtype=None) -> np.ndarray:
+    """The value at each row's unit (zero for rows without one): ``scale``, or ones. A new array."""
+    if seed.scale is not None:
+        return seed.scale.astype(dtype or seed.scale.dtype)
+    values = np.zeros(seed.shape[0], dtype=dtype or seed.dtype)
+    r0, r1 = _unit_rows(seed)
+    values[r0:r1] = 1
+    return values
+
+
+#: scaled blocks of at least this many bytes keep their zeros in untouched memory (see ``_scaled``)
+LAZY_ZEROS_BYTES = 1 << 20
+
+
+def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
+    """A block with ``seed``'s units and ``values[k]`` at row ``k``'s unit (``values`` is a new
+    array the block keeps); its data are the dense values, for every operation that does not
+    know the structure."""
     first, n = seed.basis
-    rows = np.arange(max(0, -first), max(0, min(seed.shape[0], n - first)))
-    return rows, first + rows
+    batch = seed.shape[0]
+    r0, r1 = _unit_rows(seed)
+    if r0 > 0:
+        values[:r0] = 0
+    if r1 < batch:
+        values[r1:] = 0
+    dtype = values.dtype
+    if batch * n * dtype.itemsize < LAZY_ZEROS_BYTES:
+        dense = np.zeros(seed.shape, dtype=dtype).view(BasisSeed)
+        if r1 > r0:  # row k's unit sits at k * n + first + k: a stride of n + 1 through the block
+            dense.reshape(-1)[r0 * (n + 1) + first :: n + 1][: r1 - r0] = values[r0:r1]
+        out = dense
+    else:
+        out = _lazy_zeros_block(seed.shape, first, r0, r1, values)
+    out.basis, out.scale = (first, n), values
+    out.flags.writeable = False
+    return out
+
+
+def _lazy_zeros_block(shape: tuple, first: int, r0: int, r1: int, values: np.ndarray) -> BasisSeed:
+    """A large scaled block whose zeros cost nothing to make: entry ``(k, j)`` (``j`` the flat
+    index) is stored at position ``base + k * (1 - batch) + j * batch`` of a buffer, which is
+    distinct for every entry, and puts the units ``(k, first + k)`` side by side. The buffer is
+    fresh anonymous memory, zero until written, so only the units' few pages are ever touched:
+    a dense block would write (and page in) ``batch * n`` numbers, as much as the Jacobian itself."""
+    batch, n = shape[0], math.prod(shape[1:])
+    dtype = values.dtype
+    size = dtype.itemsize
+    base = (batch - 1) ** 2
+    memory = mmap.mmap(-1, (base + batch * (n - 1) + 1) * size)
+    units = np.ndarray(r1 - r0, dtype, buffer=memory, offset=(base + batch * first + r0) * size)
+    units[...] = values[r0:r1]
+    strides = [batch * size] * (len(shape) - 1)  # the flat index steps by `batch` positions
+    for i in range(len(shape) - 3, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 2]
+    return np.ndarray.__new__(
+        BasisSeed, shape, dtype, buffer=memory, offset=base * size, strides=((1 - batch) * size, *strides)
+    )
+
+
+def _is_plain_value(v) -> bool:
+    """A number or an ordinary array of numbers: what a block may be scaled by."""
+    if isinstance(v, (int, float, complex, np.number, np.bool_)):
+        return True
+    return type(v) is np.ndarray and v.dtype.kind in "biufc"
+
+
+def _values_at_units(seed: BasisSeed, v, dtype) -> np.ndarray | None:
+    """``v`` broadcast against the block, read at each row's unit, as a new array of ``dtype``
+    (zero for rows without a unit); ``None`` when ``v`` does not broadcast within the block's
+    shape (the product would not be a block of these units)."""
+    batch = seed.shape[0]
+    if type(v) is not np.ndarray or v.ndim == 0:
+        return np.full(batch, v, dtype=dtype)
+    first = seed.basis[0]
+    if v.shape == seed.shape[1:]:  # v has the primal's shape: the common case
+        if first >= 0 and first + batch <= v.size:  # every row holds a unit
+            return v.reshape(-1)[first : first + batch].astype(dtype)
+        values = np.zeros(batch, dtype=dtype)
+        r0, r1 = _unit_rows(seed)
+        values[r0:r1] = v.reshape(-1)[first + r0 : first + r1]
+        return values
+    r0, r1 = _unit_rows(seed)
+    values = np.zeros(batch, dtype=dtype)
+    try:
+        if np.broadcast_shapes(v.shape, seed.shape) != seed.shape:
+            return None
+    except ValueError:
+        return None
+    rows = np.arange(r0, r1)
+    wide = np.broadcast_to(v, seed.shape)
+    values[rows] = wide[(rows, *np.unravel_index(first + rows, seed.shape[1:]))] if seed.ndim > 1 else wide[rows]
+    return values
+
+
+def _result_dtype(seed: BasisSeed, v) -> np.dtype:
+    """The dtype of an arithmetic result of the block and ``v``, as NumPy would make it."""
+    return np.promote_types(seed.dtype, v.dtype) if type(v) is np.ndarray else np.result_type(seed.dtype, v)
+
+
+def _multiply(a, b):
+    seed, v = (a, b) if _is_seed(a) else (b, a)
+    if not _is_seed(seed) or not _is_plain_value(v):
+        return None
+    dtype = _result_dtype(seed, v)
+    values = _values_at_units(seed, v, dtype)
+    if values is None:
+        return None
+    if seed.scale is not None:
+        values *= seed.scale
+    return _scaled(seed, values)
+
+
+def _divide(a, b):
+    if not _is_seed(a) or not _is_plain_value(b):
+        return None
+    dtype = _result_dtype(a, b)
+    values = _values_at_units(a, b, dtype)
+    if values is None:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero row divided by zero stays a hard zero
+        return _scaled(a, np.divide(_unit_values(a, dtype), values, out=values))
+
+
+def _negative(a):
+    return _scaled(a, np.negative(_unit_values(a))) if _is_seed(a) else None
+
+
+def _positive(a):
+    return a if _is_seed(a) else None
+
+
+def _conjugate(a):
+    if not _is_seed(a):
+        return None
+    if a.dtype.kind != "c" or a.scale is None:
+        return a
+    return _scaled(a, np.conj(a.scale))
+
+
+def _same_units(a, b) -> bool:
+    return _is_seed(a) and _is_seed(b) and a.basis == b.basis and a.shape == b.shape
+
+
+def _add(a, b):
+    if not _same_units(a, b):
+        return None
+    dtype = np.result_type(a.dtype, b.dtype)
+    return _scaled(a, _unit_values(a, dtype) + _unit_values(b, dtype))
+
+
+def _subtract(a, b):
+    if not _same_units(a, b):
+        return None
+    dtype = np.result_type(a.dtype, b.dtype)
+    return _scaled(a, _unit_values(a, dtype) - _unit_values(b, dtype))
+
+
+def _row_sums(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    """``np.sum(block, axis=<every axis but the batch axis>)``: each row's one value."""
+    if not _is_seed(a) or out is not None or where is not True or initial not in (np._NoValue, 0):
+        return None
+    if dtype is not None and np.dtype(dtype) != a.dtype:
+        return None
+    axes = range(a.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+    if sorted(int(x) % a.ndim for x in axes) != list(range(1, a.ndim)):
+        return None
+    values = _unit_values(a)
+    return values.reshape((a.shape[0],) + (1,) * (a.ndim - 1)) if keepdims else values
+
+
+_STRUCTURED = {
+    np.matmul: lambda a, b: _product(a, b),
+    np.multiply: _multiply,
+    np.true_divide: _divide,
+    np.negative: _negative,
+    np.positive: _positive,
+    np.conjugate: _conjugate,
+    np.add: _add,
+    np.subtract: _subtract,
+}
 
 
 def _product(a, b):
-    """``a @ b`` when one side is a seed and the other an ordinary array, without a matrix product."""
+    """``a @ b`` when one side is a block and the other an ordinary array, without a matrix product."""
     if _is_seed(a) and type(b) is np.ndarray and b.ndim >= 1:
         return _seed_times(a, b)
     if _is_seed(b) and type(a) is np.ndarray and a.ndim >= 1:
@@ -126,33 +336,37 @@ def _product(a, b):
 
 
 def _seed_times(seed: BasisSeed, b: np.ndarray):
-    """``seed @ b``: row ``k`` of the (flattened) seed picks a row of ``b``."""
+    """``seed @ b``: row ``k`` of the (flattened) block picks a row of ``b`` (and scales it)."""
     first, n = seed.basis
     batch = seed.shape[0]
     dtype = b.dtype if b.dtype == seed.dtype else np.result_type(seed.dtype, b.dtype)
+    scale = seed.scale
     if seed.ndim == 2 and b.shape[0] == n and b.ndim <= 2:
-        # x is a vector: (seed @ b)[k] = b[first + k]
-        if first >= 0 and first + batch <= n and b.dtype == dtype:
-            out = b[first : first + batch]
-            out.flags.writeable = False  # a view of the rule's operand: nobody may write into it
-            return out
+        # x is a vector: (seed @ b)[k] = scale[k] * b[first + k]
+        if first >= 0 and first + batch <= n:
+            picked = b[first : first + batch]
+            if scale is not None:
+                return scale.reshape((batch,) + (1,) * (b.ndim - 1)) * picked
+            if b.dtype == dtype:
+                picked.flags.writeable = False  # a view of the rule's operand: nobody may write into it
+                return picked
         out = np.zeros((batch, *b.shape[1:]), dtype=dtype)
         rows, flat = _units(seed)
-        out[rows] = b[flat]
+        out[rows] = b[flat] if scale is None else scale[rows].reshape((-1,) + (1,) * (b.ndim - 1)) * b[flat]
         return out
     if seed.ndim == 3 and b.ndim == 2 and seed.shape[2] == b.shape[0]:
-        # x is a matrix (n1, n2); unit k sits at (i, j): (E_k @ b)[i] = b[j], other rows zero
+        # x is a matrix (n1, n2); unit k sits at (i, j): (E_k @ b)[i] = scale[k] * b[j], other rows zero
         n1, n2 = seed.shape[1:]
         out = np.zeros((batch, n1, b.shape[1]), dtype=dtype)
         rows, flat = _units(seed)
         i, j = np.divmod(flat, n2)
-        out[rows, i] = b[j]
+        out[rows, i] = b[j] if scale is None else scale[rows, None] * b[j]
         return out
     return None
 
 
 def _times_seed(a: np.ndarray, seed: BasisSeed):
-    """``a @ seed`` for a batched seed of a matrix: (a @ E_k)[:, j] = a[:, i] for the unit at (i, j)."""
+    """``a @ seed`` for a batched block of a matrix: (a @ E_k)[:, j] = scale[k] * a[:, i] for the unit at (i, j)."""
     if seed.ndim != 3 or a.ndim != 2 or a.shape[1] != seed.shape[1]:
         return None
     batch, n1, n2 = seed.shape
@@ -160,5 +374,6 @@ def _times_seed(a: np.ndarray, seed: BasisSeed):
     out = np.zeros((batch, a.shape[0], n2), dtype=dtype)
     rows, flat = _units(seed)
     i, j = np.divmod(flat, n2)
-    out[rows, :, j] = a[:, i].T
+    columns = a[:, i].T
+    out[rows, :, j] = columns if seed.scale is None else seed.scale[rows, None] * columns
     return out

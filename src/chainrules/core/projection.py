@@ -92,6 +92,38 @@ class ProjectTo:
             return self._project_array(dx)
         return self._project_structure(dx)
 
+    def batch(self, dx):
+        """``self`` applied to every row of ``dx``, a tangent with a leading batch axis (one
+        tangent per row): shapes are checked, realness and dtype matched, the batch axis kept.
+
+        >>> import numpy as np, chainrules as cr
+        >>> cr.ProjectTo(np.zeros(2, dtype=np.float32)).batch(np.ones((3, 2), dtype=complex)).dtype
+        dtype('float32')
+        >>> cr.ProjectTo(1.0).batch(np.ones(3)).shape
+        (3,)
+        """
+        kind = self.kind
+        if kind == "identity" or isinstance(dx, AbstractZero):
+            return dx
+        if kind == "none":
+            return _NO
+        if isinstance(dx, AbstractThunk):
+            dx = dx.unthunk()
+        if kind == "structure":
+            raise TypeError(f"ProjectTo: a batch of tangents of a {type(self.primal).__qualname__} is not supported")
+        shape = self.shape if kind == "array" else ()
+        if np.ndim(dx) != len(shape) + 1 or np.shape(dx)[1:] != shape:
+            raise ValueError(
+                f"ProjectTo: a batch of tangents of shape {np.shape(dx)} does not fit a primal of shape {shape}"
+            )
+        if _is_duck_array(dx):
+            return np.real(dx) if kind != "complex" and self.dtype is not None and self.dtype.kind == "f" else dx
+        dtype = self.dtype if self.dtype is not None else np.dtype(np.complex128 if kind == "complex" else _F64)
+        dx = dx if isinstance(dx, np.ndarray) else np.asarray(dx)
+        if dtype.kind == "f" and dx.dtype.kind == "c":
+            dx = dx.real
+        return dx if dx.dtype == dtype else dx.astype(dtype)
+
     def _project_thunk(self, dx):
         if isinstance(dx, InplaceableThunk):
             return InplaceableThunk(dx.add_into, Thunk(lambda: self(dx.val.unthunk())))
@@ -207,6 +239,98 @@ def unbroadcast(x, dx):
     axes = tuple(range(extra)) + tuple(i + extra for i, n in enumerate(shape) if n == 1 and dx_shape[i + extra] != 1)
     out = np.sum(dx, axis=axes) if axes else dx
     return out if np.shape(out) == shape else np.reshape(out, shape)
+
+
+def carries_batch(y, dy) -> bool:
+    """Whether the cotangent ``dy`` of an output ``y`` carries a leading batch axis: one more
+    dimension than ``y`` (row ``b`` is the ``b``-th cotangent). A rule registered ``batched=True``
+    tells a batch from a single cotangent this way.
+
+    >>> import numpy as np
+    >>> from chainrules.core import carries_batch
+    >>> carries_batch(np.zeros(3), np.zeros((5, 3))), carries_batch(2.0, np.zeros(5)), carries_batch(2.0, 1.0)
+    (True, True, False)
+    """
+    nd = getattr(dy, "ndim", None)
+    if not nd:  # a number, a zero, a structure, or a 0-d array
+        return False
+    ny = getattr(y, "ndim", None)
+    if ny is None:
+        ny = np.ndim(y) if isinstance(y, (list, tuple)) else 0
+    return nd == ny + 1
+
+
+def unbroadcast_batch(x, dx):
+    """``unbroadcast`` for a batch of cotangents: ``dx`` of shape ``(B, *s)``, where ``x``'s shape
+    broadcasts to ``s``, summed back to ``(B, *np.shape(x))``; the batch axis is never summed.
+
+    >>> import numpy as np
+    >>> from chainrules.core import unbroadcast_batch
+    >>> unbroadcast_batch(np.zeros((3, 1)), np.ones((2, 3, 4))).shape
+    (2, 3, 1)
+    >>> unbroadcast_batch(2.0, np.ones((4, 5))).tolist()
+    [5.0, 5.0, 5.0, 5.0]
+    """
+    if isinstance(dx, AbstractZero):
+        return dx
+    shape = np.shape(x)
+    dx_shape = np.shape(dx)
+    target = dx_shape[:1] + shape
+    if dx_shape == target:
+        return dx
+    extra = len(dx_shape) - len(target)
+    if extra < 0:  # fewer axes than x: the missing ones were broadcast
+        dx = np.reshape(dx, dx_shape[:1] + (1,) * -extra + dx_shape[1:])
+    elif extra > 0:  # axes that broadcasting put in front of x's own
+        dx = np.sum(dx, axis=tuple(range(1, 1 + extra)))
+    stretched = tuple(i + 1 for i, n in enumerate(shape) if n == 1 and np.shape(dx)[i + 1] != 1)
+    if stretched:
+        dx = np.sum(dx, axis=stretched, keepdims=True)
+    return dx if np.shape(dx) == target else np.broadcast_to(dx, target)
+
+
+def match_input_batch(x, dx):
+    """``match_input`` for a batch of cotangents (a leading batch axis): every row brought back
+    to ``x``'s space, the batch axis kept.
+
+    The result has shape ``(B, *np.shape(x))``: summed over broadcast axes, real for a real
+    ``x``, in ``x``'s float dtype (float64 for Python numbers and integers); a bool gets
+    ``NoTangent``. An array that already fits is returned as it is, so a structured tangent
+    (``BasisSeed``) keeps its structure. Zeros pass through.
+
+    >>> import numpy as np
+    >>> from chainrules.core import match_input_batch
+    >>> match_input_batch(2.0, np.array([[1.0 + 1.0j, 2.0], [3.0, 4.0]])).tolist()
+    [3.0, 7.0]
+    """
+    if isinstance(dx, AbstractZero):
+        return dx
+    if type(x) is np.ndarray and isinstance(dx, np.ndarray) and dx.dtype == x.dtype and dx.shape[1:] == x.shape:
+        if x.dtype.kind in "fc" and dx.ndim == x.ndim + 1:  # it fits already: the common case
+            return dx
+    if isinstance(x, (bool, np.bool_)):
+        return _NO
+    dx = unbroadcast_batch(x, dx)
+    if _is_duck_array(dx) or _is_duck_array(x):
+        return np.real(dx) if np.iscomplexobj(dx) and not np.iscomplexobj(x) else dx
+    if isinstance(x, (np.ndarray, np.generic)):
+        kind = x.dtype.kind
+        if kind == "b":
+            return _NO
+        if kind not in "fciu":
+            return dx
+        dtype = x.dtype if kind in "fc" else np.dtype(_F64)
+    elif isinstance(x, (float, int)):
+        dtype = np.dtype(_F64)
+    elif isinstance(x, complex):
+        dtype = np.dtype(np.complex128)
+    else:
+        return dx
+    if not isinstance(dx, np.ndarray):
+        dx = np.asarray(dx)
+    if dtype.kind == "f" and dx.dtype.kind == "c":
+        dx = dx.real
+    return dx if dx.dtype == dtype else dx.astype(dtype)
 
 
 def match_input(x, dx):

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .projection import conj, match_input
+from .projection import carries_batch, conj, match_input, match_input_batch
 from .tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
 
 _NO = NoTangent()
@@ -94,7 +94,9 @@ class RuleDispatcher:
         per row), and the rule returns its output tangent(s) with the same leading axis. For an
         ``frule`` that is the tangents it receives; for an ``rrule`` the cotangent its pullback
         receives. Engines call a rule without the flag once per batch element instead. The flag
-        is read back as ``rule.batched``.
+        is read back as ``rule.batched``. A batched rule whose pullback cannot take a batch for
+        some particular call (an argument type it does not cover) calls ``decline_batch()``
+        while its primal runs.
 
         >>> import chainrules as cr
         >>> def double(x):
@@ -185,6 +187,40 @@ class RuleDispatcher:
         return keys
 
 
+class _BatchLedger:
+    """How many pullbacks that cannot take a batch of cotangents were made so far (see ``decline_batch``)."""
+
+    __slots__ = ("declines",)
+
+    def __init__(self):
+        self.declines = 0
+
+
+_LEDGER = _BatchLedger()
+
+
+def decline_batch() -> None:
+    """Record that a pullback just made cannot take a batch of cotangents (a leading batch axis).
+
+    Engines call it for each recorded call whose rule is not registered ``batched=True``; a
+    batched rule calls it from its primal for a call it cannot batch (say, operands of a user's
+    class). A reverse engine offers a batched pullback only if nothing declined while the
+    function it differentiates ran (``batch_declines()`` read before and after): one batched
+    call of the whole pullback is then correct, else it is called once per cotangent.
+
+    >>> before = batch_declines()
+    >>> decline_batch()
+    >>> batch_declines() == before + 1
+    True
+    """
+    _LEDGER.declines += 1
+
+
+def batch_declines() -> int:
+    """The number of ``decline_batch()`` calls so far (compare two readings)."""
+    return _LEDGER.declines
+
+
 def _has_real_rule(entries: _Entries) -> bool:
     rules = [entries.untyped] + [r for _, r in entries.typed]
     return any(r is not None and r is not OPT_OUT for r in rules)
@@ -265,6 +301,11 @@ def _pull(x, dy, p):
     return match_input(x, dy * conj(p))
 
 
+def _pull_batch(x, dy, p):
+    """``_pull`` for a batch of cotangents: the partial broadcasts along the leading batch axis."""
+    return match_input_batch(x, dy * conj(p))
+
+
 def scalar_rule(f: Callable, *partials: Callable) -> None:
     """Register ``rrule`` and ``frule`` for ``f`` from its partial derivatives (ChainRules' ``@scalar_rule``).
 
@@ -303,7 +344,8 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
             dy = unthunk(dy)
             if isinstance(dy, AbstractZero):
                 return (_NO,) + tuple(_ZERO for _ in args)
-            return (_NO,) + tuple(_pull(x, dy, p) for x, p in zip(args, ps))
+            pull = _pull_batch if carries_batch(y, dy) else _pull
+            return (_NO,) + tuple(pull(x, dy, p) for x, p in zip(args, ps))
 
         scalar_pullback.__qualname__ = pullback_name
         return y, scalar_pullback
@@ -322,6 +364,8 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
             dy = unthunk(dy)
             if isinstance(dy, AbstractZero):
                 return _NO, _ZERO
+            if carries_batch(y, dy):
+                return _NO, _pull_batch(x, dy, d)
             return _NO, _pull(x, dy, d)
 
         scalar_pullback.__qualname__ = pullback_name
@@ -356,8 +400,8 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
     scalar_rrule.__qualname__ = f"rrule_{name}"
     scalar_frule.__qualname__ = f"frule_{name}"
     scalar_rrule.partials = scalar_frule.partials = partials  # the dual engine may read them
-    rrule.register(f)(scalar_rrule)
-    # elementwise: partials broadcast against a leading batch axis of the tangents
+    # elementwise: partials broadcast against a leading batch axis of the (co)tangents
+    rrule.register(f, batched=True)(scalar_rrule)
     frule.register(f, batched=True)(scalar_frule)
 
 
@@ -385,7 +429,7 @@ def non_differentiable(*fs: Callable) -> None:
     (2, (NoTangent(), NoTangent()))
     """
     for f in fs:
-        rrule.register(f, functor=False)(_nondiff_rrule(f))
+        rrule.register(f, functor=False, batched=True)(_nondiff_rrule(f))  # NoTangents fit any batch
         frule.register(f, functor=False, batched=True)(_nondiff_frule(f))
 
 

@@ -5,6 +5,9 @@ The source engine lowers ``a + b`` to ``operator.add(a, b)`` and ``xs[i]`` to
 
 - Plain Python numbers (``float``, ``int``) take a fast path: no NumPy call, no thunk, at most
   one closure (none for ``+``, ``-`` and unary ``-``).
+- The pullbacks of the arithmetic operators take a batch of cotangents at once (a leading batch
+  axis, ``batched=True``) for numbers and arrays; for sequences and user objects the rule
+  declines the batch (``decline_batch``) and engines pull back one cotangent at a time.
 - Arrays broadcast: each cotangent is summed back to its input's shape and dtype by
   ``match_input``. The pushforwards are elementwise, so they take a leading batch axis of
   tangents as it is (``batched=True``).
@@ -40,10 +43,14 @@ from ..core import (
     NoRuleError,
     NoTangent,
     Tangent,
+    Thunk,
     ZeroTangent,
+    carries_batch,
     conj,
+    decline_batch,
     frule,
     match_input,
+    match_input_batch,
     non_differentiable,
     rrule,
     rrule_via_ad,
@@ -72,6 +79,24 @@ def real_cotangent(dy):
     if type(dy) is float or isinstance(dy, AbstractZero):
         return dy
     return float(np.real(dy))
+
+
+def real_rows(dy):
+    """A batch of cotangents of a Python real output (a 1-D array), real; ``None`` for one cotangent.
+
+    >>> import numpy as np
+    >>> real_rows(np.array([1.0 + 2.0j, 3.0])), real_rows(2.0)
+    (array([1., 3.]), None)
+    """
+    dy = unthunk(dy)
+    if getattr(dy, "ndim", 0) != 1:
+        return None
+    return np.real(dy) if np.iscomplexobj(dy) else dy
+
+
+def _matcher(y, dy):
+    """``match_input``, or its batch form when ``dy`` carries a batch of cotangents of ``y``."""
+    return match_input_batch if carries_batch(y, dy) else match_input
 
 
 def zero_for(x):
@@ -230,6 +255,7 @@ def _no_operator_rule(op, args):
 def rrule_user_binary(op, a, b):
     """``op(a, b)`` where an operand's class defines the operator in Python (``__add__``/``__radd__``):
     the active engine differentiates that method, trying the reflected one as Python does."""
+    decline_batch()  # a user object's cotangent is a structure: one cotangent at a time
     forward, reflected = _BINARY_METHODS[op]
     ta, tb = type(a), type(b)
     order = [(a, b, forward, False)]
@@ -260,6 +286,7 @@ def rrule_user_binary(op, a, b):
 
 def rrule_user_unary(op, a):
     """``op(a)`` where ``a``'s class defines the operator in Python (``__neg__``, ...)."""
+    decline_batch()  # a user object's cotangent is a structure: one cotangent at a time
     method = _python_method(type(a), _UNARY_METHODS[op])
     if method is None:
         raise _no_operator_rule(op, (a,))
@@ -287,11 +314,12 @@ def check_native_frule(op, *args) -> None:
 def _add_real_pullback(dy):
     if type(dy) is float:
         return _NO, dy, dy
-    dy = real_cotangent(dy)
+    rows = real_rows(dy)
+    dy = real_cotangent(dy) if rows is None else rows
     return _NO, dy, dy
 
 
-@rrule.register(operator.add)
+@rrule.register(operator.add, batched=True)
 def rrule_add(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a + b, _add_real_pullback
@@ -301,15 +329,18 @@ def rrule_add(a, b):
         return a + b, _no_tangents(2)
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.add, a, b)
+    y = a + b
 
     def add_pullback(dy):
         dy = unthunk(dy)
-        return _NO, match_input(a, dy), match_input(b, dy)
+        match = _matcher(y, dy)
+        return _NO, match(a, dy), match(b, dy)
 
-    return a + b, add_pullback
+    return y, add_pullback
 
 
 def _rrule_concat(a, b):
+    decline_batch()  # the cotangents of sequences are structures, one cotangent at a time
     n = len(a)
 
     def concat_pullback(dy):
@@ -334,29 +365,32 @@ def frule_add(tangents, a, b):
 
 
 # `operator.concat(a, b)` is `a + b` for sequences (and refuses numbers itself)
-rrule.register(operator.concat)(rrule_add)
+rrule.register(operator.concat, batched=True)(rrule_add)
 frule.register(operator.concat, batched=True)(frule_add)  # the flag is per function: keep it
 
 
 def _sub_real_pullback(dy):
     if type(dy) is float:
         return _NO, dy, -dy
-    dy = real_cotangent(dy)
+    rows = real_rows(dy)
+    dy = real_cotangent(dy) if rows is None else rows
     return _NO, dy, -dy
 
 
-@rrule.register(operator.sub)
+@rrule.register(operator.sub, batched=True)
 def rrule_sub(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a - b, _sub_real_pullback
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.sub, a, b)
+    y = a - b
 
     def sub_pullback(dy):
         dy = unthunk(dy)
-        return _NO, match_input(a, dy), match_input(b, -dy)
+        match = _matcher(y, dy)
+        return _NO, match(a, dy), match(b, -dy)
 
-    return a - b, sub_pullback
+    return y, sub_pullback
 
 
 @frule.register(operator.sub, batched=True)
@@ -370,20 +404,23 @@ def frule_sub(tangents, a, b):
 def _neg_real_pullback(dy):
     if type(dy) is float:
         return _NO, -dy
-    return _NO, -real_cotangent(dy)
+    rows = real_rows(dy)
+    return _NO, -(real_cotangent(dy) if rows is None else rows)
 
 
-@rrule.register(operator.neg)
+@rrule.register(operator.neg, batched=True)
 def rrule_neg(a):
     if type(a) in _REAL:
         return -a, _neg_real_pullback
     if _is_user_object(a):
         return rrule_user_unary(operator.neg, a)
+    y = -a
 
     def neg_pullback(dy):
-        return _NO, match_input(a, -unthunk(dy))
+        dy = unthunk(dy)
+        return _NO, _matcher(y, dy)(a, -dy)
 
-    return -a, neg_pullback
+    return y, neg_pullback
 
 
 @frule.register(operator.neg, batched=True)
@@ -397,17 +434,19 @@ def _pos_pullback(dy):
     return _NO, unthunk(dy)
 
 
-@rrule.register(operator.pos)
+@rrule.register(operator.pos, batched=True)
 def rrule_pos(a):
     if type(a) in _REAL:
         return +a, _pos_pullback
     if _is_user_object(a):
         return rrule_user_unary(operator.pos, a)
+    y = +a
 
     def pos_pullback(dy):
-        return _NO, match_input(a, unthunk(dy))
+        dy = unthunk(dy)
+        return _NO, _matcher(y, dy)(a, dy)
 
-    return +a, pos_pullback
+    return y, pos_pullback
 
 
 @frule.register(operator.pos, batched=True)
@@ -420,14 +459,15 @@ def frule_pos(tangents, a):
 # ----- multiplication and division -----------------------------------------------------------
 
 
-@rrule.register(operator.mul)
+@rrule.register(operator.mul, batched=True)
 def rrule_mul(a, b):
     if type(a) in _REAL and type(b) in _REAL:
 
         def mul_pullback(dy):
             if type(dy) is float:
                 return _NO, dy * b, a * dy
-            dy = real_cotangent(dy)
+            rows = real_rows(dy)
+            dy = real_cotangent(dy) if rows is None else rows
             return _NO, dy * b, a * dy
 
         return a * b, mul_pullback
@@ -437,12 +477,14 @@ def rrule_mul(a, b):
         return a * b, _no_tangents(2)
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.mul, a, b)
+    y = a * b
 
     def mul_pullback(dy):
         dy = unthunk(dy)
-        return _NO, match_input(a, dy * conj(b)), match_input(b, conj(a) * dy)
+        match = _matcher(y, dy)
+        return _NO, match(a, dy * conj(b)), match(b, conj(a) * dy)
 
-    return a * b, mul_pullback
+    return y, mul_pullback
 
 
 def _repeat_entries(dy, xs, times: int) -> list:
@@ -457,6 +499,7 @@ def _repeat_entries(dy, xs, times: int) -> list:
 
 
 def _rrule_repeat(a, b):
+    decline_batch()  # the cotangents of sequences are structures, one cotangent at a time
     xs, times = (a, b) if isinstance(a, _SEQUENCES) else (b, a)
 
     def repeat_pullback(dy):
@@ -480,7 +523,7 @@ def frule_mul(tangents, a, b):
     return a * b, da * b + a * db
 
 
-@rrule.register(operator.truediv)
+@rrule.register(operator.truediv, batched=True)
 def rrule_truediv(a, b):
     if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
         return rrule_user_binary(operator.truediv, a, b)
@@ -489,7 +532,8 @@ def rrule_truediv(a, b):
 
         def truediv_pullback(dy):
             if type(dy) is not float:
-                dy = real_cotangent(dy)
+                rows = real_rows(dy)
+                dy = real_cotangent(dy) if rows is None else rows
             da = dy / b
             return _NO, da, -da * y
 
@@ -498,7 +542,8 @@ def rrule_truediv(a, b):
     def truediv_pullback(dy):
         dy = unthunk(dy)
         da = dy / conj(b)
-        return _NO, match_input(a, da), match_input(b, -da * conj(y))
+        match = _matcher(y, dy)
+        return _NO, match(a, da), match(b, -da * conj(y))
 
     return y, truediv_pullback
 
@@ -513,7 +558,7 @@ def frule_truediv(tangents, a, b):
 
 
 # floor division is piecewise constant: its derivative is zero wherever it exists.
-@rrule.register(operator.floordiv)
+@rrule.register(operator.floordiv, batched=True)
 def rrule_floordiv(a, b):
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.floordiv, a, b)
@@ -534,7 +579,7 @@ def frule_floordiv(tangents, a, b):
 
 # a % b == a - floor(a / b) * b, with the floor's derivative taken as zero (ChainRules' `mod`).
 # `a // b` is the quotient Python (and NumPy) pair with `%`, so it is exact where a / b rounds.
-@rrule.register(operator.mod)
+@rrule.register(operator.mod, batched=True)
 def rrule_mod(a, b):
     if isinstance(a, _TEXT):  # string formatting, "%.3f" % x
         return a % b, _no_tangents(2)
@@ -546,7 +591,8 @@ def rrule_mod(a, b):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
-        return _NO, match_input(a, dy), match_input(b, -dy * (a // b))
+        match = _matcher(y, dy)
+        return _NO, match(a, dy), match(b, -dy * (a // b))
 
     return y, mod_pullback
 
@@ -598,7 +644,20 @@ def pow_partials(a, b, y):
     return da, y * _log_base(a)
 
 
-@rrule.register(operator.pow)
+def _pow_base_partial(a, b):
+    """dy/da of ``y = a ** b``, the first of ``pow_partials`` (the same numbers), on its own."""
+    if isinstance(a, Number) and isinstance(b, Number):
+        return pow_partials(a, b, a**b)[0]
+    if type(b) is int or type(b) is float:  # a constant exponent (x ** 2): no mask to build
+        if b == 0:
+            return 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return b * np.power(a, b - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.asarray(b) == 0, 0.0, b * np.power(a, b - 1))
+
+
+@rrule.register(operator.pow, batched=True)
 def rrule_pow(a, b):
     if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
         return rrule_user_binary(operator.pow, a, b)
@@ -607,7 +666,8 @@ def rrule_pow(a, b):
 
         def pow_pullback(dy):
             if type(dy) is not float:
-                dy = real_cotangent(dy)
+                rows = real_rows(dy)
+                dy = real_cotangent(dy) if rows is None else rows
             pa, pb = pow_partials(a, b, y)
             return _NO, dy * pa, dy * pb
 
@@ -617,6 +677,9 @@ def rrule_pow(a, b):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
+        if carries_batch(y, dy):  # the exponent's batch is left lazy: it is mostly a constant's
+            da = match_input_batch(a, dy * conj(_pow_base_partial(a, b)))
+            return _NO, da, Thunk(lambda: match_input_batch(b, dy * conj(pow_partials(a, b, y)[1])))
         pa, pb = pow_partials(a, b, y)
         return _NO, match_input(a, dy * conj(pa)), match_input(b, dy * conj(pb))
 
@@ -654,7 +717,7 @@ def abs_partial(x):
     return np.sign(x)
 
 
-@rrule.register(operator.abs)
+@rrule.register(operator.abs, batched=True)
 def rrule_abs(x):
     if type(x) not in _REAL and _is_user_object(x):
         return rrule_user_unary(operator.abs, x)
@@ -663,18 +726,21 @@ def rrule_abs(x):
 
         def abs_pullback(dy):
             if type(dy) is not float:
-                dy = real_cotangent(dy)
+                rows = real_rows(dy)
+                dy = real_cotangent(dy) if rows is None else rows
             return _NO, dy * s
 
         return abs(x), abs_pullback
+
+    y = abs(x)
 
     def abs_pullback(dy):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy
-        return _NO, match_input(x, np.real(dy) * s)
+        return _NO, _matcher(y, dy)(x, np.real(dy) * s)
 
-    return abs(x), abs_pullback
+    return y, abs_pullback
 
 
 @frule.register(operator.abs, batched=True)
@@ -797,6 +863,7 @@ def _inplace_rules(inplace_op, method_name: str, pure_rrule, pure_frule):
         method = _python_method(type(a), method_name) if _is_user_object(a) else None
         if method is None:  # Python itself falls back to the pure operator
             return pure_rrule(a, b)
+        decline_batch()  # a user object's cotangent is a structure: one cotangent at a time
         y, method_pullback = rrule_via_ad(method, a, b)
 
         def user_inplace_pullback(dy):
@@ -812,7 +879,7 @@ def _inplace_rules(inplace_op, method_name: str, pure_rrule, pure_frule):
 
     name = inplace_op.__name__
     rrule_inplace.__qualname__, frule_inplace.__qualname__ = f"rrule_{name}", f"frule_{name}"
-    rrule.register(inplace_op)(rrule_inplace)
+    rrule.register(inplace_op, batched=pure_rrule.batched)(rrule_inplace)
     frule.register(inplace_op, batched=True)(frule_inplace)
 
 

@@ -134,6 +134,7 @@ class Specialization:
         namer = copy.deepcopy(entry.namer)
         helpers = primal.Helpers(namer)
         result = self._result(entry, args, kwargs, bound)
+        self.batched = _batchable(self.plan, result)
         checks = [
             (name, t) for name, t in param_types.items() if name not in (result["varargs_param"], result["varkw"])
         ]
@@ -233,6 +234,31 @@ class Specialization:
             inner.__kwdefaults__ = dict(kwdefaults)
         self._last = (closure, defaults, kwdefaults, inner)
         return inner
+
+
+#: statement modes whose adjoint code passes a batch of cotangents (a leading batch axis) through
+#: unchanged: rules' pullbacks (each one checked for the flag, here or by the dispatcher at run
+#: time), cotangents handed on, and branches between them
+_BATCH_MODES = frozenset({"plain", "return", "pullback", "copy", "branch", "block"})
+
+
+def _batchable(plan, result: dict) -> bool:
+    """Whether the adjoint of this specialization takes a batch of cotangents: every statement's
+    mode is in ``_BATCH_MODES``, every rule called directly is registered ``batched=True``, and
+    the cotangents it returns are plain (no integer argument's, no structure of ``*args`` or of
+    the object a method was called on, no keywords' dict)."""
+    if result["bound"] or result["keywords"] or result["varargs"]:
+        return False
+    if any(t is int for t in plan.param_types.values()):
+        return False
+    for index, mode in plan.mode.items():
+        if mode not in _BATCH_MODES:
+            return False
+        if mode == "pullback":
+            rule = plan.direct.get(index)
+            if rule is not None and not getattr(rule, "batched", False):
+                return False
+    return True
 
 
 def _respecialize_call(result: dict) -> str:

@@ -12,6 +12,13 @@ and ``pullback_full`` is the engine's entry point (it also makes the engine the 
   dataclass or namedtuple, have structural pullbacks here;
 - anything else (built-ins, C extensions, library code, functions whose source is missing)
   raises ``NoRuleError`` naming the callable, the argument types and the user's line.
+
+Batches of cotangents: ``pullback_full``'s ``back`` is ``batched`` (it takes a leading batch
+axis on ``dy`` and returns cotangents with the batch axis in front) when the output is an array
+and nothing that ran declined a batch (``chainrules.core.decline_batch``): every rule called is
+registered ``batched=True`` and every generated function's adjoint is made of such rules'
+pullbacks only (``Specialization.batched``); what the dispatcher handles itself (structures,
+calls with ``*``/``**``) declines.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import numpy as np
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
 from ...core.errors import NoRuleError, user_location
-from ...core.registry import rrule
+from ...core.registry import _LEDGER, batch_declines, decline_batch, rrule
 from ...core.tangents import AbstractZero, Tangent, unthunk
 from . import cache, codegen, runtime
 from .parse import NoSourceError, is_library_code
@@ -56,9 +63,13 @@ def pullback(f, *args, **kwargs):
             hit = entry.fast.get(len(args))
             if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
                 if hit[4] is None or hit[4].valid(f):
+                    if not hit[6]:
+                        _LEDGER.declines += 1  # decline_batch(), inlined on this hot path
                     return hit[3](*args)
     rule = rrule.lookup(f, args)
     if rule is not None:
+        if not getattr(rule, "batched", False):
+            _LEDGER.declines += 1  # decline_batch(), inlined on this hot path
         return rule(*args, **kwargs)
     y, back = _without_rule(f, args, kwargs)
     if kwargs:
@@ -84,7 +95,7 @@ def pullback_full(f, *args, **kwargs):
         if entry is not None:
             hit = entry.fast.get(len(args))
             if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
-                if (hit[4] is None or hit[4].valid(f)) and not hit[5]:
+                if (hit[4] is None or hit[4].valid(f)) and not hit[5] and not hit[6]:
                     return hit[3](*args)
     if current_engine() is pullback_full:
         return pullback(f, *args, **kwargs)
@@ -95,10 +106,22 @@ def pullback_full(f, *args, **kwargs):
     gc.disable()
     try:
         with active_engine(pullback_full):
-            return pullback(f, *args, **kwargs)
+            declines = batch_declines()
+            y, back = pullback(f, *args, **kwargs)
+            if batch_declines() == declines and isinstance(y, np.ndarray):
+                _mark_batched(back)
+            return y, back
     finally:
         if collecting:
             gc.enable()
+
+
+def _mark_batched(back) -> None:
+    """``back.batched = True``: nothing declined a batch while the primal ran."""
+    try:
+        back.batched = True
+    except AttributeError:  # a pullback that takes no attributes (a bound method): one cotangent at a time
+        pass
 
 
 def _positional_only(back):
@@ -117,15 +140,18 @@ def _without_rule(f, args: tuple, kwargs: dict):
     if kind is types.MethodType and type(f.__func__) is _FUNCTION:
         return _source(f.__func__, (f.__self__, *args), kwargs, True)
     if f is getattr:
+        decline_batch()  # structural cotangents: one at a time
         return _with_keywords(structural_getattr(*args), kwargs)
     if f is operator.getitem:
+        decline_batch()
         return _with_keywords(structural_getitem(*args), kwargs)
     if isinstance(f, type):
+        decline_batch()
         return construct(f, args, kwargs)
     call = _class_attribute(kind, "__call__")
     if type(call) is _FUNCTION:
         return _source(call, (f, *args), kwargs, True)
-    return _discrete_call(f, args, kwargs)
+    return _discrete_call(f, args, kwargs)  # no derivative at all: any batch of cotangents fits
 
 
 def _carries_numbers(x) -> bool:
@@ -189,6 +215,8 @@ def _source(fn: types.FunctionType, args: tuple, kwargs: dict, bound: bool):
     instance = spec.instance(fn)
     if not kwargs and not bound and fn.__closure__ is None:
         _remember(entry, fn, args, spec, instance)
+    if not spec.batched:
+        decline_batch()
     return instance(*args, **kwargs)
 
 
@@ -198,7 +226,7 @@ def _remember(entry, fn, args: tuple, spec, instance):
     the same. The generated function checks its arguments' types itself and hands a call
     with other types back to ``respecialize``."""
     guarded = spec if spec.plan.guards else None
-    entry.fast[len(args)] = (fn, spec.version, fn.__defaults__, instance, guarded, spec.calls_out)
+    entry.fast[len(args)] = (fn, spec.version, fn.__defaults__, instance, guarded, spec.calls_out, spec.batched)
 
 
 def respecialize(fn, bound: bool, *args, **kwargs):
@@ -221,6 +249,7 @@ def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
     tuple and of the dict. ``active`` names the keyword arguments that carry derivatives: a rule
     differentiates positional arguments only (as in ChainRules), so those are refused for it."""
     args = tuple(args)
+    decline_batch()  # the cotangents of the argument tuple and dict are structures: one at a time
     rule = rrule.lookup(f, args)
     if rule is not None:
         dropped = [k for k in active if _carries_numbers(kwargs.get(k))]
@@ -310,6 +339,7 @@ def pullback_method_apply(obj, name: str, args: tuple, kwargs: dict):
     """``obj.name(*args, **kwargs)``; ``back(dy) -> (d_obj, d_args, d_kwargs)``."""
     args = tuple(args)
     n = len(args)
+    decline_batch()  # the cotangents of the argument tuple and dict are structures: one at a time
     kind, target = _resolve_method(obj, name)
     if kind == "function" and rrule.lookup(target, (obj, *args)) is None:
         y, full = _source(target, (obj, *args), kwargs, True)

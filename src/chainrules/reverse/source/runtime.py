@@ -204,14 +204,18 @@ def closure_tangent(fn, names: tuple, values: tuple, tangents: tuple):
     """The tangent of the closure ``fn``: one field per captured variable (zero fields left out).
 
     A captured variable that holds ``fn`` itself (a recursive closure) contributes a tangent of
-    ``fn``: it is added in, not nested as a field.
+    ``fn``: it is added in, not nested as a field. A field whose cotangent is still a thunk stays
+    one: the tangent of the function is often never read (the API drops it), and a captured
+    matrix's cotangent (an outer product) can cost more than all the rest of the pullback.
     """
     fields, own = {}, ZERO
     for name, value, tangent in zip(names, values, tangents):
-        tangent = unthunk(tangent)
         if isinstance(tangent, AbstractZero):
             continue
         if value is fn:
+            tangent = unthunk(tangent)
+            if isinstance(tangent, AbstractZero):
+                continue
             own = tangent if isinstance(own, AbstractZero) else own + tangent
         else:
             fields[name] = tangent

@@ -5,6 +5,11 @@ namedtuples, dataclasses and plain objects); bools, strings and other values pas
 untracked and get ``NoTangent``. A callable object's own fields are boxed too, so its tangent
 is a ``Tangent`` of its class. While the function runs, the trace is the active one and this
 engine answers ``chainrules.rrule_via_ad``.
+
+When every rule the function called pulls back a batch of cotangents at once (none declined,
+see ``chainrules.core.decline_batch``) and the output is one number or array, the pullback
+is ``batched``: ``back(dy)`` with a leading batch axis on ``dy`` sweeps the tape once for the
+whole batch and returns cotangents with the batch axis in front.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ...core.accumulation import accumulate
 from ...core.active import active_engine
 from ...core.errors import ChainRulesError
 from ...core.projection import ProjectTo
+from ...core.registry import batch_declines
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent
 from . import tracer
 from .backward import part, sweep
@@ -143,8 +149,9 @@ def _field_of(value, key, index: int):
     return getattr(value, key)
 
 
-def collect(template, value, cts: list):
-    """The tangent of an input from the swept cotangents, shaped like the input."""
+def collect(template, value, cts: list, batch: bool = False):
+    """The tangent of an input from the swept cotangents, shaped like the input (with a leading
+    batch axis for a batched sweep)."""
     if template is None:
         return _NO
     if type(template) is int:
@@ -155,10 +162,12 @@ def collect(template, value, cts: list):
             return _NO if tracer._is_integer(value) else _ZERO
         if isinstance(ct, Tracked):
             return ct  # a cotangent an outer differentiation follows (nested): the rules shaped it
+        if batch:
+            return ProjectTo(tracer.deep_primal(value)).batch(ct)
         return ProjectTo(tracer.deep_primal(value))(ct)
     items = []
     for key, index, child in template.children:
-        items.append((key, collect(child, _field_of(value, key, index), cts)))
+        items.append((key, collect(child, _field_of(value, key, index), cts, batch)))
     if all(t is _NO for _, t in items):
         return _NO
     if all(isinstance(t, AbstractZero) for _, t in items):
@@ -239,17 +248,26 @@ class TapePullback:
 
     ``back.last_call(dy)`` gives the same result and frees each pullback (and the arrays it
     captured) as soon as it has run; ``back`` cannot be called after it.
+
+    ``back.batched`` says whether ``dy`` may carry a leading batch axis (one cotangent per row,
+    pulled back in one sweep; the cotangents come back with the batch axis in front).
     """
 
-    __slots__ = ("_trace", "_f", "_f_template", "_args", "_templates", "_out_template")
+    __slots__ = ("_trace", "_f", "_f_template", "_args", "_templates", "_out_template", "_batch_ndim")
 
-    def __init__(self, trace, f, f_template, args, templates, out_template):
+    def __init__(self, trace, f, f_template, args, templates, out_template, batch_ndim=None):
         self._trace = trace
         self._f = f
         self._f_template = f_template
         self._args = args
         self._templates = templates
         self._out_template = out_template
+        #: the output's ndim when a batch of cotangents may be pulled back at once, else None
+        self._batch_ndim = batch_ndim
+
+    @property
+    def batched(self) -> bool:
+        return self._batch_ndim is not None
 
     def __call__(self, dy):
         return self._sweep(dy, release=False)
@@ -265,6 +283,7 @@ class TapePullback:
         n = trace.n_slots
         cts = [_ZERO] * n
         owned = [False] * n
+        batch = self._batch_ndim is not None and getattr(dy, "ndim", 0) == self._batch_ndim + 1
         _seed(self._out_template, dy, cts, owned)
         if release:
             self._trace = None
@@ -273,8 +292,8 @@ class TapePullback:
             sweep(trace.tape, cts, owned, release=release)
         finally:
             trace.sweeping -= 1
-        df = collect(self._f_template, self._f, cts)
-        return (df, *(collect(t, a, cts) for t, a in zip(self._templates, self._args)))
+        df = collect(self._f_template, self._f, cts, batch)
+        return (df, *(collect(t, a, cts, batch) for t, a in zip(self._templates, self._args)))
 
     def __repr__(self) -> str:
         return f"<tape pullback of {getattr(self._f, '__qualname__', type(self._f).__name__)}>"
@@ -293,6 +312,7 @@ def pullback_full(f: Callable, *args, **kwargs):
     [0.0744, -0.0992]
     """
     trace = Trace(tracer.current_trace())
+    declines = batch_declines()
     boxed_f, f_template = _box_callable(f, trace)
     boxed, templates = [], []
     for a in args:
@@ -315,7 +335,12 @@ def pullback_full(f: Callable, *args, **kwargs):
             gc.enable()
         tracer._current.reset(token)
     y, out_template = unbox_output(out, trace)
-    return y, TapePullback(trace, f, f_template, args, templates, out_template)
+    batchable = type(out_template) is int and batch_declines() == declines and _is_number_or_array(y)
+    return y, TapePullback(trace, f, f_template, args, templates, out_template, np.ndim(y) if batchable else None)
+
+
+def _is_number_or_array(y) -> bool:
+    return isinstance(y, (float, complex, np.ndarray, np.number))
 
 
 _PLAIN_CALLABLES = frozenset({types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial})

@@ -26,7 +26,7 @@ import numpy as np
 
 from ...core.active import ActiveValue
 from ...core.errors import NoRuleError
-from ...core.registry import rrule
+from ...core.registry import decline_batch, rrule
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Frames in these directories are the machinery between the user's line and the error; the
@@ -288,6 +288,8 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
     rule = lookup(f, lookup_args)
     if rule is None:
         raise NoRuleError(f, tuple(lookup_args), location=user_location())
+    if not getattr(rule, "batched", False):
+        decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
     y, pullback = rule(*plain, **kwargs)
     return _record_output(trace, f, y, pullback, parents, plain, args)
 
@@ -443,6 +445,8 @@ def binary(f, a, b):
             rule = lookup(f, (pa, pb))
     if rule is None:
         raise NoRuleError(f, (pa, pb), location=user_location())
+    if not getattr(rule, "batched", False):
+        decline_batch()
     y, pullback = rule(pa, pb)
     if type(y) is float or type(y) is _float64:
         slot = trace.n_slots
@@ -472,6 +476,8 @@ def unary(f, a):
             rule = lookup(f, (pa,))
     if rule is None:
         raise NoRuleError(f, (pa,), location=user_location())
+    if not getattr(rule, "batched", False):
+        decline_batch()
     y, pullback = rule(pa)
     if type(y) is float or type(y) is _float64:
         slot = trace.n_slots

@@ -4,7 +4,8 @@ The cotangent of ``x[index]`` is an ``InplaceableThunk`` (seed 004, ChainRules' 
 added into an accumulator it writes only the selected entries, ``acc[index] += dy`` for basic
 indices and boolean masks, ``np.add.at(acc, index, dy)`` where integer arrays may repeat a
 position; the dense array of zeros is built only if its value is asked for. So the gradient of
-``for i in range(n): total += X[i]`` costs O(n) time and one accumulator.
+``for i in range(n): total += X[i]`` costs O(n) time and one accumulator. A batch of cotangents
+(a leading batch axis) scatters the same way into a batch of accumulators.
 """
 
 from __future__ import annotations
@@ -14,16 +15,66 @@ from numbers import Integral
 
 import numpy as np
 
-from ...core import AbstractZero, NoRuleError, frule, rrule, unthunk, user_location
-from ._arrays import NO, ZERO, is_batched, scatter_thunk, to_input
+from ...core import (
+    AbstractZero,
+    InplaceableThunk,
+    NoRuleError,
+    Thunk,
+    carries_batch,
+    frule,
+    match_input_batch,
+    rrule,
+    unthunk,
+    user_location,
+)
+from ._arrays import NO, ZERO, index_has_repeats, is_batched, scatter_thunk, tangent_dtype, to_input
 
 
-@rrule.register(operator.getitem, np.ndarray)
+@rrule.register(operator.getitem, np.ndarray, batched=True)
 def rrule_getitem(x, index):
+    y = x[index]
+
     def getitem_pullback(dy):
+        dy = unthunk(dy)
+        if carries_batch(y, dy):
+            return NO, _batch_scatter_thunk(x, index, dy), NO
         return NO, scatter_thunk(x, index, dy), NO
 
-    return x[index], getitem_pullback
+    return y, getitem_pullback
+
+
+def _batch_scatter_thunk(x, index, dy):
+    """The cotangents of ``x[index]`` for a batch of cotangents ``dy``: scattered row by row, as
+    ``scatter_thunk`` does one cotangent (the index applies past the leading batch axis)."""
+    dtype = tangent_dtype(x)
+    if dtype is None:
+        return NO
+    if dtype.kind == "f" and np.iscomplexobj(dy):
+        dy = np.real(dy)
+    if _is_basic(index):
+        parts = index if isinstance(index, tuple) else (index,)
+        rows_index, rows, place = (slice(None), *parts), dy, None
+    else:  # advanced indices may move axes: index with the batch axis moved last
+        rows_index, rows = _without_ellipsis(index, x.ndim), np.moveaxis(dy, 0, -1)
+
+        def place(acc):
+            return np.moveaxis(acc, 0, -1)
+
+    repeats = index_has_repeats(index)
+    shape = (np.shape(dy)[0], *x.shape)
+
+    def batch_scatter_add_into(acc):
+        target = acc if place is None else place(acc)
+        if repeats:
+            np.add.at(target, rows_index, rows)
+        else:
+            target[rows_index] += rows
+        return acc
+
+    def batch_scatter_value():
+        return match_input_batch(x, batch_scatter_add_into(np.zeros(shape, dtype=dtype)))
+
+    return InplaceableThunk(batch_scatter_add_into, Thunk(batch_scatter_value))
 
 
 def _is_basic(index) -> bool:
@@ -89,9 +140,10 @@ _NONDIFFERENTIABLE_ATTRIBUTES = frozenset(
 
 
 def _attribute_pullback(x, name):
-    """The pullback of ``getattr(x, name)`` for a differentiable attribute, else ``None``."""
+    """The pullback of ``getattr(x, name)`` for a differentiable attribute, else ``None``; it takes
+    a batch of cotangents too (a leading batch axis stays in front)."""
     if name == "T":
-        return lambda dy: np.transpose(dy)
+        return lambda dy: np.transpose(dy, (0, *range(np.ndim(dy) - 1, 0, -1)) if np.ndim(dy) > x.ndim else None)
     if name == "mT":
         return lambda dy: np.swapaxes(dy, -1, -2)
     if name == "real":
@@ -113,7 +165,7 @@ def _no_attribute_rule(x, name: str) -> NoRuleError:
     )
 
 
-@rrule.register(getattr, np.ndarray, str)
+@rrule.register(getattr, np.ndarray, str, batched=True)
 def rrule_getattr(x, name, *default):
     y = getattr(x, name, *default)
     pull = _attribute_pullback(x, name)
@@ -129,7 +181,10 @@ def rrule_getattr(x, name, *default):
         if isinstance(dy, AbstractZero):
             return (NO, dy, NO, *(NO for _ in default))
         dx = pull(dy)
-        return (NO, dx if isinstance(dx, AbstractZero) else to_input(x, dx), NO, *(NO for _ in default))
+        if isinstance(dx, AbstractZero):
+            return (NO, dx, NO, *(NO for _ in default))
+        dx = match_input_batch(x, dx) if carries_batch(y, dy) else to_input(x, dx)
+        return (NO, dx, NO, *(NO for _ in default))
 
     return y, getattr_pullback
 

@@ -8,7 +8,10 @@ where the accumulator's layout does not allow it, the value is added. For ``y = 
 cotangents are ``ā = ȳ b^H`` and ``b̄ = a^H ȳ`` (ChainRules' ``*`` rule: conjugate transposes).
 
 Primal and pullback stay in one BLAS library (see ``_blas``). Forward rules use NumPy alone and
-accept a leading batch axis on the tangents.
+accept a leading batch axis on the tangents. Pullbacks accept a batch of cotangents too (a
+leading batch axis, for reverse-mode Jacobians): a batch is pulled back with ``np.matmul`` on the
+operands as they are (so a ``BasisSeed`` block selects rows instead of multiplying), and its
+cotangents are ``Thunk``s, computed only for the operands that are differentiated.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ...core import AbstractZero, Thunk, frule, rrule, unthunk
+from ...core import AbstractZero, Thunk, carries_batch, frule, match_input_batch, rrule, unbroadcast_batch, unthunk
 from ._arrays import (
     NO,
     ZERO,
@@ -99,6 +102,9 @@ class _Contraction:
             y = y[()]
 
         def contraction_pullback(dy):
+            dy = unthunk(dy)
+            if carries_batch(y, dy):
+                return self.batch_pullback(a, b, A, B, y, dy)
             dy = cotangent_array(y, dy)
             if isinstance(dy, AbstractZero):
                 return dy, dy
@@ -108,6 +114,48 @@ class _Contraction:
             return da, db
 
         return y, contraction_pullback
+
+    def batch_pullback(self, a, b, A, B, y, dy):
+        """``(da, db)`` for a batch of cotangents ``dy`` of shape ``(batch, *y.shape)``.
+
+        The products are written on ``dy`` as it comes (no reshape where none is needed), so
+        that a structured block of unit cotangents selects rows of the operands."""
+        dy = match_input_batch(y, dy)
+        M, N = self.M, self.N
+        if N == 1 and np.shape(dy)[1:] == (M,):  # matrix @ vector: rows of dy are cotangents of A @ b
+            da = Thunk(lambda: dy[:, :, None] * _conj(B[:, 0]))
+            db = Thunk(lambda: np.matmul(dy, _conj(A)))
+        elif M == 1 and np.shape(dy)[1:] == (N,):  # vector @ matrix
+            da = Thunk(lambda: np.matmul(dy, _conj(B).T))
+            db = Thunk(lambda: _conj(A[0])[:, None] * dy[:, None, :])
+        else:
+            lead = np.shape(dy)[:1]
+            dY = dy if np.shape(dy) == lead + (M, N) else np.reshape(dy, lead + (M, N))
+            da = Thunk(lambda: np.matmul(dY, _conj(B).T))
+            db = Thunk(lambda: np.matmul(_conj(A).T, dY))
+        return (
+            _batch_operand_cotangent(a, self.perm_a, da),
+            _batch_operand_cotangent(b, self.perm_b, db),
+        )
+
+
+def _batch_operand_cotangent(x, perm, matrix):
+    """The batched cotangent of an operand from its batch of matrix cotangents (a thunk of them)."""
+    if has_no_tangent(x):
+        return NO
+
+    def value():
+        m = unthunk(matrix)
+        lead = np.shape(m)[:1]
+        shape = np.shape(x)
+        if np.shape(m)[1:] != shape:
+            permuted = tuple(shape[p] for p in perm)
+            m = np.reshape(m, lead + permuted)
+            if perm != tuple(range(len(perm))):
+                m = np.transpose(m, (0, *(int(p) + 1 for p in np.argsort(perm))))
+        return match_input_batch(x, m)
+
+    return Thunk(value)
 
 
 def _as_matrix(x, perm, rows, cols):
@@ -190,6 +238,9 @@ def _matmul_stacked_rrule(a, b):
     B = b if nb > 1 else np.expand_dims(b, -1)
 
     def matmul_stacked_pullback(dy):
+        dy = unthunk(dy)
+        if carries_batch(y, dy):
+            return _matmul_stacked_batch(a, b, A, B, match_input_batch(y, dy))
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return dy, dy
@@ -209,6 +260,23 @@ def _matmul_stacked_rrule(a, b):
     return y, matmul_stacked_pullback
 
 
+def _matmul_stacked_batch(a, b, A, B, dy):
+    """The cotangents of stacked ``a @ b`` for a batch of cotangents (a leading batch axis)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    dY = dy if na > 1 else np.expand_dims(dy, -2)
+    dY = dY if nb > 1 else np.expand_dims(dY, -1)
+
+    def da_value():
+        value = np.matmul(dY, apply_op(B, "C"))
+        return match_input_batch(a, np.reshape(unbroadcast_batch(A, value), np.shape(dy)[:1] + np.shape(a)))
+
+    def db_value():
+        value = np.matmul(apply_op(A, "C"), dY)
+        return match_input_batch(b, np.reshape(unbroadcast_batch(B, value), np.shape(dy)[:1] + np.shape(b)))
+
+    return (NO if has_no_tangent(a) else Thunk(da_value)), (NO if has_no_tangent(b) else Thunk(db_value))
+
+
 def _matmul_rrule(a, b):
     contraction = _matmul_contraction(a, b)
     if contraction is None:
@@ -216,7 +284,7 @@ def _matmul_rrule(a, b):
     return contraction.rrule(a, b, scalar_output=np.ndim(a) == 1 and np.ndim(b) == 1)
 
 
-@rrule.register(np.matmul)
+@rrule.register(np.matmul, batched=True)
 def rrule_matmul(a, b, **kwargs):
     _check_kwargs(np.matmul, kwargs, frozenset())
     y, pullback = _matmul_rrule(a, b)
@@ -227,8 +295,8 @@ def rrule_matmul(a, b, **kwargs):
     return y, matmul_pullback
 
 
-@rrule.register(operator.matmul, ArrayLike)
-@rrule.register(operator.matmul, object, ArrayLike)
+@rrule.register(operator.matmul, ArrayLike, batched=True)
+@rrule.register(operator.matmul, object, ArrayLike, batched=True)
 def rrule_operator_matmul(a, b):
     y, pullback = _matmul_rrule(a, b)
 
@@ -298,6 +366,10 @@ def _scalar_product_rrule(a, b, y):
     """``y = a * b`` where one factor is 0-d (``np.dot``/``np.inner`` with a scalar)."""
 
     def scalar_product_pullback(dy):
+        dy = unthunk(dy)
+        if carries_batch(y, dy):
+            dy = match_input_batch(y, dy)
+            return match_input_batch(a, dy * _conj(b)), match_input_batch(b, _conj(a) * dy)
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return dy, dy
@@ -328,8 +400,8 @@ def _dot_rrule(a, b):
     return contraction.rrule(a, b)
 
 
-@rrule.register(np.dot)
-@rrule.register(np.ndarray.dot)
+@rrule.register(np.dot, batched=True)
+@rrule.register(np.ndarray.dot, batched=True)
 def rrule_dot(a, b, **kwargs):
     _check_kwargs(np.dot, kwargs, frozenset())
     y, pullback = _dot_rrule(a, b)
@@ -348,7 +420,7 @@ def _inner_rrule(a, b):
     return contraction.rrule(a, b, scalar_output=na == 1 and nb == 1)
 
 
-@rrule.register(np.inner)
+@rrule.register(np.inner, batched=True)
 def rrule_inner(a, b):
     y, pullback = _inner_rrule(a, b)
 
@@ -363,7 +435,7 @@ def _outer_rrule(a, b):
     return _Contraction(range(np.ndim(a)), range(np.ndim(b)), M, 1, N, (M, N)).rrule(a, b)
 
 
-@rrule.register(np.outer)
+@rrule.register(np.outer, batched=True)
 def rrule_outer(a, b, **kwargs):
     _check_kwargs(np.outer, kwargs, frozenset())
     y, pullback = _outer_rrule(a, b)
@@ -378,7 +450,7 @@ def _tensordot_rrule(a, b, axes=2):
     return _Contraction.tensordot(a, b, *_tensordot_axes(a, b, axes)).rrule(a, b)
 
 
-@rrule.register(np.tensordot)
+@rrule.register(np.tensordot, batched=True)
 def rrule_tensordot(a, b, *axes_given, **kwargs):
     y, pullback = _tensordot_rrule(a, b, *axes_given, **kwargs)
 
@@ -583,30 +655,34 @@ def _unique(labels: str) -> str:
     return "".join(dict.fromkeys(labels))
 
 
-def _einsum_cotangent(spec: _EinsumSpec, i: int, operands: list, dy, optimize):
+def _einsum_cotangent(spec: _EinsumSpec, i: int, operands: list, dy, optimize, batched: bool = False):
     """The cotangent of operand ``i``: another einsum of the output cotangent with the other
     operands conjugated, broadcast along labels only operand ``i`` has, and placed on the
-    diagonal where operand ``i`` repeats a label."""
+    diagonal where operand ``i`` repeats a label. A batch of cotangents (``batched``) carries
+    one more label, in front."""
     x = operands[i]
     labels = spec.inputs[i]
     others = [j for j in range(len(operands)) if j != i]
     present = set(spec.output).union(*(spec.inputs[j] for j in others))
     unique = _unique(labels)
     kept = "".join(c for c in unique if c in present)
-    terms = ",".join([spec.output] + [spec.inputs[j] for j in others])
-    g = np.einsum(f"{terms}->{kept}", dy, *(_conj(operands[j]) for j in others), optimize=optimize)
+    z = spec.spare[-1] if batched else ""
+    lead = np.shape(dy)[:1] if batched else ()
+    terms = ",".join([z + spec.output] + [spec.inputs[j] for j in others])
+    g = np.einsum(f"{terms}->{z}{kept}", dy, *(_conj(operands[j]) for j in others), optimize=optimize)
     if len(kept) < len(unique):  # summed inside operand i alone: every entry gets the same cotangent
         g = np.broadcast_to(
-            np.reshape(g, [spec.sizes[c] if c in present else 1 for c in unique]), [spec.sizes[c] for c in unique]
+            np.reshape(g, [*lead, *(spec.sizes[c] if c in present else 1 for c in unique)]),
+            [*lead, *(spec.sizes[c] for c in unique)],
         )
     if len(unique) < len(labels):  # a repeated label: only the diagonal was read
-        full = np.zeros(np.shape(x), dtype=np.result_type(g))
-        np.einsum(f"{labels}->{unique}", full)[...] = g  # a writeable view of the diagonal
+        full = np.zeros(lead + np.shape(x), dtype=np.result_type(g))
+        np.einsum(f"{z}{labels}->{z}{unique}", full)[...] = g  # a writeable view of the diagonal
         g = full
-    return to_input(x, g)
+    return match_input_batch(x, g) if batched else to_input(x, g)
 
 
-@rrule.register(np.einsum)
+@rrule.register(np.einsum, batched=True)
 def rrule_einsum(*args, **kwargs):
     _check_kwargs(np.einsum, kwargs, _PASSIVE_KWARGS | {"optimize"})
     y = np.einsum(*args, **kwargs)
@@ -616,7 +692,9 @@ def rrule_einsum(*args, **kwargs):
     optimize = kwargs.get("optimize", False)
 
     def einsum_pullback(dy):
-        dy = cotangent_array(y, dy)
+        dy = unthunk(dy)
+        batched = carries_batch(y, dy)
+        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
         grads = [NO] * (len(args) + 1)
         for i, pos in enumerate(positions):
             if isinstance(dy, AbstractZero):
@@ -624,7 +702,7 @@ def rrule_einsum(*args, **kwargs):
             elif has_no_tangent(operands[i]):
                 grads[pos + 1] = NO
             else:
-                grads[pos + 1] = Thunk(lambda i=i: _einsum_cotangent(spec, i, operands, dy, optimize))
+                grads[pos + 1] = Thunk(lambda i=i: _einsum_cotangent(spec, i, operands, dy, optimize, batched))
         return tuple(grads)
 
     return y, einsum_pullback

@@ -12,6 +12,7 @@ cotangent equally between tied maxima; a NaN maximum sends it to the NaN entries
 where it is zero.
 
 Pushforwards take a batched tangent (one more leading axis than ``x``) and return a batched result.
+The pullbacks of ``sum`` and ``mean`` take a batch of cotangents too (a leading batch axis).
 """
 
 from __future__ import annotations
@@ -20,7 +21,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core import AbstractZero, NoTangent, ZeroTangent, conj, frule, match_input, rrule, unthunk
+from ...core import (
+    AbstractZero,
+    NoTangent,
+    ZeroTangent,
+    carries_batch,
+    conj,
+    frule,
+    match_input,
+    match_input_batch,
+    rrule,
+    unthunk,
+)
 from ._util import axes_of, bind, is_batched, keep, match_output, real_dtype, shift, size_along
 
 _NO = NoTangent()
@@ -30,19 +42,21 @@ _ZERO = ZeroTangent()
 # ----- the skeleton ------------------------------------------------------------------------
 
 
-def _register(fs: tuple, names: tuple[str, ...], defaults: dict, plan: Callable) -> None:
+def _register(fs: tuple, names: tuple[str, ...], defaults: dict, plan: Callable, batched: bool = False) -> None:
     """Register rules for reductions of one argument ``x``; the rest are options.
 
     ``plan(x, options, primal)`` returns ``(y, back, forward)``: the output (``primal()`` is the
     plain call, a plan may compute ``y`` itself from intermediates it needs anyway),
     ``back(dy)`` the cotangent of ``x`` (before projection) and ``forward(dx, batched)`` the
-    tangent of ``y``. Intermediates they share are computed once in ``plan``.
+    tangent of ``y``. Intermediates they share are computed once in ``plan``. With
+    ``batched=True``, ``back(dy, lead)`` also takes a batch of cotangents, ``lead`` being
+    ``(batch,)`` (or ``()`` for one cotangent).
     """
     for f in fs:
-        _register_one(f, names, defaults, plan)
+        _register_one(f, names, defaults, plan, batched)
 
 
-def _register_one(f, names, defaults, plan):
+def _register_one(f, names, defaults, plan, batched=False):
     owner = getattr(f, "__self__", None)
     name = f"{owner.__name__}_{f.__name__}" if isinstance(owner, np.ufunc) else f.__name__  # add_reduce
 
@@ -57,6 +71,8 @@ def _register_one(f, names, defaults, plan):
                 return (_NO, dy) + extra
             if not np.iscomplexobj(y) and np.iscomplexobj(dy):
                 dy = np.real(dy)  # a real output's cotangent is real
+            if batched and carries_batch(y, dy):
+                return (_NO, match_input_batch(x, back(dy, np.shape(dy)[:1]))) + extra
             return (_NO, match_input(x, back(dy))) + extra
 
         reduction_pullback.__qualname__ = f"{name}_pullback"
@@ -72,12 +88,15 @@ def _register_one(f, names, defaults, plan):
 
     reduction_rrule.__qualname__ = f"rrule_{name}"
     reduction_frule.__qualname__ = f"frule_{name}"
-    rrule.register(f)(reduction_rrule)
+    rrule.register(f, batched=batched)(reduction_rrule)
     frule.register(f, batched=True)(reduction_frule)
 
 
-def _spread(dy, x, axes, keepdims):
-    """The cotangent of a reduction's output spread back over the input's shape (a broadcast view)."""
+def _spread(dy, x, axes, keepdims, lead=()):
+    """The cotangent of a reduction's output spread back over the input's shape (a broadcast view);
+    ``lead`` is the batch axis of a batch of cotangents."""
+    if lead:
+        return np.broadcast_to(keep(dy, shift(axes, True), keepdims), lead + np.shape(x))
     return np.broadcast_to(keep(dy, axes, keepdims), np.shape(x))
 
 
@@ -103,8 +122,8 @@ def _sum_plan(nan: bool):
         axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
         mask = _mask(x, o, nan)
 
-        def sum_back(dy):
-            dx = _spread(dy, x, axes, keepdims)
+        def sum_back(dy, lead=()):
+            dx = _spread(dy, x, axes, keepdims, lead)
             return dx if mask is None else dx * mask
 
         def sum_forward(dx, batched):
@@ -126,9 +145,9 @@ def _mean_plan(nan: bool):
         else:
             n = np.sum(mask, axis=axes, keepdims=True).astype(real_dtype(x))
 
-        def mean_back(dy):
-            dx = keep(dy, axes, keepdims) / n
-            return np.broadcast_to(dx, np.shape(x)) if mask is None else dx * mask
+        def mean_back(dy, lead=()):
+            dx = keep(dy, shift(axes, bool(lead)), keepdims) / n
+            return np.broadcast_to(dx, lead + np.shape(x)) if mask is None else dx * mask
 
         def mean_forward(dx, batched):
             if mask is not None:
@@ -143,13 +162,13 @@ def _mean_plan(nan: bool):
 
 _SUM = ("axis", "dtype", "out", "keepdims", "initial", "where")
 _SUM_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False, "initial": None, "where": True}
-_register((np.sum, np.ndarray.sum), _SUM, _SUM_DEFAULTS, _sum_plan(nan=False))
-_register((np.nansum,), _SUM, _SUM_DEFAULTS, _sum_plan(nan=True))
+_register((np.sum, np.ndarray.sum), _SUM, _SUM_DEFAULTS, _sum_plan(nan=False), batched=True)
+_register((np.nansum,), _SUM, _SUM_DEFAULTS, _sum_plan(nan=True), batched=True)
 
 _MEAN = ("axis", "dtype", "out", "keepdims")
 _MEAN_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False, "where": True}
-_register((np.mean, np.ndarray.mean), _MEAN, _MEAN_DEFAULTS, _mean_plan(nan=False))
-_register((np.nanmean,), _MEAN, _MEAN_DEFAULTS, _mean_plan(nan=True))
+_register((np.mean, np.ndarray.mean), _MEAN, _MEAN_DEFAULTS, _mean_plan(nan=False), batched=True)
+_register((np.nanmean,), _MEAN, _MEAN_DEFAULTS, _mean_plan(nan=True), batched=True)
 
 
 # ----- prod --------------------------------------------------------------------------------
@@ -478,7 +497,7 @@ def frule_average(tangents, a, *args, **kwargs):
 
 # ----- the same as methods of ufuncs (reduce along axis 0 by default) -----------------------
 
-_register((np.add.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _sum_plan(nan=False))
+_register((np.add.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _sum_plan(nan=False), batched=True)
 _register((np.multiply.reduce,), _PROD, {**_PROD_DEFAULTS, "axis": 0}, _prod_plan(nan=False))
 _UFUNC_MAX = ("axis", "dtype", "out", "keepdims", "initial")
 _UFUNC_MAX_DEFAULTS = {"axis": 0, "dtype": None, "keepdims": False, "initial": None}

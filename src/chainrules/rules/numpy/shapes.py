@@ -10,6 +10,8 @@ Most rules here are *unary linear* maps: ``_linear(f)`` registers both direction
 function ``spec(y, x, *args, **kwargs) -> (adjoint, push)`` where ``adjoint(dy)`` is the
 cotangent of ``x`` (any positional arguments after ``x`` are indices, shapes or axes and get
 ``NoTangent``) and ``push(dx, lead)`` the output tangent, ``lead`` being ``(batch,)`` or ``()``.
+The reshapes, transposes and ``broadcast_to`` also pull back a batch of cotangents (registered
+with ``_linear(..., batched=True)``: their ``adjoint(dy, lead)`` keeps a leading batch axis).
 """
 
 from __future__ import annotations
@@ -18,7 +20,17 @@ from numbers import Integral
 
 import numpy as np
 
-from ...core import AbstractZero, NoRuleError, Tangent, frule, rrule, unthunk
+from ...core import (
+    AbstractZero,
+    NoRuleError,
+    Tangent,
+    carries_batch,
+    frule,
+    match_input_batch,
+    rrule,
+    unbroadcast_batch,
+    unthunk,
+)
 from ._arrays import (
     NO,
     ZERO,
@@ -40,19 +52,20 @@ from ._arrays import (
 )
 
 
-def _linear(*fs):
-    """Register ``rrule`` and batched ``frule`` for the unary linear functions ``fs`` from a spec."""
+def _linear(*fs, batched: bool = False):
+    """Register ``rrule`` and batched ``frule`` for the unary linear functions ``fs`` from a spec;
+    ``batched=True``: the spec's ``adjoint(dy, lead)`` takes a batch of cotangents too."""
 
     def decorator(spec):
         for f in fs:
-            rrule.register(f)(_linear_rrule(f, spec))
+            rrule.register(f, batched=batched)(_linear_rrule(f, spec, batched))
             frule.register(f, batched=True)(_linear_frule(f, spec))
         return spec
 
     return decorator
 
 
-def _linear_rrule(f, spec):
+def _linear_rrule(f, spec, batched: bool = False):
     name = getattr(f, "__name__", "linear")
 
     def linear_rrule(x, *args, **kwargs):
@@ -61,6 +74,14 @@ def _linear_rrule(f, spec):
         rest = (NO,) * len(args)
 
         def linear_pullback(dy):
+            if batched:
+                dy = unthunk(dy)
+                if carries_batch(y, dy):
+                    if has_no_tangent(x):
+                        return (NO, NO, *rest)
+                    dy = match_input_batch(y, dy)
+                    dx = adjoint(dy, np.shape(dy)[:1])
+                    return (NO, dx if isinstance(dx, AbstractZero) else match_input_batch(x, dx), *rest)
             dy = cotangent_array(y, dy)
             if isinstance(dy, AbstractZero) or has_no_tangent(x):
                 return (NO, NO if has_no_tangent(x) else dy, *rest)
@@ -136,15 +157,18 @@ def _reshape_spec(y, x, order):
     if resolved is None:  # ravel in memory order of a strided array: a permutation of the elements
         perm = np.ravel(_positions_laid_out_like(x), order="K")
 
-        def strided_adjoint(dy):
-            flat = np.zeros(x.size, dtype=np.result_type(dy))
-            flat[perm] = dy
-            return flat.reshape(x.shape)
+        def strided_adjoint(dy, lead=()):
+            flat = np.zeros((*lead, x.size), dtype=np.result_type(dy))
+            flat[..., perm] = np.reshape(dy, (*lead, -1))
+            return flat.reshape((*lead, *x.shape))
 
         return strided_adjoint, lambda dx, lead: np.reshape(dx, (*lead, -1))[..., perm]
 
-    def reshape_adjoint(dy):
-        return np.reshape(dy, np.shape(x), order=resolved)
+    def reshape_adjoint(dy, lead=()):
+        if lead and resolved == "F":  # each row in Fortran order: the batch axis goes last, slowest
+            rows_last = np.reshape(np.moveaxis(dy, 0, -1), (*np.shape(x), *lead), order="F")
+            return np.moveaxis(rows_last, -1, 0)
+        return np.reshape(dy, (*lead, *np.shape(x)), order=resolved)
 
     def reshape_push(dx, lead):
         return np.reshape(dx, (*lead, *np.shape(y)), order=resolved)
@@ -152,22 +176,22 @@ def _reshape_spec(y, x, order):
     return reshape_adjoint, reshape_push
 
 
-@_linear(np.reshape)
+@_linear(np.reshape, batched=True)
 def _reshape(y, x, shape=None, order="C", **_):
     return _reshape_spec(y, x, order)
 
 
-@_linear(np.ndarray.reshape)
+@_linear(np.ndarray.reshape, batched=True)
 def _ndarray_reshape(y, x, *shape, order="C", **_):
     return _reshape_spec(y, x, order)
 
 
-@_linear(np.ravel, np.ndarray.ravel, np.ndarray.flatten)
+@_linear(np.ravel, np.ndarray.ravel, np.ndarray.flatten, batched=True)
 def _ravel(y, x, order="C"):
     return _reshape_spec(y, x, order)
 
 
-@_linear(np.squeeze, np.ndarray.squeeze, np.expand_dims)
+@_linear(np.squeeze, np.ndarray.squeeze, np.expand_dims, batched=True)
 def _reshape_c(y, x, *args, **kwargs):
     return _reshape_spec(y, x, "C")
 
@@ -225,8 +249,8 @@ def _transpose_spec(y, x, axes):
     perm = tuple(range(ndim))[::-1] if axes is None else normalize_axes(axes, ndim)
     inverse = tuple(np.argsort(perm))
 
-    def transpose_adjoint(dy):
-        return np.transpose(dy, inverse)
+    def transpose_adjoint(dy, lead=()):
+        return np.transpose(dy, tuple(range(len(lead))) + _lead_axes(lead, inverse))
 
     def transpose_push(dx, lead):
         return np.transpose(dx, tuple(range(len(lead))) + _lead_axes(lead, perm))
@@ -234,24 +258,24 @@ def _transpose_spec(y, x, axes):
     return transpose_adjoint, transpose_push
 
 
-@_linear(np.transpose)
+@_linear(np.transpose, batched=True)
 def _transpose(y, x, axes=None):
     return _transpose_spec(y, x, axes)
 
 
-@_linear(np.ndarray.transpose)
+@_linear(np.ndarray.transpose, batched=True)
 def _ndarray_transpose(y, x, *axes):
     if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], Integral)):
         axes = axes[0]
     return _transpose_spec(y, x, axes or None)
 
 
-@_linear(np.swapaxes, np.ndarray.swapaxes)
+@_linear(np.swapaxes, np.ndarray.swapaxes, batched=True)
 def _swapaxes(y, x, axis1, axis2):
     ndim = np.ndim(x)
     a1, a2 = normalize_axis(axis1, ndim), normalize_axis(axis2, ndim)
     return (
-        lambda dy: np.swapaxes(dy, a1, a2),
+        lambda dy, lead=(): np.swapaxes(dy, a1 + len(lead), a2 + len(lead)),
         lambda dx, lead: np.swapaxes(dx, a1 + len(lead), a2 + len(lead)),
     )
 
@@ -310,7 +334,7 @@ def _roll(y, x, shift, axis=None):
 # ----- broadcasting and repetition ----------------------------------------------------------------
 
 
-@_linear(np.broadcast_to)
+@_linear(np.broadcast_to, batched=True)
 def _broadcast_to(y, x, shape, subok=False):
     out_shape = np.shape(y)
 
@@ -318,7 +342,10 @@ def _broadcast_to(y, x, shape, subok=False):
         padded = np.reshape(dx, (*lead, *(1,) * (len(out_shape) - np.ndim(x)), *np.shape(x)))
         return np.broadcast_to(padded, (*lead, *out_shape))
 
-    return (lambda dy: sum_to(dy, np.shape(x))), broadcast_push
+    def broadcast_adjoint(dy, lead=()):
+        return unbroadcast_batch(x, dy) if lead else sum_to(dy, np.shape(x))
+
+    return broadcast_adjoint, broadcast_push
 
 
 @_linear(np.tile)

@@ -24,7 +24,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core import AbstractZero, NoTangent, ZeroTangent, conj, frule, match_input, non_differentiable, rrule, unthunk
+from ...core import (
+    AbstractZero,
+    NoTangent,
+    ZeroTangent,
+    carries_batch,
+    conj,
+    frule,
+    match_input,
+    match_input_batch,
+    non_differentiable,
+    rrule,
+    unthunk,
+)
 from ._util import align, bind, match_output, raise_out
 
 _NO = NoTangent()
@@ -62,14 +74,17 @@ def pull(args: tuple, partials: list, y, dy) -> tuple:
     """The cotangents ``dy * conj(p)`` of an elementwise function, each brought back to its input.
 
     A partial is an array or number, a boolean mask (the cotangent passes where it is true), or
-    ``None`` for an argument without a derivative (``NoTangent``).
+    ``None`` for an argument without a derivative (``NoTangent``). A batch of cotangents (a
+    leading batch axis) gives a batch of cotangents for each argument: the partials broadcast
+    along the trailing axes.
     """
     dy = unthunk(dy)
     if isinstance(dy, AbstractZero):
         return tuple(_NO if p is None else _ZERO for p in partials)
     if not np.iscomplexobj(y) and np.iscomplexobj(dy):
         dy = np.real(dy)  # a real output's cotangent is real
-    return tuple(_NO if p is None else _back_to(x, _times(dy, conj(p))) for x, p in zip(args, partials))
+    back_to = match_input_batch if carries_batch(y, dy) else _back_to
+    return tuple(_NO if p is None else back_to(x, _times(dy, conj(p))) for x, p in zip(args, partials))
 
 
 def _back_to(x, dx):
@@ -165,7 +180,7 @@ def _register(f, nin: int, derivatives: Callable, partials: tuple | None = None)
     r, fw = _rules(f, nin, derivatives)
     if partials is not None:
         r.partials = fw.partials = partials  # the dual engine may read them
-    rrule.register(f)(r)
+    rrule.register(f, batched=True)(r)
     frule.register(f, batched=True)(fw)
 
 
@@ -342,7 +357,9 @@ def _conj_rules(f):
         y = np.conjugate(x, **kwargs)
 
         def conj_pullback(dy):
-            return (_NO, match_input(x, conj(unthunk(dy)))) + (_NO,) * len(args)
+            dy = unthunk(dy)
+            back_to = match_input_batch if carries_batch(y, dy) else match_input
+            return (_NO, back_to(x, conj(dy))) + (_NO,) * len(args)
 
         return y, conj_pullback
 
@@ -352,7 +369,7 @@ def _conj_rules(f):
         dx = unthunk(tangents[1])
         return y, dx if isinstance(dx, AbstractZero) else match_output(y, conj(dx))
 
-    rrule.register(f)(rrule_conj)
+    rrule.register(f, batched=True)(rrule_conj)
     frule.register(f, batched=True)(frule_conj)
 
 
@@ -360,7 +377,7 @@ for _f in (np.conjugate, np.ndarray.conj, np.ndarray.conjugate):  # np.conj is n
     _conj_rules(_f)
 
 
-@rrule.register(np.angle)
+@rrule.register(np.angle, batched=True)
 def rrule_angle(z, *args, **kwargs):
     deg = bind(np.angle, args, kwargs, ("deg",), {"deg": False})["deg"]
     y = np.angle(z, deg)
@@ -387,7 +404,7 @@ def _angle_partial(z, deg):
     return p * (180.0 / math.pi) if deg else p
 
 
-@rrule.register(np.real_if_close)
+@rrule.register(np.real_if_close, batched=True)
 def rrule_real_if_close(a, *args, **kwargs):
     y = np.real_if_close(a, *args, **kwargs)
 
@@ -406,7 +423,7 @@ def frule_real_if_close(tangents, a, *args, **kwargs):
 _NAN_TO_NUM = ("copy", "nan", "posinf", "neginf")
 
 
-@rrule.register(np.nan_to_num)
+@rrule.register(np.nan_to_num, batched=True)
 def rrule_nan_to_num(x, *args, **kwargs):
     y, p = _nan_to_num(x, args, kwargs)
 
@@ -439,7 +456,7 @@ def _where_partials(cond, a, b):
     return [None, mask, np.logical_not(mask)]
 
 
-@rrule.register(np.where)
+@rrule.register(np.where, batched=True)
 def rrule_where(cond, *args):
     y = np.where(cond, *args)
     if not args:  # where(cond): the indices of the true entries
@@ -491,7 +508,7 @@ def _clip_rules(f, names: tuple[str, ...], defaults: dict):
         y, inputs, ps = clip_call(a, args, kwargs)
         return y, push(inputs, ps, y, tangents[1:])
 
-    rrule.register(f)(rrule_clip)
+    rrule.register(f, batched=True)(rrule_clip)
     frule.register(f, batched=True)(frule_clip)
 
 
@@ -514,7 +531,7 @@ _clip_rules(np.clip, ("a_min", "a_max", "out"), {"a_min": None, "a_max": None, "
 _clip_rules(np.ndarray.clip, ("min", "max", "out"), {"min": None, "max": None})
 
 
-@rrule.register(np.full_like)
+@rrule.register(np.full_like, batched=True)
 def rrule_full_like(a, fill_value, *args, **kwargs):
     y = np.full_like(a, fill_value, *args, **kwargs)
 
