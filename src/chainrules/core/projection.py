@@ -281,11 +281,15 @@ def unbroadcast_batch(x, dx):
     extra = len(dx_shape) - len(target)
     if extra < 0:  # fewer axes than x: the missing ones were broadcast
         dx = np.reshape(dx, dx_shape[:1] + (1,) * -extra + dx_shape[1:])
-    elif extra > 0:  # axes that broadcasting put in front of x's own
-        dx = np.sum(dx, axis=tuple(range(1, 1 + extra)))
-    stretched = tuple(i + 1 for i, n in enumerate(shape) if n == 1 and np.shape(dx)[i + 1] != 1)
-    if stretched:
-        dx = np.sum(dx, axis=stretched, keepdims=True)
+        dx_shape, extra = np.shape(dx), 0
+    # one sum over the axes broadcasting put in front of x's and those x had as 1 (as unbroadcast)
+    axes = tuple(range(1, 1 + extra)) + tuple(
+        i + 1 + extra for i, n in enumerate(shape) if n == 1 and dx_shape[i + 1 + extra] != 1
+    )
+    if axes:
+        dx = np.sum(dx, axis=axes, keepdims=True)
+        if extra:
+            dx = np.reshape(dx, dx_shape[:1] + np.shape(dx)[1 + extra :])
     return dx if np.shape(dx) == target else np.broadcast_to(dx, target)
 
 
@@ -294,9 +298,10 @@ def match_input_batch(x, dx):
     to ``x``'s space, the batch axis kept.
 
     The result has shape ``(B, *np.shape(x))``: summed over broadcast axes, real for a real
-    ``x``, in ``x``'s float dtype (float64 for Python numbers and integers); a bool gets
-    ``NoTangent``. An array that already fits is returned as it is, so a structured tangent
-    (``BasisSeed``) keeps its structure. Zeros pass through.
+    ``x``, in ``x``'s float dtype (float64 for Python numbers and integer scalars; an integer
+    array keeps the cotangent's dtype, as with ``match_input``); a bool gets ``NoTangent``. An
+    array that already fits is returned as it is, so a structured tangent (``BasisSeed``) keeps
+    its structure. Zeros pass through.
 
     >>> import numpy as np
     >>> from chainrules.core import match_input_batch
@@ -313,14 +318,17 @@ def match_input_batch(x, dx):
     dx = unbroadcast_batch(x, dx)
     if _is_duck_array(dx) or _is_duck_array(x):
         return np.real(dx) if np.iscomplexobj(dx) and not np.iscomplexobj(x) else dx
-    if isinstance(x, (np.ndarray, np.generic)):
+    # the dtypes ``match_input`` gives each row
+    if isinstance(x, np.ndarray):
         kind = x.dtype.kind
         if kind == "b":
             return _NO
-        if kind not in "fciu":
-            return dx
-        dtype = x.dtype if kind in "fc" else np.dtype(_F64)
-    elif isinstance(x, (float, int)):
+        if kind not in "fc":
+            return dx  # integer arrays (and others) keep the cotangent's dtype, as match_input does
+        dtype = x.dtype
+    elif isinstance(x, np.floating):
+        dtype = x.dtype
+    elif isinstance(x, (float, int, np.integer)):
         dtype = np.dtype(_F64)
     elif isinstance(x, complex):
         dtype = np.dtype(np.complex128)

@@ -98,7 +98,7 @@ def _nondiff_pullback(n: int):
 
 # ----- numbers ----------------------------------------------------------------------------------
 
-rrule.register(abs)(rrule_abs)
+rrule.register(abs, batched=True)(rrule_abs)  # the operator's rule: its batched flag is the function's own
 frule.register(abs, batched=True)(frule_abs)
 
 

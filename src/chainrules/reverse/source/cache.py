@@ -236,10 +236,12 @@ class Specialization:
         return inner
 
 
-#: statement modes whose adjoint code passes a batch of cotangents (a leading batch axis) through
-#: unchanged: rules' pullbacks (each one checked for the flag, here or by the dispatcher at run
-#: time), cotangents handed on, and branches between them
-_BATCH_MODES = frozenset({"plain", "return", "pullback", "copy", "branch", "block"})
+#: statement modes whose adjoint code takes a batch of cotangents (a leading batch axis) as it
+#: takes one: rules' pullbacks (each one checked for the flag, here or by the dispatcher at run
+#: time), real-scalar arithmetic written out (a batch of cotangents of a number is a vector, and
+#: the partials multiply it alike), a scalar function's pushforward (when its frule is batched),
+#: cotangents handed on, and branches between them
+_BATCH_MODES = frozenset({"plain", "return", "pullback", "inline", "scalar", "copy", "branch", "block"})
 
 
 def _batchable(plan, result: dict) -> bool:
@@ -254,7 +256,7 @@ def _batchable(plan, result: dict) -> bool:
     for index, mode in plan.mode.items():
         if mode not in _BATCH_MODES:
             return False
-        if mode == "pullback":
+        if mode in ("pullback", "scalar"):  # the rule or frule called directly must take a batch
             rule = plan.direct.get(index)
             if rule is not None and not getattr(rule, "batched", False):
                 return False

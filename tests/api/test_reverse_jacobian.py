@@ -1,0 +1,367 @@
+"""Reverse-mode Jacobians: one batched pullback of a block of unit cotangents where every rule takes a
+batch, the loop of one pullback per output where one does not; both agree with each other and with
+finite differences, on both reverse engines."""
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+import chainrules.testing as crt
+from chainrules import api
+from chainrules.core import BasisSeed, basis_seed
+from chainrules.reverse import source, trace
+
+ENGINES = {"source": source.pullback_full, "tape": trace.pullback_full}
+each_engine = pytest.mark.parametrize("engine", list(ENGINES))
+
+RNG = np.random.default_rng(3)
+W = RNG.standard_normal((5, 4))
+b = RNG.standard_normal(5)
+W2 = RNG.standard_normal((3, 5))
+
+
+def seed_function(x):
+    return (W @ x + b) ** 2
+
+
+def two_layers(x):
+    return np.tanh(W2 @ np.tanh(W @ x + b)) * 2.0 - x[:3]
+
+
+def reductions_and_shapes(x):
+    m = x.reshape(2, 2)
+    return np.sum(m.T * m, axis=0) + np.mean(x) - x[1:3] / (1.0 + x[:1] ** 2)
+
+
+def matrix_in_matrix_out(X):
+    return X @ X.T + np.einsum("ij,ij->i", X, X)[:, None]
+
+
+def scalar_in(t):
+    return np.sin(t * np.arange(1.0, 4.0)) * t**2
+
+
+def closure_of(Wc, bc):
+    def closure(x):
+        return (Wc @ x + bc) ** 2
+
+    return closure
+
+
+FULLY_BATCHED = [
+    (seed_function, RNG.standard_normal(4)),
+    (two_layers, RNG.standard_normal(4)),
+    (reductions_and_shapes, RNG.standard_normal(4)),
+    (matrix_in_matrix_out, RNG.standard_normal((3, 2))),
+    (closure_of(W, b), RNG.standard_normal(4)),
+]
+
+
+def cumulative(x):
+    return np.cumsum(x) * np.prod(x)  # cumsum and prod take one cotangent at a time
+
+
+def helper(v):
+    return v * v
+
+
+def through_a_helper_with_a_loop(x):
+    total = x * 0.0
+    for k in range(3):
+        total = total + helper(x) * k
+    return total
+
+
+def through_structures(x):
+    pair = (x * 2.0, x + 1.0)
+    first, second = pair
+    return first * second
+
+
+def indexed(x):
+    return x * x[0]  # x[0] is written out by the source engine, one cotangent at a time
+
+
+# the tape follows Python itself: loops, helpers, structures and indexing leave it batched
+FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))] + [
+    (f, RNG.standard_normal(3), ("source",)) for f in (through_a_helper_with_a_loop, through_structures, indexed)
+]
+
+
+def _fd(f, x):
+    y = np.asarray(f(x))
+    return crt.fd_jacobian(f, x).reshape(y.shape + np.shape(x))
+
+
+def _loop_jacobian(engine, f, x):
+    """The Jacobian one pullback per output: the same pullback without its batched flag."""
+    y, back = ENGINES[engine](f, x)
+
+    def one_at_a_time(dy):
+        return back(dy)
+
+    return api._reverse_jacobian(x, y, one_at_a_time)
+
+
+@each_engine
+@pytest.mark.parametrize("f, x", FULLY_BATCHED, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_batched_jacobian_equals_the_loop_and_finite_differences(engine, f, x):
+    y, back = ENGINES[engine](f, x)
+    assert back.batched
+    J = cr.jacobian(f, x, mode="reverse", engine=engine)
+    assert J.shape == np.shape(y) + np.shape(x) and J.flags.writeable and type(J) is np.ndarray
+    np.testing.assert_allclose(J, _loop_jacobian(engine, f, x), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(J, _fd(f, x), rtol=1e-6, atol=1e-8)
+
+
+@each_engine
+@pytest.mark.parametrize("f, x, unbatched", FALLBACK, ids=lambda v: getattr(v, "__name__", ""))
+def test_functions_with_unbatched_rules_loop_over_the_outputs(engine, f, x, unbatched):
+    y, back = ENGINES[engine](f, x)
+    assert getattr(back, "batched", False) is (engine not in unbatched)
+    J = cr.jacobian(f, x, mode="reverse", engine=engine)
+    np.testing.assert_allclose(J, _fd(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(J, _loop_jacobian(engine, f, x), rtol=1e-13, atol=1e-14)
+
+
+# ----- which path ran: pullback calls counted (a rule's in the source engine, sweeps of the tape) ---
+
+CALLS = []
+
+
+def counted(x):
+    return 3.0 * x
+
+
+def counted_loop(x):
+    return 3.0 * x
+
+
+def _counting_rule(x):
+    def counted_pullback(dy):
+        CALLS.append(np.shape(dy))
+        return cr.NoTangent(), 3.0 * dy
+
+    return counted(x), counted_pullback
+
+
+cr.rrule.register(counted, batched=True)(_counting_rule)
+cr.rrule.register(counted_loop)(lambda x: _counting_rule(x))
+
+
+def test_one_call_per_block_when_batched_one_per_output_otherwise():
+    x = np.arange(1.0, 6.0)
+
+    def f(x):
+        return np.sin(counted(x))
+
+    def g(x):
+        return np.sin(counted_loop(x))
+
+    CALLS.clear()
+    J = cr.jacobian(f, x, mode="reverse", engine="source")
+    assert CALLS == [(5, 5)]
+    np.testing.assert_allclose(J, np.diag(3.0 * np.cos(3.0 * x)), rtol=1e-14)
+    CALLS.clear()
+    np.testing.assert_allclose(cr.jacobian(g, x, mode="reverse", engine="source"), J, rtol=1e-14)
+    assert CALLS == [(5,)] * 5
+    CALLS.clear()
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="reverse", engine="source", chunk_size=2), J, rtol=1e-14)
+    assert CALLS == [(2, 5), (2, 5), (1, 5)]
+
+
+def test_one_sweep_of_the_tape_per_block(monkeypatch):
+    sweeps = []
+    original = trace.engine.sweep
+
+    def counting_sweep(tape, cts, owned, release=False):
+        sweeps.append(len(tape))
+        return original(tape, cts, owned, release)
+
+    monkeypatch.setattr(trace.engine, "sweep", counting_sweep)
+    x = RNG.standard_normal(4)
+    J = cr.jacobian(seed_function, x, mode="reverse", engine="tape")
+    assert len(sweeps) == 1
+    sweeps.clear()
+    J_loop = cr.jacobian(cumulative, x, mode="reverse", engine="tape")
+    np.testing.assert_allclose(J_loop, _fd(cumulative, x), rtol=1e-6, atol=1e-8)
+    assert len(sweeps) == 4  # cumsum and prod: one sweep per output
+    np.testing.assert_allclose(J, 2 * (W @ x + b)[:, None] * W, rtol=1e-14)
+
+
+def test_the_default_chunk_keeps_a_pass_within_the_budget(monkeypatch):
+    monkeypatch.setattr(api, "REVERSE_BATCH_BUDGET", 12)
+    x = np.arange(1.0, 6.0)
+    CALLS.clear()
+    J = cr.jacobian(lambda x: np.sin(counted(x)), x, mode="reverse", engine="source")
+    assert CALLS == [(2, 5), (2, 5), (1, 5)]  # 12 // 5 = 2 cotangents per pass, evened out
+    np.testing.assert_allclose(J, np.diag(3.0 * np.cos(3.0 * x)), rtol=1e-14)
+
+
+# ----- structured seeds -----------------------------------------------------------------------
+
+
+@each_engine
+def test_a_structured_seed_gives_the_numbers_a_dense_one_gives(engine):
+    x = RNG.standard_normal(4)
+    for f in (seed_function, two_layers, closure_of(W, b)):
+        y, back = ENGINES[engine](f, x)
+        m = np.size(y)
+        structured = cr.unthunk(back(basis_seed(m, np.shape(y), 0, np.float64))[1])
+        dense = cr.unthunk(back(np.eye(m))[1])
+        np.testing.assert_allclose(np.asarray(structured), dense, rtol=1e-14, atol=1e-15)
+        window = cr.unthunk(back(BasisSeed(2, np.shape(y), 1))[1])
+        np.testing.assert_allclose(np.asarray(window), dense[1:3], rtol=1e-14, atol=1e-15)
+
+
+@each_engine
+def test_the_block_reaches_the_product_as_a_scaled_block(engine, monkeypatch):
+    """In (W x + b)^2 the block is scaled by 2(W x + b) and then selects rows of W: no matrix product."""
+    seen = []
+    monkeypatch.setattr(BasisSeed, "__array_ufunc__", _wrap(BasisSeed.__array_ufunc__, seen))
+    x = RNG.standard_normal(4)
+    J = cr.jacobian(seed_function, x, mode="reverse", engine=engine)
+    assert seen == [[True, False]]
+    np.testing.assert_allclose(J, 2 * (W @ x + b)[:, None] * W, rtol=1e-14)
+
+
+def _wrap(method, seen):
+    def array_ufunc(self, ufunc, kind, *inputs, **kwargs):
+        if ufunc is np.matmul:
+            seen.append([getattr(a, "scale", None) is not None for a in inputs])
+        return method(self, ufunc, kind, *inputs, **kwargs)
+
+    return array_ufunc
+
+
+def test_a_captured_matrix_gets_no_batch_of_cotangents():
+    """The source engine differentiates captured variables too: their batched cotangents (here
+    one 300x300 matrix per output) stay unevaluated thunks, since nobody reads them."""
+    n = 300
+    rng = np.random.default_rng(0)
+    f = closure_of(rng.standard_normal((n, n)), rng.standard_normal(n))
+    x = rng.standard_normal(n)
+    f(x)
+    tracemalloc.start()
+    J = cr.jacobian(f, x, mode="reverse", engine="source")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 20 * n * n * 8  # a batch of the matrix's cotangents would be n * n * n * 8 bytes
+    np.testing.assert_allclose(J, _fd(f, x), rtol=1e-6, atol=1e-6)
+
+
+# ----- dtypes and inputs ------------------------------------------------------------------------
+
+
+@each_engine
+def test_the_batched_path_keeps_float32_and_gives_integers_floats(engine):
+    x32 = np.arange(1.0, 4.0, dtype=np.float32)
+    J = cr.jacobian(lambda x: np.exp(x) * x, x32, mode="reverse", engine=engine)
+    assert J.dtype == np.float32
+    np.testing.assert_allclose(J, np.diag(np.exp(x32) * (1 + x32)), rtol=1e-6)
+    J = cr.jacobian(lambda x: (W[:, :3] @ x) * 2.0, np.array([1, 2, 3]), mode="reverse", engine=engine)
+    assert J.dtype == np.float64
+    np.testing.assert_allclose(J, 2.0 * W[:, :3], rtol=1e-14)
+
+
+@each_engine
+def test_a_scalar_input(engine):
+    t = 0.7
+    y, back = ENGINES[engine](scalar_in, t)
+    assert back.batched
+    J = cr.jacobian(scalar_in, t, mode="reverse", engine=engine)
+    k = np.arange(1.0, 4.0)
+    np.testing.assert_allclose(J, k * np.cos(k * t) * t**2 + 2 * t * np.sin(k * t), rtol=1e-13)
+
+
+def test_scalar_functions_written_out_by_the_source_engine_take_a_batch():
+    """``math.sin(t)`` and ``t ** 2`` on a float become written-out partials (modes scalar and
+    inline): a batch of cotangents of a number is a vector, which they multiply alike."""
+
+    def g(t):
+        s = math.sin(t) * t**2
+        return s * np.arange(1.0, 4.0) + t
+
+    y, back = source.pullback_full(g, 0.4)
+    assert back.batched
+    expected = (math.cos(0.4) * 0.16 + 2 * 0.4 * math.sin(0.4)) * np.arange(1.0, 4.0) + 1.0
+    np.testing.assert_allclose(cr.jacobian(g, 0.4, mode="reverse"), expected, rtol=1e-14)
+
+
+@each_engine
+def test_an_output_that_does_not_depend_on_the_input(engine):
+    J = cr.jacobian(lambda x: np.ones(3) * 2.0, np.ones(2), mode="reverse", engine=engine)
+    np.testing.assert_array_equal(J, np.zeros((3, 2)))
+
+
+# ----- the engines' flag --------------------------------------------------------------------------
+
+
+def test_the_source_engine_flags_each_specialization():
+    def batched_helper(v):
+        return np.sin(v) * 2.0
+
+    def calls_a_batched_helper(x):
+        return batched_helper(x) + x
+
+    def calls_an_unbatched_helper(x):
+        return through_a_helper_with_a_loop(x) + x
+
+    x = np.ones(3)
+    for _ in range(2):  # the second call takes the dispatcher's fast path for the helpers
+        assert source.pullback_full(calls_a_batched_helper, x)[1].batched
+        assert not getattr(source.pullback_full(calls_an_unbatched_helper, x)[1], "batched", False)
+        assert not getattr(source.pullback_full(lambda x: x.sum(), x)[1], "batched", False)  # a number out
+        assert not getattr(source.pullback_full(lambda x: float(x[0]) * 2.0, x)[1], "batched", False)
+
+
+def test_the_tape_flags_its_pullback():
+    x = np.ones(3)
+    assert trace.pullback_full(seed_function, np.ones(4))[1].batched
+    assert not trace.pullback_full(cumulative, x)[1].batched
+    assert not trace.pullback_full(lambda x: (x * 2.0, x), x)[1].batched  # a tuple out
+    assert trace.pullback_full(lambda x: x.sum() * 2.0, x)[1].batched  # a number out takes a batch too
+    _, back = trace.pullback_full(lambda x: x.sum() * 2.0, x)
+    np.testing.assert_allclose(back(np.array([1.0, 2.0]))[1], [[2.0] * 3, [4.0] * 3])
+
+
+# ----- auto mode --------------------------------------------------------------------------------
+
+RUNS = []
+
+
+def wide(x):
+    RUNS.append(1)
+    return np.concatenate([x, x * 2.0, np.sin(x)])
+
+
+def narrow(x):
+    RUNS.append(1)
+    return (W[:2, :4] @ x) ** 2
+
+
+@each_engine
+def test_auto_picks_reverse_for_fewer_outputs_and_runs_f_once(engine):
+    x = RNG.standard_normal(4)
+    RUNS.clear()
+    J = cr.jacobian(narrow, x, engine=engine)
+    assert len(RUNS) == 1
+    np.testing.assert_allclose(J, _fd(narrow, x), rtol=1e-6, atol=1e-8)
+
+
+def test_auto_picks_forward_for_more_outputs_and_remembers_it():
+    x = RNG.standard_normal(2)
+    api._auto_choices.pop(wide, None)
+    RUNS.clear()
+    J = cr.jacobian(wide, x)
+    assert len(RUNS) == 2  # the reverse-mode primal that measured the output, then forward mode
+    RUNS.clear()
+    np.testing.assert_allclose(cr.jacobian(wide, x), J, rtol=1e-15)
+    assert len(RUNS) == 1  # the choice is remembered: forward mode straight away
+    RUNS.clear()
+    cr.jacobian(wide, RNG.standard_normal(3))  # another input shape is another choice
+    assert len(RUNS) == 2
+    np.testing.assert_allclose(J, _fd(wide, x), rtol=1e-6, atol=1e-8)
