@@ -73,34 +73,54 @@ def _gather(template, cts: list):
 
 def sweep(tape: list, cts: list, owned: list, release: bool = False) -> None:
     """Run the tape's pullbacks backwards, accumulating into ``cts`` (indexed by slot)."""
-    zero, no, thunk = _ZERO, _NO, AbstractThunk
-    for i in range(len(tape) - 1, -1, -1):
-        pullback, out, parents, f = tape[i]
-        if release:
-            tape[i] = None
+    zero, no = _ZERO, _NO
+    entries = _popping(tape) if release else reversed(tape)
+    for pullback, out, parents, f in entries:
         if type(out) is int:
             dy = cts[out]
             cts[out] = None
-            if dy is zero or dy is no or isinstance(dy, AbstractZero):
+            if dy is zero or dy is no:
                 continue
+            if type(dy) is not float:
+                if isinstance(dy, AbstractZero):
+                    continue
+                if isinstance(dy, AbstractThunk):
+                    # Evaluate now: the pullback would, and a chain of unevaluated thunks would recurse.
+                    dy = dy.unthunk()
         else:
             dy = _gather(out, cts)
             if dy is None:
                 continue
-        if isinstance(dy, thunk):
-            # Evaluate now: the pullback would, and a chain of unevaluated thunks would recurse.
-            dy = dy.unthunk()
         try:
             grads = pullback(dy)
         except Exception as err:
             err.add_note(f"(while pulling back through {callable_name(f)} on the tape)")
             raise
-        for pos, slot in parents:
-            dx = grads[pos] if type(pos) is int else _part_path(grads, pos)
-            acc = cts[slot]
-            if acc is zero:
-                cts[slot] = dx  # borrowed: owned[slot] is still False
-            elif type(acc) is float and type(dx) is float:
-                cts[slot] = acc + dx
-            else:
-                cts[slot], owned[slot] = accumulate(acc, owned[slot], dx)
+        if type(parents) is tuple:  # one slot per positional argument, -1 where untracked
+            pos = 0
+            for slot in parents:
+                pos += 1
+                if slot < 0:
+                    continue
+                dx = grads[pos]
+                acc = cts[slot]
+                if acc is zero:
+                    cts[slot] = dx  # borrowed: owned[slot] is still False
+                elif type(acc) is float and type(dx) is float:
+                    cts[slot] = acc + dx
+                else:
+                    cts[slot], owned[slot] = accumulate(acc, owned[slot], dx)
+        else:  # (position or path, slot) pairs
+            for pos, slot in parents:
+                dx = grads[pos] if type(pos) is int else _part_path(grads, pos)
+                acc = cts[slot]
+                if acc is zero:
+                    cts[slot] = dx
+                else:
+                    cts[slot], owned[slot] = accumulate(acc, owned[slot], dx)
+
+
+def _popping(tape: list):
+    """The entries from last to first, each removed from the tape (and so freed) once it has run."""
+    while tape:
+        yield tape.pop()

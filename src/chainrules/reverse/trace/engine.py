@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import gc
 import functools
+import gc
 import types
 from collections.abc import Callable
 

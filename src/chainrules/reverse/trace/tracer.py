@@ -41,10 +41,11 @@ class Trace:
     """One differentiation in progress: its tape and slot counter; also the tag of its values.
 
     Each tape entry is ``(pullback, out, parents, f)``: ``out`` is the output slot (an int) or a
-    template of slots for an operation with several outputs; ``parents`` lists
-    ``(position, slot)`` for every argument the trace tracks, where position indexes the
-    pullback's result (``0`` is ``f`` itself) or is a path ``(position, key, ...)`` into a
-    structured argument.
+    template of slots for an operation with several outputs. ``parents`` is either a tuple with
+    one slot per positional argument (``-1`` for an untracked one), written by the hot paths,
+    or a list of ``(position, slot)`` for every argument the trace tracks, where position
+    indexes the pullback's result (``0`` is ``f`` itself) or is a path ``(position, key, ...)``
+    into a structured argument.
     """
 
     __slots__ = ("tape", "n_slots", "parent", "sweeping", "__weakref__")
@@ -394,57 +395,84 @@ def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple):
     return OutputTemplate(T, children), boxed
 
 
-def binary(f, a, b):
-    """``f(a, b)`` for an operator: the hot path of ``apply`` for two top-level arguments."""
-    trace = _current.get()
-    ta = type(a)
-    tb = type(b)
-    if ta is TrackedNumber or ta is TrackedArray:
-        if a._trace is not trace:
-            return apply(f, (a, b), {})
-        if tb is TrackedNumber or tb is TrackedArray:
-            if b._trace is not trace:
+def _pairs(slots: tuple) -> list:
+    """A hot path's parents (one slot per argument, -1 for untracked) as ``(position, slot)`` pairs."""
+    return [(i + 1, slot) for i, slot in enumerate(slots) if slot >= 0]
+
+
+def binary_operation(f):
+    """The function ``op(a, b) = f(a, b)`` for tracked operands: ``apply``'s hot path for operators.
+
+    It handles two top-level arguments of the innermost trace with its own rule cache (by the
+    operands' types, emptied when a rule is registered) and boxes float results inline; anything
+    else goes to ``apply``. Tape entries it writes list their parents as one slot per argument.
+    """
+    cache: dict = {}
+    version = -1
+
+    def op(a, b):
+        nonlocal version
+        trace = _current.get()
+        ta = type(a)
+        tb = type(b)
+        if ta is TrackedNumber or ta is TrackedArray:
+            if a._trace is not trace:
                 return apply(f, (a, b), {})
             pa = a._value
+            if tb is TrackedNumber or tb is TrackedArray:
+                if b._trace is not trace:
+                    return apply(f, (a, b), {})
+                pb = b._value
+                parents = (a._slot, b._slot)
+            elif tb is tuple or tb is list:
+                return apply(f, (a, b), {})
+            else:
+                pb = b
+                parents = (a._slot, -1)
+        elif tb is TrackedNumber or tb is TrackedArray:
+            if b._trace is not trace or ta is tuple or ta is list:
+                return apply(f, (a, b), {})
+            pa = a
             pb = b._value
-            parents = [(1, a._slot), (2, b._slot)]
-        elif tb is tuple or tb is list:
-            return apply(f, (a, b), {})
+            parents = (-1, b._slot)
         else:
-            pa = a._value
-            pb = b
-            parents = [(1, a._slot)]
-    elif tb is TrackedNumber or tb is TrackedArray:
-        if b._trace is not trace or ta is tuple or ta is list:
             return apply(f, (a, b), {})
-        pa = a
-        pb = b._value
-        parents = [(2, b._slot)]
-    else:
-        return apply(f, (a, b), {})
-    if trace.parent is not None:
-        return record(trace, f, [pa, pb], {}, parents, (a, b))
-    # the rule lookup, inlined from `lookup`
-    if rrule.version != _rules_version:
-        rule = lookup(f, (pa, pb))
-    else:
+        if trace.parent is not None:
+            return record(trace, f, [pa, pb], {}, _pairs(parents), (a, b))
+        if version != rrule.version:
+            cache.clear()
+            version = rrule.version
         try:
-            rule = _rules[(f, type(pa), type(pb))]
+            rule = cache[type(pa)][type(pb)]
         except KeyError:
-            rule = lookup(f, (pa, pb))
-    if rule is None:
-        raise NoRuleError(f, (pa, pb), location=user_location())
-    y, pullback = rule(pa, pb)
-    if type(y) is float or type(y) is _float64:
-        slot = trace.n_slots
-        trace.n_slots = slot + 1
-        out = _new(TrackedNumber)
-        out._value = y
-        out._trace = trace
-        out._slot = slot
-        trace.tape.append((pullback, slot, parents, f))
-        return out
-    return _record_output(trace, f, y, pullback, parents, [pa, pb], (a, b))
+            rule = cache.setdefault(type(pa), {})[type(pb)] = rrule.lookup(f, (pa, pb))
+        if rule is None:
+            raise NoRuleError(f, (pa, pb), location=user_location())
+        y, pullback = rule(pa, pb)
+        if type(y) is float or type(y) is _float64:
+            slot = trace.n_slots
+            trace.n_slots = slot + 1
+            out = _new(TrackedNumber)
+            out._value = y
+            out._trace = trace
+            out._slot = slot
+            trace.tape.append((pullback, slot, parents, f))
+            return out
+        return _record_output(trace, f, y, pullback, _pairs(parents), [pa, pb], (a, b))
+
+    op.__qualname__ = op.__name__ = f"traced_{getattr(f, '__name__', 'operation')}"
+    return op
+
+
+_binary_operations: dict = {}
+
+
+def binary(f, a, b):
+    """``f(a, b)`` through the hot path of ``binary_operation(f)`` (made once per ``f``)."""
+    op = _binary_operations.get(f)
+    if op is None:
+        op = _binary_operations[f] = binary_operation(f)
+    return op(a, b)
 
 
 def unary(f, a):
@@ -471,6 +499,6 @@ def unary(f, a):
         out._value = y
         out._trace = trace
         out._slot = slot
-        trace.tape.append((pullback, slot, ((1, a._slot),), f))
+        trace.tape.append((pullback, slot, (a._slot,), f))
         return out
     return _record_output(trace, f, y, pullback, [(1, a._slot)], [pa], (a,))
