@@ -5,6 +5,8 @@ The API knows the engines only through a small protocol, so each engine stays in
 
 - a reverse engine (``chainrules.reverse.source``, ``chainrules.reverse.trace``) provides
   ``pullback_full(f, *args, **kwargs) -> (y, back)`` with ``back(dy) -> (df, dx1, ..., dxn)``;
+  ``back`` may also have ``last_call(dy)``, the same for a last call (the engine may free what
+  the pullback holds as it goes), which ``gradient`` and ``value_and_gradient`` use;
   the source engine also provides ``show(f, *args, **kwargs) -> str``;
 - the forward engine (``chainrules.forward``) provides ``jvp(f, primals, tangents) -> (y, dy)``
   and ``jacobian(f, x, chunk_size=None)``.
@@ -120,11 +122,18 @@ def value_and_gradient(
             aux_box.append(aux)
             return out
 
-        y, back = pullback(primary, *args, engine=engine, **kwargs)
-        grads = back(_seed_for(y, f))
+        y, grads = _pull_once(primary, args, kwargs, engine, f)
         return (y, aux_box[-1]), _select(grads, argnums)
-    y, back = pullback(f, *args, engine=engine, **kwargs)
-    return y, _select(back(_seed_for(y, f)), argnums)
+    y, grads = _pull_once(f, args, kwargs, engine, f)
+    return y, _select(grads, argnums)
+
+
+def _pull_once(g: Callable, args: tuple, kwargs: dict, engine: str, f: Callable):
+    """``(y, grads)`` with the gradient's single pullback call: through ``back.last_call`` where
+    the engine has it, so that it can free its tape as it sweeps."""
+    y, back_full = _reverse_engine(engine).pullback_full(g, *args, **kwargs)
+    once = getattr(back_full, "last_call", back_full)
+    return y, tuple(_deep_unthunk(c) for c in once(_seed_for(y, f))[1:])
 
 
 def gradient(

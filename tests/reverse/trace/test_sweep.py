@@ -140,6 +140,18 @@ def test_last_call_releases_each_pullback_after_it_runs():
         back(1.0)
 
 
+def test_gradient_frees_the_tape_as_it_sweeps():
+    def f(x):
+        for _ in range(3):
+            x = hold(x)
+        return x
+
+    rules.ALIVE.clear()
+    rules.ALIVE_WHEN_RUN.clear()
+    assert cr.gradient(f, 2.0, engine="tape") == (1.0,)
+    assert rules.ALIVE_WHEN_RUN == [3, 2, 1]
+
+
 def test_rules_reach_the_engine_through_rrule_via_ad():
     def f(x, k):
         return twice(lambda t: t * t * k, x)
