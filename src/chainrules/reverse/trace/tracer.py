@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from contextvars import ContextVar
 
 import numpy as np
@@ -70,12 +71,51 @@ def current_trace() -> Trace | None:
 # ----- errors that point at the user's line -------------------------------------------------
 
 
-def user_location() -> str | None:
-    """``file:line`` of the innermost frame outside the engines, the rules, the core and NumPy."""
-    frame = sys._getframe(1)
+# Installed libraries and the standard library: a library function that the user's code called
+# runs on tracked values, and messages point at the user's call of it.
+_LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def _is_library(filename: str) -> bool:
+    return filename.startswith(_LIBRARIES) and not filename.startswith(_PACKAGE_DIR)
+
+
+def _user_and_library_frames():
+    """The innermost frame of the user's code, and the outermost library frame it called (or None)."""
+    frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_MACHINERY):
         frame = frame.f_back
+    library = None
+    while frame is not None and _is_library(frame.f_code.co_filename):
+        library, frame = frame, frame.f_back
+    return frame, library
+
+
+def user_location() -> str | None:
+    """``file:line`` of the user's code that led here, outside chainrules, NumPy and other libraries."""
+    frame, _ = _user_and_library_frames()
     return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def library_context() -> str:
+    """Where the user's code is when a library function it called converts a tracked value, or ''."""
+    frame, library = _user_and_library_frames()
+    if library is None:
+        return ""
+    code = library.f_code
+    module = library.f_globals.get("__name__", "?")
+    function = library.f_globals.get(code.co_name)
+    name = f"{module}.{code.co_qualname}"
+    ruled = function is not None and getattr(function, "__code__", None) is code and rrule.has_rule(function)
+    hint = (
+        "; a rule is registered for it, which engine='source' uses"
+        if ruled
+        else "; register a rule for it and use engine='source', or give the tape NumPy operations"
+    )
+    return (
+        f" inside {name}, a library function that the tape engine runs on tracked values (it sees operators, "
+        f"NumPy ufuncs and functions and array methods, not what other Python code does with them){hint}"
+    )
 
 
 def _at() -> str:

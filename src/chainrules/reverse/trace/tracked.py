@@ -18,12 +18,12 @@ import operator
 import numpy as np
 
 from . import tracer
-from .tracer import Tracked, apply, binary, binary_operation, deep_primal, unary, user_location
+from .tracer import Tracked, apply, binary, binary_operation, deep_primal, library_context, unary, user_location
 
 
 def _at() -> str:
     where = user_location()
-    return f" (at {where})" if where else ""
+    return (f" (at {where})" if where else "") + library_context()
 
 
 def _lost_derivative(what: str) -> TypeError:
