@@ -9,7 +9,8 @@ Invariants
   primals, runs the rule, records the pullback and boxes the result. Values of outer traces
   pass through as constants, so the rule's own arithmetic on them is recorded by the outer
   trace (nested differentiation, as in autograd's boxes inside boxes). A value whose trace is
-  not active (it escaped a finished differentiation) is an error.
+  not active (it escaped a finished differentiation) is an error, except while its own trace
+  sweeps: then it is a constant to the pullbacks' arithmetic.
 - Slots are numbered in creation order: the inputs first, then each recorded output. A tape
   entry's parents always have smaller slots than its outputs, so the reverse of the recorded
   order is a valid order for the sweep.
