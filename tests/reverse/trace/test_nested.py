@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import chainrules as cr
+import chainrules.testing as crt
 
 
 def test_gradient_inside_a_traced_function():
@@ -45,3 +46,17 @@ def test_inner_values_do_not_leak_out():
         return y + back(1.0)[0]
 
     assert cr.gradient(f, 3.0, engine="tape") == (3.0,)  # y = 2x, dt = x
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (lambda a, b: a / (a + b * b), (2.0, 3.0)),
+        (lambda x: x * x * x - 2.0 * x, (1.5,)),
+        (lambda x, y: (x * y + 1.0) / (x - y * y), (2.0, 0.5)),
+    ],
+    ids=["seed_quotient", "cubic", "rational"],
+)
+def test_reverse_over_reverse_matches_finite_differences(f, args):
+    done = crt.check_grads(f, args, modes=("reverse",), order=2, engine="tape")
+    assert any("order 2" in d for d in done), done
