@@ -18,13 +18,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core.accumulation import accumulate
 from ...core.active import active_engine
 from ...core.errors import ChainRulesError
 from ...core.projection import ProjectTo
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent
 from . import tracer
-from .backward import part, sweep
+from .backward import add_to, part, sweep
 from .tracer import Trace, Tracked
 from .tracked import TrackedArray, TrackedNumber
 
@@ -143,12 +142,12 @@ def _field_of(value, key, index: int):
     return getattr(value, key)
 
 
-def collect(template, value, cts: list):
+def collect(template, value, cts: dict):
     """The tangent of an input from the swept cotangents, shaped like the input."""
     if template is None:
         return _NO
     if type(template) is int:
-        ct = cts[template]
+        ct = cts.get(template, _ZERO)
         if type(ct) is float and type(value) is float:
             return ct
         if isinstance(ct, AbstractZero):
@@ -217,14 +216,12 @@ def unbox_output(value, trace: Trace):
     return value, None
 
 
-def _seed(template, dy, cts: list, owned: list) -> None:
+def _seed(template, dy, cts: dict, owned: set) -> None:
     if template is None:
         return
     if type(template) is int:
-        if cts[template] is _ZERO:
-            cts[template] = dy  # borrowed
-        else:
-            cts[template], owned[template] = accumulate(cts[template], owned[template], dy)
+        acc = cts.get(template)
+        cts[template] = dy if acc is None else add_to(acc, template, dy, owned)  # the first is borrowed
         return
     for key, index, child in template.children:
         if child is not None:
@@ -262,9 +259,8 @@ class TapePullback:
         trace = self._trace
         if trace is None:
             raise ChainRulesError("this pullback's tape was released by last_call(); it cannot be called again")
-        n = trace.n_slots
-        cts = [_ZERO] * n
-        owned = [False] * n
+        cts: dict = {}
+        owned: set = set()
         _seed(self._out_template, dy, cts, owned)
         if release:
             self._trace = None
