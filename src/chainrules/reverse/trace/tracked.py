@@ -8,6 +8,10 @@ Comparisons and truth tests read the primal values, so data-dependent control fl
 would without differentiation. Anything that would turn a tracked value into a plain one and
 lose its derivative (``float(x)``, ``math.sin(x)``, ``np.asarray(x)``, writing it into a plain
 array) raises ``TypeError`` saying what to write instead.
+
+A tracked value is not an instance of ``float`` or ``np.ndarray`` (it could not be one without
+handing its plain value to every C function that asks): code that branches on ``isinstance``
+should ask ``np.ndim(x)`` or ``getattr(x, "ndim", 0)``, which tracked values answer.
 """
 
 from __future__ import annotations
