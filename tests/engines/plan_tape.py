@@ -52,6 +52,14 @@ PLAN = EnginePlan(
             "math.sin(x) converts x with float(), which would drop the derivative",
         ),
     },
+    refused={
+        "array_from_list": Refusal(
+            TypeError,
+            "plain NumPy array",
+            "np.array has no override protocol: it converts tracked elements with __array__, which would drop "
+            "their derivative (np.stack is the traceable spelling)",
+        ),
+    },
     needs={
         # scalars
         "sin_of_cos": (SIN_F, _ufunc(np.cos, 1.0)),

@@ -187,3 +187,10 @@ def branch_per_element(x):
         else:
             total = total - np.sin(x[i])
     return total
+
+
+@case(V3, tags=("array",))
+def array_from_list(x):
+    """``np.array`` of a list of array elements (NumPy gives ``np.array`` no override protocol)."""
+    y = np.array([x[0] * 2.0, x[1], x[2] ** 2])
+    return (y * y).sum()
