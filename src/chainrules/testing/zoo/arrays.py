@@ -189,8 +189,8 @@ def branch_per_element(x):
     return total
 
 
-@case(V3, tags=("array",))
+@case(0.7, tags=("array", "scalar"))
 def array_from_list(x):
-    """``np.array`` of a list of array elements (NumPy gives ``np.array`` no override protocol)."""
-    y = np.array([x[0] * 2.0, x[1], x[2] ** 2])
+    """``np.array`` of a list of numbers (NumPy gives ``np.array`` no override protocol)."""
+    y = np.array([x * 2.0, x, x * x])
     return (y * y).sum()
