@@ -265,10 +265,15 @@ class TapePullback:
         if release:
             self._trace = None
         trace.sweeping += 1
+        pause_gc = gc.isenabled()  # as while recording (see pullback_full): the tape is large
+        if pause_gc:
+            gc.disable()
         try:
             sweep(trace.tape, cts, owned, release=release)
         finally:
             trace.sweeping -= 1
+            if pause_gc:
+                gc.enable()
         df = collect(self._f_template, self._f, cts)
         return (df, *(collect(t, a, cts) for t, a in zip(self._templates, self._args)))
 
@@ -298,8 +303,9 @@ def pullback_full(f: Callable, *args, **kwargs):
     token = tracer._current.set(trace)
     # Recording makes a few small container objects per operation (a closure, a box, a tape
     # entry), which the cyclic garbage collector would traverse again and again as the tape
-    # grows: it made a 30,000-operation tape four times slower to record. It is paused while
-    # the outermost tape records (reference counting still frees everything outside cycles).
+    # grows: it made a 30,000-operation tape four times slower to record, and sweeping a long
+    # tape whose pullbacks make thunks several times slower. It is paused while the outermost
+    # tape records and while a tape sweeps (reference counting frees everything outside cycles).
     pause_gc = gc.isenabled()
     if pause_gc:
         gc.disable()
