@@ -14,6 +14,18 @@ from typing import Any
 
 from .errors import ChainRulesError, callable_name
 
+
+class ActiveValue:
+    """Base class of the engines' stand-ins for numbers and arrays (tracked values, dual numbers).
+
+    Such a value overloads Python's operators and NumPy's protocols to carry derivatives itself,
+    so a rule that meets one treats it as a number or an array (it computes with it) and never as
+    a user object whose methods it would differentiate.
+    """
+
+    __slots__ = ()
+
+
 _active: ContextVar[Callable[..., Any] | None] = ContextVar("chainrules_active_engine", default=None)
 
 

@@ -26,6 +26,7 @@ from contextvars import ContextVar
 
 import numpy as np
 
+from ...core.active import ActiveValue
 from ...core.errors import NoRuleError
 from ...core.registry import rrule
 
@@ -173,7 +174,7 @@ def deep_primal(a):
 # ----- the boxes ---------------------------------------------------------------------------
 
 
-class Tracked:
+class Tracked(ActiveValue):
     """Base class of the values a trace follows: a primal value, the trace's tag, a slot."""
 
     __slots__ = ("_value", "_trace", "_slot")
