@@ -16,6 +16,7 @@ from __future__ import annotations
 from ...core.accumulation import accumulate
 from ...core.errors import callable_name
 from ...core.tangents import AbstractThunk, AbstractZero, NoTangent, Tangent, ZeroTangent
+from .tracer import PAIRS
 
 _ZERO = ZeroTangent()
 _NO = NoTangent()
@@ -78,7 +79,7 @@ def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
     zero, no = _ZERO, _NO
     pop, get = cts.pop, cts.get
     entries = _popping(tape) if release else reversed(tape)
-    for pullback, out, parents, f in entries:
+    for pullback, out, f, first, second in entries:
         if type(out) is int:
             dy = pop(out, None)
             if dy is None or dy is zero or dy is no:
@@ -98,25 +99,30 @@ def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
         except Exception as err:
             err.add_note(f"(while pulling back through {callable_name(f)} on the tape)")
             raise
-        if type(parents) is tuple:  # one slot per positional argument, -1 where untracked
-            pos = 0
-            for slot in parents:
-                pos += 1
-                if slot < 0:
-                    continue
-                dx = grads[pos]
-                acc = get(slot)
-                if acc is None:
-                    cts[slot] = dx  # borrowed: not in `owned`
-                elif type(acc) is float and type(dx) is float:
-                    cts[slot] = acc + dx
-                else:
-                    cts[slot] = add_to(acc, slot, dx, owned)
-        else:  # (position or path, slot) pairs
-            for pos, slot in parents:
+        if first >= 0:  # the hot paths' entries: the slots of the first and second argument
+            dx = grads[1]
+            acc = get(first)
+            if acc is None:
+                cts[first] = dx  # borrowed: not in `owned`
+            elif type(acc) is float and type(dx) is float:
+                cts[first] = acc + dx
+            else:
+                cts[first] = add_to(acc, first, dx, owned)
+        elif first == PAIRS:  # (position or path, slot) pairs
+            for pos, slot in second:
                 dx = grads[pos] if type(pos) is int else _part_path(grads, pos)
                 acc = get(slot)
                 cts[slot] = dx if acc is None else add_to(acc, slot, dx, owned)
+            continue
+        if second >= 0:
+            dx = grads[2]
+            acc = get(second)
+            if acc is None:
+                cts[second] = dx
+            elif type(acc) is float and type(dx) is float:
+                cts[second] = acc + dx
+            else:
+                cts[second] = add_to(acc, second, dx, owned)
 
 
 def add_to(acc, slot: int, dx, owned: set):

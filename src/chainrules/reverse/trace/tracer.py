@@ -43,12 +43,13 @@ _current: ContextVar[Trace | None] = ContextVar("chainrules_trace", default=None
 class Trace:
     """One differentiation in progress: its tape and slot counter; also the tag of its values.
 
-    Each tape entry is ``(pullback, out, parents, f)``: ``out`` is the output slot (an int) or a
-    template of slots for an operation with several outputs. ``parents`` is either a tuple with
-    one slot per positional argument (``-1`` for an untracked one), written by the hot paths,
-    or a list of ``(position, slot)`` for every argument the trace tracks, where position
-    indexes the pullback's result (``0`` is ``f`` itself) or is a path ``(position, key, ...)``
-    into a structured argument.
+    Each tape entry is ``(pullback, out, f, first, second)``: ``out`` is the output slot (an int)
+    or a template of slots for an operation with several outputs. The hot paths, for one or two
+    top-level arguments, write the slots of the first and second argument (``-1`` for one that
+    is not tracked). Every other operation writes ``first = PAIRS`` and ``second`` a list of
+    ``(position, slot)`` for every argument the trace tracks, where position indexes the
+    pullback's result (``0`` is ``f`` itself) or is a path ``(position, key, ...)`` into a
+    structured argument.
     """
 
     __slots__ = ("tape", "n_slots", "parent", "sweeping", "__weakref__")
@@ -342,12 +343,12 @@ def _record_output(trace: Trace, f, y, pullback, parents: list, plain: list, arg
         out = box(y, trace, slot, TrackedNumber, TrackedArray)
         if type(out) is TrackedArray:
             _mark_shared_memory(out, plain, args)
-        trace.tape.append((pullback, slot, parents, f))
+        trace.tape.append((pullback, slot, f, PAIRS, parents))
         return out
     if type(y) is tuple or type(y) is list or (isinstance(y, tuple) and hasattr(y, "_fields")):
         template, boxed = _box_outputs(y, trace, parents, plain, args)
         if template is not None:
-            trace.tape.append((pullback, template, parents, f))
+            trace.tape.append((pullback, template, f, PAIRS, parents))
             return boxed
     return y
 
@@ -437,9 +438,13 @@ def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple):
     return OutputTemplate(T, children), boxed
 
 
-def _pairs(slots: tuple) -> list:
-    """A hot path's parents (one slot per argument, -1 for untracked) as ``(position, slot)`` pairs."""
-    return [(i + 1, slot) for i, slot in enumerate(slots) if slot >= 0]
+#: the ``first`` field of a tape entry whose ``second`` lists (position, slot) pairs
+PAIRS = -2
+
+
+def _pairs(first: int, second: int) -> list:
+    """A hot path's two argument slots (-1 for untracked) as ``(position, slot)`` pairs."""
+    return [(i + 1, slot) for i, slot in enumerate((first, second)) if slot >= 0]
 
 
 def binary_operation(f):
@@ -447,7 +452,7 @@ def binary_operation(f):
 
     It handles two top-level arguments of the innermost trace with its own rule cache (by the
     operands' types, emptied when a rule is registered) and boxes float results inline; anything
-    else goes to ``apply``. Tape entries it writes list their parents as one slot per argument.
+    else goes to ``apply``. Tape entries it writes name the two arguments' slots directly.
     """
     cache: dict = {}
     version = -1
@@ -461,26 +466,28 @@ def binary_operation(f):
             if a._trace is not trace:
                 return apply(f, (a, b), {})
             pa = a._value
+            first = a._slot
             if tb is TrackedNumber or tb is TrackedArray:
                 if b._trace is not trace:
                     return apply(f, (a, b), {})
                 pb = b._value
-                parents = (a._slot, b._slot)
+                second = b._slot
             elif tb is tuple or tb is list:
                 return apply(f, (a, b), {})
             else:
                 pb = b
-                parents = (a._slot, -1)
+                second = -1
         elif tb is TrackedNumber or tb is TrackedArray:
             if b._trace is not trace or ta is tuple or ta is list:
                 return apply(f, (a, b), {})
             pa = a
             pb = b._value
-            parents = (-1, b._slot)
+            first = -1
+            second = b._slot
         else:
             return apply(f, (a, b), {})
         if trace.parent is not None:
-            return record(trace, f, [pa, pb], {}, _pairs(parents), (a, b))
+            return record(trace, f, [pa, pb], {}, _pairs(first, second), (a, b))
         if version != rrule.version:
             cache.clear()
             version = rrule.version
@@ -498,9 +505,9 @@ def binary_operation(f):
             out._value = y
             out._trace = trace
             out._slot = slot
-            trace.tape.append((pullback, slot, parents, f))
+            trace.tape.append((pullback, slot, f, first, second))
             return out
-        return _record_output(trace, f, y, pullback, _pairs(parents), [pa, pb], (a, b))
+        return _record_output(trace, f, y, pullback, _pairs(first, second), [pa, pb], (a, b))
 
     op.__qualname__ = op.__name__ = f"traced_{getattr(f, '__name__', 'operation')}"
     return op
@@ -541,6 +548,6 @@ def unary(f, a):
         out._value = y
         out._trace = trace
         out._slot = slot
-        trace.tape.append((pullback, slot, (a._slot,), f))
+        trace.tape.append((pullback, slot, f, a._slot, -1))
         return out
     return _record_output(trace, f, y, pullback, [(1, a._slot)], [pa], (a,))

@@ -188,7 +188,7 @@ class _Operators(Tracked):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and not kwargs:
             if len(inputs) == 1:
-                return unary(ufunc, inputs[0])
+                return unary(ufunc, self)  # the only input is this value
             if len(inputs) == 2:
                 return binary(ufunc, inputs[0], inputs[1])
         out = kwargs.get("out")
