@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import functools
 import gc
+import sys
 import types
 from collections.abc import Callable
 
@@ -53,10 +54,6 @@ _OPAQUE = (
 )
 
 
-# objects of these packages are not taken apart into fields (generators, distributions, ...)
-_LIBRARIES = frozenset({"builtins", "numpy", "scipy"})
-
-
 def _is_namedtuple(value) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
@@ -65,10 +62,18 @@ def _fields_of(value) -> list[str] | None:
     """The fields of a dataclass instance or plain object, or None for anything else."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return [f.name for f in dataclasses.fields(value)]
-    if isinstance(value, _OPAQUE) or type(value).__module__.partition(".")[0] in _LIBRARIES:
+    if isinstance(value, _OPAQUE) or _from_a_library(type(value)):
         return None
     d = getattr(value, "__dict__", None)
     return list(d) if isinstance(d, dict) else None
+
+
+def _from_a_library(cls: type) -> bool:
+    """Whether ``cls`` comes from an installed library or the standard library: its objects
+    (random generators, distributions, data frames, locks) are not taken apart into fields."""
+    module = sys.modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None)
+    return cls.__module__ == "builtins" or (filename is not None and tracer.is_library(filename))
 
 
 def _with_fields(value, new: dict):

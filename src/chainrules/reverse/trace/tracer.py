@@ -79,7 +79,7 @@ def current_trace() -> Trace | None:
 _LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
-def _is_library(filename: str) -> bool:
+def is_library(filename: str) -> bool:
     return filename.startswith(_LIBRARIES) and not filename.startswith(_PACKAGE_DIR)
 
 
@@ -89,7 +89,7 @@ def _user_and_library_frames():
     while frame is not None and frame.f_code.co_filename.startswith(_MACHINERY):
         frame = frame.f_back
     library = None
-    while frame is not None and _is_library(frame.f_code.co_filename):
+    while frame is not None and is_library(frame.f_code.co_filename):
         library, frame = frame, frame.f_back
     return frame, library
 
