@@ -202,7 +202,11 @@ def main() -> str:
         f"Python {platform.python_version()}, NumPy {np.__version__}, {platform.machine()}, one thread everywhere "
         "(threadpoolctl limits NumPy's/SciPy's BLAS to 1; torch.set_num_threads(1); XLA with one intra-op thread).",
         "Each figure: median of 7 repeats, primal plus one pullback (all differentiable inputs), "
-        "as a multiple of the plain NumPy call measured in the same run.",
+        "as a multiple of the plain NumPy call measured in the same run. "
+        "Ours also returns the cotangents of clip's bounds (given positionally); "
+        '"wrong" marks a gradient that differs from ours (autograd\'s prod divides by the zero).',
+        f"The machine is shared (2 cores; load average {os.getloadavg()[0]:.1f} at the end of the run): "
+        "compare ratios within a row.",
         f"Peers: autograd {_version(autograd)}, JAX {_version(jax)}, PyTorch {_version(torch)}.",
         "",
         "| size | operation | NumPy call (µs) | ours | autograd | JAX eager | JAX jit | PyTorch |",
