@@ -25,7 +25,7 @@ from ...core.projection import ProjectTo
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent
 from . import tracer
 from .backward import add_to, part, sweep
-from .tracer import Trace, Tracked
+from .tracer import Trace, Tracked, _current, _new
 from .tracked import TrackedArray, TrackedNumber
 
 _ZERO = ZeroTangent()
@@ -264,9 +264,13 @@ class TapePullback:
         trace = self._trace
         if trace is None:
             raise ChainRulesError("this pullback's tape was released by last_call(); it cannot be called again")
-        cts: dict = {}
         owned: set = set()
-        _seed(self._out_template, dy, cts, owned)
+        out = self._out_template
+        if type(out) is int:  # one tracked output
+            cts = {out: dy}  # borrowed
+        else:
+            cts = {}
+            _seed(out, dy, cts, owned)
         if release:
             self._trace = None
         trace.sweeping += 1
@@ -298,14 +302,22 @@ def pullback_full(f: Callable, *args, **kwargs):
     >>> [round(d, 4) for d in back(1.0)[1:]]
     [0.0744, -0.0992]
     """
-    trace = Trace(tracer.current_trace())
-    boxed_f, f_template = _box_callable(f, trace)
+    trace = Trace(_current.get())
+    boxed_f, f_template = (f, None) if type(f) in _PLAIN_CALLABLES else _box_callable(f, trace)
     boxed, templates = [], []
     for a in args:
+        if type(a) is float:  # the common leaf, boxed here without the general walk
+            slot = trace.n_slots
+            trace.n_slots = slot + 1
+            b = _new(TrackedNumber)
+            b._value, b._trace, b._slot = a, trace, slot
+            boxed.append(b)
+            templates.append(slot)
+            continue
         b, t = box_input(a, trace)
         boxed.append(b)
         templates.append(t)
-    token = tracer._current.set(trace)
+    token = _current.set(trace)
     # Recording makes a few small container objects per operation (a closure, a box, a tape
     # entry), which the cyclic garbage collector would traverse again and again as the tape
     # grows: it made a 30,000-operation tape four times slower to record, and sweeping a long
@@ -320,7 +332,7 @@ def pullback_full(f: Callable, *args, **kwargs):
     finally:
         if pause_gc:
             gc.enable()
-        tracer._current.reset(token)
+        _current.reset(token)
     y, out_template = unbox_output(out, trace)
     return y, TapePullback(trace, f, f_template, args, templates, out_template)
 
@@ -329,8 +341,6 @@ _PLAIN_CALLABLES = frozenset({types.FunctionType, types.BuiltinFunctionType, typ
 
 
 def _box_callable(f, trace: Trace):
-    if type(f) in _PLAIN_CALLABLES:
-        return f, None
     if _fields_of(f) or _is_namedtuple(f):
         return box_input(f, trace)
     return f, None
