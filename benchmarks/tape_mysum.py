@@ -112,6 +112,7 @@ def memory(X) -> tuple[float, float, float]:
 
 
 def main() -> str:
+    load_before = os.getloadavg()[0]
     rng = np.random.default_rng(0)
     rows = []
     for n in SIZES:
@@ -137,7 +138,7 @@ def main() -> str:
             row[name] = first if repeats == 1 else timed(run, repeats)
         rows.append(row)
     jit = _jax_jit(rng.standard_normal(SIZES[0])) if jax else None
-    return _table(rows, jit)
+    return _table(rows, jit, (load_before, os.getloadavg()[0]))
 
 
 def _projected(rows, name, n):
@@ -166,7 +167,7 @@ def _fmt(t) -> str:
     return f"{t:,.2f} s"
 
 
-def _table(rows, jit) -> str:
+def _table(rows, jit, load) -> str:
     peers = [p for p in ("PyTorch", "autograd", "JAX (eager)") if any(p in r for r in rows)]
     lines = [
         "# Tape engine: seed 004's mysum",
@@ -174,7 +175,8 @@ def _table(rows, jit) -> str:
         f"Python {platform.python_version()}, NumPy {np.__version__}, "
         f"PyTorch {torch.__version__ if torch else 'not installed'}, "
         f"autograd {'installed' if autograd else 'not installed'}, JAX {jax.__version__ if jax else 'not installed'}; "
-        f"{os.cpu_count()} cores, shared machine; BLAS pools of NumPy and SciPy pinned to 1 thread with "
+        f"{os.cpu_count()} cores, shared machine (load average {load[0]:.1f} at the start of the run, "
+        f"{load[1]:.1f} at the end); BLAS pools of NumPy and SciPy pinned to 1 thread with "
         "threadpoolctl, PyTorch to 1 thread. `gradient(mysum, X)` for `mysum(X)`: `total += X[i]` over "
         "`range(len(X))`. Medians over repeats (15 for the tape up to n = 1e4, 5 at 1e5; peers fewer, "
         "JAX eager once), all in one run. Every gradient is checked to be all ones.",

@@ -129,6 +129,7 @@ def fmt_us(seconds: float) -> str:
 
 
 def main() -> str:
+    load_before = os.getloadavg()[0]
     check_against_each_other()
     rows = []
     for name, ops, f, tf, af, args, repeats, number in CASES:
@@ -149,7 +150,8 @@ def main() -> str:
         "",
         f"Python {platform.python_version()}, NumPy {np.__version__}, "
         f"PyTorch {torch.__version__ if torch else 'not installed'}, "
-        f"autograd {'installed' if autograd else 'not installed'}; {os.cpu_count()} cores, shared machine. "
+        f"autograd {'installed' if autograd else 'not installed'}; {os.cpu_count()} cores, shared machine "
+        f"(load average {load_before:.1f} at the start of the run, {os.getloadavg()[0]:.1f} at the end). "
         "BLAS pools of NumPy and SciPy pinned to 1 thread with threadpoolctl, PyTorch to 1 thread. "
         "Medians over interleaved repeats, all in one run; inputs are Python floats (0-d float64 tensors "
         "for PyTorch, created inside the timed call as our inputs are boxed inside it). Gradients of all "
