@@ -176,3 +176,31 @@ def test_errors_in_pullbacks_name_the_operation():
     with pytest.raises(ValueError, match="inside the pullback") as info:
         back(1.0)
     assert any("while pulling back through" in note for note in info.value.__notes__)
+
+
+def test_the_garbage_collector_is_paused_only_while_recording_and_sweeping():
+    import gc
+
+    seen = []
+
+    def f(x):
+        seen.append(gc.isenabled())
+        return x * 2.0
+
+    def broken(x):
+        raise RuntimeError("inside f")
+
+    assert gc.isenabled()
+    _, back = pullback_full(f, 1.0)
+    assert seen == [False] and gc.isenabled()
+    back(1.0)
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError, match="inside f"):
+        pullback_full(broken, 1.0)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        pullback_full(f, 1.0)[1](1.0)
+        assert not gc.isenabled()  # a caller's own setting is left as it was
+    finally:
+        gc.enable()
