@@ -513,41 +513,60 @@ def binary_operation(f):
     return op
 
 
-_binary_operations: dict = {}
+binary_operations: dict = {}
 
 
 def binary(f, a, b):
     """``f(a, b)`` through the hot path of ``binary_operation(f)`` (made once per ``f``)."""
-    op = _binary_operations.get(f)
+    op = binary_operations.get(f)
     if op is None:
-        op = _binary_operations[f] = binary_operation(f)
+        op = binary_operations[f] = binary_operation(f)
     return op(a, b)
+
+
+def unary_operation(f):
+    """The function ``op(a) = f(a)`` for a tracked ``a``: ``apply``'s hot path for one argument."""
+    cache: dict = {}
+    version = -1
+
+    def op(a):
+        nonlocal version
+        trace = _current.get()
+        ta = type(a)
+        if (ta is not TrackedNumber and ta is not TrackedArray) or a._trace is not trace or trace.parent is not None:
+            return apply(f, (a,), {})
+        pa = a._value
+        if version != rrule.version:
+            cache.clear()
+            version = rrule.version
+        try:
+            rule = cache[type(pa)]
+        except KeyError:
+            rule = cache[type(pa)] = rrule.lookup(f, (pa,))
+        if rule is None:
+            raise NoRuleError(f, (pa,), location=user_location())
+        y, pullback = rule(pa)
+        if type(y) is float or type(y) is _float64:
+            slot = trace.n_slots
+            trace.n_slots = slot + 1
+            out = _new(TrackedNumber)
+            out._value = y
+            out._trace = trace
+            out._slot = slot
+            trace.tape.append((pullback, slot, f, a._slot, -1))
+            return out
+        return _record_output(trace, f, y, pullback, [(1, a._slot)], [pa], (a,))
+
+    op.__qualname__ = op.__name__ = f"traced_{getattr(f, '__name__', 'operation')}"
+    return op
+
+
+unary_operations: dict = {}
 
 
 def unary(f, a):
     """``f(a)`` for a unary operator or a one-argument ufunc (``-x``, ``abs(x)``, ``np.sin(x)``)."""
-    trace = _current.get()
-    ta = type(a)
-    if (ta is not TrackedNumber and ta is not TrackedArray) or a._trace is not trace or trace.parent is not None:
-        return apply(f, (a,), {})
-    pa = a._value
-    if rrule.version != _rules_version:
-        rule = lookup(f, (pa,))
-    else:
-        try:
-            rule = _rules[(f, type(pa))]
-        except KeyError:
-            rule = lookup(f, (pa,))
-    if rule is None:
-        raise NoRuleError(f, (pa,), location=user_location())
-    y, pullback = rule(pa)
-    if type(y) is float or type(y) is _float64:
-        slot = trace.n_slots
-        trace.n_slots = slot + 1
-        out = _new(TrackedNumber)
-        out._value = y
-        out._trace = trace
-        out._slot = slot
-        trace.tape.append((pullback, slot, f, a._slot, -1))
-        return out
-    return _record_output(trace, f, y, pullback, [(1, a._slot)], [pa], (a,))
+    op = unary_operations.get(f)
+    if op is None:
+        op = unary_operations[f] = unary_operation(f)
+    return op(a)

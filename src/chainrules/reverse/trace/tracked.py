@@ -22,7 +22,18 @@ import operator
 import numpy as np
 
 from . import tracer
-from .tracer import Tracked, apply, binary, binary_operation, deep_primal, library_context, unary, user_location
+from .tracer import (
+    Tracked,
+    apply,
+    binary,
+    binary_operation,
+    deep_primal,
+    library_context,
+    unary,
+    unary_operation,
+    unary_operations,
+    user_location,
+)
 
 
 def _at() -> str:
@@ -111,17 +122,13 @@ class _Operators(Tracked):
     def __rmatmul__(self, other):
         return _matmul(other, self)
 
-    def __neg__(self):
-        return unary(operator.neg, self)
+    __neg__ = unary_operation(operator.neg)
 
-    def __pos__(self):
-        return unary(operator.pos, self)
+    __pos__ = unary_operation(operator.pos)
 
-    def __abs__(self):
-        return unary(abs, self)
+    __abs__ = unary_operation(abs)
 
-    def __invert__(self):
-        return unary(operator.invert, self)
+    __invert__ = unary_operation(operator.invert)
 
     __and__ = _and
 
@@ -187,8 +194,9 @@ class _Operators(Tracked):
     # NumPy's protocols: ufuncs and array functions run through their rules
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and not kwargs:
-            if len(inputs) == 1:
-                return unary(ufunc, self)  # the only input is this value
+            if len(inputs) == 1:  # the only input is this value
+                op = unary_operations.get(ufunc)
+                return op(self) if op is not None else unary(ufunc, self)
             if len(inputs) == 2:
                 return binary(ufunc, inputs[0], inputs[1])
         out = kwargs.get("out")
