@@ -77,6 +77,7 @@ def autograd_grad(X):
 
 def jax_eager(X):
     g = jax.grad(mysum)
+    g(jnp.asarray(X[:10])).block_until_ready()  # JAX compiles each primitive on first use: not timed
     return lambda: g(jnp.asarray(X)).block_until_ready()
 
 
@@ -179,7 +180,8 @@ def _table(rows, jit, load) -> str:
         f"{load[1]:.1f} at the end); BLAS pools of NumPy and SciPy pinned to 1 thread with "
         "threadpoolctl, PyTorch to 1 thread. `gradient(mysum, X)` for `mysum(X)`: `total += X[i]` over "
         "`range(len(X))`. Medians over repeats (15 for the tape up to n = 1e4, 5 at 1e5; peers fewer, "
-        "JAX eager once), all in one run. Every gradient is checked to be all ones.",
+        "JAX eager once, after a warm-up at n = 10 that compiles its primitives), all in one run. Every "
+        "gradient is checked to be all ones.",
         "",
         "| n | tape | " + " | ".join(peers) + " | tape ÷ PyTorch | tape time ÷ previous n |",
         "|---|---|" + "---|" * len(peers) + "---|---|",
