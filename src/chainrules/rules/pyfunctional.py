@@ -1,5 +1,6 @@
-"""Rules for Python's higher-order functions: ``map``, ``zip``, ``enumerate``, ``filter``,
-``reversed``, ``functools.reduce`` and ``itertools.accumulate``.
+"""Rules for Python's higher-order functions and iteration: ``map``, ``zip``, ``enumerate``,
+``filter``, ``reversed``, ``functools.reduce``, ``itertools.accumulate`` and the views
+``dict.items``/``values``/``keys``.
 
 A user callable inside ``map``/``reduce``/``accumulate`` is differentiated by its rule if it
 has one, else by the engine that is running (``chainrules.rrule_via_ad``), once per element.
@@ -264,6 +265,39 @@ def rrule_reversed(xs):
         return _NO, _cotangent(layout, _entries(dy, len(items))[::-1])
 
     return Iterated(items[::-1], "reversed"), reversed_pullback
+
+
+# ----- iterating over a dict -----------------------------------------------------------------------
+
+
+def _dict_iteration_rule(method, origin: str):
+    def rrule_dict_view(d: dict):
+        keys = list(d)
+        values = [d[k] for k in keys]
+        items = {"items": list(zip(keys, values)), "values": values, "keys": keys}[origin]
+
+        def dict_view_pullback(dy):
+            if origin == "keys":
+                return _NO, _NO
+            entries = {}
+            for k, e in zip(keys, _entries(dy, len(keys))):
+                e = unthunk(e)
+                if origin == "items" and not isinstance(e, AbstractZero):
+                    e = (list(e.backing) if isinstance(e, Tangent) else list(e))[1]
+                if not isinstance(unthunk(e), AbstractZero):
+                    entries[k] = e
+            return _NO, (Tangent[dict](entries) if entries else _ZERO)
+
+        return Iterated(items, f"dict.{origin}"), dict_view_pullback
+
+    rrule_dict_view.__qualname__ = f"rrule_dict_{origin}"
+    rrule.register(method)(rrule_dict_view)
+
+
+# `for k, v in d.items()`: the views of a dict, iterated under differentiation
+_dict_iteration_rule(dict.items, "items")
+_dict_iteration_rule(dict.values, "values")
+_dict_iteration_rule(dict.keys, "keys")
 
 
 # ----- folds -----------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 import dataclasses
 import math
 
+import numpy as np
+
 
 def f(a, b):
     return a / (a + b * b)
@@ -56,3 +58,49 @@ class Linear:
 
     def __call__(self, x):
         return self.w * x + self.b
+
+
+# ----- part 2: loops, comprehensions, writes -------------------------------------------------------
+
+
+def mysum(X):
+    total = 0.0
+    for i in range(len(X)):
+        total += X[i]
+    return total
+
+
+def sine_chain(x, n):
+    for _ in range(n):
+        x = math.sin(x) * 1.01 + 0.1
+    return x
+
+
+def halve_until_small(x):
+    steps = 0
+    while x > 1.0:
+        x = x / 2.0
+        steps += 1
+    return x * steps
+
+
+def skip_and_stop(xs, w):
+    total = 0.0
+    for x in xs:
+        if x < 0:
+            continue
+        if x > 2.5:
+            break
+        total = total + x * w
+    return total
+
+
+def squares_of_positives(xs):
+    return sum([x * x for x in xs if x > 0])
+
+
+def fill_buffer(x, w):
+    out = np.zeros(len(x))
+    for i in range(len(x)):
+        out[i] = x[i] * w
+    return out.sum()

@@ -85,10 +85,9 @@ def uses_try(x):
         return 0.0
 
 
-def assigns_an_element(x):
-    y = [x]
-    y[0] = 2.0  # <- item assignment
-    return y[0]
+def assigns_into_an_argument(x):
+    x[0] = 2.0  # <- item assignment
+    return x[0]
 
 
 def assigns_an_attribute(obj, x):
@@ -120,6 +119,12 @@ def rebinds_a_captured_variable(x):
     return g()
 
 
+def leaves_a_with_block(x):
+    with np.errstate(all="ignore"):
+        for _ in range(2):
+            return x  # <- leaves with
+
+
 def defines_a_class(x):
     class Inner:  # <- class
         pass
@@ -132,18 +137,21 @@ def defines_a_class(x):
     [
         (uses_yield, "<- yield", 5, "`yield` is not supported"),
         (uses_try, "<- try", 5, "`try` is not supported"),
-        (assigns_an_element, "<- item assignment", 5, "assigning to an element"),
+        (assigns_into_an_argument, "<- item assignment", 5, "writing into the argument `x` in place"),
         (assigns_an_attribute, "<- attribute assignment", 5, "assigning to an attribute"),
         (uses_global_write, "<- global write", 5, "the global variable `SOMETHING`"),
         (uses_locals, "<- locals", 12, "`locals()` is not supported"),
         (zero_arg_super, "<- super", 12, "`super()` without arguments"),
         (rebinds_a_captured_variable, "<- rebound capture", 5, "`w` is read by a nested function"),
         (defines_a_class, "<- class", 5, "a class definition"),
+        (leaves_a_with_block, "<- leaves with", 13, "leaving a `with` block"),
     ],
     ids=lambda v: getattr(v, "__name__", None),
 )
 def test_unsupported_syntax_names_file_line_and_column(fn, marker, column, phrase):
-    args = (object(), 1.0) if fn is assigns_an_attribute else (1.0,)
+    args = (
+        (object(), 1.0) if fn is assigns_an_attribute else (np.ones(2),) if fn is assigns_into_an_argument else (1.0,)
+    )
     with pytest.raises(cr.UnsupportedSyntaxError) as info:
         pullback_full(fn, *args)
     message = str(info.value)
@@ -197,3 +205,39 @@ def test_a_differentiated_keyword_argument_of_a_rule_is_refused():
     # an inactive keyword (a constant, an index) is fine
     _, back = pullback_full(constant_keyword_to_a_rule, np.array([1.0, 2.0]))
     assert back(1.0)[1].tolist() == [2.0, 4.0]
+
+
+def writes_a_nonlocal(x):
+    total = 0.0
+
+    def add(v):
+        nonlocal total
+        total = total + v  # <- nonlocal write
+
+    add(x)
+    return total
+
+
+async def a_coroutine(x):  # <- async
+    return x
+
+
+def test_nonlocal_writes_and_coroutines_are_refused():
+    with pytest.raises(cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- nonlocal write')}:9: .*nonlocal"):
+        pullback_full(writes_a_nonlocal, 1.0)
+    with pytest.raises(cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- async')}:1: `async def`"):
+        pullback_full(a_coroutine, 1.0)
+
+
+def closures_in_a_loop(x):
+    fs = []
+    for w in (1.0, 2.0):  # <- bound in a loop
+        fs.append(lambda v: v * w)
+    return fs[0](x)
+
+
+def test_a_closure_over_a_loop_variable_is_refused():
+    with pytest.raises(
+        cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- bound in a loop')}:9: .*bound in a loop"
+    ):
+        pullback_full(closures_in_a_loop, 1.0)

@@ -7,6 +7,7 @@ and review the diff.
 import os
 import pathlib
 
+import numpy as np
 import pytest
 import source_golden_subjects as subjects
 
@@ -25,6 +26,12 @@ CASES = {
     "closure": (subjects.make_affine(2.0, 1.0), (3.0,)),
     "keywords": (subjects.keywords, (1.0, 2.0)),
     "callable_object": (subjects.Linear(2.0, 1.0), (3.0,)),
+    "loop_seed004_mysum": (subjects.mysum, (np.ones(4),)),
+    "loop_sine_chain": (subjects.sine_chain, (0.4, 100)),
+    "loop_while": (subjects.halve_until_small, (37.0,)),
+    "loop_continue_break": (subjects.skip_and_stop, ([1.0, -2.0, 3.0], 0.5)),
+    "loop_comprehension": (subjects.squares_of_positives, ([1.0, -2.0, 3.0],)),
+    "loop_fill_buffer": (subjects.fill_buffer, (np.ones(3), 2.0)),
 }
 
 

@@ -350,3 +350,169 @@ def test_seed_projection():
     assert runtime.project_real(1.0 + 2.0j) == 1.0
     assert runtime.project_real(cr.Thunk(lambda: 3.0)) == 3.0
     assert runtime.project_real(cr.ZeroTangent()) == cr.ZeroTangent()
+
+
+# ----- part 2: loops, comprehensions, writes ----------------------------------------------------------
+
+
+def test_continue_moves_the_rest_of_the_body_into_the_other_branch():
+    text = normalized(
+        """
+        def f(xs):
+            s = 0.0
+            for x in xs:
+                if x < 0:
+                    continue
+                s += x
+            return s
+        """
+    )
+    assert "continue" not in text
+    assert "        if x < 0:\n            pass\n        else:\n            s = s + x" in text
+
+
+def test_break_with_else_uses_a_stop_flag():
+    text = normalized(
+        """
+        def f(xs):
+            for x in xs:
+                if x > 3:
+                    break
+            else:
+                x = 0.0
+            return x
+        """
+    )
+    assert "stop = False" in text and "stop = True\n            break" in text and "if not stop:" in text
+
+
+def test_a_return_in_nested_loops_leaves_them_all():
+    text = normalized(
+        """
+        def f(xs):
+            for x in xs:
+                for y in xs:
+                    if x * y > 3:
+                        return x
+            return 0.0
+        """
+    )
+    assert text.count("break") == 2 and "if returned:" in text and "if not returned:" in text
+
+
+def test_deeper_jumps_in_a_loop_use_skip_and_stop_flags():
+    text = normalized(
+        """
+        def f(xs, y):
+            for x in xs:
+                if y > 5:
+                    if x > 3:
+                        break
+                    y = y * 2
+                y = y + x
+            return y
+        """
+    )
+    assert "skip = False" in text and "if not skip:" in text and "if stop:\n            break" in text
+
+
+def test_loops_and_writes_lower_to_the_wengert_list():
+    fn = lowered(
+        """
+        def f(xs, n):
+            out = [0.0] * n
+            for i in range(n):
+                out[i] += xs[i]
+            k = 0
+            while k < n:
+                k += 1
+            out.append(k)
+            return out
+        """
+    )
+    text = str(fn)
+    assert "for i in y_3:" in text and "out[i] = y_7" in text
+    assert "while True:" in text and "if not y_" in text and "out.append(k)" in text
+    assert {"y_5", "y_6", "y_7"} <= fn.temps and "out" not in fn.temps
+
+
+def test_comprehensions_lower_to_loops_that_fill_a_new_container():
+    fn = lowered("def f(xs, ys):\n    return {a: a * b for a in xs if a > 0 for b in ys}")
+    text = str(fn)
+    assert "comprehension = {}" in text and "comprehension[a] = " in text
+    assert text.index("for a in xs:") < text.index("for b in ys:")
+    assert "comprehension" not in fn.temps  # it lives across iterations
+
+
+def test_loop_analysis():
+    plan = plan_of(
+        "def f(X, w):\n"
+        "    total = 0.0\n"
+        "    for i in range(len(X)):\n"
+        "        total = total + X[i] * w\n"
+        "    return total",
+        X=np.ndarray,
+        w=float,
+    )
+    loop = next(s for s in ir.walk(plan.fn.body) if isinstance(s, ir.For))
+    inside = next(s for s in ir.walk(loop.body) if isinstance(s, ir.Assign))
+    assert loop.index in plan.range_loops
+    assert plan.available("i", inside) and plan.available("X", inside) and plan.available("w", inside)
+    assert not plan.available("total", inside)
+    assert not plan.stable("total") and plan.mode[loop.index] == "loop"
+
+
+def test_indexing_a_float_array_of_known_type_is_inlined():
+    from chainrules.reverse.source.simplify import ArrayType
+
+    plan = plan_of("def f(X, i):\n    return X[i] * 2.0", X=ArrayType(np.dtype(float), 1), i=int)
+    assert plan.mode[1] == "index" and plan.types["y_1"] is np.float64
+    assert plan_of("def f(X, i):\n    return X[i]", X=np.ndarray, i=int).mode[1] == "pullback"
+
+
+def test_written_containers_must_be_new_and_local():
+    with pytest.raises(cr.UnsupportedSyntaxError, match="writing into the argument `x`"):
+        plan_of("def f(x):\n    x[0] = 1.0\n    return x", x=list)
+    with pytest.raises(cr.UnsupportedSyntaxError, match="must be bound to a new object"):
+        plan_of("def f(x):\n    y = x\n    y.append(1.0)\n    return y", x=list)
+    plan = plan_of("def f(x):\n    y = [x]\n    y.append(x * 2)\n    return y", x=float)
+    assert plan.buffers == {"y": "new"} and plan.mode[3] == "mutate"
+
+
+def test_a_while_condition_that_computes_a_used_value_is_refused():
+    with pytest.raises(cr.UnsupportedSyntaxError, match="condition of a `while` loop"):
+        plan_of("def f(x):\n    while (y := x * 2) < 10:\n        x = y\n    return x", x=float)
+
+
+def test_runtime_writes_and_their_pullbacks():
+    a = np.zeros(3)
+    back = runtime.setitem(a, 1, 2.5)
+    dvalue, da, owned = back(np.array([1.0, 2.0, 3.0]), False)
+    assert a.tolist() == [0.0, 2.5, 0.0] and dvalue == 2.0 and da.tolist() == [1.0, 0.0, 3.0] and owned
+    lst = [1.0]
+    runtime.append(lst, 2.0)
+    dvalue, dlst, owned = runtime.append_pullback(cr.Tangent[list](5.0, 6.0), False)
+    assert lst == [1.0, 2.0] and dvalue == 6.0 and dlst == [5.0] and owned
+    back = runtime.extend(lst, (3.0, 4.0))
+    dvalues, dlst, _ = back([1.0, 2.0, 3.0, 4.0], False)
+    assert dvalues == cr.Tangent[tuple](3.0, 4.0) and dlst == [1.0, 2.0]
+    d = {}
+    back = runtime.setitem(d, "k", 1.0)
+    assert back({"k": 7.0, "j": 1.0}, False) == (7.0, {"j": 1.0}, True)
+    with pytest.raises(TypeError, match="lists"):
+        runtime.append((1.0,), 2.0)
+
+
+def test_item_cotangents_and_add_at():
+    items = runtime.item_cotangents(np.ones((3, 2)), 2)
+    items.put(1, np.array([1.0, 2.0]))
+    assert items.result().tolist() == [[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]]
+    items = runtime.item_cotangents([1.0, 2.0, 3.0], 2)
+    items.put(0, 5.0)
+    assert items.result() == cr.Tangent[list](5.0, cr.ZeroTangent(), cr.ZeroTangent())
+    like = np.ones(3)
+    acc, owned = runtime.add_at(cr.ZeroTangent(), False, like, 2, 4.0)
+    assert acc.tolist() == [0.0, 0.0, 4.0] and owned
+    borrowed = np.ones(3)
+    acc, owned = runtime.add_at(borrowed, False, like, 0, 1.0)
+    assert borrowed.tolist() == [1.0, 1.0, 1.0] and acc.tolist() == [2.0, 1.0, 1.0]

@@ -11,8 +11,16 @@ each accumulator that receives more than one contribution.
 
 In straight-line code the pass knows statically which cotangents are still zero: the first
 contribution is a plain assignment and an adjoint whose output cotangent is zero is left out.
-Around an ``if``, the cotangents that its branches touch and that live on after it are given
-a value first (``dx = ZERO``), so that both branches can add into them.
+Around an ``if`` or a loop, the cotangents that its body touches and that live on after it are
+given a value first (``dx = ZERO``), so that every path can add into them; only the Wengert
+list's temporaries, which live within one iteration, stay static inside.
+
+A loop runs backwards as many times as it ran (``n_3``): over the same ``range`` reversed when
+it ran over a range (its variable is then available again), else over ``range(n_3)``. Values
+saved once per iteration come back from their stacks (``pb_5 = next(pb_5_rev)``), in reverse
+order. The cotangent of a loop's variable goes back to the iterable it came from, element by
+element. Writes into containers the function made (``x[i] = v``, ``lst.append(v)``) take the
+written element's cotangent out of the container's (``dv, dx, dx_own = pb_7(dx, dx_own)``).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from __future__ import annotations
 from . import ir
 from .codegen import Line
 from .names import Namer
-from .primal import Helpers, _is_apply
+from .primal import Helpers, Stacked, _is_apply
 from .simplify import INACTIVE_TYPES, is_real
 
 ZERO_STATE, SET = "zero", "set"
@@ -39,6 +47,7 @@ class Adjoint:
         self.owned: dict[str, object] = {}  # var -> False (borrowed) | "flag" (a runtime flag exists)
         self.dynamic: set[str] = set()  # cotangents given a value before an `if`, updated with flags
         self.inputs = set(plan.fn.params()) | set(plan.freevars)
+        self.rev: set[Stacked] = set()  # stacks read back: each needs its reversed iterator
         self.first: dict[str, int] = {}
         for stmt in ir.walk(plan.fn.body):
             for name in stmt.targets():
@@ -79,7 +88,10 @@ class Adjoint:
             return
         dv = self.d(v)
         if self.real(v):
-            if self.state.get(v, ZERO_STATE) == ZERO_STATE and v not in self.dynamic:
+            last = self.lines[-1] if self.lines else None
+            if last is not None and last.indent == indent and last.text == f"{dv} = {self.zero()}":
+                self.lines[-1] = Line(indent, f"{dv} = {expr}", line)  # reset, then one contribution
+            elif self.state.get(v, ZERO_STATE) == ZERO_STATE and v not in self.dynamic:
                 self.emit(indent, f"{dv} = {expr}", line)
             elif expr.startswith("-"):
                 self.emit(indent, f"{dv} = {dv} - {expr[1:]}", line)
@@ -100,8 +112,8 @@ class Adjoint:
         """``v`` is bound here: its earlier value is another variable, whose cotangent starts at zero."""
         if self.plan.stable(v) or not self.wants(v):
             return
-        if self.first.get(v) == index and v not in self.inputs:
-            return  # no earlier value: nothing reads this cotangent again
+        if self.first.get(v) == index and v not in self.inputs and not self.plan.loops_of.get(index):
+            return  # no earlier value: nothing reads this cotangent again (outside loops)
         if v in self.dynamic:
             self.emit(indent, f"{self.d(v)} = {self.zero()}", line)
             if not self.real(v):
@@ -145,18 +157,47 @@ class Adjoint:
         if mode == "plain":
             # no adjoint, but an active variable bound here starts a new value
             for name in stmt.targets():
-                self.reset(name, indent, stmt.line, stmt.index)
+                if not isinstance(stmt, (ir.SetItem, ir.Mutate)):
+                    self.reset(name, indent, stmt.line, stmt.index)
             return
+        self.load(stmt, indent)
         if isinstance(stmt, ir.If):
             self.branch(stmt, indent)
+        elif isinstance(stmt, (ir.For, ir.While)):
+            self.loop(stmt, indent)
+        elif isinstance(stmt, ir.With):
+            self.block(stmt.body, indent)
+        elif isinstance(stmt, (ir.SetItem, ir.Mutate)):
+            self.write(stmt, indent)
         elif isinstance(stmt, ir.Unpack):
             self.unpack(stmt, indent)
         elif isinstance(stmt, ir.Assign):
             self.assign(stmt, mode, indent)
 
+    def load(self, stmt: ir.Stmt, indent: int):
+        """Take this statement's values saved in a loop off their stacks (also when the adjoint
+        turns out to have nothing to do, so that every stack stays in step)."""
+        saved = self.saved.get(stmt.index, {})
+        for role, value in list(saved.items()):
+            if isinstance(value, Stacked) and role != "count":
+                self.emit(indent, f"{value.name} = next({value.rev})", stmt.line)
+                self.rev.add(value)
+                saved[role] = value.name
+
+    def value(self, stmt: ir.Stmt, role: str) -> str:
+        return self.saved[stmt.index][role]
+
     def assign(self, stmt: ir.Assign, mode: str, indent: int):
         y, expr, line = stmt.target, stmt.expr, stmt.line
         dy = self.read(y)
+        if mode == "inline" and dy is not None and _carries(expr, y):
+            # `s = s + x`: the new s's cotangent is the old one's; only x's is added
+            xs = list(expr.operands_)
+            xs.remove(y)  # the operand that carries the cotangent over
+            sign = "-" if expr.op == "sub" else ""
+            for x in xs:
+                self.contribute(x, f"{sign}{dy}", indent, line)
+            return
         deferred = False
         if dy is not None and y in self.dynamic and not self.plan.stable(y):
             # the reset is code: it must not clobber dy before the partials read it
@@ -184,6 +225,30 @@ class Adjoint:
             self.inline(expr, dy, saved, stmt, indent)
         elif mode == "pullback":
             self.pullback(expr, dy, saved["pb"], stmt, indent)
+        elif mode == "scalar":
+            forward = self.h.const(self.plan.direct[stmt.index])
+            args = [saved[f"arg{i}"] for i in range(len(expr.args))]
+            for i, a in enumerate(expr.args):
+                if self.wants(a.value):
+                    tangents = ", ".join(dy if j == i else self.zero() for j in range(len(args)))
+                    term = f"{forward}(({self.h('NO')}, {tangents}), {', '.join(args)})[1]"
+                    self.contribute(a.value, term, indent, line)
+        elif mode == "index":
+            obj = expr.obj
+            if self.wants(obj):
+                flag = self.own(obj)
+                owned = flag if self.owned.get(obj) == "flag" else "False"
+                current = self.read(obj) or self.zero()
+                at = f"{self.h('add_at')}({current}, {owned}, {saved['obj']}, {saved['key']}, {dy})"
+                self.emit(indent, f"{self.d(obj)}, {flag} = {at}", line)
+                self.state[obj], self.owned[obj] = SET, "flag"
+        elif mode == "recompute":
+            obj = self.operand(expr.obj)
+            if isinstance(expr, ir.GetItem):
+                made = f"{self.h('pullback')}({self.h('operator')}.getitem, {obj}, {self.operand(expr.index)})[1]"
+            else:
+                made = f"{self.h('pullback')}({self.h('getattr')}, {obj}, {expr.name!r})[1]"
+            self.pullback(expr, dy, made, stmt, indent)
         elif mode == "struct":
             self.struct(expr, dy, saved, stmt, indent)
         elif mode == "closure":
@@ -274,6 +339,82 @@ class Adjoint:
     def operand(self, x: ir.Operand) -> str:
         return x if isinstance(x, str) else self.h.const(x.value)
 
+    def write(self, stmt, indent: int):
+        """``obj[i] = v`` / ``obj.append(v)`` / ``obj.extend(vs)``: the written element's
+        cotangent comes out of ``obj``'s, which the helper owns afterwards."""
+        obj, line = stmt.obj, stmt.line
+        dobj = self.read(obj) or self.zero()
+        flag = self.own(obj)
+        owned = flag if self.owned.get(obj) == "flag" else "False"
+        if isinstance(stmt, ir.Mutate) and stmt.method == "append":
+            call = f"{self.h('append_pullback')}({dobj}, {owned})"
+        else:
+            call = f"{self.value(stmt, 'pb')}({dobj}, {owned})"
+        wanted = self.wants(stmt.value)
+        dvalue = self.namer.fresh(f"d{stmt.value}_{stmt.index}") if wanted else "_"
+        self.emit(indent, f"{dvalue}, {self.d(obj)}, {flag} = {call}", line)
+        self.state[obj], self.owned[obj] = SET, "flag"
+        if wanted:
+            self.contribute(stmt.value, dvalue, indent, line)
+
+    def loop(self, stmt, indent: int):
+        saved = self.saved.get(stmt.index, {})
+        line = stmt.line
+        touched = self.touched(stmt)
+        for v in sorted(touched):
+            self.materialize(v, indent, line)
+        count = saved["count"]
+        if isinstance(count, Stacked):
+            self.emit(indent, f"{count.name} = next({count.rev})", line)
+            self.rev.add(count)
+            count = count.name
+        routed = (
+            isinstance(stmt, ir.For)
+            and stmt.index not in self.plan.range_loops
+            and self.wants(stmt.target)
+            and self.wants(stmt.iterable)
+        )
+        items = None
+        if routed:
+            iterable = saved["iterable"]
+            if isinstance(iterable, Stacked):
+                self.emit(indent, f"{iterable.name} = next({iterable.rev})", line)
+                self.rev.add(iterable)
+                iterable = iterable.name
+            start = saved["start"]
+            if isinstance(start, Stacked):
+                self.emit(indent, f"{start.name} = next({start.rev})", line)
+                self.rev.add(start)
+                start = start.name
+            items = self.namer.fresh(f"d{stmt.target}_items")
+            self.emit(indent, f"{items} = {self.h('item_cotangents')}({iterable}, {count}, {start})", line)
+        if isinstance(stmt, ir.For) and stmt.index in self.plan.range_loops:
+            range_value = saved["range"]
+            if isinstance(range_value, Stacked):
+                self.emit(indent, f"{range_value.name} = next({range_value.rev})", line)
+                self.rev.add(range_value)
+                range_value = range_value.name
+            self.emit(indent, f"for {stmt.target} in {self.h('reversed')}({range_value}[:{count}]):", line)
+        elif routed:
+            position = self.namer.fresh(f"i_{stmt.index}")
+            self.emit(indent, f"for {position} in {self.h('range')}({count} - 1, -1, -1):", line)
+        else:
+            self.emit(indent, f"for _ in {self.h('range')}({count}):", line)
+        outer = dict(self.state), dict(self.owned)
+        start = len(self.lines)
+        self.block(stmt.body, indent + 1)
+        if routed:
+            target = self.d(stmt.target)
+            self.emit(indent + 1, f"{items}.put({position}, {target})", line)
+            self.emit(indent + 1, f"{target} = {self.zero()}", line)
+        if len(self.lines) == start:
+            self.emit(indent + 1, "pass", 0)
+        self.state, self.owned = outer
+        for v in touched:
+            self.state[v], self.owned[v] = SET, ("flag" if not self.real(v) else False)
+        if routed:
+            self.contribute(stmt.iterable, f"{items}.result()", indent, line)
+
     def unpack(self, stmt: ir.Unpack, indent: int):
         parts = [self.read(n) or self.zero() for n in stmt.names]
         if all(self.read(n) is None for n in stmt.names):
@@ -325,21 +466,38 @@ class Adjoint:
         self.state[v], self.owned[v] = SET, ("flag" if not self.real(v) else False)
         self.dynamic.add(v)
 
-    def touched(self, stmt: ir.If) -> set[str]:
-        """Active variables whose cotangents the branches change and that live on after the ``if``."""
+    def touched(self, stmt) -> set[str]:
+        """Active variables whose cotangents the body of an ``if`` or a loop changes and that
+        live on after it: all but the temporaries bound only inside (they live in one pass)."""
         inside = [s for block in stmt.blocks() for s in ir.walk(block)]
         counts: dict[str, int] = {}
         found: set[str] = set()
         for s in inside:
             for t in s.targets():
                 counts[t] = counts.get(t, 0) + 1
-            if self.plan.mode.get(s.index, "plain") in ("plain", "return", "branch"):
+            if isinstance(s, ir.For) and self.plan.mode.get(s.index) == "loop":
+                found.add(s.target)  # a loop's variable, and the iterable its cotangents go back to
+                found.update(x for x in s.operands() if isinstance(x, str))
+            if self.plan.mode.get(s.index, "plain") in ("return", "branch", "loop", "block"):
+                continue
+            if self.plan.mode.get(s.index, "plain") == "plain":
+                found.update(t for t in s.targets() if not self.plan.stable(t))  # resets
                 continue
             found.update(x for x in s.operands() if isinstance(x, str))
             found.update(s.targets())
-        params = set(self.plan.fn.params()) | set(self.plan.freevars)
-        local = {v for v, n in counts.items() if n == self.plan.assignments.get(v, 0) and v not in params}
+        if isinstance(stmt, ir.For):
+            found.add(stmt.target)
+            found.add(stmt.iterable) if isinstance(stmt.iterable, str) else None
+        temps = self.plan.fn.temps
+        local = {v for v, n in counts.items() if v in temps and n == self.plan.assignments.get(v, 0)}
         return {v for v in found if self.wants(v) and v not in local}
+
+
+def _carries(expr: ir.Op, y: str) -> bool:
+    """Whether ``y = expr`` passes ``y``'s cotangent to its old value unchanged: ``y = y + x``,
+    ``y = y - x``, ``y = +y``."""
+    xs = expr.operands_
+    return (expr.op in ("add", "sub", "pos") and xs[0] == y) or (expr.op == "add" and xs[1] == y and xs[0] != y)
 
 
 def _power_partial(a: str, exponent: ir.Operand, b: str) -> str | None:
@@ -379,7 +537,12 @@ def generate(plan, namer: Namer, helpers: Helpers, saved: dict, ret: ir.Return, 
         if is_real(plan.types.get(seed_var)):
             adj.emit(2, f"if type({adj.seed}) is not float:", ret.line)
             adj.emit(3, f"{adj.seed} = {helpers('project_real')}({adj.seed})", ret.line)
+    start = len(adj.lines)
     adj.block(plan.fn.body, 2)
+    prologue = [
+        Line(2, f"{s.rev} = {helpers('reversed')}({s.stack})", 0) for s in sorted(adj.rev, key=lambda s: s.stack)
+    ]
+    adj.lines[start:start] = prologue
     cotangents = [param_cotangent(adj, p) for p in result["positional"]]
     if result.get("varargs"):
         name, count = result["varargs"]
@@ -403,7 +566,12 @@ def generate(plan, namer: Namer, helpers: Helpers, saved: dict, ret: ir.Return, 
 
 def _drop_unread_flags(adj: Adjoint):
     """Remove ``d<x>_own = False`` lines for flags that no ``accumulate`` call reads."""
-    read = {flag for flag in adj.ownnames.values() if any(f", {flag}, " in line.text for line in adj.lines)}
+
+    def reads(text: str, flag: str) -> bool:
+        _, _, right = text.partition(" = ")
+        return any(flag == token for token in right.replace("(", " ").replace(")", " ").replace(",", " ").split())
+
+    read = {flag for flag in adj.ownnames.values() if any(reads(line.text, flag) for line in adj.lines)}
     unread = set(adj.ownnames.values()) - read
     adj.lines = [line for line in adj.lines if not (line.text.endswith(" = False") and line.text[:-8] in unread)]
 

@@ -20,11 +20,13 @@ import inspect
 import os
 import types
 
+import numpy as np
+
 from ...core.registry import rrule
 from . import adjoint as adjoint_pass
 from . import codegen, fence, ir, lower, normalize, parse, primal
 from .names import Namer
-from .simplify import analyze
+from .simplify import analyze, type_of_value
 
 #: helpers that generated code may call, by name (the engine adds its dispatchers)
 RUNTIME: dict[str, object] = {}
@@ -44,12 +46,12 @@ class Transformed:
         self.source = parse.function_source(fn)
         stats["parsed"] += 1
         node = self.source.node
-        fence.check(node, self.source.filename, captured=code.co_cellvars)
+        self.cellvars = _captured_by_functions(code)
+        fence.check(node, self.source.filename, captured=self.cellvars)
         self.namer = Namer.for_function(node, extra=set(code.co_freevars) | set(code.co_names))
         self.normalized = normalize.normalize(node, self.namer)
         self.ir = lower.lower(self.normalized, self.namer, self.source.filename, code, root=node)
         self.ir.name = self.source.name
-        self.cellvars = tuple(code.co_cellvars)
         self.freevars = tuple(code.co_freevars)
         self.signature = inspect.signature(fn)
         self.specializations: dict[tuple, Specialization] = {}
@@ -63,6 +65,25 @@ class Transformed:
             spec = Specialization(self, fn, args, kwargs, bound)
             self.specializations[key] = spec
         return spec
+
+
+_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+
+
+def _captured_by_functions(code: types.CodeType) -> tuple[str, ...]:
+    """The variables of ``code`` that its nested functions and lambdas capture. Comprehensions
+    are compiled as functions too, but lowering inlines them, so what only they read is not
+    captured."""
+    own = set(code.co_cellvars)
+    captured: set[str] = set()
+    stack = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    while stack:
+        inner = stack.pop()
+        if inner.co_name in _COMPREHENSIONS:
+            stack.extend(c for c in inner.co_consts if isinstance(c, types.CodeType))
+        else:
+            captured.update(name for name in inner.co_freevars if name in own)
+    return tuple(name for name in code.co_cellvars if name in captured)
 
 
 def transformed(fn: types.FunctionType) -> Transformed:
@@ -81,10 +102,12 @@ def _cell_type(cell) -> type:
 
 
 def call_key(fn, args: tuple, kwargs: dict, bound: bool) -> tuple:
-    """What a specialization depends on, computed on every call (so it is kept cheap)."""
+    """What a specialization depends on: argument types (with dtype and dimensions for arrays)."""
     key = tuple(map(type, args))
+    if np.ndarray in key:
+        key = tuple(map(type_of_value, args))
     if kwargs:
-        key = (key, tuple((k, type(v)) for k, v in kwargs.items()))
+        key = (key, tuple((k, type_of_value(v)) for k, v in kwargs.items()))
     if fn.__closure__:
         key = (key, tuple(map(_cell_type, fn.__closure__)))
     return (bound, key)
@@ -100,7 +123,7 @@ class Specialization:
         fn_ir = entry.ir
         bound_args = entry.signature.bind(*args, **kwargs)
         bound_args.apply_defaults()
-        param_types = {name: type(value) for name, value in bound_args.arguments.items()}
+        param_types = {name: type_of_value(value) for name, value in bound_args.arguments.items()}
         free_types = {}
         for name, cell in zip(entry.freevars, fn.__closure__ or ()):
             free_types[name] = _cell_type(cell)

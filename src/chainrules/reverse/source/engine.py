@@ -17,11 +17,14 @@ and ``pullback_full`` is the engine's entry point (it also makes the engine the 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import operator
 import types
 
+import numpy as np
+
 from ...core.accumulation import accumulate
-from ...core.active import _active
+from ...core.active import active_engine, current_engine
 from ...core.errors import NoRuleError, user_location
 from ...core.registry import rrule
 from ...core.tangents import AbstractZero, Tangent, unthunk
@@ -83,15 +86,19 @@ def pullback_full(f, *args, **kwargs):
             if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
                 if (hit[4] is None or hit[4].valid(f)) and not hit[5]:
                     return hit[3](*args)
-    if _active.get() is pullback_full:
+    if current_engine() is pullback_full:
         return pullback(f, *args, **kwargs)
-    # the context variable is set directly: `active_engine`'s context manager costs more than
-    # differentiating a small function
-    token = _active.set(pullback_full)
+    # The cyclic garbage collector is paused while the primal runs: a loop keeps what each
+    # iteration saved alive, and each full collection would walk all of it (quadratic time);
+    # nothing the primal makes is garbage before it returns.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        return pullback(f, *args, **kwargs)
+        with active_engine(pullback_full):
+            return pullback(f, *args, **kwargs)
     finally:
-        _active.reset(token)
+        if collecting:
+            gc.enable()
 
 
 def _positional_only(back):
@@ -118,7 +125,47 @@ def _without_rule(f, args: tuple, kwargs: dict):
     call = _class_attribute(kind, "__call__")
     if type(call) is _FUNCTION:
         return _source(call, (f, *args), kwargs, True)
-    raise _no_rule(f, args)
+    return _discrete_call(f, args, kwargs)
+
+
+def _carries_numbers(x) -> bool:
+    """Whether ``x`` holds real or complex numbers (a callable, such as a ``key``, does not:
+    rules that take one use it to select, as ``sorted`` does)."""
+    if isinstance(x, (float, complex, np.inexact)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "fc"
+    if isinstance(x, (tuple, list)):
+        return any(map(_carries_numbers, x))
+    if isinstance(x, dict):
+        return any(map(_carries_numbers, x.values()))
+    return False
+
+
+def _is_discrete(x) -> bool:
+    """Integers, booleans, strings, ``None``, types and dtypes (and tuples, lists and dicts of
+    them): sizes, indices and options, which no derivative flows through."""
+    if isinstance(x, (int, str, bytes, type, type(None), np.dtype, np.integer, np.bool_, slice, range)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "biu"
+    if isinstance(x, (tuple, list)):
+        return all(_is_discrete(v) for v in x)
+    if isinstance(x, dict):
+        return all(_is_discrete(v) for v in x.values())
+    return False
+
+
+def _discrete_call(f, args: tuple, kwargs: dict):
+    """A library call without a rule whose arguments are all discrete (``np.zeros(n)``,
+    ``np.arange(n)``) has no derivative; any other one raises ``NoRuleError``."""
+    if not (all(map(_is_discrete, args)) and all(map(_is_discrete, kwargs.values()))):
+        raise _no_rule(f, args)
+    y = f(*args, **kwargs)
+    no = (NO,) * (len(args) + 1)
+    if kwargs:
+        return y, lambda dy: (*no, {k: NO for k in kwargs})
+    return y, lambda dy: no
 
 
 def _with_keywords(pair, kwargs):
@@ -176,11 +223,12 @@ def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
     args = tuple(args)
     rule = rrule.lookup(f, args)
     if rule is not None:
-        if active:
+        dropped = [k for k in active if _carries_numbers(kwargs.get(k))]
+        if dropped:
             raise _no_rule(
                 f,
                 args,
-                f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, active))} "
+                f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, dropped))} "
                 "depends on differentiated values: pass it positionally",
             )
         y, back = rule(*args, **kwargs)
@@ -392,5 +440,17 @@ cache.RUNTIME.update(
     project_real=runtime.project_real,
     check_rebind=runtime.check_rebind,
     integer_cotangent=runtime.integer_cotangent,
+    setitem=runtime.setitem,
+    append=runtime.append,
+    append_pullback=runtime.append_pullback,
+    extend=runtime.extend,
+    refuse_write=runtime.refuse_write,
+    check_new=runtime.check_new,
+    is_view=runtime.is_view,
+    copy_if_view=runtime.copy_if_view,
+    iterates_views=runtime.iterates_views,
+    item_cotangents=runtime.item_cotangents,
+    add_at=runtime.add_at,
+    iteration_start=runtime.iteration_start,
     respecialize=respecialize,
 )

@@ -21,31 +21,23 @@ import ast
 
 from ...core.errors import UnsupportedSyntaxError
 
+_TRY_HINT = "an exception can leave any statement half done, which the reverse pass cannot follow"
 _STATEMENTS = {
-    ast.For: "`for` loops",
-    ast.AsyncFor: "`async for`",
-    ast.While: "`while` loops",
-    ast.Break: "`break`",
-    ast.Continue: "`continue`",
-    ast.Try: "`try`",
-    ast.With: "`with`",
-    ast.AsyncWith: "`async with`",
-    ast.AsyncFunctionDef: "`async def`",
-    ast.ClassDef: "a class definition inside a differentiated function",
-    ast.Delete: "`del`",
-    ast.Match: "`match`",
+    ast.AsyncFor: ("`async for`", "a coroutine cannot be differentiated"),
+    ast.Try: ("`try`", _TRY_HINT),
+    ast.AsyncWith: ("`async with`", "a coroutine cannot be differentiated"),
+    ast.AsyncFunctionDef: ("`async def`", "a coroutine cannot be differentiated"),
+    ast.ClassDef: ("a class definition inside a differentiated function", "define the class outside"),
+    ast.Delete: ("`del`", "rebind the name instead"),
+    ast.Match: ("`match`", "write it with `if`/`elif`"),
 }
 if hasattr(ast, "TryStar"):
-    _STATEMENTS[ast.TryStar] = "`try`/`except*`"
+    _STATEMENTS[ast.TryStar] = ("`try`/`except*`", _TRY_HINT)
 
 _EXPRESSIONS = {
     ast.Yield: ("`yield`", "a generator cannot be differentiated; return a list instead"),
     ast.YieldFrom: ("`yield from`", "a generator cannot be differentiated; return a list instead"),
     ast.Await: ("`await`", "a coroutine cannot be differentiated"),
-    ast.ListComp: ("a list comprehension", ""),
-    ast.SetComp: ("a set comprehension", ""),
-    ast.DictComp: ("a dict comprehension", ""),
-    ast.GeneratorExp: ("a generator expression", ""),
 }
 
 _INTROSPECTION = {
@@ -84,7 +76,8 @@ class _Fence(ast.NodeVisitor):
     def generic_visit(self, node: ast.AST):
         kind = type(node)
         if kind in _STATEMENTS:
-            self.refuse(node, f"{_STATEMENTS[kind]} is not supported by the source engine")
+            what, hint = _STATEMENTS[kind]
+            self.refuse(node, f"{what} is not supported by the source engine: {hint}")
         if kind in _EXPRESSIONS:
             what, hint = _EXPRESSIONS[kind]
             self.refuse(node, f"{what} is not supported" + (f": {hint}" if hint else " by the source engine"))
@@ -118,10 +111,22 @@ class _Fence(ast.NodeVisitor):
                 self.target(elt.value if isinstance(elt, ast.Starred) else elt)
             return
         if isinstance(node, ast.Subscript):
-            self.refuse(node, "assigning to an element mutates a container in place, which is not supported here")
+            self.visit(node.value)
+            self.visit(node.slice)
+            return
         if isinstance(node, ast.Attribute):
             self.refuse(node, "assigning to an attribute mutates an object in place, which is not supported here")
         self.refuse(node, f"cannot assign to {type(node).__name__}")
+
+    def visit_With(self, node: ast.With):
+        for item in node.items:
+            self.visit(item.context_expr)
+            if item.optional_vars is not None:
+                self.target(item.optional_vars)
+        for jump in _jumps_out(ast.Module(body=node.body, type_ignores=[])):
+            self.refuse(jump, "leaving a `with` block by `return`, `break` or `continue` is not supported")
+        for stmt in node.body:
+            self.visit(stmt)
 
     def visit_Call(self, node: ast.Call):
         func = node.func
@@ -131,6 +136,45 @@ class _Fence(ast.NodeVisitor):
             if func.id in _INTROSPECTION:
                 self.refuse(node, f"`{func.id}()` is not supported: {_INTROSPECTION[func.id]}")
         self.generic_visit(node)
+
+
+def _jumps_out(node: ast.AST, in_loop: bool = False):
+    """The ``return``/``break``/``continue`` statements under ``node`` that leave it."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(child, ast.Return) or (isinstance(child, (ast.Break, ast.Continue)) and not in_loop):
+            yield child
+        elif isinstance(child, (ast.For, ast.While)):
+            for stmt in child.body:
+                yield from _jumps_out(ast.Module(body=[stmt], type_ignores=[]), True)
+            for stmt in child.orelse:
+                yield from _jumps_out(ast.Module(body=[stmt], type_ignores=[]), in_loop)
+        else:
+            yield from _jumps_out(child, in_loop)
+
+
+def _own_nodes(fn: ast.AST):
+    """The nodes of ``fn`` outside its nested functions (which are fenced on their own)."""
+    stack = list(fn.body) if isinstance(fn.body, list) else [fn.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _bound_in_loops(fn: ast.AST) -> dict[str, ast.AST]:
+    """The names ``fn`` binds inside its loops, each with one place where it does."""
+    found: dict[str, ast.AST] = {}
+    for loop in _own_nodes(fn):
+        if isinstance(loop, (ast.For, ast.While)):
+            for name, places in _assignments(ast.FunctionDef(name="", args=_NO_ARGS, body=[loop])).items():
+                found.setdefault(name, places[0])
+    return found
+
+
+_NO_ARGS = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
 
 
 def _assignments(fn: ast.AST) -> dict[str, list[ast.AST]]:
@@ -165,15 +209,34 @@ def check(fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, 
     fence = _Fence(filename, fn)
     fence.visit(fn)
     bindings = _assignments(fn)
-    for stmt in ast.walk(fn):
+    for stmt in _own_nodes(fn):
         if isinstance(stmt, (ast.Global, ast.Nonlocal)):
             for name in stmt.names:
                 if name in bindings:
                     node = bindings[name][0]
                     keyword = "global" if isinstance(stmt, ast.Global) else "nonlocal"
                     fence.refuse(node, f"assigning to the {keyword} variable `{name}` is not supported")
+    # a nested function that rebinds one of our variables (`nonlocal`) changes it behind the
+    # engine's back, even when the call itself carries no derivative
+    for node in ast.walk(fn):
+        if node is fn or not isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            continue
+        declared = {n for sub in ast.walk(node) if isinstance(sub, ast.Nonlocal) for n in sub.names}
+        for name in sorted(declared & set(bindings)):
+            inner = _assignments(node).get(name, [])
+            where = next((p for p in inner if not isinstance(p, ast.arg)), None) or node
+            fence.refuse(
+                where, f"the nested function writes the variable `{name}` (`nonlocal`), which is not supported"
+            )
+    in_loops = _bound_in_loops(fn)
     for name in captured:
         places = bindings.get(name, [])
+        if name in in_loops:
+            fence.refuse(
+                in_loops[name],
+                f"`{name}` is read by a nested function and bound in a loop; a closure sees the variable, "
+                "not its value when the closure was made: pass it as a default argument (`k=k`)",
+            )
         if len(places) > 1:
             fence.refuse(
                 places[1],

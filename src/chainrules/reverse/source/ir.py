@@ -7,8 +7,13 @@ Every statement does one thing to operands that are variable names or constants:
   set display), ``BuildDict``, ``BuildSlice``, ``MakeFunction`` (a nested ``def`` or
   ``lambda``) or ``Opaque`` (an expression with no derivative, such as an f-string);
 - ``Unpack(targets, value)``: ``a, *b, c = value``;
-- ``If(test, body, orelse)``; ``Return(value)`` (only as the last statement of the function);
-  ``Raise``, ``Assert`` and ``Plain`` (``import``), which carry no derivative.
+- ``If(test, body, orelse)``; ``For(target, iterable, body)``; ``While(test_block, test, body)``
+  (``test_block`` computes ``test`` before each iteration); ``Break`` (only last in a branch);
+  ``With(contexts, body)``;
+- ``SetItem(obj, key, value)`` and ``Mutate(obj, "append" | "extend", value)``: writes into a
+  list, dict or array the function created;
+- ``Return(value)`` (only as the last statement of the function); ``Raise`` and ``Plain``
+  (``import``), which carry no derivative.
 
 Each statement remembers the line of the user's source it came from and gets a number
 (``index``) that names what the later passes generate for it (``pb_3``, ``dy_3``). The IR
@@ -303,6 +308,110 @@ class If(Stmt):
 
 
 @dataclasses.dataclass(eq=False)
+class For(Stmt):
+    """``for target in iterable: body`` (no ``else``: normalization moved it after the loop)."""
+
+    target: str = ""
+    iterable: Operand = ""
+    body: list[Stmt] = dataclasses.field(default_factory=list)
+
+    def blocks(self) -> tuple[list[Stmt], ...]:
+        return (self.body,)
+
+    def operands(self) -> tuple[Operand, ...]:
+        return (self.iterable,)
+
+    def targets(self) -> tuple[str, ...]:
+        return (self.target,)
+
+    def __str__(self) -> str:
+        return f"for {self.target} in {operand_str(self.iterable)}:"
+
+
+@dataclasses.dataclass(eq=False)
+class While(Stmt):
+    """``while test: body``; ``test_block`` computes ``test`` before every iteration."""
+
+    test_block: list[Stmt] = dataclasses.field(default_factory=list)
+    test: Operand = ""
+    body: list[Stmt] = dataclasses.field(default_factory=list)
+
+    def blocks(self) -> tuple[list[Stmt], ...]:
+        return (self.test_block, self.body)
+
+    def operands(self) -> tuple[Operand, ...]:
+        return (self.test,)
+
+    def __str__(self) -> str:
+        return f"while {operand_str(self.test)}:"
+
+
+@dataclasses.dataclass(eq=False)
+class Break(Stmt):
+    """Leave the innermost loop (only last in a branch of its body)."""
+
+    def __str__(self) -> str:
+        return "break"
+
+
+@dataclasses.dataclass(eq=False)
+class SetItem(Stmt):
+    """``obj[key] = value`` into a list, dict or array the function created."""
+
+    obj: str = ""
+    key: Operand = ""
+    value: Operand = ""
+
+    def operands(self) -> tuple[Operand, ...]:
+        return (self.obj, self.key, self.value)
+
+    def targets(self) -> tuple[str, ...]:
+        return (self.obj,)
+
+    def __str__(self) -> str:
+        return f"{self.obj}[{operand_str(self.key)}] = {operand_str(self.value)}"
+
+
+@dataclasses.dataclass(eq=False)
+class Mutate(Stmt):
+    """``obj.append(value)`` or ``obj.extend(value)`` on a list the function created."""
+
+    obj: str = ""
+    method: str = ""
+    value: Operand = ""
+
+    def operands(self) -> tuple[Operand, ...]:
+        return (self.obj, self.value)
+
+    def targets(self) -> tuple[str, ...]:
+        return (self.obj,)
+
+    def __str__(self) -> str:
+        return f"{self.obj}.{self.method}({operand_str(self.value)})"
+
+
+@dataclasses.dataclass(eq=False)
+class With(Stmt):
+    """``with context [as name]: body``; the contexts carry no derivative."""
+
+    contexts: tuple[tuple[Operand, str | None], ...] = ()
+    body: list[Stmt] = dataclasses.field(default_factory=list)
+
+    def blocks(self) -> tuple[list[Stmt], ...]:
+        return (self.body,)
+
+    def operands(self) -> tuple[Operand, ...]:
+        return tuple(c for c, _ in self.contexts)
+
+    def targets(self) -> tuple[str, ...]:
+        return tuple(name for _, name in self.contexts if name)
+
+    def __str__(self) -> str:
+        items = ", ".join(operand_str(c) + (f" as {n}" if n else "") for c, n in self.contexts)
+        return f"with {items}:"
+
+
+@dataclasses.dataclass(eq=False)
 class Return(Stmt):
     value: Operand = Const(None)
 
@@ -324,19 +433,6 @@ class Raise(Stmt):
     def __str__(self) -> str:
         text = "raise" if self.exc is None else f"raise {operand_str(self.exc)}"
         return text if self.cause is None else f"{text} from {operand_str(self.cause)}"
-
-
-@dataclasses.dataclass(eq=False)
-class Assert(Stmt):
-    test: Operand = ""
-    msg: Operand | None = None
-
-    def operands(self) -> tuple[Operand, ...]:
-        return (self.test,) if self.msg is None else (self.test, self.msg)
-
-    def __str__(self) -> str:
-        msg = "" if self.msg is None else f", {operand_str(self.msg)}"
-        return f"assert {operand_str(self.test)}{msg}"
 
 
 @dataclasses.dataclass(eq=False)
@@ -365,6 +461,8 @@ class Function:
     body: list[Stmt]
     filename: str = "<unknown>"
     firstlineno: int = 0
+    #: temporaries of the Wengert list: each lives within one iteration of any loop around it
+    temps: frozenset[str] = frozenset()
 
     def params(self) -> list[str]:
         """Every parameter name, in signature order (``*args`` and ``**kwargs`` included)."""
@@ -393,12 +491,18 @@ def format_block(block: list[Stmt], indent: int = 1) -> list[str]:
     lines = []
     pad = "    " * indent
     for stmt in block:
+        if isinstance(stmt, While):
+            lines.append(f"{pad}while True:")
+            lines += format_block(stmt.test_block, indent + 1)
+            lines.append(f"{pad}    if not {operand_str(stmt.test)}: break")
+            lines += format_block(stmt.body, indent + 1)
+            continue
         lines.append(f"{pad}{stmt}")
-        if isinstance(stmt, If):
+        if isinstance(stmt, (If, For, With)):
             lines += format_block(stmt.body, indent + 1) or [f"{pad}    pass"]
-            if stmt.orelse:
-                lines.append(f"{pad}else:")
-                lines += format_block(stmt.orelse, indent + 1)
+        if isinstance(stmt, If) and stmt.orelse:
+            lines.append(f"{pad}else:")
+            lines += format_block(stmt.orelse, indent + 1)
     return lines
 
 

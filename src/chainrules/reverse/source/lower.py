@@ -45,6 +45,7 @@ BINARY = {
     ast.BitAnd: "and_",
 }
 UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not_", ast.Invert: "invert"}
+MUTATORS = frozenset({"append", "extend"})
 COMPARE = {
     ast.Eq: "eq",
     ast.NotEq: "ne",
@@ -68,6 +69,7 @@ class _Lowerer:
         self.count = 0
         self.block: list[ir.Stmt] = []
         self.line = 0
+        self.temps: set[str] = set()
 
     # -- emitting --
     def number(self) -> int:
@@ -84,8 +86,14 @@ class _Lowerer:
 
     def assign(self, expr: ir.Expr, target: str | None = None) -> str:
         index = self.number()
-        name = target or self.namer.fresh(f"y_{index}")
+        name = target or self.temp(f"y_{index}")
         self.emit(ir.Assign(name, expr, line=self.line, index=index))
+        return name
+
+    def temp(self, stem: str) -> str:
+        """A fresh temporary: it lives within one statement's expansion (one loop iteration)."""
+        name = self.namer.fresh(stem)
+        self.temps.add(name)
         return name
 
     def nested(self, statements) -> list[ir.Stmt]:
@@ -153,6 +161,8 @@ class _Lowerer:
             return ir.Copy(value)
         if isinstance(node, ast.JoinedStr):
             return self.fstring(node)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
+            return ir.Copy(self.comprehension(node))
         if isinstance(node, ast.Starred):
             self.refuse(node, "a starred expression is only allowed in calls, displays and assignments")
         self.refuse(node, f"{type(node).__name__} expressions are not supported by the source engine")
@@ -227,7 +237,7 @@ class _Lowerer:
             result = self.branching(node, None)  # the target is read inside: bind it last
             return self.assign(ir.Copy(result), target)
         index = self.number()
-        result = target or self.namer.fresh(f"y_{index}")
+        result = target or self.temp(f"y_{index}")
         if isinstance(node, ast.IfExp):
             test = self.atom(node.test)
             body = self.nested(lambda: self.expr(node.body, result))
@@ -284,7 +294,60 @@ class _Lowerer:
         if isinstance(node, ast.Assign):
             self.assignment(node.targets[0], node.value, node)
         elif isinstance(node, ast.Expr):
-            self.atom(node.value)
+            call = node.value
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr in MUTATORS
+                and isinstance(call.func.value, ast.Name)
+                and len(call.args) == 1
+                and not call.keywords
+                and not isinstance(call.args[0], ast.Starred)
+            ):
+                value = self.atom(call.args[0])
+                self.emit(
+                    ir.Mutate(obj=call.func.value.id, method=call.func.attr, value=value, col=node.col_offset + 1)
+                )
+            else:
+                self.atom(node.value)
+        elif isinstance(node, ast.For):
+            iterable = self.atom(node.iter)
+            index = self.number()
+            target, unpack_target = (node.target.id, None) if isinstance(node.target, ast.Name) else (None, node.target)
+            if target is None:
+                target = self.namer.fresh("item")
+
+            def body():
+                if unpack_target is not None:
+                    self.assignment(unpack_target, ast.Name(target, ast.Load()), node)
+                for stmt in node.body:
+                    self.statement(stmt)
+
+            block = self.nested(body)
+            self.line = node.lineno
+            self.emit(ir.For(target=target, iterable=iterable, body=block, line=node.lineno, index=index))
+        elif isinstance(node, ast.While):
+            index = self.number()
+            holder = {}
+            test_block = self.nested(lambda: holder.setdefault("test", self.atom(node.test)))
+            block = self.nested(node.body)
+            self.line = node.lineno
+            self.emit(ir.While(test_block=test_block, test=holder["test"], body=block, line=node.lineno, index=index))
+        elif isinstance(node, ast.Break):
+            self.emit(ir.Break(line=node.lineno))
+        elif isinstance(node, ast.Pass):
+            pass
+        elif isinstance(node, ast.With):
+            contexts = []
+            for item in node.items:
+                context = self.atom(item.context_expr)
+                if item.optional_vars is not None and not isinstance(item.optional_vars, ast.Name):
+                    self.refuse(item.optional_vars, "`with ... as` must bind a single name")
+                contexts.append((context, item.optional_vars.id if item.optional_vars is not None else None))
+            index = self.number()
+            block = self.nested(node.body)
+            self.line = node.lineno
+            self.emit(ir.With(contexts=tuple(contexts), body=block, line=node.lineno, index=index))
         elif isinstance(node, ast.If):
             test = self.atom(node.test)
             index = self.number()
@@ -316,10 +379,16 @@ class _Lowerer:
             self.assign(self.make_function(node, node.name), node.name)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             pass  # declarations only: the fence refused writes
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
+            self.augmented_item(node)
         else:
             self.refuse(node, f"{type(node).__name__} statements are not supported by the source engine")
 
     def assignment(self, target: ast.expr, value: ast.expr, node: ast.stmt):
+        if isinstance(target, ast.Subscript):
+            obj, index = self.subscript_target(target)
+            self.emit(ir.SetItem(obj=obj, key=index, value=self.atom(value), col=target.col_offset + 1))
+            return
         if isinstance(target, ast.Name):
             self.expr(value, target.id)
             if getattr(node, "augmented", False):
@@ -331,6 +400,73 @@ class _Lowerer:
             return
         self.refuse(target, f"cannot assign to {type(target).__name__}")
 
+    def subscript_target(self, target: ast.Subscript) -> tuple[str, ir.Operand]:
+        """``name[index]`` as an assignment target: only a variable's element can be written."""
+        if not isinstance(target.value, ast.Name):
+            self.refuse(
+                target,
+                "assigning into an element of an attribute or of an element aliases another object; "
+                "bind the container to a variable the function creates, or index with a tuple (a[i, j])",
+            )
+        return target.value.id, self.index(target.slice)
+
+    def augmented_item(self, node: ast.AugAssign):
+        """``x[i] op= v``: ``x[i] = x[i] op v``, with ``x`` and ``i`` evaluated once."""
+        obj, index = self.subscript_target(node.target)
+        old = self.assign(ir.GetItem(obj, index))
+        self.block[-1].augmented_read = True  # read, changed and written back: a copy will do
+        new = self.assign(ir.Op(BINARY[type(node.op)], (old, self.atom(node.value))))
+        self.emit(ir.SetItem(obj=obj, key=index, value=new, col=node.target.col_offset + 1))
+
+    def comprehension(self, node) -> str:
+        """A list, set or dict comprehension (or a generator expression, made a list) as loops
+        that fill a new container; its variables are renamed, as they are local to it."""
+        kind = {ast.ListComp: "list", ast.GeneratorExp: "list", ast.SetComp: "set", ast.DictComp: "dict"}[type(node)]
+        renamed = _rename_comprehension(node, self.namer, self.name_counts)
+        result = self.namer.fresh("comprehension")
+        empty = {"list": ir.Build("list", ()), "set": ir.Build("set", ()), "dict": ir.BuildDict(())}[kind]
+        self.assign(empty, result)
+
+        def innermost():
+            if kind == "dict":
+                key = self.atom(renamed.key)
+                self.emit(ir.SetItem(obj=result, key=key, value=self.atom(renamed.value)))
+            elif kind == "set":
+                self.assign(ir.MethodCall(result, "add", (ir.Arg(self.atom(renamed.elt)),)))
+            else:
+                self.emit(ir.Mutate(obj=result, method="append", value=self.atom(renamed.elt)))
+
+        def level(generators):
+            if not generators:
+                innermost()
+                return
+            gen, rest = generators[0], generators[1:]
+            if gen.is_async:
+                self.refuse(gen, "an async comprehension is not supported")
+            iterable = self.atom(gen.iter)
+            index = self.number()
+
+            def body():
+                if not isinstance(gen.target, ast.Name):
+                    self.assignment(gen.target, ast.Name(target, ast.Load()), node)
+                self.conditions(gen.ifs, lambda: level(rest))
+
+            target = gen.target.id if isinstance(gen.target, ast.Name) else self.namer.fresh("item")
+            block = self.nested(body)
+            self.emit(ir.For(target=target, iterable=iterable, body=block, line=self.line, index=index))
+
+        level(renamed.generators)
+        return result
+
+    def conditions(self, tests, then):
+        if not tests:
+            then()
+            return
+        test = self.atom(tests[0])
+        index = self.number()
+        body = self.nested(lambda: self.conditions(tests[1:], then))
+        self.emit(ir.If(test=test, body=body, orelse=[], line=self.line, index=index))
+
     def unpack(self, target: ast.Tuple | ast.List, value: ir.Operand):
         names, star, inner = [], None, []
         for i, elt in enumerate(target.elts):
@@ -339,7 +475,7 @@ class _Lowerer:
             if isinstance(elt, ast.Name):
                 names.append(elt.id)
             else:
-                temp = self.namer.fresh("item")
+                temp = self.temp("item")
                 names.append(temp)
                 inner.append((elt, temp))
         self.emit(ir.Unpack(names=tuple(names), value=value, star=star))
@@ -361,5 +497,53 @@ def lower(
     the original definition they are looked up in.
     """
     lowerer = _Lowerer(namer, filename, code, root if root is not None else fn)
+    lowerer.name_counts = _name_counts(fn)
     body = lowerer.nested(fn.body)
-    return ir.Function(fn.name, fn.args, body, filename, fn.lineno)
+    return ir.Function(fn.name, fn.args, body, filename, fn.lineno, frozenset(lowerer.temps))
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def visit_Name(self, node: ast.Name):
+        if node.id in self.names:
+            return ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda):
+        return node  # a lambda's own parameters may shadow; its body is its own
+
+    def visit_FunctionDef(self, node):
+        return node
+
+
+def _name_counts(node: ast.AST) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            counts[sub.id] = counts.get(sub.id, 0) + 1
+    return counts
+
+
+def _rename_comprehension(node, namer: Namer, outer: dict[str, int]):
+    """A copy of a comprehension whose loop variables have fresh names (they do not leak)."""
+    import copy
+
+    new = copy.deepcopy(node)
+    names: dict[str, str] = {}
+    inside = _name_counts(node)
+    for gen in new.generators:
+        for sub in ast.walk(gen.target):
+            if isinstance(sub, ast.Name) and sub.id not in names and outer.get(sub.id, 0) > inside.get(sub.id, 0):
+                names[sub.id] = namer.fresh(sub.id)  # the name is used outside too: keep them apart
+    renamer = _Renamer(names)
+    for gen in new.generators:
+        gen.target = renamer.visit(gen.target)
+        gen.ifs = [renamer.visit(t) for t in gen.ifs]
+    for gen in new.generators[1:]:
+        gen.iter = renamer.visit(gen.iter)  # later iterables may use earlier variables
+    for field in ("elt", "key", "value"):
+        if hasattr(new, field):
+            setattr(new, field, renamer.visit(getattr(new, field)))
+    return new

@@ -7,13 +7,14 @@ handled here, with ``Tangent[P]`` cotangents.
 
 from __future__ import annotations
 
+import sys
 import types
 from numbers import Number
 
 import numpy as np
 
 from ...core.errors import UnsupportedSyntaxError
-from ...core.projection import ProjectTo
+from ...core.projection import ProjectTo, unbroadcast
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 
 NO = NoTangent()
@@ -239,6 +240,237 @@ def integer_cotangent(d):
 
 
 _MUTABLE = (np.ndarray, list, dict, set, bytearray)
+
+
+# ----- containers the function writes into ------------------------------------------------------
+
+
+def _owned_array(d, like: np.ndarray, owned: bool) -> np.ndarray:
+    """``d`` as an array the engine may write into (a copy unless it is owned already)."""
+    d = unthunk(d)
+    if owned and isinstance(d, np.ndarray) and d.flags.writeable:
+        return d
+    dtype = like.dtype if like.dtype.kind in "fc" else np.float64
+    return np.array(d, dtype=np.result_type(dtype, getattr(d, "dtype", dtype)), copy=True)
+
+
+def _owned_items(d, n: int, owned: bool) -> list:
+    """The cotangent of a list as a Python list of its elements' cotangents, owned by the engine."""
+    d = unthunk(d)
+    if owned and type(d) is list:
+        return d
+    if isinstance(d, Tangent):
+        d = d.backing
+    items = list(d)
+    if len(items) != n:
+        raise ValueError(f"a cotangent of {len(items)} elements for a list of {n}")
+    return items
+
+
+def setitem(obj, index, value):
+    """``obj[index] = value`` on a list, dict or array the function made, with its pullback:
+    ``pullback(d_obj, owned) -> (d_value, d_obj, owned)`` takes the element's cotangent out."""
+    obj[index] = value
+    if isinstance(obj, np.ndarray):
+        value_shape = np.shape(value)
+        value_is_number = isinstance(value, Number)
+
+        def array_setitem_pullback(dobj, owned):
+            if isinstance(unthunk(dobj), AbstractZero):
+                return ZERO, dobj, owned
+            dobj = _owned_array(dobj, obj, owned)
+            piece = dobj[index]
+            dvalue = piece.copy() if isinstance(piece, np.ndarray) else piece
+            dobj[index] = 0
+            if np.shape(dvalue) != value_shape:  # the value was broadcast into the slice
+                dvalue = unbroadcast(np.zeros(value_shape), dvalue)
+            if value_is_number and not np.iscomplexobj(value):
+                dvalue = float(np.real(dvalue))
+            return dvalue, dobj, True
+
+        return array_setitem_pullback
+    if isinstance(obj, list):
+        if not isinstance(index, int):
+            raise TypeError("only an integer index can be written into a list under differentiation")
+        n = len(obj)
+
+        def list_setitem_pullback(dobj, owned):
+            if isinstance(unthunk(dobj), AbstractZero):
+                return ZERO, dobj, owned
+            items = _owned_items(dobj, n, owned)
+            dvalue, items[index] = items[index], ZERO
+            return dvalue, items, True
+
+        return list_setitem_pullback
+    if isinstance(obj, dict):
+
+        def dict_setitem_pullback(dobj, owned):
+            dobj = unthunk(dobj)
+            if isinstance(dobj, AbstractZero):
+                return ZERO, dobj, owned
+            entries = (
+                dobj if owned and type(dobj) is dict else dict(dobj.backing if isinstance(dobj, Tangent) else dobj)
+            )
+            return entries.pop(index, ZERO), entries, True
+
+        return dict_setitem_pullback
+    raise TypeError(f"writing an element of a {type(obj).__name__} is not supported under differentiation")
+
+
+def append(lst, value):
+    """``lst.append(value)`` on a list the function made."""
+    if type(lst) is not list:
+        raise TypeError(f"`.append` under differentiation is supported on lists, not on a {type(lst).__name__}")
+    lst.append(value)
+
+
+def append_pullback(dlst, owned):
+    """The last element's cotangent comes out of the list's."""
+    dlst = unthunk(dlst)
+    if isinstance(dlst, AbstractZero):
+        return ZERO, dlst, owned
+    items = dlst if owned and type(dlst) is list else list(dlst.backing if isinstance(dlst, Tangent) else dlst)
+    return items.pop(), items, True
+
+
+def extend(lst, values):
+    """``lst.extend(values)`` on a list the function made, with its pullback."""
+    if type(lst) is not list:
+        raise TypeError(f"`.extend` under differentiation is supported on lists, not on a {type(lst).__name__}")
+    added = list(values)
+    lst.extend(added)
+    template = values if isinstance(values, (tuple, list, np.ndarray)) else added
+    k = len(added)
+
+    def extend_pullback(dlst, owned):
+        dlst = unthunk(dlst)
+        if isinstance(dlst, AbstractZero):
+            return ZERO, dlst, owned
+        items = dlst if owned and type(dlst) is list else list(dlst.backing if isinstance(dlst, Tangent) else dlst)
+        chunk = tuple(items[len(items) - k :]) if k else ()
+        del items[len(items) - k :]
+        return _sequence_tangent(template, chunk), items, True
+
+    return extend_pullback
+
+
+def _user_file() -> str:
+    """The user's source file of the generated function that called a helper (two frames up)."""
+    from .codegen import LINE_MAP
+
+    generated = sys._getframe(2).f_code.co_filename
+    return LINE_MAP.get(generated, (generated,))[0]
+
+
+def refuse_write(name: str, line: int, col: int):
+    filename = _user_file()
+    raise UnsupportedSyntaxError(
+        f"writing into `{name}` after it was passed to a call, stored, returned or viewed is not supported: other "
+        f"references would see the write, and pullbacks kept its old values; write into a copy "
+        f"(`{name} = {name}.copy()`) instead",
+        filename,
+        line,
+        col,
+    )
+
+
+def check_new(value, arguments: tuple, name: str, line: int, col: int):
+    """A container the function writes into must not be (or share memory with) an argument."""
+    for arg in arguments:
+        shared = value is arg or (
+            isinstance(value, np.ndarray) and isinstance(arg, np.ndarray) and np.may_share_memory(value, arg)
+        )
+        if shared:
+            raise UnsupportedSyntaxError(
+                f"`{name}` is written in place later, but here it is an argument or shares its memory; "
+                f"write into a copy (`.copy()`) instead",
+                _user_file(),
+                line,
+                col,
+            )
+
+
+def is_view(element, container) -> bool:
+    """Whether ``element`` (read from ``container``) shares the container's memory."""
+    return (
+        isinstance(element, np.ndarray)
+        and isinstance(container, np.ndarray)
+        and np.may_share_memory(element, container)
+    )
+
+
+def copy_if_view(element):
+    """``element`` itself, or a copy when it is an array that views another one."""
+    return element.copy() if isinstance(element, np.ndarray) and element.base is not None else element
+
+
+def iterates_views(container) -> bool:
+    """Whether iterating over ``container`` gives views of it (the rows of a 2-d array)."""
+    return isinstance(container, np.ndarray) and container.ndim > 1
+
+
+def add_at(acc, owned: bool, like: np.ndarray, index, d):
+    """``acc[index] += d`` into an accumulator for the cotangent of the array ``like`` (the
+    partial of ``like[index]``); a zero or borrowed accumulator becomes an owned array first."""
+    d = unthunk(d)
+    if isinstance(d, AbstractZero):
+        return acc, owned
+    acc = unthunk(acc)
+    if isinstance(acc, AbstractZero):
+        acc = np.zeros(like.shape, dtype=like.dtype)
+    elif not (owned and isinstance(acc, np.ndarray) and acc.flags.writeable):
+        acc = np.array(acc, dtype=like.dtype, copy=True)
+    acc[index] += d
+    return acc, True
+
+
+# ----- loops over differentiated iterables ---------------------------------------------------------
+
+
+class ItemCotangents:
+    """Collects the cotangents of a loop's variable, one per iteration (visited backwards), and
+    gives the cotangent of the iterable it came from."""
+
+    __slots__ = ("iterable", "count", "start", "items", "dense")
+
+    def __init__(self, iterable, count: int, start: int = 0):
+        self.iterable, self.count, self.start = iterable, count, start
+        self.items: list | None = None
+        self.dense: np.ndarray | None = None
+
+    def put(self, i: int, d) -> None:
+        d = unthunk(d)
+        if isinstance(d, AbstractZero):
+            return
+        if isinstance(self.iterable, np.ndarray):
+            if self.dense is None:
+                kind = self.iterable.dtype
+                self.dense = np.zeros(self.iterable.shape, dtype=kind if kind.kind in "fc" else np.float64)
+            self.dense[i] += d
+            return
+        if self.items is None:
+            self.items = [ZERO] * self.count
+        self.items[i] = d
+
+    def result(self):
+        if isinstance(self.iterable, np.ndarray):
+            return ZERO if self.dense is None else self.dense
+        if self.items is None:
+            return ZERO
+        if isinstance(self.iterable, (tuple, list)):
+            full = self.items + [ZERO] * (len(self.iterable) - self.count)
+            return structural_tangent(self.iterable, tuple(full))
+        total = len(getattr(self.iterable, "items", ())) or self.count
+        return [ZERO] * self.start + self.items + [ZERO] * (total - self.start - self.count)
+
+
+def item_cotangents(iterable, count: int, start: int = 0) -> ItemCotangents:
+    return ItemCotangents(iterable, count, start)
+
+
+def iteration_start(iterable) -> int:
+    """Where a loop starts in an iterator that remembers its position (``map`` and friends)."""
+    return getattr(iterable, "position", 0) if hasattr(iterable, "items") and hasattr(iterable, "position") else 0
 
 
 def check_rebind(x, filename: str, line: int, col: int):

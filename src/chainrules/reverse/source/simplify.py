@@ -13,7 +13,12 @@ Julia does), three flow-insensitive analyses run over the IR to a fixed point:
 Each statement then gets a *mode*: ``plain`` (run as written, no adjoint: inactive or not
 useful), ``inline`` (an arithmetic operator on real scalars, whose partials the adjoint
 computes directly, guarded by the specialization's types and by the operator's rule being the
-stock one), ``pullback`` (through the rule, or the source engine, at run time), ``copy``,
+stock one), ``index`` (``x[i]`` on a float array with an integer index, likewise: its partial
+adds the cotangent at ``i``), ``pullback`` (through the rule, or the source engine, at run
+time; a call whose callee and argument types are known here calls its rule directly),
+``recompute`` (an indexing in a loop whose pullback the reverse pass makes again), ``scalar``
+(a call of a real function of real scalars: the reverse pass takes its partials from the
+function's ``frule``, so nothing but the arguments is kept), ``copy``,
 ``struct`` (tuple/list/dict displays and unpacking, handled by the engine), ``closure``
 (a nested function), ``branch`` (an ``if`` with adjoint code inside) or ``return``. Global names
 bound to modules, built-ins and classes are resolved once here; the specialization is used
@@ -31,7 +36,7 @@ import types
 import numpy as np
 
 from ...core.errors import UnsupportedSyntaxError
-from ...core.registry import _nondiff_rrule, rrule
+from ...core.registry import _nondiff_rrule, frule, rrule
 from . import ir
 
 
@@ -48,6 +53,29 @@ class _Any:
 
 
 REAL, ANY = _Real(), _Any()
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayType:
+    """The type of a NumPy array with a known dtype and number of dimensions."""
+
+    dtype: np.dtype
+    ndim: int
+
+    def __repr__(self) -> str:
+        return f"ndarray[{self.dtype}, {self.ndim}d]"
+
+    def element(self):
+        """The type of ``a[i]`` for an integer ``i`` (and of the rows a loop over ``a`` gives)."""
+        return self.dtype.type if self.ndim == 1 else ArrayType(self.dtype, self.ndim - 1)
+
+
+def type_of_value(value):
+    """The type the analysis specializes on: ``ArrayType`` for arrays, else the Python type."""
+    t = type(value)
+    return ArrayType(value.dtype, value.ndim) if t is np.ndarray else t
+
+
 _REALISH = (int, float, np.float64, REAL)
 INACTIVE_TYPES = frozenset(
     {
@@ -118,10 +146,16 @@ class Plan:
     assignments: dict[str, int]
     freevars: tuple[str, ...] = ()
     param_types: dict[str, type] = dataclasses.field(default_factory=dict)
+    loops_of: dict = dataclasses.field(default_factory=dict)
+    bound_in: dict = dataclasses.field(default_factory=dict)
+    range_loops: set = dataclasses.field(default_factory=set)
+    buffers: dict = dataclasses.field(default_factory=dict)
+    available: object = None
+    direct: dict = dataclasses.field(default_factory=dict)
 
     def stable(self, name: str) -> bool:
-        """Whether ``name`` keeps one value for the whole call (bound at most once)."""
-        return self.assignments.get(name, 0) <= 1
+        """Whether ``name`` keeps one value for the whole call (bound at most once, not in a loop)."""
+        return self.assignments.get(name, 0) <= 1 and not any(name in bound for bound in self.bound_in.values())
 
     def is_active(self, x: ir.Operand) -> bool:
         return isinstance(x, str) and x in self.active
@@ -161,6 +195,7 @@ def _annotated(block, mode, indent) -> list[str]:
 class _Analysis:
     def __init__(self, fn: ir.Function, param_types: dict, free_types: dict, globals_: dict, filename: str):
         self.fn = fn
+        self.freevars = set(free_types)
         self.filename = filename
         self.globals = globals_
         self.types: dict[str, object] = {}
@@ -174,6 +209,7 @@ class _Analysis:
                 self.active.add(name)
         self.static: dict[str, object] = {}
         self.guards: dict[str, object] = {}
+        self.direct: dict[int, object] = {}
 
     # -- globals --
     def resolve(self, x: ir.Operand):
@@ -251,6 +287,11 @@ class _Analysis:
                 value = getattr(owner, expr.name, _MISSING)
                 return type(value) if value is not _MISSING else ANY
             return ANY
+        if isinstance(expr, ir.GetItem):
+            owner = self.type_of(expr.obj)
+            if isinstance(owner, ArrayType) and self.type_of(expr.index) is int:
+                return owner.element()
+            return ANY
         if isinstance(expr, ir.Build):
             return {"tuple": tuple, "list": list, "set": set}[expr.kind]
         if isinstance(expr, ir.BuildDict):
@@ -303,10 +344,66 @@ class _Analysis:
             return False
         return any(self.is_active(x) for x in expr.operands())
 
+    # -- loops --
+    def structure(self, stmts):
+        """For each statement the loops around it (outermost first); for each loop the
+        variables bound inside it; the ``for`` loops over a ``range``."""
+        self.loops_of: dict[int, tuple] = {}
+        self.bound_in: dict[int, set[str]] = {}
+        self.counts: dict[str, int] = {p: 1 for p in self.fn.params()}
+        for stmt in stmts:
+            for target in stmt.targets():
+                self.counts[target] = self.counts.get(target, 0) + 1
+
+        def visit(block, loops):
+            for stmt in block:
+                self.loops_of[stmt.index] = loops
+                for loop in loops:
+                    self.bound_in[loop.index].update(stmt.targets())
+                inner = loops
+                if isinstance(stmt, (ir.For, ir.While)):
+                    self.bound_in[stmt.index] = set(stmt.targets())
+                    inner = (*loops, stmt)
+                    if isinstance(stmt, ir.While):
+                        visit(stmt.test_block, inner)
+                        visit(stmt.body, inner)
+                        continue
+                for sub in stmt.blocks():
+                    visit(sub, inner)
+
+        visit(self.fn.body, ())
+        definitions = {s.target: s for s in stmts if isinstance(s, ir.Assign)}
+        self.range_loops = set()
+        for stmt in stmts:
+            if isinstance(stmt, ir.For) and isinstance(stmt.iterable, str):
+                made = definitions.get(stmt.iterable)
+                if (
+                    isinstance(made, ir.Assign)
+                    and isinstance(made.expr, ir.Call)
+                    and self.counts.get(stmt.iterable) == 1
+                ):
+                    if self.call_target(made.expr) is range:
+                        self.range_loops.add(stmt.index)
+
+    def available(self, x: ir.Operand, stmt) -> bool:
+        """Whether the reverse pass can read ``x``'s value at ``stmt`` without saving it: a
+        constant, a variable bound once outside the loops around ``stmt``, or the target of an
+        enclosing loop over a ``range`` (the reverse loop runs over it backwards)."""
+        if not isinstance(x, str) or x not in self.local:
+            return True
+        loops = self.loops_of.get(stmt.index, ())
+        if self.counts.get(x, 0) <= 1 and not any(x in self.bound_in[loop.index] for loop in loops):
+            return True
+        for loop in loops:
+            if isinstance(loop, ir.For) and loop.target == x and loop.index in self.range_loops:
+                return self.counts.get(x, 0) == 1
+        return False
+
     # -- the fixed points --
     def run(self) -> Plan:
         self.attr_values: dict[str, object] = {}
         stmts = list(ir.walk(self.fn.body))
+        self.structure(stmts)
         changed = True
         while changed:
             changed = False
@@ -326,7 +423,46 @@ class _Analysis:
             for target in stmt.targets():
                 assignments[target] = assignments.get(target, 0) + 1
         guards = tuple((name, value) for name, value in sorted(self.static.items(), key=lambda kv: kv[0]))
-        return Plan(self.fn, self.types, self.active, useful, mode, self.static, guards, assignments)
+        buffers = self.buffers(stmts)
+        plan = Plan(self.fn, self.types, self.active, useful, mode, self.static, guards, assignments)
+        plan.loops_of, plan.bound_in, plan.range_loops = self.loops_of, self.bound_in, self.range_loops
+        plan.available = self.available
+        plan.buffers = buffers
+        plan.direct = self.direct
+        return plan
+
+    # -- containers written in place --
+    def buffers(self, stmts) -> dict[str, str]:
+        """The variables written in place (``x[i] = v``, ``x.append(v)``), each with how it is
+        first bound. Each must be a local variable bound to a new object (a call's result, an
+        operator's, a display or a comprehension): a parameter, a captured or global variable,
+        or another name for an existing object would be written behind someone's back."""
+        written: dict[str, ir.Stmt] = {}
+        for stmt in stmts:
+            if isinstance(stmt, (ir.SetItem, ir.Mutate)):
+                written.setdefault(stmt.obj, stmt)
+        found = {}
+        params = set(self.fn.params())
+        for name, write in written.items():
+            if name in params or name not in self.local or name in self.freevars:
+                what = "argument" if name in params else "captured or global variable"
+                self.refuse(
+                    write,
+                    f"writing into the {what} `{name}` in place is not supported: work on a copy "
+                    f"(`{name} = {name}.copy()`) or build a new value",
+                )
+            for stmt in stmts:
+                if isinstance(stmt, ir.Assign) and stmt.target == name:
+                    if not isinstance(stmt.expr, (ir.Call, ir.MethodCall, ir.Op, ir.Build, ir.BuildDict)):
+                        self.refuse(
+                            stmt,
+                            f"`{name}` is written in place later, so it must be bound to a new object here "
+                            f"(for example `{name} = ....copy()`), not to an existing one",
+                        )
+                elif isinstance(stmt, (ir.Unpack, ir.For, ir.With, ir.Plain)) and name in stmt.targets():
+                    self.refuse(stmt, f"`{name}` is written in place later, so it must be bound to a new object")
+            found[name] = "new"
+        return found
 
     def effects(self, stmt):
         if isinstance(stmt, ir.Assign):
@@ -340,6 +476,15 @@ class _Analysis:
             return [(name, ANY, active) for name in stmt.names]
         if isinstance(stmt, ir.Plain):
             return [(name, types.ModuleType, False) for name in stmt.names]
+        if isinstance(stmt, ir.For):
+            iterable = self.type_of(stmt.iterable)
+            target = int if iterable is range else iterable.element() if isinstance(iterable, ArrayType) else ANY
+            return [(stmt.target, target, self.is_active(stmt.iterable))]
+        if isinstance(stmt, (ir.SetItem, ir.Mutate)):
+            # a write makes the container active when the value is; its type stays
+            return [(stmt.obj, self.types.get(stmt.obj), self.is_active(stmt.value))]
+        if isinstance(stmt, ir.With):
+            return [(name, ANY, False) for name in stmt.targets()]
         return []
 
     def usefulness(self, stmts) -> set[str]:
@@ -357,6 +502,10 @@ class _Analysis:
                         feeds = stmt.expr.operands()
                 elif isinstance(stmt, ir.Unpack) and any(n in useful for n in stmt.names):
                     feeds = (stmt.value,)
+                elif isinstance(stmt, (ir.SetItem, ir.Mutate)) and stmt.obj in useful:
+                    feeds = (stmt.value,)
+                elif isinstance(stmt, ir.For) and stmt.target in useful:
+                    feeds = (stmt.iterable,)
                 for x in feeds:
                     if self.is_active(x) and x not in useful:
                         useful.add(x)
@@ -372,17 +521,23 @@ class _Analysis:
         mode: dict[int, str] = {}
         for stmt in stmts:
             mode[stmt.index] = self.mode(stmt, useful)
-        # an `if` needs its branch replayed when anything inside it has an adjoint
+        # a compound statement needs its adjoint when anything inside it has one
+        compound = {ir.If: "branch", ir.For: "loop", ir.While: "loop", ir.With: "block"}
         for stmt in reversed(stmts):
-            if isinstance(stmt, ir.If):
+            kind = compound.get(type(stmt))
+            if kind is not None:
                 inner = [s for block in stmt.blocks() for s in ir.walk(block)]
                 if any(mode[s.index] != "plain" for s in inner):
-                    mode[stmt.index] = "branch"
+                    mode[stmt.index] = kind
+                if isinstance(stmt, ir.While) and any(mode[s.index] != "plain" for s in ir.walk(stmt.test_block)):
+                    self.refuse(stmt, "the condition of a `while` loop computes a value the result depends on")
         return mode
 
     def mode(self, stmt, useful) -> str:
         if isinstance(stmt, ir.Return):
             return "return"
+        if isinstance(stmt, (ir.SetItem, ir.Mutate)):
+            return "mutate" if stmt.obj in self.active and stmt.obj in useful else "plain"
         if isinstance(stmt, ir.Unpack):
             return "struct" if any(n in useful and n in self.active for n in stmt.names) else "plain"
         if not isinstance(stmt, ir.Assign):
@@ -394,6 +549,20 @@ class _Analysis:
             return "copy"
         if isinstance(expr, ir.Op) and self.inlinable(expr):
             return "inline"
+        if isinstance(expr, ir.GetItem) and self.indexable(expr):
+            return "index"
+        if isinstance(expr, (ir.GetAttr, ir.GetItem)) and self.loops_of[stmt.index]:
+            if all(self.available(x, stmt) for x in expr.operands()):
+                return "recompute"  # indexing is cheap: its pullback is made again in the reverse pass
+        if isinstance(expr, (ir.Call, ir.MethodCall)) and not _has_keywords(expr):
+            forward = self.scalar_frule(expr)
+            if forward is not None:
+                self.direct[stmt.index] = forward
+                return "scalar"
+            rule = self.static_rule(expr)
+            if rule is not None:
+                self.direct[stmt.index] = rule
+                return "pullback"
         if isinstance(expr, (ir.Op, ir.Call, ir.MethodCall, ir.GetAttr, ir.GetItem)):
             return "pullback"
         if isinstance(expr, ir.Build) and expr.kind == "set":
@@ -417,6 +586,50 @@ class _Analysis:
             return "closure"
         return "plain"
 
+    def static_rule(self, expr):
+        """The rule a call will use, when its callee and argument types are known here (the
+        specialization is rebuilt when a rule is registered or a global rebound)."""
+        f = self.call_target(expr)
+        if f is _MISSING or isinstance(f, type) or any(a.starred for a in expr.args):
+            return None
+        samples = tuple(_sample(self.type_of(a.value)) for a in expr.args)
+        if any(x is _MISSING for x in samples):
+            return None
+        try:
+            return rrule.lookup(f, samples)
+        except TypeError:
+            return None
+
+    def scalar_frule(self, expr):
+        """For a call of a real function of real scalars (``math.sin(x)``) with rules: its
+        ``frule``, from which the reverse pass takes the partials (for a real scalar function
+        the pullback of ``dy`` is the pushforward of ``dy``), so that no pullback is kept."""
+        if not is_real(self.expr_type(expr)) or any(a.starred for a in expr.args) or not expr.args:
+            return None
+        ts = [self.type_of(a.value) for a in expr.args]
+        if not all(is_real(t) for t in ts):
+            return None
+        f = self.call_target(expr)
+        if f is _MISSING or isinstance(f, type):
+            return None
+        samples = tuple(_sample(t) for t in ts)
+        try:
+            forward, reverse = frule.lookup(f, samples), rrule.lookup(f, samples)
+        except TypeError:
+            return None
+        if forward is None or reverse is None or getattr(reverse, "__code__", None) is _NONDIFF_CODE:
+            return None
+        return forward
+
+    def indexable(self, expr: ir.GetItem) -> bool:
+        """``x[i]`` on an array of known dtype with an integer index, whose rule is chainrules'
+        own: its partial (add the cotangent at ``i``) is written out, like an operator's."""
+        owner = self.type_of(expr.obj)
+        if not isinstance(owner, ArrayType) or owner.dtype.kind != "f" or self.type_of(expr.index) is not int:
+            return False
+        rule = rrule.lookup(operator.getitem, (_sample(owner), 0))
+        return getattr(rule, "__module__", "").startswith("chainrules.rules.")
+
     def inlinable(self, expr: ir.Op) -> bool:
         if expr.op not in INLINE_OPS:
             return False
@@ -428,10 +641,25 @@ class _Analysis:
         return _stock_rule(expr.op, ts)
 
     def refuse(self, stmt, message):
-        raise UnsupportedSyntaxError(message, self.filename, stmt.line, 1)
+        raise UnsupportedSyntaxError(message, self.filename, stmt.line, stmt.col or 1)
 
 
 _SAMPLE = {int: 1, float: 1.0, np.float64: np.float64(1.0), REAL: 1.0}
+
+
+def _sample(t):
+    """A value of type ``t`` to select a typed rule with (None when there is none to make)."""
+    if t in _SAMPLE:
+        return _SAMPLE[t]
+    if isinstance(t, ArrayType):
+        return np.zeros((1,) * t.ndim, dtype=t.dtype)
+    if t in (bool, type(None), str):
+        return {bool: True, type(None): None, str: ""}[t]
+    return _MISSING
+
+
+def _has_keywords(expr) -> bool:
+    return bool(expr.kwargs)
 
 
 def _stock_rule(op: str, ts: list) -> bool:
