@@ -24,7 +24,7 @@ import types
 import numpy as np
 
 from ...core.accumulation import accumulate
-from ...core.active import active_engine, current_engine
+from ...core.active import ActiveValue, active_engine, current_engine
 from ...core.errors import NoRuleError, user_location
 from ...core.registry import rrule
 from ...core.tangents import AbstractZero, Tangent, unthunk
@@ -263,6 +263,8 @@ def _resolve_method(obj, name: str) -> tuple[str, object]:
         return "field", None
     key = (type(obj), name)
     hit = _methods.get(key)
+    if hit is None and isinstance(obj, ActiveValue) and isinstance(getattr(np.ndarray, name, None), _DESCRIPTORS):
+        hit = _methods[key] = ("descriptor", getattr(np.ndarray, name))  # another engine's array: ndarray's method
     if hit is None:
         attr = _class_attribute(type(obj), name)
         if isinstance(attr, staticmethod):
