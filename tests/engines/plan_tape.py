@@ -57,14 +57,6 @@ PLAN = EnginePlan(
             "a tracked value stored into a plain NumPy array (out[i] = v, np.array(values)) would be converted",
         ),
     },
-    refused={
-        "array_from_list": Refusal(
-            TypeError,
-            "plain NumPy array",
-            "np.array has no override protocol: it converts tracked elements with __array__, which would drop "
-            "their derivative (np.stack is the traceable spelling)",
-        ),
-    },
     needs={
         # scalars
         "sin_of_cos": (SIN_F, _ufunc(np.cos, 1.0)),
