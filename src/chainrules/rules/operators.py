@@ -57,6 +57,10 @@ _NO = NoTangent()
 _ZERO = ZeroTangent()
 #: Python reals on the fast path; ``bool`` is not one of them (a bool gets ``NoTangent``).
 _REAL = frozenset((float, int))
+_F64 = np.float64
+#: the reals of the arithmetic operators' second fast path: NumPy's float64 scalar (what
+#: ``np.sin(x)`` or ``X[i]`` give) among Python reals; each cotangent takes its input's type
+_SCALARS = frozenset((float, int, _F64))
 _SEQUENCES = (tuple, list)
 _TEXT = (str, bytes, bytearray)
 #: Tangent[tuple] and Tangent[list], looked up once (the scalar path of getitem builds one per call)
@@ -284,6 +288,18 @@ def check_native_frule(op, *args) -> None:
 # ----- addition, subtraction, negation -------------------------------------------------------
 
 
+def _is_real_scalar(dy) -> bool:
+    return type(dy) is float or type(dy) is _F64
+
+
+def _as_input(t: type, dx):
+    """A real scalar cotangent ``dx`` as the cotangent of an input of type ``t`` (``match_input``'s
+    answer for a ``float``, ``int`` or ``np.float64`` input, without its checks)."""
+    if t is _F64:
+        return dx if type(dx) is _F64 else _F64(dx)
+    return dx if type(dx) is float else float(dx)
+
+
 def _add_real_pullback(dy):
     if type(dy) is float:
         return _NO, dy, dy
@@ -295,6 +311,16 @@ def _add_real_pullback(dy):
 def rrule_add(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a + b, _add_real_pullback
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        ta, tb = type(a), type(b)
+
+        def add_pullback(dy):
+            if _is_real_scalar(dy):
+                return _NO, _as_input(ta, dy), _as_input(tb, dy)
+            dy = unthunk(dy)
+            return _NO, match_input(a, dy), match_input(b, dy)
+
+        return a + b, add_pullback
     if isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES):
         return _rrule_concat(a, b)
     if isinstance(a, _TEXT):
@@ -349,6 +375,16 @@ def _sub_real_pullback(dy):
 def rrule_sub(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a - b, _sub_real_pullback
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        ta, tb = type(a), type(b)
+
+        def sub_pullback(dy):
+            if _is_real_scalar(dy):
+                return _NO, _as_input(ta, dy), _as_input(tb, -dy)
+            dy = unthunk(dy)
+            return _NO, match_input(a, dy), match_input(b, -dy)
+
+        return a - b, sub_pullback
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.sub, a, b)
 
@@ -431,6 +467,16 @@ def rrule_mul(a, b):
             return _NO, dy * b, a * dy
 
         return a * b, mul_pullback
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        ta, tb = type(a), type(b)
+
+        def mul_pullback(dy):
+            if _is_real_scalar(dy):
+                return _NO, _as_input(ta, dy * b), _as_input(tb, a * dy)
+            dy = unthunk(dy)
+            return _NO, match_input(a, dy * b), match_input(b, a * dy)
+
+        return a * b, mul_pullback
     if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
         return _rrule_repeat(a, b)
     if isinstance(a, _TEXT) or isinstance(b, _TEXT):
@@ -482,6 +528,19 @@ def frule_mul(tangents, a, b):
 
 @rrule.register(operator.truediv)
 def rrule_truediv(a, b):
+    if type(a) in _SCALARS and type(b) in _SCALARS and (type(a) is _F64 or type(b) is _F64):
+        ta, tb = type(a), type(b)
+        y = a / b
+
+        def truediv_pullback(dy):
+            if _is_real_scalar(dy):
+                da = dy / b
+                return _NO, _as_input(ta, da), _as_input(tb, -da * y)
+            dy = unthunk(dy)
+            da = dy / b
+            return _NO, match_input(a, da), match_input(b, -da * y)
+
+        return y, truediv_pullback
     if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
         return rrule_user_binary(operator.truediv, a, b)
     y = a / b
