@@ -288,16 +288,10 @@ def check_native_frule(op, *args) -> None:
 # ----- addition, subtraction, negation -------------------------------------------------------
 
 
-def _is_real_scalar(dy) -> bool:
-    return type(dy) is float or type(dy) is _F64
-
-
-def _as_input(t: type, dx):
-    """A real scalar cotangent ``dx`` as the cotangent of an input of type ``t`` (``match_input``'s
-    answer for a ``float``, ``int`` or ``np.float64`` input, without its checks)."""
-    if t is _F64:
-        return dx if type(dx) is _F64 else _F64(dx)
-    return dx if type(dx) is float else float(dx)
+def _cotangent_type(x) -> type:
+    """The type of the cotangent of a real scalar input: ``np.float64`` for one, else ``float``
+    (``match_input``'s answer; the fast pullbacks convert a real scalar to it without its checks)."""
+    return _F64 if type(x) is _F64 else float
 
 
 def _add_real_pullback(dy):
@@ -312,11 +306,12 @@ def rrule_add(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a + b, _add_real_pullback
     if type(a) in _SCALARS and type(b) in _SCALARS:
-        ta, tb = type(a), type(b)
+        ca, cb = _cotangent_type(a), _cotangent_type(b)
 
         def add_pullback(dy):
-            if _is_real_scalar(dy):
-                return _NO, _as_input(ta, dy), _as_input(tb, dy)
+            td = type(dy)
+            if td is float or td is _F64:
+                return _NO, (dy if td is ca else ca(dy)), (dy if td is cb else cb(dy))
             dy = unthunk(dy)
             return _NO, match_input(a, dy), match_input(b, dy)
 
@@ -376,11 +371,12 @@ def rrule_sub(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a - b, _sub_real_pullback
     if type(a) in _SCALARS and type(b) in _SCALARS:
-        ta, tb = type(a), type(b)
+        ca, cb = _cotangent_type(a), _cotangent_type(b)
 
         def sub_pullback(dy):
-            if _is_real_scalar(dy):
-                return _NO, _as_input(ta, dy), _as_input(tb, -dy)
+            td = type(dy)
+            if td is float or td is _F64:
+                return _NO, (dy if td is ca else ca(dy)), (-dy if td is cb else cb(-dy))
             dy = unthunk(dy)
             return _NO, match_input(a, dy), match_input(b, -dy)
 
@@ -468,11 +464,13 @@ def rrule_mul(a, b):
 
         return a * b, mul_pullback
     if type(a) in _SCALARS and type(b) in _SCALARS:
-        ta, tb = type(a), type(b)
+        ca, cb = _cotangent_type(a), _cotangent_type(b)
 
         def mul_pullback(dy):
-            if _is_real_scalar(dy):
-                return _NO, _as_input(ta, dy * b), _as_input(tb, a * dy)
+            td = type(dy)
+            if td is float or td is _F64:
+                da, db = dy * b, a * dy
+                return _NO, (da if type(da) is ca else ca(da)), (db if type(db) is cb else cb(db))
             dy = unthunk(dy)
             return _NO, match_input(a, dy * b), match_input(b, a * dy)
 
@@ -529,13 +527,15 @@ def frule_mul(tangents, a, b):
 @rrule.register(operator.truediv)
 def rrule_truediv(a, b):
     if type(a) in _SCALARS and type(b) in _SCALARS and (type(a) is _F64 or type(b) is _F64):
-        ta, tb = type(a), type(b)
+        ca, cb = _cotangent_type(a), _cotangent_type(b)
         y = a / b
 
         def truediv_pullback(dy):
-            if _is_real_scalar(dy):
+            td = type(dy)
+            if td is float or td is _F64:
                 da = dy / b
-                return _NO, _as_input(ta, da), _as_input(tb, -da * y)
+                db = -da * y
+                return _NO, (da if type(da) is ca else ca(da)), (db if type(db) is cb else cb(db))
             dy = unthunk(dy)
             da = dy / b
             return _NO, match_input(a, da), match_input(b, -da * y)
