@@ -288,10 +288,31 @@ def check_native_frule(op, *args) -> None:
 # ----- addition, subtraction, negation -------------------------------------------------------
 
 
-def _cotangent_type(x) -> type:
-    """The type of the cotangent of a real scalar input: ``np.float64`` for one, else ``float``
-    (``match_input``'s answer; the fast pullbacks convert a real scalar to it without its checks)."""
-    return _F64 if type(x) is _F64 else float
+def _scalar_sum_pullbacks(sign: float, name: str) -> dict:
+    """The pullbacks of ``a + b`` (``sign`` 1) or ``a - b`` (``sign`` -1) for real scalar operands,
+    by the operands' types: they depend on nothing else, so none is made per call.
+
+    A real scalar cotangent is given each input's type (``np.float64`` for one, ``float`` for a
+    Python real: ``match_input``'s answer, without its checks); any other goes through
+    ``match_input``, whose result for a scalar input depends only on the input's type.
+    """
+    pullbacks = {}
+    for ta in _SCALARS:
+        for tb in _SCALARS:
+            ca, cb = (_F64 if t is _F64 else float for t in (ta, tb))
+            a, b = ta(0), tb(0)
+
+            def scalar_sum_pullback(dy, a=a, b=b, ca=ca, cb=cb):
+                td = type(dy)
+                if td is float or td is _F64:
+                    db = dy if sign > 0 else -dy
+                    return _NO, (dy if td is ca else ca(dy)), (db if td is cb else cb(db))
+                dy = unthunk(dy)
+                return _NO, match_input(a, dy), match_input(b, dy if sign > 0 else -dy)
+
+            scalar_sum_pullback.__name__ = scalar_sum_pullback.__qualname__ = name
+            pullbacks[ta, tb] = scalar_sum_pullback
+    return pullbacks
 
 
 def _add_real_pullback(dy):
@@ -301,21 +322,16 @@ def _add_real_pullback(dy):
     return _NO, dy, dy
 
 
+_ADD_SCALAR_PULLBACKS = _scalar_sum_pullbacks(1.0, "add_pullback")
+_SUB_SCALAR_PULLBACKS = _scalar_sum_pullbacks(-1.0, "sub_pullback")
+
+
 @rrule.register(operator.add)
 def rrule_add(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a + b, _add_real_pullback
     if type(a) in _SCALARS and type(b) in _SCALARS:
-        ca, cb = _cotangent_type(a), _cotangent_type(b)
-
-        def add_pullback(dy):
-            td = type(dy)
-            if td is float or td is _F64:
-                return _NO, (dy if td is ca else ca(dy)), (dy if td is cb else cb(dy))
-            dy = unthunk(dy)
-            return _NO, match_input(a, dy), match_input(b, dy)
-
-        return a + b, add_pullback
+        return a + b, _ADD_SCALAR_PULLBACKS[type(a), type(b)]
     if isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES):
         return _rrule_concat(a, b)
     if isinstance(a, _TEXT):
@@ -371,16 +387,7 @@ def rrule_sub(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a - b, _sub_real_pullback
     if type(a) in _SCALARS and type(b) in _SCALARS:
-        ca, cb = _cotangent_type(a), _cotangent_type(b)
-
-        def sub_pullback(dy):
-            td = type(dy)
-            if td is float or td is _F64:
-                return _NO, (dy if td is ca else ca(dy)), (-dy if td is cb else cb(-dy))
-            dy = unthunk(dy)
-            return _NO, match_input(a, dy), match_input(b, -dy)
-
-        return a - b, sub_pullback
+        return a - b, _SUB_SCALAR_PULLBACKS[type(a), type(b)]
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.sub, a, b)
 
@@ -464,7 +471,8 @@ def rrule_mul(a, b):
 
         return a * b, mul_pullback
     if type(a) in _SCALARS and type(b) in _SCALARS:
-        ca, cb = _cotangent_type(a), _cotangent_type(b)
+        ca = _F64 if type(a) is _F64 else float  # each cotangent's type (match_input's answer)
+        cb = _F64 if type(b) is _F64 else float
 
         def mul_pullback(dy):
             td = type(dy)
@@ -527,7 +535,8 @@ def frule_mul(tangents, a, b):
 @rrule.register(operator.truediv)
 def rrule_truediv(a, b):
     if type(a) in _SCALARS and type(b) in _SCALARS and (type(a) is _F64 or type(b) is _F64):
-        ca, cb = _cotangent_type(a), _cotangent_type(b)
+        ca = _F64 if type(a) is _F64 else float  # each cotangent's type (match_input's answer)
+        cb = _F64 if type(b) is _F64 else float
         y = a / b
 
         def truediv_pullback(dy):
