@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,7 +45,9 @@ def _reverse_engine(engine: str):
 
 
 def _forward_engine():
-    return importlib.import_module("chainrules.forward")
+    # what importlib.import_module returns, without its few µs a call once the module is loaded
+    module = sys.modules.get("chainrules.forward")
+    return importlib.import_module("chainrules.forward") if module is None else module
 
 
 _PLAIN = (float, np.ndarray, complex)
