@@ -389,16 +389,18 @@ def frule_eigh(tangents, a, *rest, **kwargs):
 
 
 def symmetric_eigen(a, lower: bool, name: str):
-    """``(w, V)`` of the Hermitian matrix read from one triangle: LAPACK's divide and conquer
-    (SYEVD/HEEVD) for one plain matrix, ``np.linalg.eigh`` otherwise."""
+    """``(w, V, ops)`` of the Hermitian matrix read from one triangle: LAPACK's divide and conquer
+    (SYEVD/HEEVD) for one plain matrix, ``np.linalg.eigh`` otherwise; ``ops`` is the library the
+    derivative must use to stay on the same BLAS."""
     plain = _plain_matrix(as_array(a))
     if plain is None:
-        return linalg.eigh(a, "L" if lower else "U")
+        w, v = linalg.eigh(a, "L" if lower else "U")
+        return w, v, NUMPY
     (a,) = plain
     w, v, info = lapack("heevd" if np.iscomplexobj(a) else "syevd", a.dtype)(a, compute_v=1, lower=int(lower))
     if info > 0:
         raise np.linalg.LinAlgError(f"{name}: eigenvalues did not converge")
-    return w, v
+    return w, v, SCIPY
 
 
 def eigvalsh_gradient(w, v, dw, lower: bool, ops=NUMPY):
@@ -420,13 +422,13 @@ def rrule_eigvalsh(a, *rest, **kwargs):
     lower = _lower(options("numpy.linalg.eigvalsh", rest, kwargs, (("UPLO", "L"),))["UPLO"])
     project = projector(a)
     # The eigenvectors are computed with the eigenvalues, so the pullback only multiplies.
-    w, v = symmetric_eigen(a, lower, "numpy.linalg.eigvalsh")
+    w, v, ops = symmetric_eigen(a, lower, "numpy.linalg.eigvalsh")
 
     def eigvalsh_pullback(dw):
         dw = unthunk(dw)
         if is_zero(dw):
             return (NO, ZERO) + (NO,) * len(rest)
-        return (NO, project(eigvalsh_gradient(w, v, dw, lower))) + (NO,) * len(rest)
+        return (NO, project(eigvalsh_gradient(w, v, dw, lower, ops))) + (NO,) * len(rest)
 
     return w, eigvalsh_pullback
 
@@ -435,10 +437,10 @@ def rrule_eigvalsh(a, *rest, **kwargs):
 def frule_eigvalsh(tangents, a, *rest, **kwargs):
     lower = _lower(options("numpy.linalg.eigvalsh", rest, kwargs, (("UPLO", "L"),))["UPLO"])
     (da,) = _tangents(tangents)[:1]
-    w, v = symmetric_eigen(a, lower, "numpy.linalg.eigvalsh")
+    w, v, ops = symmetric_eigen(a, lower, "numpy.linalg.eigvalsh")
     if is_zero(da):
         return w, ZERO
-    return w, eigvalsh_tangent(v, hermitian_from_triangle(da, lower))
+    return w, eigvalsh_tangent(v, hermitian_from_triangle(da, lower), ops)
 
 
 # ----- general eigenproblem -----------------------------------------------------------------

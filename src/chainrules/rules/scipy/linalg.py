@@ -957,7 +957,7 @@ def _eigh_setup(a, b, opts, name):
     a = _matrix(a, name)
     lower = bool(opts["lower"])
     if opts["eigvals_only"]:
-        w, v = symmetric_eigen(a, lower, name)
+        w, v, _ = symmetric_eigen(a, lower, name)
     elif is_plain(a):
         w, v = sl.eigh(a, lower=lower, driver=opts["driver"] if opts["driver"] in ("ev", "evd", "evr") else None)
     else:
@@ -1225,14 +1225,15 @@ def frule_norm(tangents, a, *rest, **kwargs):
 
 # ----- the matrix exponential ---------------------------------------------------------------
 #
-# Scaling and squaring with Padé approximants as in Al-Mohy & Higham (2009), "A new scaling and
-# squaring algorithm for the matrix exponential", SIAM J. Matrix Anal. Appl. 31(3):970-989 (the
-# algorithm behind scipy.linalg.expm), keeping every intermediate. The derivative is Algorithm 6.4
-# of Al-Mohy & Higham (2009), "Computing the Fréchet derivative of the matrix exponential, with an
-# application to condition number estimation", SIAM J. Matrix Anal. Appl. 30(4):1639-1657: it
-# differentiates the Padé approximant and the squaring recurrence, reusing the powers of A, the
-# LU factors of q(A) and the squares. The pullback of a cotangent G is the Fréchet derivative in
-# the adjoint direction, L(A^H, G) = L(A, G^H)^H, so it reuses the same intermediates.
+# Algorithm 6.4 of Al-Mohy & Higham (2009), "Computing the Fréchet derivative of the matrix
+# exponential, with an application to condition number estimation", SIAM J. Matrix Anal. Appl.
+# 30(4):1639-1657: scaling and squaring with a Padé approximant of degree 3, 5, 7, 9 or 13 chosen
+# from ||A||_1 (their Table 6.1), differentiated along the Padé evaluation and the squaring
+# recurrence, reusing the powers of A, the LU factors of q(A) and the squares. The primal keeps
+# every intermediate; the pullback of a cotangent G is the Fréchet derivative in the adjoint
+# direction, L(A^H, G) = L(A, G^H)^H, so it runs on A's own intermediates. The primal differs
+# from scipy.linalg.expm (the 2009 "new scaling and squaring" choice of degree and scaling) by
+# rounding only.
 
 _PADE = {
     3: (120.0, 60.0, 12.0, 1.0),
@@ -1256,125 +1257,102 @@ _PADE = {
         1.0,
     ),
 }
-_THETA = {3: 1.495585217958292e-2, 5: 2.539398330063230e-1, 7: 9.504178996162932e-1, 9: 2.097847961257068, 13: 4.25}
-# 1 / |c_{2m+1}|, the leading coefficient of the Padé error series (2009 paper, after eq. (5.1))
-_ELL = {3: 100800.0, 5: 10059033600.0, 7: 4487938430976000.0, 9: 5914384781877411840000.0, 13: 1.1325077560602111e35}
+# ell_m of Table 6.1: the largest ||A||_1 for which degree m meets double precision, for both
+# the exponential and its Fréchet derivative
+_ELL = {3: 1.08e-2, 5: 2.00e-1, 7: 7.83e-1, 9: 1.78, 13: 4.74}
 
 
 def _onenorm(x) -> float:
     return float(np.max(np.sum(np.abs(x), axis=-2))) if np.size(x) else 0.0
 
 
-def _ell(a_abs, norm_a: float, m: int, unit: float) -> int:
-    """Extra squarings when the Padé error bound is loose for a non-normal matrix (eq. (5.1)-(5.2)):
-    ``|| |A|^(2m+1) ||_1`` is exact for a nonnegative matrix from row-vector products."""
-    if norm_a == 0:
-        return 0
-    v = np.ones((1, a_abs.shape[0]), dtype=a_abs.dtype)
-    for _ in range(2 * m + 1):
-        v = mul(v, a_abs)
-    power_norm = float(np.max(v))
-    if power_norm == 0:
-        return 0
-    alpha = power_norm / (norm_a * _ELL[m])
-    return max(int(np.ceil(np.log2(alpha / unit) / (2 * m))), 0)
-
-
 class _Expm:
     """The exponential of one matrix with everything its Fréchet derivative needs."""
 
     def __init__(self, a):
-        self.n = n = a.shape[0]
-        self.ident = np.eye(n, dtype=a.dtype)
-        unit = 2.0**-24 if np.finfo(a.real.dtype).bits <= 32 else 2.0**-53
-        a_abs, norm_a = np.abs(a), _onenorm(a)
+        n = a.shape[0]
+        self.ident = ident = np.eye(n, dtype=a.dtype)
+        norm = _onenorm(a)
+        self.m = next((m for m in (3, 5, 7, 9) if norm <= _ELL[m]), 13)
+        self.s = max(0, int(np.ceil(np.log2(norm / _ELL[13])))) if self.m == 13 else 0
+        if self.s:
+            a = a * 2.0**-self.s
+        self.a = a
+        b = _PADE[self.m]
         a2 = mul(a, a)
-        a4 = mul(a2, a2)
-        a6 = mul(a4, a2)
-        eta1 = max(_onenorm(a4) ** 0.25, _onenorm(a6) ** (1 / 6))
-        self.s = 0
-        if eta1 <= _THETA[3] and _ell(a_abs, norm_a, 3, unit) == 0:
-            self._low(3, a, [a2])
-        elif eta1 <= _THETA[5] and _ell(a_abs, norm_a, 5, unit) == 0:
-            self._low(5, a, [a2, a4])
+        powers = [a2]  # A^2, A^4, ...: as many as the degree needs
+        if self.m == 13:
+            a4 = mul(a2, a2)
+            a6 = mul(a4, a2)
+            powers = [a2, a4, a6]
+            self.w1 = b[13] * a6 + b[11] * a4 + b[9] * a2
+            self.z1 = b[12] * a6 + b[10] * a4 + b[8] * a2
+            w = mul(a6, self.w1)
+            w += b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * ident
+            v = mul(a6, self.z1)
+            v += b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * ident
+            self.w = w
         else:
-            a8 = mul(a4, a4)
-            d6, d8 = _onenorm(a6) ** (1 / 6), _onenorm(a8) ** (1 / 8)
-            eta3 = max(d6, d8)
-            if eta3 <= _THETA[7] and _ell(a_abs, norm_a, 7, unit) == 0:
-                self._low(7, a, [a2, a4, a6])
-            elif eta3 <= _THETA[9] and _ell(a_abs, norm_a, 9, unit) == 0:
-                self._low(9, a, [a2, a4, a6, a8])
-            else:
-                d10 = _onenorm(mul(a4, a6)) ** (1 / 10)
-                eta5 = min(eta3, max(d8, d10))
-                s = max(int(np.ceil(np.log2(eta5 / _THETA[13]))), 0) if eta5 > 0 else 0
-                s += _ell(a_abs * 2.0**-s, norm_a * 2.0**-s, 13, unit)
-                self._pade13(a, a2, a4, a6, s)
-        # r = q(A)^{-1} p(A) with p = V + U, q = V - U
-        self.lu = LU(self.v - self.u)
+            for _ in range(self.m // 2 - 1):
+                powers.append(mul(powers[-1], a2) if len(powers) != 1 else mul(a2, a2))
+            w = b[1] * ident + sum(b[2 * j + 3] * p for j, p in enumerate(powers))
+            v = b[0] * ident + sum(b[2 * j + 2] * p for j, p in enumerate(powers))
+            self.w = w  # U = A W
+        self.powers = powers
+        u = mul(a, self.w)
+        # r = q(A)^{-1} p(A) with p = V + U, q = V - U: one LU, reused by the derivative
+        self.lu = LU(v - u)
         self.lu.check("scipy.linalg.expm")
-        self.r = self.lu.solve(self.u + self.v)
+        self.r = self.lu.solve(v + u)
         self.squares = [self.r]
         for _ in range(self.s):
             self.squares.append(mul(self.squares[-1], self.squares[-1]))
         self.value = self.squares.pop()  # squares[k] is r^(2^k), k < s
 
-    def _low(self, m, a, powers):
-        b = _PADE[m]
-        self.m, self.a, self.powers = m, a, powers
-        inner_u = b[1] * self.ident + sum(b[2 * j + 3] * p for j, p in enumerate(powers))
-        self.inner_u = inner_u
-        self.u = mul(a, inner_u)
-        self.v = b[0] * self.ident + sum(b[2 * j + 2] * p for j, p in enumerate(powers))
-
-    def _pade13(self, a, a2, a4, a6, s):
-        b = _PADE[13]
-        self.m, self.s = 13, s
-        scale = 2.0**-s
-        a, a2, a4, a6 = a * scale, a2 * scale**2, a4 * scale**4, a6 * scale**6
-        self.a, self.powers = a, [a2, a4, a6]
-        ident = self.ident
-        self.w1 = b[13] * a6 + b[11] * a4 + b[9] * a2
-        w2 = b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * ident
-        self.z1 = b[12] * a6 + b[10] * a4 + b[8] * a2
-        z2 = b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * ident
-        self.w = mul(a6, self.w1) + w2
-        self.u = mul(a, self.w)
-        self.v = mul(a6, self.z1) + z2
-
     def frechet(self, e, batched: bool = False):
         """``L(A, E)``, the derivative of the computed exponential in the direction ``E``
-        (Algorithm 6.4); ``E`` may carry a leading batch axis."""
-        b = _PADE[self.m]
-        a, powers = self.a, self.powers
-        e = e * 2.0**-self.s
+        (eqs. (6.11)-(6.13) and (3.3)); ``E`` may carry a leading batch axis."""
+        b, a, powers = _PADE[self.m], self.a, self.powers
+        if self.s:
+            e = e * 2.0**-self.s
         a2 = powers[0]
-        m2 = mul(a, e) + mul(e, a)
+        m2 = mul(a, e)
+        m2 += mul(e, a)
+        ms = [m2]  # M_2k = L_{x^2k}(A, E)
+        if self.m >= 5:
+            m4 = mul(a2, m2)
+            m4 += mul(m2, a2)
+            ms.append(m4)
+        if self.m >= 7:
+            m6 = mul(powers[1], m2)
+            m6 += mul(m4, a2)
+            ms.append(m6)
+        if self.m == 9:
+            m8 = mul(powers[1], m4)
+            m8 += mul(m4, powers[1])
+            ms.append(m8)
         if self.m == 13:
-            a4, a6 = powers[1], powers[2]
-            m4 = mul(a2, m2) + mul(m2, a2)
-            m6 = mul(a4, m2) + mul(m4, a2)
-            lw1 = b[13] * m6 + b[11] * m4 + b[9] * m2
-            lw2 = b[7] * m6 + b[5] * m4 + b[3] * m2
-            lz1 = b[12] * m6 + b[10] * m4 + b[8] * m2
-            lz2 = b[6] * m6 + b[4] * m4 + b[2] * m2
-            lw = mul(a6, lw1) + mul(m6, self.w1) + lw2
-            lu = mul(a, lw) + mul(e, self.w)
-            lv = mul(a6, lz1) + mul(m6, self.z1) + lz2
+            a6 = powers[2]
+            lw = mul(a6, b[13] * m6 + b[11] * m4 + b[9] * m2)
+            lw += mul(m6, self.w1)
+            lw += b[7] * m6 + b[5] * m4 + b[3] * m2
+            lu = mul(a, lw)
+            lu += mul(e, self.w)
+            lv = mul(a6, b[12] * m6 + b[10] * m4 + b[8] * m2)
+            lv += mul(m6, self.z1)
+            lv += b[6] * m6 + b[4] * m4 + b[2] * m2
         else:
-            ms = [m2]  # M_2k, the derivatives of A^2k
-            if self.m >= 5:
-                ms.append(mul(a2, m2) + mul(m2, a2))
-            if self.m >= 7:
-                ms.append(mul(powers[1], m2) + mul(ms[1], a2))
-            if self.m >= 9:
-                ms.append(mul(powers[1], ms[1]) + mul(ms[1], powers[1]))
-            lu = mul(a, sum(b[2 * j + 3] * mk for j, mk in enumerate(ms))) + mul(e, self.inner_u)
+            lu = mul(a, sum(b[2 * j + 3] * mk for j, mk in enumerate(ms)))
+            lu += mul(e, self.w)
             lv = sum(b[2 * j + 2] * mk for j, mk in enumerate(ms))
-        lr = self.lu.solve(lu + lv + mul(lu - lv, self.r), batched=batched)
+        rhs = mul(lu - lv, self.r)
+        rhs += lu
+        rhs += lv
+        lr = self.lu.solve(rhs, batched=batched)
         for x in self.squares:  # d(X^2) = X dX + dX X along the squaring phase
-            lr = mul(x, lr) + mul(lr, x)
+            nxt = mul(x, lr)
+            nxt += mul(lr, x)
+            lr = nxt
         return lr
 
 
