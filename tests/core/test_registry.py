@@ -230,3 +230,14 @@ def test_batched_flag_is_recorded_on_the_rule():
     # elementwise rules from partials take a leading batch axis of tangents as they are
     cr.scalar_rule(twice, lambda x: 2.0)
     assert cr.frule.lookup(twice, (1.0,)).batched is True
+
+
+def test_callable_names_of_ufunc_and_ndarray_methods():
+    import numpy as np
+
+    from chainrules.core.errors import callable_name
+
+    assert callable_name(np.add.reduce) == "numpy.add.reduce"
+    assert callable_name(np.ndarray.sum) == "numpy.ndarray.sum"
+    assert callable_name(np.sin) == "numpy.sin"
+    assert callable_name(math.sin) == "math.sin"

@@ -4,7 +4,7 @@ The core imports no engine and no rule module; everything else imports it.
 """
 
 from .accumulation import accumulate, add, iadd, is_inplaceable_destination
-from .active import active_engine, current_engine, rrule_via_ad
+from .active import ActiveValue, active_engine, current_engine, rrule_via_ad
 from .errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, callable_name, user_location
 from .projection import ProjectTo, conj, match_input, unbroadcast
 from .registry import frule, non_differentiable, opt_out, rrule, scalar_rule
@@ -24,6 +24,7 @@ from .tangents import (
 
 __all__ = [
     "AbstractTangent",
+    "ActiveValue",
     "AbstractThunk",
     "AbstractZero",
     "ChainRulesError",

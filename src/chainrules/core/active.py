@@ -8,12 +8,23 @@ it. Engines install themselves with ``active_engine`` while they run user code; 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
 from .errors import ChainRulesError, callable_name
+
+
+class ActiveValue:
+    """Base class of the engines' stand-ins for numbers and arrays (tracked values, dual numbers).
+
+    Such a value overloads Python's operators and NumPy's protocols to carry derivatives itself,
+    so a rule that meets one treats it as a number or an array (it computes with it) and never as
+    a user object whose methods it would differentiate.
+    """
+
+    __slots__ = ()
+
 
 _active: ContextVar[Callable[..., Any] | None] = ContextVar("chainrules_active_engine", default=None)
 
@@ -39,14 +50,22 @@ def rrule_via_ad(f: Callable, *args, **kwargs):
     return engine(f, *args, **kwargs)
 
 
-@contextlib.contextmanager
-def active_engine(pullback_full: Callable[..., Any]) -> Iterator[None]:
-    """Make ``pullback_full(f, *args, **kwargs) -> (y, pullback)`` the engine behind ``rrule_via_ad``."""
-    token = _active.set(pullback_full)
-    try:
-        yield
-    finally:
-        _active.reset(token)
+class active_engine:  # lower case: it is used like a function, ``with active_engine(engine):``
+    """Make ``pullback_full(f, *args, **kwargs) -> (y, pullback)`` the engine behind ``rrule_via_ad``.
+
+    A context manager; a class rather than a generator because engines enter it on every call.
+    """
+
+    __slots__ = ("_engine", "_token")
+
+    def __init__(self, pullback_full: Callable[..., Any]):
+        self._engine = pullback_full
+
+    def __enter__(self) -> None:
+        self._token = _active.set(self._engine)
+
+    def __exit__(self, *exc_info) -> None:
+        _active.reset(self._token)
 
 
 def current_engine() -> Callable[..., Any] | None:

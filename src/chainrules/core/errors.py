@@ -66,8 +66,13 @@ def callable_name(f) -> str:
     """A readable, qualified name for any callable: ``numpy.sin``, ``mymodule.Model.__call__``."""
     if isinstance(f, type):
         return f"{f.__module__}.{f.__qualname__}"
+    owner = getattr(f, "__self__", None)
+    if type(owner).__name__ == "ufunc":  # np.add.reduce: a method bound to a ufunc
+        return f"numpy.{owner.__name__}.{f.__name__}"
     qualname = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     module = getattr(f, "__module__", None)
+    if module is None and isinstance(getattr(f, "__objclass__", None), type):  # np.ndarray.sum
+        module = f.__objclass__.__module__
     if qualname is None:  # a callable instance
         return f"instance of {_type_name(type(f))}"
     if module is None and type(f).__name__ == "ufunc":

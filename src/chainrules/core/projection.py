@@ -18,6 +18,7 @@ import numpy as np
 from .tangents import AbstractThunk, AbstractZero, InplaceableThunk, NoTangent, Tangent, Thunk, _is_namedtuple_type
 
 _NO = NoTangent()
+_F64 = np.float64
 
 
 class ProjectTo:
@@ -197,7 +198,14 @@ def match_input(x, dx):
     3.0
     """
     tx, tdx = type(x), type(dx)
-    if tx is tdx and (tx is float or tx is complex):
+    if tx is tdx and (tx is float or tx is complex or tx is _F64):
+        return dx
+    # fast paths for the common scalar and same-shape cases the general code below also covers
+    if tx is float and tdx is _F64:
+        return float(dx)
+    if tx is _F64 and tdx is float:
+        return _F64(dx)
+    if tx is np.ndarray and tdx is np.ndarray and x.dtype == dx.dtype and x.shape == dx.shape and x.dtype.kind in "fc":
         return dx
     if isinstance(dx, AbstractZero):
         return dx
@@ -215,6 +223,8 @@ def match_input(x, dx):
         return dx
     if isinstance(x, (bool, np.bool_)):
         return _NO
+    if not isinstance(dx, (Complex, np.generic, np.ndarray)):
+        return dx  # a number an engine follows (nested differentiation): converting it would drop its derivative
     if isinstance(x, (float, int, np.floating, np.integer)):
         dx = np.real(dx) if np.iscomplexobj(dx) else dx
         return x.dtype.type(dx) if isinstance(x, np.floating) else float(dx)
@@ -225,6 +235,6 @@ def match_input(x, dx):
 
 def conj(x):
     """The complex conjugate; real values are returned as they are (no copy)."""
-    if type(x) is float or isinstance(x, AbstractZero) or not np.iscomplexobj(x):
+    if type(x) is float or type(x) is _F64 or isinstance(x, AbstractZero) or not np.iscomplexobj(x):
         return x
     return np.conj(x)

@@ -290,7 +290,11 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
             return [p(*args) for p in partials]
         return [p(*args, out=y) if w else p(*args) for p, w in zip(partials, wants_out)]
 
+    pullback_name = f"{name}_pullback"
+
     def scalar_rrule(*args, **kwargs):
+        if len(args) == 1 and len(partials) == 1:
+            return _unary_rrule(args[0], kwargs)
         _check_arity(f, partials, args)
         y = f(*args, **kwargs)
         ps = derivatives(args, y)
@@ -301,10 +305,36 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
                 return (_NO,) + tuple(_ZERO for _ in args)
             return (_NO,) + tuple(_pull(x, dy, p) for x, p in zip(args, ps))
 
-        scalar_pullback.__qualname__ = f"{name}_pullback"
+        scalar_pullback.__qualname__ = pullback_name
+        return y, scalar_pullback
+
+    # One argument is the common case (the source engine calls it for every scalar operation):
+    # no argument tuples, and a float seed for a float partial is one multiplication.
+    partial, partial_takes_out = (partials[0], wants_out[0]) if len(partials) == 1 else (None, False)
+
+    def _unary_rrule(x, kwargs):
+        y = f(x, **kwargs)
+        d = partial(x, out=y) if partial_takes_out else partial(x)
+
+        def scalar_pullback(dy):
+            if type(dy) is float and type(d) is float and type(x) is float:
+                return _NO, dy * d
+            dy = unthunk(dy)
+            if isinstance(dy, AbstractZero):
+                return _NO, _ZERO
+            return _NO, _pull(x, dy, d)
+
+        scalar_pullback.__qualname__ = pullback_name
         return y, scalar_pullback
 
     def scalar_frule(tangents, *args, **kwargs):
+        if len(args) == 1 and len(partials) == 1 and type(args[0]) is float and type(tangents[1]) is float:
+            x = args[0]  # a float with a float tangent: no tuples, no NumPy unless the result is complex
+            y = f(x, **kwargs)
+            dy = (partial(x, out=y) if partial_takes_out else partial(x)) * tangents[1]
+            if type(dy) is not float and np.iscomplexobj(dy) and not np.iscomplexobj(y):
+                dy = np.real(dy)
+            return y, dy
         _check_arity(f, partials, args)
         y = f(*args, **kwargs)
         ps = derivatives(args, y)
@@ -314,7 +344,12 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
             if not isinstance(dx, AbstractZero):
                 term = p * dx
                 dy = term if isinstance(dy, AbstractZero) else dy + term
-        if not isinstance(dy, AbstractZero) and np.iscomplexobj(dy) and not np.iscomplexobj(y):
+        if (
+            type(dy) is not float
+            and not isinstance(dy, AbstractZero)
+            and np.iscomplexobj(dy)
+            and not np.iscomplexobj(y)
+        ):
             dy = np.real(dy)
         return y, dy
 

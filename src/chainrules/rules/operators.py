@@ -1,24 +1,307 @@
-"""Rules for Python's operators (the ``operator`` module), for numbers and NumPy arrays alike.
+"""Rules for Python's operators (the ``operator`` module): numbers, NumPy arrays and sequences.
 
-The source engine lowers ``a + b`` to ``operator.add(a, b)``, so these rules serve scalars and
-broadcasting arrays. Each cotangent is brought back to its input's shape and dtype with
-``match_input``. The pushforwards are elementwise, so they take a leading batch axis as it is.
+The source engine lowers ``a + b`` to ``operator.add(a, b)`` and ``xs[i]`` to
+``operator.getitem(xs, i)``, so these rules run for every operator in differentiated code.
+
+- Plain Python numbers (``float``, ``int``) take a fast path: no NumPy call, no thunk, at most
+  one closure (none for ``+``, ``-`` and unary ``-``).
+- Arrays broadcast: each cotangent is summed back to its input's shape and dtype by
+  ``match_input``. The pushforwards are elementwise, so they take a leading batch axis of
+  tangents as it is (``batched=True``).
+- Sequences: ``+`` concatenates tuples and lists and ``*`` repeats them; their cotangents are
+  structural (``Tangent[tuple]``, ``Tangent[list]``). Strings carry no tangent.
+- Complex numbers follow ChainRules' convention: the pullback of a holomorphic operation
+  multiplies by the conjugate derivative.
+
+The helpers for tangents of tuples, lists and dicts (``seq_entries``, ``seq_tangent``,
+``match_entry``) live here and are shared with the builtins and ``math`` rules.
+
+>>> import operator, chainrules as cr
+>>> y, back = cr.rrule(operator.mul, 2.0, 3.0)
+>>> y, back(1.0)
+(6.0, (NoTangent(), 3.0, 2.0))
+>>> cr.rrule(operator.getitem, (1.0, 2.0), 0)[1](5.0)
+(NoTangent(), Tangent[tuple](5.0, ZeroTangent()), NoTangent())
 """
 
 from __future__ import annotations
 
+import cmath
 import math
 import operator
+import types
+from numbers import Number
 
 import numpy as np
 
-from ..core import NoTangent, conj, frule, match_input, rrule, unthunk
+from ..core import (
+    AbstractZero,
+    ActiveValue,
+    NoRuleError,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    conj,
+    frule,
+    match_input,
+    non_differentiable,
+    rrule,
+    rrule_via_ad,
+    unthunk,
+    user_location,
+)
+from ..core.errors import callable_name
+from ..core.tangents import _rebuild as _rebuild_tangent
 
 _NO = NoTangent()
+_ZERO = ZeroTangent()
+#: Python reals on the fast path; ``bool`` is not one of them (a bool gets ``NoTangent``).
+_REAL = frozenset((float, int))
+_SEQUENCES = (tuple, list)
+_TEXT = (str, bytes, bytearray)
+#: Tangent[tuple] and Tangent[list], looked up once (the scalar path of getitem builds one per call)
+_PLAIN_TANGENT = {tuple: Tangent[tuple], list: Tangent[list]}
+
+
+# ----- tangents of numbers and containers ----------------------------------------------------
+
+
+def real_cotangent(dy):
+    """The cotangent of a Python real input from any scalar cotangent (the slow path of a fast rule)."""
+    dy = unthunk(dy)
+    if type(dy) is float or isinstance(dy, AbstractZero):
+        return dy
+    return float(np.real(dy))
+
+
+def zero_for(x):
+    """The zero cotangent of an input: ``NoTangent()`` for integers and booleans (they count or
+    index), ``ZeroTangent()`` for everything else.
+
+    >>> zero_for(3), zero_for(3.0)
+    (NoTangent(), ZeroTangent())
+    """
+    if isinstance(x, (int, np.integer, np.bool_)):
+        return _NO
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
+        return _NO
+    return _ZERO
+
+
+def match_arg(x, dx):
+    """The cotangent ``dx`` made valid for the argument ``x`` of a rule.
+
+    Numbers and arrays are matched like operator inputs (``match_input``: summed over broadcast
+    axes, real for a real input, a float for an int); a bool, a string or ``None`` gets
+    ``NoTangent``; anything else (a container, an object) keeps its cotangent as it is.
+
+    >>> import numpy as np
+    >>> match_arg(2, np.float64(1.5)), match_arg(np.zeros((2, 1)), np.ones((2, 3))).tolist()
+    (1.5, [[3.0], [3.0]])
+    """
+    if isinstance(dx, AbstractZero) or (type(x) is float and type(dx) is float):
+        return dx
+    if isinstance(x, (str, bytes, type(None), range, slice)):
+        return _NO
+    if isinstance(x, (Number, np.ndarray, np.generic)):
+        return match_input(x, unthunk(dx))
+    return dx
+
+
+def match_entry(x, dx):
+    """The tangent ``dx`` made valid for the element ``x`` of a container: as ``match_arg``, except
+    that an integer inside a container counts or labels and gets ``NoTangent``."""
+    if isinstance(x, (int, np.integer)) and not isinstance(dx, AbstractZero):
+        return _NO
+    return match_arg(x, dx)
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def seq_entries(dt, n: int) -> tuple:
+    """The ``n`` entry tangents of a tangent of a tuple or list.
+
+    ``dt`` may be a ``Tangent[tuple]``/``Tangent[list]`` (or of a namedtuple), a plain tuple or
+    list, an array (its rows), a thunk of any of these, or a zero (``n`` zeros).
+    """
+    dt = unthunk(dt)
+    if isinstance(dt, AbstractZero):
+        return (_ZERO,) * n
+    if isinstance(dt, Tangent):
+        backing = dt.backing
+        if isinstance(backing, dict):  # a namedtuple's tangent, by field name
+            entries = tuple(backing.get(k, _ZERO) for k in type(dt).primal_type._fields)
+        else:
+            entries = backing
+    else:
+        entries = tuple(dt)
+    if len(entries) != n:
+        raise ValueError(f"a tangent of {len(entries)} entries for a sequence of {n} elements")
+    return entries
+
+
+def seq_tangent(xs, entries) -> object:
+    """The structural tangent of the tuple or list ``xs`` whose entries have these tangents.
+
+    Each entry is matched to its element; all zeros give a zero. A namedtuple gets
+    ``Tangent[ThatNamedtuple]`` by field name, an array (a sequence of rows) a dense array.
+
+    >>> seq_tangent([1.0, 2, "a"], (0.5, 1.0, 1.0))
+    Tangent[list](0.5, NoTangent(), NoTangent())
+    >>> seq_entries(seq_tangent((1.0, 2.0), (ZeroTangent(), 3.0)), 2)
+    (ZeroTangent(), 3.0)
+    """
+    matched = []
+    nonzero = False
+    for x, e in zip(xs, entries):
+        if not isinstance(e, AbstractZero):
+            if type(x) is not float or type(e) is not float:
+                e = match_entry(x, e)
+            nonzero = nonzero or not isinstance(e, AbstractZero)
+        matched.append(e)
+    if not nonzero:
+        return zero_for(xs)  # NoTangent for an integer array, ZeroTangent for a container
+    P = type(xs)
+    if P is tuple or P is list:
+        # the fields are already valid: skip Tangent's argument checks (a third of a scalar getitem's cost)
+        return _rebuild_tangent(_PLAIN_TANGENT[P], tuple(matched))
+    if isinstance(xs, np.ndarray):
+        return _dense_rows(xs, matched)
+    if _is_namedtuple(xs):
+        return Tangent[P](**{k: e for k, e in zip(P._fields, matched) if not isinstance(e, AbstractZero)})
+    return Tangent[P if issubclass(P, _SEQUENCES) else tuple](*matched)
+
+
+def _dense_rows(xs: np.ndarray, entries) -> np.ndarray:
+    dtype = xs.dtype if xs.dtype.kind in "fc" else np.float64
+    out = np.zeros(xs.shape, dtype=dtype)
+    for i, e in enumerate(entries):
+        if not isinstance(e, AbstractZero):
+            out[i] = unthunk(e)
+    return out
+
+
+def _no_tangents(n: int):
+    """A pullback for a result that carries no derivative, for ``n`` arguments."""
+
+    def nondiff_pullback(dy):
+        return (_NO,) * (n + 1)
+
+    return nondiff_pullback
+
+
+# ----- operators defined by the user's own classes -----------------------------------------------
+
+#: operand types whose operators these rules differentiate themselves
+# Engine values (tracked numbers, duals) compute with operators themselves: never user objects here.
+_NATIVE = (np.ndarray, float, int, complex, np.generic, str, bytes, bytearray, tuple, list, Number, ActiveValue)
+_BINARY_METHODS = {
+    operator.add: ("__add__", "__radd__"),
+    operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"),
+    operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"),
+    operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"),
+}
+_UNARY_METHODS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.abs: "__abs__"}
+
+
+def _is_user_object(x) -> bool:
+    return not isinstance(x, _NATIVE)
+
+
+def _python_method(cls: type, name: str):
+    method = getattr(cls, name, None)
+    return method if isinstance(method, types.FunctionType) else None
+
+
+def _no_operator_rule(op, args):
+    return NoRuleError(
+        op,
+        args,
+        location=user_location(),
+        reason="an operand's class implements this operator in C; register a rule typed on that class",
+    )
+
+
+def rrule_user_binary(op, a, b):
+    """``op(a, b)`` where an operand's class defines the operator in Python (``__add__``/``__radd__``):
+    the active engine differentiates that method, trying the reflected one as Python does."""
+    forward, reflected = _BINARY_METHODS[op]
+    ta, tb = type(a), type(b)
+    order = [(a, b, forward, False)]
+    if tb is not ta:  # Python tries the reflected method only for operands of different types
+        order.append((b, a, reflected, True))
+        if issubclass(tb, ta) and getattr(tb, reflected, None) is not getattr(ta, reflected, None):
+            order.reverse()  # a subclass's reflected method goes first
+    for obj, other, name, swapped in order:
+        method = getattr(type(obj), name, None)
+        if method is None:
+            continue
+        if not isinstance(method, types.FunctionType):
+            if method(obj, other) is NotImplemented:  # C code that declines, like float.__add__(2.0, Vec)
+                continue
+            raise _no_operator_rule(op, (a, b))  # C code computed it: nothing to look inside
+        y, method_pullback = rrule_via_ad(method, obj, other)
+        if y is NotImplemented:
+            continue
+
+        def user_operator_pullback(dy, method_pullback=method_pullback, swapped=swapped):
+            _, dobj, dother = method_pullback(dy)
+            return (_NO, dother, dobj) if swapped else (_NO, dobj, dother)
+
+        return y, user_operator_pullback
+    op(a, b)  # every method declined: Python's own TypeError ("unsupported operand type(s)")
+    raise _no_operator_rule(op, (a, b))
+
+
+def rrule_user_unary(op, a):
+    """``op(a)`` where ``a``'s class defines the operator in Python (``__neg__``, ...)."""
+    method = _python_method(type(a), _UNARY_METHODS[op])
+    if method is None:
+        raise _no_operator_rule(op, (a,))
+    y, method_pullback = rrule_via_ad(method, a)
+
+    def user_operator_pullback(dy):
+        return _NO, method_pullback(dy)[1]
+
+    return y, user_operator_pullback
+
+
+def check_native_frule(op, *args) -> None:
+    """Forward mode runs a user class's operator methods on dual numbers; an frule cannot."""
+    if any(_is_user_object(x) for x in args):
+        raise TypeError(
+            f"frule({callable_name(op)}) covers numbers, arrays and sequences; for a "
+            f"{', '.join(type(x).__qualname__ for x in args if _is_user_object(x))} operand, forward mode runs "
+            "the class's own operator method"
+        )
+
+
+# ----- addition, subtraction, negation -------------------------------------------------------
+
+
+def _add_real_pullback(dy):
+    if type(dy) is float:
+        return _NO, dy, dy
+    dy = real_cotangent(dy)
+    return _NO, dy, dy
 
 
 @rrule.register(operator.add)
 def rrule_add(a, b):
+    if type(a) in _REAL and type(b) in _REAL:
+        return a + b, _add_real_pullback
+    if isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES):
+        return _rrule_concat(a, b)
+    if isinstance(a, _TEXT):
+        return a + b, _no_tangents(2)
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(operator.add, a, b)
+
     def add_pullback(dy):
         dy = unthunk(dy)
         return _NO, match_input(a, dy), match_input(b, dy)
@@ -26,14 +309,49 @@ def rrule_add(a, b):
     return a + b, add_pullback
 
 
+def _rrule_concat(a, b):
+    n = len(a)
+
+    def concat_pullback(dy):
+        entries = seq_entries(dy, n + len(b))
+        return _NO, seq_tangent(a, entries[:n]), seq_tangent(b, entries[n:])
+
+    return a + b, concat_pullback
+
+
 @frule.register(operator.add, batched=True)
 def frule_add(tangents, a, b):
     _, da, db = tangents
+    if type(a) not in _REAL or type(b) not in _REAL:
+        check_native_frule(operator.add, a, b)
+    if isinstance(a, _SEQUENCES):
+        y = a + b
+        entries = seq_entries(da, len(a)) + seq_entries(db, len(b))
+        return y, seq_tangent(y, entries)
+    if isinstance(a, _TEXT):
+        return a + b, _NO
     return a + b, da + db
+
+
+# `operator.concat(a, b)` is `a + b` for sequences (and refuses numbers itself)
+rrule.register(operator.concat)(rrule_add)
+frule.register(operator.concat, batched=True)(frule_add)  # the flag is per function: keep it
+
+
+def _sub_real_pullback(dy):
+    if type(dy) is float:
+        return _NO, dy, -dy
+    dy = real_cotangent(dy)
+    return _NO, dy, -dy
 
 
 @rrule.register(operator.sub)
 def rrule_sub(a, b):
+    if type(a) in _REAL and type(b) in _REAL:
+        return a - b, _sub_real_pullback
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(operator.sub, a, b)
+
     def sub_pullback(dy):
         dy = unthunk(dy)
         return _NO, match_input(a, dy), match_input(b, -dy)
@@ -44,11 +362,82 @@ def rrule_sub(a, b):
 @frule.register(operator.sub, batched=True)
 def frule_sub(tangents, a, b):
     _, da, db = tangents
+    if type(a) not in _REAL or type(b) not in _REAL:
+        check_native_frule(operator.sub, a, b)
     return a - b, da - db
+
+
+def _neg_real_pullback(dy):
+    if type(dy) is float:
+        return _NO, -dy
+    return _NO, -real_cotangent(dy)
+
+
+@rrule.register(operator.neg)
+def rrule_neg(a):
+    if type(a) in _REAL:
+        return -a, _neg_real_pullback
+    if _is_user_object(a):
+        return rrule_user_unary(operator.neg, a)
+
+    def neg_pullback(dy):
+        return _NO, match_input(a, -unthunk(dy))
+
+    return -a, neg_pullback
+
+
+@frule.register(operator.neg, batched=True)
+def frule_neg(tangents, a):
+    if type(a) not in _REAL:
+        check_native_frule(operator.neg, a)
+    return -a, -tangents[1]
+
+
+def _pos_pullback(dy):
+    return _NO, unthunk(dy)
+
+
+@rrule.register(operator.pos)
+def rrule_pos(a):
+    if type(a) in _REAL:
+        return +a, _pos_pullback
+    if _is_user_object(a):
+        return rrule_user_unary(operator.pos, a)
+
+    def pos_pullback(dy):
+        return _NO, match_input(a, unthunk(dy))
+
+    return +a, pos_pullback
+
+
+@frule.register(operator.pos, batched=True)
+def frule_pos(tangents, a):
+    if type(a) not in _REAL:
+        check_native_frule(operator.pos, a)
+    return +a, tangents[1]
+
+
+# ----- multiplication and division -----------------------------------------------------------
 
 
 @rrule.register(operator.mul)
 def rrule_mul(a, b):
+    if type(a) in _REAL and type(b) in _REAL:
+
+        def mul_pullback(dy):
+            if type(dy) is float:
+                return _NO, dy * b, a * dy
+            dy = real_cotangent(dy)
+            return _NO, dy * b, a * dy
+
+        return a * b, mul_pullback
+    if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
+        return _rrule_repeat(a, b)
+    if isinstance(a, _TEXT) or isinstance(b, _TEXT):
+        return a * b, _no_tangents(2)
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(operator.mul, a, b)
+
     def mul_pullback(dy):
         dy = unthunk(dy)
         return _NO, match_input(a, dy * conj(b)), match_input(b, conj(a) * dy)
@@ -56,15 +445,55 @@ def rrule_mul(a, b):
     return a * b, mul_pullback
 
 
+def _repeat_entries(dy, xs, times: int) -> list:
+    """Entry tangents of ``xs`` from the cotangent of ``xs * times``: each entry sums its copies."""
+    n = len(xs)
+    copies = seq_entries(dy, n * max(times, 0))
+    entries = [_ZERO] * n
+    for k, e in enumerate(copies):
+        if not isinstance(e, AbstractZero):
+            entries[k % n] = entries[k % n] + unthunk(e)
+    return entries
+
+
+def _rrule_repeat(a, b):
+    xs, times = (a, b) if isinstance(a, _SEQUENCES) else (b, a)
+
+    def repeat_pullback(dy):
+        dxs = seq_tangent(xs, _repeat_entries(dy, xs, times))
+        return (_NO, dxs, _NO) if xs is a else (_NO, _NO, dxs)
+
+    return a * b, repeat_pullback
+
+
 @frule.register(operator.mul, batched=True)
 def frule_mul(tangents, a, b):
     _, da, db = tangents
+    if type(a) not in _REAL or type(b) not in _REAL:
+        check_native_frule(operator.mul, a, b)
+    if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
+        (xs, dxs, times) = (a, da, b) if isinstance(a, _SEQUENCES) else (b, db, a)
+        y = a * b
+        return y, seq_tangent(y, seq_entries(dxs, len(xs)) * max(times, 0))
+    if isinstance(a, _TEXT) or isinstance(b, _TEXT):
+        return a * b, _NO
     return a * b, da * b + a * db
 
 
 @rrule.register(operator.truediv)
 def rrule_truediv(a, b):
+    if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
+        return rrule_user_binary(operator.truediv, a, b)
     y = a / b
+    if type(a) in _REAL and type(b) in _REAL:
+
+        def truediv_pullback(dy):
+            if type(dy) is not float:
+                dy = real_cotangent(dy)
+            da = dy / b
+            return _NO, da, -da * y
+
+        return y, truediv_pullback
 
     def truediv_pullback(dy):
         dy = unthunk(dy)
@@ -77,41 +506,90 @@ def rrule_truediv(a, b):
 @frule.register(operator.truediv, batched=True)
 def frule_truediv(tangents, a, b):
     _, da, db = tangents
+    if type(a) not in _REAL or type(b) not in _REAL:
+        check_native_frule(operator.truediv, a, b)
     y = a / b
     return y, (da - y * db) / b
 
 
-@rrule.register(operator.neg)
-def rrule_neg(a):
-    def neg_pullback(dy):
-        return _NO, -unthunk(dy)
+# floor division is piecewise constant: its derivative is zero wherever it exists.
+@rrule.register(operator.floordiv)
+def rrule_floordiv(a, b):
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(operator.floordiv, a, b)
+    da, db = zero_for(a), zero_for(b)
 
-    return -a, neg_pullback
+    def floordiv_pullback(dy):
+        return _NO, da, db
+
+    return a // b, floordiv_pullback
 
 
-@frule.register(operator.neg, batched=True)
-def frule_neg(tangents, a):
-    return -a, -tangents[1]
+@frule.register(operator.floordiv, batched=True)
+def frule_floordiv(tangents, a, b):
+    check_native_frule(operator.floordiv, a, b)
+    y = a // b
+    return y, zero_for(y)
+
+
+# a % b == a - floor(a / b) * b, with the floor's derivative taken as zero (ChainRules' `mod`).
+# `a // b` is the quotient Python (and NumPy) pair with `%`, so it is exact where a / b rounds.
+@rrule.register(operator.mod)
+def rrule_mod(a, b):
+    if isinstance(a, _TEXT):  # string formatting, "%.3f" % x
+        return a % b, _no_tangents(2)
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(operator.mod, a, b)
+    y = a % b
+
+    def mod_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return _NO, dy, dy
+        return _NO, match_input(a, dy), match_input(b, -dy * (a // b))
+
+    return y, mod_pullback
+
+
+@frule.register(operator.mod, batched=True)
+def frule_mod(tangents, a, b):
+    if isinstance(a, _TEXT):
+        return a % b, _NO
+    check_native_frule(operator.mod, a, b)
+    _, da, db = tangents
+    return a % b, da - (a // b) * db
+
+
+# ----- powers ---------------------------------------------------------------------------------
 
 
 def _log_base(a):
     """log|a| where a != 0, and 0 where a == 0 (the exponent's partial vanishes with the base).
 
-    For a negative base this is the real part of the complex derivative, as ChainRules takes it."""
-    if isinstance(a, (float, int)):
+    For a negative real base this is the real part of the complex derivative, as ChainRules takes it.
+    """
+    if type(a) in _REAL:
         return math.log(abs(a)) if a != 0 else 0.0
+    if type(a) is complex:
+        return cmath.log(a) if a != 0 else 0.0
     a = np.asarray(a)
     safe = np.where(a == 0, 1, a)
     return np.log(np.abs(safe)) if not np.iscomplexobj(a) else np.log(safe)
 
 
-def _pow_partials(a, b, y):
-    """(dy/da, dy/db) of a ** b, finite at a == 0 whenever the derivative exists there."""
-    if isinstance(a, (float, int)) and isinstance(b, (float, int)):
+def pow_partials(a, b, y):
+    """(dy/da, dy/db) of ``y = a ** b``, finite at ``a == 0`` wherever the derivative exists there."""
+    if type(a) in _REAL and type(b) in _REAL:  # no NumPy, no ABC checks on the scalar path
+        if b == 0:
+            return 0.0, (y * math.log(abs(a)) if a != 0 else 0.0)
+        if a == 0:
+            return (math.inf if b < 1 else b * 0.0 ** (b - 1)), 0.0  # x ** b, 0 < b < 1, is vertical at 0
+        return b * a ** (b - 1), y * math.log(abs(a))
+    if isinstance(a, Number) and isinstance(b, Number):
         if b == 0:
             da = 0.0
-        elif a == 0 and b < 1:
-            da = math.inf  # x ** b with 0 < b < 1 has an infinite slope at 0
+        elif a == 0 and b.real < 1:
+            da = math.inf
         else:
             da = b * a ** (b - 1)
         return da, y * _log_base(a)
@@ -122,11 +600,24 @@ def _pow_partials(a, b, y):
 
 @rrule.register(operator.pow)
 def rrule_pow(a, b):
+    if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
+        return rrule_user_binary(operator.pow, a, b)
     y = a**b
+    if type(a) in _REAL and type(b) in _REAL and type(y) is not complex:
+
+        def pow_pullback(dy):
+            if type(dy) is not float:
+                dy = real_cotangent(dy)
+            pa, pb = pow_partials(a, b, y)
+            return _NO, dy * pa, dy * pb
+
+        return y, pow_pullback
 
     def pow_pullback(dy):
         dy = unthunk(dy)
-        pa, pb = _pow_partials(a, b, y)
+        if isinstance(dy, AbstractZero):
+            return _NO, dy, dy
+        pa, pb = pow_partials(a, b, y)
         return _NO, match_input(a, dy * conj(pa)), match_input(b, dy * conj(pb))
 
     return y, pow_pullback
@@ -135,6 +626,281 @@ def rrule_pow(a, b):
 @frule.register(operator.pow, batched=True)
 def frule_pow(tangents, a, b):
     _, da, db = tangents
+    if type(a) not in _REAL or type(b) not in _REAL:
+        check_native_frule(operator.pow, a, b)
     y = a**b
-    pa, pb = _pow_partials(a, b, y)
+    pa, pb = pow_partials(a, b, y)
     return y, pa * da + pb * db
+
+
+# ----- absolute value ---------------------------------------------------------------------------
+
+
+def abs_partial(x):
+    """d|x|/dx as the pullback multiplies it: sign(x) (0 at 0), or x / |x| for complex x.
+
+    For complex x the cotangent of the real |x| is real, and the pullback gives ``dy * x / |x|``
+    (ChainRules' convention: the gradient of a real function of z is df/dx + i df/dy).
+    """
+    if type(x) in _REAL:
+        return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0)
+    if type(x) is complex:
+        r = abs(x)
+        return x / r if r != 0 else 0j
+    if np.iscomplexobj(x):
+        r = np.abs(x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(r == 0, 0, x / np.where(r == 0, 1, r))
+    return np.sign(x)
+
+
+@rrule.register(operator.abs)
+def rrule_abs(x):
+    if type(x) not in _REAL and _is_user_object(x):
+        return rrule_user_unary(operator.abs, x)
+    s = abs_partial(x)
+    if type(x) in _REAL:
+
+        def abs_pullback(dy):
+            if type(dy) is not float:
+                dy = real_cotangent(dy)
+            return _NO, dy * s
+
+        return abs(x), abs_pullback
+
+    def abs_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return _NO, dy
+        return _NO, match_input(x, np.real(dy) * s)
+
+    return abs(x), abs_pullback
+
+
+@frule.register(operator.abs, batched=True)
+def frule_abs(tangents, x):
+    if type(x) not in _REAL:
+        check_native_frule(operator.abs, x)
+    # d|x| = Re(conj(x / |x|) dx), which is sign(x) dx for real x
+    dx = tangents[1]
+    s = abs_partial(x)
+    if type(x) in _REAL or isinstance(dx, AbstractZero):
+        return abs(x), s * dx
+    return abs(x), np.real(conj(s) * unthunk(dx))
+
+
+# ----- indexing -------------------------------------------------------------------------------
+
+
+def dict_tangent(entries: dict):
+    """``Tangent[dict]`` of the non-zero entries, or ``ZeroTangent()`` when there are none."""
+    entries = {k: e for k, e in entries.items() if not isinstance(e, AbstractZero)}
+    return Tangent[dict](entries) if entries else _ZERO
+
+
+def dict_entry(dt, key):
+    """The tangent at ``key`` of a dict's tangent (a ``Tangent[dict]``, a plain dict or a zero)."""
+    dt = unthunk(dt)
+    if isinstance(dt, AbstractZero):
+        return dt
+    if isinstance(dt, Tangent):
+        return dt[key]
+    return dt.get(key, _ZERO)
+
+
+@rrule.register(operator.getitem)
+def rrule_getitem(xs, key):
+    """``xs[key]`` for tuples, lists (integer or slice keys), dicts and strings.
+
+    The cotangent is structural: ``Tangent[tuple]``/``Tangent[list]`` with the picked entries
+    (zeros elsewhere), ``Tangent[dict]`` with the picked key. NumPy arrays have a rule of their
+    own; another object's ``__getitem__`` is differentiated by the active engine.
+    """
+    y = xs[key]
+    if isinstance(xs, _SEQUENCES):
+        n = len(xs)
+        if isinstance(key, slice):
+            picked = range(n)[key]
+
+            def getitem_pullback(dy):
+                entries = [_ZERO] * n
+                for i, e in zip(picked, seq_entries(dy, len(picked))):
+                    entries[i] = e
+                return _NO, seq_tangent(xs, entries), _NO
+
+            return y, getitem_pullback
+        i = operator.index(key) % n
+        tangent_type = _PLAIN_TANGENT.get(type(xs))
+
+        def getitem_pullback(dy):
+            if type(dy) is not float or type(y) is not float:
+                dy = match_entry(y, unthunk(dy))
+                if isinstance(dy, AbstractZero):
+                    return _NO, _ZERO, _NO
+            entries = [_ZERO] * n
+            entries[i] = dy
+            if tangent_type is not None:  # the one entry is already valid for its element: no checks to repeat
+                return _NO, _rebuild_tangent(tangent_type, tuple(entries)), _NO
+            return _NO, seq_tangent(xs, entries), _NO
+
+        return y, getitem_pullback
+    if isinstance(xs, dict):
+
+        def getitem_pullback(dy):
+            return _NO, dict_tangent({key: match_entry(y, dy)}), _NO
+
+        return y, getitem_pullback
+    if isinstance(xs, (*_TEXT, range)):
+        return y, _no_tangents(2)
+    # Another type's own __getitem__ (a user container): let the engine look inside it.
+    y, method_pullback = rrule_via_ad(type(xs).__getitem__, xs, key)
+
+    def getitem_pullback(dy):
+        _, dxs, dkey = method_pullback(dy)
+        return _NO, dxs, dkey
+
+    return y, getitem_pullback
+
+
+@frule.register(operator.getitem)
+def frule_getitem(tangents, xs, key):
+    _, dxs, _ = tangents
+    y = xs[key]
+    if isinstance(xs, _SEQUENCES):
+        entries = seq_entries(dxs, len(xs))
+        if isinstance(key, slice):
+            return y, seq_tangent(y, entries[key])
+        return y, entries[key]
+    if isinstance(xs, dict):
+        return y, dict_entry(dxs, key)
+    if isinstance(xs, (*_TEXT, range)):
+        return y, _NO
+    raise TypeError(
+        f"frule({callable_name(operator.getitem)}) covers tuples, lists, dicts and strings (NumPy arrays have "
+        f"their own rule); for a {type(xs).__qualname__}, register an frule for its __getitem__"
+    )
+
+
+# ----- in-place operators, dict merge, call ------------------------------------------------------
+
+
+def _inplace_rules(inplace_op, method_name: str, pure_rrule, pure_frule):
+    """``a += b`` and friends: an immutable ``a`` (a number, a tuple) gives the pure operator's result;
+    a list, a dict or an array is updated in place, and the rule differentiates the pure operator on a
+    copy of its old value (which the pullback may need, and the update overwrites). A user class's
+    own in-place method (``__iadd__``) is differentiated by the active engine."""
+
+    def rrule_inplace(a, b):
+        if isinstance(a, (np.ndarray, list, dict)):
+            _, pullback = pure_rrule(a.copy(), b)
+            return inplace_op(a, b), pullback
+        method = _python_method(type(a), method_name) if _is_user_object(a) else None
+        if method is None:  # Python itself falls back to the pure operator
+            return pure_rrule(a, b)
+        y, method_pullback = rrule_via_ad(method, a, b)
+
+        def user_inplace_pullback(dy):
+            return (_NO, *method_pullback(dy)[1:])
+
+        return y, user_inplace_pullback
+
+    def frule_inplace(tangents, a, b):
+        if isinstance(a, (np.ndarray, list, dict)):
+            _, dy = pure_frule(tangents, a.copy(), b)
+            return inplace_op(a, b), dy
+        return pure_frule(tangents, a, b)
+
+    name = inplace_op.__name__
+    rrule_inplace.__qualname__, frule_inplace.__qualname__ = f"rrule_{name}", f"frule_{name}"
+    rrule.register(inplace_op)(rrule_inplace)
+    frule.register(inplace_op, batched=True)(frule_inplace)
+
+
+_inplace_rules(operator.iadd, "__iadd__", rrule_add, frule_add)
+_inplace_rules(operator.iconcat, "__iadd__", rrule_add, frule_add)
+_inplace_rules(operator.isub, "__isub__", rrule_sub, frule_sub)
+_inplace_rules(operator.imul, "__imul__", rrule_mul, frule_mul)
+_inplace_rules(operator.itruediv, "__itruediv__", rrule_truediv, frule_truediv)
+_inplace_rules(operator.ifloordiv, "__ifloordiv__", rrule_floordiv, frule_floordiv)
+_inplace_rules(operator.imod, "__imod__", rrule_mod, frule_mod)
+_inplace_rules(operator.ipow, "__ipow__", rrule_pow, frule_pow)
+
+
+@rrule.register(operator.or_)
+def rrule_or(a, b):
+    """``a | b``: merging dicts (the right one wins a shared key) passes each value's cotangent back to
+    the dict it came from; on bools, ints and sets it has no derivative."""
+    y = a | b
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return y, _no_tangents(2)
+
+    def dict_or_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return _NO, _ZERO, _ZERO
+        dvalues = dict(dy.backing) if isinstance(dy, Tangent) else dict(dy)
+        da = {k: match_entry(v, dvalues.get(k, _ZERO)) for k, v in a.items() if k not in b}
+        db = {k: match_entry(v, dvalues.get(k, _ZERO)) for k, v in b.items()}
+        return _NO, dict_tangent(da), dict_tangent(db)
+
+    return y, dict_or_pullback
+
+
+@frule.register(operator.or_)
+def frule_or(tangents, a, b):
+    y = a | b
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return y, _NO
+    _, da, db = tangents
+    merged = {k: dict_entry(da, k) for k in a if k not in b}
+    merged.update({k: dict_entry(db, k) for k in b})
+    return y, dict_tangent(merged)
+
+
+_inplace_rules(operator.ior, "__ior__", rrule_or, frule_or)
+
+
+@rrule.register(operator.call)
+def rrule_call(f, *args, **kwargs):
+    """``operator.call(f, *args)`` is ``f(*args)``: the active engine differentiates ``f``."""
+    y, f_pullback = rrule_via_ad(f, *args, **kwargs)
+
+    def call_pullback(dy):
+        return (_NO, *f_pullback(dy))
+
+    return y, call_pullback
+
+
+@frule.register(operator.call)
+def frule_call(tangents, f, *args, **kwargs):
+    result = frule(tangents[1:], f, *args, **kwargs)
+    if result is None:
+        raise NoRuleError(f, args, location=user_location(), reason="operator.call in forward mode needs its frule")
+    return result
+
+
+# ----- no derivative ----------------------------------------------------------------------------
+
+non_differentiable(
+    operator.lt,
+    operator.le,
+    operator.eq,
+    operator.ne,
+    operator.ge,
+    operator.gt,
+    operator.not_,
+    operator.truth,
+    operator.is_,
+    operator.is_not,
+    operator.contains,
+    operator.countOf,
+    operator.indexOf,
+    operator.length_hint,
+    operator.and_,
+    operator.xor,
+    operator.invert,
+    operator.inv,
+    operator.lshift,
+    operator.rshift,
+    operator.index,
+)

@@ -1,0 +1,477 @@
+"""Recording operations on tracked values: the trace, the dispatch, the boxes.
+
+Invariants
+----------
+- The trace being recorded is the value of one ``ContextVar``; a tracked value carries only a
+  tag (its ``Trace``) and a slot number, never gradient state.
+- A trace owns the tracked values whose tag it is. An operation is handled by the innermost
+  active trace that owns one of its arguments: that trace replaces its own values by their
+  primals, runs the rule, records the pullback and boxes the result. Values of outer traces
+  pass through as constants, so the rule's own arithmetic on them is recorded by the outer
+  trace (nested differentiation, as in autograd's boxes inside boxes). A value whose trace is
+  not active (it escaped a finished differentiation) is an error.
+- Slots are numbered in creation order: the inputs first, then each recorded output. A tape
+  entry's parents always have smaller slots than its outputs, so the reverse of the recorded
+  order is a valid order for the sweep.
+- The engine owns no derivative: every operation goes through ``chainrules.rrule``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextvars import ContextVar
+
+import numpy as np
+
+from ...core.active import ActiveValue
+from ...core.errors import NoRuleError
+from ...core.registry import rrule
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Frames in these directories are the machinery between the user's line and the error; the
+# zoo and the other testing helpers are user code as far as messages go.
+_MACHINERY = tuple(os.path.join(_PACKAGE_DIR, d) for d in ("core", "rules", "reverse", "forward", "api.py")) + (
+    os.path.dirname(np.__file__),
+)
+
+_current: ContextVar[Trace | None] = ContextVar("chainrules_trace", default=None)
+
+
+class Trace:
+    """One differentiation in progress: its tape and slot counter; also the tag of its values.
+
+    Each tape entry is ``(pullback, out, parents, f)``: ``out`` is the output slot (an int) or a
+    template of slots for an operation with several outputs; ``parents`` lists
+    ``(position, slot)`` for every argument the trace tracks, where position indexes the
+    pullback's result (``0`` is ``f`` itself) or is a path ``(position, key, ...)`` into a
+    structured argument.
+    """
+
+    __slots__ = ("tape", "n_slots", "parent", "sweeping", "__weakref__")
+
+    def __init__(self, parent: Trace | None):
+        self.tape: list = []
+        self.n_slots = 0
+        self.parent = parent
+        #: while its pullback runs, this trace's values are constants to the arithmetic of the
+        #: pullbacks (a closure handed to a higher-order rule may have captured them)
+        self.sweeping = 0
+
+    def __repr__(self) -> str:
+        return f"<Trace of {len(self.tape)} operations, {self.n_slots} slots>"
+
+
+def current_trace() -> Trace | None:
+    """The trace being recorded in this context, or ``None``."""
+    return _current.get()
+
+
+# ----- errors that point at the user's line -------------------------------------------------
+
+
+def user_location() -> str | None:
+    """``file:line`` of the innermost frame outside the engines, the rules, the core and NumPy."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_MACHINERY):
+        frame = frame.f_back
+    return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _at() -> str:
+    where = user_location()
+    return f" (at {where})" if where else ""
+
+
+def escaped_error(value) -> TypeError:
+    return TypeError(
+        f"a {type(value).__name__} from a differentiation that is not running was used{_at()}: a value being "
+        "differentiated escaped its function (stored in a global, an attribute or a closure) and outlived "
+        "cr.pullback/cr.gradient; return it from the function instead"
+    )
+
+
+# ----- rule lookup, cached per argument types ----------------------------------------------
+
+_rules: dict = {}
+_rules_version = -1
+
+
+def lookup(f, plain_args: tuple):
+    """The rule for ``f(*plain_args)`` (or ``None``), cached by ``(f, argument types)``.
+
+    Typed rules are selected with ``isinstance`` on the positional arguments, so the types
+    determine the rule; the cache is emptied whenever a rule is registered (``rrule.version``).
+    """
+    global _rules_version
+    if rrule.version != _rules_version:
+        _rules.clear()
+        _rules_version = rrule.version
+    key = (f, *[type(a) for a in plain_args])
+    try:
+        return _rules[key]
+    except KeyError:
+        rule = _rules[key] = rrule.lookup(f, plain_args)
+        return rule
+    except TypeError:  # an unhashable callable
+        return rrule.lookup(f, plain_args)
+
+
+def _lookup_args(plain: list) -> tuple:
+    """The arguments as the rule registry sees them: outer traces' values by their primal."""
+    return tuple(deep_primal(a) if isinstance(a, Tracked) else a for a in plain)
+
+
+def deep_primal(a):
+    """The plain value inside any number of boxes."""
+    while isinstance(a, Tracked):
+        a = a._value
+    return a
+
+
+# ----- the boxes ---------------------------------------------------------------------------
+
+
+class Tracked(ActiveValue):
+    """Base class of the values a trace follows: a primal value, the trace's tag, a slot."""
+
+    __slots__ = ("_value", "_trace", "_slot")
+
+
+_new = object.__new__
+_float64 = np.float64
+
+
+def box(value, trace: Trace, slot: int, number_type: type, array_type: type) -> Tracked:
+    cls = array_type if isinstance(deep_primal(value), np.ndarray) else number_type
+    t = _new(cls)
+    t._value = value
+    t._trace = trace
+    t._slot = slot
+    if cls is array_type:
+        t._aliased = False
+    return t
+
+
+# The two box classes live in tracked.py, whose methods call this module's dispatch; it hands
+# them over with `set_box_types` when it is imported (the package imports it first).
+TrackedNumber: type = Tracked
+TrackedArray: type = Tracked
+
+
+def set_box_types(number_type: type, array_type: type) -> None:
+    global TrackedNumber, TrackedArray
+    TrackedNumber, TrackedArray = number_type, array_type
+
+
+def _is_integer(v) -> bool:
+    v = deep_primal(v)
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind in "iu"
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _differentiable_kind(y) -> str | None:
+    """'f' for a value that carries a derivative, 'i' for an integer (tracked when integers went
+    in), None for anything else (bools, strings, None, objects)."""
+    t = type(y)
+    if t is float or t is complex:
+        return "f"
+    if t is np.ndarray:
+        k = y.dtype.kind
+        return "f" if k in "fc" else ("i" if k in "iu" else None)
+    if isinstance(y, Tracked):
+        return _differentiable_kind(deep_primal(y))
+    if isinstance(y, (np.floating, np.complexfloating)):
+        return "f"
+    if (t is int or isinstance(y, np.integer)) and not isinstance(y, (bool, np.bool_)):
+        return "i"
+    if isinstance(y, (float, complex)):
+        return "f"
+    return None
+
+
+# ----- dispatch ----------------------------------------------------------------------------
+
+
+def _owner_chain(trace: Trace | None):
+    while trace is not None:
+        yield trace
+        trace = trace.parent
+
+
+def _unwrap(value, trace: Trace, path, parents: list):
+    """``value`` with this trace's boxes replaced by primals (tuples and lists searched too)."""
+    t = type(value)
+    if t is TrackedNumber or t is TrackedArray:
+        if value._trace is trace:
+            parents.append((path, value._slot))
+            return value._value
+        return value
+    if t is tuple or t is list:
+        items = None
+        for i, item in enumerate(value):
+            new = _unwrap(item, trace, (*path, i) if type(path) is tuple else (path, i), parents)
+            if new is not item:
+                if items is None:
+                    items = list(value)
+                items[i] = new
+        if items is None:
+            return value
+        return items if t is list else tuple(items)
+    return value
+
+
+def _owns_any(value, trace: Trace) -> bool:
+    t = type(value)
+    if t is TrackedNumber or t is TrackedArray:
+        return value._trace is trace
+    if t is tuple or t is list:
+        return any(_owns_any(v, trace) for v in value)
+    return False
+
+
+def apply(f, args: tuple, kwargs: dict):
+    """Run ``f(*args, **kwargs)`` through its rule, recording it on the trace that owns an argument."""
+    trace = _current.get()
+    while trace is not None:
+        parents: list = []
+        plain = [_unwrap(a, trace, i + 1, parents) for i, a in enumerate(args)]
+        if parents or (kwargs and any(_owns_any(v, trace) for v in kwargs.values())):
+            return record(trace, f, plain, kwargs, parents, args)
+        # None of the arguments is this trace's: the operation belongs to an outer differentiation.
+        trace = trace.parent
+    stray = _first_stray(args) or _first_stray(list(kwargs.values()))
+    if stray is not None:
+        raise escaped_error(stray)
+    # every tracked argument belongs to a trace whose own pullback is running: plain arithmetic
+    return f(*[_strip(a) for a in args], **{k: _strip(v) for k, v in kwargs.items()})
+
+
+def _first_stray(value):
+    """A tracked value of a trace that is neither active nor sweeping, if there is one."""
+    if isinstance(value, Tracked):
+        return None if value._trace.sweeping else value
+    if type(value) in (tuple, list):
+        for v in value:
+            found = _first_stray(v)
+            if found is not None:
+                return found
+    return None
+
+
+def _strip(value):
+    if isinstance(value, Tracked):
+        return value._value
+    if type(value) in (tuple, list) and any(isinstance(v, Tracked) for v in value):
+        return type(value)(_strip(v) for v in value)
+    return value
+
+
+def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tuple):
+    if kwargs:
+        for name, value in kwargs.items():
+            if _owns_any(value, trace):
+                raise TypeError(
+                    f"a value being differentiated was passed to {_name(f)} as the keyword argument "
+                    f"{name!r}{_at()}; rules differentiate positional arguments only: pass it positionally"
+                )
+    lookup_args = _lookup_args(plain) if trace.parent is not None else plain
+    rule = lookup(f, lookup_args)
+    if rule is None:
+        raise NoRuleError(f, tuple(lookup_args), location=user_location())
+    y, pullback = rule(*plain, **kwargs)
+    return _record_output(trace, f, y, pullback, parents, plain, args)
+
+
+def _name(f) -> str:
+    from ...core.errors import callable_name
+
+    return callable_name(f)
+
+
+def _record_output(trace: Trace, f, y, pullback, parents: list, plain: list, args: tuple):
+    if isinstance(y, Tracked) and y._trace is trace:
+        y, pullback, parents = _through_hidden(y, pullback, parents, len(plain))
+    kind = _differentiable_kind(y)
+    if kind == "f" or (kind == "i" and _integer_went_in(parents, plain)):
+        slot = trace.n_slots
+        trace.n_slots = slot + 1
+        out = box(y, trace, slot, TrackedNumber, TrackedArray)
+        if type(out) is TrackedArray:
+            _mark_shared_memory(out, plain, args)
+        trace.tape.append((pullback, slot, parents, f))
+        return out
+    if type(y) is tuple or type(y) is list or (isinstance(y, tuple) and hasattr(y, "_fields")):
+        template, boxed = _box_outputs(y, trace, parents, plain, args)
+        if template is not None:
+            trace.tape.append((pullback, template, parents, f))
+            return boxed
+    return y
+
+
+def _through_hidden(y: Tracked, pullback, parents: list, n_args: int):
+    """A rule's result that this trace already follows: the rule's arithmetic reached a value of
+    this trace that its arguments did not show (a closure handed to a higher-order rule captured
+    it), and this trace recorded that arithmetic. The result depends on the arguments through the
+    rule's pullback and on the hidden value through what was recorded: the entry gets both."""
+    position = n_args + 1
+
+    def pullback_and_passthrough(dy):
+        return (*pullback(dy), dy)
+
+    pullback_and_passthrough.__qualname__ = getattr(pullback, "__qualname__", "pullback")
+    return y._value, pullback_and_passthrough, [*parents, (position, y._slot)]
+
+
+def _integer_went_in(parents: list, plain: list) -> bool:
+    for path, _ in parents:
+        position = path if type(path) is int else path[0]
+        if position > len(plain):
+            continue  # the pass-through of a hidden value (see `_through_hidden`)
+        value = plain[position - 1]
+        if type(path) is not int:
+            for key in path[1:]:
+                value = value[key]
+        if _is_integer(value):
+            return True
+    return False
+
+
+class OutputTemplate:
+    """The slots of an operation's structured output (tuple, list, namedtuple), to gather its cotangent."""
+
+    __slots__ = ("type", "children")
+
+    def __init__(self, type_: type, children: list):
+        self.type = type_
+        self.children = children  # [(key, slot or OutputTemplate or None)]
+
+
+def _mark_shared_memory(out: Tracked, plain: list, args: tuple) -> None:
+    """Flag boxes whose arrays may share memory, so that in-place operators refuse them.
+
+    An in-place operator on a tracked array rebinds its box to a new array; that matches NumPy
+    only when no other box sees the same memory (a view, or the very same array).
+    """
+    y = deep_primal(out)
+    if y.base is None and not any(y is deep_primal(p) for p in plain):
+        return
+    out._aliased = True
+    for a in args:
+        if type(a) is TrackedArray:
+            a._aliased = True
+
+
+def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple):
+    children = []
+    items = []
+    any_tracked = False
+    fields = getattr(type(y), "_fields", None)
+    for i, item in enumerate(y):
+        kind = _differentiable_kind(item)
+        key = fields[i] if fields else i
+        if kind == "f" or (kind == "i" and _integer_went_in(parents, plain)):
+            slot = trace.n_slots
+            trace.n_slots = slot + 1
+            boxed_item = box(item, trace, slot, TrackedNumber, TrackedArray)
+            if type(boxed_item) is TrackedArray:
+                _mark_shared_memory(boxed_item, plain, args)
+            items.append(boxed_item)
+            children.append((key, slot))
+            any_tracked = True
+        elif type(item) in (tuple, list):
+            sub, boxed = _box_outputs(item, trace, parents, plain, args)
+            items.append(boxed)
+            children.append((key, sub))
+            any_tracked = any_tracked or sub is not None
+        else:
+            items.append(item)
+            children.append((key, None))
+    if not any_tracked:
+        return None, y
+    T = type(y)
+    boxed = T(*items) if fields else T(items)
+    return OutputTemplate(T, children), boxed
+
+
+def binary(f, a, b):
+    """``f(a, b)`` for an operator: the hot path of ``apply`` for two top-level arguments."""
+    trace = _current.get()
+    ta = type(a)
+    tb = type(b)
+    if ta is TrackedNumber or ta is TrackedArray:
+        if a._trace is not trace:
+            return apply(f, (a, b), {})
+        if tb is TrackedNumber or tb is TrackedArray:
+            if b._trace is not trace:
+                return apply(f, (a, b), {})
+            pa = a._value
+            pb = b._value
+            parents = [(1, a._slot), (2, b._slot)]
+        elif tb is tuple or tb is list:
+            return apply(f, (a, b), {})
+        else:
+            pa = a._value
+            pb = b
+            parents = [(1, a._slot)]
+    elif tb is TrackedNumber or tb is TrackedArray:
+        if b._trace is not trace or ta is tuple or ta is list:
+            return apply(f, (a, b), {})
+        pa = a
+        pb = b._value
+        parents = [(2, b._slot)]
+    else:
+        return apply(f, (a, b), {})
+    if trace.parent is not None:
+        return record(trace, f, [pa, pb], {}, parents, (a, b))
+    # the rule lookup, inlined from `lookup`
+    if rrule.version != _rules_version:
+        rule = lookup(f, (pa, pb))
+    else:
+        try:
+            rule = _rules[(f, type(pa), type(pb))]
+        except KeyError:
+            rule = lookup(f, (pa, pb))
+    if rule is None:
+        raise NoRuleError(f, (pa, pb), location=user_location())
+    y, pullback = rule(pa, pb)
+    if type(y) is float or type(y) is _float64:
+        slot = trace.n_slots
+        trace.n_slots = slot + 1
+        out = _new(TrackedNumber)
+        out._value = y
+        out._trace = trace
+        out._slot = slot
+        trace.tape.append((pullback, slot, parents, f))
+        return out
+    return _record_output(trace, f, y, pullback, parents, [pa, pb], (a, b))
+
+
+def unary(f, a):
+    """``f(a)`` for a unary operator or a one-argument ufunc (``-x``, ``abs(x)``, ``np.sin(x)``)."""
+    trace = _current.get()
+    ta = type(a)
+    if (ta is not TrackedNumber and ta is not TrackedArray) or a._trace is not trace or trace.parent is not None:
+        return apply(f, (a,), {})
+    pa = a._value
+    if rrule.version != _rules_version:
+        rule = lookup(f, (pa,))
+    else:
+        try:
+            rule = _rules[(f, type(pa))]
+        except KeyError:
+            rule = lookup(f, (pa,))
+    if rule is None:
+        raise NoRuleError(f, (pa,), location=user_location())
+    y, pullback = rule(pa)
+    if type(y) is float or type(y) is _float64:
+        slot = trace.n_slots
+        trace.n_slots = slot + 1
+        out = _new(TrackedNumber)
+        out._value = y
+        out._trace = trace
+        out._slot = slot
+        trace.tape.append((pullback, slot, ((1, a._slot),), f))
+        return out
+    return _record_output(trace, f, y, pullback, [(1, a._slot)], [pa], (a,))

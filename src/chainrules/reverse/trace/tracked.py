@@ -1,0 +1,396 @@
+"""Tracked values: Python numbers and NumPy arrays that record what is done to them.
+
+Operators, NumPy ufuncs (``__array_ufunc__``), NumPy functions (``__array_function__``) and
+array methods become operations on the trace, each through the rule of the callable that
+would have run: ``operator.mul`` for ``a * b``, ``np.sin`` for ``np.sin(x)``,
+``np.ndarray.sum`` for ``x.sum()``, ``getattr`` for ``x.T``, ``operator.getitem`` for ``x[i]``.
+Comparisons and truth tests read the primal values, so data-dependent control flow runs as it
+would without differentiation. Anything that would turn a tracked value into a plain one and
+lose its derivative (``float(x)``, ``math.sin(x)``, ``np.asarray(x)``, writing it into a plain
+array) raises ``TypeError`` saying what to write instead.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from . import tracer
+from .tracer import Tracked, apply, binary, deep_primal, unary, user_location
+
+
+def _at() -> str:
+    where = user_location()
+    return f" (at {where})" if where else ""
+
+
+def _lost_derivative(what: str) -> TypeError:
+    return TypeError(
+        f"{what} of a value being differentiated would drop its derivative{_at()}. Functions of the math "
+        "module call float() too: use the NumPy function instead (np.sin, np.exp, np.sqrt, ...), which "
+        "carries the derivative, or move the conversion out of the function being differentiated."
+    )
+
+
+class _Operators(Tracked):
+    """The operators shared by tracked numbers and arrays."""
+
+    __slots__ = ()
+    __hash__ = None  # like arrays: a tracked value is not a dictionary key (caches would mix traces)
+
+    # arithmetic, through the rules of the `operator` module
+    def __add__(self, other):
+        return binary(operator.add, self, other)
+
+    def __radd__(self, other):
+        return binary(operator.add, other, self)
+
+    def __sub__(self, other):
+        return binary(operator.sub, self, other)
+
+    def __rsub__(self, other):
+        return binary(operator.sub, other, self)
+
+    def __mul__(self, other):
+        return binary(operator.mul, self, other)
+
+    def __rmul__(self, other):
+        return binary(operator.mul, other, self)
+
+    def __truediv__(self, other):
+        return binary(operator.truediv, self, other)
+
+    def __rtruediv__(self, other):
+        return binary(operator.truediv, other, self)
+
+    def __floordiv__(self, other):
+        return binary(operator.floordiv, self, other)
+
+    def __rfloordiv__(self, other):
+        return binary(operator.floordiv, other, self)
+
+    def __mod__(self, other):
+        return binary(operator.mod, self, other)
+
+    def __rmod__(self, other):
+        return binary(operator.mod, other, self)
+
+    def __divmod__(self, other):
+        return apply(divmod, (self, other), {})
+
+    def __rdivmod__(self, other):
+        return apply(divmod, (other, self), {})
+
+    def __pow__(self, other, modulo=None):
+        if modulo is None:
+            return binary(operator.pow, self, other)
+        return apply(pow, (self, other, modulo), {})
+
+    def __rpow__(self, other):
+        return binary(operator.pow, other, self)
+
+    def __matmul__(self, other):
+        return binary(operator.matmul, self, other)
+
+    def __rmatmul__(self, other):
+        return binary(operator.matmul, other, self)
+
+    def __neg__(self):
+        return unary(operator.neg, self)
+
+    def __pos__(self):
+        return unary(operator.pos, self)
+
+    def __abs__(self):
+        return unary(abs, self)
+
+    def __invert__(self):
+        return unary(operator.invert, self)
+
+    def __and__(self, other):
+        return binary(operator.and_, self, other)
+
+    def __rand__(self, other):
+        return binary(operator.and_, other, self)
+
+    def __or__(self, other):
+        return binary(operator.or_, self, other)
+
+    def __ror__(self, other):
+        return binary(operator.or_, other, self)
+
+    def __xor__(self, other):
+        return binary(operator.xor, self, other)
+
+    def __rxor__(self, other):
+        return binary(operator.xor, other, self)
+
+    def __lshift__(self, other):
+        return binary(operator.lshift, self, other)
+
+    def __rshift__(self, other):
+        return binary(operator.rshift, self, other)
+
+    # comparisons and truth read the primal values: control flow runs as it would untraced
+    def __lt__(self, other):
+        return deep_primal(self) < deep_primal(other)
+
+    def __le__(self, other):
+        return deep_primal(self) <= deep_primal(other)
+
+    def __gt__(self, other):
+        return deep_primal(self) > deep_primal(other)
+
+    def __ge__(self, other):
+        return deep_primal(self) >= deep_primal(other)
+
+    def __eq__(self, other):
+        return deep_primal(self) == deep_primal(other)
+
+    def __ne__(self, other):
+        return deep_primal(self) != deep_primal(other)
+
+    def __bool__(self):
+        return bool(deep_primal(self))
+
+    # conversions that would drop the derivative
+    def __float__(self):
+        raise _lost_derivative("float()")
+
+    def __int__(self):
+        raise _lost_derivative("int()")
+
+    def __complex__(self):
+        raise _lost_derivative("complex()")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            f"converting a value being differentiated to a plain NumPy array would drop its derivative{_at()}. "
+            "This happens in np.asarray/np.array, when it is written into a plain array (out[i] = x, out += x), "
+            "and in functions that convert their arguments. Build arrays with np.stack or np.concatenate and "
+            "update them out of place (out = out + x)."
+        )
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(f"a value being differentiated cannot be pickled{_at()}")
+
+    # NumPy's protocols: ufuncs and array functions run through their rules
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:
+            if len(inputs) == 1:
+                return unary(ufunc, inputs[0])
+            if len(inputs) == 2:
+                return binary(ufunc, inputs[0], inputs[1])
+        out = kwargs.get("out")
+        if out is not None and any(o is not None for o in out):
+            raise TypeError(
+                f"{ufunc.__name__}(..., out=...) writes into an array in place{_at()}; with a value being "
+                "differentiated, assign the result instead (y = np.add(a, b))"
+            )
+        f = ufunc if method == "__call__" else getattr(ufunc, method)
+        return apply(f, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in _DESCRIBE and len(args) == 1 and not kwargs:
+            return func(deep_primal(args[0]))  # np.shape(x) is x.shape: metadata, not an operation
+        return apply(func, args, kwargs)
+
+    def __format__(self, spec: str) -> str:
+        return format(deep_primal(self), spec)
+
+
+class TrackedNumber(_Operators):
+    """A Python or NumPy number followed by the trace: behaves as the number in arithmetic,
+    comparisons and NumPy calls, and records every operation on it.
+
+    >>> from chainrules.reverse.trace import pullback_full
+    >>> def f(x):
+    ...     return x * x * 3.0 if x > 0 else -x
+    >>> y, back = pullback_full(f, 2.0)
+    >>> y, back(1.0)
+    (12.0, (NoTangent(), 12.0))
+    """
+
+    __slots__ = ()
+
+    # what NumPy scalars describe themselves with (np.float64(1.0).shape == ())
+    @property
+    def shape(self) -> tuple:
+        return ()
+
+    @property
+    def ndim(self) -> int:
+        return 0
+
+    @property
+    def size(self) -> int:
+        return 1
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.asarray(deep_primal(self)).dtype
+
+    def __index__(self):
+        value = deep_primal(self)
+        if isinstance(value, (int, np.integer)):
+            return operator.index(value)  # a count or an index: no derivative flows through it
+        raise TypeError(f"a float being differentiated ({value!r}) cannot be used as an integer{_at()}")
+
+    def __round__(self, ndigits=None):
+        return apply(round, (self,) if ndigits is None else (self, ndigits), {})
+
+    def __trunc__(self):
+        return apply(math.trunc, (self,), {})
+
+    def __floor__(self):
+        return apply(math.floor, (self,), {})
+
+    def __ceil__(self):
+        return apply(math.ceil, (self,), {})
+
+    @property
+    def real(self):
+        return apply(getattr, (self, "real"), {})
+
+    @property
+    def imag(self):
+        return apply(getattr, (self, "imag"), {})
+
+    def conjugate(self):
+        # like an array's methods: through the rule of the method of the number's own type
+        return apply(type(deep_primal(self)).conjugate, (self,), {})
+
+    def is_integer(self) -> bool:
+        return deep_primal(self).is_integer()
+
+    def __copy__(self):
+        return self  # numbers are immutable
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self) -> str:
+        return f"TrackedNumber({self._value!r})"
+
+
+# NumPy functions that only describe their argument, answered from the primal like x.shape
+_DESCRIBE = frozenset({np.shape, np.ndim, np.size, np.iscomplexobj, np.isrealobj})
+# attributes that describe an array without carrying a derivative: read from the primal
+_DESCRIPTIVE = frozenset({"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides", "flags"})
+# attributes that are arrays derived from this one: through the rule of `getattr`
+_DERIVED = frozenset({"T", "mT", "real", "imag"})
+# methods that write into the array
+_MUTATING = frozenset({"fill", "sort", "partition", "put", "resize", "itemset", "setfield", "setflags"})
+
+
+class TrackedArray(_Operators):
+    """A NumPy array followed by the trace.
+
+    Methods go through the rules of their ``np.ndarray`` counterparts (``x.sum(axis=0)`` through
+    the rule of ``np.ndarray.sum``), ``x.T`` through the rule of ``getattr``, ``x[i]`` through
+    the rule of ``operator.getitem``; ``x.shape``, ``x.dtype``, ``len(x)`` read the primal.
+    Writing into a tracked array (``x[i] = v``, ``x.fill(0)``) raises; ``x += y`` rebinds ``x``
+    to a new value unless another array may share its memory (then it raises).
+    """
+
+    __slots__ = ("_aliased",)
+
+    def __getattr__(self, name: str):
+        if name in _DESCRIPTIVE:
+            return getattr(deep_primal(self), name)
+        if name in _DERIVED:
+            return apply(getattr, (self, name), {})
+        if name in _MUTATING:
+            raise TypeError(f"x.{name}() writes into an array being differentiated{_at()}; compute a new array instead")
+        method = getattr(np.ndarray, name, None)
+        if method is None or name.startswith("__") or not callable(method):
+            raise AttributeError(f"'TrackedArray' object has no attribute {name!r}")
+
+        def tracked_method(*args, **kwargs):
+            return apply(method, (self, *args), kwargs)
+
+        tracked_method.__name__ = tracked_method.__qualname__ = name
+        return tracked_method
+
+    def __len__(self) -> int:
+        return len(deep_primal(self))
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield binary(operator.getitem, self, i)
+
+    def __contains__(self, item) -> bool:
+        return deep_primal(item) in deep_primal(self)
+
+    def __getitem__(self, key):
+        return binary(operator.getitem, self, key)
+
+    def __setitem__(self, key, value):
+        raise TypeError(
+            f"assignment into an array being differentiated (x[...] = v){_at()}: the tape engine does not "
+            "write into arrays; build the result out of place (np.where, np.concatenate, np.stack)"
+        )
+
+    # in-place operators rebind this box to the new value, which is what NumPy's in-place
+    # update looks like to every holder of the box
+    def _inplace(self, f, other):
+        if self._aliased:
+            raise TypeError(
+                f"in-place {f.__name__} on an array being differentiated that may share memory with another "
+                f"(an argument, a view, a reshape){_at()}: write x = x {_SYMBOL[f]} y instead"
+            )
+        result = binary(f, self, other)
+        old = deep_primal(self)
+        new = deep_primal(result)
+        if not isinstance(result, TrackedArray) or result._trace is not self._trace or new.shape != old.shape:
+            raise ValueError(
+                f"in-place {f.__name__} would change the array's shape from {old.shape} to {np.shape(new)}{_at()}"
+            )
+        if new.dtype != old.dtype:
+            if not np.can_cast(new.dtype, old.dtype, "same_kind"):
+                raise TypeError(f"in-place {f.__name__} cannot cast {new.dtype} to {old.dtype}{_at()}")
+            result = apply(np.ndarray.astype, (result, old.dtype), {})
+        self._value = result._value
+        self._slot = result._slot
+        return self
+
+    def __iadd__(self, other):
+        return self._inplace(operator.add, other)
+
+    def __isub__(self, other):
+        return self._inplace(operator.sub, other)
+
+    def __imul__(self, other):
+        return self._inplace(operator.mul, other)
+
+    def __itruediv__(self, other):
+        return self._inplace(operator.truediv, other)
+
+    def __ipow__(self, other):
+        return self._inplace(operator.pow, other)
+
+    def __imatmul__(self, other):
+        return self._inplace(operator.matmul, other)
+
+    def __copy__(self):
+        return tracer.box(self._value, self._trace, self._slot, TrackedNumber, TrackedArray)
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __repr__(self) -> str:
+        return f"TrackedArray({self._value!r})"
+
+
+_SYMBOL = {
+    operator.add: "+",
+    operator.sub: "-",
+    operator.mul: "*",
+    operator.truediv: "/",
+    operator.pow: "**",
+    operator.matmul: "@",
+}
+
+tracer.set_box_types(TrackedNumber, TrackedArray)

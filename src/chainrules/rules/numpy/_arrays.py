@@ -1,0 +1,325 @@
+"""Helpers shared by the array rules: projection onto inputs, batch axes, sequences, scatter thunks.
+
+A *batched* tangent has one more leading axis than its primal: row ``b`` is the ``b``-th tangent
+(the forward engine's chunked partials). Rules detect it with ``is_batched(x, dx)``.
+
+The helpers only touch NumPy-specific machinery (dtypes, ``np.add.at``) when the values are real
+``np.ndarray``s; anything else that implements NumPy's protocols (the forward engine's duals) is
+handled with NumPy functions alone and passed through unchanged.
+"""
+
+from __future__ import annotations
+
+import abc
+from numbers import Complex, Integral, Real
+
+import numpy as np
+
+from ...core import AbstractZero, InplaceableThunk, NoTangent, Tangent, Thunk, ZeroTangent, unthunk
+
+NO = NoTangent()
+ZERO = ZeroTangent()
+
+_SCALAR_TYPES = (float, int, complex)
+
+
+class ArrayLike(metaclass=abc.ABCMeta):  # noqa: B024 (a virtual type for isinstance, never subclassed)
+    """The type of values NumPy dispatches to: arrays, and objects implementing
+    ``__array_function__`` (the forward engine's duals, other array libraries).
+
+    For registering operator rules that must not capture unrelated classes which merely
+    define the operator (a user's ``__matmul__`` is differentiated through its own code).
+
+    >>> import numpy as np
+    >>> isinstance(np.ones(2), ArrayLike), isinstance(2.0, ArrayLike)
+    (True, False)
+    """
+
+    @classmethod
+    def __subclasshook__(cls, C):
+        return True if hasattr(C, "__array_function__") else NotImplemented
+
+
+# ----- tangent spaces -------------------------------------------------------------------
+
+
+def tangent_dtype(x) -> np.dtype | None:
+    """The dtype of ``x``'s natural tangent: its own float/complex dtype, float64 for integers,
+    ``None`` when ``x`` has no derivative (bools) or is not a NumPy value."""
+    dtype = x.dtype if type(x) is np.ndarray else getattr(x, "dtype", None)
+    if not isinstance(dtype, np.dtype):
+        return None
+    kind = dtype.kind
+    if kind in "fc":
+        return dtype
+    if kind in "iu":
+        return np.dtype(np.float64)
+    if kind == "O":
+        return dtype
+    return None
+
+
+def has_no_tangent(x) -> bool:
+    """Whether ``x`` is a boolean (scalar or array), whose tangent is ``NoTangent``."""
+    if isinstance(x, (bool, np.bool_)):
+        return True
+    return isinstance(x, np.ndarray | np.generic) and tangent_dtype(x) is None
+
+
+def to_input(x, dx):
+    """Bring the array cotangent ``dx`` (already of ``x``'s shape) into ``x``'s tangent space.
+
+    A real ``x`` gets the real part, float32 stays float32, integers get float64, a Python number
+    gets a Python number, a bool gets ``NoTangent``, and a (nested) list or tuple gets a
+    ``Tangent[list]``/``Tangent[tuple]`` of its elements' cotangents (``dx``'s leading axis runs
+    over the elements). Anything that is not a NumPy value passes through untouched.
+
+    >>> import numpy as np
+    >>> to_input([1.0, 2], np.array([3.0, 4.0]))
+    Tangent[list](3.0, 4.0)
+    """
+    if isinstance(dx, AbstractZero):
+        return dx
+    if isinstance(x, np.ndarray):
+        dtype = tangent_dtype(x)
+        if dtype is None:
+            return NO
+        if type(dx) is np.ndarray or isinstance(dx, np.generic):
+            if dtype.kind == "f" and dx.dtype.kind == "c":
+                dx = dx.real
+            if dx.dtype != dtype and dtype.kind != "O":
+                dx = dx.astype(dtype)
+            if np.ndim(dx) != x.ndim:
+                dx = np.reshape(dx, x.shape)
+        elif isinstance(dx, _SCALAR_TYPES):
+            dx = np.asarray(np.real(dx) if dtype.kind == "f" else dx, dtype=dtype).reshape(x.shape)
+        return dx
+    if isinstance(x, (bool, np.bool_)):
+        return NO
+    if isinstance(x, (list, tuple)):
+        return Tangent[type(x)](*(to_input(e, dx[i]) for i, e in enumerate(x)))
+    if isinstance(x, (str, bytes, slice, type(None), type(Ellipsis))):
+        return NO
+    if not isinstance(dx, (np.ndarray, np.generic, *_SCALAR_TYPES)):
+        # array-likes implementing NumPy's protocols: only realness can be read off them
+        return np.real(dx) if np.iscomplexobj(dx) and not np.iscomplexobj(x) else dx
+    if isinstance(x, np.generic):
+        dtype = tangent_dtype(x)
+        if dtype is None:
+            return NO
+        value = dx[()] if isinstance(dx, np.ndarray) else dx
+        return dtype.type(np.real(value) if dtype.kind == "f" else value)
+    if isinstance(x, (Integral, Real)):
+        return float(np.real(dx))
+    if isinstance(x, Complex):
+        return complex(dx[()] if isinstance(dx, np.ndarray) else dx)
+    return dx  # an object implementing NumPy's protocols: its tangent is an array-like too
+
+
+def cotangent_array(y, dy):
+    """The cotangent ``dy`` of an array output ``y`` as a value of ``y``'s shape and tangent dtype.
+
+    A complex ``dy`` for a real ``y`` keeps its real part (the imaginary part is orthogonal to
+    every real perturbation)."""
+    dy = unthunk(dy)
+    if isinstance(dy, AbstractZero):
+        return dy
+    if isinstance(y, np.ndarray | np.generic) and isinstance(dy, np.ndarray | np.generic | float | int | complex):
+        dtype = tangent_dtype(y)
+        if dtype is not None and dtype.kind != "O":
+            if dtype.kind == "f" and np.iscomplexobj(dy):
+                dy = np.real(dy)
+            dy = np.asarray(dy, dtype=dtype)
+            if dy.shape != np.shape(y):
+                dy = np.broadcast_to(dy, np.shape(y))
+    return dy
+
+
+def zeros_tangent(x, batch: int | None = None):
+    """A dense zero tangent for ``x`` (with a leading batch axis of length ``batch``)."""
+    dtype = tangent_dtype(x)
+    if dtype is None:
+        dtype = np.dtype(np.complex128 if isinstance(x, complex) else np.float64)
+    shape = np.shape(x) if batch is None else (batch, *np.shape(x))
+    return np.zeros(shape, dtype=dtype)
+
+
+# ----- batches ----------------------------------------------------------------------------
+
+
+def is_batched(x, dx) -> bool:
+    """Whether ``dx`` carries a leading batch axis: one more dimension than its primal ``x``."""
+    return not isinstance(dx, AbstractZero) and np.ndim(dx) == np.ndim(x) + 1
+
+
+def batch_size(pairs) -> int | None:
+    """The batch length shared by the batched tangents among ``(primal, tangent)`` pairs, or ``None``."""
+    sizes = {np.shape(dx)[0] for x, dx in pairs if is_batched(x, dx)}
+    if len(sizes) > 1:
+        raise ValueError(f"tangents carry batch axes of different lengths {sorted(sizes)}")
+    return sizes.pop() if sizes else None
+
+
+def dense_tangent(x, dx, batch: int | None):
+    """``dx`` as an array: zeros materialized, and a leading batch axis added when ``batch`` is set."""
+    dx = unthunk(dx)
+    if isinstance(dx, AbstractZero):
+        return zeros_tangent(x, batch)
+    if batch is not None and not is_batched(x, dx):
+        return np.broadcast_to(dx, (batch, *np.shape(x)))
+    return dx
+
+
+def normalize_axis(axis: int, ndim: int) -> int:
+    """``axis`` as a non-negative index into ``ndim`` dimensions (NumPy's error when out of range)."""
+    return int(np.lib.array_utils.normalize_axis_index(axis, ndim))
+
+
+def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
+    """An int or a sequence of ints as non-negative axes; ``None`` means every axis."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, Integral):
+        return (normalize_axis(axis, ndim),)
+    return tuple(normalize_axis(a, ndim) for a in axis)
+
+
+def shifted(axis, ndim: int):
+    """The axis (or axes) of a primal with ``ndim`` dimensions, in a tangent with a leading batch axis."""
+    if isinstance(axis, Integral):
+        return normalize_axis(axis, ndim) + 1
+    return tuple(a + 1 for a in normalize_axes(axis, ndim))
+
+
+def sum_to(dx, shape: tuple):
+    """Sum ``dx`` over the axes along which an array of ``shape`` was broadcast to ``dx``'s shape."""
+    dx_shape = np.shape(dx)
+    if dx_shape == tuple(shape):
+        return dx
+    extra = len(dx_shape) - len(shape)
+    axes = tuple(range(extra)) + tuple(i + extra for i, n in enumerate(shape) if n == 1 and dx_shape[i + extra] != 1)
+    if axes:
+        dx = np.sum(dx, axis=axes)
+    return np.reshape(dx, shape)
+
+
+# ----- sequences (the argument of np.concatenate, the output of np.split) ---------------------
+
+
+def sequence_cotangent(seq, pieces: list):
+    """The cotangent of a sequence argument from its elements' cotangents.
+
+    A list or tuple gets ``Tangent[list]``/``Tangent[tuple]``; an array iterated along its first
+    axis gets an array."""
+    if all(isinstance(p, AbstractZero) for p in pieces):
+        return ZERO
+    if isinstance(seq, (list, tuple)):
+        return Tangent[type(seq)](*pieces)
+    rows = [zeros_tangent(seq[i]) if isinstance(p, AbstractZero) else unthunk(p) for i, p in enumerate(pieces)]
+    return to_input(seq, np.stack(rows))
+
+
+def sequence_items(seq, dseq) -> list:
+    """The per-element tangents of a sequence from its tangent (structural, a plain sequence, an
+    array for an array argument, or a zero); zeros stay zeros."""
+    dseq = unthunk(dseq)
+    if isinstance(dseq, AbstractZero):
+        return [ZERO] * len(seq)
+    if not isinstance(seq, (list, tuple)) and is_batched(seq, dseq):  # an array iterated along axis 0
+        return [dseq[:, i] for i in range(len(seq))]
+    if isinstance(dseq, Tangent):
+        items = list(dseq.backing)
+    else:
+        items = list(dseq)
+    if len(items) != len(seq):
+        raise ValueError(f"a tangent of {len(items)} elements for a sequence of {len(seq)}")
+    return [unthunk(t) for t in items]
+
+
+def as_sequence(seq, f) -> list:
+    """The elements of a sequence argument; generators are refused (they cannot be replayed)."""
+    if isinstance(seq, (list, tuple)):
+        return list(seq)
+    if isinstance(seq, np.ndarray) or hasattr(seq, "__array_function__"):
+        return [seq[i] for i in range(np.shape(seq)[0])]
+    raise TypeError(f"the rule for {f.__name__} needs a list, tuple or array of arrays, got {type(seq).__name__}")
+
+
+# ----- scatter: the cotangent of a selection --------------------------------------------------
+
+
+def index_has_repeats(index) -> bool:
+    """Whether an index may select one position twice: it holds integer arrays or lists.
+
+    Basic indices (ints, slices, ``None``, ``Ellipsis``) and boolean masks never repeat."""
+    for part in index if isinstance(index, tuple) else (index,):
+        if part is None or part is Ellipsis or isinstance(part, (slice, Integral, np.bool_, bool)):
+            continue
+        if isinstance(part, np.ndarray):
+            if part.dtype.kind == "b":
+                continue
+            return True
+        if isinstance(part, (list, tuple)):
+            if np.asarray(part).dtype.kind == "b":
+                continue
+            return True
+        return True
+    return False
+
+
+def scatter_thunk(x, index, dy, view=None, unique: bool | None = None):
+    """The cotangent of ``x[index]`` (or of ``view(x)[index]``) for the output cotangent ``dy``.
+
+    An ``InplaceableThunk``: adding it into an accumulator writes only the selected entries
+    (``acc[index] += dy``, or ``np.add.at`` when the index may repeat a position); its value, a
+    dense array of ``x``'s shape, is built only if asked for. ``view`` is a function returning a
+    writeable view of an array of ``x``'s shape (e.g. with axes moved) that ``index`` applies to.
+    """
+    dtype = tangent_dtype(x)
+    if dtype is None:
+        return NO
+    dy = unthunk(dy)
+    if isinstance(dy, AbstractZero):
+        return dy
+    if dtype.kind == "f" and type(dy) is not float and np.iscomplexobj(dy):
+        dy = np.real(dy)
+    if unique is None:  # a single integer (a loop's x[i]) is the common case: decide it first
+        repeats = type(index) is not int and index_has_repeats(index)
+    else:
+        repeats = not unique
+    shape = x.shape
+
+    def scatter_add_into(acc):
+        target = acc if view is None else view(acc)
+        if repeats:
+            np.add.at(target, index, dy)
+        else:
+            target[index] += dy
+        return acc
+
+    def scatter_value():
+        if isinstance(dy, np.ndarray | np.generic | int | float | complex):
+            return scatter_add_into(np.zeros(shape, dtype=dtype))
+        # an array-like implementing NumPy's protocols: let it make its own zeros and scatter
+        return scatter_add_into(np.zeros_like(dy, shape=shape))
+
+    return InplaceableThunk(scatter_add_into, Thunk(scatter_value))
+
+
+def add_value_into(acc, value):
+    """``acc += value`` for an accumulator the caller owns, keeping ``acc``'s real dtype."""
+    if type(acc) is np.ndarray and acc.dtype.kind == "f" and np.iscomplexobj(value):
+        value = np.real(value)
+    acc += value
+    return acc
+
+
+def inplaceable(value_fn, add_into=None) -> InplaceableThunk:
+    """An ``InplaceableThunk`` whose value is ``value_fn()``; without a specialised ``add_into``
+    the in-place form adds the value (an ordinary add, for layouts BLAS cannot take)."""
+    val = Thunk(value_fn)
+
+    def add_value(acc):
+        return add_value_into(acc, val.unthunk())
+
+    return InplaceableThunk(add_into or add_value, val)

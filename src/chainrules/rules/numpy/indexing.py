@@ -1,0 +1,164 @@
+"""Rules for indexing NumPy arrays (``x[index]``) and for reading their attributes (``x.T``, ``x.shape``).
+
+The cotangent of ``x[index]`` is an ``InplaceableThunk`` (seed 004, ChainRules' ``getindex``):
+added into an accumulator it writes only the selected entries, ``acc[index] += dy`` for basic
+indices and boolean masks, ``np.add.at(acc, index, dy)`` where integer arrays may repeat a
+position; the dense array of zeros is built only if its value is asked for. So the gradient of
+``for i in range(n): total += X[i]`` costs O(n) time and one accumulator.
+"""
+
+from __future__ import annotations
+
+import operator
+from numbers import Integral
+
+import numpy as np
+
+from ...core import AbstractZero, NoRuleError, frule, rrule, unthunk, user_location
+from ._arrays import NO, ZERO, is_batched, scatter_thunk, to_input
+
+
+@rrule.register(operator.getitem, np.ndarray)
+def rrule_getitem(x, index):
+    def getitem_pullback(dy):
+        return NO, scatter_thunk(x, index, dy), NO
+
+    return x[index], getitem_pullback
+
+
+def _is_basic(index) -> bool:
+    """Whether ``index`` is basic indexing only: ints, slices, ``None`` and ``Ellipsis``."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(
+        p is None or p is Ellipsis or isinstance(p, slice) or (isinstance(p, Integral) and not isinstance(p, bool))
+        for p in parts
+    )
+
+
+def _consumed(part) -> int:
+    """How many axes of the indexed array an index entry uses."""
+    if part is None:
+        return 0
+    if isinstance(part, (np.ndarray, list, tuple)):
+        a = np.asarray(part)
+        return a.ndim if a.dtype.kind == "b" else 1
+    if isinstance(part, (bool, np.bool_)):
+        return 0
+    return 1
+
+
+def _without_ellipsis(index, ndim: int) -> tuple:
+    """``index`` as a tuple in which ``Ellipsis`` is spelled out as full slices."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if not any(p is Ellipsis for p in parts):
+        return parts
+    k = next(i for i, p in enumerate(parts) if p is Ellipsis)
+    used = sum(_consumed(p) for p in parts if p is not Ellipsis)
+    return parts[:k] + (slice(None),) * (ndim - used) + parts[k + 1 :]
+
+
+def batched_getitem(dx, index, ndim: int):
+    """``dx[b][index]`` for every row ``b`` of a batched tangent, in one indexing operation.
+
+    Basic indices take a leading full slice. Advanced indices may move their axes to the front
+    (when separated by a slice), so there the batch axis is moved last, indexed past, and moved
+    back."""
+    if _is_basic(index):
+        parts = index if isinstance(index, tuple) else (index,)
+        return dx[(slice(None), *parts)]
+    parts = _without_ellipsis(index, ndim)
+    return np.moveaxis(np.moveaxis(dx, 0, -1)[parts], -1, 0)
+
+
+@frule.register(operator.getitem, np.ndarray, batched=True)
+def frule_getitem(tangents, x, index):
+    dx = unthunk(tangents[1])
+    y = x[index]
+    if isinstance(dx, AbstractZero):
+        return y, dx
+    if is_batched(x, dx):
+        return y, batched_getitem(dx, index, x.ndim)
+    return y, dx[index]
+
+
+# ----- attributes -------------------------------------------------------------------------------
+
+_NONDIFFERENTIABLE_ATTRIBUTES = frozenset(
+    {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides", "flags", "device"}
+)
+
+
+def _attribute_pullback(x, name):
+    """The pullback of ``getattr(x, name)`` for a differentiable attribute, else ``None``."""
+    if name == "T":
+        return lambda dy: np.transpose(dy)
+    if name == "mT":
+        return lambda dy: np.swapaxes(dy, -1, -2)
+    if name == "real":
+        # x.real is linear; its adjoint embeds the real cotangent (a complex x gets dy + 0j)
+        return lambda dy: np.real(dy)
+    if name == "imag":
+        if np.iscomplexobj(x):
+            return lambda dy: 1j * np.real(dy)
+        return lambda dy: ZERO
+    return None
+
+
+def _no_attribute_rule(x, name: str) -> NoRuleError:
+    return NoRuleError(
+        getattr,
+        (x, name),
+        location=user_location(),
+        reason=f"ndarray.{name} is computed in C; register a rule for getattr typed on numpy.ndarray",
+    )
+
+
+@rrule.register(getattr, np.ndarray, str)
+def rrule_getattr(x, name, *default):
+    y = getattr(x, name, *default)
+    pull = _attribute_pullback(x, name)
+    if pull is None:
+        if name in _NONDIFFERENTIABLE_ATTRIBUTES or callable(y):
+            # shapes and dtypes carry no derivative; a bound method neither: the call of
+            # np.ndarray.<method>(x, ...) that follows carries x's derivative
+            return y, _no_tangents(len(default))
+        raise _no_attribute_rule(x, name)
+
+    def getattr_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return (NO, dy, NO, *(NO for _ in default))
+        dx = pull(dy)
+        return (NO, dx if isinstance(dx, AbstractZero) else to_input(x, dx), NO, *(NO for _ in default))
+
+    return y, getattr_pullback
+
+
+def _no_tangents(n_default: int):
+    def getattr_pullback(dy):
+        return (NO, NO, NO, *(NO for _ in range(n_default)))
+
+    return getattr_pullback
+
+
+@frule.register(getattr, np.ndarray, str, batched=True)
+def frule_getattr(tangents, x, name, *default):
+    y = getattr(x, name, *default)
+    dx = unthunk(tangents[1])
+    if _attribute_pullback(x, name) is None:
+        if name in _NONDIFFERENTIABLE_ATTRIBUTES or callable(y):
+            return y, NO
+        raise _no_attribute_rule(x, name)
+    if isinstance(dx, AbstractZero):
+        return y, dx
+    batched = is_batched(x, dx)
+    if name == "T":
+        axes = (0, *range(np.ndim(dx) - 1, 0, -1)) if batched else None
+        return y, np.transpose(dx, axes)
+    if name == "mT":
+        return y, np.swapaxes(dx, -1, -2)
+    if name == "real":
+        return y, np.real(dx)
+    if not np.iscomplexobj(x):  # imag of a real array is a constant zero
+        return y, ZERO
+    return y, np.imag(dx)

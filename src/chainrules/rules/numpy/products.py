@@ -1,0 +1,714 @@
+"""Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``.
+
+Matrix-like products are written as one 2-D product of reshaped operands (``tensordot``'s own
+method), computed with SciPy's BLAS for float and complex arrays. Their cotangents are
+``InplaceableThunk``s: added into an accumulator they are one BLAS multiply-add with
+``beta = 1`` (seed 004's ``mul!(X̄, A', Ȳ, true, true)``), so the product is never allocated;
+where the accumulator's layout does not allow it, the value is added. For ``y = a @ b`` the
+cotangents are ``ā = ȳ b^H`` and ``b̄ = a^H ȳ`` (ChainRules' ``*`` rule: conjugate transposes).
+
+Primal and pullback stay in one BLAS library (see ``_blas``). Forward rules use NumPy alone and
+accept a leading batch axis on the tangents.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import string
+from numbers import Integral
+
+import numpy as np
+
+from ...core import AbstractZero, Thunk, frule, rrule, unthunk
+from ._arrays import (
+    NO,
+    ZERO,
+    ArrayLike,
+    add_value_into,
+    cotangent_array,
+    has_no_tangent,
+    inplaceable,
+    is_batched,
+    sum_to,
+    to_input,
+)
+from ._blas import apply_op, muladd, product
+
+_PASSIVE_KWARGS = frozenset({"casting", "order", "subok", "dtype"})
+
+
+def _check_kwargs(f, kwargs, allowed=_PASSIVE_KWARGS):
+    extra = set(kwargs) - allowed
+    if extra:
+        raise TypeError(
+            f"the rule for numpy.{f.__name__} does not support the keyword argument(s) {sorted(extra)}"
+            + (" (writing into out= is a mutation; assign the result instead)" if "out" in extra else "")
+        )
+
+
+def _conj(x):
+    return np.conj(x) if np.iscomplexobj(x) else x
+
+
+def _add_terms(*terms):
+    total = ZERO
+    for t in terms:
+        if not isinstance(t, AbstractZero):
+            total = t if isinstance(total, AbstractZero) else total + t
+    return total
+
+
+# ----- the 2-D contraction core ----------------------------------------------------------------
+
+
+class _Contraction:
+    """``y = reshape(A @ B, shape)`` with ``A = reshape(transpose(a, perm_a), (M, K))`` and
+    ``B = reshape(transpose(b, perm_b), (K, N))``: every product here but ``einsum`` and ``kron``."""
+
+    __slots__ = ("perm_a", "perm_b", "M", "K", "N", "shape")
+
+    def __init__(self, perm_a, perm_b, M, K, N, shape):
+        self.perm_a, self.perm_b = tuple(perm_a), tuple(perm_b)
+        self.M, self.K, self.N, self.shape = M, K, N, tuple(shape)
+
+    @classmethod
+    def tensordot(cls, a, b, axes_a, axes_b):
+        sa, sb = np.shape(a), np.shape(b)
+        axes_a = [int(ax) % len(sa) for ax in axes_a]
+        axes_b = [int(ax) % len(sb) for ax in axes_b]
+        free_a = [i for i in range(len(sa)) if i not in axes_a]
+        free_b = [i for i in range(len(sb)) if i not in axes_b]
+        for i, j in zip(axes_a, axes_b):
+            if sa[i] != sb[j]:
+                raise ValueError(f"shape-mismatch for sum: {sa} and {sb} along axes {axes_a} and {axes_b}")
+        M = math.prod(sa[i] for i in free_a)
+        K = math.prod(sa[i] for i in axes_a)
+        N = math.prod(sb[i] for i in free_b)
+        shape = tuple(sa[i] for i in free_a) + tuple(sb[i] for i in free_b)
+        return cls(free_a + axes_a, axes_b + free_b, M, K, N, shape)
+
+    def matrices(self, a, b):
+        return _as_matrix(a, self.perm_a, self.M, self.K), _as_matrix(b, self.perm_b, self.K, self.N)
+
+    def rrule(self, a, b, scalar_output: bool = False):
+        """``(y, pullback)`` where ``pullback(dy) -> (da, db)``."""
+        A, B = self.matrices(a, b)
+        y = np.reshape(product(A, "N", B, "N"), self.shape)
+        if scalar_output:
+            y = y[()]
+
+        def contraction_pullback(dy):
+            dy = cotangent_array(y, dy)
+            if isinstance(dy, AbstractZero):
+                return dy, dy
+            dY = np.reshape(dy, (self.M, self.N))
+            da = _product_cotangent(a, self.perm_a, (self.M, self.K), dY, "N", B, "C")
+            db = _product_cotangent(b, self.perm_b, (self.K, self.N), A, "C", dY, "N")
+            return da, db
+
+        return y, contraction_pullback
+
+
+def _as_matrix(x, perm, rows, cols):
+    if perm != tuple(range(len(perm))):
+        x = np.transpose(x, perm)
+    return np.reshape(x, (rows, cols))
+
+
+def _from_matrix(m, perm, shape):
+    permuted = tuple(shape[p] for p in perm)
+    out = np.reshape(m, permuted)
+    if perm != tuple(range(len(perm))):
+        out = np.transpose(out, np.argsort(perm))
+    return out
+
+
+def _matrix_view(acc, perm, rows, cols):
+    """A writeable 2-D view of the accumulator matching the operand's matrix, or None."""
+    if type(acc) is not np.ndarray or not acc.flags.writeable:
+        return None
+    if acc.shape == (rows, cols) and perm == (0, 1):
+        return acc
+    try:
+        return np.reshape(np.transpose(acc, perm), (rows, cols), copy=False)
+    except ValueError:  # the transposed accumulator cannot be viewed as a matrix
+        return None
+
+
+def _product_cotangent(x, perm, matrix_shape, p, op_p, q, op_q):
+    """The cotangent ``op(p) @ op(q)`` of operand ``x``, as an ``InplaceableThunk`` for arrays."""
+    if has_no_tangent(x):
+        return NO
+    shape = np.shape(x)
+
+    def product_value():
+        return to_input(x, _from_matrix(product(p, op_p, q, op_q), perm, shape))
+
+    if type(x) is not np.ndarray:
+        return product_value()
+    value = Thunk(product_value)
+
+    def product_add_into(acc):
+        view = _matrix_view(acc, perm, *matrix_shape)
+        if view is None or not muladd(view, p, op_p, q, op_q):
+            add_value_into(acc, value.unthunk())
+        return acc
+
+    return inplaceable(value.unthunk, product_add_into)
+
+
+# ----- matmul ------------------------------------------------------------------------------
+
+
+def _matmul_contraction(a, b):
+    """The 2-D form of ``a @ b`` when one exists: 1-D and 2-D operands, or a stack times a matrix."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0 or nb == 0 or nb > 2:
+        return None
+    sa, sb = np.shape(a), np.shape(b)
+    K = sa[-1]
+    if sb[0 if nb == 1 else -2] != K:
+        return None
+    if na > 2 and type(a) is np.ndarray:
+        try:
+            np.reshape(a, (-1, K), copy=False)
+        except ValueError:  # folding the stack would copy it: take the stacked path
+            return None
+    elif na > 2:
+        return None
+    N = sb[-1] if nb == 2 else 1
+    shape = sa[:-1] + (sb[-1:] if nb == 2 else ())
+    return _Contraction(range(na), range(nb), math.prod(sa[:-1]), K, N, shape)
+
+
+def _matmul_stacked_rrule(a, b):
+    """``a @ b`` for stacked operands with broadcasting, in NumPy; 1-D operands are promoted."""
+    y = np.matmul(a, b)
+    na, nb = np.ndim(a), np.ndim(b)
+    A = a if na > 1 else np.expand_dims(a, 0)
+    B = b if nb > 1 else np.expand_dims(b, -1)
+
+    def matmul_stacked_pullback(dy):
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return dy, dy
+        dY = dy if na > 1 else np.expand_dims(dy, -2 if nb > 1 else 0)
+        dY = dY if nb > 1 else np.expand_dims(dY, -1)
+
+        def da_value():
+            return to_input(a, np.reshape(sum_to(np.matmul(dY, apply_op(B, "C")), np.shape(A)), np.shape(a)))
+
+        def db_value():
+            return to_input(b, np.reshape(sum_to(np.matmul(apply_op(A, "C"), dY), np.shape(B)), np.shape(b)))
+
+        if type(a) is np.ndarray and type(b) is np.ndarray:
+            return inplaceable(da_value), inplaceable(db_value)
+        return da_value(), db_value()
+
+    return y, matmul_stacked_pullback
+
+
+def _matmul_rrule(a, b):
+    contraction = _matmul_contraction(a, b)
+    if contraction is None:
+        return _matmul_stacked_rrule(a, b)
+    return contraction.rrule(a, b, scalar_output=np.ndim(a) == 1 and np.ndim(b) == 1)
+
+
+@rrule.register(np.matmul)
+def rrule_matmul(a, b, **kwargs):
+    _check_kwargs(np.matmul, kwargs, frozenset())
+    y, pullback = _matmul_rrule(a, b)
+
+    def matmul_pullback(dy):
+        return (NO, *pullback(dy))
+
+    return y, matmul_pullback
+
+
+@rrule.register(operator.matmul, ArrayLike)
+@rrule.register(operator.matmul, object, ArrayLike)
+def rrule_operator_matmul(a, b):
+    y, pullback = _matmul_rrule(a, b)
+
+    def matmul_pullback(dy):
+        return (NO, *pullback(dy))
+
+    return y, matmul_pullback
+
+
+def _matmul_left(da, b, batched: bool, na: int):
+    """The tangent term ``da @ b``; a batched ``da`` keeps its batch axis in front."""
+    nb = np.ndim(b)
+    if not batched or nb <= 2:
+        return np.matmul(da, b)
+    if na == 1:  # (Bt, k) as (Bt, 1.., 1, k) against the stack b, then drop the row axis
+        shape = np.shape(da)
+        rows = np.reshape(da, (shape[0],) + (1,) * (nb - 2) + (1, shape[1]))
+        return np.squeeze(np.matmul(rows, b), axis=-2)
+    if nb > na:  # keep the batch axis from aligning with b's stack axes
+        shape = np.shape(da)
+        da = np.reshape(da, (shape[0],) + (1,) * (nb - na) + shape[1:])
+    return np.matmul(da, b)
+
+
+def _matmul_right(a, db, batched: bool, nb: int):
+    """The tangent term ``a @ db``; a batched ``db`` keeps its batch axis in front."""
+    na = np.ndim(a)
+    if not batched:
+        return np.matmul(a, db)
+    if nb == 1:  # rows of db are vectors: one matrix product with a transposed
+        if na == 1:
+            return np.matmul(db, a)
+        if na == 2:
+            return np.matmul(db, np.swapaxes(a, -1, -2))
+        return np.moveaxis(np.matmul(a, np.swapaxes(db, -1, -2)), -1, 0)
+    if na > nb:
+        shape = np.shape(db)
+        db = np.reshape(db, (shape[0],) + (1,) * (na - nb) + shape[1:])
+    return np.matmul(a, db)
+
+
+def _matmul_pushforward(a, b, da, db):
+    da, db = unthunk(da), unthunk(db)
+    left = ZERO if isinstance(da, AbstractZero) else _matmul_left(da, b, is_batched(a, da), np.ndim(a))
+    right = ZERO if isinstance(db, AbstractZero) else _matmul_right(a, db, is_batched(b, db), np.ndim(b))
+    return _add_terms(left, right)
+
+
+@frule.register(np.matmul, batched=True)
+def frule_matmul(tangents, a, b, **kwargs):
+    _check_kwargs(np.matmul, kwargs, frozenset())
+    _, da, db = tangents
+    return np.matmul(a, b), _matmul_pushforward(a, b, da, db)
+
+
+@frule.register(operator.matmul, ArrayLike, batched=True)
+@frule.register(operator.matmul, object, ArrayLike, batched=True)
+def frule_operator_matmul(tangents, a, b):
+    _, da, db = tangents
+    return a @ b, _matmul_pushforward(a, b, da, db)
+
+
+# ----- dot, inner, outer, tensordot ---------------------------------------------------------
+
+
+def _scalar_product_rrule(a, b, y):
+    """``y = a * b`` where one factor is 0-d (``np.dot``/``np.inner`` with a scalar)."""
+
+    def scalar_product_pullback(dy):
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return dy, dy
+        return to_input(a, sum_to(dy * _conj(b), np.shape(a))), to_input(b, sum_to(_conj(a) * dy, np.shape(b)))
+
+    return y, scalar_product_pullback
+
+
+def _tensordot_axes(a, b, axes):
+    if isinstance(axes, Integral):
+        n = int(axes)
+        return list(range(np.ndim(a) - n, np.ndim(a))), list(range(n))
+    axes_a, axes_b = axes
+    axes_a = [axes_a] if isinstance(axes_a, Integral) else list(axes_a)
+    axes_b = [axes_b] if isinstance(axes_b, Integral) else list(axes_b)
+    if len(axes_a) != len(axes_b):
+        raise ValueError("tensordot: the two sequences of axes must have the same length")
+    return axes_a, axes_b
+
+
+def _dot_rrule(a, b):
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0 or nb == 0:
+        return _scalar_product_rrule(a, b, np.dot(a, b))
+    if na <= 2 and nb <= 2:
+        return _matmul_rrule(a, b)
+    contraction = _Contraction.tensordot(a, b, [na - 1], [nb - 2 if nb >= 2 else 0])
+    return contraction.rrule(a, b)
+
+
+@rrule.register(np.dot)
+@rrule.register(np.ndarray.dot)
+def rrule_dot(a, b, **kwargs):
+    _check_kwargs(np.dot, kwargs, frozenset())
+    y, pullback = _dot_rrule(a, b)
+
+    def dot_pullback(dy):
+        return (NO, *pullback(dy))
+
+    return y, dot_pullback
+
+
+def _inner_rrule(a, b):
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0 or nb == 0:
+        return _scalar_product_rrule(a, b, np.inner(a, b))
+    contraction = _Contraction.tensordot(a, b, [na - 1], [nb - 1])
+    return contraction.rrule(a, b, scalar_output=na == 1 and nb == 1)
+
+
+@rrule.register(np.inner)
+def rrule_inner(a, b):
+    y, pullback = _inner_rrule(a, b)
+
+    def inner_pullback(dy):
+        return (NO, *pullback(dy))
+
+    return y, inner_pullback
+
+
+def _outer_rrule(a, b):
+    M, N = math.prod(np.shape(a)), math.prod(np.shape(b))
+    return _Contraction(range(np.ndim(a)), range(np.ndim(b)), M, 1, N, (M, N)).rrule(a, b)
+
+
+@rrule.register(np.outer)
+def rrule_outer(a, b, **kwargs):
+    _check_kwargs(np.outer, kwargs, frozenset())
+    y, pullback = _outer_rrule(a, b)
+
+    def outer_pullback(dy):
+        return (NO, *pullback(dy))
+
+    return y, outer_pullback
+
+
+def _tensordot_rrule(a, b, axes=2):
+    return _Contraction.tensordot(a, b, *_tensordot_axes(a, b, axes)).rrule(a, b)
+
+
+@rrule.register(np.tensordot)
+def rrule_tensordot(a, b, *axes_given, **kwargs):
+    y, pullback = _tensordot_rrule(a, b, *axes_given, **kwargs)
+
+    def tensordot_pullback(dy):
+        return (NO, *pullback(dy), *(NO for _ in axes_given))
+
+    return y, tensordot_pullback
+
+
+def _tensordot_pushforward(a, b, da, db, axes):
+    """``tensordot(da, b) + tensordot(a, db)``; batch axes stay in front."""
+    axes_a, axes_b = _tensordot_axes(a, b, axes)
+    axes_a = [int(ax) % np.ndim(a) for ax in axes_a]
+    axes_b = [int(ax) % np.ndim(b) for ax in axes_b]
+    da, db = unthunk(da), unthunk(db)
+    left = right = ZERO
+    if not isinstance(da, AbstractZero):
+        shift = 1 if is_batched(a, da) else 0
+        left = np.tensordot(da, b, ([ax + shift for ax in axes_a], axes_b))
+    if not isinstance(db, AbstractZero):
+        if is_batched(b, db):
+            right = np.tensordot(a, db, (axes_a, [ax + 1 for ax in axes_b]))
+            right = np.moveaxis(right, np.ndim(a) - len(axes_a), 0)
+        else:
+            right = np.tensordot(a, db, (axes_a, axes_b))
+    return _add_terms(left, right)
+
+
+@frule.register(np.tensordot, batched=True)
+def frule_tensordot(tangents, a, b, axes=2):
+    da, db = tangents[1], tangents[2]
+    return np.tensordot(a, b, axes), _tensordot_pushforward(a, b, da, db, axes)
+
+
+@frule.register(np.dot, batched=True)
+@frule.register(np.ndarray.dot, batched=True)
+def frule_dot(tangents, a, b, **kwargs):
+    _check_kwargs(np.dot, kwargs, frozenset())
+    _, da, db = tangents
+    y = np.dot(a, b)
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0 or nb == 0:
+        return y, _scalar_product_pushforward(a, b, da, db)
+    if na <= 2 and nb <= 2:
+        return y, _matmul_pushforward(a, b, da, db)
+    return y, _tensordot_pushforward(a, b, da, db, ([na - 1], [nb - 2 if nb >= 2 else 0]))
+
+
+def _scalar_product_pushforward(a, b, da, db):
+    """``da * b + a * db`` where one factor is 0-d; batch axes stay in front."""
+    da, db = unthunk(da), unthunk(db)
+    terms = []
+    if not isinstance(da, AbstractZero):
+        terms.append(_batched_times(a, da, b))
+    if not isinstance(db, AbstractZero):
+        terms.append(_batched_times(b, db, a))
+    return _add_terms(*terms)
+
+
+def _batched_times(x, dx, other):
+    """``dx * other`` where a batched ``dx`` (of a 0-d or array ``x``) keeps its batch axis in front."""
+    if is_batched(x, dx):
+        dx = np.reshape(dx, np.shape(dx)[:1] + (1,) * max(np.ndim(other) - np.ndim(x), 0) + np.shape(x))
+    return dx * other
+
+
+@frule.register(np.inner, batched=True)
+def frule_inner(tangents, a, b):
+    _, da, db = tangents
+    y = np.inner(a, b)
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0 or nb == 0:
+        return y, _scalar_product_pushforward(a, b, da, db)
+    return y, _tensordot_pushforward(a, b, da, db, ([na - 1], [nb - 1]))
+
+
+@frule.register(np.outer, batched=True)
+def frule_outer(tangents, a, b, **kwargs):
+    _check_kwargs(np.outer, kwargs, frozenset())
+    _, da, db = tangents
+    y = np.outer(a, b)
+    a1, b1 = np.ravel(a), np.ravel(b)
+
+    def flat(x, dx):
+        dx = unthunk(dx)
+        if isinstance(dx, AbstractZero):
+            return dx
+        return np.reshape(dx, (np.shape(dx)[0], -1)) if is_batched(x, dx) else np.ravel(dx)
+
+    da1, db1 = flat(a, da), flat(b, db)
+    left = right = ZERO
+    if not isinstance(da1, AbstractZero):
+        left = da1[..., :, None] * b1
+    if not isinstance(db1, AbstractZero):
+        right = a1[:, None] * db1[..., None, :]
+    return y, _add_terms(left, right)
+
+
+# ----- vdot ----------------------------------------------------------------------------------
+
+
+@rrule.register(np.vdot)
+def rrule_vdot(a, b):
+    y = np.vdot(a, b)
+
+    def vdot_pullback(dy):
+        # y = sum(conj(a) * b): ā = conj(ȳ) b and b̄ = ȳ a (the real inner product convention)
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, dy
+        da = to_input(a, np.reshape(np.conj(dy) * b, np.shape(a)))
+        db = to_input(b, np.reshape(dy * a, np.shape(b)))
+        return NO, da, db
+
+    return y, vdot_pullback
+
+
+@frule.register(np.vdot, batched=True)
+def frule_vdot(tangents, a, b):
+    da, db = unthunk(tangents[1]), unthunk(tangents[2])
+    terms = []
+    if not isinstance(da, AbstractZero):
+        rows = np.reshape(da, (np.shape(da)[0], -1)) if is_batched(a, da) else np.ravel(da)
+        terms.append(np.matmul(_conj(rows), np.ravel(b)))
+    if not isinstance(db, AbstractZero):
+        rows = np.reshape(db, (np.shape(db)[0], -1)) if is_batched(b, db) else np.ravel(db)
+        terms.append(np.matmul(rows, _conj(np.ravel(a))))
+    return np.vdot(a, b), _add_terms(*terms)
+
+
+# ----- einsum ----------------------------------------------------------------------------------
+
+_LETTERS = string.ascii_letters
+
+
+class _EinsumSpec:
+    """An einsum with explicit labels: ellipses expanded, implicit outputs made explicit, and a
+    size-1 axis broadcast against a longer one relabelled so that it is summed on its own."""
+
+    __slots__ = ("inputs", "output", "sizes", "spare")
+
+    def __init__(self, args: tuple, operands: list):
+        subscripts = _subscripts_of(args)
+        lhs, arrow, rhs = subscripts.partition("->")
+        inputs = lhs.split(",")
+        if len(inputs) != len(operands):
+            raise ValueError(f"einsum: {len(inputs)} subscripts for {len(operands)} operands")
+        used = set(subscripts) - set(".,->")
+        spare = [c for c in _LETTERS if c not in used]
+        ranks = [np.ndim(op) - (len(s) - 3) if "..." in s else 0 for s, op in zip(inputs, operands)]
+        ellipsis = "".join(spare[: max(ranks, default=0)])
+        spare = spare[len(ellipsis) :]
+        expanded = [s.replace("...", ellipsis[len(ellipsis) - r :]) for s, r in zip(inputs, ranks)]
+        if arrow:
+            output = rhs.replace("...", ellipsis)
+        else:  # NumPy's implicit output: the broadcast axes, then the labels used once, sorted
+            once = sorted(c for c in set(lhs) - set(".,") if lhs.count(c) == 1)
+            output = ellipsis + "".join(once)
+        sizes: dict[str, int] = {}
+        for s, op in zip(expanded, operands):
+            for c, n in zip(s, np.shape(op)):
+                if n != 1 or c not in sizes:
+                    sizes[c] = n
+        relabelled = []
+        for s, op in zip(expanded, operands):
+            labels = list(s)
+            for k, (c, n) in enumerate(zip(s, np.shape(op))):
+                if n == 1 and sizes[c] != 1:  # broadcast: its own label, summed out
+                    labels[k] = spare.pop()
+                    sizes[labels[k]] = 1
+            relabelled.append("".join(labels))
+        self.inputs, self.output, self.sizes, self.spare = relabelled, output, sizes, spare
+
+
+def _subscripts_of(args: tuple) -> str:
+    if isinstance(args[0], str):
+        return args[0].replace(" ", "")
+    sublists = list(args[1::2])
+    out = args[-1] if len(args) % 2 == 1 else None
+
+    def labels(sublist):
+        return "".join("..." if s is Ellipsis else _LETTERS[int(s)] for s in sublist)
+
+    text = ",".join(labels(s) for s in sublists)
+    return text + ("->" + labels(out) if out is not None else "")
+
+
+def _einsum_operands(args: tuple) -> list:
+    if isinstance(args[0], str):
+        return list(args[1:])
+    return list(args[0 : len(args) - (len(args) % 2) : 2])
+
+
+def _einsum_operand_positions(args: tuple) -> list[int]:
+    """Where each operand sits among the positional arguments of the call."""
+    if isinstance(args[0], str):
+        return list(range(1, len(args)))
+    return list(range(0, len(args) - (len(args) % 2), 2))
+
+
+def _unique(labels: str) -> str:
+    return "".join(dict.fromkeys(labels))
+
+
+def _einsum_cotangent(spec: _EinsumSpec, i: int, operands: list, dy, optimize):
+    """The cotangent of operand ``i``: another einsum of the output cotangent with the other
+    operands conjugated, broadcast along labels only operand ``i`` has, and placed on the
+    diagonal where operand ``i`` repeats a label."""
+    x = operands[i]
+    labels = spec.inputs[i]
+    others = [j for j in range(len(operands)) if j != i]
+    present = set(spec.output).union(*(spec.inputs[j] for j in others))
+    unique = _unique(labels)
+    kept = "".join(c for c in unique if c in present)
+    terms = ",".join([spec.output] + [spec.inputs[j] for j in others])
+    g = np.einsum(f"{terms}->{kept}", dy, *(_conj(operands[j]) for j in others), optimize=optimize)
+    if len(kept) < len(unique):  # summed inside operand i alone: every entry gets the same cotangent
+        g = np.broadcast_to(
+            np.reshape(g, [spec.sizes[c] if c in present else 1 for c in unique]), [spec.sizes[c] for c in unique]
+        )
+    if len(unique) < len(labels):  # a repeated label: only the diagonal was read
+        full = np.zeros(np.shape(x), dtype=np.result_type(g))
+        np.einsum(f"{labels}->{unique}", full)[...] = g  # a writeable view of the diagonal
+        g = full
+    return to_input(x, g)
+
+
+@rrule.register(np.einsum)
+def rrule_einsum(*args, **kwargs):
+    _check_kwargs(np.einsum, kwargs, _PASSIVE_KWARGS | {"optimize"})
+    y = np.einsum(*args, **kwargs)
+    operands = _einsum_operands(args)
+    spec = _EinsumSpec(args, operands)
+    positions = _einsum_operand_positions(args)
+    optimize = kwargs.get("optimize", False)
+
+    def einsum_pullback(dy):
+        dy = cotangent_array(y, dy)
+        grads = [NO] * (len(args) + 1)
+        for i, pos in enumerate(positions):
+            if isinstance(dy, AbstractZero):
+                grads[pos + 1] = dy
+            elif has_no_tangent(operands[i]):
+                grads[pos + 1] = NO
+            else:
+                grads[pos + 1] = Thunk(lambda i=i: _einsum_cotangent(spec, i, operands, dy, optimize))
+        return tuple(grads)
+
+    return y, einsum_pullback
+
+
+@frule.register(np.einsum, batched=True)
+def frule_einsum(tangents, *args, **kwargs):
+    _check_kwargs(np.einsum, kwargs, _PASSIVE_KWARGS | {"optimize"})
+    y = np.einsum(*args, **kwargs)
+    operands = _einsum_operands(args)
+    spec = _EinsumSpec(args, operands)
+    dxs = [unthunk(tangents[pos + 1]) for pos in _einsum_operand_positions(args)]
+    batch_label = spec.spare[-1]
+    optimize = kwargs.get("optimize", False)
+    terms = []
+    for i, dx in enumerate(dxs):
+        if isinstance(dx, AbstractZero):
+            continue
+        batched = is_batched(operands[i], dx)
+        inputs = [batch_label + s if (j == i and batched) else s for j, s in enumerate(spec.inputs)]
+        output = (batch_label if batched else "") + spec.output
+        values = [dx if j == i else op for j, op in enumerate(operands)]
+        terms.append(np.einsum(",".join(inputs) + "->" + output, *values, optimize=optimize))
+    return y, _add_terms(*terms)
+
+
+# ----- kron ------------------------------------------------------------------------------------
+
+
+def _kron_labels(nd: int):
+    a, b = _LETTERS[:nd], _LETTERS[nd : 2 * nd]
+    return a, b, "".join(p + q for p, q in zip(a, b))
+
+
+def _kron_shapes(a, b):
+    nd = max(np.ndim(a), np.ndim(b), 1)
+    sa = (1,) * (nd - np.ndim(a)) + np.shape(a)
+    sb = (1,) * (nd - np.ndim(b)) + np.shape(b)
+    return nd, sa, sb
+
+
+@rrule.register(np.kron)
+def rrule_kron(a, b):
+    y = np.kron(a, b)
+    nd, sa, sb = _kron_shapes(a, b)
+    la, lb, interleaved = _kron_labels(nd)
+
+    def kron_pullback(dy):
+        # y[(i, k)] = a[i] b[k] with the index pairs interleaved: contract dy against the other factor
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, dy
+        blocks = np.reshape(dy, [n for pair in zip(sa, sb) for n in pair])
+        da = Thunk(
+            lambda: to_input(
+                a, np.reshape(np.einsum(f"{interleaved},{lb}->{la}", blocks, _conj(np.reshape(b, sb))), np.shape(a))
+            )
+        )
+        db = Thunk(
+            lambda: to_input(
+                b, np.reshape(np.einsum(f"{interleaved},{la}->{lb}", blocks, _conj(np.reshape(a, sa))), np.shape(b))
+            )
+        )
+        return NO, da, db
+
+    return y, kron_pullback
+
+
+_BATCH_LABEL = _LETTERS[-1]  # kron of arrays with 26 or more axes would need more labels
+
+
+@frule.register(np.kron, batched=True)
+def frule_kron(tangents, a, b):
+    _, da, db = (unthunk(t) for t in tangents)
+    y = np.kron(a, b)
+    nd, sa, sb = _kron_shapes(a, b)
+    la, lb, interleaved = _kron_labels(nd)
+    terms = []
+    for x, dx, sx, spec in ((a, da, sa, f"{la},{lb}"), (b, db, sb, f"{lb},{la}")):
+        if isinstance(dx, AbstractZero):
+            continue
+        lead = np.shape(dx)[:1] if is_batched(x, dx) else ()
+        z = _BATCH_LABEL if lead else ""
+        other = np.reshape(b if x is a else a, sb if x is a else sa)
+        term = np.einsum(f"{z}{spec}->{z}{interleaved}", np.reshape(dx, lead + sx), other)
+        terms.append(np.reshape(term, lead + np.shape(y)))
+    return y, _add_terms(*terms)

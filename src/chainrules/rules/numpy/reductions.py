@@ -1,0 +1,488 @@
+"""Rules for NumPy's reductions and scans: sum, mean, prod, max/min, var/std, cumsum, cumprod, ...
+
+Every rule takes ``axis`` (None, an int, a negative int, a tuple) and ``keepdims`` where NumPy
+does, ``dtype=`` where NumPy does, and serves both the function (``np.sum(x, axis=0)``) and the
+ndarray method (``x.sum(axis=0)``, called as ``np.ndarray.sum(x, axis=0)``). Arguments the rule
+cannot differentiate correctly (``out=``, ``where=`` outside sum/mean, var's ``mean=``) are refused
+with an error rather than given a wrong derivative.
+
+Conventions: ``max``/``min`` (and ``amax``, ``amin``, ``nanmax``, ``nanmin``, ``ptp``) split the
+cotangent equally between tied maxima; a NaN maximum sends it to the NaN entries. ``prod`` and
+``cumprod`` are exact with zeros (no division by a zero entry). ``std`` has derivative zero
+where it is zero.
+
+Pushforwards take a batched tangent (one more leading axis than ``x``) and return a batched result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...core import AbstractZero, NoTangent, ZeroTangent, conj, frule, match_input, rrule, unthunk
+from ._util import axes_of, bind, is_batched, keep, match_output, real_dtype, shift, size_along
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+
+# ----- the skeleton ------------------------------------------------------------------------
+
+
+def _register(fs: tuple, names: tuple[str, ...], defaults: dict, plan: Callable) -> None:
+    """Register rules for reductions of one argument ``x``; the rest are options.
+
+    ``plan(x, options, primal)`` returns ``(y, back, forward)``: the output (``primal()`` is the
+    plain call, a plan may compute ``y`` itself from intermediates it needs anyway),
+    ``back(dy)`` the cotangent of ``x`` (before projection) and ``forward(dx, batched)`` the
+    tangent of ``y``. Intermediates they share are computed once in ``plan``.
+    """
+    for f in fs:
+        _register_one(f, names, defaults, plan)
+
+
+def _register_one(f, names, defaults, plan):
+    owner = getattr(f, "__self__", None)
+    name = f"{owner.__name__}_{f.__name__}" if isinstance(owner, np.ufunc) else f.__name__  # add_reduce
+
+    def reduction_rrule(x, *args, **kwargs):
+        options = bind(f, args, kwargs, names, defaults)
+        y, back, _ = plan(x, options, lambda: f(x, *args, **kwargs))
+        extra = (_NO,) * len(args)
+
+        def reduction_pullback(dy):
+            dy = unthunk(dy)
+            if isinstance(dy, AbstractZero):
+                return (_NO, dy) + extra
+            if not np.iscomplexobj(y) and np.iscomplexobj(dy):
+                dy = np.real(dy)  # a real output's cotangent is real
+            return (_NO, match_input(x, back(dy))) + extra
+
+        reduction_pullback.__qualname__ = f"{name}_pullback"
+        return y, reduction_pullback
+
+    def reduction_frule(tangents, x, *args, **kwargs):
+        options = bind(f, args, kwargs, names, defaults)
+        dx = unthunk(tangents[1])
+        if isinstance(dx, AbstractZero):
+            return f(x, *args, **kwargs), _ZERO
+        y, _, forward = plan(x, options, lambda: f(x, *args, **kwargs))
+        return y, match_output(y, forward(dx, is_batched(x, dx)))
+
+    reduction_rrule.__qualname__ = f"rrule_{name}"
+    reduction_frule.__qualname__ = f"frule_{name}"
+    rrule.register(f)(reduction_rrule)
+    frule.register(f, batched=True)(reduction_frule)
+
+
+def _spread(dy, x, axes, keepdims):
+    """The cotangent of a reduction's output spread back over the input's shape (a broadcast view)."""
+    return np.broadcast_to(keep(dy, axes, keepdims), np.shape(x))
+
+
+def _mask(x, options, nan: bool):
+    """Which entries take part: the ``where=`` mask, without NaNs for the nan-functions; None if all."""
+    where = options.get("where", True)
+    mask = None if where is True else np.broadcast_to(where, np.shape(x))
+    if nan:
+        valid = np.logical_not(np.isnan(x))
+        mask = valid if mask is None else np.logical_and(mask, valid)
+    return mask
+
+
+def _safe(d):
+    return np.where(d == 0, 1, d)
+
+
+# ----- sum, mean ---------------------------------------------------------------------------
+
+
+def _sum_plan(nan: bool):
+    def plan(x, o, primal):
+        axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+        mask = _mask(x, o, nan)
+
+        def sum_back(dy):
+            dx = _spread(dy, x, axes, keepdims)
+            return dx if mask is None else dx * mask
+
+        def sum_forward(dx, batched):
+            if mask is not None:
+                dx = dx * mask
+            return np.sum(dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=keepdims)
+
+        return primal(), sum_back, sum_forward
+
+    return plan
+
+
+def _mean_plan(nan: bool):
+    def plan(x, o, primal):
+        axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+        mask = _mask(x, o, nan)
+        if mask is None:
+            n = size_along(np.shape(x), axes)
+        else:
+            n = np.sum(mask, axis=axes, keepdims=True).astype(real_dtype(x))
+
+        def mean_back(dy):
+            dx = keep(dy, axes, keepdims) / n
+            return np.broadcast_to(dx, np.shape(x)) if mask is None else dx * mask
+
+        def mean_forward(dx, batched):
+            if mask is not None:
+                dx = dx * mask
+            total = np.sum(dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=True) / n
+            return total if keepdims else np.squeeze(total, axis=shift(axes, batched))
+
+        return primal(), mean_back, mean_forward
+
+    return plan
+
+
+_SUM = ("axis", "dtype", "out", "keepdims", "initial", "where")
+_SUM_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False, "initial": None, "where": True}
+_register((np.sum, np.ndarray.sum), _SUM, _SUM_DEFAULTS, _sum_plan(nan=False))
+_register((np.nansum,), _SUM, _SUM_DEFAULTS, _sum_plan(nan=True))
+
+_MEAN = ("axis", "dtype", "out", "keepdims")
+_MEAN_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False, "where": True}
+_register((np.mean, np.ndarray.mean), _MEAN, _MEAN_DEFAULTS, _mean_plan(nan=False))
+_register((np.nanmean,), _MEAN, _MEAN_DEFAULTS, _mean_plan(nan=True))
+
+
+# ----- prod --------------------------------------------------------------------------------
+
+
+def _others(x, y, axes, keepdims):
+    """For every entry, the product of the other entries of its reduced slice: d prod / d x.
+
+    Without zeros that is ``prod / x``. Where a slice has one zero, the zero's entry is the
+    product of the rest and the others are zero; a slice with two zeros is zero everywhere.
+    """
+    zero = x == 0
+    if not np.any(zero):
+        return keep(y, axes, keepdims) / x
+    zeros = np.sum(zero, axis=axes, keepdims=True)
+    safe = np.where(zero, 1, x)
+    rest = np.prod(safe, axis=axes, keepdims=True)  # the product of the nonzero entries
+    return np.where(zero, np.where(zeros == 1, rest, 0), np.where(zeros == 0, rest / safe, 0))
+
+
+def _prod_plan(nan: bool):
+    def plan(x, o, primal):
+        y = primal()
+        axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+        valid = _mask(x, o, nan)
+        xs = x if valid is None else np.where(valid, x, 1)
+        others = _others(xs, y, axes, keepdims)
+        if valid is not None:
+            others = others * valid
+
+        def prod_back(dy):
+            return conj(others) * keep(dy, axes, keepdims)
+
+        def prod_forward(dx, batched):
+            return np.sum(others * dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=keepdims)
+
+        return y, prod_back, prod_forward
+
+    return plan
+
+
+_PROD = ("axis", "dtype", "out", "keepdims")
+_PROD_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False}
+_register((np.prod, np.ndarray.prod), _PROD, _PROD_DEFAULTS, _prod_plan(nan=False))
+_register((np.nanprod,), _PROD, _PROD_DEFAULTS, _prod_plan(nan=True))
+
+
+# ----- max, min, ptp -----------------------------------------------------------------------
+
+
+def _winners(x, y, axes, keepdims, nan_wins: bool):
+    """Where max/min is attained, and by how many entries of each slice (None when by one each).
+
+    A NaN result of max/min (``nan_wins``) comes from the NaN entries; nanmax/nanmin skip them,
+    and an all-NaN slice there has no winner.
+    """
+    yk = keep(y, axes, keepdims)
+    hit = x == yk
+    if nan_wins and np.any(np.isnan(y)):
+        hit = np.logical_or(hit, np.isnan(x))
+    count = np.sum(hit, axis=axes, keepdims=True)
+    if np.all(count == 1):
+        return hit, None
+    return hit, np.maximum(count, 1).astype(real_dtype(x))
+
+
+def _selection_back_forward(hit, count, axes, keepdims):
+    """Pullback and pushforward of a reduction that picks the entries ``hit`` (sharing ties)."""
+
+    def select_back(dy):
+        dy = keep(dy, axes, keepdims)
+        return hit * (dy if count is None else dy / count)
+
+    def select_forward(dx, batched):
+        picked = np.sum(hit * dx, axis=shift(axes, batched), keepdims=True)
+        if count is not None:
+            picked = picked / count
+        return picked if keepdims else np.squeeze(picked, axis=shift(axes, batched))
+
+    return select_back, select_forward
+
+
+def _extremum_plan(nan_wins: bool):
+    def plan(x, o, primal):
+        y = primal()
+        axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+        hit, count = _winners(x, y, axes, keepdims, nan_wins)
+        return (y, *_selection_back_forward(hit, count, axes, keepdims))
+
+    return plan
+
+
+def _ptp_plan(x, o, primal):
+    y = primal()
+    axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+    hi_back, hi_forward = _selection_back_forward(*_winners(x, np.max(x, axis=axes), axes, False, True), axes, keepdims)
+    lo_back, lo_forward = _selection_back_forward(*_winners(x, np.min(x, axis=axes), axes, False, True), axes, keepdims)
+
+    def ptp_back(dy):
+        return hi_back(dy) - lo_back(dy)
+
+    def ptp_forward(dx, batched):
+        return hi_forward(dx, batched) - lo_forward(dx, batched)
+
+    return y, ptp_back, ptp_forward
+
+
+_MAX = ("axis", "out", "keepdims", "initial")
+_MAX_DEFAULTS = {"axis": None, "keepdims": False, "initial": None}
+_EXTREMA = (np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min)
+_register(_EXTREMA, _MAX, _MAX_DEFAULTS, _extremum_plan(nan_wins=True))
+_register((np.nanmax, np.nanmin), _MAX, _MAX_DEFAULTS, _extremum_plan(nan_wins=False))
+_register((np.ptp,), ("axis", "out", "keepdims"), {"axis": None, "keepdims": False}, _ptp_plan)
+
+
+# ----- var, std ----------------------------------------------------------------------------
+
+
+def _moments(x, o, primal):
+    """axes, keepdims, the centred data, the divisor n - ddof, and the variance of var/std.
+
+    The variance is computed from the centred data the derivative needs anyway (NumPy's own
+    algorithm), except where n - ddof <= 0: there NumPy's call gives its warning and inf/nan.
+    """
+    axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+    ddof = o["ddof"] if o["correction"] is None else o["correction"]
+    centred = x - np.mean(x, axis=axes, dtype=o["dtype"], keepdims=True)
+    divisor = size_along(np.shape(x), axes) - ddof
+    if divisor <= 0:
+        return axes, keepdims, centred, np.nan, primal()
+    squares = np.real(centred * conj(centred)) if np.iscomplexobj(centred) else centred * centred
+    variance = np.sum(squares, axis=axes, dtype=o["dtype"], keepdims=keepdims) / divisor
+    return axes, keepdims, centred, divisor, variance
+
+
+def _var_plan(x, o, primal):
+    # d var = 2 real(sum(conj(x - mean) dx)) / (n - ddof): the mean's own change sums to zero
+    axes, keepdims, centred, divisor, y = _moments(x, o, primal)
+
+    def var_back(dy):
+        return centred * ((2.0 / divisor) * keep(dy, axes, keepdims))
+
+    def var_forward(dx, batched):
+        return (2.0 / divisor) * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
+
+    return y, var_back, var_forward
+
+
+def _std_plan(x, o, primal):
+    axes, keepdims, centred, divisor, variance = _moments(x, o, lambda: np.square(primal()))
+    y = np.sqrt(variance)
+    scale = 1.0 / (divisor * _safe(y))  # std = 0 only where every centred entry is 0
+
+    def std_back(dy):
+        return centred * keep(scale * dy, axes, keepdims)
+
+    def std_forward(dx, batched):
+        return scale * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
+
+    return y, std_back, std_forward
+
+
+_VAR = ("axis", "dtype", "out", "ddof", "keepdims")
+_VAR_DEFAULTS = {"axis": None, "dtype": None, "ddof": 0, "keepdims": False, "correction": None}
+_register((np.var, np.ndarray.var), _VAR, _VAR_DEFAULTS, _var_plan)
+_register((np.std, np.ndarray.std), _VAR, _VAR_DEFAULTS, _std_plan)
+
+
+# ----- cumsum, cumprod ---------------------------------------------------------------------
+
+
+def _scan_axis(x, o):
+    """The scanned axis, and x as scanned (flattened when axis is None)."""
+    if o["axis"] is None:
+        return 0, np.reshape(x, (-1,))
+    return axes_of(o["axis"], np.ndim(x))[0], x
+
+
+def _scan_tangent(x, dx, batched, axis):
+    """A tangent of x laid out like the scanned array (flattened, keeping a batch axis)."""
+    if axis is not None:
+        return dx
+    return np.reshape(dx, (np.shape(dx)[0], -1)) if batched else np.reshape(dx, (-1,))
+
+
+def _reverse_cumsum(d, axis):
+    return np.flip(np.cumsum(np.flip(d, axis), axis=axis), axis)
+
+
+def _cumsum_plan(x, o, primal):
+    y = primal()
+    axis, _ = _scan_axis(x, o)
+
+    def cumsum_back(dy):
+        return np.reshape(_reverse_cumsum(dy, axis), np.shape(x))
+
+    def cumsum_forward(dx, batched):
+        return np.cumsum(_scan_tangent(x, dx, batched, o["axis"]), axis=axis + batched, dtype=o["dtype"])
+
+    return y, cumsum_back, cumsum_forward
+
+
+def _cumprod_plan(x, o, primal):
+    # dy_i/dx_j = prod_{k <= i, k != j} x_k for j <= i. Before a slice's first zero z that is
+    # y_i / x_j; at z it is the product skipping x_z (cumprod with x_z set to one); after z it is 0.
+    y = primal()
+    axis, xs = _scan_axis(x, o)
+    zero = xs == 0
+    if not np.any(zero):
+        before, first, xs_safe, skip = None, None, xs, None
+    else:
+        seen = np.cumsum(zero, axis=axis)
+        before = seen == 0
+        first = np.logical_and(zero, seen == 1)
+        xs_safe = np.where(before, xs, 1)
+        skip = np.cumprod(np.where(first, 1, xs), axis=axis, dtype=o["dtype"])
+
+    def cumprod_back(dy):
+        dx = _reverse_cumsum(dy * conj(y), axis) / conj(xs_safe)
+        if before is not None:
+            dx = np.where(before, dx, 0) + np.where(first, _reverse_cumsum(dy * conj(skip), axis), 0)
+        return np.reshape(dx, np.shape(x))
+
+    def cumprod_forward(dx, batched):
+        dx = _scan_tangent(x, dx, batched, o["axis"])
+        ax = axis + batched
+        if before is None:
+            return y * np.cumsum(dx / xs_safe, axis=ax)
+        through = y * np.cumsum(np.where(before, dx / xs_safe, 0), axis=ax)
+        at_zero = skip * np.sum(np.where(first, dx, 0), axis=ax, keepdims=True)
+        return np.where(before, through, at_zero)
+
+    return y, cumprod_back, cumprod_forward
+
+
+_SCAN = ("axis", "dtype", "out")
+_SCAN_DEFAULTS = {"axis": None, "dtype": None}
+_register((np.cumsum, np.ndarray.cumsum), _SCAN, _SCAN_DEFAULTS, _cumsum_plan)
+_register((np.cumprod, np.ndarray.cumprod), _SCAN, _SCAN_DEFAULTS, _cumprod_plan)
+
+
+# ----- average -----------------------------------------------------------------------------
+
+_AVERAGE = ("axis", "weights", "returned")
+_AVERAGE_DEFAULTS = {"axis": None, "weights": None, "returned": False, "keepdims": False}
+
+
+def _average_setup(a, args, kwargs):
+    o = bind(np.average, args, kwargs, _AVERAGE, _AVERAGE_DEFAULTS)
+    if o["returned"]:
+        raise TypeError("chainrules: the rule for numpy.average does not support returned=True; call np.sum for it")
+    axes, keepdims, w = axes_of(o["axis"], np.ndim(a)), o["keepdims"], o["weights"]
+    y = np.average(a, axis=o["axis"], weights=w, keepdims=keepdims)
+    if w is None:
+        return y, axes, keepdims, None, None, None
+    wb = w if np.shape(w) == np.shape(a) else np.reshape(w, _weights_shape(np.shape(w), np.ndim(a), axes))
+    total = np.sum(np.broadcast_to(wb, np.shape(a)), axis=axes, keepdims=True)
+    return y, axes, keepdims, wb, total, keep(y, axes, keepdims)
+
+
+def _weights_shape(wshape, ndim, axes):
+    """The shape that lines up 1-D (or per-axis) weights with the reduced axes of ``a``."""
+    shape = [1] * ndim
+    for i, a in enumerate(axes):
+        shape[a] = wshape[i]
+    return tuple(shape)
+
+
+@rrule.register(np.average)
+def rrule_average(a, *args, **kwargs):
+    y, axes, keepdims, wb, total, yk = _average_setup(a, args, kwargs)
+    weighted = len(args) >= 2 and args[1] is not None  # weights given by position get a cotangent
+    w = args[1] if weighted else None
+
+    def average_pullback(dy):
+        dy = unthunk(dy)
+        cotangents = [_NO] * len(args)
+        if isinstance(dy, AbstractZero):
+            if weighted:
+                cotangents[1] = dy
+            return (_NO, dy, *cotangents)
+        if wb is None:
+            da = np.broadcast_to(keep(dy, axes, keepdims) / size_along(np.shape(a), axes), np.shape(a))
+            return (_NO, match_input(a, da), *cotangents)
+        g = keep(dy, axes, keepdims) / conj(total)
+        da = match_input(a, np.broadcast_to(conj(wb) * g, np.shape(a)))
+        if weighted:  # d average / d w_k = (a_k - average) / sum(w)
+            dwb = conj(a - yk) * g
+            others = tuple(i for i in range(np.ndim(a)) if np.shape(wb)[i] == 1 and np.shape(dwb)[i] != 1)
+            cotangents[1] = match_input(w, np.reshape(np.sum(dwb, axis=others, keepdims=True), np.shape(w)))
+        return (_NO, da, *cotangents)
+
+    return y, average_pullback
+
+
+@frule.register(np.average, batched=True)
+def frule_average(tangents, a, *args, **kwargs):
+    y, axes, keepdims, wb, total, yk = _average_setup(a, args, kwargs)
+    da = unthunk(tangents[1])
+    dw = unthunk(tangents[3]) if len(args) >= 2 and args[1] is not None and len(tangents) > 3 else _ZERO
+    batch = None
+    dy = _ZERO
+    if not isinstance(da, AbstractZero):
+        batched = is_batched(a, da)
+        batch = np.shape(da)[0] if batched else None
+        ax = shift(axes, batched)
+        if wb is None:
+            dy = np.mean(da, axis=ax, keepdims=True)
+        else:
+            dy = np.sum(wb * da, axis=ax, keepdims=True) / total
+    if wb is not None and not isinstance(dw, AbstractZero):
+        batched = is_batched(args[1], dw)
+        if batched:
+            batch = np.shape(dw)[0]
+            dw = np.reshape(dw, (batch,) + np.shape(wb))
+        elif np.shape(dw) != np.shape(wb):
+            dw = np.reshape(dw, np.shape(wb))
+        term = np.sum((a - yk) * dw, axis=shift(axes, batched), keepdims=True) / total
+        dy = term if isinstance(dy, AbstractZero) else dy + term
+    if isinstance(dy, AbstractZero):
+        return y, dy
+    if not keepdims:
+        dy = np.squeeze(dy, axis=shift(axes, batch is not None))
+    return y, match_output(y, dy)
+
+
+# ----- the same as methods of ufuncs (reduce along axis 0 by default) -----------------------
+
+_register((np.add.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _sum_plan(nan=False))
+_register((np.multiply.reduce,), _PROD, {**_PROD_DEFAULTS, "axis": 0}, _prod_plan(nan=False))
+_UFUNC_MAX = ("axis", "dtype", "out", "keepdims", "initial")
+_UFUNC_MAX_DEFAULTS = {"axis": 0, "dtype": None, "keepdims": False, "initial": None}
+_register((np.maximum.reduce, np.minimum.reduce), _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=True))
+_register((np.fmax.reduce, np.fmin.reduce), _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=False))
+_register((np.add.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumsum_plan)
+_register((np.multiply.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumprod_plan)

@@ -1,0 +1,920 @@
+"""Rules for NumPy's shape functions: reshaping, permuting, joining, splitting, padding, repeating,
+converting, and selecting (take, sort, diagonals, triangles).
+
+All of them are linear in the array, so each pullback is the adjoint map: a reshape goes back,
+a permutation is inverted, a broadcast or a repetition sums, a selection scatters. Selections
+return ``InplaceableThunk``s (see ``indexing``). Every forward rule accepts a leading batch axis
+on its tangent (``is_batched``) and keeps it in front of the output tangent.
+
+Most rules here are *unary linear* maps: ``_linear(f)`` registers both directions from one
+function ``spec(y, x, *args, **kwargs) -> (adjoint, push)`` where ``adjoint(dy)`` is the
+cotangent of ``x`` (any positional arguments after ``x`` are indices, shapes or axes and get
+``NoTangent``) and ``push(dx, lead)`` the output tangent, ``lead`` being ``(batch,)`` or ``()``.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+
+from ...core import AbstractZero, NoRuleError, Tangent, frule, rrule, unthunk
+from ._arrays import (
+    NO,
+    ZERO,
+    as_sequence,
+    batch_size,
+    cotangent_array,
+    dense_tangent,
+    has_no_tangent,
+    is_batched,
+    normalize_axes,
+    normalize_axis,
+    scatter_thunk,
+    sequence_cotangent,
+    sequence_items,
+    sum_to,
+    tangent_dtype,
+    to_input,
+    zeros_tangent,
+)
+
+
+def _linear(*fs):
+    """Register ``rrule`` and batched ``frule`` for the unary linear functions ``fs`` from a spec."""
+
+    def decorator(spec):
+        for f in fs:
+            rrule.register(f)(_linear_rrule(f, spec))
+            frule.register(f, batched=True)(_linear_frule(f, spec))
+        return spec
+
+    return decorator
+
+
+def _linear_rrule(f, spec):
+    name = getattr(f, "__name__", "linear")
+
+    def linear_rrule(x, *args, **kwargs):
+        y = f(x, *args, **kwargs)
+        adjoint, _ = spec(y, x, *args, **kwargs)
+        rest = (NO,) * len(args)
+
+        def linear_pullback(dy):
+            dy = cotangent_array(y, dy)
+            if isinstance(dy, AbstractZero) or has_no_tangent(x):
+                return (NO, NO if has_no_tangent(x) else dy, *rest)
+            dx = adjoint(dy)
+            return (NO, dx if isinstance(dx, AbstractZero) else to_input(x, dx), *rest)
+
+        linear_pullback.__name__ = linear_pullback.__qualname__ = f"{name}_pullback"
+        return y, linear_pullback
+
+    linear_rrule.__name__ = linear_rrule.__qualname__ = f"rrule_{name}"
+    return linear_rrule
+
+
+def _linear_frule(f, spec):
+    def linear_frule(tangents, x, *args, **kwargs):
+        y = f(x, *args, **kwargs)
+        dx = unthunk(tangents[1])
+        if isinstance(dx, AbstractZero):
+            return y, dx
+        _, push = spec(y, x, *args, **kwargs)
+        if isinstance(x, (list, tuple)):  # a nested list: its tangent is a structure of tangents
+            dx = _dense_structure(x, dx)
+        return y, push(dx, np.shape(dx)[:1] if is_batched(x, dx) else ())
+
+    linear_frule.__name__ = linear_frule.__qualname__ = f"frule_{getattr(f, '__name__', 'linear')}"
+    return linear_frule
+
+
+def _lead_axes(lead: tuple, axes):
+    """Axes of the primal as axes of a tangent with ``lead`` in front."""
+    if isinstance(axes, Integral):
+        return axes + len(lead) if axes >= 0 else axes
+    return tuple(a + len(lead) if a >= 0 else a for a in axes)
+
+
+# ----- reshaping -----------------------------------------------------------------------------
+
+
+def _memory_order(x, order: str):
+    """'C' or 'F' for a layout-dependent order ('A', 'K'); ``None`` when 'K' follows strides
+    that are neither C nor Fortran order."""
+    if order is None or order in "Cc":
+        return "C"
+    if order in "Ff":
+        return "F"
+    if type(x) is not np.ndarray:
+        return "C"
+    if x.flags.c_contiguous:
+        return "C"
+    if x.flags.f_contiguous:
+        return "F"
+    return "C" if order in "Aa" else None
+
+
+def _positions_laid_out_like(x):
+    """The C-order position of each element of ``x`` in an array with ``x``'s strides (so that a
+    memory-order ravel of it tells where each element of ``x`` goes)."""
+    itemsize = np.dtype(np.intp).itemsize
+    if any(s % x.itemsize for s in x.strides) or any(s == 0 and n > 1 for s, n in zip(x.strides, x.shape)):
+        raise NoRuleError(np.ravel, (x,), reason="order='K' of an array with aliased or unaligned strides")
+    strides = [s // x.itemsize * itemsize for s in x.strides]
+    low = sum((n - 1) * s for n, s in zip(x.shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(x.shape, strides) if s > 0)
+    buffer = np.empty((high - low) // itemsize + 1, dtype=np.intp)
+    positions = np.lib.stride_tricks.as_strided(buffer[-low // itemsize :], x.shape, strides)
+    positions[...] = np.arange(x.size).reshape(x.shape)
+    return positions
+
+
+def _reshape_spec(y, x, order):
+    """Adjoint and pushforward of any function that only reshapes (in the given memory order)."""
+    resolved = _memory_order(x, order)
+    if resolved is None:  # ravel in memory order of a strided array: a permutation of the elements
+        perm = np.ravel(_positions_laid_out_like(x), order="K")
+
+        def strided_adjoint(dy):
+            flat = np.zeros(x.size, dtype=np.result_type(dy))
+            flat[perm] = dy
+            return flat.reshape(x.shape)
+
+        return strided_adjoint, lambda dx, lead: np.reshape(dx, (*lead, -1))[..., perm]
+
+    def reshape_adjoint(dy):
+        return np.reshape(dy, np.shape(x), order=resolved)
+
+    def reshape_push(dx, lead):
+        return np.reshape(dx, (*lead, *np.shape(y)), order=resolved)
+
+    return reshape_adjoint, reshape_push
+
+
+@_linear(np.reshape)
+def _reshape(y, x, shape=None, order="C", **_):
+    return _reshape_spec(y, x, order)
+
+
+@_linear(np.ndarray.reshape)
+def _ndarray_reshape(y, x, *shape, order="C", **_):
+    return _reshape_spec(y, x, order)
+
+
+@_linear(np.ravel, np.ndarray.ravel, np.ndarray.flatten)
+def _ravel(y, x, order="C"):
+    return _reshape_spec(y, x, order)
+
+
+@_linear(np.squeeze, np.ndarray.squeeze, np.expand_dims)
+def _reshape_c(y, x, *args, **kwargs):
+    return _reshape_spec(y, x, "C")
+
+
+def _rrule_atleast(f):
+    """``np.atleast_Nd(a, b, ...)`` with several arguments returns a tuple: one reshape each."""
+
+    rrule_one, frule_one = _linear_rrule(f, _reshape_c), _linear_frule(f, _reshape_c)
+
+    def rrule_atleast(*arys):
+        if len(arys) == 1:
+            return rrule_one(*arys)
+        y = f(*arys)
+
+        def atleast_pullback(dy):
+            items = sequence_items(y, dy)
+            return (NO, *(_reshape_back(x, t) for x, t in zip(arys, items)))
+
+        return y, atleast_pullback
+
+    def frule_atleast(tangents, *arys):
+        if len(arys) == 1:
+            return frule_one(tangents, *arys)
+        y = f(*arys)
+        pieces = []
+        for x, out, dx in zip(arys, y, tangents[1:]):
+            dx = unthunk(dx)
+            pieces.append(dx if isinstance(dx, AbstractZero) else _reshape_c(out, x)[1](dx, _lead(x, dx)))
+        return y, Tangent[tuple](*pieces)
+
+    rrule.register(f)(rrule_atleast)
+    frule.register(f, batched=True)(frule_atleast)
+
+
+def _reshape_back(x, dy):
+    dy = unthunk(dy)
+    if isinstance(dy, AbstractZero) or has_no_tangent(x):
+        return NO if has_no_tangent(x) else dy
+    return to_input(x, np.reshape(dy, np.shape(x)))
+
+
+def _lead(x, dx):
+    return np.shape(dx)[:1] if is_batched(x, dx) else ()
+
+
+for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    _rrule_atleast(_f)
+
+
+# ----- permutations ----------------------------------------------------------------------------
+
+
+def _transpose_spec(y, x, axes):
+    ndim = np.ndim(x)
+    perm = tuple(range(ndim))[::-1] if axes is None else normalize_axes(axes, ndim)
+    inverse = tuple(np.argsort(perm))
+
+    def transpose_adjoint(dy):
+        return np.transpose(dy, inverse)
+
+    def transpose_push(dx, lead):
+        return np.transpose(dx, tuple(range(len(lead))) + _lead_axes(lead, perm))
+
+    return transpose_adjoint, transpose_push
+
+
+@_linear(np.transpose)
+def _transpose(y, x, axes=None):
+    return _transpose_spec(y, x, axes)
+
+
+@_linear(np.ndarray.transpose)
+def _ndarray_transpose(y, x, *axes):
+    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], Integral)):
+        axes = axes[0]
+    return _transpose_spec(y, x, axes or None)
+
+
+@_linear(np.swapaxes, np.ndarray.swapaxes)
+def _swapaxes(y, x, axis1, axis2):
+    ndim = np.ndim(x)
+    a1, a2 = normalize_axis(axis1, ndim), normalize_axis(axis2, ndim)
+    return (
+        lambda dy: np.swapaxes(dy, a1, a2),
+        lambda dx, lead: np.swapaxes(dx, a1 + len(lead), a2 + len(lead)),
+    )
+
+
+@_linear(np.moveaxis)
+def _moveaxis(y, x, source, destination):
+    ndim = np.ndim(x)
+    src, dst = normalize_axes(source, ndim), normalize_axes(destination, ndim)
+    return (
+        lambda dy: np.moveaxis(dy, dst, src),
+        lambda dx, lead: np.moveaxis(dx, _lead_axes(lead, src), _lead_axes(lead, dst)),
+    )
+
+
+def _flip_spec(x, axis):
+    axes = normalize_axes(axis, np.ndim(x))
+    return (lambda dy: np.flip(dy, axes), lambda dx, lead: np.flip(dx, _lead_axes(lead, axes)))
+
+
+@_linear(np.flip)
+def _flip(y, x, axis=None):
+    return _flip_spec(x, axis)
+
+
+@_linear(np.fliplr)
+def _fliplr(y, x):
+    return _flip_spec(x, 1)
+
+
+@_linear(np.flipud)
+def _flipud(y, x):
+    return _flip_spec(x, 0)
+
+
+@_linear(np.rot90)
+def _rot90(y, x, k=1, axes=(0, 1)):
+    axes = normalize_axes(axes, np.ndim(x))
+    return (lambda dy: np.rot90(dy, -k, axes), lambda dx, lead: np.rot90(dx, k, _lead_axes(lead, axes)))
+
+
+@_linear(np.roll)
+def _roll(y, x, shift, axis=None):
+    back = np.negative(shift)
+
+    def roll_adjoint(dy):
+        return np.roll(dy, back, axis)
+
+    def roll_push(dx, lead):
+        if axis is None:  # rolls the flattened array
+            return np.reshape(np.roll(np.reshape(dx, (*lead, -1)), shift, axis=len(lead)), np.shape(dx))
+        return np.roll(dx, shift, _lead_axes(lead, normalize_axes(axis, np.ndim(x))))
+
+    return roll_adjoint, roll_push
+
+
+# ----- broadcasting and repetition ----------------------------------------------------------------
+
+
+@_linear(np.broadcast_to)
+def _broadcast_to(y, x, shape, subok=False):
+    out_shape = np.shape(y)
+
+    def broadcast_push(dx, lead):
+        padded = np.reshape(dx, (*lead, *(1,) * (len(out_shape) - np.ndim(x)), *np.shape(x)))
+        return np.broadcast_to(padded, (*lead, *out_shape))
+
+    return (lambda dy: sum_to(dy, np.shape(x))), broadcast_push
+
+
+@_linear(np.tile)
+def _tile(y, x, reps):
+    reps = (int(reps),) if isinstance(reps, Integral) else tuple(int(r) for r in reps)
+    d = max(len(reps), np.ndim(x))
+    reps = (1,) * (d - len(reps)) + reps
+    padded = (1,) * (d - np.ndim(x)) + np.shape(x)
+
+    def tile_adjoint(dy):
+        # axis i of y is reps[i] copies of axis i of x: split it in two and sum the copies
+        blocks = np.reshape(dy, [n for pair in zip(reps, padded) for n in pair])
+        return np.reshape(np.sum(blocks, axis=tuple(range(0, 2 * d, 2))), np.shape(x))
+
+    def tile_push(dx, lead):
+        return np.tile(np.reshape(dx, (*lead, *padded)), (1,) * len(lead) + reps)
+
+    return tile_adjoint, tile_push
+
+
+@_linear(np.repeat, np.ndarray.repeat)
+def _repeat(y, x, repeats, axis=None):
+    shape = (np.size(x),) if axis is None else np.shape(x)
+    k = 0 if axis is None else normalize_axis(axis, np.ndim(x))
+    counts = np.asarray(repeats)
+
+    def repeat_adjoint(dy):
+        if counts.size == 1:  # every entry repeated r times: sum groups of r
+            r = int(counts.reshape(()))
+            grouped = np.reshape(dy, (*shape[:k], shape[k], r, *shape[k + 1 :]))
+            dx = np.sum(grouped, axis=k + 1)
+        else:
+            dx = np.zeros_like(dy, shape=shape)
+            source = np.repeat(np.arange(shape[k]), counts)
+            np.add.at(np.moveaxis(dx, k, 0), source, np.moveaxis(dy, k, 0))
+        return np.reshape(dx, np.shape(x))
+
+    def repeat_push(dx, lead):
+        if axis is None:
+            return np.repeat(np.reshape(dx, (*lead, -1)), repeats, axis=len(lead))
+        return np.repeat(dx, repeats, axis=k + len(lead))
+
+    return repeat_adjoint, repeat_push
+
+
+# ----- padding ----------------------------------------------------------------------------------
+
+_GATHER_PAD_MODES = frozenset({"edge", "reflect", "symmetric", "wrap"})
+
+
+@_linear(np.pad)
+def _pad(y, x, pad_width, mode="constant", **kwargs):
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (np.ndim(x), 2))
+    if mode == "constant":
+        inner = tuple(slice(int(b), int(b) + n) for (b, _), n in zip(widths, np.shape(x)))
+
+        def pad_push(dx, lead):
+            # the padding constants are keyword arguments: their tangent is zero
+            return np.pad(dx, [(0, 0)] * len(lead) + widths.tolist(), mode="constant")
+
+        return (lambda dy: dy[inner]), pad_push
+    if mode in _GATHER_PAD_MODES and kwargs.get("reflect_type", "even") == "even":
+        # every output entry copies one input entry: pad the positions, then gather and scatter
+        source = np.pad(np.arange(np.size(x)).reshape(np.shape(x)), widths.tolist(), mode=mode)
+
+        def gather_adjoint(dy):
+            flat = np.zeros_like(dy, shape=np.size(x))
+            np.add.at(flat, source.ravel(), np.ravel(dy))
+            return np.reshape(flat, np.shape(x))
+
+        return gather_adjoint, lambda dx, lead: np.reshape(dx, (*lead, -1))[..., source]
+    raise NoRuleError(np.pad, (x, pad_width), reason=f"mode={mode!r} with {kwargs} is not a copy of input entries")
+
+
+# ----- conversions ----------------------------------------------------------------------------
+
+
+def _input_kind(x) -> str:
+    """The dtype kind of an input to a conversion (``"O"`` for objects NumPy does not know)."""
+    try:
+        return np.asarray(x).dtype.kind if isinstance(x, (list, tuple)) else np.dtype(x.dtype).kind
+    except (AttributeError, TypeError, ValueError):
+        return "f" if isinstance(x, (float, complex, Integral)) else "O"
+
+
+def _conversion_spec(y, x):
+    """Adjoint and pushforward of a copy or dtype conversion: the identity on values. A conversion
+    of real or complex numbers to integers or booleans truncates: its derivative is zero."""
+    out_dtype = tangent_dtype(y)
+    if isinstance(y, np.ndarray | np.generic) and (
+        y.dtype.kind == "b" or (y.dtype.kind in "iu" and _input_kind(x) in "fcO")
+    ):
+        return (lambda dy: ZERO), (lambda dx, lead: ZERO)
+
+    def conversion_push(dx, lead):
+        if type(dx) is np.ndarray and out_dtype is not None and out_dtype.kind != "O" and dx.dtype != out_dtype:
+            return (np.real(dx) if out_dtype.kind == "f" else dx).astype(out_dtype)
+        return dx
+
+    return (lambda dy: dy), conversion_push
+
+
+@_linear(np.ndarray.astype, np.astype)
+def _astype(y, x, dtype, *args, **kwargs):
+    return _conversion_spec(y, x)
+
+
+@_linear(np.copy, np.ndarray.copy)
+def _copy(y, x, *args, **kwargs):
+    return _conversion_spec(y, x)
+
+
+@_linear(np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
+def _array(y, x, *args, **kwargs):
+    """``np.array`` of an array (a copy) or of nested lists/tuples of numbers and arrays; the
+    cotangent of a list is a ``Tangent[list]`` with one cotangent per element."""
+    convert_adjoint, convert_push = _conversion_spec(y, x)
+    shape = np.shape(x)
+
+    def array_adjoint(dy):
+        # ndmin may have added leading axes; to_input splits a nested list into its elements
+        return convert_adjoint(np.reshape(dy, shape))
+
+    def array_push(dx, lead):
+        return convert_push(np.reshape(dx, (*lead, *np.shape(y))), lead)
+
+    return array_adjoint, array_push
+
+
+def _leaf_pairs(x, dx):
+    """``(element, tangent)`` for the non-sequence elements of a nested list/tuple."""
+    if isinstance(x, (list, tuple)):
+        items = [ZERO] * len(x) if isinstance(dx, AbstractZero) else sequence_items(x, dx)
+        for e, t in zip(x, items):
+            yield from _leaf_pairs(e, t)
+    else:
+        yield x, unthunk(dx)
+
+
+def _dense_structure(x, dx):
+    """The tangent of a nested list/tuple of numbers and arrays as one array of ``np.shape(x)``,
+    with a leading batch axis when its elements' tangents carry one."""
+    pairs = list(_leaf_pairs(x, dx))
+    batch = batch_size(pairs)
+    leaves = iter([dense_tangent(e, t, batch) for e, t in pairs])
+
+    def rebuild(node):
+        return [rebuild(e) for e in node] if isinstance(node, (list, tuple)) else next(leaves)
+
+    out = np.array(rebuild(x))
+    if batch is not None:  # the batch axis sits below the list axes: bring it to the front
+        out = np.moveaxis(out, len(np.shape(x)) - np.ndim(pairs[0][0]), 0)
+    return out
+
+
+# ----- joining ------------------------------------------------------------------------------------
+
+
+def _concatenate_layout(pieces, axis):
+    if axis is None:  # the pieces are flattened first
+        return [(int(np.size(p)),) for p in pieces], 0
+    return [np.shape(p) for p in pieces], normalize_axis(axis, np.ndim(pieces[0]))
+
+
+def _stack_layout(pieces, axis):
+    k = normalize_axis(axis, np.ndim(pieces[0]) + 1)
+    return [np.shape(p)[:k] + (1,) + np.shape(p)[k:] for p in pieces], k
+
+
+def _hstack_layout(pieces, axis):
+    shapes = [np.shape(p) if np.ndim(p) >= 1 else (1,) for p in pieces]
+    return shapes, 0 if len(shapes[0]) == 1 else 1
+
+
+#: for each joining function: the shape each piece takes inside the concatenation it performs,
+#: and the axis it joins on
+_JOIN_LAYOUTS = {
+    np.concatenate: _concatenate_layout,
+    np.stack: _stack_layout,
+    np.hstack: _hstack_layout,
+    np.vstack: lambda pieces, axis: ([_at_least_2d(np.shape(p)) for p in pieces], 0),
+    np.dstack: lambda pieces, axis: ([_at_least_3d(np.shape(p)) for p in pieces], 2),
+    np.column_stack: lambda pieces, axis: (
+        [np.shape(p) if np.ndim(p) >= 2 else (int(np.size(p)), 1) for p in pieces],
+        1,
+    ),
+}
+
+
+def _at_least_2d(shape):
+    return {0: (1, 1), 1: (1, *shape)}.get(len(shape), shape)
+
+
+def _at_least_3d(shape):
+    return {0: (1, 1, 1), 1: (1, *shape, 1), 2: (*shape, 1)}.get(len(shape), shape)
+
+
+def _split_cotangent(dy, pieces, shapes, axis):
+    """The cotangent of each joined piece: ``dy`` cut along ``axis`` and reshaped."""
+    if isinstance(dy, AbstractZero):
+        return [NO if has_no_tangent(p) else dy for p in pieces]
+    bounds = np.cumsum([s[axis] for s in shapes])[:-1]
+    parts = np.split(dy, bounds, axis=axis)
+    return [NO if has_no_tangent(p) else to_input(p, np.reshape(d, np.shape(p))) for p, d in zip(pieces, parts)]
+
+
+def _join_push(pieces, tangents, shapes, axis):
+    tangents = [unthunk(t) for t in tangents]
+    if all(isinstance(t, AbstractZero) for t in tangents):
+        return ZERO
+    batch = batch_size(zip(pieces, tangents))
+    lead = () if batch is None else (batch,)
+    parts = [np.reshape(dense_tangent(p, t, batch), lead + s) for p, t, s in zip(pieces, tangents, shapes)]
+    return np.concatenate(parts, axis=axis + len(lead))
+
+
+def _register_join(f, layout):
+    name = f.__name__
+
+    def rrule_join(arrays, *args, **kwargs):
+        if kwargs.get("out") is not None or len(args) > 1:
+            raise TypeError(f"the rule for numpy.{name} does not write into out=; assign the result instead")
+        y = f(arrays, *args, **kwargs)
+        pieces = as_sequence(arrays, f)
+        shapes, axis = layout(pieces, args[0] if args else kwargs.get("axis", 0))
+
+        def join_pullback(dy):
+            cotangents = _split_cotangent(cotangent_array(y, dy), pieces, shapes, axis)
+            return (NO, sequence_cotangent(arrays, cotangents), *(NO for _ in args))
+
+        join_pullback.__name__ = join_pullback.__qualname__ = f"{name}_pullback"
+        return y, join_pullback
+
+    def frule_join(tangents, arrays, *args, **kwargs):
+        y = f(arrays, *args, **kwargs)
+        pieces = as_sequence(arrays, f)
+        shapes, axis = layout(pieces, args[0] if args else kwargs.get("axis", 0))
+        return y, _join_push(pieces, sequence_items(arrays, tangents[1]), shapes, axis)
+
+    rrule_join.__name__ = rrule_join.__qualname__ = f"rrule_{name}"
+    frule_join.__name__ = frule_join.__qualname__ = f"frule_{name}"
+    rrule.register(f)(rrule_join)
+    frule.register(f, batched=True)(frule_join)
+
+
+for _f, _layout in _JOIN_LAYOUTS.items():
+    _register_join(_f, _layout)
+
+
+def _append_layout(arr, values, axis):
+    pieces = [arr, values]
+    if axis is None:
+        return pieces, [(int(np.size(arr)),), (int(np.size(values)),)], 0
+    return pieces, [np.shape(arr), np.shape(values)], normalize_axis(axis, np.ndim(arr))
+
+
+@rrule.register(np.append)
+def rrule_append(arr, values, *args, **kwargs):
+    y = np.append(arr, values, *args, **kwargs)
+    pieces, shapes, axis = _append_layout(arr, values, args[0] if args else kwargs.get("axis"))
+
+    def append_pullback(dy):
+        darr, dvalues = _split_cotangent(cotangent_array(y, dy), pieces, shapes, axis)
+        return (NO, darr, dvalues, *(NO for _ in args))
+
+    return y, append_pullback
+
+
+@frule.register(np.append, batched=True)
+def frule_append(tangents, arr, values, *args, **kwargs):
+    y = np.append(arr, values, *args, **kwargs)
+    pieces, shapes, axis = _append_layout(arr, values, args[0] if args else kwargs.get("axis"))
+    return y, _join_push(pieces, tangents[1:3], shapes, axis)
+
+
+# ----- splitting ---------------------------------------------------------------------------------
+
+
+def _split_axis(f, x, args, kwargs):
+    if f is np.hsplit:
+        return 1 if np.ndim(x) > 1 else 0
+    if f is np.vsplit:
+        return 0
+    if f is np.dsplit:
+        return 2
+    return normalize_axis(args[1] if len(args) > 1 else kwargs.get("axis", 0), np.ndim(x))
+
+
+def _register_split(f):
+    name = f.__name__
+
+    def rrule_split(x, *args, **kwargs):
+        ys = f(x, *args, **kwargs)
+        axis = _split_axis(f, x, args, kwargs)
+
+        def split_pullback(dys):
+            items = sequence_items(ys, dys)
+            if has_no_tangent(x) or all(isinstance(t, AbstractZero) for t in items):
+                return (NO, NO if has_no_tangent(x) else ZERO, *(NO for _ in args))
+            parts = [cotangent_array(y, t) for y, t in zip(ys, items)]
+            parts = [zeros_tangent(y) if isinstance(t, AbstractZero) else t for y, t in zip(ys, parts)]
+            return (NO, to_input(x, np.concatenate(parts, axis=axis)), *(NO for _ in args))
+
+        split_pullback.__name__ = split_pullback.__qualname__ = f"{name}_pullback"
+        return ys, split_pullback
+
+    def frule_split(tangents, x, *args, **kwargs):
+        ys = f(x, *args, **kwargs)
+        dx = unthunk(tangents[1])
+        if isinstance(dx, AbstractZero):
+            return ys, dx
+        axis = _split_axis(f, x, args, kwargs)
+        lead = _lead(x, dx)
+        bounds = np.cumsum([np.shape(y)[axis] for y in ys])[:-1]
+        return ys, Tangent[list](*np.split(dx, bounds, axis=axis + len(lead)))
+
+    rrule_split.__name__ = rrule_split.__qualname__ = f"rrule_{name}"
+    frule_split.__name__ = frule_split.__qualname__ = f"frule_{name}"
+    rrule.register(f)(rrule_split)
+    frule.register(f, batched=True)(frule_split)
+
+
+for _f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit):
+    _register_split(_f)
+
+
+# ----- selections: take, take_along_axis, sort --------------------------------------------------
+
+
+def _take_index(x, indices, axis, mode):
+    """An index into ``x`` that selects what ``np.take(x, indices, axis, mode=mode)`` selects."""
+    n = np.size(x) if axis is None else np.shape(x)[axis]
+    positions = np.asarray(indices)
+    if mode == "wrap":
+        positions = np.mod(positions, n)
+    elif mode == "clip":
+        positions = np.clip(positions, 0, n - 1)
+    else:
+        positions = np.where(positions < 0, positions + n, positions)
+    if axis is None:
+        return np.unravel_index(positions, np.shape(x))
+    if positions.ndim == 0:
+        positions = int(positions)
+    return (slice(None),) * axis + (positions,)
+
+
+def _take_rule(f):
+    def rrule_take(a, indices, *args, **kwargs):
+        options = dict(zip(("axis", "out", "mode"), args), **kwargs)
+        if options.get("out") is not None:
+            raise TypeError(f"the rule for numpy.{f.__name__} does not write into out=; assign the result instead")
+        axis, mode = options.get("axis"), options.get("mode", "raise")
+        y = f(a, indices, axis=axis, mode=mode)
+        k = None if axis is None else normalize_axis(axis, np.ndim(a))
+
+        def take_pullback(dy):
+            dx = scatter_thunk(a, _take_index(a, indices, k, mode), cotangent_array(y, dy))
+            return (NO, dx, NO, *(NO for _ in args))
+
+        return y, take_pullback
+
+    def frule_take(tangents, a, indices, *args, **kwargs):
+        options = dict(zip(("axis", "out", "mode"), args), **kwargs)
+        axis, mode = options.get("axis"), options.get("mode", "raise")
+        y = f(a, indices, *args, **kwargs)
+        dx = unthunk(tangents[1])
+        if isinstance(dx, AbstractZero):
+            return y, dx
+        lead = _lead(a, dx)
+        if axis is None:
+            return y, np.take(np.reshape(dx, (*lead, -1)), indices, axis=len(lead), mode=mode)
+        return y, np.take(dx, indices, axis=normalize_axis(axis, np.ndim(a)) + len(lead), mode=mode)
+
+    rrule.register(f)(rrule_take)
+    frule.register(f, batched=True)(frule_take)
+
+
+for _f in (np.take, np.ndarray.take):
+    _take_rule(_f)
+
+
+def _along_axis_index(shape, indices, axis):
+    """The fancy index that ``np.take_along_axis(x, indices, axis)`` reads (``x`` of ``shape``)."""
+    indices = np.asarray(indices)
+    grids = np.ogrid[tuple(slice(n) for n in indices.shape)]
+    index = list(grids)
+    index[axis] = np.where(indices < 0, indices + shape[axis], indices)
+    return tuple(index)
+
+
+@rrule.register(np.take_along_axis)
+def rrule_take_along_axis(arr, indices, *args, **kwargs):
+    axis = args[0] if args else kwargs.get("axis", -1)
+    y = np.take_along_axis(arr, indices, *args, **kwargs)
+
+    def take_along_axis_pullback(dy):
+        if axis is None:
+            flat = np.asarray(indices)
+            index = np.unravel_index(np.where(flat < 0, flat + np.size(arr), flat), np.shape(arr))
+        else:
+            index = _along_axis_index(np.shape(arr), indices, normalize_axis(axis, np.ndim(arr)))
+        return (NO, scatter_thunk(arr, index, cotangent_array(y, dy), unique=False), NO, *(NO for _ in args))
+
+    return y, take_along_axis_pullback
+
+
+def _push_along_axis(x, dx, indices, axis):
+    lead = _lead(x, dx)
+    if axis is None:
+        return np.take_along_axis(np.reshape(dx, (*lead, -1)), np.reshape(indices, (1,) * len(lead) + (-1,)), -1)
+    k = normalize_axis(axis, np.ndim(x)) + len(lead)
+    return np.take_along_axis(dx, np.reshape(indices, (1,) * len(lead) + np.shape(indices)), k)
+
+
+@frule.register(np.take_along_axis, batched=True)
+def frule_take_along_axis(tangents, arr, indices, *args, **kwargs):
+    axis = args[0] if args else kwargs.get("axis", -1)
+    y = np.take_along_axis(arr, indices, *args, **kwargs)
+    dx = unthunk(tangents[1])
+    if isinstance(dx, AbstractZero):
+        return y, dx
+    return y, _push_along_axis(arr, dx, indices, axis)
+
+
+def _sorted_positions(a, axis, kwargs):
+    perm = np.argsort(a, axis=axis, **kwargs)
+    if axis is None:
+        return perm, np.unravel_index(perm, np.shape(a))
+    return perm, _along_axis_index(np.shape(a), perm, normalize_axis(axis, np.ndim(a)))
+
+
+@rrule.register(np.sort)
+def rrule_sort(a, *args, **kwargs):
+    """The values of ``np.sort``: the cotangent goes back to where each value came from (ties
+    take the order ``argsort`` gives them, one valid subgradient)."""
+    axis = args[0] if args else kwargs.pop("axis", -1)
+    options = dict(zip(("kind", "order"), args[1:]), **kwargs)
+    perm, index = _sorted_positions(a, axis, options)
+    y = np.asarray(a)[index]
+
+    def sort_pullback(dy):
+        return (NO, scatter_thunk(a, index, cotangent_array(y, dy), unique=True), *(NO for _ in args))
+
+    return y, sort_pullback
+
+
+@frule.register(np.sort, batched=True)
+def frule_sort(tangents, a, *args, **kwargs):
+    axis = args[0] if args else kwargs.pop("axis", -1)
+    options = dict(zip(("kind", "order"), args[1:]), **kwargs)
+    perm, index = _sorted_positions(a, axis, options)
+    y = np.asarray(a)[index]
+    dx = unthunk(tangents[1])
+    if isinstance(dx, AbstractZero):
+        return y, dx
+    return y, _push_along_axis(a, dx, perm, axis)
+
+
+# ----- diagonals and triangles ------------------------------------------------------------------
+
+
+def _diagonal_positions(shape, offset, axis1, axis2):
+    """Rows and columns of the ``offset`` diagonal in the plane of ``axis1``, ``axis2``."""
+    rows, cols = shape[axis1], shape[axis2]
+    length = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+    i = np.arange(length)
+    return i - min(offset, 0), i + max(offset, 0)
+
+
+def _diagonal_scatter(x, dy, offset, axis1, axis2, spread=False):
+    """The cotangent of ``np.diagonal(x, offset, axis1, axis2)`` (or, with ``spread``, of ``np.trace``)."""
+    ndim = np.ndim(x)
+    a1, a2 = normalize_axis(axis1, ndim), normalize_axis(axis2, ndim)
+    rows, cols = _diagonal_positions(np.shape(x), offset, a1, a2)
+    if spread and not isinstance(dy, AbstractZero):  # the trace's cotangent reaches every diagonal entry
+        dy = np.expand_dims(dy, -1)
+
+    def diagonal_plane(acc):
+        return np.moveaxis(acc, (a1, a2), (-2, -1))
+
+    return scatter_thunk(x, (Ellipsis, rows, cols), dy, view=diagonal_plane, unique=True)
+
+
+def _register_diagonal(f):
+    def rrule_diagonal(a, *args, **kwargs):
+        offset, axis1, axis2 = _diagonal_options(args, kwargs)
+        y = f(a, *args, **kwargs)
+
+        def diagonal_pullback(dy):
+            return (NO, _diagonal_scatter(a, cotangent_array(y, dy), offset, axis1, axis2), *(NO for _ in args))
+
+        return y, diagonal_pullback
+
+    def frule_diagonal(tangents, a, *args, **kwargs):
+        offset, axis1, axis2 = _diagonal_options(args, kwargs)
+        y = f(a, *args, **kwargs)
+        dx = unthunk(tangents[1])
+        if isinstance(dx, AbstractZero):
+            return y, dx
+        lead, ndim = len(_lead(a, dx)), np.ndim(a)
+        return y, np.diagonal(dx, offset, normalize_axis(axis1, ndim) + lead, normalize_axis(axis2, ndim) + lead)
+
+    rrule.register(f)(rrule_diagonal)
+    frule.register(f, batched=True)(frule_diagonal)
+
+
+def _diagonal_options(args, kwargs):
+    options = dict(zip(("offset", "axis1", "axis2"), args), **kwargs)
+    return options.get("offset", 0), options.get("axis1", 0), options.get("axis2", 1)
+
+
+for _f in (np.diagonal, np.ndarray.diagonal):
+    _register_diagonal(_f)
+
+
+def _register_trace(f):
+    def rrule_trace(a, *args, **kwargs):
+        options = dict(zip(("offset", "axis1", "axis2", "dtype", "out"), args), **kwargs)
+        if options.get("out") is not None:
+            raise TypeError("the rule for numpy.trace does not write into out=; assign the result instead")
+        offset, axis1, axis2 = options.get("offset", 0), options.get("axis1", 0), options.get("axis2", 1)
+        y = f(a, *args, **kwargs)
+
+        def trace_pullback(dy):
+            dy = cotangent_array(y, dy)
+            return (NO, _diagonal_scatter(a, dy, offset, axis1, axis2, spread=True), *(NO for _ in args))
+
+        return y, trace_pullback
+
+    def frule_trace(tangents, a, *args, **kwargs):
+        options = dict(zip(("offset", "axis1", "axis2", "dtype", "out"), args), **kwargs)
+        offset, axis1, axis2 = options.get("offset", 0), options.get("axis1", 0), options.get("axis2", 1)
+        y = f(a, *args, **kwargs)
+        dx = unthunk(tangents[1])
+        if isinstance(dx, AbstractZero):
+            return y, dx
+        lead = len(_lead(a, dx))
+        ndim = np.ndim(a)
+        return y, np.trace(dx, offset, normalize_axis(axis1, ndim) + lead, normalize_axis(axis2, ndim) + lead)
+
+    rrule.register(f)(rrule_trace)
+    frule.register(f, batched=True)(frule_trace)
+
+
+for _f in (np.trace, np.ndarray.trace):
+    _register_trace(_f)
+
+
+@rrule.register(np.diag)
+def rrule_diag(v, *args, **kwargs):
+    k = args[0] if args else kwargs.get("k", 0)
+    y = np.diag(v, k)
+
+    def diag_pullback(dy):
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero) or has_no_tangent(v):
+            return (NO, NO if has_no_tangent(v) else dy, *(NO for _ in args))
+        if np.ndim(v) == 1:  # v was placed on a diagonal: read it back
+            return (NO, to_input(v, np.diagonal(dy, k).copy()), *(NO for _ in args))
+        return (NO, _diagonal_scatter(v, dy, k, 0, 1), *(NO for _ in args))
+
+    return y, diag_pullback
+
+
+@frule.register(np.diag, batched=True)
+def frule_diag(tangents, v, *args, **kwargs):
+    k = args[0] if args else kwargs.get("k", 0)
+    y = np.diag(v, k)
+    dv = unthunk(tangents[1])
+    if isinstance(dv, AbstractZero):
+        return y, dv
+    lead = _lead(v, dv)
+    if np.ndim(v) == 2:
+        return y, np.diagonal(dv, k, len(lead), len(lead) + 1)
+    out = np.zeros((*lead, *np.shape(y)), dtype=np.result_type(dv))
+    rows, cols = _diagonal_positions(np.shape(y), k, 0, 1)
+    out[..., rows, cols] = dv
+    return y, out
+
+
+def _register_triangle(f):
+    def triangle_spec(y, m, k=0):
+        def triangle_adjoint(dy):
+            dx = f(dy, k)
+            return np.sum(dx, axis=-2) if np.ndim(m) == 1 else dx
+
+        def triangle_push(dx, lead):
+            if np.ndim(m) == 1:  # a vector is broadcast to the rows of a square matrix
+                n = np.shape(m)[0]
+                dx = np.broadcast_to(np.expand_dims(dx, -2), (*lead, n, n))
+            return f(dx, k)
+
+        return triangle_adjoint, triangle_push
+
+    _linear(f)(triangle_spec)
+
+
+for _f in (np.triu, np.tril):
+    _register_triangle(_f)

@@ -1,0 +1,547 @@
+"""Rules for NumPy's elementwise functions: the ufuncs and their relatives (``where``, ``clip``, ``sinc``...).
+
+Most rules are one row: the function and one partial derivative per argument, from which
+``elementwise`` builds both the ``rrule`` and the ``frule``. Inputs broadcast against each other;
+each cotangent is summed back to its input's shape and dtype. Complex inputs follow ChainRules'
+convention: a holomorphic function's pullback multiplies by the conjugate partial. A function
+with a real output of a complex input is written with the partial ``p`` for which
+``dy = real(p * dz)`` (``abs``: ``conj(z) / |z|``), and the same rows then serve it.
+
+Ufunc keywords: ``dtype=`` (and ``casting=``, ``order=``, ...) pass through to the primal;
+``where=`` gives a zero derivative where it is false; ``out=`` is refused with a clear error,
+since writing into an existing array is mutation, which rules do not differentiate.
+
+Conventions at kinks: ``maximum``/``minimum``/``fmax``/``fmin`` split the cotangent equally
+between tied arguments; ``abs`` and ``hypot`` have derivative zero at zero; ``clip`` passes the
+cotangent to ``a`` when ``a`` equals a bound.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ...core import AbstractZero, NoTangent, ZeroTangent, conj, frule, match_input, non_differentiable, rrule, unthunk
+from ._util import align, bind, match_output, raise_out
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+# ----- the row machinery -------------------------------------------------------------------
+
+
+def _takes_out(partial: Callable) -> bool:
+    try:
+        p = inspect.signature(partial).parameters.get("out")
+    except (TypeError, ValueError):
+        return False
+    return p is not None and p.kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def _times(d, p):
+    """``p * d``, without a multiplication for the constant partials 1 and -1.
+
+    A boolean mask multiplies too: that is several times faster than ``np.where`` on a mask
+    without order, where the branch predictor fails.
+    """
+    if type(p) is float:
+        if p == 1.0:
+            return d
+        if p == -1.0:
+            return -d
+    return p * d
+
+
+def pull(args: tuple, partials: list, y, dy) -> tuple:
+    """The cotangents ``dy * conj(p)`` of an elementwise function, each brought back to its input.
+
+    A partial is an array or number, a boolean mask (the cotangent passes where it is true), or
+    ``None`` for an argument without a derivative (``NoTangent``).
+    """
+    dy = unthunk(dy)
+    if isinstance(dy, AbstractZero):
+        return tuple(_NO if p is None else _ZERO for p in partials)
+    if not np.iscomplexobj(y) and np.iscomplexobj(dy):
+        dy = np.real(dy)  # a real output's cotangent is real
+    return tuple(_NO if p is None else _back_to(x, _times(dy, conj(p))) for x, p in zip(args, partials))
+
+
+def _back_to(x, dx):
+    """``match_input(x, dx)``, skipped when ``dx`` already is an array of ``x``'s shape and dtype."""
+    if type(dx) is np.ndarray and type(x) is np.ndarray and dx.shape == x.shape and dx.dtype == x.dtype:
+        return dx
+    return match_input(x, dx)
+
+
+def push(args: tuple, partials: list, y, dxs: tuple):
+    """The pushforward ``sum(p * dx)`` of an elementwise function, shaped like its output.
+
+    A batched tangent (one more leading axis than its input) is aligned with the output first,
+    and then the result is batched too.
+    """
+    dy = _ZERO
+    batch = None
+    ndim = np.ndim(y)
+    for x, p, dx in zip(args, partials, dxs):
+        dx = unthunk(dx)
+        if p is None or isinstance(dx, AbstractZero):
+            continue
+        if np.ndim(dx) > np.ndim(x):  # batched (perhaps already aligned with the output)
+            batch = np.shape(dx)[0]
+        term = _times(align(x, dx, ndim), p)
+        dy = term if isinstance(dy, AbstractZero) else dy + term
+    if isinstance(dy, AbstractZero):
+        return dy
+    shape = np.shape(y) if batch is None else (batch,) + np.shape(y)
+    if np.shape(dy) != shape:
+        dy = np.broadcast_to(dy, shape)  # a constant partial leaves a broadcast input's shape
+    return match_output(y, dy)
+
+
+def _ufunc_call(f, args: tuple, kwargs: dict, nin: int):
+    """Check the extra arguments of a call ``f(*args, **kwargs)``; return its ``where=`` mask or None.
+
+    Positional arguments after the inputs of a ufunc are its outputs; those and ``out=`` are refused.
+    """
+    if isinstance(f, np.ufunc):
+        if any(a is not None for a in args[nin:]):
+            raise_out(f)
+        out = kwargs.get("out")
+        if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
+            raise_out(f)
+        where = kwargs.get("where", True)
+        return None if where is True else where
+    if len(args) != nin:
+        raise TypeError(f"the rule for {f.__name__} takes {nin} positional argument(s), got {len(args)}")
+    return None
+
+
+def _rules(f, nin: int, derivatives: Callable) -> tuple[Callable, Callable]:
+    """The ``rrule`` and ``frule`` of an elementwise ``f`` of ``nin`` inputs.
+
+    ``derivatives(args, y)`` returns the partials, one per input (see ``pull``), computed once in
+    the primal and shared by the pullback.
+    """
+    name = getattr(f, "__name__", "f")
+
+    def masked_derivatives(args, y, where):
+        if where is None:
+            return derivatives(args, y)
+        with np.errstate(all="ignore"):  # the output is uninitialised where `where` is false
+            ps = derivatives(args, y)
+        return [None if p is None else np.where(where, p, 0.0) for p in ps]
+
+    def elementwise_rrule(*args, **kwargs):
+        where = _ufunc_call(f, args, kwargs, nin)
+        extra = (_NO,) * (len(args) - nin)
+        args = args[:nin]
+        y = f(*args, **kwargs)
+        ps = masked_derivatives(args, y, where)
+
+        def elementwise_pullback(dy):
+            return (_NO,) + pull(args, ps, y, dy) + extra
+
+        elementwise_pullback.__qualname__ = f"{name}_pullback"
+        return y, elementwise_pullback
+
+    def elementwise_frule(tangents, *args, **kwargs):
+        where = _ufunc_call(f, args, kwargs, nin)
+        args = args[:nin]
+        y = f(*args, **kwargs)
+        return y, push(args, masked_derivatives(args, y, where), y, tangents[1 : nin + 1])
+
+    elementwise_rrule.__qualname__ = f"rrule_{name}"
+    elementwise_frule.__qualname__ = f"frule_{name}"
+    return elementwise_rrule, elementwise_frule
+
+
+def _register(f, nin: int, derivatives: Callable, partials: tuple | None = None) -> None:
+    r, fw = _rules(f, nin, derivatives)
+    if partials is not None:
+        r.partials = fw.partials = partials  # the dual engine may read them
+    rrule.register(f)(r)
+    frule.register(f, batched=True)(fw)
+
+
+def elementwise(f, *partials: Callable | None) -> None:
+    """Register ``rrule`` and ``frule`` for an elementwise ``f`` from one partial per argument.
+
+    Like ``cr.scalar_rule``, plus what ufunc calls need: inputs of different shapes broadcast
+    (batched tangents included), ``where=``/``dtype=`` are honoured, ``out=`` is refused. A
+    partial with a keyword-only ``out`` parameter also receives the primal output; a partial
+    of ``None`` marks an argument without a derivative.
+
+    >>> import numpy as np, chainrules as cr
+    >>> y, back = cr.rrule(np.multiply, np.ones((2, 1)), np.arange(3.0))
+    >>> back(np.ones((2, 3)))[1:]
+    (array([[3.],
+           [3.]]), array([2., 2., 2.]))
+    """
+    wants_out = tuple(p is not None and _takes_out(p) for p in partials)
+
+    def derivatives(args, y):
+        return [None if p is None else p(*args, out=y) if w else p(*args) for p, w in zip(partials, wants_out)]
+
+    _register(f, len(partials), derivatives, partials)
+
+
+def elementwise_joint(f, nin: int, derivatives: Callable) -> None:
+    """Like ``elementwise``, with all partials from one call ``derivatives(args, y)`` that shares their work."""
+    _register(f, nin, derivatives)
+
+
+# ----- partials that need care -------------------------------------------------------------
+
+
+def _safe_divisor(d):
+    """``d`` with its zeros replaced by ones (where the numerator vanishes too)."""
+    return np.where(d == 0, 1, d)
+
+
+def _log_abs_base(a):
+    """log|a| (log a for complex a), and 0 where a == 0: the exponent's partial of a**b there."""
+    safe = _safe_divisor(a)
+    return np.log(safe) if np.iscomplexobj(a) else np.log(np.abs(safe))
+
+
+def _power_base_partial(power):
+    def base_partial(a, b):
+        b1 = b - 1.0  # a float exponent: integers to negative integer powers are an error
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(b == 0, 0.0, b * power(a, b1))
+
+    return base_partial
+
+
+def _select_partials(nan_wins: bool):
+    """Partials of maximum/minimum (``nan_wins``: a NaN propagates) and fmax/fmin (a NaN loses).
+
+    Each input's share of the result: 1 if it is the result, 1/2 each on a tie, and the NaN
+    input of maximum/minimum is the result.
+    """
+
+    def select_partials(args, y):
+        a, b = args
+        won = a == y
+        if nan_wins:
+            won = np.logical_or(won, a != a)
+        tie = a == b
+        if not np.any(tie):
+            return [won, np.logical_not(won)]
+        share = won - 0.5 * tie
+        return [share, 1.0 - share]
+
+    return select_partials
+
+
+def _rounded_quotient(a, b, *, out):
+    """-(a - out) / b rounded: minus the integer quotient of mod/fmod, exact from the primal."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -np.rint((a - out) / b)
+
+
+def _abs_partial(x):
+    """d|x| = real(p * dx): sign(x) for real x, conj(x)/|x| for complex x; zero at zero."""
+    if not np.iscomplexobj(x):
+        return np.sign(x)
+    r = np.abs(x)
+    return np.conj(x) / _safe_divisor(r)
+
+
+def _sinc_partial(x):
+    # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, which tends to 0 at x = 0
+    safe = _safe_divisor(x)
+    return np.where(x == 0, 0.0, (np.cos(np.pi * safe) - np.sinc(safe)) / safe)
+
+
+def _hypot_partial(a, b, *, out):
+    return a / _safe_divisor(out)
+
+
+def _hypot_partial_b(a, b, *, out):
+    return b / _safe_divisor(out)
+
+
+# ----- the rows ----------------------------------------------------------------------------
+
+# unary, holomorphic where NumPy takes complex input
+elementwise(np.negative, lambda x: -1.0)
+elementwise(np.positive, lambda x: 1.0)
+elementwise(np.absolute, _abs_partial)  # np.abs; real output, so complex input is covered too
+elementwise(np.fabs, np.sign)
+elementwise(np.reciprocal, lambda x, *, out: -(out * out))
+elementwise(np.exp, lambda x, *, out: out)
+elementwise(np.exp2, lambda x, *, out: out * _LN2)
+elementwise(np.expm1, lambda x, *, out: out + 1.0)
+elementwise(np.log, lambda x: 1.0 / x)
+elementwise(np.log2, lambda x: 1.0 / (x * _LN2))
+elementwise(np.log10, lambda x: 1.0 / (x * _LN10))
+elementwise(np.log1p, lambda x: 1.0 / (x + 1.0))
+elementwise(np.sqrt, lambda x, *, out: 0.5 / out)
+elementwise(np.cbrt, lambda x, *, out: 1.0 / (3.0 * out * out))
+elementwise(np.square, lambda x: 2.0 * x)
+elementwise(np.sin, np.cos)
+elementwise(np.cos, lambda x: -np.sin(x))
+elementwise(np.tan, lambda x, *, out: 1.0 + out * out)
+elementwise(np.arcsin, lambda x: 1.0 / np.sqrt(1.0 - x * x))
+elementwise(np.arccos, lambda x: -1.0 / np.sqrt(1.0 - x * x))
+elementwise(np.arctan, lambda x: 1.0 / (1.0 + x * x))
+elementwise(np.sinh, np.cosh)
+elementwise(np.cosh, np.sinh)
+elementwise(np.tanh, lambda x, *, out: 1.0 - out * out)
+elementwise(np.arcsinh, lambda x: 1.0 / np.sqrt(x * x + 1.0))
+elementwise(np.arccosh, lambda x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))  # right branch for complex x
+elementwise(np.arctanh, lambda x: 1.0 / (1.0 - x * x))
+for _f in (np.deg2rad, np.radians):
+    elementwise(_f, lambda x: math.pi / 180.0)
+for _f in (np.rad2deg, np.degrees):
+    elementwise(_f, lambda x: 180.0 / math.pi)
+elementwise(np.sinc, _sinc_partial)
+elementwise(np.real, lambda x: 1.0)  # dy = real(dz)
+elementwise(np.imag, lambda x: -1j if np.iscomplexobj(x) else 0.0)  # dy = imag(dz) = real(-i dz)
+
+# binary
+elementwise(np.add, lambda a, b: 1.0, lambda a, b: 1.0)
+elementwise(np.subtract, lambda a, b: 1.0, lambda a, b: -1.0)
+elementwise(np.multiply, lambda a, b: b, lambda a, b: a)
+elementwise(np.divide, lambda a, b: 1.0 / b, lambda a, b, *, out: -out / b)  # np.true_divide
+elementwise(np.power, _power_base_partial(np.power), lambda a, b, *, out: out * _log_abs_base(a))
+elementwise(np.float_power, _power_base_partial(np.float_power), lambda a, b, *, out: out * _log_abs_base(a))
+elementwise(np.arctan2, lambda y, x: x / (x * x + y * y), lambda y, x: -y / (x * x + y * y))
+elementwise(np.hypot, _hypot_partial, _hypot_partial_b)
+elementwise(np.logaddexp, lambda a, b, *, out: np.exp(a - out), lambda a, b, *, out: np.exp(b - out))
+elementwise(np.logaddexp2, lambda a, b, *, out: np.exp2(a - out), lambda a, b, *, out: np.exp2(b - out))
+for _f in (np.maximum, np.minimum):
+    elementwise_joint(_f, 2, _select_partials(nan_wins=True))
+for _f in (np.fmax, np.fmin):
+    elementwise_joint(_f, 2, _select_partials(nan_wins=False))
+for _f in (np.remainder, np.fmod):  # np.mod is np.remainder
+    elementwise(_f, lambda a, b: 1.0, _rounded_quotient)
+elementwise(np.copysign, lambda a, b: 1.0 - 2.0 * (np.signbit(a) != np.signbit(b)), lambda a, b: 0.0)
+elementwise(np.heaviside, lambda x, h: 0.0, lambda x, h: x == 0)
+elementwise(np.ldexp, lambda x, e: np.ldexp(1.0, e), None)  # the exponent is an integer
+
+
+# ----- hand-written rules ------------------------------------------------------------------
+
+
+def _conj_rules(f):
+    # conj is not holomorphic: its derivative is conj itself, not a multiplication
+    def rrule_conj(x, *args, **kwargs):
+        _ufunc_call(np.conjugate, args, kwargs, 0)
+        y = np.conjugate(x, **kwargs)
+
+        def conj_pullback(dy):
+            return (_NO, match_input(x, conj(unthunk(dy)))) + (_NO,) * len(args)
+
+        return y, conj_pullback
+
+    def frule_conj(tangents, x, *args, **kwargs):
+        _ufunc_call(np.conjugate, args, kwargs, 0)
+        y = np.conjugate(x, **kwargs)
+        dx = unthunk(tangents[1])
+        return y, dx if isinstance(dx, AbstractZero) else match_output(y, conj(dx))
+
+    rrule.register(f)(rrule_conj)
+    frule.register(f, batched=True)(frule_conj)
+
+
+for _f in (np.conjugate, np.ndarray.conj, np.ndarray.conjugate):  # np.conj is np.conjugate
+    _conj_rules(_f)
+
+
+@rrule.register(np.angle)
+def rrule_angle(z, *args, **kwargs):
+    deg = bind(np.angle, args, kwargs, ("deg",), {"deg": False})["deg"]
+    y = np.angle(z, deg)
+    p = _angle_partial(z, deg)
+
+    def angle_pullback(dy):
+        return (_NO,) + pull((z,), [p], y, dy) + (_NO,) * len(args)
+
+    return y, angle_pullback
+
+
+@frule.register(np.angle, batched=True)
+def frule_angle(tangents, z, *args, **kwargs):
+    deg = bind(np.angle, args, kwargs, ("deg",), {"deg": False})["deg"]
+    y = np.angle(z, deg)
+    return y, push((z,), [_angle_partial(z, deg)], y, tangents[1:2])
+
+
+def _angle_partial(z, deg):
+    """d angle(z) = real(p * dz) with p = -i conj(z) / |z|^2 (zero for real z, and at z = 0)."""
+    if not np.iscomplexobj(z):
+        return 0.0
+    p = -1j * np.conj(z) / _safe_divisor(np.real(z * np.conj(z)))
+    return p * (180.0 / math.pi) if deg else p
+
+
+@rrule.register(np.real_if_close)
+def rrule_real_if_close(a, *args, **kwargs):
+    y = np.real_if_close(a, *args, **kwargs)
+
+    def real_if_close_pullback(dy):
+        return (_NO,) + pull((a,), [1.0], y, dy) + (_NO,) * len(args)
+
+    return y, real_if_close_pullback
+
+
+@frule.register(np.real_if_close, batched=True)
+def frule_real_if_close(tangents, a, *args, **kwargs):
+    y = np.real_if_close(a, *args, **kwargs)
+    return y, push((a,), [1.0], y, tangents[1:2])
+
+
+_NAN_TO_NUM = ("copy", "nan", "posinf", "neginf")
+
+
+@rrule.register(np.nan_to_num)
+def rrule_nan_to_num(x, *args, **kwargs):
+    y, p = _nan_to_num(x, args, kwargs)
+
+    def nan_to_num_pullback(dy):
+        return (_NO,) + pull((x,), [p], y, dy) + (_NO,) * len(args)
+
+    return y, nan_to_num_pullback
+
+
+@frule.register(np.nan_to_num, batched=True)
+def frule_nan_to_num(tangents, x, *args, **kwargs):
+    y, p = _nan_to_num(x, args, kwargs)
+    return y, push((x,), [p], y, tangents[1:2])
+
+
+def _nan_to_num(x, args, kwargs):
+    """The primal of nan_to_num and its partial: 1 where x is finite, 0 where it was replaced."""
+    options = bind(np.nan_to_num, args, kwargs, _NAN_TO_NUM, {"copy": True, "nan": 0.0, "posinf": None, "neginf": None})
+    if not options.pop("copy"):
+        raise TypeError(
+            "chainrules: np.nan_to_num(..., copy=False) overwrites its input, and rules do not "
+            "differentiate mutation; call it with copy=True"
+        )
+    y = np.nan_to_num(x, **options)
+    return y, np.isfinite(x)
+
+
+def _where_partials(cond, a, b):
+    mask = cond if getattr(cond, "dtype", None) == np.bool_ else np.asarray(cond).astype(bool)
+    return [None, mask, np.logical_not(mask)]
+
+
+@rrule.register(np.where)
+def rrule_where(cond, *args):
+    y = np.where(cond, *args)
+    if not args:  # where(cond): the indices of the true entries
+
+        def where_indices_pullback(dy):
+            return _NO, _NO
+
+        return y, where_indices_pullback
+    ps = _where_partials(cond, *args)
+
+    def where_pullback(dy):
+        return (_NO,) + pull((cond,) + args, ps, y, dy)
+
+    return y, where_pullback
+
+
+@frule.register(np.where, batched=True)
+def frule_where(tangents, cond, *args):
+    y = np.where(cond, *args)
+    if not args:
+        return y, _NO
+    return y, push((cond,) + args, _where_partials(cond, *args), y, tangents[1:4])
+
+
+def _clip_rules(f, names: tuple[str, ...], defaults: dict):
+    """Rules for ``np.clip(a, a_min, a_max)`` and ``ndarray.clip(min, max)``: bounds may be arrays or None."""
+    lo_name, hi_name = names[:2]
+
+    def clip_call(a, args, kwargs):
+        bound = bind(f, args, kwargs, names, defaults)
+        lo = bound[lo_name] if bound[lo_name] is not None else bound.get("min")
+        hi = bound[hi_name] if bound[hi_name] is not None else bound.get("max")
+        y = np.clip(a, lo, hi)
+        pa, plo, phi = _clip_partials(a, lo, hi)
+        # partials of the positional arguments; a bound given by keyword is a constant
+        given = args[:2]
+        ps = [pa] + [None if g is None else p for g, p in zip(given, (plo, phi))]
+        return y, (a,) + tuple(given), ps
+
+    def rrule_clip(a, *args, **kwargs):
+        y, inputs, ps = clip_call(a, args, kwargs)
+
+        def clip_pullback(dy):
+            return (_NO,) + pull(inputs, ps, y, dy) + (_NO,) * (len(args) - len(inputs) + 1)
+
+        return y, clip_pullback
+
+    def frule_clip(tangents, a, *args, **kwargs):
+        y, inputs, ps = clip_call(a, args, kwargs)
+        return y, push(inputs, ps, y, tangents[1:])
+
+    rrule.register(f)(rrule_clip)
+    frule.register(f, batched=True)(frule_clip)
+
+
+def _clip_partials(a, lo, hi):
+    """Masks of where the result of clip(a, lo, hi) = minimum(maximum(a, lo), hi) comes from.
+
+    At a tie the cotangent goes to ``a``; where lo > hi NumPy returns hi, and so does the mask.
+    """
+    below = a < lo if lo is not None else None
+    above = a > hi if hi is not None else None
+    if below is not None and above is not None and np.any(lo > hi):
+        above = np.maximum(a, lo) > hi
+        below = np.logical_and(below, np.logical_not(above))
+    outside = below if above is None else above if below is None else np.logical_or(below, above)
+    inside = np.logical_not(outside) if outside is not None else 1.0
+    return inside, below, above
+
+
+_clip_rules(np.clip, ("a_min", "a_max", "out"), {"a_min": None, "a_max": None, "min": None, "max": None})
+_clip_rules(np.ndarray.clip, ("min", "max", "out"), {"min": None, "max": None})
+
+
+@rrule.register(np.full_like)
+def rrule_full_like(a, fill_value, *args, **kwargs):
+    y = np.full_like(a, fill_value, *args, **kwargs)
+
+    def full_like_pullback(dy):
+        return (_NO, _NO) + pull((fill_value,), [1.0], y, dy) + (_NO,) * len(args)
+
+    return y, full_like_pullback
+
+
+@frule.register(np.full_like, batched=True)
+def frule_full_like(tangents, a, fill_value, *args, **kwargs):
+    y = np.full_like(a, fill_value, *args, **kwargs)
+    return y, push((fill_value,), [1.0], y, tangents[2:3])
+
+
+# ----- no derivative -----------------------------------------------------------------------
+
+non_differentiable(
+    # ufuncs with piecewise-constant, boolean or integer results
+    np.sign, np.floor, np.ceil, np.rint, np.trunc, np.signbit, np.floor_divide,
+    np.isnan, np.isinf, np.isfinite, np.isnat,
+    np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
+    np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+    np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.gcd, np.lcm,
+    # functions of the same kind
+    np.round, np.around, np.fix, np.isneginf, np.isposinf, np.isclose, np.allclose, np.array_equal,
+    np.array_equiv, np.iscomplex, np.iscomplexobj, np.isreal, np.isrealobj, np.isscalar, np.all, np.any,
+    np.argmax, np.argmin, np.argsort, np.argpartition, np.argwhere, np.nonzero, np.flatnonzero,
+    np.count_nonzero, np.searchsorted, np.zeros_like, np.ones_like, np.empty_like,
+    np.shape, np.ndim, np.size, np.result_type,
+    # the same as ndarray methods
+    np.ndarray.round, np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.argpartition,
+    np.ndarray.nonzero, np.ndarray.searchsorted, np.ndarray.all, np.ndarray.any,
+)  # fmt: skip

@@ -1,0 +1,195 @@
+"""Nothing drops a derivative silently: missing rules, conversions and writes raise, naming the line."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+import re
+
+import numpy as np
+import pytest
+from trace_rules import view_of
+
+import chainrules as cr
+from chainrules.reverse.trace import pullback_full
+from chainrules.reverse.trace.tracer import apply
+
+HERE = re.escape(__file__)
+
+no_rule = np.frompyfunc(lambda x, y: x, 2, 1)  # a ufunc nobody registered a rule for
+
+
+def test_missing_rule_names_the_callable_the_types_and_the_line():
+    def f(x):
+        return no_rule(x, 2)  # the line the error points at
+
+    with pytest.raises(cr.NoRuleError) as info:
+        pullback_full(f, 1.5)
+    message = str(info.value)
+    assert "(float, int)" in message
+    assert re.search(HERE + r":\d+", message)
+    assert info.value.callable is no_rule
+    line = int(re.search(HERE + r":(\d+)", message).group(1))
+    assert "the line the error points at" in open(__file__).read().splitlines()[line - 1]
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [math.sin, math.exp, float, int, complex],
+    ids=["math.sin", "math.exp", "float", "int", "complex"],
+)
+def test_conversions_to_plain_numbers_raise(convert):
+    def f(x):
+        return convert(x) * x
+
+    with pytest.raises(TypeError, match="would drop its derivative") as info:
+        pullback_full(f, 0.5)
+    assert "np.sin" in str(info.value) and re.search(HERE + r":\d+", str(info.value))
+
+
+def test_converting_an_array_raises():
+    with pytest.raises(TypeError, match="plain NumPy array"):
+        pullback_full(lambda x: np.asarray(x), np.ones(2))
+    with pytest.raises(TypeError, match="plain NumPy array"):
+        pullback_full(lambda x: np.array([x, x]), 1.0)
+    with pytest.raises(TypeError, match="plain NumPy array"):
+        pullback_full(lambda x: np.float64(x), 1.0)
+
+
+def test_writing_into_a_plain_array_raises():
+    def setitem(x):
+        out = np.zeros(2)
+        out[0] = x
+        return out
+
+    def add_into(x):
+        out = np.zeros(2)
+        out += x
+        return out
+
+    with pytest.raises(TypeError, match="drop its derivative"):
+        pullback_full(setitem, 1.0)
+    with pytest.raises(TypeError, match="writes into an array in place"):
+        pullback_full(add_into, np.ones(2))
+
+
+def test_writing_into_a_tracked_array_raises():
+    def f(x):
+        y = x * 2.0
+        y[0] = 1.0
+        return y
+
+    def fill(x):
+        y = x * 2.0
+        y.fill(0.0)
+        return y
+
+    with pytest.raises(TypeError, match="assignment into an array being differentiated"):
+        pullback_full(f, np.ones(2))
+    with pytest.raises(TypeError, match="writes into an array being differentiated"):
+        pullback_full(fill, np.ones(2))
+
+
+def test_in_place_operators_on_new_arrays_rebind():
+    def f(x):
+        y = x * 2.0
+        alias = y
+        y += x
+        y *= x
+        return alias  # the same box: it sees the updates, as it would see NumPy's
+
+    y, back = pullback_full(f, np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(y, [3.0, 12.0])
+    np.testing.assert_array_equal(back(np.ones(2))[1], [6.0, 12.0])  # d(3x^2) = 6x
+
+
+def test_in_place_operators_on_shared_memory_raise():
+    def on_argument(x):
+        x += 1.0
+        return x
+
+    def on_view(x):
+        y = x * 2.0
+        v = view_of(y)
+        v += 1.0
+        return y
+
+    def on_viewed(x):
+        y = x * 2.0
+        v = view_of(y)
+        y += 1.0
+        return v
+
+    for f in (on_argument, on_view, on_viewed):
+        with pytest.raises(TypeError, match="share memory"):
+            pullback_full(f, np.ones(2))
+
+
+def test_tracked_float_as_an_index_raises():
+    with pytest.raises(TypeError, match="cannot be used as an integer"):
+        pullback_full(lambda x: [1.0, 2.0][x], 1.0)
+
+
+def test_tracked_integers_index_and_count():
+    def f(n, x):
+        return [x, x * 2.0, x * 3.0][n] * sum(1.0 for _ in range(n))
+
+    assert cr.gradient(f, 2, 1.5, engine="tape") == (cr.NoTangent(), 6.0)
+
+
+def test_keyword_arguments_with_tracked_values_raise():
+    def combine(a, b=1.0):
+        return a * b
+
+    @cr.rrule.register(combine)
+    def rrule_combine(a, b=1.0):
+        return a * b, lambda dy: (cr.NoTangent(), dy * b)
+
+    with pytest.raises(TypeError, match="keyword argument 'b'"):
+        pullback_full(lambda x: apply(combine, (2.0,), {"b": x}), 1.0)
+
+
+def test_values_that_escape_their_differentiation_raise_when_used():
+    kept = []
+
+    def f(x):
+        kept.append(x)
+        return x * 2.0
+
+    pullback_full(f, 1.0)
+    with pytest.raises(TypeError, match="escaped"):
+        kept[0] * 3.0
+    with pytest.raises(TypeError, match="escaped"):
+        pullback_full(lambda y: y * kept[0], 1.0)
+
+
+def test_truth_of_an_array_follows_numpy():
+    with pytest.raises(ValueError, match="ambiguous"):
+        pullback_full(lambda x: x if x else -x, np.ones(2))
+
+
+def test_tracked_values_are_unhashable_and_unpicklable():
+    def f(x):
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(x)
+        with pytest.raises(TypeError, match="pickled"):
+            pickle.dumps(x)
+        assert copy.copy(x) is x and copy.deepcopy(x) is x
+        return x
+
+    pullback_full(f, 1.0)
+
+
+def test_the_tape_cannot_see_into_python_functions_of_libraries():
+    # A rule registered for a Python function is not reached by the tape: the function runs on
+    # tracked values, and its conversion of them raises instead of losing the derivative.
+    def library_function(x):
+        return np.asarray(x) * 2.0
+
+    @cr.rrule.register(library_function)
+    def rrule_library_function(x):
+        return library_function(x), lambda dy: (cr.NoTangent(), 2.0 * dy)
+
+    with pytest.raises(TypeError, match="plain NumPy array"):
+        pullback_full(lambda x: library_function(x), np.ones(2))

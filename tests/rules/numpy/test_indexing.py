@@ -1,0 +1,162 @@
+"""Indexing and attribute rules (rules/numpy/indexing.py): spec tables and in-place accumulation."""
+
+import operator
+import tracemalloc
+
+import numpy as np
+import pytest
+from _array_checks import Case, check_accumulation_layouts, check_batched_frule, rand
+from _array_checks import Const as C
+
+import chainrules as cr
+import chainrules.testing as crt
+
+F32, C128 = np.float32, np.complex128
+MASK = rand(3, 4) > 0
+
+GETITEM = [
+    Case(operator.getitem, rand(5), C(2)),
+    Case(operator.getitem, rand(5), C(-1)),
+    Case(operator.getitem, rand(3, 4), C(1)),
+    Case(operator.getitem, rand(3, 4), C((1, 2))),
+    Case(operator.getitem, rand(3, 4, dtype=F32), C(slice(1, None, 2))),
+    Case(operator.getitem, rand(3, 4), C((slice(None, None, -1), None, Ellipsis))),
+    Case(operator.getitem, rand(2, 3, 4), C((Ellipsis, 1))),
+    Case(operator.getitem, rand(2, 3, 4, dtype=C128), C((None, 0, Ellipsis, None))),
+    Case(operator.getitem, rand(3, 4), C(np.array([0, 0, 2]))),
+    Case(operator.getitem, rand(3, 4), C([2, 2, 2, 1])),
+    Case(operator.getitem, rand(3, 4), C((np.array([[0, 1], [1, 1]]), np.array([3, 3])))),
+    Case(operator.getitem, rand(3, 4, 5), C((np.array([0, 0]), slice(None), np.array([1, 1])))),
+    Case(operator.getitem, rand(3, 4, 5), C((0, slice(None), [1, 1, 3]))),
+    Case(operator.getitem, rand(3, 4, 5, dtype=F32), C((slice(1, 3), [0, 0], Ellipsis))),
+    Case(operator.getitem, rand(3, 4), C(MASK)),
+    Case(operator.getitem, rand(3, 4, dtype=C128), C(MASK)),
+    Case(operator.getitem, rand(3, 4), C((MASK[:, 0], slice(1, 3)))),
+    Case(operator.getitem, rand(3, 4), C((np.array([True, False, True]), np.array([3, 3])))),
+    Case(operator.getitem, rand(3, 4), C(np.True_)),
+]
+
+ATTRIBUTES = [
+    Case(getattr, rand(3, 4), C("T")),
+    Case(getattr, rand(2, 3, 4), C("T")),
+    Case(getattr, rand(2, 3, 4, dtype=F32), C("mT")),
+    Case(getattr, rand(3, 4, dtype=C128), C("real")),
+    Case(getattr, rand(3, 4, dtype=C128), C("imag")),
+    Case(getattr, rand(3, 4), C("real")),
+]
+
+CASES = GETITEM + ATTRIBUTES
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_rrule(case):
+    crt.test_rrule(case.f, *case.testing_args(), fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_frule(case):
+    crt.test_frule(case.f, *case.testing_args(), fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_batched_frule(case):
+    check_batched_frule(case.f, *case.args, fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", GETITEM, ids=str)
+def test_cotangent_accumulates_into_every_layout(case):
+    assert check_accumulation_layouts(case.f, *case.args, fkwargs=case.kwargs) == 1
+
+
+# ----- the cotangent of x[i] is an action on the accumulator ------------------------------------
+
+
+def test_repeated_integer_indices_accumulate():
+    x = rand(4)
+    _, back = cr.rrule(operator.getitem, x, [1, 1, 3, 1])
+    dx = back(np.array([1.0, 2.0, 3.0, 4.0]))[1]
+    assert isinstance(dx, cr.InplaceableThunk)
+    np.testing.assert_array_equal(cr.unthunk(dx), [0.0, 7.0, 0.0, 3.0])
+    acc = np.ones(4)
+    np.testing.assert_array_equal(cr.iadd(acc, dx), [1.0, 8.0, 1.0, 4.0])
+
+
+def _mysum_gradient(X):
+    """The gradient of seed 004's ``mysum`` (``total += X[i]`` over i) as an engine accumulates it."""
+    acc, owned = cr.ZeroTangent(), False
+    for i in range(X.shape[0]):
+        _, back = cr.rrule(operator.getitem, X, i)
+        acc, owned = cr.accumulate(acc, owned, back(1.0)[1])
+    return cr.unthunk(acc)
+
+
+def test_mysum_gradient_is_right_and_allocates_one_accumulator():
+    n = 20_000
+    X = rand(n)
+    tracemalloc.start()
+    try:
+        grad = _mysum_gradient(X)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(grad, np.ones(n))
+    # one value form copied once into the owned accumulator: two arrays of n floats at most,
+    # where building every value form would need n of them
+    assert peak < 2.5 * 8 * n, f"peak {peak} bytes for n = {n}"
+
+
+def test_scalar_index_into_big_array_does_not_build_the_dense_value():
+    x = rand(100_000)
+    _, back = cr.rrule(operator.getitem, x, 7)
+    dx = back(3.0)[1]
+    acc = np.zeros(100_000)
+    tracemalloc.start()
+    try:
+        cr.iadd(acc, dx)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert acc[7] == 3.0 and acc.sum() == 3.0
+    assert peak < 8 * 1000
+
+
+def test_a_real_array_drops_the_imaginary_part_of_its_cotangent():
+    _, back = cr.rrule(operator.getitem, rand(3), 1)
+    acc = np.zeros(3)
+    cr.iadd(acc, back(2.0 + 5.0j)[1])
+    np.testing.assert_array_equal(acc, [0.0, 2.0, 0.0])
+
+
+def test_integer_arrays_get_float_cotangents_and_boolean_arrays_none():
+    _, back = cr.rrule(operator.getitem, np.arange(4), [0, 0])
+    dx = cr.unthunk(back(np.ones(2))[1])
+    assert dx.dtype == np.float64
+    np.testing.assert_array_equal(dx, [2.0, 0.0, 0.0, 0.0])
+    _, back = cr.rrule(operator.getitem, np.array([True, False]), 0)
+    assert back(1.0)[1] == cr.NoTangent()
+
+
+def test_getitem_rule_is_typed_on_arrays():
+    assert cr.rrule.lookup(operator.getitem, (np.ones(2), 0)) is not None
+    assert cr.frule.lookup(operator.getitem, (np.ones(2), 0)).batched
+
+
+@pytest.mark.parametrize("name", ["shape", "ndim", "size", "dtype", "strides", "reshape"])
+def test_non_differentiable_attributes(name):
+    x = rand(2, 3)
+    y, back = cr.rrule(getattr, x, name)
+    assert y == getattr(x, name) if name != "reshape" else callable(y)
+    assert back(None) == (cr.NoTangent(),) * 3
+    assert cr.frule((cr.NoTangent(), rand(2, 3), cr.NoTangent()), getattr, x, name)[1] == cr.NoTangent()
+
+
+def test_imag_of_a_real_array_is_a_constant():
+    x = rand(2)
+    _, back = cr.rrule(getattr, x, "imag")
+    assert back(np.ones(2))[1] == cr.ZeroTangent()
+    assert cr.frule((cr.NoTangent(), rand(2), cr.NoTangent()), getattr, x, "imag")[1] == cr.ZeroTangent()
+
+
+def test_unknown_attributes_are_refused():
+    with pytest.raises(cr.NoRuleError, match="ndarray.flat is computed in C"):
+        cr.rrule(getattr, rand(2), "flat")

@@ -1,0 +1,287 @@
+"""Product rules (rules/numpy/products.py) and the BLAS multiply-adds behind them (_blas.py)."""
+
+import itertools
+import operator
+import tracemalloc
+
+import numpy as np
+import pytest
+from _array_checks import (
+    Case,
+    Wrapped,
+    check_accumulation_layouts,
+    check_batched_frule,
+    check_rrule_on_wrapped,
+    rand,
+)
+from _array_checks import Const as C
+
+import chainrules as cr
+import chainrules.testing as crt
+from chainrules.rules.numpy._blas import apply_op, muladd, product
+
+F32, C64, C128 = np.float32, np.complex64, np.complex128
+
+MATMUL = [
+    Case(np.matmul, rand(3, 4), rand(4, 5)),
+    Case(np.matmul, rand(4), rand(4, 5)),
+    Case(np.matmul, rand(3, 4), rand(4)),
+    Case(np.matmul, rand(4), rand(4)),
+    Case(np.matmul, rand(2, 3, 4), rand(4, 5)),
+    Case(np.matmul, rand(2, 3, 4), rand(4)),
+    Case(np.matmul, rand(4, 3).T, rand(4, 5)),
+    Case(np.matmul, rand(2, 4, 3).transpose(0, 2, 1), rand(4, 2)),
+    Case(np.matmul, rand(3, 4), rand(2, 4, 5)),
+    Case(np.matmul, rand(4), rand(2, 4, 5)),
+    Case(np.matmul, rand(2, 1, 3, 4), rand(5, 4, 2)),
+    Case(np.matmul, rand(2, 3, 4), rand(2, 4, 5)),
+    Case(np.matmul, rand(3, 4, dtype=C128), rand(4, 5, dtype=C128)),
+    Case(np.matmul, rand(3, 4, dtype=C128), rand(4, dtype=C128)),
+    Case(np.matmul, rand(4, dtype=C64), rand(4, 2, dtype=C64)),
+    Case(np.matmul, rand(3, 4), rand(4, 5, dtype=C128)),
+    Case(np.matmul, rand(3, 4, dtype=F32), rand(4, 5, dtype=F32)),
+    Case(np.matmul, rand(2, 3, 4, dtype=F32), rand(4, 2, dtype=F32)),
+    Case(np.matmul, rand(3, 4, dtype=F32), rand(4, 5)),
+    Case(operator.matmul, rand(3, 4), rand(4, 5)),
+    Case(operator.matmul, rand(3), rand(2, 3, 1)),
+    Case(np.ndarray.dot, rand(3, 4), rand(4)),
+]
+
+CONTRACTIONS = [
+    Case(np.dot, rand(3, 4), rand(4, 5)),
+    Case(np.dot, rand(4), rand(4)),
+    Case(np.dot, rand(2, 3, 4), rand(5, 4, 2)),
+    Case(np.dot, rand(2, 3, 4, dtype=C128), rand(4, dtype=C128)),
+    Case(np.dot, rand(3), 2.0),
+    Case(np.dot, 1.5 + 1j, rand(2, 2, dtype=C128)),
+    Case(np.inner, rand(3, 4), rand(5, 4)),
+    Case(np.inner, rand(4), rand(4)),
+    Case(np.inner, rand(2, 3, 4, dtype=F32), rand(4, dtype=F32)),
+    Case(np.inner, rand(3, dtype=C128), rand(2, 3, dtype=C128)),
+    Case(np.inner, 2.0, rand(3)),
+    Case(np.outer, rand(3), rand(4)),
+    Case(np.outer, rand(2, 3), rand(4, dtype=C128)),
+    Case(np.outer, rand(1), rand(3, dtype=F32).astype(F32)),
+    Case(np.tensordot, rand(2, 3, 4), rand(3, 4, 5)),
+    Case(np.tensordot, rand(2, 3, 4), rand(4, 2), C(([0, 2], [1, 0]))),
+    Case(np.tensordot, rand(3), rand(3), C(1)),
+    Case(np.tensordot, rand(2, 3, dtype=C128), rand(3, 2, dtype=C128), axes=([1, 0], [0, 1])),
+    Case(np.tensordot, rand(2, 3), rand(4, 5), C(0)),
+    Case(np.vdot, rand(3, 2, dtype=C128), rand(6, dtype=C128)),
+    Case(np.vdot, rand(3), rand(3)),
+    Case(np.vdot, rand(2, 2, dtype=F32), rand(4, dtype=F32)),
+]
+
+EINSUM = [
+    Case(np.einsum, C("ij,jk->ik"), rand(3, 4), rand(4, 5)),
+    Case(np.einsum, C("ij,jk"), rand(3, 4), rand(4, 5)),
+    Case(np.einsum, C("ji"), rand(3, 4, dtype=C128)),
+    Case(np.einsum, C("ii->i"), rand(3, 3)),
+    Case(np.einsum, C("ii"), rand(3, 3)),
+    Case(np.einsum, C("iij->j"), rand(3, 3, 2)),
+    Case(np.einsum, C("ij->"), rand(3, 3, dtype=F32)),
+    Case(np.einsum, C("ij->i"), rand(3, 4)),
+    Case(np.einsum, C("i,j->ij"), rand(3), rand(2)),
+    Case(np.einsum, C("...ij,...jk->...ik"), rand(2, 1, 3, 4), rand(5, 4, 2)),
+    Case(np.einsum, C("...i,...i"), rand(2, 3), rand(3)),
+    Case(np.einsum, C("i...->..."), rand(3, 2, 2)),
+    Case(np.einsum, C("bij,bjk,kl->bil"), rand(2, 3, 4), rand(2, 4, 5), rand(5, 2)),
+    Case(np.einsum, C("bij,bjk,kl->bil"), rand(2, 3, 4), rand(2, 4, 5), rand(5, 2), optimize=True),
+    Case(np.einsum, C("ij,ij->ij"), rand(3, 1), rand(3, 4)),
+    Case(np.einsum, C("i,i"), rand(3, dtype=C128), rand(3, dtype=C128)),
+    Case(np.einsum, C("i, i ->"), rand(3, dtype=C64), rand(3, dtype=C64)),
+    Case(np.einsum, C(",ij->ij"), 2.0, rand(2, 2)),
+    Case(np.einsum, rand(3, 4), C([0, 1]), rand(4, 5), C([1, 2]), C([0, 2])),
+    Case(np.einsum, rand(3, 3), C([0, 0])),
+    Case(np.einsum, rand(2, 3), C([Ellipsis, 1]), rand(3), C([1]), C([Ellipsis])),
+]
+
+KRON = [
+    Case(np.kron, rand(2, 3), rand(3, 2)),
+    Case(np.kron, rand(2), rand(3, 2)),
+    Case(np.kron, rand(2, 2, dtype=C128), rand(2, dtype=C128)),
+    Case(np.kron, rand(2, 1, 2, dtype=F32), rand(2, 2, dtype=F32)),
+    Case(np.kron, 2.0, rand(3)),
+]
+
+CASES = MATMUL + CONTRACTIONS + EINSUM + KRON
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_rrule(case):
+    crt.test_rrule(case.f, *case.testing_args(), fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_frule(case):
+    crt.test_frule(case.f, *case.testing_args(), fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_batched_frule(case):
+    check_batched_frule(case.f, *case.args, fkwargs=case.kwargs)
+
+
+# products with a scalar factor, and vdot, have elementwise cotangents: no in-place form
+MATRIX_PRODUCTS = [
+    c
+    for c in MATMUL + CONTRACTIONS
+    if c.f is not np.vdot and all(np.ndim(a) >= 1 for a in c.args if not isinstance(a, C))
+]
+
+
+@pytest.mark.parametrize("case", MATRIX_PRODUCTS, ids=str)
+def test_matrix_product_cotangents_accumulate_into_every_layout(case):
+    assert check_accumulation_layouts(case.f, *case.args, fkwargs=case.kwargs) >= 1
+
+
+# ----- the BLAS layer ------------------------------------------------------------------------
+
+
+def _laid_out(a, layout):
+    if layout == "C":
+        return np.ascontiguousarray(a)
+    if layout == "F":
+        return np.asfortranarray(a)
+    big = np.zeros(tuple(2 * n for n in a.shape), dtype=a.dtype)
+    view = big[::2, ::2]
+    view[...] = a
+    return view
+
+
+SHAPES = [(3, 4, 5), (3, 4, 1), (1, 4, 5), (3, 1, 5), (1, 1, 1)]
+BLAS_ROWS = [
+    (dtype, shape, ops, layouts)
+    for dtype in (F32, np.float64, C64, C128)
+    for shape in SHAPES
+    for ops in itertools.product("NTCR", repeat=2)
+    # (accumulator, x, y): every layout in every role
+    for layouts in (("C", "C", "C"), ("F", "S", "F"), ("S", "F", "S"))
+]
+
+
+@pytest.mark.parametrize("dtype, shape, ops, layouts", BLAS_ROWS)
+def test_muladd_and_product_agree_with_numpy(dtype, shape, ops, layouts):
+    M, K, N = shape
+    (opx, opy), (lacc, lx, ly) = ops, layouts
+    x = _laid_out(rand(*((M, K) if opx in "NR" else (K, M)), dtype=dtype), lx)
+    y = _laid_out(rand(*((K, N) if opy in "NR" else (N, K)), dtype=dtype), ly)
+    acc = _laid_out(rand(M, N, dtype=dtype), lacc)
+    x0, y0, want = x.copy(), y.copy(), acc + apply_op(x, opx) @ apply_op(y, opy)
+    tol = 1e-4 if dtype in (F32, C64) else 1e-12
+    contiguous = acc.flags.c_contiguous or acc.flags.f_contiguous
+    done = muladd(acc, x, opx, y, opy)
+    assert done == contiguous, "BLAS takes C and Fortran accumulators and refuses strided ones"
+    if done:
+        np.testing.assert_allclose(acc, want, rtol=tol, atol=tol)
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(y, y0)
+    np.testing.assert_allclose(product(x, opx, y, opy), apply_op(x0, opx) @ apply_op(y0, opy), rtol=tol, atol=tol)
+
+
+def test_muladd_refuses_mixed_dtypes_and_readonly_accumulators():
+    a = rand(2, 2)
+    assert not muladd(np.zeros((2, 2), F32), a, "N", a, "N")
+    assert not muladd(np.zeros((2, 2)), a.astype(F32), "N", a, "N")
+    frozen = np.zeros((2, 2))
+    frozen.flags.writeable = False
+    assert not muladd(frozen, a, "N", a, "N")
+    assert not muladd(np.zeros((2, 0)), np.zeros((2, 3)), "N", np.zeros((3, 0)), "N")
+
+
+# ----- in-place accumulation of product cotangents ------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_matmul_cotangent_adds_into_the_accumulator_without_allocating_the_product(order):
+    n = 300
+    A, B, dY = rand(n, n), rand(n, n), rand(n, n)
+    _, back = cr.rrule(np.matmul, A, B)
+    _, dA, dB = back(dY)
+    assert isinstance(dA, cr.InplaceableThunk) and isinstance(dB, cr.InplaceableThunk)
+    acc = np.asarray(rand(n, n), order=order)
+    want = acc + A.T @ dY
+    tracemalloc.start()
+    try:
+        out = cr.iadd(acc, dB)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert out is acc
+    np.testing.assert_allclose(acc, want, rtol=1e-10, atol=1e-10)
+    assert peak < 8 * n * n / 4, f"peak {peak} bytes: the product was allocated"
+
+
+def test_stacked_times_matrix_accumulates_into_a_folded_view():
+    A, B = rand(4, 3, 5), rand(5, 2)
+    _, back = cr.rrule(np.matmul, A, B)
+    dY = rand(4, 3, 2)
+    dA, dB = back(dY)[1:]
+    acc = np.zeros((4, 3, 5))
+    assert cr.iadd(acc, dA) is acc
+    np.testing.assert_allclose(acc, dY @ B.T)
+    acc = np.zeros((5, 2))
+    np.testing.assert_allclose(cr.iadd(acc, dB), np.einsum("bij,bik->jk", A, dY))
+
+
+def test_integer_operands_get_float_cotangents():
+    A, B = np.arange(6).reshape(2, 3), rand(3, 2)
+    y, back = cr.rrule(np.matmul, A, B)
+    np.testing.assert_allclose(y, A @ B)
+    dA, dB = (cr.unthunk(t) for t in back(np.ones((2, 2)))[1:])
+    assert dA.dtype == np.float64 and dB.dtype == np.float64
+    np.testing.assert_allclose(dA, np.ones((2, 2)) @ B.T)
+    _, back = cr.rrule(np.einsum, "ij,j", np.ones((2, 2), dtype=int), rand(2))
+    assert cr.unthunk(back(np.ones(2))[2]).dtype == np.float64
+
+
+def test_complex_matmul_cotangents_use_conjugate_transposes():
+    A, B = rand(2, 3, dtype=C128), rand(3, 2, dtype=C128)
+    dY = rand(2, 2, dtype=C128)
+    _, back = cr.rrule(np.matmul, A, B)
+    dA, dB = (cr.unthunk(t) for t in back(dY)[1:])
+    np.testing.assert_allclose(dA, dY @ B.conj().T)
+    np.testing.assert_allclose(dB, A.conj().T @ dY)
+
+
+def test_output_and_axes_keywords_are_refused():
+    with pytest.raises(TypeError, match="out="):
+        cr.rrule(np.matmul, rand(2, 2), rand(2, 2), out=np.zeros((2, 2)))
+    with pytest.raises(TypeError, match="axes"):
+        cr.rrule(np.matmul, rand(2, 2), rand(2, 2), axes=[(0, 1), (0, 1), (0, 1)])
+
+
+def test_every_product_has_both_rules():
+    from chainrules.core import callable_name
+
+    names = {name: (r, f) for name, r, f in cr.rules.list_rules()}
+    for case in CASES:
+        assert names.get(callable_name(case.f)) == (True, True), callable_name(case.f)
+
+
+def _reads_a_diagonal(case):
+    """An einsum that repeats a label in one operand ("ii->i") scatters its cotangent into a NumPy array."""
+    if case.f is not np.einsum:
+        return False
+    labels = [a.value for a in case.args if isinstance(a, C)]
+    operands = labels[0].split("->")[0].split(",") if isinstance(labels[0], str) else labels
+    return any(len(set(op)) < len(op) for op in operands)
+
+
+WRAPPABLE = [c for c in CASES if not _reads_a_diagonal(c)]
+
+
+@pytest.mark.parametrize("case", WRAPPABLE, ids=str)
+def test_rrule_on_values_implementing_numpy_protocols(case):
+    check_rrule_on_wrapped(case.f, *case.args, fkwargs=case.kwargs)
+
+
+def test_matmul_operator_rule_covers_array_likes_only():
+    class Polynomial:  # defines @ but is no array: engines differentiate its own code
+        def __matmul__(self, other):
+            return self
+
+    assert cr.rrule.lookup(operator.matmul, (Polynomial(), Polynomial())) is None
+    assert cr.rrule.lookup(operator.matmul, (np.ones(2), np.ones(2))) is not None
+    assert cr.rrule.lookup(operator.matmul, (Wrapped(np.ones(2)), Wrapped(np.ones(2)))) is not None
+    assert cr.frule.lookup(operator.matmul, ([1.0, 2.0], np.ones(2))).batched

@@ -1,0 +1,264 @@
+"""Rules of NumPy's reductions and scans, checked against finite differences from spec tables."""
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+import chainrules.testing as crt
+
+
+def arr(*shape, dtype=np.float64, lo=-2.0, hi=2.0, zeros=0, nans=0, ties=False):
+    """A maker of a random array, optionally with some entries set to zero or NaN (first along the flat order)."""
+
+    def make(rng):
+        if np.dtype(dtype).kind == "c":
+            x = rng.uniform(lo, hi, shape) + 1j * rng.uniform(lo, hi, shape)
+        else:
+            x = rng.uniform(lo, hi, shape)
+        flat = x.reshape(-1)
+        positions = rng.permutation(flat.size)
+        flat[positions[:zeros]] = 0.0
+        flat[positions[zeros : zeros + nans]] = np.nan
+        return x.astype(dtype)
+
+    return make
+
+
+def fixed(value):
+    return lambda rng: value
+
+
+X = arr(2, 3, 4)
+X32 = arr(3, 4, dtype=np.float32)
+XC = arr(2, 3, dtype=np.complex128)
+AXES = [{}, {"axis": 0}, {"axis": -1}, {"axis": (0, 2)}, {"axis": 1, "keepdims": True}, {"keepdims": True}]
+
+
+def _family(fs, makers_list, kwargs_list, label=""):
+    for f in fs:
+        for makers in makers_list:
+            for kwargs in kwargs_list:
+                shape = "x".join(str(s) for s in np.shape(makers[0](np.random.default_rng(0))))
+                tag = ",".join(f"{k}={v}" for k, v in kwargs.items())
+                owner = getattr(f, "__self__", None)
+                name = f"{owner.__name__}.{f.__name__}" if isinstance(owner, np.ufunc) else f.__qualname__
+                yield pytest.param(f, makers, kwargs, id=f"{name}-{shape}{label}-{tag}")
+
+
+def _cases():
+    positive = arr(2, 3, 4, lo=0.5, hi=1.5)
+    # sum, mean, prod, max, min on a 3-d array with every axis variant, as functions and methods
+    yield from _family([np.sum, np.mean, np.ndarray.sum, np.ndarray.mean], [[X]], AXES)
+    yield from _family([np.prod, np.ndarray.prod], [[positive]], AXES)
+    yield from _family([np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min, np.ptp], [[X]], AXES)
+    yield from _family([np.var, np.std, np.ndarray.var, np.ndarray.std], [[X]], AXES + [{"axis": 1, "ddof": 1}])
+    yield from _family([np.var, np.std], [[X]], [{"correction": 1}])
+    # float32 stays float32; dtype= asks for float64
+    yield from _family([np.sum, np.mean, np.prod, np.max, np.var, np.std], [[X32]], [{}, {"axis": 1}])
+    yield from _family([np.sum, np.mean, np.prod, np.cumsum, np.cumprod], [[X32]], [{"dtype": np.float64}])
+    # complex where the function supports it
+    yield from _family([np.sum, np.mean, np.prod, np.var, np.std, np.cumsum, np.cumprod], [[XC]], [{}, {"axis": 1}])
+    # zeros in products: one zero per slice, several zeros, zeros everywhere
+    for zeros in (1, 2, 5):
+        yield from _family(
+            [np.prod, np.cumprod], [[arr(3, 4, zeros=zeros)]], [{}, {"axis": 0}, {"axis": 1}], label=f"-{zeros}zeros"
+        )
+    yield from _family(
+        [np.prod, np.cumprod], [[arr(3, 4, zeros=2, dtype=np.complex128)]], [{"axis": 1}], label="-zeros"
+    )
+    # scans
+    yield from _family(
+        [np.cumsum, np.cumprod, np.ndarray.cumsum, np.ndarray.cumprod], [[X]], [{}, {"axis": 0}, {"axis": -1}]
+    )
+    # nan-functions skip NaNs
+    for f in (np.nansum, np.nanmean, np.nanmax, np.nanmin, np.nanprod):
+        yield from _family([f], [[arr(3, 4, nans=3)]], [{}, {"axis": 0}, {"axis": 1, "keepdims": True}], label="-nans")
+    # where= for sum and mean, initial= for sum and max
+    mask = np.array([[True, False, True, True], [False, False, True, False], [True, True, True, True]])
+    yield from _family([np.sum, np.mean], [[arr(3, 4)]], [{"where": mask}, {"where": mask, "axis": 1}])
+    yield from _family([np.sum, np.max], [[arr(3, 4)]], [{"initial": 0.5}, {"initial": -5.0, "axis": 0}])
+    # average, with and without weights (weights given by position get a cotangent)
+    yield from _family([np.average], [[X]], [{}, {"axis": 1}, {"axis": (0, 2), "keepdims": True}])
+    weights1 = arr(3, lo=0.5, hi=1.5)
+    weights_full = arr(2, 3, 4, lo=0.5, hi=1.5)
+    yield from _family([np.average], [[X, fixed(1), weights1]], [{}], label="-weights1d")
+    yield from _family([np.average], [[X, fixed(None), weights_full]], [{}], label="-weights-full")
+    yield from _family(
+        [np.average], [[X, fixed((0, 2)), arr(2, 4, lo=0.5, hi=1.5)]], [{"keepdims": True}], label="-w2d"
+    )
+    yield from _family([np.average], [[X]], [{"axis": 1, "weights": np.array([1.0, 2.0, 3.0])}], label="-wkw")
+    # methods of ufuncs: axis 0 by default
+    yield from _family([np.add.reduce, np.maximum.reduce, np.fmin.reduce], [[X]], [{}, {"axis": (0, 2)}])
+    yield from _family([np.multiply.reduce], [[positive]], [{}, {"axis": -1, "keepdims": True}])
+    yield from _family([np.add.accumulate, np.multiply.accumulate], [[X]], [{}, {"axis": 1}])
+    # positional options, integer input, scalar input
+    yield from _family([np.sum, np.ndarray.sum], [[X, fixed(1)]], [{}], label="-positional-axis")
+    yield from _family([np.var], [[X, fixed(0), fixed(None), fixed(None), fixed(1)]], [{}], label="-positional-ddof")
+    yield from _family(
+        [np.sum, np.mean, np.prod, np.max, np.cumsum, np.var], [[fixed(np.array([[1, 2], [3, 4]]))]], [{}]
+    )
+    yield from _family([np.sum, np.prod, np.cumprod], [[fixed(1.5)]], [{}], label="-scalar")
+
+
+CASES = list(_cases())
+
+
+def _args(makers, seed=0):
+    rng = np.random.default_rng(seed)
+    return [m(rng) for m in makers]
+
+
+def _diff(f, args):
+    """The data (and positional weights of average) carry derivatives; the options do not."""
+    mask = [True] + [False] * (len(args) - 1)
+    if f is np.average and len(args) >= 3 and args[2] is not None:
+        mask[2] = True
+    return mask
+
+
+def _marked(f, args):
+    return [a if d else crt.nondiff(a) for a, d in zip(args, _diff(f, args))]
+
+
+@pytest.mark.parametrize("f, makers, kwargs", CASES)
+def test_rrule_table(f, makers, kwargs):
+    crt.test_rrule(f, *_marked(f, _args(makers)), fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("f, makers, kwargs", CASES)
+def test_frule_table(f, makers, kwargs):
+    crt.test_frule(f, *_marked(f, _args(makers)), fkwargs=kwargs)
+
+
+def _tangent(rng, x, batch=None):
+    shape = np.shape(x) if batch is None else (batch,) + np.shape(x)
+    t = rng.standard_normal(shape)
+    if np.iscomplexobj(x):
+        t = t + 1j * rng.standard_normal(shape)
+    return t.astype(x.dtype) if isinstance(x, np.ndarray) and x.dtype.kind in "fc" else t
+
+
+@pytest.mark.parametrize("f, makers, kwargs", CASES)
+def test_batched_frule_matches_rows(f, makers, kwargs):
+    """A batch of tangents (leading axis) gives, row by row, what one tangent at a time gives."""
+    args = _args(makers)
+    diff = _diff(f, args)
+    rng = np.random.default_rng(3)
+    batch = 3
+    tangents = [_tangent(rng, a, batch) if d else cr.NoTangent() for a, d in zip(args, diff)]
+    assert cr.frule.lookup(f, tuple(args)).batched
+    y, dy = cr.frule((cr.NoTangent(), *tangents), f, *args, **kwargs)
+    assert np.shape(dy) == (batch,) + np.shape(y)
+    for b in range(batch):
+        row = [t[b] if isinstance(t, np.ndarray) else t for t in tangents]
+        _, expected = cr.frule((cr.NoTangent(), *row), f, *args, **kwargs)
+        crt.assert_approx(dy[b], expected, rtol=1e-12 if np.result_type(dy) == np.float64 else 1e-5, atol=1e-12)
+
+
+# ----- conventions ---------------------------------------------------------------------------
+
+
+def _grad(f, x, dy, **kwargs):
+    _, back = cr.rrule(f, x, **kwargs)
+    return cr.unthunk(back(dy)[1])
+
+
+TIES = [
+    # (function, x, kwargs, cotangent, expected gradient): ties share the cotangent equally
+    (np.max, np.array([1.0, 3.0, 3.0]), {}, 1.0, [0.0, 0.5, 0.5]),
+    (np.min, np.array([[1.0, 1.0], [1.0, 2.0]]), {}, 3.0, [[1.0, 1.0], [1.0, 0.0]]),
+    (np.amax, np.array([[2.0, 2.0], [0.0, 5.0]]), {"axis": 1}, np.array([1.0, 1.0]), [[0.5, 0.5], [0.0, 1.0]]),
+    (np.max, np.array([1.0, np.nan, 2.0]), {}, 1.0, [0.0, 1.0, 0.0]),
+    (np.nanmax, np.array([1.0, np.nan, 2.0, 2.0]), {}, 1.0, [0.0, 0.0, 0.5, 0.5]),
+    (np.nanmin, np.array([[np.nan, np.nan], [1.0, 2.0]]), {"axis": 1}, np.array([1.0, 1.0]), [[0, 0], [1, 0]]),
+    (np.min, np.array([[np.nan, np.nan], [1.0, 2.0]]), {"axis": 1}, np.array([1.0, 1.0]), [[0.5, 0.5], [1, 0]]),
+    (np.ptp, np.array([1.0, 1.0, 4.0]), {}, 1.0, [-0.5, -0.5, 1.0]),
+    (np.max, np.array([1.0, 2.0]), {"initial": 5.0}, 1.0, [0.0, 0.0]),
+    (np.std, np.array([2.0, 2.0, 2.0]), {}, 1.0, [0.0, 0.0, 0.0]),
+    # products with zeros, exactly: one zero takes the product of the rest, two zeros give zero
+    (np.prod, np.array([2.0, 0.0, 3.0]), {}, 1.0, [0.0, 6.0, 0.0]),
+    (np.prod, np.array([0.0, 0.0, 3.0]), {}, 1.0, [0.0, 0.0, 0.0]),
+    (np.prod, np.array([[0.0, 2.0], [3.0, 4.0]]), {"axis": 0}, np.array([1.0, 1.0]), [[3.0, 4.0], [0.0, 2.0]]),
+    (np.cumprod, np.array([2.0, 0.0, 3.0, 0.0, 5.0]), {}, np.ones(5), [1.0, 8.0, 0.0, 0.0, 0.0]),
+    (np.cumprod, np.array([0.0, 2.0, 3.0]), {}, np.ones(3), [9.0, 0.0, 0.0]),
+]
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice")
+@pytest.mark.parametrize("f, x, kwargs, dy, expected", TIES)
+def test_conventions(f, x, kwargs, dy, expected):
+    np.testing.assert_allclose(_grad(f, x, dy, **kwargs), expected, atol=1e-15)
+
+
+def test_tied_max_pushforward_averages():
+    _, dy = cr.frule((cr.NoTangent(), np.array([1.0, 2.0, 4.0])), np.max, np.array([0.0, 3.0, 3.0]))
+    assert dy == 3.0
+
+
+def test_cumprod_zero_pushforward():
+    # y = [2, 0, 0, 0] for x = [2, 0, 3, 4]: dy_i for i >= 1 is x_0 * x_2..x_i * dx_1
+    _, dy = cr.frule((cr.NoTangent(), np.array([1.0, 1.0, 0.0, 0.0])), np.cumprod, np.array([2.0, 0.0, 3.0, 4.0]))
+    np.testing.assert_allclose(dy, [1.0, 2.0, 6.0, 24.0])
+
+
+def test_float32_cotangent_and_tangent():
+    x = np.ones((2, 3), dtype=np.float32)
+    for f in (np.sum, np.mean, np.prod, np.max, np.var, np.std, np.cumsum, np.cumprod):
+        y, back = cr.rrule(f, x, axis=0)
+        assert back(np.ones_like(y))[1].dtype == np.float32, f
+        _, dy = cr.frule((cr.NoTangent(), np.ones_like(x)), f, x, axis=0)
+        assert dy.dtype == np.float32, f
+
+
+def test_integer_input_gets_float_cotangent():
+    g = _grad(np.mean, np.array([1, 2, 3, 4]), 1.0)
+    assert g.dtype == np.float64
+    np.testing.assert_allclose(g, 0.25)
+
+
+def test_zero_and_thunked_cotangents():
+    _, back = cr.rrule(np.sum, np.ones((2, 2)), axis=0)
+    assert back(cr.ZeroTangent()) == (cr.NoTangent(), cr.ZeroTangent())
+    np.testing.assert_allclose(back(cr.Thunk(lambda: np.array([1.0, 2.0])))[1], [[1.0, 2.0], [1.0, 2.0]])
+    assert cr.frule((cr.NoTangent(), cr.ZeroTangent()), np.sum, np.ones(2))[1] == cr.ZeroTangent()
+
+
+def test_pullback_does_not_mutate_its_cotangent():
+    dy = np.array([1.0, 2.0, 3.0])
+    for f in (np.cumsum, np.cumprod):
+        _, back = cr.rrule(f, np.array([1.0, 0.0, 2.0]))
+        back(dy)
+        np.testing.assert_array_equal(dy, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: cr.rrule(np.sum, np.ones(2), out=np.empty(())), "out="),
+        (lambda: cr.rrule(np.ndarray.sum, np.ones(2), 0, None, np.empty(())), "out="),
+        (lambda: cr.rrule(np.max, np.ones(2), where=np.ones(2, bool), initial=0.0), "where="),
+        (lambda: cr.rrule(np.var, np.ones(2), mean=np.ones(1)), "mean="),
+        (lambda: cr.rrule(np.prod, np.ones(2), initial=2.0), "initial="),
+        (lambda: cr.rrule(np.average, np.ones(2), returned=True), "returned=True"),
+        (lambda: cr.frule((None, np.ones(2)), np.cumsum, np.ones(2), out=np.empty(2)), "out="),
+    ],
+)
+def test_unsupported_arguments_are_refused(call, message):
+    with pytest.raises(TypeError, match=message):
+        call()
+
+
+@pytest.mark.parametrize(
+    "f, kwargs",
+    [
+        (np.sum, {"out": None}),
+        (np.max, {"where": True}),
+        (np.mean, {"keepdims": np._NoValue}),
+        (np.ndarray.max, {"out": None, "initial": None}),
+    ],
+)
+def test_default_values_of_unsupported_arguments_are_accepted(f, kwargs):
+    x = np.array([[1.0, 4.0], [3.0, 2.0]])
+    y, back = cr.rrule(f, x, **kwargs)
+    assert np.array_equal(y, f(x, **kwargs))
+    crt.assert_approx(back(1.0)[1], cr.rrule(f, x)[1](1.0)[1])

@@ -1,0 +1,326 @@
+"""The shape rules (rules/numpy/shapes.py), as spec tables checked against finite differences."""
+
+import numpy as np
+import pytest
+from _array_checks import (
+    Case,
+    check_accumulation_layouts,
+    check_batched_frule,
+    check_frule,
+    check_rrule,
+    check_rrule_on_wrapped,
+    rand,
+)
+from _array_checks import Const as C
+
+import chainrules as cr
+import chainrules.testing as crt
+from chainrules.core import callable_name
+
+F32, C128 = np.float32, np.complex128
+
+RESHAPING = [
+    Case(np.reshape, rand(2, 3), C((3, 2))),
+    Case(np.reshape, rand(2, 3), C(-1)),
+    Case(np.reshape, rand(2, 3), C((3, 2)), C("F")),
+    Case(np.reshape, rand(2, 3, dtype=F32), (6, 1)),
+    Case(np.ndarray.reshape, rand(2, 3), C(3), C(2)),
+    Case(np.ndarray.reshape, rand(2, 3, dtype=C128), C((6,)), order="F"),
+    Case(np.ravel, rand(2, 3)),
+    Case(np.ravel, rand(2, 3), C("F")),
+    Case(np.ravel, rand(2, 3), C("K")),
+    Case(np.ndarray.ravel, rand(2, 3, dtype=F32)),
+    Case(np.ndarray.flatten, rand(2, 3, dtype=C128)),
+    Case(np.squeeze, rand(2, 1, 3)),
+    Case(np.squeeze, rand(1, 3, 1), C(0)),
+    Case(np.ndarray.squeeze, rand(1, 3)),
+    Case(np.expand_dims, rand(2, 3), C((0, 2))),
+    Case(np.expand_dims, rand(3, dtype=F32), C(-1)),
+    Case(np.atleast_1d, 1.5),
+    Case(np.atleast_2d, rand(3)),
+    Case(np.atleast_3d, rand(2, 3, dtype=C128)),
+    Case(np.atleast_2d, rand(3), rand(2, 2)),
+]
+
+PERMUTING = [
+    Case(np.transpose, rand(2, 3, 4)),
+    Case(np.transpose, rand(2, 3, 4), C((1, 2, 0))),
+    Case(np.transpose, rand(2, 3, dtype=C128), axes=(1, 0)),
+    Case(np.ndarray.transpose, rand(2, 3, 4), C(2), C(0), C(1)),
+    Case(np.ndarray.transpose, rand(2, 3, 4, dtype=F32), C((0, 2, 1))),
+    Case(np.ndarray.transpose, rand(2, 3)),
+    Case(np.swapaxes, rand(2, 3, 4), C(0), C(-1)),
+    Case(np.ndarray.swapaxes, rand(2, 3), C(1), C(0)),
+    Case(np.moveaxis, rand(2, 3, 4), C(0), C(-1)),
+    Case(np.moveaxis, rand(2, 3, 4, dtype=C128), C((0, 1)), C((2, 0))),
+    Case(np.flip, rand(2, 3)),
+    Case(np.flip, rand(2, 3, 4), C((0, 2))),
+    Case(np.flip, rand(2, 3, dtype=F32), axis=-1),
+    Case(np.fliplr, rand(2, 3)),
+    Case(np.flipud, rand(2, 3, dtype=C128)),
+    Case(np.rot90, rand(2, 3)),
+    Case(np.rot90, rand(2, 3, 4), C(3), C((1, 2))),
+    Case(np.roll, rand(2, 3), C(2)),
+    Case(np.roll, rand(2, 3), C((1, -1)), C((0, 1))),
+    Case(np.roll, rand(4, 3, dtype=F32), C(-1), axis=0),
+]
+
+REPEATING = [
+    Case(np.broadcast_to, rand(3, 1), C((2, 3, 4))),
+    Case(np.broadcast_to, rand(3, dtype=C128), C((2, 3))),
+    Case(np.broadcast_to, np.float64(2.0), C((2,))),
+    Case(np.tile, rand(2, 3), C((2, 1, 2))),
+    Case(np.tile, rand(3), C(2)),
+    Case(np.tile, rand(2, 3, dtype=F32), C((2,))),
+    Case(np.repeat, rand(2, 3), C(2)),
+    Case(np.repeat, rand(2, 3), C([1, 0, 2]), C(1)),
+    Case(np.repeat, rand(3, dtype=C128), C(3), axis=0),
+    Case(np.ndarray.repeat, rand(2, 3), C(2), C(0)),
+    Case(np.pad, rand(2, 3), C(((1, 0), (2, 1)))),
+    Case(np.pad, rand(2, 3, dtype=F32), C(1), constant_values=3.0),
+    Case(np.pad, rand(2, 3), C(1), C("reflect")),
+    Case(np.pad, rand(3, 3), C(2), mode="wrap"),
+    Case(np.pad, rand(3, dtype=C128), C(2), C("edge")),
+    Case(np.pad, rand(3, 2), C((1, 2)), C("symmetric")),
+]
+
+CONVERTING = [
+    Case(np.ndarray.astype, rand(2, 3), C(np.float32)),
+    Case(np.ndarray.astype, rand(2, 3, dtype=F32), C(np.float64)),
+    Case(np.ndarray.astype, rand(2, 3), C(np.complex128)),
+    Case(np.ndarray.astype, rand(2, 3, dtype=C128), C(np.complex64)),
+    Case(np.astype, rand(2, 3, dtype=F32), C(np.float64)),
+    Case(np.copy, rand(2, 3)),
+    Case(np.ndarray.copy, rand(2, 3, dtype=C128)),
+    Case(np.array, [1.0, 2.0, 3.0]),
+    Case(np.array, [[1.0, 2.0], [3.0, 4.0]]),
+    Case(np.array, (1.0, 2 + 1j)),
+    Case(np.array, [rand(2), rand(2)]),
+    Case(np.array, (rand(2, 2), rand(2, 2), rand(2, 2))),
+    Case(np.array, [[rand(2, dtype=F32)], [rand(2, dtype=F32)]]),
+    Case(np.array, [1.0, 2.0], ndmin=3),
+    Case(np.array, rand(2, 3)),
+    Case(np.array, rand(2, 3), dtype=np.float32),
+    Case(np.asarray, rand(2, 3)),
+    Case(np.asarray, [rand(3), rand(3)]),
+    Case(np.asanyarray, [2.5]),
+    Case(np.ascontiguousarray, rand(3, 2).T),
+    Case(np.asfortranarray, rand(2, 3, dtype=C128)),
+]
+
+JOINING = [
+    Case(np.concatenate, [rand(2, 3), rand(1, 3)]),
+    Case(np.concatenate, [rand(2, 3), rand(2, 1)], C(1)),
+    Case(np.concatenate, (rand(2, 3), rand(4)), C(None)),
+    Case(np.concatenate, (rand(2, dtype=F32), rand(3, dtype=F32))),
+    Case(np.concatenate, rand(3, 2), axis=0),
+    Case(np.stack, [rand(2, 3), rand(2, 3)]),
+    Case(np.stack, (rand(2, 3, dtype=C128), rand(2, 3, dtype=C128)), C(-1)),
+    Case(np.hstack, [rand(3), rand(2)]),
+    Case(np.hstack, [rand(2, 3), rand(2, 2)]),
+    Case(np.hstack, [1.0, rand(2)]),
+    Case(np.vstack, [rand(3), rand(2, 3)]),
+    Case(np.dstack, [rand(2, 3), rand(2, 3, 1)]),
+    Case(np.column_stack, [rand(3), rand(3, 2)]),
+    Case(np.append, rand(2, 3), rand(4)),
+    Case(np.append, rand(2, 3), rand(1, 3), C(0)),
+    Case(np.append, rand(2, dtype=F32), rand(2, dtype=F32), axis=0),
+]
+
+SPLITTING = [
+    Case(np.split, rand(6, 2), C(3)),
+    Case(np.split, rand(6, 2), C([1, 4])),
+    Case(np.split, rand(2, 4, dtype=C128), C(2), axis=1),
+    Case(np.array_split, rand(2, 7), C(3), C(1)),
+    Case(np.hsplit, rand(2, 4), C(2)),
+    Case(np.hsplit, rand(4, dtype=F32), C(2)),
+    Case(np.vsplit, rand(4, 2), C(2)),
+    Case(np.dsplit, rand(2, 2, 4), C([1])),
+]
+
+SELECTING = [
+    Case(np.take, rand(5), C([0, 2, 2, -1])),
+    Case(np.take, rand(3, 4), C([[0, 1], [1, 1]]), C(1)),
+    Case(np.take, rand(3, 4), C(2), C(0)),
+    Case(np.take, rand(3, 4, dtype=C128), C(np.array([5, -7])), axis=1, mode="wrap"),
+    Case(np.take, rand(3, 4), C([9, -9]), axis=0, mode="clip"),
+    Case(np.ndarray.take, rand(3, 4, dtype=F32), C([1, 1])),
+    Case(np.take_along_axis, rand(3, 4), C(np.array([[0, 0], [1, 3], [2, 2]])), C(1)),
+    Case(np.take_along_axis, rand(3, 4), C(np.array([[0, 0, 2, 1]])), axis=0),
+    Case(np.take_along_axis, rand(3, 4), C(np.array([5, 5, -1])), C(None)),
+    Case(np.sort, rand(3, 4)),
+    Case(np.sort, rand(3, 4, dtype=F32), C(0)),
+    Case(np.sort, rand(3, 4), C(None)),
+    Case(np.sort, np.array([1.0, 3.0, 2.0, 2.5]), kind="stable"),
+    Case(np.diag, rand(3)),
+    Case(np.diag, rand(3, dtype=C128), C(1)),
+    Case(np.diag, rand(3, 4)),
+    Case(np.diag, rand(3, 4), C(-1)),
+    Case(np.diagonal, rand(3, 4)),
+    Case(np.diagonal, rand(2, 3, 4), C(1), C(2), C(0)),
+    Case(np.ndarray.diagonal, rand(3, 3, dtype=F32)),
+    Case(np.trace, rand(3, 3)),
+    Case(np.trace, rand(2, 3, 4), C(0), C(1), C(2)),
+    Case(np.trace, rand(3, 3, dtype=C128), offset=-1),
+    Case(np.ndarray.trace, rand(3, 4), C(1)),
+    Case(np.triu, rand(3, 4)),
+    Case(np.tril, rand(2, 3, 3), C(-1)),
+    Case(np.triu, rand(3), C(1)),
+    Case(np.tril, rand(3, 3, dtype=F32)),
+    Case(np.triu, rand(3, 3, dtype=C128), k=-1),
+]
+
+CASES = RESHAPING + PERMUTING + REPEATING + CONVERTING + JOINING + SPLITTING + SELECTING
+
+# orders that follow the memory layout: checked with finite differences that keep the layout
+LAYOUT_DEPENDENT = [
+    Case(np.reshape, np.asfortranarray(rand(2, 3)), C((3, 2)), order="A"),
+    Case(np.ravel, np.asfortranarray(rand(2, 3)), C("K")),
+    Case(np.ndarray.flatten, np.asfortranarray(rand(2, 3, dtype=C128)), C("A")),
+    Case(np.ravel, rand(4, 3)[::2, ::-1].T, C("K")),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_rrule(case):
+    crt.test_rrule(case.f, *case.testing_args(), fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_frule(case):
+    crt.test_frule(case.f, *case.testing_args(), fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", CASES + LAYOUT_DEPENDENT, ids=str)
+def test_batched_frule(case):
+    check_batched_frule(case.f, *case.args, fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", LAYOUT_DEPENDENT, ids=str)
+def test_layout_dependent_rules(case):
+    check_rrule(case.f, *case.args, fkwargs=case.kwargs)
+    check_frule(case.f, *case.args, fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", SELECTING, ids=str)
+def test_selections_accumulate_into_every_layout(case):
+    assert check_accumulation_layouts(case.f, *case.args, fkwargs=case.kwargs) == (
+        0 if case.f in (np.triu, np.tril) or (case.f is np.diag and case.args[0].ndim == 1) else 1
+    )
+
+
+# ----- behaviours beyond the tables --------------------------------------------------------
+
+
+VIEWS = [
+    lambda a: a[::2, ::-1].T,
+    lambda a: a[:, ::2, 1:].transpose(2, 0, 1),
+    lambda a: a[::-1, :, ::-2],
+    lambda a: a.T[::2],
+]
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_ravel_in_memory_order_of_a_strided_view(view):
+    # ravel(order="K") depends on the layout, which a finite difference on a copy loses: check the
+    # pushforward against the same view of a moved base array, and the pullback by adjointness
+    base, dbase = rand(4, 6, 5), rand(4, 6, 5)
+    x, dx = view(base), view(dbase)
+    _, dy = cr.frule((cr.NoTangent(), dx, cr.NoTangent()), np.ravel, x, "K")
+    np.testing.assert_allclose(dy, np.ravel(view(base + dbase), "K") - np.ravel(x, "K"), atol=1e-12)
+    _, back = cr.rrule(np.ravel, x, "K")
+    ybar = rand(x.size)
+    np.testing.assert_allclose(np.vdot(ybar, dy), np.vdot(back(ybar)[1], dx))
+
+
+def test_conversion_to_integers_has_zero_derivative():
+    x = rand(3)
+    y, back = cr.rrule(np.ndarray.astype, x, np.int64)
+    assert y.dtype == np.int64
+    assert back(np.ones(3)) == (cr.NoTangent(), cr.ZeroTangent(), cr.NoTangent())
+    assert cr.frule((cr.NoTangent(), np.ones(3), cr.NoTangent()), np.ndarray.astype, x, int)[1] == cr.ZeroTangent()
+    _, back = cr.rrule(np.array, [1.5, 2.5], dtype=int)
+    assert back(np.ones(2))[1] == cr.ZeroTangent()
+
+
+def test_integer_inputs_get_float_cotangents_and_booleans_none():
+    x = np.arange(6).reshape(2, 3)
+    _, back = cr.rrule(np.transpose, x)
+    dx = back(np.ones((3, 2)))[1]
+    assert dx.dtype == np.float64 and dx.shape == (2, 3)
+    _, back = cr.rrule(np.array, [1, 2])
+    assert back(np.array([0.5, 1.5]))[1] == cr.Tangent[list](0.5, 1.5)
+    _, back = cr.rrule(np.reshape, np.array([True, False]), (2, 1))
+    assert back(np.ones((2, 1)))[1] == cr.NoTangent()
+    _, back = cr.rrule(np.concatenate, [np.ones(2), np.array([True])])
+    assert back(np.ones(3))[1] == cr.Tangent[list](np.ones(2), cr.NoTangent())
+
+
+def test_list_cotangents_are_structural_and_zero_pieces_stay_zero():
+    a, b = rand(2), rand(3)
+    _, back = cr.rrule(np.concatenate, (a, b))
+    da_db = back(np.arange(5.0))[1]
+    assert isinstance(da_db, cr.Tangent[tuple])
+    np.testing.assert_array_equal(da_db[1], [2.0, 3.0, 4.0])
+    parts, back = cr.rrule(np.split, rand(4), 2)
+    dx = back([cr.ZeroTangent(), np.ones(2)])[1]
+    np.testing.assert_array_equal(dx, [0.0, 0.0, 1.0, 1.0])
+    assert back(cr.ZeroTangent())[1] == cr.ZeroTangent()
+    _, dys = cr.frule((cr.NoTangent(), np.arange(4.0), cr.NoTangent()), np.split, rand(4), 2)
+    assert isinstance(dys, cr.Tangent[list]) and len(dys) == 2
+
+
+def test_nested_list_with_zero_and_batched_element_tangents():
+    x = [1.0, 2.0, 3.0]
+    tangent = cr.Tangent[list](np.array([1.0, 2.0]), cr.ZeroTangent(), np.array([3.0, 4.0]))
+    _, dy = cr.frule((cr.NoTangent(), tangent), np.array, x)
+    np.testing.assert_array_equal(dy, [[1.0, 0.0, 3.0], [2.0, 0.0, 4.0]])
+
+
+def test_selections_accumulate_in_place_without_building_their_value():
+    x = rand(1000)
+    _, back = cr.rrule(np.sort, x)
+    dx = back(np.ones(1000))[1]
+    assert isinstance(dx, cr.InplaceableThunk)
+    acc = np.zeros(1000)
+    assert cr.iadd(acc, dx) is acc
+    np.testing.assert_array_equal(acc, np.ones(1000))
+    assert "evaluated" not in repr(dx.val)
+    _, back = cr.rrule(np.trace, rand(3, 3))
+    acc = np.zeros((3, 3))
+    cr.iadd(acc, back(2.0)[1])
+    np.testing.assert_array_equal(acc, 2.0 * np.eye(3))
+
+
+def test_pad_modes_that_are_not_copies_are_refused():
+    with pytest.raises(cr.NoRuleError, match="mode='mean'"):
+        cr.rrule(np.pad, rand(3), 1, mode="mean")
+
+
+def test_joining_into_out_is_refused():
+    with pytest.raises(TypeError, match="out="):
+        cr.rrule(np.concatenate, [rand(2), rand(2)], 0, np.zeros(4))
+    with pytest.raises(TypeError, match="out="):
+        cr.rrule(np.take, rand(3), [0], out=np.zeros(1))
+
+
+def test_every_shape_function_has_both_rules():
+    names = {name: (r, f) for name, r, f in cr.rules.list_rules()}
+    for case in CASES:
+        name = callable_name(case.f)
+        assert names.get(name) == (True, True), name
+
+
+# selections scatter into a NumPy array, and order="K"/"A" read a memory layout: both need arrays
+LAYOUT_FREE = [
+    c
+    for c in RESHAPING + PERMUTING + REPEATING + JOINING + SPLITTING + [CONVERTING[5], CONVERTING[6]]
+    if "order" not in c.kwargs
+    and not any(isinstance(a, C) and a.value in ("K", "A") for a in c.args)
+    and getattr(c.f, "__objclass__", None) is not np.ndarray  # methods apply to arrays only
+]
+
+
+@pytest.mark.parametrize("case", LAYOUT_FREE, ids=str)
+def test_rrule_on_values_implementing_numpy_protocols(case):
+    check_rrule_on_wrapped(case.f, *case.args, fkwargs=case.kwargs)

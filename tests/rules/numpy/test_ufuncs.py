@@ -1,0 +1,440 @@
+"""Rules of NumPy's elementwise functions, checked against finite differences from spec tables."""
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+import chainrules.testing as crt
+
+# ----- argument makers: domain and shape, drawn from a seeded generator per case ----------
+
+
+def real(*shape, lo=-2.0, hi=2.0, dtype=np.float64):
+    def make(rng):
+        if shape == ("scalar",):
+            return float(rng.uniform(lo, hi))
+        return rng.uniform(lo, hi, shape).astype(dtype)
+
+    make.complex = False
+    return make
+
+
+def cplx(*shape, lo=-1.5, hi=1.5, dtype=np.complex128):
+    def make(rng):
+        return (rng.uniform(lo, hi, shape) + 1j * rng.uniform(lo, hi, shape)).astype(dtype)
+
+    make.complex = True
+    return make
+
+
+def fixed(value):
+    def make(rng):
+        return value
+
+    make.complex = False
+    return make
+
+
+ANY = {"lo": -2.0, "hi": 2.0}
+POS = {"lo": 0.5, "hi": 2.0}
+UNIT = {"lo": -0.9, "hi": 0.9}
+ABOVE1 = {"lo": 1.2, "hi": 3.0}
+AWAY = {"lo": 0.3, "hi": 2.0}  # nonzero with either sign, see `signed`
+
+
+def signed(*shape, dtype=np.float64):
+    """Values of either sign, bounded away from zero (for abs, sign-dependent partials)."""
+
+    def make(rng):
+        if shape == ("scalar",):
+            return float(rng.choice([-1, 1]) * rng.uniform(0.3, 2.0))
+        return (rng.choice([-1, 1], shape) * rng.uniform(0.3, 2.0, shape)).astype(dtype)
+
+    make.complex = False
+    return make
+
+
+# (function, domain of x, holomorphic for complex input (tested with complex values))
+UNARY = [
+    (np.negative, ANY, True),
+    (np.positive, ANY, True),
+    (np.absolute, "signed", True),
+    (np.fabs, "signed", False),
+    (np.reciprocal, POS, True),
+    (np.exp, ANY, True),
+    (np.exp2, ANY, True),
+    (np.expm1, ANY, True),
+    (np.log, POS, True),
+    (np.log2, POS, True),
+    (np.log10, POS, True),
+    (np.log1p, POS, True),
+    (np.sqrt, POS, True),
+    (np.cbrt, "signed", False),
+    (np.square, ANY, True),
+    (np.sin, ANY, True),
+    (np.cos, ANY, True),
+    (np.tan, UNIT, True),
+    (np.arcsin, UNIT, True),
+    (np.arccos, UNIT, True),
+    (np.arctan, ANY, True),
+    (np.sinh, ANY, True),
+    (np.cosh, ANY, True),
+    (np.tanh, ANY, True),
+    (np.arcsinh, ANY, True),
+    (np.arccosh, ABOVE1, True),
+    (np.arctanh, UNIT, True),
+    (np.deg2rad, ANY, False),
+    (np.radians, ANY, False),
+    (np.rad2deg, ANY, False),
+    (np.degrees, ANY, False),
+    (np.sinc, ANY, True),
+    (np.real, ANY, True),
+    (np.imag, ANY, True),
+    (np.conjugate, ANY, True),
+    (np.angle, "signed", True),
+    (np.real_if_close, ANY, True),
+    (np.nan_to_num, ANY, True),
+]
+
+
+def _unary_maker(domain, shape, dtype):
+    if domain == "signed":
+        return signed(*shape, dtype=dtype)
+    return real(*shape, dtype=dtype, **domain)
+
+
+def _unary_cases():
+    for f, domain, complex_ok in UNARY:
+        name = f.__name__
+        yield pytest.param(f, [_unary_maker(domain, (4,), np.float64)], {}, id=f"{name}-f64")
+        yield pytest.param(f, [_unary_maker(domain, (2, 3), np.float32)], {}, id=f"{name}-f32")
+        if complex_ok:
+            lo, hi = (0.3, 1.5) if domain in (POS, ABOVE1, "signed") else (-0.7, 0.7)
+            yield pytest.param(f, [cplx(3, lo=lo, hi=hi)], {}, id=f"{name}-complex")
+
+
+@pytest.mark.parametrize("f, domain, complex_ok", UNARY, ids=lambda v: getattr(v, "__name__", ""))
+def test_unary_at_scalar_points(f, domain, complex_ok):
+    """Python floats in, with a complex point too where NumPy takes complex input."""
+    x = _unary_maker(domain, ("scalar",), np.float64)(np.random.default_rng(0))
+    crt.test_scalar(f, x, holomorphic=complex_ok)
+
+
+# (function, domain of a, domain of b, holomorphic in both)
+BINARY = [
+    (np.add, ANY, ANY, True),
+    (np.subtract, ANY, ANY, True),
+    (np.multiply, ANY, ANY, True),
+    (np.divide, ANY, "signed", True),
+    (np.power, POS, ANY, True),
+    (np.float_power, POS, ANY, True),
+    (np.arctan2, ANY, POS, False),
+    (np.hypot, "signed", "signed", False),
+    (np.logaddexp, ANY, ANY, False),
+    (np.logaddexp2, ANY, ANY, False),
+    (np.maximum, ANY, ANY, False),
+    (np.minimum, ANY, ANY, False),
+    (np.fmax, ANY, ANY, False),
+    (np.fmin, ANY, ANY, False),
+    (np.mod, ANY, {"lo": 1.1, "hi": 1.9}, False),
+    (np.fmod, ANY, {"lo": 1.1, "hi": 1.9}, False),
+    (np.copysign, "signed", "signed", False),
+    (np.heaviside, "signed", ANY, False),
+]
+
+BINARY_SHAPES = [
+    ("scalars", ("scalar",), ("scalar",), np.float64),
+    ("same", (3,), (3,), np.float64),
+    ("bcast", (3, 1), (1, 4), np.float64),
+    ("scalar-array", ("scalar",), (2, 3), np.float64),
+    ("rank", (2, 3), (3,), np.float32),
+]
+
+
+def _binary_cases():
+    for f, da, db, complex_ok in BINARY:
+        for label, sa, sb, dtype in BINARY_SHAPES:
+            makers = [_unary_maker(da, sa, dtype), _unary_maker(db, sb, dtype)]
+            yield pytest.param(f, makers, {}, id=f"{f.__name__}-{label}")
+        if complex_ok:
+            yield pytest.param(f, [cplx(3, lo=0.3), cplx(1, lo=0.3)], {}, id=f"{f.__name__}-complex")
+
+
+def _other_cases():
+    cond = fixed(np.array([[True, False, True], [False, False, True]]))
+    yield pytest.param(np.where, [cond, real(2, 3), real(3)], {}, id="where")
+    yield pytest.param(np.where, [cond, real(2, 1), real("scalar")], {}, id="where-bcast")
+    yield pytest.param(np.where, [cond, cplx(2, 3), cplx(2, 3)], {}, id="where-complex")
+    x = real(3, 4, lo=-3, hi=3)
+    yield pytest.param(np.clip, [x, fixed(-1.0), fixed(1.0)], {}, id="clip-scalars")
+    yield pytest.param(np.clip, [x, real(3, 1, lo=-1.5, hi=-0.5), real(4, lo=0.5, hi=1.5)], {}, id="clip-arrays")
+    yield pytest.param(np.clip, [x, fixed(None), real(4, lo=-1, hi=1)], {}, id="clip-no-min")
+    yield pytest.param(np.clip, [x, real(1, 4, lo=-1, hi=1), fixed(None)], {}, id="clip-no-max")
+    yield pytest.param(np.clip, [x], {"a_min": -1.0, "a_max": 1.0}, id="clip-keywords")
+    yield pytest.param(np.clip, [real(2, 3, lo=-3, hi=3, dtype=np.float32)], {"min": -1.0}, id="clip-f32")
+    yield pytest.param(np.ndarray.clip, [x, fixed(-1.0), fixed(1.0)], {}, id="ndarray.clip")
+    yield pytest.param(np.ndarray.clip, [x], {"max": 0.5}, id="ndarray.clip-kw")
+    yield pytest.param(np.ndarray.conj, [cplx(2, 2)], {}, id="ndarray.conj")
+    yield pytest.param(np.ndarray.conjugate, [real(3)], {}, id="ndarray.conjugate-real")
+    yield pytest.param(np.angle, [cplx(3, lo=0.3), fixed(True)], {}, id="angle-deg")
+    yield pytest.param(np.angle, [cplx(3, lo=0.3)], {"deg": True}, id="angle-deg-kw")
+    yield pytest.param(np.ldexp, [real(2, 3), fixed(np.array([1, -2, 3]))], {}, id="ldexp")
+    yield pytest.param(np.full_like, [real(2, 3), real(3)], {}, id="full_like")
+    yield pytest.param(np.full_like, [real(2, 3), real("scalar")], {}, id="full_like-scalar")
+    yield pytest.param(np.exp, [real(3, dtype=np.float32)], {"dtype": np.float64}, id="exp-dtype")
+    yield pytest.param(np.add, [real(3), real(2, 1)], {"dtype": np.complex128}, id="add-dtype-complex")
+    yield pytest.param(np.exp, [fixed(np.array([1, 2, 3]))], {}, id="exp-int")
+    yield pytest.param(np.multiply, [fixed(np.array([1, 2, 3])), real(3)], {}, id="multiply-int")
+    yield pytest.param(np.sqrt, [real(2, 2, lo=0.5)], {"casting": "same_kind"}, id="sqrt-casting")
+    yield pytest.param(np.sin, [real(3)], {"out": None}, id="sin-out-None")
+
+
+CASES = list(_unary_cases()) + list(_binary_cases()) + list(_other_cases())
+
+
+def _args(makers, seed=0):
+    rng = np.random.default_rng(seed)
+    return [m(rng) for m in makers]
+
+
+def _diff_mask(f, args):
+    """Which positional arguments carry a derivative (conditions, bounds given as None, flags, exponents do not)."""
+    if f is np.where:
+        return [False, True, True]
+    if f is np.ldexp:
+        return [True, False]
+    if f is np.angle:
+        return [True, False][: len(args)]
+    if f is np.full_like:
+        return [False, True]
+    return [a is not None for a in args]
+
+
+def _marked(f, args):
+    return [a if d else crt.nondiff(a) for a, d in zip(args, _diff_mask(f, args))]
+
+
+@pytest.mark.parametrize("f, makers, kwargs", CASES)
+def test_rrule_table(f, makers, kwargs):
+    crt.test_rrule(f, *_marked(f, _args(makers)), fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("f, makers, kwargs", CASES)
+def test_frule_table(f, makers, kwargs):
+    crt.test_frule(f, *_marked(f, _args(makers)), fkwargs=kwargs)
+
+
+def _tangent(rng, x, batch=None):
+    shape = np.shape(x) if batch is None else (batch,) + np.shape(x)
+    t = rng.standard_normal(shape)
+    if np.iscomplexobj(x):
+        t = t + 1j * rng.standard_normal(shape)
+    if isinstance(x, np.ndarray):
+        return t.astype(x.dtype) if x.dtype.kind in "fc" else t
+    return t if batch is not None else complex(t) if isinstance(x, complex) else float(t)
+
+
+@pytest.mark.parametrize("mode", ["all-batched", "first-batched", "pre-aligned"])
+@pytest.mark.parametrize("f, makers, kwargs", CASES)
+def test_batched_frule_matches_rows(f, makers, kwargs, mode):
+    """A batch of tangents (leading axis) gives, row by row, what one tangent at a time gives.
+
+    "pre-aligned" batches come with length-1 axes between the batch axis and a lower-rank
+    input's own axes, up to the rank of the output, as the forward engine lays them out.
+    """
+    args = _args(makers)
+    diff = _diff_mask(f, args)
+    rng = np.random.default_rng(2)
+    batch = 3
+    first = diff.index(True)
+    tangents = [
+        _tangent(rng, a, batch)
+        if d and (mode != "first-batched" or i == first)
+        else cr.ZeroTangent()
+        if d
+        else cr.NoTangent()
+        for i, (a, d) in enumerate(zip(args, diff))
+    ]
+    assert cr.frule.lookup(f, tuple(args)).batched
+    rank = max(np.ndim(a) for a in args)
+    given = [
+        np.reshape(t, (batch,) + (1,) * (rank - np.ndim(a)) + np.shape(a))
+        if mode == "pre-aligned" and isinstance(t, np.ndarray)
+        else t
+        for a, t in zip(args, tangents)
+    ]
+    y, dy = cr.frule((cr.NoTangent(), *given), f, *args, **kwargs)
+    dy = cr.unthunk(dy)
+    assert np.shape(dy) == (batch,) + np.shape(y)
+    for b in range(batch):
+        row = [t[b] if isinstance(t, np.ndarray) else t for t in tangents]
+        if not isinstance(args[first], np.ndarray):  # a scalar's tangent row is a scalar
+            row[first] = row[first].item()
+        _, expected = cr.frule((cr.NoTangent(), *row), f, *args, **kwargs)
+        expected = np.broadcast_to(cr.unthunk(expected), np.shape(y))
+        crt.assert_approx(dy[b], expected, rtol=1e-12 if np.result_type(dy) == np.float64 else 1e-6, atol=1e-12)
+
+
+# ----- conventions at kinks and special points ---------------------------------------------
+
+
+def _grads(f, *args, dy=1.0, **kwargs):
+    _, back = cr.rrule(f, *args, **kwargs)
+    return tuple(cr.unthunk(c) for c in back(dy)[1:])
+
+
+def _push(f, args, tangents, **kwargs):
+    return cr.unthunk(cr.frule((cr.NoTangent(), *tangents), f, *args, **kwargs)[1])
+
+
+KINKS = [
+    # (function, args, expected gradient of each argument for dy = 1)
+    (np.maximum, (np.array([1.0, 2.0, 3.0]), np.array([1.0, 5.0, 0.0])), ([0.5, 0.0, 1.0], [0.5, 1.0, 0.0])),
+    (np.minimum, (np.array([1.0, 2.0]), np.array([1.0, 5.0])), ([0.5, 1.0], [0.5, 0.0])),
+    (np.maximum, (np.array([np.nan, 1.0]), np.array([1.0, np.nan])), ([1.0, 0.0], [0.0, 1.0])),
+    (np.fmax, (np.array([np.nan, 2.0]), np.array([1.0, 2.0])), ([0.0, 0.5], [1.0, 0.5])),
+    (np.fmin, (np.array([np.nan, 1.0]), np.array([1.0, np.nan])), ([0.0, 1.0], [1.0, 0.0])),
+    (np.absolute, (np.array([0.0, -2.0]),), ([0.0, -1.0],)),
+    (np.absolute, (np.array([0j, 3 + 4j]),), ([0.0, 0.6 + 0.8j],)),
+    (np.hypot, (np.array([0.0]), np.array([0.0])), ([0.0], [0.0])),
+    (np.sinc, (np.array([0.0]),), ([0.0],)),
+    (np.power, (np.array([0.0, 0.0, 2.0]), np.array([2.0, 0.0, 0.0])), ([0.0, 0.0, 0.0], [0.0, 0.0, np.log(2.0)])),
+    (np.power, (np.array([0.0, 1.0]), np.array([1.0, 2.0])), ([1.0, 2.0], [0.0, 0.0])),
+    (np.power, (np.array([-2.0]), np.array([2.0])), ([-4.0], [4.0 * np.log(2.0)])),
+    (np.heaviside, (np.array([0.0, 1.0]), np.array([0.5, 0.5])), ([0.0, 0.0], [1.0, 0.0])),
+    (np.copysign, (np.array([2.0, -2.0]), np.array([-1.0, -1.0])), ([-1.0, 1.0], [0.0, 0.0])),
+    (np.angle, (np.array([0j, 2.0 + 0j]),), ([0.0, 0.5j],)),
+    (np.angle, (np.array([-1.0, 2.0]),), ([0.0, 0.0],)),
+    (np.imag, (np.array([1.0, 2.0]),), ([0.0, 0.0],)),
+    (np.imag, (np.array([1.0 + 2j]),), ([1j],)),
+    (np.real, (np.array([1.0 + 2j]),), ([1.0 + 0j],)),
+    (np.nan_to_num, (np.array([np.nan, np.inf, 2.0]),), ([0.0, 0.0, 1.0],)),
+    # clip: a bound equal to `a` passes the cotangent to `a`; lo > hi gives hi
+    (np.clip, (np.array([0.0, 1.0, 0.5]), 0.0, 1.0), ([1.0, 1.0, 1.0], 0.0, 0.0)),
+    (np.clip, (np.array([0.0, 5.0]), np.array([2.0, 2.0]), np.array([1.0, 1.0])), ([0.0, 0.0], [0.0, 0.0], [1.0, 1.0])),
+]
+
+
+@pytest.mark.parametrize("f, args, expected", KINKS, ids=lambda v: getattr(v, "__name__", ""))
+def test_conventions(f, args, expected):
+    got = _grads(f, *args, dy=np.ones(np.broadcast_shapes(*(np.shape(a) for a in args))))
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, atol=1e-15)
+
+
+def test_maximum_tie_pushforward_averages():
+    a, b = np.array([1.0, 2.0]), np.array([1.0, 0.0])
+    got = _push(np.maximum, (a, b), (np.array([2.0, 2.0]), np.array([4.0, 4.0])))
+    np.testing.assert_allclose(got, [3.0, 2.0])
+
+
+def test_where_one_argument_has_no_derivative():
+    y, back = cr.rrule(np.where, np.array([True, False, True]))
+    np.testing.assert_array_equal(y[0], [0, 2])
+    assert back(None) == (cr.NoTangent(), cr.NoTangent())
+    assert cr.frule((cr.NoTangent(), cr.NoTangent()), np.where, np.array([True]))[1] == cr.NoTangent()
+
+
+def test_where_keyword_zeroes_unselected_entries():
+    x = np.array([1.0, 2.0, 3.0])
+    mask = np.array([True, False, True])
+    (g,) = _grads(np.exp, x, dy=np.ones(3), where=mask, out=None)
+    np.testing.assert_allclose(g, [np.exp(1.0), 0.0, np.exp(3.0)])
+    dy = _push(np.exp, (x,), (np.ones(3),), where=mask, out=None)
+    np.testing.assert_allclose(dy, [np.exp(1.0), 0.0, np.exp(3.0)])
+
+
+def test_dtype_keyword_sets_the_tangent_dtype():
+    x = np.ones(3, dtype=np.float32)
+    y, back = cr.rrule(np.exp, x, dtype=np.float64)
+    assert y.dtype == np.float64 and back(np.ones(3))[1].dtype == np.float32
+    assert _push(np.exp, (x,), (np.ones(3, np.float32),), dtype=np.float64).dtype == np.float64
+
+
+def test_integer_inputs_get_float_cotangents():
+    (g,) = _grads(np.square, np.array([1, 2, 3]), dy=np.ones(3))
+    assert g.dtype == np.float64
+    np.testing.assert_allclose(g, [2.0, 4.0, 6.0])
+    ga, gb = _grads(np.power, np.array([2, 3]), np.array([0, 1]), dy=np.ones(2))
+    np.testing.assert_allclose(ga, [0.0, 1.0])
+    np.testing.assert_allclose(gb, [np.log(2.0), 3 * np.log(3.0)])
+
+
+def test_bool_inputs_get_no_tangent():
+    _, gb = _grads(np.multiply, np.ones(2), np.array([True, False]), dy=np.ones(2))
+    assert gb == cr.NoTangent()
+
+
+def test_zero_cotangent_gives_zeros():
+    _, back = cr.rrule(np.ldexp, np.ones(2), np.array([1, 2]))
+    assert back(cr.ZeroTangent()) == (cr.NoTangent(), cr.ZeroTangent(), cr.NoTangent())
+    assert cr.frule((cr.NoTangent(), cr.ZeroTangent(), cr.ZeroTangent()), np.add, 1.0, 2.0)[1] == cr.ZeroTangent()
+
+
+def test_thunked_cotangent():
+    _, back = cr.rrule(np.sin, np.array([0.0, 1.0]))
+    np.testing.assert_allclose(back(cr.Thunk(lambda: np.ones(2)))[1], np.cos([0.0, 1.0]))
+
+
+def test_complex_cotangent_of_real_output_is_projected():
+    _, back = cr.rrule(np.abs, np.array([-2.0, 3.0]))
+    np.testing.assert_allclose(back(np.array([1.0 + 5j, 1.0 - 1j]))[1], [-1.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: cr.rrule(np.exp, np.ones(2), out=np.empty(2)),
+        lambda: cr.rrule(np.add, np.ones(2), np.ones(2), np.empty(2)),
+        lambda: cr.frule((None, np.ones(2)), np.sin, np.ones(2), out=(np.empty(2),)),
+        lambda: cr.rrule(np.conjugate, np.ones(2), out=np.empty(2)),
+        lambda: cr.rrule(np.clip, np.ones(2), 0.0, 1.0, np.empty(2)),
+    ],
+)
+def test_out_is_refused(call):
+    with pytest.raises(TypeError, match="out="):
+        call()
+
+
+def test_nan_to_num_without_copy_is_refused():
+    with pytest.raises(TypeError, match="copy=False"):
+        cr.rrule(np.nan_to_num, np.ones(2), copy=False)
+
+
+def test_primal_of_rrule_is_the_plain_call():
+    x = np.linspace(-1, 1, 5)
+    for f in (np.exp, np.tanh, np.abs, np.sinc):
+        np.testing.assert_array_equal(cr.rrule(f, x)[0], f(x))
+
+
+# ----- no derivative -----------------------------------------------------------------------
+
+x3 = np.array([0.5, -1.5, 2.5])
+NONDIFF = [
+    (np.sign, (x3,)), (np.floor, (x3,)), (np.ceil, (x3,)), (np.rint, (x3,)), (np.trunc, (x3,)),
+    (np.round, (x3,)), (np.around, (x3, 1)), (np.fix, (x3,)), (np.signbit, (x3,)), (np.floor_divide, (x3, 2.0)),
+    (np.isnan, (x3,)), (np.isinf, (x3,)), (np.isfinite, (x3,)), (np.isneginf, (x3,)), (np.isposinf, (x3,)),
+    (np.greater, (x3, 0.0)), (np.greater_equal, (x3, 0.0)), (np.less, (x3, 0.0)), (np.less_equal, (x3, 0.0)),
+    (np.equal, (x3, 0.5)), (np.not_equal, (x3, 0.5)), (np.logical_and, (x3, x3)), (np.logical_or, (x3, x3)),
+    (np.logical_not, (x3,)), (np.logical_xor, (x3, x3)), (np.isclose, (x3, x3)), (np.allclose, (x3, x3)),
+    (np.array_equal, (x3, x3)), (np.array_equiv, (x3, x3)), (np.iscomplex, (x3,)), (np.iscomplexobj, (x3,)),
+    (np.isreal, (x3,)), (np.isrealobj, (x3,)), (np.isscalar, (1.0,)), (np.all, (x3,)), (np.any, (x3,)),
+    (np.argmax, (x3,)), (np.argmin, (x3,)), (np.argsort, (x3,)), (np.argpartition, (x3, 1)),
+    (np.argwhere, (x3,)), (np.nonzero, (x3,)), (np.flatnonzero, (x3,)), (np.count_nonzero, (x3,)),
+    (np.searchsorted, (np.sort(x3), 0.0)), (np.zeros_like, (x3,)), (np.ones_like, (x3,)),
+    (np.empty_like, (x3,)), (np.shape, (x3,)), (np.ndim, (x3,)), (np.size, (x3,)), (np.result_type, (x3,)),
+    (np.bitwise_and, (np.array([3]), 1)), (np.invert, (np.array([3]),)), (np.gcd, (np.array([4]), 6)),
+    (np.ndarray.round, (x3,)), (np.ndarray.argmax, (x3,)), (np.ndarray.argmin, (x3,)),
+    (np.ndarray.argsort, (x3,)), (np.ndarray.nonzero, (x3,)), (np.ndarray.all, (x3,)), (np.ndarray.any, (x3,)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("f, args", NONDIFF, ids=lambda v: getattr(v, "__name__", ""))
+def test_non_differentiable(f, args):
+    y, back = cr.rrule(f, *args)
+    expected = f(*args)
+    if f is not np.empty_like:
+        for got, want in zip(y if isinstance(y, tuple) else (y,), expected if isinstance(y, tuple) else (expected,)):
+            np.testing.assert_array_equal(got, want)
+    assert back(1.0) == (cr.NoTangent(),) * (len(args) + 1)
+    assert cr.frule((cr.NoTangent(),) * (len(args) + 1), f, *args)[1] == cr.NoTangent()
