@@ -109,7 +109,7 @@ def rrule_solve(a, b):
             return NO, ZERO, ZERO
         # The factorization of A serves A^H: one transposed triangular solve, no refactorization.
         db = lu.solve(dx, "C")
-        da = -(db[..., :, None] * conj(x)[..., None, :]) if vector else -mm(db, x, "N", "C")
+        da = -(db[..., :, None] * conj(x)[..., None, :]) if vector else mm(db, x, "N", "C", alpha=-1.0)
         return NO, project_a(unbroadcast(a, da)), project_b(unbroadcast(b, db))
 
     return x, solve_pullback

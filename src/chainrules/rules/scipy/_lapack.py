@@ -122,26 +122,27 @@ def _op(x, op: str):
     return mH(x) if op == "C" else mT(x)
 
 
-def mm(a, b, op_a: str = "N", op_b: str = "N"):
-    """``op_a(a) @ op_b(b)`` with ``op`` one of ``"N"``, ``"T"``, ``"C"`` (conjugate transpose).
+def mm(a, b, op_a: str = "N", op_b: str = "N", alpha: float = 1.0):
+    """``alpha * op_a(a) @ op_b(b)`` with ``op`` one of ``"N"``, ``"T"``, ``"C"`` (conjugate transpose).
 
     Plain matrices go to SciPy's GEMM without layout copies, and a batch of matrices against a
     single one is one tall GEMM; anything else goes through ``np.matmul``.
     """
     if is_plain(a, b) and a.dtype == b.dtype:
         if a.ndim == 2 and b.ndim == 2:
-            return _gemm(a, b, op_a, op_b)
+            return _gemm(a, b, op_a, op_b, alpha)
         if a.ndim == 3 and b.ndim == 2 and op_a == "N":
             batch, m, k = a.shape
-            return _gemm(np.ascontiguousarray(a).reshape(batch * m, k), b, "N", op_b).reshape(batch, m, -1)
+            return _gemm(np.ascontiguousarray(a).reshape(batch * m, k), b, "N", op_b, alpha).reshape(batch, m, -1)
         if a.ndim == 2 and b.ndim == 3 and op_b == "N" and op_a != "C":
             # (op(a) b_i)^T = b_i^T op(a)^T: the batch stacked as rows of one GEMM
             flipped = "T" if op_a == "N" else "N"
-            return mT(mm(np.ascontiguousarray(mT(b)), a, "N", flipped))
-    return np.matmul(_op(a, op_a), _op(b, op_b))
+            return mT(mm(np.ascontiguousarray(mT(b)), a, "N", flipped, alpha))
+    out = np.matmul(_op(a, op_a), _op(b, op_b))
+    return out if alpha == 1.0 else alpha * out
 
 
-def _gemm(a, b, op_a, op_b):
+def _gemm(a, b, op_a, op_b, alpha=1.0):
     m = a.shape[1] if op_a != "N" else a.shape[0]
     n = b.shape[0] if op_b != "N" else b.shape[1]
     k = a.shape[0] if op_a != "N" else a.shape[1]
@@ -149,7 +150,7 @@ def _gemm(a, b, op_a, op_b):
         return np.zeros((m, n), dtype=a.dtype)
     fa, oa = _column_major(a, op_a)
     fb, ob = _column_major(b, op_b)
-    return blas("gemm", a.dtype)(1.0, fa, fb, trans_a=_OPS[oa], trans_b=_OPS[ob])
+    return blas("gemm", a.dtype)(alpha, fa, fb, trans_a=_OPS[oa], trans_b=_OPS[ob])
 
 
 def hermitian_product(v, weights, lower: bool):

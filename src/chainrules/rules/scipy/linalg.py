@@ -289,7 +289,7 @@ def rrule_solve(a, b, *rest, **kwargs):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
         # the primal's factorization solves the adjoint system: no refactorization
         db = _solve_op(factor, dx, "C" if op == "N" else "K")
-        dop = -(db[:, None] * conj(x)[None, :]) if vector else -mul(db, x, "N", "C")  # cotangent of op(a)
+        dop = -(db[:, None] * conj(x)[None, :]) if vector else mul(db, x, "N", "C", alpha=-1.0)  # cotangent of op(a)
         dahat = dop if op == "N" else mT(dop)
         return (NO, project_a(structure.pull(dahat)), project_b(db)) + (NO,) * len(rest)
 
@@ -377,7 +377,7 @@ def rrule_solve_triangular(a, b, *rest, **kwargs):
         if is_zero(dx):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
         db = _tri_solve(t, dx, lower, _ADJOINT[op], unit)
-        dop = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else -mul(db, x, "N", "C")
+        dop = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
         dt = {"N": dop, "T": mT(dop), "C": mH(dop)}[op]
         return (NO, project_a(_tri_mask(dt, lower, unit)), project_b(db)) + (NO,) * len(rest)
 
@@ -506,7 +506,7 @@ def rrule_lu_solve(lu_and_piv, b, *rest, **kwargs):
         adjoint = {"N": 2, "T": 0, "C": 0}[op]
         db = sl.lu_solve((lu, piv), conj(dx) if op == "T" else dx, trans=adjoint)
         db = conj(db) if op == "T" else db
-        dop = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else -mul(db, x, "N", "C")
+        dop = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
         dmat = {"N": dop, "T": mT(dop), "C": mH(dop)}[op]
         dlu = project_lu(_lu_matrix_cotangent(lu, _permutation(piv), dmat))
         return (NO, tangent_of(lu_and_piv, dlu, NO), project_b(db)) + (NO,) * len(rest)
@@ -694,7 +694,7 @@ def rrule_cho_solve(c_and_lower, b, *rest, **kwargs):
         if is_zero(dx):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
         db = sl.cho_solve((c, lower), dx)  # A = A^H: the same factor solves the adjoint
-        dmat = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else -mul(db, x, "N", "C")
+        dmat = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
         sym = dmat + mH(dmat)
         # A = L L^H (lower) or U^H U (upper); only that triangle of c is read
         dc = np.tril(mul(sym, np.tril(c))) if lower else np.triu(mul(np.triu(c), sym))
