@@ -103,7 +103,7 @@ def lapack(name: str, dtype: np.dtype):
 
 def _column_major(x, op: str):
     """``(array, op')`` with ``array`` Fortran-ordered and ``op'(array) == op(x)``, copying only if needed."""
-    if not np.iscomplexobj(x) and op == "C":
+    if op == "C" and x.dtype.kind != "c":
         op = "T"
     if x.flags.f_contiguous:
         return x, op
@@ -128,7 +128,7 @@ def mm(a, b, op_a: str = "N", op_b: str = "N", alpha: float = 1.0):
     Plain matrices go to SciPy's GEMM without layout copies, and a batch of matrices against a
     single one is one tall GEMM; anything else goes through ``np.matmul``.
     """
-    if is_plain(a, b) and a.dtype == b.dtype:
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype and a.dtype in _CHARS:
         if a.ndim == 2 and b.ndim == 2:
             return _gemm(a, b, op_a, op_b, alpha)
         if a.ndim == 3 and b.ndim == 2 and op_a == "N":
