@@ -178,18 +178,22 @@ def hermitian_product(v, weights, lower: bool):
 class LU:
     """``A = P L U`` computed once by LAPACK's GETRF; solves with ``A``, ``A^T`` or ``A^H``.
 
-    For an ``A`` that is not a plain matrix, ``solve`` calls ``np.linalg.solve`` instead.
+    LAPACK works on column-major storage, and the column-major storage of a C-ordered ``A`` is
+    ``A^T``: that is what gets factorized (the copy GETRF overwrites is then a plain memory copy,
+    not a transposition), and every solve flips its operation. For an ``A`` that is not a plain
+    matrix, ``solve`` calls ``np.linalg.solve`` instead.
     """
 
-    __slots__ = ("a", "lu", "piv", "singular", "lapack")
+    __slots__ = ("a", "lu", "piv", "singular", "lapack", "transposed")
 
     def __init__(self, a):
         self.a = a
         self.lapack = is_plain(a) and a.ndim == 2
         self.lu = self.piv = None
-        self.singular = False
+        self.singular = self.transposed = False
         if self.lapack:
-            self.lu, self.piv, info = lapack("getrf", a.dtype)(a)
+            self.transposed = a.flags.c_contiguous and not a.flags.f_contiguous
+            self.lu, self.piv, info = lapack("getrf", a.dtype)(a.T if self.transposed else a)
             self.singular = info > 0
 
     def check(self, name: str):
@@ -206,8 +210,17 @@ class LU:
         dtype = self.a.dtype
         if np.iscomplexobj(b) and not self.is_complex:  # a complex right-hand side for a real matrix
             return self._solve_columns(b.real, op) + 1j * self._solve_columns(b.imag, op)
-        code = _OPS[op] if self.is_complex else min(_OPS[op], 1)
-        x, info = lapack("getrs", dtype)(self.lu, self.piv, b.astype(dtype, copy=False), trans=code)
+        b = b.astype(dtype, copy=False)
+        if not self.is_complex and op == "C":
+            op = "T"
+        if self.transposed:  # the factors are those of F = A^T: A = F^T, A^T = F, A^H = conj(F)
+            if op == "C":
+                return np.conj(self._getrs(np.conj(b), 0))
+            return self._getrs(b, 0 if op == "T" else 1)
+        return self._getrs(b, _OPS[op])
+
+    def _getrs(self, b, code):
+        x, info = lapack("getrs", self.a.dtype)(self.lu, self.piv, b, trans=code)
         return x
 
     @property
@@ -243,7 +256,7 @@ class LU:
         if not self.lapack:
             return np.linalg.inv(self.a)
         inv, info = lapack("getri", self.a.dtype)(self.lu, self.piv)
-        return inv
+        return inv.T if self.transposed else inv  # inv(A^T) = inv(A)^T
 
 
 def generic_solve(a, b, batched: bool = False):
