@@ -293,14 +293,25 @@ def test_expm_batched_frule_equals_row_by_row():
         np.testing.assert_allclose(dy[i], cr.frule((cr.NoTangent(), da[i]), sl.expm, a)[1], rtol=1e-12)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("dtype", ALL)
 @pytest.mark.parametrize("f", [sl.sqrtm, sl.logm])
 def test_sqrtm_and_logm(f, dtype):
     rng = rng_for(f.__name__, dtype)
     # 2 x 2: SciPy's logm, which the finite differences call, is slow
     a = wellcond(2, dtype=dtype, rng=rng) + 2 * np.eye(2, dtype=dtype)
     y = cr.rrule(f, a)[0]
-    np.testing.assert_allclose(y, f(a), rtol=1e-10, atol=1e-12)
+    if f is sl.logm and dtype is np.float32:
+        # SciPy's logm of a real float32 matrix is complex128 with float32 round-off in its imaginary
+        # part; the rule computes in double precision, as SciPy does for float64, and returns it real
+        assert y.dtype == np.float64
+        np.testing.assert_allclose(y, np.real(f(a)), rtol=1e-6)
+        np.testing.assert_allclose(
+            cr.rrule(f, a)[1](np.ones((2, 2)))[1],
+            cr.rrule(f, a.astype(float))[1](np.ones((2, 2)))[1].astype(np.float32),
+        )
+        return
+    assert y.dtype == f(a).dtype
+    np.testing.assert_allclose(y, f(a), rtol=1e-5 if dtype is np.float32 else 1e-10, atol=1e-12)
     test_rrule(f, a)
     test_frule(f, a)
 

@@ -1505,6 +1505,9 @@ _LOG_THETA = 0.3  # ||Y||_1 bound; the [8/8] Padé error is below 1e-18 there
 
 class _Logm:
     def __init__(self, a):
+        a = as_array(a)
+        if isinstance(a, np.ndarray):  # SciPy's logm works in double precision
+            a = a.astype(np.result_type(a, np.float64), copy=False)
         self.a, t, self.q = _schur(a, "scipy.linalg.logm")
         t0, n = t, t.shape[0]
         ident = np.eye(n, dtype=t.dtype)
