@@ -26,18 +26,30 @@ REVERSE_ENGINES = {"source": "chainrules.reverse.source", "tape": "chainrules.re
 DEFAULT_ENGINE = "source"
 
 
+_loaded_engines: dict[str, object] = {}
+
+
 def _reverse_engine(engine: str):
+    module = _loaded_engines.get(engine)
+    if module is not None and REVERSE_ENGINES.get(engine) == module.__name__:
+        return module
     module_name = REVERSE_ENGINES.get(engine)
     if module_name is None:
         raise ValueError(f"engine={engine!r}: choose one of {sorted(REVERSE_ENGINES)}")
-    return importlib.import_module(module_name)
+    module = _loaded_engines[engine] = importlib.import_module(module_name)
+    return module
 
 
 def _forward_engine():
     return importlib.import_module("chainrules.forward")
 
 
+_PLAIN = (float, np.ndarray, complex)
+
+
 def _deep_unthunk(t):
+    if type(t) in _PLAIN:
+        return t
     t = unthunk(t)
     if isinstance(t, Tangent):
         backing = t.backing
@@ -47,6 +59,11 @@ def _deep_unthunk(t):
             return type(t)({k: _deep_unthunk(v) for k, v in backing.items()})
         return type(t)(**{k: _deep_unthunk(v) for k, v in backing.items()})
     return t
+
+
+def _unthunked(cotangents: tuple) -> tuple:
+    """The user's view of a full pullback's result: no tangent for ``f``, nothing lazy."""
+    return tuple([c if type(c) in _PLAIN else _deep_unthunk(c) for c in cotangents[1:]])
 
 
 def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tuple[Any, Callable]:
@@ -63,8 +80,7 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
     y, back_full = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
 
     def back(dy):
-        cotangents = back_full(dy)
-        return tuple(_deep_unthunk(c) for c in cotangents[1:])
+        return _unthunked(back_full(dy))
 
     return y, back
 
@@ -78,6 +94,8 @@ def _select(grads: tuple, argnums: int | Sequence[int] | None):
 
 
 def _seed_for(y, f: Callable):
+    if type(y) is float:
+        return 1.0
     if isinstance(y, (float, int, np.floating, np.integer)) and not isinstance(y, bool):
         return 1.0
     if isinstance(y, np.ndarray) and y.shape == () and y.dtype.kind in "fiu":
@@ -112,6 +130,11 @@ def value_and_gradient(
     >>> cr.value_and_gradient(lambda x, y: x * y + y, 2.0, 3.0)
     (9.0, (3.0, 3.0))
     """
+    return _value_and_gradient(f, args, kwargs, engine, argnums, has_aux)
+
+
+def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
+    run = _reverse_engine(engine).pullback_full
     if has_aux:
         aux_box = []
 
@@ -120,11 +143,11 @@ def value_and_gradient(
             aux_box.append(aux)
             return out
 
-        y, back = pullback(primary, *args, engine=engine, **kwargs)
-        grads = back(_seed_for(y, f))
+        y, back_full = run(primary, *args, **kwargs)
+        grads = _unthunked(back_full(_seed_for(y, f)))
         return (y, aux_box[-1]), _select(grads, argnums)
-    y, back = pullback(f, *args, engine=engine, **kwargs)
-    return y, _select(back(_seed_for(y, f)), argnums)
+    y, back_full = run(f, *args, **kwargs)
+    return y, _select(_unthunked(back_full(_seed_for(y, f))), argnums)
 
 
 def gradient(
@@ -144,7 +167,7 @@ def gradient(
     >>> cr.gradient(lambda a, b: a / (a + b * b), 2.0, 3.0)  # doctest: +ELLIPSIS
     (0.0743..., -0.0991...)
     """
-    value, grads = value_and_gradient(f, *args, engine=engine, argnums=argnums, has_aux=has_aux, **kwargs)
+    value, grads = _value_and_gradient(f, args, kwargs, engine, argnums, has_aux)
     return (grads, value[1]) if has_aux else grads
 
 

@@ -51,6 +51,11 @@ PLAN = EnginePlan(
             "use the NumPy function instead",
             "math.sin(x) converts x with float(), which would drop the derivative",
         ),
+        "array_write": Refusal(
+            TypeError,
+            "would drop its derivative",
+            "a tracked value stored into a plain NumPy array (out[i] = v, np.array(values)) would be converted",
+        ),
     },
     needs={
         # scalars

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import plan_source
 import plan_tape
 import pytest
 
@@ -16,7 +17,7 @@ import chainrules.testing as crt
 from chainrules.testing.checks import tangent_problems
 from chainrules.testing.zoo import CASES, cases
 
-PLANS = [plan_tape.PLAN]
+PLANS = [plan_tape.PLAN, plan_source.PLAN]
 
 ALL_CASES = cases()
 PARAMS = [pytest.param(plan, case, id=f"{plan.engine}-{case.name}") for plan in PLANS for case in ALL_CASES]

@@ -135,7 +135,14 @@ _register(sine_wrong_frule, np.cos, frule_derivative=lambda x: np.cos(x) + 0.01)
 
 
 def test_correct_derivatives_pass_to_second_order(engines):
-    done = check_grads(cube, (np.array([0.5, -1.2, 2.0]),), engine="fake")
+    x = np.array([0.5, -1.2, 2.0])
+    assert check_grads(cube, (x,), engine="fake") == [
+        "reverse[fake] order 1: test_check_grads.cube",
+        "forward order 2: pullback[fake](test_check_grads.cube)",
+        "forward order 1: test_check_grads.cube",
+        "forward order 2: jvp(test_check_grads.cube)",
+    ]
+    done = check_grads(cube, (x,), engine="fake", nested_modes=("forward", "reverse"))
     assert done == [
         "reverse[fake] order 1: test_check_grads.cube",
         "reverse[fake] order 2: pullback[fake](test_check_grads.cube)",
@@ -165,8 +172,17 @@ def test_a_wrong_forward_rule_is_caught(engines):
 
 def test_a_wrong_second_derivative_is_caught_only_at_order_two(engines):
     check_grads(cube_wrong_second, 0.8, engine="fake", order=1)
-    with pytest.raises(AssertionError, match=r"order 2: pullback\[fake\]\(.*cube_wrong_second\)"):
+    with pytest.raises(AssertionError, match=r"forward, order 2: pullback\[fake\]\(.*cube_wrong_second\)"):
         check_grads(cube_wrong_second, 0.8, engine="fake", order=2)
+    with pytest.raises(AssertionError, match=r"reverse, engine='fake', order 2: pullback\[fake\]\(.*cube_wrong"):
+        check_grads(cube_wrong_second, 0.8, engine="fake", order=2, modes=("reverse",), nested_modes=("reverse",))
+    # forward over reverse (the Hessian's way) runs even when first-order forward mode is not asked for
+    assert check_grads(cube, 0.8, engine="fake", modes=("reverse",)) == [
+        "reverse[fake] order 1: test_check_grads.cube",
+        "forward order 2: pullback[fake](test_check_grads.cube)",
+    ]
+    # with nothing to differentiate the first derivatives with, order 2 checks order 1 only
+    assert len(check_grads(cube_wrong_second, 0.8, engine="fake", nested_modes=())) == 2
 
 
 def test_every_installed_engine_is_checked_by_default(engines):

@@ -5,6 +5,7 @@ The core imports no engine and no rule module; everything else imports it.
 
 from .accumulation import accumulate, add, iadd, is_inplaceable_destination
 from .active import ActiveValue, active_engine, current_engine, rrule_via_ad
+from .basis import BasisSeed, basis_seed
 from .errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, callable_name, user_location
 from .projection import ProjectTo, conj, match_input, unbroadcast
 from .registry import frule, non_differentiable, opt_out, rrule, scalar_rule
@@ -27,6 +28,7 @@ __all__ = [
     "ActiveValue",
     "AbstractThunk",
     "AbstractZero",
+    "BasisSeed",
     "ChainRulesError",
     "InplaceableThunk",
     "NoRuleError",
@@ -39,6 +41,7 @@ __all__ = [
     "accumulate",
     "active_engine",
     "add",
+    "basis_seed",
     "callable_name",
     "conj",
     "current_engine",

@@ -39,7 +39,9 @@ class ProjectTo:
         self.primal = None
         self.shape = None
         self.dtype = None
-        if isinstance(x, np.ndarray):
+        if _is_duck_array(x):
+            self.kind = "identity"  # an array-like of another library (a dual number): its tangents as given
+        elif isinstance(x, np.ndarray):
             kind = x.dtype.kind
             self.shape = x.shape
             if kind in "fc":
@@ -73,6 +75,8 @@ class ProjectTo:
             return _NO
         if isinstance(dx, AbstractThunk):
             return self._project_thunk(dx)
+        if _is_duck_array(dx):
+            return self._project_duck(dx)
         if kind == "real":
             if isinstance(dx, (float, int)):
                 return float(dx)
@@ -104,6 +108,17 @@ class ProjectTo:
         if dx.dtype != self.dtype:
             dx = dx.astype(self.dtype)
         return dx
+
+    def _project_duck(self, dx):
+        """A tangent that is an array-like of another library keeps its type: only shape and realness are checked."""
+        if self.kind in ("array", "real", "npscalar", "complex"):
+            shape = self.shape if self.kind == "array" else ()
+            if np.shape(dx) != shape:
+                raise ValueError(f"ProjectTo: a tangent of shape {np.shape(dx)} does not fit a primal of shape {shape}")
+            if self.kind != "complex" and (self.dtype is None or self.dtype.kind == "f") and np.iscomplexobj(dx):
+                return np.real(dx)
+            return dx
+        return self._project_structure(dx)
 
     def _project_structure(self, dx):
         x = self.primal
@@ -150,6 +165,12 @@ def _has_fields(x) -> bool:
     return hasattr(x, "__dict__") or bool(getattr(type(x), "__slots__", ()))
 
 
+def _is_duck_array(v) -> bool:
+    """An array-like of another library that speaks NumPy's protocols (a dual number, a tracer):
+    it must go through NumPy functions, not be converted with ``np.asarray`` or ``float``."""
+    return hasattr(type(v), "__array_function__") and not isinstance(v, (np.ndarray, np.generic))
+
+
 def _scalar(dx):
     if isinstance(dx, np.ndarray):
         if dx.ndim != 0:
@@ -178,13 +199,14 @@ def unbroadcast(x, dx):
     dx_shape = np.shape(dx)
     if dx_shape == shape:
         return dx
-    dx = np.asarray(dx)
-    extra = dx.ndim - len(shape)
+    if not _is_duck_array(dx):
+        dx = np.asarray(dx)
+    extra = len(dx_shape) - len(shape)
     if extra < 0:
         return np.broadcast_to(dx, shape)
-    axes = tuple(range(extra)) + tuple(i + extra for i, n in enumerate(shape) if n == 1 and dx.shape[i + extra] != 1)
-    out = dx.sum(axis=axes) if axes else dx
-    return out.reshape(shape)
+    axes = tuple(range(extra)) + tuple(i + extra for i, n in enumerate(shape) if n == 1 and dx_shape[i + extra] != 1)
+    out = np.sum(dx, axis=axes) if axes else dx
+    return out if np.shape(out) == shape else np.reshape(out, shape)
 
 
 def match_input(x, dx):
@@ -211,6 +233,8 @@ def match_input(x, dx):
         return dx
     if np.shape(dx) != np.shape(x):
         dx = unbroadcast(x, dx)
+    if _is_duck_array(dx):  # keep another library's array-like (a dual number); only realness is matched
+        return np.real(dx) if np.iscomplexobj(dx) and not np.iscomplexobj(x) else dx
     if isinstance(x, np.ndarray):
         kind = x.dtype.kind
         if kind in "fc":

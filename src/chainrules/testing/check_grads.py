@@ -3,9 +3,10 @@
 Reverse mode is checked by the inner-product identity ``<J^T dy, dx> = <dy, J dx>`` for random
 ``dx`` and ``dy``: the left side from the engine's pullback, the right side from a
 finite-difference JVP. Forward mode compares the engine's ``J dx`` with the finite-difference
-one. For ``order=2`` the same checks run again on the derivative functions themselves,
+one. For ``order=2`` the checks run again on the derivative functions themselves,
 ``x -> pullback(f, x)(dy)`` (``PullbackFunction``) and ``x -> jvp(f, x, dx)`` (``JVPFunction``),
-with fixed random ``dy`` and ``dx``: forward over reverse, reverse over reverse, and so on.
+with fixed random ``dy`` and ``dx``: by default in forward mode (forward over reverse, forward
+over forward), and in reverse mode too when asked (``nested_modes``).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class JVPFunction:
         self.f, self.tangents = f, tuple(tangents)
 
     def __call__(self, *args):
-        return api.jvp(self.f, tuple(args), self.tangents)[1]
+        return api.jvp(self.f, args, self.tangents)[1]
 
     def __repr__(self) -> str:
         return f"jvp({_name(self.f)})"
@@ -106,8 +107,10 @@ def forward_engine_available() -> bool:
 
 
 class _Checker:
-    def __init__(self, rtol, atol, fdm, rng, performed):
+    def __init__(self, rtol, atol, fdm, rng, nested_modes, forward_available, performed):
         self.rtol, self.atol, self.fdm, self.rng = rtol, atol, fdm, rng
+        self.nested_modes = tuple(nested_modes)
+        self.forward_available = forward_available
         self.performed = performed
 
     def tolerances(self, *values) -> tuple[float, float]:
@@ -127,16 +130,20 @@ class _Checker:
         except Exception as exc:
             raise AssertionError(f"check_grads({context}) failed: {what} raised {type(exc).__name__}: {exc}") from exc
 
-    def check(self, f, args: tuple, order: int, reverse: Sequence[str], forward: bool, level: int):
+    def check(self, f, args: tuple, order: int, reverse: Sequence, forward: bool, level: int):
         y_ref = self.run(f"order {level}: {_name(f)}", f"calling {_name(f)}", f, *args)
+        nested_forward = self.forward_available and "forward" in self.nested_modes
         for engine in reverse:
             dy = self.check_reverse(f, args, engine, y_ref, level)
-            if order > 1:
-                self.check(PullbackFunction(f, dy, engine), args, order - 1, [engine], forward, level + 1)
+            nested_reverse = [engine] if "reverse" in self.nested_modes else []
+            if order > 1 and (nested_reverse or nested_forward):
+                g = PullbackFunction(f, dy, engine)
+                self.check(g, args, order - 1, nested_reverse, nested_forward, level + 1)
         if forward:
             dxs = self.check_forward(f, args, y_ref, level)
-            if order > 1:
-                self.check(JVPFunction(f, dxs), args, order - 1, reverse, forward, level + 1)
+            nested_reverse = list(reverse) if "reverse" in self.nested_modes else []
+            if order > 1 and (nested_reverse or nested_forward):
+                self.check(JVPFunction(f, dxs), args, order - 1, nested_reverse, nested_forward, level + 1)
 
     def _primal_problems(self, y, y_ref, args) -> list[str]:
         tol = primal_tolerance(y_ref, *args)
@@ -205,6 +212,7 @@ def check_grads(
     modes: Sequence[str] = MODES,
     order: int = 2,
     engine: str | Callable | None = None,
+    nested_modes: Sequence[str] = ("forward",),
     rtol: float | None = None,
     atol: float | None = None,
     fdm: FiniteDifferenceMethod | None = None,
@@ -214,6 +222,10 @@ def check_grads(
 
     ``args`` is the tuple of positional arguments (a single non-tuple value is one argument).
     ``modes`` picks ``"forward"`` (``cr.jvp``) and/or ``"reverse"`` (``cr.pullback``);
+    ``nested_modes`` are the modes that differentiate the first derivatives at ``order`` 2 and
+    up: forward mode by default (forward over reverse is how ``cr.hessian`` works); add
+    ``"reverse"`` for reverse over reverse and reverse over forward, which need an engine that
+    differentiates through ``cr.pullback``/``cr.jvp`` themselves;
     ``engine`` names one reverse engine, ``None`` means every one in ``cr.api.REVERSE_ENGINES``
     that is installed (an engine or the forward engine that is not installed is skipped;
     checking nothing at all is an error); a callable with the engine protocol's signature
@@ -231,7 +243,7 @@ def check_grads(
     """
     if not isinstance(args, tuple):
         args = (args,)
-    unknown = set(modes) - set(MODES)
+    unknown = (set(modes) | set(nested_modes)) - set(MODES)
     if unknown:
         raise ValueError(f"check_grads: unknown modes {sorted(unknown)}; choose from {MODES}")
     if order < 1:
@@ -247,7 +259,8 @@ def check_grads(
             reverse = [engine]
     else:
         reverse = []
-    forward = "forward" in modes and forward_engine_available()
+    forward_available = forward_engine_available()
+    forward = "forward" in modes and forward_available
     if not reverse and not forward:
         raise AssertionError(
             f"check_grads({callable_name(f)}): no engine to check for modes {tuple(modes)} "
@@ -255,7 +268,7 @@ def check_grads(
             f"forward engine installed: {forward_engine_available()})"
         )
     performed: list[str] = []
-    checker = _Checker(rtol, atol, fdm or default_fdm(), as_rng(rng), performed)
+    checker = _Checker(rtol, atol, fdm or default_fdm(), as_rng(rng), nested_modes, forward_available, performed)
     checker.check(f, args, order, reverse, forward, 1)
     return performed
 

@@ -116,6 +116,7 @@ def _compare(actual, expected, rtol, atol, path, problems, why="") -> None:
             crumb = f"[{key!r}]" if keyed else _crumb(key)
             _compare(a_items.get(key, zero), e_items.get(key, zero), rtol, atol, f"{path}{crumb}", problems, why)
         return
+    shown_a, shown_e = a, e  # a zero singleton is compared as zeros but reported as itself
     if isinstance(a, AbstractZero):
         a = np.zeros_like(np.asarray(e))
     if isinstance(e, AbstractZero):
@@ -134,7 +135,7 @@ def _compare(actual, expected, rtol, atol, path, problems, why="") -> None:
         return
     message = _leaf_mismatch(a_arr, e_arr, rtol, atol)
     if message:
-        problems.append(f"{path}: {why}expected {_fmt(e)}, got {_fmt(a)}\n    {message}")
+        problems.append(f"{path}: {why}expected {_fmt(shown_e)}, got {_fmt(shown_a)}\n    {message}")
 
 
 def _is_mapping(v) -> bool:

@@ -143,7 +143,12 @@ _float64 = np.float64
 
 
 def box(value, trace: Trace, slot: int, number_type: type, array_type: type) -> Tracked:
-    cls = array_type if isinstance(deep_primal(value), np.ndarray) else number_type
+    inner = deep_primal(value)
+    cls = (
+        array_type
+        if isinstance(inner, np.ndarray) or (isinstance(inner, ActiveValue) and np.ndim(inner))
+        else number_type
+    )
     t = _new(cls)
     t._value = value
     t._trace = trace
@@ -182,6 +187,9 @@ def _differentiable_kind(y) -> str | None:
         return "f" if k in "fc" else ("i" if k in "iu" else None)
     if isinstance(y, Tracked):
         return _differentiable_kind(deep_primal(y))
+    if isinstance(y, ActiveValue):  # another engine's number or array (a dual): by its dtype
+        dtype = getattr(y, "dtype", None)
+        return "f" if dtype is not None and dtype.kind in "fc" else None
     if isinstance(y, (np.floating, np.complexfloating)):
         return "f"
     if (t is int or isinstance(y, np.integer)) and not isinstance(y, (bool, np.bool_)):

@@ -212,6 +212,10 @@ def _log_abs_base(a):
 
 def _power_base_partial(power):
     def base_partial(a, b):
+        if type(b) is int or type(b) is float:  # a constant exponent (x ** 2): no mask to build
+            if b == 0:
+                return 0.0
+            return 2.0 * a if b == 2 else b * power(a, b - 1.0)
         b1 = b - 1.0  # a float exponent: integers to negative integer powers are an error
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(b == 0, 0.0, b * power(a, b1))

@@ -1,0 +1,840 @@
+"""Dual numbers: a primal value carried together with its partials, pushed forward by ``frule``.
+
+A ``Dual`` wraps a primal (a Python number, a NumPy scalar or array) and its ``partials``: one
+tangent, or, in a chunked pass, a batch of tangents stacked along a new leading axis. A dual
+of an array is a ``DualArray``, which alone indexes, iterates and has a length. Every
+operation on duals (operators, NumPy ufuncs and functions, array methods and attributes)
+becomes one call of ``call(f, args, kwargs)``, which looks up ``f``'s ``frule`` in the shared
+registry and wraps the result. There is no derivative table here.
+
+Invariants:
+
+- Each differentiation (one ``jvp``, one pass of a Jacobian) has its own ``Tag``. Tags are
+  ordered by creation, and a dual's primal may itself be a dual of an *older* tag (nested
+  differentiation). An operation works on the newest tag among its arguments; duals of older
+  tags are constants to it and flow through the rule as ordinary values. This keeps the
+  perturbations of nested derivatives apart (ForwardDiff's tags; "perturbation confusion").
+- In a chunked pass (``tag.batch`` is an int), every partial carries the batch axis first.
+  A rule registered ``batched=True`` receives the batch as it is; any other rule is called
+  once per batch element (the loop fallback). Every output tangent is checked against its
+  output's shape: one a rule left broadcastable is broadcast, and a batched rule whose output
+  lost the batch axis is redone by the loop, so no wrong shape gets through.
+- Operators on NumPy values run the rule of the ufunc NumPy itself would call (``a * b`` is
+  ``np.multiply``), on Python numbers the rule of the ``operator`` function.
+- A rule made from partial derivatives (``scalar_rule``, the NumPy elementwise rows) keeps
+  them on the rule (``rule.partials``); its pushforward ``sum(p * dx)`` is formed from them
+  here, computing only the partials of nonzero tangents.
+- A rule whose output tangent is a zero gives a plain (non-dual) value: a constant.
+- Duals are read-only, except those made by ``np.zeros_like``/``ones_like``/``empty_like``/
+  ``full_like`` of a dual: they own their values, so ``x[i] = v`` and ``np.add.at`` store the
+  value's primal and partials entry by entry (reverse rules build cotangents that way).
+- Converting a dual to a Python number (``float``, ``int``, ``math.sin``) would drop its
+  derivative, so it raises a ``TypeError`` that says how to fix the call. Comparisons and
+  truth tests use the primal values, so ``if`` and ``while`` work.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import operator
+import types
+from collections.abc import Callable
+
+import numpy as np
+
+from ..core import (
+    AbstractZero,
+    ActiveValue,
+    NoRuleError,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    frule,
+    unthunk,
+    user_location,
+)
+from ..core.tangents import _is_namedtuple_type
+from .twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+_CONTAINERS = (list, tuple)
+
+
+class Tag:
+    """Identifies one forward differentiation; newer tags are outer layers of nested duals.
+
+    ``batch`` is the number of tangents pushed forward at once (``None``: a single tangent
+    without a batch axis).
+
+    >>> outer, inner = Tag(), Tag(batch=3)
+    >>> inner.order > outer.order, inner.batch
+    (True, 3)
+    """
+
+    __slots__ = ("order", "batch")
+    _counter = itertools.count(1)
+
+    def __init__(self, batch: int | None = None):
+        self.order = next(Tag._counter)
+        self.batch = batch
+
+    def __repr__(self) -> str:
+        return f"Tag({self.order}{'' if self.batch is None else f', batch={self.batch}'})"
+
+
+def _conversion_error(kind: str) -> TypeError:
+    where = user_location()
+    at = f" at {where}" if where else ""
+    return TypeError(
+        f"{kind}() of a dual number{at} would drop its derivative. Python's math functions call "
+        f"{kind}() on their argument: use the NumPy function instead (np.sin(x), not math.sin(x)). "
+        "A plain NumPy array converts what is stored into it: make a buffer to fill with "
+        "np.zeros_like(x), which holds duals. A number meant to be constant must come from non-dual values."
+    )
+
+
+class Dual(ActiveValue):
+    """A primal value and its partials under one ``Tag``.
+
+    Arithmetic, NumPy functions and array methods on duals go through the ``frule`` registry;
+    comparisons use the primal values.
+
+    >>> import numpy as np
+    >>> from chainrules.forward import Dual, Tag
+    >>> x = Dual(2.0, 1.0, Tag())
+    >>> y = x * x + 3.0
+    >>> y.primal, y.partials
+    (7.0, 4.0)
+    >>> z = np.sin(x)  # NumPy's functions run their frules; the results are NumPy scalars
+    >>> bool(z.partials == np.cos(2.0))
+    True
+    >>> bool(x > 1.0)
+    True
+    """
+
+    __slots__ = ("primal", "partials", "tag", "writable")
+    # NumPy must hand mixed operations (ndarray @ dual, np.float64 * dual) to the dual.
+    __array_priority__ = 1000
+
+    def __new__(cls, primal, partials, tag: Tag, writable: bool = False):
+        # a dual of an array is a DualArray: only that one indexes, iterates and has a length
+        if cls is Dual and type(primal) in _ARRAY_PRIMALS:
+            cls = DualArray
+        return object.__new__(cls)
+
+    def __init__(self, primal, partials, tag: Tag, writable: bool = False):
+        self.primal = primal
+        self.partials = partials
+        self.tag = tag
+        # Only a dual that owns its values (made by np.zeros_like & co.) may be written into:
+        # writing through any other could change an array it shares with the user or a view.
+        self.writable = writable
+
+    def __repr__(self) -> str:
+        return f"Dual({self.primal!r}, {self.partials!r})"
+
+    def __format__(self, spec: str) -> str:
+        # printing shows the primal; the computation keeps the dual
+        return format(self.primal, spec)
+
+    # -- metadata: the primal's --
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return np.shape(self.primal)
+
+    @property
+    def ndim(self) -> int:
+        return np.ndim(self.primal)
+
+    @property
+    def size(self) -> int:
+        return np.size(self.primal)
+
+    @property
+    def dtype(self) -> np.dtype:
+        primal = self.primal
+        return primal.dtype if hasattr(primal, "dtype") else np.result_type(primal)
+
+    # -- conversions that would drop the derivative --
+    def __float__(self):
+        raise _conversion_error("float")
+
+    def __int__(self):
+        raise _conversion_error("int")
+
+    def __index__(self):
+        raise _conversion_error("index")
+
+    def __complex__(self):
+        raise _conversion_error("complex")
+
+    def __array__(self, dtype=None, copy=None):
+        where = user_location()
+        raise TypeError(
+            f"converting a dual number to a NumPy array{' at ' + where if where else ''} would drop its "
+            "derivative: np.array/np.asarray of duals (or of a list holding duals) cannot keep it. "
+            "Use np.stack([...]) to build an array from duals, and NumPy functions, which accept duals."
+        )
+
+    def __bool__(self) -> bool:
+        primal = self.primal
+        if np.ndim(primal) == 0:
+            return bool(primal)
+        raise TypeError(
+            f"the truth value of a dual array of shape {np.shape(primal)} is ambiguous; "
+            "use (x > 0).any() or (x > 0).all() (comparisons give the primal's booleans)"
+        )
+
+    # -- comparisons: on primal values, so control flow follows the primal --
+    def __lt__(self, other):
+        return self.primal < _primal(other)
+
+    def __le__(self, other):
+        return self.primal <= _primal(other)
+
+    def __gt__(self, other):
+        return self.primal > _primal(other)
+
+    def __ge__(self, other):
+        return self.primal >= _primal(other)
+
+    def __eq__(self, other):
+        return self.primal == _primal(other)
+
+    def __ne__(self, other):
+        return self.primal != _primal(other)
+
+    def __hash__(self) -> int:
+        return hash(self.primal)
+
+    # -- arithmetic: the ``operator`` functions, whose rules the source engine also uses --
+    def __add__(self, other):
+        return _binary(operator.add, np.add, self, other)
+
+    def __radd__(self, other):
+        return _binary(operator.add, np.add, other, self)
+
+    def __sub__(self, other):
+        return _binary(operator.sub, np.subtract, self, other)
+
+    def __rsub__(self, other):
+        return _binary(operator.sub, np.subtract, other, self)
+
+    def __mul__(self, other):
+        return _binary(operator.mul, np.multiply, self, other)
+
+    def __rmul__(self, other):
+        return _binary(operator.mul, np.multiply, other, self)
+
+    def __truediv__(self, other):
+        return _binary(operator.truediv, np.true_divide, self, other)
+
+    def __rtruediv__(self, other):
+        return _binary(operator.truediv, np.true_divide, other, self)
+
+    def __floordiv__(self, other):
+        return _binary(operator.floordiv, np.floor_divide, self, other)
+
+    def __rfloordiv__(self, other):
+        return _binary(operator.floordiv, np.floor_divide, other, self)
+
+    def __mod__(self, other):
+        return _binary(operator.mod, np.remainder, self, other)
+
+    def __rmod__(self, other):
+        return _binary(operator.mod, np.remainder, other, self)
+
+    def __divmod__(self, other):
+        return call(divmod, (self, other))
+
+    def __rdivmod__(self, other):
+        return call(divmod, (other, self))
+
+    def __pow__(self, other, modulo=None):
+        if modulo is not None:
+            return NotImplemented
+        return _binary(operator.pow, np.power, self, other)
+
+    def __rpow__(self, other):
+        return _binary(operator.pow, np.power, other, self)
+
+    def __matmul__(self, other):
+        return _binary(operator.matmul, np.matmul, self, other)
+
+    def __rmatmul__(self, other):
+        return _binary(operator.matmul, np.matmul, other, self)
+
+    def __neg__(self):
+        return call(operator.neg if _is_number(self) else np.negative, (self,))
+
+    def __pos__(self):
+        return call(operator.pos if _is_number(self) else np.positive, (self,))
+
+    def __abs__(self):
+        return call(abs if _is_number(self) else np.absolute, (self,))
+
+    def __round__(self, ndigits=None):
+        return call(round, (self,) if ndigits is None else (self, ndigits))
+
+    def conjugate(self):
+        return call(np.conjugate, (self,))
+
+    conj = conjugate
+
+    # -- array attributes and methods: the rules of their NumPy counterparts --
+    def __getattr__(self, name: str):
+        # Only missing attributes arrive here; NumPy probes dunder names, which duals do not have.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in _METADATA:  # facts about the primal's storage, not values with derivatives
+            return getattr(self.primal, name)
+        inner = _innermost(self)
+        member = getattr(type(inner), name, None)
+        if member is None:
+            raise AttributeError(f"{type(inner).__name__} (the primal of a dual) has no attribute {name!r}")
+        if callable(member) and not isinstance(member, type):
+            return _BoundMethod(member, self)
+        twin = ATTRIBUTE_TWINS.get(name)
+        # a nested dual's primal is a dual: the attribute's NumPy function works on it, getattr does not
+        if twin is not None and (type(self.primal) in _DUALS or frule.lookup(getattr, (self.primal, name)) is None):
+            return twin(self)
+        return call(getattr, (self, name))
+
+    # -- NumPy's protocols --
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:  # the common case first
+            return call(ufunc, inputs)
+        if method == "at" and ufunc is np.add and type(inputs[0]) in _DUALS and inputs[0].writable and not kwargs:
+            inputs[0]._add_at(*inputs[1:])
+            return None
+        if "out" in kwargs or method == "at":
+            how = "np.{0}.at(...)" if method == "at" else "np.{0}(..., out=...)"
+            raise TypeError(f"{how.format(ufunc.__name__)} writes in place, which dual numbers do not support")
+        f = ufunc if method == "__call__" else getattr(ufunc, method)
+        return call(f, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in _MADE_LIKE and args and type(args[0]) in _DUALS:
+            # a new array shaped like a dual: a dual with zero partials, which owns its values
+            return Dual(call(func, args, kwargs), _ZERO, args[0].tag, writable=True)
+        return call(func, args, kwargs)
+
+
+_MADE_LIKE = frozenset({np.zeros_like, np.ones_like, np.empty_like, np.full_like})
+_METADATA = frozenset({"itemsize", "nbytes", "strides", "flags", "base", "device"})
+
+
+class DualArray(Dual):
+    """A dual whose primal is an array: it also indexes, iterates and has a length, like an ndarray.
+
+    (A dual number has none of these, so NumPy sees it as a number, not a sequence: storing one
+    into a plain array calls ``float()``, whose error says what to do.)
+    """
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return len(self.primal)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    # -- indexing --
+    def __getitem__(self, key):
+        return call(operator.getitem, (self, key))
+
+    def __setitem__(self, key, value):
+        """``x[key] = value`` for a dual made by ``np.zeros_like``/``ones_like``/``empty_like``/``full_like``.
+
+        A write copies: the primal gets the value's primal, the partials (every tangent of a
+        batch) get the value's partials, entry by entry, as a container stores its items."""
+        v, dv = self._writable_split(value, "assigning into")
+        self.primal[key] = v
+        target = self._partials_buffer(dv)
+        if target is None:
+            return
+        dv = 0.0 if isinstance(dv, AbstractZero) else dv
+        if self.tag.batch is None:
+            target[key] = dv
+        else:  # the batch axis last, so the key indexes the primal's axes and values broadcast on the right
+            np.moveaxis(target, 0, -1)[key] = dv if type(dv) is float else np.moveaxis(dv, 0, -1)
+
+    def _writable_split(self, value, what: str):
+        if not self.writable:
+            where = user_location()
+            raise TypeError(
+                f"{what} a dual array{' at ' + where if where else ''} is not supported: only a dual made by "
+                "np.zeros_like/ones_like/empty_like/full_like owns its values and accepts writes; otherwise "
+                "build a new array (np.where, np.concatenate, np.stack)"
+            )
+        if type(value) in _DUALS:
+            if value.tag is self.tag:
+                return value.primal, value.partials
+            if value.tag.order > self.tag.order:
+                raise TypeError("a dual of an inner differentiation cannot be stored in an outer one's array")
+        return value, _ZERO
+
+    def _partials_buffer(self, dv):
+        """The partials as an array this dual owns (allocated at the first nonzero write), or None."""
+        target = self.partials
+        if isinstance(target, AbstractZero):
+            if isinstance(dv, AbstractZero):
+                return None
+            shape = _shape(self.primal) if self.tag.batch is None else (self.tag.batch, *_shape(self.primal))
+            target = self.partials = np.zeros(shape, dtype=_tangent_dtype(self.primal))
+        return target
+
+    def _add_at(self, index, value):
+        """``np.add.at(x, index, value)`` for a writable dual: scattered sums, repeated indices included."""
+        v, dv = self._writable_split(value, "np.add.at into")
+        np.add.at(self.primal, index, v)
+        target = self._partials_buffer(dv)
+        if target is None or isinstance(dv, AbstractZero):
+            return
+        if self.tag.batch is None:
+            np.add.at(target, index, dv)
+        else:
+            np.add.at(np.moveaxis(target, 0, -1), index, dv if np.ndim(dv) == 0 else np.moveaxis(dv, 0, -1))
+
+
+_DUALS = (Dual, DualArray)
+_ARRAY_PRIMALS = (np.ndarray, DualArray)
+
+
+class _BoundMethod:
+    """``x.sum`` for a dual ``x``: calling it runs the rule of ``np.ndarray.sum`` on ``(x, ...)``."""
+
+    __slots__ = ("method", "dual")
+
+    def __init__(self, method, dual: Dual):
+        self.method = method
+        self.dual = dual
+
+    def __call__(self, *args, **kwargs):
+        method, dual = self.method, self.dual
+        method_call = METHOD_TWINS.get(method)
+        if method_call is not None and (
+            type(dual.primal) in _DUALS or frule.lookup(method, (dual.primal, *args)) is None
+        ):
+            function, call_args, call_kwargs = method_call(dual, *args, **kwargs)
+            return function(*call_args, **call_kwargs)
+        return call(method, (dual, *args), kwargs)
+
+    def __repr__(self) -> str:
+        return f"<method {getattr(self.method, '__qualname__', self.method)} of {self.dual!r}>"
+
+
+_NUMBERS = (float, int, complex, bool)
+
+
+def _is_number(x) -> bool:
+    """Whether ``x`` is (or, for a dual, wraps) a Python number: not an array, nor a nested dual."""
+    if type(x) in _DUALS:
+        x = x.primal
+    return type(x) in _NUMBERS
+
+
+def _binary(op, ufunc, a, b):
+    """An arithmetic operator: ``op``'s rule for Python numbers, the NumPy ufunc's for arrays.
+
+    On NumPy values ``a * b`` *is* ``np.multiply(a, b)``; its rule also broadcasts a batch of
+    tangents between operands of different ranks. A dual of an older tag is not a number to
+    the newer one (its rule sees the dual itself), so it takes the ufunc too.
+    """
+    if type(a) in _DUALS:
+        if type(b) in _DUALS:
+            newest = a.tag if a.tag.order > b.tag.order else b.tag
+            numbers = a.tag is newest and type(a.primal) in _NUMBERS and b.tag is newest and type(b.primal) in _NUMBERS
+        else:
+            numbers = type(a.primal) in _NUMBERS and type(b) in _NUMBERS
+    else:
+        numbers = type(a) in _NUMBERS and type(b.primal) in _NUMBERS
+    return call(op if numbers else ufunc, (a, b))
+
+
+def _primal(x):
+    return x.primal if type(x) in _DUALS else x
+
+
+def _innermost(x):
+    while type(x) in _DUALS:
+        x = x.primal
+    return x
+
+
+# ----- the one operation: look up the frule, run it, wrap the result -----------------------
+
+
+def _newest_tag(args, tag: Tag | None) -> Tag | None:
+    for a in args:
+        ta = type(a)
+        if ta in _DUALS:
+            t = a.tag
+            if tag is None or t.order > tag.order:
+                tag = t
+        elif ta in _CONTAINERS or (isinstance(a, tuple) and a):
+            tag = _newest_tag(a, tag)
+    return tag
+
+
+def _split(a, tag: Tag):
+    """``(primal, tangent)`` of one argument with respect to ``tag``."""
+    if type(a) in _DUALS:
+        if a.tag is tag:
+            return a.primal, a.partials
+        return a, _ZERO  # a dual of an older tag is a constant here
+    if isinstance(a, _CONTAINERS) and a:
+        pairs = [_split(item, tag) for item in a]
+        tangents = [t for _, t in pairs]
+        if all(isinstance(t, AbstractZero) for t in tangents):
+            return a, _ZERO
+        items = [p for p, _ in pairs]
+        P = type(a)
+        primal = P(*items) if _is_namedtuple_type(P) else P(items)
+        return primal, Tangent[P](*tangents)
+    return a, _ZERO
+
+
+def _has_dual(value, tag: Tag) -> bool:
+    if type(value) in _DUALS:
+        return value.tag is tag
+    if isinstance(value, (list, tuple)):
+        return any(_has_dual(v, tag) for v in value)
+    if isinstance(value, dict):
+        return any(_has_dual(v, tag) for v in value.values())
+    return False
+
+
+def call(f: Callable, args: tuple, kwargs: dict | None = None):
+    """``f(*args, **kwargs)`` where some arguments are duals: the pushforward by ``f``'s ``frule``.
+
+    >>> import numpy as np
+    >>> from chainrules.forward import Dual, Tag
+    >>> from chainrules.forward.dual import call
+    >>> y = call(np.multiply, (Dual(3.0, 1.0, Tag()), 2.0))
+    >>> float(y.primal), float(y.partials)
+    (6.0, 2.0)
+    """
+    tag = None
+    for a in args:
+        if type(a) in _DUALS:
+            if tag is None or a.tag.order > tag.order:
+                tag = a.tag
+        elif type(a) in _CONTAINERS or isinstance(a, tuple):
+            tag = _newest_tag(a, tag)
+    if kwargs:
+        tag = _newest_tag(kwargs.values(), tag)
+        if tag is not None and _has_dual(kwargs, tag):
+            raise TypeError(
+                f"{_name(f)}: a dual number was passed as a keyword argument; forward mode differentiates "
+                "positional arguments only, so pass it positionally"
+            )
+    else:
+        kwargs = _NO_KWARGS
+    if tag is None:
+        return f(*args, **kwargs)
+    primals = []
+    tangents = [_NO]
+    for a in args:
+        if type(a) in _DUALS:
+            if a.tag is tag:
+                primals.append(a.primal)
+                tangents.append(a.partials)
+            else:
+                primals.append(a)
+                tangents.append(_ZERO)
+        elif type(a) in _CONTAINERS and a:
+            p, t = _split(a, tag)
+            primals.append(p)
+            tangents.append(t)
+        else:
+            primals.append(a)
+            tangents.append(_ZERO)
+    rule, partials = _rule_for(f, primals)
+    if rule is None:
+        return _without_rule(f, primals, kwargs)
+    batch = tag.batch
+    if partials is not None and not kwargs:
+        y, dy = _push_partials(f, partials, primals, tangents, batch)
+        dy = _fit(f, y, dy, batch)
+    elif batch is None:
+        y, dy = rule(tuple(tangents), *primals, **kwargs)
+        dy = _fit(f, y, dy, None)
+    elif getattr(rule, "batched", False):
+        y, dy = rule(tuple(tangents), *primals, **kwargs)
+        dy = _fit(f, y, dy, batch)
+        if dy is None:  # the batch axis got lost: the rule is right for one tangent at a time
+            y, dy = _loop(f, rule, tangents, primals, kwargs, batch)
+    else:
+        y, dy = _loop(f, rule, tangents, primals, kwargs, batch)
+    # the common results, wrapped without the general walk
+    ty = type(y)
+    if (ty is np.ndarray and y.dtype.kind in "fc") or ty is float or ty is np.float64:
+        if isinstance(dy, AbstractZero):
+            return y
+        out = _new_object(DualArray if ty is np.ndarray else Dual)  # Dual(y, dy, tag), without its dispatch
+        out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
+        return out
+    return _wrap(y, dy, tag)
+
+
+_new_object = object.__new__
+
+
+# (callable, argument types) -> (rule, partials); valid while the registry's version is unchanged
+_RULES: dict = {}
+_RULES_VERSION = [-1]
+
+
+def _rule_for(f, primals):
+    """The frule for ``f(*primals)`` (its own, else its twin's) and, for a rule made from partial
+    derivatives, those partials as ``(partial, takes_out)`` pairs; ``(None, None)`` without a rule."""
+    if _RULES_VERSION[0] != frule.version:
+        _RULES.clear()
+        _RULES_VERSION[0] = frule.version
+    try:
+        key = (f, *map(type, primals))
+        found = _RULES.get(key)
+    except TypeError:  # an unhashable callable: looked up every time
+        key, found = None, None
+    if found is None:
+        rule = frule.lookup(f, primals) or _lookup_twin(f, primals)
+        partials = getattr(rule, "partials", None)
+        if partials is not None and len(partials) == len(primals):
+            partials = tuple((p, p is not None and _takes_out(p)) for p in partials)
+        else:
+            partials = None
+        found = (rule, partials)
+        if key is not None and rule is not None:
+            _RULES[key] = found
+    return found
+
+
+def _takes_out(partial) -> bool:
+    """Whether a partial declares the keyword-only ``out`` (it is given the primal output)."""
+    try:
+        param = inspect.signature(partial).parameters.get("out")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def _push_partials(f, partials, primals, tangents, batch):
+    """``(y, dy)`` of an elementwise ``f`` from the partial derivatives its rule was made from.
+
+    ``scalar_rule`` and the NumPy elementwise rows keep their partials on the rule (``.partials``);
+    this is their pushforward ``sum(p * dx)``, with only the partials of nonzero tangents
+    computed, and batched tangents of lower-rank inputs given axes so the batch axis lines up.
+    """
+    y = f(*primals)
+    dy = _ZERO
+    rank = None
+    for i, (p, takes_out) in enumerate(partials, start=1):
+        dx = tangents[i]
+        if p is None or isinstance(dx, AbstractZero):
+            continue
+        dx = unthunk(dx)
+        if batch is not None:
+            x = primals[i - 1]
+            rank = _ndim(y) if rank is None else rank
+            missing = rank - _ndim(x)
+            if missing > 0:
+                dx = np.reshape(dx, (batch,) + (1,) * missing + _shape(x))
+        d = p(*primals, out=y) if takes_out else p(*primals)
+        if type(d) is float and (d == 1.0 or d == -1.0):
+            term = dx if d == 1.0 else -dx
+        else:
+            term = d * dx
+        dy = term if dy is _ZERO else dy + term
+    if type(dy) is np.ndarray and type(y) is np.ndarray:
+        if dy.dtype != y.dtype:  # the output's dtype (float32 stays float32), real for a real output
+            dy = (np.real(dy) if dy.dtype.kind == "c" and y.dtype.kind != "c" else dy).astype(y.dtype, copy=False)
+    elif dy is not _ZERO and type(dy) is not float and np.iscomplexobj(dy) and not np.iscomplexobj(y):
+        dy = np.real(dy)  # a real function of a complex input: its partial is written for real(p * dz)
+    return y, dy
+
+
+_NO_KWARGS: dict = {}  # shared, never written
+
+
+def _lookup_twin(f, primals):
+    twin = twin_of(f)
+    return None if twin is None else frule.lookup(twin, primals)
+
+
+def _name(f) -> str:
+    from ..core import callable_name
+
+    return callable_name(f)
+
+
+# NumPy functions that write into an argument: run on a dual's primal they would change it behind
+# the derivative's back
+_WRITERS = frozenset({np.copyto, np.place, np.put, np.putmask, np.fill_diagonal, np.put_along_axis})
+
+
+def _without_rule(f, primals, kwargs):
+    """A call with no rule: fine when its result is discrete (shapes, booleans, integers), else loud.
+
+    Array methods without a rule are not run at all (``x.sort()`` would sort the primal in place)."""
+    if any(f is w for w in _WRITERS) or isinstance(f, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        raise NoRuleError(f, tuple(primals), location=user_location(), reason="forward mode needs an frule")
+    y = f(*primals, **kwargs)
+    if _is_discrete(y):
+        return y
+    raise NoRuleError(f, tuple(primals), location=user_location(), reason="forward mode needs an frule")
+
+
+def _is_discrete(y) -> bool:
+    if isinstance(y, (bool, int, str, bytes, type(None), np.dtype, type)):
+        return True
+    if isinstance(y, (np.ndarray, np.generic)):
+        return y.dtype.kind in "biuSUM"
+    if isinstance(y, (tuple, list)):
+        return all(_is_discrete(v) for v in y)
+    return False
+
+
+def _wrap(y, dy, tag: Tag):
+    if isinstance(dy, AbstractZero):
+        return y
+    dy = unthunk(dy)
+    if isinstance(dy, AbstractZero):
+        return y
+    if isinstance(y, (tuple, list)):
+        items = dy.backing if isinstance(dy, Tangent) else dy
+        if isinstance(items, dict):  # a namedtuple's tangent, by field
+            items = [items.get(k, _ZERO) for k in y._fields]
+        wrapped = [_wrap(yi, di, tag) for yi, di in zip(y, items)]
+        P = type(y)
+        return P(*wrapped) if _is_namedtuple_type(P) else P(wrapped)
+    if isinstance(y, (np.ndarray, np.generic)) and y.dtype.kind not in "fc":
+        return y  # integer and boolean results carry no derivative
+    return Dual(y, dy, tag)
+
+
+# ----- chunks: batched rules, and the loop for the others -----------------------------------
+
+
+def _fit(f, y, dy, batch: int | None):
+    """The output tangent ``dy`` checked against the output ``y``: exactly its shape (after a
+    leading batch axis when ``batch`` is set), broadcast to it when a rule left it broadcastable.
+
+    A shape that cannot be made to fit is an error for a single tangent; for a batch it gives
+    ``None``, and the caller runs the rule per element instead.
+    """
+    tdy = type(dy)
+    if tdy is np.ndarray:  # the common case first
+        ty = type(y)
+        if ty is np.ndarray:
+            if dy.shape == (y.shape if batch is None else (batch, *y.shape)):
+                return dy
+        elif (ty is float or ty is np.float64) and dy.shape == (() if batch is None else (batch,)):
+            return dy
+    elif tdy is float and batch is None:
+        return dy
+    if isinstance(dy, AbstractZero):
+        return dy
+    if isinstance(y, (tuple, list)):
+        items = dy.backing if isinstance(dy, Tangent) else dy
+        if isinstance(items, dict):  # a namedtuple's tangent, by field
+            items = [items.get(k, _ZERO) for k in y._fields]
+        fitted = [_fit(f, yi, di, batch) for yi, di in zip(y, items)]
+        if any(d is None for d in fitted):
+            return None
+        return Tangent[type(y)](*fitted)
+    dy = unthunk(dy)
+    if isinstance(dy, AbstractZero) or not isinstance(y, (np.ndarray, np.generic, float, complex, Dual)):
+        return dy
+    want = _shape(y) if batch is None else (batch, *_shape(y))
+    have = _shape(dy)
+    if have == want:
+        return dy
+    fits = len(have) == len(want) if batch is not None else len(have) <= len(want)
+    if fits and (batch is None or have[0] == batch):
+        try:
+            if np.broadcast_shapes(have, want) == want:
+                return np.broadcast_to(dy, want)
+        except ValueError:
+            pass
+    if batch is not None:
+        return None
+    raise ValueError(f"the frule for {_name(f)} returned a tangent of shape {have} for an output of shape {want}")
+
+
+def _item(t, k: int):
+    """Batch element ``k`` of a batched tangent."""
+    if isinstance(t, AbstractZero):
+        return t
+    t = unthunk(t)
+    if isinstance(t, Tangent):
+        backing = t.backing
+        if isinstance(backing, tuple):
+            return type(t)(*(_item(v, k) for v in backing))
+        if type(t).primal_type is dict:
+            return type(t)({key: _item(v, k) for key, v in backing.items()})
+        return type(t)(**{key: _item(v, k) for key, v in backing.items()})
+    return t[k]
+
+
+def _ndim(x) -> int:
+    t = type(x)
+    if t is np.ndarray:
+        return x.ndim
+    if t is float or t is int or t is complex:
+        return 0
+    return np.ndim(x)
+
+
+def _shape(x) -> tuple:
+    t = type(x)
+    if t is np.ndarray:
+        return x.shape
+    if t is float or t is int or t is complex:
+        return ()
+    return np.shape(x)
+
+
+def _loop(f, rule, tangents, primals, kwargs, batch: int):
+    """Run a rule once per batch element and stack the output tangents along a new first axis."""
+    y = None
+    outs = []
+    for k in range(batch):
+        y, dy_k = rule(tuple(_item(t, k) for t in tangents), *primals, **kwargs)
+        outs.append(_fit(f, y, dy_k, None))
+    return y, _stack(y, outs)
+
+
+def _stack(y, outs: list):
+    outs = [unthunk(o) for o in outs]
+    if all(isinstance(o, AbstractZero) for o in outs):
+        return _ZERO
+    if isinstance(y, (tuple, list)):
+        per_item = []
+        for i, yi in enumerate(y):
+            per_item.append(_stack(yi, [_field(o, i, y) for o in outs]))
+        return Tangent[type(y)](*per_item)
+    filled = [np.zeros(np.shape(y), dtype=_tangent_dtype(y)) if isinstance(o, AbstractZero) else o for o in outs]
+    return np.stack(filled)
+
+
+def _field(t, i: int, y):
+    if isinstance(t, AbstractZero):
+        return t
+    if isinstance(t, Tangent):
+        backing = t.backing
+        return backing[i] if isinstance(backing, tuple) else backing.get(y._fields[i], _ZERO)
+    return t[i]
+
+
+def _tangent_dtype(y):
+    dtype = np.result_type(_primal_dtype(y))
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
+def _primal_dtype(y):
+    while type(y) in _DUALS:
+        y = y.primal
+    return y.dtype if hasattr(y, "dtype") else np.result_type(y)

@@ -1,0 +1,421 @@
+"""``jvp`` and ``jacobian``: seed duals into the inputs, run the function, read the partials out.
+
+Inputs and outputs may be numbers, NumPy arrays, or structures of them (tuples, lists, dicts,
+namedtuples, dataclasses and other objects with fields); a structure's tangent is a
+``Tangent[P]`` with one tangent per field (a plain tuple/list/dict of tangents is accepted too).
+
+Jacobians push a *chunk* of basis tangents through the function at once (ForwardDiff's chunks,
+the seed document's "hyperduals"): each pass handles ``chunk`` of the ``N`` input entries, so
+a Jacobian takes ``ceil(N / chunk)`` passes. The automatic chunk is the largest one whose seed
+block (``chunk * N`` numbers) stays within ``2**22`` numbers (32 MiB of float64), evened out
+over the passes so they all have about the same size; ``chunk_size=`` sets it. The seed itself
+is a ``BasisSeed``: products against it are row selections, not matrix products.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, basis_seed, unthunk
+from ..core.tangents import _is_namedtuple_type, _known_fields
+from .dual import _DUALS, Dual, Tag, _innermost
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+#: largest number of entries in one pass's seed block (chunk * N); see the module docstring
+SEED_BUDGET = 2**22
+
+
+def chunk_size_for(n: int) -> int:
+    """The automatic chunk size for an input of ``n`` entries.
+
+    >>> chunk_size_for(1000), chunk_size_for(10_000), chunk_size_for(0)
+    (1000, 417, 1)
+    """
+    if n <= 1:
+        return 1
+    largest = max(1, min(n, SEED_BUDGET // n))
+    passes = math.ceil(n / largest)
+    return math.ceil(n / passes)
+
+
+# ----- leaves: the numbers and arrays inside a (possibly structured) value ------------------
+
+
+def _is_number_leaf(x) -> bool:
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (float, int, complex, np.number)):
+        return True
+    return isinstance(x, np.ndarray) and x.dtype.kind in "iufc"
+
+
+def _is_float_leaf(x) -> bool:
+    if isinstance(x, (float, complex, np.inexact)):
+        return True
+    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+
+
+def _fields(x) -> dict[str, Any]:
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
+    fields = _known_fields(type(x))
+    if fields is not None:
+        return {k: getattr(x, k) for k in fields if hasattr(x, k)}
+    return dict(vars(x))
+
+
+def _is_structure(x) -> bool:
+    if isinstance(x, (tuple, list, dict)):
+        return True
+    if isinstance(x, (str, bytes, np.ndarray, np.generic, type)) or callable(x) and not hasattr(x, "__dict__"):
+        return False
+    return dataclasses.is_dataclass(x) or hasattr(x, "__dict__") or bool(getattr(type(x), "__slots__", ()))
+
+
+def _with_fields(x, values: dict):
+    """A copy of the object ``x`` with some fields replaced (``x`` itself is unchanged)."""
+    new = copy.copy(x)
+    for k, v in values.items():
+        object.__setattr__(new, k, v)
+    return new
+
+
+def _tangent_items(t, x):
+    """The tangents of the items of structure ``x`` from its tangent ``t`` (zeros where missing)."""
+    t = unthunk(t)
+    if isinstance(x, (tuple, list)) and not _is_namedtuple_type(type(x)):
+        if isinstance(t, AbstractZero):
+            return [_ZERO] * len(x)
+        items = list(t.backing if isinstance(t, Tangent) else t)
+        if len(items) != len(x):
+            raise ValueError(f"a tangent with {len(items)} items for a {type(x).__name__} of {len(x)}")
+        return items
+    if isinstance(x, dict):
+        backing = {} if isinstance(t, AbstractZero) else (t.backing if isinstance(t, Tangent) else t)
+        return {k: backing.get(k, _ZERO) for k in x}
+    names = x._fields if _is_namedtuple_type(type(x)) else list(_fields(x))
+    if isinstance(t, AbstractZero):
+        return {k: _ZERO for k in names}
+    if isinstance(t, Tangent):
+        return {k: t[k] if isinstance(t.backing, dict) else t.backing[i] for i, k in enumerate(names)}
+    if isinstance(t, dict):
+        return {k: t.get(k, _ZERO) for k in names}
+    if isinstance(t, tuple) and _is_namedtuple_type(type(x)):
+        return dict(zip(names, t))
+    raise TypeError(f"a {type(t).__name__} is not a tangent of a {type(x).__qualname__}")
+
+
+def _seed(x, t, tag: Tag):
+    """``x`` with every leaf that has a nonzero tangent replaced by a dual carrying it."""
+    t = unthunk(t)
+    if isinstance(t, AbstractZero):
+        return x
+    if isinstance(x, Dual) or _is_number_leaf(x):
+        if tag.batch is None:  # a tangent given by the user: checked and brought to x's dtype
+            t = ProjectTo(_innermost(x))(t)
+        return Dual(x, t, tag)
+    if not _is_structure(x):
+        return x
+    items = _tangent_items(t, x)
+    if isinstance(x, (tuple, list)) and not _is_namedtuple_type(type(x)):
+        return type(x)(_seed(v, d, tag) for v, d in zip(x, items))
+    if isinstance(x, dict):
+        new = copy.copy(x)
+        for k, d in items.items():
+            new[k] = _seed(x[k], d, tag)
+        return new
+    if _is_namedtuple_type(type(x)):
+        return x._replace(**{k: _seed(getattr(x, k), d, tag) for k, d in items.items()})
+    return _with_fields(x, {k: _seed(getattr(x, k), d, tag) for k, d in items.items()})
+
+
+def _read(y, tag: Tag):
+    """``(primal, tangent)`` of an output: duals of ``tag`` are opened, structures walked."""
+    if type(y) in _DUALS:
+        if y.tag is tag:
+            return y.primal, y.partials
+        return y, _ZERO  # a dual of an outer differentiation: a constant here
+    if _is_number_leaf(y) or isinstance(y, np.generic):
+        return y, _ZERO
+    if isinstance(y, Tangent):  # a tangent computed by the function (a nested jvp): read field by field
+        return _read_tangent(y, tag)
+    if isinstance(y, (bool, str, bytes, type(None))) or not _is_structure(y):
+        return y, _NO
+    P = type(y)
+    if isinstance(y, (tuple, list)) and not _is_namedtuple_type(P):
+        pairs = [_read(v, tag) for v in y]
+        primal = P(p for p, _ in pairs)
+        tangents = [t for _, t in pairs]
+        return primal, (_ZERO if _all_zero(tangents) else Tangent[P](*tangents))
+    if isinstance(y, dict):
+        pairs = {k: _read(v, tag) for k, v in y.items()}
+        primal = copy.copy(y)
+        primal.update({k: p for k, (p, _) in pairs.items()})
+        tangents = {k: t for k, (_, t) in pairs.items()}
+        return primal, (_ZERO if _all_zero(tangents.values()) else Tangent[dict](tangents))
+    fields = y._asdict() if _is_namedtuple_type(P) else _fields(y)
+    pairs = {k: _read(v, tag) for k, v in fields.items()}
+    primals = {k: p for k, (p, _) in pairs.items()}
+    primal = y._replace(**primals) if _is_namedtuple_type(P) else _with_fields(y, primals)
+    tangents = {k: t for k, (_, t) in pairs.items()}
+    return primal, (_ZERO if _all_zero(tangents.values()) else Tangent[P](**tangents))
+
+
+def _read_tangent(y: Tangent, tag: Tag):
+    """``(primal, tangent)`` of a ``Tangent[P]`` output: both are ``Tangent[P]``s, field by field."""
+    T, backing = type(y), y.backing
+    if isinstance(backing, tuple):
+        pairs = [_read(v, tag) for v in backing]
+        return T(*(p for p, _ in pairs)), (_ZERO if _all_zero(t for _, t in pairs) else T(*(t for _, t in pairs)))
+    pairs = {k: _read(v, tag) for k, v in backing.items()}
+    primals, tangents = {k: p for k, (p, _) in pairs.items()}, {k: t for k, (_, t) in pairs.items()}
+    if T.primal_type is dict:
+        return T(primals), (_ZERO if _all_zero(tangents.values()) else T(tangents))
+    return T(**primals), (_ZERO if _all_zero(tangents.values()) else T(**tangents))
+
+
+def _all_zero(ts) -> bool:
+    return all(isinstance(t, AbstractZero) for t in ts)
+
+
+# ----- jvp ----------------------------------------------------------------------------------
+
+
+def jvp(f: Callable, primals: tuple, tangents: tuple):
+    """``(y, dy)``: ``f(*primals)`` and its tangent along ``tangents``, by dual numbers.
+
+    >>> import numpy as np
+    >>> from chainrules import forward
+    >>> y, dy = forward.jvp(lambda x, y: x * np.sin(y), (2.0, 0.0), (1.0, 1.0))
+    >>> float(y), float(dy)
+    (0.0, 2.0)
+    """
+    tag = Tag()
+    args = tuple(_seed(x, t, tag) for x, t in zip(primals, tangents))
+    y, dy = _read(f(*args), tag)
+    return y, _plain_tangent(dy)
+
+
+def _plain_tangent(t):
+    """The output tangent as the caller may keep it: an ordinary array it can write into (a rule
+    may have returned a read-only broadcast view)."""
+    if isinstance(t, np.ndarray) and (type(t) is not np.ndarray or not t.flags.writeable):
+        return np.array(t)
+    if isinstance(t, Tangent):
+        backing = t.backing
+        if isinstance(backing, tuple):
+            return type(t)(*(_plain_tangent(v) for v in backing))
+        if type(t).primal_type is dict:
+            return type(t)({k: _plain_tangent(v) for k, v in backing.items()})
+        return type(t)(**{k: _plain_tangent(v) for k, v in backing.items()})
+    return t
+
+
+# ----- jacobian -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Input:
+    """One differentiable leaf of the input: where it sits in the flat input vector."""
+
+    value: Any
+    offset: int
+    size: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+def _input_leaves(x, top: bool = True) -> list:
+    """The differentiable leaves of ``x`` in a fixed order (a bare integer counts, integers inside
+    structures are left alone, as finite differences leave them)."""
+    if isinstance(x, Dual) or (_is_number_leaf(x) and (top or _is_float_leaf(x))):
+        return [x]
+    if not _is_structure(x):
+        return []
+    if isinstance(x, (tuple, list)):
+        return [leaf for v in x for leaf in _input_leaves(v, False)]
+    if isinstance(x, dict):
+        return [leaf for v in x.values() for leaf in _input_leaves(v, False)]
+    values = x._asdict().values() if _is_namedtuple_type(type(x)) else _fields(x).values()
+    return [leaf for v in values for leaf in _input_leaves(v, False)]
+
+
+def _leaf_dtype(x) -> np.dtype:
+    while isinstance(x, Dual):
+        x = x.primal
+    dtype = np.result_type(x)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
+def _seed_tangents(x, seeds: list, top: bool = True):
+    """The tangent of ``x`` whose leaves take the seeds in ``seeds`` in leaf order (consumed)."""
+    if isinstance(x, Dual) or (_is_number_leaf(x) and (top or _is_float_leaf(x))):
+        return seeds.pop(0)
+    if not _is_structure(x):
+        return _ZERO
+    if isinstance(x, (tuple, list)) and not _is_namedtuple_type(type(x)):
+        return Tangent[type(x)](*(_seed_tangents(v, seeds, False) for v in x))
+    if isinstance(x, dict):
+        return Tangent[dict]({k: _seed_tangents(v, seeds, False) for k, v in x.items()})
+    values = x._asdict() if _is_namedtuple_type(type(x)) else _fields(x)
+    return Tangent[type(x)](**{k: _seed_tangents(v, seeds, False) for k, v in values.items()})
+
+
+def _rebuild_like(x, leaf_values: list, top: bool = True):
+    """The Jacobian blocks of each input leaf, arranged like the input (structures as ``Tangent[P]``)."""
+    if isinstance(x, Dual) or (_is_number_leaf(x) and (top or _is_float_leaf(x))):
+        return leaf_values.pop(0)
+    if not _is_structure(x):
+        return _NO
+    if isinstance(x, (tuple, list)) and not _is_namedtuple_type(type(x)):
+        return Tangent[type(x)](*(_rebuild_like(v, leaf_values, False) for v in x))
+    if isinstance(x, dict):
+        return Tangent[dict]({k: _rebuild_like(v, leaf_values, False) for k, v in x.items()})
+    values = x._asdict() if _is_namedtuple_type(type(x)) else _fields(x)
+    return Tangent[type(x)](**{k: _rebuild_like(v, leaf_values, False) for k, v in values.items()})
+
+
+def jacobian(f: Callable, x, chunk_size: int | None = None):
+    """The Jacobian of ``f`` at ``x`` by forward mode, with shape ``out.shape + x.shape``.
+
+    ``x`` is a number, an array, or a structure of them; ``f`` returns the same kinds. For a
+    structured input (or output) the Jacobian is arranged like it: a ``Tangent[P]`` holding one
+    block per field. ``chunk_size`` is the number of input entries per pass (default: see the
+    module docstring).
+
+    >>> import numpy as np
+    >>> from chainrules import forward
+    >>> W, b = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.ones(3)
+    >>> forward.jacobian(lambda x: (W @ x + b) ** 2, np.array([1.0, 2.0]))  # 2 (W x + b)[:, None] * W
+    array([[ 12.,  24.],
+           [ 72.,  96.],
+           [180., 216.]])
+    """
+    plain = type(x) is np.ndarray and x.dtype.kind in "fc"  # the common case, without walking a structure
+    if plain:
+        inputs = [_Input(x, 0, x.size, x.shape, x.dtype)]
+        n = x.size
+    else:
+        inputs, n = [], 0
+        for leaf in _input_leaves(x):
+            shape = np.shape(leaf)
+            size = math.prod(shape)
+            inputs.append(_Input(leaf, n, size, shape, _leaf_dtype(leaf)))
+            n += size
+    if n == 0:
+        return _assemble(f(x), [_ZERO], [0], inputs, x)
+    chunk = chunk_size_for(n) if chunk_size is None else int(chunk_size)
+    if chunk < 1:
+        raise ValueError(f"jacobian: chunk_size must be at least 1, got {chunk_size}")
+    chunk = min(chunk, n)
+    y = None
+    tangents, batches = [], []  # per pass: the output's batched tangent and the pass's size
+    for start in range(0, n, chunk):
+        batch = min(chunk, n - start)
+        tag = Tag(batch)
+        if plain:
+            arg = Dual(x, basis_seed(batch, x.shape, start, x.dtype), tag)
+        else:
+            seeds = []
+            for inp in inputs:
+                first = start - inp.offset
+                overlaps = first < inp.size and first + batch > 0
+                seeds.append(basis_seed(batch, inp.shape, first, inp.dtype) if overlaps else _ZERO)
+            arg = _seed(x, _seed_tangents(x, seeds), tag)
+        out = f(arg)
+        if type(out) in _DUALS and out.tag is tag:
+            y, dy = out.primal, out.partials
+            if batch == n and plain and x.ndim == 1 and type(y) is np.ndarray and y.ndim == 1 and _is_array(dy):
+                # one pass of a vector function of a vector: J is the tangent block transposed
+                J = _own(dy).T
+                return J if J.flags.writeable else np.array(J)
+        else:
+            y, dy = _read(out, tag)
+        tangents.append(dy)
+        batches.append(batch)
+    if (
+        type(y) not in (np.ndarray, float, *_DUALS)
+        and not (_is_number_leaf(y) or isinstance(y, np.generic))
+        and (isinstance(y, AbstractTangent) or not _is_structure(y))
+    ):
+        raise TypeError(
+            f"jacobian: {getattr(f, '__qualname__', f)} returned a {type(y).__name__}; "
+            "it must return a number, an array, or a structure of them"
+        )
+    return _assemble(y, tangents, batches, inputs, x)
+
+
+def _assemble(y, tangents: list, batches: list, inputs: list, x):
+    """Lay the passes' batched output tangents out as ``out.shape + in.shape`` blocks."""
+    if type(y) is not np.ndarray and not _is_number_leaf(y) and type(y) not in _DUALS:
+        if isinstance(y, (bool, str, bytes, type(None))) or not _is_structure(y):
+            return _NO
+        return _assemble_structure(y, tangents, batches, inputs, x)
+    if not inputs:
+        return _NO
+    out_shape = np.shape(y)
+    parts = []
+    for batch, t in zip(batches, tangents):
+        t = unthunk(t)
+        if isinstance(t, AbstractZero):
+            dtype = np.result_type(_leaf_dtype(y), *[inp.dtype for inp in inputs])
+            parts.append(np.zeros((*out_shape, batch), dtype=dtype))
+        else:
+            t = _own(t)
+            parts.append(t.T if np.ndim(t) == 2 else np.moveaxis(t, 0, -1))
+    flat = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
+    blocks = []
+    for inp in inputs:
+        block = flat if len(inputs) == 1 else flat[..., inp.offset : inp.offset + inp.size]
+        shape = (*out_shape, *inp.shape)
+        if np.shape(block) != shape:
+            block = np.reshape(block, shape)
+        blocks.append(_writeable(block))
+    return blocks[0] if type(x) is np.ndarray else _rebuild_like(x, blocks)
+
+
+def _is_array(t) -> bool:
+    return isinstance(t, np.ndarray)
+
+
+def _own(t):
+    if isinstance(t, np.ndarray) and type(t) is not np.ndarray:
+        return t.view(np.ndarray)
+    return t
+
+
+def _writeable(block):
+    """A Jacobian the caller may write into (a selection from a seed product is a read-only view)."""
+    if isinstance(block, np.ndarray) and not block.flags.writeable:
+        return block.copy()
+    return block
+
+
+def _assemble_structure(y, tangents: list, batches: list, inputs: list, x):
+    P = type(y)
+    if isinstance(y, (tuple, list)) and not _is_namedtuple_type(P):
+        per_item = [[_part(t, i) for t in tangents] for i in range(len(y))]
+        return Tangent[P](*(_assemble(v, ts, batches, inputs, x) for v, ts in zip(y, per_item)))
+    if isinstance(y, dict):
+        return Tangent[dict](
+            {k: _assemble(v, [_part(t, k) for t in tangents], batches, inputs, x) for k, v in y.items()}
+        )
+    fields = y._asdict() if _is_namedtuple_type(P) else _fields(y)
+    return Tangent[P](
+        **{k: _assemble(v, [_part(t, k) for t in tangents], batches, inputs, x) for k, v in fields.items()}
+    )
+
+
+def _part(t, key):
+    t = unthunk(t)
+    if isinstance(t, AbstractZero):
+        return t
+    return t[key]

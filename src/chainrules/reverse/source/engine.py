@@ -1,0 +1,458 @@
+"""The dispatcher: a rule if there is one, else the function's own code, transformed.
+
+``pullback(f, *args, **kwargs)`` is what generated code calls for every differentiable call,
+and ``pullback_full`` is the engine's entry point (it also makes the engine the one that
+``chainrules.rrule_via_ad`` uses). For ``f`` without a rule:
+
+- a Python function is transformed (``cache``); a bound method or a callable object is its
+  class's function called with the object first, and the object's cotangent is the tangent of
+  ``f`` (so a model gets ``Tangent[Model]``);
+- ``getattr``/``operator.getitem`` on the language's structures (fields of dataclasses,
+  namedtuples and plain objects, items of tuples, lists and dicts), and constructing a
+  dataclass or namedtuple, have structural pullbacks here;
+- anything else (built-ins, C extensions, library code, functions whose source is missing)
+  raises ``NoRuleError`` naming the callable, the argument types and the user's line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import operator
+import types
+
+import numpy as np
+
+from ...core.accumulation import accumulate
+from ...core.active import ActiveValue, active_engine, current_engine
+from ...core.errors import NoRuleError, user_location
+from ...core.registry import rrule
+from ...core.tangents import AbstractZero, Tangent, unthunk
+from . import cache, codegen, runtime
+from .parse import NoSourceError, is_library_code
+from .runtime import NO, ZERO, split, structural_tangent
+
+_FUNCTION = types.FunctionType
+_TRANSFORMED = cache._transformed
+
+
+def _location() -> str | None:
+    return codegen.calling_location(2) or user_location()
+
+
+def _no_rule(f, args, reason: str = ""):
+    return NoRuleError(f, args, location=_location(), reason=reason)
+
+
+# ----- the dispatcher -----------------------------------------------------------------------
+
+
+def pullback(f, *args, **kwargs):
+    """``(y, back)`` for ``f(*args, **kwargs)``; ``back(dy) -> (df, dx1, ..., dxn)``."""
+    if not kwargs and type(f) is _FUNCTION:
+        # the fast path (see `_remember`); the generated function checks its argument types
+        entry = _TRANSFORMED.get(id(f.__code__))
+        if entry is not None:
+            hit = entry.fast.get(len(args))
+            if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
+                if hit[4] is None or hit[4].valid(f):
+                    return hit[3](*args)
+    rule = rrule.lookup(f, args)
+    if rule is not None:
+        return rule(*args, **kwargs)
+    y, back = _without_rule(f, args, kwargs)
+    if kwargs:
+        return y, _positional_only(back)
+    return y, back
+
+
+def pullback_full(f, *args, **kwargs):
+    """The source engine: ``(y, back)`` with ``back(dy) -> (df, dx1, ..., dxn)``.
+
+    While it runs, it is the engine ``chainrules.rrule_via_ad`` calls back into.
+
+    >>> def f(a, b):
+    ...     return a / (a + b * b)
+    >>> y, back = pullback_full(f, 2.0, 3.0)
+    >>> round(y, 4), [round(d, 4) for d in back(1.0)[1:]]
+    (0.1818, [0.0744, -0.0992])
+    """
+    if not kwargs and type(f) is _FUNCTION:
+        # the fast path of `pullback`, repeated here to save a call: a generated function that
+        # calls nothing through the dispatcher needs no engine installed
+        entry = _TRANSFORMED.get(id(f.__code__))
+        if entry is not None:
+            hit = entry.fast.get(len(args))
+            if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
+                if (hit[4] is None or hit[4].valid(f)) and not hit[5]:
+                    return hit[3](*args)
+    if current_engine() is pullback_full:
+        return pullback(f, *args, **kwargs)
+    # The cyclic garbage collector is paused while the primal runs: a loop keeps what each
+    # iteration saved alive, and each full collection would walk all of it (quadratic time);
+    # nothing the primal makes is garbage before it returns.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with active_engine(pullback_full):
+            return pullback(f, *args, **kwargs)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _positional_only(back):
+    def positional_pullback(dy):
+        return back(dy)[:-1]
+
+    return positional_pullback
+
+
+def _without_rule(f, args: tuple, kwargs: dict):
+    """``(y, back)`` for a callable without a rule; with keywords, ``back`` also returns a
+    dict of their cotangents, last."""
+    kind = type(f)
+    if kind is _FUNCTION:
+        return _source(f, args, kwargs, False)
+    if kind is types.MethodType and type(f.__func__) is _FUNCTION:
+        return _source(f.__func__, (f.__self__, *args), kwargs, True)
+    if f is getattr:
+        return _with_keywords(structural_getattr(*args), kwargs)
+    if f is operator.getitem:
+        return _with_keywords(structural_getitem(*args), kwargs)
+    if isinstance(f, type):
+        return construct(f, args, kwargs)
+    call = _class_attribute(kind, "__call__")
+    if type(call) is _FUNCTION:
+        return _source(call, (f, *args), kwargs, True)
+    return _discrete_call(f, args, kwargs)
+
+
+def _carries_numbers(x) -> bool:
+    """Whether ``x`` holds real or complex numbers (a callable, such as a ``key``, does not:
+    rules that take one use it to select, as ``sorted`` does)."""
+    if isinstance(x, (float, complex, np.inexact)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "fc"
+    if isinstance(x, (tuple, list)):
+        return any(map(_carries_numbers, x))
+    if isinstance(x, dict):
+        return any(map(_carries_numbers, x.values()))
+    return False
+
+
+def _is_discrete(x) -> bool:
+    """Integers, booleans, strings, ``None``, types and dtypes (and tuples, lists and dicts of
+    them): sizes, indices and options, which no derivative flows through."""
+    if isinstance(x, (int, str, bytes, type, type(None), np.dtype, np.integer, np.bool_, slice, range)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "biu"
+    if isinstance(x, (tuple, list)):
+        return all(_is_discrete(v) for v in x)
+    if isinstance(x, dict):
+        return all(_is_discrete(v) for v in x.values())
+    return False
+
+
+def _discrete_call(f, args: tuple, kwargs: dict):
+    """A library call without a rule whose arguments are all discrete (``np.zeros(n)``,
+    ``np.arange(n)``) has no derivative; any other one raises ``NoRuleError``."""
+    if not (all(map(_is_discrete, args)) and all(map(_is_discrete, kwargs.values()))):
+        raise _no_rule(f, args)
+    y = f(*args, **kwargs)
+    no = (NO,) * (len(args) + 1)
+    if kwargs:
+        return y, lambda dy: (*no, {k: NO for k in kwargs})
+    return y, lambda dy: no
+
+
+def _with_keywords(pair, kwargs):
+    if not kwargs:
+        return pair
+    y, back = pair
+    return y, lambda dy: (*back(dy), {k: NO for k in kwargs})
+
+
+def _source(fn: types.FunctionType, args: tuple, kwargs: dict, bound: bool):
+    entry = _TRANSFORMED.get(id(fn.__code__))
+    if entry is None:
+        if is_library_code(fn.__code__):
+            raise _no_rule(fn, args, "library code is differentiated only through rules, never through its source")
+        try:
+            entry = cache.transformed(fn)
+        except NoSourceError as err:
+            raise _no_rule(fn, args, f"its source is not available: {err}") from None
+    key = cache.call_key(fn, args, kwargs, bound)
+    spec = entry.specialization(fn, args, kwargs, bound, key)
+    instance = spec.instance(fn)
+    if not kwargs and not bound and fn.__closure__ is None:
+        _remember(entry, fn, args, spec, instance)
+    return instance(*args, **kwargs)
+
+
+def _remember(entry, fn, args: tuple, spec, instance):
+    """Let the next call of ``fn`` with as many positional arguments skip the rule lookup and
+    the choice of specialization, as long as no rule is registered and ``fn``'s defaults stay
+    the same. The generated function checks its arguments' types itself and hands a call
+    with other types back to ``respecialize``."""
+    guarded = spec if spec.plan.guards else None
+    entry.fast[len(args)] = (fn, spec.version, fn.__defaults__, instance, guarded, spec.calls_out)
+
+
+def respecialize(fn, bound: bool, *args, **kwargs):
+    """A generated function met arguments of other types than it was made for."""
+    return _source(fn, args, kwargs, bound)
+
+
+def _class_attribute(cls: type, name: str):
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
+# ----- calls with * and ** -------------------------------------------------------------------
+
+
+def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
+    """``f(*args, **kwargs)``; ``back(dy) -> (df, d_args, d_kwargs)``: the cotangents of the
+    tuple and of the dict. ``active`` names the keyword arguments that carry derivatives: a rule
+    differentiates positional arguments only (as in ChainRules), so those are refused for it."""
+    args = tuple(args)
+    rule = rrule.lookup(f, args)
+    if rule is not None:
+        dropped = [k for k in active if _carries_numbers(kwargs.get(k))]
+        if dropped:
+            raise _no_rule(
+                f,
+                args,
+                f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, dropped))} "
+                "depends on differentiated values: pass it positionally",
+            )
+        y, back = rule(*args, **kwargs)
+
+        def apply_rule_pullback(dy):
+            d = back(dy)
+            return d[0], structural_tangent(args, tuple(d[1:])), ZERO
+
+        return y, apply_rule_pullback
+    y, back = _without_rule(f, args, kwargs)
+    n = len(args)
+
+    def apply_pullback(dy):
+        d = back(dy)
+        d_kwargs = d[-1] if kwargs else {}
+        return d[0], structural_tangent(args, tuple(d[1 : 1 + n])), d_kwargs or ZERO
+
+    return y, apply_pullback
+
+
+# ----- method calls --------------------------------------------------------------------------
+
+_methods: dict[tuple[type, str], tuple[str, object]] = {}
+_DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType)
+
+
+def _resolve_method(obj, name: str) -> tuple[str, object]:
+    """How ``obj.name(...)`` calls: ``function``/``descriptor`` (with ``obj`` first), ``static``,
+    ``class`` (with ``type(obj)`` first) or ``field`` (read the attribute, then call it)."""
+    fields = getattr(obj, "__dict__", None)
+    if fields is not None and name in fields:
+        return "field", None
+    key = (type(obj), name)
+    hit = _methods.get(key)
+    if hit is None and isinstance(obj, ActiveValue) and isinstance(getattr(np.ndarray, name, None), _DESCRIPTORS):
+        hit = _methods[key] = ("descriptor", getattr(np.ndarray, name))  # another engine's array: ndarray's method
+    if hit is None:
+        attr = _class_attribute(type(obj), name)
+        if isinstance(attr, staticmethod):
+            hit = ("static", attr.__func__)
+        elif isinstance(attr, classmethod):
+            hit = ("class", attr.__func__)
+        elif type(attr) is _FUNCTION:
+            hit = ("function", attr)
+        elif isinstance(attr, _DESCRIPTORS):
+            hit = ("descriptor", attr)
+        else:
+            hit = ("field", None)
+        _methods[key] = hit
+    return hit
+
+
+def pullback_method(obj, name: str, *args, **kwargs):
+    """``obj.name(*args, **kwargs)``; ``back(dy) -> (d_obj, dx1, ..., dxn)``."""
+    kind, target = _resolve_method(obj, name)
+    if kind == "function" and rrule.lookup(target, (obj, *args)) is None:
+        y, back = _source(target, (obj, *args), kwargs, True)
+        return y, (_positional_only(back) if kwargs else back)
+    if kind in ("function", "descriptor"):
+        y, back = pullback(target, obj, *args, **kwargs)
+        return y, lambda dy: back(dy)[1:]
+    if kind == "static":
+        y, back = pullback(target, *args, **kwargs)
+        return y, lambda dy: (NO, *back(dy)[1:])
+    if kind == "class":
+        y, back = pullback(target, type(obj), *args, **kwargs)
+        return y, lambda dy: (NO, *back(dy)[2:])
+    method, read_back = pullback(getattr, obj, name)
+    y, back = pullback(method, *args, **kwargs)
+
+    def field_call_pullback(dy):
+        d = back(dy)
+        return (read_back(d[0])[1], *d[1:])
+
+    return y, field_call_pullback
+
+
+def pullback_method_apply(obj, name: str, args: tuple, kwargs: dict):
+    """``obj.name(*args, **kwargs)``; ``back(dy) -> (d_obj, d_args, d_kwargs)``."""
+    args = tuple(args)
+    n = len(args)
+    kind, target = _resolve_method(obj, name)
+    if kind == "function" and rrule.lookup(target, (obj, *args)) is None:
+        y, full = _source(target, (obj, *args), kwargs, True)
+
+        def method_keywords_pullback(dy):
+            d = full(dy)
+            return d[0], structural_tangent(args, tuple(d[1 : 1 + n])), (d[-1] if kwargs else None) or ZERO
+
+        return y, method_keywords_pullback
+    y, back = pullback_method(obj, name, *args, **kwargs)
+
+    def method_apply_pullback(dy):
+        d = back(dy)
+        return d[0], structural_tangent(args, tuple(d[1 : 1 + n])), ZERO
+
+    return y, method_apply_pullback
+
+
+# ----- the language's structures ---------------------------------------------------------------
+
+_OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+
+
+def _nothing(n: int):
+    result = (NO,) * n
+
+    def nondifferentiable_pullback(dy):
+        return result
+
+    return nondifferentiable_pullback
+
+
+def _is_field(obj, name: str) -> bool:
+    fields = getattr(obj, "__dict__", None)
+    if fields is not None and name in fields:
+        return True
+    cls = type(obj)
+    if isinstance(obj, tuple) and name in getattr(cls, "_fields", ()):
+        return True
+    return isinstance(_class_attribute(cls, name), types.MemberDescriptorType)
+
+
+def structural_getattr(obj, name: str):
+    """``getattr(obj, name)`` without a registered rule: fields of structures, properties."""
+    if isinstance(obj, _OPAQUE):
+        return getattr(obj, name), _nothing(3)
+    attr = _class_attribute(type(obj), name)
+    if isinstance(attr, property) and attr.fget is not None:
+        y, back = pullback(attr.fget, obj)
+        return y, lambda dy: (NO, back(dy)[1], NO)
+    if type(attr) is _FUNCTION and not _is_field(obj, name):
+        # a bound method read as a value: its tangent is the object's
+        return getattr(obj, name), lambda dy: (NO, dy, NO)
+    if not _is_field(obj, name):
+        raise _no_rule(getattr, (obj, name), f"`{name}` is not a field of {type(obj).__qualname__}")
+    P = type(obj)
+
+    def getattr_pullback(dy):
+        dy = unthunk(dy)
+        return NO, (dy if isinstance(dy, AbstractZero) else Tangent[P](**{name: dy})), NO
+
+    return getattr(obj, name), getattr_pullback
+
+
+def structural_getitem(obj, key):
+    """``obj[key]`` without a registered rule, for tuples, lists and dicts."""
+    if not isinstance(obj, (tuple, list, dict)):
+        raise _no_rule(operator.getitem, (obj, key))
+    y = obj[key]
+
+    def getitem_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, NO
+        if isinstance(obj, dict):
+            return NO, Tangent[dict]({key: dy}), NO
+        items = [ZERO] * len(obj)
+        if isinstance(key, slice):
+            for i, d in zip(range(*key.indices(len(obj))), split(dy, len(y))):
+                items[i] = d
+        else:
+            items[key] = dy
+        return NO, structural_tangent(obj, tuple(items)), NO
+
+    return y, getitem_pullback
+
+
+def construct(cls: type, args: tuple, kwargs: dict):
+    """``cls(*args, **kwargs)`` for a dataclass or namedtuple: a structure from its fields."""
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        fields = list(cls._fields)
+    elif dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__"):
+        fields = [f.name for f in dataclasses.fields(cls) if f.init]
+    else:
+        raise _no_rule(cls, args, "constructing it has no rule; use a dataclass or namedtuple, or register a rule")
+    y = cls(*args, **kwargs)
+    positional = fields[: len(args)]
+
+    def construct_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            d = {name: dy for name in fields}
+        elif isinstance(dy, Tangent):
+            d = {name: getattr(dy, name) for name in fields}
+        else:  # a tuple cotangent of a namedtuple
+            d = dict(zip(fields, dy))
+        out = (NO, *(d[name] for name in positional))
+        return (*out, {k: d.get(k, ZERO) for k in kwargs}) if kwargs else out
+
+    return y, construct_pullback
+
+
+cache.RUNTIME.update(
+    pullback=pullback,
+    pullback_apply=pullback_apply,
+    pullback_method=pullback_method,
+    pullback_method_apply=pullback_method_apply,
+    accumulate=accumulate,
+    ZERO=ZERO,
+    NO=NO,
+    operator=operator,
+    split=runtime.split,
+    field=runtime.field,
+    unpack=runtime.unpack,
+    pack=runtime.pack,
+    pack_dict=runtime.pack_dict,
+    make_closure=runtime.make_closure,
+    Cell=runtime.Cell,
+    closure_tangent=runtime.closure_tangent,
+    project_real=runtime.project_real,
+    check_rebind=runtime.check_rebind,
+    integer_cotangent=runtime.integer_cotangent,
+    setitem=runtime.setitem,
+    append=runtime.append,
+    append_pullback=runtime.append_pullback,
+    extend=runtime.extend,
+    refuse_write=runtime.refuse_write,
+    check_new=runtime.check_new,
+    is_view=runtime.is_view,
+    copy_if_view=runtime.copy_if_view,
+    iterates_views=runtime.iterates_views,
+    item_cotangents=runtime.item_cotangents,
+    add_at=runtime.add_at,
+    iteration_start=runtime.iteration_start,
+    respecialize=respecialize,
+)

@@ -1,0 +1,486 @@
+"""What generated code calls besides the dispatcher: structural cotangents and small helpers.
+
+Tuples, lists, dicts, dataclasses, namedtuples and plain objects are the language's own
+structures; splitting their cotangents into items, unpacking them, and making closures are
+handled here, with ``Tangent[P]`` cotangents.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from numbers import Number
+
+import numpy as np
+
+from ...core.errors import UnsupportedSyntaxError
+from ...core.projection import ProjectTo, unbroadcast
+from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
+
+NO = NoTangent()
+ZERO = ZeroTangent()
+Cell = types.CellType
+
+
+# ----- splitting structural cotangents -------------------------------------------------------
+
+
+def split(dt, n: int) -> tuple:
+    """The cotangents of the ``n`` items of a tuple/list from the cotangent of the whole.
+
+    >>> split(Tangent[tuple](1.0, ZERO), 2)
+    (1.0, ZeroTangent())
+    >>> split(ZERO, 2)
+    (ZeroTangent(), ZeroTangent())
+    """
+    dt = unthunk(dt)
+    if isinstance(dt, AbstractZero):
+        return (dt,) * n
+    items = dt.backing if isinstance(dt, Tangent) else dt
+    if isinstance(items, dict):  # a namedtuple's tangent has named fields
+        fields = dt.primal_type._fields
+        return tuple(items.get(k, ZERO) for k in fields)
+    items = tuple(items)
+    if len(items) != n:
+        raise ValueError(f"a cotangent of {len(items)} items for a structure of {n}")
+    return items
+
+
+def field(dt, key):
+    """The cotangent of item or field ``key`` from the cotangent of a dict or object."""
+    dt = unthunk(dt)
+    if isinstance(dt, AbstractZero):
+        return dt
+    if isinstance(dt, Tangent):
+        return dt[key] if type(dt).primal_type is dict else getattr(dt, key)
+    if isinstance(dt, dict):
+        return dt.get(key, ZERO)
+    return dt[key]
+
+
+def structural_tangent(primal, items: tuple):
+    """``Tangent[type(primal)]`` of a tuple/list/namedtuple primal from its items' cotangents."""
+    if all(isinstance(d, AbstractZero) for d in items):
+        return ZERO
+    P = type(primal)
+    if isinstance(primal, tuple) and hasattr(P, "_fields"):
+        return Tangent[P](**dict(zip(P._fields, items)))
+    return Tangent[P](*items)
+
+
+# ----- unpacking --------------------------------------------------------------------------------
+
+
+def unpack(value, n: int, star: int | None):
+    """``a, *b, c = value`` with a pullback: ``(items, pullback)``; ``pullback(d_items)`` gives
+    the cotangent of ``value``."""
+    items = list(value)
+    if star is None:
+        if len(items) != n:
+            raise ValueError(f"cannot unpack {len(items)} values into {n} names")
+        out = tuple(items)
+        sizes = None
+    else:
+        after = n - star - 1
+        if len(items) < n - 1:
+            raise ValueError(f"cannot unpack {len(items)} values into {n - 1} or more names")
+        middle = items[star : len(items) - after]
+        out = (*items[:star], middle, *items[len(items) - after :])
+        sizes = len(middle)
+    if isinstance(value, (tuple, list)):
+        template = value
+    elif isinstance(value, np.ndarray):
+        template = None
+    else:
+        template = items  # an iterator or other iterable: a list of cotangents
+
+    def unpack_pullback(d_items):
+        flat = list(d_items)
+        if star is not None:
+            middle_d = flat[star]
+            middle_d = split(middle_d, sizes) if not isinstance(middle_d, list) else tuple(middle_d)
+            flat = flat[:star] + list(middle_d) + flat[star + 1 :]
+        if template is None:
+            return _stack_rows(value, flat)
+        if template is items and not isinstance(value, (tuple, list)):
+            return flat
+        return structural_tangent(template, tuple(flat))
+
+    return out, unpack_pullback
+
+
+def _stack_rows(array: np.ndarray, rows: list):
+    if all(isinstance(unthunk(r), AbstractZero) for r in rows):
+        return ZERO
+    dtype = np.result_type(array.dtype, np.float64) if array.dtype.kind not in "fc" else array.dtype
+    out = np.zeros(array.shape, dtype=dtype)
+    for i, r in enumerate(rows):
+        r = unthunk(r)
+        if not isinstance(r, AbstractZero):
+            out[i] += r
+    return out
+
+
+# ----- displays with * and ** ------------------------------------------------------------------
+
+
+def _sequence_tangent(template, chunk: tuple):
+    if isinstance(template, (tuple, list)):
+        return structural_tangent(template, chunk)
+    if isinstance(template, np.ndarray):
+        return _stack_rows(template, list(chunk))
+    return list(chunk)
+
+
+def pack(kind: str, parts: tuple, starred: tuple):
+    """A tuple or list display with ``*`` items: ``(value, pullback)``; ``pullback(dy)`` gives
+    one cotangent per part (a starred part gets one for the whole iterable)."""
+    items, layout = [], []
+    for part, star in zip(parts, starred):
+        if star:
+            seq = list(part)
+            items.extend(seq)
+            layout.append((len(seq), part if isinstance(part, (tuple, list, np.ndarray)) else seq))
+        else:
+            items.append(part)
+            layout.append(None)
+    value = tuple(items) if kind == "tuple" else list(items)
+
+    def pack_pullback(dy):
+        d = split(dy, len(items))
+        out, i = [], 0
+        for entry in layout:
+            if entry is None:
+                out.append(d[i])
+                i += 1
+            else:
+                size, template = entry
+                out.append(_sequence_tangent(template, d[i : i + size]))
+                i += size
+        return tuple(out)
+
+    return value, pack_pullback
+
+
+def pack_dict(keys: tuple, values: tuple):
+    """A dict display with ``**`` items (key None): ``(value, pullback)``, one cotangent per item;
+    a key that a later item overrides gets none."""
+    value: dict = {}
+    source: dict = {}
+    for i, (k, v) in enumerate(zip(keys, values)):
+        for key in v if k is None else (k,):
+            source[key] = i
+        if k is None:
+            value.update(v)
+        else:
+            value[k] = v
+
+    def pack_dict_pullback(dy):
+        out = []
+        for i, (k, v) in enumerate(zip(keys, values)):
+            if k is not None:
+                out.append(field(dy, k) if source[k] == i else ZERO)
+            else:
+                mine = {key: field(dy, key) for key in v if source[key] == i}
+                mine = {key: d for key, d in mine.items() if not isinstance(d, AbstractZero)}
+                out.append(Tangent[dict](mine) if mine else ZERO)
+        return tuple(out)
+
+    return value, pack_dict_pullback
+
+
+# ----- closures --------------------------------------------------------------------------------
+
+
+def make_closure(code, globals_, name, defaults, kwdefaults, cells):
+    """A nested function of the differentiated function, built from its original code object."""
+    fn = types.FunctionType(code, globals_, name, defaults or None, tuple(cells) or None)
+    if kwdefaults:
+        fn.__kwdefaults__ = dict(kwdefaults)
+    return fn
+
+
+def closure_tangent(fn, names: tuple, values: tuple, tangents: tuple):
+    """The tangent of the closure ``fn``: one field per captured variable (zero fields left out).
+
+    A captured variable that holds ``fn`` itself (a recursive closure) contributes a tangent of
+    ``fn``: it is added in, not nested as a field.
+    """
+    fields, own = {}, ZERO
+    for name, value, tangent in zip(names, values, tangents):
+        tangent = unthunk(tangent)
+        if isinstance(tangent, AbstractZero):
+            continue
+        if value is fn:
+            own = tangent if isinstance(own, AbstractZero) else own + tangent
+        else:
+            fields[name] = tangent
+    result = Tangent[types.FunctionType](**fields) if fields else ZERO
+    return result if isinstance(own, AbstractZero) else own + result
+
+
+# ----- seeds and checks ------------------------------------------------------------------------
+
+
+def project_real(dy):
+    """A seed for a real scalar output: unthunked, real, a Python number (zeros pass)."""
+    dy = unthunk(dy)
+    if type(dy) is float or isinstance(dy, AbstractZero):
+        return dy
+    if isinstance(dy, Number) or (isinstance(dy, np.ndarray) and dy.ndim == 0) or isinstance(dy, np.generic):
+        return ProjectTo(1.0)(dy)
+    return dy
+
+
+def integer_cotangent(d):
+    """The cotangent of an integer argument: ``NoTangent`` when it is zero (the integer only
+    counted), else the float derivative."""
+    d = unthunk(d)
+    return NO if isinstance(d, AbstractZero) else d
+
+
+_MUTABLE = (np.ndarray, list, dict, set, bytearray)
+
+
+# ----- containers the function writes into ------------------------------------------------------
+
+
+def _owned_array(d, like: np.ndarray, owned: bool) -> np.ndarray:
+    """``d`` as an array the engine may write into (a copy unless it is owned already)."""
+    d = unthunk(d)
+    if owned and isinstance(d, np.ndarray) and d.flags.writeable:
+        return d
+    dtype = like.dtype if like.dtype.kind in "fc" else np.float64
+    return np.array(d, dtype=np.result_type(dtype, getattr(d, "dtype", dtype)), copy=True)
+
+
+def _owned_items(d, n: int, owned: bool) -> list:
+    """The cotangent of a list as a Python list of its elements' cotangents, owned by the engine."""
+    d = unthunk(d)
+    if owned and type(d) is list:
+        return d
+    if isinstance(d, Tangent):
+        d = d.backing
+    items = list(d)
+    if len(items) != n:
+        raise ValueError(f"a cotangent of {len(items)} elements for a list of {n}")
+    return items
+
+
+def setitem(obj, index, value):
+    """``obj[index] = value`` on a list, dict or array the function made, with its pullback:
+    ``pullback(d_obj, owned) -> (d_value, d_obj, owned)`` takes the element's cotangent out."""
+    obj[index] = value
+    if isinstance(obj, np.ndarray):
+        value_shape = np.shape(value)
+        value_is_number = isinstance(value, Number)
+
+        def array_setitem_pullback(dobj, owned):
+            if isinstance(unthunk(dobj), AbstractZero):
+                return ZERO, dobj, owned
+            dobj = _owned_array(dobj, obj, owned)
+            piece = dobj[index]
+            dvalue = piece.copy() if isinstance(piece, np.ndarray) else piece
+            dobj[index] = 0
+            if np.shape(dvalue) != value_shape:  # the value was broadcast into the slice
+                dvalue = unbroadcast(np.zeros(value_shape), dvalue)
+            if value_is_number and not np.iscomplexobj(value):
+                dvalue = float(np.real(dvalue))
+            return dvalue, dobj, True
+
+        return array_setitem_pullback
+    if isinstance(obj, list):
+        if not isinstance(index, int):
+            raise TypeError("only an integer index can be written into a list under differentiation")
+        n = len(obj)
+
+        def list_setitem_pullback(dobj, owned):
+            if isinstance(unthunk(dobj), AbstractZero):
+                return ZERO, dobj, owned
+            items = _owned_items(dobj, n, owned)
+            dvalue, items[index] = items[index], ZERO
+            return dvalue, items, True
+
+        return list_setitem_pullback
+    if isinstance(obj, dict):
+
+        def dict_setitem_pullback(dobj, owned):
+            dobj = unthunk(dobj)
+            if isinstance(dobj, AbstractZero):
+                return ZERO, dobj, owned
+            entries = (
+                dobj if owned and type(dobj) is dict else dict(dobj.backing if isinstance(dobj, Tangent) else dobj)
+            )
+            return entries.pop(index, ZERO), entries, True
+
+        return dict_setitem_pullback
+    raise TypeError(f"writing an element of a {type(obj).__name__} is not supported under differentiation")
+
+
+def append(lst, value):
+    """``lst.append(value)`` on a list the function made."""
+    if type(lst) is not list:
+        raise TypeError(f"`.append` under differentiation is supported on lists, not on a {type(lst).__name__}")
+    lst.append(value)
+
+
+def append_pullback(dlst, owned):
+    """The last element's cotangent comes out of the list's."""
+    dlst = unthunk(dlst)
+    if isinstance(dlst, AbstractZero):
+        return ZERO, dlst, owned
+    items = dlst if owned and type(dlst) is list else list(dlst.backing if isinstance(dlst, Tangent) else dlst)
+    return items.pop(), items, True
+
+
+def extend(lst, values):
+    """``lst.extend(values)`` on a list the function made, with its pullback."""
+    if type(lst) is not list:
+        raise TypeError(f"`.extend` under differentiation is supported on lists, not on a {type(lst).__name__}")
+    added = list(values)
+    lst.extend(added)
+    template = values if isinstance(values, (tuple, list, np.ndarray)) else added
+    k = len(added)
+
+    def extend_pullback(dlst, owned):
+        dlst = unthunk(dlst)
+        if isinstance(dlst, AbstractZero):
+            return ZERO, dlst, owned
+        items = dlst if owned and type(dlst) is list else list(dlst.backing if isinstance(dlst, Tangent) else dlst)
+        chunk = tuple(items[len(items) - k :]) if k else ()
+        del items[len(items) - k :]
+        return _sequence_tangent(template, chunk), items, True
+
+    return extend_pullback
+
+
+def _user_file() -> str:
+    """The user's source file of the generated function that called a helper (two frames up)."""
+    from .codegen import LINE_MAP
+
+    generated = sys._getframe(2).f_code.co_filename
+    return LINE_MAP.get(generated, (generated,))[0]
+
+
+def refuse_write(name: str, line: int, col: int):
+    filename = _user_file()
+    raise UnsupportedSyntaxError(
+        f"writing into `{name}` after it was passed to a call, stored, returned or viewed is not supported: other "
+        f"references would see the write, and pullbacks kept its old values; write into a copy "
+        f"(`{name} = {name}.copy()`) instead",
+        filename,
+        line,
+        col,
+    )
+
+
+def check_new(value, arguments: tuple, name: str, line: int, col: int):
+    """A container the function writes into must not be (or share memory with) an argument."""
+    for arg in arguments:
+        shared = value is arg or (
+            isinstance(value, np.ndarray) and isinstance(arg, np.ndarray) and np.may_share_memory(value, arg)
+        )
+        if shared:
+            raise UnsupportedSyntaxError(
+                f"`{name}` is written in place later, but here it is an argument or shares its memory; "
+                f"write into a copy (`.copy()`) instead",
+                _user_file(),
+                line,
+                col,
+            )
+
+
+def is_view(element, container) -> bool:
+    """Whether ``element`` (read from ``container``) shares the container's memory."""
+    return (
+        isinstance(element, np.ndarray)
+        and isinstance(container, np.ndarray)
+        and np.may_share_memory(element, container)
+    )
+
+
+def copy_if_view(element):
+    """``element`` itself, or a copy when it is an array that views another one."""
+    return element.copy() if isinstance(element, np.ndarray) and element.base is not None else element
+
+
+def iterates_views(container) -> bool:
+    """Whether iterating over ``container`` gives views of it (the rows of a 2-d array)."""
+    return isinstance(container, np.ndarray) and container.ndim > 1
+
+
+def add_at(acc, owned: bool, like: np.ndarray, index, d):
+    """``acc[index] += d`` into an accumulator for the cotangent of the array ``like`` (the
+    partial of ``like[index]``); a zero or borrowed accumulator becomes an owned array first."""
+    d = unthunk(d)
+    if isinstance(d, AbstractZero):
+        return acc, owned
+    acc = unthunk(acc)
+    if isinstance(acc, AbstractZero):
+        acc = np.zeros(like.shape, dtype=like.dtype)
+    elif not (owned and isinstance(acc, np.ndarray) and acc.flags.writeable):
+        acc = np.array(acc, dtype=like.dtype, copy=True)
+    acc[index] += d
+    return acc, True
+
+
+# ----- loops over differentiated iterables ---------------------------------------------------------
+
+
+class ItemCotangents:
+    """Collects the cotangents of a loop's variable, one per iteration (visited backwards), and
+    gives the cotangent of the iterable it came from."""
+
+    __slots__ = ("iterable", "count", "start", "items", "dense")
+
+    def __init__(self, iterable, count: int, start: int = 0):
+        self.iterable, self.count, self.start = iterable, count, start
+        self.items: list | None = None
+        self.dense: np.ndarray | None = None
+
+    def put(self, i: int, d) -> None:
+        d = unthunk(d)
+        if isinstance(d, AbstractZero):
+            return
+        if isinstance(self.iterable, np.ndarray):
+            if self.dense is None:
+                kind = self.iterable.dtype
+                self.dense = np.zeros(self.iterable.shape, dtype=kind if kind.kind in "fc" else np.float64)
+            self.dense[i] += d
+            return
+        if self.items is None:
+            self.items = [ZERO] * self.count
+        self.items[i] = d
+
+    def result(self):
+        if isinstance(self.iterable, np.ndarray):
+            return ZERO if self.dense is None else self.dense
+        if self.items is None:
+            return ZERO
+        if isinstance(self.iterable, (tuple, list)):
+            full = self.items + [ZERO] * (len(self.iterable) - self.count)
+            return structural_tangent(self.iterable, tuple(full))
+        total = len(getattr(self.iterable, "items", ())) or self.count
+        return [ZERO] * self.start + self.items + [ZERO] * (total - self.start - self.count)
+
+
+def item_cotangents(iterable, count: int, start: int = 0) -> ItemCotangents:
+    return ItemCotangents(iterable, count, start)
+
+
+def iteration_start(iterable) -> int:
+    """Where a loop starts in an iterator that remembers its position (``map`` and friends)."""
+    return getattr(iterable, "position", 0) if hasattr(iterable, "items") and hasattr(iterable, "position") else 0
+
+
+def check_rebind(x, filename: str, line: int, col: int):
+    """``x op= v`` rebinds ``x`` here; refuse when Python would have updated a mutable ``x`` in place."""
+    if isinstance(x, _MUTABLE):
+        raise UnsupportedSyntaxError(
+            f"an augmented assignment updates the {type(x).__name__} in place, which is not supported here; "
+            "write `x = x + ...`",
+            filename,
+            line,
+            col,
+        )
+    return x

@@ -1,0 +1,691 @@
+"""Pass 5, simplify: decide, per specialization, what each statement of the IR needs.
+
+Given the types of the arguments (the engine specializes a function per argument types, as
+Julia does), three flow-insensitive analyses run over the IR to a fixed point:
+
+- **types**: Python ``int``/``float``/``numpy.float64`` values are *real scalars*; operators on
+  them give real scalars, ``math`` functions give floats, comparisons give ``bool``;
+- **activity**: a variable is active when it may depend on an argument or a captured
+  variable through something differentiable (constants, globals, ``None``, booleans,
+  strings, comparisons and non-differentiable calls are not);
+- **usefulness**: a variable is useful when its cotangent may reach the returned value.
+
+Each statement then gets a *mode*: ``plain`` (run as written, no adjoint: inactive or not
+useful), ``inline`` (an arithmetic operator on real scalars, whose partials the adjoint
+computes directly, guarded by the specialization's types and by the operator's rule being the
+stock one), ``index`` (``x[i]`` on a float array with an integer index, likewise: its partial
+adds the cotangent at ``i``), ``pullback`` (through the rule, or the source engine, at run
+time; a call whose callee and argument types are known here calls its rule directly),
+``recompute`` (an indexing in a loop whose pullback the reverse pass makes again), ``scalar``
+(a call of a real function of real scalars: the reverse pass takes its partials from the
+function's ``frule``, so nothing but the arguments is kept), ``copy``,
+``struct`` (tuple/list/dict displays and unpacking, handled by the engine), ``closure``
+(a nested function), ``branch`` (an ``if`` with adjoint code inside) or ``return``. Global names
+bound to modules, built-ins and classes are resolved once here; the specialization is used
+only while they stay bound to the same objects (``guards``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import math
+import operator
+import types
+
+import numpy as np
+
+from ...core.errors import UnsupportedSyntaxError
+from ...core.registry import _nondiff_rrule, frule, rrule
+from . import ir
+
+
+class _Real:
+    """The type of a value known to be an int, a float or a numpy.float64 (not a bool)."""
+
+    def __repr__(self) -> str:
+        return "real"
+
+
+class _Any:
+    def __repr__(self) -> str:
+        return "any"
+
+
+REAL, ANY = _Real(), _Any()
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayType:
+    """The type of a NumPy array with a known dtype and number of dimensions."""
+
+    dtype: np.dtype
+    ndim: int
+
+    def __repr__(self) -> str:
+        return f"ndarray[{self.dtype}, {self.ndim}d]"
+
+    def element(self):
+        """The type of ``a[i]`` for an integer ``i`` (and of the rows a loop over ``a`` gives)."""
+        return self.dtype.type if self.ndim == 1 else ArrayType(self.dtype, self.ndim - 1)
+
+
+def type_of_value(value):
+    """The type the analysis specializes on: ``ArrayType`` for arrays, else the Python type."""
+    t = type(value)
+    return ArrayType(value.dtype, value.ndim) if t is np.ndarray else t
+
+
+_REALISH = (int, float, np.float64, REAL)
+INACTIVE_TYPES = frozenset(
+    {
+        type(None),
+        bool,
+        np.bool_,
+        str,
+        bytes,
+        range,
+        slice,
+        type(Ellipsis),
+        type,
+        types.ModuleType,
+        types.BuiltinFunctionType,
+        np.ufunc,
+    }
+)
+NONDIFF_OPS = frozenset(
+    {"eq", "ne", "lt", "le", "gt", "ge", "is_", "is_not", "contains", "not_", "and_", "or_", "xor", "invert"}
+    | {"lshift", "rshift"}
+)
+INLINE_OPS = frozenset({"add", "sub", "mul", "truediv", "neg", "pos", "pow"})
+_NONDIFF_CODE = _nondiff_rrule(len).__code__
+_MATH_INT = frozenset({"floor", "ceil", "trunc", "isqrt", "factorial", "comb", "perm", "gcd", "lcm"})
+_MATH_BOOL = frozenset({"isnan", "isinf", "isfinite", "isclose"})
+_MISSING = object()
+
+
+def join(a, b):
+    if a is b or a == b:
+        return a
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if a in _REALISH and b in _REALISH:
+        return REAL
+    return ANY
+
+
+def is_real(t) -> bool:
+    return t in _REALISH
+
+
+def _arith_type(op: str, ts: list) -> object:
+    if not all(is_real(t) for t in ts):
+        return ANY
+    if any(t is REAL for t in ts):
+        return REAL
+    if any(t is np.float64 for t in ts):
+        return np.float64
+    if op == "truediv" or any(t is float for t in ts):
+        return float
+    return int
+
+
+@dataclasses.dataclass
+class Plan:
+    """What the primal and adjoint passes generate for one specialization of a function."""
+
+    fn: ir.Function
+    types: dict[str, object]
+    active: set[str]
+    useful: set[str]
+    mode: dict[int, str]
+    static: dict[str, object]
+    guards: tuple[tuple[str, object], ...]
+    assignments: dict[str, int]
+    freevars: tuple[str, ...] = ()
+    param_types: dict[str, type] = dataclasses.field(default_factory=dict)
+    loops_of: dict = dataclasses.field(default_factory=dict)
+    bound_in: dict = dataclasses.field(default_factory=dict)
+    range_loops: set = dataclasses.field(default_factory=set)
+    buffers: dict = dataclasses.field(default_factory=dict)
+    available: object = None
+    direct: dict = dataclasses.field(default_factory=dict)
+
+    def stable(self, name: str) -> bool:
+        """Whether ``name`` keeps one value for the whole call (bound at most once, not in a loop)."""
+        return self.assignments.get(name, 0) <= 1 and not any(name in bound for bound in self.bound_in.values())
+
+    def is_active(self, x: ir.Operand) -> bool:
+        return isinstance(x, str) and x in self.active
+
+    def static_module(self, x: ir.Operand) -> bool:
+        """Whether ``x`` is a global name bound to a module (``np`` in ``np.sin(x)``)."""
+        return isinstance(x, str) and isinstance(self.static.get(x), types.ModuleType)
+
+    def __str__(self) -> str:
+        """The IR with each statement's mode, and the types of the active variables."""
+        lines = [f"def {self.fn.name}(...):"]
+        lines += _annotated(self.fn.body, self.mode, 1)
+        active = sorted(self.active)
+        lines.append("# active: " + ", ".join(f"{v}: {_type_name(self.types.get(v))}" for v in active))
+        return "\n".join(lines)
+
+
+def _type_name(t) -> str:
+    if isinstance(t, type):
+        return t.__name__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__name__}"
+    return repr(t)
+
+
+def _annotated(block, mode, indent) -> list[str]:
+    out = []
+    pad = "    " * indent
+    for stmt in block:
+        out.append(f"{pad}{stmt}".ljust(48) + f"  # {mode.get(stmt.index, 'plain')}")
+        if isinstance(stmt, ir.If):
+            out += _annotated(stmt.body, mode, indent + 1) or [f"{pad}    pass"]
+            if stmt.orelse:
+                out.append(f"{pad}else:")
+                out += _annotated(stmt.orelse, mode, indent + 1)
+    return out
+
+
+class _Analysis:
+    def __init__(self, fn: ir.Function, param_types: dict, free_types: dict, globals_: dict, filename: str):
+        self.fn = fn
+        self.freevars = set(free_types)
+        self.filename = filename
+        self.globals = globals_
+        self.types: dict[str, object] = {}
+        self.active: set[str] = set()
+        self.local = set(fn.params()) | set(free_types)
+        for stmt in ir.walk(fn.body):
+            self.local.update(stmt.targets())
+        for name, t in {**param_types, **free_types}.items():
+            self.types[name] = t
+            if t not in INACTIVE_TYPES:
+                self.active.add(name)
+        self.static: dict[str, object] = {}
+        self.guards: dict[str, object] = {}
+        self.direct: dict[int, object] = {}
+
+    # -- globals --
+    def resolve(self, x: ir.Operand):
+        """The value of a constant or of a global name bound to a module, built-in or class."""
+        if isinstance(x, ir.Const):
+            return x.value
+        if x in self.local:
+            return _MISSING
+        if x in self.static:
+            return self.static[x]
+        value = self.globals.get(x, _MISSING)
+        if value is _MISSING:
+            value = getattr(builtins, x, _MISSING)
+        if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, type, np.ufunc)):
+            self.static[x] = value
+            return value
+        return _MISSING
+
+    def type_of(self, x: ir.Operand):
+        if isinstance(x, ir.Const):
+            return type(x.value)
+        if x in self.local:
+            return self.types.get(x)
+        value = self.resolve(x)
+        return ANY if value is _MISSING else type(value)
+
+    def is_active(self, x: ir.Operand) -> bool:
+        return isinstance(x, str) and x in self.active
+
+    # -- one expression --
+    def callee(self, expr) -> object:
+        if isinstance(expr, ir.Call):
+            return self.resolve(expr.func)
+        if isinstance(expr, ir.GetAttr):
+            owner = self.resolve(expr.obj)
+            if isinstance(owner, types.ModuleType):
+                return getattr(owner, expr.name, _MISSING)
+        return _MISSING
+
+    def call_target(self, expr: ir.Call | ir.MethodCall):
+        """The callee of a call when it is statically known (a global built-in, or module.function)."""
+        if isinstance(expr, ir.MethodCall):
+            owner = self.resolve(expr.obj)
+            if isinstance(owner, types.ModuleType):
+                return getattr(owner, expr.name, _MISSING)
+            return _MISSING
+        value = self.resolve(expr.func)
+        if value is not _MISSING:
+            return value
+        return self.attr_values.get(expr.func, _MISSING)
+
+    def expr_type(self, expr) -> object:
+        if isinstance(expr, ir.Copy):
+            return self.type_of(expr.value)
+        if isinstance(expr, ir.Op):
+            ts = [self.type_of(x) for x in expr.operands_]
+            if expr.op in NONDIFF_OPS:
+                return bool if all(is_real(t) or t is bool for t in ts) else ANY
+            if expr.op in ("neg", "pos"):
+                return ts[0] if is_real(ts[0]) else ANY
+            if expr.op in ("add", "sub", "mul", "truediv"):
+                return _arith_type(expr.op, ts)
+            if expr.op == "pow" and self._int_exponent(expr.operands_[1]):
+                if not is_real(ts[0]):
+                    return ANY
+                if ts[0] is int and isinstance(expr.operands_[1], ir.Const) and expr.operands_[1].value >= 0:
+                    return int
+                return _arith_type("truediv", ts[:1])
+            return ANY
+        if isinstance(expr, (ir.Call, ir.MethodCall)):
+            return self.call_type(expr)
+        if isinstance(expr, ir.GetAttr):
+            owner = self.resolve(expr.obj)
+            if isinstance(owner, types.ModuleType):
+                value = getattr(owner, expr.name, _MISSING)
+                return type(value) if value is not _MISSING else ANY
+            return ANY
+        if isinstance(expr, ir.GetItem):
+            owner = self.type_of(expr.obj)
+            if isinstance(owner, ArrayType) and self.type_of(expr.index) is int:
+                return owner.element()
+            return ANY
+        if isinstance(expr, ir.Build):
+            return {"tuple": tuple, "list": list, "set": set}[expr.kind]
+        if isinstance(expr, ir.BuildDict):
+            return dict
+        if isinstance(expr, ir.BuildSlice):
+            return slice
+        if isinstance(expr, ir.MakeFunction):
+            return types.FunctionType
+        if isinstance(expr, ir.Opaque):
+            return str
+        return ANY
+
+    def _int_exponent(self, x: ir.Operand) -> bool:
+        return self.type_of(x) is int and not self.is_active(x)
+
+    def call_type(self, expr: ir.Call | ir.MethodCall) -> object:
+        f = self.call_target(expr)
+        if f is _MISSING:
+            return ANY
+        args = [self.type_of(a.value) for a in expr.args]
+        if getattr(f, "__module__", None) == "math" or getattr(f, "__self__", None) is math:
+            name = f.__name__
+            if name in _MATH_BOOL:
+                return bool
+            if name in _MATH_INT:
+                return int
+            return float if all(is_real(t) for t in args) else ANY
+        known = {len: int, float: float, int: int, bool: bool, isinstance: bool, range: range, str: str}
+        if f in known:
+            return known[f]
+        if f is abs and len(args) == 1 and is_real(args[0]):
+            return args[0]
+        return ANY
+
+    def nondifferentiable(self, expr) -> bool:
+        if isinstance(expr, ir.Op):
+            return expr.op in NONDIFF_OPS
+        if isinstance(expr, (ir.Call, ir.MethodCall)):
+            f = self.call_target(expr)
+            if f is not _MISSING:
+                try:
+                    rule = rrule.lookup(f, ())
+                except TypeError:
+                    return False
+                return getattr(rule, "__code__", None) is _NONDIFF_CODE
+        return isinstance(expr, (ir.BuildSlice, ir.Opaque))
+
+    def expr_active(self, expr) -> bool:
+        if self.nondifferentiable(expr):
+            return False
+        return any(self.is_active(x) for x in expr.operands())
+
+    # -- loops --
+    def structure(self, stmts):
+        """For each statement the loops around it (outermost first); for each loop the
+        variables bound inside it; the ``for`` loops over a ``range``."""
+        self.loops_of: dict[int, tuple] = {}
+        self.bound_in: dict[int, set[str]] = {}
+        self.counts: dict[str, int] = {p: 1 for p in self.fn.params()}
+        for stmt in stmts:
+            for target in stmt.targets():
+                self.counts[target] = self.counts.get(target, 0) + 1
+
+        def visit(block, loops):
+            for stmt in block:
+                self.loops_of[stmt.index] = loops
+                for loop in loops:
+                    self.bound_in[loop.index].update(stmt.targets())
+                inner = loops
+                if isinstance(stmt, (ir.For, ir.While)):
+                    self.bound_in[stmt.index] = set(stmt.targets())
+                    inner = (*loops, stmt)
+                    if isinstance(stmt, ir.While):
+                        visit(stmt.test_block, inner)
+                        visit(stmt.body, inner)
+                        continue
+                for sub in stmt.blocks():
+                    visit(sub, inner)
+
+        visit(self.fn.body, ())
+        definitions = {s.target: s for s in stmts if isinstance(s, ir.Assign)}
+        self.range_loops = set()
+        for stmt in stmts:
+            if isinstance(stmt, ir.For) and isinstance(stmt.iterable, str):
+                made = definitions.get(stmt.iterable)
+                if (
+                    isinstance(made, ir.Assign)
+                    and isinstance(made.expr, ir.Call)
+                    and self.counts.get(stmt.iterable) == 1
+                ):
+                    if self.call_target(made.expr) is range:
+                        self.range_loops.add(stmt.index)
+
+    def available(self, x: ir.Operand, stmt) -> bool:
+        """Whether the reverse pass can read ``x``'s value at ``stmt`` without saving it: a
+        constant, a variable bound once outside the loops around ``stmt``, or the target of an
+        enclosing loop over a ``range`` (the reverse loop runs over it backwards)."""
+        if not isinstance(x, str) or x not in self.local:
+            return True
+        loops = self.loops_of.get(stmt.index, ())
+        if self.counts.get(x, 0) <= 1 and not any(x in self.bound_in[loop.index] for loop in loops):
+            return True
+        for loop in loops:
+            if isinstance(loop, ir.For) and loop.target == x and loop.index in self.range_loops:
+                return self.counts.get(x, 0) == 1
+        return False
+
+    # -- the fixed points --
+    def run(self) -> Plan:
+        self.attr_values: dict[str, object] = {}
+        stmts = list(ir.walk(self.fn.body))
+        self.structure(stmts)
+        changed = True
+        while changed:
+            changed = False
+            for stmt in stmts:
+                for target, t, active in self.effects(stmt):
+                    new_t = join(self.types.get(target), t)
+                    if new_t != self.types.get(target):
+                        self.types[target] = new_t
+                        changed = True
+                    if active and new_t not in INACTIVE_TYPES and target not in self.active:
+                        self.active.add(target)
+                        changed = True
+        useful = self.usefulness(stmts)
+        mode = self.modes(stmts, useful)
+        assignments: dict[str, int] = {p: 1 for p in self.fn.params()}
+        for stmt in stmts:
+            for target in stmt.targets():
+                assignments[target] = assignments.get(target, 0) + 1
+        guards = tuple((name, value) for name, value in sorted(self.static.items(), key=lambda kv: kv[0]))
+        buffers = self.buffers(stmts)
+        plan = Plan(self.fn, self.types, self.active, useful, mode, self.static, guards, assignments)
+        plan.loops_of, plan.bound_in, plan.range_loops = self.loops_of, self.bound_in, self.range_loops
+        plan.available = self.available
+        plan.buffers = buffers
+        plan.direct = self.direct
+        return plan
+
+    # -- containers written in place --
+    def buffers(self, stmts) -> dict[str, str]:
+        """The variables written in place (``x[i] = v``, ``x.append(v)``), each with how it is
+        first bound. Each must be a local variable bound to a new object (a call's result, an
+        operator's, a display or a comprehension): a parameter, a captured or global variable,
+        or another name for an existing object would be written behind someone's back."""
+        written: dict[str, ir.Stmt] = {}
+        for stmt in stmts:
+            if isinstance(stmt, (ir.SetItem, ir.Mutate)):
+                written.setdefault(stmt.obj, stmt)
+        found = {}
+        params = set(self.fn.params())
+        for name, write in written.items():
+            if name in params or name not in self.local or name in self.freevars:
+                what = "argument" if name in params else "captured or global variable"
+                self.refuse(
+                    write,
+                    f"writing into the {what} `{name}` in place is not supported: work on a copy "
+                    f"(`{name} = {name}.copy()`) or build a new value",
+                )
+            for stmt in stmts:
+                if isinstance(stmt, ir.Assign) and stmt.target == name:
+                    if not isinstance(stmt.expr, (ir.Call, ir.MethodCall, ir.Op, ir.Build, ir.BuildDict)):
+                        self.refuse(
+                            stmt,
+                            f"`{name}` is written in place later, so it must be bound to a new object here "
+                            f"(for example `{name} = ....copy()`), not to an existing one",
+                        )
+                elif isinstance(stmt, (ir.Unpack, ir.For, ir.With, ir.Plain)) and name in stmt.targets():
+                    self.refuse(stmt, f"`{name}` is written in place later, so it must be bound to a new object")
+            found[name] = "new"
+        return found
+
+    def effects(self, stmt):
+        if isinstance(stmt, ir.Assign):
+            expr = stmt.expr
+            callee = self.callee(expr)
+            if callee is not _MISSING and isinstance(expr, ir.GetAttr):
+                self.attr_values[stmt.target] = callee
+            return [(stmt.target, self.expr_type(expr), self.expr_active(expr))]
+        if isinstance(stmt, ir.Unpack):
+            active = self.is_active(stmt.value)
+            return [(name, ANY, active) for name in stmt.names]
+        if isinstance(stmt, ir.Plain):
+            return [(name, types.ModuleType, False) for name in stmt.names]
+        if isinstance(stmt, ir.For):
+            iterable = self.type_of(stmt.iterable)
+            target = int if iterable is range else iterable.element() if isinstance(iterable, ArrayType) else ANY
+            return [(stmt.target, target, self.is_active(stmt.iterable))]
+        if isinstance(stmt, (ir.SetItem, ir.Mutate)):
+            # a write makes the container active when the value is; its type stays
+            return [(stmt.obj, self.types.get(stmt.obj), self.is_active(stmt.value))]
+        if isinstance(stmt, ir.With):
+            return [(name, ANY, False) for name in stmt.targets()]
+        return []
+
+    def usefulness(self, stmts) -> set[str]:
+        useful: set[str] = set()
+        for stmt in stmts:
+            if isinstance(stmt, ir.Return) and self.is_active(stmt.value):
+                useful.add(stmt.value)
+        changed = True
+        while changed:
+            changed = False
+            for stmt in stmts:
+                feeds = []
+                if isinstance(stmt, ir.Assign) and stmt.target in useful and stmt.target in self.active:
+                    if not self.nondifferentiable(stmt.expr):
+                        feeds = stmt.expr.operands()
+                elif isinstance(stmt, ir.Unpack) and any(n in useful for n in stmt.names):
+                    feeds = (stmt.value,)
+                elif isinstance(stmt, (ir.SetItem, ir.Mutate)) and stmt.obj in useful:
+                    feeds = (stmt.value,)
+                elif isinstance(stmt, ir.For) and stmt.target in useful:
+                    feeds = (stmt.iterable,)
+                for x in feeds:
+                    if self.is_active(x) and x not in useful:
+                        useful.add(x)
+                        changed = True
+        return useful
+
+    def modes(self, stmts, useful) -> dict[int, str]:
+        self.position = {stmt: i for i, stmt in enumerate(stmts)}
+        self.first_binding: dict[str, int] = {}
+        for i, stmt in enumerate(stmts):
+            for name in stmt.targets():
+                self.first_binding.setdefault(name, i)
+        mode: dict[int, str] = {}
+        for stmt in stmts:
+            mode[stmt.index] = self.mode(stmt, useful)
+        # a compound statement needs its adjoint when anything inside it has one
+        compound = {ir.If: "branch", ir.For: "loop", ir.While: "loop", ir.With: "block"}
+        for stmt in reversed(stmts):
+            kind = compound.get(type(stmt))
+            if kind is not None:
+                inner = [s for block in stmt.blocks() for s in ir.walk(block)]
+                if any(mode[s.index] != "plain" for s in inner):
+                    mode[stmt.index] = kind
+                if isinstance(stmt, ir.While) and any(mode[s.index] != "plain" for s in ir.walk(stmt.test_block)):
+                    self.refuse(stmt, "the condition of a `while` loop computes a value the result depends on")
+        return mode
+
+    def mode(self, stmt, useful) -> str:
+        if isinstance(stmt, ir.Return):
+            return "return"
+        if isinstance(stmt, (ir.SetItem, ir.Mutate)):
+            return "mutate" if stmt.obj in self.active and stmt.obj in useful else "plain"
+        if isinstance(stmt, ir.Unpack):
+            return "struct" if any(n in useful and n in self.active for n in stmt.names) else "plain"
+        if not isinstance(stmt, ir.Assign):
+            return "plain"
+        if stmt.target not in self.active or stmt.target not in useful or not self.expr_active(stmt.expr):
+            return "plain"
+        expr = stmt.expr
+        if isinstance(expr, ir.Copy):
+            return "copy"
+        if isinstance(expr, ir.Op) and self.inlinable(expr):
+            return "inline"
+        if isinstance(expr, ir.GetItem) and self.indexable(expr):
+            return "index"
+        if isinstance(expr, (ir.GetAttr, ir.GetItem)) and self.loops_of[stmt.index]:
+            if all(self.available(x, stmt) for x in expr.operands()):
+                return "recompute"  # indexing is cheap: its pullback is made again in the reverse pass
+        if isinstance(expr, (ir.Call, ir.MethodCall)) and not _has_keywords(expr):
+            forward = self.scalar_frule(expr)
+            if forward is not None:
+                self.direct[stmt.index] = forward
+                return "scalar"
+            rule = self.static_rule(expr)
+            if rule is not None:
+                self.direct[stmt.index] = rule
+                return "pullback"
+        if isinstance(expr, (ir.Op, ir.Call, ir.MethodCall, ir.GetAttr, ir.GetItem)):
+            return "pullback"
+        if isinstance(expr, ir.Build) and expr.kind == "set":
+            self.refuse(stmt, "a set of differentiated values has no tangent (sets are unordered); use a tuple")
+        if isinstance(expr, (ir.Build, ir.BuildDict)):
+            return "struct"
+        if isinstance(expr, ir.MakeFunction):
+            for name in expr.captures:
+                first = self.first_binding.get(name)
+                if name != stmt.target and name in self.active and first is not None and first > self.position[stmt]:
+                    self.refuse(
+                        stmt,
+                        f"the nested function `{expr.name}` reads `{name}`, which is bound after the function is "
+                        "defined; define the function after it",
+                    )
+            defaults = (*expr.defaults, *(v for _, v in expr.kwdefaults))
+            if any(self.is_active(d) for d in defaults):
+                self.refuse(
+                    stmt, f"a default value of the nested function `{expr.name}` depends on differentiated values"
+                )
+            return "closure"
+        return "plain"
+
+    def static_rule(self, expr):
+        """The rule a call will use, when its callee and argument types are known here (the
+        specialization is rebuilt when a rule is registered or a global rebound)."""
+        f = self.call_target(expr)
+        if f is _MISSING or isinstance(f, type) or any(a.starred for a in expr.args):
+            return None
+        samples = tuple(_sample(self.type_of(a.value)) for a in expr.args)
+        if any(x is _MISSING for x in samples):
+            return None
+        try:
+            return rrule.lookup(f, samples)
+        except TypeError:
+            return None
+
+    def scalar_frule(self, expr):
+        """For a call of a real function of real scalars (``math.sin(x)``) with rules: its
+        ``frule``, from which the reverse pass takes the partials (for a real scalar function
+        the pullback of ``dy`` is the pushforward of ``dy``), so that no pullback is kept."""
+        if not is_real(self.expr_type(expr)) or any(a.starred for a in expr.args) or not expr.args:
+            return None
+        ts = [self.type_of(a.value) for a in expr.args]
+        if not all(is_real(t) for t in ts):
+            return None
+        f = self.call_target(expr)
+        if f is _MISSING or isinstance(f, type):
+            return None
+        samples = tuple(_sample(t) for t in ts)
+        try:
+            forward, reverse = frule.lookup(f, samples), rrule.lookup(f, samples)
+        except TypeError:
+            return None
+        if forward is None or reverse is None or getattr(reverse, "__code__", None) is _NONDIFF_CODE:
+            return None
+        return forward
+
+    def indexable(self, expr: ir.GetItem) -> bool:
+        """``x[i]`` on an array of known dtype with an integer index, whose rule is chainrules'
+        own: its partial (add the cotangent at ``i``) is written out, like an operator's."""
+        owner = self.type_of(expr.obj)
+        if not isinstance(owner, ArrayType) or owner.dtype.kind != "f" or self.type_of(expr.index) is not int:
+            return False
+        rule = rrule.lookup(operator.getitem, (_sample(owner), 0))
+        return getattr(rule, "__module__", "").startswith("chainrules.rules.")
+
+    def inlinable(self, expr: ir.Op) -> bool:
+        if expr.op not in INLINE_OPS:
+            return False
+        ts = [self.type_of(x) for x in expr.operands_]
+        if not all(is_real(t) for t in ts):
+            return False
+        if expr.op == "pow" and (self.is_active(expr.operands_[1]) or not self._int_exponent(expr.operands_[1])):
+            return False
+        return _stock_rule(expr.op, ts)
+
+    def refuse(self, stmt, message):
+        raise UnsupportedSyntaxError(message, self.filename, stmt.line, stmt.col or 1)
+
+
+_SAMPLE = {int: 1, float: 1.0, np.float64: np.float64(1.0), REAL: 1.0}
+
+
+def _sample(t):
+    """A value of type ``t`` to select a typed rule with (None when there is none to make)."""
+    if t in _SAMPLE:
+        return _SAMPLE[t]
+    if isinstance(t, ArrayType):
+        return np.zeros((1,) * t.ndim, dtype=t.dtype)
+    if t in (bool, type(None), str):
+        return {bool: True, type(None): None, str: ""}[t]
+    return _MISSING
+
+
+def _has_keywords(expr) -> bool:
+    return bool(expr.kwargs)
+
+
+def _stock_rule(op: str, ts: list) -> bool:
+    """Whether the rule registered for ``operator.<op>`` on these types is chainrules' own."""
+    samples = tuple(_SAMPLE[t] for t in ts)
+    rule = rrule.lookup(getattr(operator, op), samples)
+    return getattr(rule, "__module__", None) == "chainrules.rules.operators"
+
+
+def analyze(fn: ir.Function, param_types: dict, free_types: dict, globals_: dict, filename: str) -> Plan:
+    """The plan for ``fn`` called with arguments of ``param_types`` and captured values of ``free_types``.
+
+    >>> import ast
+    >>> from chainrules.reverse.source.names import Namer
+    >>> from chainrules.reverse.source.lower import lower
+    >>> node = ast.parse("def f(a, b):\\n    return a / (a + b * b)").body[0]
+    >>> fn = lower(node, Namer.for_function(node), "<doc>")
+    >>> print(analyze(fn, {"a": float, "b": float}, {}, {}, "<doc>"))
+    def f(...):
+        y_1 = mul(b, b)                                 # inline
+        y_2 = add(a, y_1)                               # inline
+        y_3 = truediv(a, y_2)                           # inline
+        return y_3                                      # return
+    # active: a: float, b: float, y_1: float, y_2: float, y_3: float
+    """
+    plan = _Analysis(fn, param_types, free_types, globals_, filename).run()
+    plan.freevars = tuple(free_types)
+    plan.param_types = dict(param_types)
+    return plan

@@ -1,0 +1,508 @@
+"""Rules for Python's higher-order functions and iteration: ``map``, ``zip``, ``enumerate``,
+``filter``, ``reversed``, ``functools.reduce``, ``itertools.accumulate`` and the views
+``dict.items``/``values``/``keys``.
+
+A user callable inside ``map``/``reduce``/``accumulate`` is differentiated by its rule if it
+has one, else by the engine that is running (``chainrules.rrule_via_ad``), once per element.
+
+``map`` and friends return lazy iterators in Python. Under differentiation they return an
+``Iterated``: an iterator over values computed when the call is made, which remembers the
+values and where each came from, so that cotangents can flow back element by element.
+Consuming one with ``list``, ``tuple``, ``sum``, ``sorted``, ``min``, ``max``, ``next``,
+``dict`` or another of these functions has a rule here too; the cotangent of an ``Iterated`` is
+a list with one cotangent per element. Iterables whose length is unknown (generators of other
+libraries, infinite iterators) are refused with ``NoRuleError`` unless a sized iterable bounds
+them, because computing their values eagerly could change what the program does.
+
+>>> import math, chainrules as cr
+>>> y, back = cr.rrule(map, math.sin, [0.0, 1.0])
+>>> list(y) == [math.sin(0.0), math.sin(1.0)]
+True
+>>> back([1.0, 1.0])[2] == cr.Tangent[list](1.0, math.cos(1.0))
+True
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import itertools
+import operator
+
+import numpy as np
+
+from ..core import AbstractZero, NoRuleError, NoTangent, Tangent, ZeroTangent, rrule, rrule_via_ad, unthunk
+from ..core.accumulation import accumulate as _accumulate
+from ..core.errors import user_location
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+
+class Iterated:
+    """An iterator over values computed eagerly by a rule (``map``, ``zip``, ...)."""
+
+    __slots__ = ("items", "position", "origin")
+
+    def __init__(self, items: list, origin: str):
+        self.items = items
+        self.position = 0
+        self.origin = origin
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.position >= len(self.items):
+            raise StopIteration
+        self.position += 1
+        return self.items[self.position - 1]
+
+    def __length_hint__(self) -> int:
+        return len(self.items) - self.position
+
+    def remaining(self) -> list:
+        """The values not consumed yet; consumes them."""
+        rest = self.items[self.position :]
+        self.position = len(self.items)
+        return rest
+
+    def __repr__(self) -> str:
+        return f"<{self.origin} iterator, {len(self.items) - self.position} values left>"
+
+
+# ----- elements of iterables and their cotangents ---------------------------------------------
+
+_DISCRETE = (str, bytes, bytearray, range, dict, set, frozenset)
+
+
+def _sized(xs) -> bool:
+    return isinstance(xs, (tuple, list, np.ndarray, Iterated, *_DISCRETE))
+
+
+def _elements(f, xs, limit: int | None = None) -> tuple[list, object]:
+    """The values of the iterable ``xs`` and what its cotangent is built against."""
+    if isinstance(xs, (tuple, list)):
+        return list(xs), ("seq", xs)
+    if isinstance(xs, np.ndarray):
+        return list(xs), ("array", xs)
+    if isinstance(xs, Iterated):
+        start = xs.position
+        return xs.remaining(), ("iterated", start, len(xs.items))
+    if isinstance(xs, _DISCRETE):
+        return list(xs), ("discrete",)
+    if limit is not None:
+        return list(itertools.islice(xs, limit)), ("discrete",)
+    raise NoRuleError(
+        f,
+        (xs,),
+        location=user_location(),
+        reason="its length is unknown; pass a list, tuple or array (e.g. build a list first)",
+    )
+
+
+def _entries(d, n: int) -> list:
+    """``n`` per-element cotangents from the cotangent of a sequence (zeros pass through)."""
+    d = unthunk(d)
+    if isinstance(d, AbstractZero):
+        return [_ZERO] * n
+    if isinstance(d, Tangent):
+        backing = d.backing
+        items = list(backing) if isinstance(backing, tuple) else [backing.get(k, _ZERO) for k in d.primal_type._fields]
+    elif isinstance(d, np.ndarray):
+        items = list(d)
+    else:
+        items = list(d)
+    if len(items) != n:
+        raise ValueError(f"a cotangent of {len(items)} elements for {n} values")
+    return items
+
+
+def _cotangent(layout, ds: list):
+    """The cotangent of an iterable argument from its elements' cotangents."""
+    ds = [unthunk(d) for d in ds]
+    kind = layout[0]
+    if kind == "discrete":
+        return _NO
+    if all(isinstance(d, AbstractZero) for d in ds):
+        return _ZERO
+    if kind == "seq":
+        xs = layout[1]
+        P = type(xs)
+        if isinstance(xs, tuple) and hasattr(P, "_fields"):
+            return Tangent[P](**dict(zip(P._fields, ds)))
+        return Tangent[P](*ds)
+    if kind == "array":
+        xs = layout[1]
+        dtype = xs.dtype if xs.dtype.kind in "fc" else np.float64
+        out = np.zeros(xs.shape, dtype=dtype)
+        for i, d in enumerate(ds):
+            if not isinstance(d, AbstractZero):
+                out[i] += d
+        return out
+    _, start, total = layout
+    return [_ZERO] * start + ds + [_ZERO] * (total - start - len(ds))
+
+
+def _add_function_tangent(df, owned: bool, d):
+    """Accumulate the callable's tangents over its calls; it stays ``NoTangent`` if every call's is."""
+    if isinstance(d, NoTangent):
+        return df, owned
+    return _accumulate(_ZERO if isinstance(df, NoTangent) else df, owned, d)
+
+
+def _pullback_of(f, *args):
+    """``(y, pullback)`` of a user callable: its rule, else the running engine's transformation."""
+    result = rrule(f, *args)
+    if result is not None:
+        return result
+    return rrule_via_ad(f, *args)
+
+
+# ----- map, zip, enumerate, filter, reversed ---------------------------------------------------
+
+
+@rrule.register(builtins.map)
+def rrule_map(f, *iterables):
+    """``map(f, *iterables)``: ``f`` is differentiated once per element."""
+    sized = [len(_elements_len(xs)) for xs in iterables if _sized(xs)]
+    limit = min(sized) if sized else None
+    columns, layouts = zip(*(_elements(map, xs, limit) for xs in iterables)) if iterables else ((), ())
+    n = min((len(c) for c in columns), default=0)
+    results = [_pullback_of(f, *(c[i] for c in columns)) for i in range(n)]
+    y = Iterated([r[0] for r in results], "map")
+    backs = [r[1] for r in results]
+
+    def map_pullback(dy):
+        ds = _entries(dy, n)
+        df, owned = _NO, False
+        dcols = [[_ZERO] * len(c) for c in columns]
+        for i in range(n - 1, -1, -1):
+            if isinstance(unthunk(ds[i]), AbstractZero):
+                continue
+            d = backs[i](ds[i])
+            df, owned = _add_function_tangent(df, owned, d[0])
+            for k in range(len(columns)):
+                dcols[k][i] = d[k + 1]
+        return (_NO, df, *(_cotangent(lay, dc) for lay, dc in zip(layouts, dcols)))
+
+    return y, map_pullback
+
+
+def _elements_len(xs):
+    """Something whose ``len`` is the number of values ``xs`` will give (xs is sized)."""
+    if isinstance(xs, Iterated):
+        return range(len(xs.items) - xs.position)
+    return xs
+
+
+@rrule.register(builtins.zip)
+def rrule_zip(*iterables, strict: bool = False):
+    """``zip(*iterables)``: each tuple's cotangent goes back to its elements."""
+    sized = [len(_elements_len(xs)) for xs in iterables if _sized(xs)]
+    limit = min(sized) if sized else None
+    if iterables and limit is None:
+        raise NoRuleError(zip, iterables, location=user_location(), reason="none of the iterables has a known length")
+    columns, layouts = zip(*(_elements(zip, xs, limit) for xs in iterables)) if iterables else ((), ())
+    rows = list(builtins.zip(*columns, strict=strict))
+    n = len(rows)
+
+    def zip_pullback(dy):
+        ds = _entries(dy, n)
+        dcols = [[_ZERO] * len(c) for c in columns]
+        for i, d in enumerate(ds):
+            d = unthunk(d)
+            if isinstance(d, AbstractZero):
+                continue
+            parts = list(d.backing) if isinstance(d, Tangent) else list(d)
+            for k, part in enumerate(parts):
+                dcols[k][i] = part
+        return (_NO, *(_cotangent(lay, dc) for lay, dc in zip(layouts, dcols)))
+
+    return Iterated(rows, "zip"), zip_pullback
+
+
+@rrule.register(builtins.enumerate)
+def rrule_enumerate(xs, *start):
+    """``enumerate(xs[, start])``: the index carries no cotangent, the element's goes back to ``xs``."""
+    items, layout = _elements(enumerate, xs)
+    first = start[0] if start else 0
+    n = len(items)
+
+    def enumerate_pullback(dy):
+        ds = _entries(dy, n)
+        parts = []
+        for d in ds:
+            d = unthunk(d)
+            parts.append(d if isinstance(d, AbstractZero) else (list(d.backing) if isinstance(d, Tangent) else d)[1])
+        return (_NO, _cotangent(layout, parts), *((_NO,) * len(start)))
+
+    return Iterated([(first + i, x) for i, x in builtins.enumerate(items)], "enumerate"), enumerate_pullback
+
+
+@rrule.register(builtins.filter)
+def rrule_filter(f, xs):
+    """``filter(f, xs)``: the predicate selects (no derivative flows through it)."""
+    items, layout = _elements(filter, xs)
+    keep = [i for i, x in builtins.enumerate(items) if (bool(x) if f is None else f(x))]
+
+    def filter_pullback(dy):
+        ds = _entries(dy, len(keep))
+        full = [_ZERO] * len(items)
+        for i, d in zip(keep, ds):
+            full[i] = d
+        return _NO, _NO, _cotangent(layout, full)
+
+    return Iterated([items[i] for i in keep], "filter"), filter_pullback
+
+
+@rrule.register(builtins.reversed)
+def rrule_reversed(xs):
+    """``reversed(xs)``: the cotangents go back in the opposite order."""
+    items, layout = _elements(reversed, xs)
+
+    def reversed_pullback(dy):
+        return _NO, _cotangent(layout, _entries(dy, len(items))[::-1])
+
+    return Iterated(items[::-1], "reversed"), reversed_pullback
+
+
+# ----- iterating over a dict -----------------------------------------------------------------------
+
+
+def _dict_iteration_rule(method, origin: str):
+    def rrule_dict_view(d: dict):
+        keys = list(d)
+        values = [d[k] for k in keys]
+        items = {"items": list(zip(keys, values)), "values": values, "keys": keys}[origin]
+
+        def dict_view_pullback(dy):
+            if origin == "keys":
+                return _NO, _NO
+            entries = {}
+            for k, e in zip(keys, _entries(dy, len(keys))):
+                e = unthunk(e)
+                if origin == "items" and not isinstance(e, AbstractZero):
+                    e = (list(e.backing) if isinstance(e, Tangent) else list(e))[1]
+                if not isinstance(unthunk(e), AbstractZero):
+                    entries[k] = e
+            return _NO, (Tangent[dict](entries) if entries else _ZERO)
+
+        return Iterated(items, f"dict.{origin}"), dict_view_pullback
+
+    rrule_dict_view.__qualname__ = f"rrule_dict_{origin}"
+    rrule.register(method)(rrule_dict_view)
+
+
+# `for k, v in d.items()`: the views of a dict, iterated under differentiation
+_dict_iteration_rule(dict.items, "items")
+_dict_iteration_rule(dict.values, "values")
+_dict_iteration_rule(dict.keys, "keys")
+
+
+# ----- folds -----------------------------------------------------------------------------------
+
+_NOTHING = object()
+
+
+@rrule.register(functools.reduce)
+def rrule_reduce(f, xs, *initial):
+    """``functools.reduce(f, xs[, initial])``: a chain of ``f`` calls, pulled back in reverse."""
+    items, layout = _elements(functools.reduce, xs)
+    if initial:
+        acc, steps = initial[0], items
+    elif items:
+        acc, steps = items[0], items[1:]
+    else:
+        raise TypeError("reduce() of empty iterable with no initial value")
+    backs = []
+    for x in steps:
+        acc, back = _pullback_of(f, acc, x)
+        backs.append(back)
+    offset = 0 if initial else 1
+
+    def reduce_pullback(dy):
+        df, owned = _NO, False
+        ds = [_ZERO] * len(items)
+        dacc = dy
+        for i in range(len(backs) - 1, -1, -1):
+            if isinstance(unthunk(dacc), AbstractZero):
+                break
+            d = backs[i](dacc)
+            df, owned = _add_function_tangent(df, owned, d[0])
+            dacc, ds[i + offset] = d[1], d[2]
+        if initial:
+            return _NO, df, _cotangent(layout, ds), dacc
+        ds[0] = dacc  # the first element started the chain
+        return _NO, df, _cotangent(layout, ds)
+
+    return acc, reduce_pullback
+
+
+@rrule.register(itertools.accumulate)
+def rrule_accumulate(xs, *func, initial=None):
+    """``itertools.accumulate(xs, func, initial=...)``: running results, each from the previous.
+
+    ``initial`` is a keyword argument, so (as for every rule) it gets no cotangent."""
+    f = func[0] if func and func[0] is not None else operator.add
+    items, layout = _elements(itertools.accumulate, xs)
+    outputs, backs = [], []
+    if initial is not None:
+        acc = initial
+        outputs.append(acc)
+        steps = items
+    elif items:
+        acc = items[0]
+        outputs.append(acc)
+        steps = items[1:]
+    else:
+        steps = []
+    for x in steps:
+        acc, back = _pullback_of(f, acc, x)
+        outputs.append(acc)
+        backs.append(back)
+    offset = 0 if initial is not None else 1
+
+    def accumulate_pullback(dy):
+        douts = _entries(dy, len(outputs))
+        df, owned = _NO, False
+        ds = [_ZERO] * len(items)
+        dacc, dacc_owned = douts[-1] if douts else _ZERO, False
+        for i in range(len(backs) - 1, -1, -1):
+            d = backs[i](dacc)
+            df, owned = _add_function_tangent(df, owned, d[0])
+            ds[i + offset] = d[2]
+            dacc, dacc_owned = _accumulate(d[1], False, douts[i])
+        if initial is None and items:
+            ds[0] = dacc
+        return (_NO, _cotangent(layout, ds), *((df,) if func else ()))
+
+    return Iterated(outputs, "accumulate"), accumulate_pullback
+
+
+# ----- consuming an Iterated -------------------------------------------------------------------
+
+
+def _consume(it: Iterated):
+    start = it.position
+    return it.remaining(), start, len(it.items)
+
+
+def _iterated_cotangent(start: int, total: int, ds: list):
+    if all(isinstance(unthunk(d), AbstractZero) for d in ds):
+        return _ZERO
+    return [_ZERO] * start + list(ds) + [_ZERO] * (total - start - len(ds))
+
+
+def _container_rule(P: type):
+    def rrule_from_iterated(it: Iterated):
+        items, start, total = _consume(it)
+
+        def from_iterated_pullback(dy):
+            return _NO, _iterated_cotangent(start, total, _entries(dy, len(items)))
+
+        return P(items), from_iterated_pullback
+
+    rrule_from_iterated.__qualname__ = f"rrule_{P.__name__}_of_iterated"
+    rrule.register(P, Iterated, functor=False)(rrule_from_iterated)
+
+
+_container_rule(list)
+_container_rule(tuple)
+
+
+@rrule.register(builtins.sum, Iterated)
+def rrule_sum_iterated(it: Iterated, *start):
+    """``sum`` of an ``Iterated``: every value (and ``start``) gets the output's cotangent."""
+    items, first, total = _consume(it)
+    y = builtins.sum(items, *start)
+
+    def sum_iterated_pullback(dy):
+        return (_NO, _iterated_cotangent(first, total, [dy] * len(items)), *((dy,) * len(start)))
+
+    return y, sum_iterated_pullback
+
+
+def _selection_rule(pick):
+    def rrule_pick_iterated(it: Iterated, *, key=None, default=_NOTHING):
+        items, first, total = _consume(it)
+        if not items:
+            if default is _NOTHING:
+                raise ValueError(f"{pick.__name__}() arg is an empty sequence")
+            return default, lambda dy: (_NO, _ZERO)
+        keys = [x if key is None else key(x) for x in items]
+        best = 0
+        for i in range(1, len(items)):  # the first of equal values wins, as in Python
+            if (keys[i] < keys[best]) if pick is builtins.min else (keys[i] > keys[best]):
+                best = i
+
+        def pick_iterated_pullback(dy):
+            ds = [_ZERO] * len(items)
+            ds[best] = dy
+            return _NO, _iterated_cotangent(first, total, ds)
+
+        return items[best], pick_iterated_pullback
+
+    rrule_pick_iterated.__qualname__ = f"rrule_{pick.__name__}_of_iterated"
+    rrule.register(pick, Iterated)(rrule_pick_iterated)
+
+
+_selection_rule(builtins.min)
+_selection_rule(builtins.max)
+
+
+@rrule.register(builtins.sorted, Iterated)
+def rrule_sorted_iterated(it: Iterated, *, key=None, reverse: bool = False):
+    """``sorted`` of an ``Iterated``: each value's cotangent comes from its sorted position."""
+    items, first, total = _consume(it)
+    order = sorted(range(len(items)), key=lambda i: items[i] if key is None else key(items[i]), reverse=reverse)
+
+    def sorted_iterated_pullback(dy):
+        ds = [_ZERO] * len(items)
+        for position, d in zip(order, _entries(dy, len(items))):
+            ds[position] = d
+        return _NO, _iterated_cotangent(first, total, ds)
+
+    return [items[i] for i in order], sorted_iterated_pullback
+
+
+@rrule.register(builtins.next, Iterated)
+def rrule_next_iterated(it: Iterated, *default):
+    """``next`` of an ``Iterated``: the value's cotangent goes to its position."""
+    position, total = it.position, len(it.items)
+    if position >= total:
+        if default:
+            return default[0], lambda dy: (_NO, _ZERO, dy)
+        raise StopIteration
+    y = next(it)
+
+    def next_iterated_pullback(dy):
+        ds = [_ZERO] * total
+        ds[position] = dy
+        return (_NO, _iterated_cotangent(0, total, ds), *((_ZERO,) if default else ()))
+
+    return y, next_iterated_pullback
+
+
+@rrule.register(builtins.dict, Iterated, functor=False)
+def rrule_dict_iterated(it: Iterated):
+    """``dict`` of an ``Iterated`` of pairs (``dict(zip(keys, values))``)."""
+    items, first, total = _consume(it)
+    y = dict(items)
+    last = {k: i for i, (k, _) in builtins.enumerate(items)}
+
+    def dict_iterated_pullback(dy):
+        dy = unthunk(dy)
+        ds = []
+        for i, (k, _) in builtins.enumerate(items):
+            d = _ZERO if isinstance(dy, AbstractZero) or last[k] != i else _field(dy, k)
+            ds.append(_ZERO if isinstance(unthunk(d), AbstractZero) else Tangent[tuple](_NO, d))
+        return _NO, _iterated_cotangent(first, total, ds)
+
+    return y, dict_iterated_pullback
+
+
+def _field(d, k):
+    if isinstance(d, Tangent):
+        return d[k]
+    return d.get(k, _ZERO)

@@ -1,0 +1,243 @@
+"""Loud failures: missing rules, library code, missing source, unsupported syntax, each pointing at
+the user's own file and line."""
+
+import operator
+import pathlib
+import statistics
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules.reverse.source import pullback_full, show
+
+HERE = pathlib.Path(__file__).resolve()
+conjugate = operator.methodcaller("conjugate")  # a C-level callable nobody registers a rule for
+
+
+def line_of(marker: str) -> int:
+    """The line of this file that contains ``marker`` (in a comment)."""
+    for number, line in enumerate(HERE.read_text().splitlines(), start=1):
+        if marker in line and "line_of" not in line:
+            return number
+    raise LookupError(marker)
+
+
+def calls_something_without_a_rule(x):
+    y = x * 2.0
+    return conjugate(y) + 1.0  # <- no rule here
+
+
+def calls_library_python(x, y):
+    return statistics.fmean([x, y]) * 2.0  # <- library call
+
+
+def outer(x):
+    return calls_something_without_a_rule(x) * 3.0
+
+
+def test_a_call_without_a_rule_names_callable_types_and_user_line():
+    with pytest.raises(cr.NoRuleError) as info:
+        pullback_full(calls_something_without_a_rule, 1.5)
+    message = str(info.value)
+    assert "instance of operator.methodcaller(float)" in message
+    assert f"{HERE}:{line_of('<- no rule here')}" in message
+    assert "chainrules.rrule.register" in message  # the hint
+
+
+def test_the_location_is_the_innermost_user_function():
+    with pytest.raises(cr.NoRuleError, match=rf"at {HERE}:{line_of('<- no rule here')}"):
+        pullback_full(outer, 1.5)
+
+
+def test_library_code_is_never_differentiated_through_its_source():
+    with pytest.raises(cr.NoRuleError) as info:
+        pullback_full(calls_library_python, 1.0, 2.0)
+    message = str(info.value)
+    assert "statistics.fmean(list)" in message
+    assert f"{HERE}:{line_of('<- library call')}" in message
+    assert "library code is differentiated only through rules" in message
+
+
+def test_a_function_without_source_has_no_rule():
+    namespace = {}
+    exec("def made(x):\n    return x * 2\n", namespace)
+    with pytest.raises(cr.NoRuleError, match="made.*source is not available"):
+        pullback_full(namespace["made"], 1.0)
+
+
+def test_a_builtin_without_rule_at_the_top():
+    with pytest.raises(cr.NoRuleError, match=r"operator\.methodcaller"):
+        pullback_full(conjugate, 1.0)
+
+
+# ----- syntax the fence refuses -------------------------------------------------------------------
+
+
+def uses_yield(x):
+    yield x  # <- yield
+
+
+def uses_try(x):
+    try:  # <- try
+        return x
+    except ValueError:
+        return 0.0
+
+
+def assigns_into_an_argument(x):
+    x[0] = 2.0  # <- item assignment
+    return x[0]
+
+
+def assigns_an_attribute(obj, x):
+    obj.value = x  # <- attribute assignment
+    return x
+
+
+def uses_global_write(x):
+    global SOMETHING
+    SOMETHING = x  # <- global write
+    return x
+
+
+def uses_locals(x):
+    return locals()["x"]  # <- locals
+
+
+def zero_arg_super(x):
+    return super().__init__(x)  # <- super
+
+
+def rebinds_a_captured_variable(x):
+    w = x
+
+    def g():
+        return w
+
+    w = 2.0 * x  # <- rebound capture
+    return g()
+
+
+def leaves_a_with_block(x):
+    with np.errstate(all="ignore"):
+        for _ in range(2):
+            return x  # <- leaves with
+
+
+def defines_a_class(x):
+    class Inner:  # <- class
+        pass
+
+    return x
+
+
+@pytest.mark.parametrize(
+    "fn, marker, column, phrase",
+    [
+        (uses_yield, "<- yield", 5, "`yield` is not supported"),
+        (uses_try, "<- try", 5, "`try` is not supported"),
+        (assigns_into_an_argument, "<- item assignment", 5, "writing into the argument `x` in place"),
+        (assigns_an_attribute, "<- attribute assignment", 5, "assigning to an attribute"),
+        (uses_global_write, "<- global write", 5, "the global variable `SOMETHING`"),
+        (uses_locals, "<- locals", 12, "`locals()` is not supported"),
+        (zero_arg_super, "<- super", 12, "`super()` without arguments"),
+        (rebinds_a_captured_variable, "<- rebound capture", 5, "`w` is read by a nested function"),
+        (defines_a_class, "<- class", 5, "a class definition"),
+        (leaves_a_with_block, "<- leaves with", 13, "leaving a `with` block"),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_unsupported_syntax_names_file_line_and_column(fn, marker, column, phrase):
+    args = (
+        (object(), 1.0) if fn is assigns_an_attribute else (np.ones(2),) if fn is assigns_into_an_argument else (1.0,)
+    )
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(fn, *args)
+    message = str(info.value)
+    assert message.startswith(f"{HERE}:{line_of(marker)}:{column}: "), message
+    assert phrase in message
+
+
+def test_show_fences_too():
+    with pytest.raises(cr.UnsupportedSyntaxError, match="`yield`"):
+        show(uses_yield, 1.0)
+
+
+def updates_an_array_in_place(x):
+    y = x * 2.0
+    y += 1.0  # <- in place
+    return y
+
+
+def builds_a_set(x):
+    return max({x, 2.0})  # <- set
+
+
+def test_an_in_place_update_of_an_array_is_refused_at_run_time():
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(updates_an_array_in_place, np.ones(3))
+    assert str(info.value).startswith(f"{HERE}:{line_of('<- in place')}:5: ")
+    assert "in place" in str(info.value)
+    # on numbers the same line is a rebinding, and fine
+    assert pullback_full(updates_an_array_in_place, 1.5)[1](1.0)[1] == 2.0
+
+
+def test_a_set_of_differentiated_values_is_refused():
+    with pytest.raises(cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- set')}:1: a set"):
+        pullback_full(builds_a_set, 1.0)
+
+
+def differentiated_keyword_to_a_rule(x, lo):
+    return np.clip(x, a_min=lo, a_max=None).sum()  # <- keyword
+
+
+def constant_keyword_to_a_rule(x):
+    axis = 0
+    return np.sum(x * x, axis=axis)
+
+
+def test_a_differentiated_keyword_argument_of_a_rule_is_refused():
+    with pytest.raises(cr.NoRuleError) as info:
+        pullback_full(differentiated_keyword_to_a_rule, np.ones(3), 0.5)
+    assert "'a_min'" in str(info.value) and "pass it positionally" in str(info.value)
+    assert f"{HERE}:{line_of('<- keyword')}" in str(info.value)
+    # an inactive keyword (a constant, an index) is fine
+    _, back = pullback_full(constant_keyword_to_a_rule, np.array([1.0, 2.0]))
+    assert back(1.0)[1].tolist() == [2.0, 4.0]
+
+
+def writes_a_nonlocal(x):
+    total = 0.0
+
+    def add(v):
+        nonlocal total
+        total = total + v  # <- nonlocal write
+
+    add(x)
+    return total
+
+
+async def a_coroutine(x):  # <- async
+    return x
+
+
+def test_nonlocal_writes_and_coroutines_are_refused():
+    with pytest.raises(cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- nonlocal write')}:9: .*nonlocal"):
+        pullback_full(writes_a_nonlocal, 1.0)
+    with pytest.raises(cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- async')}:1: `async def`"):
+        pullback_full(a_coroutine, 1.0)
+
+
+def closures_in_a_loop(x):
+    fs = []
+    for w in (1.0, 2.0):  # <- bound in a loop
+        fs.append(lambda v: v * w)
+    return fs[0](x)
+
+
+def test_a_closure_over_a_loop_variable_is_refused():
+    with pytest.raises(
+        cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- bound in a loop')}:9: .*bound in a loop"
+    ):
+        pullback_full(closures_in_a_loop, 1.0)

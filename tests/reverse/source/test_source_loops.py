@@ -1,0 +1,312 @@
+"""Part 2 of the source engine: loops, comprehensions, higher-order built-ins and writes into
+containers the function made, each against finite differences; the generated code does not grow
+with the number of iterations, and what cannot be differentiated correctly is refused."""
+
+import functools
+import itertools
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+import chainrules.testing as crt
+from chainrules.reverse.source import pullback_full, show
+
+HERE = pathlib.Path(__file__).resolve()
+
+
+def check(fn, *args):
+    crt.check_grads(fn, args, modes=("reverse",), order=1, engine="source")
+
+
+def line_of(marker: str) -> int:
+    for number, line in enumerate(HERE.read_text().splitlines(), start=1):
+        if marker in line and "line_of" not in line:
+            return number
+    raise LookupError(marker)
+
+
+# ----- loops ----------------------------------------------------------------------------------
+
+
+def sine_chain(x, n):
+    for _ in range(n):
+        x = math.sin(x) * 1.01 + 0.1
+    return x
+
+
+def mysum(X):
+    total = 0.0
+    for i in range(len(X)):
+        total += X[i]
+    return total
+
+
+def loops_of_every_kind(xs, m, d, w):
+    total = 0.0
+    for x in xs:  # a list
+        total = total + x * w
+    for row in m:  # the rows of an array
+        total = total + row @ row
+    for a, b in zip(xs, reversed(xs)):
+        total = total + a * b
+    for i, x in enumerate(xs):
+        total = total + i * x
+    for key, value in d.items():
+        total = total + value * len(key)
+    for value in d.values():
+        total = total * 0.5 + value
+    k = 0
+    while total > 1.0 and k < 100:
+        total = total * 0.75
+        k += 1
+    return total
+
+
+def jumps(xs, w):
+    total = 0.0
+    for x in xs:
+        if x < 0:
+            continue
+        if x > 2.5:
+            break
+        total = total + x * w
+    else:
+        total = total * 2.0
+    for x in xs:
+        for y in xs:
+            if x * y > 3.0:
+                return total + x * y * w
+    return total
+
+
+def nested_and_dependent(x, n):
+    total = 0.0
+    for i in range(n):
+        for j in range(i, n):
+            total = total + math.cos(x * i) * j
+        if i % 2:
+            x = x * 1.1
+    return total
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (sine_chain, (0.4, 25)),
+        (mysum, (np.linspace(0.0, 1.0, 7),)),
+        (loops_of_every_kind, ([0.5, -1.5, 2.0], np.array([[1.0, 2.0], [0.5, -0.25]]), {"ab": 0.5, "c": 1.5}, 0.75)),
+        (jumps, ([0.5, -1.0, 2.0, 3.0], 1.5)),
+        (jumps, ([0.5, 1.0, 0.2], 1.5)),
+        (jumps, ([0.5, 1.0, 2.0], 1.5)),
+        (nested_and_dependent, (0.7, 5)),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_loops(fn, args):
+    check(fn, *args)
+
+
+def test_a_loop_that_never_runs():
+    assert pullback_full(sine_chain, 0.4, 0)[1](1.0)[1] == 1.0
+    assert pullback_full(mysum, np.zeros(0))[1](1.0)[1] == cr.ZeroTangent()
+
+
+def test_generated_code_does_not_grow_with_the_trip_count():
+    short, long = show(sine_chain, 0.4, 3), show(sine_chain, 0.4, 3000)
+    assert short == long
+    assert len(show(mysum, np.ones(5)).splitlines()) == len(show(mysum, np.ones(50_000)).splitlines())
+
+
+def test_a_range_loop_saves_nothing_per_iteration_for_indexing_and_real_scalars():
+    text = show(mysum, np.ones(3))
+    assert "_stack" not in text  # X[i] is made again in the reverse pass, total + X[i] is inlined
+    assert "for i in reversed(" in text
+    assert show(sine_chain, 0.4, 3).count("_stack = []") == 1  # only math.sin's pullbacks
+
+
+def test_a_pullback_of_a_loop_can_be_called_again():
+    _, back = pullback_full(sine_chain, 0.4, 10)
+    assert back(1.0) == back(1.0)
+    assert back(2.0)[1] == pytest.approx(2 * back(1.0)[1])
+
+
+# ----- comprehensions and higher-order built-ins -------------------------------------------------
+
+
+def comprehensions(xs, w):
+    squares = [x * x for x in xs if x > 0]
+    table = {f"k{i}": x * w for i, x in enumerate(xs)}
+    pairs = [a * b for a in xs for b in squares if a > b]
+    labels = {round(x) for x in xs}  # a set of values that carry no derivative
+    stacked = np.stack([np.array([x, x * w]) for x in xs])
+    return (
+        sum(squares)
+        + sum(v for v in table.values())
+        + sum(pairs)
+        + len(labels)
+        + max(x * w for x in xs)
+        - min(x * x for x in xs)
+        + tuple(x * 3 for x in xs)[1]
+        + np.array([x * x for x in xs]).sum()
+        + stacked.sum()
+    )
+
+
+def higher_order(xs, w):
+    by_distance = sorted(xs, key=lambda v: abs(v - w))
+    smallest = min(xs, key=lambda v: v * v)
+    largest = max(xs, key=lambda v: -v)
+    folded = functools.reduce(lambda a, b: a * w + b, xs)
+    running = list(itertools.accumulate(xs, lambda a, b: a * b))
+    kept = list(filter(lambda v: v > 0, map(lambda v: v * w, xs)))
+    return by_distance[0] * smallest + largest + folded + running[-1] + sum(kept)
+
+
+def test_comprehensions_and_higher_order_built_ins():
+    check(comprehensions, [0.6, -1.4, 2.2, 1.2], 0.75)
+    check(higher_order, [0.5, -1.5, 2.0, 1.2], 0.75)
+
+
+def test_comprehension_variables_do_not_leak():
+    def keeps_x(xs, x):
+        ys = [x * 2 for x in xs]
+        return x * ys[0]
+
+    assert keeps_x([3.0], 5.0) == 30.0
+    y, back = pullback_full(keeps_x, [3.0], 5.0)
+    assert y == 30.0 and back(1.0)[1:] == (cr.Tangent[list](10.0), 6.0)
+
+
+# ----- with -----------------------------------------------------------------------------------------
+
+
+def with_errstate(x):
+    with np.errstate(divide="ignore"):
+        y = np.log(x) * 2.0
+    return y.sum()
+
+
+def test_with_blocks():
+    check(with_errstate, np.array([0.5, 2.0]))
+
+
+# ----- writing into containers the function made -----------------------------------------------------
+
+
+def writes(x, w):
+    out = np.zeros(len(x))
+    for i in range(len(x)):
+        out[i] = x[i] * w
+        out[i] += out[i - 1] if i else 0.0
+    grid = np.zeros((2, 3))
+    grid[0] = out[:3]
+    grid[1, 1:] = x[:2] * w
+    values = []
+    for v in out:
+        values.append(v * v)
+    values.extend([w, w * w])
+    slots = [0.0, 0.0]
+    slots[1] = values[0]
+    table = {}
+    table["a"] = values[-1]
+    table["b"] = table["a"] * 2.0
+    return grid.sum() + np.array(values).sum() + slots[1] + table["b"]
+
+
+def test_writes_into_containers_the_function_made():
+    check(writes, np.array([0.5, -1.5, 2.0, 0.25]), 0.8)
+
+
+def test_a_buffer_overwritten_by_a_constant_drops_the_old_values():
+    def overwrite(x):
+        out = np.zeros(2)
+        out[0] = x * 3.0
+        out[0] = 1.0
+        return out.sum()
+
+    assert pullback_full(overwrite, 2.0)[1](1.0)[1] == 0.0
+
+
+def writes_into_an_argument(x):
+    for i in range(len(x)):
+        x[i] = x[i] * 2.0  # <- argument write
+    return x.sum()
+
+
+def writes_through_another_name(x):
+    out = np.zeros(3)
+    alias = out
+    alias[0] = x  # <- alias write
+    return out.sum()
+
+
+def writes_after_escape(x):
+    out = np.zeros(3)
+    out[0] = x
+    total = np.sum(out)
+    out[1] = x * 2.0  # <- written after escape
+    return total + out.sum()
+
+
+def writes_into_an_argument_in_disguise(x):
+    out = np.asarray(x)  # <- returns x itself
+    out[0] = 1.0
+    return out.sum()
+
+
+def writes_into_a_view(x):
+    out = np.zeros((2, 2))
+    row = out[0]
+    out[0, 0] = x  # <- the view sees it
+    return row.sum()
+
+
+def adds_in_place_to_an_array(x):
+    out = np.zeros(2)
+    out += x  # <- whole-array +=
+    return out.sum()
+
+
+@pytest.mark.parametrize(
+    "fn, arg, marker, phrase",
+    [
+        (writes_into_an_argument, np.ones(2), "<- argument write", "writing into the argument `x` in place"),
+        (writes_through_another_name, 1.0, "<- alias write", "must be bound to a new object"),
+        (writes_after_escape, 1.0, "<- written after escape", "writing into `out` after it was passed"),
+        (writes_into_an_argument_in_disguise, np.ones(2), "<- returns x itself", "shares its memory"),
+        (writes_into_a_view, 1.0, "<- the view sees it", "writing into `out` after it was passed"),
+        (adds_in_place_to_an_array, 1.0, "<- whole-array +=", "updates the ndarray in place"),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_writes_that_would_be_wrong_are_refused_with_the_line(fn, arg, marker, phrase):
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(fn, arg)[1](1.0)
+    message = str(info.value)
+    where = f"{HERE}:{line_of(marker)}:"
+    if fn is writes_through_another_name:
+        where = f"{HERE}:{line_of(marker) - 1}:"  # the binding to an existing object is refused
+    assert message.startswith(where), message
+    assert phrase in message
+
+
+def test_an_argument_is_never_modified():
+    x = np.array([1.0, 2.0])
+    with pytest.raises(cr.UnsupportedSyntaxError):
+        pullback_full(writes_into_an_argument, x)
+    np.testing.assert_array_equal(x, [1.0, 2.0])
+
+
+def scales_rows_in_place(m, w):
+    out = m * 1.0
+    for i in range(len(out)):
+        out[i] *= w * (i + 1)
+        out[i] += m[i]
+    return (out**2).sum()
+
+
+def test_augmented_writes_of_array_rows():
+    check(scales_rows_in_place, np.array([[1.0, 2.0], [0.5, -1.0], [3.0, 0.25]]), 0.7)
