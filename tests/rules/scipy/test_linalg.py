@@ -8,7 +8,10 @@ import scipy.linalg as sl
 import chainrules as cr
 from chainrules.testing import test_frule, test_rrule
 
-from ..numpy.test_linalg import (
+# finite differences call SciPy's own logm, which warns about its accuracy estimate
+pytestmark = pytest.mark.filterwarnings("ignore:logm result may be inaccurate:RuntimeWarning")
+
+from ..numpy.test_linalg import (  # noqa: E402
     ALL,
     hermitian,
     projected,
@@ -422,3 +425,35 @@ def test_numpy_inputs_of_other_types_take_the_numpy_path():
         np.testing.assert_allclose(np.asarray(dyw), dy, rtol=1e-10)
     with pytest.raises(TypeError, match="needs a NumPy array"):
         cr.rrule(sl.lu_factor, a.view(Wrapped))
+
+
+_A = np.array([[1.0, 0.3, -0.2], [0.1, 0.8, 0.4], [-0.3, 0.2, 1.2]])
+_B = np.array([1.0, -2.0, 0.5])
+
+
+def _through_scipy(x):
+    m = _A + np.outer(x, x)
+    s = m @ m.T + np.eye(3)
+    return (
+        np.sum(sl.expm(m))
+        + np.sum(sl.solve(m, _B))
+        + np.sum(sl.solve(s, _B, assume_a="pos"))
+        + sl.det(m)
+        + np.sum(sl.eigvalsh(s) * np.arange(3.0))
+        + sl.norm(m, 2)
+        + np.sum(sl.inv(m))
+    )
+
+
+def test_hessian_through_the_rules():
+    # forward over reverse: the pullbacks run on dual numbers (NumPy functions, no LAPACK)
+    x = np.array([0.3, -0.2, 0.5])
+    eps = 1e-6
+    hess = cr.hessian(_through_scipy, x)
+    fd = np.stack(
+        [
+            (cr.gradient(_through_scipy, x + eps * e)[0] - cr.gradient(_through_scipy, x - eps * e)[0]) / (2 * eps)
+            for e in np.eye(3)
+        ]
+    )
+    np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-7)

@@ -155,3 +155,34 @@ def test_batched_binary_frule_with_broadcasting(f):
     for i in range(2):
         row = (cr.NoTangent(), da if f is sc.polygamma else da[i], db[i])
         np.testing.assert_allclose(dy[i], cr.frule(row, f, a, b)[1], rtol=1e-12)
+
+
+def _through_special(x):
+    return (
+        sc.logsumexp(x)
+        + np.sum(sc.expit(x) * sc.log_expit(-x))
+        + np.sum(sc.gammaln(x + 2.0) + sc.digamma(x + 2.0) + sc.erf(x))
+        + np.sum(sc.softmax(x) * sc.xlogy(x + 2.0, x + 3.0))
+    )
+
+
+def test_hessian_through_the_rules():
+    # forward over reverse: the pullbacks run on dual numbers; digamma's partial goes through zeta
+    x = np.array([0.3, -0.2, 0.5])
+    eps = 1e-6
+    hess = cr.hessian(_through_special, x)
+    fd = np.stack(
+        [
+            (cr.gradient(_through_special, x + eps * e)[0] - cr.gradient(_through_special, x - eps * e)[0]) / (2 * eps)
+            for e in np.eye(3)
+        ]
+    )
+    np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_zeta_differentiates_in_q_for_integer_orders():
+    q = np.array([1.5, 2.0, 3.5])
+    test_rrule(sc.zeta, nondiff(3), q)
+    test_frule(sc.zeta, nondiff(2.0), q)
+    with pytest.raises(ValueError, match="integer-valued"):
+        cr.rrule(sc.zeta, 2.5, q)

@@ -282,10 +282,7 @@ def _cholesky_setup(a, upper: bool, name: str):
 
 def _phi(x):
     """The lower triangle with half the diagonal."""
-    out = np.tril(x)
-    idx = np.arange(out.shape[-1])
-    out[..., idx, idx] *= 0.5
-    return out
+    return np.tril(x) - 0.5 * diag_embed(diagonal(x))
 
 
 def cholesky_gradient(low, dlow):
@@ -475,9 +472,8 @@ def eig_gradient(w, v, dw, dv, ops=NUMPY):
         if np.iscomplexobj(v):
             k = _largest(v)
             vk = np.take_along_axis(v, k[..., None, :], axis=-2)[..., 0, :]
-            correction = np.zeros_like(draw)
-            np.put_along_axis(correction, k[..., None, :], (1j * np.imag(beta) / np.conj(vk))[..., None, :], axis=-2)
-            draw = draw + correction
+            onehot = np.arange(v.shape[-2])[:, None] == k[..., None, :]  # the largest component of each vector
+            draw = draw + onehot * (1j * np.imag(beta) / np.conj(vk))[..., None, :]
         inner = inner + conj(gap_inverse(w)) * ops.mul(v, draw, "C")
     return ops.solve(mH(v), ops.mul(inner, v, "N", "C"))
 

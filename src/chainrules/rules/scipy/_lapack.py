@@ -69,12 +69,10 @@ def mH(x):
 
 
 def diag_embed(d):
-    """A (stack of) diagonal matrices with diagonal ``d`` along the last axis."""
+    """A (stack of) diagonal matrices with diagonal ``d`` along the last axis (by broadcasting, not
+    by writing into an array, so that it also builds matrices of dual numbers)."""
     n = np.shape(d)[-1]
-    out = np.zeros(np.shape(d) + (n,), dtype=np.result_type(d))
-    idx = np.arange(n)
-    out[..., idx, idx] = d
-    return out
+    return np.eye(n, dtype=bool) * np.expand_dims(d, -2)
 
 
 def diagonal(x):

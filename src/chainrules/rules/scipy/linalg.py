@@ -973,7 +973,7 @@ def _eigh_setup(a, b, opts, name):
 
 
 def _embed(full_like, part, index):
-    if is_zero(part):
+    if is_zero(part) or (isinstance(index, slice) and index == slice(None)):
         return part
     out = np.zeros(full_like.shape, dtype=np.result_type(full_like, part))
     out[..., index] = part
@@ -1272,9 +1272,12 @@ class _Expm:
     def __init__(self, a):
         n = a.shape[0]
         self.ident = ident = np.eye(n, dtype=a.dtype)
-        norm = _onenorm(a)
+        # comparisons only, so that the choice also reads a dual number's primal value
+        norm = np.max(np.sum(np.abs(a), axis=0))
         self.m = next((m for m in (3, 5, 7, 9) if norm <= _ELL[m]), 13)
-        self.s = max(0, int(np.ceil(np.log2(norm / _ELL[13])))) if self.m == 13 else 0
+        self.s = 0
+        while self.m == 13 and norm > _ELL[13] * 2.0**self.s:  # the least s with ||A / 2^s||_1 <= ell_13
+            self.s += 1
         if self.s:
             a = a * 2.0**-self.s
         self.a = a

@@ -77,8 +77,21 @@ def _register_elementwise(f, compute, name: str):
 
 
 def _float(x):
+    """``x`` as a float array; arrays of other types (dual numbers) pass through."""
+    if hasattr(type(x), "__array_function__") and not isinstance(x, (np.ndarray, np.generic)):
+        return x
     x = np.asarray(x)
     return x if x.dtype.kind in "fc" else x.astype(np.float64)
+
+
+def _polygamma(n, x):
+    """psi^(n)(x) from ufuncs (which dispatch on dual numbers): digamma for n = 0, else
+    (-1)^(n+1) n! zeta(n+1, x), SciPy's own formula."""
+    n = np.asarray(n)
+    if not n.any():
+        return sc.digamma(x)
+    value = (-1.0) ** (n + 1) * sc.gamma(n + 1.0) * sc.zeta(n + 1.0, x)
+    return np.where(n == 0, sc.digamma(x), value) if n.ndim or n == 0 else value
 
 
 def _like(y, x):
@@ -114,11 +127,24 @@ def _gammaln(x):
 
 def _digamma(x):
     x = _float(x)
-    return sc.digamma(x), sc.polygamma(1, x)
+    return sc.digamma(x), _polygamma(1, x)
 
 
-def _polygamma(n, x):
-    return sc.polygamma(n, x), (None, sc.polygamma(np.asarray(n) + 1, x))
+def _polygamma_rule(n, x):
+    return sc.polygamma(n, x), (None, _polygamma(np.asarray(n) + 1, x))
+
+
+def _integer_valued(s) -> bool:
+    s = np.asarray(s)
+    return s.dtype.kind in "iub" or bool(np.all(s == np.round(s)))
+
+
+def _zeta(s, q):
+    # d/dq zeta(s, q) = -s zeta(s + 1, q); in the order s there is no closed form, so it may only
+    # be an integer (the orders of polygamma), whose derivative does not exist
+    if not _integer_valued(s):
+        raise ValueError("the rule for scipy.special.zeta differentiates in q only; its order s must be integer-valued")
+    return sc.zeta(s, q), (None, -s * sc.zeta(s + 1.0, q))
 
 
 def _erf(x):
@@ -173,7 +199,12 @@ for _f, _compute, _name in (
 ):
     _register_elementwise(_f, (lambda c: lambda x: (lambda y, d: (y, (d,)))(*c(x)))(_compute), _name)
 
-_register_elementwise(sc.polygamma, _polygamma, "polygamma")
+_register_elementwise(sc.polygamma, _polygamma_rule, "polygamma")
+_register_elementwise(sc.zeta, _zeta, "zeta")
+# sc.zeta is a Python wrapper around a ufunc, which is what dual numbers meet
+_zeta_ufunc = getattr(getattr(sc, "_ufuncs", None), "_zeta", None)
+if isinstance(_zeta_ufunc, np.ufunc):
+    _register_elementwise(_zeta_ufunc, _zeta, "zeta")
 _register_elementwise(sc.xlogy, _xlogy, "xlogy")
 _register_elementwise(sc.xlog1py, _xlog1py, "xlog1py")
 _register_elementwise(sc.betaln, _betaln, "betaln")
@@ -198,11 +229,20 @@ def _softmax_axis(rest, kwargs, name):
     return options(name, rest, kwargs, (("axis", None),))["axis"]
 
 
+def _softmax(x, axis, log: bool):
+    """softmax or log_softmax with NumPy functions (which accept dual numbers), one ``exp``;
+    equal to SciPy's to rounding."""
+    x = _float(x)
+    axes = _axes(axis, np.ndim(x))
+    shifted = x - np.max(x, axis=axes, keepdims=True)
+    e = np.exp(shifted)
+    total = np.sum(e, axis=axes, keepdims=True)
+    return (shifted - np.log(total) if log else e / total), axes
+
+
 @rrule.register(sc.softmax)
 def rrule_softmax(x, *rest, **kwargs):
-    axis = _softmax_axis(rest, kwargs, "scipy.special.softmax")
-    y = sc.softmax(x, axis=axis)
-    axes = _axes(axis, np.ndim(x))
+    y, axes = _softmax(x, _softmax_axis(rest, kwargs, "scipy.special.softmax"), log=False)
 
     def softmax_pullback(dy):
         dy = unthunk(dy)
@@ -216,21 +256,18 @@ def rrule_softmax(x, *rest, **kwargs):
 
 @frule.register(sc.softmax, batched=True)
 def frule_softmax(tangents, x, *rest, **kwargs):
-    axis = _softmax_axis(rest, kwargs, "scipy.special.softmax")
-    y = sc.softmax(x, axis=axis)
+    y, axes = _softmax(x, _softmax_axis(rest, kwargs, "scipy.special.softmax"), log=False)
     dx = unthunk(tangents[1])
     if is_zero(dx):
         return y, _ZERO
-    axes = _shift(_axes(axis, np.ndim(x)), dx, x)
+    axes = _shift(axes, dx, x)
     return y, y * (dx - np.sum(dx * y, axis=axes, keepdims=True))
 
 
 @rrule.register(sc.log_softmax)
 def rrule_log_softmax(x, *rest, **kwargs):
-    axis = _softmax_axis(rest, kwargs, "scipy.special.log_softmax")
-    y = sc.log_softmax(x, axis=axis)
+    y, axes = _softmax(x, _softmax_axis(rest, kwargs, "scipy.special.log_softmax"), log=True)
     weights = np.exp(y)  # the softmax, from the primal's result
-    axes = _axes(axis, np.ndim(x))
 
     def log_softmax_pullback(dy):
         dy = unthunk(dy)
@@ -244,12 +281,11 @@ def rrule_log_softmax(x, *rest, **kwargs):
 
 @frule.register(sc.log_softmax, batched=True)
 def frule_log_softmax(tangents, x, *rest, **kwargs):
-    axis = _softmax_axis(rest, kwargs, "scipy.special.log_softmax")
-    y = sc.log_softmax(x, axis=axis)
+    y, axes = _softmax(x, _softmax_axis(rest, kwargs, "scipy.special.log_softmax"), log=True)
     dx = unthunk(tangents[1])
     if is_zero(dx):
         return y, _ZERO
-    axes = _shift(_axes(axis, np.ndim(x)), dx, x)
+    axes = _shift(axes, dx, x)
     return y, dx - np.sum(np.exp(y) * dx, axis=axes, keepdims=True)
 
 
