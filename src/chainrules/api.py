@@ -5,6 +5,8 @@ The API knows the engines only through a small protocol, so each engine stays in
 
 - a reverse engine (``chainrules.reverse.source``, ``chainrules.reverse.trace``) provides
   ``pullback_full(f, *args, **kwargs) -> (y, back)`` with ``back(dy) -> (df, dx1, ..., dxn)``;
+  ``back`` may also have ``last_call(dy)``, the same for a last call (the engine may free what
+  the pullback holds as it goes), which ``gradient`` and ``value_and_gradient`` use;
   the source engine also provides ``show(f, *args, **kwargs) -> str``;
 - the forward engine (``chainrules.forward``) provides ``jvp(f, primals, tangents) -> (y, dy)``
   and ``jacobian(f, x, chunk_size=None)``.
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import AbstractZero, ChainRulesError, Tangent, unthunk
+from .core import AbstractZero, ChainRulesError, NoTangent, Tangent, ZeroTangent, unthunk
 
 REVERSE_ENGINES = {"source": "chainrules.reverse.source", "tape": "chainrules.reverse.trace"}
 DEFAULT_ENGINE = "source"
@@ -61,9 +63,9 @@ def _deep_unthunk(t):
     return t
 
 
-def _unthunked(cotangents: tuple) -> tuple:
+def _unthunked(cotangents: tuple, args: tuple) -> tuple:
     """The user's view of a full pullback's result: no tangent for ``f``, nothing lazy."""
-    return tuple([c if type(c) in _PLAIN else _deep_unthunk(c) for c in cotangents[1:]])
+    return tuple([c if type(c) in _PLAIN else _as_returned(a, c) for a, c in zip(args, cotangents[1:])])
 
 
 def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tuple[Any, Callable]:
@@ -80,9 +82,24 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
     y, back_full = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
 
     def back(dy):
-        return _unthunked(back_full(dy))
+        return _unthunked(back_full(dy), args)
 
     return y, back
+
+
+def _as_returned(arg, cotangent):
+    """The cotangent the user gets: unthunked, and a zero of a float argument is ``ZeroTangent()``
+    (``NoTangent()`` is for what has no derivative: indices, counts, bools, strings)."""
+    cotangent = _deep_unthunk(cotangent)
+    if isinstance(cotangent, NoTangent) and _is_inexact(arg):
+        return ZeroTangent()
+    return cotangent
+
+
+def _is_inexact(x) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "fc"
+    return isinstance(x, (float, complex, np.inexact))
 
 
 def _select(grads: tuple, argnums: int | Sequence[int] | None):
@@ -144,10 +161,16 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
             return out
 
         y, back_full = run(primary, *args, **kwargs)
-        grads = _unthunked(back_full(_seed_for(y, f)))
+        grads = _unthunked(_once(back_full)(_seed_for(y, f)), args)
         return (y, aux_box[-1]), _select(grads, argnums)
     y, back_full = run(f, *args, **kwargs)
-    return y, _select(_unthunked(back_full(_seed_for(y, f))), argnums)
+    return y, _select(_unthunked(_once(back_full)(_seed_for(y, f)), args), argnums)
+
+
+def _once(back_full: Callable) -> Callable:
+    """The pullback for its single call in a gradient: ``back.last_call`` where the engine has it,
+    so that it can free what the pullback holds as it sweeps."""
+    return getattr(back_full, "last_call", back_full)
 
 
 def gradient(
@@ -225,7 +248,9 @@ def _reverse_jacobian(f: Callable, x, engine: str):
     y, back = pullback(f, x, engine=engine)
     y_arr = np.asarray(y)
     x_arr = np.asarray(x)
-    dtype = np.result_type(y_arr.dtype, x_arr.dtype, np.float64)
+    dtype = np.result_type(y_arr.dtype, x_arr.dtype)
+    if dtype.kind not in "fc":  # integer inputs or outputs get float derivatives; float32 stays float32
+        dtype = np.dtype(np.float64)
     J = np.zeros(y_arr.shape + x_arr.shape, dtype=dtype)
     seed = np.zeros(y_arr.shape, dtype=dtype)
     flat_J = J.reshape(y_arr.size, *x_arr.shape)

@@ -68,7 +68,8 @@ def callable_name(f) -> str:
         return f"{f.__module__}.{f.__qualname__}"
     owner = getattr(f, "__self__", None)
     if type(owner).__name__ == "ufunc":  # np.add.reduce: a method bound to a ufunc
-        return f"numpy.{owner.__name__}.{f.__name__}"
+        module = _ufunc_module(owner)
+        return f"{module + '.' if module else ''}{owner.__name__}.{f.__name__}"
     qualname = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     module = getattr(f, "__module__", None)
     if module is None and isinstance(getattr(f, "__objclass__", None), type):  # np.ndarray.sum
@@ -76,14 +77,22 @@ def callable_name(f) -> str:
     if qualname is None:  # a callable instance
         return f"instance of {_type_name(type(f))}"
     if module is None and type(f).__name__ == "ufunc":
-        module = "numpy"
+        module = _ufunc_module(f)
     module = _PRIVATE_MODULES.get(module, module)
     return f"{module}.{qualname}" if module else qualname
 
 
+def _ufunc_module(u) -> str | None:
+    """The public module that exports a ufunc (ufuncs have no ``__module__``): NumPy's, SciPy's, or none."""
+    for module in ("numpy", "scipy.special"):  # only modules already imported are searched
+        if getattr(sys.modules.get(module), u.__name__, None) is u:
+            return module
+    return None
+
+
 def _short_name(f) -> str:
     name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
-    module = getattr(f, "__module__", None) or ("numpy" if type(f).__name__ == "ufunc" else None)
+    module = getattr(f, "__module__", None) or (_ufunc_module(f) if type(f).__name__ == "ufunc" else None)
     module = _PRIVATE_MODULES.get(module, module)
     if name is None:
         return type(f).__name__

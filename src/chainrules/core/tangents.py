@@ -170,11 +170,37 @@ class AbstractThunk(AbstractTangent):
     def __rmatmul__(self, other):
         return unthunk(other) @ self.unthunk()
 
+    def __pow__(self, other):
+        return self.unthunk() ** unthunk(other)
+
+    def __rpow__(self, other):
+        return unthunk(other) ** self.unthunk()
+
     def __neg__(self):
         return -self.unthunk()
 
     def __pos__(self):
         return self.unthunk()
+
+    def __abs__(self):
+        return abs(self.unthunk())
+
+    # Conversions read the value too: a thunk of 0.0 is falsy, and float(), np.asarray and the
+    # NumPy functions that convert their arguments (np.dot, np.stack) see the value, not an object.
+    def __bool__(self) -> bool:
+        return bool(self.unthunk())
+
+    def __float__(self) -> float:
+        return float(self.unthunk())
+
+    def __complex__(self) -> complex:
+        return complex(self.unthunk())
+
+    def __len__(self) -> int:
+        return len(self.unthunk())
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.unthunk(), dtype=dtype)
 
     def __getitem__(self, key):
         return self.unthunk()[key]
