@@ -339,9 +339,14 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
         y = f(*args, **kwargs)
         ps = derivatives(args, y)
         dy = _ZERO
-        for p, dx in zip(ps, tangents[1:]):
+        out_ndim = np.ndim(y)
+        for p, x, dx in zip(ps, args, tangents[1:]):
             dx = unthunk(dx)
             if not isinstance(dx, AbstractZero):
+                x_ndim = np.ndim(x)
+                if x_ndim < out_ndim and np.ndim(dx) == x_ndim + 1:
+                    # a batch of tangents of a lower-rank input: line its axes up with the output's
+                    dx = np.reshape(dx, (np.shape(dx)[0],) + (1,) * (out_ndim - x_ndim) + np.shape(x))
                 term = p * dx
                 dy = term if isinstance(dy, AbstractZero) else dy + term
         if (
