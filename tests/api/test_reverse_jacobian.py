@@ -85,9 +85,15 @@ def indexed(x):
     return x * x[0]  # x[0] is written out by the source engine, one cotangent at a time
 
 
+def float64_scalars(x):
+    s = x[0] * x[1] + x[2] / x[0] - x[1]  # np.float64 operands: the operators' scalar fast paths
+    return x * s - (x[2] - x[0] * 0.5)
+
+
 # the tape follows Python itself: loops, helpers, structures and indexing leave it batched
 FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))] + [
-    (f, RNG.standard_normal(3), ("source",)) for f in (through_a_helper_with_a_loop, through_structures, indexed)
+    (f, RNG.standard_normal(3), ("source",))
+    for f in (through_a_helper_with_a_loop, through_structures, indexed, float64_scalars)
 ]
 
 
