@@ -327,9 +327,13 @@ def _reverse_chunk(m: int, width: int, chunk_size: int | None) -> int:
 
 
 def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
-    y_arr = np.asarray(y)
-    x_arr = np.asarray(x)
-    dtype = np.result_type(y_arr.dtype, x_arr.dtype)
+    if type(y) is np.ndarray and type(x) is np.ndarray:  # the common case, without the conversions
+        y_arr, x_arr = y, x
+        dtype = np.promote_types(y.dtype, x.dtype)
+    else:
+        y_arr = np.asarray(y)
+        x_arr = np.asarray(x)
+        dtype = np.result_type(y_arr.dtype, x_arr.dtype)
     if dtype.kind not in "fc":  # integer inputs or outputs get float derivatives; float32 stays float32
         dtype = np.dtype(np.float64)
     m = y_arr.size
@@ -354,7 +358,9 @@ def _batched_jacobian(x, y_shape: tuple, x_shape: tuple, back_full, dtype, chunk
     blocks = []
     for first in range(0, m, chunk):
         rows = min(chunk, m - first)
-        dx = _unthunked(back_full(basis_seed(rows, y_shape, first, dtype)), (x,))[0]
+        dx = back_full(basis_seed(rows, y_shape, first, dtype))[1]
+        if type(dx) is not np.ndarray:
+            dx = _as_returned(x, dx)
         if isinstance(dx, AbstractZero):
             dx = np.zeros((rows, *x_shape), dtype=dtype)
         blocks.append(dx)

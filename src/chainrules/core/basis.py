@@ -171,10 +171,10 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
         values[r1:] = 0
     dtype = values.dtype
     if batch * n * dtype.itemsize < LAZY_ZEROS_BYTES:
-        dense = np.zeros(seed.shape, dtype=dtype).view(BasisSeed)
+        flat = np.zeros(batch * n, dtype=dtype)  # written as a plain array, viewed as a block once
         if r1 > r0:  # row k's unit sits at k * n + first + k: a stride of n + 1 through the block
-            dense.reshape(-1)[r0 * (n + 1) + first :: n + 1][: r1 - r0] = values[r0:r1]
-        out = dense
+            flat[r0 * (n + 1) + first :: n + 1][: r1 - r0] = values[r0:r1]
+        out = flat.reshape(seed.shape).view(BasisSeed)
     else:
         out = _lazy_zeros_block(seed.shape, first, r0, r1, values)
     out.basis, out.scale = (first, n), values

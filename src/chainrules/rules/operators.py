@@ -722,6 +722,8 @@ def _pow_base_partial(a, b):
     if type(b) is int or type(b) is float:  # a constant exponent (x ** 2): no mask to build
         if b == 0:
             return 0.0
+        if type(b) is int and b > 0:  # a ** (b - 1) cannot divide by zero: no error state to set
+            return b * a if b == 2 else b * np.power(a, b - 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             return b * np.power(a, b - 1)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -92,7 +92,14 @@ class _Contraction:
         return cls(free_a + axes_a, axes_b + free_b, M, K, N, shape)
 
     def matrices(self, a, b):
-        return _as_matrix(a, self.perm_a, self.M, self.K), _as_matrix(b, self.perm_b, self.K, self.N)
+        # a plain 2-D operand already in place (the common `W @ x`) is its own matrix
+        A = a if type(a) is np.ndarray and a.shape == (self.M, self.K) and self.perm_a == (0, 1) else None
+        if A is None:
+            A = _as_matrix(a, self.perm_a, self.M, self.K)
+        B = b if type(b) is np.ndarray and b.shape == (self.K, self.N) and self.perm_b == (0, 1) else None
+        if B is None:
+            B = _as_matrix(b, self.perm_b, self.K, self.N)
+        return A, B
 
     def rrule(self, a, b, scalar_output: bool = False):
         """``(y, pullback)`` where ``pullback(dy) -> (da, db)``."""
@@ -209,8 +216,25 @@ def _product_cotangent(x, perm, matrix_shape, p, op_p, q, op_q):
 # ----- matmul ------------------------------------------------------------------------------
 
 
+#: the contractions of 1-D and 2-D ndarray operands, by their shapes (they depend on nothing else)
+_PLAIN_CONTRACTIONS: dict = {}
+
+
 def _matmul_contraction(a, b):
     """The 2-D form of ``a @ b`` when one exists: 1-D and 2-D operands, or a stack times a matrix."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim <= 2 and b.ndim <= 2:
+        key = (a.shape, b.shape)
+        found = _PLAIN_CONTRACTIONS.get(key)
+        if found is None:
+            found = _general_matmul_contraction(a, b)
+            if len(_PLAIN_CONTRACTIONS) >= 256:  # ever new shapes: keep the memory bounded
+                _PLAIN_CONTRACTIONS.clear()
+            _PLAIN_CONTRACTIONS[key] = found
+        return found
+    return _general_matmul_contraction(a, b)
+
+
+def _general_matmul_contraction(a, b):
     na, nb = np.ndim(a), np.ndim(b)
     if na == 0 or nb == 0 or nb > 2:
         return None
