@@ -78,3 +78,35 @@ def test_the_seed_jacobian_on_every_mode_equals_the_analytic_one_and_finite_diff
             J = cr.jacobian(f, x, mode=mode, engine=engine)
             np.testing.assert_allclose(J, analytic, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(analytic, fd, rtol=1e-6, atol=1e-8)
+
+
+def _product_ufunc(batched: bool):
+    """A fresh two-argument ufunc with an rrule of its own (registered ``batched`` or not)."""
+    ufunc = np.frompyfunc(operator.mul, 2, 1)
+
+    def rrule_product(a, b):
+        def product_pullback(dy):
+            return cr.NoTangent(), dy * b, dy * a  # elementwise: right for a batch of rows too
+
+        return a * b, product_pullback
+
+    cr.rrule.register(ufunc, batched=batched)(rrule_product)
+    return ufunc
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_the_tape_hot_path_keeps_each_rule_s_batched_flag_in_its_cache(batched):
+    from chainrules.reverse import trace
+
+    ufunc = _product_ufunc(batched)
+    W = RNG.standard_normal((3, 3))
+    x = RNG.standard_normal(3)
+
+    def f(v):
+        return ufunc(W @ v, v)
+
+    for _ in range(2):  # the second call finds the rule in the hot path's cache
+        y, back = trace.pullback_full(f, x)
+        assert back.batched is batched
+    expected = W * x[:, None] + np.diag(W @ x)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="reverse", engine="tape"), expected, rtol=1e-12)
