@@ -104,7 +104,12 @@ class _Contraction:
     def rrule(self, a, b, scalar_output: bool = False):
         """``(y, pullback)`` where ``pullback(dy) -> (da, db)``."""
         A, B = self.matrices(a, b)
-        y = np.reshape(product(A, "N", B, "N"), self.shape)
+        if type(A) is np.ndarray and type(B) is np.ndarray and A.dtype == B.dtype and A.dtype.kind == "f":
+            # what `a @ b` computes, without the BLAS wrapper's call overhead on small operands
+            y = np.matmul(A, B)
+            y = y if y.shape == self.shape else y.reshape(self.shape)
+        else:
+            y = np.reshape(product(A, "N", B, "N"), self.shape)
         if scalar_output:
             y = y[()]
 
@@ -130,16 +135,16 @@ class _Contraction:
         dy = match_input_batch(y, dy)
         M, N = self.M, self.N
         if N == 1 and np.shape(dy)[1:] == (M,):  # matrix @ vector: rows of dy are cotangents of A @ b
-            da = Thunk(lambda: dy[:, :, None] * _conj(B[:, 0]))
-            db = Thunk(lambda: np.matmul(dy, _conj(A)))
+            da = lambda: dy[:, :, None] * _conj(B[:, 0])  # noqa: E731  (each runs only if its thunk is read)
+            db = lambda: np.matmul(dy, _conj(A))  # noqa: E731
         elif M == 1 and np.shape(dy)[1:] == (N,):  # vector @ matrix
-            da = Thunk(lambda: np.matmul(dy, _conj(B).T))
-            db = Thunk(lambda: _conj(A[0])[:, None] * dy[:, None, :])
+            da = lambda: np.matmul(dy, _conj(B).T)  # noqa: E731
+            db = lambda: _conj(A[0])[:, None] * dy[:, None, :]  # noqa: E731
         else:
             lead = np.shape(dy)[:1]
             dY = dy if np.shape(dy) == lead + (M, N) else np.reshape(dy, lead + (M, N))
-            da = Thunk(lambda: np.matmul(dY, _conj(B).T))
-            db = Thunk(lambda: np.matmul(_conj(A).T, dY))
+            da = lambda: np.matmul(dY, _conj(B).T)  # noqa: E731
+            db = lambda: np.matmul(_conj(A).T, dY)  # noqa: E731
         return (
             _batch_operand_cotangent(a, self.perm_a, da),
             _batch_operand_cotangent(b, self.perm_b, db),
@@ -147,12 +152,21 @@ class _Contraction:
 
 
 def _batch_operand_cotangent(x, perm, matrix):
-    """The batched cotangent of an operand from its batch of matrix cotangents (a thunk of them)."""
+    """The batched cotangent of an operand (a thunk) from a function computing its batch of matrix
+    cotangents (run only when the thunk is read: a captured constant's never is)."""
     if has_no_tangent(x):
         return NO
 
     def value():
-        m = unthunk(matrix)
+        m = matrix()
+        if (
+            type(m) is np.ndarray
+            and type(x) is np.ndarray
+            and m.dtype == x.dtype
+            and m.shape[1:] == x.shape
+            and x.dtype.kind in "fc"
+        ):
+            return m  # already the operand's batch of cotangents: the common `W @ x`
         lead = np.shape(m)[:1]
         shape = np.shape(x)
         if np.shape(m)[1:] != shape:
