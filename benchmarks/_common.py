@@ -223,10 +223,16 @@ def compare(
     numbers = dict.fromkeys(names, number)
     if budget is not None:
         for name in names:
-            once = min(_seconds(methods[name], 1, timer) for _ in range(3))
+            once = _seconds(methods[name], 1, timer)
+            if once < budget:  # a slow method is not called again just to calibrate it
+                once = min(once, _seconds(methods[name], 1, timer), _seconds(methods[name], 1, timer))
             numbers[name] = max(1, int(budget / max(once, 1e-7)))
     samples: dict[str, list[float]] = {name: [] for name in names}
     gc_was_enabled = gc.isenabled()
+    # what exists now (modules, the methods' data) is set aside for the collections between samples:
+    # with PyTorch and JAX loaded a full collection would otherwise take about 0.1 s each time
+    gc.collect()
+    gc.freeze()
     try:
         for r in range(repeats):
             order = names[r % len(names) :] + names[: r % len(names)]
@@ -237,6 +243,7 @@ def compare(
                 if gc_was_enabled:
                     gc.enable()
     finally:
+        gc.unfreeze()
         if gc_was_enabled:
             gc.enable()
     base = samples[baseline]

@@ -158,3 +158,13 @@ def test_the_helpers_examples_run():
     import doctest
 
     assert doctest.testmod(common).failed == 0
+
+
+def test_compare_calibrates_a_slow_method_with_one_call_and_leaves_nothing_frozen():
+    import gc
+
+    clock, log = FakeClock(), []
+    methods = {"fast": clock.method(0.001, log, "fast"), "slow": clock.method(0.01, log, "slow")}
+    common.compare(methods, "fast", repeats=2, warmup=0, timer=clock, budget=0.004)
+    assert log.count("slow") == 1 + 2 and log.count("fast") == 3 + 2 * 4
+    assert gc.get_freeze_count() == 0
