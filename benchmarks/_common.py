@@ -318,3 +318,11 @@ def write_results(name: str, text: str) -> pathlib.Path:
     path = RESULTS / f"{name}.md"
     path.write_text(text.rstrip() + "\n")
     return path
+
+
+def report(name: str, text: str) -> pathlib.Path:
+    """What ``python benchmarks/<name>.py`` ends with: write the results file, print the text and where it went."""
+    path = write_results(name, text)
+    print(text)
+    print(f"\nwrote {path}", file=sys.stderr)
+    return path

@@ -16,7 +16,6 @@ Run: ``python benchmarks/accumulation.py`` (writes benchmarks/results/accumulati
 from __future__ import annotations
 
 import operator
-import sys
 
 try:
     from benchmarks import _common as common
@@ -192,7 +191,4 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    text = main()
-    path = common.write_results("accumulation", text)
-    print(text)
-    print(f"\nwrote {path}", file=sys.stderr)
+    common.report("accumulation", main())

@@ -12,7 +12,6 @@ Run: ``python benchmarks/forward_jacobian.py`` (writes benchmarks/results/forwar
 from __future__ import annotations
 
 import importlib
-import sys
 
 try:
     from benchmarks import _common as common
@@ -161,7 +160,4 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    text = main()
-    path = common.write_results("forward_jacobian", text)
-    print(text)
-    print(f"\nwrote {path}", file=sys.stderr)
+    common.report("forward_jacobian", main())

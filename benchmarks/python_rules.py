@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-import sys
 
 try:
     from benchmarks import _common as common
@@ -155,7 +154,4 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    text = main()
-    path = common.write_results("python_rules", text)
-    print(text)
-    print(f"\nwrote {path}", file=sys.stderr)
+    common.report("python_rules", main())

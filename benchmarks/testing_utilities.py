@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import operator
-import sys
 
 try:
     from benchmarks import _common as common
@@ -116,7 +115,4 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    text = main()
-    path = common.write_results("testing_utilities", text)
-    print(text)
-    print(f"\nwrote {path}", file=sys.stderr)
+    common.report("testing_utilities", main())

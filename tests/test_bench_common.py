@@ -168,3 +168,11 @@ def test_compare_calibrates_a_slow_method_with_one_call_and_leaves_nothing_froze
     common.compare(methods, "fast", repeats=2, warmup=0, timer=clock, budget=0.004)
     assert log.count("slow") == 1 + 2 and log.count("fast") == 3 + 2 * 4
     assert gc.get_freeze_count() == 0
+
+
+def test_report_writes_the_results_and_prints_them(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    path = common.report("example", "# Title\n")
+    assert path.read_text() == "# Title\n"
+    out = capsys.readouterr()
+    assert out.out == "# Title\n\n" and str(path) in out.err
