@@ -93,6 +93,23 @@ def _fmt_time(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
+#: what the table does not say by itself
+NOTES = [
+    "- The machine is shared (the load average above): the ratios come from interleaved repeats, so the "
+    "load affects every contender of a row alike, but it inflates Python-level overhead more than NumPy's "
+    "arithmetic.",
+    "- Where ours misses 3×, the time is a fixed cost, not arithmetic: three dispatched operations "
+    "(`W @ x`, `+ b`, `** 2`), each one rule lookup and one `frule` call with its bookkeeping, plus "
+    "the seeding and reading of the pass. At 10×10 the analytic Jacobian is a handful of NumPy "
+    "calls, so any per-operation interpretation is several times it.",
+    "- At 1000×1000 the seed is a `BasisSeed` (a block of unit tangents that knows it is one): "
+    "`W @ seed` is a row selection of `W`, not a 10⁹-flop product, and the Jacobian costs what the "
+    "analytic one does. Peers push a dense identity basis through the product.",
+    "- Chunk size: all N inputs in one pass up to N = 2048 (the seed block N·chunk ≤ 2²² numbers), "
+    "so every row here is one pass.",
+]
+
+
 def main() -> str:
     rows, verdicts = [], []
     for n, m in SIZES:
@@ -142,19 +159,7 @@ def main() -> str:
         "",
         "## Notes",
         "",
-        "- The machine is shared (the load average above): the ratios come from interleaved repeats, so the "
-        "load affects every contender of a row alike, but it inflates Python-level overhead more than NumPy's "
-        "arithmetic.",
-        "- Where ours misses 3×, the time is a fixed cost, not arithmetic: three dispatched operations "
-        "(`W @ x`, `+ b`, `** 2`), each one rule lookup and one `frule` call with its bookkeeping, plus "
-        "the seeding and reading of the pass. At 10×10 the analytic Jacobian is a handful of NumPy "
-        "calls, so any per-operation interpretation is several times it.",
-        "- At 1000×1000 the seed is a `BasisSeed` (a block of unit tangents that knows it is one): "
-        "`W @ seed` is a row selection of `W`, not a 10⁹-flop product, and the Jacobian costs what the "
-        "analytic one does. Peers push a dense identity basis through the product.",
-        "- Chunk size: all N inputs in one pass up to N = 2048 (the seed block N·chunk ≤ 2²² numbers), "
-        "so every row here is one pass.",
-        "",
+        *NOTES,
     ]
     return "\n".join(lines)
 
