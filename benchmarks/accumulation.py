@@ -62,9 +62,10 @@ def getitem_table(sizes) -> list[str]:
     rows = []
     for n in sizes:
         X = RNG.standard_normal(n)
-        # the checks are the warm-up
+        # the checks are the warm-up; the value form, quadratic in n, is checked where it is cheap
         assert np.array_equal(mysum_gradient(X, False), np.ones(n))
-        assert np.array_equal(mysum_gradient(X, True), np.ones(n))
+        if n <= 10_000:
+            assert np.array_equal(mysum_gradient(X, True), np.ones(n))
         methods = {
             "primal": lambda: plain_mysum(X),
             "in-place": lambda: mysum_gradient(X, False),
