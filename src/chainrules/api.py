@@ -100,12 +100,16 @@ def _is_inexact(x) -> bool:
     return isinstance(x, (float, complex, np.inexact))
 
 
-def _select(grads: tuple, argnums: int | Sequence[int] | None):
+def _gradients(cotangents: tuple, args: tuple, argnums: int | Sequence[int] | None):
+    """The user's gradients from a full pullback's result, for the arguments ``argnums`` selects:
+    only those are unthunked (an unselected thunk may be costly and is never computed)."""
     if argnums is None:
-        return grads
+        return _unthunked(cotangents, args)
+    positions = range(len(args))
     if isinstance(argnums, int):
-        return grads[argnums]
-    return tuple(grads[i] for i in argnums)
+        i = positions[argnums]
+        return _as_returned(args[i], cotangents[1 + i])
+    return tuple(_as_returned(args[i], cotangents[1 + i]) for i in (positions[j] for j in argnums))
 
 
 def _seed_for(y, f: Callable):
@@ -159,10 +163,9 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
             return out
 
         y, back_full = run(primary, *args, **kwargs)
-        grads = _unthunked(back_full(_seed_for(y, f)), args)
-        return (y, aux_box[-1]), _select(grads, argnums)
+        return (y, aux_box[-1]), _gradients(back_full(_seed_for(y, f)), args, argnums)
     y, back_full = run(f, *args, **kwargs)
-    return y, _select(_unthunked(back_full(_seed_for(y, f)), args), argnums)
+    return y, _gradients(back_full(_seed_for(y, f)), args, argnums)
 
 
 def gradient(

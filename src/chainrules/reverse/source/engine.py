@@ -187,16 +187,23 @@ def _source(fn: types.FunctionType, args: tuple, kwargs: dict, bound: bool):
     key = cache.call_key(fn, args, kwargs, bound)
     spec = entry.specialization(fn, args, kwargs, bound, key)
     instance = spec.instance(fn)
-    if not kwargs and not bound and fn.__closure__ is None:
+    if not kwargs and not bound and fn.__closure__ is None and not _has_typed_rules(fn):
         _remember(entry, fn, args, spec, instance)
     return instance(*args, **kwargs)
+
+
+def _has_typed_rules(fn) -> bool:
+    """Whether rules (or opt-outs) are registered for ``fn`` for some argument types: then
+    whether it has a rule depends on the types of each call, which the fast path does not ask."""
+    return rrule._entries_for(fn, False) is not None
 
 
 def _remember(entry, fn, args: tuple, spec, instance):
     """Let the next call of ``fn`` with as many positional arguments skip the rule lookup and
     the choice of specialization, as long as no rule is registered and ``fn``'s defaults stay
     the same. The generated function checks its arguments' types itself and hands a call
-    with other types back to ``respecialize``."""
+    with other types back to ``respecialize``. Only for a function without rules of any
+    argument types: the types of a call then cannot give it a rule."""
     guarded = spec if spec.plan.guards else None
     entry.fast[len(args)] = (fn, spec.version, fn.__defaults__, instance, guarded, spec.calls_out)
 
@@ -442,6 +449,7 @@ cache.RUNTIME.update(
     project_real=runtime.project_real,
     check_rebind=runtime.check_rebind,
     integer_cotangent=runtime.integer_cotangent,
+    project_0d=runtime.project_0d,
     setitem=runtime.setitem,
     append=runtime.append,
     append_pullback=runtime.append_pullback,

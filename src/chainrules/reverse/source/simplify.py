@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import itertools
 import math
 import operator
 import types
@@ -332,10 +333,16 @@ class _Analysis:
         if isinstance(expr, (ir.Call, ir.MethodCall)):
             f = self.call_target(expr)
             if f is not _MISSING:
-                try:
-                    rule = rrule.lookup(f, ())
-                except TypeError:
-                    return False
+                rule = _MISSING
+                if not any(a.starred for a in expr.args):
+                    rule = static_lookup(rrule, f, [self.type_of(a.value) for a in expr.args])
+                if rule is _MISSING:
+                    if has_typed_rules(f):
+                        return False  # the rule depends on argument types not known here
+                    try:
+                        rule = rrule.lookup(f, ())
+                    except TypeError:
+                        return False
                 return getattr(rule, "__code__", None) is _NONDIFF_CODE
         return isinstance(expr, (ir.BuildSlice, ir.Opaque))
 
@@ -592,13 +599,8 @@ class _Analysis:
         f = self.call_target(expr)
         if f is _MISSING or isinstance(f, type) or any(a.starred for a in expr.args):
             return None
-        samples = tuple(_sample(self.type_of(a.value)) for a in expr.args)
-        if any(x is _MISSING for x in samples):
-            return None
-        try:
-            return rrule.lookup(f, samples)
-        except TypeError:
-            return None
+        rule = static_lookup(rrule, f, [self.type_of(a.value) for a in expr.args])
+        return None if rule is _MISSING else rule
 
     def scalar_frule(self, expr):
         """For a call of a real function of real scalars (``math.sin(x)``) with rules: its
@@ -612,12 +614,10 @@ class _Analysis:
         f = self.call_target(expr)
         if f is _MISSING or isinstance(f, type):
             return None
-        samples = tuple(_sample(t) for t in ts)
-        try:
-            forward, reverse = frule.lookup(f, samples), rrule.lookup(f, samples)
-        except TypeError:
+        forward, reverse = static_lookup(frule, f, ts), static_lookup(rrule, f, ts)
+        if forward in (None, _MISSING) or reverse in (None, _MISSING):
             return None
-        if forward is None or reverse is None or getattr(reverse, "__code__", None) is _NONDIFF_CODE:
+        if getattr(reverse, "__code__", None) is _NONDIFF_CODE:
             return None
         return forward
 
@@ -645,6 +645,9 @@ class _Analysis:
 
 
 _SAMPLE = {int: 1, float: 1.0, np.float64: np.float64(1.0), REAL: 1.0}
+# a real scalar may be any of int, float and numpy.float64 at run time: a typed rule may tell them apart
+_SAMPLES = {int: (1,), float: (1.0,), np.float64: (np.float64(1.0),), REAL: (1, 1.0, np.float64(1.0))}
+_LOOKUPS_AT_MOST = 64
 
 
 def _sample(t):
@@ -658,14 +661,52 @@ def _sample(t):
     return _MISSING
 
 
+def _samples(t) -> tuple:
+    """Values standing for every run-time type the static type ``t`` covers (none: unknown)."""
+    if t in _SAMPLES:
+        return _SAMPLES[t]
+    sample = _sample(t)
+    return () if sample is _MISSING else (sample,)
+
+
+def static_lookup(dispatcher, f, arg_types: list):
+    """The rule ``dispatcher`` selects for ``f`` called with positional arguments of the static
+    types ``arg_types``, when every call with such arguments selects the same rule (``None``: no
+    rule); ``_MISSING`` when that is not known here. Typed rules and opt-outs select by the
+    run-time types, so a static type standing for several (a real scalar) is looked up for each.
+    """
+    choices = [_samples(t) for t in arg_types]
+    if any(not c for c in choices) or np.prod([len(c) for c in choices]) > _LOOKUPS_AT_MOST:
+        return _MISSING
+    found = _MISSING
+    for combination in itertools.product(*choices):
+        try:
+            rule = dispatcher.lookup(f, combination)
+        except TypeError:
+            return _MISSING
+        if found is _MISSING:
+            found = rule
+        elif rule is not found:
+            return _MISSING
+    return found
+
+
+def has_typed_rules(f) -> bool:
+    """Whether rules or opt-outs are registered for ``f`` only for some argument types."""
+    try:
+        entries = rrule._entries_for(f, False)
+    except TypeError:
+        return False
+    return entries is not None and bool(entries.typed)
+
+
 def _has_keywords(expr) -> bool:
     return bool(expr.kwargs)
 
 
 def _stock_rule(op: str, ts: list) -> bool:
     """Whether the rule registered for ``operator.<op>`` on these types is chainrules' own."""
-    samples = tuple(_SAMPLE[t] for t in ts)
-    rule = rrule.lookup(getattr(operator, op), samples)
+    rule = static_lookup(rrule, getattr(operator, op), ts)
     return getattr(rule, "__module__", None) == "chainrules.rules.operators"
 
 
