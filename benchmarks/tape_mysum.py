@@ -16,6 +16,7 @@ Run: ``python benchmarks/tape_mysum.py`` (writes benchmarks/results/tape_mysum.m
 from __future__ import annotations
 
 import gc
+import operator
 import os
 import pathlib
 import platform
@@ -62,6 +63,30 @@ def ours(X):
     return lambda: cr.gradient(mysum, X, engine="tape")[0]
 
 
+def rules_by_hand(X):
+    """The gradient from the same rules chained by hand (no engine), accumulating as the tape does."""
+    r_getitem = cr.rrule.lookup(operator.getitem, (X, 0))
+    r_add = cr.rrule.lookup(operator.add, (X[0], X[0]))
+
+    def run():
+        gc.disable()  # as the tape does while it records and sweeps
+        try:
+            total, pullbacks = 0.0, []
+            for i in range(len(X)):
+                x_i, p_getitem = r_getitem(X, i)
+                total, p_add = r_add(total, x_i)
+                pullbacks.append((p_getitem, p_add))
+            dX, owned, dtotal = cr.ZeroTangent(), False, 1.0
+            for p_getitem, p_add in reversed(pullbacks):
+                _, dtotal, dx_i = p_add(dtotal)
+                dX, owned = cr.accumulate(dX, owned, p_getitem(dx_i)[1])
+        finally:
+            gc.enable()
+        return cr.unthunk(dX)
+
+    return run
+
+
 def torch_grad(X):
     def run():
         leaf = torch.tensor(X, requires_grad=True)
@@ -77,6 +102,7 @@ def autograd_grad(X):
 
 def jax_eager(X):
     g = jax.grad(mysum)
+    g(jnp.asarray(X[:10])).block_until_ready()  # JAX compiles each primitive on first use: not timed
     return lambda: g(jnp.asarray(X)).block_until_ready()
 
 
@@ -87,6 +113,17 @@ def timed(run, repeats: int) -> float:
         start = time.perf_counter()
         run()
         samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def cpu_timed(run, repeats: int) -> float:
+    """Median CPU seconds of this thread per call: what the work costs, whatever else the machine runs."""
+    samples = []
+    for _ in range(repeats):
+        gc.collect()
+        start = time.thread_time()
+        run()
+        samples.append(time.thread_time() - start)
     return statistics.median(samples)
 
 
@@ -112,13 +149,22 @@ def memory(X) -> tuple[float, float, float]:
 
 
 def main() -> str:
+    load_before = os.getloadavg()[0]
     rng = np.random.default_rng(0)
     rows = []
     for n in SIZES:
         X = rng.standard_normal(n)
         np.testing.assert_array_equal(ours(X)(), np.ones(n))
-        t_ours = timed(ours(X), repeats=15 if n <= 10_000 else 5)
-        row = {"n": n, "tape": t_ours, "memory": memory(X)}
+        np.testing.assert_array_equal(rules_by_hand(X)(), np.ones(n))
+        repeats = 15 if n <= 10_000 else 5
+        t_ours = timed(ours(X), repeats)
+        row = {
+            "n": n,
+            "tape": t_ours,
+            "tape CPU": cpu_timed(ours(X), repeats),
+            "rules by hand": timed(rules_by_hand(X), repeats),
+            "memory": memory(X),
+        }
         peers = {}
         if torch:
             peers["PyTorch"] = (torch_grad(X), 15 if n <= 1_000 else 3)
@@ -137,7 +183,7 @@ def main() -> str:
             row[name] = first if repeats == 1 else timed(run, repeats)
         rows.append(row)
     jit = _jax_jit(rng.standard_normal(SIZES[0])) if jax else None
-    return _table(rows, jit)
+    return _table(rows, jit, (load_before, os.getloadavg()[0]))
 
 
 def _projected(rows, name, n):
@@ -166,7 +212,7 @@ def _fmt(t) -> str:
     return f"{t:,.2f} s"
 
 
-def _table(rows, jit) -> str:
+def _table(rows, jit, load) -> str:
     peers = [p for p in ("PyTorch", "autograd", "JAX (eager)") if any(p in r for r in rows)]
     lines = [
         "# Tape engine: seed 004's mysum",
@@ -174,10 +220,12 @@ def _table(rows, jit) -> str:
         f"Python {platform.python_version()}, NumPy {np.__version__}, "
         f"PyTorch {torch.__version__ if torch else 'not installed'}, "
         f"autograd {'installed' if autograd else 'not installed'}, JAX {jax.__version__ if jax else 'not installed'}; "
-        f"{os.cpu_count()} cores, shared machine; BLAS pools of NumPy and SciPy pinned to 1 thread with "
+        f"{os.cpu_count()} cores, shared machine (load average {load[0]:.1f} at the start of the run, "
+        f"{load[1]:.1f} at the end); BLAS pools of NumPy and SciPy pinned to 1 thread with "
         "threadpoolctl, PyTorch to 1 thread. `gradient(mysum, X)` for `mysum(X)`: `total += X[i]` over "
         "`range(len(X))`. Medians over repeats (15 for the tape up to n = 1e4, 5 at 1e5; peers fewer, "
-        "JAX eager once), all in one run. Every gradient is checked to be all ones.",
+        "JAX eager once, after a warm-up at n = 10 that compiles its primitives), all in one run. Every "
+        "gradient is checked to be all ones.",
         "",
         "| n | tape | " + " | ".join(peers) + " | tape ÷ PyTorch | tape time ÷ previous n |",
         "|---|---|" + "---|" * len(peers) + "---|---|",
@@ -191,6 +239,31 @@ def _table(rows, jit) -> str:
         cells.append(f"{row['tape'] / previous:.1f}× (n ×10)" if previous else "–")
         previous = row["tape"]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "The same rules chained by hand, with no engine (the least any engine built on them spends), "
+        "against the tape engine (through `cr.gradient`):",
+        "",
+        "| n | rules by hand | tape | engine's own share |",
+        "|---|---|---|---|",
+    ]
+    for row in rows:
+        by_hand, tape = row["rules by hand"], row["tape"]
+        lines.append(f"| {row['n']:,} | {_fmt(by_hand)} | {_fmt(tape)} | {100 * (tape - by_hand) / tape:.0f}% |")
+    lines += [
+        "",
+        "Linear time, seen without the other users of the machine: the tape's CPU time (this thread's, "
+        "median over the same repeats) per loop step.",
+        "",
+        "| n | tape, CPU time | per loop step | ÷ previous n |",
+        "|---|---|---|---|",
+    ]
+    previous = None
+    for row in rows:
+        cpu = row["tape CPU"]
+        ratio = f"{cpu / previous:.1f}× (n ×10)" if previous else "–"
+        lines.append(f"| {row['n']:,} | {_fmt(cpu)} | {cpu / row['n'] * 1e6:.2f} µs | {ratio} |")
+        previous = cpu
     if jit:
         lines += [
             "",

@@ -11,6 +11,7 @@ Run: ``python benchmarks/tape_overhead.py`` (writes benchmarks/results/tape_over
 from __future__ import annotations
 
 import gc
+import operator
 import os
 import pathlib
 import platform
@@ -61,6 +62,50 @@ def ours_engine(f, args):
     return run
 
 
+def rules_alone_quotient():
+    """Seed 001's gradient from the same rules chained by hand: what any engine must spend."""
+    r_mul = cr.rrule.lookup(operator.mul, (1.0, 1.0))
+    r_add = cr.rrule.lookup(operator.add, (1.0, 1.0))
+    r_div = cr.rrule.lookup(operator.truediv, (1.0, 1.0))
+
+    def run(a, b):
+        y1, p1 = r_mul(b, b)
+        y2, p2 = r_add(a, y1)
+        _, p3 = r_div(a, y2)
+        _, da3, dy2 = p3(1.0)
+        _, da2, dy1 = p2(dy2)
+        _, db1, db2 = p1(dy1)
+        return da3 + da2, db1 + db2
+
+    return run
+
+
+def rules_alone_chain(steps: int):
+    """The chain's gradient from the same rules, their pullbacks kept in a list and run backwards."""
+    x = np.float64(0.4)
+    r_sin = cr.rrule.lookup(np.sin, (x,))
+    r_mul = cr.rrule.lookup(operator.mul, (x, 1.01))
+    r_add = cr.rrule.lookup(operator.add, (x, 0.1))
+
+    def run(x):
+        gc.disable()  # as the tape does while it records and sweeps: the list of closures is long
+        try:
+            pullbacks = []
+            for _ in range(steps):
+                y, p_sin = r_sin(x)
+                y, p_mul = r_mul(y, 1.01)
+                x, p_add = r_add(y, 0.1)
+                pullbacks.append((p_sin, p_mul, p_add))
+            dx = 1.0
+            for p_sin, p_mul, p_add in reversed(pullbacks):
+                dx = p_sin(p_mul(p_add(dx)[1])[1])[1]
+        finally:
+            gc.enable()
+        return (dx,)
+
+    return run
+
+
 def torch_grad(f, args):
     def run():
         leaves = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in args]
@@ -74,22 +119,39 @@ def autograd_grad(f, args):
     return lambda: g(tuple(args))
 
 
-def median_times(methods: dict, repeats: int, number: int) -> dict:
-    """Median seconds per call of each method, the methods interleaved within every repeat."""
-    samples = {name: [] for name in methods}
+def median_times(methods: dict, repeats: int, number: int) -> tuple[dict, dict]:
+    """Median wall-clock and CPU seconds (this thread's) per call of each method, the methods
+    interleaved within every repeat."""
+    wall = {name: [] for name in methods}
+    cpu = {name: [] for name in methods}
     for _ in range(repeats):
         for name, run in methods.items():
             gc.collect()
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             for _ in range(number):
                 run()
-            samples[name].append((time.perf_counter() - start) / number)
-    return {name: statistics.median(ts) for name, ts in samples.items()}
+            cpu[name].append((time.thread_time() - start_cpu) / number)
+            wall[name].append((time.perf_counter() - start) / number)
+    return (
+        {name: statistics.median(ts) for name, ts in wall.items()},
+        {name: statistics.median(ts) for name, ts in cpu.items()},
+    )
 
 
 CASES = [
-    # name, ops per call, our function, torch function, autograd function, args, repeats, calls per repeat
-    ("f(a, b) = a / (a + b*b)", 3, seed_quotient, seed_quotient, seed_quotient, (2.0, 3.0), 15, 300),
+    # name, ops per call, our function, torch function, autograd function, args, repeats, calls per repeat,
+    # the rules chained by hand
+    (
+        "f(a, b) = a / (a + b*b)",
+        3,
+        seed_quotient,
+        seed_quotient,
+        seed_quotient,
+        (2.0, 3.0),
+        15,
+        300,
+        rules_alone_quotient(),
+    ),
     (
         "chain, 100 steps",
         300,
@@ -99,6 +161,7 @@ CASES = [
         (0.4,),
         15,
         10,
+        rules_alone_chain(100),
     ),
     (
         "chain, 10,000 steps",
@@ -109,13 +172,15 @@ CASES = [
         (0.4,),
         7,
         1,
+        rules_alone_chain(10_000),
     ),
 ]
 
 
 def check_against_each_other() -> None:
-    for name, _, f, tf, af, args, _, _ in CASES:
+    for name, _, f, tf, af, args, _, _, by_hand in CASES:
         ours = cr.gradient(f, *args, engine="tape")
+        np.testing.assert_allclose(ours, by_hand(*args), rtol=1e-10, err_msg=name)
         if torch:
             theirs = [float(g) for g in torch_grad(tf, args)()]
             np.testing.assert_allclose(ours, theirs, rtol=1e-10, err_msg=name)
@@ -129,27 +194,30 @@ def fmt_us(seconds: float) -> str:
 
 
 def main() -> str:
+    load_before = os.getloadavg()[0]
     check_against_each_other()
     rows = []
-    for name, ops, f, tf, af, args, repeats, number in CASES:
+    for name, ops, f, tf, af, args, repeats, number, by_hand in CASES:
         methods = {
             "plain": lambda f=f, args=args: f(*args),
             "tape (cr.gradient)": ours_api(f, args),
             "tape (pullback_full + back)": ours_engine(f, args),
+            "rules by hand": lambda by_hand=by_hand, args=args: by_hand(*args),
         }
         if torch:
             methods["PyTorch"] = torch_grad(tf, args)
         if autograd:
             methods["autograd"] = autograd_grad(af, args)
-        times = median_times(methods, repeats, number)
-        rows.append((name, ops, times))
+        times, cpu_times = median_times(methods, repeats, number)
+        rows.append((name, ops, times, cpu_times))
 
     lines = [
         "# Tape engine: per-operation overhead",
         "",
         f"Python {platform.python_version()}, NumPy {np.__version__}, "
         f"PyTorch {torch.__version__ if torch else 'not installed'}, "
-        f"autograd {'installed' if autograd else 'not installed'}; {os.cpu_count()} cores, shared machine. "
+        f"autograd {'installed' if autograd else 'not installed'}; {os.cpu_count()} cores, shared machine "
+        f"(load average {load_before:.1f} at the start of the run, {os.getloadavg()[0]:.1f} at the end). "
         "BLAS pools of NumPy and SciPy pinned to 1 thread with threadpoolctl, PyTorch to 1 thread. "
         "Medians over interleaved repeats, all in one run; inputs are Python floats (0-d float64 tensors "
         "for PyTorch, created inside the timed call as our inputs are boxed inside it). Gradients of all "
@@ -160,7 +228,7 @@ def main() -> str:
         "| function | recorded ops | plain call | tape (cr.gradient) | tape (engine only) | PyTorch | autograd |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, ops, t in rows:
+    for name, ops, t, _ in rows:
         plain = t["plain"]
         cells = [
             name,
@@ -180,7 +248,7 @@ def main() -> str:
         "| function | tape (cr.gradient) | PyTorch | autograd | PyTorch ÷ tape |",
         "|---|---|---|---|---|",
     ]
-    for name, ops, t in rows:
+    for name, ops, t, _ in rows:
         ours = t["tape (cr.gradient)"] / ops
         cells = [
             name,
@@ -190,6 +258,35 @@ def main() -> str:
             f"{t['PyTorch'] / t['tape (cr.gradient)']:.1f}×" if "PyTorch" in t else "not installed",
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "The same comparison in CPU time (this thread's, medians over the same repeats), which the other users "
+        "of the machine disturb less than the wall clock:",
+        "",
+        "| function | tape (cr.gradient) | PyTorch | PyTorch ÷ tape |",
+        "|---|---|---|---|",
+    ]
+    for name, ops, _, c in rows:
+        ours = c["tape (cr.gradient)"] / ops
+        theirs = c["PyTorch"] / ops if "PyTorch" in c else None
+        lines.append(
+            f"| {name} | {fmt_us(ours)} | {fmt_us(theirs) if theirs else 'not installed'} | "
+            f"{f'{theirs / ours:.1f}×' if theirs else 'not installed'} |"
+        )
+    lines += [
+        "",
+        "Where the tape's time goes: the same rules' rrules and pullbacks chained by hand, with no engine (the "
+        "least any engine built on these rules spends), against the engine alone (`pullback_full` and its "
+        "pullback, without the API around them):",
+        "",
+        "| function | rules by hand, per operation | tape engine, per operation | engine's own share |",
+        "|---|---|---|---|",
+    ]
+    for name, ops, t, _ in rows:
+        by_hand, engine = t["rules by hand"], t["tape (pullback_full + back)"]
+        lines.append(
+            f"| {name} | {fmt_us(by_hand / ops)} | {fmt_us(engine / ops)} | {100 * (engine - by_hand) / engine:.0f}% |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -5,6 +5,8 @@ The API knows the engines only through a small protocol, so each engine stays in
 
 - a reverse engine (``chainrules.reverse.source``, ``chainrules.reverse.trace``) provides
   ``pullback_full(f, *args, **kwargs) -> (y, back)`` with ``back(dy) -> (df, dx1, ..., dxn)``;
+  ``back`` may also have ``last_call(dy)``, the same for a last call (the engine may free what
+  the pullback holds as it goes), which ``gradient`` and ``value_and_gradient`` use;
   the source engine also provides ``show(f, *args, **kwargs) -> str``;
 - the forward engine (``chainrules.forward``) provides ``jvp(f, primals, tangents) -> (y, dy)``
   and ``jacobian(f, x, chunk_size=None)``.
@@ -163,8 +165,14 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
                 f"got {type(y).__name__}"
             )
         seed = Tangent[type(y)](_seed_for(y[0], f), ZeroTangent())
-        return (y[0], y[1]), _gradients(back_full(seed), args, argnums)
-    return y, _gradients(back_full(_seed_for(y, f)), args, argnums)
+        return (y[0], y[1]), _gradients(_once(back_full)(seed), args, argnums)
+    return y, _gradients(_once(back_full)(_seed_for(y, f)), args, argnums)
+
+
+def _once(back_full: Callable) -> Callable:
+    """The pullback for its single call in a gradient: ``back.last_call`` where the engine has it,
+    so that it can free what the pullback holds as it sweeps."""
+    return getattr(back_full, "last_call", back_full)
 
 
 def gradient(

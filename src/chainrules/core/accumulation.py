@@ -179,6 +179,8 @@ def accumulate(acc, owned: bool, dx) -> tuple[object, bool]:
     """
     if type(acc) in _FAST_SCALARS and type(dx) in _FAST_SCALARS:
         return acc + dx, False
+    if owned and type(dx) is InplaceableThunk and is_inplaceable_destination(acc):
+        return _add_inplaceable(acc, dx), True  # the loop's common step (seed 004's X[i]), as iadd takes it
     if isinstance(dx, AbstractZero):
         return acc, owned
     if isinstance(acc, AbstractZero):

@@ -273,3 +273,11 @@ def test_callable_object_gets_a_structural_tangent():
     assert dmodel == cr.Tangent[Polynomial](weights=cr.Tangent[list](1.0, 2.0, 4.0, 8.0))
     assert dx == 2.0 - 12.0 + 12.0
     assert model.weights == [3.0, 2.0, -3.0, 1.0]
+
+
+def test_library_objects_pass_through_untouched():
+    rng = np.random.default_rng(0)
+    expected = np.random.default_rng(0).standard_normal()
+    drng, dx = cr.gradient(lambda r, x: x * r.standard_normal(), rng, 2.0, engine="tape")
+    assert isinstance(drng, cr.NoTangent) and dx == pytest.approx(expected)
+    assert rng.standard_normal() != expected  # the caller's generator itself was used

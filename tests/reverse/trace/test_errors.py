@@ -193,3 +193,15 @@ def test_the_tape_cannot_see_into_python_functions_of_libraries():
 
     with pytest.raises(TypeError, match="plain NumPy array"):
         pullback_full(lambda x: library_function(x), np.ones(2))
+
+
+def test_conversions_inside_a_library_function_name_it_and_the_users_line():
+    import statistics
+
+    def f(x):
+        return statistics.fmean([x, x * 2.0])  # the user's line
+
+    with pytest.raises(TypeError, match="inside statistics.fmean") as info:
+        pullback_full(f, 1.0)
+    line = int(re.search(HERE + r":(\d+)", str(info.value)).group(1))
+    assert "the user's line" in open(__file__).read().splitlines()[line - 1]

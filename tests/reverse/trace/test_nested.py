@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import chainrules as cr
+import chainrules.testing as crt
+from chainrules.reverse.trace import pullback_full
 
 
 def test_gradient_inside_a_traced_function():
@@ -38,6 +41,20 @@ def test_third_derivative():
     assert d(d(d(lambda x: x * x * x * x)))(2.0) == pytest.approx(48.0)  # 24x
 
 
+def test_mixed_partial_of_arrays():
+    # d/dw sum(w * d/dx sum(w x^2)) = d/dw sum(w * 2 w x) = 4 w x
+    def outer(w, x):
+        _, back = cr.pullback(lambda x: w * x * x, x, engine="tape")
+        (dx,) = back(np.ones(x.shape))
+        return w * dx
+
+    w, x = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    _, back = pullback_full(outer, w, x)
+    _, dw, dx = back(np.ones(2))
+    np.testing.assert_allclose(dw, 4.0 * w * x)
+    np.testing.assert_allclose(dx, 2.0 * w * w)
+
+
 def test_inner_values_do_not_leak_out():
     # the inner differentiation is finished when the outer one sweeps
     def f(x):
@@ -45,3 +62,21 @@ def test_inner_values_do_not_leak_out():
         return y + back(1.0)[0]
 
     assert cr.gradient(f, 3.0, engine="tape") == (3.0,)  # y = 2x, dt = x
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (lambda a, b: a / (a + b * b), (2.0, 3.0)),
+        (lambda x: x * x * x - 2.0 * x, (1.5,)),
+        (lambda x, y: (x * y + 1.0) / (x - y * y), (2.0, 0.5)),
+        (lambda x: np.sin(np.cos(x)), (0.9,)),
+        (lambda x: np.log(1.0 + np.exp(x)), (0.3,)),
+        (lambda x, w: np.tanh(w * x) * x, (np.array([0.5, -1.0]), np.array([2.0, 0.3]))),
+        (lambda x: np.sum(np.exp(x) * x), (np.array([0.1, 0.2, -0.4]),)),
+    ],
+    ids=["seed_quotient", "cubic", "rational", "sin_of_cos", "softplus", "array_tanh", "array_sum_exp"],
+)
+def test_reverse_over_reverse_matches_finite_differences(f, args):
+    done = crt.check_grads(f, args, modes=("reverse",), order=2, engine="tape", nested_modes=("reverse",))
+    assert any("order 2" in d for d in done), done

@@ -140,6 +140,18 @@ def test_last_call_releases_each_pullback_after_it_runs():
         back(1.0)
 
 
+def test_gradient_frees_the_tape_as_it_sweeps():
+    def f(x):
+        for _ in range(3):
+            x = hold(x)
+        return x
+
+    rules.ALIVE.clear()
+    rules.ALIVE_WHEN_RUN.clear()
+    assert cr.gradient(f, 2.0, engine="tape") == (1.0,)
+    assert rules.ALIVE_WHEN_RUN == [3, 2, 1]
+
+
 def test_rules_reach_the_engine_through_rrule_via_ad():
     def f(x, k):
         return twice(lambda t: t * t * k, x)
@@ -164,3 +176,31 @@ def test_errors_in_pullbacks_name_the_operation():
     with pytest.raises(ValueError, match="inside the pullback") as info:
         back(1.0)
     assert any("while pulling back through" in note for note in info.value.__notes__)
+
+
+def test_the_garbage_collector_is_paused_only_while_recording_and_sweeping():
+    import gc
+
+    seen = []
+
+    def f(x):
+        seen.append(gc.isenabled())
+        return x * 2.0
+
+    def broken(x):
+        raise RuntimeError("inside f")
+
+    assert gc.isenabled()
+    _, back = pullback_full(f, 1.0)
+    assert seen == [False] and gc.isenabled()
+    back(1.0)
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError, match="inside f"):
+        pullback_full(broken, 1.0)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        pullback_full(f, 1.0)[1](1.0)
+        assert not gc.isenabled()  # a caller's own setting is left as it was
+    finally:
+        gc.enable()

@@ -1,11 +1,14 @@
 """The backward sweep: the tape's pullbacks in reverse recorded order, in one loop.
 
-Cotangents live in a list indexed by slot. An entry whose output cotangent is zero is skipped;
-otherwise its pullback runs and each tracked argument's cotangent is accumulated with
-``chainrules.accumulate``, which follows the ownership rule (an array is written only if this
-sweep allocated it; the first array a slot receives is borrowed). An output slot's cotangent
-is dropped as soon as its pullback has run, and with ``release=True`` so is the entry itself
-(and with it the arrays its pullback captured), so memory falls as the sweep proceeds.
+Cotangents live in a dict from slot to cotangent, holding only the nonzero ones still needed
+(a slot is absent until something reaches it, and removed when its pullback runs), so the
+sweep's own memory follows the live cotangents rather than the length of the tape. An entry
+whose output cotangent is zero is skipped; otherwise its pullback runs and each tracked
+argument's cotangent is accumulated with ``chainrules.accumulate``, which follows the ownership
+rule (an array is written only if this sweep allocated it: ``owned`` is the set of such slots;
+the first array a slot receives is borrowed). With ``release=True`` each entry also leaves the
+tape as it runs (and with it the arrays its pullback captured), so memory falls as the sweep
+proceeds.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from ...core.accumulation import accumulate
 from ...core.errors import callable_name
 from ...core.tangents import AbstractThunk, AbstractZero, NoTangent, Tangent, ZeroTangent
+from .tracer import PAIRS
 
 _ZERO = ZeroTangent()
 _NO = NoTangent()
@@ -46,16 +50,15 @@ def _part_path(grads: tuple, path: tuple):
     return ct
 
 
-def _gather(template, cts: list):
-    """The cotangent of a structured output from its slots (emptied as they are read), or None if zero."""
+def _gather(template, cts: dict):
+    """The cotangent of a structured output from its slots (removed as they are read), or None if zero."""
     values = []
     nonzero = False
     for _, child in template.children:
         if child is None:
             value = _NO
         elif type(child) is int:
-            value = cts[child]
-            cts[child] = None
+            value = cts.pop(child, _ZERO)
         else:
             value = _gather(child, cts)
             if value is None:
@@ -71,36 +74,68 @@ def _gather(template, cts: list):
     return Tangent[T](*values)
 
 
-def sweep(tape: list, cts: list, owned: list, release: bool = False) -> None:
-    """Run the tape's pullbacks backwards, accumulating into ``cts`` (indexed by slot)."""
-    zero, no, thunk = _ZERO, _NO, AbstractThunk
-    for i in range(len(tape) - 1, -1, -1):
-        pullback, out, parents, f = tape[i]
-        if release:
-            tape[i] = None
+def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
+    """Run the tape's pullbacks backwards, accumulating into ``cts`` (slot -> cotangent)."""
+    zero, no = _ZERO, _NO
+    pop, get = cts.pop, cts.get
+    entries = _popping(tape) if release else reversed(tape)
+    for pullback, out, f, first, second in entries:
         if type(out) is int:
-            dy = cts[out]
-            cts[out] = None
-            if dy is zero or dy is no or isinstance(dy, AbstractZero):
+            dy = pop(out, None)
+            if dy is None or dy is zero or dy is no:
                 continue
+            if type(dy) is not float:
+                if isinstance(dy, AbstractZero):
+                    continue
+                if isinstance(dy, AbstractThunk):
+                    # Evaluate now: the pullback would, and a chain of unevaluated thunks would recurse.
+                    dy = dy.unthunk()
         else:
             dy = _gather(out, cts)
             if dy is None:
                 continue
-        if isinstance(dy, thunk):
-            # Evaluate now: the pullback would, and a chain of unevaluated thunks would recurse.
-            dy = dy.unthunk()
         try:
             grads = pullback(dy)
         except Exception as err:
             err.add_note(f"(while pulling back through {callable_name(f)} on the tape)")
             raise
-        for pos, slot in parents:
-            dx = grads[pos] if type(pos) is int else _part_path(grads, pos)
-            acc = cts[slot]
-            if acc is zero:
-                cts[slot] = dx  # borrowed: owned[slot] is still False
+        if first >= 0:  # the hot paths' entries: the slots of the first and second argument
+            dx = grads[1]
+            acc = get(first)
+            if acc is None:
+                cts[first] = dx  # borrowed: not in `owned`
             elif type(acc) is float and type(dx) is float:
-                cts[slot] = acc + dx
+                cts[first] = acc + dx
             else:
-                cts[slot], owned[slot] = accumulate(acc, owned[slot], dx)
+                cts[first] = add_to(acc, first, dx, owned)
+        elif first == PAIRS:  # (position or path, slot) pairs
+            for pos, slot in second:
+                dx = grads[pos] if type(pos) is int else _part_path(grads, pos)
+                acc = get(slot)
+                cts[slot] = dx if acc is None else add_to(acc, slot, dx, owned)
+            continue
+        if second >= 0:
+            dx = grads[2]
+            acc = get(second)
+            if acc is None:
+                cts[second] = dx
+            elif type(acc) is float and type(dx) is float:
+                cts[second] = acc + dx
+            else:
+                cts[second] = add_to(acc, second, dx, owned)
+
+
+def add_to(acc, slot: int, dx, owned: set):
+    """``acc + dx`` for ``slot``, in place when the sweep owns ``acc`` (``chainrules.accumulate``)."""
+    total, is_owned = accumulate(acc, slot in owned, dx)
+    if is_owned:
+        owned.add(slot)
+    else:
+        owned.discard(slot)
+    return total
+
+
+def _popping(tape: list):
+    """The entries from last to first, each removed from the tape (and so freed) once it has run."""
+    while tape:
+        yield tape.pop()

@@ -13,19 +13,19 @@ import copy
 import dataclasses
 import functools
 import gc
+import sys
 import types
 from collections.abc import Callable
 
 import numpy as np
 
-from ...core.accumulation import accumulate
 from ...core.active import active_engine
 from ...core.errors import ChainRulesError
 from ...core.projection import ProjectTo
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent
 from . import tracer
-from .backward import part, sweep
-from .tracer import Trace, Tracked
+from .backward import add_to, part, sweep
+from .tracer import Trace, Tracked, _current, _new
 from .tracked import TrackedArray, TrackedNumber
 
 _ZERO = ZeroTangent()
@@ -54,10 +54,6 @@ _OPAQUE = (
 )
 
 
-# objects of these packages are not taken apart into fields (generators, distributions, ...)
-_LIBRARIES = frozenset({"builtins", "numpy", "scipy"})
-
-
 def _is_namedtuple(value) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
@@ -66,10 +62,18 @@ def _fields_of(value) -> list[str] | None:
     """The fields of a dataclass instance or plain object, or None for anything else."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return [f.name for f in dataclasses.fields(value)]
-    if isinstance(value, _OPAQUE) or type(value).__module__.partition(".")[0] in _LIBRARIES:
+    if isinstance(value, _OPAQUE) or _from_a_library(type(value)):
         return None
     d = getattr(value, "__dict__", None)
     return list(d) if isinstance(d, dict) else None
+
+
+def _from_a_library(cls: type) -> bool:
+    """Whether ``cls`` comes from an installed library or the standard library: its objects
+    (random generators, distributions, data frames, locks) are not taken apart into fields."""
+    module = sys.modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None)
+    return cls.__module__ == "builtins" or (filename is not None and tracer.is_library(filename))
 
 
 def _with_fields(value, new: dict):
@@ -143,12 +147,12 @@ def _field_of(value, key, index: int):
     return getattr(value, key)
 
 
-def collect(template, value, cts: list):
+def collect(template, value, cts: dict):
     """The tangent of an input from the swept cotangents, shaped like the input."""
     if template is None:
         return _NO
     if type(template) is int:
-        ct = cts[template]
+        ct = cts.get(template, _ZERO)
         if type(ct) is float and type(value) is float:
             return ct
         if isinstance(ct, AbstractZero):
@@ -217,14 +221,12 @@ def unbox_output(value, trace: Trace):
     return value, None
 
 
-def _seed(template, dy, cts: list, owned: list) -> None:
+def _seed(template, dy, cts: dict, owned: set) -> None:
     if template is None:
         return
     if type(template) is int:
-        if cts[template] is _ZERO:
-            cts[template] = dy  # borrowed
-        else:
-            cts[template], owned[template] = accumulate(cts[template], owned[template], dy)
+        acc = cts.get(template)
+        cts[template] = dy if acc is None else add_to(acc, template, dy, owned)  # the first is borrowed
         return
     for key, index, child in template.children:
         if child is not None:
@@ -262,17 +264,25 @@ class TapePullback:
         trace = self._trace
         if trace is None:
             raise ChainRulesError("this pullback's tape was released by last_call(); it cannot be called again")
-        n = trace.n_slots
-        cts = [_ZERO] * n
-        owned = [False] * n
-        _seed(self._out_template, dy, cts, owned)
+        owned: set = set()
+        out = self._out_template
+        if type(out) is int:  # one tracked output
+            cts = {out: dy}  # borrowed
+        else:
+            cts = {}
+            _seed(out, dy, cts, owned)
         if release:
             self._trace = None
         trace.sweeping += 1
+        pause_gc = gc.isenabled()  # as while recording (see pullback_full): the tape is large
+        if pause_gc:
+            gc.disable()
         try:
             sweep(trace.tape, cts, owned, release=release)
         finally:
             trace.sweeping -= 1
+            if pause_gc:
+                gc.enable()
         df = collect(self._f_template, self._f, cts)
         return (df, *(collect(t, a, cts) for t, a in zip(self._templates, self._args)))
 
@@ -292,18 +302,27 @@ def pullback_full(f: Callable, *args, **kwargs):
     >>> [round(d, 4) for d in back(1.0)[1:]]
     [0.0744, -0.0992]
     """
-    trace = Trace(tracer.current_trace())
-    boxed_f, f_template = _box_callable(f, trace)
+    trace = Trace(_current.get())
+    boxed_f, f_template = (f, None) if type(f) in _PLAIN_CALLABLES else _box_callable(f, trace)
     boxed, templates = [], []
     for a in args:
+        if type(a) is float:  # the common leaf, boxed here without the general walk
+            slot = trace.n_slots
+            trace.n_slots = slot + 1
+            b = _new(TrackedNumber)
+            b._value, b._trace, b._slot = a, trace, slot
+            boxed.append(b)
+            templates.append(slot)
+            continue
         b, t = box_input(a, trace)
         boxed.append(b)
         templates.append(t)
-    token = tracer._current.set(trace)
+    token = _current.set(trace)
     # Recording makes a few small container objects per operation (a closure, a box, a tape
     # entry), which the cyclic garbage collector would traverse again and again as the tape
-    # grows: it made a 30,000-operation tape four times slower to record. It is paused while
-    # the outermost tape records (reference counting still frees everything outside cycles).
+    # grows: it made a 30,000-operation tape four times slower to record, and sweeping a long
+    # tape whose pullbacks make thunks several times slower. It is paused while the outermost
+    # tape records and while a tape sweeps (reference counting frees everything outside cycles).
     pause_gc = gc.isenabled()
     if pause_gc:
         gc.disable()
@@ -313,7 +332,7 @@ def pullback_full(f: Callable, *args, **kwargs):
     finally:
         if pause_gc:
             gc.enable()
-        tracer._current.reset(token)
+        _current.reset(token)
     y, out_template = unbox_output(out, trace)
     return y, TapePullback(trace, f, f_template, args, templates, out_template)
 
@@ -322,8 +341,6 @@ _PLAIN_CALLABLES = frozenset({types.FunctionType, types.BuiltinFunctionType, typ
 
 
 def _box_callable(f, trace: Trace):
-    if type(f) in _PLAIN_CALLABLES:
-        return f, None
     if _fields_of(f) or _is_namedtuple(f):
         return box_input(f, trace)
     return f, None

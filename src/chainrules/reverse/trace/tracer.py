@@ -9,7 +9,8 @@ Invariants
   primals, runs the rule, records the pullback and boxes the result. Values of outer traces
   pass through as constants, so the rule's own arithmetic on them is recorded by the outer
   trace (nested differentiation, as in autograd's boxes inside boxes). A value whose trace is
-  not active (it escaped a finished differentiation) is an error.
+  not active (it escaped a finished differentiation) is an error, except while its own trace
+  sweeps: then it is a constant to the pullbacks' arithmetic.
 - Slots are numbered in creation order: the inputs first, then each recorded output. A tape
   entry's parents always have smaller slots than its outputs, so the reverse of the recorded
   order is a valid order for the sweep.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from contextvars import ContextVar
 
 import numpy as np
@@ -41,8 +43,10 @@ _current: ContextVar[Trace | None] = ContextVar("chainrules_trace", default=None
 class Trace:
     """One differentiation in progress: its tape and slot counter; also the tag of its values.
 
-    Each tape entry is ``(pullback, out, parents, f)``: ``out`` is the output slot (an int) or a
-    template of slots for an operation with several outputs; ``parents`` lists
+    Each tape entry is ``(pullback, out, f, first, second)``: ``out`` is the output slot (an int)
+    or a template of slots for an operation with several outputs. The hot paths, for one or two
+    top-level arguments, write the slots of the first and second argument (``-1`` for one that
+    is not tracked). Every other operation writes ``first = PAIRS`` and ``second`` a list of
     ``(position, slot)`` for every argument the trace tracks, where position indexes the
     pullback's result (``0`` is ``f`` itself) or is a path ``(position, key, ...)`` into a
     structured argument.
@@ -70,12 +74,51 @@ def current_trace() -> Trace | None:
 # ----- errors that point at the user's line -------------------------------------------------
 
 
-def user_location() -> str | None:
-    """``file:line`` of the innermost frame outside the engines, the rules, the core and NumPy."""
-    frame = sys._getframe(1)
+# Installed libraries and the standard library: a library function that the user's code called
+# runs on tracked values, and messages point at the user's call of it.
+_LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def is_library(filename: str) -> bool:
+    return filename.startswith(_LIBRARIES) and not filename.startswith(_PACKAGE_DIR)
+
+
+def _user_and_library_frames():
+    """The innermost frame of the user's code, and the outermost library frame it called (or None)."""
+    frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_MACHINERY):
         frame = frame.f_back
+    library = None
+    while frame is not None and is_library(frame.f_code.co_filename):
+        library, frame = frame, frame.f_back
+    return frame, library
+
+
+def user_location() -> str | None:
+    """``file:line`` of the user's code that led here, outside chainrules, NumPy and other libraries."""
+    frame, _ = _user_and_library_frames()
     return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def library_context() -> str:
+    """Where the user's code is when a library function it called converts a tracked value, or ''."""
+    frame, library = _user_and_library_frames()
+    if library is None:
+        return ""
+    code = library.f_code
+    module = library.f_globals.get("__name__", "?")
+    function = library.f_globals.get(code.co_name)
+    name = f"{module}.{code.co_qualname}"
+    ruled = function is not None and getattr(function, "__code__", None) is code and rrule.has_rule(function)
+    hint = (
+        "; a rule is registered for it, which engine='source' uses"
+        if ruled
+        else "; register a rule for it and use engine='source', or give the tape NumPy operations"
+    )
+    return (
+        f" inside {name}, a library function that the tape engine runs on tracked values (it sees operators, "
+        f"NumPy ufuncs and functions and array methods, not what other Python code does with them){hint}"
+    )
 
 
 def _at() -> str:
@@ -308,12 +351,12 @@ def _record_output(trace: Trace, f, y, pullback, parents: list, plain: list, arg
         out = box(y, trace, slot, TrackedNumber, TrackedArray)
         if type(out) is TrackedArray:
             _mark_shared_memory(out, plain, args)
-        trace.tape.append((pullback, slot, parents, f))
+        trace.tape.append((pullback, slot, f, PAIRS, parents))
         return out
     if type(y) is tuple or type(y) is list or (isinstance(y, tuple) and hasattr(y, "_fields")):
         template, boxed = _box_outputs(y, trace, parents, plain, args)
         if template is not None:
-            trace.tape.append((pullback, template, parents, f))
+            trace.tape.append((pullback, template, f, PAIRS, parents))
             return boxed
     return y
 
@@ -403,83 +446,135 @@ def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple):
     return OutputTemplate(T, children), boxed
 
 
-def binary(f, a, b):
-    """``f(a, b)`` for an operator: the hot path of ``apply`` for two top-level arguments."""
-    trace = _current.get()
-    ta = type(a)
-    tb = type(b)
-    if ta is TrackedNumber or ta is TrackedArray:
-        if a._trace is not trace:
-            return apply(f, (a, b), {})
-        if tb is TrackedNumber or tb is TrackedArray:
-            if b._trace is not trace:
+#: the ``first`` field of a tape entry whose ``second`` lists (position, slot) pairs
+PAIRS = -2
+
+
+def _pairs(first: int, second: int) -> list:
+    """A hot path's two argument slots (-1 for untracked) as ``(position, slot)`` pairs."""
+    return [(i + 1, slot) for i, slot in enumerate((first, second)) if slot >= 0]
+
+
+def binary_operation(f):
+    """The function ``op(a, b) = f(a, b)`` for tracked operands: ``apply``'s hot path for operators.
+
+    It handles two top-level arguments of the innermost trace with its own rule cache (by the
+    operands' types, emptied when a rule is registered) and boxes float results inline; anything
+    else goes to ``apply``. Tape entries it writes name the two arguments' slots directly.
+    """
+    cache: dict = {}
+    version = -1
+
+    def op(a, b):
+        nonlocal version
+        trace = _current.get()
+        ta = type(a)
+        tb = type(b)
+        if ta is TrackedNumber or ta is TrackedArray:
+            if a._trace is not trace:
                 return apply(f, (a, b), {})
             pa = a._value
+            first = a._slot
+            if tb is TrackedNumber or tb is TrackedArray:
+                if b._trace is not trace:
+                    return apply(f, (a, b), {})
+                pb = b._value
+                second = b._slot
+            elif tb is tuple or tb is list:
+                return apply(f, (a, b), {})
+            else:
+                pb = b
+                second = -1
+        elif tb is TrackedNumber or tb is TrackedArray:
+            if b._trace is not trace or ta is tuple or ta is list:
+                return apply(f, (a, b), {})
+            pa = a
             pb = b._value
-            parents = [(1, a._slot), (2, b._slot)]
-        elif tb is tuple or tb is list:
-            return apply(f, (a, b), {})
+            first = -1
+            second = b._slot
         else:
-            pa = a._value
-            pb = b
-            parents = [(1, a._slot)]
-    elif tb is TrackedNumber or tb is TrackedArray:
-        if b._trace is not trace or ta is tuple or ta is list:
             return apply(f, (a, b), {})
-        pa = a
-        pb = b._value
-        parents = [(2, b._slot)]
-    else:
-        return apply(f, (a, b), {})
-    if trace.parent is not None:
-        return record(trace, f, [pa, pb], {}, parents, (a, b))
-    # the rule lookup, inlined from `lookup`
-    if rrule.version != _rules_version:
-        rule = lookup(f, (pa, pb))
-    else:
+        if trace.parent is not None:
+            return record(trace, f, [pa, pb], {}, _pairs(first, second), (a, b))
+        if version != rrule.version:
+            cache.clear()
+            version = rrule.version
         try:
-            rule = _rules[(f, type(pa), type(pb))]
+            rule = cache[type(pa)][type(pb)]
         except KeyError:
-            rule = lookup(f, (pa, pb))
-    if rule is None:
-        raise NoRuleError(f, (pa, pb), location=user_location())
-    y, pullback = rule(pa, pb)
-    if type(y) is float or type(y) is _float64:
-        slot = trace.n_slots
-        trace.n_slots = slot + 1
-        out = _new(TrackedNumber)
-        out._value = y
-        out._trace = trace
-        out._slot = slot
-        trace.tape.append((pullback, slot, parents, f))
-        return out
-    return _record_output(trace, f, y, pullback, parents, [pa, pb], (a, b))
+            rule = cache.setdefault(type(pa), {})[type(pb)] = rrule.lookup(f, (pa, pb))
+        if rule is None:
+            raise NoRuleError(f, (pa, pb), location=user_location())
+        y, pullback = rule(pa, pb)
+        if type(y) is float or type(y) is _float64:
+            slot = trace.n_slots
+            trace.n_slots = slot + 1
+            out = _new(TrackedNumber)
+            out._value = y
+            out._trace = trace
+            out._slot = slot
+            trace.tape.append((pullback, slot, f, first, second))
+            return out
+        return _record_output(trace, f, y, pullback, _pairs(first, second), [pa, pb], (a, b))
+
+    op.__qualname__ = op.__name__ = f"traced_{getattr(f, '__name__', 'operation')}"
+    return op
+
+
+binary_operations: dict = {}
+
+
+def binary(f, a, b):
+    """``f(a, b)`` through the hot path of ``binary_operation(f)`` (made once per ``f``)."""
+    op = binary_operations.get(f)
+    if op is None:
+        op = binary_operations[f] = binary_operation(f)
+    return op(a, b)
+
+
+def unary_operation(f):
+    """The function ``op(a) = f(a)`` for a tracked ``a``: ``apply``'s hot path for one argument."""
+    cache: dict = {}
+    version = -1
+
+    def op(a):
+        nonlocal version
+        trace = _current.get()
+        ta = type(a)
+        if (ta is not TrackedNumber and ta is not TrackedArray) or a._trace is not trace or trace.parent is not None:
+            return apply(f, (a,), {})
+        pa = a._value
+        if version != rrule.version:
+            cache.clear()
+            version = rrule.version
+        try:
+            rule = cache[type(pa)]
+        except KeyError:
+            rule = cache[type(pa)] = rrule.lookup(f, (pa,))
+        if rule is None:
+            raise NoRuleError(f, (pa,), location=user_location())
+        y, pullback = rule(pa)
+        if type(y) is float or type(y) is _float64:
+            slot = trace.n_slots
+            trace.n_slots = slot + 1
+            out = _new(TrackedNumber)
+            out._value = y
+            out._trace = trace
+            out._slot = slot
+            trace.tape.append((pullback, slot, f, a._slot, -1))
+            return out
+        return _record_output(trace, f, y, pullback, [(1, a._slot)], [pa], (a,))
+
+    op.__qualname__ = op.__name__ = f"traced_{getattr(f, '__name__', 'operation')}"
+    return op
+
+
+unary_operations: dict = {}
 
 
 def unary(f, a):
     """``f(a)`` for a unary operator or a one-argument ufunc (``-x``, ``abs(x)``, ``np.sin(x)``)."""
-    trace = _current.get()
-    ta = type(a)
-    if (ta is not TrackedNumber and ta is not TrackedArray) or a._trace is not trace or trace.parent is not None:
-        return apply(f, (a,), {})
-    pa = a._value
-    if rrule.version != _rules_version:
-        rule = lookup(f, (pa,))
-    else:
-        try:
-            rule = _rules[(f, type(pa))]
-        except KeyError:
-            rule = lookup(f, (pa,))
-    if rule is None:
-        raise NoRuleError(f, (pa,), location=user_location())
-    y, pullback = rule(pa)
-    if type(y) is float or type(y) is _float64:
-        slot = trace.n_slots
-        trace.n_slots = slot + 1
-        out = _new(TrackedNumber)
-        out._value = y
-        out._trace = trace
-        out._slot = slot
-        trace.tape.append((pullback, slot, ((1, a._slot),), f))
-        return out
-    return _record_output(trace, f, y, pullback, [(1, a._slot)], [pa], (a,))
+    op = unary_operations.get(f)
+    if op is None:
+        op = unary_operations[f] = unary_operation(f)
+    return op(a)

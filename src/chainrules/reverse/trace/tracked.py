@@ -8,6 +8,10 @@ Comparisons and truth tests read the primal values, so data-dependent control fl
 would without differentiation. Anything that would turn a tracked value into a plain one and
 lose its derivative (``float(x)``, ``math.sin(x)``, ``np.asarray(x)``, writing it into a plain
 array) raises ``TypeError`` saying what to write instead.
+
+A tracked value is not an instance of ``float`` or ``np.ndarray`` (it could not be one without
+handing its plain value to every C function that asks): code that branches on ``isinstance``
+should ask ``np.ndim(x)`` or ``getattr(x, "ndim", 0)``, which tracked values answer.
 """
 
 from __future__ import annotations
@@ -18,12 +22,23 @@ import operator
 import numpy as np
 
 from . import tracer
-from .tracer import Tracked, apply, binary, deep_primal, unary, user_location
+from .tracer import (
+    Tracked,
+    apply,
+    binary,
+    binary_operation,
+    deep_primal,
+    library_context,
+    unary,
+    unary_operation,
+    unary_operations,
+    user_location,
+)
 
 
 def _at() -> str:
     where = user_location()
-    return f" (at {where})" if where else ""
+    return (f" (at {where})" if where else "") + library_context()
 
 
 def _lost_derivative(what: str) -> TypeError:
@@ -34,6 +49,23 @@ def _lost_derivative(what: str) -> TypeError:
     )
 
 
+# the operators' hot paths, one closure each (see tracer.binary_operation)
+_add = binary_operation(operator.add)
+_sub = binary_operation(operator.sub)
+_mul = binary_operation(operator.mul)
+_truediv = binary_operation(operator.truediv)
+_floordiv = binary_operation(operator.floordiv)
+_mod = binary_operation(operator.mod)
+_matmul = binary_operation(operator.matmul)
+_and = binary_operation(operator.and_)
+_or = binary_operation(operator.or_)
+_xor = binary_operation(operator.xor)
+_lshift = binary_operation(operator.lshift)
+_rshift = binary_operation(operator.rshift)
+_pow = binary_operation(operator.pow)
+_getitem = binary_operation(operator.getitem)
+
+
 class _Operators(Tracked):
     """The operators shared by tracked numbers and arrays."""
 
@@ -41,41 +73,35 @@ class _Operators(Tracked):
     __hash__ = None  # like arrays: a tracked value is not a dictionary key (caches would mix traces)
 
     # arithmetic, through the rules of the `operator` module
-    def __add__(self, other):
-        return binary(operator.add, self, other)
+    __add__ = _add
 
     def __radd__(self, other):
-        return binary(operator.add, other, self)
+        return _add(other, self)
 
-    def __sub__(self, other):
-        return binary(operator.sub, self, other)
+    __sub__ = _sub
 
     def __rsub__(self, other):
-        return binary(operator.sub, other, self)
+        return _sub(other, self)
 
-    def __mul__(self, other):
-        return binary(operator.mul, self, other)
+    __mul__ = _mul
 
     def __rmul__(self, other):
-        return binary(operator.mul, other, self)
+        return _mul(other, self)
 
-    def __truediv__(self, other):
-        return binary(operator.truediv, self, other)
+    __truediv__ = _truediv
 
     def __rtruediv__(self, other):
-        return binary(operator.truediv, other, self)
+        return _truediv(other, self)
 
-    def __floordiv__(self, other):
-        return binary(operator.floordiv, self, other)
+    __floordiv__ = _floordiv
 
     def __rfloordiv__(self, other):
-        return binary(operator.floordiv, other, self)
+        return _floordiv(other, self)
 
-    def __mod__(self, other):
-        return binary(operator.mod, self, other)
+    __mod__ = _mod
 
     def __rmod__(self, other):
-        return binary(operator.mod, other, self)
+        return _mod(other, self)
 
     def __divmod__(self, other):
         return apply(divmod, (self, other), {})
@@ -85,53 +111,42 @@ class _Operators(Tracked):
 
     def __pow__(self, other, modulo=None):
         if modulo is None:
-            return binary(operator.pow, self, other)
+            return _pow(self, other)
         return apply(pow, (self, other, modulo), {})
 
     def __rpow__(self, other):
-        return binary(operator.pow, other, self)
+        return _pow(other, self)
 
-    def __matmul__(self, other):
-        return binary(operator.matmul, self, other)
+    __matmul__ = _matmul
 
     def __rmatmul__(self, other):
-        return binary(operator.matmul, other, self)
+        return _matmul(other, self)
 
-    def __neg__(self):
-        return unary(operator.neg, self)
+    __neg__ = unary_operation(operator.neg)
 
-    def __pos__(self):
-        return unary(operator.pos, self)
+    __pos__ = unary_operation(operator.pos)
 
-    def __abs__(self):
-        return unary(abs, self)
+    __abs__ = unary_operation(abs)
 
-    def __invert__(self):
-        return unary(operator.invert, self)
+    __invert__ = unary_operation(operator.invert)
 
-    def __and__(self, other):
-        return binary(operator.and_, self, other)
+    __and__ = _and
 
     def __rand__(self, other):
-        return binary(operator.and_, other, self)
+        return _and(other, self)
 
-    def __or__(self, other):
-        return binary(operator.or_, self, other)
+    __or__ = _or
 
     def __ror__(self, other):
-        return binary(operator.or_, other, self)
+        return _or(other, self)
 
-    def __xor__(self, other):
-        return binary(operator.xor, self, other)
+    __xor__ = _xor
 
     def __rxor__(self, other):
-        return binary(operator.xor, other, self)
+        return _xor(other, self)
 
-    def __lshift__(self, other):
-        return binary(operator.lshift, self, other)
-
-    def __rshift__(self, other):
-        return binary(operator.rshift, self, other)
+    __lshift__ = _lshift
+    __rshift__ = _rshift
 
     # comparisons and truth read the primal values: control flow runs as it would untraced
     def __lt__(self, other):
@@ -179,8 +194,9 @@ class _Operators(Tracked):
     # NumPy's protocols: ufuncs and array functions run through their rules
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and not kwargs:
-            if len(inputs) == 1:
-                return unary(ufunc, inputs[0])
+            if len(inputs) == 1:  # the only input is this value
+                op = unary_operations.get(ufunc)
+                return op(self) if op is not None else unary(ufunc, self)
             if len(inputs) == 2:
                 return binary(ufunc, inputs[0], inputs[1])
         out = kwargs.get("out")
@@ -319,13 +335,12 @@ class TrackedArray(_Operators):
 
     def __iter__(self):
         for i in range(len(self)):
-            yield binary(operator.getitem, self, i)
+            yield _getitem(self, i)
 
     def __contains__(self, item) -> bool:
         return deep_primal(item) in deep_primal(self)
 
-    def __getitem__(self, key):
-        return binary(operator.getitem, self, key)
+    __getitem__ = _getitem
 
     def __setitem__(self, key, value):
         raise TypeError(

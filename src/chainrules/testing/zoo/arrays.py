@@ -187,3 +187,10 @@ def branch_per_element(x):
         else:
             total = total - np.sin(x[i])
     return total
+
+
+@case(0.7, tags=("array", "scalar", "array_write"))
+def array_from_list(x):
+    """``np.array`` of a list of numbers (NumPy gives ``np.array`` no override protocol)."""
+    y = np.array([x * 2.0, x, x * x])
+    return (y * y).sum()
