@@ -3,6 +3,7 @@ follow is refused with the user's file:line:col and what to write instead, and w
 differentiates correctly (finite differences, and every reverse engine)."""
 
 import dataclasses
+import heapq
 import pathlib
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 import chainrules as cr
 import chainrules.testing as crt
 from chainrules.reverse.source import effects, pullback_full
+from chainrules.reverse.source.simplify import has_typed_rules
 
 HERE = pathlib.Path(__file__).resolve()
 X = np.array([0.5, -1.3, 2.0])
@@ -358,3 +360,111 @@ def test_a_write_through_packed_keywords_is_refused_at_run_time():
 
     with pytest.raises(cr.NoRuleError, match="out="):
         pullback_full(adds_into, X.copy(), {"out": np.zeros(3)})
+
+
+# ----- other writes the pass finds -------------------------------------------------------------
+
+LOG = []
+CACHE = {}
+
+
+def logs_a_call(x):
+    LOG.append(len(LOG))
+    return x * 2.0
+
+
+def caches_and_reads_back(x):
+    CACHE["v"] = x * 2.0  # <- global write
+    return CACHE["v"] * x
+
+
+def test_a_global_log_is_written_and_a_global_read_back_is_refused():
+    before = len(LOG)
+    y, back = pullback_full(logs_a_call, 1.5)
+    assert (y, back(1.0)[1], len(LOG)) == (3.0, 2.0, before + 1)
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(caches_and_reads_back, 1.5)
+    assert str(info.value).startswith(where("<- global write", "CACHE")), str(info.value)
+    assert "writing into the global `CACHE` in place" in str(info.value)
+
+
+def heapifies(x):
+    h = [x * 2.0, x]
+    heapq.heapify(h)  # <- heapify
+    return h[0] * 3.0
+
+
+def test_a_library_call_without_a_rule_that_may_write_is_refused_naming_the_container():
+    with pytest.raises(cr.NoRuleError) as info:
+        pullback_full(heapifies, 1.5)
+    message = str(info.value)
+    assert f"{HERE}:{int(where('<- heapify', 'heapq').split(':')[1])}" in message
+    assert "heapify" in message and "may change `h` in place" in message
+
+
+def extends_through_another_name(x):
+    a = [x]
+    b = a
+    b += [x * 2.0]  # <- shared +=
+    return a[0] * a[1]
+
+
+def adds_into_an_array_through_another_name(x):
+    a = np.zeros(2)
+    b = a
+    b += x  # <- shared array +=
+    return np.sum(a * x)
+
+
+@pytest.mark.parametrize(
+    "fn, arg, marker, kind",
+    [
+        (extends_through_another_name, 1.5, "<- shared +=", "list"),
+        (adds_into_an_array_through_another_name, np.ones(2), "<- shared array +=", "ndarray"),
+    ],
+)
+def test_an_augmented_assignment_into_a_shared_object_is_refused(fn, arg, marker, kind):
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(fn, arg)
+    assert str(info.value).startswith(where(marker, "b +=")), str(info.value)
+    assert f"updates the {kind} in place" in str(info.value)
+
+
+def writes_indices_a_pullback_holds(x):
+    idx = np.zeros(2, dtype=int)
+    y = x[idx]
+    idx[0] = 1  # <- index write
+    return np.sum(y * x)
+
+
+def test_a_container_written_after_a_pullback_took_it_is_refused():
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(writes_indices_a_pullback_holds, np.array([1.0, 2.0]))
+    assert str(info.value).startswith(where("<- index write", "idx[0]")), str(info.value)
+    assert "writing into `idx` after it was passed to a call" in str(info.value)
+
+
+def test_the_runtime_dispatcher_uses_the_same_table():
+    """A known writing call the static types did not reveal is refused when it runs."""
+
+    def fills_what_a_call_returned(x):
+        zeros = np.zeros_like(x)  # a name after `x`: the message names the object the method changes
+        zeros.fill(x[0])  # <- runtime fill
+        return np.sum(zeros * x)
+
+    with pytest.raises(cr.UnsupportedSyntaxError, match=r"`a\.fill\(v\)` changes `zeros` in place") as info:
+        pullback_full(fills_what_a_call_returned, X.copy())
+    assert str(info.value).startswith(where("<- runtime fill", "zeros.fill")), str(info.value)
+
+
+def test_rules_typed_on_engine_stand_ins_do_not_count_as_typed_rules():
+    class Stand(cr.core.active.ActiveValue):
+        pass
+
+    def scaled(x):
+        return 2.0 * x
+
+    cr.rrule.register(scaled, Stand)(lambda x: (scaled(x), lambda dy: (cr.NoTangent(), 2.0 * dy)))
+    assert not has_typed_rules(scaled)
+    cr.rrule.register(scaled, float)(lambda x: (scaled(x), lambda dy: (cr.NoTangent(), 2.0 * dy)))
+    assert has_typed_rules(scaled)

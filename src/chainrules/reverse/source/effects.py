@@ -406,8 +406,10 @@ class _Effects:
             if matters or self.used(changed, stmt, "before", holding=True):
                 if known is not None:
                     self.a.refuse(stmt, known)
-                shown = tuple(sorted(n for n in roots if n not in self.temps))
-                out.dispatched[stmt.index] = shown
+                # the object whose method it is first: the container a known writing method changes
+                first = stmt.expr.obj if isinstance(stmt.expr, ir.MethodCall) else None
+                shown = sorted((n != first, n) for n in roots if n not in self.temps)
+                out.dispatched[stmt.index] = tuple(n for _, n in shown)
         for stmt in self.stmts:
             if isinstance(stmt, (ir.SetItem, ir.Mutate)) and stmt.obj not in self.buffers:
                 # a write into a global container: fine for a log the function does not read back
