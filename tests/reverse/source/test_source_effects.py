@@ -468,3 +468,22 @@ def test_rules_typed_on_engine_stand_ins_do_not_count_as_typed_rules():
     assert not has_typed_rules(scaled)
     cr.rrule.register(scaled, float)(lambda x: (scaled(x), lambda dy: (cr.NoTangent(), 2.0 * dy)))
     assert has_typed_rules(scaled)
+
+
+def make_pair(x):
+    return [x, x * 2.0]
+
+
+def pops_what_a_call_made(x):
+    lst = make_pair(x)
+    v = lst.pop()  # <- runtime pop
+    return v * 3.0
+
+
+def test_a_known_writing_call_reached_at_run_time_gets_the_same_advice():
+    with pytest.raises(cr.NoRuleError) as info:
+        pullback_full(pops_what_a_call_made, 1.5)
+    message = str(info.value)
+    line = where("<- runtime pop", "lst.pop").split(":")[1]
+    assert f"{HERE}:{line}" in message
+    assert "`lst.pop(i)` changes a container in place" in message and "build `lst = lst[:i] + lst[i + 1:]`" in message
