@@ -19,8 +19,12 @@ about would give a wrong derivative without a word. So, per specialization:
   captured or global variable), or when a container it may change was used before by a
   statement whose pullback may hold it. The dispatcher runs the callee's rule (pure) or
   differentiates its source (whose own analysis refuses writes into its arguments), and refuses
-  anything else with ``NoRuleError`` naming the line. A call that passes an output argument is
-  refused here (``UnsupportedSyntaxError``) under the same conditions.
+  anything else with ``NoRuleError`` naming the line;
+- a call in ``KNOWN_WRITES`` (the one table of calls known to write in place, each with what to
+  write instead), or one that passes an output argument, is refused here with
+  ``UnsupportedSyntaxError`` and the call's file:line:col under the same conditions, or when a
+  value being differentiated goes through it; where the static types do not reveal the callee,
+  the dispatcher refuses it from the same table when it runs.
 
 Writes the function makes itself are followed by the primal and adjoint passes; this pass also
 says which containers written in place that carry no derivative still need the run-time check
