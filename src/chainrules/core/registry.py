@@ -357,14 +357,17 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
         y = f(*args, **kwargs)
         ps = derivatives(args, y)
         dy = _ZERO
-        out_ndim = np.ndim(y)
+        out_ndim = None  # found only when a tangent is not a float (a float tangent carries no batch)
         for p, x, dx in zip(ps, args, tangents[1:]):
             dx = unthunk(dx)
             if not isinstance(dx, AbstractZero):
-                x_ndim = np.ndim(x)
-                if x_ndim < out_ndim and np.ndim(dx) == x_ndim + 1:
-                    # a batch of tangents of a lower-rank input: line its axes up with the output's
-                    dx = np.reshape(dx, (np.shape(dx)[0],) + (1,) * (out_ndim - x_ndim) + np.shape(x))
+                if type(dx) is not float:
+                    if out_ndim is None:
+                        out_ndim = np.ndim(y)
+                    x_ndim = np.ndim(x)
+                    if x_ndim < out_ndim and np.ndim(dx) == x_ndim + 1:
+                        # a batch of tangents of a lower-rank input: line its axes up with the output's
+                        dx = np.reshape(dx, (np.shape(dx)[0],) + (1,) * (out_ndim - x_ndim) + np.shape(x))
                 term = p * dx
                 dy = term if isinstance(dy, AbstractZero) else dy + term
         if (
