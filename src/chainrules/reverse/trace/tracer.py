@@ -15,6 +15,10 @@ Invariants
   entry's parents always have smaller slots than its outputs, so the reverse of the recorded
   order is a valid order for the sweep.
 - The engine owns no derivative: every operation goes through ``chainrules.rrule``.
+- The tape cannot intercept the call of a Python function or callable object, only operations
+  on its values. While rules for such callables are registered, each recorded operation looks
+  down the stack for a call of one that received this trace's values (``check_ruled_calls``)
+  and raises rather than differentiate the callable's body in place of its rule.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import numpy as np
 from ...core.active import ActiveValue
 from ...core.errors import NoRuleError
 from ...core.registry import rrule
+from ...core.ruled_calls import ignored_rule, ignored_rule_error, watched
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Frames in these directories are the machinery between the user's line and the error; the
@@ -52,7 +57,7 @@ class Trace:
     structured argument.
     """
 
-    __slots__ = ("tape", "n_slots", "parent", "sweeping", "__weakref__")
+    __slots__ = ("tape", "n_slots", "parent", "sweeping", "clean_frames", "__weakref__")
 
     def __init__(self, parent: Trace | None):
         self.tape: list = []
@@ -61,6 +66,9 @@ class Trace:
         #: while its pullback runs, this trace's values are constants to the arithmetic of the
         #: pullbacks (a closure handed to a higher-order rule may have captured them)
         self.sweeping = 0
+        #: frames of the user's code known to run no ruled callable on this trace's values
+        #: (see `check_ruled_calls`); dropped when recording ends
+        self.clean_frames: dict | None = None
 
     def __repr__(self) -> str:
         return f"<Trace of {len(self.tape)} operations, {self.n_slots} slots>"
@@ -132,6 +140,54 @@ def escaped_error(value) -> TypeError:
         "differentiated escaped its function (stored in a global, an attribute or a closure) and outlived "
         "cr.pullback/cr.gradient; return it from the function instead"
     )
+
+
+# ----- calls of ruled Python callables, which the tape cannot intercept --------------------
+
+_TAPE = "the tape engine"
+_ADVICE = (
+    "Use engine='source', which calls the rules of Python functions wherever they are called, or let the "
+    "tape differentiate {name} itself: for the function it is given, it uses the rule."
+)
+_watch = [-1, False]  # [rrule.version, whether any Python callable has a rule]
+
+
+def watching() -> bool:
+    """Whether any Python function or callable object has an ``rrule`` (then operations check
+    the stack for calls of them, see ``check_ruled_calls``)."""
+    if _watch[0] != rrule.version:
+        _watch[1] = bool(watched(rrule))
+        _watch[0] = rrule.version
+    return _watch[1]
+
+
+def _owned_by(value, trace: Trace) -> bool:
+    while isinstance(value, Tracked):
+        if value._trace is trace:
+            return True
+        value = value._value
+    return False
+
+
+def check_ruled_calls(trace: Trace, frame) -> None:
+    """Raise if, from ``frame`` up, a Python callable with a rule is running on ``trace``'s values:
+    the tape would differentiate its body instead of its rule."""
+    clean = trace.clean_frames
+    if clean is not None and id(frame) in clean:
+        return  # the common case: an operation in a frame of the user's code already walked past
+    found, trace.clean_frames = ignored_rule(rrule, frame, trace.clean_frames, _owned_by, trace, deep_primal)
+    if found is not None:
+        raise ignored_rule_error(found[0], found[1], _TAPE, _ADVICE)
+
+
+def ignored_rule_behind(value, frame):
+    """For an error about ``value`` (a conversion that would drop its derivative): the error to
+    raise instead when the conversion happens inside a ruled callable that received it, or None."""
+    if not watching() or not isinstance(value, Tracked):
+        return None
+    trace = value._trace
+    found, _ = ignored_rule(rrule, frame, None, _owned_by, trace, deep_primal)
+    return None if found is None else ignored_rule_error(found[0], found[1], _TAPE, _ADVICE)
 
 
 # ----- rule lookup, cached per argument types ----------------------------------------------
@@ -320,6 +376,8 @@ def _strip(value):
 
 
 def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tuple):
+    if watching():
+        check_ruled_calls(trace, sys._getframe(1))
     if kwargs:
         for name, value in kwargs.items():
             if _owns_any(value, trace):
@@ -464,9 +522,10 @@ def binary_operation(f):
     """
     cache: dict = {}
     version = -1
+    watch = False
 
     def op(a, b):
-        nonlocal version
+        nonlocal version, watch
         trace = _current.get()
         ta = type(a)
         tb = type(b)
@@ -499,6 +558,9 @@ def binary_operation(f):
         if version != rrule.version:
             cache.clear()
             version = rrule.version
+            watch = watching()
+        if watch:
+            check_ruled_calls(trace, sys._getframe(1))
         try:
             rule = cache[type(pa)][type(pb)]
         except KeyError:
@@ -536,9 +598,10 @@ def unary_operation(f):
     """The function ``op(a) = f(a)`` for a tracked ``a``: ``apply``'s hot path for one argument."""
     cache: dict = {}
     version = -1
+    watch = False
 
     def op(a):
-        nonlocal version
+        nonlocal version, watch
         trace = _current.get()
         ta = type(a)
         if (ta is not TrackedNumber and ta is not TrackedArray) or a._trace is not trace or trace.parent is not None:
@@ -547,6 +610,9 @@ def unary_operation(f):
         if version != rrule.version:
             cache.clear()
             version = rrule.version
+            watch = watching()
+        if watch:
+            check_ruled_calls(trace, sys._getframe(1))
         try:
             rule = cache[type(pa)]
         except KeyError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 
 import numpy as np
 
@@ -47,6 +48,16 @@ def _lost_derivative(what: str) -> TypeError:
         "module call float() too: use the NumPy function instead (np.sin, np.exp, np.sqrt, ...), which "
         "carries the derivative, or move the conversion out of the function being differentiated."
     )
+
+
+def _refused(value, error: Exception) -> Exception:
+    """``error``, or, when the refused conversion happens in the body of a Python callable with a
+    rule that received ``value``, the error that says the tape cannot use that rule."""
+    ruled = tracer.ignored_rule_behind(value, sys._getframe(1))
+    if ruled is None:
+        return error
+    ruled.__cause__ = error
+    return ruled
 
 
 # the operators' hot paths, one closure each (see tracer.binary_operation)
@@ -172,20 +183,23 @@ class _Operators(Tracked):
 
     # conversions that would drop the derivative
     def __float__(self):
-        raise _lost_derivative("float()")
+        raise _refused(self, _lost_derivative("float()"))
 
     def __int__(self):
-        raise _lost_derivative("int()")
+        raise _refused(self, _lost_derivative("int()"))
 
     def __complex__(self):
-        raise _lost_derivative("complex()")
+        raise _refused(self, _lost_derivative("complex()"))
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(
-            f"converting a value being differentiated to a plain NumPy array would drop its derivative{_at()}. "
-            "This happens in np.asarray/np.array, when it is written into a plain array (out[i] = x, out += x), "
-            "and in functions that convert their arguments. Build arrays with np.stack or np.concatenate and "
-            "update them out of place (out = out + x)."
+        raise _refused(
+            self,
+            TypeError(
+                f"converting a value being differentiated to a plain NumPy array would drop its derivative{_at()}. "
+                "This happens in np.asarray/np.array, when it is written into a plain array (out[i] = x, out += x), "
+                "and in functions that convert their arguments. Build arrays with np.stack or np.concatenate and "
+                "update them out of place (out = out + x)."
+            ),
         )
 
     def __reduce_ex__(self, protocol):
@@ -252,7 +266,7 @@ class TrackedNumber(_Operators):
         value = deep_primal(self)
         if isinstance(value, (int, np.integer)):
             return operator.index(value)  # a count or an index: no derivative flows through it
-        raise TypeError(f"a float being differentiated ({value!r}) cannot be used as an integer{_at()}")
+        raise _refused(self, TypeError(f"a float being differentiated ({value!r}) cannot be used as an integer{_at()}"))
 
     def __round__(self, ndigits=None):
         return apply(round, (self,) if ndigits is None else (self, ndigits), {})
