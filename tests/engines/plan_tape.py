@@ -93,12 +93,12 @@ PLAN = EnginePlan(
         "gram_trace": (TRANSPOSE, MATMUL, Probe(np.trace, (_M,)), Probe(np.dot, (_A, _A)), ITEM),
         "two_layer_perceptron": (MATVEC, _ufunc(np.tanh), SUM),
         "linear_solve": (
-            Probe(np.linalg.solve, (_M, np.ones(2))),
+            Probe(np.linalg.solve, (np.eye(2), np.ones(2))),  # a matrix the rule can factorize
             NDSUM,
             Probe(np.linalg.det, (_M,)),
             _ufunc(np.log, _F),
         ),
-        "inverse_trace": (Probe(np.linalg.inv, (_M,)), Probe(np.trace, (_M,))),
+        "inverse_trace": (Probe(np.linalg.inv, (np.eye(2),)), Probe(np.trace, (_M,))),
         "einsum_contraction": (Probe(np.einsum, ("ij,j->i", _M, np.ones(2))), NDSUM),
         "float32_input": (Probe(np.ndarray.sum, (_A.astype(np.float32),)),),
         "int_array_weights": (NDSUM,),

@@ -1,0 +1,472 @@
+"""Shared machinery of the linear-algebra rules: SciPy's BLAS and LAPACK, and tangent plumbing.
+
+NumPy and SciPy each bundle an OpenBLAS with its own thread pool, and a rule that alternates
+between them makes the idle pool's spinning threads fight the active one. So a rule keeps its
+primal and its pullback in one library: the helpers here call ``scipy.linalg.blas``/``lapack``
+for plain two-dimensional arrays of a LAPACK dtype. Anything else (a stack of matrices, an object
+implementing NumPy's protocols such as a dual number) goes through NumPy functions instead, so
+the rules also run under the forward engine.
+
+>>> import numpy as np
+>>> a = np.arange(6.0).reshape(2, 3)
+>>> mm(a, a, "N", "T")  # a a^T with SciPy's GEMM, no layout copies
+array([[ 5., 14.],
+       [14., 50.]])
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from scipy.linalg import blas as _blas
+from scipy.linalg import lapack as _lapack
+
+from ...core import AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, unthunk
+
+NO = NoTangent()
+ZERO = ZeroTangent()
+_CHARS = {np.dtype(t): c for t, c in ((np.float32, "s"), (np.float64, "d"), (np.complex64, "c"), (np.complex128, "z"))}
+_OPS = {"N": 0, "T": 1, "C": 2}
+
+# ----- arrays and dtypes -------------------------------------------------------------------
+
+
+def is_plain(*xs) -> bool:
+    """Whether every argument is an ``ndarray`` (not a subclass) of a dtype LAPACK works in."""
+    return all(type(x) is np.ndarray and x.dtype in _CHARS for x in xs)
+
+
+def float_dtype(*xs) -> np.dtype:
+    """The dtype NumPy's linear algebra computes in for these inputs (integers and bools: float64)."""
+    dtypes = [np.asarray(x).dtype if not hasattr(x, "dtype") else np.dtype(x.dtype) for x in xs]
+    dtypes = [np.dtype(np.float64) if d.kind in "biu" else d for d in dtypes]
+    return np.result_type(np.float32, *dtypes)
+
+
+def as_array(x, dtype=None):
+    """An ndarray for numbers and lists; objects implementing NumPy's protocols pass through."""
+    if isinstance(x, np.ndarray) or (hasattr(type(x), "__array_function__") and not isinstance(x, np.generic)):
+        if dtype is not None and isinstance(x, np.ndarray) and x.dtype != dtype:
+            return x.astype(dtype)
+        return x
+    return np.asarray(x, dtype=dtype)
+
+
+def is_complex(x) -> bool:
+    return np.iscomplexobj(x)
+
+
+def mT(x):
+    """Transpose of the last two axes."""
+    return np.swapaxes(x, -1, -2)
+
+
+def mH(x):
+    """Conjugate transpose of the last two axes (a view for real arrays)."""
+    x = np.swapaxes(x, -1, -2)
+    return np.conj(x) if np.iscomplexobj(x) else x
+
+
+def diag_embed(d):
+    """A (stack of) diagonal matrices with diagonal ``d`` along the last axis (by broadcasting, not
+    by writing into an array, so that it also builds matrices of dual numbers)."""
+    n = np.shape(d)[-1]
+    return np.eye(n, dtype=bool) * np.expand_dims(d, -2)
+
+
+def diagonal(x):
+    return np.diagonal(x, axis1=-2, axis2=-1)
+
+
+def projector(x):
+    """``ProjectTo(x)`` for arrays and numbers; other primals (dual numbers) are left alone."""
+    if isinstance(x, (np.ndarray, np.generic, int, float, complex)):
+        return ProjectTo(x)
+    return lambda dx: dx
+
+
+# ----- BLAS and LAPACK ---------------------------------------------------------------------
+
+
+@functools.cache
+def blas(name: str, dtype: np.dtype):
+    return getattr(_blas, _CHARS[np.dtype(dtype)] + name)
+
+
+@functools.cache
+def lapack(name: str, dtype: np.dtype):
+    return getattr(_lapack, _CHARS[np.dtype(dtype)] + name)
+
+
+def _column_major(x, op: str):
+    """``(array, op')`` with ``array`` Fortran-ordered and ``op'(array) == op(x)``, copying only if needed."""
+    if op == "C" and x.dtype.kind != "c":
+        op = "T"
+    if x.flags.f_contiguous:
+        return x, op
+    if x.flags.c_contiguous:
+        if op == "N":
+            return x.T, "T"
+        if op == "T":
+            return x.T, "N"
+        return np.conj(x.T), "N"
+    return np.asfortranarray(x), op
+
+
+def _op(x, op: str):
+    if op == "N":
+        return x
+    return mH(x) if op == "C" else mT(x)
+
+
+def mm(a, b, op_a: str = "N", op_b: str = "N", alpha: float = 1.0):
+    """``alpha * op_a(a) @ op_b(b)`` with ``op`` one of ``"N"``, ``"T"``, ``"C"`` (conjugate transpose).
+
+    Plain matrices go to SciPy's GEMM without layout copies, and a batch of matrices against a
+    single one is one tall GEMM; anything else goes through ``np.matmul``.
+    """
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype and a.dtype in _CHARS:
+        if a.ndim == 2 and b.ndim == 2:
+            return _gemm(a, b, op_a, op_b, alpha)
+        if a.ndim == 3 and b.ndim == 2 and op_a == "N":
+            batch, m, k = a.shape
+            return _gemm(np.ascontiguousarray(a).reshape(batch * m, k), b, "N", op_b, alpha).reshape(batch, m, -1)
+        if a.ndim == 2 and b.ndim == 3 and op_b == "N" and op_a != "C":
+            # (op(a) b_i)^T = b_i^T op(a)^T: the batch stacked as rows of one GEMM
+            flipped = "T" if op_a == "N" else "N"
+            return mT(mm(np.ascontiguousarray(mT(b)), a, "N", flipped, alpha))
+    out = np.matmul(_op(a, op_a), _op(b, op_b))
+    return out if alpha == 1.0 else alpha * out
+
+
+def _gemm(a, b, op_a, op_b, alpha=1.0):
+    m = a.shape[1] if op_a != "N" else a.shape[0]
+    n = b.shape[0] if op_b != "N" else b.shape[1]
+    k = a.shape[0] if op_a != "N" else a.shape[1]
+    if m == 0 or n == 0 or k == 0:
+        return np.zeros((m, n), dtype=a.dtype)
+    fa, oa = _column_major(a, op_a)
+    fb, ob = _column_major(b, op_b)
+    return blas("gemm", a.dtype)(alpha, fa, fb, trans_a=_OPS[oa], trans_b=_OPS[ob])
+
+
+def hermitian_product(v, weights, lower: bool):
+    """One triangle of ``v @ diag(weights) @ v^H`` (real ``weights``), the other triangle zero.
+
+    Two rank-k updates (SYRK/HERK) on the columns with positive and negative weights: half the
+    flops of a GEMM, and the triangle is what the fold onto a triangular argument needs.
+    """
+    if not is_plain(v) or v.ndim != 2:
+        full = np.matmul(v * weights[..., None, :], mH(v))
+        return np.tril(full) if lower else np.triu(full)
+    herk = blas("herk" if np.iscomplexobj(v) else "syrk", v.dtype)
+    roots = np.sqrt(np.abs(weights)).astype(v.real.dtype)
+    out = None
+    for mask, sign in ((weights > 0, 1.0), (weights < 0, -1.0)):
+        if not mask.any():
+            continue
+        part = np.asfortranarray(v[:, mask] * roots[mask])
+        out = herk(sign, part, lower=int(lower)) if out is None else herk(sign, part, beta=1.0, c=out, lower=int(lower))
+    if out is None:
+        return np.zeros((v.shape[0], v.shape[0]), dtype=v.dtype)
+    return out
+
+
+class LU:
+    """``A = P L U`` computed once by LAPACK's GETRF; solves with ``A``, ``A^T`` or ``A^H``.
+
+    LAPACK works on column-major storage, and the column-major storage of a C-ordered ``A`` is
+    ``A^T``: that is what gets factorized (the copy GETRF overwrites is then a plain memory copy,
+    not a transposition), and every solve flips its operation. For an ``A`` that is not a plain
+    matrix, ``solve`` calls ``np.linalg.solve`` instead.
+    """
+
+    __slots__ = ("a", "lu", "piv", "singular", "lapack", "transposed")
+
+    def __init__(self, a):
+        self.a = a
+        self.lapack = is_plain(a) and a.ndim == 2
+        self.lu = self.piv = None
+        self.singular = self.transposed = False
+        if self.lapack:
+            self.transposed = a.flags.c_contiguous and not a.flags.f_contiguous
+            self.lu, self.piv, info = lapack("getrf", a.dtype)(a.T if self.transposed else a)
+            self.singular = info > 0
+
+    def check(self, name: str):
+        if self.singular:
+            raise np.linalg.LinAlgError(f"{name}: singular matrix")
+
+    def solve(self, b, op: str = "N", batched: bool = False):
+        """``op(A)^{-1} b`` for ``b`` of shape (n,) or (n, k), or either with a leading batch axis."""
+        if not self.lapack or not is_plain(b):
+            return generic_solve(_op(self.a, op), b, batched)
+        return _columns(b, batched, lambda cols: self._solve_columns(cols, op))
+
+    def _solve_columns(self, b, op):
+        dtype = self.a.dtype
+        if np.iscomplexobj(b) and not self.is_complex:  # a complex right-hand side for a real matrix
+            return self._solve_columns(b.real, op) + 1j * self._solve_columns(b.imag, op)
+        b = b.astype(dtype, copy=False)
+        if not self.is_complex and op == "C":
+            op = "T"
+        if self.transposed:  # the factors are those of F = A^T: A = F^T, A^T = F, A^H = conj(F)
+            if op == "C":
+                return np.conj(self._getrs(np.conj(b), 0))
+            return self._getrs(b, 0 if op == "T" else 1)
+        return self._getrs(b, _OPS[op])
+
+    def _getrs(self, b, code):
+        x, info = lapack("getrs", self.a.dtype)(self.lu, self.piv, b, trans=code)
+        return x
+
+    @property
+    def is_complex(self) -> bool:
+        return np.iscomplexobj(self.a)
+
+    def diagonal(self):
+        return np.diagonal(self.lu)
+
+    def parity(self) -> int:
+        """+1 or -1: the sign of the row permutation."""
+        swaps = np.count_nonzero(self.piv != np.arange(self.piv.size))
+        return -1 if swaps % 2 else 1
+
+    def det(self):
+        return self.parity() * np.prod(self.diagonal())
+
+    def slogdet(self):
+        d = self.diagonal()
+        absd = np.abs(d)
+        if self.is_complex:
+            sign = self.parity() * np.prod(d / np.where(absd == 0, 1, absd))
+        else:
+            sign = self.parity() * np.prod(np.sign(d))
+        with np.errstate(divide="ignore"):
+            logabs = np.sum(np.log(absd))
+        if self.singular:
+            sign = sign * 0
+        return sign, logabs
+
+    def inv(self):
+        """``A^{-1}`` from the factors (GETRI)."""
+        if not self.lapack:
+            return np.linalg.inv(self.a)
+        inv, info = lapack("getri", self.a.dtype)(self.lu, self.piv)
+        return inv.T if self.transposed else inv  # inv(A^T) = inv(A)^T
+
+
+def generic_solve(a, b, batched: bool = False):
+    """``a^{-1} b`` with NumPy for (stacks of) matrices ``a``; ``b`` is a vector when it has one
+    axis fewer than ``a`` (after a leading batch axis), else a (stack of) matrices."""
+    if np.ndim(b) - batched == np.ndim(a) - 1:
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    return np.linalg.solve(a, b)
+
+
+def _columns(b, batched: bool, solve):
+    """Apply ``solve`` (a function of an (n, k) matrix) to ``b`` of shape (n,), (n, k), or batched
+    (B, n) / (B, n, k), as one call with all right-hand sides side by side."""
+    if not batched:
+        return solve(b)
+    if b.ndim == 2:  # (B, n): the columns of b.T
+        return solve(np.ascontiguousarray(b.T)).T
+    batch, n, k = b.shape
+    cols = b.transpose(1, 0, 2).reshape(n, batch * k)
+    return solve(cols).reshape(n, batch, k).transpose(1, 0, 2)
+
+
+def triangular_solve(t, b, lower: bool, op: str = "N", side: str = "left", unit: bool = False, batched: bool = False):
+    """``op(t)^{-1} b`` (``side="left"``) or ``b op(t)^{-1}`` (``side="right"``) for a triangular ``t``
+    with SciPy's TRSM; ``b`` may carry a leading batch axis (``batched``), solved as one call."""
+    if is_plain(t, b) and t.ndim == 2 and b.ndim == 2 + batched and t.dtype == b.dtype:
+        if t.shape[0] == 0 or b.size == 0:
+            return np.zeros(b.shape, dtype=b.dtype)
+        if batched and side == "left":
+            return _columns(b, True, lambda cols: triangular_solve(t, cols, lower, op, side, unit))
+        if batched:  # the rows of every batch element stacked
+            return triangular_solve(t, b.reshape(-1, b.shape[-1]), lower, op, side, unit).reshape(b.shape)
+        trsm = blas("trsm", t.dtype)
+        code = _OPS[op] if np.iscomplexobj(t) else min(_OPS[op], 1)
+        return trsm(
+            1.0, np.asfortranarray(t), b, side=int(side == "right"), lower=int(lower), trans_a=code, diag=int(unit)
+        )
+    return numpy_triangular_solve(t, b, lower, op, side, unit, batched)
+
+
+def numpy_triangular_solve(t, b, lower, op="N", side="left", unit=False, batched=False):
+    """``triangular_solve`` with NumPy only: NumPy has no triangular solver, so a general solve."""
+    tri = np.tril(t) if lower else np.triu(t)
+    if unit:
+        n = np.shape(t)[-1]
+        tri = tri - diag_embed(diagonal(tri)) + np.eye(n, dtype=tri.dtype)
+    tri = _op(tri, op)
+    if side == "left":
+        return np.linalg.solve(tri, b)
+    return mT(np.linalg.solve(mT(tri), mT(b)))
+
+
+def numpy_mul(a, b, op_a: str = "N", op_b: str = "N"):
+    return np.matmul(_op(a, op_a), _op(b, op_b))
+
+
+def scipy_solve(a, b):
+    """``a^{-1} b`` by LU (GETRF/GETRS) for one plain matrix, ``np.linalg.solve`` otherwise."""
+    if is_plain(a, b) and a.ndim == 2 and b.ndim in (1, 2) and a.dtype == b.dtype:
+        lu = LU(a)
+        lu.check("solve")
+        return lu.solve(b)
+    return np.linalg.solve(a, b)
+
+
+class Ops:
+    """The matrix operations a rule computes with, all from one library (one BLAS thread pool)."""
+
+    __slots__ = ("name", "mul", "solve", "trisolve")
+
+    def __init__(self, name, mul, solve, trisolve):
+        self.name, self.mul, self.solve, self.trisolve = name, mul, solve, trisolve
+
+    def __repr__(self) -> str:
+        return f"Ops({self.name})"
+
+
+NUMPY = Ops("numpy", numpy_mul, np.linalg.solve, numpy_triangular_solve)
+SCIPY = Ops("scipy", mm, scipy_solve, triangular_solve)
+
+
+# ----- symmetric and Hermitian arguments read from one triangle ---------------------------
+
+
+def hermitian_from_triangle(a, lower: bool):
+    """The Hermitian matrix LAPACK sees when it reads only one triangle of ``a``.
+
+    The other triangle is the conjugate transpose of the one read, and the diagonal of a
+    complex matrix is taken real.
+    """
+    tri = np.tril(a, -1) if lower else np.triu(a, 1)
+    d = diagonal(a)
+    if np.iscomplexobj(a):
+        d = d.real
+    return tri + mH(tri) + diag_embed(d).astype(tri.dtype, copy=False)
+
+
+def fold_onto_triangle(g, lower: bool):
+    """The cotangent of ``a`` from the cotangent ``g`` of ``hermitian_from_triangle(a, lower)``.
+
+    The derivative of a function that reads one triangle lives in that triangle. For every
+    symmetric (Hermitian) direction it agrees with the symmetric gradient ``(g + g^H) / 2`` that
+    JAX and PyTorch return, and unlike it it also matches finite differences in every direction.
+    """
+    s = g + mH(g)
+    tri = np.tril(s, -1) if lower else np.triu(s, 1)
+    d = diagonal(g)
+    if np.iscomplexobj(g):
+        d = d.real
+    return tri + diag_embed(d).astype(tri.dtype, copy=False)
+
+
+def fold_triangle_of_hermitian(t, lower: bool):
+    """``fold_onto_triangle`` for a Hermitian ``g`` given by one triangle ``t`` (the other zero)."""
+    out = 2 * t
+    idx = np.arange(t.shape[-1])
+    d = t[..., idx, idx]
+    out[..., idx, idx] = d.real if np.iscomplexobj(t) else d
+    return out
+
+
+# ----- tangents ----------------------------------------------------------------------------
+
+
+def is_zero(t) -> bool:
+    return isinstance(t, AbstractZero)
+
+
+def parts(dy, fields):
+    """The components of a cotangent of a tuple or namedtuple output, unthunked, zeros filled in.
+
+    ``fields`` is the namedtuple's field names or the tuple's length.
+    """
+    dy = unthunk(dy)
+    n = fields if isinstance(fields, int) else len(fields)
+    if isinstance(dy, AbstractZero):
+        return (ZERO,) * n
+    if isinstance(dy, Tangent):
+        backing = dy.backing
+        if isinstance(backing, tuple):
+            items = backing
+        elif isinstance(fields, int):
+            raise TypeError(f"a {type(dy).__name__} is not a cotangent of a {n}-tuple")
+        else:
+            items = tuple(backing.get(name, ZERO) for name in fields)
+    elif isinstance(dy, (tuple, list)):
+        items = tuple(dy)
+    else:
+        raise TypeError(f"expected a cotangent of a {n}-tuple, got a {type(dy).__name__}")
+    if len(items) != n:
+        raise ValueError(f"expected a cotangent with {n} components, got {len(items)}")
+    return tuple(unthunk(t) for t in items)
+
+
+def tangent_of(y, *components):
+    """The structural tangent of a tuple or namedtuple output ``y``; all zeros give ``ZeroTangent``."""
+    if all(isinstance(c, AbstractZero) for c in components):
+        return ZERO
+    return Tangent[type(y)](*components)
+
+
+def is_batched(dx, x) -> bool:
+    """Whether the tangent ``dx`` carries a leading batch axis relative to its primal ``x``."""
+    return not isinstance(dx, AbstractZero) and np.ndim(dx) == np.ndim(x) + 1
+
+
+def batch_size(tangents, primals) -> int | None:
+    """The common batch size of batched tangents, or None when no tangent is batched."""
+    size = None
+    for dx, x in zip(tangents, primals):
+        if is_batched(dx, x):
+            if size is not None and np.shape(dx)[0] != size:
+                raise ValueError(f"batched tangents disagree on the batch size: {size} and {np.shape(dx)[0]}")
+            size = np.shape(dx)[0]
+    return size
+
+
+def with_batch(dx, x, batch: int | None):
+    """``dx`` with a leading batch axis (a zero or an unbatched tangent is broadcast)."""
+    if batch is None or is_batched(dx, x):
+        return dx
+    if isinstance(dx, AbstractZero):
+        return dx
+    return np.broadcast_to(dx, (batch,) + np.shape(dx))
+
+
+def options(name: str, rest: tuple, kwargs: dict, defaults: tuple[tuple[str, object], ...]) -> dict:
+    """The optional arguments of a call ``f(x, *rest, **kwargs)`` by name, with their defaults."""
+    if len(rest) > len(defaults):
+        raise TypeError(f"{name} takes at most {len(defaults) + 1} positional arguments, got {len(rest) + 1}")
+    values = dict(defaults)
+    values.update(zip((k for k, _ in defaults), rest))
+    for key, value in kwargs.items():
+        if key not in values:
+            raise TypeError(f"{name} got an unexpected keyword argument {key!r}")
+        values[key] = value
+    return values
+
+
+def gap_inverse(w, scale=None):
+    """``F[i, j] = 1 / (w[j] - w[i])`` off the diagonal, and 0 where the gap is at rounding level.
+
+    Eigenvalues (or squared singular values) closer than ``n * eps * scale`` are treated as one
+    repeated value: the rotation inside their common eigenspace is left alone, which is the
+    limit of the derivative for every cotangent that does not depend on that rotation.
+    """
+    w = np.asarray(w)
+    gaps = w[..., None, :] - w[..., :, None]
+    if scale is None:
+        scale = np.max(np.abs(w), axis=-1, keepdims=True)[..., None] if w.size else 1.0
+    eps = np.finfo(w.real.dtype).eps
+    tol = max(w.shape[-1], 1) * eps * scale
+    degenerate = np.abs(gaps) <= tol
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(degenerate, 0, 1 / np.where(degenerate, 1, gaps))

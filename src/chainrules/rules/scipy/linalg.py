@@ -1,0 +1,1576 @@
+"""Rules for ``scipy.linalg``: factorizations and matrix functions whose pullbacks reuse the primal's work.
+
+Every rule here runs on SciPy's BLAS and LAPACK throughout (see ``_lapack``): the LU, Cholesky,
+eigen, singular value and Schur factors computed for the primal are kept, and the pullback only
+solves and multiplies with them. The matrix exponential keeps its Padé intermediates and computes
+the Fréchet derivative of the adjoint direction (Al-Mohy & Higham 2009); the square root and the
+logarithm solve Sylvester equations in the Schur basis of the primal.
+
+The rules take single matrices (``scipy.linalg``'s stacked inputs raise a ``ValueError`` that
+points to ``numpy.linalg``); arrays that are not plain ndarrays (dual numbers) are computed with
+NumPy functions, so the rules also run under the forward engine. Functions that read one
+triangle (``assume_a='sym'|'her'|'pos'``, ``cholesky``, ``cho_factor``, ``eigh``, ``eigvalsh``)
+return the cotangent in that triangle, as in ``numpy.linalg``'s rules.
+
+>>> import numpy as np, scipy.linalg as sl, chainrules as cr
+>>> y, back = cr.rrule(sl.expm, np.zeros((2, 2)))
+>>> back(np.array([[1.0, 2.0], [3.0, 4.0]]))[1]  # at 0, the derivative of exp is the identity
+array([[1., 2.],
+       [3., 4.]])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sl
+
+from ...core import conj, frule, rrule, unthunk
+from ..numpy.linalg import (
+    _cholesky_setup,
+    _det_gradient,
+    _det_setup,
+    _norm_setup,
+    _norm_tangent,
+    cholesky_gradient,
+    cholesky_tangent,
+    eig_gradient,
+    eig_tangent,
+    eigh_gradient,
+    eigh_tangent,
+    eigvalsh_gradient,
+    eigvalsh_tangent,
+    pinv_gradient,
+    pinv_tangent,
+    qr_gradient,
+    qr_tangent,
+    svd_gradient,
+    svd_tangent,
+    symmetric_eigen,
+)
+from ._lapack import (
+    LU,
+    NO,
+    SCIPY,
+    ZERO,
+    as_array,
+    batch_size,
+    diag_embed,
+    diagonal,
+    float_dtype,
+    fold_onto_triangle,
+    hermitian_from_triangle,
+    is_batched,
+    is_plain,
+    is_zero,
+    lapack,
+    mH,
+    mm,
+    mT,
+    options,
+    parts,
+    projector,
+    tangent_of,
+    triangular_solve,
+    with_batch,
+)
+
+mul = mm  # every product in this module goes to SciPy's BLAS
+
+
+def _matrix(a, name: str, square: bool = True):
+    """``a`` as an array of a LAPACK dtype (other array types pass through), one matrix only."""
+    a = as_array(a)
+    if np.ndim(a) != 2:
+        raise ValueError(
+            f"the rule for {name} takes a single matrix, got shape {np.shape(a)}; "
+            "for stacks of matrices use the numpy.linalg function"
+        )
+    if square and a.shape[0] != a.shape[1]:
+        raise ValueError(f"{name}: expected a square matrix, got shape {a.shape}")
+    if isinstance(a, np.ndarray):
+        a = a.astype(float_dtype(a), copy=False)
+    return a
+
+
+def _rhs(b, a):
+    b = as_array(b)
+    if isinstance(b, np.ndarray) and isinstance(a, np.ndarray):
+        b = b.astype(float_dtype(a, b), copy=False)
+    return b
+
+
+def _lapack_matrix(a, name: str, square: bool = True):
+    """``_matrix`` for rules whose outputs are LAPACK's own factors: NumPy arrays only."""
+    a = _matrix(a, name, square)
+    if not is_plain(a):
+        raise TypeError(f"the rule for {name} needs a NumPy array of a LAPACK dtype (it returns LAPACK's factors)")
+    return a
+
+
+def _tangents(tangents):
+    return tuple(unthunk(t) for t in tangents[1:])
+
+
+def _conj_solve(factor, b, batched=False):
+    """``conj(A)^{-1} b`` from a factorization of ``A``."""
+    return conj(factor.solve(conj(b), "N", batched=batched))
+
+
+# ----- structured solves --------------------------------------------------------------------
+
+_ASSUME = {
+    None: "gen",
+    "gen": "gen",
+    "general": "gen",
+    "sym": "sym",
+    "symmetric": "sym",
+    "her": "her",
+    "hermitian": "her",
+    "pos": "pos",
+    "positive definite": "pos",
+    "diagonal": "diagonal",
+    "tridiagonal": "band",
+    # SciPy reads the bandwidth off the values: every nonzero entry counts, as in the general case
+    "banded": "gen",
+    "upper triangular": "upper",
+    "lower triangular": "lower",
+}
+
+
+def _symmetric_from_triangle(a, lower):
+    tri = np.tril(a, -1) if lower else np.triu(a, 1)
+    return tri + mT(tri) + diag_embed(diagonal(a))
+
+
+def _fold_symmetric(g, lower):
+    s = g + mT(g)
+    return (np.tril(s, -1) if lower else np.triu(s, 1)) + diag_embed(diagonal(g))
+
+
+class _Structure:
+    """The matrix SciPy reads for an ``assume_a`` (``read``), and the cotangent map back (``pull``).
+
+    With ``assume_a=None`` SciPy detects the structure of the values it is given; the derivative
+    is the general one, since every perturbation off the structure leaves it.
+    """
+
+    def __init__(self, assume_a, lower: bool, a, name: str):
+        if assume_a not in _ASSUME:
+            raise ValueError(f"{name}: unknown assume_a={assume_a!r}")
+        self.kind, self.lower, self.mask = _ASSUME[assume_a], lower, None
+        if assume_a == "tridiagonal":
+            self.mask = _band_mask(a.shape[0], 1, 1)
+        elif self.kind == "diagonal":
+            self.mask = np.eye(a.shape[0], dtype=bool)
+        elif self.kind in ("upper", "lower"):
+            self.mask = _band_mask(
+                a.shape[0], a.shape[0] if self.kind == "lower" else 0, a.shape[0] if self.kind == "upper" else 0
+            )
+
+    def read(self, x):
+        if self.kind == "gen":
+            return x
+        if self.kind in ("her", "pos") or (self.kind == "sym" and not np.iscomplexobj(x)):
+            return hermitian_from_triangle(x, self.lower)
+        if self.kind == "sym":
+            return _symmetric_from_triangle(x, self.lower)
+        return x * self.mask
+
+    def pull(self, g):
+        if self.kind == "gen":
+            return g
+        if self.kind in ("her", "pos") or (self.kind == "sym" and not np.iscomplexobj(g)):
+            return fold_onto_triangle(g, self.lower)
+        if self.kind == "sym":
+            return _fold_symmetric(g, self.lower)
+        return g * self.mask
+
+
+def _band_mask(n, below, above):
+    i, j = np.indices((n, n))
+    return (j - i <= above) & (i - j <= below)
+
+
+class _Cholesky:
+    """``A = L L^H`` (POTRF) solving with ``A``; ``A`` is Hermitian, so ``A^H = A``."""
+
+    def __init__(self, ahat):
+        self.ahat = ahat
+        self.lapack = is_plain(ahat)
+        if self.lapack:
+            self.c, info = lapack("potrf", ahat.dtype)(ahat, lower=1, clean=1)
+            if info > 0:
+                raise np.linalg.LinAlgError("scipy.linalg.solve: matrix is not positive definite")
+
+    def solve(self, b, op="N", batched=False):
+        if op == "T":
+            return _conj_solve(self, b, batched)
+        if not (self.lapack and is_plain(b)):
+            return _generic(self.ahat, b, batched)
+        from ._lapack import _columns
+
+        def potrs(cols):
+            if np.iscomplexobj(cols) and not np.iscomplexobj(self.c):
+                return potrs(cols.real) + 1j * potrs(cols.imag)
+            return lapack("potrs", self.c.dtype)(self.c, cols.astype(self.c.dtype, copy=False), lower=1)[0]
+
+        return _columns(b, batched, potrs)
+
+
+class _Triangular:
+    def __init__(self, ahat, lower):
+        self.ahat, self.lower = ahat, lower
+        if is_plain(ahat) and np.any(diagonal(ahat) == 0):
+            raise np.linalg.LinAlgError("scipy.linalg.solve: singular matrix")
+
+    def solve(self, b, op="N", batched=False):
+        vector = np.ndim(b) - batched == 1
+        cols = b[..., None] if vector else b
+        x = triangular_solve(self.ahat, cols, self.lower, op, batched=batched)
+        return x[..., 0] if vector else x
+
+
+def _generic(a, b, batched):
+    from ._lapack import generic_solve
+
+    return generic_solve(a, b, batched)
+
+
+def _factor(ahat, kind, name):
+    if kind == "pos":
+        return _Cholesky(ahat)
+    if kind in ("upper", "lower", "diagonal"):
+        return _Triangular(ahat, kind == "lower")
+    lu = LU(ahat)
+    lu.check(name)
+    return lu
+
+
+def _solve_op(factor, b, op, batched=False):
+    return _conj_solve(factor, b, batched) if op == "K" else factor.solve(b, op, batched=batched)
+
+
+def _solve_setup(a, b, opts, name):
+    a = _matrix(a, name)
+    b = _rhs(b, a)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and b.dtype != a.dtype:
+        a = a.astype(b.dtype)
+    if np.ndim(b) not in (1, 2):
+        raise ValueError(f"{name}: b must be one- or two-dimensional for this rule, got shape {np.shape(b)}")
+    if opts["transposed"] and np.iscomplexobj(a):
+        return sl.solve(a, b, transposed=True), None, None, None  # SciPy's own error for this case
+    structure = _Structure(opts["assume_a"], opts["lower"], a, name)
+    ahat = structure.read(a)
+    factor = _factor(ahat, structure.kind, name)
+    op = "T" if opts["transposed"] else "N"
+    return _solve_op(factor, b, op), factor, structure, op
+
+
+_SOLVE_OPTIONS = (
+    ("lower", False),
+    ("overwrite_a", False),
+    ("overwrite_b", False),
+    ("check_finite", True),
+    ("assume_a", None),
+    ("transposed", False),
+)
+
+
+@rrule.register(sl.solve)
+def rrule_solve(a, b, *rest, **kwargs):
+    opts = options("scipy.linalg.solve", rest, kwargs, _SOLVE_OPTIONS)
+    project_a, project_b = projector(a), projector(b)
+    x, factor, structure, op = _solve_setup(a, b, opts, "scipy.linalg.solve")
+    vector = np.ndim(x) == 1
+
+    def solve_pullback(dx):
+        dx = unthunk(dx)
+        if is_zero(dx):
+            return (NO, ZERO, ZERO) + (NO,) * len(rest)
+        # the primal's factorization solves the adjoint system: no refactorization
+        db = _solve_op(factor, dx, "C" if op == "N" else "K")
+        dop = -(db[:, None] * conj(x)[None, :]) if vector else mul(db, x, "N", "C", alpha=-1.0)  # cotangent of op(a)
+        dahat = dop if op == "N" else mT(dop)
+        return (NO, project_a(structure.pull(dahat)), project_b(db)) + (NO,) * len(rest)
+
+    return x, solve_pullback
+
+
+@frule.register(sl.solve, batched=True)
+def frule_solve(tangents, a, b, *rest, **kwargs):
+    opts = options("scipy.linalg.solve", rest, kwargs, _SOLVE_OPTIONS)
+    da, db = _tangents(tangents)[:2]
+    x, factor, structure, op = _solve_setup(a, b, opts, "scipy.linalg.solve")
+    vector = np.ndim(x) == 1
+    batch = batch_size((da, db), (a, b))
+    rhs = with_batch(db, b, batch)
+    if not is_zero(da):
+        dahat = structure.read(da)
+        if op == "T":
+            dahat = mT(dahat)
+        dax = mul(dahat, x[:, None])[..., 0] if vector else mul(dahat, x)
+        rhs = -dax if is_zero(rhs) else rhs - dax
+    if is_zero(rhs):
+        return x, ZERO
+    return x, _solve_op(factor, rhs, op, batched=batch is not None)
+
+
+# ----- triangular solves --------------------------------------------------------------------
+
+_TRANS = {0: "N", 1: "T", 2: "C", "N": "N", "T": "T", "C": "C"}
+_ADJOINT = {"N": "C", "T": "K", "C": "N"}
+
+
+def _triangle(a, lower, unit):
+    t = np.tril(a) if lower else np.triu(a)
+    if unit:
+        n = a.shape[0]
+        t = t - diag_embed(diagonal(t)) + np.eye(n, dtype=t.dtype)
+    return t
+
+
+def _tri_solve(t, b, lower, op, unit, batched=False):
+    vector = np.ndim(b) - batched == 1
+    cols = b[..., None] if vector else b
+    if op == "K":
+        x = conj(triangular_solve(t, conj(cols), lower, "N", unit=unit, batched=batched))
+    else:
+        x = triangular_solve(t, cols, lower, op, unit=unit, batched=batched)
+    return x[..., 0] if vector else x
+
+
+def _tri_mask(g, lower, unit):
+    g = np.tril(g) if lower else np.triu(g)
+    return g - diag_embed(diagonal(g)) if unit else g
+
+
+_TRI_OPTIONS = (
+    ("trans", 0),
+    ("lower", False),
+    ("unit_diagonal", False),
+    ("overwrite_b", False),
+    ("check_finite", True),
+)
+
+
+def _tri_setup(a, b, opts):
+    a = _matrix(a, "scipy.linalg.solve_triangular")
+    b = _rhs(b, a)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and b.dtype != a.dtype:
+        a = a.astype(b.dtype)
+    t = _triangle(a, opts["lower"], opts["unit_diagonal"])
+    if is_plain(t) and not opts["unit_diagonal"] and np.any(diagonal(t) == 0):
+        raise np.linalg.LinAlgError("scipy.linalg.solve_triangular: singular matrix")
+    op = _TRANS[opts["trans"]]
+    return t, op, _tri_solve(t, b, opts["lower"], op, opts["unit_diagonal"])
+
+
+@rrule.register(sl.solve_triangular)
+def rrule_solve_triangular(a, b, *rest, **kwargs):
+    opts = options("scipy.linalg.solve_triangular", rest, kwargs, _TRI_OPTIONS)
+    project_a, project_b = projector(a), projector(b)
+    t, op, x = _tri_setup(a, b, opts)
+    lower, unit = opts["lower"], opts["unit_diagonal"]
+
+    def solve_triangular_pullback(dx):
+        dx = unthunk(dx)
+        if is_zero(dx):
+            return (NO, ZERO, ZERO) + (NO,) * len(rest)
+        db = _tri_solve(t, dx, lower, _ADJOINT[op], unit)
+        dop = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
+        dt = {"N": dop, "T": mT(dop), "C": mH(dop)}[op]
+        return (NO, project_a(_tri_mask(dt, lower, unit)), project_b(db)) + (NO,) * len(rest)
+
+    return x, solve_triangular_pullback
+
+
+@frule.register(sl.solve_triangular, batched=True)
+def frule_solve_triangular(tangents, a, b, *rest, **kwargs):
+    opts = options("scipy.linalg.solve_triangular", rest, kwargs, _TRI_OPTIONS)
+    da, db = _tangents(tangents)[:2]
+    t, op, x = _tri_setup(a, b, opts)
+    batch = batch_size((da, db), (a, b))
+    rhs = with_batch(db, b, batch)
+    if not is_zero(da):
+        dt = _tri_mask(da, opts["lower"], opts["unit_diagonal"])
+        dop = {"N": dt, "T": mT(dt), "C": mH(dt)}[op]
+        dax = mul(dop, x[:, None])[..., 0] if np.ndim(x) == 1 else mul(dop, x)
+        rhs = -dax if is_zero(rhs) else rhs - dax
+    if is_zero(rhs):
+        return x, ZERO
+    return x, _tri_solve(t, rhs, opts["lower"], op, opts["unit_diagonal"], batched=batch is not None)
+
+
+# ----- LU -----------------------------------------------------------------------------------
+
+
+def _permutation(piv):
+    """Row order of ``P^T A`` from LAPACK's row interchanges: ``A[perm] = L U``."""
+    perm = np.arange(piv.size)
+    for i, p in enumerate(piv):
+        perm[i], perm[p] = perm[p], perm[i]
+    return perm
+
+
+def _unpack(lu):
+    low = np.tril(lu, -1) + np.eye(lu.shape[0], dtype=lu.dtype)
+    return low, np.triu(lu)
+
+
+def _lu_gradient(low, up, dlow, dup):
+    """Cotangent of ``B = L U`` from those of ``L`` (strictly lower) and ``U`` (upper):
+    ``L^{-H} (tril(L^H dL, -1) + triu(dU U^H)) U^{-H}``."""
+    m = 0
+    if not is_zero(dlow):
+        m = np.tril(mul(low, dlow, "C"), -1)
+    if not is_zero(dup):
+        m = m + np.triu(mul(dup, up, "N", "C"))
+    x = triangular_solve(low, m, lower=True, op="C", unit=True)
+    return triangular_solve(up, x, lower=False, op="C", side="right")
+
+
+def _lu_tangent(low, up, db, batched=False):
+    """``(dL, dU)`` of ``B = L U``: ``F = L^{-1} dB U^{-1}``, ``dL = L tril(F, -1)``, ``dU = triu(F) U``."""
+    f = triangular_solve(low, db, lower=True, unit=True, batched=batched)
+    f = triangular_solve(up, f, lower=False, side="right", batched=batched)
+    return mul(low, np.tril(f, -1)), mul(np.triu(f), up)
+
+
+def _lu_factor_setup(a):
+    a = _lapack_matrix(a, "scipy.linalg.lu_factor")
+    lu, piv = sl.lu_factor(a)
+    return a, lu, piv
+
+
+@rrule.register(sl.lu_factor)
+def rrule_lu_factor(a, *rest, **kwargs):
+    project = projector(a)
+    a_, lu, piv = _lu_factor_setup(a)
+    result = (lu, piv)
+    low, up = _unpack(lu)
+    perm = _permutation(piv)
+
+    def lu_factor_pullback(dresult):
+        dlu, _ = parts(dresult, 2)
+        if is_zero(dlu):
+            return (NO, ZERO) + (NO,) * len(rest)
+        db = _lu_gradient(low, up, np.tril(dlu, -1), np.triu(dlu))
+        da = np.empty_like(db)
+        da[perm] = db
+        return (NO, project(da)) + (NO,) * len(rest)
+
+    return result, lu_factor_pullback
+
+
+@frule.register(sl.lu_factor, batched=True)
+def frule_lu_factor(tangents, a, *rest, **kwargs):
+    (da,) = _tangents(tangents)[:1]
+    a_, lu, piv = _lu_factor_setup(a)
+    result = (lu, piv)
+    if is_zero(da):
+        return result, ZERO
+    perm = _permutation(piv)
+    dlow, dup = _lu_tangent(*_unpack(lu), da[..., perm, :], batched=is_batched(da, a))
+    return result, tangent_of(result, np.tril(dlow, -1) + np.triu(dup), NO)
+
+
+def _lu_solve_setup(lu_and_piv, b, trans):
+    lu, piv = lu_and_piv
+    lu = _lapack_matrix(lu, "scipy.linalg.lu_solve")
+    b = _rhs(b, lu)
+    op = _TRANS[trans]
+    x = sl.lu_solve((lu, piv), b, trans=trans)
+    return lu, np.asarray(piv), b, op, x
+
+
+def _lu_matrix_cotangent(lu, perm, dmat):
+    """The cotangent of the packed ``lu`` from that of ``A = P L U``."""
+    low, up = _unpack(lu)
+    pa = dmat[perm]
+    return np.tril(mul(pa, up, "N", "C"), -1) + np.triu(mul(low, pa, "C"))
+
+
+@rrule.register(sl.lu_solve)
+def rrule_lu_solve(lu_and_piv, b, *rest, **kwargs):
+    trans = options(
+        "scipy.linalg.lu_solve", rest, kwargs, (("trans", 0), ("overwrite_b", False), ("check_finite", True))
+    )["trans"]
+    project_b = projector(b)
+    lu, piv, b_, op, x = _lu_solve_setup(lu_and_piv, b, trans)
+    project_lu = projector(lu)
+
+    def lu_solve_pullback(dx):
+        dx = unthunk(dx)
+        if is_zero(dx):
+            return (NO, ZERO, ZERO) + (NO,) * len(rest)
+        adjoint = {"N": 2, "T": 0, "C": 0}[op]
+        db = sl.lu_solve((lu, piv), conj(dx) if op == "T" else dx, trans=adjoint)
+        db = conj(db) if op == "T" else db
+        dop = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
+        dmat = {"N": dop, "T": mT(dop), "C": mH(dop)}[op]
+        dlu = project_lu(_lu_matrix_cotangent(lu, _permutation(piv), dmat))
+        return (NO, tangent_of(lu_and_piv, dlu, NO), project_b(db)) + (NO,) * len(rest)
+
+    return x, lu_solve_pullback
+
+
+@frule.register(sl.lu_solve)
+def frule_lu_solve(tangents, lu_and_piv, b, *rest, **kwargs):
+    trans = options(
+        "scipy.linalg.lu_solve", rest, kwargs, (("trans", 0), ("overwrite_b", False), ("check_finite", True))
+    )["trans"]
+    dlu_and_piv, db = _tangents(tangents)[:2]
+    lu, piv, b_, op, x = _lu_solve_setup(lu_and_piv, b, trans)
+    dlu = parts(dlu_and_piv, 2)[0]
+    rhs = db
+    if not is_zero(dlu):
+        low, up = _unpack(lu)
+        dmat = mul(np.tril(dlu, -1), up) + mul(low, np.triu(dlu))
+        perm = _permutation(piv)
+        dfull = np.empty_like(dmat)
+        dfull[perm] = dmat
+        dop = {"N": dfull, "T": mT(dfull), "C": mH(dfull)}[op]
+        dax = mul(dop, x[:, None])[:, 0] if np.ndim(x) == 1 else mul(dop, x)
+        rhs = -dax if is_zero(rhs) else rhs - dax
+    if is_zero(rhs):
+        return x, ZERO
+    return x, sl.lu_solve((lu, piv), rhs, trans=trans)
+
+
+@rrule.register(sl.lu)
+def rrule_lu(a, *rest, **kwargs):
+    opts = options(
+        "scipy.linalg.lu",
+        rest,
+        kwargs,
+        (("permute_l", False), ("overwrite_a", False), ("check_finite", True), ("p_indices", False)),
+    )
+    project = projector(a)
+    a_ = _lapack_matrix(a, "scipy.linalg.lu")
+    result = sl.lu(a_, permute_l=opts["permute_l"], p_indices=opts["p_indices"])
+    if opts["permute_l"]:
+        pl, up = result
+        lu, piv = sl.lu_factor(a_)
+        perm = _permutation(piv)
+        low = pl[perm]
+    else:
+        p, low, up = result
+        perm = np.argsort(p) if opts["p_indices"] else np.argmax(p, axis=0)  # a[perm] = L U
+
+    def lu_pullback(dresult):
+        if opts["permute_l"]:
+            dpl, dup = parts(dresult, 2)
+            dlow = ZERO if is_zero(dpl) else dpl[perm]
+        else:
+            _, dlow, dup = parts(dresult, 3)
+        if is_zero(dlow) and is_zero(dup):
+            return (NO, ZERO) + (NO,) * len(rest)
+        dlow = ZERO if is_zero(dlow) else np.tril(dlow, -1)
+        dup = ZERO if is_zero(dup) else np.triu(dup)
+        db = _lu_gradient(low, up, dlow, dup)
+        da = np.empty_like(db)
+        da[perm] = db
+        return (NO, project(da)) + (NO,) * len(rest)
+
+    return result, lu_pullback
+
+
+@frule.register(sl.lu, batched=True)
+def frule_lu(tangents, a, *rest, **kwargs):
+    opts = options(
+        "scipy.linalg.lu",
+        rest,
+        kwargs,
+        (("permute_l", False), ("overwrite_a", False), ("check_finite", True), ("p_indices", False)),
+    )
+    (da,) = _tangents(tangents)[:1]
+    a_ = _lapack_matrix(a, "scipy.linalg.lu")
+    result = sl.lu(a_, permute_l=opts["permute_l"], p_indices=opts["p_indices"])
+    if is_zero(da):
+        return result, ZERO
+    lu, piv = sl.lu_factor(a_)
+    perm = _permutation(piv)
+    low, up = _unpack(lu)
+    dlow, dup = _lu_tangent(low, up, da[..., perm, :], batched=is_batched(da, a))
+    if opts["permute_l"]:
+        dpl = np.empty_like(dlow)
+        dpl[..., perm, :] = dlow
+        return result, tangent_of(result, dpl, dup)
+    return result, tangent_of(result, NO, dlow, dup)
+
+
+# ----- Cholesky -----------------------------------------------------------------------------
+
+
+@rrule.register(sl.cholesky)
+def rrule_cholesky(a, *rest, **kwargs):
+    lower = options(
+        "scipy.linalg.cholesky", rest, kwargs, (("lower", False), ("overwrite_a", False), ("check_finite", True))
+    )["lower"]
+    project = projector(a)
+    c, low = _cholesky_setup(_matrix(a, "scipy.linalg.cholesky"), not lower, "scipy.linalg.cholesky")
+
+    def cholesky_pullback(dc):
+        dc = unthunk(dc)
+        if is_zero(dc):
+            return (NO, ZERO) + (NO,) * len(rest)
+        g = cholesky_gradient(low, dc if lower else mH(dc))
+        return (NO, project(fold_onto_triangle(g, lower))) + (NO,) * len(rest)
+
+    return c, cholesky_pullback
+
+
+@frule.register(sl.cholesky, batched=True)
+def frule_cholesky(tangents, a, *rest, **kwargs):
+    lower = options(
+        "scipy.linalg.cholesky", rest, kwargs, (("lower", False), ("overwrite_a", False), ("check_finite", True))
+    )["lower"]
+    (da,) = _tangents(tangents)[:1]
+    c, low = _cholesky_setup(_matrix(a, "scipy.linalg.cholesky"), not lower, "scipy.linalg.cholesky")
+    if is_zero(da):
+        return c, ZERO
+    dlow = cholesky_tangent(low, hermitian_from_triangle(da, lower), is_batched(da, a))
+    return c, (dlow if lower else mH(dlow))
+
+
+def _cho_factor_setup(a, lower):
+    a = _matrix(a, "scipy.linalg.cho_factor")
+    c, low = _cholesky_setup(a, not lower, "scipy.linalg.cho_factor")
+    other = np.triu(a, 1) if lower else np.tril(a, -1)  # SciPy leaves the input in the unused triangle
+    return c + other, low
+
+
+@rrule.register(sl.cho_factor)
+def rrule_cho_factor(a, *rest, **kwargs):
+    lower = options(
+        "scipy.linalg.cho_factor", rest, kwargs, (("lower", False), ("overwrite_a", False), ("check_finite", True))
+    )["lower"]
+    project = projector(a)
+    c, low = _cho_factor_setup(a, lower)
+    result = (c, lower)
+
+    def cho_factor_pullback(dresult):
+        dc, _ = parts(dresult, 2)
+        if is_zero(dc):
+            return (NO, ZERO) + (NO,) * len(rest)
+        factor = np.tril(dc) if lower else np.triu(dc)
+        g = cholesky_gradient(low, factor if lower else mH(factor))
+        da = fold_onto_triangle(g, lower) + (np.triu(dc, 1) if lower else np.tril(dc, -1))
+        return (NO, project(da)) + (NO,) * len(rest)
+
+    return result, cho_factor_pullback
+
+
+@frule.register(sl.cho_factor, batched=True)
+def frule_cho_factor(tangents, a, *rest, **kwargs):
+    lower = options(
+        "scipy.linalg.cho_factor", rest, kwargs, (("lower", False), ("overwrite_a", False), ("check_finite", True))
+    )["lower"]
+    (da,) = _tangents(tangents)[:1]
+    c, low = _cho_factor_setup(a, lower)
+    result = (c, lower)
+    if is_zero(da):
+        return result, ZERO
+    dlow = cholesky_tangent(low, hermitian_from_triangle(da, lower), is_batched(da, a))
+    dc = (dlow if lower else mH(dlow)) + (np.triu(da, 1) if lower else np.tril(da, -1))
+    return result, tangent_of(result, dc, NO)
+
+
+def _cho_solve_setup(c_and_lower, b):
+    c, lower = c_and_lower
+    c = _lapack_matrix(c, "scipy.linalg.cho_solve")
+    b = _rhs(b, c)
+    x = sl.cho_solve((c, lower), b)
+    return c, bool(lower), x
+
+
+@rrule.register(sl.cho_solve)
+def rrule_cho_solve(c_and_lower, b, *rest, **kwargs):
+    c, lower, x = _cho_solve_setup(c_and_lower, b)
+    project_b, project_c = projector(b), projector(c)
+
+    def cho_solve_pullback(dx):
+        dx = unthunk(dx)
+        if is_zero(dx):
+            return (NO, ZERO, ZERO) + (NO,) * len(rest)
+        db = sl.cho_solve((c, lower), dx)  # A = A^H: the same factor solves the adjoint
+        dmat = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
+        sym = dmat + mH(dmat)
+        # A = L L^H (lower) or U^H U (upper); only that triangle of c is read
+        dc = np.tril(mul(sym, np.tril(c))) if lower else np.triu(mul(np.triu(c), sym))
+        return (NO, tangent_of(c_and_lower, project_c(dc), NO), project_b(db)) + (NO,) * len(rest)
+
+    return x, cho_solve_pullback
+
+
+@frule.register(sl.cho_solve)
+def frule_cho_solve(tangents, c_and_lower, b, *rest, **kwargs):
+    dcl, db = _tangents(tangents)[:2]
+    c, lower, x = _cho_solve_setup(c_and_lower, b)
+    dc = parts(dcl, 2)[0]
+    rhs = db
+    if not is_zero(dc):
+        f = np.tril(c) if lower else np.triu(c)
+        df = np.tril(dc) if lower else np.triu(dc)
+        dmat = mul(df, f, "N", "C") + mul(f, df, "N", "C") if lower else mul(df, f, "C") + mul(f, df, "C")
+        dax = mul(dmat, x[:, None])[:, 0] if np.ndim(x) == 1 else mul(dmat, x)
+        rhs = -dax if is_zero(rhs) else rhs - dax
+    if is_zero(rhs):
+        return x, ZERO
+    return x, sl.cho_solve((c, lower), rhs)
+
+
+# ----- inverse and determinant --------------------------------------------------------------
+
+
+def _inv_setup(a, rest, kwargs):
+    opts = options(
+        "scipy.linalg.inv",
+        rest,
+        kwargs,
+        (("overwrite_a", False), ("check_finite", True), ("assume_a", None), ("lower", False)),
+    )
+    a = _matrix(a, "scipy.linalg.inv")
+    structure = _Structure(opts["assume_a"], opts["lower"], a, "scipy.linalg.inv")
+    ahat = structure.read(a)
+    if is_plain(ahat):
+        lu = LU(ahat)
+        lu.check("scipy.linalg.inv")
+        y = lu.inv()
+    else:
+        y = np.linalg.inv(ahat)
+    return y, structure
+
+
+@rrule.register(sl.inv)
+def rrule_inv(a, *rest, **kwargs):
+    project = projector(a)
+    y, structure = _inv_setup(a, rest, kwargs)
+
+    def inv_pullback(dy):
+        dy = unthunk(dy)
+        if is_zero(dy):
+            return (NO, ZERO) + (NO,) * len(rest)
+        return (NO, project(structure.pull(-mul(mul(y, dy, "C"), y, "N", "C")))) + (NO,) * len(rest)
+
+    return y, inv_pullback
+
+
+@frule.register(sl.inv, batched=True)
+def frule_inv(tangents, a, *rest, **kwargs):
+    (da,) = _tangents(tangents)[:1]
+    y, structure = _inv_setup(a, rest, kwargs)
+    if is_zero(da):
+        return y, ZERO
+    return y, -mul(y, mul(structure.read(da), y))
+
+
+def _det_matrix(a):
+    """SciPy computes determinants in double precision whatever the input's precision."""
+    a = _matrix(a, "scipy.linalg.det")
+    if isinstance(a, np.ndarray):
+        a = a.astype(np.result_type(a, np.float64), copy=False)
+    return a
+
+
+@rrule.register(sl.det)
+def rrule_det(a, *rest, **kwargs):
+    project = projector(a)
+    a = _det_matrix(a)
+    d, lu = _det_setup(a)
+
+    def det_pullback(dd):
+        dd = unthunk(dd)
+        if is_zero(dd):
+            return (NO, ZERO) + (NO,) * len(rest)
+        return (NO, project(dd * conj(_det_gradient(a, d, lu)))) + (NO,) * len(rest)
+
+    return d, det_pullback
+
+
+@frule.register(sl.det, batched=True)
+def frule_det(tangents, a, *rest, **kwargs):
+    (da,) = _tangents(tangents)[:1]
+    a = _det_matrix(a)
+    d, lu = _det_setup(a)
+    if is_zero(da):
+        return d, ZERO
+    return d, np.sum(_det_gradient(a, d, lu) * da, axis=(-2, -1))
+
+
+# ----- QR, least squares, pseudo-inverse ----------------------------------------------------
+
+_QR_OPTIONS = (("overwrite_a", False), ("lwork", None), ("mode", "full"), ("pivoting", False), ("check_finite", True))
+
+
+def _qr_setup(a, opts):
+    mode = opts["mode"]
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"scipy.linalg.qr: mode={mode!r} has no derivative; use 'full', 'economic' or 'r'")
+    a = _lapack_matrix(a, "scipy.linalg.qr", square=False)
+    pivoting = opts["pivoting"]
+    out = sl.qr(a, mode="economic" if mode == "economic" else "full", pivoting=pivoting)
+    q, r = out[0], out[1]
+    perm = out[2] if pivoting else None
+    if mode == "r":
+        result = (r, perm) if pivoting else (r,)
+    else:
+        result = (q, r, perm) if pivoting else (q, r)
+    return result, q, r, perm
+
+
+@rrule.register(sl.qr)
+def rrule_qr(a, *rest, **kwargs):
+    opts = options("scipy.linalg.qr", rest, kwargs, _QR_OPTIONS)
+    project = projector(a)
+    result, q, r, perm = _qr_setup(a, opts)
+
+    def qr_pullback(dresult):
+        items = parts(dresult, len(result))
+        dq, dr = (ZERO, items[0]) if opts["mode"] == "r" else items[:2]
+        g = qr_gradient(q, r, dq, dr, SCIPY)
+        if is_zero(g):
+            return (NO, ZERO) + (NO,) * len(rest)
+        if perm is not None:  # a[:, perm] = Q R
+            g, permuted = np.empty_like(g), g
+            g[:, perm] = permuted
+        return (NO, project(g)) + (NO,) * len(rest)
+
+    return result, qr_pullback
+
+
+@frule.register(sl.qr)
+def frule_qr(tangents, a, *rest, **kwargs):
+    opts = options("scipy.linalg.qr", rest, kwargs, _QR_OPTIONS)
+    (da,) = _tangents(tangents)[:1]
+    result, q, r, perm = _qr_setup(a, opts)
+    if is_zero(da):
+        return result, ZERO
+    dq, dr = qr_tangent(q, r, da if perm is None else da[:, perm], SCIPY)
+    if opts["mode"] == "r":
+        return result, tangent_of(result, dr, *((NO,) if perm is not None else ()))
+    return result, tangent_of(result, dq, dr, *((NO,) if perm is not None else ()))
+
+
+_LSTSQ_OPTIONS = (
+    ("cond", None),
+    ("overwrite_a", False),
+    ("overwrite_b", False),
+    ("check_finite", True),
+    ("lapack_driver", None),
+)
+
+
+def _lstsq_setup(a, b, opts):
+    from ..numpy.linalg import lstsq_setup
+
+    _matrix(a, "scipy.linalg.lstsq", square=False)
+    cond = opts["cond"]
+    # LAPACK's default cutoff (cond=None) is the machine epsilon
+    result, ctx = lstsq_setup(a, b, -1 if cond is None else cond, SCIPY, sl.svd, vector_residual=True)
+    if np.size(result[1]) == 0:  # SciPy's empty residues carry the input's dtype
+        result = (result[0], np.empty(0, dtype=ctx["a"].dtype)) + result[2:]
+    if opts["lapack_driver"] == "gelsy":
+        result = result[:3] + (None,)
+    return result, ctx
+
+
+@rrule.register(sl.lstsq)
+def rrule_lstsq(a, b, *rest, **kwargs):
+    from ..numpy.linalg import lstsq_gradient
+
+    opts = options("scipy.linalg.lstsq", rest, kwargs, _LSTSQ_OPTIONS)
+    project_a, project_b = projector(a), projector(b)
+    result, ctx = _lstsq_setup(a, b, opts)
+
+    def lstsq_pullback(dresult):
+        dx, dres, _, ds = parts(dresult, 4)
+        da, db = lstsq_gradient(result, ctx, dx, dres, ZERO if result[3] is None else ds)
+        return (NO, project_a(da), project_b(db)) + (NO,) * len(rest)
+
+    return result, lstsq_pullback
+
+
+@frule.register(sl.lstsq)
+def frule_lstsq(tangents, a, b, *rest, **kwargs):
+    from ..numpy.linalg import lstsq_tangent
+
+    opts = options("scipy.linalg.lstsq", rest, kwargs, _LSTSQ_OPTIONS)
+    da, db = _tangents(tangents)[:2]
+    result, ctx = _lstsq_setup(a, b, opts)
+    dx, dres, ds = lstsq_tangent(result, ctx, da, db)
+    return result, tangent_of(result, dx, dres, NO, NO if result[3] is None else ds)
+
+
+_PINV_OPTIONS = (("atol", None), ("rtol", None), ("return_rank", False), ("check_finite", True))
+
+
+@rrule.register(sl.pinv)
+def rrule_pinv(a, **kwargs):
+    opts = options("scipy.linalg.pinv", (), kwargs, _PINV_OPTIONS)
+    project = projector(a)
+    a = _matrix(a, "scipy.linalg.pinv", square=False)
+    result = sl.pinv(a, **kwargs)
+    y = result[0] if opts["return_rank"] else result
+
+    def pinv_pullback(dresult):
+        dy = parts(dresult, 2)[0] if opts["return_rank"] else unthunk(dresult)
+        if is_zero(dy):
+            return NO, ZERO
+        return NO, project(pinv_gradient(a, y, dy, SCIPY))
+
+    return result, pinv_pullback
+
+
+@frule.register(sl.pinv)
+def frule_pinv(tangents, a, **kwargs):
+    opts = options("scipy.linalg.pinv", (), kwargs, _PINV_OPTIONS)
+    (da,) = _tangents(tangents)
+    a = _matrix(a, "scipy.linalg.pinv", square=False)
+    result = sl.pinv(a, **kwargs)
+    y = result[0] if opts["return_rank"] else result
+    if is_zero(da):
+        return result, ZERO
+    dy = pinv_tangent(a, y, da, SCIPY)
+    return result, (tangent_of(result, dy, NO) if opts["return_rank"] else dy)
+
+
+# ----- eigenproblems ------------------------------------------------------------------------
+
+_EIGH_OPTIONS = (
+    ("lower", True),
+    ("eigvals_only", False),
+    ("overwrite_a", False),
+    ("overwrite_b", False),
+    ("type", 1),
+    ("check_finite", True),
+    ("subset_by_index", None),
+    ("subset_by_value", None),
+    ("driver", None),
+)
+
+
+def _eigh_setup(a, b, opts, name):
+    """The full decomposition (a subset is selected from it, so its derivative sees every pair)."""
+    if b is not None:
+        raise ValueError(f"{name}: the generalized eigenproblem (b=...) has no derivative rule")
+    a = _matrix(a, name)
+    lower = bool(opts["lower"])
+    if opts["eigvals_only"]:
+        w, v, _ = symmetric_eigen(a, lower, name)
+    elif is_plain(a):
+        w, v = sl.eigh(a, lower=lower, driver=opts["driver"] if opts["driver"] in ("ev", "evd", "evr") else None)
+    else:
+        w, v = np.linalg.eigh(a, "L" if lower else "U")
+    index = slice(None)
+    if opts["subset_by_index"] is not None:
+        lo, hi = opts["subset_by_index"]
+        index = slice(int(lo), int(hi) + 1)
+    elif opts["subset_by_value"] is not None:
+        lo, hi = opts["subset_by_value"]
+        index = np.flatnonzero((w > lo) & (w <= hi))
+    return a, lower, w, v, index
+
+
+def _embed(full_like, part, index):
+    if is_zero(part) or (isinstance(index, slice) and index == slice(None)):
+        return part
+    out = np.zeros(full_like.shape, dtype=np.result_type(full_like, part))
+    out[..., index] = part
+    return out
+
+
+def _b(rest, kwargs, name):
+    if len(rest) > 1:
+        raise TypeError(f"{name} takes at most 2 positional arguments")
+    return rest[0] if rest else kwargs.pop("b", None)
+
+
+@rrule.register(sl.eigh)
+def rrule_eigh(a, *rest, **kwargs):
+    b = _b(rest, kwargs, "scipy.linalg.eigh")
+    opts = options("scipy.linalg.eigh", (), kwargs, _EIGH_OPTIONS)
+    project = projector(a)
+    a_, lower, w, v, index = _eigh_setup(a, b, opts, "scipy.linalg.eigh")
+    result = w[index] if opts["eigvals_only"] else (w[index], v[:, index])
+    extra = (NO,) * len(rest)
+
+    def eigh_pullback(dresult):
+        if opts["eigvals_only"]:
+            dw, dv = unthunk(dresult), ZERO
+        else:
+            dw, dv = parts(dresult, 2)
+        dw, dv = _embed(w, dw, index), _embed(v, dv, index)
+        if is_zero(dw) and is_zero(dv):
+            return (NO, ZERO) + extra
+        if is_zero(dv):
+            g = eigvalsh_gradient(w, v, dw, lower, SCIPY)
+        else:
+            g = fold_onto_triangle(eigh_gradient(w, v, dw, dv, SCIPY), lower)
+        return (NO, project(g)) + extra
+
+    return result, eigh_pullback
+
+
+@frule.register(sl.eigh, batched=True)
+def frule_eigh(tangents, a, *rest, **kwargs):
+    b = _b(rest, kwargs, "scipy.linalg.eigh")
+    opts = options("scipy.linalg.eigh", (), kwargs, _EIGH_OPTIONS)
+    (da,) = _tangents(tangents)[:1]
+    a_, lower, w, v, index = _eigh_setup(a, b, opts, "scipy.linalg.eigh")
+    result = w[index] if opts["eigvals_only"] else (w[index], v[:, index])
+    if is_zero(da):
+        return result, ZERO
+    dahat = hermitian_from_triangle(da, lower)
+    if opts["eigvals_only"]:
+        return result, eigvalsh_tangent(v, dahat, SCIPY)[..., index]
+    dw, dv = eigh_tangent(w, v, dahat, SCIPY)
+    return result, tangent_of(result, dw[..., index], dv[..., index])
+
+
+_EIGVALSH_OPTIONS = tuple((k, d) for k, d in _EIGH_OPTIONS if k != "eigvals_only")
+
+
+@rrule.register(sl.eigvalsh)
+def rrule_eigvalsh(a, *rest, **kwargs):
+    options("scipy.linalg.eigvalsh", (), {k: v for k, v in kwargs.items() if k != "b"}, _EIGVALSH_OPTIONS)
+    return rrule_eigh(a, *rest, eigvals_only=True, **kwargs)
+
+
+@frule.register(sl.eigvalsh, batched=True)
+def frule_eigvalsh(tangents, a, *rest, **kwargs):
+    options("scipy.linalg.eigvalsh", (), {k: v for k, v in kwargs.items() if k != "b"}, _EIGVALSH_OPTIONS)
+    return frule_eigh(tangents, a, *rest, eigvals_only=True, **kwargs)
+
+
+_EIG_OPTIONS = (
+    ("left", False),
+    ("right", True),
+    ("overwrite_a", False),
+    ("overwrite_b", False),
+    ("check_finite", True),
+    ("homogeneous_eigvals", False),
+)
+
+
+def _eig_setup(a, b, opts, name):
+    if b is not None or opts["left"] or opts["homogeneous_eigvals"]:
+        raise ValueError(f"{name}: only the standard problem with right eigenvectors (b=None, left=False) has a rule")
+    a = _matrix(a, name)
+    if not is_plain(a):
+        w, v = np.linalg.eig(a)
+    else:
+        w, v = sl.eig(a)
+    return a, w, v
+
+
+@rrule.register(sl.eig)
+def rrule_eig(a, *rest, **kwargs):
+    b = _b(rest, kwargs, "scipy.linalg.eig")
+    opts = options("scipy.linalg.eig", (), kwargs, _EIG_OPTIONS)
+    project = projector(a)
+    a_, w, v = _eig_setup(a, b, opts, "scipy.linalg.eig")
+    result = (w, v) if opts["right"] else w
+
+    def eig_pullback(dresult):
+        dw, dv = parts(dresult, 2) if opts["right"] else (unthunk(dresult), ZERO)
+        if is_zero(dw) and is_zero(dv):
+            return (NO, ZERO) + (NO,) * len(rest)
+        return (NO, project(eig_gradient(w, v, dw, dv, SCIPY))) + (NO,) * len(rest)
+
+    return result, eig_pullback
+
+
+@frule.register(sl.eig)
+def frule_eig(tangents, a, *rest, **kwargs):
+    b = _b(rest, kwargs, "scipy.linalg.eig")
+    opts = options("scipy.linalg.eig", (), kwargs, _EIG_OPTIONS)
+    (da,) = _tangents(tangents)[:1]
+    a_, w, v = _eig_setup(a, b, opts, "scipy.linalg.eig")
+    result = (w, v) if opts["right"] else w
+    if is_zero(da):
+        return result, ZERO
+    dw, dv = eig_tangent(w, v, da, SCIPY)
+    return result, (tangent_of(result, dw, dv) if opts["right"] else dw)
+
+
+_EIGVALS_OPTIONS = (("b", None), ("overwrite_a", False), ("check_finite", True), ("homogeneous_eigvals", False))
+
+
+@rrule.register(sl.eigvals)
+def rrule_eigvals(a, *rest, **kwargs):
+    options("scipy.linalg.eigvals", rest, kwargs, _EIGVALS_OPTIONS)
+    return rrule_eig(a, *rest[:1], right=False, **kwargs)
+
+
+@frule.register(sl.eigvals)
+def frule_eigvals(tangents, a, *rest, **kwargs):
+    options("scipy.linalg.eigvals", rest, kwargs, _EIGVALS_OPTIONS)
+    return frule_eig(tangents, a, *rest[:1], right=False, **kwargs)
+
+
+# ----- singular values ----------------------------------------------------------------------
+
+_SVD_OPTIONS = (
+    ("full_matrices", True),
+    ("compute_uv", True),
+    ("overwrite_a", False),
+    ("check_finite", True),
+    ("lapack_driver", "gesdd"),
+)
+
+
+def _svd_setup(a, opts, name="scipy.linalg.svd"):
+    a = _matrix(a, name, square=False)
+    full = opts["full_matrices"] and opts["compute_uv"]
+    if is_plain(a):
+        u, s, vh = sl.svd(a, full_matrices=full, lapack_driver=opts["lapack_driver"])
+    else:
+        u, s, vh = np.linalg.svd(a, full_matrices=full)
+    return (u, s, vh) if opts["compute_uv"] else s, u, s, vh
+
+
+@rrule.register(sl.svd)
+def rrule_svd(a, *rest, **kwargs):
+    opts = options("scipy.linalg.svd", rest, kwargs, _SVD_OPTIONS)
+    project = projector(a)
+    result, u, s, vh = _svd_setup(a, opts)
+
+    def svd_pullback(dresult):
+        du, ds, dvh = parts(dresult, 3) if opts["compute_uv"] else (ZERO, unthunk(dresult), ZERO)
+        g = svd_gradient(u, s, vh, du, ds, dvh, SCIPY)
+        return (NO, ZERO if is_zero(g) else project(g)) + (NO,) * len(rest)
+
+    return result, svd_pullback
+
+
+@frule.register(sl.svd)
+def frule_svd(tangents, a, *rest, **kwargs):
+    opts = options("scipy.linalg.svd", rest, kwargs, _SVD_OPTIONS)
+    (da,) = _tangents(tangents)[:1]
+    result, u, s, vh = _svd_setup(a, opts)
+    if is_zero(da):
+        return result, ZERO
+    du, ds, dvh = svd_tangent(u, s, vh, da, SCIPY)
+    return result, (tangent_of(result, du, ds, dvh) if opts["compute_uv"] else ds)
+
+
+@rrule.register(sl.svdvals)
+def rrule_svdvals(a, *rest, **kwargs):
+    options("scipy.linalg.svdvals", rest, kwargs, (("overwrite_a", False), ("check_finite", True)))
+    project = projector(a)
+    _, u, s, vh = _svd_setup(a, dict(_SVD_OPTIONS, full_matrices=False), "scipy.linalg.svdvals")
+
+    def svdvals_pullback(ds):
+        ds = unthunk(ds)
+        if is_zero(ds):
+            return (NO, ZERO) + (NO,) * len(rest)
+        return (NO, project(mul(u * np.real(ds), vh))) + (NO,) * len(rest)
+
+    return s, svdvals_pullback
+
+
+@frule.register(sl.svdvals, batched=True)
+def frule_svdvals(tangents, a, *rest, **kwargs):
+    options("scipy.linalg.svdvals", rest, kwargs, (("overwrite_a", False), ("check_finite", True)))
+    (da,) = _tangents(tangents)[:1]
+    _, u, s, vh = _svd_setup(a, dict(_SVD_OPTIONS, full_matrices=False), "scipy.linalg.svdvals")
+    if is_zero(da):
+        return s, ZERO
+    return s, np.real(np.sum(conj(u) * mul(da, vh, "N", "C"), axis=-2))
+
+
+# ----- norms --------------------------------------------------------------------------------
+
+
+_NORM_OPTIONS = (("ord", None), ("axis", None), ("keepdims", False), ("check_finite", True))
+
+
+def _sp_norm_setup(a, rest, kwargs):
+    o = options("scipy.linalg.norm", rest, kwargs, _NORM_OPTIONS)
+    y, g, axes = _norm_setup(a, o["ord"], o["axis"], o["keepdims"])
+    if o["ord"] not in ("nuc", 2, -2) or np.ndim(a) == 1:
+        # the value (and its type: SciPy returns Python floats for BLAS norms) from SciPy itself;
+        # the weights g came from the same reductions
+        y = sl.norm(a, o["ord"], o["axis"], o["keepdims"])
+    return o, y, g, axes
+
+
+@rrule.register(sl.norm)
+def rrule_norm(a, *rest, **kwargs):
+    project = projector(a)
+    o, y, g, axes = _sp_norm_setup(a, rest, kwargs)
+
+    def norm_pullback(dy):
+        dy = unthunk(dy)
+        if is_zero(dy):
+            return (NO, ZERO) + (NO,) * len(rest)
+        dy = np.real(dy)
+        if not o["keepdims"]:
+            dy = np.expand_dims(dy, axes)
+        return (NO, project(dy * g)) + (NO,) * len(rest)
+
+    return y, norm_pullback
+
+
+@frule.register(sl.norm, batched=True)
+def frule_norm(tangents, a, *rest, **kwargs):
+    (da,) = _tangents(tangents)[:1]
+    o, y, g, axes = _sp_norm_setup(a, rest, kwargs)
+    if is_zero(da):
+        return y, ZERO
+    dy = _norm_tangent(a, da, g, axes, o["keepdims"])
+    return y, (float(dy) if isinstance(y, float) and np.ndim(dy) == 0 else dy)
+
+
+# ----- the matrix exponential ---------------------------------------------------------------
+#
+# Algorithm 6.4 of Al-Mohy & Higham (2009), "Computing the Fréchet derivative of the matrix
+# exponential, with an application to condition number estimation", SIAM J. Matrix Anal. Appl.
+# 30(4):1639-1657: scaling and squaring with a Padé approximant of degree 3, 5, 7, 9 or 13 chosen
+# from ||A||_1 (their Table 6.1), differentiated along the Padé evaluation and the squaring
+# recurrence, reusing the powers of A, the LU factors of q(A) and the squares. The primal keeps
+# every intermediate; the pullback of a cotangent G is the Fréchet derivative in the adjoint
+# direction, L(A^H, G) = L(A, G^H)^H, so it runs on A's own intermediates. The primal differs
+# from scipy.linalg.expm (the 2009 "new scaling and squaring" choice of degree and scaling) by
+# rounding only.
+
+_PADE = {
+    3: (120.0, 60.0, 12.0, 1.0),
+    5: (30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0),
+    7: (17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0),
+    9: (17643225600.0, 8821612800.0, 2075673600.0, 302702400.0, 30270240.0, 2162160.0, 110880.0, 3960.0, 90.0, 1.0),
+    13: (
+        64764752532480000.0,
+        32382376266240000.0,
+        7771770303897600.0,
+        1187353796428800.0,
+        129060195264000.0,
+        10559470521600.0,
+        670442572800.0,
+        33522128640.0,
+        1323241920.0,
+        40840800.0,
+        960960.0,
+        16380.0,
+        182.0,
+        1.0,
+    ),
+}
+# ell_m of Table 6.1: the largest ||A||_1 for which degree m meets double precision, for both
+# the exponential and its Fréchet derivative
+_ELL = {3: 1.08e-2, 5: 2.00e-1, 7: 7.83e-1, 9: 1.78, 13: 4.74}
+
+
+def _onenorm(x) -> float:
+    return float(np.max(np.sum(np.abs(x), axis=-2))) if np.size(x) else 0.0
+
+
+class _Expm:
+    """The exponential of one matrix with everything its Fréchet derivative needs."""
+
+    def __init__(self, a):
+        n = a.shape[0]
+        self.ident = ident = np.eye(n, dtype=a.dtype)
+        # comparisons only, so that the choice also reads a dual number's primal value
+        norm = np.max(np.sum(np.abs(a), axis=0))
+        self.m = next((m for m in (3, 5, 7, 9) if norm <= _ELL[m]), 13)
+        self.s = 0
+        while self.m == 13 and norm > _ELL[13] * 2.0**self.s:  # the least s with ||A / 2^s||_1 <= ell_13
+            self.s += 1
+        if self.s:
+            a = a * 2.0**-self.s
+        self.a = a
+        b = _PADE[self.m]
+        a2 = mul(a, a)
+        powers = [a2]  # A^2, A^4, ...: as many as the degree needs
+        if self.m == 13:
+            a4 = mul(a2, a2)
+            a6 = mul(a4, a2)
+            powers = [a2, a4, a6]
+            self.w1 = b[13] * a6 + b[11] * a4 + b[9] * a2
+            self.z1 = b[12] * a6 + b[10] * a4 + b[8] * a2
+            w = mul(a6, self.w1)
+            w += b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * ident
+            v = mul(a6, self.z1)
+            v += b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * ident
+            self.w = w
+        else:
+            for _ in range(self.m // 2 - 1):
+                powers.append(mul(powers[-1], a2) if len(powers) != 1 else mul(a2, a2))
+            w = b[1] * ident + sum(b[2 * j + 3] * p for j, p in enumerate(powers))
+            v = b[0] * ident + sum(b[2 * j + 2] * p for j, p in enumerate(powers))
+            self.w = w  # U = A W
+        self.powers = powers
+        u = mul(a, self.w)
+        # r = q(A)^{-1} p(A) with p = V + U, q = V - U: one LU, reused by the derivative
+        self.lu = LU(v - u)
+        self.lu.check("scipy.linalg.expm")
+        self.r = self.lu.solve(v + u)
+        self.squares = [self.r]
+        for _ in range(self.s):
+            self.squares.append(mul(self.squares[-1], self.squares[-1]))
+        self.value = self.squares.pop()  # squares[k] is r^(2^k), k < s
+
+    def frechet(self, e, batched: bool = False):
+        """``L(A, E)``, the derivative of the computed exponential in the direction ``E``
+        (eqs. (6.11)-(6.13) and (3.3)); ``E`` may carry a leading batch axis."""
+        b, a, powers = _PADE[self.m], self.a, self.powers
+        if self.s:
+            e = e * 2.0**-self.s
+        a2 = powers[0]
+        m2 = mul(a, e)
+        m2 += mul(e, a)
+        ms = [m2]  # M_2k = L_{x^2k}(A, E)
+        if self.m >= 5:
+            m4 = mul(a2, m2)
+            m4 += mul(m2, a2)
+            ms.append(m4)
+        if self.m >= 7:
+            m6 = mul(powers[1], m2)
+            m6 += mul(m4, a2)
+            ms.append(m6)
+        if self.m == 9:
+            m8 = mul(powers[1], m4)
+            m8 += mul(m4, powers[1])
+            ms.append(m8)
+        if self.m == 13:
+            a6 = powers[2]
+            lw = mul(a6, b[13] * m6 + b[11] * m4 + b[9] * m2)
+            lw += mul(m6, self.w1)
+            lw += b[7] * m6 + b[5] * m4 + b[3] * m2
+            lu = mul(a, lw)
+            lu += mul(e, self.w)
+            lv = mul(a6, b[12] * m6 + b[10] * m4 + b[8] * m2)
+            lv += mul(m6, self.z1)
+            lv += b[6] * m6 + b[4] * m4 + b[2] * m2
+        else:
+            lu = mul(a, sum(b[2 * j + 3] * mk for j, mk in enumerate(ms)))
+            lu += mul(e, self.w)
+            lv = sum(b[2 * j + 2] * mk for j, mk in enumerate(ms))
+        rhs = mul(lu - lv, self.r)
+        rhs += lu
+        rhs += lv
+        lr = self.lu.solve(rhs, batched=batched)
+        for x in self.squares:  # d(X^2) = X dX + dX X along the squaring phase
+            nxt = mul(x, lr)
+            nxt += mul(lr, x)
+            lr = nxt
+        return lr
+
+
+def _expm_setup(a):
+    a = _matrix(a, "scipy.linalg.expm")
+    if a.shape[0] == 0:
+        return a, None
+    return a, _Expm(a)
+
+
+@rrule.register(sl.expm)
+def rrule_expm(a):
+    project = projector(a)
+    a_, ex = _expm_setup(a)
+    y = a_.copy() if ex is None else ex.value
+
+    def expm_pullback(dy):
+        dy = unthunk(dy)
+        if is_zero(dy) or ex is None:
+            return NO, ZERO
+        # L(A^H, G) = L(A, G^H)^H: the adjoint direction reuses A's intermediates
+        return NO, project(mH(ex.frechet(mH(dy))))
+
+    return y, expm_pullback
+
+
+@frule.register(sl.expm, batched=True)
+def frule_expm(tangents, a):
+    (da,) = _tangents(tangents)
+    a_, ex = _expm_setup(a)
+    y = a_.copy() if ex is None else ex.value
+    if is_zero(da) or ex is None:
+        return y, ZERO
+    return y, ex.frechet(da, batched=is_batched(da, a))
+
+
+# ----- square root and logarithm through the Schur form --------------------------------------
+
+
+def _sylvester(a, b, c, op="N"):
+    """``X`` with ``op(a) X + X op(b) = c`` for upper triangular ``a``, ``b`` (LAPACK's TRSYL)."""
+    x, scale, info = lapack("trsyl", a.dtype)(a, b, c.astype(a.dtype, copy=False), trana=op, tranb=op)
+    if info < 0:
+        raise np.linalg.LinAlgError(f"TRSYL failed with info={info}")
+    return x / scale if scale != 1 else x
+
+
+def _sqrt_upper(t):
+    """The principal square root of an upper triangular matrix, by halves: the diagonal blocks
+    recursively and the coupling block from ``R11 R12 + R12 R22 = T12`` (Deadman, Higham &
+    Ralha 2013, "Blocked Schur algorithms for computing the matrix square root")."""
+    n = t.shape[0]
+    if n == 1:
+        return np.sqrt(t)
+    h = n // 2
+    r11, r22 = _sqrt_upper(t[:h, :h]), _sqrt_upper(t[h:, h:])
+    out = np.zeros_like(t)
+    out[:h, :h], out[h:, h:] = r11, r22
+    out[:h, h:] = _sylvester(r11, r22, t[:h, h:])
+    return out
+
+
+def _maybe_real(a, x):
+    """SciPy's convention: a real matrix whose function is real to rounding gets a real result."""
+    if not np.iscomplexobj(a) and np.iscomplexobj(x):
+        tol = {4: np.finfo(np.float32).eps * 1e3, 8: np.finfo(np.float64).eps * 1e6}[x.real.dtype.itemsize]
+        if np.allclose(x.imag, 0.0, atol=tol):
+            return x.real
+    return x
+
+
+def _schur(a, name):
+    """The complex Schur form ``a = Q T Q^H``; for a real ``a``, eigenvalues on the negative real
+    axis are put on the upper side of the branch cut, as SciPy's functions take them."""
+    a = _lapack_matrix(a, name)
+    t, q = sl.schur(a, output="complex")
+    if not np.iscomplexobj(a):
+        d = diagonal(t)
+        on_cut = (d.real < 0) & (np.abs(d.imag) <= 64 * np.finfo(d.real.dtype).eps * np.abs(d))
+        if on_cut.any():
+            idx = np.flatnonzero(on_cut)
+            t[idx, idx] = d.real[idx] + 0j
+    return a, t, q
+
+
+def _to_schur(q, x):
+    return mul(mul(q, x.astype(q.dtype, copy=False), "C"), q)
+
+
+def _from_schur(q, x):
+    return mul(mul(q, x), q, "N", "C")
+
+
+def _real_like(y, dx):
+    return np.real(dx) if not np.iscomplexobj(y) else dx
+
+
+def _check_disp(name, rest, kwargs, extra=()):
+    opts = options(name, rest, kwargs, (("disp", True),) + extra)
+    if opts["disp"] is False:
+        raise ValueError(f"{name}: disp=False has no derivative rule (and is deprecated in SciPy)")
+
+
+class _Sqrtm:
+    def __init__(self, a):
+        self.a, t, self.q = _schur(a, "scipy.linalg.sqrtm")
+        self.r = _sqrt_upper(t)
+        self.value = _maybe_real(self.a, _from_schur(self.q, self.r))
+
+    def frechet(self, e):
+        """``R Z + Z R = Q^H E Q`` in the Schur basis (the derivative of ``X X = A``)."""
+        return _real_like(self.value, _from_schur(self.q, _sylvester(self.r, self.r, _to_schur(self.q, e))))
+
+    def adjoint(self, g):
+        return _from_schur(self.q, _sylvester(self.r, self.r, _to_schur(self.q, g), op="C"))
+
+
+@rrule.register(sl.sqrtm)
+def rrule_sqrtm(a, *rest, **kwargs):
+    _check_disp("scipy.linalg.sqrtm", rest, kwargs, (("blocksize", None),))
+    project = projector(a)
+    sq = _Sqrtm(a)
+
+    def sqrtm_pullback(dx):
+        dx = unthunk(dx)
+        if is_zero(dx):
+            return (NO, ZERO) + (NO,) * len(rest)
+        return (NO, project(sq.adjoint(dx))) + (NO,) * len(rest)
+
+    return sq.value, sqrtm_pullback
+
+
+@frule.register(sl.sqrtm)
+def frule_sqrtm(tangents, a, *rest, **kwargs):
+    _check_disp("scipy.linalg.sqrtm", rest, kwargs, (("blocksize", None),))
+    (da,) = _tangents(tangents)[:1]
+    sq = _Sqrtm(a)
+    return sq.value, (ZERO if is_zero(da) else sq.frechet(da))
+
+
+# Inverse scaling and squaring (Al-Mohy & Higham 2012, "Improved inverse scaling and squaring
+# algorithms for the matrix logarithm"): square roots of the Schur factor until it is close to I,
+# then log(I + Y) by the m-point Gauss-Legendre rule, which is the [m/m] Padé approximant. Its
+# Fréchet derivative (Al-Mohy, Higham & Relton 2013, "Computing the Fréchet derivative of the
+# matrix logarithm and estimating the condition number") solves one Sylvester equation per square
+# root and two triangular systems per node.
+_LOG_NODES = 8
+_LOG_THETA = 0.3  # ||Y||_1 bound; the [8/8] Padé error is below 1e-18 there
+
+
+class _Logm:
+    def __init__(self, a):
+        a = as_array(a)
+        if isinstance(a, np.ndarray):  # SciPy's logm works in double precision
+            a = a.astype(np.result_type(a, np.float64), copy=False)
+        self.a, t, self.q = _schur(a, "scipy.linalg.logm")
+        t0, n = t, t.shape[0]
+        ident = np.eye(n, dtype=t.dtype)
+        if np.any(diagonal(t) == 0):
+            raise np.linalg.LinAlgError("scipy.linalg.logm: the logarithm of a singular matrix does not exist")
+        self.roots = []
+        while _onenorm(t - ident) > _LOG_THETA and len(self.roots) < 64:
+            t = _sqrt_upper(t)
+            self.roots.append(t)
+        self.y = y = t - ident
+        x, w = np.polynomial.legendre.leggauss(_LOG_NODES)
+        self.nodes, self.weights = (x + 1) / 2, w / 2
+        self.shifted = [ident + node * y for node in self.nodes]  # I + t_k Y, upper triangular
+        self.scale = 2.0 ** len(self.roots)
+        log_t = self.scale * sum(
+            wk * triangular_solve(sk, y, lower=False) for wk, sk in zip(self.weights, self.shifted)
+        )
+        idx = np.arange(n)
+        log_t[idx, idx] = np.log(diagonal(t0))  # the diagonal exactly, as Al-Mohy & Higham recompute it
+        self.value = _maybe_real(self.a, _from_schur(self.q, log_t))
+
+    def frechet(self, e):
+        f = _to_schur(self.q, e)
+        for r in self.roots:  # d(R^2) = dA: R dR + dR R = dA at every square root
+            f = _sylvester(r, r, f)
+        f = sum(
+            wk * triangular_solve(sk, triangular_solve(sk, f, lower=False), lower=False, side="right")
+            for wk, sk in zip(self.weights, self.shifted)
+        )
+        return _real_like(self.value, _from_schur(self.q, self.scale * f))
+
+    def adjoint(self, g):
+        f = self.scale * _to_schur(self.q, g)
+        f = sum(
+            wk * triangular_solve(sk, triangular_solve(sk, f, lower=False, op="C"), lower=False, op="C", side="right")
+            for wk, sk in zip(self.weights, self.shifted)
+        )
+        for r in reversed(self.roots):
+            f = _sylvester(r, r, f, op="C")
+        return _from_schur(self.q, f)
+
+
+@rrule.register(sl.logm)
+def rrule_logm(a, *rest, **kwargs):
+    _check_disp("scipy.linalg.logm", rest, kwargs)
+    project = projector(a)
+    lg = _Logm(a)
+
+    def logm_pullback(dx):
+        dx = unthunk(dx)
+        if is_zero(dx):
+            return (NO, ZERO) + (NO,) * len(rest)
+        return (NO, project(lg.adjoint(dx))) + (NO,) * len(rest)
+
+    return lg.value, logm_pullback
+
+
+@frule.register(sl.logm)
+def frule_logm(tangents, a, *rest, **kwargs):
+    _check_disp("scipy.linalg.logm", rest, kwargs)
+    (da,) = _tangents(tangents)[:1]
+    lg = _Logm(a)
+    return lg.value, (ZERO if is_zero(da) else lg.frechet(da))

@@ -1,0 +1,459 @@
+"""Rules for ``scipy.linalg``: finite differences, batched pushforwards, factor reuse, and the
+matrix functions (expm against SciPy's own value and Fréchet derivative, logm, sqrtm)."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import chainrules as cr
+from chainrules.testing import test_frule, test_rrule
+
+# finite differences call SciPy's own logm, which warns about its accuracy estimate
+pytestmark = pytest.mark.filterwarnings("ignore:logm result may be inaccurate:RuntimeWarning")
+
+from ..numpy.test_linalg import (  # noqa: E402
+    ALL,
+    hermitian,
+    projected,
+    rng_for,
+    spectral,
+    values,
+    wellcond,
+)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("vector", [False, True])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"transposed": True},
+        {"assume_a": "gen"},
+        {"assume_a": "sym"},
+        {"assume_a": "her", "lower": True},
+        {"assume_a": "pos"},
+        {"assume_a": "upper triangular"},
+        {"assume_a": "lower triangular"},
+        {"assume_a": "diagonal"},
+        {"assume_a": "tridiagonal"},
+        {"assume_a": "banded"},
+    ],
+    ids=str,
+)
+def test_solve(dtype, vector, options):
+    rng = rng_for("sp-solve", dtype, vector, str(options))
+    kind = options.get("assume_a")
+    a = (
+        hermitian(3, dtype, rng) + (np.eye(3) if kind != "pos" else 0)
+        if kind in ("sym", "her", "pos")
+        else wellcond(3, dtype=dtype, rng=rng)
+    )
+    if kind == "sym" and np.iscomplexobj(a):
+        a = a + a.T  # complex symmetric, not Hermitian
+    if kind in ("upper triangular", "lower triangular", "diagonal", "tridiagonal"):
+        a = a + 3 * np.eye(3, dtype=dtype)
+    if kind == "banded":
+        a = np.triu(np.tril(a, 1), -1) + 3 * np.eye(3, dtype=dtype)
+    b = rng.standard_normal((3,) if vector else (3, 2)).astype(dtype)
+    if options.get("transposed") and np.iscomplexobj(a):
+        with pytest.raises(NotImplementedError):  # as scipy.linalg.solve itself
+            cr.rrule(sl.solve, a, b, **options)
+        return
+    test_rrule(sl.solve, a, b, fkwargs=options)
+    test_frule(sl.solve, a, b, fkwargs=options)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize(
+    "options", [{}, {"lower": True}, {"trans": 1}, {"trans": "C", "lower": True, "unit_diagonal": True}], ids=str
+)
+def test_solve_triangular(dtype, options):
+    rng = rng_for("sp-trsm", dtype, str(options))
+    a = wellcond(3, dtype=dtype, rng=rng) + 3 * np.eye(3, dtype=dtype)
+    for b in (rng.standard_normal((3, 2)).astype(dtype), rng.standard_normal(3).astype(dtype)):
+        test_rrule(sl.solve_triangular, a, b, fkwargs=options)
+        test_frule(sl.solve_triangular, a, b, fkwargs=options)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_lu_factor_and_lu_solve(dtype):
+    rng = rng_for("sp-lu", dtype)
+    a = wellcond(3, dtype=dtype, rng=rng)
+    test_rrule(sl.lu_factor, a)
+    test_frule(sl.lu_factor, a)
+    factors = sl.lu_factor(a)
+    for trans in (0, 1, 2):
+        for b in (rng.standard_normal((3, 2)).astype(dtype), rng.standard_normal(3).astype(dtype)):
+            test_rrule(sl.lu_solve, factors, b, fkwargs={"trans": trans})
+            test_frule(sl.lu_solve, factors, b, fkwargs={"trans": trans})
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("options", [{}, {"permute_l": True}, {"p_indices": True}], ids=str)
+def test_lu(dtype, options):
+    a = wellcond(4, dtype=dtype, rng=rng_for("sp-lu-plu", dtype, str(options)))
+    test_rrule(sl.lu, a, fkwargs=options)
+    test_frule(sl.lu, a, fkwargs=options)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("lower", [False, True])
+def test_cholesky_cho_factor_cho_solve(dtype, lower):
+    rng = rng_for("sp-chol", dtype, lower)
+    a = hermitian(3, dtype, rng)
+    test_rrule(sl.cholesky, a, fkwargs={"lower": lower})
+    test_frule(sl.cholesky, a, fkwargs={"lower": lower})
+    test_rrule(sl.cho_factor, a, fkwargs={"lower": lower})
+    test_frule(sl.cho_factor, a, fkwargs={"lower": lower})
+    factor = sl.cho_factor(a, lower=lower)
+    for b in (rng.standard_normal((3, 2)).astype(dtype), rng.standard_normal(3).astype(dtype)):
+        test_rrule(sl.cho_solve, factor, b)
+        test_frule(sl.cho_solve, factor, b)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("options", [{}, {"assume_a": "pos"}, {"assume_a": "upper triangular"}], ids=str)
+def test_inv(dtype, options):
+    rng = rng_for("sp-inv", dtype, str(options))
+    a = hermitian(3, dtype, rng) if options else wellcond(3, dtype=dtype, rng=rng)
+    test_rrule(sl.inv, a, fkwargs=options)
+    test_frule(sl.inv, a, fkwargs=options)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_det(dtype):
+    a = wellcond(3, dtype=dtype, rng=rng_for("sp-det", dtype))
+    test_rrule(sl.det, a)
+    test_frule(sl.det, a)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (3, 3)])
+@pytest.mark.parametrize(
+    "options", [{}, {"mode": "economic"}, {"mode": "r"}, {"mode": "economic", "pivoting": True}], ids=str
+)
+def test_qr(dtype, shape, options):
+    rng = rng_for("sp-qr", dtype, shape, str(options))
+    a = wellcond(*shape, dtype=dtype, rng=rng)
+    if options.get("mode", "full") == "full" and shape[0] > shape[1]:
+        q, r = sl.qr(a)
+        dq = rng.standard_normal(q.shape).astype(dtype)
+        dq[:, shape[1] :] = 0  # the completion of Q is defined up to a rotation
+        seed = (dq, rng.standard_normal(r.shape).astype(dtype))
+        test_rrule(sl.qr, a, output_tangent=seed, fkwargs=options)
+        return
+    test_rrule(sl.qr, a, fkwargs=options)
+    test_frule(sl.qr, a, fkwargs=options)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
+@pytest.mark.parametrize("vector", [False, True])
+def test_lstsq(dtype, shape, vector):
+    rng = rng_for("sp-lstsq", dtype, shape, vector)
+    a = wellcond(*shape, dtype=dtype, rng=rng)
+    b = rng.standard_normal((shape[0],) if vector else (shape[0], 2)).astype(dtype)
+    test_rrule(sl.lstsq, a, b)
+    test_frule(sl.lstsq, a, b)
+
+
+def test_lstsq_outputs_match_scipy():
+    rng = rng_for("sp-lstsq-values")
+    a, b = rng.standard_normal((6, 3)), rng.standard_normal(6)
+    ours, theirs = cr.rrule(sl.lstsq, a, b)[0], sl.lstsq(a, b)
+    for x, y in zip(ours, theirs):
+        np.testing.assert_allclose(x, y, rtol=1e-12)
+    assert np.ndim(ours[1]) == 0  # a scalar residual for a vector b, as SciPy returns it
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("return_rank", [False, True])
+def test_pinv(dtype, return_rank):
+    a = wellcond(4, 3, dtype=dtype, rng=rng_for("sp-pinv", dtype, return_rank))
+    test_rrule(sl.pinv, a, fkwargs={"return_rank": return_rank})
+    test_frule(sl.pinv, a, fkwargs={"return_rank": return_rank})
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize(
+    "options", [{}, {"lower": False}, {"subset_by_index": (1, 3)}, {"subset_by_value": (1.5, 10.0)}], ids=str
+)
+def test_eigvalsh(dtype, options):
+    a = hermitian(4, dtype, rng_for("sp-eigvalsh", dtype, str(options)))
+    test_rrule(sl.eigvalsh, a, fkwargs=options)
+    test_frule(sl.eigvalsh, a, fkwargs=options)
+    test_rrule(sl.eigh, a, fkwargs={"eigvals_only": True, **options})
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("options", [{}, {"lower": False, "driver": "evd"}, {"subset_by_index": (1, 2)}], ids=str)
+def test_eigh(dtype, options):
+    rng = rng_for("sp-eigh", dtype, str(options))
+    a = hermitian(4, dtype, rng)
+    k = len(sl.eigh(a, **options)[0])
+    g = projected(sl.eigh, {1: "columns"}, {1: rng.standard_normal(k)})
+    test_rrule(g, a, fkwargs=options)
+    test_frule(g, a, fkwargs=options)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_eig_and_eigvals(dtype):
+    rng = rng_for("sp-eig", dtype)
+    a = wellcond(3, dtype=dtype, rng=rng) + np.diag([0.0, 1.0, 2.0]).astype(dtype)
+    g = spectral(sl.eig, rng.standard_normal(3))
+    test_rrule(g, a)
+    test_frule(g, a)
+    test_rrule(sl.eigvals, a)
+    test_frule(sl.eigvals, a)
+
+
+def test_generalized_and_left_eigenproblems_are_refused():
+    with pytest.raises(ValueError, match="generalized"):
+        cr.rrule(sl.eigh, np.eye(2), np.eye(2))
+    with pytest.raises(ValueError, match="right eigenvectors"):
+        cr.rrule(sl.eig, np.eye(2), left=True)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4)])
+def test_svd_and_svdvals(dtype, shape):
+    rng = rng_for("sp-svd", dtype, shape)
+    a = wellcond(*shape, dtype=dtype, rng=rng)
+    k = min(shape)
+    g = projected(sl.svd, {0: "columns", 2: "rows"}, {0: rng.standard_normal(k), 2: rng.standard_normal(k)})
+    test_rrule(g, a, fkwargs={"full_matrices": False})
+    test_frule(g, a, fkwargs={"full_matrices": False})
+    test_rrule(sl.svd, a, fkwargs={"compute_uv": False})
+    test_frule(sl.svd, a, fkwargs={"compute_uv": False})
+    test_rrule(sl.svdvals, a)
+    test_frule(sl.svdvals, a)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("order", [None, "fro", "nuc", 2, 1, np.inf])
+def test_norm(dtype, order):
+    a = rng_for("sp-norm", dtype, order).standard_normal((3, 4)).astype(dtype)
+    test_rrule(sl.norm, a, fkwargs={"ord": order})
+    test_frule(sl.norm, a, fkwargs={"ord": order})
+
+
+def test_stacks_are_refused_with_a_pointer_to_numpy():
+    with pytest.raises(ValueError, match="numpy.linalg"):
+        cr.rrule(sl.solve, np.stack([np.eye(2)] * 2), np.ones(2))
+
+
+# ----- matrix functions -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("scale", [0.002, 0.05, 0.2, 0.6, 1.0, 3.0, 20.0], ids=lambda s: f"scale{s}")
+def test_expm(dtype, scale):
+    # the scales reach every Padé degree (3, 5, 7, 9) and degree 13 with and without squaring
+    rng = rng_for("expm", dtype, scale)
+    a = (scale * rng.standard_normal((4, 4)) / 2).astype(dtype)
+    if np.iscomplexobj(a):
+        a = a + (1j * scale * rng.standard_normal((4, 4)) / 2).astype(dtype)
+    y, back = cr.rrule(sl.expm, a)
+    tol = 1e-5 if dtype is np.float32 else 1e-13  # normwise: the algorithms round differently
+    assert np.max(np.abs(y - sl.expm(a))) <= tol * np.max(np.abs(y))
+    if scale == 20.0 and dtype is np.float32:
+        return  # exp of a large float32 matrix: finite differences lose every digit
+    test_rrule(sl.expm, a)
+    test_frule(sl.expm, a)
+
+
+def test_expm_covers_every_pade_degree():
+    from chainrules.rules.scipy.linalg import _ELL, _Expm
+
+    a = rng_for("expm-degrees").standard_normal((5, 5))
+    norm = np.abs(a).sum(axis=0).max()
+    chosen = {(_Expm(a * 0.9 * _ELL[m] / norm).m, _Expm(a * 0.9 * _ELL[m] / norm).s) for m in (3, 5, 7, 9, 13)}
+    assert chosen == {(3, 0), (5, 0), (7, 0), (9, 0), (13, 0)}
+    assert _Expm(a * 10 * _ELL[13] / norm).s == 4  # 2^4 >= 10 > 2^3: four squarings
+
+
+def test_expm_pullback_equals_scipys_frechet_derivative_of_the_adjoint():
+    rng = rng_for("expm-frechet")
+    for n, scale in ((6, 1.0), (30, 4.0)):
+        a = scale * rng.standard_normal((n, n)) / np.sqrt(n)
+        g = rng.standard_normal((n, n))
+        _, back = cr.rrule(sl.expm, a)
+        expected = sl.expm_frechet(a.T, g, compute_expm=False)
+        np.testing.assert_allclose(back(g)[1], expected, rtol=1e-11, atol=1e-12 * np.abs(expected).max())
+        _, dy = cr.frule((cr.NoTangent(), g), sl.expm, a)
+        np.testing.assert_allclose(
+            dy, sl.expm_frechet(a, g, compute_expm=False), rtol=1e-11, atol=1e-12 * np.abs(dy).max()
+        )
+
+
+def test_expm_batched_frule_equals_row_by_row():
+    rng = rng_for("expm-batch")
+    a = rng.standard_normal((4, 4))
+    da = rng.standard_normal((3, 4, 4))
+    _, dy = cr.frule((cr.NoTangent(), da), sl.expm, a)
+    for i in range(3):
+        np.testing.assert_allclose(dy[i], cr.frule((cr.NoTangent(), da[i]), sl.expm, a)[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("f", [sl.sqrtm, sl.logm])
+def test_sqrtm_and_logm(f, dtype):
+    rng = rng_for(f.__name__, dtype)
+    # 2 x 2: SciPy's logm, which the finite differences call, is slow
+    a = wellcond(2, dtype=dtype, rng=rng) + 2 * np.eye(2, dtype=dtype)
+    y = cr.rrule(f, a)[0]
+    if f is sl.logm and dtype is np.float32:
+        # SciPy's logm of a real float32 matrix is complex128 with float32 round-off in its imaginary
+        # part; the rule computes in double precision, as SciPy does for float64, and returns it real
+        assert y.dtype == np.float64
+        np.testing.assert_allclose(y, np.real(f(a)), rtol=1e-6)
+        np.testing.assert_allclose(
+            cr.rrule(f, a)[1](np.ones((2, 2)))[1],
+            cr.rrule(f, a.astype(float))[1](np.ones((2, 2)))[1].astype(np.float32),
+        )
+        return
+    assert y.dtype == f(a).dtype
+    np.testing.assert_allclose(y, f(a), rtol=1e-5 if dtype is np.float32 else 1e-10, atol=1e-12)
+    test_rrule(f, a)
+    test_frule(f, a)
+
+
+@pytest.mark.parametrize("f", [sl.sqrtm, sl.logm])
+def test_sqrtm_and_logm_of_real_matrices_with_complex_results(f):
+    # a negative eigenvalue: the principal function is complex, and the input's cotangent real
+    rng = rng_for(f.__name__, "negative")
+    q = np.linalg.qr(rng.standard_normal((2, 2)))[0]
+    a = (q * [-1.5, 2.0]) @ q.T + 0.1 * rng.standard_normal((2, 2))
+    y = cr.rrule(f, a)[0]
+    assert np.iscomplexobj(y)
+    np.testing.assert_allclose(y, f(a), rtol=1e-9, atol=1e-12)
+    test_rrule(f, a)
+    test_frule(f, a)
+
+
+def test_sqrtm_and_logm_larger_matrices_match_scipy():
+    rng = rng_for("matfun-large")
+    a = rng.standard_normal((40, 40)) / 6 + np.eye(40)
+    for f in (sl.sqrtm, sl.logm):
+        y, back = cr.rrule(f, a)
+        np.testing.assert_allclose(y, f(a), rtol=1e-10, atol=1e-12)
+        g = rng.standard_normal((40, 40))
+        e = rng.standard_normal((40, 40))
+        fd = (np.sum(g * f(a + 1e-6 * e)) - np.sum(g * f(a - 1e-6 * e))) / 2e-6
+        assert np.isclose(np.sum(back(g)[1] * e), fd, rtol=1e-6)
+
+
+def test_logm_of_a_singular_matrix_raises():
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        cr.rrule(sl.logm, np.array([[1.0, 1.0], [1.0, 1.0]]))
+
+
+# ----- batched pushforwards -------------------------------------------------------------------
+
+BATCHED = [
+    (sl.solve, lambda r: (wellcond(3, rng=r), r.standard_normal((3, 2))), {}),
+    (sl.solve, lambda r: (hermitian(3, rng=r), r.standard_normal(3)), {"assume_a": "pos"}),
+    (sl.solve_triangular, lambda r: (wellcond(3, rng=r) + 3 * np.eye(3), r.standard_normal((3, 2))), {"trans": 1}),
+    (sl.inv, lambda r: (wellcond(3, rng=r),), {}),
+    (sl.det, lambda r: (wellcond(3, rng=r),), {}),
+    (sl.cholesky, lambda r: (hermitian(3, rng=r),), {}),
+    (sl.cho_factor, lambda r: (hermitian(3, rng=r),), {"lower": True}),
+    (sl.lu_factor, lambda r: (wellcond(3, rng=r),), {}),
+    (sl.lu, lambda r: (wellcond(3, rng=r),), {}),
+    (sl.eigh, lambda r: (hermitian(3, rng=r),), {}),
+    (sl.eigvalsh, lambda r: (hermitian(3, rng=r),), {}),
+    (sl.svdvals, lambda r: (wellcond(3, 4, rng=r),), {}),
+    (sl.norm, lambda r: (r.standard_normal((3, 4)),), {"ord": 2}),
+    (sl.expm, lambda r: (r.standard_normal((3, 3)),), {}),
+]
+
+
+@pytest.mark.parametrize("f, make, kwargs", BATCHED, ids=lambda v: getattr(v, "__name__", ""))
+def test_batched_frule_equals_row_by_row(f, make, kwargs):
+    rng = rng_for("sp-batched", f.__name__, str(kwargs))
+    args = make(rng)
+    assert cr.frule.lookup(f, args).batched
+    dirs = [rng.standard_normal((4,) + a.shape) for a in args]
+    y, dy = cr.frule((cr.NoTangent(), *dirs), f, *args, **kwargs)
+    for i in range(4):
+        y1, dy1 = cr.frule((cr.NoTangent(), *[d[i] for d in dirs]), f, *args, **kwargs)
+        for got, want in zip(values(dy, y1 if isinstance(y1, tuple) else y), values(dy1, y1)):
+            got = got[i] if got.ndim == want.ndim + 1 else got
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+# ----- shared work ----------------------------------------------------------------------------
+
+
+def test_solve_reuses_its_factorization(monkeypatch):
+    import chainrules.rules.scipy._lapack as lapack_module
+
+    calls = []
+    original = lapack_module.LU.__init__
+    monkeypatch.setattr(lapack_module.LU, "__init__", lambda self, a: calls.append(1) or original(self, a))
+    monkeypatch.setattr(sl, "lu_factor", None)  # nothing refactorizes through SciPy's wrappers either
+    _, back = cr.rrule(sl.solve, wellcond(4), np.ones((4, 2)))
+    back(np.ones((4, 2)))
+    back(np.arange(8.0).reshape(4, 2))
+    assert len(calls) == 1
+
+
+def test_expm_pullback_reuses_the_primal(monkeypatch):
+    import chainrules.rules.scipy.linalg as rules
+
+    a = rng_for("expm-reuse").standard_normal((5, 5))
+    _, back = cr.rrule(sl.expm, a)
+    calls = []
+    original = rules.LU.__init__
+    monkeypatch.setattr(rules.LU, "__init__", lambda self, x: calls.append(1) or original(self, x))
+    back(np.ones((5, 5)))
+    assert calls == []  # the pullback solves with the primal's LU factors of q(A)
+
+
+def test_numpy_inputs_of_other_types_take_the_numpy_path():
+    class Wrapped(np.ndarray):
+        pass
+
+    rng = rng_for("sp-wrapped")
+    a, b = wellcond(3, rng=rng), rng.standard_normal((3, 2))
+    da, db = rng.standard_normal((3, 3)), rng.standard_normal((3, 2))
+    for f, args, dirs in ((sl.solve, (a, b), (da, db)), (sl.expm, (a,), (da,)), (sl.inv, (a,), (da,))):
+        y, dy = cr.frule((cr.NoTangent(), *dirs), f, *args)
+        yw, dyw = cr.frule((cr.NoTangent(), *[d.view(Wrapped) for d in dirs]), f, *[x.view(Wrapped) for x in args])
+        np.testing.assert_allclose(np.asarray(yw), y, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(dyw), dy, rtol=1e-10)
+    with pytest.raises(TypeError, match="needs a NumPy array"):
+        cr.rrule(sl.lu_factor, a.view(Wrapped))
+
+
+_A = np.array([[1.0, 0.3, -0.2], [0.1, 0.8, 0.4], [-0.3, 0.2, 1.2]])
+_B = np.array([1.0, -2.0, 0.5])
+
+
+def _through_scipy(x):
+    m = _A + np.outer(x, x)
+    s = m @ m.T + np.eye(3)
+    return (
+        np.sum(sl.expm(m))
+        + np.sum(sl.solve(m, _B))
+        + np.sum(sl.solve(s, _B, assume_a="pos"))
+        + sl.det(m)
+        + np.sum(sl.eigvalsh(s) * np.arange(3.0))
+        + sl.norm(m, 2)
+        + np.sum(sl.inv(m))
+    )
+
+
+def test_hessian_through_the_rules():
+    # forward over reverse: the pullbacks run on dual numbers (NumPy functions, no LAPACK)
+    x = np.array([0.3, -0.2, 0.5])
+    eps = 1e-6
+    hess = cr.hessian(_through_scipy, x)
+    fd = np.stack(
+        [
+            (cr.gradient(_through_scipy, x + eps * e)[0] - cr.gradient(_through_scipy, x - eps * e)[0]) / (2 * eps)
+            for e in np.eye(3)
+        ]
+    )
+    np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-7)

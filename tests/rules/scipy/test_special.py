@@ -1,0 +1,188 @@
+"""Rules for ``scipy.special``: finite differences on arrays, NumPy and Python scalars, in float64
+and float32; batched pushforwards; the tails of the logistic functions; logsumexp's options."""
+
+import numpy as np
+import pytest
+import scipy.special as sc
+
+import chainrules as cr
+from chainrules.testing import nondiff, test_frule, test_rrule
+
+from ..numpy.test_linalg import rng_for
+
+UNARY = [
+    (sc.expit, lambda r: r.standard_normal((3, 4)) * 3),
+    (sc.log_expit, lambda r: r.standard_normal((3, 4)) * 3),
+    (sc.logit, lambda r: r.uniform(0.05, 0.95, (3, 4))),
+    (sc.gammaln, lambda r: r.uniform(0.3, 4.0, (3, 4))),
+    (sc.digamma, lambda r: r.uniform(0.3, 4.0, (3, 4))),
+    (sc.erf, lambda r: r.standard_normal((3, 4))),
+    (sc.erfc, lambda r: r.standard_normal((3, 4))),
+    (sc.erfinv, lambda r: r.uniform(-0.9, 0.9, (3, 4))),
+    (sc.erfcinv, lambda r: r.uniform(0.1, 1.9, (3, 4))),
+]
+
+
+@pytest.mark.parametrize("f, make", UNARY, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_unary(f, make, dtype):
+    x = make(rng_for("special", f.__name__, dtype)).astype(dtype)
+    test_rrule(f, x)
+    test_frule(f, x)
+    test_rrule(f, x[0, 0])  # a NumPy scalar
+    test_frule(f, float(x[0, 1]))  # a Python float
+
+
+def test_psi_is_digamma():
+    assert sc.psi is sc.digamma and cr.rrule(sc.psi, 2.0) is not None
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_polygamma_order_is_not_differentiable(dtype):
+    x = rng_for("polygamma", dtype).uniform(0.5, 3.0, (2, 3)).astype(dtype)
+    for n in (0, 1, 3):
+        test_rrule(sc.polygamma, nondiff(n), x)
+        test_frule(sc.polygamma, nondiff(n), x)
+    assert cr.rrule(sc.polygamma, 2, x)[1](np.ones_like(x))[1] == cr.NoTangent()
+
+
+@pytest.mark.parametrize("f", [sc.xlogy, sc.xlog1py, sc.betaln], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_binary_with_broadcasting(f, dtype):
+    rng = rng_for("binary", f.__name__, dtype)
+    a, b = rng.uniform(0.5, 3.0, (3, 1)).astype(dtype), rng.uniform(0.5, 3.0, (3, 4)).astype(dtype)
+    test_rrule(f, a, b)
+    test_frule(f, a, b)
+    test_rrule(f, float(a[0, 0]), b)
+
+
+def test_xlogy_at_zero_has_no_zero_over_zero():
+    y, back = cr.rrule(sc.xlogy, 0.0, 0.0)
+    assert y == 0.0
+    dx, dy = back(1.0)[1:]
+    assert dx == -np.inf and dy == 0.0  # d/dx x log y = log 0; in y, xlogy(0, y) is constant
+    _, back = cr.rrule(sc.xlog1py, np.zeros(2), np.array([-1.0, 1.0]))
+    np.testing.assert_array_equal(back(np.ones(2))[2], [0.0, 0.0])
+
+
+def test_expit_uses_one_exp_and_keeps_both_tails():
+    x = np.array([-800.0, -40.0, 0.0, 40.0, 800.0])
+    y, back = cr.rrule(sc.expit, x)
+    np.testing.assert_allclose(y, sc.expit(x), rtol=1e-15)
+    grad = back(np.ones(5))[1]
+    # sigma'(x) = sigma(x) sigma(-x): y (1 - y) would give 0 at x = 40, where it is 4.25e-18
+    expected = np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x))) ** 2
+    np.testing.assert_allclose(grad, expected, rtol=1e-14)
+    assert grad[3] > 0
+    y, back = cr.rrule(sc.log_expit, x)
+    np.testing.assert_allclose(y, sc.log_expit(x), rtol=1e-15)
+    np.testing.assert_allclose(back(np.ones(5))[1], sc.expit(-x), rtol=1e-14)
+
+
+def test_expit_calls_exp_once(monkeypatch):
+    import chainrules.rules.scipy.special as rules
+
+    calls = []
+    exp = np.exp
+    monkeypatch.setattr(rules.np, "exp", lambda *a, **k: calls.append(1) or exp(*a, **k))
+    y, back = cr.rrule(sc.expit, np.linspace(-3, 3, 7))
+    back(np.ones(7))
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("f", [sc.softmax, sc.log_softmax], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1), -1])
+def test_softmax_and_log_softmax(f, axis):
+    x = rng_for(f.__name__, str(axis)).standard_normal((3, 4))
+    test_rrule(f, x, fkwargs={"axis": axis})
+    test_frule(f, x, fkwargs={"axis": axis})
+    test_rrule(f, x.astype(np.float32), fkwargs={"axis": axis})
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_logsumexp(axis, keepdims):
+    rng = rng_for("lse", str(axis), keepdims)
+    a, b = rng.standard_normal((3, 4)), rng.uniform(0.5, 2.0, (3, 4))
+    options = {"axis": axis, "keepdims": keepdims}
+    test_rrule(sc.logsumexp, a, fkwargs=options)
+    test_frule(sc.logsumexp, a, fkwargs=options)
+    test_rrule(sc.logsumexp, a.astype(np.float32), fkwargs=options)
+    # b positional is differentiated; b as a keyword is a constant
+    test_rrule(sc.logsumexp, a, nondiff(axis), b, fkwargs={"keepdims": keepdims})
+    test_frule(sc.logsumexp, a, nondiff(axis), b, fkwargs={"keepdims": keepdims})
+    test_rrule(sc.logsumexp, a, fkwargs={**options, "b": b[:1]})  # b broadcasts against a
+    signed = b - 1.2
+    test_rrule(sc.logsumexp, a, fkwargs={**options, "b": signed, "return_sign": True})
+    test_frule(sc.logsumexp, a, fkwargs={**options, "b": signed, "return_sign": True})
+
+
+def test_logsumexp_values_match_scipy_at_the_extremes():
+    a = np.array([[1000.0, 1000.0, -np.inf], [-np.inf, -np.inf, -np.inf]])
+    y, back = cr.rrule(sc.logsumexp, a, 1)
+    np.testing.assert_allclose(y, sc.logsumexp(a, axis=1))
+    np.testing.assert_allclose(back(np.array([1.0, 0.0]))[1][0], [0.5, 0.5, 0.0])
+
+
+BATCHED = [(f, make) for f, make in UNARY] + [
+    (sc.softmax, lambda r: r.standard_normal((3, 4))),
+    (sc.log_softmax, lambda r: r.standard_normal((3, 4))),
+    (sc.logsumexp, lambda r: r.standard_normal((3, 4))),
+]
+
+
+@pytest.mark.parametrize("f, make", BATCHED, ids=lambda v: getattr(v, "__name__", ""))
+def test_batched_frule_equals_row_by_row(f, make):
+    rng = rng_for("special-batch", f.__name__)
+    x = make(rng)
+    assert cr.frule.lookup(f, (x,)).batched
+    dx = rng.standard_normal((5,) + x.shape)
+    kwargs = {"axis": 1} if f in (sc.softmax, sc.log_softmax, sc.logsumexp) else {}
+    y, dy = cr.frule((cr.NoTangent(), dx), f, x, **kwargs)
+    for i in range(5):
+        np.testing.assert_allclose(dy[i], cr.frule((cr.NoTangent(), dx[i]), f, x, **kwargs)[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("f", [sc.xlogy, sc.xlog1py, sc.betaln, sc.polygamma], ids=lambda f: f.__name__)
+def test_batched_binary_frule_with_broadcasting(f):
+    rng = rng_for("special-batch2", f.__name__)
+    a, b = rng.uniform(0.5, 3.0, (4,)), rng.uniform(0.5, 3.0, (3, 4))
+    if f is sc.polygamma:
+        a = np.array(1)
+    da = cr.NoTangent() if f is sc.polygamma else rng.standard_normal((2, 4))
+    db = rng.standard_normal((2, 3, 4))
+    y, dy = cr.frule((cr.NoTangent(), da, db), f, a, b)
+    for i in range(2):
+        row = (cr.NoTangent(), da if f is sc.polygamma else da[i], db[i])
+        np.testing.assert_allclose(dy[i], cr.frule(row, f, a, b)[1], rtol=1e-12)
+
+
+def _through_special(x):
+    return (
+        sc.logsumexp(x)
+        + np.sum(sc.expit(x) * sc.log_expit(-x))
+        + np.sum(sc.gammaln(x + 2.0) + sc.digamma(x + 2.0) + sc.erf(x))
+        + np.sum(sc.softmax(x) * sc.xlogy(x + 2.0, x + 3.0))
+    )
+
+
+def test_hessian_through_the_rules():
+    # forward over reverse: the pullbacks run on dual numbers; digamma's partial goes through zeta
+    x = np.array([0.3, -0.2, 0.5])
+    eps = 1e-6
+    hess = cr.hessian(_through_special, x)
+    fd = np.stack(
+        [
+            (cr.gradient(_through_special, x + eps * e)[0] - cr.gradient(_through_special, x - eps * e)[0]) / (2 * eps)
+            for e in np.eye(3)
+        ]
+    )
+    np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_zeta_differentiates_in_q_for_integer_orders():
+    q = np.array([1.5, 2.0, 3.5])
+    test_rrule(sc.zeta, nondiff(3), q)
+    test_frule(sc.zeta, nondiff(2.0), q)
+    with pytest.raises(ValueError, match="integer-valued"):
+        cr.rrule(sc.zeta, 2.5, q)
