@@ -121,3 +121,20 @@ def test_a_call_from_a_rule_is_not_reported():
 
     assert rrule_cube(Box(KEY, 2.0))[0] is None
     assert cube(Box(KEY, 2.0))[0] is cube  # the same call from the user's code is
+
+
+def test_only_rules_for_the_users_own_code_make_engines_check_every_operation():
+    import scipy.linalg
+
+    from chainrules.core.registry import RuleDispatcher
+    from chainrules.core.ruled_calls import watches_user_code
+
+    registry = RuleDispatcher("rrule", "a registry of its own")
+    registry.register(scipy.linalg.expm)(lambda a: (None, None))
+    assert watched(registry) and not watches_user_code(registry)  # library code: seen at its conversions
+
+    def mine(x):
+        return x
+
+    registry.register(mine)(lambda x: (x, None))
+    assert watches_user_code(registry)

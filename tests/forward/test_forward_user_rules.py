@@ -185,3 +185,15 @@ def test_derivatives_of_derivatives_through_a_rule_that_calls_its_own_function()
     # the inner derivative uses the rule; the outer one differentiates the rule, square's body included
     assert cr.derivative(lambda x: cr.derivative(square, x), 3.0) == 2.0
     assert cr.derivative(lambda x: cr.derivative(square, x) * x, 3.0) == 12.0
+
+
+def test_a_ruled_library_function_is_named_where_its_body_converts_the_value():
+    import scipy.linalg
+
+    a = np.array([[2.0, 0.3], [0.1, 1.5]])
+    with pytest.raises(IgnoredRuleError, match=r"scipy\.linalg\._matfuncs\.expm has a rule") as info:
+        cr.jvp(lambda a: scipy.linalg.expm(a) * 2.0, (a,), (np.eye(2),))
+    assert "NumPy array" in str(info.value.__cause__)
+    y, dy = cr.jvp(scipy.linalg.expm, (a,), (np.eye(2),))  # given to forward mode itself: its rule
+    expected = cr.jacobian(scipy.linalg.expm, a, mode="reverse")
+    np.testing.assert_allclose(dy, np.einsum("ijkl,kl->ij", expected, np.eye(2)), rtol=1e-10)

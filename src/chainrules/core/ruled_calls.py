@@ -16,15 +16,20 @@ it receives (it returns them unchanged), class construction, and calls made by r
 themselves (a rule computing its primal by calling its own function: an outer differentiation
 of the rule runs that function's body, as it runs any code of the rule).
 
-The set of watched code objects (``watched``) is recomputed when a rule is registered; while it
-is empty, which is the case until a rule is registered for a Python function or a callable
-object, engines skip the walk entirely.
+The set of watched code objects (``watched``) is recomputed when a rule is registered. Engines
+walk from every operation only while it holds code of the user's (``watches_user_code``): until
+a rule is registered for a Python function or callable object outside the installed libraries
+and the standard library, an operation costs nothing more. The rules for library functions
+(SciPy's, written in Python) are always registered; a call of one is still recognized when its
+body converts a value being differentiated (``np.asarray``), which is where such a body fails,
+and engines then raise the error of this module in place of the conversion's.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import sysconfig
 import types
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +44,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the code that runs rules (the registry, the rule set, the engines): a ruled callable it calls
 # is called by a rule, not by the user's function
 _RULE_RUNNERS = tuple(os.path.join(_PACKAGE_DIR, d) for d in ("core", "rules", "reverse", "forward", "api.py"))
+_LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 _MISSING = object()
 #: a frame cache (see `ignored_rule`) is emptied when it holds more frames than this
 CLEAN_FRAMES = 32
@@ -103,6 +109,24 @@ def watched(dispatcher: RuleDispatcher) -> dict:
     return table
 
 
+_user_code_watched: dict = {}
+
+
+def watches_user_code(dispatcher: RuleDispatcher) -> bool:
+    """Whether ``watched(dispatcher)`` holds code outside the installed libraries and the standard
+    library: then engines check every operation (see the module docstring)."""
+    cached = _user_code_watched.get(dispatcher)
+    if cached is not None and cached[0] == dispatcher.version:
+        return cached[1]
+    answer = any(not _is_library(code.co_filename) for code, _ in watched(dispatcher).values())
+    _user_code_watched[dispatcher] = (dispatcher.version, answer)
+    return answer
+
+
+def _is_library(filename: str) -> bool:
+    return filename.startswith(_LIBRARIES) and not filename.startswith(_PACKAGE_DIR)
+
+
 def _call_code(cls: type):
     for klass in cls.__mro__:
         call = vars(klass).get("__call__")
@@ -159,10 +183,15 @@ def ignored_rule(
     owns: Callable[[Any, Any], bool],
     key: Any,
     primal: Callable[[Any], Any],
+    entry=None,
 ):
     """``(found, clean)``: a call of a callable with a rule in ``dispatcher`` that is running on
-    the stack from ``frame`` upwards and received values for which ``owns(value, key)`` is true,
-    as ``(callable, its frame)``, or ``None``.
+    the stack from ``frame`` up to ``entry`` and received values for which ``owns(value, key)``
+    is true, as ``(callable, its frame)``, or ``None``.
+
+    ``entry`` is the frame in which the engine started the differentiation that ``key`` stands
+    for: the frames above it were called before its values existed, so the walk stops there
+    (``None``: at the top of the stack).
 
     ``owns`` is asked about the engine's own values (``ActiveValue`` instances) found in the
     arguments, their containers and fields; ``primal(value)`` gives the plain value the rule
@@ -172,34 +201,25 @@ def ignored_rule(
     frames of chainrules between the operation and the user's code. The caller keeps the
     returned dict and drops it when its differentiation ends (it holds frames alive).
     """
-    runners = _runs_rules
     f = frame
-    while f is not None:  # past the frames of chainrules itself, to the user's code
-        code = f.f_code
-        known = runners.get(id(code))
-        if known is None or known[0] is not code:
-            if len(runners) > 10_000:  # code made at run time (exec) comes and goes
-                runners.clear()
-            known = runners[id(code)] = (code, code.co_filename.startswith(_RULE_RUNNERS))
-        if not known[1]:
-            break
+    while f is not None and f is not entry and _runs_rules(f.f_code):  # to the user's code
         f = f.f_back
-    if f is None or (clean is not None and id(f) in clean):
+    if f is None or f is entry or (clean is not None and id(f) in clean):
         return None, clean
     if clean is None:
         clean = {}
     table = watched(dispatcher)
     passed = []
-    while f is not None:
+    while f is not None and f is not entry:
         if id(f) in clean:
             break
         code = f.f_code
-        entry = table.get(id(code))
-        if entry is not None and entry[0] is code:
-            found = _ruled_call(dispatcher, f, entry[1], owns, key, primal)
+        ruled = table.get(id(code))
+        if ruled is not None and ruled[0] is code:
+            found = _ruled_call(dispatcher, f, ruled[1], owns, key, primal)
             if found is not None:
                 return found, clean
-        if not code.co_flags & _RESUMABLE and not code.co_filename.startswith(_RULE_RUNNERS):
+        if not code.co_flags & _RESUMABLE and not _runs_rules(code):
             passed.append(f)  # not a generator's frame: that one is resumed from anywhere
         f = f.f_back
     if len(clean) + len(passed) > CLEAN_FRAMES:
@@ -209,7 +229,29 @@ def ignored_rule(
     return None, clean
 
 
-_runs_rules: dict = {}  # id(code) -> (code, whether it is chainrules' own: see _RULE_RUNNERS)
+#: ids of code objects of chainrules itself met so far (see ``_RULE_RUNNERS``), and the code
+#: objects themselves, kept so that the ids stay theirs. Engines skip such frames with
+#: ``while id(frame.f_code) in RULE_RUNNER_CODE: frame = frame.f_back`` before asking ``clean``.
+RULE_RUNNER_CODE: set = set()
+_rule_runner_code: list = []
+_user_code: dict = {}  # id(code) -> code of the user's code met so far (bounded: see _runs_rules)
+
+
+def _runs_rules(code: types.CodeType) -> bool:
+    """Whether ``code`` is chainrules' own (registry, rules, engines), remembered by id."""
+    key = id(code)
+    if key in RULE_RUNNER_CODE:
+        return True
+    if _user_code.get(key) is code:
+        return False
+    if code.co_filename.startswith(_RULE_RUNNERS):
+        RULE_RUNNER_CODE.add(key)
+        _rule_runner_code.append(code)
+        return True
+    if len(_user_code) > 10_000:  # code made at run time (exec) comes and goes
+        _user_code.clear()
+    _user_code[key] = code
+    return False
 
 
 def _ruled_call(dispatcher, frame, matchers, owns, key, primal):

@@ -59,7 +59,7 @@ from ..core import (
     unthunk,
     user_location,
 )
-from ..core.ruled_calls import ignored_rule, ignored_rule_error, watched
+from ..core.ruled_calls import RULE_RUNNER_CODE, ignored_rule, ignored_rule_error, watched, watches_user_code
 from ..core.tangents import _is_namedtuple_type
 from .twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
 
@@ -79,14 +79,15 @@ class Tag:
     (True, 3)
     """
 
-    __slots__ = ("order", "batch", "clean_frames")
+    __slots__ = ("order", "batch", "entry", "clean_frames")
     _counter = itertools.count(1)
 
     def __init__(self, batch: int | None = None):
         self.order = next(Tag._counter)
         self.batch = batch
-        #: frames of the user's code known to run no ruled callable on this tag's duals (see
-        #: `check_ruled_calls`); dropped when the differentiation ends
+        #: while the differentiation runs: the frame that started it, and frames of the user's
+        #: code known to run no ruled callable on this tag's duals (see `check_ruled_calls`)
+        self.entry = None
         self.clean_frames: dict | None = None
 
     def __repr__(self) -> str:
@@ -112,12 +113,12 @@ _ADVICE = (
     "cr.jacobian(..., mode='forward') of it); reverse mode with engine='source' uses the rules of Python "
     "functions wherever they are called."
 )
-_WATCH = [-1, False]  # [frule.version, whether any Python callable has an frule]
+_WATCH = [-1, False]  # [frule.version, whether a Python callable of the user's has an frule]
 
 
 def _watching() -> bool:
     if _WATCH[0] != frule.version:
-        _WATCH[1] = bool(watched(frule))
+        _WATCH[1] = watches_user_code(frule)
         _WATCH[0] = frule.version
     return _WATCH[1]
 
@@ -136,7 +137,7 @@ def check_ruled_calls(tag: Tag, frame) -> None:
     clean = tag.clean_frames
     if clean is not None and id(frame) in clean:
         return  # the common case: an operation in a frame of the user's code already walked past
-    found, tag.clean_frames = ignored_rule(frule, frame, tag.clean_frames, _of_tag, tag, _innermost)
+    found, tag.clean_frames = ignored_rule(frule, frame, tag.clean_frames, _of_tag, tag, _innermost, tag.entry)
     if found is not None:
         raise ignored_rule_error(found[0], found[1], _FORWARD, _ADVICE)
 
@@ -144,10 +145,10 @@ def check_ruled_calls(tag: Tag, frame) -> None:
 def _refused(value, error: Exception) -> Exception:
     """``error``, or, when the refused conversion happens in the body of a Python callable with an
     frule that received ``value``, the error that says forward mode cannot use that rule."""
-    if not _watching() or type(value) not in _DUALS:
+    if type(value) not in _DUALS or not watched(frule):
         return error
     tag = value.tag
-    found, _ = ignored_rule(frule, sys._getframe(1), None, _of_tag, tag, _innermost)
+    found, _ = ignored_rule(frule, sys._getframe(1), None, _of_tag, tag, _innermost, tag.entry)
     if found is None:
         return error
     ruled = ignored_rule_error(found[0], found[1], _FORWARD, _ADVICE)
@@ -601,7 +602,12 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
     if _WATCH[0] != frule.version:
         _watching()
     if _WATCH[1]:
-        check_ruled_calls(tag, sys._getframe(1))
+        frame = sys._getframe(1)
+        while frame is not None and id(frame.f_code) in RULE_RUNNER_CODE:  # chainrules' own frames
+            frame = frame.f_back
+        clean = tag.clean_frames
+        if clean is None or id(frame) not in clean:  # else: a frame of the user's code already walked past
+            check_ruled_calls(tag, frame)
     primals = []
     tangents = [_NO]
     for a in args:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -202,6 +203,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     (0.0, 2.0)
     """
     tag = Tag()
+    tag.entry = sys._getframe(0)  # where a walk for calls of ruled callables stops
     rule, partials = _own_rule(f, primals)
     try:
         if rule is not None:
@@ -210,7 +212,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
         else:
             out = f(*(_seed(x, t, tag) for x, t in zip(primals, tangents)))
     finally:
-        tag.clean_frames = None
+        tag.entry = tag.clean_frames = None
     y, dy = _read(out, tag)
     return y, _plain_tangent(dy)
 
@@ -361,6 +363,7 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
     for start in range(0, n, chunk):
         batch = min(chunk, n - start)
         tag = Tag(batch)
+        tag.entry = sys._getframe(0)
         if plain:
             seed = basis_seed(batch, x.shape, start, x.dtype)
         else:
@@ -376,7 +379,7 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
             else:
                 out = f(Dual(x, seed, tag) if plain else _seed(x, seed, tag))
         finally:
-            tag.clean_frames = None
+            tag.entry = tag.clean_frames = None
         if type(out) in _DUALS and out.tag is tag:
             y, dy = out.primal, out.partials
             if batch == n and plain and x.ndim == 1 and type(y) is np.ndarray and y.ndim == 1 and _is_array(dy):

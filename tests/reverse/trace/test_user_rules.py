@@ -240,3 +240,15 @@ def test_a_rule_that_calls_its_own_function_is_differentiated_by_an_outer_tape()
     assert cr.hessian(cube, 2.0, engine="tape") == pytest.approx(12.0, rel=1e-15)
     H = cr.hessian(lambda x: np.sum(x * x * x), np.array([1.0, 2.0]), engine="tape")
     np.testing.assert_allclose(H, np.diag([6.0, 12.0]))
+
+
+def test_a_ruled_library_function_is_named_where_its_body_converts_the_value():
+    import scipy.linalg
+
+    a = np.array([[2.0, 0.3], [0.1, 1.5]])
+    with pytest.raises(IgnoredRuleError, match=r"scipy\.linalg\._matfuncs\.expm has a rule") as info:
+        cr.gradient(lambda a: np.sum(scipy.linalg.expm(a)), a, engine="tape")
+    assert "plain NumPy array" in str(info.value.__cause__)
+    expected = cr.gradient(lambda a: np.sum(scipy.linalg.expm(a)), a)  # the source engine calls the rule
+    _, back = cr.pullback(scipy.linalg.expm, a, engine="tape")  # given to the tape itself: its rule
+    np.testing.assert_allclose(back(np.ones((2, 2)))[0], expected[0], rtol=1e-12)

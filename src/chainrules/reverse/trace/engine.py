@@ -354,6 +354,7 @@ def pullback_full(f: Callable, *args, **kwargs):
         boxed.append(b)
         templates.append(t)
     token = _current.set(trace)
+    trace.entry = sys._getframe(0)  # where a walk for calls of ruled callables stops
     # Recording makes a few small container objects per operation (a closure, a box, a tape
     # entry), which the cyclic garbage collector would traverse again and again as the tape
     # grows: it made a 30,000-operation tape four times slower to record, and sweeping a long
@@ -369,7 +370,7 @@ def pullback_full(f: Callable, *args, **kwargs):
         if pause_gc:
             gc.enable()
         _current.reset(token)
-        trace.clean_frames = None
+        trace.entry = trace.clean_frames = None
     y, out_template = unbox_output(out, trace)
     return y, TapePullback(trace, f, f_template, args, templates, out_template)
 

@@ -33,7 +33,7 @@ import numpy as np
 from ...core.active import ActiveValue
 from ...core.errors import NoRuleError
 from ...core.registry import rrule
-from ...core.ruled_calls import ignored_rule, ignored_rule_error, watched
+from ...core.ruled_calls import RULE_RUNNER_CODE, ignored_rule, ignored_rule_error, watched, watches_user_code
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Frames in these directories are the machinery between the user's line and the error; the
@@ -57,7 +57,7 @@ class Trace:
     structured argument.
     """
 
-    __slots__ = ("tape", "n_slots", "parent", "sweeping", "clean_frames", "__weakref__")
+    __slots__ = ("tape", "n_slots", "parent", "sweeping", "entry", "clean_frames", "__weakref__")
 
     def __init__(self, parent: Trace | None):
         self.tape: list = []
@@ -66,8 +66,9 @@ class Trace:
         #: while its pullback runs, this trace's values are constants to the arithmetic of the
         #: pullbacks (a closure handed to a higher-order rule may have captured them)
         self.sweeping = 0
-        #: frames of the user's code known to run no ruled callable on this trace's values
-        #: (see `check_ruled_calls`); dropped when recording ends
+        #: while recording: the frame of `pullback_full` that records, and frames of the user's
+        #: code known to run no ruled callable on this trace's values (see `check_ruled_calls`)
+        self.entry = None
         self.clean_frames: dict | None = None
 
     def __repr__(self) -> str:
@@ -149,14 +150,15 @@ _ADVICE = (
     "Use engine='source', which calls the rules of Python functions wherever they are called, or let the "
     "tape differentiate {name} itself: for the function it is given, it uses the rule."
 )
-_watch = [-1, False]  # [rrule.version, whether any Python callable has a rule]
+_watch = [-1, False]  # [rrule.version, whether a Python callable of the user's has a rule]
 
 
 def watching() -> bool:
-    """Whether any Python function or callable object has an ``rrule`` (then operations check
-    the stack for calls of them, see ``check_ruled_calls``)."""
+    """Whether a Python function or callable object outside the installed libraries has an
+    ``rrule`` (then operations check the stack for calls of ruled callables, see
+    ``check_ruled_calls``)."""
     if _watch[0] != rrule.version:
-        _watch[1] = bool(watched(rrule))
+        _watch[1] = watches_user_code(rrule)
         _watch[0] = rrule.version
     return _watch[1]
 
@@ -175,7 +177,9 @@ def check_ruled_calls(trace: Trace, frame) -> None:
     clean = trace.clean_frames
     if clean is not None and id(frame) in clean:
         return  # the common case: an operation in a frame of the user's code already walked past
-    found, trace.clean_frames = ignored_rule(rrule, frame, trace.clean_frames, _owned_by, trace, deep_primal)
+    found, trace.clean_frames = ignored_rule(
+        rrule, frame, trace.clean_frames, _owned_by, trace, deep_primal, trace.entry
+    )
     if found is not None:
         raise ignored_rule_error(found[0], found[1], _TAPE, _ADVICE)
 
@@ -183,10 +187,10 @@ def check_ruled_calls(trace: Trace, frame) -> None:
 def ignored_rule_behind(value, frame):
     """For an error about ``value`` (a conversion that would drop its derivative): the error to
     raise instead when the conversion happens inside a ruled callable that received it, or None."""
-    if not watching() or not isinstance(value, Tracked):
+    if not isinstance(value, Tracked) or not watched(rrule):
         return None
     trace = value._trace
-    found, _ = ignored_rule(rrule, frame, None, _owned_by, trace, deep_primal)
+    found, _ = ignored_rule(rrule, frame, None, _owned_by, trace, deep_primal, trace.entry)
     return None if found is None else ignored_rule_error(found[0], found[1], _TAPE, _ADVICE)
 
 
@@ -239,6 +243,7 @@ class Tracked(ActiveValue):
 
 _new = object.__new__
 _float64 = np.float64
+_getframe = sys._getframe
 
 
 def box(value, trace: Trace, slot: int, number_type: type, array_type: type) -> Tracked:
@@ -560,7 +565,12 @@ def binary_operation(f):
             version = rrule.version
             watch = watching()
         if watch:
-            check_ruled_calls(trace, sys._getframe(1))
+            frame = _getframe(1)
+            while frame is not None and id(frame.f_code) in RULE_RUNNER_CODE:  # chainrules' own frames
+                frame = frame.f_back
+            clean = trace.clean_frames
+            if clean is None or id(frame) not in clean:  # else: a frame of the user's code already walked past
+                check_ruled_calls(trace, frame)
         try:
             rule = cache[type(pa)][type(pb)]
         except KeyError:
@@ -612,7 +622,12 @@ def unary_operation(f):
             version = rrule.version
             watch = watching()
         if watch:
-            check_ruled_calls(trace, sys._getframe(1))
+            frame = _getframe(1)
+            while frame is not None and id(frame.f_code) in RULE_RUNNER_CODE:  # chainrules' own frames
+                frame = frame.f_back
+            clean = trace.clean_frames
+            if clean is None or id(frame) not in clean:  # else: a frame of the user's code already walked past
+                check_ruled_calls(trace, frame)
         try:
             rule = cache[type(pa)]
         except KeyError:
