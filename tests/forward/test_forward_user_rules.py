@@ -197,3 +197,34 @@ def test_a_ruled_library_function_is_named_where_its_body_converts_the_value():
     y, dy = cr.jvp(scipy.linalg.expm, (a,), (np.eye(2),))  # given to forward mode itself: its rule
     expected = cr.jacobian(scipy.linalg.expm, a, mode="reverse")
     np.testing.assert_allclose(dy, np.einsum("ijkl,kl->ij", expected, np.eye(2)), rtol=1e-10)
+
+
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+@cr.frule.register(softplus)  # a correct rule written in another form than the body
+def frule_softplus(tangents, x):
+    return np.logaddexp(0.0, x), tangents[1] * 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+@cr.rrule.register(softplus)
+def rrule_softplus(x):
+    sigmoid = 0.5 * (1.0 + np.tanh(0.5 * x))
+
+    def softplus_pullback(dy):
+        return cr.NoTangent(), dy * sigmoid
+
+    return np.logaddexp(0.0, x), softplus_pullback
+
+
+def test_a_correct_rule_of_the_function_given_agrees_with_finite_differences_and_the_source_engine():
+    x = np.array([-1.5, 0.2, 3.0])
+    dx = np.array([0.3, -1.1, 0.7])
+    y, dy = cr.jvp(softplus, (x,), (dx,))
+    np.testing.assert_allclose(y, softplus(x), rtol=1e-14)
+    np.testing.assert_allclose(dy, cr.testing.fd_jvp(softplus, x, dx), rtol=1e-9)
+    J = cr.jacobian(softplus, x, mode="forward")
+    np.testing.assert_allclose(J, cr.jacobian(softplus, x, mode="reverse", engine="source"), rtol=1e-15)
+    np.testing.assert_allclose(J @ dx, dy, rtol=1e-15)
+    cr.testing.check_grads(softplus, (x,), modes=("forward",), order=1)

@@ -230,8 +230,8 @@ def ignored_rule(
 
 
 #: ids of code objects of chainrules itself met so far (see ``_RULE_RUNNERS``), and the code
-#: objects themselves, kept so that the ids stay theirs. Engines skip such frames with
-#: ``while id(frame.f_code) in RULE_RUNNER_CODE: frame = frame.f_back`` before asking ``clean``.
+#: objects themselves, kept so that the ids stay theirs (``RuledCallWatch.check`` skips such
+#: frames by id before asking its cache of clean frames)
 RULE_RUNNER_CODE: set = set()
 _rule_runner_code: list = []
 _user_code: dict = {}  # id(code) -> code of the user's code met so far (bounded: see _runs_rules)
@@ -333,6 +333,95 @@ def _is_this_function(fn, frame) -> bool:
             if local.get(name, _MISSING) is not captured:
                 return False
     return True
+
+
+# ----- what an engine holds -----------------------------------------------------------------
+
+
+class RuledCallWatch:
+    """One engine's watch for calls of ruled Python callables on its values.
+
+    ``owns(value, owner)`` says whether an engine value belongs to ``owner``, the object that
+    stands for one differentiation (a trace, a tag); ``primal(value)`` is the plain value a rule
+    lookup sees. ``owner`` carries two attributes the watch reads and writes: ``entry``, the
+    frame that started the differentiation (the walk stops there), and ``clean_frames``, the
+    cache of frames walked past (``None`` to start; the engine sets both to ``None`` when the
+    differentiation ends). ``engine`` names the engine in errors; ``advice`` ends them and may
+    name the callable as ``{name}``.
+
+    >>> import sys, types
+    >>> import chainrules as cr
+    >>> from chainrules.core.active import ActiveValue
+    >>> class Box(ActiveValue):
+    ...     def __init__(self, owner, value):
+    ...         self.owner, self.value = owner, value
+    >>> watch = RuledCallWatch(cr.rrule, "a toy engine", "Call {name} elsewhere.",
+    ...                        lambda v, owner: v.owner is owner, lambda v: v.value)
+    >>> def twice(x):
+    ...     watch.check(owner, sys._getframe(0))  # what an engine does at an operation on x
+    ...     return x
+    >>> cr.scalar_rule(twice, lambda x: 2.0)
+    >>> owner = types.SimpleNamespace(entry=None, clean_frames=None)
+    >>> watch.active()
+    True
+    >>> try:
+    ...     twice(Box(owner, 1.0))
+    ... except IgnoredRuleError as err:
+    ...     print(str(err).split(":")[0])
+    chainrules.core.ruled_calls.twice has a rule that a toy engine cannot use here
+    """
+
+    __slots__ = ("dispatcher", "engine", "advice", "owns", "primal", "_version", "_active")
+
+    def __init__(
+        self,
+        dispatcher: RuleDispatcher,
+        engine: str,
+        advice: str,
+        owns: Callable[[Any, Any], bool],
+        primal: Callable[[Any], Any],
+    ):
+        self.dispatcher = dispatcher
+        self.engine = engine
+        self.advice = advice
+        self.owns = owns
+        self.primal = primal
+        self._version = -1
+        self._active = False
+
+    def active(self) -> bool:
+        """Whether operations must be checked: a callable of the user's has a rule (``watches_user_code``)."""
+        if self._version != self.dispatcher.version:
+            self._active = watches_user_code(self.dispatcher)
+            self._version = self.dispatcher.version
+        return self._active
+
+    def check(self, owner, frame) -> None:
+        """Raise ``IgnoredRuleError`` if, from ``frame`` up, a ruled callable is running on ``owner``'s values."""
+        while frame is not None and id(frame.f_code) in RULE_RUNNER_CODE:  # chainrules' own frames
+            frame = frame.f_back
+        clean = owner.clean_frames
+        if clean is not None and id(frame) in clean:
+            return  # the common case: a frame of the user's code already walked past
+        found, owner.clean_frames = ignored_rule(
+            self.dispatcher, frame, clean, self.owns, owner, self.primal, owner.entry
+        )
+        if found is not None:
+            raise ignored_rule_error(found[0], found[1], self.engine, self.advice)
+
+    def refused(self, owner, frame, error: Exception) -> Exception:
+        """The error for a refused conversion of ``owner``'s value at ``frame``: ``error``, or, when
+        the conversion happens in the body of a ruled callable that received the value (a library
+        function's, which ``active`` does not watch at every operation), ``IgnoredRuleError``
+        caused by ``error``."""
+        if owner is None or not watched(self.dispatcher):
+            return error
+        found, _ = ignored_rule(self.dispatcher, frame, None, self.owns, owner, self.primal, owner.entry)
+        if found is None:
+            return error
+        ruled = ignored_rule_error(found[0], found[1], self.engine, self.advice)
+        ruled.__cause__ = error
+        return ruled
 
 
 # ----- the error ----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ Invariants:
   truth tests use the primal values, so ``if`` and ``while`` work.
 - Duals see operations, never the call of a Python function or callable object. While frules
   for such callables are registered, each operation looks down the stack for a call of one
-  that received duals of its tag (``check_ruled_calls``) and raises rather than push the tangent
+  that received duals of its tag (``RULED_CALLS``) and raises rather than push the tangent
   through the callable's body in place of its rule.
 """
 
@@ -59,7 +59,7 @@ from ..core import (
     unthunk,
     user_location,
 )
-from ..core.ruled_calls import RULE_RUNNER_CODE, ignored_rule, ignored_rule_error, watched, watches_user_code
+from ..core.ruled_calls import RuledCallWatch
 from ..core.tangents import _is_namedtuple_type
 from .twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
 
@@ -86,7 +86,7 @@ class Tag:
         self.order = next(Tag._counter)
         self.batch = batch
         #: while the differentiation runs: the frame that started it, and frames of the user's
-        #: code known to run no ruled callable on this tag's duals (see `check_ruled_calls`)
+        #: code known to run no ruled callable on this tag's duals (see `RULED_CALLS`)
         self.entry = None
         self.clean_frames: dict | None = None
 
@@ -107,20 +107,11 @@ def _conversion_error(kind: str) -> TypeError:
 
 # ----- calls of ruled Python callables, which duals cannot intercept ------------------------
 
-_FORWARD = "forward mode"
 _ADVICE = (
     "Forward mode uses the rule when {name} is the function it is given (cr.jvp, cr.derivative, "
     "cr.jacobian(..., mode='forward') of it); reverse mode with engine='source' uses the rules of Python "
     "functions wherever they are called."
 )
-_WATCH = [-1, False]  # [frule.version, whether a Python callable of the user's has an frule]
-
-
-def _watching() -> bool:
-    if _WATCH[0] != frule.version:
-        _WATCH[1] = watches_user_code(frule)
-        _WATCH[0] = frule.version
-    return _WATCH[1]
 
 
 def _of_tag(value, tag: Tag) -> bool:
@@ -131,29 +122,14 @@ def _of_tag(value, tag: Tag) -> bool:
     return False
 
 
-def check_ruled_calls(tag: Tag, frame) -> None:
-    """Raise if, from ``frame`` up, a Python callable with an frule is running on ``tag``'s duals:
-    forward mode would push the tangent through its body instead of its rule."""
-    clean = tag.clean_frames
-    if clean is not None and id(frame) in clean:
-        return  # the common case: an operation in a frame of the user's code already walked past
-    found, tag.clean_frames = ignored_rule(frule, frame, tag.clean_frames, _of_tag, tag, _innermost, tag.entry)
-    if found is not None:
-        raise ignored_rule_error(found[0], found[1], _FORWARD, _ADVICE)
+#: the check, at each operation, for calls of ruled callables on a tag's duals
+RULED_CALLS = RuledCallWatch(frule, "forward mode", _ADVICE, _of_tag, lambda v: _innermost(v))
 
 
 def _refused(value, error: Exception) -> Exception:
     """``error``, or, when the refused conversion happens in the body of a Python callable with an
     frule that received ``value``, the error that says forward mode cannot use that rule."""
-    if type(value) not in _DUALS or not watched(frule):
-        return error
-    tag = value.tag
-    found, _ = ignored_rule(frule, sys._getframe(1), None, _of_tag, tag, _innermost, tag.entry)
-    if found is None:
-        return error
-    ruled = ignored_rule_error(found[0], found[1], _FORWARD, _ADVICE)
-    ruled.__cause__ = error
-    return ruled
+    return RULED_CALLS.refused(value.tag if type(value) in _DUALS else None, sys._getframe(1), error)
 
 
 class Dual(ActiveValue):
@@ -599,15 +575,8 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
         kwargs = _NO_KWARGS
     if tag is None:
         return f(*args, **kwargs)
-    if _WATCH[0] != frule.version:
-        _watching()
-    if _WATCH[1]:
-        frame = sys._getframe(1)
-        while frame is not None and id(frame.f_code) in RULE_RUNNER_CODE:  # chainrules' own frames
-            frame = frame.f_back
-        clean = tag.clean_frames
-        if clean is None or id(frame) not in clean:  # else: a frame of the user's code already walked past
-            check_ruled_calls(tag, frame)
+    if RULED_CALLS.active():
+        RULED_CALLS.check(tag, sys._getframe(1))
     primals = []
     tangents = [_NO]
     for a in args:

@@ -252,3 +252,32 @@ def test_a_ruled_library_function_is_named_where_its_body_converts_the_value():
     expected = cr.gradient(lambda a: np.sum(scipy.linalg.expm(a)), a)  # the source engine calls the rule
     _, back = cr.pullback(scipy.linalg.expm, a, engine="tape")  # given to the tape itself: its rule
     np.testing.assert_allclose(back(np.ones((2, 2)))[0], expected[0], rtol=1e-12)
+
+
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+@cr.rrule.register(softplus)  # a correct rule written in another form than the body
+def rrule_softplus(x):
+    y = np.logaddexp(0.0, x)
+    sigmoid = 0.5 * (1.0 + np.tanh(0.5 * x))
+
+    def softplus_pullback(dy):
+        return cr.NoTangent(), dy * sigmoid
+
+    return y, softplus_pullback
+
+
+def test_a_correct_rule_of_the_function_given_agrees_with_finite_differences_and_the_source_engine():
+    x = np.array([-1.5, 0.2, 3.0])
+    dy = np.array([0.3, -1.1, 0.7])
+    y, back = cr.pullback(softplus, x, engine="tape")
+    assert type(pullback_full(softplus, x)[1]).__name__ == "RulePullback"  # the rule's pullback, not a tape
+    np.testing.assert_allclose(y, softplus(x), rtol=1e-14)
+    (tape_dx,) = back(dy)
+    fd_dx = cr.testing.fd_vjp(softplus, dy, x)
+    np.testing.assert_allclose(tape_dx, fd_dx, rtol=1e-9)
+    _, source_back = cr.pullback(softplus, x, engine="source")
+    np.testing.assert_allclose(tape_dx, source_back(dy)[0], rtol=1e-15)
+    cr.testing.check_grads(softplus, (x,), modes=("reverse",), order=1, engine="tape")

@@ -17,7 +17,7 @@ Invariants
 - The engine owns no derivative: every operation goes through ``chainrules.rrule``.
 - The tape cannot intercept the call of a Python function or callable object, only operations
   on its values. While rules for such callables are registered, each recorded operation looks
-  down the stack for a call of one that received this trace's values (``check_ruled_calls``)
+  down the stack for a call of one that received this trace's values (``RULED_CALLS``)
   and raises rather than differentiate the callable's body in place of its rule.
 """
 
@@ -33,7 +33,7 @@ import numpy as np
 from ...core.active import ActiveValue
 from ...core.errors import NoRuleError
 from ...core.registry import rrule
-from ...core.ruled_calls import RULE_RUNNER_CODE, ignored_rule, ignored_rule_error, watched, watches_user_code
+from ...core.ruled_calls import RuledCallWatch
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Frames in these directories are the machinery between the user's line and the error; the
@@ -67,7 +67,7 @@ class Trace:
         #: pullbacks (a closure handed to a higher-order rule may have captured them)
         self.sweeping = 0
         #: while recording: the frame of `pullback_full` that records, and frames of the user's
-        #: code known to run no ruled callable on this trace's values (see `check_ruled_calls`)
+        #: code known to run no ruled callable on this trace's values (see `RULED_CALLS`)
         self.entry = None
         self.clean_frames: dict | None = None
 
@@ -145,22 +145,10 @@ def escaped_error(value) -> TypeError:
 
 # ----- calls of ruled Python callables, which the tape cannot intercept --------------------
 
-_TAPE = "the tape engine"
 _ADVICE = (
     "Use engine='source', which calls the rules of Python functions wherever they are called, or let the "
     "tape differentiate {name} itself: for the function it is given, it uses the rule."
 )
-_watch = [-1, False]  # [rrule.version, whether a Python callable of the user's has a rule]
-
-
-def watching() -> bool:
-    """Whether a Python function or callable object outside the installed libraries has an
-    ``rrule`` (then operations check the stack for calls of ruled callables, see
-    ``check_ruled_calls``)."""
-    if _watch[0] != rrule.version:
-        _watch[1] = watches_user_code(rrule)
-        _watch[0] = rrule.version
-    return _watch[1]
 
 
 def _owned_by(value, trace: Trace) -> bool:
@@ -171,27 +159,8 @@ def _owned_by(value, trace: Trace) -> bool:
     return False
 
 
-def check_ruled_calls(trace: Trace, frame) -> None:
-    """Raise if, from ``frame`` up, a Python callable with a rule is running on ``trace``'s values:
-    the tape would differentiate its body instead of its rule."""
-    clean = trace.clean_frames
-    if clean is not None and id(frame) in clean:
-        return  # the common case: an operation in a frame of the user's code already walked past
-    found, trace.clean_frames = ignored_rule(
-        rrule, frame, trace.clean_frames, _owned_by, trace, deep_primal, trace.entry
-    )
-    if found is not None:
-        raise ignored_rule_error(found[0], found[1], _TAPE, _ADVICE)
-
-
-def ignored_rule_behind(value, frame):
-    """For an error about ``value`` (a conversion that would drop its derivative): the error to
-    raise instead when the conversion happens inside a ruled callable that received it, or None."""
-    if not isinstance(value, Tracked) or not watched(rrule):
-        return None
-    trace = value._trace
-    found, _ = ignored_rule(rrule, frame, None, _owned_by, trace, deep_primal, trace.entry)
-    return None if found is None else ignored_rule_error(found[0], found[1], _TAPE, _ADVICE)
+#: the check, at each operation, for calls of ruled callables on a trace's values
+RULED_CALLS = RuledCallWatch(rrule, "the tape engine", _ADVICE, _owned_by, lambda v: deep_primal(v))
 
 
 # ----- rule lookup, cached per argument types ----------------------------------------------
@@ -381,8 +350,8 @@ def _strip(value):
 
 
 def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tuple):
-    if watching():
-        check_ruled_calls(trace, sys._getframe(1))
+    if RULED_CALLS.active():
+        RULED_CALLS.check(trace, _getframe(1))
     if kwargs:
         for name, value in kwargs.items():
             if _owns_any(value, trace):
@@ -563,14 +532,9 @@ def binary_operation(f):
         if version != rrule.version:
             cache.clear()
             version = rrule.version
-            watch = watching()
+            watch = RULED_CALLS.active()
         if watch:
-            frame = _getframe(1)
-            while frame is not None and id(frame.f_code) in RULE_RUNNER_CODE:  # chainrules' own frames
-                frame = frame.f_back
-            clean = trace.clean_frames
-            if clean is None or id(frame) not in clean:  # else: a frame of the user's code already walked past
-                check_ruled_calls(trace, frame)
+            RULED_CALLS.check(trace, _getframe(1))
         try:
             rule = cache[type(pa)][type(pb)]
         except KeyError:
@@ -620,14 +584,9 @@ def unary_operation(f):
         if version != rrule.version:
             cache.clear()
             version = rrule.version
-            watch = watching()
+            watch = RULED_CALLS.active()
         if watch:
-            frame = _getframe(1)
-            while frame is not None and id(frame.f_code) in RULE_RUNNER_CODE:  # chainrules' own frames
-                frame = frame.f_back
-            clean = trace.clean_frames
-            if clean is None or id(frame) not in clean:  # else: a frame of the user's code already walked past
-                check_ruled_calls(trace, frame)
+            RULED_CALLS.check(trace, _getframe(1))
         try:
             rule = cache[type(pa)]
         except KeyError:

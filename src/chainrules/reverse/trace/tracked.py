@@ -53,11 +53,7 @@ def _lost_derivative(what: str) -> TypeError:
 def _refused(value, error: Exception) -> Exception:
     """``error``, or, when the refused conversion happens in the body of a Python callable with a
     rule that received ``value``, the error that says the tape cannot use that rule."""
-    ruled = tracer.ignored_rule_behind(value, sys._getframe(1))
-    if ruled is None:
-        return error
-    ruled.__cause__ = error
-    return ruled
+    return tracer.RULED_CALLS.refused(value._trace, sys._getframe(1), error)
 
 
 # the operators' hot paths, one closure each (see tracer.binary_operation)
