@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, basis_seed, unthunk
+from ..core.active import ActiveValue
 from ..core.tangents import _is_namedtuple_type, _known_fields
 from .dual import _DUALS, Dual, Tag, _innermost, _rule_for, push
 
@@ -122,7 +123,7 @@ def _seed(x, t, tag: Tag):
     t = unthunk(t)
     if isinstance(t, AbstractZero):
         return x
-    if isinstance(x, Dual) or _is_number_leaf(x):
+    if isinstance(x, ActiveValue) or _is_number_leaf(x):  # a dual, or another engine's value (a tracked array)
         if tag.batch is None:  # a tangent given by the user: checked and brought to x's dtype
             t = ProjectTo(_innermost(x))(t)
         return Dual(x, t, tag)
