@@ -70,9 +70,20 @@ def test_nested_methods_agree_with_the_source_engine(name):
             np.testing.assert_allclose(t, s, rtol=1e-12, atol=1e-14)
 
 
-def test_a_method_without_a_rule_is_a_clear_error():
-    with pytest.raises(cr.NoRuleError, match=r"ndarray\.tobytes.*test_nested_methods\.py:\d+"):
-        cr.gradient(lambda x: x.sum(axis=0).tobytes(), X, engine="tape")
+HERE = r"test_nested_methods\.py:\d+"
+NO_RULE = {
+    r"ndarray\.tobytes.*" + HERE: lambda x: x.sum(axis=0).tobytes(),
+    r"ndarray\.view.*" + HERE: lambda x: x.T.view().sum(),
+    r"ndarray\.compress.*" + HERE: lambda x: x.T.compress([True, False, True], axis=1).sum(),
+    r"getattr\(numpy\.ndarray, str\) at .*" + HERE + r" \(ndarray\.flat": lambda x: sum(x.T.flat),
+    r"getattr\(numpy\.ndarray, str\) at .*" + HERE + r" \(ndarray\.base": lambda x: x.T.base.sum(),
+}
+
+
+@pytest.mark.parametrize("expected", sorted(NO_RULE))
+def test_a_method_or_attribute_without_a_rule_is_a_clear_error(expected):
+    with pytest.raises(cr.NoRuleError, match=expected):
+        cr.gradient(NO_RULE[expected], X, engine="tape")
 
 
 def test_methods_that_write_or_do_not_exist_are_refused():

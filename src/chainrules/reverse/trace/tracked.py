@@ -348,8 +348,10 @@ class TrackedArray(_Operators):
         if name in _MUTATING:
             raise TypeError(f"x.{name}() writes into an array being differentiated{_at()}; compute a new array instead")
         method = getattr(np.ndarray, name, None)
-        if method is None or name.startswith("__") or not callable(method):
+        if method is None or name.startswith("__"):
             raise AttributeError(f"'TrackedArray' object has no attribute {name!r}")
+        if not callable(method):  # another attribute of arrays (x.flat, x.base): through getattr's rule
+            return apply(getattr, (self, name), {})
 
         def tracked_method(*args, **kwargs):
             return apply(method, (self, *args), kwargs)
