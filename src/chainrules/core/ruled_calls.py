@@ -371,7 +371,7 @@ class RuledCallWatch:
     chainrules.core.ruled_calls.twice has a rule that a toy engine cannot use here
     """
 
-    __slots__ = ("dispatcher", "engine", "advice", "owns", "primal", "_version", "_active")
+    __slots__ = ("dispatcher", "engine", "advice", "owns", "primal", "version", "on")
 
     def __init__(
         self,
@@ -386,15 +386,22 @@ class RuledCallWatch:
         self.advice = advice
         self.owns = owns
         self.primal = primal
-        self._version = -1
-        self._active = False
+        #: the dispatcher's version ``on`` was computed for; an engine's hot path reads the two
+        #: attributes itself (``if watch.version != rrule.version: watch.refresh()``, then
+        #: ``if watch.on: watch.check(...)``), which costs less than calling ``active()``
+        self.version = -1
+        self.on = False
+
+    def refresh(self) -> None:
+        """Recompute ``on`` for the dispatcher's current rules."""
+        self.on = watches_user_code(self.dispatcher)
+        self.version = self.dispatcher.version
 
     def active(self) -> bool:
         """Whether operations must be checked: a callable of the user's has a rule (``watches_user_code``)."""
-        if self._version != self.dispatcher.version:
-            self._active = watches_user_code(self.dispatcher)
-            self._version = self.dispatcher.version
-        return self._active
+        if self.version != self.dispatcher.version:
+            self.refresh()
+        return self.on
 
     def check(self, owner, frame) -> None:
         """Raise ``IgnoredRuleError`` if, from ``frame`` up, a ruled callable is running on ``owner``'s values."""

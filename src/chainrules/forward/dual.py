@@ -575,8 +575,11 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
         kwargs = _NO_KWARGS
     if tag is None:
         return f(*args, **kwargs)
-    if RULED_CALLS.active():
-        RULED_CALLS.check(tag, sys._getframe(1))
+    watch = RULED_CALLS
+    if watch.version != frule.version:
+        watch.refresh()
+    if watch.on:
+        watch.check(tag, sys._getframe(1))
     primals = []
     tangents = [_NO]
     for a in args:

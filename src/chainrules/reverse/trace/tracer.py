@@ -350,8 +350,11 @@ def _strip(value):
 
 
 def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tuple):
-    if RULED_CALLS.active():
-        RULED_CALLS.check(trace, _getframe(1))
+    watch = RULED_CALLS
+    if watch.version != rrule.version:
+        watch.refresh()
+    if watch.on:
+        watch.check(trace, _getframe(1))
     if kwargs:
         for name, value in kwargs.items():
             if _owns_any(value, trace):
