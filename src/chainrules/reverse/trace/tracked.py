@@ -293,17 +293,16 @@ class TrackedNumber(_Operators):
 
     def __getattr__(self, name: str):
         # Only missing attributes arrive here. A NumPy scalar (what a full reduction returns) has
-        # the array methods (s.sum(), s.reshape(1)); they run on it as on a 0-d array, through
-        # np.asarray's rule and the rule of the np.ndarray method. A Python number has none.
+        # the array methods (s.sum(), s.reshape(1)), defined on np.generic: they go through the
+        # rules of those (rules/numpy/scalar_methods.py), like an array's methods. A Python
+        # number has none.
         primal = deep_primal(self)
-        method = getattr(np.ndarray, name, None)
-        if not isinstance(primal, np.generic) or method is None or name.startswith("_") or not callable(method):
+        method = getattr(type(primal), name, None) if isinstance(primal, np.generic) else None
+        if method is None or name.startswith("_") or not callable(method):
             raise AttributeError(f"{type(primal).__name__!r} object (being differentiated) has no attribute {name!r}")
-        if name in _MUTATING:
-            raise TypeError(f"x.{name}() writes into an array being differentiated{_at()}; compute a new array instead")
 
         def tracked_method(*args, **kwargs):
-            return apply(method, (apply(np.asarray, (self,), {}), *args), kwargs)
+            return apply(method, (self, *args), kwargs)
 
         tracked_method.__name__ = tracked_method.__qualname__ = name
         return tracked_method
