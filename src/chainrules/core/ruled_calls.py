@@ -86,6 +86,10 @@ def watched(dispatcher: RuleDispatcher) -> dict:
     table: dict = {}
 
     def watch(code, matcher):
+        if code.co_filename.startswith(_RULE_RUNNERS):
+            # chainrules' own callables (cr.gradient, cr.pullback have rules for the source
+            # engine's nested differentiation): the tape and forward engines nest by themselves
+            return
         matchers = table.setdefault(id(code), (code, []))[1]
         if matcher not in matchers:
             matchers.append(matcher)

@@ -112,7 +112,7 @@ def forward_engine_available() -> bool:
 
 
 # the engine that differentiates another engine's pullback when that one cannot differentiate
-# through cr.pullback itself (the source engine differentiates library code only through rules)
+# through cr.pullback itself (a rule table used as the engine)
 _NESTING_ENGINE = "tape"
 
 
@@ -281,9 +281,9 @@ def check_grads(
     up: forward mode by default (forward over reverse is how ``cr.hessian`` works); add
     ``"reverse"`` for reverse over reverse and reverse over forward (with the engines ``engine``
     selects, whether or not ``modes`` holds ``"reverse"``). An engine that cannot differentiate
-    through ``cr.pullback``/``cr.jvp`` (the source engine, a rule table) has the tape engine
+    through ``cr.pullback``/``cr.jvp`` (a rule table such as ``cr.rrule``) has the tape engine
     differentiate its first derivatives in its place, and the list of checks says so
-    (``reverse[tape] order 2: pullback[source](f)``); without the forward engine installed,
+    (``reverse[tape] order 2: pullback[rrule](f)``); without the forward engine installed,
     nested forward mode gives way to nested reverse mode, so ``order=2`` is never dropped;
     ``engine`` names one reverse engine, ``None`` means every one in ``cr.api.REVERSE_ENGINES``
     that is installed (an engine or the forward engine that is not installed is skipped;

@@ -281,3 +281,20 @@ def test_a_correct_rule_of_the_function_given_agrees_with_finite_differences_and
     _, source_back = cr.pullback(softplus, x, engine="source")
     np.testing.assert_allclose(tape_dx, source_back(dy)[0], rtol=1e-15)
     cr.testing.check_grads(softplus, (x,), modes=("reverse",), order=1, engine="tape")
+
+
+def test_chainrules_own_ruled_functions_nest_on_the_tape_without_refusal():
+    # cr.gradient and cr.pullback have rules (for the source engine's nested differentiation);
+    # called inside a function on the tape, they are the tape's own nesting, not a user's ruled call
+    from chainrules.core.ruled_calls import watched
+    from chainrules.reverse.trace.tracer import RULED_CALLS
+
+    assert RULED_CALLS.active()  # this module registers rules for functions of its own
+    assert all(not code.co_filename.endswith("api.py") for code, _ in watched(cr.rrule).values())
+    x = np.array([0.3, -0.7])
+
+    def inner_gradient_sum(x):
+        return np.sum(cr.gradient(lambda z: np.sum(np.sin(z) * z), x, engine="tape")[0])
+
+    expected = cr.hessian(lambda z: np.sum(np.sin(z) * z), x).sum(axis=0)
+    np.testing.assert_allclose(cr.gradient(inner_gradient_sum, x, engine="tape")[0], expected, rtol=1e-12)
