@@ -24,7 +24,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core import AbstractZero, NoTangent, ZeroTangent, conj, frule, match_input, non_differentiable, rrule, unthunk
+from ...core import (
+    AbstractZero,
+    NoTangent,
+    Thunk,
+    ZeroTangent,
+    conj,
+    frule,
+    match_input,
+    non_differentiable,
+    rrule,
+    unthunk,
+)
 from ._util import align, bind, match_output, raise_out
 
 _NO = NoTangent()
@@ -65,11 +76,24 @@ def pull(args: tuple, partials: list, y, dy) -> tuple:
     ``None`` for an argument without a derivative (``NoTangent``).
     """
     dy = unthunk(dy)
-    if isinstance(dy, AbstractZero):
+    if type(dy) is np.ndarray and type(y) is np.ndarray:
+        if dy.dtype.kind == "c" and y.dtype.kind != "c":
+            dy = dy.real  # a real output's cotangent is real
+    elif isinstance(dy, AbstractZero):
         return tuple(_NO if p is None else _ZERO for p in partials)
-    if not np.iscomplexobj(y) and np.iscomplexobj(dy):
-        dy = np.real(dy)  # a real output's cotangent is real
-    return tuple(_NO if p is None else _back_to(x, _times(dy, conj(p))) for x, p in zip(args, partials))
+    elif not np.iscomplexobj(y) and np.iscomplexobj(dy):
+        dy = np.real(dy)
+    if len(args) == 1:
+        p = partials[0]
+        return (_NO if p is None else _back_to(args[0], _times(dy, conj(p))),)
+    # several inputs: an array's cotangent waits until asked for (it may be a constant's)
+    return tuple(_NO if p is None else _lazy_back_to(x, dy, p) for x, p in zip(args, partials))
+
+
+def _lazy_back_to(x, dy, p):
+    if type(x) is np.ndarray:
+        return Thunk(lambda: _back_to(x, _times(dy, conj(p))))
+    return _back_to(x, _times(dy, conj(p)))
 
 
 def _back_to(x, dx):
