@@ -169,6 +169,10 @@ def _muladd(c, x, opx, y, opy, dtype):
     return _gemm(c, x, opx, y, opy, dtype)
 
 
+def _is_complex(m) -> bool:
+    return m.dtype.kind == "c" if type(m) is np.ndarray else np.iscomplexobj(m)
+
+
 def product(x, opx: str, y, opy: str):
     """``op(x) @ op(y)`` as a new array: ``np.matmul`` on views, or SciPy's BLAS where an operand
     would otherwise be conjugated into a copy (BLAS conjugates as it reads).
@@ -178,7 +182,7 @@ def product(x, opx: str, y, opy: str):
     array([[3., 4.],
            [6., 8.]])
     """
-    if not (_CONJUGATES[opx] and np.iscomplexobj(x)) and not (_CONJUGATES[opy] and np.iscomplexobj(y)):
+    if not (_CONJUGATES[opx] and _is_complex(x)) and not (_CONJUGATES[opy] and _is_complex(y)):
         return np.matmul(apply_op(x, opx), apply_op(y, opy))  # no copy: NumPy passes transposes to BLAS
     dtype = blas_dtype(x, y)
     if dtype is None:
