@@ -1,4 +1,4 @@
-"""Rule lookup on the hot path: nanoseconds per ``rrule.lookup`` for a registered and an unregistered callable.
+"""Rule lookup on the hot path: nanoseconds per ``rrule.lookup`` for registered and unregistered callables.
 
 Run: ``python benchmarks/registry_lookup.py`` (writes benchmarks/results/registry_lookup.md).
 """
@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 import operator
-import pathlib
-import platform
-import statistics
-import timeit
 from dataclasses import dataclass
 
 import numpy as np
+
+try:
+    from . import _common
+except ImportError:  # run as a script
+    import _common
 
 import chainrules as cr
 
@@ -32,43 +33,55 @@ class Model:  # an unhashable callable instance, looked up by its class
 
 @cr.rrule.register(Model)
 def rrule_model(m, x):
-    return m(x), lambda dy: (cr.Tangent[Model](k=dy * x), dy * m.k)
+    def model_pullback(dy):
+        return cr.Tangent[Model](k=dy * x), dy * m.k
+
+    return m(x), model_pullback
 
 
 CASES = [
     ("registered: math.sin", math.sin, (1.0,)),
     ("registered: operator.mul", operator.mul, (1.0, 2.0)),
-    ("registered: callable instance (by class)", Model(2.0), (1.0,)),
-    ("unregistered: plain function", unregistered, (1.0,)),
-    ("unregistered: numpy function", np.linalg.qr, (1.0,)),
+    ("registered, typed on its arguments: operator.getitem of an array", operator.getitem, (np.ones(3), 1)),
+    ("registered: a callable instance, by its class", Model(2.0), (1.0,)),
+    ("unregistered: a plain function", unregistered, (1.0,)),
+    ("unregistered: a NumPy function", np.linalg.multi_dot, (1.0,)),
 ]
 
-
-def measure(f, args, number=200_000, repeats=7) -> float:
-    lookup = cr.rrule.lookup
-    times = timeit.repeat(lambda: lookup(f, args), number=number, repeat=repeats)
-    return statistics.median(times) / number * 1e9
+LOOKUPS = 10_000
 
 
 def main() -> str:
-    empty = statistics.median(timeit.repeat(lambda: None, number=200_000, repeat=7)) / 200_000 * 1e9
-    rows = [(name, measure(f, args)) for name, f, args in CASES]
-    lines = [
-        "# Rule lookup cost",
-        "",
-        f"Python {platform.python_version()}, {platform.machine()}; median of 7 repeats of 200,000 lookups.",
-        f"A call of an empty lambda costs {empty:.0f} ns on the same run (included in each figure).",
-        "",
-        "| callable | ns per lookup |",
-        "|---|---|",
-    ]
-    lines += [f"| {name} | {ns:.0f} |" for name, ns in rows]
-    return "\n".join(lines) + "\n"
+    lookup = cr.rrule.lookup
+
+    def many(f, args):
+        def run():
+            for _ in range(LOOKUPS):
+                lookup(f, args)
+
+        return run
+
+    def empty_loop():
+        for _ in range(LOOKUPS):
+            pass
+
+    methods = {"empty loop": empty_loop} | {name: many(f, args) for name, f, args in CASES}
+    timings = _common.compare(methods, "empty loop", repeats=15, number=3)
+    loop_ns = timings["empty loop"].seconds / LOOKUPS * 1e9
+    rows = [[name, f"{timings[name].seconds / LOOKUPS * 1e9 - loop_ns:.0f}"] for name, _, _ in CASES]
+    return "\n".join(
+        [
+            "# Rule lookup cost",
+            "",
+            f"{_common.machine_line()}. Median of 15 repeats of {3 * LOOKUPS:,} lookups each, process CPU time,",
+            f"the cost of the empty loop ({loop_ns:.0f} ns per iteration) subtracted.",
+            "",
+            _common.markdown_table(["callable", "ns per lookup"], rows),
+        ]
+    )
 
 
 if __name__ == "__main__":
     table = main()
-    out = pathlib.Path(__file__).parent / "results" / "registry_lookup.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table)
+    _common.write_results("registry_lookup", table)
     print(table)

@@ -241,3 +241,21 @@ def test_callable_names_of_ufunc_and_ndarray_methods():
     assert callable_name(np.ndarray.sum) == "numpy.ndarray.sum"
     assert callable_name(np.sin) == "numpy.sin"
     assert callable_name(math.sin) == "math.sin"
+
+
+def test_scalar_rule_batched_frule_lines_up_inputs_of_different_rank():
+    import numpy as np
+
+    def weighted(x, y):
+        return x * y
+
+    cr.scalar_rule(weighted, lambda x, y: y, lambda x, y: x)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(3), rng.standard_normal((2, 3))
+    for batch in (1, 2, 4):
+        dxs, dys = rng.standard_normal((batch, 3)), rng.standard_normal((batch, 2, 3))
+        _, dout = cr.frule((cr.NoTangent(), dxs, dys), weighted, x, y)
+        assert dout.shape == (batch, 2, 3)
+        for b in range(batch):
+            _, expected = cr.frule((cr.NoTangent(), dxs[b], dys[b]), weighted, x, y)
+            np.testing.assert_allclose(dout[b], expected)

@@ -69,11 +69,14 @@ def add(a, b):
 def _add_inplaceable(buffer: np.ndarray, t: InplaceableThunk):
     out = t.add_into(buffer)
     if out is not buffer:
-        raise RuntimeError(
-            f"{t!r}: add_into must add into the accumulator it is given and return it; "
-            f"it returned a {type(out).__name__}"
-        )
+        raise _broken_add_into(t, out)
     return out
+
+
+def _broken_add_into(t: InplaceableThunk, out) -> RuntimeError:
+    return RuntimeError(
+        f"{t!r}: add_into must add into the accumulator it is given and return it; it returned a {type(out).__name__}"
+    )
 
 
 def _add_structural(a, b):
@@ -179,8 +182,14 @@ def accumulate(acc, owned: bool, dx) -> tuple[object, bool]:
     """
     if type(acc) in _FAST_SCALARS and type(dx) in _FAST_SCALARS:
         return acc + dx, False
-    if owned and type(dx) is InplaceableThunk and is_inplaceable_destination(acc):
-        return _add_inplaceable(acc, dx), True  # the loop's common step (seed 004's X[i]), as iadd takes it
+    if owned and isinstance(dx, InplaceableThunk) and type(acc) is np.ndarray:
+        # the loop's common step (seed 004's X[i]), as iadd takes it; written out, because
+        # it runs once per loop iteration and the helpers' calls cost as much as the scatter
+        if acc.dtype.kind in "fc" and acc.flags.writeable:
+            out = dx.add_into(acc)
+            if out is not acc:
+                raise _broken_add_into(dx, out)
+            return acc, True
     if isinstance(dx, AbstractZero):
         return acc, owned
     if isinstance(acc, AbstractZero):

@@ -38,23 +38,41 @@ def _specificity(types: tuple[type, ...]) -> int:
 
 
 class _Entries:
-    """The rules of one callable, most specific first."""
+    """The rules of one callable, most specific first, with the choice cached by argument types."""
 
-    __slots__ = ("typed", "untyped")
+    __slots__ = ("typed", "untyped", "_depth", "_chosen")
 
     def __init__(self):
         self.typed: list[tuple[tuple[type, ...], Any]] = []
         self.untyped: Any = None
+        self._depth = 0
+        self._chosen: dict[tuple[type, ...], Any] = {}
 
     def add(self, types: tuple[type, ...], rule) -> None:
         if not types:
             self.untyped = rule
-            return
-        self.typed = [(t, r) for t, r in self.typed if t != types]
-        self.typed.append((types, rule))
-        self.typed.sort(key=lambda entry: -_specificity(entry[0]))
+        else:
+            self.typed = [(t, r) for t, r in self.typed if t != types]
+            self.typed.append((types, rule))
+            self.typed.sort(key=lambda entry: -_specificity(entry[0]))
+            self._depth = max(len(t) for t, _ in self.typed)
+        self._chosen = {}
 
     def select(self, args: tuple):
+        # isinstance depends on the types only: the choice for these argument types is cached
+        n = len(args)
+        if self._depth == 1 and n:
+            key = type(args[0])
+        elif self._depth == 2 and n >= 2:
+            key = (type(args[0]), type(args[1]))
+        else:
+            key = tuple(map(type, args[: self._depth]))
+        chosen = self._chosen.get(key, self)
+        if chosen is self:
+            chosen = self._chosen[key] = self._choose(args)
+        return chosen
+
+    def _choose(self, args: tuple):
         for types, rule in self.typed:
             if len(args) >= len(types) and all(isinstance(a, t) for a, t in zip(args, types)):
                 return rule
@@ -339,9 +357,14 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
         y = f(*args, **kwargs)
         ps = derivatives(args, y)
         dy = _ZERO
-        for p, dx in zip(ps, tangents[1:]):
+        out_ndim = np.ndim(y)
+        for p, x, dx in zip(ps, args, tangents[1:]):
             dx = unthunk(dx)
             if not isinstance(dx, AbstractZero):
+                x_ndim = np.ndim(x)
+                if x_ndim < out_ndim and np.ndim(dx) == x_ndim + 1:
+                    # a batch of tangents of a lower-rank input: line its axes up with the output's
+                    dx = np.reshape(dx, (np.shape(dx)[0],) + (1,) * (out_ndim - x_ndim) + np.shape(x))
                 term = p * dx
                 dy = term if isinstance(dy, AbstractZero) else dy + term
         if (

@@ -122,15 +122,15 @@ class Dual(ActiveValue):
         # a dual of an array is a DualArray: only that one indexes, iterates and has a length
         if cls is Dual and type(primal) in _ARRAY_PRIMALS:
             cls = DualArray
-        return object.__new__(cls)
-
-    def __init__(self, primal, partials, tag: Tag, writable: bool = False):
+        # the fields are set here, not in __init__: one Python call less per dual
+        self = object.__new__(cls)
         self.primal = primal
         self.partials = partials
         self.tag = tag
         # Only a dual that owns its values (made by np.zeros_like & co.) may be written into:
         # writing through any other could change an array it shares with the user or a view.
         self.writable = writable
+        return self
 
     def __repr__(self) -> str:
         return f"Dual({self.primal!r}, {self.partials!r})"
@@ -595,7 +595,10 @@ def _rule_for(f, primals):
         _RULES.clear()
         _RULES_VERSION[0] = frule.version
     try:
-        key = (f, *map(type, primals))
+        if len(primals) == 2:  # the common case, without unpacking a generator
+            key = (f, type(primals[0]), type(primals[1]))
+        else:
+            key = (f, *map(type, primals))
         found = _RULES.get(key)
     except TypeError:  # an unhashable callable: looked up every time
         key, found = None, None
@@ -631,15 +634,19 @@ def _push_partials(f, partials, primals, tangents, batch):
     y = f(*primals)
     dy = _ZERO
     rank = None
-    for i, (p, takes_out) in enumerate(partials, start=1):
+    i = 0
+    for p, takes_out in partials:
+        i += 1
         dx = tangents[i]
         if p is None or isinstance(dx, AbstractZero):
             continue
-        dx = unthunk(dx)
+        if type(dx) is not np.ndarray:
+            dx = unthunk(dx)
         if batch is not None:
             x = primals[i - 1]
-            rank = _ndim(y) if rank is None else rank
-            missing = rank - _ndim(x)
+            if rank is None:
+                rank = y.ndim if type(y) is np.ndarray else _ndim(y)
+            missing = rank - (x.ndim if type(x) is np.ndarray else _ndim(x))
             if missing > 0:
                 dx = np.reshape(dx, (batch,) + (1,) * missing + _shape(x))
         d = p(*primals, out=y) if takes_out else p(*primals)

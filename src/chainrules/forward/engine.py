@@ -41,6 +41,8 @@ def chunk_size_for(n: int) -> int:
     """
     if n <= 1:
         return 1
+    if n * n <= SEED_BUDGET:  # the common case: every entry in one pass
+        return n
     largest = max(1, min(n, SEED_BUDGET // n))
     passes = math.ceil(n / largest)
     return math.ceil(n / passes)
@@ -301,7 +303,7 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
     """
     plain = type(x) is np.ndarray and x.dtype.kind in "fc"  # the common case, without walking a structure
     if plain:
-        inputs = [_Input(x, 0, x.size, x.shape, x.dtype)]
+        inputs = None  # described only if the passes' tangents need assembling (see `_plain_inputs`)
         n = x.size
     else:
         inputs, n = [], 0
@@ -311,7 +313,7 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
             inputs.append(_Input(leaf, n, size, shape, _leaf_dtype(leaf)))
             n += size
     if n == 0:
-        return _assemble(f(x), [_ZERO], [0], inputs, x)
+        return _assemble(f(x), [_ZERO], [0], _plain_inputs(x) if inputs is None else inputs, x)
     chunk = chunk_size_for(n) if chunk_size is None else int(chunk_size)
     if chunk < 1:
         raise ValueError(f"jacobian: chunk_size must be at least 1, got {chunk_size}")
@@ -350,7 +352,11 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
             f"jacobian: {getattr(f, '__qualname__', f)} returned a {type(y).__name__}; "
             "it must return a number, an array, or a structure of them"
         )
-    return _assemble(y, tangents, batches, inputs, x)
+    return _assemble(y, tangents, batches, _plain_inputs(x) if inputs is None else inputs, x)
+
+
+def _plain_inputs(x: np.ndarray) -> list:
+    return [_Input(x, 0, x.size, x.shape, x.dtype)]
 
 
 def _assemble(y, tangents: list, batches: list, inputs: list, x):

@@ -60,6 +60,10 @@ _NO = NoTangent()
 _ZERO = ZeroTangent()
 #: Python reals on the fast path; ``bool`` is not one of them (a bool gets ``NoTangent``).
 _REAL = frozenset((float, int))
+_F64 = np.float64
+#: the reals of the arithmetic operators' second fast path: NumPy's float64 scalar (what
+#: ``np.sin(x)`` or ``X[i]`` give) among Python reals; each cotangent takes its input's type
+_SCALARS = frozenset((float, int, _F64))
 _SEQUENCES = (tuple, list)
 _TEXT = (str, bytes, bytearray)
 #: Tangent[tuple] and Tangent[list], looked up once (the scalar path of getitem builds one per call)
@@ -301,6 +305,33 @@ def check_native_frule(op, *args) -> None:
 # ----- addition, subtraction, negation -------------------------------------------------------
 
 
+def _scalar_sum_pullbacks(sign: float, name: str) -> dict:
+    """The pullbacks of ``a + b`` (``sign`` 1) or ``a - b`` (``sign`` -1) for real scalar operands,
+    by the operands' types: they depend on nothing else, so none is made per call.
+
+    A real scalar cotangent is given each input's type (``np.float64`` for one, ``float`` for a
+    Python real: ``match_input``'s answer, without its checks); any other goes through
+    ``match_input``, whose result for a scalar input depends only on the input's type.
+    """
+    pullbacks = {}
+    for ta in _SCALARS:
+        for tb in _SCALARS:
+            ca, cb = (_F64 if t is _F64 else float for t in (ta, tb))
+            a, b = ta(0), tb(0)
+
+            def scalar_sum_pullback(dy, a=a, b=b, ca=ca, cb=cb):
+                td = type(dy)
+                if td is float or td is _F64:
+                    db = dy if sign > 0 else -dy
+                    return _NO, (dy if td is ca else ca(dy)), (db if td is cb else cb(db))
+                dy = unthunk(dy)
+                return _NO, match_input(a, dy), match_input(b, dy if sign > 0 else -dy)
+
+            scalar_sum_pullback.__name__ = scalar_sum_pullback.__qualname__ = name
+            pullbacks[ta, tb] = scalar_sum_pullback
+    return pullbacks
+
+
 def _add_real_pullback(dy):
     if type(dy) is float:
         return _NO, dy, dy
@@ -308,10 +339,16 @@ def _add_real_pullback(dy):
     return _NO, dy, dy
 
 
+_ADD_SCALAR_PULLBACKS = _scalar_sum_pullbacks(1.0, "add_pullback")
+_SUB_SCALAR_PULLBACKS = _scalar_sum_pullbacks(-1.0, "sub_pullback")
+
+
 @rrule.register(operator.add)
 def rrule_add(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a + b, _add_real_pullback
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        return a + b, _ADD_SCALAR_PULLBACKS[type(a), type(b)]
     if isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES):
         return _rrule_concat(a, b)
     if isinstance(a, _TEXT):
@@ -366,6 +403,8 @@ def _sub_real_pullback(dy):
 def rrule_sub(a, b):
     if type(a) in _REAL and type(b) in _REAL:
         return a - b, _sub_real_pullback
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        return a - b, _SUB_SCALAR_PULLBACKS[type(a), type(b)]
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.sub, a, b)
 
@@ -450,6 +489,19 @@ def rrule_mul(a, b):
             return _NO, dy * b, a * dy
 
         return a * b, mul_pullback
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        ca = _F64 if type(a) is _F64 else float  # each cotangent's type (match_input's answer)
+        cb = _F64 if type(b) is _F64 else float
+
+        def mul_pullback(dy):
+            td = type(dy)
+            if td is float or td is _F64:
+                da, db = dy * b, a * dy
+                return _NO, (da if type(da) is ca else ca(da)), (db if type(db) is cb else cb(db))
+            dy = unthunk(dy)
+            return _NO, match_input(a, dy * b), match_input(b, a * dy)
+
+        return a * b, mul_pullback
     if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
         return _rrule_repeat(a, b)
     if isinstance(a, _TEXT) or isinstance(b, _TEXT):
@@ -504,6 +556,22 @@ def frule_mul(tangents, a, b):
 
 @rrule.register(operator.truediv)
 def rrule_truediv(a, b):
+    if type(a) in _SCALARS and type(b) in _SCALARS and (type(a) is _F64 or type(b) is _F64):
+        ca = _F64 if type(a) is _F64 else float  # each cotangent's type (match_input's answer)
+        cb = _F64 if type(b) is _F64 else float
+        y = a / b
+
+        def truediv_pullback(dy):
+            td = type(dy)
+            if td is float or td is _F64:
+                da = dy / b
+                db = -da * y
+                return _NO, (da if type(da) is ca else ca(da)), (db if type(db) is cb else cb(db))
+            dy = unthunk(dy)
+            da = dy / b
+            return _NO, match_input(a, da), match_input(b, -da * y)
+
+        return y, truediv_pullback
     if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
         return rrule_user_binary(operator.truediv, a, b)
     y = a / b

@@ -36,6 +36,7 @@ import types
 
 import numpy as np
 
+from ...core.active import ActiveValue
 from ...core.errors import UnsupportedSyntaxError
 from ...core.registry import _nondiff_rrule, frule, rrule
 from . import ir
@@ -153,6 +154,7 @@ class Plan:
     buffers: dict = dataclasses.field(default_factory=dict)
     available: object = None
     direct: dict = dataclasses.field(default_factory=dict)
+    effects: object = None  # effects.Effects: calls made through the dispatcher, checked writes
 
     def stable(self, name: str) -> bool:
         """Whether ``name`` keeps one value for the whole call (bound at most once, not in a loop)."""
@@ -436,6 +438,9 @@ class _Analysis:
         plan.available = self.available
         plan.buffers = buffers
         plan.direct = self.direct
+        from . import effects  # effects builds on this module's analysis
+
+        plan.effects = effects.analyze(self, stmts, mode, buffers)
         return plan
 
     # -- containers written in place --
@@ -450,8 +455,13 @@ class _Analysis:
                 written.setdefault(stmt.obj, stmt)
         found = {}
         params = set(self.fn.params())
+        bound = {t for stmt in stmts if not isinstance(stmt, (ir.SetItem, ir.Mutate)) for t in stmt.targets()}
         for name, write in written.items():
-            if name in params or name not in self.local or name in self.freevars:
+            if name not in params and name not in bound and name not in self.freevars:
+                # a global container (a log, a cache): written as it is; the effects pass refuses
+                # the write where the function reads it back or a pullback may hold it
+                continue
+            if name in params or name not in bound or name in self.freevars:
                 what = "argument" if name in params else "captured or global variable"
                 self.refuse(
                     write,
@@ -692,12 +702,16 @@ def static_lookup(dispatcher, f, arg_types: list):
 
 
 def has_typed_rules(f) -> bool:
-    """Whether rules or opt-outs are registered for ``f`` only for some argument types."""
+    """Whether rules or opt-outs are registered for ``f`` only for some argument types. Rules
+    typed on the engines' stand-ins for numbers (dual numbers, tracked values) do not count: they
+    serve the same function for those values (through a twin with the same derivative)."""
     try:
         entries = rrule._entries_for(f, False)
     except TypeError:
         return False
-    return entries is not None and bool(entries.typed)
+    if entries is None:
+        return False
+    return any(not all(issubclass(t, ActiveValue) for t in types) for types, _ in entries.typed)
 
 
 def _has_keywords(expr) -> bool:

@@ -13,6 +13,8 @@ proceeds.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...core.accumulation import accumulate
 from ...core.errors import callable_name
 from ...core.tangents import AbstractThunk, AbstractZero, NoTangent, Tangent, ZeroTangent
@@ -20,6 +22,7 @@ from .tracer import PAIRS
 
 _ZERO = ZeroTangent()
 _NO = NoTangent()
+_F64 = np.float64
 
 
 def part(ct, key, index: int | None = None):
@@ -78,13 +81,17 @@ def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
     """Run the tape's pullbacks backwards, accumulating into ``cts`` (slot -> cotangent)."""
     zero, no = _ZERO, _NO
     pop, get = cts.pop, cts.get
-    entries = _popping(tape) if release else reversed(tape)
-    for pullback, out, f, first, second in entries:
+    # Entries are taken from the end of the tape (a copy of it when it is kept), each freed
+    # with its pullback once it has run.
+    entries = tape if release else list(tape)
+    take = entries.pop
+    while entries:
+        pullback, out, f, first, second = take()
         if type(out) is int:
             dy = pop(out, None)
             if dy is None or dy is zero or dy is no:
                 continue
-            if type(dy) is not float:
+            if type(dy) is not float and type(dy) is not _F64:
                 if isinstance(dy, AbstractZero):
                     continue
                 if isinstance(dy, AbstractThunk):
@@ -133,9 +140,3 @@ def add_to(acc, slot: int, dx, owned: set):
     else:
         owned.discard(slot)
     return total
-
-
-def _popping(tape: list):
-    """The entries from last to first, each removed from the tape (and so freed) once it has run."""
-    while tape:
-        yield tape.pop()

@@ -21,6 +21,7 @@ NO = NoTangent()
 ZERO = ZeroTangent()
 
 _SCALAR_TYPES = (float, int, complex)
+_F64 = np.float64
 
 
 class ArrayLike(metaclass=abc.ABCMeta):  # noqa: B024 (a virtual type for isinstance, never subclassed)
@@ -278,6 +279,15 @@ def scatter_thunk(x, index, dy, view=None, unique: bool | None = None):
     dense array of ``x``'s shape, is built only if asked for. ``view`` is a function returning a
     writeable view of an array of ``x``'s shape (e.g. with axes moved) that ``index`` applies to.
     """
+    tdy = type(dy)
+    if type(index) is int and view is None and type(x) is np.ndarray and (tdy is float or tdy is _F64):
+        # a loop's x[i] with a real number for a cotangent: the checks below all pass, and
+        # NumPy's tests of the number (np.iscomplexobj) would cost more than the scatter
+        dtype = x.dtype
+        if dtype.kind in "fc":
+            t = _new(ElementScatter)
+            t._shape, t._dtype, t._index, t._dy, t._thunk = x.shape, dtype, index, dy, None
+            return t
     dtype = tangent_dtype(x)
     if dtype is None:
         return NO
@@ -290,7 +300,11 @@ def scatter_thunk(x, index, dy, view=None, unique: bool | None = None):
         repeats = type(index) is not int and index_has_repeats(index)
     else:
         repeats = not unique
-    shape = x.shape
+    return _scatter(x.shape, dtype, index, dy, view, repeats)
+
+
+def _scatter(shape: tuple, dtype: np.dtype, index, dy, view, repeats: bool) -> InplaceableThunk:
+    """``scatter_thunk``'s result once its arguments are checked."""
 
     def scatter_add_into(acc):
         target = acc if view is None else view(acc)
@@ -307,6 +321,41 @@ def scatter_thunk(x, index, dy, view=None, unique: bool | None = None):
         return scatter_add_into(np.zeros_like(dy, shape=shape))
 
     return InplaceableThunk(scatter_add_into, Thunk(scatter_value))
+
+
+class ElementScatter(InplaceableThunk):
+    """The cotangent of ``x[i]`` for one integer ``i`` and a number ``dy``: ``acc[i] += dy`` in
+    place, and a dense array of zeros with ``dy`` at ``i`` as its value.
+
+    ``scatter_thunk``'s result for a loop's ``x[i]``, made without the two closures and the
+    thunk that the general one builds (per element of a loop they cost several times the
+    scatter itself); the value's ``Thunk`` is made only if the value is asked for.
+
+    >>> import numpy as np
+    >>> t = scatter_thunk(np.zeros(3), 1, 2.5)
+    >>> type(t).__name__, t.add_into(np.ones(3)), t.unthunk()
+    ('ElementScatter', array([1. , 3.5, 1. ]), array([0. , 2.5, 0. ]))
+    """
+
+    # InplaceableThunk's own slots stay unused: `add_into` and `val` are defined here instead
+    __slots__ = ("_shape", "_dtype", "_index", "_dy", "_thunk")
+
+    def add_into(self, acc):
+        acc[self._index] += self._dy
+        return acc
+
+    @property
+    def val(self) -> Thunk:
+        thunk = self._thunk
+        if thunk is None:
+            thunk = self._thunk = Thunk(self._dense)
+        return thunk
+
+    def _dense(self) -> np.ndarray:
+        return self.add_into(np.zeros(self._shape, dtype=self._dtype))
+
+
+_new = object.__new__
 
 
 def add_value_into(acc, value):

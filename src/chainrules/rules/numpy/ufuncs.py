@@ -42,6 +42,7 @@ _NO = NoTangent()
 _ZERO = ZeroTangent()
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
+_F64 = np.float64
 
 
 # ----- the row machinery -------------------------------------------------------------------
@@ -146,13 +147,16 @@ def _ufunc_call(f, args: tuple, kwargs: dict, nin: int):
     return None
 
 
-def _rules(f, nin: int, derivatives: Callable) -> tuple[Callable, Callable]:
+def _rules(f, nin: int, derivatives: Callable, scalar_partial: Callable | None = None) -> tuple[Callable, Callable]:
     """The ``rrule`` and ``frule`` of an elementwise ``f`` of ``nin`` inputs.
 
     ``derivatives(args, y)`` returns the partials, one per input (see ``pull``), computed once in
-    the primal and shared by the pullback.
+    the primal and shared by the pullback. ``scalar_partial(x, y)``, for a function of one
+    input, is its partial alone: the rrule's path for a real scalar (a loop of Python code
+    calling ``np.sin`` on numbers), whose pullback multiplies without NumPy's array machinery.
     """
     name = getattr(f, "__name__", "f")
+    pullback_name = f"{name}_pullback"
 
     def masked_derivatives(args, y, where):
         if where is None:
@@ -162,6 +166,14 @@ def _rules(f, nin: int, derivatives: Callable) -> tuple[Callable, Callable]:
         return [None if p is None else np.where(where, p, 0.0) for p in ps]
 
     def elementwise_rrule(*args, **kwargs):
+        if scalar_partial is not None and not kwargs and len(args) == 1:
+            x = args[0]
+            tx = type(x)
+            if tx is float or tx is _F64:
+                y = f(x)
+                p = scalar_partial(x, y)
+                if type(p) is float or type(p) is _F64:
+                    return y, _scalar_pullback(x, tx, p, y, pullback_name)
         where = _ufunc_call(f, args, kwargs, nin)
         extra = (_NO,) * (len(args) - nin)
         args = args[:nin]
@@ -171,7 +183,7 @@ def _rules(f, nin: int, derivatives: Callable) -> tuple[Callable, Callable]:
         def elementwise_pullback(dy):
             return (_NO,) + pull(args, ps, y, dy) + extra
 
-        elementwise_pullback.__qualname__ = f"{name}_pullback"
+        elementwise_pullback.__qualname__ = pullback_name
         return y, elementwise_pullback
 
     def elementwise_frule(tangents, *args, **kwargs):
@@ -185,8 +197,24 @@ def _rules(f, nin: int, derivatives: Callable) -> tuple[Callable, Callable]:
     return elementwise_rrule, elementwise_frule
 
 
-def _register(f, nin: int, derivatives: Callable, partials: tuple | None = None) -> None:
-    r, fw = _rules(f, nin, derivatives)
+def _scalar_pullback(x, tx: type, p, y, name: str):
+    """The pullback of a one-input elementwise function at a real scalar ``x`` (a ``float`` or
+    ``np.float64``) with the real partial ``p``: a real scalar cotangent is multiplied by ``p``
+    and given ``x``'s own type, as ``match_input`` would; any other goes through ``pull``."""
+
+    def elementwise_pullback(dy):
+        td = type(dy)
+        if td is float or td is _F64:
+            dx = dy * p
+            return _NO, (dx if type(dx) is tx else tx(dx))
+        return (_NO,) + pull((x,), [p], y, dy)
+
+    elementwise_pullback.__qualname__ = name
+    return elementwise_pullback
+
+
+def _register(f, nin: int, derivatives: Callable, partials: tuple | None = None, scalar_partial=None) -> None:
+    r, fw = _rules(f, nin, derivatives, scalar_partial)
     if partials is not None:
         r.partials = fw.partials = partials  # the dual engine may read them
     rrule.register(f)(r)
@@ -212,7 +240,11 @@ def elementwise(f, *partials: Callable | None) -> None:
     def derivatives(args, y):
         return [None if p is None else p(*args, out=y) if w else p(*args) for p, w in zip(partials, wants_out)]
 
-    _register(f, len(partials), derivatives, partials)
+    scalar_partial = None
+    if len(partials) == 1 and partials[0] is not None:
+        partial = partials[0]
+        scalar_partial = (lambda x, y: partial(x, out=y)) if wants_out[0] else (lambda x, y: partial(x))
+    _register(f, len(partials), derivatives, partials, scalar_partial)
 
 
 def elementwise_joint(f, nin: int, derivatives: Callable) -> None:

@@ -1,0 +1,50 @@
+"""The forward engine's shortcuts for its common calls agree with the general code they skip."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules.forward import Dual, Tag
+from chainrules.forward.engine import SEED_BUDGET, chunk_size_for
+
+
+def general_chunk_size(n: int) -> int:
+    if n <= 1:
+        return 1
+    largest = max(1, min(n, SEED_BUDGET // n))
+    return math.ceil(n / math.ceil(n / largest))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 10, 2047, 2048, 2049, 5000])
+def test_chunk_size_shortcut_matches_the_formula(n):
+    assert chunk_size_for(n) == general_chunk_size(n)
+
+
+def test_jacobians_of_plain_arrays_that_need_assembling():
+    W = np.arange(6.0).reshape(2, 3)
+    x = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]])
+    J = cr.jacobian(lambda X: (W * X) ** 2, x, mode="forward")  # matrix in, matrix out
+    expected = np.zeros((2, 3, 2, 3))
+    for i in range(2):
+        for j in range(3):
+            expected[i, j, i, j] = 2 * W[i, j] ** 2 * x[i, j]
+    np.testing.assert_allclose(J, expected)
+    g = cr.jacobian(lambda v: (v**3).sum(), np.array([1.0, 2.0]), mode="forward")  # scalar out
+    np.testing.assert_allclose(g, [3.0, 12.0])
+    empty = cr.jacobian(lambda v: v * 2.0, np.zeros(0), mode="forward")
+    assert empty.shape == (0, 0)
+    several = cr.jacobian(lambda v: v * 2.0, np.ones(3), mode="forward", chunk_size=2)  # two passes
+    np.testing.assert_allclose(several, 2 * np.eye(3))
+
+
+def test_dual_construction_picks_the_array_class_and_sets_its_fields():
+    tag = Tag()
+    number = Dual(2.0, 1.0, tag)
+    array = Dual(np.ones(2), np.zeros(2), tag, writable=True)
+    assert type(number) is Dual and type(array).__name__ == "DualArray"
+    assert (number.primal, number.partials, number.tag, number.writable) == (2.0, 1.0, tag, False)
+    assert array.writable and len(array) == 2

@@ -1,0 +1,84 @@
+"""The cotangent of ``x[i]`` for an integer ``i`` and a number: an ``ElementScatter``, which must
+act exactly as the general scatter thunk does (seed 004's loop of ``X[i]``)."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules.rules.numpy._arrays import ElementScatter, scatter_thunk
+from chainrules.testing import test_rrule
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("index", [0, 3, -1])
+@pytest.mark.parametrize("dy", [2.5, np.float64(-1.25)])
+def test_element_scatter_matches_the_general_scatter(dtype, index, dy):
+    x = np.arange(5.0).astype(dtype)
+    fast = scatter_thunk(x, index, dy)
+    general = scatter_thunk(x, np.int64(index), dy)  # a NumPy integer takes the general path
+    assert type(fast) is ElementScatter and type(general) is cr.InplaceableThunk
+    value = fast.unthunk()
+    assert value.dtype == general.unthunk().dtype == dtype
+    np.testing.assert_array_equal(value, general.unthunk())
+    assert fast.unthunk() is value  # a thunk: evaluated once
+    acc, ref = np.ones(5, dtype=dtype), np.ones(5, dtype=dtype)
+    assert fast.add_into(acc) is acc
+    np.testing.assert_array_equal(acc, general.add_into(ref))
+
+
+def test_element_scatter_is_not_used_for_other_indices_or_cotangents():
+    x = np.zeros((2, 3))
+    assert type(scatter_thunk(x, 1, np.ones(3))) is cr.InplaceableThunk  # a row: an array cotangent
+    assert type(scatter_thunk(np.zeros(3), slice(0, 2), np.ones(2))) is cr.InplaceableThunk
+    assert scatter_thunk(np.zeros(3), 1, cr.ZeroTangent()) == cr.ZeroTangent()
+    assert scatter_thunk(np.zeros(3, dtype=bool), 1, 1.0) == cr.NoTangent()
+    assert type(scatter_thunk(np.arange(3), 1, 1.0)) is cr.InplaceableThunk  # integers: float64 tangent
+
+
+def test_accumulating_element_scatters_owns_one_array_and_never_writes_a_borrowed_one():
+    x = np.arange(4.0)
+    first, second, third = (scatter_thunk(x, i, 1.0 + i) for i in (1, 2, 1))
+    acc, owned = cr.accumulate(cr.ZeroTangent(), False, first)
+    assert acc is first and not owned  # borrowed
+    acc, owned = cr.accumulate(acc, owned, second)
+    assert owned and type(acc) is np.ndarray
+    np.testing.assert_array_equal(acc, [0.0, 2.0, 3.0, 0.0])
+    same, owned = cr.accumulate(acc, owned, third)
+    assert same is acc and owned
+    np.testing.assert_array_equal(acc, [0.0, 4.0, 3.0, 0.0])
+    borrowed = np.zeros(4)
+    out, owned = cr.accumulate(borrowed, False, first)
+    assert out is not borrowed and owned and not borrowed.any()
+
+
+def test_accumulate_refuses_an_add_into_that_does_not_return_its_accumulator():
+    calls = []
+
+    def add_into(acc):
+        calls.append(1)
+        return acc.copy()
+
+    thunk = cr.InplaceableThunk(add_into, cr.Thunk(lambda: np.ones(2)))
+    with pytest.raises(RuntimeError, match="add_into must add into the accumulator"):
+        cr.accumulate(np.zeros(2), True, thunk)
+    assert len(calls) == 1
+
+
+def test_getitem_rule_with_an_integer_index_passes_test_rrule():
+    test_rrule(operator.getitem, np.array([0.5, -1.0, 2.0]), 1)
+    test_rrule(operator.getitem, np.array([0.5, -1.0, 2.0], dtype=np.float32), -1)
+
+
+def test_tape_gradient_of_a_loop_of_elements():
+    def mysum(X):
+        total = 0.0
+        for i in range(len(X)):
+            total += X[i] * X[i]
+        return total
+
+    X = np.array([1.0, -2.0, 3.0])
+    np.testing.assert_allclose(cr.gradient(mysum, X, engine="tape")[0], 2 * X)

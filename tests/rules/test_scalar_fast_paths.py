@@ -1,0 +1,104 @@
+"""The scalar fast paths of the arithmetic and elementwise rules give what their general paths give.
+
+Python reals and NumPy float64 scalars (``np.sin(x)`` and ``X[i]`` return them) take paths that
+skip NumPy's array machinery; every cotangent must still have its input's type (a ``float`` for
+a Python number, an ``np.float64`` for a NumPy scalar) and the general path's value, for every
+kind of cotangent a pullback may receive.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules.core import match_input
+from chainrules.testing import test_rrule
+
+F64 = np.float64
+OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv]
+SCALARS = [
+    (F64(1.5), F64(-0.75)),
+    (1.5, F64(-0.75)),
+    (F64(1.5), -0.75),
+    (3, F64(-0.75)),
+    (F64(1.5), 2),
+]
+#: cotangents a pullback may receive: Python and NumPy floats, complex (the real part counts),
+#: a 0-d array, a thunk, and zeros
+SEEDS = [2.0, F64(2.0), 2.0 + 1.0j, np.array(2.0), cr.Thunk(lambda: 2.0), cr.ZeroTangent()]
+
+
+def reference_cotangents(op, a, b, dy):
+    """The cotangents of the general (array) formulas, brought back with ``match_input``."""
+    dy = cr.unthunk(dy)
+    if isinstance(dy, cr.AbstractZero):
+        return dy, dy
+    if op is operator.add:
+        da, db = dy, dy
+    elif op is operator.sub:
+        da, db = dy, -dy
+    elif op is operator.mul:
+        da, db = dy * b, a * dy
+    else:
+        da = dy / b
+        db = -da * (a / b)
+    return match_input(a, da), match_input(b, db)
+
+
+@pytest.mark.parametrize("op", OPERATORS, ids=lambda op: op.__name__)
+@pytest.mark.parametrize("a, b", SCALARS)
+@pytest.mark.parametrize("dy", SEEDS, ids=["float", "f64", "complex", "0d", "thunk", "zero"])
+def test_operator_on_float64_matches_general_path(op, a, b, dy):
+    y, back = cr.rrule(op, a, b)
+    assert type(y) is type(op(a, b)) and y == op(a, b)
+    df, da, db = back(dy)
+    ra, rb = reference_cotangents(op, a, b, dy)
+    assert df == cr.NoTangent()
+    for got, want, x in ((da, ra, a), (db, rb, b)):
+        assert type(got) is type(want)
+        if not isinstance(want, cr.AbstractZero):
+            assert type(got) is (F64 if type(x) is F64 else float)
+            assert got == want
+
+
+@pytest.mark.parametrize("op", OPERATORS, ids=lambda op: op.__name__)
+@pytest.mark.parametrize("a, b", SCALARS[:3])
+def test_operator_on_float64_passes_test_rrule(op, a, b):
+    test_rrule(op, a, b)
+
+
+UNARY = [np.sin, np.exp, np.tanh, np.sqrt, np.log, np.negative, np.sinc, np.square]
+
+
+@pytest.mark.parametrize("f", UNARY, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("x", [0.7, F64(0.7)], ids=["float", "f64"])
+@pytest.mark.parametrize("dy", SEEDS, ids=["float", "f64", "complex", "0d", "thunk", "zero"])
+def test_unary_ufunc_on_scalar_matches_general_path(f, x, dy):
+    y, back = cr.rrule(f, x)
+    assert y == f(x)
+    _, dx = back(dy)
+    # the general path: the same rule on a 0-d array, whose cotangent is then brought to x
+    _, general = cr.rrule(f, np.asarray(x))
+    _, dx_general = general(cr.unthunk(dy) if not isinstance(dy, cr.AbstractZero) else dy)
+    if isinstance(dx_general, cr.AbstractZero):
+        assert isinstance(dx, cr.AbstractZero)
+        return
+    assert type(dx) is type(x)
+    assert dx == pytest.approx(float(dx_general), rel=1e-15)
+
+
+@pytest.mark.parametrize("f", UNARY, ids=lambda f: f.__name__)
+def test_unary_ufunc_on_float64_passes_test_rrule(f):
+    test_rrule(f, F64(0.7))
+    test_rrule(f, 0.7)
+
+
+def test_unary_ufunc_keywords_and_arrays_still_take_the_general_path():
+    y, back = cr.rrule(np.sin, F64(0.5), dtype=np.float32)
+    assert y.dtype == np.float32
+    assert back(1.0)[1] == pytest.approx(np.cos(0.5))
+    y, back = cr.rrule(np.sin, np.array([0.5, 1.0]))
+    np.testing.assert_allclose(back(np.ones(2))[1], np.cos([0.5, 1.0]))
