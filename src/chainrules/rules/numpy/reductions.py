@@ -55,7 +55,7 @@ def _register_one(f, names, defaults, plan):
             dy = unthunk(dy)
             if isinstance(dy, AbstractZero):
                 return (_NO, dy) + extra
-            if not np.iscomplexobj(y) and np.iscomplexobj(dy):
+            if _complex(dy) and not _complex(y):
                 dy = np.real(dy)  # a real output's cotangent is real
             return (_NO, match_input(x, back(dy))) + extra
 
@@ -74,6 +74,13 @@ def _register_one(f, names, defaults, plan):
     reduction_frule.__qualname__ = f"frule_{name}"
     rrule.register(f)(reduction_rrule)
     frule.register(f, batched=True)(reduction_frule)
+
+
+def _complex(v) -> bool:
+    if type(v) is float:
+        return False
+    dtype = getattr(v, "dtype", None)
+    return dtype.kind == "c" if isinstance(dtype, np.dtype) else np.iscomplexobj(v)
 
 
 def _spread(dy, x, axes, keepdims):

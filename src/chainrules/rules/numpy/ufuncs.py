@@ -175,11 +175,16 @@ def _rules(f, nin: int, derivatives: Callable, scalar_partial: Callable | None =
                 p = scalar_partial(x, y)
                 if type(p) is float or type(p) is _F64:
                     return y, _scalar_pullback(x, tx, p, y, pullback_name)
-        where = _ufunc_call(f, args, kwargs, nin)
-        extra = (_NO,) * (len(args) - nin)
-        args = args[:nin]
-        y = f(*args, **kwargs)
-        ps = masked_derivatives(args, y, where)
+        if not kwargs and len(args) == nin:  # the common call: no where=, out= or extra arguments
+            y = f(*args)
+            ps = derivatives(args, y)
+            extra = ()
+        else:
+            where = _ufunc_call(f, args, kwargs, nin)
+            extra = (_NO,) * (len(args) - nin)
+            args = args[:nin]
+            y = f(*args, **kwargs)
+            ps = masked_derivatives(args, y, where)
 
         def elementwise_pullback(dy):
             return (_NO,) + pull(args, ps, y, dy) + extra
