@@ -220,6 +220,8 @@ def match_input(x, dx):
     3.0
     """
     tx, tdx = type(x), type(dx)
+    if tx is np.ndarray and tdx is np.ndarray and x.dtype.kind in "fc":
+        return _match_array(x, dx)
     if tx is tdx and (tx is float or tx is complex or tx is _F64):
         return dx
     # fast paths for the common scalar and same-shape cases the general code below also covers
@@ -227,8 +229,6 @@ def match_input(x, dx):
         return float(dx)
     if tx is _F64 and tdx is float:
         return _F64(dx)
-    if tx is np.ndarray and tdx is np.ndarray and x.dtype.kind in "fc":
-        return _match_array(x, dx)
     if isinstance(dx, AbstractZero):
         return dx
     if np.shape(dx) != np.shape(x):
