@@ -217,7 +217,8 @@ def run_dtype(dtype, engines: list[str], peers: dict) -> tuple[list[list[str]], 
             except TypeError as exc:  # an engine that cannot run this variant (and says why)
                 if not suffix:
                     raise
-                unsupported.append([name, "not supported by this engine: " + str(exc).split(" (at ")[0], "", ""])
+                reason = str(exc).split(" (at ")[0].split(": it ")[0]  # its first clause
+                unsupported.append([name, f"not supported by this engine: {reason}", "", ""])
                 continue
             check(name, grads, reference, dtype)
             methods[name] = lambda f=f, engine=engine: cr.gradient(f, *weights, engine=engine)
