@@ -9,8 +9,10 @@ The source engine lowers ``a + b`` to ``operator.add(a, b)`` and ``xs[i]`` to
   axis, ``batched=True``) for numbers and arrays; for sequences and user objects the rule
   declines the batch (``decline_batch``) and engines pull back one cotangent at a time.
 - Arrays broadcast: each cotangent is summed back to its input's shape and dtype by
-  ``match_input``. The pushforwards are elementwise, so they take a leading batch axis of
-  tangents as it is (``batched=True``).
+  ``match_input``. A cotangent of an array that costs arithmetic (a product, a negation, a sum
+  over broadcast axes) is a ``Thunk``: the array may be a constant nobody asks about (a batch
+  of inputs). The pushforwards are elementwise, so they take a leading batch axis of tangents
+  as it is (``batched=True``).
 - Sequences: ``+`` concatenates tuples and lists and ``*`` repeats them; their cotangents are
   structural (``Tangent[tuple]``, ``Tangent[list]``). Strings carry no tangent.
 - Complex numbers follow ChainRules' convention: the pullback of a holomorphic operation
@@ -101,6 +103,20 @@ def real_rows(dy):
 def _matcher(y, dy):
     """``match_input``, or its batch form when ``dy`` carries a batch of cotangents of ``y``."""
     return match_input_batch if carries_batch(y, dy) else match_input
+
+
+def _array_cotangent(x, compute):
+    """The cotangent ``compute()`` of an operand: a ``Thunk`` for an array (it may be a constant
+    whose cotangent nobody asks for), the value for anything else."""
+    return Thunk(compute) if type(x) is np.ndarray else compute()
+
+
+def _passed_on(x, dy, match=match_input):
+    """``match(x, dy)`` for a cotangent that passes unchanged (``+``), lazy only where ``x`` was
+    broadcast (or ``dy`` is a batch) and the sum over its axes would cost something."""
+    if type(x) is np.ndarray and isinstance(dy, np.ndarray) and x.shape != dy.shape:
+        return Thunk(lambda: match(x, dy))
+    return match(x, dy)
 
 
 def zero_for(x):
@@ -372,7 +388,7 @@ def rrule_add(a, b):
     def add_pullback(dy):
         dy = unthunk(dy)
         match = _matcher(y, dy)
-        return _NO, match(a, dy), match(b, dy)
+        return _NO, _passed_on(a, dy, match), _passed_on(b, dy, match)
 
     return y, add_pullback
 
@@ -427,8 +443,10 @@ def rrule_sub(a, b):
 
     def sub_pullback(dy):
         dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return _NO, dy, dy
         match = _matcher(y, dy)
-        return _NO, match(a, dy), match(b, -dy)
+        return _NO, _passed_on(a, dy, match), _array_cotangent(b, lambda: match(b, -dy))
 
     return y, sub_pullback
 
@@ -535,8 +553,11 @@ def rrule_mul(a, b):
 
     def mul_pullback(dy):
         dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return _NO, dy, dy
         match = _matcher(y, dy)
-        return _NO, match(a, dy * conj(b)), match(b, conj(a) * dy)
+        da = _array_cotangent(a, lambda: match(a, dy * conj(b)))
+        return _NO, da, _array_cotangent(b, lambda: match(b, conj(a) * dy))
 
     return y, mul_pullback
 
@@ -612,9 +633,12 @@ def rrule_truediv(a, b):
 
     def truediv_pullback(dy):
         dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return _NO, dy, dy
         da = dy / conj(b)
         match = _matcher(y, dy)
-        return _NO, match(a, da), match(b, -da * conj(y))
+        db = _array_cotangent(b, lambda: match(b, -da * conj(y)))
+        return _NO, _array_cotangent(a, lambda: match(a, da)), db
 
     return y, truediv_pullback
 

@@ -1,17 +1,16 @@
 """Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``.
 
 Matrix-like products are written as one 2-D product of reshaped operands (``tensordot``'s own
-method), computed with SciPy's BLAS for float and complex arrays. Their cotangents are
+method), computed with BLAS (see ``_blas``); two matrices skip the reshaping. Their cotangents are
 ``InplaceableThunk``s: added into an accumulator they are one BLAS multiply-add with
 ``beta = 1`` (seed 004's ``mul!(X̄, A', Ȳ, true, true)``), so the product is never allocated;
 where the accumulator's layout does not allow it, the value is added. For ``y = a @ b`` the
 cotangents are ``ā = ȳ b^H`` and ``b̄ = a^H ȳ`` (ChainRules' ``*`` rule: conjugate transposes).
 
-Primal and pullback stay in one BLAS library (see ``_blas``). Forward rules use NumPy alone and
-accept a leading batch axis on the tangents. Pullbacks accept a batch of cotangents too (a
-leading batch axis, for reverse-mode Jacobians): a batch is pulled back with ``np.matmul`` on the
-operands as they are (so a ``BasisSeed`` block selects rows instead of multiplying), and its
-cotangents are ``Thunk``s, computed only for the operands that are differentiated.
+Forward rules use NumPy alone and accept a leading batch axis on the tangents. Pullbacks accept a
+batch of cotangents too (a leading batch axis, for reverse-mode Jacobians): a batch is pulled back
+with ``np.matmul`` on the operands as they are (so a ``BasisSeed`` block selects rows instead of
+multiplying), and its cotangents are ``Thunk``s, computed only for the operands that are differentiated.
 """
 
 from __future__ import annotations
@@ -23,7 +22,17 @@ from numbers import Integral
 
 import numpy as np
 
-from ...core import AbstractZero, Thunk, carries_batch, frule, match_input_batch, rrule, unbroadcast_batch, unthunk
+from ...core import (
+    AbstractZero,
+    InplaceableThunk,
+    Thunk,
+    carries_batch,
+    frule,
+    match_input_batch,
+    rrule,
+    unbroadcast_batch,
+    unthunk,
+)
 from ._arrays import (
     NO,
     ZERO,
@@ -186,6 +195,8 @@ def _as_matrix(x, perm, rows, cols):
 
 
 def _from_matrix(m, perm, shape):
+    if perm == _MATRIX and np.shape(m) == shape:
+        return m
     permuted = tuple(shape[p] for p in perm)
     out = np.reshape(m, permuted)
     if perm != tuple(range(len(perm))):
@@ -224,7 +235,7 @@ def _product_cotangent(x, perm, matrix_shape, p, op_p, q, op_q):
             add_value_into(acc, value.unthunk())
         return acc
 
-    return inplaceable(value.unthunk, product_add_into)
+    return InplaceableThunk(product_add_into, value)
 
 
 # ----- matmul ------------------------------------------------------------------------------
@@ -315,7 +326,30 @@ def _matmul_stacked_batch(a, b, A, B, dy):
     return (NO if has_no_tangent(a) else Thunk(da_value)), (NO if has_no_tangent(b) else Thunk(db_value))
 
 
+_MATRIX = (0, 1)
+
+
+def _matrix_product_rrule(a, b):
+    """``a @ b`` for two matrices (2-D arrays), the common case, without reshaping anything."""
+    y = np.matmul(a, b)
+
+    def matrix_product_pullback(dy):
+        dy = unthunk(dy)
+        if carries_batch(y, dy):  # a batch of cotangents: the contraction's batched pullback
+            return _matmul_contraction(a, b).batch_pullback(a, b, a, b, y, dy)
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return dy, dy
+        da = _product_cotangent(a, _MATRIX, a.shape, dy, "N", b, "C")
+        db = _product_cotangent(b, _MATRIX, b.shape, a, "C", dy, "N")
+        return da, db
+
+    return y, matrix_product_pullback
+
+
 def _matmul_rrule(a, b):
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]:
+        return _matrix_product_rrule(a, b)
     contraction = _matmul_contraction(a, b)
     if contraction is None:
         return _matmul_stacked_rrule(a, b)
