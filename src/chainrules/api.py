@@ -69,7 +69,12 @@ def _deep_unthunk(t):
 
 def _unthunked(cotangents: tuple, args: tuple) -> tuple:
     """The user's view of a full pullback's result: no tangent for ``f``, nothing lazy."""
-    return tuple([c if type(c) in _PLAIN else _as_returned(a, c) for a, c in zip(args, cotangents[1:])])
+    grads = cotangents[1:]
+    # the common result, plain floats and arrays, is returned as it is, without a new tuple
+    for c in grads:
+        if type(c) not in _PLAIN:
+            return tuple([c if type(c) in _PLAIN else _as_returned(a, c) for a, c in zip(args, grads)])
+    return grads
 
 
 def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tuple[Any, Callable]:
@@ -155,6 +160,7 @@ def value_and_gradient(
 
 
 def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
+    run = _reverse_engine(engine).pullback_full
     # The cyclic garbage collector is paused from the forward pass to the end of the sweep: a
     # pullback holds a few small objects per operation (closures, boxes, tape entries), freed by
     # reference counting as the sweep runs; a collection in between would traverse all of them
@@ -163,33 +169,30 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
     if pause_gc:
         gc.disable()
     try:
-        return _run_value_and_gradient(f, args, kwargs, engine, argnums, has_aux)
+        y, back_full = run(f, *args, **kwargs)
+        if has_aux:
+            # f returns (y, aux): the pullback of the pair, seeded with a zero for aux (a
+            # wrapper that dropped aux would be library code to the source engine)
+            y, aux = _output_and_aux(y, f)
+            seed = (1.0 if type(y) is float else _seed_for(y, f), ZeroTangent())
+        else:
+            seed = 1.0 if type(y) is float else _seed_for(y, f)
+        # `last_call` where the engine has it: the pullback's single call, which may free what
+        # the pullback holds as it sweeps
+        grads = _unthunked(getattr(back_full, "last_call", back_full)(seed), args)
     finally:
         if pause_gc:
             gc.enable()
+    if argnums is not None:
+        grads = _select(grads, argnums)
+    return ((y, aux), grads) if has_aux else (y, grads)
 
 
-def _run_value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
-    run = _reverse_engine(engine).pullback_full
-    if has_aux:
-        aux_box = []
-
-        def primary(*a, **k):
-            out, aux = f(*a, **k)
-            aux_box.append(aux)
-            return out
-
-        y, back_full = run(primary, *args, **kwargs)
-        grads = _unthunked(_once(back_full)(_seed_for(y, f)), args)
-        return (y, aux_box[-1]), _select(grads, argnums)
-    y, back_full = run(f, *args, **kwargs)
-    return y, _select(_unthunked(_once(back_full)(_seed_for(y, f)), args), argnums)
-
-
-def _once(back_full: Callable) -> Callable:
-    """The pullback for its single call in a gradient: ``back.last_call`` where the engine has it,
-    so that it can free what the pullback holds as it sweeps."""
-    return getattr(back_full, "last_call", back_full)
+def _output_and_aux(out, f: Callable):
+    if isinstance(out, tuple) and len(out) == 2:
+        return out
+    name = getattr(f, "__qualname__", repr(f))
+    raise ChainRulesError(f"has_aux=True needs {name} to return a pair (y, aux), got {type(out).__name__}")
 
 
 def gradient(
