@@ -15,11 +15,25 @@ from numbers import Integral
 import numpy as np
 
 from ...core import AbstractZero, NoRuleError, frule, rrule, unthunk, user_location
-from ._arrays import NO, ZERO, is_batched, scatter_thunk, to_input
+from ._arrays import NO, ZERO, element_scatter, is_batched, scatter_thunk, to_input
+
+_F64 = np.float64
 
 
 @rrule.register(operator.getitem, np.ndarray)
 def rrule_getitem(x, index):
+    if type(index) is int and type(x) is np.ndarray and x.dtype.kind in "fc":
+        # a loop's x[i]: a real number's cotangent is an ElementScatter, made without
+        # scatter_thunk's checks (which the type tests here and above settle)
+
+        def getitem_element_pullback(dy):
+            td = type(dy)
+            if td is float or td is _F64:
+                return NO, element_scatter(x, index, dy), NO
+            return NO, scatter_thunk(x, index, dy), NO
+
+        return x[index], getitem_element_pullback
+
     def getitem_pullback(dy):
         return NO, scatter_thunk(x, index, dy), NO
 
