@@ -97,3 +97,35 @@ def test_a_borrowed_array_is_never_written_by_the_in_place_step():
     assert cts[0] is not borrowed and 0 in owned
     np.testing.assert_array_equal(borrowed, 0.0)
     np.testing.assert_array_equal(cts[0], [1.0, 0.0, 0.0])
+
+
+def _identity_pullback(dy):
+    return cr.NoTangent(), dy
+
+
+def _chain_tape(n: int) -> list:
+    """Entry k maps slot k + 1 to slot k: a chain of n identities from slot n down to slot 0."""
+    return [(_identity_pullback, k + 1, "identity", k, -1) for k in range(n)]
+
+
+def test_a_kept_tape_is_swept_in_place_and_a_released_one_is_emptied():
+    import tracemalloc
+
+    n = 20_000
+    tape = _chain_tape(n)
+    cts: dict = {n: 1.5}
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        sweep(tape, cts, set())
+        extra = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert cts == {0: 1.5}
+    assert len(tape) == n and tape[0][1] == 1  # kept, in order
+    assert extra < 8 * n / 4  # no copy of the tape's list (8 bytes an entry)
+
+    cts = {n: 2.5}
+    sweep(tape, cts, set(), release=True)
+    assert cts == {0: 2.5} and tape == []

@@ -81,12 +81,14 @@ def _gather(template, cts: dict):
 def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
     """Run the tape's pullbacks backwards, accumulating into ``cts`` (slot -> cotangent)."""
     pop, get = cts.pop, cts.get
-    # Entries are taken from the end of the tape (a copy of it when it is kept), each freed
-    # with its pullback once it has run.
-    entries = tape if release else list(tape)
-    take = entries.pop
-    while entries:
-        pullback, out, f, first, second = take()
+    if release:
+        # Entries are popped from the end of the tape, each freed with its pullback once it has
+        # run; `iter(pop, None)` stops at a None put first (a C loop, no copy of the tape).
+        tape.insert(0, None)
+        entries = iter(tape.pop, None)
+    else:
+        entries = reversed(tape)  # a kept tape is read in place: no copy of it
+    for pullback, out, f, first, second in entries:
         if type(out) is int:
             dy = pop(out, None)
             td = type(dy)
