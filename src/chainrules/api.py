@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import AbstractZero, ChainRulesError, NoTangent, Tangent, ZeroTangent, unthunk
+from .core import AbstractZero, ChainRulesError, NoTangent, Tangent, ZeroTangent, add, rrule, unthunk
 
 REVERSE_ENGINES = {"source": "chainrules.reverse.source", "tape": "chainrules.reverse.trace"}
 DEFAULT_ENGINE = "source"
@@ -111,12 +111,16 @@ def _is_inexact(x) -> bool:
     return isinstance(x, (float, complex, np.inexact))
 
 
-def _select(grads: tuple, argnums: int | Sequence[int] | None):
+def _gradients(cotangents: tuple, args: tuple, argnums: int | Sequence[int] | None):
+    """The user's gradients from a full pullback's result, for the arguments ``argnums`` selects:
+    only those are unthunked (an unselected thunk may be costly and is never computed)."""
     if argnums is None:
-        return grads
+        return _unthunked(cotangents, args)
+    positions = range(len(args))
     if isinstance(argnums, int):
-        return grads[argnums]
-    return tuple(grads[i] for i in argnums)
+        i = positions[argnums]
+        return _as_returned(args[i], cotangents[1 + i])
+    return tuple(_as_returned(args[i], cotangents[1 + i]) for i in (positions[j] for j in argnums))
 
 
 def _seed_for(y, f: Callable):
@@ -171,28 +175,25 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
     try:
         y, back_full = run(f, *args, **kwargs)
         if has_aux:
-            # f returns (y, aux): the pullback of the pair, seeded with a zero for aux (a
-            # wrapper that dropped aux would be library code to the source engine)
-            y, aux = _output_and_aux(y, f)
-            seed = (1.0 if type(y) is float else _seed_for(y, f), ZeroTangent())
-        else:
-            seed = 1.0 if type(y) is float else _seed_for(y, f)
-        # `last_call` where the engine has it: the pullback's single call, which may free what
-        # the pullback holds as it sweeps
-        grads = _unthunked(getattr(back_full, "last_call", back_full)(seed), args)
+            # f itself is differentiated (a wrapper would be library code to the source engine),
+            # with a zero cotangent for aux
+            if not isinstance(y, (tuple, list)) or len(y) != 2:
+                raise ChainRulesError(
+                    f"has_aux=True needs {getattr(f, '__qualname__', repr(f))} to return a pair (value, aux), "
+                    f"got {type(y).__name__}"
+                )
+            seed = Tangent[type(y)](_seed_for(y[0], f), ZeroTangent())
+            return (y[0], y[1]), _gradients(_once(back_full)(seed), args, argnums)
+        return y, _gradients(_once(back_full)(1.0 if type(y) is float else _seed_for(y, f)), args, argnums)
     finally:
         if pause_gc:
             gc.enable()
-    if argnums is not None:
-        grads = _select(grads, argnums)
-    return ((y, aux), grads) if has_aux else (y, grads)
 
 
-def _output_and_aux(out, f: Callable):
-    if isinstance(out, tuple) and len(out) == 2:
-        return out
-    name = getattr(f, "__qualname__", repr(f))
-    raise ChainRulesError(f"has_aux=True needs {name} to return a pair (y, aux), got {type(out).__name__}")
+def _once(back_full: Callable) -> Callable:
+    """The pullback for its single call in a gradient: ``back.last_call`` where the engine has it,
+    so that it can free what the pullback holds as it sweeps."""
+    return getattr(back_full, "last_call", back_full)
 
 
 def gradient(
@@ -320,3 +321,171 @@ __all__ = [
     "show",
     "value_and_gradient",
 ]
+
+
+# ----- nested reverse mode -----------------------------------------------------------------------
+#
+# A `gradient`, `value_and_gradient` or `pullback` call inside a function that a reverse engine
+# differentiates by its rules (the source engine) is differentiated by these rules. The output of
+# `gradient(f, x)` is g(x) = ∇f(x); its pullback along a cotangent v is Hᵀv = Hv, the
+# Hessian-vector product, because the Hessian of a scalar function is symmetric. Hv is the
+# directional derivative of the gradient along v: forward mode over the reverse-mode gradient
+# (Pearlmutter, "Fast exact multiplication by the Hessian", 1994). The gradient taken is the *full*
+# one, including the tangent of `f` itself (what a closure or a model captured), so the captured
+# values get their cotangents from the same product: the Hessian over (captures, x) is symmetric
+# too, and v has no component along the captures. A pullback `back(dy) = Jᵀdy` is the gradient of
+# the scalar ⟨dy, f(x)⟩: its cotangent along w is J w for `dy` and the same Hessian-vector product
+# of ⟨dy, f⟩ for x and the captures.
+
+
+def _items(d, n: int) -> list:
+    """The cotangents of the ``n`` items of a tuple output, from the tuple's cotangent."""
+    d = unthunk(d)
+    if isinstance(d, AbstractZero):
+        return [ZeroTangent()] * n
+    items = list(d.backing if isinstance(d, Tangent) else d)
+    if len(items) != n:
+        raise ValueError(f"a cotangent of {len(items)} items for a tuple of {n}")
+    return items
+
+
+def _is_zero(d) -> bool:
+    return isinstance(unthunk(d), AbstractZero)
+
+
+def _full_cotangents(engine: str, f: Callable, args: tuple, kwargs: dict, seed) -> tuple:
+    """``(df, dx1, ..., dxn)``: the full pullback of ``f`` at ``args`` along ``seed`` (``seed(y)``
+    for a seed that depends on the output), unthunked; run by the forward engine's duals too."""
+    y, back = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
+    return tuple(_deep_unthunk(d) for d in back(seed(y) if callable(seed) else seed))
+
+
+def _hessian_vector(engine: str, f: Callable, args: tuple, kwargs: dict, seed, direction: list) -> tuple:
+    """``(df, dx1, ...)``: the derivative of ``f``'s full pullback along ``seed`` when the arguments
+    move along ``direction`` (forward over reverse); zeros where nothing moves."""
+    if all(_is_zero(d) for d in direction):
+        return (ZeroTangent(),) * (len(args) + 1)
+    _, tangents = jvp(lambda *xs: _full_cotangents(engine, f, xs, kwargs, seed), tuple(args), tuple(direction))
+    return tuple(_items(tangents, len(args) + 1))
+
+
+def _sum_cotangents(a: tuple, b: tuple) -> tuple:
+    return tuple(y if _is_zero(x) else x if _is_zero(y) else add(x, y) for x, y in zip(a, b))
+
+
+def _scalar_part(has_aux: bool):
+    """The seed pulling back the differentiated scalar of ``f``'s output (``(y, aux)`` with aux)."""
+
+    def seed(out):
+        if has_aux:
+            return Tangent[tuple](_seed_for(out[0], None), ZeroTangent())
+        return _seed_for(out, None)
+
+    return seed
+
+
+def _nested_gradient_rule(f, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
+    """``(value, grads)`` as ``value_and_gradient`` returns them, and ``pull(d_value, d_grads)``
+    giving the cotangents ``(df, dx1, ...)``."""
+    y, back = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
+    seed = _scalar_part(has_aux)
+    full = tuple(_deep_unthunk(d) for d in back(seed(y)))
+    grads = _gradients(full, args, argnums)
+    positions = range(len(args))
+    selected = [positions[argnums]] if isinstance(argnums, int) else [positions[i] for i in (argnums or positions)]
+
+    def pull(d_value, d_grads) -> tuple:
+        total = (ZeroTangent(),) * (len(args) + 1)
+        if not _is_zero(d_value):  # the value itself (and aux) pulled back: first order
+            total = tuple(_deep_unthunk(d) for d in back(d_value))
+        direction = [ZeroTangent()] * len(args)
+        per_grad = [d_grads] if isinstance(argnums, int) else _items(d_grads, len(selected))
+        for i, d in zip(selected, per_grad):
+            if not isinstance(unthunk(d), NoTangent):
+                direction[i] = add(direction[i], d) if not _is_zero(direction[i]) else d
+        second = _hessian_vector(engine, f, args, kwargs, seed, direction)
+        return _sum_cotangents(total, second)
+
+    return (y, grads), pull
+
+
+def rrule_value_and_gradient(f, *args, engine=DEFAULT_ENGINE, argnums=None, has_aux=False, **kwargs):
+    """``value_and_gradient`` inside a function being differentiated (reverse over reverse)."""
+    (y, grads), pull = _nested_gradient_rule(f, args, kwargs, engine, argnums, has_aux)
+
+    def value_and_gradient_pullback(d_out):
+        d_value, d_grads = _items(d_out, 2)
+        return (NoTangent(), *pull(d_value, d_grads))
+
+    return (y, grads), value_and_gradient_pullback
+
+
+def rrule_gradient(f, *args, engine=DEFAULT_ENGINE, argnums=None, has_aux=False, **kwargs):
+    """``gradient`` inside a function being differentiated: its pullback is a Hessian-vector product."""
+    (y, grads), pull = _nested_gradient_rule(f, args, kwargs, engine, argnums, has_aux)
+
+    def gradient_pullback(d_out):
+        if has_aux:  # (grads, aux): aux is part of f's output, pulled back with it
+            d_grads, d_aux = _items(d_out, 2)
+            d_value = ZeroTangent() if _is_zero(d_aux) else Tangent[tuple](ZeroTangent(), d_aux)
+        else:
+            d_grads, d_value = d_out, ZeroTangent()
+        return (NoTangent(), *pull(d_value, d_grads))
+
+    return ((grads, y[1]) if has_aux else grads), gradient_pullback
+
+
+class NestedPullback:
+    """The ``back`` that ``pullback`` returns inside a function being differentiated: calling it
+    gives the cotangents of ``f``'s arguments, and it has a rule, so that they are differentiated
+    too (its tangent, ``Tangent[NestedPullback]``, holds those of ``f`` and the arguments)."""
+
+    __slots__ = ("f", "args", "kwargs", "engine", "back")
+
+    def __init__(self, f, args: tuple, kwargs: dict, engine: str, back: Callable):
+        self.f, self.args, self.kwargs, self.engine, self.back = f, args, kwargs, engine, back
+
+    def __call__(self, dy):
+        return _unthunked(self.back(dy), self.args)
+
+
+def rrule_pullback(f, *args, engine=DEFAULT_ENGINE, **kwargs):
+    """``pullback`` inside a function being differentiated: ``(y, back)`` where ``back`` has a rule."""
+    y, back = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
+    nested = NestedPullback(f, args, kwargs, engine, back)
+
+    def pullback_pullback(d_out):
+        dy, d_back = _items(d_out, 2)
+        total = (ZeroTangent(),) * (len(args) + 1)
+        if not _is_zero(dy):
+            total = tuple(_deep_unthunk(d) for d in back(dy))
+        d_back = unthunk(d_back)
+        if not isinstance(d_back, AbstractZero):  # what the calls of `back` sent to f and the arguments
+            total = _sum_cotangents(total, (d_back.f, *_items(d_back.args, len(args))))
+        return (NoTangent(), *total)
+
+    return (y, nested), pullback_pullback
+
+
+def rrule_call_nested_pullback(nested: NestedPullback, dy):
+    """``back(dy)``: linear in ``dy`` (its cotangent along w is J w, forward mode), and a gradient
+    of ⟨dy, f(x)⟩ in the arguments (their cotangents: a Hessian-vector product)."""
+    f, args, kwargs, engine = nested.f, nested.args, nested.kwargs, nested.engine
+    out = nested(dy)
+
+    def nested_pullback_pullback(d_out):
+        direction = [ZeroTangent() if isinstance(unthunk(d), NoTangent) else d for d in _items(d_out, len(args))]
+        if all(_is_zero(d) for d in direction):
+            return ZeroTangent(), ZeroTangent()
+        _, d_dy = jvp(lambda *xs: f(*xs, **kwargs), tuple(args), tuple(direction))
+        second = _hessian_vector(engine, f, args, kwargs, dy, direction)
+        d_nested = Tangent[NestedPullback](f=second[0], args=Tangent[tuple](*second[1:]))
+        return d_nested, _deep_unthunk(d_dy)
+
+    return out, nested_pullback_pullback
+
+
+rrule.register(gradient)(rrule_gradient)
+rrule.register(value_and_gradient)(rrule_value_and_gradient)
+rrule.register(pullback)(rrule_pullback)
+rrule.register(NestedPullback)(rrule_call_nested_pullback)

@@ -120,13 +120,22 @@ def is_internal_frame(frame: FrameType) -> bool:
     return filename.startswith(_PACKAGE_DIR) or filename.startswith("<chainrules")
 
 
+#: code that an engine generated from the user's: its file name -> (the user's file, {generated
+#: line: the user's line}); ``user_location`` reports the user's line for such a frame
+GENERATED_LINES: dict[str, tuple[str, dict[int, int]]] = {}
+
+
 def user_location(skip_internal: bool = True) -> str | None:
     """``file:line`` of the innermost frame of the caller's stack outside chainrules.
 
-    Engines call this when they raise, so that the message points at the user's line.
+    Engines call this when they raise, so that the message points at the user's line; a frame of
+    code generated from the user's (``GENERATED_LINES``) counts as the user's line it came from.
     """
     frame = sys._getframe(1)
     while frame is not None and skip_internal and is_internal_frame(frame):
+        generated = GENERATED_LINES.get(frame.f_code.co_filename)
+        if generated is not None and frame.f_lineno in generated[1]:
+            return f"{generated[0]}:{generated[1][frame.f_lineno]}"
         frame = frame.f_back
     if frame is None:
         return None

@@ -506,3 +506,144 @@ def _field(d, k):
     if isinstance(d, Tangent):
         return d[k]
     return d.get(k, _ZERO)
+
+
+# ----- functools.partial -----------------------------------------------------------------------
+
+_CONSTANT = (int, bool, str, bytes, type(None), type, np.dtype, slice, range, np.integer, np.bool_)
+
+
+def _constant(x) -> bool:
+    """Whether ``x`` can carry no derivative: integers, strings, types, options (and tuples,
+    lists and dicts of them). Anything else (numbers, arrays, objects, functions, which may
+    capture numbers) may be a value being differentiated."""
+    if isinstance(x, _CONSTANT):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "biu"
+    if isinstance(x, (tuple, list)):
+        return all(map(_constant, x))
+    if isinstance(x, dict):
+        return all(map(_constant, x.values()))
+    return False
+
+
+def _positional_keywords(f, positional: tuple, keywords: dict, moved: set) -> tuple[tuple, dict, list]:
+    """``f(*positional, **keywords)`` with the keywords named in ``moved`` passed positionally
+    where ``f``'s signature allows (parameters in between get theirs or their defaults):
+    ``(positional, keywords left, names moved in order)``. Those that cannot move stay keywords."""
+    import inspect
+
+    if not moved:
+        return positional, keywords, []
+    try:
+        parameters = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        return positional, keywords, []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    slots = [p for p in parameters if p.kind in kinds][len(positional) :]
+    extra, names, left = [], [], dict(keywords)
+    for p in slots:
+        if not moved.intersection(left):
+            break
+        if p.name in left and p.kind is not inspect.Parameter.POSITIONAL_ONLY:
+            extra.append(left.pop(p.name))
+            names.append(p.name)
+        elif p.default is not inspect.Parameter.empty:
+            extra.append(p.default)
+            names.append(None)  # a default, passed explicitly
+        else:
+            break
+    while names and names[-1] is None:  # no trailing defaults
+        names.pop()
+        extra.pop()
+    return (*positional, *extra), left, names
+
+
+def _call_tangent(dfunc, dstored: list, dkeywords: dict):
+    """The tangent of a ``functools.partial`` from those of its function, arguments and keywords."""
+    parts = [dfunc, *dstored, *dkeywords.values()]
+    if all(isinstance(d, NoTangent) for d in parts):
+        return _NO
+    if all(isinstance(d, AbstractZero) for d in parts):
+        return _ZERO
+    fields = {}
+    if not isinstance(dfunc, AbstractZero):
+        fields["func"] = dfunc
+    if not all(isinstance(d, AbstractZero) for d in dstored):
+        fields["args"] = Tangent[tuple](*dstored)
+    kept = {k: d for k, d in dkeywords.items() if not isinstance(d, AbstractZero)}
+    if kept:
+        fields["keywords"] = Tangent[dict](kept)
+    return Tangent[functools.partial](**fields)
+
+
+@rrule.register(functools.partial)
+def rrule_call_partial(p: functools.partial, *args, **kwargs):
+    """Calling a ``functools.partial``: its function is differentiated (its rule, else the running
+    engine) with the stored arguments first. The partial's tangent is a
+    ``Tangent[functools.partial]`` with the cotangents of ``func``, ``args`` and ``keywords``.
+
+    A stored keyword that may carry a derivative is passed positionally (its derivative is then
+    known); one that cannot be (a keyword-only parameter) is refused with ``NoRuleError``.
+    """
+    stored = p.args
+    keywords = {**p.keywords, **kwargs}
+    carrying = {k for k, v in p.keywords.items() if k not in kwargs and not _constant(v)}
+    positional, keywords, moved = _positional_keywords(p.func, (*stored, *args), keywords, carrying)
+    left = sorted(carrying.intersection(keywords))
+    if left:
+        raise NoRuleError(
+            p,
+            args,
+            location=user_location(),
+            reason=f"its keyword argument(s) {', '.join(map(repr, left))} may carry a derivative, which "
+            "a keyword cannot pass back; store them as positional arguments of the partial",
+        )
+    result = rrule(p.func, *positional, **keywords)
+    y, back = result if result is not None else rrule_via_ad(p.func, *positional, **keywords)
+    n_stored, n_args = len(stored), len(args)
+
+    def call_partial_pullback(dy):
+        d = back(dy)
+        dfunc, dpositional = d[0], d[1:]
+        dstored = [unthunk(x) for x in dpositional[:n_stored]]
+        dargs = dpositional[n_stored : n_stored + n_args]
+        moved_d = dpositional[n_stored + n_args :]
+        dkeywords = {name: unthunk(x) for name, x in zip(moved, moved_d) if name in p.keywords}
+        return (_call_tangent(unthunk(dfunc), dstored, dkeywords), *dargs)
+
+    return y, call_partial_pullback
+
+
+@rrule.register(functools.partial, functor=False)
+def rrule_make_partial(func, *args, **keywords):
+    """``functools.partial(func, *args)``: the partial's tangent goes back to ``func`` and ``args``.
+    (Keyword arguments get no cotangent, as for every rule.)"""
+    y = functools.partial(func, *args, **keywords)
+    n = len(args)
+
+    def make_partial_pullback(dp):
+        dp = unthunk(dp)
+        if isinstance(dp, AbstractZero):
+            return (_NO, dp, *((dp,) * n))
+        dargs = unthunk(dp.args)
+        dargs = (_ZERO,) * n if isinstance(dargs, AbstractZero) else tuple(dargs.backing)
+        # functools.partial flattens a partial of a partial: its arguments come first
+        inner = len(y.args) - n
+        return (_NO, dp.func if inner == 0 else _partial_of(func, dp, inner), *dargs[inner:])
+
+    return y, make_partial_pullback
+
+
+def _partial_of(func: functools.partial, dp, inner: int):
+    """The tangent of the inner partial ``func`` when ``functools.partial(func, ...)`` flattened it."""
+    dargs = unthunk(dp.args)
+    dstored = [_ZERO] * inner if isinstance(dargs, AbstractZero) else list(dargs.backing[:inner])
+    dkeywords = unthunk(dp.keywords)
+    kept = (
+        {}
+        if isinstance(dkeywords, AbstractZero)
+        else {k: v for k, v in dkeywords.backing.items() if k in func.keywords}
+    )
+    return _call_tangent(unthunk(dp.func), dstored, kept)

@@ -29,7 +29,7 @@ from . import ir
 from .codegen import Line
 from .names import Namer
 from .primal import Helpers, Stacked, _is_apply
-from .simplify import INACTIVE_TYPES, is_real
+from .simplify import INACTIVE_TYPES, ArrayType, is_real
 
 ZERO_STATE, SET = "zero", "set"
 
@@ -522,6 +522,10 @@ def param_cotangent(adj: Adjoint, name: str) -> str:
     if adj.plan.param_types.get(name) is int:
         # an integer that only counts has no derivative; one used arithmetically gets a float
         return f"{adj.h('integer_cotangent')}({d})" if d else adj.h("NO")
+    param_type = adj.plan.param_types.get(name)
+    if d and isinstance(param_type, ArrayType) and param_type.ndim == 0:
+        # rules may answer a 0-d array with a NumPy scalar; the argument's cotangent is a 0-d array
+        return f"{adj.h('project_0d')}({d}, {adj.h.const(param_type.dtype.type)})"
     return d or adj.zero()
 
 

@@ -26,6 +26,8 @@ import linecache
 import sys
 import types
 
+from ...core.errors import GENERATED_LINES
+
 
 @dataclasses.dataclass(frozen=True)
 class Line:
@@ -34,8 +36,9 @@ class Line:
     origin: int  # the user's source line this comes from (0: none)
 
 
-# generated file name -> (user's file, {generated line: user's line})
-LINE_MAP: dict[str, tuple[str, dict[int, int]]] = {}
+# generated file name -> (user's file, {generated line: user's line}); shared with the errors of
+# rules, whose user_location() then names the user's line
+LINE_MAP: dict[str, tuple[str, dict[int, int]]] = GENERATED_LINES
 
 
 def render(lines: list[Line], source_line, prefix: str) -> tuple[list[str], list[int]]:

@@ -25,10 +25,10 @@ import numpy as np
 
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
-from ...core.errors import NoRuleError, user_location
+from ...core.errors import NoRuleError, UnsupportedSyntaxError, user_location
 from ...core.registry import rrule
 from ...core.tangents import AbstractZero, Tangent, unthunk
-from . import cache, codegen, runtime
+from . import cache, codegen, effects, runtime
 from .parse import NoSourceError, is_library_code
 from .runtime import NO, ZERO, split, structural_tangent
 
@@ -41,6 +41,11 @@ def _location() -> str | None:
 
 
 def _no_rule(f, args, reason: str = ""):
+    if not reason:
+        entry = effects.known_write(f)
+        if entry is not None:  # a call that writes in place: say what to write instead
+            reason = f"`{entry.name}` changes a container in place, which the reverse pass would not follow; "
+            reason += entry.instead
     return NoRuleError(f, args, location=_location(), reason=reason)
 
 
@@ -59,6 +64,8 @@ def pullback(f, *args, **kwargs):
                     return hit[3](*args)
     rule = rrule.lookup(f, args)
     if rule is not None:
+        if kwargs and "out" in kwargs:
+            _refuse_output(f, args, kwargs)
         return rule(*args, **kwargs)
     y, back = _without_rule(f, args, kwargs)
     if kwargs:
@@ -108,9 +115,10 @@ def _positional_only(back):
     return positional_pullback
 
 
-def _without_rule(f, args: tuple, kwargs: dict):
+def _without_rule(f, args: tuple, kwargs: dict, library_refused: str = ""):
     """``(y, back)`` for a callable without a rule; with keywords, ``back`` also returns a
-    dict of their cotangents, last."""
+    dict of their cotangents, last. A library callable is run when its arguments are discrete,
+    unless ``library_refused`` says why not."""
     kind = type(f)
     if kind is _FUNCTION:
         return _source(f, args, kwargs, False)
@@ -125,7 +133,69 @@ def _without_rule(f, args: tuple, kwargs: dict):
     call = _class_attribute(kind, "__call__")
     if type(call) is _FUNCTION:
         return _source(call, (f, *args), kwargs, True)
+    if library_refused:
+        raise _no_rule(f, args, library_refused)
     return _discrete_call(f, args, kwargs)
+
+
+# ----- calls that may write into containers ------------------------------------------------------
+
+
+def _refuse_output(f, args: tuple, kwargs: dict):
+    """A call that writes its result into an existing array (``out=``) is refused."""
+    out = kwargs.get("out")
+    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
+        raise _no_rule(
+            f,
+            args,
+            "it writes its result into an existing array (out=), which the reverse pass would not see; "
+            + effects.OUTPUT_ADVICE,
+        )
+
+
+def _writes_reason(names: tuple) -> str:
+    what = ", ".join(f"`{n}`" for n in names) if names else "its arguments"
+    return (
+        f"it may change {what} in place, which the reverse pass would not see: only calls with a rule and "
+        "Python code that the engine differentiates (and checks) can be followed there; "
+        "build a new value instead of updating one in place"
+    )
+
+
+def dispatch(where: tuple, f, *args, **kwargs):
+    """``f(*args, **kwargs)`` for a call that may write into containers (see the ``effects``
+    pass); ``where`` is ``(names, line, col)``: the user's names of those containers and the call's
+    place. The call runs its rule (rules write into nothing), or its source, differentiated (its
+    own analysis follows or refuses its writes); any other callable is refused."""
+    rule = rrule.lookup(f, args)
+    if rule is not None:
+        if kwargs and "out" in kwargs:
+            _refuse_output(f, args, kwargs)
+        return rule(*args, **kwargs)[0]
+    names, line, col = where
+    entry = effects.known_write(f)
+    if entry is not None:  # known to write in place (the static types did not tell the pass)
+        location = _location()
+        filename = location.rsplit(":", 1)[0] if location else "<unknown>"
+        raise UnsupportedSyntaxError(effects.write_message(entry, names[0] if names else None), filename, line, col)
+    return _without_rule(f, args, kwargs, _writes_reason(names))[0]
+
+
+def dispatch_method(where: tuple, obj, name: str, *args, **kwargs):
+    """``obj.name(*args, **kwargs)`` for a call that may write into containers, as ``dispatch``."""
+    kind, target = _resolve_method(obj, name)
+    if kind == "function":
+        rule = rrule.lookup(target, (obj, *args))
+        if rule is not None:
+            return rule(obj, *args, **kwargs)[0]
+        return _source(target, (obj, *args), kwargs, True)[0]
+    if kind == "descriptor":
+        return dispatch(where, target, obj, *args, **kwargs)
+    if kind == "static":
+        return dispatch(where, target, *args, **kwargs)
+    if kind == "class":
+        return dispatch(where, target, type(obj), *args, **kwargs)
+    return dispatch(where, getattr(obj, name), *args, **kwargs)
 
 
 def _carries_numbers(x) -> bool:
@@ -187,16 +257,23 @@ def _source(fn: types.FunctionType, args: tuple, kwargs: dict, bound: bool):
     key = cache.call_key(fn, args, kwargs, bound)
     spec = entry.specialization(fn, args, kwargs, bound, key)
     instance = spec.instance(fn)
-    if not kwargs and not bound and fn.__closure__ is None:
+    if not kwargs and not bound and fn.__closure__ is None and not _has_typed_rules(fn):
         _remember(entry, fn, args, spec, instance)
     return instance(*args, **kwargs)
+
+
+def _has_typed_rules(fn) -> bool:
+    """Whether rules (or opt-outs) are registered for ``fn`` for some argument types: then
+    whether it has a rule depends on the types of each call, which the fast path does not ask."""
+    return rrule._entries_for(fn, False) is not None
 
 
 def _remember(entry, fn, args: tuple, spec, instance):
     """Let the next call of ``fn`` with as many positional arguments skip the rule lookup and
     the choice of specialization, as long as no rule is registered and ``fn``'s defaults stay
     the same. The generated function checks its arguments' types itself and hands a call
-    with other types back to ``respecialize``."""
+    with other types back to ``respecialize``. Only for a function without rules of any
+    argument types: the types of a call then cannot give it a rule."""
     guarded = spec if spec.plan.guards else None
     entry.fast[len(args)] = (fn, spec.version, fn.__defaults__, instance, guarded, spec.calls_out)
 
@@ -231,6 +308,8 @@ def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
                 f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, dropped))} "
                 "depends on differentiated values: pass it positionally",
             )
+        if "out" in kwargs:
+            _refuse_output(f, args, kwargs)
         y, back = rule(*args, **kwargs)
 
         def apply_rule_pullback(dy):
@@ -442,6 +521,7 @@ cache.RUNTIME.update(
     project_real=runtime.project_real,
     check_rebind=runtime.check_rebind,
     integer_cotangent=runtime.integer_cotangent,
+    project_0d=runtime.project_0d,
     setitem=runtime.setitem,
     append=runtime.append,
     append_pullback=runtime.append_pullback,
@@ -455,4 +535,6 @@ cache.RUNTIME.update(
     add_at=runtime.add_at,
     iteration_start=runtime.iteration_start,
     respecialize=respecialize,
+    dispatch=dispatch,
+    dispatch_method=dispatch_method,
 )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 
 from ...core.errors import UnsupportedSyntaxError
+from .effects import DELETE_ADVICE
 
 _TRY_HINT = "an exception can leave any statement half done, which the reverse pass cannot follow"
 _STATEMENTS = {
@@ -72,6 +73,11 @@ class _Fence(ast.NodeVisitor):
             return
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
             self.visit(default)
+
+    def visit_Delete(self, node: ast.Delete):
+        if any(isinstance(t, ast.Subscript) for t in node.targets):
+            self.refuse(node, DELETE_ADVICE)
+        self.generic_visit(node)
 
     def generic_visit(self, node: ast.AST):
         kind = type(node)

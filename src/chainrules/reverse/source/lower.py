@@ -84,10 +84,10 @@ class _Lowerer:
         self.block.append(stmt)
         return stmt
 
-    def assign(self, expr: ir.Expr, target: str | None = None) -> str:
+    def assign(self, expr: ir.Expr, target: str | None = None, col: int = 0) -> str:
         index = self.number()
         name = target or self.temp(f"y_{index}")
-        self.emit(ir.Assign(name, expr, line=self.line, index=index))
+        self.emit(ir.Assign(name, expr, line=self.line, index=index, col=col))
         return name
 
     def temp(self, stem: str) -> str:
@@ -125,7 +125,10 @@ class _Lowerer:
             return self._bind(node.id, target)
         if isinstance(node, (ast.IfExp, ast.BoolOp)) or (isinstance(node, ast.Compare) and len(node.ops) > 1):
             return self.branching(node, target)
-        return self.assign(self.simple(node), target)
+        expr = self.simple(node)
+        # a call's column, for the refusals that name it (the effects pass)
+        col = getattr(node, "col_offset", -1) + 1 if isinstance(node, ast.Call) else 0
+        return self.assign(expr, target, col)
 
     def _bind(self, value: ir.Operand, target: str | None) -> ir.Operand:
         if target is None or value == target:

@@ -143,7 +143,10 @@ class Primal:
         self.definitions = {s.target: s for s in ir.walk(plan.fn.body) if isinstance(s, ir.Assign)}
         self.loops: list = []
         self.stacks: list[Stacked] = []
-        self.buffers = {name: namer.fresh(f"{name}_shared") for name in plan.buffers if name in plan.active}
+        # containers written in place whose writes must not reach what a pullback holds: those
+        # carrying derivatives, and those the effects pass found a pullback may hold
+        watched = [name for name in plan.buffers if name in plan.active or name in plan.effects.flagged]
+        self.buffers = {name: namer.fresh(f"{name}_shared") for name in watched}
 
     # -- rendering --
     def operand(self, x: ir.Operand) -> str:
@@ -365,16 +368,16 @@ class Primal:
     def write(self, stmt, mode: str, saved: dict, indent: int):
         obj, line = stmt.obj, stmt.line
         value = self.operand(stmt.value)
+        if obj in self.buffers:
+            where = f"{obj!r}, {line}, {stmt.col or 1}"
+            self.emit(indent, f"if {self.buffers[obj]}:", line)
+            self.emit(indent + 1, f"{self.h('refuse_write')}({where})", line)
         if mode == "plain":
             if isinstance(stmt, ir.SetItem):
                 self.emit(indent, f"{obj}[{self.operand(stmt.key)}] = {value}", line)
             else:
                 self.emit(indent, f"{obj}.{stmt.method}({value})", line)
             return
-        if obj in self.buffers:
-            where = f"{obj!r}, {line}, {stmt.col or 1}"
-            self.emit(indent, f"if {self.buffers[obj]}:", line)
-            self.emit(indent + 1, f"{self.h('refuse_write')}({where})", line)
         if isinstance(stmt, ir.Mutate) and stmt.method == "append":
             self.emit(indent, f"{self.h('append')}({obj}, {value})", line)
             return
@@ -450,6 +453,15 @@ class Primal:
             tail = "," if len(expr.items) == 1 else ""
             self.emit(indent, f"{target}, {pb} = {self.h('pack_dict')}(({keys}{tail}), ({values}{tail}))", line)
             return
+        if stmt.index in self.plan.effects.dispatched:  # a call that may write into a container
+            names = self.plan.effects.dispatched[stmt.index]
+            where = (names, stmt.line, stmt.col or 1)
+            self.emit(indent, f"{target} = {self.dispatch_call(expr, where)}", line)
+            return
+        if stmt.index in self.plan.effects.rebind_checks:
+            old = self.operand(expr.operands()[0])
+            where = f"{self.plan.fn.filename!r}, {stmt.line}, {getattr(stmt, 'col', 1)}"
+            self.emit(indent, f"{self.h('check_rebind')}({old}, {where})", line)
         if mode != "pullback":  # plain, copy, struct, closure; recompute makes its pullback in the reverse pass
             self.emit(indent, f"{target} = {self.python(expr)}", line)
             return
@@ -459,6 +471,16 @@ class Primal:
             self.emit(indent, f"{self.h('check_rebind')}({old}, {where})", line)
         pb, saved["pb"] = self.pullback_name(stmt, indent)
         self.emit(indent, f"{target}, {pb} = {self.pullback_call(expr, stmt)}", line)
+
+    def dispatch_call(self, expr, where: tuple) -> str:
+        """The call through the dispatcher, keeping only its value (see ``effects``)."""
+        args = self.args(expr.args, expr.kwargs)
+        tail = f", {args}" if args else ""
+        if isinstance(expr, ir.Call):
+            return f"{self.h('dispatch')}({where!r}, {self.operand(expr.func)}{tail})"
+        if self.plan.static_module(expr.obj):
+            return f"{self.h('dispatch')}({where!r}, {self.attr_base(expr.obj)}.{expr.name}{tail})"
+        return f"{self.h('dispatch_method')}({where!r}, {self.operand(expr.obj)}, {expr.name!r}{tail})"
 
     def active_keywords(self, expr) -> str:
         """``, ('name', ...)``: the keyword arguments whose values are active (a rule would

@@ -204,11 +204,12 @@ def closure_tangent(fn, names: tuple, values: tuple, tangents: tuple):
     """The tangent of the closure ``fn``: one field per captured variable (zero fields left out).
 
     A captured variable that holds ``fn`` itself (a recursive closure) contributes a tangent of
-    ``fn``: it is added in, not nested as a field.
+    ``fn``: it is added in, not nested as a field. A thunk stays a thunk: it is not known to be
+    zero, and computing it only to find out would cost what the caller may never ask for (the
+    cotangent of a captured constant such as a batch of inputs).
     """
     fields, own = {}, ZERO
     for name, value, tangent in zip(names, values, tangents):
-        tangent = unthunk(tangent)
         if isinstance(tangent, AbstractZero):
             continue
         if value is fn:
@@ -230,6 +231,24 @@ def project_real(dy):
     if isinstance(dy, Number) or (isinstance(dy, np.ndarray) and dy.ndim == 0) or isinstance(dy, np.generic):
         return ProjectTo(1.0)(dy)
     return dy
+
+
+_zero_dim_projectors: dict[type, ProjectTo] = {}
+
+
+def project_0d(d, scalar_type: type):
+    """The cotangent of a 0-d array argument of dtype ``scalar_type``: a 0-d array (a rule may
+    have given a NumPy scalar or a float), zeros and thunks as they are.
+
+    >>> project_0d(np.float64(2.0), np.float32)
+    array(2., dtype=float32)
+    """
+    if type(d) is np.ndarray and d.ndim == 0 and d.dtype.type is scalar_type:
+        return d
+    projector = _zero_dim_projectors.get(scalar_type)
+    if projector is None:
+        projector = _zero_dim_projectors[scalar_type] = ProjectTo(np.zeros((), dtype=scalar_type))
+    return projector(d)
 
 
 def integer_cotangent(d):

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import itertools
 import math
 import operator
 import types
 
 import numpy as np
 
+from ...core.active import ActiveValue
 from ...core.errors import UnsupportedSyntaxError
 from ...core.registry import _nondiff_rrule, frule, rrule
 from . import ir
@@ -152,6 +154,7 @@ class Plan:
     buffers: dict = dataclasses.field(default_factory=dict)
     available: object = None
     direct: dict = dataclasses.field(default_factory=dict)
+    effects: object = None  # effects.Effects: calls made through the dispatcher, checked writes
 
     def stable(self, name: str) -> bool:
         """Whether ``name`` keeps one value for the whole call (bound at most once, not in a loop)."""
@@ -332,10 +335,16 @@ class _Analysis:
         if isinstance(expr, (ir.Call, ir.MethodCall)):
             f = self.call_target(expr)
             if f is not _MISSING:
-                try:
-                    rule = rrule.lookup(f, ())
-                except TypeError:
-                    return False
+                rule = _MISSING
+                if not any(a.starred for a in expr.args):
+                    rule = static_lookup(rrule, f, [self.type_of(a.value) for a in expr.args])
+                if rule is _MISSING:
+                    if has_typed_rules(f):
+                        return False  # the rule depends on argument types not known here
+                    try:
+                        rule = rrule.lookup(f, ())
+                    except TypeError:
+                        return False
                 return getattr(rule, "__code__", None) is _NONDIFF_CODE
         return isinstance(expr, (ir.BuildSlice, ir.Opaque))
 
@@ -429,6 +438,9 @@ class _Analysis:
         plan.available = self.available
         plan.buffers = buffers
         plan.direct = self.direct
+        from . import effects  # effects builds on this module's analysis
+
+        plan.effects = effects.analyze(self, stmts, mode, buffers)
         return plan
 
     # -- containers written in place --
@@ -443,8 +455,13 @@ class _Analysis:
                 written.setdefault(stmt.obj, stmt)
         found = {}
         params = set(self.fn.params())
+        bound = {t for stmt in stmts if not isinstance(stmt, (ir.SetItem, ir.Mutate)) for t in stmt.targets()}
         for name, write in written.items():
-            if name in params or name not in self.local or name in self.freevars:
+            if name not in params and name not in bound and name not in self.freevars:
+                # a global container (a log, a cache): written as it is; the effects pass refuses
+                # the write where the function reads it back or a pullback may hold it
+                continue
+            if name in params or name not in bound or name in self.freevars:
                 what = "argument" if name in params else "captured or global variable"
                 self.refuse(
                     write,
@@ -592,13 +609,8 @@ class _Analysis:
         f = self.call_target(expr)
         if f is _MISSING or isinstance(f, type) or any(a.starred for a in expr.args):
             return None
-        samples = tuple(_sample(self.type_of(a.value)) for a in expr.args)
-        if any(x is _MISSING for x in samples):
-            return None
-        try:
-            return rrule.lookup(f, samples)
-        except TypeError:
-            return None
+        rule = static_lookup(rrule, f, [self.type_of(a.value) for a in expr.args])
+        return None if rule is _MISSING else rule
 
     def scalar_frule(self, expr):
         """For a call of a real function of real scalars (``math.sin(x)``) with rules: its
@@ -612,12 +624,10 @@ class _Analysis:
         f = self.call_target(expr)
         if f is _MISSING or isinstance(f, type):
             return None
-        samples = tuple(_sample(t) for t in ts)
-        try:
-            forward, reverse = frule.lookup(f, samples), rrule.lookup(f, samples)
-        except TypeError:
+        forward, reverse = static_lookup(frule, f, ts), static_lookup(rrule, f, ts)
+        if forward in (None, _MISSING) or reverse in (None, _MISSING):
             return None
-        if forward is None or reverse is None or getattr(reverse, "__code__", None) is _NONDIFF_CODE:
+        if getattr(reverse, "__code__", None) is _NONDIFF_CODE:
             return None
         return forward
 
@@ -645,6 +655,9 @@ class _Analysis:
 
 
 _SAMPLE = {int: 1, float: 1.0, np.float64: np.float64(1.0), REAL: 1.0}
+# a real scalar may be any of int, float and numpy.float64 at run time: a typed rule may tell them apart
+_SAMPLES = {int: (1,), float: (1.0,), np.float64: (np.float64(1.0),), REAL: (1, 1.0, np.float64(1.0))}
+_LOOKUPS_AT_MOST = 64
 
 
 def _sample(t):
@@ -658,14 +671,56 @@ def _sample(t):
     return _MISSING
 
 
+def _samples(t) -> tuple:
+    """Values standing for every run-time type the static type ``t`` covers (none: unknown)."""
+    if t in _SAMPLES:
+        return _SAMPLES[t]
+    sample = _sample(t)
+    return () if sample is _MISSING else (sample,)
+
+
+def static_lookup(dispatcher, f, arg_types: list):
+    """The rule ``dispatcher`` selects for ``f`` called with positional arguments of the static
+    types ``arg_types``, when every call with such arguments selects the same rule (``None``: no
+    rule); ``_MISSING`` when that is not known here. Typed rules and opt-outs select by the
+    run-time types, so a static type standing for several (a real scalar) is looked up for each.
+    """
+    choices = [_samples(t) for t in arg_types]
+    if any(not c for c in choices) or np.prod([len(c) for c in choices]) > _LOOKUPS_AT_MOST:
+        return _MISSING
+    found = _MISSING
+    for combination in itertools.product(*choices):
+        try:
+            rule = dispatcher.lookup(f, combination)
+        except TypeError:
+            return _MISSING
+        if found is _MISSING:
+            found = rule
+        elif rule is not found:
+            return _MISSING
+    return found
+
+
+def has_typed_rules(f) -> bool:
+    """Whether rules or opt-outs are registered for ``f`` only for some argument types. Rules
+    typed on the engines' stand-ins for numbers (dual numbers, tracked values) do not count: they
+    serve the same function for those values (through a twin with the same derivative)."""
+    try:
+        entries = rrule._entries_for(f, False)
+    except TypeError:
+        return False
+    if entries is None:
+        return False
+    return any(not all(issubclass(t, ActiveValue) for t in types) for types, _ in entries.typed)
+
+
 def _has_keywords(expr) -> bool:
     return bool(expr.kwargs)
 
 
 def _stock_rule(op: str, ts: list) -> bool:
     """Whether the rule registered for ``operator.<op>`` on these types is chainrules' own."""
-    samples = tuple(_SAMPLE[t] for t in ts)
-    rule = rrule.lookup(getattr(operator, op), samples)
+    rule = static_lookup(rrule, getattr(operator, op), ts)
     return getattr(rule, "__module__", None) == "chainrules.rules.operators"
 
 

@@ -1,0 +1,487 @@
+"""Pass 5b, effects: calls that may write into containers the derivative depends on.
+
+Python changes lists, dicts, arrays and objects in place through calls: ``np.copyto(buf, x)``,
+``np.add.at(buf, i, v)``, ``np.sin(x, out=buf)``, ``d.update(...)``, ``lst.sort()``,
+``setattr(obj, "w", v)``, or a function of the user's that does so. The reverse pass knows only
+the writes the Wengert list shows (``x[i] = v``, ``lst.append(v)``); a write it does not know
+about would give a wrong derivative without a word. So, per specialization:
+
+- a call is *known not to write* when its callee is resolved here and is pure: it has a rule
+  (rules never write into their arguments), or it is a built-in type, a dataclass or a
+  namedtuple; and it passes no output argument (``out=``, or a ufunc's output positionally) and
+  no callable that it might call (a closure would run unchecked);
+- any other call may write into every container reachable from its operands (its arguments, the
+  object whose method it is, what a closure captured), which changes every variable that
+  reaches one of them (a second name, a view, a list holding it);
+- such a call is made *through the dispatcher* (``dispatched``) when the write could matter:
+  when a value being differentiated is involved (an operand, or a container it may change, is
+  active) and a container it may change is read afterwards or is seen outside (an argument, a
+  captured or global variable), or when a container it may change was used before by a
+  statement whose pullback may hold it. The dispatcher runs the callee's rule (pure) or
+  differentiates its source (whose own analysis refuses writes into its arguments), and refuses
+  anything else with ``NoRuleError`` naming the line;
+- a call in ``KNOWN_WRITES`` (the one table of calls known to write in place, each with what to
+  write instead), or one that passes an output argument, is refused here with
+  ``UnsupportedSyntaxError`` and the call's file:line:col under the same conditions, or when a
+  value being differentiated goes through it; where the static types do not reveal the callee,
+  the dispatcher refuses it from the same table when it runs.
+
+Writes the function makes itself are followed by the primal and adjoint passes; this pass also
+says which containers written in place that carry no derivative still need the run-time check
+that they are not written after a pullback took them (``flagged``), and which augmented
+assignments (``x += v``) must check that they do not update a shared mutable object in place
+(``rebind_checks``): the generated code rebinds ``x``, which others holding the object would not
+see.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import types
+
+import numpy as np
+
+from ...core.errors import callable_name
+from ...core.registry import OPT_OUT, rrule
+from . import ir
+from .simplify import _MISSING, INACTIVE_TYPES, ArrayType, is_real, static_lookup
+
+#: built-in types whose construction copies (or only reads) its arguments
+_PURE_TYPES = frozenset(
+    {tuple, list, dict, set, frozenset, float, int, complex, bool, str, bytes, range, slice, object}
+    | {enumerate, zip, reversed, map, filter, type}
+)
+#: what no call can change: numbers, strings, types, modules, functions of libraries
+_IMMUTABLE = (numbers.Number, np.generic, str, bytes, type(None), range, slice, type, types.ModuleType, np.dtype)
+_IMMUTABLE_TYPES = (types.BuiltinFunctionType, np.ufunc, type(Ellipsis))
+#: the modes whose pullbacks (or reverse code) may hold the objects of their operands
+_NOT_HOLDING = frozenset({"plain", "return", "branch", "loop", "block"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Write:
+    """A call known to change one of its operands in place, and what to write instead."""
+
+    name: str  #: how the user writes the call
+    target: int  #: the positional argument written into; -1 for the object whose method it is
+    instead: str  #: what to write instead, in the user's terms
+
+
+#: Calls known to change a container in place. The reverse pass follows only the writes the
+#: Wengert list shows (``x[i] = v``, ``x[i] += v``, ``lst.append(v)``, ``lst.extend(v)``,
+#: ``d[k] = v``); where one of these calls could change a derivative, the effects pass refuses
+#: it with the advice here (at run time, the dispatcher uses the same advice).
+KNOWN_WRITES = {
+    np.copyto: Write("np.copyto(dst, src)", 0, "write `dst[...] = src` into an array the function made"),
+    np.put: Write(
+        "np.put(a, idx, v)",
+        0,
+        "write `a[idx] = v` (for an array of more than one dimension, index it with `np.unravel_index(idx, a.shape)`)",
+    ),
+    np.fill_diagonal: Write(
+        "np.fill_diagonal(a, v)", 0, "write `a[np.arange(n), np.arange(n)] = v`, or build `a + np.diag(v)`"
+    ),
+    np.place: Write("np.place(a, mask, v)", 0, "build `a = np.where(mask, v, a)`"),
+    np.putmask: Write("np.putmask(a, mask, v)", 0, "build `a = np.where(mask, v, a)`"),
+    np.ufunc.at: Write(
+        "ufunc.at(a, idx, v)", 0, "write the loop it stands for, `for j in range(len(idx)): a[idx[j]] += v[j]`"
+    ),
+    np.ndarray.fill: Write("a.fill(v)", -1, "write `a[...] = v`"),
+    np.ndarray.sort: Write("a.sort()", -1, "build `a = np.sort(a)`"),
+    np.ndarray.partition: Write("a.partition(k)", -1, "build `a = np.partition(a, k)`"),
+    np.ndarray.put: Write("a.put(idx, v)", -1, "write `a[idx] = v`"),
+    np.ndarray.resize: Write("a.resize(shape)", -1, "build `a = np.resize(a, shape)`"),
+    setattr: Write(
+        "setattr(obj, name, v)",
+        0,
+        "build the object with its attributes (pass them to its constructor, "
+        "or use `dataclasses.replace(obj, name=v)`)",
+    ),
+    delattr: Write("delattr(obj, name)", 0, "build a new object without the attribute"),
+    list.insert: Write("lst.insert(i, v)", -1, "build `lst = lst[:i] + [v] + lst[i:]`"),
+    list.sort: Write("lst.sort()", -1, "build `lst = sorted(lst)`"),
+    list.reverse: Write("lst.reverse()", -1, "build `lst = lst[::-1]`"),
+    list.pop: Write("lst.pop(i)", -1, "read `v = lst[i]`, then build `lst = lst[:i] + lst[i + 1:]`"),
+    list.remove: Write("lst.remove(v)", -1, "build a new list without it, `lst = lst[:i] + lst[i + 1:]`"),
+    list.clear: Write("lst.clear()", -1, "bind a new list, `lst = []`"),
+    dict.update: Write("d.update(other)", -1, "build `d = {**d, **other}`, or assign `d[k] = v` for each item"),
+    dict.setdefault: Write("d.setdefault(k, v)", -1, "write `if k not in d: d[k] = v`, then read `d[k]`"),
+    dict.pop: Write("d.pop(k)", -1, "read `v = d[k]`, then build `d = {j: u for j, u in d.items() if j != k}`"),
+    dict.popitem: Write("d.popitem()", -1, "read the item, then build a new dict without it"),
+    dict.clear: Write("d.clear()", -1, "bind a new dict, `d = {}`"),
+    set.add: Write("s.add(v)", -1, "build `s = s | {v}`"),
+    set.update: Write("s.update(other)", -1, "build `s = s | set(other)`"),
+    set.discard: Write("s.discard(v)", -1, "build `s = s - {v}`"),
+    set.remove: Write("s.remove(v)", -1, "build `s = s - {v}`"),
+    set.pop: Write("s.pop()", -1, "build a new set without the element"),
+    set.clear: Write("s.clear()", -1, "bind a new set, `s = set()`"),
+}
+#: ``del x[i]`` (refused by the fence, which knows no types)
+DELETE_ADVICE = (
+    "`del x[i]` changes `x` in place, which the reverse pass would not follow: build `x = x[:i] + x[i + 1:]` "
+    "(a list) or `x = np.delete(x, i)` (an array), or rebind the name"
+)
+#: a call given an output argument (``out=``, or a ufunc's outputs positionally)
+OUTPUT_ADVICE = (
+    "assign the result instead (`buf = np.sin(x)`, or `buf[...] = np.sin(x)` into an array the function made)"
+)
+
+
+def known_write(f) -> Write | None:
+    """The entry of ``KNOWN_WRITES`` for the callable ``f``, or None.
+
+    >>> known_write(list.sort).instead
+    'build `lst = sorted(lst)`'
+    """
+    try:
+        return KNOWN_WRITES.get(f)
+    except TypeError:  # an unhashable callable
+        return None
+
+
+def write_message(entry: Write, written: str | None = None) -> str:
+    """Why a call of ``entry`` is refused, naming the container ``written`` when known."""
+    what = f"`{written}`" if written else "a container"
+    return f"`{entry.name}` changes {what} in place, which the reverse pass would not follow; {entry.instead}"
+
+
+@dataclasses.dataclass
+class Effects:
+    """What the effects pass decided for one specialization."""
+
+    #: statement index -> the user's names of the containers the call may write into
+    dispatched: dict[int, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    #: containers written in place that carry no derivative but that a pullback may hold
+    flagged: set[str] = dataclasses.field(default_factory=set)
+    #: augmented assignments whose target may be a mutable object someone else holds
+    rebind_checks: set[int] = dataclasses.field(default_factory=set)
+
+
+def _immutable_type(t) -> bool:
+    """Whether a value of the static type ``t`` cannot be changed in place."""
+    if t in INACTIVE_TYPES or is_real(t) or t in _IMMUTABLE_TYPES:
+        return True
+    return isinstance(t, type) and issubclass(t, _IMMUTABLE) and t not in (np.ndarray,)
+
+
+def _may_call_back(t) -> bool:
+    """Whether a value of static type ``t`` may be a callable of the user's (a function, an
+    object with ``__call__``), which a callee could call."""
+    if t is None or isinstance(t, ArrayType) or _immutable_type(t):
+        return False
+    if t in (tuple, list, dict, set, frozenset):
+        return False
+    return True
+
+
+class _Effects:
+    def __init__(self, analysis, stmts: list, mode: dict, buffers: dict):
+        self.a = analysis
+        self.stmts = stmts
+        self.mode = mode
+        self.buffers = buffers
+        self.position = {stmt.index: i for i, stmt in enumerate(stmts)}
+        self.params = set(analysis.fn.params())
+        self.temps = analysis.fn.temps
+        self.edges: dict[str, set[str]] = {}
+        self.users: dict[str, list] = {}
+        # the temporaries that hold a call's packed arguments (``f(*y_1, **y_2)``)
+        self.displays = {
+            stmt.target: stmt.expr
+            for stmt in stmts
+            if isinstance(stmt, ir.Assign)
+            and stmt.target in self.temps
+            and isinstance(stmt.expr, (ir.Build, ir.BuildDict))
+        }
+        for stmt in stmts:
+            for x in self.names(_operands(stmt)):
+                self.users.setdefault(x, []).append(stmt)
+
+    # -- names and what they may hold --
+    def name(self, x) -> str | None:
+        """``x`` when it is a variable whose object may be changed in place (not a constant, not a
+        module, built-in or class resolved statically, not a number or a string)."""
+        if not isinstance(x, str):
+            return None
+        if x not in self.a.local and self.a.resolve(x) is not _MISSING:
+            return None
+        if _immutable_type(self.a.type_of(x)):
+            return None
+        return x
+
+    def names(self, operands) -> list[str]:
+        return [n for n in map(self.name, operands) if n is not None]
+
+    def link(self, holder: str | None, held) -> None:
+        if holder is not None:
+            self.edges.setdefault(holder, set()).update(self.names(held))
+
+    def build_edges(self, untrusted: list) -> None:
+        """``x -> y``: the object of ``x`` may hold (or view) the object of ``y``."""
+        for stmt in self.stmts:
+            if isinstance(stmt, ir.Assign):
+                expr = stmt.expr
+                entry, written = self.known_entry(expr) if isinstance(expr, (ir.Call, ir.MethodCall)) else (None, None)
+                if entry is not None and isinstance(written, str):
+                    # it stores its operands into the container it writes, and returns an element of it
+                    # (``lst.pop()``) or nothing: not the container itself
+                    self.link(self.name(written), (*expr.operands(), stmt.target))
+                    continue
+                if isinstance(expr, (ir.GetItem, ir.GetAttr)):
+                    held = (expr.obj,)
+                elif isinstance(expr, (ir.BuildSlice, ir.Opaque)):
+                    held = ()
+                else:
+                    held = expr.operands()
+                self.link(self.name(stmt.target), held)
+            elif isinstance(stmt, ir.Unpack):
+                for n in stmt.names:
+                    self.link(self.name(n), (stmt.value,))
+            elif isinstance(stmt, ir.For):
+                self.link(self.name(stmt.target), (stmt.iterable,))
+            elif isinstance(stmt, (ir.SetItem, ir.Mutate)):
+                self.link(stmt.obj, (stmt.value,))
+            elif isinstance(stmt, ir.With):
+                for context, target in stmt.contexts:
+                    self.link(self.name(target), (context,))
+        for stmt in untrusted:  # the callee may store any operand into any container among them
+            operands = _call_operands(stmt.expr)
+            for holder in self.names(operands):
+                self.link(holder, operands)
+
+    def mutable(self, name: str) -> bool:
+        """Whether the object of ``name`` itself may be changed (a tuple cannot: what it holds can)."""
+        return self.a.type_of(name) not in (tuple, frozenset)
+
+    def roots(self, expr) -> list[str]:
+        """The objects a call may change: a method of a list, dict, set or array changes the object
+        it is called on (and an array given for its output); any other call, whatever it can reach
+        from its operands."""
+        if isinstance(expr, ir.MethodCall) and isinstance(expr.obj, str):
+            owner = self.a.type_of(expr.obj)
+            if owner in (list, dict, set) or isinstance(owner, ArrayType):
+                arrays = [x for x in _call_arguments(expr) if isinstance(self.a.type_of(x), ArrayType)]
+                return self.names([expr.obj, *arrays])
+        return [v for v in self.reach(self.names(_call_operands(expr))) if self.mutable(v)]
+
+    def reach(self, start) -> set[str]:
+        """Every variable whose object may be reached from the objects of ``start``."""
+        seen, stack = set(), list(start)
+        while stack:
+            v = stack.pop()
+            if v not in seen:
+                seen.add(v)
+                stack.extend(self.edges.get(v, ()))
+        return seen
+
+    def affected(self, roots: list[str]) -> set[str]:
+        """The variables that may see a change to the objects of ``roots``: those that reach them."""
+        changed = set(roots)
+        return {v for v in self.every_name() if self.reach([v]) & changed} | changed
+
+    def every_name(self) -> set[str]:
+        return set(self.edges) | set(self.users)
+
+    # -- where a statement stands --
+    def loop_body(self, stmt) -> set[int]:
+        """The statements of the outermost loop around ``stmt`` (they run both before and after it)."""
+        loops = self.a.loops_of.get(stmt.index, ())
+        if not loops:
+            return set()
+        return {s.index for block in loops[0].blocks() for s in ir.walk(block)}
+
+    def used(self, names: set[str], stmt, when: str, holding: bool = False) -> bool:
+        """Whether a statement other than ``stmt`` that runs ``before`` or ``after`` it uses one of
+        ``names`` (``holding``: only statements whose pullbacks may keep the object)."""
+        here = self.position[stmt.index]
+        around = self.loop_body(stmt)
+        for name in names:
+            for user in self.users.get(name, ()):
+                if user is stmt or (isinstance(user, (ir.SetItem, ir.Mutate)) and user.obj == name):
+                    continue  # a write into it reads nothing out of it
+                where = self.position[user.index]
+                if not (user.index in around or (where < here if when == "before" else where > here)):
+                    continue
+                if holding and self.mode.get(user.index, "plain") in _NOT_HOLDING:
+                    continue
+                return True
+        return False
+
+    def seen_outside(self, names: set[str]) -> bool:
+        return any(n in self.params or n in self.a.freevars or n not in self.a.local for n in names)
+
+    # -- calls --
+    def trusted(self, expr) -> bool:
+        """Whether the call is known not to write into its operands."""
+        f = self.a.call_target(expr)
+        if f is _MISSING or self.writes_output(expr, f) or any(a.starred for a in expr.args):
+            return False
+        if any(_may_call_back(self.a.type_of(x)) for x in _call_arguments(expr) if isinstance(x, str)):
+            return False
+        if isinstance(f, type):
+            return f in _PURE_TYPES or _is_record_type(f)
+        return _has_pure_rule(f, [self.a.type_of(a.value) for a in expr.args])
+
+    def arguments(self, expr) -> tuple[list | None, dict | None]:
+        """The call's positional operands and keyword operands by name, looking into the displays
+        its arguments were packed into; None where one is unknown (a starred argument of a user's)."""
+        positional, keywords = [], {}
+        for a in expr.args:
+            if not a.starred:
+                positional.append(a.value)
+                continue
+            display = self.displays.get(a.value)
+            if not isinstance(display, ir.Build) or any(item.starred for item in display.items):
+                positional = None
+                break
+            positional.extend(item.value for item in display.items)
+        for k in expr.kwargs:
+            if k.name is not None:
+                keywords[k.name] = k.value
+                continue
+            display = self.displays.get(k.value)
+            if not isinstance(display, ir.BuildDict) or any(
+                not isinstance(key, ir.Const) or not isinstance(key.value, str) for key, _ in display.items
+            ):
+                return positional, None
+            keywords.update((key.value, value) for key, value in display.items)
+        return positional, keywords
+
+    def writes_output(self, expr, f) -> bool:
+        """Whether the call passes an output argument: ``out=``, or a ufunc's output positionally.
+        Arguments a user packed (``f(*args, **kwargs)``) are checked at run time by the dispatcher."""
+        positional, keywords = self.arguments(expr)
+        out = (keywords or {}).get("out")
+        if out is not None and not (isinstance(out, ir.Const) and out.value is None):
+            return True
+        return isinstance(f, np.ufunc) and positional is not None and len(positional) > f.nin
+
+    def known_entry(self, expr) -> tuple[Write | None, object]:
+        """The call's entry in ``KNOWN_WRITES`` (or None) and the operand it writes into."""
+        f = self.a.call_target(expr)
+        if f is _MISSING and isinstance(expr, ir.MethodCall) and isinstance(expr.obj, str):
+            owner = self.a.type_of(expr.obj)
+            if isinstance(owner, ArrayType):
+                owner = np.ndarray
+            f = getattr(owner, expr.name, _MISSING) if isinstance(owner, type) else _MISSING
+        entry = known_write(f) if f is not _MISSING else None
+        if entry is None:
+            return None, None
+        if entry.target < 0:
+            return entry, expr.obj
+        positional = self.arguments(expr)[0] or ()
+        return entry, positional[entry.target] if entry.target < len(positional) else None
+
+    def known(self, expr) -> str | None:
+        """Why the call is refused when its write could matter: it is in ``KNOWN_WRITES`` or it
+        passes an output argument; None for any other call."""
+        f = self.a.call_target(expr)
+        if f is not _MISSING and self.writes_output(expr, f):
+            return (
+                f"`{callable_name(f)}` writes its result into an existing array (an output argument), which the "
+                "reverse pass would not follow; " + OUTPUT_ADVICE
+            )
+        entry, written = self.known_entry(expr)
+        if entry is None:
+            return None
+        shown = written if isinstance(written, str) and written not in self.temps else None
+        return write_message(entry, shown)
+
+    def run(self) -> Effects:
+        out = Effects()
+        calls = [s for s in self.stmts if isinstance(s, ir.Assign) and isinstance(s.expr, (ir.Call, ir.MethodCall))]
+        untrusted = [s for s in calls if not self.trusted(s.expr)]
+        self.build_edges(untrusted)
+        for stmt in untrusted:
+            known = self.known(stmt.expr)
+            if self.mode.get(stmt.index, "plain") != "plain":
+                # differentiated through its rule, which a call that writes in place has none of
+                if known is not None:
+                    self.a.refuse(stmt, known)
+                continue
+            entry, written = self.known_entry(stmt.expr)
+            roots = self.names([written]) if entry is not None else self.roots(stmt.expr)
+            if not roots:
+                continue
+            changed = self.affected(roots)
+            involved = any(self.a.is_active(x) for x in stmt.expr.operands()) or bool(changed & self.a.active)
+            matters = involved and (self.used(changed, stmt, "after") or self.seen_outside(changed))
+            if matters or self.used(changed, stmt, "before", holding=True):
+                if known is not None:
+                    self.a.refuse(stmt, known)
+                # the object whose method it is first: the container a known writing method changes
+                first = stmt.expr.obj if isinstance(stmt.expr, ir.MethodCall) else None
+                shown = sorted((n != first, n) for n in roots if n not in self.temps)
+                out.dispatched[stmt.index] = tuple(n for _, n in shown)
+        for stmt in self.stmts:
+            if isinstance(stmt, (ir.SetItem, ir.Mutate)) and stmt.obj not in self.buffers:
+                # a write into a global container: fine for a log the function does not read back
+                changed = self.affected([stmt.obj])
+                involved = self.a.is_active(stmt.value) or stmt.obj in self.a.active
+                read_back = involved and self.used(changed, stmt, "after")
+                if read_back or self.used(changed, stmt, "before", holding=True):
+                    self.a.refuse(
+                        stmt,
+                        f"writing into the global `{stmt.obj}` in place, which the function also reads, is not "
+                        "supported: the reverse pass would not follow it; build a local value instead",
+                    )
+        for name in self.buffers:
+            if name not in self.a.active:
+                holders = {v for v in self.every_name() if name in self.reach([v])}
+                users = [u for v in holders for u in self.users.get(v, ())]
+                if any(self.mode.get(u.index, "plain") not in _NOT_HOLDING for u in users):
+                    out.flagged.add(name)
+        for stmt in self.stmts:
+            if isinstance(stmt, ir.Assign) and getattr(stmt, "augmented", False) and stmt.expr.operands():
+                old = stmt.expr.operands()[0]
+                target = self.name(old)
+                if target is None:
+                    continue
+                others = {v for v in self.every_name() if v != target and target in self.reach([v])}
+                shared = others or self.edges.get(target) or self.seen_outside({target})
+                if shared or self.used({target}, stmt, "before", holding=True):
+                    out.rebind_checks.add(stmt.index)
+        return out
+
+
+def _operands(stmt) -> tuple:
+    if isinstance(stmt, ir.With):
+        return tuple(c for c, _ in stmt.contexts)
+    return stmt.operands()
+
+
+def _call_operands(expr) -> tuple:
+    """The operands of a call that its callee receives (the callee itself included: a closure
+    or a callable object may write into what it holds)."""
+    return expr.operands()
+
+
+def _call_arguments(expr) -> tuple:
+    return (*(a.value for a in expr.args), *(k.value for k in expr.kwargs))
+
+
+def _is_record_type(cls: type) -> bool:
+    """A dataclass or namedtuple, whose construction stores its arguments and calls nothing else."""
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        return True
+    return dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__")
+
+
+def _has_pure_rule(f, arg_types: list) -> bool:
+    """Whether calls of ``f`` with these argument types use a rule (rules write into nothing)."""
+    rule = static_lookup(rrule, f, arg_types)
+    if rule is not _MISSING:
+        return rule is not None
+    try:
+        entries = rrule._entries_for(f, False)
+    except TypeError:
+        return False
+    if entries is None or entries.untyped in (None, OPT_OUT):
+        return False
+    return all(r is not OPT_OUT for _, r in entries.typed)
+
+
+def analyze(analysis, stmts: list, mode: dict, buffers: dict) -> Effects:
+    """The effects of ``analysis``'s function for its specialization (see the module's docstring)."""
+    return _Effects(analysis, stmts, mode, buffers).run()

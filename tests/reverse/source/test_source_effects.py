@@ -1,0 +1,502 @@
+"""Calls that change a container in place (the effects pass): a write the reverse pass cannot
+follow is refused with the user's file:line:col and what to write instead, and what it advises
+differentiates correctly (finite differences, and every reverse engine)."""
+
+import dataclasses
+import heapq
+import pathlib
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+import chainrules.testing as crt
+from chainrules.reverse.source import effects, pullback_full
+from chainrules.reverse.source.simplify import has_typed_rules
+
+HERE = pathlib.Path(__file__).resolve()
+X = np.array([0.5, -1.3, 2.0])
+
+
+def where(marker: str, call: str) -> str:
+    """``file:line:col`` of ``call`` on the line carrying ``marker``."""
+    for number, line in enumerate(HERE.read_text().splitlines(), start=1):
+        if marker in line and "where(" not in line:
+            return f"{HERE}:{number}:{line.index(call) + 1}: "
+    raise LookupError(marker)
+
+
+def check(fn, *args, engine=None):
+    """The reverse engines (both by default) against finite differences."""
+    crt.check_grads(fn, args, modes=("reverse",), order=1, engine=engine)
+
+
+@dataclasses.dataclass
+class Box:
+    w: float = 0.0
+
+
+# ----- each refused call, with what its message advises -------------------------------------
+
+
+def copyto(x):
+    out = np.zeros(3)
+    np.copyto(out, 2.0 * x)  # <- copyto
+    return np.sum(out * x)
+
+
+def copyto_advised(x):
+    out = np.zeros(3)
+    out[...] = 2.0 * x
+    return np.sum(out * x)
+
+
+def out_keyword(x):
+    buf = np.zeros(3)
+    np.add(x, x, out=buf)  # <- out keyword
+    return np.sum(buf * x)
+
+
+def out_positional(x):
+    buf = np.zeros(3)
+    np.multiply(x, x, buf)  # <- out positional
+    return np.sum(buf * x)
+
+
+def out_of_a_reduction(x):
+    buf = np.zeros(3)
+    np.cumsum(x, out=buf)  # <- cumsum out
+    return np.sum(buf * x)
+
+
+def out_of_a_reduction_advised(x):
+    buf = np.zeros(3)
+    buf[...] = np.cumsum(x)
+    return np.sum(buf * x)
+
+
+def out_advised(x):
+    buf = np.zeros(3)
+    buf[...] = np.add(x, x)
+    return np.sum(buf * x)
+
+
+def add_at(x):
+    buf = np.zeros(3)
+    idx = np.array([0, 0, 2])
+    np.add.at(buf, idx, x)  # <- add.at
+    return np.sum(buf * x)
+
+
+def add_at_advised(x):
+    buf = np.zeros(3)
+    idx = np.array([0, 0, 2])
+    for j in range(len(idx)):
+        buf[idx[j]] += x[j]
+    return np.sum(buf * x)
+
+
+def put(x):
+    buf = np.zeros(3)
+    np.put(buf, [0, 2], x[:2])  # <- np put
+    return np.sum(buf * x)
+
+
+def put_advised(x):
+    buf = np.zeros(3)
+    buf[[0, 2]] = x[:2]
+    return np.sum(buf * x)
+
+
+def fill_diagonal(x):
+    m = np.zeros((3, 3))
+    np.fill_diagonal(m, x)  # <- fill_diagonal
+    return np.sum(m @ x)
+
+
+def fill_diagonal_advised(x):
+    m = np.zeros((3, 3))
+    m[np.arange(3), np.arange(3)] = x
+    return np.sum(m @ x)
+
+
+def fill(x):
+    buf = np.zeros(3)
+    buf.fill(x[0])  # <- buffer fill
+    return np.sum(buf * x)
+
+
+def fill_advised(x):
+    buf = np.zeros(3)
+    buf[...] = x[0]
+    return np.sum(buf * x)
+
+
+def update(x):
+    d = {"a": x[0]}
+    d.update({"b": x[1] * 2.0})  # <- update
+    return d["a"] * d["b"]
+
+
+def update_advised(x):
+    d = {"a": x[0]}
+    d = {**d, **{"b": x[1] * 2.0}}
+    return d["a"] * d["b"]
+
+
+def setdefault(x):
+    d = {"a": x[0]}
+    v = d.setdefault("b", x[1] * 3.0)  # <- setdefault
+    return d["a"] * d["b"] + v
+
+
+def setdefault_advised(x):
+    d = {"a": x[0]}
+    if "b" not in d:
+        d["b"] = x[1] * 3.0
+    v = d["b"]
+    return d["a"] * d["b"] + v
+
+
+def set_attribute(x):
+    b = Box()
+    name = "w"
+    setattr(b, name, x[0] * 2.0)  # <- setattr
+    return b.w * x[1]
+
+
+def set_attribute_advised(x):
+    b = Box(w=x[0] * 2.0)
+    return b.w * x[1]
+
+
+def insert(x):
+    lst = [x[0]]
+    lst.insert(0, x[1] * 2.0)  # <- insert
+    return lst[0] * lst[1]
+
+
+def insert_advised(x):
+    lst = [x[0]]
+    lst = lst[:0] + [x[1] * 2.0] + lst[0:]
+    return lst[0] * lst[1]
+
+
+def sort(x):
+    lst = [x[0], x[1] * 2.0, x[2]]
+    lst.sort()  # <- sort
+    return lst[0] * 3.0 + lst[2]
+
+
+def sort_advised(x):
+    lst = [x[0], x[1] * 2.0, x[2]]
+    lst = sorted(lst)
+    return lst[0] * 3.0 + lst[2]
+
+
+def reverse(x):
+    lst = [x[0], x[1] * 2.0]
+    lst.reverse()  # <- reverse
+    return lst[0] * 3.0 + lst[1]
+
+
+def reverse_advised(x):
+    lst = [x[0], x[1] * 2.0]
+    lst = lst[::-1]
+    return lst[0] * 3.0 + lst[1]
+
+
+def pop(x):
+    lst = [x[0], x[1] * 2.0]
+    v = lst.pop()  # <- pop
+    return lst[0] * 3.0 + v * len(lst)
+
+
+def pop_advised(x):
+    lst = [x[0], x[1] * 2.0]
+    v = lst[-1]
+    lst = lst[:-1]
+    return lst[0] * 3.0 + v * len(lst)
+
+
+def remove(x):
+    lst = [x[0], x[1] * 2.0, x[2]]
+    lst.remove(lst[1])  # <- remove
+    return lst[0] * 3.0 + lst[1]
+
+
+def remove_advised(x):
+    lst = [x[0], x[1] * 2.0, x[2]]
+    lst = lst[:1] + lst[2:]
+    return lst[0] * 3.0 + lst[1]
+
+
+def delete(x):
+    lst = [x[0], x[1] * 2.0]
+    del lst[0]  # <- del
+    return lst[0] * 3.0
+
+
+def delete_advised(x):
+    lst = [x[0], x[1] * 2.0]
+    lst = lst[:0] + lst[1:]
+    return lst[0] * 3.0
+
+
+REFUSED = [
+    (copyto, copyto_advised, "<- copyto", "np.copyto", "`np.copyto(dst, src)` changes `out` in place"),
+    (out_keyword, out_advised, "<- out keyword", "np.add", "`numpy.add` writes its result into an existing array"),
+    (out_positional, out_advised, "<- out positional", "np.multiply", "`numpy.multiply` writes its result"),
+    (out_of_a_reduction, out_of_a_reduction_advised, "<- cumsum out", "np.cumsum", "`numpy.cumsum` writes its result"),
+    (add_at, add_at_advised, "<- add.at", "np.add.at", "`ufunc.at(a, idx, v)` changes `buf` in place"),
+    (put, put_advised, "<- np put", "np.put", "`np.put(a, idx, v)` changes `buf` in place"),
+    (fill_diagonal, fill_diagonal_advised, "<- fill_diagonal", "np.fill", "`np.fill_diagonal(a, v)` changes `m`"),
+    (fill, fill_advised, "<- buffer fill", "buf.fill", "`a.fill(v)` changes `buf` in place"),
+    (update, update_advised, "<- update", "d.update", "`d.update(other)` changes `d` in place"),
+    (setdefault, setdefault_advised, "<- setdefault", "d.setdefault", "`d.setdefault(k, v)` changes `d`"),
+    (set_attribute, set_attribute_advised, "<- setattr", "setattr", "`setattr(obj, name, v)` changes `b`"),
+    (insert, insert_advised, "<- insert", "lst.insert", "`lst.insert(i, v)` changes `lst` in place"),
+    (sort, sort_advised, "<- sort", "lst.sort", "`lst.sort()` changes `lst` in place"),
+    (reverse, reverse_advised, "<- reverse", "lst.reverse", "`lst.reverse()` changes `lst` in place"),
+    (pop, pop_advised, "<- pop", "lst.pop", "`lst.pop(i)` changes `lst` in place"),
+    (remove, remove_advised, "<- remove", "lst.remove", "`lst.remove(v)` changes `lst` in place"),
+    (delete, delete_advised, "<- del", "del", "`del x[i]` changes `x` in place"),
+]
+
+
+@pytest.mark.parametrize("fn, advised, marker, call, phrase", REFUSED, ids=[c[0].__name__ for c in REFUSED])
+def test_a_call_that_writes_in_place_is_refused_with_the_line_and_what_to_write(fn, advised, marker, call, phrase):
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(fn, X)
+    message = str(info.value)
+    assert message.startswith(where(marker, call)), message
+    assert phrase in message
+    assert "instead" in message or "build" in message or "write" in message
+
+
+@pytest.mark.parametrize("fn, advised, marker, call, phrase", REFUSED, ids=[c[0].__name__ for c in REFUSED])
+def test_what_the_refusal_advises_differentiates_correctly(fn, advised, marker, call, phrase):
+    # the tape engine refuses writes into arrays (it cannot track them): those run on this engine only
+    writes_an_array = "np." in call or call == "buf.fill"
+    check(advised, X.copy(), engine="source" if writes_an_array else None)
+
+
+def test_every_refusal_names_an_entry_of_the_one_table():
+    """The advice comes from ``effects.KNOWN_WRITES`` (``del`` and output arguments aside)."""
+    names = {entry.name for entry in effects.KNOWN_WRITES.values()}
+    for *_, phrase in REFUSED:
+        quoted = phrase.split("`")[1]
+        assert quoted in names or "writes its result" in phrase or quoted == "del x[i]", quoted
+
+
+# ----- when the write cannot change a derivative, the call runs --------------------------------
+
+
+def sorts_a_list_of_indices(x):
+    order = [2, 0, 1]
+    order.sort()
+    order.reverse()
+    return x[order[0]] * x[order[2]]
+
+
+def pops_from_a_work_list(x):
+    todo = [0, 1, 2]
+    total = 0.0
+    while todo:
+        i = todo.pop()
+        total = total + x[i] * x[i]
+    return total
+
+
+def fills_an_unused_buffer(x):
+    scratch = np.zeros(3)
+    scratch.fill(1.0)
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("fn", [sorts_a_list_of_indices, pops_from_a_work_list, fills_an_unused_buffer])
+def test_a_write_that_cannot_change_a_derivative_runs(fn):
+    check(fn, X.copy())
+
+
+# ----- the mutation the engine follows keeps working ------------------------------------------
+
+
+def appends_and_extends(x):
+    lst = []
+    lst.append(x[0] * 2.0)
+    lst.extend([x[1], x[2] * x[0]])
+    lst[1] = lst[1] * 3.0
+    return np.sum(np.array(lst) * x)
+
+
+def fills_and_updates_a_buffer(x):
+    out = np.zeros(3)
+    for i in range(3):
+        out[i] = x[i] * x[i]
+        out[i] += x[0]
+    return np.sum(out * x)
+
+
+def assigns_dict_items(x):
+    d = {}
+    d["a"] = x[0] * 2.0
+    d["b"] = d["a"] * x[1]
+    return d["a"] + d["b"] * x[2]
+
+
+@pytest.mark.parametrize("fn", [appends_and_extends, fills_and_updates_a_buffer, assigns_dict_items])
+def test_mutation_the_engine_follows_keeps_working(fn):
+    check(fn, X.copy(), engine="source")
+    if fn is assigns_dict_items:  # the tape engine refuses writes of tracked values into lists and arrays
+        check(fn, X.copy(), engine="tape")
+
+
+def writes_into_its_argument(x):
+    x.fill(0.0)  # <- argument fill
+    return np.sum(x)
+
+
+def test_a_call_writing_into_an_argument_is_refused_and_leaves_it_alone():
+    x = X.copy()
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(writes_into_its_argument, x)
+    assert str(info.value).startswith(where("<- argument fill", "x.fill")), str(info.value)
+    np.testing.assert_array_equal(x, X)
+
+
+def test_a_write_through_packed_keywords_is_refused_at_run_time():
+    def adds_into(x, kwargs):
+        buf = kwargs["out"]
+        np.add(x, x, **kwargs)
+        return np.sum(buf * x)
+
+    with pytest.raises(cr.NoRuleError, match="out="):
+        pullback_full(adds_into, X.copy(), {"out": np.zeros(3)})
+
+
+# ----- other writes the pass finds -------------------------------------------------------------
+
+LOG = []
+CACHE = {}
+
+
+def logs_a_call(x):
+    LOG.append(len(LOG))
+    return x * 2.0
+
+
+def caches_and_reads_back(x):
+    CACHE["v"] = x * 2.0  # <- global write
+    return CACHE["v"] * x
+
+
+def test_a_global_log_is_written_and_a_global_read_back_is_refused():
+    before = len(LOG)
+    y, back = pullback_full(logs_a_call, 1.5)
+    assert (y, back(1.0)[1], len(LOG)) == (3.0, 2.0, before + 1)
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(caches_and_reads_back, 1.5)
+    assert str(info.value).startswith(where("<- global write", "CACHE")), str(info.value)
+    assert "writing into the global `CACHE` in place" in str(info.value)
+
+
+def heapifies(x):
+    h = [x * 2.0, x]
+    heapq.heapify(h)  # <- heapify
+    return h[0] * 3.0
+
+
+def test_a_library_call_without_a_rule_that_may_write_is_refused_naming_the_container():
+    with pytest.raises(cr.NoRuleError) as info:
+        pullback_full(heapifies, 1.5)
+    message = str(info.value)
+    assert f"{HERE}:{int(where('<- heapify', 'heapq').split(':')[1])}" in message
+    assert "heapify" in message and "may change `h` in place" in message
+
+
+def extends_through_another_name(x):
+    a = [x]
+    b = a
+    b += [x * 2.0]  # <- shared +=
+    return a[0] * a[1]
+
+
+def adds_into_an_array_through_another_name(x):
+    a = np.zeros(2)
+    b = a
+    b += x  # <- shared array +=
+    return np.sum(a * x)
+
+
+@pytest.mark.parametrize(
+    "fn, arg, marker, kind",
+    [
+        (extends_through_another_name, 1.5, "<- shared +=", "list"),
+        (adds_into_an_array_through_another_name, np.ones(2), "<- shared array +=", "ndarray"),
+    ],
+)
+def test_an_augmented_assignment_into_a_shared_object_is_refused(fn, arg, marker, kind):
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(fn, arg)
+    assert str(info.value).startswith(where(marker, "b +=")), str(info.value)
+    assert f"updates the {kind} in place" in str(info.value)
+
+
+def writes_indices_a_pullback_holds(x):
+    idx = np.zeros(2, dtype=int)
+    y = x[idx]
+    idx[0] = 1  # <- index write
+    return np.sum(y * x)
+
+
+def test_a_container_written_after_a_pullback_took_it_is_refused():
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(writes_indices_a_pullback_holds, np.array([1.0, 2.0]))
+    assert str(info.value).startswith(where("<- index write", "idx[0]")), str(info.value)
+    assert "writing into `idx` after it was passed to a call" in str(info.value)
+
+
+def test_the_runtime_dispatcher_uses_the_same_table():
+    """A known writing call the static types did not reveal is refused when it runs."""
+
+    def fills_what_a_call_returned(x):
+        zeros = np.zeros_like(x)  # a name after `x`: the message names the object the method changes
+        zeros.fill(x[0])  # <- runtime fill
+        return np.sum(zeros * x)
+
+    with pytest.raises(cr.UnsupportedSyntaxError, match=r"`a\.fill\(v\)` changes `zeros` in place") as info:
+        pullback_full(fills_what_a_call_returned, X.copy())
+    assert str(info.value).startswith(where("<- runtime fill", "zeros.fill")), str(info.value)
+
+
+def test_rules_typed_on_engine_stand_ins_do_not_count_as_typed_rules():
+    class Stand(cr.core.active.ActiveValue):
+        pass
+
+    def scaled(x):
+        return 2.0 * x
+
+    cr.rrule.register(scaled, Stand)(lambda x: (scaled(x), lambda dy: (cr.NoTangent(), 2.0 * dy)))
+    assert not has_typed_rules(scaled)
+    cr.rrule.register(scaled, float)(lambda x: (scaled(x), lambda dy: (cr.NoTangent(), 2.0 * dy)))
+    assert has_typed_rules(scaled)
+
+
+def make_pair(x):
+    return [x, x * 2.0]
+
+
+def pops_what_a_call_made(x):
+    lst = make_pair(x)
+    v = lst.pop()  # <- runtime pop
+    return v * 3.0
+
+
+def test_a_known_writing_call_reached_at_run_time_gets_the_same_advice():
+    with pytest.raises(cr.NoRuleError) as info:
+        pullback_full(pops_what_a_call_made, 1.5)
+    message = str(info.value)
+    line = where("<- runtime pop", "lst.pop").split(":")[1]
+    assert f"{HERE}:{line}" in message
+    assert "`lst.pop(i)` changes a container in place" in message and "build `lst = lst[:i] + lst[i + 1:]`" in message
