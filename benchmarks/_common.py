@@ -24,7 +24,8 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable
+import tracemalloc
+from collections.abc import Callable, Sequence
 from types import ModuleType
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -93,6 +94,90 @@ def version_of(name: str) -> str:
         return f"{name} {NOT_INSTALLED}"
 
 
+#: the peers a benchmark compares against, by the label its table shows, and the package each needs
+PEERS = {"JAX jit": "jax", "JAX eager": "jax", "PyTorch": "torch", "autograd": "autograd"}
+
+
+def peer_vjp(
+    peer: str,
+    f: Callable[..., object],
+    args: Sequence[object],
+    *,
+    argnums: Sequence[int] | None = None,
+    cotangent: object = None,
+) -> Callable[[], tuple] | None:
+    """A zero-argument callable running ``f``'s primal and pullback with a peer; ``None`` when it is not installed.
+
+    ``peer`` is a key of ``PEERS``. ``f(xp, *args)`` is written once for every peer: ``xp`` is the
+    peer's array namespace (``jax.numpy``, ``torch`` or ``autograd.numpy``; branch on
+    ``xp.__name__`` where their names differ). ``args`` are NumPy arrays or floats, converted once,
+    outside the timed call. The callable returns the cotangents of ``args[i]`` for ``i`` in
+    ``argnums`` (all by default) for ``cotangent``, which defaults to ones shaped like the output
+    (1.0 for a scalar loss: the gradient). JAX runs in float64.
+
+    >>> import numpy as np
+    >>> run = peer_vjp("autograd", lambda xp, x, y: xp.sum(x * y), (np.array([1.0, 2.0]), np.array([3.0, 4.0])))
+    >>> run is None or [list(dx) for dx in run()] == [[3.0, 4.0], [1.0, 2.0]]
+    True
+    """
+    module = optional_import(PEERS[peer])
+    if module is None:
+        return None
+    import numpy as np
+
+    positions = tuple(range(len(args))) if argnums is None else tuple(argnums)
+
+    def with_active(constants: Sequence[object], active: Sequence[object]) -> list:
+        full = list(constants)
+        for i, value in zip(positions, active):
+            full[i] = value
+        return full
+
+    if PEERS[peer] == "jax":
+        module.config.update("jax_enable_x64", True)
+        jnp = importlib.import_module("jax.numpy")
+        constants = [jnp.asarray(a) for a in args]
+        primals = [constants[i] for i in positions]
+
+        def g(*active):
+            return f(jnp, *with_active(constants, active))
+
+        dy = jnp.ones_like(g(*primals)) if cotangent is None else jnp.asarray(cotangent)
+
+        def reverse(*active):
+            return module.vjp(g, *active)[1](dy)
+
+        compiled = module.jit(reverse) if peer == "JAX jit" else reverse
+        return lambda: module.block_until_ready(compiled(*primals))
+    if PEERS[peer] == "torch":
+        torch = module
+        tensors = [
+            torch.from_numpy(a) if isinstance(a, np.ndarray) else torch.tensor(a, dtype=torch.float64) for a in args
+        ]
+        leaves = [tensors[i].requires_grad_() for i in positions]
+        y = f(torch, *tensors)
+        dy = torch.ones_like(y) if cotangent is None else torch.as_tensor(cotangent)
+
+        def run_torch() -> tuple:
+            return torch.autograd.grad(f(torch, *tensors), leaves, dy)
+
+        return run_torch
+    anp = importlib.import_module("autograd.numpy")
+    primals = [args[i] for i in positions]
+
+    def h(*active):
+        return f(anp, *with_active(args, active))
+
+    y = h(*primals)
+    dy = (np.ones_like(y) if np.ndim(y) else 1.0) if cotangent is None else cotangent
+    make_vjp = module.make_vjp(h, argnum=tuple(range(len(positions))))
+
+    def run_autograd() -> tuple:
+        return make_vjp(*primals)[0](dy)
+
+    return run_autograd
+
+
 # ----- timing ----------------------------------------------------------------------------------
 
 
@@ -113,8 +198,13 @@ def compare(
     number: int = 5,
     warmup: int = 2,
     timer: Callable[[], float] = TIMER,
+    budget: float | None = None,
 ) -> dict[str, Timing]:
     """Time each method ``number`` calls at a time, ``repeats`` times, interleaved; medians per method.
+
+    With ``budget`` (seconds), each method's number of calls per sample is chosen instead so that
+    a sample takes about that long: methods a thousand times apart are compared in one run
+    without timing the fast ones at the timer's resolution.
 
     The order of the methods rotates from one repeat to the next, so that no method always runs
     right after the same neighbour. Each repeat's time of a method is divided by the baseline's
@@ -130,22 +220,30 @@ def compare(
     for name in names:
         for _ in range(warmup):
             methods[name]()
+    numbers = dict.fromkeys(names, number)
+    if budget is not None:
+        for name in names:
+            once = _seconds(methods[name], 1, timer)
+            if once < budget:  # a slow method is not called again just to calibrate it
+                once = min(once, _seconds(methods[name], 1, timer), _seconds(methods[name], 1, timer))
+            numbers[name] = max(1, int(budget / max(once, 1e-7)))
     samples: dict[str, list[float]] = {name: [] for name in names}
     gc_was_enabled = gc.isenabled()
+    # what exists now (modules, the methods' data) is set aside for the collections between samples:
+    # with PyTorch and JAX loaded a full collection would otherwise take about 0.1 s each time
+    gc.collect()
+    gc.freeze()
     try:
         for r in range(repeats):
             order = names[r % len(names) :] + names[: r % len(names)]
             for name in order:
-                run = methods[name]
                 gc.collect()
                 gc.disable()
-                start = timer()
-                for _ in range(number):
-                    run()
-                samples[name].append((timer() - start) / number)
+                samples[name].append(_seconds(methods[name], numbers[name], timer))
                 if gc_was_enabled:
                     gc.enable()
     finally:
+        gc.unfreeze()
         if gc_was_enabled:
             gc.enable()
     base = samples[baseline]
@@ -157,6 +255,32 @@ def compare(
         )
         for name, ts in samples.items()
     }
+
+
+def _seconds(run: Callable[[], object], number: int, timer: Callable[[], float]) -> float:
+    start = timer()
+    for _ in range(number):
+        run()
+    return (timer() - start) / number
+
+
+def peak_bytes(fn: Callable[[], object]) -> int:
+    """The peak of the memory Python and NumPy allocate during one call of ``fn`` (tracemalloc), in bytes.
+
+    Call ``fn`` once before, so that one-time caches are not counted. PyTorch and JAX allocate
+    outside tracemalloc's view.
+
+    >>> import numpy as np
+    >>> 8_000 <= peak_bytes(lambda: np.ones(1_000)) < 16_000
+    True
+    """
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 # ----- reporting -------------------------------------------------------------------------------
@@ -193,4 +317,12 @@ def write_results(name: str, text: str) -> pathlib.Path:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.md"
     path.write_text(text.rstrip() + "\n")
+    return path
+
+
+def report(name: str, text: str) -> pathlib.Path:
+    """What ``python benchmarks/<name>.py`` ends with: write the results file, print the text and where it went."""
+    path = write_results(name, text)
+    print(text)
+    print(f"\nwrote {path}", file=sys.stderr)
     return path

@@ -15,21 +15,22 @@ Run: ``python benchmarks/accumulation.py`` (writes benchmarks/results/accumulati
 
 from __future__ import annotations
 
-import gc
 import operator
-import pathlib
-import platform
-import statistics
-import time
-import tracemalloc
 
-import numpy as np
-import scipy
-from threadpoolctl import threadpool_limits
+try:
+    from benchmarks import _common as common
+except ImportError:  # run as a script: benchmarks/ is on sys.path
+    import _common as common
 
-import chainrules as cr
+THREADS_NOTE = common.pin_threads(1)
+
+import numpy as np  # noqa: E402
+
+import chainrules as cr  # noqa: E402
 
 RNG = np.random.default_rng(0)
+#: n -> repeats of the mysum loops; the value form is quadratic in n (7 s a call at n = 100,000)
+REPEATS_LOOPS = {1_000: 15, 10_000: 9, 100_000: 3}
 
 
 # ----- 1. the cotangents of X[i] ---------------------------------------------------------------
@@ -55,50 +56,39 @@ def plain_mysum(X):
     return total
 
 
-def timed(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def peak_bytes(fn) -> int:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def getitem_table(sizes) -> list[str]:
-    lines = [
-        "| n | primal loop | in-place form | per element | peak (in-place) | value form | per element"
-        " | peak (value) | value ÷ in-place |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    headers = ["n", "primal loop", "in-place form", "per element", "peak (in-place)", "value form", "per element"]
+    headers += ["peak (value)", "value ÷ in-place"]
+    rows = []
     for n in sizes:
         X = RNG.standard_normal(n)
+        # the checks are the warm-up; the value form, quadratic in n, is checked where it is cheap
         assert np.array_equal(mysum_gradient(X, False), np.ones(n))
-        assert np.array_equal(mysum_gradient(X, True), np.ones(n))
-        floats = 8 * n
-        repeats = 15 if n <= 10_000 else 5
-        t_plain = timed(lambda: plain_mysum(X), repeats)
-        t_in = timed(lambda: mysum_gradient(X, False), repeats)
-        t_val = timed(lambda: mysum_gradient(X, True), repeats if n <= 10_000 else 1)
-        p_in = peak_bytes(lambda: mysum_gradient(X, False))
-        p_val = peak_bytes(lambda: mysum_gradient(X, True))
-        lines.append(
-            f"| {n:,} | {t_plain * 1e3:.2f} ms | {t_in * 1e3:.1f} ms | {t_in / n * 1e6:.2f} µs"
-            f" | {p_in / floats:.2f} arrays | {t_val * 1e3:.0f} ms | {t_val / n * 1e6:.1f} µs"
-            f" | {p_val / floats:.2f} arrays | {t_val / t_in:.0f}× |"
+        if n <= 10_000:
+            assert np.array_equal(mysum_gradient(X, True), np.ones(n))
+        methods = {
+            "primal": lambda: plain_mysum(X),
+            "in-place": lambda: mysum_gradient(X, False),
+            "value": lambda: mysum_gradient(X, True),
+        }
+        repeats = REPEATS_LOOPS[n]
+        t = common.compare(methods, "in-place", repeats=repeats, number=1, warmup=0)
+        arrays = [common.peak_bytes(methods[name]) / (8 * n) for name in ("in-place", "value")]
+        rows.append(
+            [
+                f"{n:,}",
+                f"{t['primal'].seconds * 1e3:.2f} ms",
+                f"{t['in-place'].seconds * 1e3:.1f} ms",
+                f"{t['in-place'].seconds / n * 1e6:.2f} µs",
+                f"{arrays[0]:.2f} arrays",
+                f"{t['value'].seconds * 1e3:.0f} ms",
+                f"{t['value'].seconds / n * 1e6:.1f} µs",
+                f"{arrays[1]:.2f} arrays",
+                f"{t['value'].ratio:.1f}×",
+            ]
         )
-        print(lines[-1], flush=True)
-    return lines
+        print(rows[-1], flush=True)
+    return common.markdown_table(headers, rows).splitlines()
 
 
 # ----- 2. the cotangent of X in Y = A @ X -------------------------------------------------------
@@ -116,34 +106,35 @@ def matmul_case(m: int, k: int, n: int | None, order: str):
 
 
 def matmul_table(cases) -> list[str]:
-    lines = [
-        "| A | X (accumulator) | in-place form (BLAS, beta = 1) | `acc + A.T @ dY` | `acc += A.T @ dY`"
-        " | NumPy ÷ in-place | peak: in-place | peak: `acc + A.T @ dY` |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    headers = ["A", "X (accumulator)", "in-place form (BLAS, beta = 1)", "`acc + A.T @ dY`", "`acc += A.T @ dY`"]
+    headers += ["`acc + A.T @ dY` ÷ in-place", "peak: in-place", "peak: `acc + A.T @ dY`"]
+    rows = []
     for m, k, n, order in cases:
         back, A, dY, acc = matmul_case(m, k, n, order)
         dX = back(dY)[2]
         expected = acc + A.T @ dY
         assert cr.iadd(acc, dX) is acc
         np.testing.assert_allclose(acc, expected, rtol=1e-10, atol=1e-8)
-        repeats = 21 if k * (n or 1) * m < 1e8 else 7
-        t_in = timed(lambda: cr.iadd(acc, dX), repeats)
-        t_new = timed(lambda: acc + A.T @ dY, repeats)
 
         def numpy_inplace():
             np.add(acc, A.T @ dY, out=acc)
 
-        t_inc = timed(numpy_inplace, repeats)
-        p_in = peak_bytes(lambda: cr.iadd(acc, dX))
-        p_new = peak_bytes(lambda: acc + A.T @ dY)
+        methods = {"in-place": lambda: cr.iadd(acc, dX), "new": lambda: acc + A.T @ dY, "numpy +=": numpy_inplace}
+        repeats = 21 if k * (n or 1) * m < 1e8 else 7
+        t = common.compare(methods, "in-place", repeats=repeats, number=1, warmup=1)
+        peaks = [common.peak_bytes(methods[name]) for name in ("in-place", "new")]
         shape_x = f"({k},)" if n is None else f"({k}, {n}) {order}"
-        lines.append(
-            f"| ({m}, {k}) | {shape_x} | {_ms(t_in)} | {_ms(t_new)} | {_ms(t_inc)} | {t_new / t_in:.2f}×"
-            f" | {_mb(p_in)} | {_mb(p_new)} |"
+        rows.append(
+            [
+                f"({m}, {k})",
+                shape_x,
+                *(_ms(t[name].seconds) for name in methods),
+                f"{t['new'].ratio:.2f}×",
+                *(_mb(b) for b in peaks),
+            ]
         )
-        print(lines[-1], flush=True)
-    return lines
+        print(rows[-1], flush=True)
+    return common.markdown_table(headers, rows).splitlines()
 
 
 def _ms(t: float) -> str:
@@ -155,26 +146,26 @@ def _mb(b: int) -> str:
 
 
 def main() -> str:
-    with threadpool_limits(limits=1):
-        getitem_lines = getitem_table([1_000, 10_000, 100_000])
-        matmul_lines = matmul_table(
-            [
-                (100, 100, 100, "C"),
-                (500, 500, 500, "C"),
-                (1000, 1000, 1000, "F"),
-                (16, 2000, 2000, "C"),
-                (2000, 2000, None, "C"),
-                (1, 3000, 3000, "C"),
-            ]
-        )
+    getitem_lines = getitem_table(list(REPEATS_LOOPS))
+    matmul_lines = matmul_table(
+        [
+            (100, 100, 100, "C"),
+            (500, 500, 500, "C"),
+            (1000, 1000, 1000, "F"),
+            (16, 2000, 2000, "C"),
+            (2000, 2000, None, "C"),
+            (1, 3000, 3000, "C"),
+        ]
+    )
     header = [
         "# Gradient accumulation: in-place forms against values",
         "",
-        f"Python {platform.python_version()}, NumPy {np.__version__}, SciPy {scipy.__version__}, "
-        f"{platform.machine()}; both OpenBLAS thread pools (NumPy's and SciPy's) pinned to 1 thread "
-        "with threadpoolctl. Times are medians over repeats (15 for the loops up to n = 10,000, 5 above, and a "
-        "single run of the value form at n = 100,000; 7 to 21 for the products); peaks are tracemalloc's, in a "
-        "separate run. The machine is shared (2 cores): compare figures within a row.",
+        f"{common.machine_line()}; {common.version_of('numpy')}, {common.version_of('scipy')};",
+        THREADS_NOTE + ".",
+        "Process CPU time, one call per sample, the methods of a row interleaved in one run; times are medians "
+        f"over repeats ({', '.join(f'{r} at n = {n:,}' for n, r in REPEATS_LOOPS.items())} for the loops; "
+        "7 to 21 for the products), ratios the medians of the per-repeat ratios. Peaks are tracemalloc's, "
+        "in a separate call.",
         "",
         "## Accumulating the cotangents of `X[i]`, i in range(n) (seed 004's `mysum`)",
         "",
@@ -201,8 +192,4 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    table = main()
-    out = pathlib.Path(__file__).parent / "results" / "accumulation.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table)
-    print(table)
+    common.report("accumulation", main())

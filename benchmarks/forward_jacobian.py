@@ -11,16 +11,14 @@ Run: ``python benchmarks/forward_jacobian.py`` (writes benchmarks/results/forwar
 
 from __future__ import annotations
 
-import os
+import importlib
 
-# Single-threaded XLA, set before JAX is imported (the machine is shared; ratios need one thread each).
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+try:
+    from benchmarks import _common as common
+except ImportError:  # run as a script: benchmarks/ is on sys.path
+    import _common as common
 
-import pathlib  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+THREADS_NOTE = common.pin_threads(1)  # before JAX is imported
 
 import numpy as np  # noqa: E402
 
@@ -28,6 +26,9 @@ import chainrules as cr  # noqa: E402
 
 SIZES = [(10, 10), (10, 1000), (1000, 10), (100, 100), (1000, 1000)]  # (N inputs, M outputs)
 TARGET = 3.0  # ours / analytic, where N <= M
+#: samples per contender (SLOW_REPEATS where a call takes over 0.3 s), each filling about BUDGET seconds
+REPEATS, SLOW_REPEATS, BUDGET = 15, 3, 0.02
+PEERS = ["jax.jacfwd eager", "jax.jacfwd jit", "torch.func.jacfwd", "autograd.jacobian"]
 
 
 def _problem(n: int, m: int):
@@ -36,7 +37,7 @@ def _problem(n: int, m: int):
 
 
 def contenders(W, b, x):
-    """name -> zero-argument callable computing the Jacobian (None where the library is missing)."""
+    """name -> zero-argument callable computing the Jacobian; a peer that is not installed is left out."""
 
     def analytic():
         return 2 * (W @ x + b)[:, None] * W
@@ -49,11 +50,10 @@ def contenders(W, b, x):
         "NumPy analytic": analytic,
         "chainrules forward": lambda: cr.jacobian(f, x, mode="forward"),
     }
-    try:
-        import jax
-        import jax.numpy as jnp
-
+    jax, torch, autograd = (common.optional_import(name) for name in ("jax", "torch", "autograd"))
+    if jax is not None:
         jax.config.update("jax_enable_x64", True)
+        jnp = jax.numpy
         Wj, bj, xj = jnp.asarray(W), jnp.asarray(b), jnp.asarray(x)
 
         def fj(x):
@@ -63,50 +63,26 @@ def contenders(W, b, x):
         jitted = jax.jit(jax.jacfwd(fj))
         out["jax.jacfwd eager"] = lambda: eager(xj).block_until_ready()
         out["jax.jacfwd jit"] = lambda: jitted(xj).block_until_ready()
-    except ImportError:
-        out["jax.jacfwd eager"] = out["jax.jacfwd jit"] = None
-    try:
-        import torch
-        import torch.func
-
-        torch.set_num_threads(1)
+    if torch is not None:
         Wt, bt, xt = (torch.from_numpy(a) for a in (W, b, x))
-        jt = torch.func.jacfwd(lambda x: (Wt @ x + bt) ** 2)
+        jt = importlib.import_module("torch.func").jacfwd(lambda x: (Wt @ x + bt) ** 2)
         out["torch.func.jacfwd"] = lambda: jt(xt)
-    except ImportError:
-        out["torch.func.jacfwd"] = None
-    try:
-        import autograd
-        import autograd.numpy as anp
-
+    if autograd is not None:
+        anp = importlib.import_module("autograd.numpy")
         ja = autograd.jacobian(lambda x: (anp.dot(W, x) + b) ** 2)
         out["autograd.jacobian"] = lambda: ja(x)
-    except ImportError:
-        out["autograd.jacobian"] = None
     return out
 
 
-def _time_once(fn, number: int) -> float:
-    start = time.perf_counter()
-    for _ in range(number):
+def measure(fns: dict) -> dict[str, common.Timing]:
+    """Medians per contender and ratios to the analytic Jacobian, every contender's calls interleaved."""
+    slowest = 0.0
+    for fn in fns.values():
+        start = common.TIMER()
         fn()
-    return (time.perf_counter() - start) / number
-
-
-def measure(fns: dict, budget: float = 0.02) -> dict:
-    """Median seconds per call of each contender; repeats are interleaved so that the load of a
-    shared machine hits all of them alike."""
-    numbers, samples = {}, {}
-    for name, fn in fns.items():
-        fn()  # warm up (JAX compiles here)
-        once = min(_time_once(fn, 1) for _ in range(3))
-        numbers[name] = max(1, int(budget / max(once, 1e-7)))
-        samples[name] = []
-    repeats = 15 if max(_time_once(fn, 1) for fn in fns.values()) < 0.3 else 3
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            samples[name].append(_time_once(fn, numbers[name]))
-    return {name: statistics.median(s) for name, s in samples.items()}
+        slowest = max(slowest, common.TIMER() - start)
+    repeats = REPEATS if slowest < 0.3 else SLOW_REPEATS
+    return common.compare(fns, "NumPy analytic", repeats=repeats, warmup=0, budget=BUDGET)
 
 
 def _fmt_time(seconds: float) -> str:
@@ -117,32 +93,40 @@ def _fmt_time(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
-def main() -> str:
-    from threadpoolctl import threadpool_limits
+#: what the table does not say by itself
+NOTES = [
+    "- The machine is shared (the load average above): the ratios come from interleaved repeats, so the "
+    "load affects every contender of a row alike, but it inflates Python-level overhead more than NumPy's "
+    "arithmetic.",
+    "- Where ours misses 3×, the time is a fixed cost, not arithmetic: three dispatched operations "
+    "(`W @ x`, `+ b`, `** 2`), each one rule lookup and one `frule` call with its bookkeeping, plus "
+    "the seeding and reading of the pass. At 10×10 the analytic Jacobian is a handful of NumPy "
+    "calls, so any per-operation interpretation is several times it.",
+    "- At 1000×1000 the seed is a `BasisSeed` (a block of unit tangents that knows it is one): "
+    "`W @ seed` is a row selection of `W`, not a 10⁹-flop product, and the Jacobian costs what the "
+    "analytic one does. Peers push a dense identity basis through the product.",
+    "- Chunk size: all N inputs in one pass up to N = 2048 (the seed block N·chunk ≤ 2²² numbers), "
+    "so every row here is one pass.",
+]
 
-    threadpool_limits(1)
-    load = os.getloadavg()[0]
-    peers = ["jax.jacfwd eager", "jax.jacfwd jit", "torch.func.jacfwd", "autograd.jacobian"]
+
+def main() -> str:
     rows, verdicts = [], []
     for n, m in SIZES:
         W, b, x = _problem(n, m)
         fns = contenders(W, b, x)
         expected = fns["NumPy analytic"]()
-        available = {}
-        for name, fn in fns.items():
-            if fn is None:
-                continue
+        for name, fn in fns.items():  # the checks are the warm-up (JAX compiles here)
             if name != "f(x)":
                 np.testing.assert_allclose(np.asarray(fn()), expected, rtol=1e-10, atol=1e-10, err_msg=name)
-            available[name] = fn
-        times = measure(available)
-        base = times["NumPy analytic"]
-        ours = times["chainrules forward"] / base
-        cells = [f"{n}×{m}", _fmt_time(times["f(x)"]), _fmt_time(base), f"{ours:.2f}×"]
-        for p in peers:
-            cells.append(f"{times[p] / base:.1f}×" if p in times else "not installed")
-        rows.append("| " + " | ".join(cells) + " |")
-        eager = [times[p] / base for p in ("jax.jacfwd eager", "torch.func.jacfwd", "autograd.jacobian") if p in times]
+        t = measure(fns)
+        base = t["NumPy analytic"].seconds
+        ours = t["chainrules forward"].ratio
+        cells = [f"{n}×{m}", _fmt_time(t["f(x)"].seconds), _fmt_time(base), f"{ours:.2f}×"]
+        cells += [f"{t[p].ratio:.1f}×" if p in t else common.NOT_INSTALLED for p in PEERS]
+        rows.append(cells)
+        print(cells, flush=True)
+        eager = [t[p].ratio for p in ("jax.jacfwd eager", "torch.func.jacfwd", "autograd.jacobian") if p in t]
         if n <= m:
             ok = ours <= TARGET
             verdicts.append(
@@ -154,23 +138,20 @@ def main() -> str:
             f"- {n}×{m}: ahead of every peer's eager mode ({', '.join(f'{e:.0f}×' for e in eager)}): "
             f"**{'met' if ahead else 'missed'}**"
         )
-    header = ["N×M (inputs×outputs)", "plain f(x)", "NumPy analytic", "chainrules forward", *peers]
-    import numpy
-
+    header = ["N×M (inputs×outputs)", "plain f(x)", "NumPy analytic", "chainrules forward", *PEERS]
     lines = [
         "# Forward-mode Jacobian of (W x + b)²",
         "",
         "Time of one plain evaluation of f and of the NumPy analytic Jacobian `2 (W x + b)[:, None] * W`, "
         "and every contender as a multiple of the analytic Jacobian (lower is better), measured side by side "
-        "in one run; medians of 15 interleaved repeats (3 where a call takes over 0.3 s). "
-        "float64; NumPy/SciPy BLAS pinned to 1 thread with threadpoolctl, PyTorch `set_num_threads(1)`, "
-        "XLA single-threaded. Every contender's Jacobian was checked against the analytic one.",
-        f"Python {platform.python_version()}, NumPy {numpy.__version__}, {platform.machine()}; "
-        f"`python benchmarks/forward_jacobian.py`.",
+        f"in one run: process CPU time, medians of {REPEATS} interleaved repeats ({SLOW_REPEATS} where a call "
+        f"takes over 0.3 s) of samples of about {BUDGET * 1e3:g} ms, ratios the medians of the per-repeat "
+        "ratios. float64. Every contender's Jacobian was checked against the analytic one.",
+        f"{common.machine_line()}; {THREADS_NOTE}.",
+        "Peers: " + ", ".join(common.version_of(name) for name in ("jax", "torch", "autograd")) + "; "
+        "`python benchmarks/forward_jacobian.py`.",
         "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-        *rows,
+        common.markdown_table(header, rows),
         "",
         "## Targets",
         "",
@@ -178,27 +159,10 @@ def main() -> str:
         "",
         "## Notes",
         "",
-        f"- Load average of the shared 2-core machine when the run started: {load:.1f} (the ratios come from "
-        "interleaved repeats, so the load affects every contender of a row alike, but it inflates "
-        "Python-level overhead more than NumPy's arithmetic).",
-        "- Where ours misses 3×, the time is a fixed cost, not arithmetic: three dispatched operations "
-        "(`W @ x`, `+ b`, `** 2`), each one rule lookup and one `frule` call with its bookkeeping, plus "
-        "the seeding and reading of the pass. At 10×10 the analytic Jacobian is a handful of NumPy "
-        "calls, so any per-operation interpretation is several times it.",
-        "- At 1000×1000 the seed is a `BasisSeed` (a block of unit tangents that knows it is one): "
-        "`W @ seed` is a row selection of `W`, not a 10⁹-flop product, and the Jacobian costs what the "
-        "analytic one does. Peers push a dense identity basis through the product.",
-        "- Chunk size: all N inputs in one pass up to N = 2048 (the seed block N·chunk ≤ 2²² numbers), "
-        "so every row here is one pass.",
-        "",
+        *NOTES,
     ]
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    table = main()
-    out = pathlib.Path(__file__).parent / "results" / "forward_jacobian.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table)
-    print(table)
-    sys.exit(0)
+    common.report("forward_jacobian", main())

@@ -14,22 +14,22 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-import os
-import pathlib
-import platform
-import statistics
-import time
-import timeit
 
-from threadpoolctl import threadpool_limits
+try:
+    from benchmarks import _common as common
+except ImportError:  # run as a script: benchmarks/ is on sys.path
+    import _common as common
 
-import chainrules as cr
-from chainrules.core import callable_name
+THREADS_NOTE = common.pin_threads(1)  # before JAX is imported
+
+import numpy as np  # noqa: E402
+
+import chainrules as cr  # noqa: E402
+from chainrules.core import callable_name  # noqa: E402
 
 NUMBER, REPEATS = 5_000, 21
-#: CPU time of this process, not wall time: on a shared machine a preempted sample would count the other
-#: processes' time slices too
-TIMER = time.process_time
+#: seconds per sample in the seed-001 table, whose methods are up to 10^5 times apart
+BUDGET = 0.005
 
 
 @dataclasses.dataclass
@@ -63,23 +63,7 @@ CASES = [
 ]
 
 
-def median_ns(fn, number: int = 200, repeat: int = 15) -> float:
-    """For the peers, whose calls take tens to hundreds of microseconds."""
-    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat, timer=TIMER)) / number * 1e9
-
-
-def side_by_side(*fns) -> list[tuple[float, float]]:
-    """For each fn: (median ns per call, median ratio to the first fn), timed in alternation so that
-    the machine's load changes hit every fn alike (this machine is shared and noisy)."""
-    samples = [[] for _ in fns]
-    for _ in range(REPEATS):
-        for times, fn in zip(samples, fns):
-            times.append(timeit.timeit(fn, number=NUMBER, timer=TIMER) / NUMBER * 1e9)
-    base = samples[0]
-    return [(statistics.median(ts), statistics.median(t / b for t, b in zip(ts, base))) for ts in samples]
-
-
-def rule_costs(f, args) -> list[tuple[float, float]]:
+def rule_costs(f, args) -> dict[str, common.Timing]:
     rule = cr.rrule.lookup(f, args)
     pushforward = cr.frule.lookup(f, args)
     tangents = (NO, *(1.0 if type(a) is float else NO for a in args))
@@ -88,7 +72,8 @@ def rule_costs(f, args) -> list[tuple[float, float]]:
         y, back = rule(*args)
         back(1.0)
 
-    return side_by_side(lambda: f(*args), reverse, lambda: pushforward(tangents, *args))
+    methods = {"plain": lambda: f(*args), "rrule": reverse, "frule": lambda: pushforward(tangents, *args)}
+    return common.compare(methods, "plain", repeats=REPEATS, number=NUMBER)
 
 
 def seed_f(a, b):
@@ -106,70 +91,30 @@ def gradient_from_rules(a, b, mul=None, add=None, div=None):
     return da1 + da2, db1 + db2
 
 
-def peers(a: float, b: float) -> list[tuple[str, float | None]]:
-    rows: list[tuple[str, float | None]] = []
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-
-        def torch_grad():
-            ta = torch.tensor(a, dtype=torch.float64, requires_grad=True)
-            tb = torch.tensor(b, dtype=torch.float64, requires_grad=True)
-            seed_f(ta, tb).backward()
-            return ta.grad, tb.grad
-
-        rows.append(("PyTorch eager (tensors created per call)", median_ns(torch_grad)))
-    except ImportError:
-        rows.append(("PyTorch", None))
-    try:
-        import autograd
-
-        autograd_grad = autograd.grad(lambda ab: seed_f(ab[0], ab[1]))
-        rows.append(("HIPS autograd", median_ns(lambda: autograd_grad((a, b)))))
-    except ImportError:
-        rows.append(("HIPS autograd", None))
-    try:
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
-        eager = jax.grad(seed_f, argnums=(0, 1))
-        jitted = jax.jit(eager)
-        jax.block_until_ready(jitted(a, b))
-
-        def jit_call():
-            return jax.block_until_ready(jitted(a, b))
-
-        rows.append(("JAX jit (after compiling)", median_ns(jit_call)))
-        rows.append(
-            ("JAX eager", statistics.median(timeit.repeat(lambda: eager(a, b), number=20, repeat=5)) / 20 * 1e9)
-        )
-    except ImportError:
-        rows.append(("JAX", None))
-    return rows
-
-
 def main() -> str:
     lines = [
         "# Python scalar rules: cost per call on plain floats",
         "",
-        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, load average "
-        f"{os.getloadavg()[0]:.1f} at the start (a shared machine: absolute times vary by 2-3x between runs);",
-        "BLAS pools (NumPy's and SciPy's OpenBLAS) pinned to 1 thread with threadpoolctl, PyTorch to 1 thread;",
-        f"process CPU time (time.process_time), median of {REPEATS} repeats of {NUMBER:,} calls, all measured "
-        "in one run; ratios are medians of "
-        "per-repeat ratios, the plain call and the rules timed in alternation.",
+        f"{common.machine_line()} (a shared machine: absolute times vary by 2-3x between runs);",
+        THREADS_NOTE + ";",
+        f"process CPU time, median of {REPEATS} repeats of {NUMBER:,} calls, all measured "
+        "in one run; ratios are medians of per-repeat ratios, the plain call and the rules timed in alternation.",
         "Rules are looked up once, as an engine caches them.",
         "",
-        "| callable | plain call (ns) | rrule + pullback (ns) | ratio | frule (ns) | ratio |",
-        "|---|---|---|---|---|---|",
     ]
+    rows = []
     for f, args in CASES:
-        (plain, _), (reverse, reverse_ratio), (forward, forward_ratio) = rule_costs(f, args)
-        lines.append(
-            f"| `{callable_name(f)}` | {plain:.0f} | {reverse:.0f} | {reverse_ratio:.1f}x | {forward:.0f} | "
-            f"{forward_ratio:.1f}x |"
+        t = rule_costs(f, args)
+        rows.append(
+            [f"`{callable_name(f)}`", f"{t['plain'].seconds * 1e9:.0f}"]
+            + [
+                cell
+                for name in ("rrule", "frule")
+                for cell in (f"{t[name].seconds * 1e9:.0f}", f"{t[name].ratio:.1f}x")
+            ]
         )
+    headers = ["callable", "plain call (ns)", "rrule + pullback (ns)", "ratio", "frule (ns)", "ratio"]
+    lines.append(common.markdown_table(headers, rows))
 
     a, b = 2.0, 3.0
     rules = {
@@ -177,27 +122,36 @@ def main() -> str:
         "add": cr.rrule.lookup(operator.add, (a, b)),
         "div": cr.rrule.lookup(operator.truediv, (a, b)),
     }
-    (plain, _), (ours, ours_ratio) = side_by_side(lambda: seed_f(a, b), lambda: gradient_from_rules(a, b, **rules))
+    expected = (b * b / (a + b * b) ** 2, -2 * a * b / (a + b * b) ** 2)
+    ours = "our rules, composed as generated adjoint code calls them (no engine bookkeeping)"
+    methods = {"plain": lambda: seed_f(a, b), ours: lambda: gradient_from_rules(a, b, **rules)}
+    missing = []
+    for peer in common.PEERS:
+        run = common.peer_vjp(peer, lambda xp, a, b: seed_f(a, b), (a, b))
+        if run is None:
+            missing.append(peer)
+            continue
+        methods[peer] = run
+    for name, run in methods.items():
+        if name != "plain":
+            np.testing.assert_allclose([float(g) for g in run()], expected, rtol=1e-12, err_msg=name)
+    t = common.compare(methods, "plain", repeats=REPEATS, budget=BUDGET)
+    rows = [[name, f"{t[name].seconds * 1e9:.0f}", f"{t[name].ratio:.1f}x"] for name in methods if name != "plain"]
+    rows += [[peer, common.NOT_INSTALLED, ""] for peer in missing]
     lines += [
         "",
         "## Seed 001: gradient of f(a, b) = a / (a + b*b) at (2, 3)",
         "",
-        f"Plain call: {plain:.0f} ns. Ratios are gradient time / plain call time, same run.",
+        f"Plain call: {t['plain'].seconds * 1e9:.0f} ns. Ratios are medians of the per-repeat ratios of gradient "
+        f"time to plain call time, all interleaved in one run ({REPEATS} repeats of about {BUDGET * 1e3:g} ms per "
+        "method); every gradient is checked against the analytic one first. Peers: "
+        + ", ".join(common.version_of(name) for name in ("jax", "torch", "autograd"))
+        + "; JAX jit is timed after compiling, PyTorch on float64 scalar tensors made once.",
         "",
-        "| gradient by | ns per gradient | ratio to plain call |",
-        "|---|---|---|",
-        f"| our rules, composed as generated adjoint code calls them (no engine bookkeeping) | {ours:.0f} | "
-        f"{ours_ratio:.1f}x |",
+        common.markdown_table(["gradient by", "ns per gradient", "ratio to plain call"], rows),
     ]
-    for name, ns in peers(a, b):
-        lines.append(f"| {name} | not installed | |" if ns is None else f"| {name} | {ns:.0f} | {ns / plain:.0f}x |")
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    with threadpool_limits(limits=1):
-        table = main()
-    out = pathlib.Path(__file__).parent / "results" / "python_rules.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table)
-    print(table)
+    common.report("python_rules", main())

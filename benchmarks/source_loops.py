@@ -6,32 +6,30 @@ Run: ``python benchmarks/source_loops.py`` (writes benchmarks/results/source_loo
 ``mysum`` (``total += X[i]`` in a Python loop) for n = 1e3, 1e4, 1e5: the time of one gradient
 (median over repeats), its growth for 10× n, and its peak memory (tracemalloc, in units of an
 array of n float64; the input itself excluded). The chain ``x = sin(x) * 1.01 + 0.1``: the
-gradient's time ÷ the plain loop's, timed back to back in every round. BLAS pools (NumPy's and
-SciPy's OpenBLAS) are pinned to one thread with threadpoolctl, and PyTorch to one thread.
+gradient's time ÷ the plain loop's, interleaved in every round. BLAS pools (NumPy's and
+SciPy's OpenBLAS) are pinned to one thread with threadpoolctl, PyTorch and XLA to one thread.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import pathlib
-import platform
 import statistics
-import time
-import tracemalloc
 
-import numpy as np
-from threadpoolctl import threadpool_limits
+try:
+    from benchmarks import _common as common
+except ImportError:  # run as a script: benchmarks/ is on sys.path
+    import _common as common
 
-import chainrules as cr
-from chainrules.reverse.source import pullback_full
+THREADS_NOTE = common.pin_threads(1)  # before JAX is imported
 
+import numpy as np  # noqa: E402
 
-def mysum(X):
-    total = 0.0
-    for i in range(len(X)):
-        total += X[i]
-    return total
+import chainrules as cr  # noqa: E402
+from chainrules.reverse.source import pullback_full  # noqa: E402
+from chainrules.testing.zoo.arrays import mysum  # noqa: E402  (seed 004)
+
+#: the time a sample of the chain table fills, calling a fast method several times
+BUDGET = 0.002
 
 
 def chain(x, n):
@@ -47,16 +45,7 @@ def np_chain(x, n):  # the tape engine refuses math.sin on tracked values: np.si
 
 
 def has(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
-
-
-def peak_arrays(fn, n: int) -> float:
-    fn()
-    tracemalloc.start()
-    fn()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return peak / (8 * n)
+    return common.optional_import(module) is not None
 
 
 # ----- mysum on every system ------------------------------------------------------------------------
@@ -103,6 +92,10 @@ def jax_mysum(X, jit: bool):
     return lambda: jax.block_until_ready(g(X))
 
 
+#: rounds of the mysum table where not 7: the slow peers take seconds per gradient at n = 1e5
+ROUNDS = {"PyTorch": 3, "autograd": 1, "JAX eager": 1}
+
+
 def mysum_table() -> list[str]:
     sizes = [1_000, 10_000, 100_000]
     systems = [("source engine", source_mysum, sizes, True)]
@@ -125,28 +118,24 @@ def mysum_table() -> list[str]:
             continue
         fns = {n: make(inputs[n]) for n in ns}
         if name.startswith("JAX jit"):
-            start = time.perf_counter()
+            start = common.TIMER()
             fns[ns[0]]()
-            compile_note = f"; the jitted gradient compiled in {time.perf_counter() - start:.1f} s at n = {ns[0]}"
+            compile_note = f"; the jitted gradient compiled in {common.TIMER() - start:.1f} s at n = {ns[0]}"
         fns[ns[0]]()  # warm up: specializations, caches
-        rounds = {"PyTorch": 3, "autograd": 1, "JAX eager": 1}.get(name, 7)
         # the sizes are timed in turn within each round, so that the machine's load changes
         # affect all of them alike; growth is the median over rounds of the per-round ratio
-        times: dict[int, list[float]] = {n: [] for n in ns}
-        for _ in range(rounds):
-            for n in ns:
-                start = time.perf_counter()
-                fns[n]()
-                times[n].append(time.perf_counter() - start)
-        results[name] = {
-            n: (statistics.median(times[n]), peak_arrays(fns[n], n) if measure_memory else None) for n in ns
-        }
-        growths[name] = [statistics.median(tb / ta for ta, tb in zip(times[a], times[b])) for a, b in zip(ns, ns[1:])]
+        t = common.compare(fns, ns[0], repeats=ROUNDS.get(name, 7), number=1, warmup=0)
+        results[name] = {n: (t[n].seconds, common.peak_bytes(fns[n]) / (8 * n) if measure_memory else None) for n in ns}
+        growths[name] = [
+            statistics.median(tb / ta for ta, tb in zip(t[a].samples, t[b].samples)) for a, b in zip(ns, ns[1:])
+        ]
     source = results["source engine"]
     lines = [
         "## Seed 004's `mysum`: gradient of `total += X[i]` over a Python loop",
         "",
-        f"Median time of one gradient (pullback and pullback call together){compile_note}.",
+        f"Median time of one gradient (pullback and pullback call together){compile_note}; rounds: "
+        + ", ".join(f"{ROUNDS.get(name, 7)} for {name}" for name, make, _, _ in systems if make is not None)
+        + " (the slow peers fewer, to bound the run's time).",
         "Growth: time at 10× n ÷ time at n, median over rounds in which the sizes are timed in turn.",
         "Memory: tracemalloc peak during one gradient, in arrays of",
         "n float64 (NumPy and the Python objects; PyTorch and JAX allocate outside tracemalloc's view).",
@@ -180,18 +169,9 @@ def mysum_table() -> list[str]:
 
 
 def ratio(plain, method, rounds: int) -> tuple[float, float]:
-    method()
-    ratios, times = [], []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        plain()
-        p = time.perf_counter() - start
-        start = time.perf_counter()
-        method()
-        m = time.perf_counter() - start
-        ratios.append(m / p)
-        times.append(m)
-    return statistics.median(ratios), statistics.median(times)
+    """The median over rounds of the gradient's time ÷ the plain loop's, interleaved, and the gradient's median time."""
+    t = common.compare({"plain": plain, "gradient": method}, "plain", repeats=rounds, warmup=1, budget=BUDGET)
+    return t["gradient"].ratio, t["gradient"].seconds
 
 
 def chain_table() -> list[str]:
@@ -246,9 +226,9 @@ def chain_table() -> list[str]:
 
             eager = jax.grad(jchain)
             jitted = jax.jit(jax.grad(jchain))
-            start = time.perf_counter()
+            start = common.TIMER()
             jax.block_until_ready(jitted(0.4))
-            compile_s = time.perf_counter() - start
+            compile_s = common.TIMER() - start
             rows.append(
                 (
                     f"JAX jit, {steps:,} steps (compiled in {compile_s:.2f} s)",
@@ -260,8 +240,9 @@ def chain_table() -> list[str]:
     lines = [
         "## The scalar chain `x = sin(x) * 1.01 + 0.1`",
         "",
-        "Gradient time ÷ plain-loop time (the `math.sin` loop, same number of steps), median over rounds",
-        "timed back to back, and the median gradient time.",
+        "Gradient time ÷ plain-loop time (the `math.sin` loop, same number of steps), median of the per-round",
+        f"ratios, the two interleaved in each round (a sample fills about {BUDGET * 1e3:g} ms), and the median "
+        "gradient time.",
         "",
         "| system | gradient ÷ plain loop | gradient time |",
         "|---|---|---|",
@@ -275,8 +256,10 @@ def main() -> str:
     lines = [
         "# Source engine: loops",
         "",
-        f"Python {platform.python_version()}, {platform.machine()}; NumPy/SciPy BLAS pinned to 1 thread "
-        "(threadpoolctl), PyTorch to 1 thread, JAX on CPU in float64.",
+        f"{common.machine_line()};",
+        f"{THREADS_NOTE}; JAX on CPU in float64. Process CPU time throughout. Peers: "
+        + ", ".join(common.version_of(name) for name in ("torch", "autograd", "jax"))
+        + ".",
         "",
     ]
     lines += mysum_table() + [""] + chain_table()
@@ -284,13 +267,4 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    if has("torch"):
-        import torch
-
-        torch.set_num_threads(1)
-    with threadpool_limits(limits=1):
-        table = main()
-    out = pathlib.Path(__file__).parent / "results" / "source_loops.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table)
-    print(table)
+    common.report("source_loops", main())

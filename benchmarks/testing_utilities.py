@@ -13,28 +13,23 @@ from __future__ import annotations
 
 import math
 import operator
-import pathlib
-import platform
-import statistics
-import time
 
-import numpy as np
-from threadpoolctl import threadpool_limits
+try:
+    from benchmarks import _common as common
+except ImportError:  # run as a script: benchmarks/ is on sys.path
+    import _common as common
 
-import chainrules as cr
-from chainrules.testing import central_fdm, test_frule, test_rrule
+THREADS_NOTE = common.pin_threads(1)
 
+import numpy as np  # noqa: E402
 
-def timed(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+import chainrules as cr  # noqa: E402
+from chainrules.testing import central_fdm, test_frule, test_rrule  # noqa: E402
+
+REPEATS, BUDGET = 15, 0.002
 
 
-def tester_rows(repeats: int = 15) -> list[str]:
+def tester_rows() -> list[list[str]]:
     rng = np.random.default_rng(0)
     cases = [
         ("math.sin(0.5)", math.sin, (0.5,)),
@@ -47,11 +42,14 @@ def tester_rows(repeats: int = 15) -> list[str]:
     ]
     rows = []
     for name, f, args in cases:
-        primal = timed(lambda f=f, args=args: f(*args), 200) * 1e6
+        methods = {"plain": lambda f=f, args=args: f(*args)}
         for tester in (test_rrule, test_frule):
-            ms = timed(lambda tester=tester, f=f, args=args: tester(f, *args), repeats) * 1e3
+            methods[tester.__name__] = lambda tester=tester, f=f, args=args: tester(f, *args)
+        t = common.compare(methods, "plain", repeats=REPEATS, budget=BUDGET)
+        for tester in (test_rrule, test_frule):
             calls = _count_calls(tester, f, args)
-            rows.append(f"| {name} | {tester.__name__} | {ms:.2f} | {calls} | {primal:.2f} |")
+            seconds = t[tester.__name__].seconds
+            rows.append([name, tester.__name__, f"{seconds * 1e3:.2f}", str(calls), f"{t['plain'].seconds * 1e6:.2f}"])
     return rows
 
 
@@ -71,7 +69,7 @@ def _count_calls(tester, f, args) -> int:
     return calls[0]
 
 
-def accuracy_rows() -> list[str]:
+def accuracy_table() -> str:
     adaptive = central_fdm(5, 1)
 
     def fixed(h):
@@ -89,40 +87,32 @@ def accuracy_rows() -> list[str]:
     ]
     rows = []
     for name, f, df, points in cases:
-        errors = []
-        for _, m in methods:
-            worst = max(abs(m(f, x) - df(x)) / abs(df(x)) for x in points)
-            errors.append(f"{worst:.1e}")
-        rows.append(f"| {name} at {', '.join(map(str, points))} | " + " | ".join(errors) + " |")
-    header = "| function | " + " | ".join(name for name, _ in methods) + " |"
-    return [header, "|---" * (len(methods) + 1) + "|", *rows]
+        errors = [f"{max(abs(m(f, x) - df(x)) / abs(df(x)) for x in points):.1e}" for _, m in methods]
+        rows.append([f"{name} at {', '.join(map(str, points))}", *errors])
+    return common.markdown_table(["function", *(name for name, _ in methods)], rows)
 
 
 def main() -> str:
-    with threadpool_limits(limits=1):
-        testers = tester_rows()
-        accuracy = accuracy_rows()
+    testers = tester_rows()
+    accuracy = accuracy_table()
     lines = [
         "# Rule-testing utilities: cost and accuracy",
         "",
-        f"Python {platform.python_version()}, {platform.machine()}; NumPy and SciPy BLAS pools pinned to 1 thread",
-        '(threadpoolctl). Times are medians of 15 calls; "calls of f" counts every call the tester makes of the',
-        "function itself (primal check and finite differences); the last column is one plain call of f.",
+        f"{common.machine_line()};",
+        THREADS_NOTE + ".",
+        f"Process CPU time; each figure is the median of {REPEATS} samples of about {BUDGET * 1e3:g} ms each, "
+        "the plain call and both testers interleaved in one run;",
+        '"calls of f" counts every call the tester makes of the function itself (primal check and finite '
+        "differences); the last column is one plain call of f.",
         "",
-        "| function | tester | ms per call | calls of f | µs per plain call |",
-        "|---|---|---|---|---|",
-        *testers,
+        common.markdown_table(["function", "tester", "ms per call", "calls of f", "µs per plain call"], testers),
         "",
         "Worst relative error of the first derivative over the points (same run):",
         "",
-        *accuracy,
+        accuracy,
     ]
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    table = main()
-    out = pathlib.Path(__file__).parent / "results" / "testing_utilities.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table)
-    print(table)
+    common.report("testing_utilities", main())

@@ -120,3 +120,59 @@ def test_pin_threads_pins_both_openblas_pools():
     assert len(threads) >= 2 and set(threads) == {1}  # NumPy's and SciPy's OpenBLAS
     assert "pinned to 1 thread(s) with threadpoolctl" in note and "PyTorch" not in note
     assert "intra_op_parallelism_threads=1" in flags
+
+
+def test_compare_with_a_budget_calls_each_method_enough_to_fill_a_sample():
+    clock, log = FakeClock(), []
+    methods = {"fast": clock.method(0.001, log, "fast"), "slow": clock.method(0.004, log, "slow")}
+    out = common.compare(methods, "fast", repeats=2, warmup=0, timer=clock, budget=0.008)
+    assert log.count("fast") == 3 + 2 * 8 and log.count("slow") == 3 + 2 * 2  # calibration, then samples
+    assert out["fast"].seconds == pytest.approx(0.001) and out["slow"].ratio == pytest.approx(4.0)
+
+
+def test_peak_bytes_counts_what_a_call_allocates():
+    import numpy as np
+
+    assert common.peak_bytes(lambda: np.ones(100_000)) >= 800_000
+    assert common.peak_bytes(lambda: None) < 10_000
+
+
+@pytest.mark.parametrize("peer", sorted(common.PEERS))
+def test_peer_vjp_returns_the_cotangents_of_the_chosen_arguments(peer):
+    import numpy as np
+
+    if importlib.util.find_spec(common.PEERS[peer]) is None:
+        assert common.peer_vjp(peer, lambda xp, x: x, (np.ones(2),)) is None
+        return
+    x, w = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    run = common.peer_vjp(peer, lambda xp, x, w: xp.sum(xp.sin(x) * w), (x, w))
+    dx, dw = (np.asarray(c) for c in run())
+    np.testing.assert_allclose(dx, np.cos(x) * w)
+    np.testing.assert_allclose(dw, np.sin(x))
+    dy = np.array([1.0, 10.0, 100.0])
+    (dx_only,) = common.peer_vjp(peer, lambda xp, x, w: x * w, (x, w), argnums=(0,), cotangent=dy)()
+    np.testing.assert_allclose(np.asarray(dx_only), dy * w)
+
+
+def test_the_helpers_examples_run():
+    import doctest
+
+    assert doctest.testmod(common).failed == 0
+
+
+def test_compare_calibrates_a_slow_method_with_one_call_and_leaves_nothing_frozen():
+    import gc
+
+    clock, log = FakeClock(), []
+    methods = {"fast": clock.method(0.001, log, "fast"), "slow": clock.method(0.01, log, "slow")}
+    common.compare(methods, "fast", repeats=2, warmup=0, timer=clock, budget=0.004)
+    assert log.count("slow") == 1 + 2 and log.count("fast") == 3 + 2 * 4
+    assert gc.get_freeze_count() == 0
+
+
+def test_report_writes_the_results_and_prints_them(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    path = common.report("example", "# Title\n")
+    assert path.read_text() == "# Title\n"
+    out = capsys.readouterr()
+    assert out.out == "# Title\n\n" and str(path) in out.err
