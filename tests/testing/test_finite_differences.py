@@ -229,6 +229,38 @@ def test_fd_perturb_ints_on_request():
     assert fd_vjp(lambda n: n * 2.5, 1.0, 3, perturb_ints=True) == pytest.approx(2.5)
 
 
+def test_integers_inside_structures_are_not_perturbed_unless_asked_as_at_the_top():
+    seen = []
+
+    def f(a):  # the integers reach f as they were given
+        seen.append(type(a[1]))
+        return a[0] * a[1] + a[2]["k"] * a[3].w
+
+    x = (2.0, 3, {"k": np.int64(4)}, _Weights(w=5, b=True))
+    g = fd_vjp(f, 1.0, x)
+    assert set(seen) == {int}
+    assert g[0] == pytest.approx(3.0) and g[1] == cr.NoTangent() and g[2] == cr.NoTangent()  # all carried
+    assert g[3] == cr.NoTangent()  # nothing of it is perturbed
+    assert fd_jvp(f, x, (1.0, cr.NoTangent(), cr.NoTangent(), cr.NoTangent())) == pytest.approx(3.0)
+
+    seen.clear()
+    g = fd_vjp(f, 1.0, x, perturb_ints=True)  # every integer, at every depth, as at the top
+    assert set(seen) == {float}
+    assert g[1] == pytest.approx(2.0) and g[1] == pytest.approx(fd_vjp(lambda n: 2.0 * n, 1.0, 3, perturb_ints=True))
+    assert g[2]["k"] == pytest.approx(5.0) and g[3].w == pytest.approx(4.0)
+    assert g[3].b == cr.NoTangent()  # booleans never
+    assert fd_jvp(f, x, (0.0, 1.0, {"k": 1.0}, cr.Tangent[_Weights](w=1.0)), perturb_ints=True) == pytest.approx(11.0)
+    v, from_vec = cr.testing.to_vec(x, perturb_ints=True)
+    assert v.tolist() == [2.0, 3.0, 4.0, 5.0] and from_vec(v)[1] == 3.0
+    assert cr.testing.to_vec(x)[0].tolist() == [2.0]
+
+
+@dataclasses.dataclass
+class _Weights:
+    w: int
+    b: bool
+
+
 def test_a_change_of_output_structure_is_an_error():
     with pytest.raises(ValueError, match="changed structure"):
         fd_jvp(lambda x: [x] if x == 1.0 else [x, x], 1.0, 1.0)

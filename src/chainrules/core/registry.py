@@ -195,6 +195,30 @@ class RuleDispatcher:
         """Whether ``f(*args)`` has a rule."""
         return self.lookup(f, args) is not None
 
+    def registrations(self) -> list[tuple[Any, bool, list]]:
+        """``(key, for_instances, rules)`` for every registration with at least one rule (opt-outs
+        left out): ``key`` is the callable, or with ``for_instances`` the class whose instances'
+        calls the rules are for.
+
+        >>> import chainrules as cr
+        >>> def halve(x):
+        ...     return x / 2
+        >>> cr.scalar_rule(halve, lambda x: 0.5)
+        >>> [(instances, len(rules)) for key, instances, rules in cr.rrule.registrations() if key is halve]
+        [(False, 1)]
+        """
+        out = []
+        for for_instances, pairs in (
+            (False, self._by_key.items()),
+            (False, self._by_id.values()),
+            (True, self._for_instances.items()),
+        ):
+            for key, entries in pairs:
+                rules = [r for r in (entries.untyped, *(r for _, r in entries.typed)) if r not in (None, OPT_OUT)]
+                if rules:
+                    out.append((key, for_instances, rules))
+        return out
+
     def registered(self) -> list:
         """Every callable (and class of callable instances) with at least one rule."""
         keys = [k for k, e in self._by_key.items() if _has_real_rule(e)]
@@ -357,14 +381,17 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
         y = f(*args, **kwargs)
         ps = derivatives(args, y)
         dy = _ZERO
-        out_ndim = np.ndim(y)
+        out_ndim = None  # found only when a tangent is not a float (a float tangent carries no batch)
         for p, x, dx in zip(ps, args, tangents[1:]):
             dx = unthunk(dx)
             if not isinstance(dx, AbstractZero):
-                x_ndim = np.ndim(x)
-                if x_ndim < out_ndim and np.ndim(dx) == x_ndim + 1:
-                    # a batch of tangents of a lower-rank input: line its axes up with the output's
-                    dx = np.reshape(dx, (np.shape(dx)[0],) + (1,) * (out_ndim - x_ndim) + np.shape(x))
+                if type(dx) is not float:
+                    if out_ndim is None:
+                        out_ndim = np.ndim(y)
+                    x_ndim = np.ndim(x)
+                    if x_ndim < out_ndim and np.ndim(dx) == x_ndim + 1:
+                        # a batch of tangents of a lower-rank input: line its axes up with the output's
+                        dx = np.reshape(dx, (np.shape(dx)[0],) + (1,) * (out_ndim - x_ndim) + np.shape(x))
                 term = p * dx
                 dy = term if isinstance(dy, AbstractZero) else dy + term
         if (

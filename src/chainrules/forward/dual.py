@@ -31,6 +31,10 @@ Invariants:
 - Converting a dual to a Python number (``float``, ``int``, ``math.sin``) would drop its
   derivative, so it raises a ``TypeError`` that says how to fix the call. Comparisons and
   truth tests use the primal values, so ``if`` and ``while`` work.
+- Duals see operations, never the call of a Python function or callable object. While frules
+  for such callables are registered, each operation looks down the stack for a call of one
+  that received duals of its tag (``RULED_CALLS``) and raises rather than push the tangent
+  through the callable's body in place of its rule.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import operator
+import sys
 import types
 from collections.abc import Callable
 
@@ -54,6 +59,7 @@ from ..core import (
     unthunk,
     user_location,
 )
+from ..core.ruled_calls import RuledCallWatch
 from ..core.tangents import _is_namedtuple_type
 from .twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
 
@@ -73,12 +79,16 @@ class Tag:
     (True, 3)
     """
 
-    __slots__ = ("order", "batch")
+    __slots__ = ("order", "batch", "entry", "clean_frames")
     _counter = itertools.count(1)
 
     def __init__(self, batch: int | None = None):
         self.order = next(Tag._counter)
         self.batch = batch
+        #: while the differentiation runs: the frame that started it, and frames of the user's
+        #: code known to run no ruled callable on this tag's duals (see `RULED_CALLS`)
+        self.entry = None
+        self.clean_frames: dict | None = None
 
     def __repr__(self) -> str:
         return f"Tag({self.order}{'' if self.batch is None else f', batch={self.batch}'})"
@@ -93,6 +103,33 @@ def _conversion_error(kind: str) -> TypeError:
         "A plain NumPy array converts what is stored into it: make a buffer to fill with "
         "np.zeros_like(x), which holds duals. A number meant to be constant must come from non-dual values."
     )
+
+
+# ----- calls of ruled Python callables, which duals cannot intercept ------------------------
+
+_ADVICE = (
+    "Forward mode uses the rule when {name} is the function it is given (cr.jvp, cr.derivative, "
+    "cr.jacobian(..., mode='forward') of it); reverse mode with engine='source' uses the rules of Python "
+    "functions wherever they are called."
+)
+
+
+def _of_tag(value, tag: Tag) -> bool:
+    while type(value) in _DUALS:
+        if value.tag is tag:
+            return True
+        value = value.primal
+    return False
+
+
+#: the check, at each operation, for calls of ruled callables on a tag's duals
+RULED_CALLS = RuledCallWatch(frule, "forward mode", _ADVICE, _of_tag, lambda v: _innermost(v))
+
+
+def _refused(value, error: Exception) -> Exception:
+    """``error``, or, when the refused conversion happens in the body of a Python callable with an
+    frule that received ``value``, the error that says forward mode cannot use that rule."""
+    return RULED_CALLS.refused(value.tag if type(value) in _DUALS else None, sys._getframe(1), error)
 
 
 class Dual(ActiveValue):
@@ -159,23 +196,26 @@ class Dual(ActiveValue):
 
     # -- conversions that would drop the derivative --
     def __float__(self):
-        raise _conversion_error("float")
+        raise _refused(self, _conversion_error("float"))
 
     def __int__(self):
-        raise _conversion_error("int")
+        raise _refused(self, _conversion_error("int"))
 
     def __index__(self):
-        raise _conversion_error("index")
+        raise _refused(self, _conversion_error("index"))
 
     def __complex__(self):
-        raise _conversion_error("complex")
+        raise _refused(self, _conversion_error("complex"))
 
     def __array__(self, dtype=None, copy=None):
         where = user_location()
-        raise TypeError(
-            f"converting a dual number to a NumPy array{' at ' + where if where else ''} would drop its "
-            "derivative: np.array/np.asarray of duals (or of a list holding duals) cannot keep it. "
-            "Use np.stack([...]) to build an array from duals, and NumPy functions, which accept duals."
+        raise _refused(
+            self,
+            TypeError(
+                f"converting a dual number to a NumPy array{' at ' + where if where else ''} would drop its "
+                "derivative: np.array/np.asarray of duals (or of a list holding duals) cannot keep it. "
+                "Use np.stack([...]) to build an array from duals, and NumPy functions, which accept duals."
+            ),
         )
 
     def __bool__(self) -> bool:
@@ -535,6 +575,11 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
         kwargs = _NO_KWARGS
     if tag is None:
         return f(*args, **kwargs)
+    watch = RULED_CALLS
+    if watch.version != frule.version:
+        watch.refresh()
+    if watch.on:
+        watch.check(tag, sys._getframe(1))
     primals = []
     tangents = [_NO]
     for a in args:
@@ -555,6 +600,13 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
     rule, partials = _rule_for(f, primals)
     if rule is None:
         return _without_rule(f, primals, kwargs)
+    return push(f, rule, partials, primals, tangents, kwargs, tag)
+
+
+def push(f: Callable, rule, partials, primals: list, tangents: list, kwargs: dict, tag: Tag):
+    """``f(*primals, **kwargs)`` pushed forward by its ``rule`` along ``tangents`` (``(df, dx1, ...)``,
+    batched when ``tag.batch`` is set), wrapped as a dual of ``tag`` (a plain value where the
+    tangent is zero). ``partials`` are the rule's partial derivatives (see ``_rule_for``) or None."""
     batch = tag.batch
     if partials is not None and not kwargs:
         y, dy = _push_partials(f, partials, primals, tangents, batch)

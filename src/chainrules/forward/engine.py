@@ -10,6 +10,9 @@ a Jacobian takes ``ceil(N / chunk)`` passes. The automatic chunk is the largest 
 block (``chunk * N`` numbers) stays within ``2**22`` numbers (32 MiB of float64), evened out
 over the passes so they all have about the same size; ``chunk_size=`` sets it. The seed itself
 is a ``BasisSeed``: products against it are row selections, not matrix products.
+
+A function (or callable object) with an ``frule`` is not run on duals: its rule pushes the
+tangents (or each chunk of them) forward, as ``call`` does for an operation.
 """
 
 from __future__ import annotations
@@ -17,14 +20,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, basis_seed, unthunk
+from ..core.active import ActiveValue
 from ..core.tangents import _is_namedtuple_type, _known_fields
-from .dual import _DUALS, Dual, Tag, _innermost
+from .dual import _DUALS, Dual, Tag, _innermost, _rule_for, push
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -120,7 +125,7 @@ def _seed(x, t, tag: Tag):
     t = unthunk(t)
     if isinstance(t, AbstractZero):
         return x
-    if isinstance(x, Dual) or _is_number_leaf(x):
+    if isinstance(x, ActiveValue) or _is_number_leaf(x):  # a dual, or another engine's value (a tracked array)
         if tag.batch is None:  # a tangent given by the user: checked and brought to x's dtype
             t = ProjectTo(_innermost(x))(t)
         return Dual(x, t, tag)
@@ -201,9 +206,46 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     (0.0, 2.0)
     """
     tag = Tag()
-    args = tuple(_seed(x, t, tag) for x, t in zip(primals, tangents))
-    y, dy = _read(f(*args), tag)
+    tag.entry = sys._getframe(0)  # where a walk for calls of ruled callables stops
+    rule, partials = _own_rule(f, primals)
+    try:
+        if rule is not None:
+            ts = [_NO, *(_rule_tangent(x, t) for x, t in zip(primals, tangents))]
+            out = push(f, rule, partials, list(primals), ts, _NO_KWARGS, tag)
+        else:
+            out = f(*(_seed(x, t, tag) for x, t in zip(primals, tangents)))
+    finally:
+        tag.entry = tag.clean_frames = None
+    y, dy = _read(out, tag)
     return y, _plain_tangent(dy)
+
+
+_NO_KWARGS: dict = {}  # shared, never written
+
+
+def _own_rule(f, primals):
+    """``f``'s frule for these arguments (looked up by their plain values: an outer
+    differentiation's duals by their primals) and its partials, or ``(None, None)``."""
+    return _rule_for(f, [_innermost(x) for x in primals])
+
+
+def _rule_tangent(x, t):
+    """A user's tangent of ``x`` as a rule takes it: unthunked, a number's brought to ``x``'s dtype,
+    a structure's as ``Tangent[P]``."""
+    t = unthunk(t)
+    if isinstance(t, AbstractZero):
+        return t
+    if isinstance(x, Dual) or _is_number_leaf(x):
+        return ProjectTo(_innermost(x))(t)
+    if not _is_structure(x) or isinstance(t, Tangent):
+        return t
+    items = _tangent_items(t, x)
+    P = type(x)
+    if isinstance(items, dict):
+        if isinstance(x, dict):
+            return Tangent[dict]({k: _rule_tangent(x[k], d) for k, d in items.items()})
+        return Tangent[P](**{k: _rule_tangent(getattr(x, k), d) for k, d in items.items()})
+    return Tangent[P](*(_rule_tangent(v, d) for v, d in zip(x, items)))
 
 
 def _plain_tangent(t):
@@ -320,19 +362,27 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
     chunk = min(chunk, n)
     y = None
     tangents, batches = [], []  # per pass: the output's batched tangent and the pass's size
+    rule, partials = _own_rule(f, (x,))
     for start in range(0, n, chunk):
         batch = min(chunk, n - start)
         tag = Tag(batch)
+        tag.entry = sys._getframe(0)
         if plain:
-            arg = Dual(x, basis_seed(batch, x.shape, start, x.dtype), tag)
+            seed = basis_seed(batch, x.shape, start, x.dtype)
         else:
             seeds = []
             for inp in inputs:
                 first = start - inp.offset
                 overlaps = first < inp.size and first + batch > 0
                 seeds.append(basis_seed(batch, inp.shape, first, inp.dtype) if overlaps else _ZERO)
-            arg = _seed(x, _seed_tangents(x, seeds), tag)
-        out = f(arg)
+            seed = _seed_tangents(x, seeds)
+        try:
+            if rule is not None:  # the rule pushes the chunk (or, unbatched, each of its tangents) forward
+                out = push(f, rule, partials, [x], [_NO, seed], _NO_KWARGS, tag)
+            else:
+                out = f(Dual(x, seed, tag) if plain else _seed(x, seed, tag))
+        finally:
+            tag.entry = tag.clean_frames = None
         if type(out) in _DUALS and out.tag is tag:
             y, dy = out.primal, out.partials
             if batch == n and plain and x.ndim == 1 and type(y) is np.ndarray and y.ndim == 1 and _is_array(dy):

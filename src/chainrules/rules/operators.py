@@ -650,7 +650,8 @@ def _log_base(a):
         return math.log(abs(a)) if a != 0 else 0.0
     if type(a) is complex:
         return cmath.log(a) if a != 0 else 0.0
-    a = np.asarray(a)
+    if not hasattr(type(a), "__array_function__"):  # an engine's value (a nested pullback) stays one
+        a = np.asarray(a)
     safe = np.where(a == 0, 1, a)
     return np.log(np.abs(safe)) if not np.iscomplexobj(a) else np.log(safe)
 

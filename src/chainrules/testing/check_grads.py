@@ -6,7 +6,9 @@ finite-difference JVP. Forward mode compares the engine's ``J dx`` with the fini
 one. For ``order=2`` the checks run again on the derivative functions themselves,
 ``x -> pullback(f, x)(dy)`` (``PullbackFunction``) and ``x -> jvp(f, x, dx)`` (``JVPFunction``),
 with fixed random ``dy`` and ``dx``: by default in forward mode (forward over reverse, forward
-over forward), and in reverse mode too when asked (``nested_modes``).
+over forward), and in reverse mode too when asked (``nested_modes``), also where ``modes`` leaves
+forward mode out. The tape engine stands in for an engine that cannot differentiate its own
+derivatives.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .. import api
-from ..core import AbstractZero, callable_name
+from ..core import AbstractZero, NoRuleError, callable_name
 from .checks import approx_problems, deep_unthunk, default_tolerances, primal_tolerance, tangent_problems
 from .finite_differences import FiniteDifferenceMethod, default_fdm, fd_jvp
 from .random_tangents import as_rng, rand_tangent
@@ -35,7 +37,10 @@ def engine_pullback(f: Callable, args: tuple, engine: str | Callable):
     """
     if isinstance(engine, str):
         return api.pullback(f, *args, engine=engine)
-    y, back_full = engine(f, *args)
+    out = engine(f, *args)
+    if out is None:  # cr.rrule as the engine: f has no rule
+        raise NoRuleError(f, args, reason=f"the engine {_engine_name(engine)} returned None")
+    y, back_full = out
 
     def back(dy):
         return tuple(deep_unthunk(c) for c in back_full(dy)[1:])
@@ -106,12 +111,20 @@ def forward_engine_available() -> bool:
     return _module_exists("chainrules.forward")
 
 
+# the engine that differentiates another engine's pullback when that one cannot differentiate
+# through cr.pullback itself (a rule table used as the engine)
+_NESTING_ENGINE = "tape"
+
+
 class _Checker:
-    def __init__(self, rtol, atol, fdm, rng, nested_modes, forward_available, performed):
+    def __init__(self, rtol, atol, fdm, rng, nested_modes, forward_available, performed, reverse_engines):
         self.rtol, self.atol, self.fdm, self.rng = rtol, atol, fdm, rng
         self.nested_modes = tuple(nested_modes)
         self.forward_available = forward_available
         self.performed = performed
+        #: the reverse engines ``engine=`` selects: they differentiate first derivatives when
+        #: ``nested_modes`` holds "reverse", whether or not ``modes`` does
+        self.reverse_engines = list(reverse_engines)
 
     def tolerances(self, *values) -> tuple[float, float]:
         rtol, atol = default_tolerances(*values)
@@ -130,28 +143,70 @@ class _Checker:
         except Exception as exc:
             raise AssertionError(f"check_grads({context}) failed: {what} raised {type(exc).__name__}: {exc}") from exc
 
+    def nesting(self) -> tuple[bool, bool]:
+        """``(reverse, forward)``: the modes that differentiate first derivatives. Forward mode
+        asked for but not installed gives way to reverse mode, so that order 2 is not dropped."""
+        forward = "forward" in self.nested_modes and self.forward_available
+        reverse = "reverse" in self.nested_modes or ("forward" in self.nested_modes and not self.forward_available)
+        return reverse and bool(self.reverse_engines), forward
+
     def check(self, f, args: tuple, order: int, reverse: Sequence, forward: bool, level: int):
         y_ref = self.run(f"order {level}: {_name(f)}", f"calling {_name(f)}", f, *args)
-        nested_forward = self.forward_available and "forward" in self.nested_modes
+        nest_reverse, nested_forward = self.nesting()
+        checked: list = []  # the engines that ran (a nesting engine may stand in for several)
         for engine in reverse:
-            dy = self.check_reverse(f, args, engine, y_ref, level)
-            nested_reverse = [engine] if "reverse" in self.nested_modes else []
+            dy, engine = self.check_reverse(f, args, engine, y_ref, level, checked)
+            if dy is None:
+                continue
+            checked.append(engine)
+            nested_reverse = [engine] if nest_reverse else []
             if order > 1 and (nested_reverse or nested_forward):
                 g = PullbackFunction(f, dy, engine)
                 self.check(g, args, order - 1, nested_reverse, nested_forward, level + 1)
         if forward:
             dxs = self.check_forward(f, args, y_ref, level)
-            nested_reverse = list(reverse) if "reverse" in self.nested_modes else []
+            nested_reverse = (list(reverse) or self.reverse_engines) if nest_reverse else []
             if order > 1 and (nested_reverse or nested_forward):
                 self.check(JVPFunction(f, dxs), args, order - 1, nested_reverse, nested_forward, level + 1)
+
+    def pullback(self, context: str, f, args: tuple, engine):
+        """``(y, back, engine)``: the engine's pullback of ``f``; for a first derivative that
+        ``engine`` cannot differentiate (no rule for ``cr.pullback``/``cr.jvp``), the nesting
+        engine's, which differentiates ``engine``'s own pullback."""
+        try:
+            y, back = engine_pullback(f, args, engine)
+            return y, back, engine
+        except NoRuleError as exc:
+            nested = isinstance(f, (PullbackFunction, JVPFunction)) and (
+                exc.callable is f or exc.callable in (api.pullback, api.jvp)
+            )
+            if not nested or engine == _NESTING_ENGINE or _NESTING_ENGINE not in available_reverse_engines():
+                raise AssertionError(
+                    f"check_grads({context}) failed: cr.pullback raised NoRuleError: {exc}"
+                    + (
+                        f"\n  engine {_engine_name(engine)!r} cannot differentiate a derivative: check order 2 with "
+                        "nested_modes=('forward',) or with engine='tape'"
+                        if nested
+                        else ""
+                    )
+                ) from exc
+        y, back = self.run(
+            context, f"cr.pullback (engine={_NESTING_ENGINE!r})", engine_pullback, f, args, _NESTING_ENGINE
+        )
+        return y, back, _NESTING_ENGINE
 
     def _primal_problems(self, y, y_ref, args) -> list[str]:
         tol = primal_tolerance(y_ref, *args)
         return approx_problems(y, y_ref, tol, tol, "the primal y", "the engine's primal must equal f(*args)")
 
-    def check_reverse(self, f, args, engine, y_ref, level):
+    def check_reverse(self, f, args, engine, y_ref, level, checked=()):
+        """``(dy, engine)``: the seed used and the engine that ran; ``(None, engine)`` when the
+        nesting engine stood in for ``engine`` and was already checked on ``f``."""
         context = f"reverse, engine={_engine_name(engine)!r}, order {level}: {_name(f)}"
-        y, back = self.run(context, "cr.pullback", engine_pullback, f, args, engine)
+        y, back, engine = self.pullback(context, f, args, engine)
+        if engine in checked:
+            return None, engine
+        context = f"reverse, engine={_engine_name(engine)!r}, order {level}: {_name(f)}"
         problems = self._primal_problems(y, y_ref, args)
         dy = rand_tangent(y_ref, self.rng)
         dxs = tuple(rand_tangent(a, self.rng) for a in args)
@@ -182,7 +237,7 @@ class _Checker:
                 ],
             )
         self.performed.append(f"reverse[{_engine_name(engine)}] order {level}: {_name(f)}")
-        return dy
+        return dy, engine
 
     def check_forward(self, f, args, y_ref, level):
         context = f"forward, order {level}: {_name(f)}"
@@ -224,8 +279,12 @@ def check_grads(
     ``modes`` picks ``"forward"`` (``cr.jvp``) and/or ``"reverse"`` (``cr.pullback``);
     ``nested_modes`` are the modes that differentiate the first derivatives at ``order`` 2 and
     up: forward mode by default (forward over reverse is how ``cr.hessian`` works); add
-    ``"reverse"`` for reverse over reverse and reverse over forward, which need an engine that
-    differentiates through ``cr.pullback``/``cr.jvp`` themselves;
+    ``"reverse"`` for reverse over reverse and reverse over forward (with the engines ``engine``
+    selects, whether or not ``modes`` holds ``"reverse"``). An engine that cannot differentiate
+    through ``cr.pullback``/``cr.jvp`` (a rule table such as ``cr.rrule``) has the tape engine
+    differentiate its first derivatives in its place, and the list of checks says so
+    (``reverse[tape] order 2: pullback[rrule](f)``); without the forward engine installed,
+    nested forward mode gives way to nested reverse mode, so ``order=2`` is never dropped;
     ``engine`` names one reverse engine, ``None`` means every one in ``cr.api.REVERSE_ENGINES``
     that is installed (an engine or the forward engine that is not installed is skipped;
     checking nothing at all is an error); a callable with the engine protocol's signature
@@ -248,17 +307,15 @@ def check_grads(
         raise ValueError(f"check_grads: unknown modes {sorted(unknown)}; choose from {MODES}")
     if order < 1:
         raise ValueError(f"check_grads: order={order}; it must be at least 1")
-    if "reverse" in modes:
-        if engine is None:
-            reverse = available_reverse_engines()
-        elif callable(engine):
-            reverse = [engine]
-        else:
-            if engine not in api.REVERSE_ENGINES:
-                raise ValueError(f"check_grads: engine={engine!r}; choose one of {sorted(api.REVERSE_ENGINES)}")
-            reverse = [engine]
+    if engine is None:
+        reverse_engines = available_reverse_engines()
+    elif callable(engine):
+        reverse_engines = [engine]
     else:
-        reverse = []
+        if engine not in api.REVERSE_ENGINES:
+            raise ValueError(f"check_grads: engine={engine!r}; choose one of {sorted(api.REVERSE_ENGINES)}")
+        reverse_engines = [engine]
+    reverse = reverse_engines if "reverse" in modes else []
     forward_available = forward_engine_available()
     forward = "forward" in modes and forward_available
     if not reverse and not forward:
@@ -268,7 +325,9 @@ def check_grads(
             f"forward engine installed: {forward_engine_available()})"
         )
     performed: list[str] = []
-    checker = _Checker(rtol, atol, fdm or default_fdm(), as_rng(rng), nested_modes, forward_available, performed)
+    checker = _Checker(
+        rtol, atol, fdm or default_fdm(), as_rng(rng), nested_modes, forward_available, performed, reverse_engines
+    )
     checker.check(f, args, order, reverse, forward, 1)
     return performed
 

@@ -417,7 +417,8 @@ def fd_vjp(f: Callable, dy, x, fdm: FiniteDifferenceMethod | None = None, *, per
 
     The Jacobian is built one column per real of ``x`` (each a directional derivative), so the
     cost is about ``11 * len(to_vec(x)[0])`` calls of ``f``. The result is a tangent of ``x``
-    (``Tangent[P]`` for structures); integers and booleans get ``NoTangent()``. Complex numbers
+    (``Tangent[P]`` for structures); integers and booleans get ``NoTangent()`` wherever they sit
+    (``perturb_ints=True`` perturbs integers as reals, at every depth). Complex numbers
     count as two reals, which gives ChainRules' convention (``df/dx + i df/dy`` for real ``f``).
 
     >>> from chainrules.testing import fd_vjp

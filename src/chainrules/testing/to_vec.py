@@ -336,7 +336,8 @@ def _object_fields(x) -> list[str] | None:
 
 
 def layout(x, perturb_ints: bool = False, _seen: frozenset = frozenset()) -> Layout:
-    """The ``Layout`` of ``x``. ``perturb_ints=True`` perturbs integers (not bools) as float64."""
+    """The ``Layout`` of ``x``. ``perturb_ints=True`` perturbs integers (not bools) as float64,
+    at every depth: inside a tuple, a dict or an object's fields as at the top."""
     x = unthunk(x)
     if isinstance(x, (bool, np.bool_, AbstractZero, NonDifferentiable, *_OPAQUE)):
         return _Carried(x)
@@ -359,17 +360,17 @@ def layout(x, perturb_ints: bool = False, _seen: frozenset = frozenset()) -> Lay
     seen = _seen | {id(x)}
     if isinstance(x, Tangent):
         keys = [k for k, _ in x.items()]
-        return _Node(x, keys, [layout(v, False, seen) for _, v in x.items()])
+        return _Node(x, keys, [layout(v, perturb_ints, seen) for _, v in x.items()])
     if isinstance(x, (tuple, list)):
         keys = list(x._fields) if _is_namedtuple_type(type(x)) else list(range(len(x)))
-        return _Node(x, keys, [layout(v, False, seen) for v in x])
+        return _Node(x, keys, [layout(v, perturb_ints, seen) for v in x])
     if isinstance(x, dict):
         keys = list(x)
-        return _Node(x, keys, [layout(x[k], False, seen) for k in keys])
+        return _Node(x, keys, [layout(x[k], perturb_ints, seen) for k in keys])
     fields = None if callable(x) and not _has_state(x) else _object_fields(x)
     if fields is None:
         return _Carried(x)
-    return _Node(x, fields, [layout(getattr(x, k), False, seen) for k in fields])
+    return _Node(x, fields, [layout(getattr(x, k), perturb_ints, seen) for k in fields])
 
 
 def _has_state(x) -> bool:
@@ -394,13 +395,14 @@ def values_like(lay: Layout, y) -> np.ndarray:
     return out
 
 
-def to_vec(x) -> tuple[np.ndarray, Callable[[np.ndarray], Any]]:
+def to_vec(x, perturb_ints: bool = False) -> tuple[np.ndarray, Callable[[np.ndarray], Any]]:
     """``(v, from_vec)``: the perturbable reals of ``x`` as a float64 vector, and the inverse.
 
     Floats, complex numbers (two reals), NumPy arrays of any float or complex dtype, tuples,
     lists, dicts, namedtuples, dataclasses, objects with fields and ``cr.Tangent`` structures are
-    flattened; integers, booleans, strings and functions are carried unchanged. ``from_vec(v)``
-    rebuilds a value of ``x``'s structure and dtypes.
+    flattened; integers, booleans, strings and functions are carried unchanged, wherever they
+    sit (``perturb_ints=True`` flattens integers, not booleans, as float64 reals, also wherever
+    they sit). ``from_vec(v)`` rebuilds a value of ``x``'s structure and dtypes.
 
     >>> import numpy as np
     >>> from chainrules.testing import to_vec
@@ -409,8 +411,10 @@ def to_vec(x) -> tuple[np.ndarray, Callable[[np.ndarray], Any]]:
     array([1.5, 2. , 3. , 1. , 2. ])
     >>> from_vec(v + 1)
     (2.5, array([3., 4.]), 4, (2+3j))
+    >>> to_vec((1.5, 4), perturb_ints=True)[0]
+    array([1.5, 4. ])
     """
-    lay = layout(x)
+    lay = layout(x, perturb_ints)
     vec = np.empty(lay.size)
     lay.values(vec, 0)
     return vec, lambda v: lay.primal(np.asarray(v, dtype=np.float64), 0)

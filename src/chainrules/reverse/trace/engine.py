@@ -1,6 +1,7 @@
 """``pullback_full``: run a function on tracked inputs, then sweep its tape backwards on demand.
 
-Inputs are boxed leaf by leaf (numbers, integer and float arrays; inside tuples, lists, dicts,
+A function (or callable object) with a rule is not run: its rule is the answer, as in the
+other engines. Otherwise inputs are boxed leaf by leaf (numbers, integer and float arrays; inside tuples, lists, dicts,
 namedtuples, dataclasses and plain objects); bools, strings and other values pass through
 untracked and get ``NoTangent``. A callable object's own fields are boxed too, so its tangent
 is a ``Tangent`` of its class. While the function runs, the trace is the active one and this
@@ -22,6 +23,7 @@ import numpy as np
 from ...core.active import active_engine
 from ...core.errors import ChainRulesError
 from ...core.projection import ProjectTo
+from ...core.registry import rrule
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent
 from . import tracer
 from .backward import add_to, part, sweep
@@ -290,18 +292,52 @@ class TapePullback:
         return f"<tape pullback of {getattr(self._f, '__qualname__', type(self._f).__name__)}>"
 
 
+class RulePullback:
+    """``back(dy) -> (df, dx1, ..., dxn)`` of a function that has a rule: the rule's own pullback.
+
+    Like ``TapePullback`` it may be called many times, and ``last_call`` releases it.
+    """
+
+    def __init__(self, f, pullback):
+        self._f = f
+        self._pullback = pullback
+
+    def __call__(self, dy):
+        pullback = self._pullback
+        if pullback is None:
+            raise ChainRulesError("this pullback was released by last_call(); it cannot be called again")
+        return pullback(dy)
+
+    def last_call(self, dy):
+        """``back(dy)``, releasing the rule's pullback (and what it captured) afterwards."""
+        out = self(dy)
+        self._pullback = None
+        return out
+
+    def __repr__(self) -> str:
+        return f"<rule pullback of {getattr(self._f, '__qualname__', type(self._f).__name__)}>"
+
+
 def pullback_full(f: Callable, *args, **kwargs):
     """``(y, back)`` with ``y = f(*args, **kwargs)`` and ``back(dy) -> (df, dx1, ..., dxn)``.
 
     ``f`` runs once on tracked inputs, recording each operation's rule pullback on a tape;
     ``back`` sweeps the tape backwards. ``df`` is the tangent of ``f`` itself: a ``Tangent`` of
     its class for a callable object with differentiable fields, ``NoTangent()`` otherwise.
+    When ``f`` has a rule (a Python function, a callable object, by itself or by its class),
+    the rule runs instead and ``back`` is its pullback.
 
     >>> from chainrules.reverse.trace import pullback_full
     >>> y, back = pullback_full(lambda a, b: a / (a + b * b), 2.0, 3.0)
     >>> [round(d, 4) for d in back(1.0)[1:]]
     [0.0744, -0.0992]
     """
+    # arguments of an outer differentiation are looked up by their plain values
+    rule = rrule.lookup(f, tuple(tracer.deep_primal(a) for a in args))
+    if rule is not None:
+        with active_engine(pullback_full):
+            y, pullback = rule(*args, **kwargs)
+        return y, RulePullback(f, pullback)
     trace = Trace(_current.get())
     boxed_f, f_template = (f, None) if type(f) in _PLAIN_CALLABLES else _box_callable(f, trace)
     boxed, templates = [], []
@@ -318,6 +354,7 @@ def pullback_full(f: Callable, *args, **kwargs):
         boxed.append(b)
         templates.append(t)
     token = _current.set(trace)
+    trace.entry = sys._getframe(0)  # where a walk for calls of ruled callables stops
     # Recording makes a few small container objects per operation (a closure, a box, a tape
     # entry), which the cyclic garbage collector would traverse again and again as the tape
     # grows: it made a 30,000-operation tape four times slower to record, and sweeping a long
@@ -333,6 +370,7 @@ def pullback_full(f: Callable, *args, **kwargs):
         if pause_gc:
             gc.enable()
         _current.reset(token)
+        trace.entry = trace.clean_frames = None
     y, out_template = unbox_output(out, trace)
     return y, TapePullback(trace, f, f_template, args, templates, out_template)
 

@@ -15,6 +15,10 @@ Invariants
   entry's parents always have smaller slots than its outputs, so the reverse of the recorded
   order is a valid order for the sweep.
 - The engine owns no derivative: every operation goes through ``chainrules.rrule``.
+- The tape cannot intercept the call of a Python function or callable object, only operations
+  on its values. While rules for such callables are registered, each recorded operation looks
+  down the stack for a call of one that received this trace's values (``RULED_CALLS``)
+  and raises rather than differentiate the callable's body in place of its rule.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import numpy as np
 from ...core.active import ActiveValue
 from ...core.errors import NoRuleError
 from ...core.registry import rrule
+from ...core.ruled_calls import RuledCallWatch
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Frames in these directories are the machinery between the user's line and the error; the
@@ -52,7 +57,7 @@ class Trace:
     structured argument.
     """
 
-    __slots__ = ("tape", "n_slots", "parent", "sweeping", "__weakref__")
+    __slots__ = ("tape", "n_slots", "parent", "sweeping", "entry", "clean_frames", "__weakref__")
 
     def __init__(self, parent: Trace | None):
         self.tape: list = []
@@ -61,6 +66,10 @@ class Trace:
         #: while its pullback runs, this trace's values are constants to the arithmetic of the
         #: pullbacks (a closure handed to a higher-order rule may have captured them)
         self.sweeping = 0
+        #: while recording: the frame of `pullback_full` that records, and frames of the user's
+        #: code known to run no ruled callable on this trace's values (see `RULED_CALLS`)
+        self.entry = None
+        self.clean_frames: dict | None = None
 
     def __repr__(self) -> str:
         return f"<Trace of {len(self.tape)} operations, {self.n_slots} slots>"
@@ -134,6 +143,26 @@ def escaped_error(value) -> TypeError:
     )
 
 
+# ----- calls of ruled Python callables, which the tape cannot intercept --------------------
+
+_ADVICE = (
+    "Use engine='source', which calls the rules of Python functions wherever they are called, or let the "
+    "tape differentiate {name} itself: for the function it is given, it uses the rule."
+)
+
+
+def _owned_by(value, trace: Trace) -> bool:
+    while isinstance(value, Tracked):
+        if value._trace is trace:
+            return True
+        value = value._value
+    return False
+
+
+#: the check, at each operation, for calls of ruled callables on a trace's values
+RULED_CALLS = RuledCallWatch(rrule, "the tape engine", _ADVICE, _owned_by, lambda v: deep_primal(v))
+
+
 # ----- rule lookup, cached per argument types ----------------------------------------------
 
 _rules: dict = {}
@@ -183,6 +212,7 @@ class Tracked(ActiveValue):
 
 _new = object.__new__
 _float64 = np.float64
+_getframe = sys._getframe
 
 
 def box(value, trace: Trace, slot: int, number_type: type, array_type: type) -> Tracked:
@@ -320,6 +350,11 @@ def _strip(value):
 
 
 def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tuple):
+    watch = RULED_CALLS
+    if watch.version != rrule.version:
+        watch.refresh()
+    if watch.on:
+        watch.check(trace, _getframe(1))
     if kwargs:
         for name, value in kwargs.items():
             if _owns_any(value, trace):
@@ -464,9 +499,10 @@ def binary_operation(f):
     """
     cache: dict = {}
     version = -1
+    watch = False
 
     def op(a, b):
-        nonlocal version
+        nonlocal version, watch
         trace = _current.get()
         ta = type(a)
         tb = type(b)
@@ -499,6 +535,9 @@ def binary_operation(f):
         if version != rrule.version:
             cache.clear()
             version = rrule.version
+            watch = RULED_CALLS.active()
+        if watch:
+            RULED_CALLS.check(trace, _getframe(1))
         try:
             rule = cache[type(pa)][type(pb)]
         except KeyError:
@@ -536,9 +575,10 @@ def unary_operation(f):
     """The function ``op(a) = f(a)`` for a tracked ``a``: ``apply``'s hot path for one argument."""
     cache: dict = {}
     version = -1
+    watch = False
 
     def op(a):
-        nonlocal version
+        nonlocal version, watch
         trace = _current.get()
         ta = type(a)
         if (ta is not TrackedNumber and ta is not TrackedArray) or a._trace is not trace or trace.parent is not None:
@@ -547,6 +587,9 @@ def unary_operation(f):
         if version != rrule.version:
             cache.clear()
             version = rrule.version
+            watch = RULED_CALLS.active()
+        if watch:
+            RULED_CALLS.check(trace, _getframe(1))
         try:
             rule = cache[type(pa)]
         except KeyError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 
 import numpy as np
 
@@ -47,6 +48,12 @@ def _lost_derivative(what: str) -> TypeError:
         "module call float() too: use the NumPy function instead (np.sin, np.exp, np.sqrt, ...), which "
         "carries the derivative, or move the conversion out of the function being differentiated."
     )
+
+
+def _refused(value, error: Exception) -> Exception:
+    """``error``, or, when the refused conversion happens in the body of a Python callable with a
+    rule that received ``value``, the error that says the tape cannot use that rule."""
+    return tracer.RULED_CALLS.refused(value._trace, sys._getframe(1), error)
 
 
 # the operators' hot paths, one closure each (see tracer.binary_operation)
@@ -172,20 +179,23 @@ class _Operators(Tracked):
 
     # conversions that would drop the derivative
     def __float__(self):
-        raise _lost_derivative("float()")
+        raise _refused(self, _lost_derivative("float()"))
 
     def __int__(self):
-        raise _lost_derivative("int()")
+        raise _refused(self, _lost_derivative("int()"))
 
     def __complex__(self):
-        raise _lost_derivative("complex()")
+        raise _refused(self, _lost_derivative("complex()"))
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(
-            f"converting a value being differentiated to a plain NumPy array would drop its derivative{_at()}. "
-            "This happens in np.asarray/np.array, when it is written into a plain array (out[i] = x, out += x), "
-            "and in functions that convert their arguments. Build arrays with np.stack or np.concatenate and "
-            "update them out of place (out = out + x)."
+        raise _refused(
+            self,
+            TypeError(
+                f"converting a value being differentiated to a plain NumPy array would drop its derivative{_at()}. "
+                "This happens in np.asarray/np.array, when it is written into a plain array (out[i] = x, out += x), "
+                "and in functions that convert their arguments. Build arrays with np.stack or np.concatenate and "
+                "update them out of place (out = out + x)."
+            ),
         )
 
     def __reduce_ex__(self, protocol):
@@ -252,7 +262,7 @@ class TrackedNumber(_Operators):
         value = deep_primal(self)
         if isinstance(value, (int, np.integer)):
             return operator.index(value)  # a count or an index: no derivative flows through it
-        raise TypeError(f"a float being differentiated ({value!r}) cannot be used as an integer{_at()}")
+        raise _refused(self, TypeError(f"a float being differentiated ({value!r}) cannot be used as an integer{_at()}"))
 
     def __round__(self, ndigits=None):
         return apply(round, (self,) if ndigits is None else (self, ndigits), {})
@@ -280,6 +290,22 @@ class TrackedNumber(_Operators):
 
     def is_integer(self) -> bool:
         return deep_primal(self).is_integer()
+
+    def __getattr__(self, name: str):
+        # Only missing attributes arrive here. A NumPy scalar (what a full reduction returns) has
+        # the array methods (s.sum(), s.reshape(1)), defined on np.generic: they go through the
+        # rules of those (rules/numpy/scalar_methods.py), like an array's methods. A Python
+        # number has none.
+        primal = deep_primal(self)
+        method = getattr(type(primal), name, None) if isinstance(primal, np.generic) else None
+        if method is None or name.startswith("_") or not callable(method):
+            raise AttributeError(f"{type(primal).__name__!r} object (being differentiated) has no attribute {name!r}")
+
+        def tracked_method(*args, **kwargs):
+            return apply(method, (self, *args), kwargs)
+
+        tracked_method.__name__ = tracked_method.__qualname__ = name
+        return tracked_method
 
     def __copy__(self):
         return self  # numbers are immutable
@@ -321,8 +347,10 @@ class TrackedArray(_Operators):
         if name in _MUTATING:
             raise TypeError(f"x.{name}() writes into an array being differentiated{_at()}; compute a new array instead")
         method = getattr(np.ndarray, name, None)
-        if method is None or name.startswith("__") or not callable(method):
+        if method is None or name.startswith("__"):
             raise AttributeError(f"'TrackedArray' object has no attribute {name!r}")
+        if not callable(method):  # another attribute of arrays (x.flat, x.base): through getattr's rule
+            return apply(getattr, (self, name), {})
 
         def tracked_method(*args, **kwargs):
             return apply(method, (self, *args), kwargs)

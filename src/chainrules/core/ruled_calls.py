@@ -1,0 +1,472 @@
+"""Calls of Python callables that have rules, as the engines that run Python code see them.
+
+The tape and forward engines run the user's Python on their own values (tracked values, dual
+numbers) and see the *operations* on those values: operators, NumPy's protocols, array
+methods. They never see the *call* of a Python function or of a callable object: Python gives
+no hook that could replace what a call returns without changing the function object (its
+``__code__``) or the calling code, and both belong to the user. So an engine looks a rule up
+for the function it differentiates, but a call of another ruled callable inside it runs that
+callable's body.
+
+What an engine can do is notice. ``ignored_rule`` walks the stack from an operation on the
+engine's values and finds a frame of a ruled callable whose arguments hold those values: the
+engine is about to differentiate that callable's body in place of its rule, and raises
+``IgnoredRuleError`` instead. Not noticed: a ruled callable that does no operation on the values
+it receives (it returns them unchanged), class construction, and calls made by rules
+themselves (a rule computing its primal by calling its own function: an outer differentiation
+of the rule runs that function's body, as it runs any code of the rule).
+
+The set of watched code objects (``watched``) is recomputed when a rule is registered. Engines
+walk from every operation only while it holds code of the user's (``watches_user_code``): until
+a rule is registered for a Python function or callable object outside the installed libraries
+and the standard library, an operation costs nothing more. The rules for library functions
+(SciPy's, written in Python) are always registered; a call of one is still recognized when its
+body converts a value being differentiated (``np.asarray``), which is where such a body fails,
+and engines then raise the error of this module in place of the conversion's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sysconfig
+import types
+from collections.abc import Callable
+from typing import Any
+
+from .active import ActiveValue
+from .errors import ChainRulesError, callable_name
+from .registry import RuleDispatcher, frule, rrule
+
+_FUNCTION = types.FunctionType
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the code that runs rules (the registry, the rule set, the engines): a ruled callable it calls
+# is called by a rule, not by the user's function
+_RULE_RUNNERS = tuple(os.path.join(_PACKAGE_DIR, d) for d in ("core", "rules", "reverse", "forward", "api.py"))
+_LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+_MISSING = object()
+#: a frame cache (see `ignored_rule`) is emptied when it holds more frames than this
+CLEAN_FRAMES = 32
+
+
+class IgnoredRuleError(ChainRulesError, TypeError):
+    """A callable with a rule was called on an engine's values where that engine cannot use the rule.
+
+    ``callable`` is the ruled callable, ``location`` the ``file:line`` of its call.
+    """
+
+    def __init__(self, message: str, f=None, location: str | None = None):
+        self.callable = f
+        self.location = location
+        super().__init__(message)
+
+
+# ----- what to watch ------------------------------------------------------------------------
+
+_watched: dict[RuleDispatcher, tuple[int, dict]] = {}
+
+
+def watched(dispatcher: RuleDispatcher) -> dict:
+    """The code objects of the Python callables ``dispatcher`` has rules for, by ``id`` (hashing a
+    code object hashes its bytecode), each mapped to ``(code, matchers)``: how a frame running it
+    is recognized. Recomputed when a rule is registered.
+
+    >>> import chainrules as cr
+    >>> from chainrules.core.ruled_calls import watched
+    >>> def softsign(x):
+    ...     return x / (1 + abs(x))
+    >>> cr.scalar_rule(softsign, lambda x: 1 / (1 + abs(x)) ** 2)
+    >>> id(softsign.__code__) in watched(cr.rrule)
+    True
+    """
+    cached = _watched.get(dispatcher)
+    if cached is not None and cached[0] == dispatcher.version:
+        return cached[1]
+    table: dict = {}
+
+    def watch(code, matcher):
+        if code.co_filename.startswith(_RULE_RUNNERS):
+            # chainrules' own callables (cr.gradient, cr.pullback have rules for the source
+            # engine's nested differentiation): the tape and forward engines nest by themselves
+            return
+        matchers = table.setdefault(id(code), (code, []))[1]
+        if matcher not in matchers:
+            matchers.append(matcher)
+
+    for key, for_instances, _ in dispatcher.registrations():
+        if for_instances:  # calls of the instances of a class (and of its subclasses)
+            for cls in _with_subclasses(key):
+                code = _call_code(cls)
+                if code is not None:
+                    watch(code, ("instance", None))
+        elif type(key) is _FUNCTION:
+            watch(key.__code__, ("function", key))
+        elif type(key) is types.MethodType and type(key.__func__) is _FUNCTION:
+            watch(key.__func__.__code__, ("method", key))
+        elif not isinstance(key, type):  # a callable object registered by itself
+            code = _call_code(type(key))
+            if code is not None:
+                watch(code, ("instance", None))
+    table = {key: (code, tuple(matchers)) for key, (code, matchers) in table.items()}
+    _watched[dispatcher] = (dispatcher.version, table)
+    return table
+
+
+_user_code_watched: dict = {}
+
+
+def watches_user_code(dispatcher: RuleDispatcher) -> bool:
+    """Whether ``watched(dispatcher)`` holds code outside the installed libraries and the standard
+    library: then engines check every operation (see the module docstring)."""
+    cached = _user_code_watched.get(dispatcher)
+    if cached is not None and cached[0] == dispatcher.version:
+        return cached[1]
+    answer = any(not _is_library(code.co_filename) for code, _ in watched(dispatcher).values())
+    _user_code_watched[dispatcher] = (dispatcher.version, answer)
+    return answer
+
+
+def _is_library(filename: str) -> bool:
+    return filename.startswith(_LIBRARIES) and not filename.startswith(_PACKAGE_DIR)
+
+
+def _call_code(cls: type):
+    for klass in cls.__mro__:
+        call = vars(klass).get("__call__")
+        if call is not None:
+            return call.__code__ if type(call) is _FUNCTION else None
+    return None
+
+
+def _with_subclasses(cls: type) -> list:
+    found, todo = [], [cls]
+    while todo:
+        klass = todo.pop()
+        if klass not in found:
+            found.append(klass)
+            todo.extend(type.__subclasses__(klass))
+    return found
+
+
+_rule_codes: list = [None, None, {}]
+
+
+def _codes_of_rules() -> dict:
+    """The code objects of the rules written outside chainrules, and of the functions nested in
+    them (pullbacks), by ``id``: a frame running one of them is a rule at work."""
+    if _rule_codes[0] == rrule.version and _rule_codes[1] == frule.version:
+        return _rule_codes[2]
+    codes: dict = {}
+    for dispatcher in (rrule, frule):
+        for _, _, rules in dispatcher.registrations():
+            for rule in rules:
+                while hasattr(rule, "func") and not hasattr(rule, "__code__"):  # functools.partial
+                    rule = rule.func
+                code = getattr(rule, "__code__", None)
+                if isinstance(code, types.CodeType) and not code.co_filename.startswith(_RULE_RUNNERS):
+                    _add_nested(code, codes)
+    _rule_codes[:] = [rrule.version, frule.version, codes]
+    return codes
+
+
+def _add_nested(code: types.CodeType, codes: dict) -> None:
+    codes[id(code)] = code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _add_nested(const, codes)
+
+
+# ----- finding a ruled call on the stack ----------------------------------------------------
+
+
+def ignored_rule(
+    dispatcher: RuleDispatcher,
+    frame,
+    clean: dict | None,
+    owns: Callable[[Any, Any], bool],
+    key: Any,
+    primal: Callable[[Any], Any],
+    entry=None,
+):
+    """``(found, clean)``: a call of a callable with a rule in ``dispatcher`` that is running on
+    the stack from ``frame`` up to ``entry`` and received values for which ``owns(value, key)``
+    is true, as ``(callable, its frame)``, or ``None``.
+
+    ``entry`` is the frame in which the engine started the differentiation that ``key`` stands
+    for: the frames above it were called before its values existed, so the walk stops there
+    (``None``: at the top of the stack).
+
+    ``owns`` is asked about the engine's own values (``ActiveValue`` instances) found in the
+    arguments, their containers and fields; ``primal(value)`` gives the plain value the rule
+    lookup sees. ``clean`` caches frames of the user's code already walked past for the same
+    ``key`` (a dict from ``id`` to frame, or ``None``): the walk stops at one of them, so an
+    engine that walks from every operation pays for a new frame once, and otherwise for the
+    frames of chainrules between the operation and the user's code. The caller keeps the
+    returned dict and drops it when its differentiation ends (it holds frames alive).
+    """
+    f = frame
+    while f is not None and f is not entry and _runs_rules(f.f_code):  # to the user's code
+        f = f.f_back
+    if f is None or f is entry or (clean is not None and id(f) in clean):
+        return None, clean
+    if clean is None:
+        clean = {}
+    table = watched(dispatcher)
+    passed = []
+    while f is not None and f is not entry:
+        if id(f) in clean:
+            break
+        code = f.f_code
+        ruled = table.get(id(code))
+        if ruled is not None and ruled[0] is code:
+            found = _ruled_call(dispatcher, f, ruled[1], owns, key, primal)
+            if found is not None:
+                return found, clean
+        if not code.co_flags & _RESUMABLE and not _runs_rules(code):
+            passed.append(f)  # not a generator's frame: that one is resumed from anywhere
+        f = f.f_back
+    if len(clean) + len(passed) > CLEAN_FRAMES:
+        clean.clear()
+    for f in passed[:CLEAN_FRAMES]:
+        clean[id(f)] = f
+    return None, clean
+
+
+#: ids of code objects of chainrules itself met so far (see ``_RULE_RUNNERS``), and the code
+#: objects themselves, kept so that the ids stay theirs (``RuledCallWatch.check`` skips such
+#: frames by id before asking its cache of clean frames)
+RULE_RUNNER_CODE: set = set()
+_rule_runner_code: list = []
+_user_code: dict = {}  # id(code) -> code of the user's code met so far (bounded: see _runs_rules)
+
+
+def _runs_rules(code: types.CodeType) -> bool:
+    """Whether ``code`` is chainrules' own (registry, rules, engines), remembered by id."""
+    key = id(code)
+    if key in RULE_RUNNER_CODE:
+        return True
+    if _user_code.get(key) is code:
+        return False
+    if code.co_filename.startswith(_RULE_RUNNERS):
+        RULE_RUNNER_CODE.add(key)
+        _rule_runner_code.append(code)
+        return True
+    if len(_user_code) > 10_000:  # code made at run time (exec) comes and goes
+        _user_code.clear()
+    _user_code[key] = code
+    return False
+
+
+def _ruled_call(dispatcher, frame, matchers, owns, key, primal):
+    positional, keywords = _arguments(frame)
+    if not any(_holds(v, owns, key, 3) for v in (*positional, *keywords)):
+        return None
+    caller = frame.f_back
+    if caller is not None and (
+        caller.f_code.co_filename.startswith(_RULE_RUNNERS) or id(caller.f_code) in _codes_of_rules()
+    ):
+        return None  # a rule calls it (a rule computing its primal): an outer differentiation of the rule
+    for kind, registered in matchers:
+        if kind == "function":
+            if not _is_this_function(registered, frame):
+                continue
+            candidate, args = registered, positional
+        elif kind == "method":
+            if not positional or positional[0] is not registered.__self__:
+                continue
+            candidate, args = registered, positional[1:]
+        else:  # an instance of a class with a rule for calls of its instances
+            if not positional:
+                continue
+            candidate, args = positional[0], positional[1:]
+        if dispatcher.lookup(candidate, tuple(primal(a) for a in args)) is not None:
+            return candidate, frame
+    return None
+
+
+def _arguments(frame) -> tuple[list, list]:
+    """The values of a frame's parameters: positional ones (``*args`` spread) and keyword ones."""
+    code = frame.f_code
+    names = code.co_varnames
+    local = frame.f_locals
+    n_positional = code.co_argcount
+    n_keyword = code.co_kwonlyargcount
+    positional = [local.get(name) for name in names[:n_positional]]
+    keywords = [local.get(name) for name in names[n_positional : n_positional + n_keyword]]
+    i = n_positional + n_keyword
+    if code.co_flags & inspect.CO_VARARGS:
+        extra = local.get(names[i], ())
+        positional.extend(extra if isinstance(extra, tuple) else ())
+        i += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        extra = local.get(names[i], {})
+        keywords.extend(extra.values() if isinstance(extra, dict) else ())
+    return positional, keywords
+
+
+def _holds(value, owns, key, depth: int) -> bool:
+    """Whether ``value`` is, or holds within ``depth`` levels of containers and fields, a value ``owns``."""
+    if isinstance(value, ActiveValue):
+        return owns(value, key)
+    if depth == 0 or isinstance(value, (str, bytes, type, types.ModuleType, types.FunctionType)):
+        return False
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return any(_holds(v, owns, key, depth - 1) for v in value)
+    if isinstance(value, dict):
+        return any(_holds(v, owns, key, depth - 1) for v in value.values())
+    fields = getattr(value, "__dict__", None)
+    if isinstance(fields, dict):  # an object's fields (a model's parameters)
+        return any(_holds(v, owns, key, depth - 1) for v in fields.values())
+    return False
+
+
+def _is_this_function(fn, frame) -> bool:
+    """Whether ``frame`` runs ``fn`` itself, not another function made from the same code (a
+    closure made by the same ``def`` in another call, with other captured values)."""
+    if fn.__globals__ is not frame.f_globals:
+        return False
+    cells = fn.__closure__
+    if cells:
+        local = frame.f_locals
+        for name, cell in zip(fn.__code__.co_freevars, cells):
+            try:
+                captured = cell.cell_contents
+            except ValueError:  # not yet assigned
+                continue
+            if local.get(name, _MISSING) is not captured:
+                return False
+    return True
+
+
+# ----- what an engine holds -----------------------------------------------------------------
+
+
+class RuledCallWatch:
+    """One engine's watch for calls of ruled Python callables on its values.
+
+    ``owns(value, owner)`` says whether an engine value belongs to ``owner``, the object that
+    stands for one differentiation (a trace, a tag); ``primal(value)`` is the plain value a rule
+    lookup sees. ``owner`` carries two attributes the watch reads and writes: ``entry``, the
+    frame that started the differentiation (the walk stops there), and ``clean_frames``, the
+    cache of frames walked past (``None`` to start; the engine sets both to ``None`` when the
+    differentiation ends). ``engine`` names the engine in errors; ``advice`` ends them and may
+    name the callable as ``{name}``.
+
+    >>> import sys, types
+    >>> import chainrules as cr
+    >>> from chainrules.core.active import ActiveValue
+    >>> class Box(ActiveValue):
+    ...     def __init__(self, owner, value):
+    ...         self.owner, self.value = owner, value
+    >>> watch = RuledCallWatch(cr.rrule, "a toy engine", "Call {name} elsewhere.",
+    ...                        lambda v, owner: v.owner is owner, lambda v: v.value)
+    >>> def twice(x):
+    ...     watch.check(owner, sys._getframe(0))  # what an engine does at an operation on x
+    ...     return x
+    >>> cr.scalar_rule(twice, lambda x: 2.0)
+    >>> owner = types.SimpleNamespace(entry=None, clean_frames=None)
+    >>> watch.active()
+    True
+    >>> try:
+    ...     twice(Box(owner, 1.0))
+    ... except IgnoredRuleError as err:
+    ...     print(str(err).split(":")[0])
+    chainrules.core.ruled_calls.twice has a rule that a toy engine cannot use here
+    """
+
+    __slots__ = ("dispatcher", "engine", "advice", "owns", "primal", "version", "on")
+
+    def __init__(
+        self,
+        dispatcher: RuleDispatcher,
+        engine: str,
+        advice: str,
+        owns: Callable[[Any, Any], bool],
+        primal: Callable[[Any], Any],
+    ):
+        self.dispatcher = dispatcher
+        self.engine = engine
+        self.advice = advice
+        self.owns = owns
+        self.primal = primal
+        #: the dispatcher's version ``on`` was computed for; an engine's hot path reads the two
+        #: attributes itself (``if watch.version != rrule.version: watch.refresh()``, then
+        #: ``if watch.on: watch.check(...)``), which costs less than calling ``active()``
+        self.version = -1
+        self.on = False
+
+    def refresh(self) -> None:
+        """Recompute ``on`` for the dispatcher's current rules."""
+        self.on = watches_user_code(self.dispatcher)
+        self.version = self.dispatcher.version
+
+    def active(self) -> bool:
+        """Whether operations must be checked: a callable of the user's has a rule (``watches_user_code``)."""
+        if self.version != self.dispatcher.version:
+            self.refresh()
+        return self.on
+
+    def check(self, owner, frame) -> None:
+        """Raise ``IgnoredRuleError`` if, from ``frame`` up, a ruled callable is running on ``owner``'s values."""
+        while frame is not None and id(frame.f_code) in RULE_RUNNER_CODE:  # chainrules' own frames
+            frame = frame.f_back
+        clean = owner.clean_frames
+        if clean is not None and id(frame) in clean:
+            return  # the common case: a frame of the user's code already walked past
+        found, owner.clean_frames = ignored_rule(
+            self.dispatcher, frame, clean, self.owns, owner, self.primal, owner.entry
+        )
+        if found is not None:
+            raise ignored_rule_error(found[0], found[1], self.engine, self.advice)
+
+    def refused(self, owner, frame, error: Exception) -> Exception:
+        """The error for a refused conversion of ``owner``'s value at ``frame``: ``error``, or, when
+        the conversion happens in the body of a ruled callable that received the value (a library
+        function's, which ``active`` does not watch at every operation), ``IgnoredRuleError``
+        caused by ``error``."""
+        if owner is None or not watched(self.dispatcher):
+            return error
+        found, _ = ignored_rule(self.dispatcher, frame, None, self.owns, owner, self.primal, owner.entry)
+        if found is None:
+            return error
+        ruled = ignored_rule_error(found[0], found[1], self.engine, self.advice)
+        ruled.__cause__ = error
+        return ruled
+
+
+# ----- the error ----------------------------------------------------------------------------
+
+
+def describe(f) -> str:
+    """How an error names a ruled callable: its qualified name, or ``the C instance`` for a callable object."""
+    if isinstance(f, (types.FunctionType, types.MethodType, type)):
+        return callable_name(f)
+    return f"the {callable_name(type(f))} instance"
+
+
+def call_site(frame) -> str | None:
+    """``file:line`` of the call that made ``frame``."""
+    caller = frame.f_back
+    return None if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno}"
+
+
+def ignored_rule_error(f, frame, engine: str, advice: str) -> IgnoredRuleError:
+    """The error an engine raises for a call of ``f`` (running in ``frame``) whose rule it cannot
+    use; ``advice`` may name the callable as ``{name}``.
+
+    >>> import sys
+    >>> def g(x):
+    ...     return ignored_rule_error(g, sys._getframe(0), "the tape engine", "Call {name} elsewhere.")
+    >>> str(g(1.0)).split(":")[0]
+    'chainrules.core.ruled_calls.g has a rule that the tape engine cannot use here'
+    """
+    where = call_site(frame)
+    name = describe(f)
+    return IgnoredRuleError(
+        f"{name} has a rule that {engine} cannot use here: it was called{' at ' + where if where else ''} with "
+        f"values being differentiated, and {engine} sees operations on values, never calls of Python "
+        f"functions, so it would differentiate the body of {name} in place of its rule. " + advice.format(name=name),
+        f,
+        where,
+    )

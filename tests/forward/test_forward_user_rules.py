@@ -1,0 +1,230 @@
+"""Forward rules for the user's own Python callables: used for the function given, refused inside it.
+
+Duals see operations, not calls of Python functions. ``cr.jvp``, ``cr.derivative`` and
+``cr.jacobian(..., mode="forward")`` use the ``frule`` of the function (or callable object)
+they are given; a call of a ruled callable inside it runs its body, which forward mode detects
+and refuses rather than push the tangent through the body in place of the rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules import forward
+from chainrules.core.ruled_calls import IgnoredRuleError
+
+
+def twice(x):
+    return 2.0 * x
+
+
+@cr.frule.register(twice)  # differs from the body, so that which one ran shows in the result
+def frule_twice(tangents, x):
+    return 2.0 * x, 100.0 * tangents[1]
+
+
+def test_the_rule_of_the_function_given_is_used():
+    assert cr.derivative(twice, 1.0) == 100.0
+    assert cr.jvp(twice, (3.0,), (2.0,)) == (6.0, 200.0)
+    np.testing.assert_array_equal(cr.jacobian(twice, np.array([1.0, 2.0]), mode="forward"), 100.0 * np.eye(2))
+    # the user's tangent is brought to the input's dtype, as for any other function
+    y, dy = cr.jvp(twice, (np.float32(1.0),), (1.0,))
+    assert dy == 100.0 and np.asarray(dy).dtype == np.float32
+
+
+def test_a_call_inside_the_function_is_refused_naming_the_callable_and_the_line():
+    def f(x):
+        return twice(x) * 3.0  # the call
+
+    with pytest.raises(IgnoredRuleError) as info:
+        cr.derivative(f, 1.0)
+    lines, first = inspect.getsourcelines(f)
+    line = first + next(i for i, text in enumerate(lines) if "# the call" in text)
+    message = str(info.value)
+    assert message.startswith("test_forward_user_rules.twice has a rule that forward mode cannot use here")
+    assert f"{__file__}:{line}" in message
+    with pytest.raises(IgnoredRuleError, match="twice has a rule"):
+        cr.jacobian(f, np.array([1.0, 2.0]), mode="forward")
+    assert cr.derivative(lambda x: twice(2.0) * x, 1.0) == 4.0  # a constant reaches twice: nothing to refuse
+
+
+# a rule registered batched=True takes a chunk of tangents at once; another is called per tangent
+CALLS: list = []
+
+
+def weighted(x):
+    return 3.0 * x
+
+
+@cr.frule.register(weighted, batched=True)
+def frule_weighted(tangents, x):
+    CALLS.append(np.shape(tangents[1]))
+    return 3.0 * x, 30.0 * tangents[1]
+
+
+def unbatched(x):
+    return 3.0 * x
+
+
+@cr.frule.register(unbatched)
+def frule_unbatched(tangents, x):
+    CALLS.append(np.shape(tangents[1]))
+    return 3.0 * x, 30.0 * tangents[1]
+
+
+def test_a_jacobian_pushes_each_chunk_through_the_rule():
+    x = np.array([1.0, 2.0, 3.0])
+    CALLS.clear()
+    np.testing.assert_array_equal(forward.jacobian(weighted, x, chunk_size=2), 30.0 * np.eye(3))
+    assert CALLS == [(2, 3), (1, 3)]  # two passes, each with its batch of tangents
+    CALLS.clear()
+    np.testing.assert_array_equal(forward.jacobian(unbatched, x, chunk_size=2), 30.0 * np.eye(3))
+    assert CALLS == [(3,), (3,), (3,)]  # one call per tangent
+
+
+def test_structured_inputs_reach_the_rule_as_tangents():
+    def product(pair):
+        return pair[0] * pair[1]
+
+    seen = []
+
+    @cr.frule.register(product)
+    def frule_product(tangents, pair):
+        seen.append(tangents[1])
+        (a, b), (da, db) = pair, tangents[1]
+        return a * b, 10.0 * (da * b + a * db)
+
+    assert cr.jvp(product, ((2.0, 3.0),), ((1.0, 0.0),)) == (6.0, 30.0)
+    assert seen == [cr.Tangent[tuple](1.0, 0.0)]  # a plain tuple of tangents becomes Tangent[tuple]
+    J = cr.jacobian(product, (2.0, 3.0), mode="forward")
+    assert J == cr.Tangent[tuple](30.0, 20.0)
+
+
+def test_a_rule_rescues_a_function_whose_body_forward_mode_cannot_run():
+    def norm_to_one(x):
+        return math.hypot(x, 1.0)  # float() of a dual: no derivative through it
+
+    @cr.frule.register(norm_to_one)
+    def frule_norm_to_one(tangents, x):
+        h = math.hypot(x, 1.0)
+        return h, tangents[1] * x / h
+
+    assert cr.derivative(norm_to_one, 1.0) == pytest.approx(1 / math.sqrt(2), rel=1e-15)
+    with pytest.raises(IgnoredRuleError, match="norm_to_one has a rule that forward mode cannot use") as info:
+        cr.derivative(lambda x: 3.0 * norm_to_one(x), 1.0)
+    assert isinstance(info.value.__cause__, TypeError) and "float()" in str(info.value.__cause__)
+
+
+@dataclasses.dataclass
+class Gain:
+    k: float
+
+    def __call__(self, x):
+        return self.k * x
+
+
+SPECIAL = Gain(2.0)  # unhashable: its rule is kept by identity
+
+
+@cr.frule.register(SPECIAL)
+def frule_special(tangents, x):
+    return SPECIAL(x), 100.0 * tangents[1]
+
+
+@cr.frule.register(Gain)  # every other instance: tangents first, then the instance
+def frule_gain(tangents, gain, x):
+    return gain(x), 10.0 * tangents[1]
+
+
+def test_callable_objects_use_their_rule_by_object_then_by_class():
+    ordinary = Gain(2.0)
+    assert cr.derivative(SPECIAL, 1.0) == 100.0
+    assert cr.derivative(ordinary, 1.0) == 10.0
+    with pytest.raises(IgnoredRuleError, match="the test_forward_user_rules.Gain instance has a rule"):
+        cr.derivative(lambda x: ordinary(x) + x, 1.0)
+    with pytest.raises(IgnoredRuleError, match="Gain instance has a rule"):
+        cr.jvp(lambda g: g(3.0), (ordinary,), (cr.Tangent[Gain](k=1.0),))  # the object's fields are duals
+
+
+def test_non_differentiable_user_functions():
+    def rounded_scale(x):
+        return np.round(x * 4.0) / 4.0
+
+    cr.non_differentiable(rounded_scale)
+    assert cr.derivative(rounded_scale, 1.3) == cr.ZeroTangent()
+    with pytest.raises(IgnoredRuleError, match="rounded_scale has a rule"):
+        cr.derivative(lambda x: rounded_scale(x) * x, 1.3)
+
+
+def test_a_reverse_rule_alone_does_not_stop_forward_mode():
+    def halve(x):
+        return x / 2.0
+
+    @cr.rrule.register(halve)
+    def rrule_halve(x):
+        return x / 2.0, lambda dy: (cr.NoTangent(), 50.0 * dy)
+
+    # no frule to ignore: forward mode differentiates the body
+    assert cr.derivative(lambda x: halve(x) * x, 3.0) == 3.0
+
+
+def test_derivatives_of_derivatives_through_a_rule_that_calls_its_own_function():
+    def square(x):
+        return x * x
+
+    @cr.frule.register(square)
+    def frule_square(tangents, x):
+        return square(x), 2.0 * x * tangents[1]  # the rule's primal calls square itself
+
+    # the inner derivative uses the rule; the outer one differentiates the rule, square's body included
+    assert cr.derivative(lambda x: cr.derivative(square, x), 3.0) == 2.0
+    assert cr.derivative(lambda x: cr.derivative(square, x) * x, 3.0) == 12.0
+
+
+def test_a_ruled_library_function_is_named_where_its_body_converts_the_value():
+    import scipy.linalg
+
+    a = np.array([[2.0, 0.3], [0.1, 1.5]])
+    with pytest.raises(IgnoredRuleError, match=r"scipy\.linalg\._matfuncs\.expm has a rule") as info:
+        cr.jvp(lambda a: scipy.linalg.expm(a) * 2.0, (a,), (np.eye(2),))
+    assert "NumPy array" in str(info.value.__cause__)
+    y, dy = cr.jvp(scipy.linalg.expm, (a,), (np.eye(2),))  # given to forward mode itself: its rule
+    expected = cr.jacobian(scipy.linalg.expm, a, mode="reverse")
+    np.testing.assert_allclose(dy, np.einsum("ijkl,kl->ij", expected, np.eye(2)), rtol=1e-10)
+
+
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+@cr.frule.register(softplus)  # a correct rule written in another form than the body
+def frule_softplus(tangents, x):
+    return np.logaddexp(0.0, x), tangents[1] * 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+@cr.rrule.register(softplus)
+def rrule_softplus(x):
+    sigmoid = 0.5 * (1.0 + np.tanh(0.5 * x))
+
+    def softplus_pullback(dy):
+        return cr.NoTangent(), dy * sigmoid
+
+    return np.logaddexp(0.0, x), softplus_pullback
+
+
+def test_a_correct_rule_of_the_function_given_agrees_with_finite_differences_and_the_source_engine():
+    x = np.array([-1.5, 0.2, 3.0])
+    dx = np.array([0.3, -1.1, 0.7])
+    y, dy = cr.jvp(softplus, (x,), (dx,))
+    np.testing.assert_allclose(y, softplus(x), rtol=1e-14)
+    np.testing.assert_allclose(dy, cr.testing.fd_jvp(softplus, x, dx), rtol=1e-9)
+    J = cr.jacobian(softplus, x, mode="forward")
+    np.testing.assert_allclose(J, cr.jacobian(softplus, x, mode="reverse", engine="source"), rtol=1e-15)
+    np.testing.assert_allclose(J @ dx, dy, rtol=1e-15)
+    cr.testing.check_grads(softplus, (x,), modes=("forward",), order=1)
