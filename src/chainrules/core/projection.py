@@ -220,6 +220,8 @@ def match_input(x, dx):
     3.0
     """
     tx, tdx = type(x), type(dx)
+    if tx is np.ndarray and tdx is np.ndarray and x.dtype.kind in "fc":
+        return _match_array(x, dx)
     if tx is tdx and (tx is float or tx is complex or tx is _F64):
         return dx
     # fast paths for the common scalar and same-shape cases the general code below also covers
@@ -227,8 +229,6 @@ def match_input(x, dx):
         return float(dx)
     if tx is _F64 and tdx is float:
         return _F64(dx)
-    if tx is np.ndarray and tdx is np.ndarray and x.dtype == dx.dtype and x.shape == dx.shape and x.dtype.kind in "fc":
-        return dx
     if isinstance(dx, AbstractZero):
         return dx
     if np.shape(dx) != np.shape(x):
@@ -257,8 +257,31 @@ def match_input(x, dx):
     return dx
 
 
+def _match_array(x: np.ndarray, dx: np.ndarray):
+    """``match_input`` for a float or complex array ``x`` and an array ``dx`` (the common case)."""
+    if dx.shape != x.shape:
+        extra = dx.ndim - x.ndim
+        if extra < 0:
+            dx = np.broadcast_to(dx, x.shape)
+        else:
+            axes = tuple(range(extra)) + tuple(
+                i + extra for i, n in enumerate(x.shape) if n == 1 and dx.shape[i + extra] != 1
+            )
+            if axes:
+                dx = np.add.reduce(dx, axis=axes, keepdims=True)
+            if dx.shape != x.shape:
+                dx = np.reshape(dx, x.shape)
+    if dx.dtype != x.dtype:
+        if x.dtype.kind == "f" and dx.dtype.kind == "c":
+            dx = dx.real
+        dx = dx.astype(x.dtype)
+    return dx
+
+
 def conj(x):
     """The complex conjugate; real values are returned as they are (no copy)."""
+    if type(x) is np.ndarray:
+        return np.conj(x) if x.dtype.kind == "c" else x
     if type(x) is float or type(x) is _F64 or isinstance(x, AbstractZero) or not np.iscomplexobj(x):
         return x
     return np.conj(x)

@@ -6,8 +6,10 @@ The source engine lowers ``a + b`` to ``operator.add(a, b)`` and ``xs[i]`` to
 - Plain Python numbers (``float``, ``int``) take a fast path: no NumPy call, no thunk, at most
   one closure (none for ``+``, ``-`` and unary ``-``).
 - Arrays broadcast: each cotangent is summed back to its input's shape and dtype by
-  ``match_input``. The pushforwards are elementwise, so they take a leading batch axis of
-  tangents as it is (``batched=True``).
+  ``match_input``. A cotangent of an array that costs arithmetic (a product, a negation, a sum
+  over broadcast axes) is a ``Thunk``: the array may be a constant nobody asks about (a batch
+  of inputs). The pushforwards are elementwise, so they take a leading batch axis of tangents
+  as it is (``batched=True``).
 - Sequences: ``+`` concatenates tuples and lists and ``*`` repeats them; their cotangents are
   structural (``Tangent[tuple]``, ``Tangent[list]``). Strings carry no tangent.
 - Complex numbers follow ChainRules' convention: the pullback of a holomorphic operation
@@ -40,6 +42,7 @@ from ..core import (
     NoRuleError,
     NoTangent,
     Tangent,
+    Thunk,
     ZeroTangent,
     conj,
     frule,
@@ -76,6 +79,20 @@ def real_cotangent(dy):
     if type(dy) is float or isinstance(dy, AbstractZero):
         return dy
     return float(np.real(dy))
+
+
+def _array_cotangent(x, compute):
+    """The cotangent ``compute()`` of an operand: a ``Thunk`` for an array (it may be a constant
+    whose cotangent nobody asks for), the value for anything else."""
+    return Thunk(compute) if type(x) is np.ndarray else compute()
+
+
+def _passed_on(x, dy):
+    """``match_input(x, dy)`` for a cotangent that passes unchanged (``+``), lazy only where
+    ``x`` was broadcast and the sum over its axes would cost something."""
+    if type(x) is np.ndarray and type(dy) is np.ndarray and x.shape != dy.shape:
+        return Thunk(lambda: match_input(x, dy))
+    return match_input(x, dy)
 
 
 def zero_for(x):
@@ -346,7 +363,7 @@ def rrule_add(a, b):
 
     def add_pullback(dy):
         dy = unthunk(dy)
-        return _NO, match_input(a, dy), match_input(b, dy)
+        return _NO, _passed_on(a, dy), _passed_on(b, dy)
 
     return a + b, add_pullback
 
@@ -403,7 +420,9 @@ def rrule_sub(a, b):
 
     def sub_pullback(dy):
         dy = unthunk(dy)
-        return _NO, match_input(a, dy), match_input(b, -dy)
+        if isinstance(dy, AbstractZero):
+            return _NO, dy, dy
+        return _NO, _passed_on(a, dy), _array_cotangent(b, lambda: -match_input(b, dy))
 
     return a - b, sub_pullback
 
@@ -502,7 +521,10 @@ def rrule_mul(a, b):
 
     def mul_pullback(dy):
         dy = unthunk(dy)
-        return _NO, match_input(a, dy * conj(b)), match_input(b, conj(a) * dy)
+        if isinstance(dy, AbstractZero):
+            return _NO, dy, dy
+        da = _array_cotangent(a, lambda: match_input(a, dy * conj(b)))
+        return _NO, da, _array_cotangent(b, lambda: match_input(b, conj(a) * dy))
 
     return a * b, mul_pullback
 
@@ -575,8 +597,11 @@ def rrule_truediv(a, b):
 
     def truediv_pullback(dy):
         dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return _NO, dy, dy
         da = dy / conj(b)
-        return _NO, match_input(a, da), match_input(b, -da * conj(y))
+        db = _array_cotangent(b, lambda: match_input(b, -da * conj(y)))
+        return _NO, _array_cotangent(a, lambda: match_input(a, da)), db
 
     return y, truediv_pullback
 

@@ -118,6 +118,42 @@ def test_closures_over_values_of_other_types():
     assert pullback_full(make(2.0), 4.0)[1](1.0)[0].scale == 4.0
 
 
+def test_a_closure_takes_the_fast_path_and_sees_its_captured_variables_change():
+    import numpy as np
+
+    scale = 2.0
+
+    def f(x):
+        return x * scale
+
+    assert pullback_full(f, 1.0)[1](1.0)[1] == 2.0
+    before = counts()
+    assert pullback_full(f, 1.0)[1](1.0)[1] == 2.0  # the fast path: no new specialization
+    assert counts() == before
+    scale = 3.0  # the same cell, a new value of the same type
+    assert pullback_full(f, 1.0)[1](1.0)[1] == 3.0
+    scale = np.array([1.0, 4.0])  # the same cell, a value of another type: a new specialization
+    assert pullback_full(f, 1.0)[1](1.0)[1] == 5.0
+    assert counts()["compiled"] == before["compiled"] + 1
+    scale = 5.0
+    assert pullback_full(f, 1.0)[1](1.0)[1] == 5.0
+
+
+def test_a_closure_over_a_cell_filled_later():
+    def make():
+        def f(x):
+            return x * late
+
+        with pytest.raises(NameError):
+            pullback_full(f, 1.0)  # the cell is empty: no fast path may be remembered for it
+        late = 2.0
+        return f
+
+    f = make()
+    assert pullback_full(f, 3.0)[1](1.0)[1] == 2.0
+    assert pullback_full(f, 3.0)[1](1.0)[1] == 2.0
+
+
 def test_generated_code_is_deterministic():
     first = show(poly, 1.0, 2.0)
     cache._transformed.clear()

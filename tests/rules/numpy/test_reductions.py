@@ -174,6 +174,9 @@ TIES = [
     (np.min, np.array([[np.nan, np.nan], [1.0, 2.0]]), {"axis": 1}, np.array([1.0, 1.0]), [[0.5, 0.5], [1, 0]]),
     (np.ptp, np.array([1.0, 1.0, 4.0]), {}, 1.0, [-0.5, -0.5, 1.0]),
     (np.max, np.array([1.0, 2.0]), {"initial": 5.0}, 1.0, [0.0, 0.0]),
+    # as many winners as slices, but a tie in one and initial= the maximum of the other
+    (np.max, np.array([[5.0, 5.0], [1.0, 1.0]]), {"axis": 1, "initial": 3.0}, np.ones(2), [[0.5, 0.5], [0, 0]]),
+    (np.nanmax, np.array([[5.0, 5.0], [np.nan, np.nan]]), {"axis": 1}, np.ones(2), [[0.5, 0.5], [0, 0]]),
     (np.std, np.array([2.0, 2.0, 2.0]), {}, 1.0, [0.0, 0.0, 0.0]),
     # products with zeros, exactly: one zero takes the product of the rest, two zeros give zero
     (np.prod, np.array([2.0, 0.0, 3.0]), {}, 1.0, [0.0, 6.0, 0.0]),
@@ -188,6 +191,15 @@ TIES = [
 @pytest.mark.parametrize("f, x, kwargs, dy, expected", TIES)
 def test_conventions(f, x, kwargs, dy, expected):
     np.testing.assert_allclose(_grad(f, x, dy, **kwargs), expected, atol=1e-15)
+
+
+def test_max_finds_its_winners_only_when_differentiated():
+    x = np.array([[1.0, 4.0], [3.0, 2.0]])
+    y, back = cr.rrule(np.max, x, axis=1)
+    # inputs are not mutated in practice; here the mutation shows that the primal did not look for
+    # the winners: the pullback finds none in row 0 (4 is gone), where the primal would have found 4
+    x[0, 1] = 0.0
+    np.testing.assert_array_equal(cr.unthunk(back(np.ones(2))[1]), [[0.0, 0.0], [1.0, 0.0]])
 
 
 def test_tied_max_pushforward_averages():

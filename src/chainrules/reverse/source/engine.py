@@ -257,9 +257,22 @@ def _source(fn: types.FunctionType, args: tuple, kwargs: dict, bound: bool):
     key = cache.call_key(fn, args, kwargs, bound)
     spec = entry.specialization(fn, args, kwargs, bound, key)
     instance = spec.instance(fn)
-    if not kwargs and not bound and fn.__closure__ is None and not _has_typed_rules(fn):
+    if not kwargs and not bound and _cells_filled(fn.__closure__) and not _has_typed_rules(fn):
         _remember(entry, fn, args, spec, instance)
     return instance(*args, **kwargs)
+
+
+def _cells_filled(closure) -> bool:
+    """Whether every captured variable holds a value: the generated function then checks the
+    type of each one itself (an empty cell has no type to check), as it checks its arguments."""
+    if closure is None:
+        return True
+    try:
+        for cell in closure:
+            cell.cell_contents  # noqa: B018 (raises ValueError for an empty cell)
+    except ValueError:
+        return False
+    return True
 
 
 def _has_typed_rules(fn) -> bool:
@@ -271,8 +284,8 @@ def _has_typed_rules(fn) -> bool:
 def _remember(entry, fn, args: tuple, spec, instance):
     """Let the next call of ``fn`` with as many positional arguments skip the rule lookup and
     the choice of specialization, as long as no rule is registered and ``fn``'s defaults stay
-    the same. The generated function checks its arguments' types itself and hands a call
-    with other types back to ``respecialize``. Only for a function without rules of any
+    the same. The generated function checks the types of its arguments and captured variables
+    itself and hands a call with other types back to ``respecialize``. Only for a function without rules of any
     argument types: the types of a call then cannot give it a rule."""
     guarded = spec if spec.plan.guards else None
     entry.fast[len(args)] = (fn, spec.version, fn.__defaults__, instance, guarded, spec.calls_out)

@@ -123,6 +123,9 @@ def cotangent_array(y, dy):
     A complex ``dy`` for a real ``y`` keeps its real part (the imaginary part is orthogonal to
     every real perturbation)."""
     dy = unthunk(dy)
+    if type(dy) is np.ndarray and type(y) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:
+        if y.dtype.kind in "fc":  # already in y's tangent space (the common case)
+            return dy
     if isinstance(dy, AbstractZero):
         return dy
     if isinstance(y, np.ndarray | np.generic) and isinstance(dy, np.ndarray | np.generic | float | int | complex):

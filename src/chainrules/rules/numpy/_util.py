@@ -26,6 +26,8 @@ def bind(f, args: tuple, kwargs: dict, names: tuple[str, ...], defaults: dict) -
     >>> bind(np.sum, (0,), {"keepdims": True}, names, defaults)
     {'axis': 0, 'dtype': None, 'keepdims': True}
     """
+    if not args and all(k in defaults and v is not np._NoValue for k, v in kwargs.items()):
+        return {**defaults, **kwargs}  # the common call: supported keywords only
     if len(args) > len(names):
         raise TypeError(f"{callable_name(f)} takes at most {len(names) + 1} positional arguments, got {len(args) + 1}")
     given = dict(zip(names, args))
@@ -91,6 +93,11 @@ def keep(y, axes: tuple[int, ...], keepdims: bool):
     """A reduction's output (or its cotangent) with the reduced axes restored as length-1 axes."""
     if keepdims or not axes:
         return y
+    if type(y) is np.ndarray or isinstance(y, np.generic):  # a reshape is cheaper than expand_dims
+        shape = list(np.shape(y))
+        for a in axes:
+            shape.insert(a, 1)
+        return np.reshape(y, shape)
     return np.expand_dims(y, axes)
 
 

@@ -1,14 +1,13 @@
 """Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``.
 
 Matrix-like products are written as one 2-D product of reshaped operands (``tensordot``'s own
-method), computed with SciPy's BLAS for float and complex arrays. Their cotangents are
+method), computed with BLAS (see ``_blas``); two matrices skip the reshaping. Their cotangents are
 ``InplaceableThunk``s: added into an accumulator they are one BLAS multiply-add with
 ``beta = 1`` (seed 004's ``mul!(X̄, A', Ȳ, true, true)``), so the product is never allocated;
 where the accumulator's layout does not allow it, the value is added. For ``y = a @ b`` the
 cotangents are ``ā = ȳ b^H`` and ``b̄ = a^H ȳ`` (ChainRules' ``*`` rule: conjugate transposes).
 
-Primal and pullback stay in one BLAS library (see ``_blas``). Forward rules use NumPy alone and
-accept a leading batch axis on the tangents.
+Forward rules use NumPy alone and accept a leading batch axis on the tangents.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ...core import AbstractZero, Thunk, frule, rrule, unthunk
+from ...core import AbstractZero, InplaceableThunk, Thunk, frule, rrule, unthunk
 from ._arrays import (
     NO,
     ZERO,
@@ -117,6 +116,8 @@ def _as_matrix(x, perm, rows, cols):
 
 
 def _from_matrix(m, perm, shape):
+    if perm == _MATRIX and np.shape(m) == shape:
+        return m
     permuted = tuple(shape[p] for p in perm)
     out = np.reshape(m, permuted)
     if perm != tuple(range(len(perm))):
@@ -155,7 +156,7 @@ def _product_cotangent(x, perm, matrix_shape, p, op_p, q, op_q):
             add_value_into(acc, value.unthunk())
         return acc
 
-    return inplaceable(value.unthunk, product_add_into)
+    return InplaceableThunk(product_add_into, value)
 
 
 # ----- matmul ------------------------------------------------------------------------------
@@ -209,7 +210,27 @@ def _matmul_stacked_rrule(a, b):
     return y, matmul_stacked_pullback
 
 
+_MATRIX = (0, 1)
+
+
+def _matrix_product_rrule(a, b):
+    """``a @ b`` for two matrices (2-D arrays), the common case, without reshaping anything."""
+    y = np.matmul(a, b)
+
+    def matrix_product_pullback(dy):
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return dy, dy
+        da = _product_cotangent(a, _MATRIX, a.shape, dy, "N", b, "C")
+        db = _product_cotangent(b, _MATRIX, b.shape, a, "C", dy, "N")
+        return da, db
+
+    return y, matrix_product_pullback
+
+
 def _matmul_rrule(a, b):
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]:
+        return _matrix_product_rrule(a, b)
     contraction = _matmul_contraction(a, b)
     if contraction is None:
         return _matmul_stacked_rrule(a, b)

@@ -55,7 +55,7 @@ def _register_one(f, names, defaults, plan):
             dy = unthunk(dy)
             if isinstance(dy, AbstractZero):
                 return (_NO, dy) + extra
-            if not np.iscomplexobj(y) and np.iscomplexobj(dy):
+            if _complex(dy) and not _complex(y):
                 dy = np.real(dy)  # a real output's cotangent is real
             return (_NO, match_input(x, back(dy))) + extra
 
@@ -74,6 +74,13 @@ def _register_one(f, names, defaults, plan):
     reduction_frule.__qualname__ = f"frule_{name}"
     rrule.register(f)(reduction_rrule)
     frule.register(f, batched=True)(reduction_frule)
+
+
+def _complex(v) -> bool:
+    if type(v) is float:
+        return False
+    dtype = getattr(v, "dtype", None)
+    return dtype.kind == "c" if isinstance(dtype, np.dtype) else np.iscomplexobj(v)
 
 
 def _spread(dy, x, axes, keepdims):
@@ -200,30 +207,43 @@ _register((np.nanprod,), _PROD, _PROD_DEFAULTS, _prod_plan(nan=True))
 # ----- max, min, ptp -----------------------------------------------------------------------
 
 
-def _winners(x, y, axes, keepdims, nan_wins: bool):
+def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True):
     """Where max/min is attained, and by how many entries of each slice (None when by one each).
 
     A NaN result of max/min (``nan_wins``) comes from the NaN entries; nanmax/nanmin skip them,
-    and an all-NaN slice there has no winner.
+    and an all-NaN slice there has no winner. ``attained``: no ``initial=`` value could be the
+    result, so every slice without NaN has a winner.
     """
     yk = keep(y, axes, keepdims)
     hit = x == yk
-    if nan_wins and np.any(np.isnan(y)):
+    nan = np.any(np.isnan(y))
+    if nan_wins and nan:
         hit = np.logical_or(hit, np.isnan(x))
+    if attained and not nan and np.count_nonzero(hit) == np.size(y):
+        return hit, None  # every slice has a winner and there are as many as slices: one each
     count = np.sum(hit, axis=axes, keepdims=True)
     if np.all(count == 1):
         return hit, None
     return hit, np.maximum(count, 1).astype(real_dtype(x))
 
 
-def _selection_back_forward(hit, count, axes, keepdims):
-    """Pullback and pushforward of a reduction that picks the entries ``hit`` (sharing ties)."""
+def _selection_back_forward(winners, axes, keepdims):
+    """Pullback and pushforward of a reduction that picks the entries ``winners()`` returns as
+    ``(hit, count)`` (sharing ties); they are found on first use, not in the primal."""
+    found = []
+
+    def hit_count():
+        if not found:
+            found.append(winners())
+        return found[0]
 
     def select_back(dy):
+        hit, count = hit_count()
         dy = keep(dy, axes, keepdims)
         return hit * (dy if count is None else dy / count)
 
     def select_forward(dx, batched):
+        hit, count = hit_count()
         picked = np.sum(hit * dx, axis=shift(axes, batched), keepdims=True)
         if count is not None:
             picked = picked / count
@@ -236,8 +256,12 @@ def _extremum_plan(nan_wins: bool):
     def plan(x, o, primal):
         y = primal()
         axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
-        hit, count = _winners(x, y, axes, keepdims, nan_wins)
-        return (y, *_selection_back_forward(hit, count, axes, keepdims))
+        attained = o["initial"] is None
+
+        def winners():
+            return _winners(x, y, axes, keepdims, nan_wins, attained)
+
+        return (y, *_selection_back_forward(winners, axes, keepdims))
 
     return plan
 
@@ -245,8 +269,9 @@ def _extremum_plan(nan_wins: bool):
 def _ptp_plan(x, o, primal):
     y = primal()
     axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
-    hi_back, hi_forward = _selection_back_forward(*_winners(x, np.max(x, axis=axes), axes, False, True), axes, keepdims)
-    lo_back, lo_forward = _selection_back_forward(*_winners(x, np.min(x, axis=axes), axes, False, True), axes, keepdims)
+    hi, lo = np.max(x, axis=axes), np.min(x, axis=axes)
+    hi_back, hi_forward = _selection_back_forward(lambda: _winners(x, hi, axes, False, True), axes, keepdims)
+    lo_back, lo_forward = _selection_back_forward(lambda: _winners(x, lo, axes, False, True), axes, keepdims)
 
     def ptp_back(dy):
         return hi_back(dy) - lo_back(dy)

@@ -24,7 +24,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core import AbstractZero, NoTangent, ZeroTangent, conj, frule, match_input, non_differentiable, rrule, unthunk
+from ...core import (
+    AbstractZero,
+    NoTangent,
+    Thunk,
+    ZeroTangent,
+    conj,
+    frule,
+    match_input,
+    non_differentiable,
+    rrule,
+    unthunk,
+)
 from ._util import align, bind, match_output, raise_out
 
 _NO = NoTangent()
@@ -66,11 +77,25 @@ def pull(args: tuple, partials: list, y, dy) -> tuple:
     ``None`` for an argument without a derivative (``NoTangent``).
     """
     dy = unthunk(dy)
-    if isinstance(dy, AbstractZero):
+    if type(dy) is np.ndarray and type(y) is np.ndarray:
+        if dy.dtype.kind == "c" and y.dtype.kind != "c":
+            dy = dy.real  # a real output's cotangent is real
+    elif isinstance(dy, AbstractZero):
         return tuple(_NO if p is None else _ZERO for p in partials)
-    if not np.iscomplexobj(y) and np.iscomplexobj(dy):
-        dy = np.real(dy)  # a real output's cotangent is real
-    return tuple(_NO if p is None else _back_to(x, _times(dy, conj(p))) for x, p in zip(args, partials))
+    elif not np.iscomplexobj(y) and np.iscomplexobj(dy):
+        dy = np.real(dy)
+    if len(args) == 1:
+        p = partials[0]
+        return (_NO if p is None else _back_to(args[0], _times(dy, conj(p))),)
+    # several inputs: an array's cotangent waits until asked for (it may be a constant's)
+    return tuple(_NO if p is None else _lazy_back_to(x, dy, p) for x, p in zip(args, partials))
+
+
+def _lazy_back_to(x, dy, p):
+    def input_cotangent():
+        return _back_to(x, _times(dy, conj(p)))
+
+    return Thunk(input_cotangent) if type(x) is np.ndarray else input_cotangent()
 
 
 def _back_to(x, dx):
@@ -150,11 +175,16 @@ def _rules(f, nin: int, derivatives: Callable, scalar_partial: Callable | None =
                 p = scalar_partial(x, y)
                 if type(p) is float or type(p) is _F64:
                     return y, _scalar_pullback(x, tx, p, y, pullback_name)
-        where = _ufunc_call(f, args, kwargs, nin)
-        extra = (_NO,) * (len(args) - nin)
-        args = args[:nin]
-        y = f(*args, **kwargs)
-        ps = masked_derivatives(args, y, where)
+        if not kwargs and len(args) == nin:  # the common call: no where=, out= or extra arguments
+            y = f(*args)
+            ps = derivatives(args, y)
+            extra = ()
+        else:
+            where = _ufunc_call(f, args, kwargs, nin)
+            extra = (_NO,) * (len(args) - nin)
+            args = args[:nin]
+            y = f(*args, **kwargs)
+            ps = masked_derivatives(args, y, where)
 
         def elementwise_pullback(dy):
             return (_NO,) + pull(args, ps, y, dy) + extra
@@ -207,7 +237,7 @@ def elementwise(f, *partials: Callable | None) -> None:
 
     >>> import numpy as np, chainrules as cr
     >>> y, back = cr.rrule(np.multiply, np.ones((2, 1)), np.arange(3.0))
-    >>> back(np.ones((2, 3)))[1:]
+    >>> tuple(cr.unthunk(d) for d in back(np.ones((2, 3)))[1:])  # thunks: either may be a constant's
     (array([[3.],
            [3.]]), array([2., 2., 2.]))
     """

@@ -229,14 +229,19 @@ def _softmax_axis(rest, kwargs, name):
     return options(name, rest, kwargs, (("axis", None),))["axis"]
 
 
-def _softmax(x, axis, log: bool):
-    """softmax or log_softmax with NumPy functions (which accept dual numbers), one ``exp``;
-    equal to SciPy's to rounding."""
+def _softmax_parts(x, axis):
+    """``(shifted, e, total, axes)``: ``x`` less its maximum, its ``exp`` and their sum along
+    ``axes``, with NumPy functions (which accept dual numbers) and one ``exp``."""
     x = _float(x)
     axes = _axes(axis, np.ndim(x))
     shifted = x - np.max(x, axis=axes, keepdims=True)
     e = np.exp(shifted)
-    total = np.sum(e, axis=axes, keepdims=True)
+    return shifted, e, np.sum(e, axis=axes, keepdims=True), axes
+
+
+def _softmax(x, axis, log: bool):
+    """softmax or log_softmax, equal to SciPy's to rounding."""
+    shifted, e, total, axes = _softmax_parts(x, axis)
     return (shifted - np.log(total) if log else e / total), axes
 
 
@@ -266,13 +271,14 @@ def frule_softmax(tangents, x, *rest, **kwargs):
 
 @rrule.register(sc.log_softmax)
 def rrule_log_softmax(x, *rest, **kwargs):
-    y, axes = _softmax(x, _softmax_axis(rest, kwargs, "scipy.special.log_softmax"), log=True)
-    weights = np.exp(y)  # the softmax, from the primal's result
+    shifted, e, total, axes = _softmax_parts(x, _softmax_axis(rest, kwargs, "scipy.special.log_softmax"))
+    y = shifted - np.log(total)
 
     def log_softmax_pullback(dy):
         dy = unthunk(dy)
         if is_zero(dy):
             return (_NO, _ZERO) + (_NO,) * len(rest)
+        weights = e / total  # the softmax, from the primal's exp (no second exp)
         dx = dy - weights * np.sum(dy, axis=axes, keepdims=True)
         return (_NO, match_input(x, dx)) + (_NO,) * len(rest)
 
