@@ -3,23 +3,25 @@ side with JAX (jit and eager), PyTorch and HIPS autograd, all in one run.
 
 Run: ``python benchmarks/source_seeds.py`` (writes benchmarks/results/source_seeds.md).
 
-Each figure is the median over rounds of (time of one gradient) / (time of one plain call),
-the two timed back to back in every round so that the machine's load cancels out. "engine" is
-``pullback_full(f, *args)`` followed by ``back(1.0)``; "cr.gradient" is the public API around
-it. BLAS pools (NumPy's and SciPy's OpenBLAS) are pinned to one thread with threadpoolctl, and
-PyTorch to one thread.
+Our figures come from ``_common.compare``: the plain call, the source engine, ``cr.gradient``
+and the tape engine interleaved repeat by repeat (process CPU time, the cyclic collector paused
+while a method is timed), each ratio the median of the per-repeat ratios to the plain call.
+"engine" is ``pullback_full(f, *args)`` followed by ``back(1.0)``; "cr.gradient" is the public
+API around it, what users call, and the one the targets are judged on. Peers are timed on their
+own (fewer repeats) and divided by the plain call's median. Threads pinned with
+``_common.pin_threads``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import math
-import pathlib
-import platform
-import statistics
-import timeit
+import time
 
-from threadpoolctl import threadpool_limits
+try:
+    from . import _common
+except ImportError:  # run as a script
+    import _common
 
 import chainrules as cr
 from chainrules.reverse.source import cache, pullback_full
@@ -152,31 +154,30 @@ def autograd_gradients():
 
 # ----- timing -------------------------------------------------------------------------------------
 
+OURS_REPEATS = 15
+PEER_REPEATS = 7
+#: seconds of work per timed batch of calls
+BATCH_S = 0.01
 
-def per_call(stmt, number: int) -> float:
-    return timeit.timeit(stmt, number=number) / number
 
-
-def ratio(plain, method, rounds: int = 15, budget: float = 0.02) -> tuple[float, float]:
-    """(median of time(method) / time(plain), median time of method in seconds)."""
+def calls_per_batch(method, budget: float = BATCH_S) -> int:
+    """How many calls of ``method`` take about ``budget`` seconds."""
     method()
-    plain_n = max(1, int(budget / max(per_call(plain, 20), 1e-9)))
-    method_n = max(1, int(budget / max(per_call(method, 3), 1e-9)))
-    ratios, times = [], []
-    for _ in range(rounds):
-        p = per_call(plain, plain_n)
-        m = per_call(method, method_n)
-        ratios.append(m / p)
-        times.append(m)
-    return statistics.median(ratios), statistics.median(times)
+    start = time.process_time()
+    n = 0
+    while time.process_time() - start < budget / 10 or n < 3:
+        method()
+        n += 1
+    return max(1, int(budget / ((time.process_time() - start) / n)))
 
 
-def attempt(plain, method):
-    """``ratio``, or the error's name where the method refuses the function."""
+def attempt(method):
+    """``method`` itself, or the error's name where it refuses the function."""
     try:
-        return ratio(plain, method)
+        method()
     except Exception as err:  # the tape engine refuses `math` functions, by design
         return f"refused ({type(err).__name__})"
+    return method
 
 
 def cold_call_ms(fn, args) -> float:
@@ -184,12 +185,12 @@ def cold_call_ms(fn, args) -> float:
     cache._transformed.pop(id(fn.__code__), None)
     for inner in (square, five_times):
         cache._transformed.pop(id(inner.__code__), None)
-    start = timeit.default_timer()
+    start = time.perf_counter()
     pullback_full(fn, *args)[1](1.0)
-    return (timeit.default_timer() - start) * 1e3
+    return (time.perf_counter() - start) * 1e3
 
 
-def main() -> str:
+def main(threads: str) -> str:
     columns = ["engine", "cr.gradient"]
     peers: dict[str, list] = {}
     if has("jax"):
@@ -204,7 +205,6 @@ def main() -> str:
         columns.append("tape engine")
     names = ["JAX jit", "JAX eager", "PyTorch", "autograd"]
     rows = []
-    parsed_before = None
     for i, (label, fn, args, target) in enumerate(CASES):
         cold = cold_call_ms(fn, args)
 
@@ -220,38 +220,52 @@ def main() -> str:
         def on_tape(fn=fn, args=args):
             return cr.gradient(fn, *args, engine="tape")
 
-        plain_time = statistics.median(per_call(plain, 20000) for _ in range(5))
+        methods = {"plain": plain, "engine": engine, "cr.gradient": api}
+        refused = None
+        if tape:
+            checked = attempt(on_tape)
+            if isinstance(checked, str):
+                refused = checked
+            else:
+                methods["tape engine"] = on_tape
         engine()
         parsed_before = dict(cache.stats)
-        cells = [ratio(plain, engine), ratio(plain, api)]
-        if tape:
-            cells.append(attempt(plain, on_tape))
+        number = min(calls_per_batch(m) for name, m in methods.items() if name != "plain")
+        ours = _common.compare(methods, "plain", repeats=OURS_REPEATS, number=number)
         assert cache.stats == parsed_before, "a repeated call parsed or compiled again"
+        cells = [(ours[c].ratio, ours[c].seconds) if c in ours else refused for c in columns]
         for name in names:
             if name in peers:
                 g = peers[name][i]
-                cells.append(ratio(plain, lambda g=g, args=args: g(*args), rounds=7))
+                run = lambda g=g, args=args: g(*args)  # noqa: E731
+                t = _common.compare({name: run}, name, repeats=PEER_REPEATS, number=calls_per_batch(run))[name]
+                cells.append((t.seconds / ours["plain"].seconds, t.seconds))
             else:
                 cells.append(None)
-        verdict = "" if target is None else f" (target ≤ {target}×: {'met' if cells[0][0] <= target else 'missed'})"
-        rows.append((label, plain_time, cells, cold, verdict))
+        verdict = ""
+        if target is not None:
+            met = ours["cr.gradient"].ratio <= target
+            verdict = f" (target: cr.gradient ≤ {target}×, {'met' if met else 'missed'})"
+        rows.append((label, ours["plain"].seconds, cells, cold, verdict))
     header = columns + names
     lines = [
         "# Source engine: seed examples, gradient ÷ plain call",
         "",
-        f"Python {platform.python_version()}, {platform.machine()}; NumPy/SciPy BLAS pinned to 1 thread "
-        "(threadpoolctl), PyTorch to 1 thread, JAX on CPU in float64.",
-        "Each cell: gradient time ÷ plain-call time, median over rounds timed back to back in one run",
-        "(15 rounds for ours, 7 for peers), then the median gradient time. 'engine' is the source",
-        "engine's pullback_full + pullback; 'cr.gradient' the public API around it.",
-        "Repeated calls neither parse nor compile (checked: the cache counters do not move).",
+        f"{_common.machine_line()}; {threads}; JAX on CPU in float64.",
+        "Each cell: gradient time ÷ plain-call time, then the median gradient time. Ours (engine, cr.gradient,",
+        f"tape engine) interleaved with the plain call, {OURS_REPEATS} repeats of process CPU time, each ratio",
+        f"the median of the per-repeat ratios; peers timed on their own, {PEER_REPEATS} repeats, ÷ the plain",
+        "call's median.",
+        "'engine' is the source engine's pullback_full + pullback; 'cr.gradient' the public API around it",
+        "(what users call: the targets are judged on it). Repeated calls neither parse nor compile (checked:",
+        "the cache counters do not move).",
         "",
         "| function | plain call | " + " | ".join(header) + " | first call (transform) |",
         "|---|---|" + "---|" * len(header) + "---|",
     ]
     for label, plain_time, cells, cold, verdict in rows:
         shown = [
-            "not installed"
+            _common.NOT_INSTALLED
             if cell is None
             else cell
             if isinstance(cell, str)
@@ -263,9 +277,6 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    with threadpool_limits(limits=1):
-        table = main()
-    out = pathlib.Path(__file__).parent / "results" / "source_seeds.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table)
+    table = main(_common.pin_threads(1))
+    _common.write_results("source_seeds", table)
     print(table)

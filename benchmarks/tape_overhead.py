@@ -13,27 +13,22 @@ from __future__ import annotations
 import gc
 import operator
 import os
-import pathlib
 import platform
 import statistics
-import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+
+try:
+    from . import _common
+except ImportError:  # run as a script
+    import _common
 
 import chainrules as cr
 from chainrules.reverse.trace import pullback_full
 
-try:
-    import torch
-except ImportError:
-    torch = None
-
-try:
-    import autograd
-    import autograd.numpy as anp
-except ImportError:
-    autograd = None
+torch = _common.optional_import("torch")
+autograd = _common.optional_import("autograd")
+anp = _common.optional_import("autograd.numpy")
 
 
 def seed_quotient(a, b):
@@ -88,6 +83,7 @@ def rules_alone_chain(steps: int):
     r_add = cr.rrule.lookup(operator.add, (x, 0.1))
 
     def run(x):
+        collecting = gc.isenabled()
         gc.disable()  # as the tape does while it records and sweeps: the list of closures is long
         try:
             pullbacks = []
@@ -100,7 +96,8 @@ def rules_alone_chain(steps: int):
             for p_sin, p_mul, p_add in reversed(pullbacks):
                 dx = p_sin(p_mul(p_add(dx)[1])[1])[1]
         finally:
-            gc.enable()
+            if collecting:
+                gc.enable()
         return (dx,)
 
     return run
@@ -117,25 +114,6 @@ def torch_grad(f, args):
 def autograd_grad(f, args):
     g = autograd.grad(lambda p: f(*p))
     return lambda: g(tuple(args))
-
-
-def median_times(methods: dict, repeats: int, number: int) -> tuple[dict, dict]:
-    """Median wall-clock and CPU seconds (this thread's) per call of each method, the methods
-    interleaved within every repeat."""
-    wall = {name: [] for name in methods}
-    cpu = {name: [] for name in methods}
-    for _ in range(repeats):
-        for name, run in methods.items():
-            gc.collect()
-            start, start_cpu = time.perf_counter(), time.thread_time()
-            for _ in range(number):
-                run()
-            cpu[name].append((time.thread_time() - start_cpu) / number)
-            wall[name].append((time.perf_counter() - start) / number)
-    return (
-        {name: statistics.median(ts) for name, ts in wall.items()},
-        {name: statistics.median(ts) for name, ts in cpu.items()},
-    )
 
 
 CASES = [
@@ -193,7 +171,7 @@ def fmt_us(seconds: float) -> str:
     return f"{us:,.1f} µs" if us < 10_000 else f"{us / 1000:,.1f} ms"
 
 
-def main() -> str:
+def main(threads: str) -> str:
     load_before = os.getloadavg()[0]
     check_against_each_other()
     rows = []
@@ -208,71 +186,57 @@ def main() -> str:
             methods["PyTorch"] = torch_grad(tf, args)
         if autograd:
             methods["autograd"] = autograd_grad(af, args)
-        times, cpu_times = median_times(methods, repeats, number)
-        rows.append((name, ops, times, cpu_times))
+        rows.append((name, ops, _common.compare(methods, "plain", repeats=repeats, number=number)))
 
     lines = [
         "# Tape engine: per-operation overhead",
         "",
         f"Python {platform.python_version()}, NumPy {np.__version__}, "
-        f"PyTorch {torch.__version__ if torch else 'not installed'}, "
-        f"autograd {'installed' if autograd else 'not installed'}; {os.cpu_count()} cores, shared machine "
+        f"{_common.version_of('torch')}, {_common.version_of('autograd')}; {os.cpu_count()} cores, shared machine "
         f"(load average {load_before:.1f} at the start of the run, {os.getloadavg()[0]:.1f} at the end). "
-        "BLAS pools of NumPy and SciPy pinned to 1 thread with threadpoolctl, PyTorch to 1 thread. "
-        "Medians over interleaved repeats, all in one run; inputs are Python floats (0-d float64 tensors "
-        "for PyTorch, created inside the timed call as our inputs are boxed inside it). Gradients of all "
-        "three agree to 1e-10.",
+        f"{threads}. Process CPU time, medians over interleaved repeats (`benchmarks/_common.compare`, the "
+        "cyclic collector paused while a method is timed), all in one run; ratios are medians of the "
+        "per-repeat ratios. Inputs are Python floats (0-d float64 tensors for PyTorch, created inside the "
+        "timed call as our inputs are boxed inside it). Gradients of all three agree to 1e-10.",
         "",
         "Gradient time as a multiple of the plain Python call:",
         "",
         "| function | recorded ops | plain call | tape (cr.gradient) | tape (engine only) | PyTorch | autograd |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, ops, t, _ in rows:
-        plain = t["plain"]
+    for name, ops, t in rows:
         cells = [
             name,
             f"{ops:,}",
-            fmt_us(plain),
-            f"{t['tape (cr.gradient)'] / plain:,.0f}×",
-            f"{t['tape (pullback_full + back)'] / plain:,.0f}×",
-            f"{t['PyTorch'] / plain:,.0f}×" if "PyTorch" in t else "not installed",
-            f"{t['autograd'] / plain:,.0f}×" if "autograd" in t else "not installed",
+            fmt_us(t["plain"].seconds),
+            f"{t['tape (cr.gradient)'].ratio:,.0f}×",
+            f"{t['tape (pullback_full + back)'].ratio:,.0f}×",
+            f"{t['PyTorch'].ratio:,.0f}×" if "PyTorch" in t else _common.NOT_INSTALLED,
+            f"{t['autograd'].ratio:,.0f}×" if "autograd" in t else _common.NOT_INSTALLED,
         ]
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
         "Cost per recorded operation (forward and backward, gradient time ÷ operations), and how many times "
-        "cheaper the tape is than PyTorch's eager autograd (target: at least 3×):",
+        "cheaper the tape is than PyTorch's eager autograd, per repeat then the median (target: at least 3×):",
         "",
-        "| function | tape (cr.gradient) | PyTorch | autograd | PyTorch ÷ tape |",
-        "|---|---|---|---|---|",
+        "| function | tape (cr.gradient) | PyTorch | autograd | PyTorch ÷ tape | target |",
+        "|---|---|---|---|---|---|",
     ]
-    for name, ops, t, _ in rows:
-        ours = t["tape (cr.gradient)"] / ops
+    for name, ops, t in rows:
+        ours = t["tape (cr.gradient)"]
+        if "PyTorch" in t:
+            cheaper = per_repeat_ratio(t["PyTorch"], ours)
+            verdict = "met" if cheaper >= 3.0 else "missed"
         cells = [
             name,
-            fmt_us(ours),
-            fmt_us(t["PyTorch"] / ops) if "PyTorch" in t else "not installed",
-            fmt_us(t["autograd"] / ops) if "autograd" in t else "not installed",
-            f"{t['PyTorch'] / t['tape (cr.gradient)']:.1f}×" if "PyTorch" in t else "not installed",
+            fmt_us(ours.seconds / ops),
+            fmt_us(t["PyTorch"].seconds / ops) if "PyTorch" in t else _common.NOT_INSTALLED,
+            fmt_us(t["autograd"].seconds / ops) if "autograd" in t else _common.NOT_INSTALLED,
+            f"{cheaper:.1f}×" if "PyTorch" in t else _common.NOT_INSTALLED,
+            verdict if "PyTorch" in t else "–",
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "The same comparison in CPU time (this thread's, medians over the same repeats), which the other users "
-        "of the machine disturb less than the wall clock:",
-        "",
-        "| function | tape (cr.gradient) | PyTorch | PyTorch ÷ tape |",
-        "|---|---|---|---|",
-    ]
-    for name, ops, _, c in rows:
-        ours = c["tape (cr.gradient)"] / ops
-        theirs = c["PyTorch"] / ops if "PyTorch" in c else None
-        lines.append(
-            f"| {name} | {fmt_us(ours)} | {fmt_us(theirs) if theirs else 'not installed'} | "
-            f"{f'{theirs / ours:.1f}×' if theirs else 'not installed'} |"
-        )
     lines += [
         "",
         "Where the tape's time goes: the same rules' rrules and pullbacks chained by hand, with no engine (the "
@@ -282,20 +246,20 @@ def main() -> str:
         "| function | rules by hand, per operation | tape engine, per operation | engine's own share |",
         "|---|---|---|---|",
     ]
-    for name, ops, t, _ in rows:
-        by_hand, engine = t["rules by hand"], t["tape (pullback_full + back)"]
+    for name, ops, t in rows:
+        by_hand, engine = t["rules by hand"].seconds, t["tape (pullback_full + back)"].seconds
         lines.append(
             f"| {name} | {fmt_us(by_hand / ops)} | {fmt_us(engine / ops)} | {100 * (engine - by_hand) / engine:.0f}% |"
         )
     return "\n".join(lines) + "\n"
 
 
+def per_repeat_ratio(theirs: _common.Timing, ours: _common.Timing) -> float:
+    """The median over repeats of their time ÷ ours, both measured in the same repeat."""
+    return statistics.median(t / o for t, o in zip(theirs.samples, ours.samples))
+
+
 if __name__ == "__main__":
-    if torch:
-        torch.set_num_threads(1)
-    with threadpool_limits(limits=1):
-        table = main()
-    out = pathlib.Path(__file__).parent / "results" / "tape_overhead.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table)
+    table = main(_common.pin_threads(1))
+    _common.write_results("tape_overhead", table)
     print(table)

@@ -73,7 +73,12 @@ def _deep_unthunk(t):
 
 def _unthunked(cotangents: tuple, args: tuple) -> tuple:
     """The user's view of a full pullback's result: no tangent for ``f``, nothing lazy."""
-    return tuple([c if type(c) in _PLAIN else _as_returned(a, c) for a, c in zip(args, cotangents[1:])])
+    grads = cotangents[1:]
+    # the common result, plain floats and arrays, is returned as it is, without a new tuple
+    for c in grads:
+        if type(c) not in _PLAIN:
+            return tuple([c if type(c) in _PLAIN else _as_returned(a, c) for a, c in zip(args, grads)])
+    return grads
 
 
 def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tuple[Any, Callable]:
@@ -163,6 +168,7 @@ def value_and_gradient(
 
 
 def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
+    run = _reverse_engine(engine).pullback_full
     # The cyclic garbage collector is paused from the forward pass to the end of the sweep: a
     # pullback holds a few small objects per operation (closures, boxes, tape entries), freed by
     # reference counting as the sweep runs; a collection in between would traverse all of them
@@ -171,25 +177,21 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
     if pause_gc:
         gc.disable()
     try:
-        return _run_value_and_gradient(f, args, kwargs, engine, argnums, has_aux)
+        y, back_full = run(f, *args, **kwargs)
+        if has_aux:
+            # f itself is differentiated (a wrapper would be library code to the source engine),
+            # with a zero cotangent for aux
+            if not isinstance(y, (tuple, list)) or len(y) != 2:
+                raise ChainRulesError(
+                    f"has_aux=True needs {getattr(f, '__qualname__', repr(f))} to return a pair (value, aux), "
+                    f"got {type(y).__name__}"
+                )
+            seed = Tangent[type(y)](_seed_for(y[0], f), ZeroTangent())
+            return (y[0], y[1]), _gradients(_once(back_full)(seed), args, argnums)
+        return y, _gradients(_once(back_full)(1.0 if type(y) is float else _seed_for(y, f)), args, argnums)
     finally:
         if pause_gc:
             gc.enable()
-
-
-def _run_value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
-    y, back_full = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
-    if has_aux:
-        # f itself is differentiated (a wrapper would be library code to the source engine), with
-        # a zero cotangent for aux
-        if not isinstance(y, (tuple, list)) or len(y) != 2:
-            raise ChainRulesError(
-                f"has_aux=True needs {getattr(f, '__qualname__', repr(f))} to return a pair (value, aux), "
-                f"got {type(y).__name__}"
-            )
-        seed = Tangent[type(y)](_seed_for(y[0], f), ZeroTangent())
-        return (y[0], y[1]), _gradients(_once(back_full)(seed), args, argnums)
-    return y, _gradients(_once(back_full)(_seed_for(y, f)), args, argnums)
 
 
 def _once(back_full: Callable) -> Callable:

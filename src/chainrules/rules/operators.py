@@ -369,14 +369,19 @@ def _add_real_pullback(dy):
 
 _ADD_SCALAR_PULLBACKS = _scalar_sum_pullbacks(1.0, "add_pullback")
 _SUB_SCALAR_PULLBACKS = _scalar_sum_pullbacks(-1.0, "sub_pullback")
+# Python reals take the plainer pullbacks: one dictionary lookup by the operands' types picks
+# the pullback of any pair of real scalars (a loop's `total += X[i]` pays for nothing else)
+for _ta in _REAL:
+    for _tb in _REAL:
+        _ADD_SCALAR_PULLBACKS[_ta, _tb] = _add_real_pullback
+del _ta, _tb
 
 
 @rrule.register(operator.add, batched=True)
 def rrule_add(a, b):
-    if type(a) in _REAL and type(b) in _REAL:
-        return a + b, _add_real_pullback
-    if type(a) in _SCALARS and type(b) in _SCALARS:
-        return a + b, _ADD_SCALAR_PULLBACKS[type(a), type(b)]
+    pullback = _ADD_SCALAR_PULLBACKS.get((type(a), type(b)))
+    if pullback is not None:
+        return a + b, pullback
     if isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES):
         return _rrule_concat(a, b)
     if isinstance(a, _TEXT):
@@ -431,12 +436,17 @@ def _sub_real_pullback(dy):
     return _NO, dy, -dy
 
 
+for _ta in _REAL:
+    for _tb in _REAL:
+        _SUB_SCALAR_PULLBACKS[_ta, _tb] = _sub_real_pullback
+del _ta, _tb
+
+
 @rrule.register(operator.sub, batched=True)
 def rrule_sub(a, b):
-    if type(a) in _REAL and type(b) in _REAL:
-        return a - b, _sub_real_pullback
-    if type(a) in _SCALARS and type(b) in _SCALARS:
-        return a - b, _SUB_SCALAR_PULLBACKS[type(a), type(b)]
+    pullback = _SUB_SCALAR_PULLBACKS.get((type(a), type(b)))
+    if pullback is not None:
+        return a - b, pullback
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.sub, a, b)
     y = a - b

@@ -82,3 +82,40 @@ def test_tape_gradient_of_a_loop_of_elements():
 
     X = np.array([1.0, -2.0, 3.0])
     np.testing.assert_allclose(cr.gradient(mysum, X, engine="tape")[0], 2 * X)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("dy", [2.5, np.float64(-1.25), 1.5 - 2.0j, np.array(0.75), cr.ZeroTangent()])
+def test_getitem_element_pullback_matches_the_general_index(dtype, dy):
+    x = np.arange(1.0, 5.0).astype(dtype)
+    y, fast = cr.rrule(operator.getitem, x, 2)
+    y_general, general = cr.rrule(operator.getitem, x, np.int64(2))  # a NumPy integer: the general path
+    assert y == y_general
+    got, want = fast(dy), general(dy)
+    assert got[0] == want[0] == cr.NoTangent() and got[2] == want[2] == cr.NoTangent()
+    if isinstance(want[1], cr.AbstractZero):
+        assert got[1] == want[1]
+        return
+    value, expected = cr.unthunk(got[1]), cr.unthunk(want[1])
+    assert value.dtype == expected.dtype == dtype
+    np.testing.assert_array_equal(value, expected)
+    acc, ref = np.ones(4, dtype=dtype), np.ones(4, dtype=dtype)
+    np.testing.assert_array_equal(cr.iadd(acc, got[1]), cr.iadd(ref, want[1]))
+
+
+def test_getitem_element_pullback_of_a_row_and_of_integer_arrays():
+    x = np.arange(6.0).reshape(2, 3)
+    _, back = cr.rrule(operator.getitem, x, 1)
+    np.testing.assert_array_equal(cr.unthunk(back(np.ones(3))[1]), [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    _, back = cr.rrule(operator.getitem, np.arange(3), 1)  # integers: the general path, a float64 tangent
+    assert cr.unthunk(back(1.0)[1]).dtype == np.float64
+    test_rrule(operator.getitem, np.array([0.5, -1.0, 2.0], dtype=np.complex128), 0)
+
+
+def test_element_scatter_value_is_made_once_and_keeps_the_dtype_of_x():
+    x = np.zeros(3, dtype=np.float32)
+    t = scatter_thunk(x, -1, np.float64(2.0))
+    assert t.val is t.val
+    assert t.unthunk().dtype == np.float32
+    np.testing.assert_array_equal(t.unthunk(), [0.0, 0.0, 2.0])
+    np.testing.assert_array_equal(x, 0.0)  # x is read for its shape and dtype, never written

@@ -17,12 +17,13 @@ import numpy as np
 
 from ...core.accumulation import accumulate
 from ...core.errors import callable_name
-from ...core.tangents import AbstractThunk, AbstractZero, NoTangent, Tangent, ZeroTangent
+from ...core.tangents import AbstractThunk, AbstractZero, InplaceableThunk, NoTangent, Tangent, ZeroTangent
 from .tracer import PAIRS
 
 _ZERO = ZeroTangent()
 _NO = NoTangent()
 _F64 = np.float64
+_ARRAY = np.ndarray
 
 
 def part(ct, key, index: int | None = None):
@@ -79,20 +80,20 @@ def _gather(template, cts: dict):
 
 def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
     """Run the tape's pullbacks backwards, accumulating into ``cts`` (slot -> cotangent)."""
-    zero, no = _ZERO, _NO
     pop, get = cts.pop, cts.get
-    # Entries are taken from the end of the tape (a copy of it when it is kept), each freed
-    # with its pullback once it has run.
-    entries = tape if release else list(tape)
-    take = entries.pop
-    while entries:
-        pullback, out, f, first, second = take()
+    if release:
+        # Entries are popped from the end of the tape, each freed with its pullback once it has
+        # run; `iter(pop, None)` stops at a None put first (a C loop, no copy of the tape).
+        tape.insert(0, None)
+        entries = iter(tape.pop, None)
+    else:
+        entries = reversed(tape)  # a kept tape is read in place: no copy of it
+    for pullback, out, f, first, second in entries:
         if type(out) is int:
             dy = pop(out, None)
-            if dy is None or dy is zero or dy is no:
-                continue
-            if type(dy) is not float and type(dy) is not _F64:
-                if isinstance(dy, AbstractZero):
+            td = type(dy)
+            if td is not float and td is not _F64:  # real numbers first: a scalar chain's common case
+                if dy is None or isinstance(dy, AbstractZero):
                     continue
                 if isinstance(dy, AbstractThunk):
                     # Evaluate now: the pullback would, and a chain of unevaluated thunks would recurse.
@@ -113,6 +114,11 @@ def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
                 cts[first] = dx  # borrowed: not in `owned`
             elif type(acc) is float and type(dx) is float:
                 cts[first] = acc + dx
+            elif type(acc) is _ARRAY and isinstance(dx, InplaceableThunk) and first in owned:
+                # a loop's x[i]: scattered into the array this sweep owns (accumulate's step, inline)
+                out = dx.add_into(acc)
+                if out is not acc:
+                    raise broken_add_into(dx, out)
             else:
                 cts[first] = add_to(acc, first, dx, owned)
         elif first == PAIRS:  # (position or path, slot) pairs
@@ -140,3 +146,9 @@ def add_to(acc, slot: int, dx, owned: set):
     else:
         owned.discard(slot)
     return total
+
+
+def broken_add_into(dx, out) -> RuntimeError:
+    return RuntimeError(
+        f"{dx!r}: add_into must add into the accumulator it is given and return it; it returned a {type(out).__name__}"
+    )

@@ -283,11 +283,8 @@ def scatter_thunk(x, index, dy, view=None, unique: bool | None = None):
     if type(index) is int and view is None and type(x) is np.ndarray and (tdy is float or tdy is _F64):
         # a loop's x[i] with a real number for a cotangent: the checks below all pass, and
         # NumPy's tests of the number (np.iscomplexobj) would cost more than the scatter
-        dtype = x.dtype
-        if dtype.kind in "fc":
-            t = _new(ElementScatter)
-            t._shape, t._dtype, t._index, t._dy, t._thunk = x.shape, dtype, index, dy, None
-            return t
+        if x.dtype.kind in "fc":
+            return element_scatter(x, index, dy)
     dtype = tangent_dtype(x)
     if dtype is None:
         return NO
@@ -338,7 +335,7 @@ class ElementScatter(InplaceableThunk):
     """
 
     # InplaceableThunk's own slots stay unused: `add_into` and `val` are defined here instead
-    __slots__ = ("_shape", "_dtype", "_index", "_dy", "_thunk")
+    __slots__ = ("_x", "_index", "_dy", "_thunk")
 
     def add_into(self, acc):
         acc[self._index] += self._dy
@@ -352,7 +349,19 @@ class ElementScatter(InplaceableThunk):
         return thunk
 
     def _dense(self) -> np.ndarray:
-        return self.add_into(np.zeros(self._shape, dtype=self._dtype))
+        x = self._x
+        return self.add_into(np.zeros(x.shape, dtype=x.dtype))
+
+
+def element_scatter(x: np.ndarray, index: int, dy) -> ElementScatter:
+    """The ``ElementScatter`` of ``x[index]`` for a float or complex array ``x``, a Python int
+    ``index`` and a real number ``dy`` (the caller has checked all three)."""
+    t = _new(ElementScatter)
+    t._x = x  # for the value's shape and dtype: the pullback that makes this holds x anyway
+    t._index = index
+    t._dy = dy
+    t._thunk = None
+    return t
 
 
 _new = object.__new__

@@ -27,7 +27,18 @@ from ...core import (
     unthunk,
     user_location,
 )
-from ._arrays import NO, ZERO, index_has_repeats, is_batched, scatter_thunk, tangent_dtype, to_input
+from ._arrays import (
+    NO,
+    ZERO,
+    element_scatter,
+    index_has_repeats,
+    is_batched,
+    scatter_thunk,
+    tangent_dtype,
+    to_input,
+)
+
+_F64 = np.float64
 
 
 @rrule.register(operator.getitem, np.ndarray, batched=True)
@@ -40,6 +51,17 @@ def rrule_getitem(x, index):
             return NO, _batch_scatter_thunk(x, index, dy), NO
         return NO, scatter_thunk(x, index, dy), NO
 
+    if type(index) is int and x.dtype.kind in "fc":
+        # a loop's x[i]: a real number's cotangent is an ElementScatter, made without
+        # scatter_thunk's checks (which the type tests here settle)
+
+        def getitem_element_pullback(dy):
+            td = type(dy)
+            if td is float or td is _F64:
+                return NO, element_scatter(x, index, dy), NO
+            return getitem_pullback(dy)
+
+        return y, getitem_element_pullback
     return y, getitem_pullback
 
 
