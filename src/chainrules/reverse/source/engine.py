@@ -102,8 +102,11 @@ def pullback_full(f, *args, **kwargs):
         if entry is not None:
             hit = entry.fast.get(len(args))
             if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
-                if (hit[4] is None or hit[4].valid(f)) and not hit[5] and not hit[6]:
-                    return hit[3](*args)
+                if (hit[4] is None or hit[4].valid(f)) and not hit[5]:
+                    y, back = hit[3](*args)
+                    if hit[6] and isinstance(y, np.ndarray):  # made of batched rules' pullbacks only
+                        _mark_batched(back)
+                    return y, back
     if current_engine() is pullback_full:
         return pullback(f, *args, **kwargs)
     # The cyclic garbage collector is paused while the primal runs: a loop keeps what each
