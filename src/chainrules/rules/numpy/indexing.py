@@ -44,25 +44,30 @@ _F64 = np.float64
 @rrule.register(operator.getitem, np.ndarray, batched=True)
 def rrule_getitem(x, index):
     y = x[index]
-
-    def getitem_pullback(dy):
-        dy = unthunk(dy)
-        if carries_batch(y, dy):
-            return NO, _batch_scatter_thunk(x, index, dy), NO
-        return NO, scatter_thunk(x, index, dy), NO
-
     if type(index) is int and x.dtype.kind in "fc":
         # a loop's x[i]: a real number's cotangent is an ElementScatter, made without
-        # scatter_thunk's checks (which the type tests here settle)
+        # scatter_thunk's checks (which the type tests here settle); one closure per call
 
         def getitem_element_pullback(dy):
             td = type(dy)
             if td is float or td is _F64:
                 return NO, element_scatter(x, index, dy), NO
-            return getitem_pullback(dy)
+            return NO, _scattered(x, index, y, dy), NO
 
         return y, getitem_element_pullback
+
+    def getitem_pullback(dy):
+        return NO, _scattered(x, index, y, dy), NO
+
     return y, getitem_pullback
+
+
+def _scattered(x, index, y, dy):
+    """The cotangent of ``x`` from the cotangent (or batch of cotangents) ``dy`` of ``x[index]``."""
+    dy = unthunk(dy)
+    if carries_batch(y, dy):
+        return _batch_scatter_thunk(x, index, dy)
+    return scatter_thunk(x, index, dy)
 
 
 def _batch_scatter_thunk(x, index, dy):
