@@ -37,6 +37,8 @@ TARGET = 3.0
 BASELINE = "NumPy analytic"
 #: a method slower than this per call is timed with fewer repeats (the whole grid stays in minutes)
 SLOW = 0.01
+#: seconds a sample of one method lasts
+SAMPLE = 0.01
 REPEATS, SLOW_REPEATS = 11, 5
 
 
@@ -125,11 +127,12 @@ def _once(run) -> float:
 
 
 def _group(methods: dict, names: list, repeats: int) -> dict:
-    """``compare`` for some of the methods beside the baseline, each sample lasting about 10 ms."""
+    """``compare`` for some of the methods beside the baseline, each method's samples lasting about
+    10 ms. The number of calls per sample is chosen per method: with one number for all, set by the
+    slowest, a microsecond-scale method's sample held a few calls, the first of them slowed by the
+    caches the previous method had filled, and the baseline measured about 3x its warm time."""
     group = {name: methods[name] for name in [BASELINE, *names]}
-    slowest = max(min(_once(run) for _ in range(2)) for run in group.values())
-    number = max(1, min(2000, int(0.01 / max(slowest, 1e-7))))
-    return common.compare(group, BASELINE, repeats=repeats, number=number, warmup=1)
+    return common.compare(group, BASELINE, repeats=repeats, warmup=1, budget=SAMPLE)
 
 
 def measure(methods: dict) -> dict:
@@ -226,7 +229,8 @@ def main() -> str:
         f"f: R^N → R^M as in seed 003 (N inputs, M outputs, W of shape M×N). {machine};",
         f"{THREADS_NOTE};",
         f"process CPU time, medians of interleaved repeats ({REPEATS} repeats, {SLOW_REPEATS} for methods over "
-        f"{SLOW * 1e3:.0f} ms a call, timed as a second group beside the baseline; a sample lasts about 10 ms); "
+        f"{SLOW * 1e3:.0f} ms a call, timed as a second group beside the baseline; "
+        "each method's sample holds as many calls as fill about 10 ms); "
         "every ratio is the median of the per-repeat ratios to the NumPy analytic Jacobian "
         "`2 (W x + b)[:, None] * W` (1.00x), measured in the same run. float64. Every Jacobian was "
         "checked against the analytic one before timing. `python benchmarks/jacobian_grid.py`.",
