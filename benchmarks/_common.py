@@ -286,6 +286,32 @@ def peak_bytes(fn: Callable[[], object]) -> int:
 # ----- reporting -------------------------------------------------------------------------------
 
 
+def quotient_gradient_by_rules(mul: Callable, add: Callable, div: Callable) -> Callable:
+    """Seed 001's gradient of ``a / (a + b*b)`` from the rules ``mul``, ``add``, ``div`` chained by
+    hand, as generated adjoint code calls them: what any engine built on those rules must spend.
+
+    >>> import operator
+    >>> def rule(op):
+    ...     return lambda x, y: (op(x, y), lambda dz: (None, *{
+    ...         operator.mul: (dz * y, dz * x), operator.add: (dz, dz),
+    ...         operator.truediv: (dz / y, -dz * x / y**2)}[op]))
+    >>> run = quotient_gradient_by_rules(rule(operator.mul), rule(operator.add), rule(operator.truediv))
+    >>> [round(d, 4) for d in run(2.0, 3.0)]
+    [0.0744, -0.0992]
+    """
+
+    def run(a, b):
+        t1, back1 = mul(b, b)
+        t2, back2 = add(a, t1)
+        _, back3 = div(a, t2)
+        _, da1, dt2 = back3(1.0)
+        _, da2, dt1 = back2(dt2)
+        _, db1, db2 = back1(dt1)
+        return da1 + da2, db1 + db2
+
+    return run
+
+
 def machine_line() -> str:
     """Python version, platform, core count and the load average when the run started."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

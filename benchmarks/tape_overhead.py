@@ -59,20 +59,11 @@ def ours_engine(f, args):
 
 def rules_alone_quotient():
     """Seed 001's gradient from the same rules chained by hand: what any engine must spend."""
-    r_mul = cr.rrule.lookup(operator.mul, (1.0, 1.0))
-    r_add = cr.rrule.lookup(operator.add, (1.0, 1.0))
-    r_div = cr.rrule.lookup(operator.truediv, (1.0, 1.0))
-
-    def run(a, b):
-        y1, p1 = r_mul(b, b)
-        y2, p2 = r_add(a, y1)
-        _, p3 = r_div(a, y2)
-        _, da3, dy2 = p3(1.0)
-        _, da2, dy1 = p2(dy2)
-        _, db1, db2 = p1(dy1)
-        return da3 + da2, db1 + db2
-
-    return run
+    return _common.quotient_gradient_by_rules(
+        cr.rrule.lookup(operator.mul, (1.0, 1.0)),
+        cr.rrule.lookup(operator.add, (1.0, 1.0)),
+        cr.rrule.lookup(operator.truediv, (1.0, 1.0)),
+    )
 
 
 def rules_alone_chain(steps: int):

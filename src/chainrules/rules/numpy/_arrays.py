@@ -297,11 +297,13 @@ def scatter_thunk(x, index, dy, view=None, unique: bool | None = None):
         repeats = type(index) is not int and index_has_repeats(index)
     else:
         repeats = not unique
-    return _scatter(x.shape, dtype, index, dy, view, repeats)
+    return scatter_rows(x.shape, dtype, index, dy, view, repeats)
 
 
-def _scatter(shape: tuple, dtype: np.dtype, index, dy, view, repeats: bool) -> InplaceableThunk:
-    """``scatter_thunk``'s result once its arguments are checked."""
+def scatter_rows(shape: tuple, dtype: np.dtype, index, dy, view, repeats: bool) -> InplaceableThunk:
+    """``dy`` scattered at ``index`` into zeros of ``shape`` (into ``view(acc)`` of an accumulator
+    ``acc`` in place), ``np.add.at`` where the index ``repeats``: ``scatter_thunk``'s result once
+    its arguments are checked, and a batched getitem's with the batch axis in the index."""
 
     def scatter_add_into(acc):
         target = acc if view is None else view(acc)

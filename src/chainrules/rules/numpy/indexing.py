@@ -17,9 +17,7 @@ import numpy as np
 
 from ...core import (
     AbstractZero,
-    InplaceableThunk,
     NoRuleError,
-    Thunk,
     carries_batch,
     frule,
     match_input_batch,
@@ -33,6 +31,7 @@ from ._arrays import (
     element_scatter,
     index_has_repeats,
     is_batched,
+    scatter_rows,
     scatter_thunk,
     tangent_dtype,
     to_input,
@@ -87,21 +86,7 @@ def _batch_scatter_thunk(x, index, dy):
         def place(acc):
             return np.moveaxis(acc, 0, -1)
 
-    repeats = index_has_repeats(index)
-    shape = (np.shape(dy)[0], *x.shape)
-
-    def batch_scatter_add_into(acc):
-        target = acc if place is None else place(acc)
-        if repeats:
-            np.add.at(target, rows_index, rows)
-        else:
-            target[rows_index] += rows
-        return acc
-
-    def batch_scatter_value():
-        return match_input_batch(x, batch_scatter_add_into(np.zeros(shape, dtype=dtype)))
-
-    return InplaceableThunk(batch_scatter_add_into, Thunk(batch_scatter_value))
+    return scatter_rows((np.shape(dy)[0], *x.shape), dtype, rows_index, rows, place, index_has_repeats(index))
 
 
 def _is_basic(index) -> bool:

@@ -287,12 +287,13 @@ def rrule_log_softmax(x, *rest, **kwargs):
 
 @frule.register(sc.log_softmax, batched=True)
 def frule_log_softmax(tangents, x, *rest, **kwargs):
-    y, axes = _softmax(x, _softmax_axis(rest, kwargs, "scipy.special.log_softmax"), log=True)
+    shifted, e, total, axes = _softmax_parts(x, _softmax_axis(rest, kwargs, "scipy.special.log_softmax"))
+    y = shifted - np.log(total)
     dx = unthunk(tangents[1])
     if is_zero(dx):
         return y, _ZERO
     axes = _shift(axes, dx, x)
-    return y, dx - np.sum(np.exp(y) * dx, axis=axes, keepdims=True)
+    return y, dx - np.sum((e / total) * dx, axis=axes, keepdims=True)  # the softmax without a second exp
 
 
 _LSE_OPTIONS = (("axis", None), ("b", None), ("keepdims", False), ("return_sign", False))
