@@ -28,7 +28,18 @@ from typing import Any
 
 import numpy as np
 
-from .core import AbstractZero, ChainRulesError, NoTangent, Tangent, ZeroTangent, add, basis_seed, rrule, unthunk
+from .core import (
+    AbstractThunk,
+    AbstractZero,
+    ChainRulesError,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    add,
+    basis_seed,
+    rrule,
+    unthunk,
+)
 
 REVERSE_ENGINES = {"source": "chainrules.reverse.source", "tape": "chainrules.reverse.trace"}
 DEFAULT_ENGINE = "source"
@@ -247,7 +258,7 @@ def derivative(f: Callable, x):
 
 
 def _size(x) -> int:
-    return int(np.size(x))
+    return x.size if type(x) is np.ndarray else int(np.size(x))
 
 
 def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, chunk_size: int | None = None):
@@ -270,14 +281,15 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     >>> cr.jacobian(lambda x: W @ x, np.ones(2)).shape
     (3, 2)
     """
-    if mode not in ("auto", "forward", "reverse"):
-        raise ValueError(f"jacobian: mode={mode!r}; choose 'auto', 'forward' or 'reverse'")
-    if mode == "forward":
-        return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
     if mode == "reverse":
         return _reverse_jacobian(x, *_reverse_engine(engine).pullback_full(f, x), chunk_size)
-    key = (np.shape(x), getattr(x, "dtype", type(x)))
-    if _chosen_before(f, key) == "forward":
+    if mode == "forward":
+        return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+    if mode != "auto":
+        raise ValueError(f"jacobian: mode={mode!r}; choose 'auto', 'forward' or 'reverse'")
+    key = (x.shape, x.dtype) if type(x) is np.ndarray else (np.shape(x), getattr(x, "dtype", type(x)))
+    chosen = _chosen_before(f, key)
+    if chosen == "forward":
         J = _forward_engine().jacobian(f, x, chunk_size=chunk_size)
         _remember_choice(f, key, _size(x) < np.size(J) // max(_size(x), 1))
         return J
@@ -288,7 +300,8 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
             return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
         raise
     forward = _size(x) < _size(pulled[0])
-    _remember_choice(f, key, forward)
+    if forward or chosen is None:  # a choice of reverse mode that still holds is not written again
+        _remember_choice(f, key, forward)
     if forward:
         return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
     return _reverse_jacobian(x, *pulled, chunk_size)
@@ -358,28 +371,35 @@ def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
 def _batched_jacobian(x, y_shape: tuple, x_shape: tuple, back_full, dtype, chunk_size):
     """The Jacobian from blocks of unit cotangents, each pulled back in one call of ``back_full``."""
     m = math.prod(y_shape)
-    chunk = _reverse_chunk(m, max(m, math.prod(x_shape)), chunk_size)
-    blocks = []
-    for first in range(0, m, chunk):
-        rows = min(chunk, m - first)
-        dx = back_full(basis_seed(rows, y_shape, first, dtype))[1]
-        if type(dx) is not np.ndarray:
-            dx = _as_returned(x, dx)
-        if isinstance(dx, AbstractZero):
-            dx = np.zeros((rows, *x_shape), dtype=dtype)
-        blocks.append(dx)
-    if len(blocks) == 1:
-        J = np.asarray(blocks[0])
+    width = max(m, math.prod(x_shape))
+    if chunk_size is None and m * width <= REVERSE_BATCH_BUDGET:  # one block: the common case
+        J = _block_cotangent(x, x_shape, back_full(basis_seed(m, y_shape, 0, dtype))[1], m, dtype)
         # a fresh, writeable array of the result dtype (a pass may return a view of an operand)
         if J.dtype != dtype or not J.flags.writeable or not _owns_block(J):
             J = np.array(J, dtype=dtype)
-        return J.reshape(y_shape + x_shape)
+        return J if J.shape == y_shape + x_shape else J.reshape(y_shape + x_shape)
+    chunk = _reverse_chunk(m, width, chunk_size)
     J = np.empty((m, *x_shape), dtype=dtype)
-    start = 0
-    for block in blocks:
-        J[start : start + len(block)] = block
-        start += len(block)
+    for first in range(0, m, chunk):
+        rows = min(chunk, m - first)
+        J[first : first + rows] = _block_cotangent(
+            x, x_shape, back_full(basis_seed(rows, y_shape, first, dtype))[1], rows, dtype
+        )
     return J.reshape(y_shape + x_shape)
+
+
+def _block_cotangent(x, x_shape: tuple, dx, rows: int, dtype) -> np.ndarray:
+    """A pass's cotangent of ``x`` as an array of shape ``(rows, *x_shape)``."""
+    if type(dx) is np.ndarray:
+        return dx
+    if isinstance(dx, AbstractThunk):
+        dx = dx.unthunk()
+        if type(dx) is np.ndarray:
+            return dx
+    dx = _as_returned(x, dx)
+    if isinstance(dx, AbstractZero):
+        return np.zeros((rows, *x_shape), dtype=dtype)
+    return np.asarray(dx)
 
 
 def _owns_block(a: np.ndarray) -> bool:

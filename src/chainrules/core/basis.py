@@ -77,9 +77,12 @@ class BasisSeed(np.ndarray):
         seed.basis = (first, n)
         return seed
 
-    def __array_finalize__(self, obj):
-        self.basis = None  # views and results of operations are plain values
-        self.scale = None  # None: unit rows; else the value at each row's unit (zero for a zero row)
+    #: ``(first, n)`` on a block itself; views and results of operations read the class's ``None``
+    #: (plain values): NumPy does not copy an instance's attributes to a view, so no
+    #: ``__array_finalize__`` (a Python call on every view) is needed to reset them
+    basis = None
+    #: ``None``: unit rows; else the value at each row's unit (zero for a zero row)
+    scale = None
 
     def __reduce__(self):
         return (np.asarray, (self.view(np.ndarray),))
@@ -164,7 +167,8 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
     know the structure."""
     first, n = seed.basis
     batch = seed.shape[0]
-    r0, r1 = _unit_rows(seed)
+    r0 = max(0, -first)  # _unit_rows, inlined
+    r1 = max(r0, min(batch, n - first))
     if r0 > 0:
         values[:r0] = 0
     if r1 < batch:
@@ -172,13 +176,17 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
     dtype = values.dtype
     if batch * n * dtype.itemsize < LAZY_ZEROS_BYTES:
         flat = np.zeros(batch * n, dtype=dtype)  # written as a plain array, viewed as a block once
-        if r1 > r0:  # row k's unit sits at k * n + first + k: a stride of n + 1 through the block
+        # row k's unit sits at k * n + first + k: a stride of n + 1 through the block
+        if r0 == 0 and r1 == batch:  # every row holds a unit: the stride meets exactly `batch` places
+            flat[first :: n + 1] = values
+        elif r1 > r0:
             flat[r0 * (n + 1) + first :: n + 1][: r1 - r0] = values[r0:r1]
+        flat.setflags(write=False)  # its views, the block among them, are read-only too
         out = flat.reshape(seed.shape).view(BasisSeed)
     else:
         out = _lazy_zeros_block(seed.shape, first, r0, r1, values)
-    out.basis, out.scale = (first, n), values
-    out.flags.writeable = False
+        out.setflags(write=False)
+    out.basis, out.scale = seed.basis, values
     return out
 
 
@@ -244,10 +252,23 @@ def _result_dtype(seed: BasisSeed, v) -> np.dtype:
 
 
 def _multiply(a, b):
-    seed, v = (a, b) if _is_seed(a) else (b, a)
-    if not _is_seed(seed) or not _is_plain_value(v):
+    if type(a) is BasisSeed and a.basis is not None:
+        seed, v = a, b
+    elif type(b) is BasisSeed and b.basis is not None:
+        seed, v = b, a
+    else:
         return None
-    dtype = _result_dtype(seed, v)
+    if type(v) is np.ndarray:  # the common factor, checked without the general tests
+        if v.dtype == seed.dtype:
+            dtype = v.dtype
+        elif v.dtype.kind in "biufc":
+            dtype = np.promote_types(seed.dtype, v.dtype)
+        else:
+            return None
+    elif _is_plain_value(v):
+        dtype = _result_dtype(seed, v)
+    else:
+        return None
     values = _values_at_units(seed, v, dtype)
     if values is None:
         return None
@@ -314,23 +335,11 @@ def _row_sums(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._No
     return values.reshape((a.shape[0],) + (1,) * (a.ndim - 1)) if keepdims else values
 
 
-_STRUCTURED = {
-    np.matmul: lambda a, b: _product(a, b),
-    np.multiply: _multiply,
-    np.true_divide: _divide,
-    np.negative: _negative,
-    np.positive: _positive,
-    np.conjugate: _conjugate,
-    np.add: _add,
-    np.subtract: _subtract,
-}
-
-
 def _product(a, b):
     """``a @ b`` when one side is a block and the other an ordinary array, without a matrix product."""
-    if _is_seed(a) and type(b) is np.ndarray and b.ndim >= 1:
+    if type(a) is BasisSeed and a.basis is not None and type(b) is np.ndarray and b.ndim >= 1:
         return _seed_times(a, b)
-    if _is_seed(b) and type(a) is np.ndarray and a.ndim >= 1:
+    if type(b) is BasisSeed and b.basis is not None and type(a) is np.ndarray and a.ndim >= 1:
         return _times_seed(a, b)
     return None
 
@@ -346,7 +355,7 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
         if first >= 0 and first + batch <= n:
             picked = b[first : first + batch]
             if scale is not None:
-                return scale.reshape((batch,) + (1,) * (b.ndim - 1)) * picked
+                return (scale[:, None] if b.ndim == 2 else scale) * picked
             if b.dtype == dtype:
                 picked.flags.writeable = False  # a view of the rule's operand: nobody may write into it
                 return picked
@@ -377,3 +386,15 @@ def _times_seed(a: np.ndarray, seed: BasisSeed):
     columns = a[:, i].T
     out[rows, :, j] = columns if seed.scale is None else seed.scale[rows, None] * columns
     return out
+
+
+_STRUCTURED = {
+    np.matmul: _product,
+    np.multiply: _multiply,
+    np.true_divide: _divide,
+    np.negative: _negative,
+    np.positive: _positive,
+    np.conjugate: _conjugate,
+    np.add: _add,
+    np.subtract: _subtract,
+}

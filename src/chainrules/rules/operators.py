@@ -111,12 +111,23 @@ def _array_cotangent(x, compute):
     return Thunk(compute) if type(x) is np.ndarray else compute()
 
 
-def _passed_on(x, dy, match=match_input):
-    """``match(x, dy)`` for a cotangent that passes unchanged (``+``), lazy only where ``x`` was
-    broadcast (or ``dy`` is a batch) and the sum over its axes would cost something."""
+def _passed_on(x, dy):
+    """``match_input(x, dy)`` for a cotangent that passes unchanged (``+``), lazy only where ``x``
+    was broadcast and the sum over its axes would cost something."""
     if type(x) is np.ndarray and isinstance(dy, np.ndarray) and x.shape != dy.shape:
-        return Thunk(lambda: match(x, dy))
-    return match(x, dy)
+        return Thunk(lambda: match_input(x, dy))
+    return match_input(x, dy)
+
+
+def _passed_on_batch(x, dy):
+    """``match_input_batch(x, dy)`` for a batch of cotangents that passes unchanged (``+``): the
+    batch itself where it fits ``x`` already (the same shape per row and dtype), lazy where ``x``
+    was broadcast (a sum over its axes)."""
+    if type(x) is np.ndarray and isinstance(dy, np.ndarray):
+        if dy.shape[1:] == x.shape and dy.dtype == x.dtype and x.dtype.kind in "fc":
+            return dy  # what match_input_batch returns, without its call
+        return Thunk(lambda: match_input_batch(x, dy))
+    return match_input_batch(x, dy)
 
 
 def zero_for(x):
@@ -392,8 +403,9 @@ def rrule_add(a, b):
 
     def add_pullback(dy):
         dy = unthunk(dy)
-        match = _matcher(y, dy)
-        return _NO, _passed_on(a, dy, match), _passed_on(b, dy, match)
+        if carries_batch(y, dy):
+            return _NO, _passed_on_batch(a, dy), _passed_on_batch(b, dy)
+        return _NO, _passed_on(a, dy), _passed_on(b, dy)
 
     return y, add_pullback
 
@@ -455,8 +467,9 @@ def rrule_sub(a, b):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
-        match = _matcher(y, dy)
-        return _NO, _passed_on(a, dy, match), _array_cotangent(b, lambda: match(b, -dy))
+        if carries_batch(y, dy):
+            return _NO, _passed_on_batch(a, dy), _array_cotangent(b, lambda: match_input_batch(b, -dy))
+        return _NO, _passed_on(a, dy), _array_cotangent(b, lambda: match_input(b, -dy))
 
     return y, sub_pullback
 
@@ -752,7 +765,7 @@ def pow_partials(a, b, y):
 
 def _pow_base_partial(a, b):
     """dy/da of ``y = a ** b``, the first of ``pow_partials`` (the same numbers), on its own."""
-    if isinstance(a, Number) and isinstance(b, Number):
+    if type(a) is not np.ndarray and isinstance(a, Number) and isinstance(b, Number):
         return pow_partials(a, b, a**b)[0]
     if type(b) is int or type(b) is float:  # a constant exponent (x ** 2): no mask to build
         if b == 0:

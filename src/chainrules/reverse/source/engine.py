@@ -102,11 +102,14 @@ def pullback_full(f, *args, **kwargs):
         if entry is not None:
             hit = entry.fast.get(len(args))
             if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
-                if (hit[4] is None or hit[4].valid(f)) and not hit[5]:
-                    y, back = hit[3](*args)
-                    if hit[6] and isinstance(y, np.ndarray):  # made of batched rules' pullbacks only
-                        _mark_batched(back)
-                    return y, back
+                if hit[4] is None or hit[4].valid(f):
+                    if not hit[5]:
+                        y, back = hit[3](*args)
+                        if hit[6] and isinstance(y, np.ndarray):  # made of batched rules' pullbacks only
+                            _mark_batched(back)
+                        return y, back
+                    if current_engine() is not pullback_full:
+                        return _run_installed(hit[3], args, hit[6])
     if current_engine() is pullback_full:
         return pullback(f, *args, **kwargs)
     # The cyclic garbage collector is paused while the primal runs: a loop keeps what each
@@ -119,6 +122,24 @@ def pullback_full(f, *args, **kwargs):
             declines = batch_declines()
             y, back = pullback(f, *args, **kwargs)
             if batch_declines() == declines and isinstance(y, np.ndarray):
+                _mark_batched(back)
+            return y, back
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run_installed(primal, args: tuple, batched: bool):
+    """``primal(*args)``, a generated function that calls through the dispatcher, run as
+    ``pullback_full`` runs ``f`` (the engine installed, the collector paused), without the
+    dispatcher's lookup of ``f`` itself; ``batched``: its own adjoint is made of batched pullbacks."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with active_engine(pullback_full):
+            declines = _LEDGER.declines
+            y, back = primal(*args)
+            if batched and _LEDGER.declines == declines and isinstance(y, np.ndarray):
                 _mark_batched(back)
             return y, back
     finally:

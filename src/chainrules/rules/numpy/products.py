@@ -126,15 +126,19 @@ class _Contraction:
             dy = unthunk(dy)
             if carries_batch(y, dy):
                 return self.batch_pullback(a, b, A, B, y, dy)
-            dy = cotangent_array(y, dy)
-            if isinstance(dy, AbstractZero):
-                return dy, dy
-            dY = np.reshape(dy, (self.M, self.N))
-            da = _product_cotangent(a, self.perm_a, (self.M, self.K), dY, "N", B, "C")
-            db = _product_cotangent(b, self.perm_b, (self.K, self.N), A, "C", dY, "N")
-            return da, db
+            return self.single_pullback(a, b, A, B, y, dy)
 
         return y, contraction_pullback
+
+    def single_pullback(self, a, b, A, B, y, dy):
+        """``(da, db)`` for one cotangent ``dy`` of ``y``."""
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return dy, dy
+        dY = np.reshape(dy, (self.M, self.N))
+        da = _product_cotangent(a, self.perm_a, (self.M, self.K), dY, "N", B, "C")
+        db = _product_cotangent(b, self.perm_b, (self.K, self.N), A, "C", dY, "N")
+        return da, db
 
     def batch_pullback(self, a, b, A, B, y, dy):
         """``(da, db)`` for a batch of cotangents ``dy`` of shape ``(batch, *y.shape)``.
@@ -347,6 +351,40 @@ def _matrix_product_rrule(a, b):
     return y, matrix_product_pullback
 
 
+def _is_matrix_vector(a, b) -> bool:
+    """``a @ b`` of an ndarray matrix and vector of one float dtype: the common layer ``W @ x``."""
+    return (
+        type(a) is np.ndarray
+        and type(b) is np.ndarray
+        and a.ndim == 2
+        and b.ndim == 1
+        and a.dtype == b.dtype
+        and a.dtype.kind == "f"
+        and a.shape[1] == b.shape[0]
+    )
+
+
+def _matrix_vector_rrule(a, b):
+    """``a @ b`` for a real matrix and vector (``_is_matrix_vector``), whose pullback returns
+    ``(NoTangent(), da, db)`` itself. A batch of cotangents ``dy`` (rows of shape ``(M,)``) gives
+    ``db = dy @ a``, so a ``BasisSeed`` block selects rows of ``a``, and ``da = dy[:, :, None] * b``;
+    both are thunks (either operand may be a constant). One cotangent takes the contraction's
+    pullback."""
+    y = np.matmul(a, b)
+
+    def matrix_vector_pullback(dy):
+        dy = unthunk(dy)
+        if not carries_batch(y, dy):
+            contraction = _matmul_contraction(a, b)
+            return (NO, *contraction.single_pullback(a, b, a, b.reshape(-1, 1), y, dy))
+        dy = match_input_batch(y, dy)
+        da = Thunk(lambda: match_input_batch(a, dy[:, :, None] * b))
+        db = Thunk(lambda: match_input_batch(b, np.matmul(dy, a)))
+        return NO, da, db
+
+    return y, matrix_vector_pullback
+
+
 def _matmul_rrule(a, b):
     if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]:
         return _matrix_product_rrule(a, b)
@@ -358,6 +396,8 @@ def _matmul_rrule(a, b):
 
 @rrule.register(np.matmul, batched=True)
 def rrule_matmul(a, b, **kwargs):
+    if not kwargs and _is_matrix_vector(a, b):
+        return _matrix_vector_rrule(a, b)
     _check_kwargs(np.matmul, kwargs, frozenset())
     y, pullback = _matmul_rrule(a, b)
 
@@ -370,6 +410,8 @@ def rrule_matmul(a, b, **kwargs):
 @rrule.register(operator.matmul, ArrayLike, batched=True)
 @rrule.register(operator.matmul, object, ArrayLike, batched=True)
 def rrule_operator_matmul(a, b):
+    if _is_matrix_vector(a, b):
+        return _matrix_vector_rrule(a, b)
     y, pullback = _matmul_rrule(a, b)
 
     def matmul_pullback(dy):
