@@ -346,7 +346,7 @@ def _reverse_chunk(m: int, width: int, chunk_size: int | None) -> int:
 def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
     if type(y) is np.ndarray and type(x) is np.ndarray:  # the common case, without the conversions
         y_arr, x_arr = y, x
-        dtype = np.promote_types(y.dtype, x.dtype)
+        dtype = x.dtype if y.dtype == x.dtype else np.promote_types(y.dtype, x.dtype)
     else:
         y_arr = np.asarray(y)
         x_arr = np.asarray(x)
@@ -355,7 +355,16 @@ def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
         dtype = np.dtype(np.float64)
     m = y_arr.size
     if m > 1 and getattr(back_full, "batched", False) and isinstance(x, (np.ndarray, float, complex)):
-        return _batched_jacobian(x, y_arr.shape, x_arr.shape, back_full, dtype, chunk_size)
+        y_shape, x_shape = y_arr.shape, x_arr.shape
+        if chunk_size is None and m * max(m, x_arr.size) <= REVERSE_BATCH_BUDGET:  # one block: the common case
+            J = back_full(basis_seed(m, y_shape, 0, dtype))[1]
+            if type(J) is not np.ndarray:
+                J = _block_cotangent(x, x_shape, J, m, dtype)
+            # a fresh, writeable array of the result dtype (a pass may return a view of an operand)
+            if J.dtype != dtype or not J.flags.writeable or (J.base is not None and not _owns_block(J)):
+                J = np.array(J, dtype=dtype)
+            return J if J.shape == y_shape + x_shape else J.reshape(y_shape + x_shape)
+        return _batched_jacobian(x, y_shape, x_shape, back_full, dtype, chunk_size)
     J = np.zeros(y_arr.shape + x_arr.shape, dtype=dtype)
     seed = np.zeros(y_arr.shape, dtype=dtype)
     flat_J = J.reshape(m, *x_arr.shape)
@@ -369,16 +378,10 @@ def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
 
 
 def _batched_jacobian(x, y_shape: tuple, x_shape: tuple, back_full, dtype, chunk_size):
-    """The Jacobian from blocks of unit cotangents, each pulled back in one call of ``back_full``."""
+    """The Jacobian from blocks of unit cotangents, each pulled back in one call of ``back_full``
+    (``_reverse_jacobian`` pulls back a Jacobian that fits in one block itself)."""
     m = math.prod(y_shape)
-    width = max(m, math.prod(x_shape))
-    if chunk_size is None and m * width <= REVERSE_BATCH_BUDGET:  # one block: the common case
-        J = _block_cotangent(x, x_shape, back_full(basis_seed(m, y_shape, 0, dtype))[1], m, dtype)
-        # a fresh, writeable array of the result dtype (a pass may return a view of an operand)
-        if J.dtype != dtype or not J.flags.writeable or not _owns_block(J):
-            J = np.array(J, dtype=dtype)
-        return J if J.shape == y_shape + x_shape else J.reshape(y_shape + x_shape)
-    chunk = _reverse_chunk(m, width, chunk_size)
+    chunk = _reverse_chunk(m, max(m, math.prod(x_shape)), chunk_size)
     J = np.empty((m, *x_shape), dtype=dtype)
     for first in range(0, m, chunk):
         rows = min(chunk, m - first)

@@ -40,6 +40,7 @@ from numbers import Number
 import numpy as np
 
 from ..core import (
+    AbstractThunk,
     AbstractZero,
     ActiveValue,
     NoRuleError,
@@ -67,6 +68,7 @@ _ZERO = ZeroTangent()
 #: Python reals on the fast path; ``bool`` is not one of them (a bool gets ``NoTangent``).
 _REAL = frozenset((float, int))
 _F64 = np.float64
+_NDARRAY = np.ndarray
 #: the reals of the arithmetic operators' second fast path: NumPy's float64 scalar (what
 #: ``np.sin(x)`` or ``X[i]`` give) among Python reals; each cotangent takes its input's type
 _SCALARS = frozenset((float, int, _F64))
@@ -390,6 +392,8 @@ del _ta, _tb
 
 @rrule.register(operator.add, batched=True)
 def rrule_add(a, b):
+    if type(a) is _NDARRAY and type(b) is _NDARRAY:  # two arrays: no other kind of operand to rule out
+        return _rrule_add_values(a, b)
     pullback = _ADD_SCALAR_PULLBACKS.get((type(a), type(b)))
     if pullback is not None:
         return a + b, pullback
@@ -399,10 +403,16 @@ def rrule_add(a, b):
         return a + b, _no_tangents(2)
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.add, a, b)
+    return _rrule_add_values(a, b)
+
+
+def _rrule_add_values(a, b):
+    """``a + b`` for numbers and arrays: each operand's cotangent is ``dy`` brought to its space."""
     y = a + b
 
     def add_pullback(dy):
-        dy = unthunk(dy)
+        if isinstance(dy, AbstractThunk):
+            dy = dy.unthunk()
         if carries_batch(y, dy):
             return _NO, _passed_on_batch(a, dy), _passed_on_batch(b, dy)
         return _NO, _passed_on(a, dy), _passed_on(b, dy)
@@ -771,7 +781,9 @@ def _pow_base_partial(a, b):
         if b == 0:
             return 0.0
         if type(b) is int and b > 0:  # a ** (b - 1) cannot divide by zero: no error state to set
-            return b * a if b == 2 else b * np.power(a, b - 1)
+            if b == 2:  # a + a is 2 * a exactly, without converting the Python 2 (half the time)
+                return a + a if type(a) is _NDARRAY and a.dtype.kind in "fc" else b * a
+            return b * np.power(a, b - 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             return b * np.power(a, b - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -780,22 +792,37 @@ def _pow_base_partial(a, b):
 
 @rrule.register(operator.pow, batched=True)
 def rrule_pow(a, b):
+    if type(a) is _NDARRAY and (type(b) in _REAL or type(b) is _NDARRAY):  # arrays: no user object to rule out
+        return _rrule_pow_values(a, b)
     if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
         return rrule_user_binary(operator.pow, a, b)
-    y = a**b
-    if type(a) in _REAL and type(b) in _REAL and type(y) is not complex:
+    if type(a) in _REAL and type(b) in _REAL:
+        y = a**b
+        if type(y) is not complex:
+            return y, _real_pow_pullback(a, b, y)
+    return _rrule_pow_values(a, b)
 
-        def pow_pullback(dy):
-            if type(dy) is not float:
-                rows = real_rows(dy)
-                dy = real_cotangent(dy) if rows is None else rows
-            pa, pb = pow_partials(a, b, y)
-            return _NO, dy * pa, dy * pb
 
-        return y, pow_pullback
+def _real_pow_pullback(a, b, y):
+    """The pullback of ``y = a ** b`` for Python reals with a real result."""
 
     def pow_pullback(dy):
-        dy = unthunk(dy)
+        if type(dy) is not float:
+            rows = real_rows(dy)
+            dy = real_cotangent(dy) if rows is None else rows
+        pa, pb = pow_partials(a, b, y)
+        return _NO, dy * pa, dy * pb
+
+    return pow_pullback
+
+
+def _rrule_pow_values(a, b):
+    """``a ** b`` for numbers and arrays (ChainRules' ``^`` rule, conjugated partials)."""
+    y = a**b
+
+    def pow_pullback(dy):
+        if isinstance(dy, AbstractThunk):
+            dy = dy.unthunk()
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
         if carries_batch(y, dy):  # the exponent's batch is left lazy: it is mostly a constant's

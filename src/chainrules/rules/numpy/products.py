@@ -23,6 +23,7 @@ from numbers import Integral
 import numpy as np
 
 from ...core import (
+    AbstractThunk,
     AbstractZero,
     InplaceableThunk,
     Thunk,
@@ -373,7 +374,8 @@ def _matrix_vector_rrule(a, b):
     y = np.matmul(a, b)
 
     def matrix_vector_pullback(dy):
-        dy = unthunk(dy)
+        if isinstance(dy, AbstractThunk):
+            dy = dy.unthunk()
         if not carries_batch(y, dy):
             contraction = _matmul_contraction(a, b)
             return (NO, *contraction.single_pullback(a, b, a, b.reshape(-1, 1), y, dy))
