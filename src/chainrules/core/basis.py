@@ -265,11 +265,16 @@ def _multiply(a, b):
             dtype = np.promote_types(seed.dtype, v.dtype)
         else:
             return None
+        first, batch = seed.basis[0], seed.shape[0]
+        if v.ndim == 1 and v.shape == seed.shape[1:] and first >= 0 and first + batch <= v.size:
+            values = v[first : first + batch].astype(dtype)  # a vector's value at every row's unit
+        else:
+            values = _values_at_units(seed, v, dtype)
     elif _is_plain_value(v):
         dtype = _result_dtype(seed, v)
+        values = _values_at_units(seed, v, dtype)
     else:
         return None
-    values = _values_at_units(seed, v, dtype)
     if values is None:
         return None
     if seed.scale is not None:

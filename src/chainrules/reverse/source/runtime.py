@@ -200,6 +200,9 @@ def make_closure(code, globals_, name, defaults, kwdefaults, cells):
     return fn
 
 
+_FUNCTION_TANGENT = Tangent[types.FunctionType]  # looked up once: every closure's pullback builds one
+
+
 def closure_tangent(fn, names: tuple, values: tuple, tangents: tuple):
     """The tangent of the closure ``fn``: one field per captured variable (zero fields left out).
 
@@ -219,7 +222,7 @@ def closure_tangent(fn, names: tuple, values: tuple, tangents: tuple):
             own = tangent if isinstance(own, AbstractZero) else own + tangent
         else:
             fields[name] = tangent
-    result = Tangent[types.FunctionType](**fields) if fields else ZERO
+    result = _FUNCTION_TANGENT(**fields) if fields else ZERO
     return result if isinstance(own, AbstractZero) else own + result
 
 

@@ -379,7 +379,8 @@ def _matrix_vector_rrule(a, b):
         if not carries_batch(y, dy):
             contraction = _matmul_contraction(a, b)
             return (NO, *contraction.single_pullback(a, b, a, b.reshape(-1, 1), y, dy))
-        dy = match_input_batch(y, dy)
+        if not (isinstance(dy, np.ndarray) and dy.dtype == y.dtype and dy.shape[1:] == y.shape):
+            dy = match_input_batch(y, dy)  # (a batch of y's dtype and shape already fits)
         da = Thunk(lambda: match_input_batch(a, dy[:, :, None] * b))
         db = Thunk(lambda: match_input_batch(b, np.matmul(dy, a)))
         return NO, da, db
