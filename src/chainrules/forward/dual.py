@@ -732,7 +732,8 @@ def _push_partials(f, partials, primals, tangents, batch):
         dx = tangents[i]
         if p is None:
             continue
-        if type(dx) is not np.ndarray:
+        tdx = type(dx)
+        if tdx is not np.ndarray and tdx is not float and tdx is not np.float64:
             if isinstance(dx, AbstractZero):
                 continue
             dx = unthunk(dx)
@@ -753,7 +754,13 @@ def _push_partials(f, partials, primals, tangents, batch):
                 dy = (np.real(dy) if dy.dtype.kind == "c" and y.dtype.kind != "c" else dy).astype(y.dtype, copy=False)
         elif dy.dtype.kind == "c" and not np.iscomplexobj(y):
             dy = np.real(dy)  # a real function of a complex input: its partial is written for real(p * dz)
-    elif dy is not _ZERO and type(dy) is not float and np.iscomplexobj(dy) and not np.iscomplexobj(y):
+    elif (
+        dy is not _ZERO
+        and type(dy) is not float
+        and type(dy) is not np.float64
+        and np.iscomplexobj(dy)
+        and not np.iscomplexobj(y)
+    ):
         dy = np.real(dy)
     return y, dy
 
