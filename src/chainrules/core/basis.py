@@ -167,21 +167,27 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
     know the structure."""
     first, n = seed.basis
     batch = seed.shape[0]
+    dtype = values.dtype
+    if first >= 0 and first + batch <= n and batch * n * dtype.itemsize < LAZY_ZEROS_BYTES:
+        # every row holds a unit (the common block): row k's unit sits at k * n + first + k, a
+        # stride of n + 1 through the block that meets exactly `batch` places
+        flat = np.zeros(batch * n, dtype=dtype)  # written as a plain array, viewed as a block once
+        flat[first :: n + 1] = values
+        flat.setflags(write=False)  # its views, the block among them, are read-only too
+        out = flat.reshape(seed.shape).view(BasisSeed)
+        out.basis, out.scale = seed.basis, values
+        return out
     r0 = max(0, -first)  # _unit_rows, inlined
     r1 = max(r0, min(batch, n - first))
     if r0 > 0:
         values[:r0] = 0
     if r1 < batch:
         values[r1:] = 0
-    dtype = values.dtype
     if batch * n * dtype.itemsize < LAZY_ZEROS_BYTES:
-        flat = np.zeros(batch * n, dtype=dtype)  # written as a plain array, viewed as a block once
-        # row k's unit sits at k * n + first + k: a stride of n + 1 through the block
-        if r0 == 0 and r1 == batch:  # every row holds a unit: the stride meets exactly `batch` places
-            flat[first :: n + 1] = values
-        elif r1 > r0:
+        flat = np.zeros(batch * n, dtype=dtype)
+        if r1 > r0:
             flat[r0 * (n + 1) + first :: n + 1][: r1 - r0] = values[r0:r1]
-        flat.setflags(write=False)  # its views, the block among them, are read-only too
+        flat.setflags(write=False)
         out = flat.reshape(seed.shape).view(BasisSeed)
     else:
         out = _lazy_zeros_block(seed.shape, first, r0, r1, values)
@@ -267,7 +273,8 @@ def _multiply(a, b):
             return None
         first, batch = seed.basis[0], seed.shape[0]
         if v.ndim == 1 and v.shape == seed.shape[1:] and first >= 0 and first + batch <= v.size:
-            values = v[first : first + batch].astype(dtype)  # a vector's value at every row's unit
+            # a vector's value at every row's unit (a new array: the block keeps it)
+            values = v.astype(dtype) if batch == v.size else v[first : first + batch].astype(dtype)
         else:
             values = _values_at_units(seed, v, dtype)
     elif _is_plain_value(v):
