@@ -130,3 +130,31 @@ def test_sum_spreads_a_scalar_cotangent_of_any_float_type(dtype):
     for dy in (2.0, np.float32(2.0), np.float64(2.0), np.array(2.0)):
         dx = back(dy)[1]
         assert dx.dtype == dtype and dx.shape == x.shape and np.all(dx == 2.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("f", [np.sum, np.max, np.min, np.ndarray.sum, np.ndarray.max])
+@pytest.mark.parametrize("kwargs", [{}, {"axis": 1}, {"axis": 0, "keepdims": True}, {"axis": (0, 1)}], ids=str)
+def test_reductions_of_a_float_array(f, kwargs, dtype):
+    x = RNG.permutation(12).reshape(3, 4).astype(dtype)  # no ties: one maximum per slice
+    y, back = cr.rrule(f, x, **kwargs)
+    want_y = f(x, **kwargs)
+    assert type(y) is type(want_y) and np.array_equal(y, want_y)
+    xd = x.astype(np.float64)
+    if f in (np.sum, np.ndarray.sum):
+        spread = np.ones_like(xd)
+    else:
+        spread = (xd == np.asarray(f(xd, axis=kwargs.get("axis"), keepdims=True))).astype(np.float64)
+    for dy, plain in cotangents(np.asarray(y)):
+        if plain is not None:
+            plain = spread * np.reshape(plain, np.shape(f(xd, axis=kwargs.get("axis"), keepdims=True)))
+        check(back(dy)[1], plain, x)
+    if not np.shape(y):  # a scalar output takes a number
+        for dy in (2.0, np.float32(2.0), np.float64(2.0)):
+            check(back(dy)[1], 2.0 * spread, x)
+
+
+def test_a_tie_shares_the_cotangent_of_a_maximum():
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 0.0, 1.0]], np.float32)
+    _, back = cr.rrule(np.max, x, axis=1)
+    np.testing.assert_array_equal(back(np.array([2.0, 4.0], np.float32))[1], [[0, 1, 1], [4, 0, 0]])

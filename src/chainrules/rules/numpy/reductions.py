@@ -77,11 +77,90 @@ def _primal(f, x, args, kwargs):
     return lambda: f(x, *args, **kwargs)
 
 
+# ----- the quick path: sum, max and min of a float array along axes ---------------------------
+#
+# ``np.sum(x, axis=1)`` and the like are the common calls in a gradient: their rules take them
+# without binding options or building a plan; a cotangent of the output's dtype and shape is
+# pulled back here, and any other (a thunk, a zero, a batch, another dtype) by the general rule,
+# made only then.
+
+_QUICK_KEYWORDS = frozenset(("axis", "keepdims"))
+
+
+def _quick_cotangent(y, dy, dtype):
+    """``dy`` as an array of the output's shape in the input's float ``dtype``, or None when it
+    is anything else (the general rule's case)."""
+    if type(dy) is np.ndarray:
+        return dy if dy.dtype == dtype and dy.shape == np.shape(y) else None
+    if (type(dy) is float or isinstance(dy, np.floating)) and not np.shape(y):
+        return np.array(dy, dtype=dtype)  # a real number for a scalar output
+    return None
+
+
+def _quick_sum_back(x, y, axes, keepdims):
+    def sum_back(dy):
+        return broadcast_view(keep(dy, axes, keepdims), x.shape)
+
+    return sum_back
+
+
+def _quick_extremum_back(x, y, axes, keepdims):
+    found = []  # where the extremum is attained: found on first use, not in the primal
+
+    def extremum_back(dy):
+        if not found:
+            found.append(_winners(x, y, axes, keepdims, nan_wins=True))
+        hit, count = found[0]
+        dy = keep(dy, axes, keepdims)
+        return hit * (dy if count is None else dy / count)
+
+    return extremum_back
+
+
+#: the quick rules: the ufunc reduction and ``make_back(x, y, axes, keepdims)``, the pullback of
+#: a cotangent ``_quick_cotangent`` accepted
+_QUICK = {
+    **dict.fromkeys((np.sum, np.ndarray.sum), (np.add.reduce, _quick_sum_back)),
+    **dict.fromkeys((np.max, np.amax, np.ndarray.max), (np.maximum.reduce, _quick_extremum_back)),
+    **dict.fromkeys((np.min, np.amin, np.ndarray.min), (np.minimum.reduce, _quick_extremum_back)),
+}
+
+
+def _quick_rrule(reduce, make_back, x, axis, keepdims, general_rrule, kwargs, name):
+    y = reduce(x, axis, None, None, keepdims)
+    axes = tuple(range(x.ndim)) if axis is None else axes_of(axis, x.ndim)
+    back = make_back(x, y, axes, keepdims)
+    dtype = x.dtype
+    general = []
+
+    def reduction_pullback(dy):
+        if type(dy) is not np.ndarray:
+            dy = unthunk(dy)
+        d = _quick_cotangent(y, dy, dtype)
+        if d is not None:
+            return _NO, back(d)
+        if not general:
+            general.append(general_rrule(x, (), kwargs)[1])
+        return general[0](dy)
+
+    reduction_pullback.__qualname__ = f"{name}_pullback"
+    return y, reduction_pullback
+
+
 def _register_one(f, names, defaults, plan, batched=False):
     owner = getattr(f, "__self__", None)
     name = f"{owner.__name__}_{f.__name__}" if isinstance(owner, np.ufunc) else f.__name__  # add_reduce
 
+    quick = _QUICK.get(f)
+
     def reduction_rrule(x, *args, **kwargs):
+        if quick is not None and not args and type(x) is np.ndarray and x.dtype.kind == "f":
+            if kwargs.keys() <= _QUICK_KEYWORDS and kwargs.get("keepdims") is not np._NoValue:
+                axis, keepdims = kwargs.get("axis"), kwargs.get("keepdims", False)
+                return _quick_rrule(*quick, x, axis, keepdims, general_rrule, kwargs, name)
+        return general_rrule(x, args, kwargs)
+
+    def general_rrule(x, args, kwargs):
         options = bind(f, args, kwargs, names, defaults)
         y, back, _ = plan(x, options, _primal(f, x, args, kwargs))
         extra = (_NO,) * len(args)
