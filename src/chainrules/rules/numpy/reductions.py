@@ -87,19 +87,19 @@ def _primal(f, x, args, kwargs):
 _QUICK_KEYWORDS = frozenset(("axis", "keepdims"))
 
 
-def _quick_cotangent(y, dy, dtype):
-    """``dy`` as an array of the output's shape in the input's float ``dtype``, or None when it
-    is anything else (the general rule's case)."""
+def _quick_cotangent(shape, dy, dtype):
+    """``dy`` as an array of the output's ``shape`` in the input's float ``dtype``, or None when
+    it is anything else (the general rule's case)."""
     if type(dy) is np.ndarray:
-        return dy if dy.dtype == dtype and dy.shape == np.shape(y) else None
-    if (type(dy) is float or isinstance(dy, np.floating)) and not np.shape(y):
+        return dy if dy.dtype == dtype and dy.shape == shape else None
+    if (type(dy) is float or isinstance(dy, np.floating)) and not shape:
         return np.array(dy, dtype=dtype)  # a real number for a scalar output
     return None
 
 
 def _quick_sum_back(x, y, axes, keepdims):
     def sum_back(dy):
-        return broadcast_view(keep(dy, axes, keepdims), x.shape)
+        return broadcast_view(dy if not dy.ndim else keep(dy, axes, keepdims), x.shape)
 
     return sum_back
 
@@ -130,13 +130,13 @@ def _quick_rrule(reduce, make_back, x, axis, keepdims, general_rrule, kwargs, na
     y = reduce(x, axis, None, None, keepdims)
     axes = tuple(range(x.ndim)) if axis is None else axes_of(axis, x.ndim)
     back = make_back(x, y, axes, keepdims)
-    dtype = x.dtype
+    dtype, shape = x.dtype, np.shape(y)
     general = []
 
     def reduction_pullback(dy):
         if type(dy) is not np.ndarray:
             dy = unthunk(dy)
-        d = _quick_cotangent(y, dy, dtype)
+        d = _quick_cotangent(shape, dy, dtype)
         if d is not None:
             return _NO, back(d)
         if not general:

@@ -176,6 +176,12 @@ def _rules(f, nin: int, derivatives: Callable, scalar_partial: Callable | None =
         if scalar_partial is not None and not kwargs and len(args) == 1:
             x = args[0]
             tx = type(x)
+            if tx is np.ndarray:  # an array: its partial alone, and the real array pullback
+                y = f(x)
+                p = scalar_partial(x, y)
+                if _real_partial(x, p, y):
+                    return y, _real_array_pullback(p, y, pullback_name)
+                return y, _array_pullback(x, p, y, pullback_name)
             if tx is float or tx is _F64:
                 y = f(x)
                 p = scalar_partial(x, y)
@@ -184,8 +190,6 @@ def _rules(f, nin: int, derivatives: Callable, scalar_partial: Callable | None =
         if not kwargs and len(args) == nin:  # the common call: no where=, out= or extra arguments
             y = f(*args)
             ps = derivatives(args, y)
-            if nin == 1 and _real_partial(args[0], ps[0], y):
-                return y, _real_array_pullback(ps[0], y, pullback_name)
             extra = ()
         else:
             where = _ufunc_call(f, args, kwargs, nin)
@@ -233,6 +237,16 @@ def _real_array_pullback(p, y, name: str):
         if type(dy) is np.ndarray and dy.dtype == dtype and dy.shape == shape:
             return _NO, p * dy
         return (_NO,) + pull((y,), [p], y, dy)  # y stands for the input: it has its shape and dtype
+
+    elementwise_pullback.__qualname__ = name
+    return elementwise_pullback
+
+
+def _array_pullback(x, p, y, name: str):
+    """The pullback of a one-input elementwise function of an array with the partial ``p``."""
+
+    def elementwise_pullback(dy):
+        return (_NO,) + pull((x,), [p], y, dy)
 
     elementwise_pullback.__qualname__ = name
     return elementwise_pullback
