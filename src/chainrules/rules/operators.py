@@ -477,9 +477,14 @@ def rrule_sub(a, b):
         return rrule_user_binary(operator.sub, a, b)
     y = a - b
     fits_a = _fits(a, y)
+    # a real array b is summed first and negated after (exactly the same numbers): one pass over
+    # the cotangent fewer where b was broadcast
+    summed_first = type(b) is np.ndarray and b.dtype.kind == "f"
 
     def sub_pullback(dy):
         if type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:  # the common cotangent
+            if summed_first:
+                return _NO, (dy if fits_a else _passed_on(a, dy)), Thunk(lambda: -match_input(b, dy))
             return _NO, (dy if fits_a else _passed_on(a, dy)), _array_cotangent(b, lambda: match_input(b, -dy))
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
