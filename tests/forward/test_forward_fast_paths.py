@@ -48,3 +48,50 @@ def test_dual_construction_picks_the_array_class_and_sets_its_fields():
     assert type(number) is Dual and type(array).__name__ == "DualArray"
     assert (number.primal, number.partials, number.tag, number.writable) == (2.0, 1.0, tag, False)
     assert array.writable and len(array) == 2
+
+
+@pytest.mark.parametrize(
+    "f, expected",
+    [
+        (lambda v: v[0] * v[1], lambda v: np.array([v[1], v[0]])),  # a scalar output
+        (
+            lambda v: np.outer(v, v),
+            lambda v: np.einsum("ik,j->ijk", np.eye(2), v) + np.einsum("i,jk->ijk", v, np.eye(2)),
+        ),
+        (lambda v: (v * 2.0, v.sum()), lambda v: cr.Tangent[tuple](2.0 * np.eye(2), np.ones(2))),  # a structure
+        (lambda v: 3.0, lambda v: np.zeros(2)),  # a constant output
+    ],
+    ids=["scalar", "matrix", "tuple", "constant"],
+)
+def test_the_one_pass_jacobian_of_a_vector_runs_f_once_for_every_output_kind(f, expected):
+    calls = []
+
+    def counted(v):
+        calls.append(1)
+        return f(v)
+
+    x = np.array([0.5, -2.0])
+    J = cr.jacobian(counted, x, mode="forward")
+    assert len(calls) == 1
+    want = expected(x)
+    if isinstance(want, cr.Tangent):
+        for got, ref in zip(J.backing, want.backing):
+            np.testing.assert_allclose(got, ref)
+    else:
+        np.testing.assert_allclose(J, want)
+        assert J.shape == np.shape(f(x)) + x.shape
+
+
+def double(v):
+    raise AssertionError("its rule is used, not its body")
+
+
+@cr.frule.register(double, batched=True)
+def frule_double(tangents, v):
+    return 2.0 * v, 2.0 * tangents[1]
+
+
+def test_the_one_pass_jacobian_uses_the_function_s_own_rule_and_is_writeable():
+    J = cr.jacobian(double, np.array([1.0, 2.0, 3.0]), mode="forward")
+    np.testing.assert_array_equal(J, 2.0 * np.eye(3))
+    J[0, 0] = 5.0  # the caller owns the Jacobian (the seed's block is read-only)

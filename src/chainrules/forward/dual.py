@@ -557,6 +557,42 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
     >>> float(y.primal), float(y.partials)
     (6.0, 2.0)
     """
+    if not kwargs:
+        # the common call, in one pass: positional arguments only, every dual of one tag, no containers
+        tag = None
+        primals = []
+        tangents = [_NO]
+        for a in args:
+            ta = type(a)
+            if ta is DualArray or ta is Dual:
+                if tag is not a.tag:
+                    if tag is not None:
+                        break  # duals of two tags (nested differentiation)
+                    tag = a.tag
+                primals.append(a.primal)
+                tangents.append(a.partials)
+            elif ta is list or ta is tuple or isinstance(a, tuple):
+                break  # a container may hold duals
+            else:
+                primals.append(a)
+                tangents.append(_ZERO)
+        else:
+            if tag is None:
+                return f(*args)
+            watch = RULED_CALLS
+            if watch.version != frule.version:
+                watch.refresh()
+            if watch.on:
+                watch.check(tag, sys._getframe(1))
+            rule, partials = _rule_for(f, primals)
+            if rule is None:
+                return _without_rule(f, primals, _NO_KWARGS)
+            return push(f, rule, partials, primals, tangents, _NO_KWARGS, tag)
+    return _call_general(f, args, kwargs, sys._getframe(1))
+
+
+def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
+    """``call`` with keyword arguments, containers among the arguments, or duals of several tags."""
     tag = None
     for a in args:
         if type(a) in _DUALS:
@@ -579,7 +615,7 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
     if watch.version != frule.version:
         watch.refresh()
     if watch.on:
-        watch.check(tag, sys._getframe(1))
+        watch.check(tag, caller)
     primals = []
     tangents = [_NO]
     for a in args:
@@ -656,15 +692,20 @@ def _rule_for(f, primals):
         key, found = None, None
     if found is None:
         rule = frule.lookup(f, primals) or _lookup_twin(f, primals)
+        if rule is None:  # not cached: the callable may be a function made for one call
+            return _NO_RULE
         partials = getattr(rule, "partials", None)
         if partials is not None and len(partials) == len(primals):
             partials = tuple((p, p is not None and _takes_out(p)) for p in partials)
         else:
             partials = None
         found = (rule, partials)
-        if key is not None and rule is not None:
+        if key is not None:
             _RULES[key] = found
     return found
+
+
+_NO_RULE = (None, None)
 
 
 def _takes_out(partial) -> bool:
@@ -685,20 +726,20 @@ def _push_partials(f, partials, primals, tangents, batch):
     """
     y = f(*primals)
     dy = _ZERO
-    rank = None
     i = 0
     for p, takes_out in partials:
         i += 1
         dx = tangents[i]
-        if p is None or isinstance(dx, AbstractZero):
+        if p is None:
             continue
-        if type(dx) is not np.ndarray:
+        tdx = type(dx)
+        if tdx is not np.ndarray and tdx is not float and tdx is not np.float64:
+            if isinstance(dx, AbstractZero):
+                continue
             dx = unthunk(dx)
         if batch is not None:
             x = primals[i - 1]
-            if rank is None:
-                rank = y.ndim if type(y) is np.ndarray else _ndim(y)
-            missing = rank - (x.ndim if type(x) is np.ndarray else _ndim(x))
+            missing = (y.ndim if type(y) is np.ndarray else _ndim(y)) - (x.ndim if type(x) is np.ndarray else _ndim(x))
             if missing > 0:
                 dx = np.reshape(dx, (batch,) + (1,) * missing + _shape(x))
         d = p(*primals, out=y) if takes_out else p(*primals)
@@ -707,11 +748,20 @@ def _push_partials(f, partials, primals, tangents, batch):
         else:
             term = d * dx
         dy = term if dy is _ZERO else dy + term
-    if type(dy) is np.ndarray and type(y) is np.ndarray:
-        if dy.dtype != y.dtype:  # the output's dtype (float32 stays float32), real for a real output
-            dy = (np.real(dy) if dy.dtype.kind == "c" and y.dtype.kind != "c" else dy).astype(y.dtype, copy=False)
-    elif dy is not _ZERO and type(dy) is not float and np.iscomplexobj(dy) and not np.iscomplexobj(y):
-        dy = np.real(dy)  # a real function of a complex input: its partial is written for real(p * dz)
+    if isinstance(dy, np.ndarray):
+        if type(y) is np.ndarray:
+            if dy.dtype != y.dtype:  # the output's dtype (float32 stays float32), real for a real output
+                dy = (np.real(dy) if dy.dtype.kind == "c" and y.dtype.kind != "c" else dy).astype(y.dtype, copy=False)
+        elif dy.dtype.kind == "c" and not np.iscomplexobj(y):
+            dy = np.real(dy)  # a real function of a complex input: its partial is written for real(p * dz)
+    elif (
+        dy is not _ZERO
+        and type(dy) is not float
+        and type(dy) is not np.float64
+        and np.iscomplexobj(dy)
+        and not np.iscomplexobj(y)
+    ):
+        dy = np.real(dy)
     return y, dy
 
 
@@ -792,7 +842,7 @@ def _fit(f, y, dy, batch: int | None):
                 return dy
         elif (ty is float or ty is np.float64) and dy.shape == (() if batch is None else (batch,)):
             return dy
-    elif tdy is float and batch is None:
+    elif batch is None and (tdy is float or (tdy is np.float64 and (type(y) is np.float64 or type(y) is float))):
         return dy
     if isinstance(dy, AbstractZero):
         return dy

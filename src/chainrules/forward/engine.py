@@ -29,7 +29,7 @@ import numpy as np
 from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, basis_seed, unthunk
 from ..core.active import ActiveValue
 from ..core.tangents import _is_namedtuple_type, _known_fields
-from .dual import _DUALS, Dual, Tag, _innermost, _rule_for, push
+from .dual import _DUALS, Dual, DualArray, Tag, _innermost, _rule_for, push
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -126,8 +126,8 @@ def _seed(x, t, tag: Tag):
     if isinstance(t, AbstractZero):
         return x
     if isinstance(x, ActiveValue) or _is_number_leaf(x):  # a dual, or another engine's value (a tracked array)
-        if tag.batch is None:  # a tangent given by the user: checked and brought to x's dtype
-            t = ProjectTo(_innermost(x))(t)
+        if tag.batch is None and not (type(x) is float and type(t) is float):
+            t = ProjectTo(_innermost(x))(t)  # a tangent given by the user: checked and brought to x's dtype
         return Dual(x, t, tag)
     if not _is_structure(x):
         return x
@@ -344,6 +344,10 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
            [180., 216.]])
     """
     plain = type(x) is np.ndarray and x.dtype.kind in "fc"  # the common case, without walking a structure
+    if plain and chunk_size is None and 1 < x.size and x.size * x.size <= SEED_BUDGET:
+        J = _one_pass_jacobian(f, x)
+        if J is not None:
+            return J
     if plain:
         inputs = None  # described only if the passes' tangents need assembling (see `_plain_inputs`)
         n = x.size
@@ -383,16 +387,14 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
                 out = f(Dual(x, seed, tag) if plain else _seed(x, seed, tag))
         finally:
             tag.entry = tag.clean_frames = None
-        if type(out) in _DUALS and out.tag is tag:
-            y, dy = out.primal, out.partials
-            if batch == n and plain and x.ndim == 1 and type(y) is np.ndarray and y.ndim == 1 and _is_array(dy):
-                # one pass of a vector function of a vector: J is the tangent block transposed
-                J = _own(dy).T
-                return J if J.flags.writeable else np.array(J)
-        else:
-            y, dy = _read(out, tag)
+        y, dy = (out.primal, out.partials) if type(out) in _DUALS and out.tag is tag else _read(out, tag)
         tangents.append(dy)
         batches.append(batch)
+    return _finish(f, y, tangents, batches, _plain_inputs(x) if inputs is None else inputs, x)
+
+
+def _finish(f: Callable, y, tangents: list, batches: list, inputs: list, x):
+    """The Jacobian from the output ``y`` and the passes' batched output tangents."""
     if (
         type(y) not in (np.ndarray, float, *_DUALS)
         and not (_is_number_leaf(y) or isinstance(y, np.generic))
@@ -402,7 +404,32 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
             f"jacobian: {getattr(f, '__qualname__', f)} returned a {type(y).__name__}; "
             "it must return a number, an array, or a structure of them"
         )
-    return _assemble(y, tangents, batches, _plain_inputs(x) if inputs is None else inputs, x)
+    return _assemble(y, tangents, batches, inputs, x)
+
+
+def _one_pass_jacobian(f: Callable, x: np.ndarray):
+    """The Jacobian at a float vector ``x`` from one pass of all ``x.size`` unit tangents: for a
+    vector output, the output's tangent block transposed. ``None`` for a matrix ``x``, which the
+    general path lays out."""
+    if x.ndim != 1:
+        return None
+    n = x.size
+    tag = Tag(n)
+    tag.entry = sys._getframe(0)
+    seed = basis_seed(n, x.shape, 0, x.dtype)
+    rule, partials = _rule_for(f, [x])
+    try:
+        if rule is None:
+            out = f(Dual(x, seed, tag))
+        else:  # the rule pushes the block (or, unbatched, each of its tangents) forward
+            out = push(f, rule, partials, [x], [_NO, seed], _NO_KWARGS, tag)
+    finally:
+        tag.entry = tag.clean_frames = None
+    if type(out) is DualArray and out.tag is tag and out.primal.ndim == 1 and isinstance(out.partials, np.ndarray):
+        J = _own(out.partials).T  # the tangent block is (n, m): J is its transpose
+        return J if J.flags.writeable else np.array(J)
+    y, dy = _read(out, tag)
+    return _finish(f, y, [dy], [n], _plain_inputs(x), x)
 
 
 def _plain_inputs(x: np.ndarray) -> list:
