@@ -102,3 +102,38 @@ def test_unary_ufunc_keywords_and_arrays_still_take_the_general_path():
     assert back(1.0)[1] == pytest.approx(np.cos(0.5))
     y, back = cr.rrule(np.sin, np.array([0.5, 1.0]))
     np.testing.assert_allclose(back(np.ones(2))[1], np.cos([0.5, 1.0]))
+
+
+F32 = np.float32
+#: NumPy float32 scalars (what ``np.sum`` of a float32 array gives) among Python and float64 reals
+SCALARS_F32 = [(F32(1.5), F32(-0.75)), (1.5, F32(-0.75)), (F32(1.5), 2), (F32(1.5), F64(-0.75))]
+SEEDS_F32 = [2.0, F32(2.0), F64(2.0), 2.0 + 1.0j, np.array(2.0, dtype=F32), cr.Thunk(lambda: F32(2.0))]
+
+
+@pytest.mark.parametrize("op", OPERATORS, ids=lambda op: op.__name__)
+@pytest.mark.parametrize("a, b", SCALARS_F32)
+@pytest.mark.parametrize("dy", SEEDS_F32, ids=["float", "f32", "f64", "complex", "0d", "thunk"])
+def test_operator_on_float32_matches_general_path(op, a, b, dy):
+    y, back = cr.rrule(op, a, b)
+    assert type(y) is type(op(a, b)) and y == op(a, b)
+    df, da, db = back(dy)
+    ra, rb = reference_cotangents(op, a, b, dy)
+    for got, want, x in ((da, ra, a), (db, rb, b)):
+        assert type(got) is type(want) is (type(x) if isinstance(x, np.floating) else float)
+        assert got == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("x", [F32(1.5), F64(1.5), np.float16(1.5)], ids=["f32", "f64", "f16"])
+@pytest.mark.parametrize("dy", SEEDS_F32, ids=["float", "f32", "f64", "complex", "0d", "thunk"])
+def test_negation_of_a_numpy_scalar_keeps_its_type(x, dy):
+    y, back = cr.rrule(operator.neg, x)
+    assert type(y) is type(x) and y == -x
+    _, dx = back(dy)
+    assert type(dx) is type(x)
+    assert dx == type(x)(-np.real(cr.unthunk(dy)))
+
+
+@pytest.mark.parametrize("op", [*OPERATORS, operator.neg], ids=lambda op: op.__name__)
+def test_operator_on_float32_passes_test_rrule(op):
+    args = (F32(1.5),) if op is operator.neg else (F32(1.5), F32(-0.75))
+    test_rrule(op, *args, rtol=1e-3, atol=1e-4)

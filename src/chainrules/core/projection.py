@@ -396,13 +396,13 @@ def _match_array(x: np.ndarray, dx: np.ndarray):
         if extra < 0:
             dx = np.broadcast_to(dx, x.shape)
         else:
-            axes = tuple(range(extra)) + tuple(
-                i + extra for i, n in enumerate(x.shape) if n == 1 and dx.shape[i + extra] != 1
-            )
-            if axes:
-                dx = np.add.reduce(dx, axis=axes, keepdims=True)
+            kept = tuple(i + extra for i, n in enumerate(x.shape) if n == 1 and dx.shape[i + extra] != 1)
+            if kept or not x.ndim:  # (a sum to a 0-d x would be a scalar, not an array)
+                dx = np.add.reduce(dx, axis=tuple(range(extra)) + kept, keepdims=True)
+            elif extra:  # only leading axes (a bias added to a batch): the sum has x's shape already
+                dx = np.add.reduce(dx, axis=tuple(range(extra)))
             if dx.shape != x.shape:
-                dx = np.reshape(dx, x.shape)
+                dx = dx.reshape(x.shape)
     if dx.dtype != x.dtype:
         if x.dtype.kind == "f" and dx.dtype.kind == "c":
             dx = dx.real

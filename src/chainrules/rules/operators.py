@@ -67,11 +67,22 @@ _NO = NoTangent()
 _ZERO = ZeroTangent()
 #: Python reals on the fast path; ``bool`` is not one of them (a bool gets ``NoTangent``).
 _REAL = frozenset((float, int))
-_F64 = np.float64
 _NDARRAY = np.ndarray
-#: the reals of the arithmetic operators' second fast path: NumPy's float64 scalar (what
-#: ``np.sin(x)`` or ``X[i]`` give) among Python reals; each cotangent takes its input's type
-_SCALARS = frozenset((float, int, _F64))
+#: NumPy's real float scalars (what ``np.sin(x)``, ``X[i]`` or ``np.sum(X)`` give)
+_NP_FLOATS = frozenset(t for t in (np.float16, np.float32, np.float64, np.longdouble))
+#: the reals of the arithmetic operators' second fast path: NumPy's float scalars among Python
+#: reals; each cotangent takes its input's type
+_SCALARS = frozenset((float, int, *_NP_FLOATS))
+#: the real scalar cotangents those fast paths take as they are
+_SCALAR_COTANGENTS = frozenset((float, *_NP_FLOATS))
+
+
+def _cotangent_type(t: type) -> type:
+    """The type of a real scalar input's cotangent (``match_input``'s answer): its own NumPy
+    float type, ``float`` for a Python real."""
+    return t if t in _NP_FLOATS else float
+
+
 _SEQUENCES = (tuple, list)
 _TEXT = (str, bytes, bytearray)
 #: Tangent[tuple] and Tangent[list], looked up once (the scalar path of getitem builds one per call)
@@ -111,6 +122,18 @@ def _array_cotangent(x, compute):
     """The cotangent ``compute()`` of an operand: a ``Thunk`` for an array (it may be a constant
     whose cotangent nobody asks for), the value for anything else."""
     return Thunk(compute) if type(x) is np.ndarray else compute()
+
+
+def _fits(x, y) -> bool:
+    """Whether an operand ``x`` of an elementwise operation with the real array output ``y`` takes
+    a cotangent of ``y``'s shape and dtype as it is (nothing to sum, cast or make real)."""
+    return (
+        type(x) is np.ndarray
+        and type(y) is np.ndarray
+        and x.shape == y.shape
+        and x.dtype == y.dtype
+        and y.dtype.kind == "f"
+    )
 
 
 def _passed_on(x, dy):
@@ -348,19 +371,19 @@ def _scalar_sum_pullbacks(sign: float, name: str) -> dict:
     """The pullbacks of ``a + b`` (``sign`` 1) or ``a - b`` (``sign`` -1) for real scalar operands,
     by the operands' types: they depend on nothing else, so none is made per call.
 
-    A real scalar cotangent is given each input's type (``np.float64`` for one, ``float`` for a
-    Python real: ``match_input``'s answer, without its checks); any other goes through
+    A real scalar cotangent is given each input's type (a NumPy float scalar's own type, ``float``
+    for a Python real: ``match_input``'s answer, without its checks); any other goes through
     ``match_input``, whose result for a scalar input depends only on the input's type.
     """
     pullbacks = {}
     for ta in _SCALARS:
         for tb in _SCALARS:
-            ca, cb = (_F64 if t is _F64 else float for t in (ta, tb))
+            ca, cb = _cotangent_type(ta), _cotangent_type(tb)
             a, b = ta(0), tb(0)
 
             def scalar_sum_pullback(dy, a=a, b=b, ca=ca, cb=cb):
                 td = type(dy)
-                if td is float or td is _F64:
+                if td in _SCALAR_COTANGENTS:
                     db = dy if sign > 0 else -dy
                     return _NO, (dy if td is ca else ca(dy)), (db if td is cb else cb(db))
                 dy = unthunk(dy)
@@ -409,8 +432,11 @@ def rrule_add(a, b):
 def _rrule_add_values(a, b):
     """``a + b`` for numbers and arrays: each operand's cotangent is ``dy`` brought to its space."""
     y = a + b
+    fits_a, fits_b = _fits(a, y), _fits(b, y)
 
     def add_pullback(dy):
+        if type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:  # the common cotangent
+            return _NO, (dy if fits_a else _passed_on(a, dy)), (dy if fits_b else _passed_on(b, dy))
         if isinstance(dy, AbstractThunk):
             dy = dy.unthunk()
         if carries_batch(y, dy):
@@ -472,8 +498,16 @@ def rrule_sub(a, b):
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.sub, a, b)
     y = a - b
+    fits_a = _fits(a, y)
+    # a real array b is summed first and negated after (exactly the same numbers): one pass over
+    # the cotangent fewer where b was broadcast
+    summed_first = type(b) is np.ndarray and b.dtype.kind == "f"
 
     def sub_pullback(dy):
+        if type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:  # the common cotangent
+            if summed_first:
+                return _NO, (dy if fits_a else _passed_on(a, dy)), Thunk(lambda: -match_input(b, dy))
+            return _NO, (dy if fits_a else _passed_on(a, dy)), _array_cotangent(b, lambda: match_input(b, -dy))
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
@@ -499,10 +533,32 @@ def _neg_real_pullback(dy):
     return _NO, -(real_cotangent(dy) if rows is None else rows)
 
 
+def _neg_scalar_pullbacks() -> dict:
+    """The pullbacks of ``-a`` for NumPy float scalars, by ``a``'s type (its cotangent's type)."""
+    pullbacks = {}
+    for ta in _NP_FLOATS:
+        a = ta(0)
+
+        def neg_pullback(dy, a=a, ta=ta):
+            if type(dy) in _SCALAR_COTANGENTS:
+                return _NO, ta(-dy)
+            dy = unthunk(dy)
+            return _NO, _matcher(a, dy)(a, -dy)
+
+        pullbacks[ta] = neg_pullback
+    return pullbacks
+
+
+_NEG_SCALAR_PULLBACKS = _neg_scalar_pullbacks()
+
+
 @rrule.register(operator.neg, batched=True)
 def rrule_neg(a):
     if type(a) in _REAL:
         return -a, _neg_real_pullback
+    pullback = _NEG_SCALAR_PULLBACKS.get(type(a))
+    if pullback is not None:
+        return -a, pullback
     if _is_user_object(a):
         return rrule_user_unary(operator.neg, a)
     y = -a
@@ -563,12 +619,10 @@ def rrule_mul(a, b):
 
         return a * b, mul_pullback
     if type(a) in _SCALARS and type(b) in _SCALARS:
-        ca = _F64 if type(a) is _F64 else float  # each cotangent's type (match_input's answer)
-        cb = _F64 if type(b) is _F64 else float
+        ca, cb = _cotangent_type(type(a)), _cotangent_type(type(b))
 
         def mul_pullback(dy):
-            td = type(dy)
-            if td is float or td is _F64:
+            if type(dy) in _SCALAR_COTANGENTS:
                 da, db = dy * b, a * dy
                 return _NO, (da if type(da) is ca else ca(da)), (db if type(db) is cb else cb(db))
             dy = unthunk(dy)
@@ -633,14 +687,12 @@ def frule_mul(tangents, a, b):
 
 @rrule.register(operator.truediv, batched=True)
 def rrule_truediv(a, b):
-    if type(a) in _SCALARS and type(b) in _SCALARS and (type(a) is _F64 or type(b) is _F64):
-        ca = _F64 if type(a) is _F64 else float  # each cotangent's type (match_input's answer)
-        cb = _F64 if type(b) is _F64 else float
+    if type(a) in _SCALARS and type(b) in _SCALARS and (type(a) in _NP_FLOATS or type(b) in _NP_FLOATS):
+        ca, cb = _cotangent_type(type(a)), _cotangent_type(type(b))
         y = a / b
 
         def truediv_pullback(dy):
-            td = type(dy)
-            if td is float or td is _F64:
+            if type(dy) in _SCALAR_COTANGENTS:
                 da = dy / b
                 db = -da * y
                 return _NO, (da if type(da) is ca else ca(da)), (db if type(db) is cb else cb(db))

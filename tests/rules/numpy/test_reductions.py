@@ -274,3 +274,25 @@ def test_default_values_of_unsupported_arguments_are_accepted(f, kwargs):
     y, back = cr.rrule(f, x, **kwargs)
     assert np.array_equal(y, f(x, **kwargs))
     crt.assert_approx(back(1.0)[1], cr.rrule(f, x)[1](1.0)[1])
+
+
+@pytest.mark.parametrize("f", [np.sum, np.ndarray.sum, np.max, np.amax, np.ndarray.max, np.min, np.ndarray.min])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.bool_])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"axis": 0}, {"axis": -1, "keepdims": True}, {"keepdims": True}, {"axis": None}]
+)
+def test_the_primal_is_numpys_result_with_its_dtype(f, dtype, kwargs):
+    # an ndarray's sum/max/min call the ufunc reduction directly; it must be NumPy's call exactly
+    # (its default axis is None, small integers and bools sum in the platform integer)
+    x = (np.arange(12).reshape(3, 4) % 5).astype(dtype)
+    y, _ = cr.rrule(f, x, **kwargs)
+    want = f(x, **kwargs)
+    assert type(y) is type(want) and np.shape(y) == np.shape(want) and y.dtype == want.dtype
+    assert np.array_equal(y, want)
+
+
+def test_the_primal_takes_the_sum_dtype():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    y, back = cr.rrule(np.sum, x, axis=1, dtype=np.float64)
+    assert y.dtype == np.float64 and np.array_equal(y, np.sum(x, axis=1, dtype=np.float64))
+    assert back(np.ones(2))[1].dtype == np.float32

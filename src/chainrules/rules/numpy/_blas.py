@@ -49,6 +49,8 @@ def apply_op(m, op: str):
     """``op(m)`` with NumPy (views where possible)."""
     if op == "N":
         return m
+    if type(m) is np.ndarray and m.ndim == 2 and m.dtype.kind != "c" and op != "R":
+        return m.T  # a real matrix: its transpose, conjugated or not
     if op == "T":
         return np.swapaxes(m, -1, -2)
     if op == "R":

@@ -101,6 +101,37 @@ def keep(y, axes: tuple[int, ...], keepdims: bool):
     return np.expand_dims(y, axes)
 
 
+def broadcast_view(v, shape: tuple):
+    """``np.broadcast_to(v, shape)``: a read-only view, made directly with zero strides for a
+    number or a C-contiguous array of as many axes as ``shape`` (``broadcast_to``'s checks cost
+    several times as much for a small array, and a pullback spreads a cotangent every call).
+
+    >>> broadcast_view(np.array([[1.0], [2.0]]), (2, 3)).tolist()
+    [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]
+    """
+    if type(v) is not np.ndarray:
+        if not isinstance(v, (float, np.floating)):
+            return np.broadcast_to(v, shape)
+        v = np.array(v)
+    vshape = v.shape
+    if vshape == shape:
+        strides = v.strides
+    elif not vshape:
+        strides = (0,) * len(shape)
+    elif len(vshape) == len(shape) and v.flags.c_contiguous:
+        strides = list(v.strides)
+        for i, n in enumerate(vshape):
+            if n != shape[i]:
+                if n != 1:
+                    return np.broadcast_to(v, shape)  # its error message
+                strides[i] = 0
+    else:
+        return np.broadcast_to(v, shape)
+    view = np.ndarray(shape, v.dtype, v, 0, strides)
+    view.setflags(write=False)
+    return view
+
+
 def is_batched(x, dx) -> bool:
     """Whether the tangent ``dx`` of ``x`` carries a leading batch axis."""
     return np.ndim(dx) == np.ndim(x) + 1

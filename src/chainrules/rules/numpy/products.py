@@ -334,11 +334,29 @@ def _matmul_stacked_batch(a, b, A, B, dy):
 _MATRIX = (0, 1)
 
 
+def _real_matrix_cotangent(shape, p, op_p, q, op_q):
+    """The cotangent ``op(p) @ op(q)`` of a real matrix operand of ``shape`` whose dtype the
+    product has (nothing to project), as an ``InplaceableThunk``."""
+    value = Thunk(lambda: product(p, op_p, q, op_q))
+
+    def product_add_into(acc):
+        view = _matrix_view(acc, _MATRIX, *shape)
+        if view is None or not muladd(view, p, op_p, q, op_q):
+            add_value_into(acc, value.unthunk())
+        return acc
+
+    return InplaceableThunk(product_add_into, value)
+
+
 def _matrix_product_rrule(a, b):
     """``a @ b`` for two matrices (2-D arrays), the common case, without reshaping anything."""
     y = np.matmul(a, b)
+    # real operands of the product's dtype: a cotangent of that dtype gives theirs directly
+    real = y.dtype.kind == "f" and a.dtype == y.dtype and b.dtype == y.dtype
 
     def matrix_product_pullback(dy):
+        if real and type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:
+            return _real_matrix_cotangent(a.shape, dy, "N", b, "C"), _real_matrix_cotangent(b.shape, a, "C", dy, "N")
         dy = unthunk(dy)
         if carries_batch(y, dy):  # a batch of cotangents: the contraction's batched pullback
             return _matmul_contraction(a, b).batch_pullback(a, b, a, b, y, dy)

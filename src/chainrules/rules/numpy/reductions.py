@@ -33,7 +33,7 @@ from ...core import (
     rrule,
     unthunk,
 )
-from ._util import axes_of, bind, is_batched, keep, match_output, real_dtype, shift, size_along
+from ._util import axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -56,20 +56,122 @@ def _register(fs: tuple, names: tuple[str, ...], defaults: dict, plan: Callable,
         _register_one(f, names, defaults, plan, batched)
 
 
+#: the ufunc reduction a NumPy reduction calls for an ndarray (``np.sum(x, axis=a)`` is
+#: ``np.add.reduce(x, axis=a)``), called directly for an ndarray and keywords among
+#: ``_DIRECT_KEYWORDS``: NumPy's Python wrapper costs as much as reducing a small array
+_DIRECT = {
+    **dict.fromkeys((np.sum, np.ndarray.sum), np.add.reduce),
+    **dict.fromkeys((np.max, np.amax, np.ndarray.max), np.maximum.reduce),
+    **dict.fromkeys((np.min, np.amin, np.ndarray.min), np.minimum.reduce),
+}
+_DIRECT_KEYWORDS = frozenset(("axis", "keepdims", "dtype"))
+
+
+def _primal(f, x, args, kwargs):
+    """The call ``f(x, *args, **kwargs)``, deferred (a plan may compute the output itself)."""
+    direct = _DIRECT.get(f)
+    if direct is not None and not args and type(x) is np.ndarray and kwargs.keys() <= _DIRECT_KEYWORDS:
+        axis, dtype, keepdims = kwargs.get("axis"), kwargs.get("dtype"), kwargs.get("keepdims", False)
+        if keepdims is not np._NoValue and dtype is not np._NoValue:  # (a reduce's axis defaults to 0)
+            return lambda: direct(x, axis, dtype, None, keepdims)
+    return lambda: f(x, *args, **kwargs)
+
+
+# ----- the quick path: sum, max and min of a float array along axes ---------------------------
+#
+# ``np.sum(x, axis=1)`` and the like are the common calls in a gradient: their rules take them
+# without binding options or building a plan; a cotangent of the output's dtype and shape is
+# pulled back here, and any other (a thunk, a zero, a batch, another dtype) by the general rule,
+# made only then.
+
+_QUICK_KEYWORDS = frozenset(("axis", "keepdims"))
+
+
+def _quick_cotangent(shape, dy, dtype):
+    """``dy`` as an array of the output's ``shape`` in the input's float ``dtype``, or None when
+    it is anything else (the general rule's case)."""
+    if type(dy) is np.ndarray:
+        return dy if dy.dtype == dtype and dy.shape == shape else None
+    if (type(dy) is float or isinstance(dy, np.floating)) and not shape:
+        return np.array(dy, dtype=dtype)  # a real number for a scalar output
+    return None
+
+
+def _quick_sum_back(x, y, axes, keepdims):
+    def sum_back(dy):
+        return broadcast_view(dy if not dy.ndim else keep(dy, axes, keepdims), x.shape)
+
+    return sum_back
+
+
+def _quick_extremum_back(x, y, axes, keepdims):
+    found = []  # where the extremum is attained: found on first use, not in the primal
+
+    def extremum_back(dy):
+        if not found:
+            found.append(_winners(x, y, axes, keepdims, nan_wins=True))
+        hit, count = found[0]
+        dy = keep(dy, axes, keepdims)
+        return hit * (dy if count is None else dy / count)
+
+    return extremum_back
+
+
+#: the quick rules: the ufunc reduction and ``make_back(x, y, axes, keepdims)``, the pullback of
+#: a cotangent ``_quick_cotangent`` accepted
+_QUICK = {
+    **dict.fromkeys((np.sum, np.ndarray.sum), (np.add.reduce, _quick_sum_back)),
+    **dict.fromkeys((np.max, np.amax, np.ndarray.max), (np.maximum.reduce, _quick_extremum_back)),
+    **dict.fromkeys((np.min, np.amin, np.ndarray.min), (np.minimum.reduce, _quick_extremum_back)),
+}
+
+
+def _quick_rrule(reduce, make_back, x, axis, keepdims, general_rrule, kwargs, name):
+    y = reduce(x, axis, None, None, keepdims)
+    axes = tuple(range(x.ndim)) if axis is None else axes_of(axis, x.ndim)
+    back = make_back(x, y, axes, keepdims)
+    dtype, shape = x.dtype, np.shape(y)
+    general = []
+
+    def reduction_pullback(dy):
+        if type(dy) is not np.ndarray:
+            dy = unthunk(dy)
+        d = _quick_cotangent(shape, dy, dtype)
+        if d is not None:
+            return _NO, back(d)
+        if not general:
+            general.append(general_rrule(x, (), kwargs)[1])
+        return general[0](dy)
+
+    reduction_pullback.__qualname__ = f"{name}_pullback"
+    return y, reduction_pullback
+
+
 def _register_one(f, names, defaults, plan, batched=False):
     owner = getattr(f, "__self__", None)
     name = f"{owner.__name__}_{f.__name__}" if isinstance(owner, np.ufunc) else f.__name__  # add_reduce
 
+    quick = _QUICK.get(f)
+
     def reduction_rrule(x, *args, **kwargs):
+        if quick is not None and not args and type(x) is np.ndarray and x.dtype.kind == "f":
+            if kwargs.keys() <= _QUICK_KEYWORDS and kwargs.get("keepdims") is not np._NoValue:
+                axis, keepdims = kwargs.get("axis"), kwargs.get("keepdims", False)
+                return _quick_rrule(*quick, x, axis, keepdims, general_rrule, kwargs, name)
+        return general_rrule(x, args, kwargs)
+
+    def general_rrule(x, args, kwargs):
         options = bind(f, args, kwargs, names, defaults)
-        y, back, _ = plan(x, options, lambda: f(x, *args, **kwargs))
+        y, back, _ = plan(x, options, _primal(f, x, args, kwargs))
         extra = (_NO,) * len(args)
+        real = not _complex(y)
 
         def reduction_pullback(dy):
-            dy = unthunk(dy)
-            if isinstance(dy, AbstractZero):
-                return (_NO, dy) + extra
-            if _complex(dy) and not _complex(y):
+            if type(dy) is not np.ndarray:
+                dy = unthunk(dy)
+                if isinstance(dy, AbstractZero):
+                    return (_NO, dy) + extra
+            if real and _complex(dy):
                 dy = np.real(dy)  # a real output's cotangent is real
             if batched and carries_batch(y, dy):
                 return (_NO, match_input_batch(x, back(dy, np.shape(dy)[:1]))) + extra
@@ -95,6 +197,8 @@ def _register_one(f, names, defaults, plan, batched=False):
 def _complex(v) -> bool:
     if type(v) is float:
         return False
+    if type(v) is np.ndarray:
+        return v.dtype.kind == "c"
     dtype = getattr(v, "dtype", None)
     return dtype.kind == "c" if isinstance(dtype, np.dtype) else np.iscomplexobj(v)
 
@@ -103,8 +207,10 @@ def _spread(dy, x, axes, keepdims, lead=()):
     """The cotangent of a reduction's output spread back over the input's shape (a broadcast view);
     ``lead`` is the batch axis of a batch of cotangents."""
     if lead:
-        return np.broadcast_to(keep(dy, shift(axes, True), keepdims), lead + np.shape(x))
-    return np.broadcast_to(keep(dy, axes, keepdims), np.shape(x))
+        return broadcast_view(keep(dy, shift(axes, True), keepdims), lead + np.shape(x))
+    if not np.ndim(dy):  # a number, or a 0-d array: the sum of everything
+        return broadcast_view(dy, np.shape(x))
+    return broadcast_view(keep(dy, axes, keepdims), np.shape(x))
 
 
 def _mask(x, options, nan: bool):
@@ -235,7 +341,7 @@ def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True):
     """
     yk = keep(y, axes, keepdims)
     hit = x == yk
-    nan = np.any(np.isnan(y))
+    nan = bool(np.isnan(y).any()) if type(y) is np.ndarray else np.any(np.isnan(y))
     if nan_wins and nan:
         hit = np.logical_or(hit, np.isnan(x))
     if attained and not nan and np.count_nonzero(hit) == np.size(y):

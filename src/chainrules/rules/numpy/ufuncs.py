@@ -176,6 +176,12 @@ def _rules(f, nin: int, derivatives: Callable, scalar_partial: Callable | None =
         if scalar_partial is not None and not kwargs and len(args) == 1:
             x = args[0]
             tx = type(x)
+            if tx is np.ndarray:  # an array: its partial alone, and the real array pullback
+                y = f(x)
+                p = scalar_partial(x, y)
+                if _real_partial(x, p, y):
+                    return y, _real_array_pullback(p, y, pullback_name)
+                return y, _array_pullback(x, p, y, pullback_name)
             if tx is float or tx is _F64:
                 y = f(x)
                 p = scalar_partial(x, y)
@@ -207,6 +213,43 @@ def _rules(f, nin: int, derivatives: Callable, scalar_partial: Callable | None =
     elementwise_rrule.__qualname__ = f"rrule_{name}"
     elementwise_frule.__qualname__ = f"frule_{name}"
     return elementwise_rrule, elementwise_frule
+
+
+def _real_partial(x, p, y) -> bool:
+    """Whether the one input ``x`` and the output ``y`` are real arrays of one shape and dtype,
+    with an array partial ``p`` of that dtype: then ``p * dy`` is the input's cotangent as it is."""
+    return (
+        type(x) is np.ndarray
+        and type(y) is np.ndarray
+        and type(p) is np.ndarray
+        and y.dtype.kind == "f"
+        and x.dtype == y.dtype == p.dtype
+        and x.shape == y.shape == p.shape
+    )
+
+
+def _real_array_pullback(p, y, name: str):
+    """The pullback of a one-input elementwise function of a real array (see ``_real_partial``):
+    a cotangent of the output's shape and dtype is multiplied by the partial, nothing else."""
+    dtype, shape = y.dtype, y.shape
+
+    def elementwise_pullback(dy):
+        if type(dy) is np.ndarray and dy.dtype == dtype and dy.shape == shape:
+            return _NO, p * dy
+        return (_NO,) + pull((y,), [p], y, dy)  # y stands for the input: it has its shape and dtype
+
+    elementwise_pullback.__qualname__ = name
+    return elementwise_pullback
+
+
+def _array_pullback(x, p, y, name: str):
+    """The pullback of a one-input elementwise function of an array with the partial ``p``."""
+
+    def elementwise_pullback(dy):
+        return (_NO,) + pull((x,), [p], y, dy)
+
+    elementwise_pullback.__qualname__ = name
+    return elementwise_pullback
 
 
 def _scalar_pullback(x, tx: type, p, y, name: str):
