@@ -95,3 +95,26 @@ def test_the_one_pass_jacobian_uses_the_function_s_own_rule_and_is_writeable():
     J = cr.jacobian(double, np.array([1.0, 2.0, 3.0]), mode="forward")
     np.testing.assert_array_equal(J, 2.0 * np.eye(3))
     J[0, 0] = 5.0  # the caller owns the Jacobian (the seed's block is read-only)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("exponent", [2, 2.0])
+def test_the_square_of_a_dual_array_is_numpy_s_square_with_its_derivative(dtype, exponent):
+    x = np.array([0.5, -1.5, 2.0], dtype=dtype) * (1 + 1j if np.dtype(dtype).kind == "c" else 1)
+    t = np.array([1.0, 2.0, -1.0], dtype=dtype)
+    y, dy = cr.jvp(lambda v: v**exponent, (x,), (t,))
+    np.testing.assert_array_equal(y, x**exponent)  # what the plain code computes, bit for bit
+    assert y.dtype == dy.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(dy, 2 * x * t, rtol=1e-6)
+    J = cr.jacobian(lambda v: v**exponent, x.real.copy(), mode="forward")
+    np.testing.assert_allclose(J, np.diag(2 * x.real), rtol=1e-6)
+
+
+def test_other_powers_of_a_dual_array_keep_the_power_rule():
+    x = np.array([0.5, 1.5, 2.0])
+    for exponent, derivative in [(3, 3 * x**2), (0.5, 0.5 / np.sqrt(x)), (2.5, 2.5 * x**1.5)]:
+        y, dy = cr.jvp(lambda v, e=exponent: v**e, (x,), (np.ones(3),))
+        np.testing.assert_allclose(y, x**exponent)
+        np.testing.assert_allclose(dy, derivative)
+    y, dy = cr.jvp(lambda v: v ** np.array([2.0, 2.0, 2.0]), (x,), (np.ones(3),))  # an array exponent
+    np.testing.assert_allclose(dy, 2 * x)

@@ -295,6 +295,9 @@ class Dual(ActiveValue):
     def __pow__(self, other, modulo=None):
         if modulo is not None:
             return NotImplemented
+        if (type(other) is int or type(other) is float) and other == 2 and type(self.primal) is np.ndarray:
+            if self.primal.dtype.kind in "fc":  # NumPy computes ``a ** 2`` of an inexact array as np.square(a)
+                return call(np.square, (self,))
         return _binary(operator.pow, np.power, self, other)
 
     def __rpow__(self, other):
