@@ -369,7 +369,7 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
             if scale is not None:
                 return (scale[:, None] if b.ndim == 2 else scale) * picked
             if b.dtype == dtype:
-                picked.flags.writeable = False  # a view of the rule's operand: nobody may write into it
+                picked.setflags(write=False)  # a view of the rule's operand: nobody may write into it
                 return picked
         out = np.zeros((batch, *b.shape[1:]), dtype=dtype)
         rows, flat = _units(seed)

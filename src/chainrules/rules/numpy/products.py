@@ -479,20 +479,20 @@ def _matmul_right(a, db, batched: bool, nb: int):
 
 def _matmul_pushforward(a, b, da, db):
     # written out for the common call, one operand constant (a Jacobian pass through W @ x)
-    if not isinstance(da, AbstractZero):
-        da = unthunk(da)
-    if not isinstance(db, AbstractZero):
-        db = unthunk(db)
-    left = right = ZERO
+    if isinstance(da, AbstractThunk):
+        da = da.unthunk()
+    if isinstance(db, AbstractThunk):
+        db = db.unthunk()
+    left = right = None
     if not isinstance(da, AbstractZero):
         na = _ndim(a)
         left = _matmul_left(da, b, _ndim(da) == na + 1, na)
     if not isinstance(db, AbstractZero):
         nb = _ndim(b)
         right = _matmul_right(a, db, _ndim(db) == nb + 1, nb)
-    if isinstance(left, AbstractZero):
-        return right
-    return left if isinstance(right, AbstractZero) else left + right
+    if left is None:
+        return ZERO if right is None else right
+    return left if right is None else left + right
 
 
 @frule.register(np.matmul, batched=True)
