@@ -291,7 +291,8 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     chosen = _chosen_before(f, key)
     if chosen == "forward":
         J = _forward_engine().jacobian(f, x, chunk_size=chunk_size)
-        _remember_choice(f, key, _size(x) < np.size(J) // max(_size(x), 1))
+        if not _size(x) < np.size(J) // max(_size(x), 1):  # the output shrank: reverse mode next time
+            _remember_choice(f, key, False)
         return J
     try:  # the reverse-mode primal gives the output's size, and is reused if reverse mode wins
         pulled = _reverse_engine(engine).pullback_full(f, x)

@@ -272,6 +272,11 @@ def test_auto_mode_switches_when_the_output_grows_for_the_same_input():
     size[0] = 8
     np.testing.assert_allclose(cr.jacobian(growing, x), np.vstack([np.eye(4)] * 2), atol=1e-12)
     assert api._chosen_before(growing, (x.shape, x.dtype)) == "forward"
+    np.testing.assert_allclose(cr.jacobian(growing, x), np.vstack([np.eye(4)] * 2), atol=1e-12)
+    assert api._chosen_before(growing, (x.shape, x.dtype)) == "forward"  # a choice that holds stays
+    size[0] = 2  # the output shrinks: forward mode still answers, and reverse mode is chosen next time
+    np.testing.assert_allclose(cr.jacobian(growing, x), np.eye(4)[:2], atol=1e-12)
+    assert api._chosen_before(growing, (x.shape, x.dtype)) == "reverse"
 
 
 def test_the_cotangent_of_a_scalar_input_comes_back_from_the_block():
