@@ -465,10 +465,6 @@ def _assemble(y, tangents: list, batches: list, inputs: list, x):
     return blocks[0] if type(x) is np.ndarray else _rebuild_like(x, blocks)
 
 
-def _is_array(t) -> bool:
-    return isinstance(t, np.ndarray)
-
-
 def _own(t):
     if isinstance(t, np.ndarray) and type(t) is not np.ndarray:
         return t.view(np.ndarray)
