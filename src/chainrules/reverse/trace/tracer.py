@@ -275,12 +275,6 @@ def _differentiable_kind(y) -> str | None:
 # ----- dispatch ----------------------------------------------------------------------------
 
 
-def _owner_chain(trace: Trace | None):
-    while trace is not None:
-        yield trace
-        trace = trace.parent
-
-
 def _unwrap(value, trace: Trace, path, parents: list):
     """``value`` with this trace's boxes replaced by primals (tuples and lists searched too)."""
     t = type(value)
