@@ -241,3 +241,22 @@ def test_a_closure_over_a_loop_variable_is_refused():
         cr.UnsupportedSyntaxError, match=rf"{HERE}:{line_of('<- bound in a loop')}:9: .*bound in a loop"
     ):
         pullback_full(closures_in_a_loop, 1.0)
+
+
+def two_arguments(a, b):
+    return a * b
+
+
+def test_arguments_that_do_not_fit_the_signature_name_the_function():
+    with pytest.raises(TypeError, match=r"two_arguments\(\): missing a required argument: 'b'"):
+        cr.gradient(two_arguments, 1.0)
+    with pytest.raises(TypeError, match=r"two_arguments\(\): too many positional arguments"):
+        cr.gradient(two_arguments, 1.0, 2.0, 3.0)
+    with pytest.raises(TypeError, match=r"two_arguments\(\): got an unexpected keyword argument 'c'"):
+        pullback_full(two_arguments, 1.0, 2.0, c=3.0)
+
+
+def test_show_without_the_call_s_arguments_says_what_it_needs():
+    with pytest.raises(TypeError, match=r"show\(f, \*args\) needs the arguments of a call of two_arguments"):
+        show(two_arguments)
+    assert "two_arguments_primal" in show(two_arguments, 1.0, 2.0)

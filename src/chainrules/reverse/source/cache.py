@@ -121,7 +121,10 @@ class Specialization:
         self.entry = entry
         self.version = rrule.version
         fn_ir = entry.ir
-        bound_args = entry.signature.bind(*args, **kwargs)
+        try:
+            bound_args = entry.signature.bind(*args, **kwargs)
+        except TypeError as exc:  # what calling fn would say, with its name
+            raise TypeError(f"{fn.__qualname__}(): {exc}") from None
         bound_args.apply_defaults()
         param_types = {name: type_of_value(value) for name, value in bound_args.arguments.items()}
         free_types = {}

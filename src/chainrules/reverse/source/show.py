@@ -46,5 +46,9 @@ def show(f, *args, **kwargs) -> str:
     if type(fn) is not types.FunctionType:
         raise TypeError(f"show: {f!r} is not a Python function, method or callable object")
     entry = cache.transformed(fn)
+    try:
+        entry.signature.bind(*args, **kwargs)
+    except TypeError as exc:  # the code is generated for the types of a call's arguments
+        raise TypeError(f"show(f, *args) needs the arguments of a call of {fn.__qualname__}: {exc}") from None
     spec = entry.specialization(fn, args, kwargs, bound, cache.call_key(fn, args, kwargs, bound))
     return spec.text
