@@ -31,6 +31,7 @@ import numpy as np
 from .core import (
     AbstractThunk,
     AbstractZero,
+    ActiveValue,
     ChainRulesError,
     NoTangent,
     Tangent,
@@ -106,6 +107,9 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
     y, back_full = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
 
     def back(dy):
+        if type(dy) is np.ndarray and dy.ndim and _is_numeric(y) and dy.shape != np.shape(y):
+            name, shape = _callable_label(f), np.shape(y)
+            raise ValueError(f"pullback of {name}: a cotangent of shape {dy.shape} for an output of shape {shape}")
         return _unthunked(back_full(dy), args)
 
     return y, back
@@ -120,6 +124,11 @@ def _as_returned(arg, cotangent):
     return cotangent
 
 
+def _is_numeric(x) -> bool:
+    """A plain number or NumPy array (not a structure, not an engine's value)."""
+    return type(x) in (float, int, complex, np.ndarray) or isinstance(x, np.number)
+
+
 def _is_inexact(x) -> bool:
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "fc"
@@ -132,10 +141,16 @@ def _gradients(cotangents: tuple, args: tuple, argnums: int | Sequence[int] | No
     if argnums is None:
         return _unthunked(cotangents, args)
     positions = range(len(args))
-    if isinstance(argnums, int):
-        i = positions[argnums]
-        return _as_returned(args[i], cotangents[1 + i])
-    return tuple(_as_returned(args[i], cotangents[1 + i]) for i in (positions[j] for j in argnums))
+    try:
+        if isinstance(argnums, int):
+            i = positions[argnums]
+            return _as_returned(args[i], cotangents[1 + i])
+        chosen = [positions[j] for j in argnums]
+    except (IndexError, TypeError):
+        raise ValueError(
+            f"argnums={argnums!r} does not select among the {len(args)} positional argument(s) given"
+        ) from None
+    return tuple(_as_returned(args[i], cotangents[1 + i]) for i in chosen)
 
 
 def _seed_for(y, f: Callable):
@@ -150,9 +165,11 @@ def _seed_for(y, f: Callable):
     if getattr(y, "shape", None) == () and isinstance(dtype, np.dtype) and dtype.kind in "fiu":
         return 1.0
     name = getattr(f, "__qualname__", repr(f))
+    shape = getattr(y, "shape", None)
+    kind = "an array" if isinstance(shape, tuple) and isinstance(y, ActiveValue) else type(y).__name__
     raise ChainRulesError(
-        f"gradient needs {name} to return a real scalar, got {type(y).__name__}"
-        f"{' of shape ' + str(y.shape) if isinstance(y, np.ndarray) else ''}; "
+        f"gradient needs {name} to return a real scalar, got {kind}"
+        f"{' of shape ' + str(shape) if isinstance(shape, tuple) and shape else ''}; "
         "reduce the output to a scalar (e.g. .sum()), or use cr.jacobian or cr.pullback"
     )
 
@@ -243,6 +260,11 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
         raise TypeError("jvp(f, primals, tangents): primals and tangents must be tuples")
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    for i, (x, t) in enumerate(zip(primals, tangents)):
+        if isinstance(t, (np.ndarray, float, int, complex)) and np.shape(t) != np.shape(x) and _is_numeric(x):
+            raise ValueError(
+                f"jvp({_callable_label(f)}, ...): tangent {i} has shape {np.shape(t)}, its primal {np.shape(x)}"
+            )
     y, dy = _forward_engine().jvp(f, primals, tangents)
     return y, _deep_unthunk(dy)
 
@@ -254,7 +276,16 @@ def derivative(f: Callable, x):
     >>> cr.derivative(lambda x: x ** 3, 2.0)
     12.0
     """
+    if np.ndim(x) != 0:
+        raise ValueError(
+            f"derivative({_callable_label(f)}, x) is for a scalar x, got an array of shape {np.shape(x)}; "
+            "use cr.jacobian(f, x) or cr.jvp(f, (x,), (tangent,))"
+        )
     return jvp(f, (x,), (1.0 if not isinstance(x, complex) else 1.0 + 0j,))[1]
+
+
+def _callable_label(f) -> str:
+    return getattr(f, "__qualname__", type(f).__name__)
 
 
 def _size(x) -> int:

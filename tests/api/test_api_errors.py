@@ -1,0 +1,60 @@
+"""The API's answers to common mistakes: a ValueError or TypeError that names the function and says
+what to write instead, never an error from deep inside NumPy or an engine's own type names."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+
+
+def elementwise_sine(x):
+    return np.sin(x)
+
+
+def total_sine(x):
+    return np.sin(x).sum()
+
+
+def test_derivative_of_an_array_points_to_jacobian_and_jvp():
+    with pytest.raises(ValueError, match=r"derivative\(elementwise_sine, x\) is for a scalar x.*\(3,\).*cr.jacobian"):
+        cr.derivative(elementwise_sine, np.ones(3))
+    assert cr.derivative(elementwise_sine, np.float64(0.0)) == 1.0  # a 0-d NumPy number is a scalar
+
+
+def test_a_jvp_tangent_of_the_wrong_shape_names_its_position():
+    with pytest.raises(
+        ValueError, match=r"jvp\(elementwise_sine, \.\.\.\): tangent 0 has shape \(2,\), its primal \(3,\)"
+    ):
+        cr.jvp(elementwise_sine, (np.ones(3),), (np.ones(2),))
+    y, dy = cr.jvp(lambda a, b: a * b, (np.ones(2), 3.0), (np.ones(2), 0.0))  # right shapes pass
+    np.testing.assert_array_equal(dy, [3.0, 3.0])
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_a_hessian_of_a_vector_function_names_the_output_not_an_engine_type(engine):
+    with pytest.raises(cr.ChainRulesError, match=r"got an array of shape \(3,\)") as info:
+        cr.hessian(elementwise_sine, np.ones(3), engine=engine)
+    assert "Dual" not in str(info.value)
+    with pytest.raises(cr.ChainRulesError, match=r"got ndarray of shape \(3,\)"):
+        cr.gradient(elementwise_sine, np.ones(3), engine=engine)
+
+
+@pytest.mark.parametrize("argnums", [2, -3, (0, 5), "0"])
+def test_argnums_outside_the_arguments_is_a_value_error(argnums):
+    with pytest.raises(ValueError, match=r"argnums=.* does not select among the 2 positional argument\(s\) given"):
+        cr.gradient(lambda a, b: a * b, 1.0, 2.0, argnums=argnums)
+    assert cr.gradient(lambda a, b: a * b, 1.0, 2.0, argnums=-1) == 1.0  # negative indices count from the end
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_a_cotangent_of_the_wrong_shape_names_the_function(engine):
+    y, back = cr.pullback(elementwise_sine, np.ones(3), engine=engine)
+    with pytest.raises(
+        ValueError, match=r"pullback of elementwise_sine: a cotangent of shape \(2,\) for an output of shape \(3,\)"
+    ):
+        back(np.ones(2))
+    np.testing.assert_allclose(back(np.ones(3))[0], np.cos(np.ones(3)))
+    y, back = cr.pullback(total_sine, np.ones(3), engine=engine)
+    np.testing.assert_allclose(back(1.0)[0], np.cos(np.ones(3)))
