@@ -146,10 +146,9 @@ def _gradients(cotangents: tuple, args: tuple, argnums: int | Sequence[int] | No
             i = positions[argnums]
             return _as_returned(args[i], cotangents[1 + i])
         chosen = [positions[j] for j in argnums]
-    except (IndexError, TypeError):
-        raise ValueError(
-            f"argnums={argnums!r} does not select among the {len(args)} positional argument(s) given"
-        ) from None
+    except (IndexError, TypeError) as exc:
+        what = f"argnums={argnums!r} does not select among the {len(args)} positional argument(s) given"
+        raise type(exc)(what + ("" if isinstance(exc, IndexError) else ": give an int or a sequence of ints")) from None
     return tuple(_as_returned(args[i], cotangents[1 + i]) for i in chosen)
 
 
