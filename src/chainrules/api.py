@@ -275,7 +275,7 @@ def derivative(f: Callable, x):
     >>> cr.derivative(lambda x: x ** 3, 2.0)
     12.0
     """
-    if np.ndim(x) != 0:
+    if type(x) is not float and np.ndim(x) != 0:
         raise ValueError(
             f"derivative({_callable_label(f)}, x) is for a scalar x, got an array of shape {np.shape(x)}; "
             "use cr.jacobian(f, x) or cr.jvp(f, (x,), (tangent,))"
