@@ -60,6 +60,11 @@ def _reverse_engine(engine: str):
     return module
 
 
+def _callable_label(f) -> str:
+    """How errors name ``f``: its qualified name, or its class's for a callable object."""
+    return getattr(f, "__qualname__", type(f).__name__)
+
+
 def _forward_engine():
     # what importlib.import_module returns, without its few µs a call once the module is loaded
     module = sys.modules.get("chainrules.forward")
@@ -163,7 +168,7 @@ def _seed_for(y, f: Callable):
     dtype = getattr(y, "dtype", None)
     if getattr(y, "shape", None) == () and isinstance(dtype, np.dtype) and dtype.kind in "fiu":
         return 1.0
-    name = getattr(f, "__qualname__", repr(f))
+    name = _callable_label(f)
     shape = getattr(y, "shape", None)
     kind = "an array" if isinstance(shape, tuple) and isinstance(y, ActiveValue) else type(y).__name__
     raise ChainRulesError(
@@ -210,8 +215,7 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
             # with a zero cotangent for aux
             if not isinstance(y, (tuple, list)) or len(y) != 2:
                 raise ChainRulesError(
-                    f"has_aux=True needs {getattr(f, '__qualname__', repr(f))} to return a pair (value, aux), "
-                    f"got {type(y).__name__}"
+                    f"has_aux=True needs {_callable_label(f)} to return a pair (value, aux), got {type(y).__name__}"
                 )
             seed = Tangent[type(y)](_seed_for(y[0], f), ZeroTangent())
             return (y[0], y[1]), _gradients(_once(back_full)(seed), args, argnums)
@@ -281,10 +285,6 @@ def derivative(f: Callable, x):
             "use cr.jacobian(f, x) or cr.jvp(f, (x,), (tangent,))"
         )
     return jvp(f, (x,), (1.0 if not isinstance(x, complex) else 1.0 + 0j,))[1]
-
-
-def _callable_label(f) -> str:
-    return getattr(f, "__qualname__", type(f).__name__)
 
 
 def _size(x) -> int:

@@ -33,7 +33,7 @@ import numpy as np
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
 from ...core.errors import NoRuleError, UnsupportedSyntaxError, user_location
-from ...core.registry import _LEDGER, batch_declines, decline_batch, rrule
+from ...core.registry import _LEDGER, decline_batch, rrule
 from ...core.tangents import AbstractZero, Tangent, unthunk
 from . import cache, codegen, effects, runtime
 from .parse import NoSourceError, is_library_code
@@ -109,9 +109,17 @@ def pullback_full(f, *args, **kwargs):
                             _mark_batched(back)
                         return y, back
                     if current_engine() is not pullback_full:
-                        return _run_installed(hit[3], args, hit[6])
+                        return _run_installed(hit[3], args, {}, hit[6])
     if current_engine() is pullback_full:
         return pullback(f, *args, **kwargs)
+    return _run_installed(pullback, (f, *args), kwargs, True)
+
+
+def _run_installed(primal, args: tuple, kwargs: dict, batched: bool):
+    """``primal(*args, **kwargs)`` with the engine installed and the collector paused, its pullback
+    marked batched when ``batched`` (its own adjoint is made of batched pullbacks) and nothing
+    declined a batch while it ran. ``primal`` is the dispatcher, or a generated function that
+    calls through it (then without the dispatcher's lookup of ``f`` itself)."""
     # The cyclic garbage collector is paused while the primal runs: a loop keeps what each
     # iteration saved alive, and each full collection would walk all of it (quadratic time);
     # nothing the primal makes is garbage before it returns.
@@ -119,26 +127,8 @@ def pullback_full(f, *args, **kwargs):
     gc.disable()
     try:
         with active_engine(pullback_full):
-            declines = batch_declines()
-            y, back = pullback(f, *args, **kwargs)
-            if batch_declines() == declines and isinstance(y, np.ndarray):
-                _mark_batched(back)
-            return y, back
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _run_installed(primal, args: tuple, batched: bool):
-    """``primal(*args)``, a generated function that calls through the dispatcher, run as
-    ``pullback_full`` runs ``f`` (the engine installed, the collector paused), without the
-    dispatcher's lookup of ``f`` itself; ``batched``: its own adjoint is made of batched pullbacks."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        with active_engine(pullback_full):
             declines = _LEDGER.declines
-            y, back = primal(*args)
+            y, back = primal(*args, **kwargs)
             if batched and _LEDGER.declines == declines and isinstance(y, np.ndarray):
                 _mark_batched(back)
             return y, back

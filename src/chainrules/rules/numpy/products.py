@@ -232,7 +232,12 @@ def _product_cotangent(x, perm, matrix_shape, p, op_p, q, op_q):
 
     if type(x) is not np.ndarray:
         return product_value()
-    value = Thunk(product_value)
+    return _inplaceable_product(Thunk(product_value), perm, matrix_shape, p, op_p, q, op_q)
+
+
+def _inplaceable_product(value: Thunk, perm, matrix_shape, p, op_p, q, op_q) -> InplaceableThunk:
+    """The cotangent ``value`` (``op(p) @ op(q)``, laid out by ``perm``), which adds itself into an
+    accumulator through BLAS with beta = 1 where the accumulator can be viewed as the matrix."""
 
     def product_add_into(acc):
         view = _matrix_view(acc, perm, *matrix_shape)
@@ -337,15 +342,7 @@ _MATRIX = (0, 1)
 def _real_matrix_cotangent(shape, p, op_p, q, op_q):
     """The cotangent ``op(p) @ op(q)`` of a real matrix operand of ``shape`` whose dtype the
     product has (nothing to project), as an ``InplaceableThunk``."""
-    value = Thunk(lambda: product(p, op_p, q, op_q))
-
-    def product_add_into(acc):
-        view = _matrix_view(acc, _MATRIX, *shape)
-        if view is None or not muladd(view, p, op_p, q, op_q):
-            add_value_into(acc, value.unthunk())
-        return acc
-
-    return InplaceableThunk(product_add_into, value)
+    return _inplaceable_product(Thunk(lambda: product(p, op_p, q, op_q)), _MATRIX, shape, p, op_p, q, op_q)
 
 
 def _matrix_product_rrule(a, b):
