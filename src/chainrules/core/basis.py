@@ -116,7 +116,7 @@ def basis_seed(batch: int, shape: tuple[int, ...], first: int, dtype) -> BasisSe
     >>> basis_seed(2, (3,), 0, np.float64) is basis_seed(2, (3,), 0, np.float64)
     True
     """
-    key = (batch, shape, first, np.dtype(dtype))
+    key = (batch, shape, first, dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
     seed = _CACHE.get(key)
     if seed is None:
         if len(_CACHE) >= _CACHE_SIZE:
@@ -384,6 +384,27 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
         out[rows, i] = b[j] if scale is None else scale[rows, None] * b[j]
         return out
     return None
+
+
+def structured_matmul(a, b):
+    """``np.matmul(a, b)``, as a selection when an operand is a block: what NumPy's dispatch to
+    ``BasisSeed.__array_ufunc__`` gives, without the dispatch (rules call it on their hot path).
+
+    >>> seed = basis_seed(2, (3,), 1, np.float64)
+    >>> structured_matmul(seed, np.arange(6.0).reshape(3, 2))  # rows 1 and 2
+    array([[2., 3.],
+           [4., 5.]])
+    """
+    if type(a) is BasisSeed:
+        if a.basis is not None and type(b) is np.ndarray and b.ndim >= 1:  # `_product`, inlined
+            result = _seed_times(a, b)
+            if result is not None:
+                return result
+    elif type(b) is BasisSeed:
+        result = _product(a, b)
+        if result is not None:
+            return result
+    return np.matmul(a, b)
 
 
 def _times_seed(a: np.ndarray, seed: BasisSeed):
