@@ -116,7 +116,7 @@ def basis_seed(batch: int, shape: tuple[int, ...], first: int, dtype) -> BasisSe
     >>> basis_seed(2, (3,), 0, np.float64) is basis_seed(2, (3,), 0, np.float64)
     True
     """
-    key = (batch, shape, first, dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
+    key = (batch, shape, first, dtype)  # dtypes that compare equal make equal seeds
     seed = _CACHE.get(key)
     if seed is None:
         if len(_CACHE) >= _CACHE_SIZE:
@@ -360,7 +360,9 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
     """``seed @ b``: row ``k`` of the (flattened) block picks a row of ``b`` (and scales it)."""
     first, n = seed.basis
     batch = seed.shape[0]
-    dtype = b.dtype if b.dtype == seed.dtype else np.result_type(seed.dtype, b.dtype)
+    b_dtype = b.dtype
+    same_dtype = b_dtype == seed.dtype
+    dtype = b_dtype if same_dtype else np.result_type(seed.dtype, b_dtype)
     scale = seed.scale
     if seed.ndim == 2 and b.shape[0] == n and b.ndim <= 2:
         # x is a vector: (seed @ b)[k] = scale[k] * b[first + k]
@@ -368,7 +370,7 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
             picked = b[first : first + batch]
             if scale is not None:
                 return (scale[:, None] if b.ndim == 2 else scale) * picked
-            if b.dtype == dtype:
+            if same_dtype:
                 picked.setflags(write=False)  # a view of the rule's operand: nobody may write into it
                 return picked
         out = np.zeros((batch, *b.shape[1:]), dtype=dtype)

@@ -621,8 +621,13 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
                 RULED_CALLS.check(tag, sys._getframe(1))
             # pusher_for(f, primals), with its cache read here: one Python call less per operation
             try:
+                n = len(primals)
                 pusher = _PUSHERS.get(
-                    (f, type(primals[0]), type(primals[1])) if len(primals) == 2 else (f, *map(type, primals))
+                    (f, type(primals[0]), type(primals[1]))
+                    if n == 2
+                    else (f, type(primals[0]))
+                    if n == 1
+                    else (f, *map(type, primals))
                 )
             except TypeError:  # an unhashable callable
                 pusher = None
@@ -824,14 +829,15 @@ def pusher_for(f, primals) -> tuple | None:
     ``None`` without a rule. Cached per callable and argument types."""
     if _PUSHERS_VERSION[0] != frule.version:
         _renew()
+    n = len(primals)
     try:
-        key = (f, *map(type, primals))
+        key = (f, type(primals[0])) if n == 1 else (f, *map(type, primals))
         found = _PUSHERS.get(key)
     except TypeError:  # an unhashable callable: looked up every time
         key, found = None, None
     if found is None:
         if key is not None:
-            unruled = (id(f), *key[1:])
+            unruled = (id(f), type(primals[0])) if n == 1 else (id(f), *key[1:])
             known = _UNRULED.get(unruled)
             if known is not None and known() is f:
                 return None

@@ -29,7 +29,7 @@ import numpy as np
 from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, basis_seed, unthunk
 from ..core.active import ActiveValue
 from ..core.tangents import _is_namedtuple_type, _known_fields
-from .dual import _DUALS, Dual, DualArray, Tag, _innermost, push, pusher_for
+from .dual import _DUALS, Dual, DualArray, Tag, _innermost, _new_object, push, pusher_for
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -420,14 +420,18 @@ def _one_pass_jacobian(f: Callable, x: np.ndarray):
     pusher = pusher_for(f, [x])
     try:
         if pusher is None:
-            out = f(Dual(x, seed, tag))
+            dual = _new_object(DualArray)  # Dual(x, seed, tag), without its dispatch
+            dual.primal, dual.partials, dual.tag, dual.writable = x, seed, tag, False
+            out = f(dual)
         else:  # the rule pushes the block (or, unbatched, each of its tangents) forward
             out = push(f, pusher, [x], [_NO, seed], _NO_KWARGS, tag)
     finally:
         tag.entry = tag.clean_frames = None
-    if type(out) is DualArray and out.tag is tag and out.primal.ndim == 1 and isinstance(out.partials, np.ndarray):
-        J = _own(out.partials).T  # the tangent block is (n, m): J is its transpose
-        return J if J.flags.writeable else np.array(J)
+    if type(out) is DualArray and out.tag is tag:
+        dy = out.partials
+        if isinstance(dy, np.ndarray) and out.primal.ndim == 1:
+            J = (dy if type(dy) is np.ndarray else dy.view(np.ndarray)).T  # the block is (n, m): J is its transpose
+            return J if dy.flags.writeable else np.array(J)
     y, dy = _read(out, tag)
     return _finish(f, y, [dy], [n], _plain_inputs(x), x)
 

@@ -484,9 +484,9 @@ def _matmul_pushforward(a, b, da, db):
     nb = b.ndim if type(b) is np.ndarray else _ndim(b)
     left = right = None
     if not isinstance(da, AbstractZero):
-        left = _matmul_left(da, b, _ndim(da) == na + 1, na, nb)
+        left = _matmul_left(da, b, (da.ndim if isinstance(da, np.ndarray) else _ndim(da)) == na + 1, na, nb)
     if not isinstance(db, AbstractZero):
-        right = _matmul_right(a, db, _ndim(db) == nb + 1, na, nb)
+        right = _matmul_right(a, db, (db.ndim if isinstance(db, np.ndarray) else _ndim(db)) == nb + 1, na, nb)
     if left is None:
         return ZERO if right is None else right
     return left if right is None else left + right
