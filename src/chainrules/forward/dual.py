@@ -381,6 +381,13 @@ class DualArray(Dual):
     __slots__ = ()
 
     # A dual of an array is never a number: its operators are the NumPy ufuncs (see `_binary`).
+    def __pow__(self, other, modulo=None):
+        if modulo is None and (type(other) is int or type(other) is float) and other == 2:
+            primal = self.primal
+            if type(primal) is np.ndarray and primal.dtype.kind in "fc":
+                return call(np.square, (self,))  # as NumPy computes ``a ** 2`` of an inexact array
+        return Dual.__pow__(self, other, modulo)
+
     def __add__(self, other):
         return call(np.add, (self, other))
 
@@ -716,6 +723,9 @@ def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None):
     """
     batch = tag.batch
     y = f(*primals)
+    ty = type(y)
+    if batch is not None:
+        y_ndim = y.ndim if ty is np.ndarray else _ndim(y)
     dy = _ZERO
     i = 0
     for p, takes_out in partials:
@@ -730,21 +740,22 @@ def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None):
             dx = unthunk(dx)
         if batch is not None:
             x = primals[i - 1]
-            missing = (y.ndim if type(y) is np.ndarray else _ndim(y)) - (x.ndim if type(x) is np.ndarray else _ndim(x))
-            if missing > 0:
-                dx = np.reshape(dx, (batch,) + (1,) * missing + _shape(x))
+            if type(x) is not np.ndarray or x.ndim != y_ndim:
+                missing = y_ndim - _ndim(x)
+                if missing > 0:
+                    dx = np.reshape(dx, (batch,) + (1,) * missing + _shape(x))
         d = p(*primals, out=y) if takes_out else p(*primals)
         if type(d) is float and (d == 1.0 or d == -1.0):
             term = dx if d == 1.0 else -dx
         else:
             term = d * dx
         dy = term if dy is _ZERO else dy + term
-    ty = type(y)
     if type(dy) is np.ndarray or isinstance(dy, np.ndarray):
         if ty is np.ndarray:
-            if dy.dtype != y.dtype:  # the output's dtype (float32 stays float32), real for a real output
-                dy = (np.real(dy) if dy.dtype.kind == "c" and y.dtype.kind != "c" else dy).astype(y.dtype, copy=False)
-            elif y.dtype.kind in "fc" and dy.shape == (y.shape if batch is None else (batch, *y.shape)):
+            y_dtype = y.dtype
+            if dy.dtype != y_dtype:  # the output's dtype (float32 stays float32), real for a real output
+                dy = (np.real(dy) if dy.dtype.kind == "c" and y_dtype.kind != "c" else dy).astype(y_dtype, copy=False)
+            elif y_dtype.kind in "fc" and dy.shape == (y.shape if batch is None else (batch, *y.shape)):
                 # the common result: an inexact array and its tangent of the right shape, wrapped
                 # as `_wrap` and `_fit` would, without their walk
                 out = _new_object(DualArray)
