@@ -173,7 +173,9 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
         # stride of n + 1 through the block that meets exactly `batch` places
         flat = np.zeros(batch * n, dtype=dtype)  # written as a plain array, viewed as a block once
         flat[first :: n + 1] = values
-        flat.setflags(write=False)  # its views, the block among them, are read-only too
+        flat.setflags(
+            False
+        )  # its views, the block among them, are read-only too (write=False, given positionally: cheaper)
         out = flat.reshape(seed.shape).view(BasisSeed)
         out.basis, out.scale = seed.basis, values
         return out
@@ -187,11 +189,11 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
         flat = np.zeros(batch * n, dtype=dtype)
         if r1 > r0:
             flat[r0 * (n + 1) + first :: n + 1][: r1 - r0] = values[r0:r1]
-        flat.setflags(write=False)
+        flat.setflags(False)
         out = flat.reshape(seed.shape).view(BasisSeed)
     else:
         out = _lazy_zeros_block(seed.shape, first, r0, r1, values)
-        out.setflags(write=False)
+        out.setflags(False)
     out.basis, out.scale = seed.basis, values
     return out
 
@@ -367,11 +369,11 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
     if seed.ndim == 2 and b.shape[0] == n and b.ndim <= 2:
         # x is a vector: (seed @ b)[k] = scale[k] * b[first + k]
         if first >= 0 and first + batch <= n:
-            picked = b[first : first + batch]
+            picked = b.view() if first == 0 and batch == n else b[first : first + batch]  # the view, made cheaper
             if scale is not None:
                 return (scale[:, None] if b.ndim == 2 else scale) * picked
             if same_dtype:
-                picked.setflags(write=False)  # a view of the rule's operand: nobody may write into it
+                picked.setflags(False)  # a view of the rule's operand: nobody may write into it (write=False)
                 return picked
         out = np.zeros((batch, *b.shape[1:]), dtype=dtype)
         rows, flat = _units(seed)

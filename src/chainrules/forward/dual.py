@@ -24,6 +24,9 @@ Invariants:
 - A rule made from partial derivatives (``scalar_rule``, the NumPy elementwise rows) keeps
   them on the rule (``rule.partials``); its pushforward ``sum(p * dx)`` is formed from them
   here, computing only the partials of nonzero tangents.
+- What the registry says about a callable and its argument types (its rule, and how that rule
+  is run: from its partials, with the batch, or per batch element) is looked up once and kept
+  as a *pusher* until the registry changes; a callable without a rule is remembered weakly.
 - A rule whose output tangent is a zero gives a plain (non-dual) value: a constant.
 - Duals are read-only, except those made by ``np.zeros_like``/``ones_like``/``empty_like``/
   ``full_like`` of a dual: they own their values, so ``x[i] = v`` and ``np.add.at`` store the
