@@ -758,7 +758,7 @@ def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None):
             y_dtype = y.dtype
             if dy.dtype != y_dtype:  # the output's dtype (float32 stays float32), real for a real output
                 dy = (np.real(dy) if dy.dtype.kind == "c" and y_dtype.kind != "c" else dy).astype(y_dtype, copy=False)
-            elif y_dtype.kind in "fc" and dy.shape == (y.shape if batch is None else (batch, *y.shape)):
+            elif y_dtype.kind in "fc" and dy.shape == (y.shape if batch is None else (batch,) + y.shape):
                 # the common result: an inexact array and its tangent of the right shape, wrapped
                 # as `_wrap` and `_fit` would, without their walk
                 out = _new_object(DualArray)
@@ -784,7 +784,7 @@ def _by_batched_rule(f, rule, partials, primals, tangents, tag, kwargs=_NO_KWARG
     if (
         type(y) is np.ndarray
         and isinstance(dy, np.ndarray)
-        and dy.shape == (y.shape if batch is None else (batch, *y.shape))
+        and dy.shape == (y.shape if batch is None else (batch,) + y.shape)
         and y.dtype.kind in "fc"
     ):  # the common result, wrapped as `_fit` and `_wrapped` would, without their walk
         out = _new_object(DualArray)
@@ -959,7 +959,7 @@ def _fit(f, y, dy, batch: int | None):
     if tdy is np.ndarray:  # the common case first
         ty = type(y)
         if ty is np.ndarray:
-            if dy.shape == (y.shape if batch is None else (batch, *y.shape)):
+            if dy.shape == (y.shape if batch is None else (batch,) + y.shape):
                 return dy
         elif (ty is float or ty is np.float64) and dy.shape == (() if batch is None else (batch,)):
             return dy
