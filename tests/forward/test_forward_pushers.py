@@ -196,3 +196,18 @@ def test_a_rule_registered_after_a_lookup_without_one_is_used():
         return v * 2.0, 5.0 * tangents[1]  # a deliberately different derivative: shows which one ran
 
     np.testing.assert_array_equal(cr.jacobian(h, x, mode="forward"), 5.0 * np.eye(2))
+
+
+@pytest.mark.parametrize("batch", [None, 2])
+def test_keywords_send_an_elementwise_call_to_its_rule(batch):
+    # the partials are for positional arguments alone: with keywords the rule itself runs
+    x = np.array([1.0, 2.0])
+    t = np.eye(2) if batch else np.array([1.0, -1.0])
+    d = Dual(x, t, Tag(batch))
+    assert pusher_for(np.add, [x, x])[0].__name__ == "_by_partials"
+    y = np.add(d, x, dtype=np.float32)
+    assert y.primal.dtype == y.partials.dtype == np.float32
+    np.testing.assert_array_equal(y.partials, t)
+    z = np.multiply(d, 3.0, casting="same_kind")
+    np.testing.assert_array_equal(z.partials, 3.0 * t)
+    assert_same(z, call(np.multiply, (d, 3.0)))
