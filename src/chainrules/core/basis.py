@@ -173,9 +173,8 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
         # stride of n + 1 through the block that meets exactly `batch` places
         flat = np.zeros(batch * n, dtype=dtype)  # written as a plain array, viewed as a block once
         flat[first :: n + 1] = values
-        flat.setflags(
-            False
-        )  # its views, the block among them, are read-only too (write=False, given positionally: cheaper)
+        # its views, the block among them, are read-only too (write=False, given positionally: cheaper)
+        flat.setflags(False)
         out = flat.reshape(seed.shape).view(BasisSeed)
         out.basis, out.scale = seed.basis, values
         return out
