@@ -179,3 +179,46 @@ def test_maximum_with_a_nan_row_and_a_tie_row():
     dx = back(np.array([[2.0], [4.0]], np.float32))[1]
     np.testing.assert_array_equal(dx, [[0, 2, 0], [2, 2, 0]])
     assert dx.dtype == np.float32
+
+
+# ----- summing a cotangent back to its input's shape ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "x_shape, dx_shape",
+    [((4,), (3, 4)), ((3, 1), (3, 4)), ((1, 4), (2, 3, 4)), ((), (3, 4)), ((3, 4), (4,)), ((2, 1, 4), (2, 3, 4))],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_summing_back_to_an_input_is_unbroadcast(x_shape, dx_shape, dtype):
+    x, dx = sample(x_shape, dtype), sample(dx_shape, dtype)
+    for _ in range(2):  # the second call takes the remembered plan
+        got = cr.match_input(x, dx)
+        want = cr.unbroadcast(x, dx)
+        assert type(got) is np.ndarray and got.shape == x.shape and got.dtype == x.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_cotangent_of_a_shape_that_does_not_broadcast_is_refused():
+    with pytest.raises(ValueError):
+        cr.match_input(np.ones(3), np.ones(4))
+
+
+def test_many_pairs_of_shapes_keep_the_remembered_plans_bounded():
+    from chainrules.core.projection import _SUM_PLANS
+
+    for n in range(1, 300):
+        assert cr.match_input(np.ones((n, 1)), np.ones((n, 2))).shape == (n, 1)
+    assert len(_SUM_PLANS) <= 256
+
+
+# ----- attributes that carry no derivative ---------------------------------------------------------
+
+
+def test_the_shape_of_an_array_has_no_tangent():
+    x = np.ones((3, 4), np.float32)
+    y, back = cr.rrule(getattr, x, "shape")
+    assert y == (3, 4)
+    assert back(cr.ZeroTangent()) == (cr.NoTangent(),) * 3
+    y, back = cr.rrule(getattr, x, "size", 0)  # with a default: the general path, the same answer
+    assert y == 12 and back(cr.ZeroTangent()) == (cr.NoTangent(),) * 4

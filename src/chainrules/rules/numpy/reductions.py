@@ -347,7 +347,7 @@ def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True):
         nan = np.any(np.isnan(y))
     if nan_wins and nan:
         hit = np.logical_or(hit, np.isnan(x))
-    if attained and not nan and np.count_nonzero(hit) == np.size(y):
+    if attained and not nan and np.count_nonzero(hit) == (y.size if type(y) is np.ndarray else np.size(y)):
         return hit, None  # every slice has a winner and there are as many as slices: one each
     count = np.sum(hit, axis=axes, keepdims=True)
     if np.all(count == 1):
