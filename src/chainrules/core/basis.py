@@ -116,7 +116,7 @@ def basis_seed(batch: int, shape: tuple[int, ...], first: int, dtype) -> BasisSe
     >>> basis_seed(2, (3,), 0, np.float64) is basis_seed(2, (3,), 0, np.float64)
     True
     """
-    key = (batch, shape, first, np.dtype(dtype))
+    key = (batch, shape, first, dtype)  # dtypes that compare equal make equal seeds
     seed = _CACHE.get(key)
     if seed is None:
         if len(_CACHE) >= _CACHE_SIZE:
@@ -173,7 +173,9 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
         # stride of n + 1 through the block that meets exactly `batch` places
         flat = np.zeros(batch * n, dtype=dtype)  # written as a plain array, viewed as a block once
         flat[first :: n + 1] = values
-        flat.setflags(write=False)  # its views, the block among them, are read-only too
+        flat.setflags(
+            False
+        )  # its views, the block among them, are read-only too (write=False, given positionally: cheaper)
         out = flat.reshape(seed.shape).view(BasisSeed)
         out.basis, out.scale = seed.basis, values
         return out
@@ -187,11 +189,11 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
         flat = np.zeros(batch * n, dtype=dtype)
         if r1 > r0:
             flat[r0 * (n + 1) + first :: n + 1][: r1 - r0] = values[r0:r1]
-        flat.setflags(write=False)
+        flat.setflags(False)
         out = flat.reshape(seed.shape).view(BasisSeed)
     else:
         out = _lazy_zeros_block(seed.shape, first, r0, r1, values)
-        out.setflags(write=False)
+        out.setflags(False)
     out.basis, out.scale = seed.basis, values
     return out
 
@@ -360,16 +362,18 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
     """``seed @ b``: row ``k`` of the (flattened) block picks a row of ``b`` (and scales it)."""
     first, n = seed.basis
     batch = seed.shape[0]
-    dtype = b.dtype if b.dtype == seed.dtype else np.result_type(seed.dtype, b.dtype)
+    b_dtype = b.dtype
+    same_dtype = b_dtype == seed.dtype
+    dtype = b_dtype if same_dtype else np.result_type(seed.dtype, b_dtype)
     scale = seed.scale
     if seed.ndim == 2 and b.shape[0] == n and b.ndim <= 2:
         # x is a vector: (seed @ b)[k] = scale[k] * b[first + k]
         if first >= 0 and first + batch <= n:
-            picked = b[first : first + batch]
+            picked = b.view() if first == 0 and batch == n else b[first : first + batch]  # the view, made cheaper
             if scale is not None:
                 return (scale[:, None] if b.ndim == 2 else scale) * picked
-            if b.dtype == dtype:
-                picked.setflags(write=False)  # a view of the rule's operand: nobody may write into it
+            if same_dtype:
+                picked.setflags(False)  # a view of the rule's operand: nobody may write into it (write=False)
                 return picked
         out = np.zeros((batch, *b.shape[1:]), dtype=dtype)
         rows, flat = _units(seed)
@@ -384,6 +388,27 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
         out[rows, i] = b[j] if scale is None else scale[rows, None] * b[j]
         return out
     return None
+
+
+def structured_matmul(a, b):
+    """``np.matmul(a, b)``, as a selection when an operand is a block: what NumPy's dispatch to
+    ``BasisSeed.__array_ufunc__`` gives, without the dispatch (rules call it on their hot path).
+
+    >>> seed = basis_seed(2, (3,), 1, np.float64)
+    >>> structured_matmul(seed, np.arange(6.0).reshape(3, 2))  # rows 1 and 2
+    array([[2., 3.],
+           [4., 5.]])
+    """
+    if type(a) is BasisSeed:
+        if a.basis is not None and type(b) is np.ndarray and b.ndim >= 1:  # `_product`, inlined
+            result = _seed_times(a, b)
+            if result is not None:
+                return result
+    elif type(b) is BasisSeed:
+        result = _product(a, b)
+        if result is not None:
+            return result
+    return np.matmul(a, b)
 
 
 def _times_seed(a: np.ndarray, seed: BasisSeed):

@@ -24,6 +24,9 @@ Invariants:
 - A rule made from partial derivatives (``scalar_rule``, the NumPy elementwise rows) keeps
   them on the rule (``rule.partials``); its pushforward ``sum(p * dx)`` is formed from them
   here, computing only the partials of nonzero tangents.
+- What the registry says about a callable and its argument types (its rule, and how that rule
+  is run: from its partials, with the batch, or per batch element) is looked up once and kept
+  as a *pusher* until the registry changes; a callable without a rule is remembered weakly.
 - A rule whose output tangent is a zero gives a plain (non-dual) value: a constant.
 - Duals are read-only, except those made by ``np.zeros_like``/``ones_like``/``empty_like``/
   ``full_like`` of a dual: they own their values, so ``x[i] = v`` and ``np.add.at`` store the
@@ -44,6 +47,7 @@ import itertools
 import operator
 import sys
 import types
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -66,6 +70,7 @@ from .twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
 _NO = NoTangent()
 _ZERO = ZeroTangent()
 _CONTAINERS = (list, tuple)
+_NO_KWARGS: dict = {}  # shared, never written
 
 
 class Tag:
@@ -378,6 +383,44 @@ class DualArray(Dual):
 
     __slots__ = ()
 
+    # A dual of an array is never a number: its operators are the NumPy ufuncs (see `_binary`).
+    def __pow__(self, other, modulo=None):
+        if modulo is None and (type(other) is int or type(other) is float) and other == 2:
+            primal = self.primal
+            if type(primal) is np.ndarray and primal.dtype.kind in "fc":
+                return call(np.square, (self,))  # as NumPy computes ``a ** 2`` of an inexact array
+        return Dual.__pow__(self, other, modulo)
+
+    def __add__(self, other):
+        return call(np.add, (self, other))
+
+    def __radd__(self, other):
+        return call(np.add, (other, self))
+
+    def __sub__(self, other):
+        return call(np.subtract, (self, other))
+
+    def __rsub__(self, other):
+        return call(np.subtract, (other, self))
+
+    def __mul__(self, other):
+        return call(np.multiply, (self, other))
+
+    def __rmul__(self, other):
+        return call(np.multiply, (other, self))
+
+    def __truediv__(self, other):
+        return call(np.true_divide, (self, other))
+
+    def __rtruediv__(self, other):
+        return call(np.true_divide, (other, self))
+
+    def __matmul__(self, other):
+        return call(np.matmul, (self, other))
+
+    def __rmatmul__(self, other):
+        return call(np.matmul, (other, self))
+
     def __len__(self) -> int:
         return len(self.primal)
 
@@ -582,15 +625,28 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
         else:
             if tag is None:
                 return f(*args)
-            watch = RULED_CALLS
-            if watch.version != frule.version:
-                watch.refresh()
-            if watch.on:
-                watch.check(tag, sys._getframe(1))
-            rule, partials = _rule_for(f, primals)
-            if rule is None:
-                return _without_rule(f, primals, _NO_KWARGS)
-            return push(f, rule, partials, primals, tangents, _NO_KWARGS, tag)
+            if _PUSHERS_VERSION[0] != frule.version:
+                _renew()
+            if RULED_CALLS.on:
+                RULED_CALLS.check(tag, sys._getframe(1))
+            # pusher_for(f, primals), with its cache read here: one Python call less per operation
+            try:
+                n = len(primals)
+                pusher = _PUSHERS.get(
+                    (f, type(primals[0]), type(primals[1]))
+                    if n == 2
+                    else (f, type(primals[0]))
+                    if n == 1
+                    else (f, *map(type, primals))
+                )
+            except TypeError:  # an unhashable callable
+                pusher = None
+            if pusher is None:
+                pusher = pusher_for(f, primals)
+                if pusher is None:
+                    return _without_rule(f, primals, _NO_KWARGS)
+            how, rule, partials = pusher
+            return how(f, rule, partials, primals, tangents, tag)
     return _call_general(f, args, kwargs, sys._getframe(1))
 
 
@@ -614,11 +670,10 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
         kwargs = _NO_KWARGS
     if tag is None:
         return f(*args, **kwargs)
-    watch = RULED_CALLS
-    if watch.version != frule.version:
-        watch.refresh()
-    if watch.on:
-        watch.check(tag, caller)
+    if _PUSHERS_VERSION[0] != frule.version:
+        _renew()
+    if RULED_CALLS.on:
+        RULED_CALLS.check(tag, caller)
     primals = []
     tangents = [_NO]
     for a in args:
@@ -636,98 +691,44 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
         else:
             primals.append(a)
             tangents.append(_ZERO)
-    rule, partials = _rule_for(f, primals)
-    if rule is None:
+    pusher = pusher_for(f, primals)
+    if pusher is None:
         return _without_rule(f, primals, kwargs)
-    return push(f, rule, partials, primals, tangents, kwargs, tag)
+    return push(f, pusher, primals, tangents, kwargs, tag)
 
 
-def push(f: Callable, rule, partials, primals: list, tangents: list, kwargs: dict, tag: Tag):
-    """``f(*primals, **kwargs)`` pushed forward by its ``rule`` along ``tangents`` (``(df, dx1, ...)``,
-    batched when ``tag.batch`` is set), wrapped as a dual of ``tag`` (a plain value where the
-    tangent is zero). ``partials`` are the rule's partial derivatives (see ``_rule_for``) or None."""
-    batch = tag.batch
-    if partials is not None and not kwargs:
-        y, dy = _push_partials(f, partials, primals, tangents, batch)
-        dy = _fit(f, y, dy, batch)
-    elif batch is None:
-        y, dy = rule(tuple(tangents), *primals, **kwargs)
-        dy = _fit(f, y, dy, None)
-    elif getattr(rule, "batched", False):
-        y, dy = rule(tuple(tangents), *primals, **kwargs)
-        dy = _fit(f, y, dy, batch)
-        if dy is None:  # the batch axis got lost: the rule is right for one tangent at a time
-            y, dy = _loop(f, rule, tangents, primals, kwargs, batch)
-    else:
-        y, dy = _loop(f, rule, tangents, primals, kwargs, batch)
-    # the common results, wrapped without the general walk
-    ty = type(y)
-    if (ty is np.ndarray and y.dtype.kind in "fc") or ty is float or ty is np.float64:
-        if isinstance(dy, AbstractZero):
-            return y
-        out = _new_object(DualArray if ty is np.ndarray else Dual)  # Dual(y, dy, tag), without its dispatch
-        out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
-        return out
-    return _wrap(y, dy, tag)
+def push(f: Callable, pusher: tuple, primals: list, tangents: list, kwargs: dict, tag: Tag):
+    """``f(*primals, **kwargs)`` pushed forward along ``tangents`` (``(df, dx1, ...)``, batched when
+    ``tag.batch`` is set) by ``f``'s ``pusher`` (see ``pusher_for``), wrapped as a dual of ``tag``
+    (a plain value where the tangent is zero)."""
+    how, rule, partials = pusher
+    if kwargs:
+        if how is _by_partials:  # the partials are for the positional arguments alone: the rule takes the keywords
+            how = _by_batched_rule if getattr(rule, "batched", False) else _by_rule
+        return how(f, rule, partials, primals, tangents, tag, kwargs)
+    return how(f, rule, partials, primals, tangents, tag)
 
 
-_new_object = object.__new__
+# ----- pushers: how the calls of one callable with one set of argument types are pushed forward --
+#
+# A pusher is ``(how, rule, partials)``: ``how(f, rule, partials, primals, tangents, tag, kwargs)``
+# runs the frule ``rule`` (or forms the pushforward from its ``partials``) and wraps the result.
+# The choice among them depends on the rule alone, so it is made once per callable and argument
+# types (``pusher_for``), not at every operation.
 
 
-# (callable, argument types) -> (rule, partials); valid while the registry's version is unchanged
-_RULES: dict = {}
-_RULES_VERSION = [-1]
-
-
-def _rule_for(f, primals):
-    """The frule for ``f(*primals)`` (its own, else its twin's) and, for a rule made from partial
-    derivatives, those partials as ``(partial, takes_out)`` pairs; ``(None, None)`` without a rule."""
-    if _RULES_VERSION[0] != frule.version:
-        _RULES.clear()
-        _RULES_VERSION[0] = frule.version
-    try:
-        if len(primals) == 2:  # the common case, without unpacking a generator
-            key = (f, type(primals[0]), type(primals[1]))
-        else:
-            key = (f, *map(type, primals))
-        found = _RULES.get(key)
-    except TypeError:  # an unhashable callable: looked up every time
-        key, found = None, None
-    if found is None:
-        rule = frule.lookup(f, primals) or _lookup_twin(f, primals)
-        if rule is None:  # not cached: the callable may be a function made for one call
-            return _NO_RULE
-        partials = getattr(rule, "partials", None)
-        if partials is not None and len(partials) == len(primals):
-            partials = tuple((p, p is not None and _takes_out(p)) for p in partials)
-        else:
-            partials = None
-        found = (rule, partials)
-        if key is not None:
-            _RULES[key] = found
-    return found
-
-
-_NO_RULE = (None, None)
-
-
-def _takes_out(partial) -> bool:
-    """Whether a partial declares the keyword-only ``out`` (it is given the primal output)."""
-    try:
-        param = inspect.signature(partial).parameters.get("out")
-    except (TypeError, ValueError):
-        return False
-    return param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY
-
-
-def _push_partials(f, partials, primals, tangents, batch):
-    """``(y, dy)`` of an elementwise ``f`` from the partial derivatives its rule was made from.
+def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None):
+    """An elementwise ``f`` pushed forward from the partial derivatives its rule was made from.
 
     ``scalar_rule`` and the NumPy elementwise rows keep their partials on the rule (``.partials``);
     this is their pushforward ``sum(p * dx)``, with only the partials of nonzero tangents
     computed, and batched tangents of lower-rank inputs given axes so the batch axis lines up.
     """
+    batch = tag.batch
     y = f(*primals)
+    ty = type(y)
+    if batch is not None:
+        y_ndim = y.ndim if ty is np.ndarray else _ndim(y)
     dy = _ZERO
     i = 0
     for p, takes_out in partials:
@@ -742,19 +743,27 @@ def _push_partials(f, partials, primals, tangents, batch):
             dx = unthunk(dx)
         if batch is not None:
             x = primals[i - 1]
-            missing = (y.ndim if type(y) is np.ndarray else _ndim(y)) - (x.ndim if type(x) is np.ndarray else _ndim(x))
-            if missing > 0:
-                dx = np.reshape(dx, (batch,) + (1,) * missing + _shape(x))
+            if type(x) is not np.ndarray or x.ndim != y_ndim:
+                missing = y_ndim - _ndim(x)
+                if missing > 0:
+                    dx = np.reshape(dx, (batch,) + (1,) * missing + _shape(x))
         d = p(*primals, out=y) if takes_out else p(*primals)
         if type(d) is float and (d == 1.0 or d == -1.0):
             term = dx if d == 1.0 else -dx
         else:
             term = d * dx
         dy = term if dy is _ZERO else dy + term
-    if isinstance(dy, np.ndarray):
-        if type(y) is np.ndarray:
-            if dy.dtype != y.dtype:  # the output's dtype (float32 stays float32), real for a real output
-                dy = (np.real(dy) if dy.dtype.kind == "c" and y.dtype.kind != "c" else dy).astype(y.dtype, copy=False)
+    if type(dy) is np.ndarray or isinstance(dy, np.ndarray):
+        if ty is np.ndarray:
+            y_dtype = y.dtype
+            if dy.dtype != y_dtype:  # the output's dtype (float32 stays float32), real for a real output
+                dy = (np.real(dy) if dy.dtype.kind == "c" and y_dtype.kind != "c" else dy).astype(y_dtype, copy=False)
+            elif y_dtype.kind in "fc" and dy.shape == (y.shape if batch is None else (batch,) + y.shape):
+                # the common result: an inexact array and its tangent of the right shape, wrapped
+                # as `_wrap` and `_fit` would, without their walk
+                out = _new_object(DualArray)
+                out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
+                return out
         elif dy.dtype.kind == "c" and not np.iscomplexobj(y):
             dy = np.real(dy)  # a real function of a complex input: its partial is written for real(p * dz)
     elif (
@@ -765,10 +774,119 @@ def _push_partials(f, partials, primals, tangents, batch):
         and not np.iscomplexobj(y)
     ):
         dy = np.real(dy)
-    return y, dy
+    return _wrapped(y, _fit(f, y, dy, batch), tag)
 
 
-_NO_KWARGS: dict = {}  # shared, never written
+def _by_batched_rule(f, rule, partials, primals, tangents, tag, kwargs=_NO_KWARGS):
+    """A rule registered ``batched=True``: given the batch of tangents as it is."""
+    batch = tag.batch
+    y, dy = rule(tuple(tangents), *primals, **kwargs) if kwargs else rule(tuple(tangents), *primals)
+    if (
+        type(y) is np.ndarray
+        and isinstance(dy, np.ndarray)
+        and dy.shape == (y.shape if batch is None else (batch,) + y.shape)
+        and y.dtype.kind in "fc"
+    ):  # the common result, wrapped as `_fit` and `_wrapped` would, without their walk
+        out = _new_object(DualArray)
+        out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
+        return out
+    fitted = _fit(f, y, dy, batch)
+    if fitted is None:  # the batch axis got lost: the rule is right for one tangent at a time
+        y, fitted = _loop(f, rule, tangents, primals, kwargs, batch)
+    return _wrapped(y, fitted, tag)
+
+
+def _by_rule(f, rule, partials, primals, tangents, tag, kwargs=_NO_KWARGS):
+    """Any other rule: given one tangent, or called once per element of a batch."""
+    batch = tag.batch
+    if batch is None:
+        y, dy = rule(tuple(tangents), *primals, **kwargs)
+        return _wrapped(y, _fit(f, y, dy, None), tag)
+    return _wrapped(*_loop(f, rule, tangents, primals, kwargs, batch), tag)
+
+
+def _wrapped(y, dy, tag: Tag):
+    """The output ``y`` with its (fitted) tangent ``dy`` as a dual of ``tag``, or plain where it is zero."""
+    ty = type(y)
+    if (ty is np.ndarray and y.dtype.kind in "fc") or ty is float or ty is np.float64:
+        if isinstance(dy, AbstractZero):
+            return y
+        out = _new_object(DualArray if ty is np.ndarray else Dual)  # Dual(y, dy, tag), without its dispatch
+        out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
+        return out
+    return _wrap(y, dy, tag)
+
+
+_new_object = object.__new__
+
+
+# (callable, argument types) -> pusher; valid while the registry's version is unchanged
+_PUSHERS: dict = {}
+_PUSHERS_VERSION = [-1]
+# (id(callable), argument types) -> weak reference to a callable found to have no rule for them
+# (a user's function, at every jvp or Jacobian): weak and by identity, as the callable may be a
+# function made for one call, which the cache must neither keep alive nor mistake for a later one
+_UNRULED: dict = {}
+_UNRULED_LIMIT = 1024
+
+
+def _renew() -> None:
+    """Forget what was derived from the registry (pushers, whether ruled calls are watched): it changed."""
+    _PUSHERS.clear()
+    _UNRULED.clear()
+    RULED_CALLS.refresh()
+    _PUSHERS_VERSION[0] = frule.version
+
+
+def pusher_for(f, primals) -> tuple | None:
+    """The pusher (see ``push``) for ``f(*primals)`` from its frule (its own, else its twin's), or
+    ``None`` without a rule. Cached per callable and argument types."""
+    if _PUSHERS_VERSION[0] != frule.version:
+        _renew()
+    n = len(primals)
+    try:
+        key = (f, type(primals[0])) if n == 1 else (f, *map(type, primals))
+        found = _PUSHERS.get(key)
+    except TypeError:  # an unhashable callable: looked up every time
+        key, found = None, None
+    if found is None:
+        if key is not None:
+            unruled = (id(f), type(primals[0])) if n == 1 else (id(f), *key[1:])
+            known = _UNRULED.get(unruled)
+            if known is not None and known() is f:
+                return None
+        rule = frule.lookup(f, primals) or _lookup_twin(f, primals)
+        if rule is None:
+            if key is not None:
+                _remember_unruled(f, unruled)
+            return None
+        partials = getattr(rule, "partials", None)
+        if partials is not None and len(partials) == len(primals):
+            found = (_by_partials, rule, tuple((p, p is not None and _takes_out(p)) for p in partials))
+        else:
+            found = (_by_batched_rule if getattr(rule, "batched", False) else _by_rule, rule, None)
+        if key is not None:
+            _PUSHERS[key] = found
+    return found
+
+
+def _remember_unruled(f, key: tuple) -> None:
+    try:
+        ref = weakref.ref(f)
+    except TypeError:  # not weakly referenceable (a builtin): looked up every time
+        return
+    if len(_UNRULED) >= _UNRULED_LIMIT:  # entries of callables gone since are dropped now and then
+        _UNRULED.clear()
+    _UNRULED[key] = ref
+
+
+def _takes_out(partial) -> bool:
+    """Whether a partial declares the keyword-only ``out`` (it is given the primal output)."""
+    try:
+        param = inspect.signature(partial).parameters.get("out")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY
 
 
 def _lookup_twin(f, primals):
@@ -841,7 +959,7 @@ def _fit(f, y, dy, batch: int | None):
     if tdy is np.ndarray:  # the common case first
         ty = type(y)
         if ty is np.ndarray:
-            if dy.shape == (y.shape if batch is None else (batch, *y.shape)):
+            if dy.shape == (y.shape if batch is None else (batch,) + y.shape):
                 return dy
         elif (ty is float or ty is np.float64) and dy.shape == (() if batch is None else (batch,)):
             return dy

@@ -29,7 +29,7 @@ import numpy as np
 from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, basis_seed, unthunk
 from ..core.active import ActiveValue
 from ..core.tangents import _is_namedtuple_type, _known_fields
-from .dual import _DUALS, Dual, DualArray, Tag, _innermost, _rule_for, push
+from .dual import _DUALS, Dual, DualArray, Tag, _innermost, _new_object, push, pusher_for
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -207,11 +207,11 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     """
     tag = Tag()
     tag.entry = sys._getframe(0)  # where a walk for calls of ruled callables stops
-    rule, partials = _own_rule(f, primals)
+    pusher = _own_pusher(f, primals)
     try:
-        if rule is not None:
+        if pusher is not None:
             ts = [_NO, *(_rule_tangent(x, t) for x, t in zip(primals, tangents))]
-            out = push(f, rule, partials, list(primals), ts, _NO_KWARGS, tag)
+            out = push(f, pusher, list(primals), ts, _NO_KWARGS, tag)
         else:
             out = f(*(_seed(x, t, tag) for x, t in zip(primals, tangents)))
     finally:
@@ -223,10 +223,10 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
 _NO_KWARGS: dict = {}  # shared, never written
 
 
-def _own_rule(f, primals):
-    """``f``'s frule for these arguments (looked up by their plain values: an outer
-    differentiation's duals by their primals) and its partials, or ``(None, None)``."""
-    return _rule_for(f, [_innermost(x) for x in primals])
+def _own_pusher(f, primals):
+    """The pusher of ``f``'s frule for these arguments (looked up by their plain values: an outer
+    differentiation's duals by their primals), or ``None``."""
+    return pusher_for(f, [_innermost(x) for x in primals])
 
 
 def _rule_tangent(x, t):
@@ -366,7 +366,7 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
     chunk = min(chunk, n)
     y = None
     tangents, batches = [], []  # per pass: the output's batched tangent and the pass's size
-    rule, partials = _own_rule(f, (x,))
+    pusher = _own_pusher(f, (x,))
     for start in range(0, n, chunk):
         batch = min(chunk, n - start)
         tag = Tag(batch)
@@ -381,8 +381,8 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
                 seeds.append(basis_seed(batch, inp.shape, first, inp.dtype) if overlaps else _ZERO)
             seed = _seed_tangents(x, seeds)
         try:
-            if rule is not None:  # the rule pushes the chunk (or, unbatched, each of its tangents) forward
-                out = push(f, rule, partials, [x], [_NO, seed], _NO_KWARGS, tag)
+            if pusher is not None:  # the rule pushes the chunk (or, unbatched, each of its tangents) forward
+                out = push(f, pusher, [x], [_NO, seed], _NO_KWARGS, tag)
             else:
                 out = f(Dual(x, seed, tag) if plain else _seed(x, seed, tag))
         finally:
@@ -417,17 +417,21 @@ def _one_pass_jacobian(f: Callable, x: np.ndarray):
     tag = Tag(n)
     tag.entry = sys._getframe(0)
     seed = basis_seed(n, x.shape, 0, x.dtype)
-    rule, partials = _rule_for(f, [x])
+    pusher = pusher_for(f, [x])
     try:
-        if rule is None:
-            out = f(Dual(x, seed, tag))
+        if pusher is None:
+            dual = _new_object(DualArray)  # Dual(x, seed, tag), without its dispatch
+            dual.primal, dual.partials, dual.tag, dual.writable = x, seed, tag, False
+            out = f(dual)
         else:  # the rule pushes the block (or, unbatched, each of its tangents) forward
-            out = push(f, rule, partials, [x], [_NO, seed], _NO_KWARGS, tag)
+            out = push(f, pusher, [x], [_NO, seed], _NO_KWARGS, tag)
     finally:
         tag.entry = tag.clean_frames = None
-    if type(out) is DualArray and out.tag is tag and out.primal.ndim == 1 and isinstance(out.partials, np.ndarray):
-        J = _own(out.partials).T  # the tangent block is (n, m): J is its transpose
-        return J if J.flags.writeable else np.array(J)
+    if type(out) is DualArray and out.tag is tag:
+        dy = out.partials
+        if isinstance(dy, np.ndarray) and out.primal.ndim == 1:
+            J = (dy if type(dy) is np.ndarray else dy.view(np.ndarray)).T  # the block is (n, m): J is its transpose
+            return J if dy.flags.writeable else np.array(J)
     y, dy = _read(out, tag)
     return _finish(f, y, [dy], [n], _plain_inputs(x), x)
 

@@ -34,6 +34,7 @@ from ...core import (
     unbroadcast_batch,
     unthunk,
 )
+from ...core.basis import structured_matmul
 from ._arrays import (
     NO,
     ZERO,
@@ -454,51 +455,50 @@ def _ndim(x) -> int:
     return x.ndim if isinstance(x, np.ndarray) else np.ndim(x)
 
 
-def _matmul_left(da, b, batched: bool, na: int):
+def _matmul_left(da, b, batched: bool, na: int, nb: int):
     """The tangent term ``da @ b``; a batched ``da`` keeps its batch axis in front."""
-    nb = _ndim(b)
     if not batched or nb <= 2:
-        return np.matmul(da, b)
+        return structured_matmul(da, b)
     if na == 1:  # (Bt, k) as (Bt, 1.., 1, k) against the stack b, then drop the row axis
         shape = np.shape(da)
         rows = np.reshape(da, (shape[0],) + (1,) * (nb - 2) + (1, shape[1]))
-        return np.squeeze(np.matmul(rows, b), axis=-2)
+        return np.squeeze(structured_matmul(rows, b), axis=-2)
     if nb > na:  # keep the batch axis from aligning with b's stack axes
         shape = np.shape(da)
         da = np.reshape(da, (shape[0],) + (1,) * (nb - na) + shape[1:])
-    return np.matmul(da, b)
+    return structured_matmul(da, b)
 
 
-def _matmul_right(a, db, batched: bool, nb: int):
+def _matmul_right(a, db, batched: bool, na: int, nb: int):
     """The tangent term ``a @ db``; a batched ``db`` keeps its batch axis in front."""
-    na = _ndim(a)
     if not batched:
-        return np.matmul(a, db)
+        return structured_matmul(a, db)
     if nb == 1:  # rows of db are vectors: one matrix product with a transposed
         if na == 1:
-            return np.matmul(db, a)
+            return structured_matmul(db, a)
         if na == 2:
-            return np.matmul(db, a.T if type(a) is np.ndarray else np.swapaxes(a, -1, -2))
-        return np.moveaxis(np.matmul(a, np.swapaxes(db, -1, -2)), -1, 0)
+            return structured_matmul(db, a.T if type(a) is np.ndarray else np.swapaxes(a, -1, -2))
+        return np.moveaxis(structured_matmul(a, np.swapaxes(db, -1, -2)), -1, 0)
     if na > nb:
         shape = np.shape(db)
         db = np.reshape(db, (shape[0],) + (1,) * (na - nb) + shape[1:])
-    return np.matmul(a, db)
+    return structured_matmul(a, db)
 
 
 def _matmul_pushforward(a, b, da, db):
-    # written out for the common call, one operand constant (a Jacobian pass through W @ x)
+    # written out for the common call, one operand constant (a Jacobian pass through W @ x);
+    # products with a BasisSeed tangent are selections (``structured_matmul``)
     if isinstance(da, AbstractThunk):
         da = da.unthunk()
     if isinstance(db, AbstractThunk):
         db = db.unthunk()
+    na = a.ndim if type(a) is np.ndarray else _ndim(a)
+    nb = b.ndim if type(b) is np.ndarray else _ndim(b)
     left = right = None
     if not isinstance(da, AbstractZero):
-        na = _ndim(a)
-        left = _matmul_left(da, b, _ndim(da) == na + 1, na)
+        left = _matmul_left(da, b, (da.ndim if isinstance(da, np.ndarray) else _ndim(da)) == na + 1, na, nb)
     if not isinstance(db, AbstractZero):
-        nb = _ndim(b)
-        right = _matmul_right(a, db, _ndim(db) == nb + 1, nb)
+        right = _matmul_right(a, db, (db.ndim if isinstance(db, np.ndarray) else _ndim(db)) == nb + 1, na, nb)
     if left is None:
         return ZERO if right is None else right
     return left if right is None else left + right
