@@ -17,7 +17,7 @@ from numbers import Number
 
 import numpy as np
 
-from .tangents import AbstractZero, InplaceableThunk, Tangent, ZeroTangent, unthunk
+from .tangents import AbstractZero, InplaceableThunk, Tangent, Thunk, ZeroTangent, unthunk
 
 _FAST_SCALARS = (float, int, complex)
 _ZERO = ZeroTangent()
@@ -182,6 +182,16 @@ def accumulate(acc, owned: bool, dx) -> tuple[object, bool]:
     """
     if type(acc) in _FAST_SCALARS and type(dx) in _FAST_SCALARS:
         return acc + dx, False
+    if type(acc) is np.ndarray:
+        if type(dx) is Thunk:
+            dx = dx.unthunk()
+        if type(dx) is np.ndarray and dx.shape == acc.shape and dx.dtype == acc.dtype and acc.dtype.kind in "fc":
+            # two arrays of one shape and float dtype (the common step): what iadd and add do, without their checks
+            if owned and acc.flags.writeable:
+                np.add(acc, dx, out=acc)
+                return acc, True
+            out = acc + dx
+            return out, type(out) is np.ndarray  # (a 0-d sum is a NumPy scalar)
     if owned and isinstance(dx, InplaceableThunk) and type(acc) is np.ndarray:
         # the loop's common step (seed 004's X[i]), as iadd takes it; written out, because
         # it runs once per loop iteration and the helpers' calls cost as much as the scatter

@@ -389,20 +389,45 @@ def match_input(x, dx):
     return dx
 
 
+#: how a cotangent of one shape is summed back to an input of another, by the pair of shapes
+#: (see `_sum_plan`): a pullback meets the same few pairs on every call
+_SUM_PLANS: dict[tuple[tuple, tuple], tuple] = {}
+
+
+def _sum_plan(shape: tuple, dx_shape: tuple) -> tuple:
+    """``(axes, keepdims)`` of the sum that brings a cotangent of ``dx_shape`` back to an input
+    of ``shape`` (``axes`` None: no sum; ``False``: spread a smaller cotangent out instead)."""
+    plan = _SUM_PLANS.get((shape, dx_shape))
+    if plan is not None:
+        return plan
+    extra = len(dx_shape) - len(shape)
+    if extra < 0:
+        plan = (False, False)
+    else:
+        kept = tuple(i + extra for i, n in enumerate(shape) if n == 1 and dx_shape[i + extra] != 1)
+        if kept or not shape:  # (a sum to a 0-d x would be a scalar, not an array)
+            plan = (tuple(range(extra)) + kept, True)
+        elif extra:  # only leading axes (a bias added to a batch): the sum has x's shape already
+            plan = (tuple(range(extra)), False)
+        else:
+            plan = (None, False)
+    if len(_SUM_PLANS) >= 256:  # ever new shapes: keep the memory bounded
+        _SUM_PLANS.clear()
+    _SUM_PLANS[shape, dx_shape] = plan
+    return plan
+
+
 def _match_array(x: np.ndarray, dx: np.ndarray):
     """``match_input`` for a float or complex array ``x`` and an array ``dx`` (the common case)."""
-    if dx.shape != x.shape:
-        extra = dx.ndim - x.ndim
-        if extra < 0:
-            dx = np.broadcast_to(dx, x.shape)
-        else:
-            kept = tuple(i + extra for i, n in enumerate(x.shape) if n == 1 and dx.shape[i + extra] != 1)
-            if kept or not x.ndim:  # (a sum to a 0-d x would be a scalar, not an array)
-                dx = np.add.reduce(dx, axis=tuple(range(extra)) + kept, keepdims=True)
-            elif extra:  # only leading axes (a bias added to a batch): the sum has x's shape already
-                dx = np.add.reduce(dx, axis=tuple(range(extra)))
-            if dx.shape != x.shape:
-                dx = dx.reshape(x.shape)
+    shape = x.shape
+    if dx.shape != shape:
+        axes, keepdims = _SUM_PLANS.get((shape, dx.shape)) or _sum_plan(shape, dx.shape)
+        if axes is False:
+            dx = np.broadcast_to(dx, shape)
+        elif axes is not None:
+            dx = np.add.reduce(dx, axes, None, None, keepdims)
+        if dx.shape != shape:
+            dx = dx.reshape(shape)
     if dx.dtype != x.dtype:
         if x.dtype.kind == "f" and dx.dtype.kind == "c":
             dx = dx.real

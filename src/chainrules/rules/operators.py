@@ -435,10 +435,10 @@ def _rrule_add_values(a, b):
     fits_a, fits_b = _fits(a, y), _fits(b, y)
 
     def add_pullback(dy):
+        if type(dy) is not np.ndarray and isinstance(dy, AbstractThunk):
+            dy = dy.unthunk()
         if type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:  # the common cotangent
             return _NO, (dy if fits_a else _passed_on(a, dy)), (dy if fits_b else _passed_on(b, dy))
-        if isinstance(dy, AbstractThunk):
-            dy = dy.unthunk()
         if carries_batch(y, dy):
             return _NO, _passed_on_batch(a, dy), _passed_on_batch(b, dy)
         return _NO, _passed_on(a, dy), _passed_on(b, dy)
@@ -504,6 +504,8 @@ def rrule_sub(a, b):
     summed_first = type(b) is np.ndarray and b.dtype.kind == "f"
 
     def sub_pullback(dy):
+        if type(dy) is not np.ndarray and isinstance(dy, AbstractThunk):
+            dy = dy.unthunk()
         if type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:  # the common cotangent
             if summed_first:
                 return _NO, (dy if fits_a else _passed_on(a, dy)), Thunk(lambda: -match_input(b, dy))
@@ -637,8 +639,20 @@ def rrule_mul(a, b):
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.mul, a, b)
     y = a * b
+    # a real array operand of the output's shape and dtype (see `_fits`): its cotangent of a
+    # cotangent of that shape and dtype is `dy * other` as it is (real, nothing to sum or cast)
+    fits_a, fits_b = _fits(a, y), _fits(b, y)
 
     def mul_pullback(dy):
+        if type(dy) is not np.ndarray and isinstance(dy, AbstractThunk):
+            dy = dy.unthunk()
+        if (fits_a or fits_b) and type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:
+            da = Thunk(lambda: dy * b) if fits_a else _array_cotangent(a, lambda: match_input(a, dy * conj(b)))
+            return (
+                _NO,
+                da,
+                Thunk(lambda: a * dy) if fits_b else _array_cotangent(b, lambda: match_input(b, conj(a) * dy)),
+            )
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy

@@ -495,7 +495,10 @@ class Primal:
         pullback = self.h("pullback")
         rule = self.plan.direct.get(stmt.index) if stmt is not None else None
         if rule is not None:  # the rule itself: its callee and argument types are fixed here
-            args = ", ".join(self.operand(a.value) for a in expr.args)
+            if isinstance(expr, ir.Op):
+                args = ", ".join(self.operand(x) for x in expr.operands_)
+            else:
+                args = self.args(expr.args, expr.kwargs)
             return f"{self.h.const(rule)}({args})"
         if isinstance(expr, ir.Op):
             operands = ", ".join(self.operand(x) for x in expr.operands_)

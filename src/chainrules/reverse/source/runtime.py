@@ -15,7 +15,7 @@ import numpy as np
 
 from ...core.errors import UnsupportedSyntaxError
 from ...core.projection import ProjectTo, unbroadcast
-from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
+from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
 
 NO = NoTangent()
 ZERO = ZeroTangent()
@@ -222,7 +222,8 @@ def closure_tangent(fn, names: tuple, values: tuple, tangents: tuple):
             own = tangent if isinstance(own, AbstractZero) else own + tangent
         else:
             fields[name] = tangent
-    result = _FUNCTION_TANGENT(**fields) if fields else ZERO
+    # (the fields are named by the function's own variables: nothing for the constructor to check)
+    result = _rebuild(_FUNCTION_TANGENT, fields) if fields else ZERO
     return result if isinstance(own, AbstractZero) else own + result
 
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from ...core.active import ActiveValue
 from ...core.errors import UnsupportedSyntaxError
-from ...core.registry import _nondiff_rrule, frule, rrule
+from ...core.registry import OPT_OUT, _nondiff_rrule, frule, rrule
 from . import ir
 
 
@@ -210,6 +210,9 @@ class _Analysis:
             self.types[name] = t
             if t not in INACTIVE_TYPES:
                 self.active.add(name)
+        # no argument or captured value is an engine's stand-in (a dual number), so no value here is
+        # one either: rules typed on stand-ins are never selected (see `_untyped_only`)
+        self.plain_inputs = all(_is_plain_type(t) for t in self.types.values())
         self.static: dict[str, object] = {}
         self.guards: dict[str, object] = {}
         self.direct: dict[int, object] = {}
@@ -576,6 +579,7 @@ class _Analysis:
             if forward is not None:
                 self.direct[stmt.index] = forward
                 return "scalar"
+        if isinstance(expr, (ir.Call, ir.MethodCall, ir.Op)):
             rule = self.static_rule(expr)
             if rule is not None:
                 self.direct[stmt.index] = rule
@@ -604,12 +608,21 @@ class _Analysis:
         return "plain"
 
     def static_rule(self, expr):
-        """The rule a call will use, when its callee and argument types are known here (the
-        specialization is rebuilt when a rule is registered or a global rebound)."""
-        f = self.call_target(expr)
-        if f is _MISSING or isinstance(f, type) or any(a.starred for a in expr.args):
+        """The rule a call (or an operator) will use, when its callee is known here and the rule
+        is known for its argument types (or is the same for all of them); the specialization is
+        rebuilt when a rule is registered or a global rebound. Keywords are passed on as written;
+        ``out=``, which the dispatcher refuses, and ``**`` keep the call on the dispatcher."""
+        if isinstance(expr, ir.Op):
+            f = getattr(operator, expr.op, _MISSING)
+            values = list(expr.operands_)
+        else:
+            f = self.call_target(expr)
+            if any(a.starred for a in expr.args) or any(k.name in (None, "out") for k in expr.kwargs):
+                return None
+            values = [a.value for a in expr.args]
+        if f is _MISSING or isinstance(f, type):
             return None
-        rule = static_lookup(rrule, f, [self.type_of(a.value) for a in expr.args])
+        rule = static_lookup(rrule, f, [self.type_of(v) for v in values], self.plain_inputs)
         return None if rule is _MISSING else rule
 
     def scalar_frule(self, expr):
@@ -679,12 +692,18 @@ def _samples(t) -> tuple:
     return () if sample is _MISSING else (sample,)
 
 
-def static_lookup(dispatcher, f, arg_types: list):
+def static_lookup(dispatcher, f, arg_types: list, plain_values: bool = False):
     """The rule ``dispatcher`` selects for ``f`` called with positional arguments of the static
     types ``arg_types``, when every call with such arguments selects the same rule (``None``: no
     rule); ``_MISSING`` when that is not known here. Typed rules and opt-outs select by the
     run-time types, so a static type standing for several (a real scalar) is looked up for each.
+    ``plain_values``: no argument is an engine's stand-in for a number (a dual number), so rules
+    typed on those are never selected.
     """
+    if plain_values:
+        untyped = _untyped_only(dispatcher, f)
+        if untyped is not _MISSING:  # one rule whatever the (plain) arguments: no need to know their types
+            return untyped
     choices = [_samples(t) for t in arg_types]
     if any(not c for c in choices) or np.prod([len(c) for c in choices]) > _LOOKUPS_AT_MOST:
         return _MISSING
@@ -699,6 +718,31 @@ def static_lookup(dispatcher, f, arg_types: list):
         elif rule is not found:
             return _MISSING
     return found
+
+
+def _untyped_only(dispatcher, f):
+    """The rule of ``f`` for arguments none of which is an engine's stand-in for a number, when
+    it is registered for all arguments and otherwise only for such stand-ins (the forward engine
+    registers rules for dual numbers): the dispatcher selects it for every such call, as
+    ``dispatcher.lookup`` does; else ``_MISSING``."""
+    try:
+        entries = dispatcher._entries_for(f, False)
+    except TypeError:
+        return _MISSING
+    if entries is None or entries.untyped is None:
+        return _MISSING
+    for types_, _ in entries.typed:  # (one typed on a stand-in at any position needs one there)
+        if not any(issubclass(t, ActiveValue) for t in types_):
+            return _MISSING
+    rule = entries.untyped
+    return _MISSING if rule is OPT_OUT else rule
+
+
+def _is_plain_type(t) -> bool:
+    """Whether values of the analysis type ``t`` are never an engine's stand-in for a number."""
+    if isinstance(t, ArrayType) or t in _REALISH or t in INACTIVE_TYPES:
+        return True
+    return isinstance(t, type) and issubclass(t, (np.ndarray, np.generic, complex)) and not issubclass(t, ActiveValue)
 
 
 def has_typed_rules(f) -> bool:

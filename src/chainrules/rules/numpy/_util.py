@@ -61,6 +61,8 @@ def axes_of(axis, ndim: int) -> tuple[int, ...]:
     """
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int and -ndim <= axis < ndim:  # one axis: the common call
+        return (axis % ndim,)
     if isinstance(axis, (tuple, list)):
         axes = tuple(_normalize(a, ndim) for a in axis)
     else:

@@ -180,6 +180,8 @@ def _no_attribute_rule(x, name: str) -> NoRuleError:
 @rrule.register(getattr, np.ndarray, str, batched=True)
 def rrule_getattr(x, name, *default):
     y = getattr(x, name, *default)
+    if not default and name in _NONDIFFERENTIABLE_ATTRIBUTES:  # x.shape, the common case
+        return y, _no_tangent_of_attribute
     pull = _attribute_pullback(x, name)
     if pull is None:
         if name in _NONDIFFERENTIABLE_ATTRIBUTES or callable(y):
@@ -206,6 +208,9 @@ def _no_tangents(n_default: int):
         return (NO, NO, NO, *(NO for _ in range(n_default)))
 
     return getattr_pullback
+
+
+_no_tangent_of_attribute = _no_tangents(0)
 
 
 @frule.register(getattr, np.ndarray, str, batched=True)

@@ -338,6 +338,7 @@ def _matmul_stacked_batch(a, b, A, B, dy):
 
 
 _MATRIX = (0, 1)
+_NO_LEAD = (NO,)  # the tangent of the function itself, first in a rule's pullback
 
 
 def _real_matrix_cotangent(shape, p, op_p, q, op_q):
@@ -346,26 +347,33 @@ def _real_matrix_cotangent(shape, p, op_p, q, op_q):
     return _inplaceable_product(Thunk(lambda: product(p, op_p, q, op_q)), _MATRIX, shape, p, op_p, q, op_q)
 
 
-def _matrix_product_rrule(a, b):
-    """``a @ b`` for two matrices (2-D arrays), the common case, without reshaping anything."""
+def _matrix_product_rrule(a, b, lead: tuple = ()):
+    """``a @ b`` for two matrices (2-D arrays), the common case, without reshaping anything.
+    The pullback returns ``lead + (da, db)`` (``lead=(NoTangent(),)``: a rule's whole pullback)."""
     y = np.matmul(a, b)
     # real operands of the product's dtype: a cotangent of that dtype gives theirs directly
     real = y.dtype.kind == "f" and a.dtype == y.dtype and b.dtype == y.dtype
 
     def matrix_product_pullback(dy):
         if real and type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:
-            return _real_matrix_cotangent(a.shape, dy, "N", b, "C"), _real_matrix_cotangent(b.shape, a, "C", dy, "N")
+            da = _real_matrix_cotangent(a.shape, dy, "N", b, "C")
+            return (*lead, da, _real_matrix_cotangent(b.shape, a, "C", dy, "N"))
         dy = unthunk(dy)
         if carries_batch(y, dy):  # a batch of cotangents: the contraction's batched pullback
-            return _matmul_contraction(a, b).batch_pullback(a, b, a, b, y, dy)
+            return (*lead, *_matmul_contraction(a, b).batch_pullback(a, b, a, b, y, dy))
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
-            return dy, dy
+            return (*lead, dy, dy)
         da = _product_cotangent(a, _MATRIX, a.shape, dy, "N", b, "C")
         db = _product_cotangent(b, _MATRIX, b.shape, a, "C", dy, "N")
-        return da, db
+        return (*lead, da, db)
 
     return y, matrix_product_pullback
+
+
+def _is_matrix_product(a, b) -> bool:
+    """``a @ b`` of two ndarray matrices whose inner dimensions agree."""
+    return type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]
 
 
 def _is_matrix_vector(a, b) -> bool:
@@ -405,7 +413,7 @@ def _matrix_vector_rrule(a, b):
 
 
 def _matmul_rrule(a, b):
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]:
+    if _is_matrix_product(a, b):
         return _matrix_product_rrule(a, b)
     contraction = _matmul_contraction(a, b)
     if contraction is None:
@@ -415,6 +423,8 @@ def _matmul_rrule(a, b):
 
 @rrule.register(np.matmul, batched=True)
 def rrule_matmul(a, b, **kwargs):
+    if not kwargs and _is_matrix_product(a, b):
+        return _matrix_product_rrule(a, b, _NO_LEAD)
     if not kwargs and _is_matrix_vector(a, b):
         return _matrix_vector_rrule(a, b)
     _check_kwargs(np.matmul, kwargs, frozenset())
@@ -429,6 +439,8 @@ def rrule_matmul(a, b, **kwargs):
 @rrule.register(operator.matmul, ArrayLike, batched=True)
 @rrule.register(operator.matmul, object, ArrayLike, batched=True)
 def rrule_operator_matmul(a, b):
+    if _is_matrix_product(a, b):  # the common case: its pullback returns the whole tuple itself
+        return _matrix_product_rrule(a, b, _NO_LEAD)
     if _is_matrix_vector(a, b):
         return _matrix_vector_rrule(a, b)
     y, pullback = _matmul_rrule(a, b)

@@ -126,11 +126,10 @@ _QUICK = {
 }
 
 
-def _quick_rrule(reduce, make_back, x, axis, keepdims, general_rrule, kwargs, name):
+def _quick_rrule(reduce, make_back, x, axis, keepdims, general_rrule, kwargs, qualname):
     y = reduce(x, axis, None, None, keepdims)
-    axes = tuple(range(x.ndim)) if axis is None else axes_of(axis, x.ndim)
-    back = make_back(x, y, axes, keepdims)
-    dtype, shape = x.dtype, np.shape(y)
+    back = make_back(x, y, axes_of(axis, x.ndim), keepdims)
+    dtype, shape = x.dtype, y.shape  # (an ndarray, or a NumPy scalar of a full reduction)
     general = []
 
     def reduction_pullback(dy):
@@ -143,7 +142,7 @@ def _quick_rrule(reduce, make_back, x, axis, keepdims, general_rrule, kwargs, na
             general.append(general_rrule(x, (), kwargs)[1])
         return general[0](dy)
 
-    reduction_pullback.__qualname__ = f"{name}_pullback"
+    reduction_pullback.__qualname__ = qualname
     return y, reduction_pullback
 
 
@@ -152,12 +151,13 @@ def _register_one(f, names, defaults, plan, batched=False):
     name = f"{owner.__name__}_{f.__name__}" if isinstance(owner, np.ufunc) else f.__name__  # add_reduce
 
     quick = _QUICK.get(f)
+    pullback_name = f"{name}_pullback"
 
     def reduction_rrule(x, *args, **kwargs):
         if quick is not None and not args and type(x) is np.ndarray and x.dtype.kind == "f":
             if kwargs.keys() <= _QUICK_KEYWORDS and kwargs.get("keepdims") is not np._NoValue:
                 axis, keepdims = kwargs.get("axis"), kwargs.get("keepdims", False)
-                return _quick_rrule(*quick, x, axis, keepdims, general_rrule, kwargs, name)
+                return _quick_rrule(*quick, x, axis, keepdims, general_rrule, kwargs, pullback_name)
         return general_rrule(x, args, kwargs)
 
     def general_rrule(x, args, kwargs):
@@ -341,10 +341,13 @@ def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True):
     """
     yk = keep(y, axes, keepdims)
     hit = x == yk
-    nan = bool(np.isnan(y).any()) if type(y) is np.ndarray else np.any(np.isnan(y))
+    if type(y) is np.ndarray:
+        nan = bool(np.logical_or.reduce(np.isnan(y), None))  # (ndarray.any's Python wrapper costs as much)
+    else:
+        nan = np.any(np.isnan(y))
     if nan_wins and nan:
         hit = np.logical_or(hit, np.isnan(x))
-    if attained and not nan and np.count_nonzero(hit) == np.size(y):
+    if attained and not nan and np.count_nonzero(hit) == (y.size if type(y) is np.ndarray else np.size(y)):
         return hit, None  # every slice has a winner and there are as many as slices: one each
     count = np.sum(hit, axis=axes, keepdims=True)
     if np.all(count == 1):

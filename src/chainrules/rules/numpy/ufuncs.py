@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...core import (
+    AbstractThunk,
     AbstractZero,
     NoTangent,
     Thunk,
@@ -234,6 +235,8 @@ def _real_array_pullback(p, y, name: str):
     dtype, shape = y.dtype, y.shape
 
     def elementwise_pullback(dy):
+        if type(dy) is not np.ndarray and isinstance(dy, AbstractThunk):
+            dy = dy.unthunk()  # (a matrix product's cotangent, say)
         if type(dy) is np.ndarray and dy.dtype == dtype and dy.shape == shape:
             return _NO, p * dy
         return (_NO,) + pull((y,), [p], y, dy)  # y stands for the input: it has its shape and dtype
