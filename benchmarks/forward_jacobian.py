@@ -99,7 +99,8 @@ NOTES = [
     "load affects every contender of a row alike, but it inflates Python-level overhead more than NumPy's "
     "arithmetic.",
     "- Where ours misses 3×, the time is a fixed cost, not arithmetic: three dispatched operations "
-    "(`W @ x`, `+ b`, `** 2`), each one rule lookup and one `frule` call with its bookkeeping, plus "
+    "(`W @ x`, `+ b`, `** 2`), each one cached lookup of how its `frule` runs (per callable and "
+    "argument types) and the `frule` call with its bookkeeping, plus "
     "the seeding and reading of the pass. At 10×10 the analytic Jacobian is a handful of NumPy "
     "calls, so any per-operation interpretation is several times it.",
     "- At 1000×1000 the seed is a `BasisSeed` (a block of unit tangents that knows it is one): "
