@@ -183,6 +183,61 @@ def test_version_changes_on_registration():
     assert cr.rrule.version == v + 1
 
 
+def test_unregister_takes_out_exactly_the_rule_for_those_types():
+    def describe(x):
+        return x
+
+    @cr.rrule.register(describe)
+    def rrule_any(x):
+        return "any", None
+
+    @cr.rrule.register(describe, int)
+    def rrule_int(x):
+        return "int", None
+
+    assert cr.rrule(describe, 1)[0] == "int"  # the choice is cached by type: unregistering must drop it
+    version = cr.rrule.version
+    cr.rrule.unregister(describe, int)
+    assert cr.rrule.version == version + 1
+    assert cr.rrule(describe, 1)[0] == "any" and cr.rrule(describe, 1.0)[0] == "any"
+    cr.rrule.unregister(describe)
+    assert cr.rrule(describe, 1) is None and not cr.rrule.has_rule(describe, 1)
+
+
+def test_unregister_without_such_a_rule_raises_a_lookup_error_naming_the_types():
+    def describe(x):
+        return x
+
+    with pytest.raises(LookupError, match=r"no rule for .*describe.* registered for \(all arguments\)"):
+        cr.frule.unregister(describe)
+
+    @cr.frule.register(describe, float)
+    def frule_float(tangents, x):
+        return x, tangents[1]
+
+    with pytest.raises(LookupError, match=r"registered for \(int\)"):
+        cr.frule.unregister(describe, int)
+    cr.frule.unregister(describe, float)
+    assert cr.frule((cr.NoTangent(), 1.0), describe, 2.0) is None
+
+
+def test_unregister_of_a_callable_instances_rule():
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x):
+            return self.k * x
+
+    @cr.rrule.register(Scale)
+    def rrule_scale(s, x):
+        return s(x), lambda dy: (cr.NoTangent(), s.k * dy)
+
+    assert cr.rrule(Scale(2.0), 3.0)[0] == 6.0
+    cr.rrule.unregister(Scale)
+    assert cr.rrule(Scale(2.0), 3.0) is None
+
+
 def test_rrule_via_ad_outside_an_engine_raises():
     with pytest.raises(cr.ChainRulesError, match="no reverse-mode engine"):
         cr.rrule_via_ad(abs, 1.0)

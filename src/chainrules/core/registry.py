@@ -58,6 +58,17 @@ class _Entries:
             self._depth = max(len(t) for t, _ in self.typed)
         self._chosen = {}
 
+    def remove(self, types: tuple[type, ...]) -> bool:
+        """Take out the rule registered for exactly ``types`` (``()``: the untyped one); whether there was one."""
+        if not types:
+            found, self.untyped = self.untyped is not None, None
+        else:
+            kept = [(t, r) for t, r in self.typed if t != types]
+            found, self.typed = len(kept) < len(self.typed), kept
+            self._depth = max((len(t) for t, _ in kept), default=0)
+        self._chosen = {}
+        return found
+
     def select(self, args: tuple):
         # isinstance depends on the types only: the choice for these argument types is cached
         n = len(args)
@@ -141,6 +152,28 @@ class RuleDispatcher:
             return rule
 
         return decorator
+
+    def unregister(self, f, *types: type, functor: bool | None = None) -> None:
+        """Take out the rule registered for ``f`` with exactly these argument types (none: the
+        rule for all arguments), as ``register`` put it in; a ``LookupError`` if there is none.
+        Rules registered for other types stay.
+
+        >>> import chainrules as cr
+        >>> def triple(x):
+        ...     return 3 * x
+        >>> @cr.frule.register(triple, float)
+        ... def frule_triple(tangents, x):
+        ...     return triple(x), 3 * tangents[1]
+        >>> cr.frule.unregister(triple, float)
+        >>> cr.frule((cr.NoTangent(), 1.0), triple, 2.0) is None
+        True
+        """
+        entries = self._entries_for(f, functor)
+        if entries is None or not entries.remove(tuple(types)):
+            kinds = ", ".join(t.__name__ for t in types) or "all arguments"
+            raise LookupError(f"{self.__name__}.unregister: no rule for {f!r} registered for ({kinds})")
+        self.version += 1
+        self._instance_cache.clear()
 
     def _entries_for(self, f, functor: bool | None, create: bool = False) -> _Entries | None:
         if isinstance(f, type) and (functor or (functor is None and _instances_are_callable(f))):

@@ -286,11 +286,7 @@ def test_a_rule_of_ones_own_for_floats_stops_inlining():
         assert plan.mode[1] == "inline"  # the stock rule still serves floats
         assert "inline" not in analyze(plan.fn, {"a": Mine, "b": Mine}, {}, {}, "<test>").mode.values()
     finally:  # the rule would stay registered for the rest of the session: take it out again
-        entries = cr.rrule._entries_for(operator.mul, False)
-        entries.typed = [(types, rule) for types, rule in entries.typed if rule is not rrule_mul_mine]
-        entries._depth = max((len(types) for types, _ in entries.typed), default=0)
-        entries._chosen = {}
-        cr.rrule.version += 1
+        cr.rrule.unregister(operator.mul, Mine, Mine)
 
 
 def test_the_plan_prints():
