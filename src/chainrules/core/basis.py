@@ -168,16 +168,6 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
     first, n = seed.basis
     batch = seed.shape[0]
     dtype = values.dtype
-    if first >= 0 and first + batch <= n and batch * n * dtype.itemsize < LAZY_ZEROS_BYTES:
-        # every row holds a unit (the common block): row k's unit sits at k * n + first + k, a
-        # stride of n + 1 through the block that meets exactly `batch` places
-        flat = np.zeros(batch * n, dtype=dtype)  # written as a plain array, viewed as a block once
-        flat[first :: n + 1] = values
-        # its views, the block among them, are read-only too (write=False, given positionally: cheaper)
-        flat.setflags(False)
-        out = flat.reshape(seed.shape).view(BasisSeed)
-        out.basis, out.scale = seed.basis, values
-        return out
     r0 = max(0, -first)  # _unit_rows, inlined
     r1 = max(r0, min(batch, n - first))
     if r0 > 0:
@@ -185,9 +175,10 @@ def _scaled(seed: BasisSeed, values: np.ndarray) -> BasisSeed:
     if r1 < batch:
         values[r1:] = 0
     if batch * n * dtype.itemsize < LAZY_ZEROS_BYTES:
-        flat = np.zeros(batch * n, dtype=dtype)
-        if r1 > r0:
+        flat = np.zeros(batch * n, dtype=dtype)  # written as a plain array, viewed as a block once
+        if r1 > r0:  # row k's unit sits at k * n + first + k: a stride of n + 1 through the block
             flat[r0 * (n + 1) + first :: n + 1][: r1 - r0] = values[r0:r1]
+        # its views, the block among them, are read-only too (write=False, given positionally: cheaper)
         flat.setflags(False)
         out = flat.reshape(seed.shape).view(BasisSeed)
     else:
@@ -398,12 +389,7 @@ def structured_matmul(a, b):
     array([[2., 3.],
            [4., 5.]])
     """
-    if type(a) is BasisSeed:
-        if a.basis is not None and type(b) is np.ndarray and b.ndim >= 1:  # `_product`, inlined
-            result = _seed_times(a, b)
-            if result is not None:
-                return result
-    elif type(b) is BasisSeed:
+    if type(a) is BasisSeed or type(b) is BasisSeed:
         result = _product(a, b)
         if result is not None:
             return result

@@ -384,13 +384,6 @@ class DualArray(Dual):
     __slots__ = ()
 
     # A dual of an array is never a number: its operators are the NumPy ufuncs (see `_binary`).
-    def __pow__(self, other, modulo=None):
-        if modulo is None and (type(other) is int or type(other) is float) and other == 2:
-            primal = self.primal
-            if type(primal) is np.ndarray and primal.dtype.kind in "fc":
-                return call(np.square, (self,))  # as NumPy computes ``a ** 2`` of an inexact array
-        return Dual.__pow__(self, other, modulo)
-
     def __add__(self, other):
         return call(np.add, (self, other))
 

@@ -648,11 +648,8 @@ def rrule_mul(a, b):
             dy = dy.unthunk()
         if (fits_a or fits_b) and type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:
             da = Thunk(lambda: dy * b) if fits_a else _array_cotangent(a, lambda: match_input(a, dy * conj(b)))
-            return (
-                _NO,
-                da,
-                Thunk(lambda: a * dy) if fits_b else _array_cotangent(b, lambda: match_input(b, conj(a) * dy)),
-            )
+            db = Thunk(lambda: a * dy) if fits_b else _array_cotangent(b, lambda: match_input(b, conj(a) * dy))
+            return _NO, da, db
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy

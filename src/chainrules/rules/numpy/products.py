@@ -412,6 +412,16 @@ def _matrix_vector_rrule(a, b):
     return y, matrix_vector_pullback
 
 
+def _common_matmul_rrule(a, b):
+    """The rule of ``a @ b`` for a matrix times a matrix or a real vector, whose pullback returns
+    the whole tuple ``(NoTangent(), da, db)`` itself; ``None`` for any other operands."""
+    if _is_matrix_product(a, b):
+        return _matrix_product_rrule(a, b, _NO_LEAD)
+    if _is_matrix_vector(a, b):
+        return _matrix_vector_rrule(a, b)
+    return None
+
+
 def _matmul_rrule(a, b):
     if _is_matrix_product(a, b):
         return _matrix_product_rrule(a, b)
@@ -423,10 +433,10 @@ def _matmul_rrule(a, b):
 
 @rrule.register(np.matmul, batched=True)
 def rrule_matmul(a, b, **kwargs):
-    if not kwargs and _is_matrix_product(a, b):
-        return _matrix_product_rrule(a, b, _NO_LEAD)
-    if not kwargs and _is_matrix_vector(a, b):
-        return _matrix_vector_rrule(a, b)
+    if not kwargs:
+        common = _common_matmul_rrule(a, b)
+        if common is not None:
+            return common
     _check_kwargs(np.matmul, kwargs, frozenset())
     y, pullback = _matmul_rrule(a, b)
 
@@ -439,10 +449,9 @@ def rrule_matmul(a, b, **kwargs):
 @rrule.register(operator.matmul, ArrayLike, batched=True)
 @rrule.register(operator.matmul, object, ArrayLike, batched=True)
 def rrule_operator_matmul(a, b):
-    if _is_matrix_product(a, b):  # the common case: its pullback returns the whole tuple itself
-        return _matrix_product_rrule(a, b, _NO_LEAD)
-    if _is_matrix_vector(a, b):
-        return _matrix_vector_rrule(a, b)
+    common = _common_matmul_rrule(a, b)
+    if common is not None:
+        return common
     y, pullback = _matmul_rrule(a, b)
 
     def matmul_pullback(dy):

@@ -117,12 +117,12 @@ def _quick_extremum_back(x, y, axes, keepdims):
     return extremum_back
 
 
-#: the quick rules: the ufunc reduction and ``make_back(x, y, axes, keepdims)``, the pullback of
-#: a cotangent ``_quick_cotangent`` accepted
-_QUICK = {
-    **dict.fromkeys((np.sum, np.ndarray.sum), (np.add.reduce, _quick_sum_back)),
-    **dict.fromkeys((np.max, np.amax, np.ndarray.max), (np.maximum.reduce, _quick_extremum_back)),
-    **dict.fromkeys((np.min, np.amin, np.ndarray.min), (np.minimum.reduce, _quick_extremum_back)),
+#: the quick rules, by the ufunc reduction (``_DIRECT``): ``make_back(x, y, axes, keepdims)``, the
+#: pullback of a cotangent ``_quick_cotangent`` accepted
+_QUICK_BACKS = {
+    np.add.reduce: _quick_sum_back,
+    np.maximum.reduce: _quick_extremum_back,
+    np.minimum.reduce: _quick_extremum_back,
 }
 
 
@@ -150,7 +150,8 @@ def _register_one(f, names, defaults, plan, batched=False):
     owner = getattr(f, "__self__", None)
     name = f"{owner.__name__}_{f.__name__}" if isinstance(owner, np.ufunc) else f.__name__  # add_reduce
 
-    quick = _QUICK.get(f)
+    reduce = _DIRECT.get(f)
+    quick = None if reduce is None else (reduce, _QUICK_BACKS[reduce])
     pullback_name = f"{name}_pullback"
 
     def reduction_rrule(x, *args, **kwargs):
