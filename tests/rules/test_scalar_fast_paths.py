@@ -137,3 +137,37 @@ def test_negation_of_a_numpy_scalar_keeps_its_type(x, dy):
 def test_operator_on_float32_passes_test_rrule(op):
     args = (F32(1.5),) if op is operator.neg else (F32(1.5), F32(-0.75))
     test_rrule(op, *args, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("op", OPERATORS)
+@pytest.mark.parametrize("a, b", [(2, 3), (2.0, 3), (2.5, -1.5)])
+def test_a_python_real_operations_pullback_keeps_a_dual_cotangent(op, a, b):
+    """Nested differentiation (forward over reverse) pulls back dual numbers: the cotangents of
+    Python reals stay duals, with the partials the plain cotangent would get."""
+    from chainrules.forward import Dual, Tag
+
+    _, back = cr.rrule(op, a, b)
+    dual = Dual(1.5, 2.0, Tag())
+    _, da, db = back(dual)
+    _, plain_a, plain_b = back(1.5)
+    _, slope_a, slope_b = back(2.0)
+    for d, plain, slope in ((da, plain_a, slope_a), (db, plain_b, slope_b)):
+        assert isinstance(d, Dual)
+        assert float(d.primal) == pytest.approx(plain)
+        assert float(d.partials) == pytest.approx(slope)
+
+
+def _rows(x):
+    return x.shape[0]
+
+
+def _mean_square(x):
+    return np.sum(x * x) / (_rows(x) * 2)  # a product of Python ints on the way to the output
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_a_hessian_through_a_product_of_python_ints(engine):
+    x = np.random.default_rng(3).standard_normal(4)
+    H = cr.hessian(_mean_square, x, engine=engine)
+    np.testing.assert_allclose(H, np.eye(4) / 4.0)
+    cr.testing.check_grads(_mean_square, (x.reshape(2, 2),))

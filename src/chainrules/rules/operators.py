@@ -97,6 +97,8 @@ def real_cotangent(dy):
     dy = unthunk(dy)
     if type(dy) is float or isinstance(dy, AbstractZero):
         return dy
+    if isinstance(dy, ActiveValue):  # an outer engine's number (nested differentiation): float() would drop it
+        return np.real(dy)
     return float(np.real(dy))
 
 
