@@ -104,3 +104,65 @@ def test_rules_for_dual_numbers_leave_plain_arguments_direct():
     assert any(any(issubclass(c, ActiveValue) for c in types) for types, _ in typed)
     text = source.show(layer, RNG.standard_normal((3, 4)), RNG.standard_normal(4))
     assert "rrule_add(" in text and "rrule_mul(" in text
+
+
+def affine_of(W, b):
+    def affine(x):
+        return np.sum(np.abs(W @ x + b) ** 2) / x.shape[0]
+
+    return affine
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+def test_a_captured_array_takes_the_rule_directly_and_the_same_gradient(dtype):
+    W = RNG.standard_normal((3, 4)).astype(dtype)
+    b, x = RNG.standard_normal(3).astype(dtype), RNG.standard_normal(4).astype(dtype)
+    f = affine_of(W, b)
+    text = source.show(f, x)
+    assert "rrule_operator_matmul(W, x)" in text and "pullback(operator" not in text
+    got = cr.gradient(f, x, engine="source")[0]
+    want = cr.gradient(f, x, engine="tape")[0]
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    if dtype is np.float64:
+        cr.testing.check_grads(f, (x,))
+
+
+class Marked(np.ndarray):
+    """An ndarray subclass with a matmul rule of its own (typed on it)."""
+
+
+def test_a_captured_array_of_another_class_respecializes_and_takes_its_typed_rule():
+    calls = []
+
+    @cr.rrule.register(operator.matmul, Marked, object)
+    def rrule_marked_matmul(A, x):
+        calls.append(type(A))
+        y, back = cr.rrule(operator.matmul, A.view(np.ndarray), x)
+        return y, back
+
+    try:
+        W, b, x = RNG.standard_normal((3, 4)), RNG.standard_normal(3), RNG.standard_normal(4)
+        plain = cr.gradient(affine_of(W, b), x)[0]
+        assert calls == []
+        marked = cr.gradient(affine_of(W.view(Marked), b), x)[0]
+        assert calls == [Marked]
+        np.testing.assert_allclose(marked, plain)
+    finally:
+        cr.rrule.unregister(operator.matmul, Marked, object)
+
+
+def shape_scaled(x):
+    n, m = x.shape
+    return np.sum(x * x.ndim) / (x.shape[0] * x.size) + n * m
+
+
+def test_an_arrays_shape_ndim_and_size_are_plain_values():
+    x = RNG.standard_normal((2, 3))
+    text = source.show(shape_scaled, x)
+    assert "pullback(getattr" not in text and "pullback(operator.getitem" not in text
+    assert "= x.shape" in text and "= x.ndim" in text and "= x.size" in text
+    got = cr.gradient(shape_scaled, x)[0]
+    np.testing.assert_allclose(got, np.full((2, 3), 2.0 / 12.0))
+    np.testing.assert_allclose(got, cr.gradient(shape_scaled, x, engine="tape")[0])
+    cr.testing.check_grads(shape_scaled, (x,))

@@ -103,6 +103,8 @@ INLINE_OPS = frozenset({"add", "sub", "mul", "truediv", "neg", "pos", "pow"})
 _NONDIFF_CODE = _nondiff_rrule(len).__code__
 _MATH_INT = frozenset({"floor", "ceil", "trunc", "isqrt", "factorial", "comb", "perm", "gcd", "lcm"})
 _MATH_BOOL = frozenset({"isnan", "isinf", "isfinite", "isclose"})
+# attributes of an array that describe its storage, not values with derivatives
+_ARRAY_METADATA = frozenset({"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides", "flags"})
 _MISSING = object()
 
 
@@ -335,6 +337,13 @@ class _Analysis:
     def nondifferentiable(self, expr) -> bool:
         if isinstance(expr, ir.Op):
             return expr.op in NONDIFF_OPS
+        if isinstance(expr, ir.GetAttr):  # ``x.shape`` of an array (or of an engine's stand-in for one)
+            owner = self.type_of(expr.obj)
+            if expr.name not in _ARRAY_METADATA:
+                return False
+            return (
+                isinstance(owner, ArrayType) or isinstance(owner, type) and issubclass(owner, (np.ndarray, ActiveValue))
+            )
         if isinstance(expr, (ir.Call, ir.MethodCall)):
             f = self.call_target(expr)
             if f is not _MISSING:
@@ -679,6 +688,8 @@ def _sample(t):
         return _SAMPLE[t]
     if isinstance(t, ArrayType):
         return np.zeros((1,) * t.ndim, dtype=t.dtype)
+    if t is np.ndarray:  # a captured array, of any dtype and shape: rules are chosen by type alone
+        return np.zeros(())
     if t in (bool, type(None), str):
         return {bool: True, type(None): None, str: ""}[t]
     return _MISSING
