@@ -166,3 +166,17 @@ def test_an_arrays_shape_ndim_and_size_are_plain_values():
     np.testing.assert_allclose(got, np.full((2, 3), 2.0 / 12.0))
     np.testing.assert_allclose(got, cr.gradient(shape_scaled, x, engine="tape")[0])
     cr.testing.check_grads(shape_scaled, (x,))
+
+
+def built_from_metadata(x):
+    ramp = np.arange(x.size) / x.size
+    eye = np.eye(x.shape[0])
+    return np.sum(x.ravel() * ramp) + np.sum(eye @ x) + np.sum(np.full(x.shape, 2.0) * x.astype(x.dtype) ** 2)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_library_calls_on_an_arrays_shape_size_and_dtype(engine):
+    x = RNG.standard_normal((3, 3))
+    got = cr.gradient(built_from_metadata, x, engine=engine)[0]
+    np.testing.assert_allclose(got, np.arange(9.0).reshape(3, 3) / 9.0 + 1.0 + 4.0 * x)
+    cr.testing.check_grads(built_from_metadata, (x,))

@@ -228,7 +228,9 @@ class _Effects:
                     # (``lst.pop()``) or nothing: not the container itself
                     self.link(self.name(written), (*expr.operands(), stmt.target))
                     continue
-                if isinstance(expr, (ir.GetItem, ir.GetAttr)):
+                if isinstance(expr, ir.GetAttr) and self.a.array_metadata(expr):
+                    held = ()  # a fact about the array (its shape, its dtype), not a view of it
+                elif isinstance(expr, (ir.GetItem, ir.GetAttr)):
                     held = (expr.obj,)
                 elif isinstance(expr, (ir.BuildSlice, ir.Opaque)):
                     held = ()

@@ -54,7 +54,14 @@ class _Any:
         return "any"
 
 
-REAL, ANY = _Real(), _Any()
+class _Shape:
+    """The type of an array's shape or strides: a tuple of ints."""
+
+    def __repr__(self) -> str:
+        return "shape"
+
+
+REAL, ANY, SHAPE = _Real(), _Any(), _Shape()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +100,7 @@ INACTIVE_TYPES = frozenset(
         types.ModuleType,
         types.BuiltinFunctionType,
         np.ufunc,
+        SHAPE,
     }
 )
 NONDIFF_OPS = frozenset(
@@ -104,7 +112,17 @@ _NONDIFF_CODE = _nondiff_rrule(len).__code__
 _MATH_INT = frozenset({"floor", "ceil", "trunc", "isqrt", "factorial", "comb", "perm", "gcd", "lcm"})
 _MATH_BOOL = frozenset({"isnan", "isinf", "isfinite", "isclose"})
 # attributes of an array that describe its storage, not values with derivatives
-_ARRAY_METADATA = frozenset({"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides", "flags"})
+# (their types; ``flags`` is an object of its own, written by ``setflags``)
+_ARRAY_METADATA = {
+    "shape": SHAPE,
+    "strides": SHAPE,
+    "ndim": int,
+    "size": int,
+    "itemsize": int,
+    "nbytes": int,
+    "dtype": np.dtype,
+    "flags": ANY,
+}
 _MISSING = object()
 
 
@@ -294,11 +312,15 @@ class _Analysis:
             if isinstance(owner, types.ModuleType):
                 value = getattr(owner, expr.name, _MISSING)
                 return type(value) if value is not _MISSING else ANY
+            if self.array_metadata(expr):
+                return _ARRAY_METADATA[expr.name]
             return ANY
         if isinstance(expr, ir.GetItem):
             owner = self.type_of(expr.obj)
             if isinstance(owner, ArrayType) and self.type_of(expr.index) is int:
                 return owner.element()
+            if owner is SHAPE:  # x.shape[0], x.shape[1:]
+                return {int: int, slice: SHAPE}.get(self.type_of(expr.index), ANY)
             return ANY
         if isinstance(expr, ir.Build):
             return {"tuple": tuple, "list": list, "set": set}[expr.kind]
@@ -337,13 +359,8 @@ class _Analysis:
     def nondifferentiable(self, expr) -> bool:
         if isinstance(expr, ir.Op):
             return expr.op in NONDIFF_OPS
-        if isinstance(expr, ir.GetAttr):  # ``x.shape`` of an array (or of an engine's stand-in for one)
-            owner = self.type_of(expr.obj)
-            if expr.name not in _ARRAY_METADATA:
-                return False
-            return (
-                isinstance(owner, ArrayType) or isinstance(owner, type) and issubclass(owner, (np.ndarray, ActiveValue))
-            )
+        if isinstance(expr, ir.GetAttr):
+            return self.array_metadata(expr)
         if isinstance(expr, (ir.Call, ir.MethodCall)):
             f = self.call_target(expr)
             if f is not _MISSING:
@@ -359,6 +376,16 @@ class _Analysis:
                         return False
                 return getattr(rule, "__code__", None) is _NONDIFF_CODE
         return isinstance(expr, (ir.BuildSlice, ir.Opaque))
+
+    def array_metadata(self, expr: ir.GetAttr) -> bool:
+        """Whether ``expr`` reads a fact about an array's storage (``x.shape``, ``x.dtype``) of an
+        array or of an engine's stand-in for one: a plain value, with no derivative."""
+        if expr.name not in _ARRAY_METADATA:
+            return False
+        owner = self.type_of(expr.obj)
+        if isinstance(owner, ArrayType):
+            return True
+        return isinstance(owner, type) and issubclass(owner, (np.ndarray, ActiveValue))
 
     def expr_active(self, expr) -> bool:
         if self.nondifferentiable(expr):
@@ -502,7 +529,8 @@ class _Analysis:
             return [(stmt.target, self.expr_type(expr), self.expr_active(expr))]
         if isinstance(stmt, ir.Unpack):
             active = self.is_active(stmt.value)
-            return [(name, ANY, active) for name in stmt.names]
+            item = int if self.type_of(stmt.value) is SHAPE else ANY  # n, m = x.shape
+            return [(name, item, active) for name in stmt.names]
         if isinstance(stmt, ir.Plain):
             return [(name, types.ModuleType, False) for name in stmt.names]
         if isinstance(stmt, ir.For):
