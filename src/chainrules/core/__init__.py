@@ -7,7 +7,17 @@ from .accumulation import accumulate, add, iadd, is_inplaceable_destination
 from .active import ActiveValue, active_engine, current_engine, rrule_via_ad
 from .basis import BasisSeed, basis_seed
 from .errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, callable_name, user_location
-from .projection import ProjectTo, carries_batch, conj, match_input, match_input_batch, unbroadcast, unbroadcast_batch
+from .projection import (
+    ProjectTo,
+    carries_batch,
+    conj,
+    is_array_of_rows,
+    match_input,
+    match_input_batch,
+    rows_cotangent,
+    unbroadcast,
+    unbroadcast_batch,
+)
 from .registry import batch_declines, decline_batch, frule, non_differentiable, opt_out, rrule, scalar_rule
 from .tangents import (
     AbstractTangent,
@@ -50,6 +60,7 @@ __all__ = [
     "decline_batch",
     "frule",
     "iadd",
+    "is_array_of_rows",
     "is_inplaceable_destination",
     "iszero",
     "match_input",
@@ -57,6 +68,7 @@ __all__ = [
     "move",
     "non_differentiable",
     "opt_out",
+    "rows_cotangent",
     "rrule",
     "rrule_via_ad",
     "scalar_rule",

@@ -15,7 +15,17 @@ from numbers import Complex, Integral, Real
 
 import numpy as np
 
-from .tangents import AbstractThunk, AbstractZero, InplaceableThunk, NoTangent, Tangent, Thunk, _is_namedtuple_type
+from .active import ActiveValue
+from .tangents import (
+    AbstractThunk,
+    AbstractZero,
+    InplaceableThunk,
+    NoTangent,
+    Tangent,
+    Thunk,
+    _is_namedtuple_type,
+    unthunk,
+)
 
 _NO = NoTangent()
 _F64 = np.float64
@@ -442,3 +452,44 @@ def conj(x):
     if type(x) is float or type(x) is _F64 or isinstance(x, AbstractZero) or not np.iscomplexobj(x):
         return x
     return np.conj(x)
+
+
+# ----- arrays as sequences of rows ---------------------------------------------------------------
+
+
+def is_array_of_rows(x) -> bool:
+    """Whether iterating over ``x`` gives the rows of an array: a NumPy array, or an engine's
+    stand-in for one (a dual or tracked array) with at least one axis.
+
+    >>> import numpy as np
+    >>> is_array_of_rows(np.zeros((2, 3))), is_array_of_rows([1.0]), is_array_of_rows(np.float64(1.0))
+    (True, False, False)
+    """
+    return isinstance(x, np.ndarray) or isinstance(x, ActiveValue) and np.ndim(x) >= 1
+
+
+def rows_cotangent(xs, rows: list):
+    """The cotangent of the array ``xs`` from the cotangents of its first ``len(rows)`` rows (the
+    rest, and zeros among them, are zero): a new array. The rows of an engine's stand-in for an
+    array are stacked, so that what they carry (the partials of dual numbers, under forward over
+    reverse) is kept.
+
+    >>> import numpy as np
+    >>> from chainrules.core import ZeroTangent
+    >>> rows_cotangent(np.zeros((3, 2)), [ZeroTangent(), np.ones(2)])
+    array([[0., 0.],
+           [1., 1.],
+           [0., 0.]])
+    """
+    rows = [unthunk(r) for r in rows]
+    if isinstance(xs, ActiveValue):
+        shape = np.shape(xs)
+        zero = np.zeros(shape[1:])
+        full = rows + [zero] * (shape[0] - len(rows))
+        return np.stack([zero if isinstance(r, AbstractZero) else r for r in full])
+    dtype = xs.dtype if xs.dtype.kind in "fc" else np.dtype(np.float64)
+    out = np.zeros(xs.shape, dtype=dtype)
+    for i, r in enumerate(rows):
+        if not isinstance(r, AbstractZero):
+            out[i] = r
+    return out

@@ -422,7 +422,13 @@ class DualArray(Dual):
 
     # -- indexing --
     def __getitem__(self, key):
-        return call(operator.getitem, (self, key))
+        out = call(operator.getitem, (self, key))
+        if self.writable and type(out) is np.ndarray:
+            # a part of a buffer that takes writes, with no partials yet: a dual all the same, so that
+            # ``x[i] += dual`` adds as duals do and writes back (a plain view's += would write a dual
+            # into a plain array)
+            return Dual(out, _ZERO, self.tag)
+        return out
 
     def __setitem__(self, key, value):
         """``x[key] = value`` for a dual made by ``np.zeros_like``/``ones_like``/``empty_like``/``full_like``.

@@ -52,9 +52,11 @@ from ..core import (
     conj,
     decline_batch,
     frule,
+    is_array_of_rows,
     match_input,
     match_input_batch,
     non_differentiable,
+    rows_cotangent,
     rrule,
     rrule_via_ad,
     unthunk,
@@ -250,20 +252,11 @@ def seq_tangent(xs, entries) -> object:
     if P is tuple or P is list:
         # the fields are already valid: skip Tangent's argument checks (a third of a scalar getitem's cost)
         return _rebuild_tangent(_PLAIN_TANGENT[P], tuple(matched))
-    if isinstance(xs, np.ndarray):
-        return _dense_rows(xs, matched)
+    if is_array_of_rows(xs):
+        return rows_cotangent(xs, matched)
     if _is_namedtuple(xs):
         return Tangent[P](**{k: e for k, e in zip(P._fields, matched) if not isinstance(e, AbstractZero)})
     return Tangent[P if issubclass(P, _SEQUENCES) else tuple](*matched)
-
-
-def _dense_rows(xs: np.ndarray, entries) -> np.ndarray:
-    dtype = xs.dtype if xs.dtype.kind in "fc" else np.float64
-    out = np.zeros(xs.shape, dtype=dtype)
-    for i, e in enumerate(entries):
-        if not isinstance(e, AbstractZero):
-            out[i] = unthunk(e)
-    return out
 
 
 def _no_tangents(n: int):

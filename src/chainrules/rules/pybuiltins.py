@@ -41,6 +41,7 @@ from ..core import (
     ZeroTangent,
     add,
     frule,
+    is_array_of_rows,
     match_input,
     non_differentiable,
     rrule,
@@ -77,7 +78,7 @@ def _elements(f, xs):
     carry no tangent. Raises ``NoRuleError`` for iterables that cannot take a cotangent back."""
     if isinstance(xs, (tuple, list)):
         return xs
-    if isinstance(xs, np.ndarray):
+    if is_array_of_rows(xs):
         return list(xs)
     if isinstance(xs, _DISCRETE_ITERABLES):
         return None

@@ -31,7 +31,18 @@ import operator
 
 import numpy as np
 
-from ..core import AbstractZero, NoRuleError, NoTangent, Tangent, ZeroTangent, rrule, rrule_via_ad, unthunk
+from ..core import (
+    AbstractZero,
+    NoRuleError,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    is_array_of_rows,
+    rows_cotangent,
+    rrule,
+    rrule_via_ad,
+    unthunk,
+)
 from ..core.accumulation import accumulate as _accumulate
 from ..core.errors import user_location
 
@@ -77,14 +88,14 @@ _DISCRETE = (str, bytes, bytearray, range, dict, set, frozenset)
 
 
 def _sized(xs) -> bool:
-    return isinstance(xs, (tuple, list, np.ndarray, Iterated, *_DISCRETE))
+    return isinstance(xs, (tuple, list, Iterated, *_DISCRETE)) or is_array_of_rows(xs)
 
 
 def _elements(f, xs, limit: int | None = None) -> tuple[list, object]:
     """The values of the iterable ``xs`` and what its cotangent is built against."""
     if isinstance(xs, (tuple, list)):
         return list(xs), ("seq", xs)
-    if isinstance(xs, np.ndarray):
+    if is_array_of_rows(xs):
         return list(xs), ("array", xs)
     if isinstance(xs, Iterated):
         start = xs.position
@@ -133,13 +144,7 @@ def _cotangent(layout, ds: list):
             return Tangent[P](**dict(zip(P._fields, ds)))
         return Tangent[P](*ds)
     if kind == "array":
-        xs = layout[1]
-        dtype = xs.dtype if xs.dtype.kind in "fc" else np.float64
-        out = np.zeros(xs.shape, dtype=dtype)
-        for i, d in enumerate(ds):
-            if not isinstance(d, AbstractZero):
-                out[i] += d
-        return out
+        return rows_cotangent(layout[1], ds)
     _, start, total = layout
     return [_ZERO] * start + ds + [_ZERO] * (total - start - len(ds))
 

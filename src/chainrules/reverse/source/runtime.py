@@ -13,8 +13,9 @@ from numbers import Number
 
 import numpy as np
 
+from ...core.active import ActiveValue
 from ...core.errors import UnsupportedSyntaxError
-from ...core.projection import ProjectTo, unbroadcast
+from ...core.projection import ProjectTo, rows_cotangent, unbroadcast
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
 
 NO = NoTangent()
@@ -486,6 +487,9 @@ class ItemCotangents:
         if isinstance(self.iterable, (tuple, list)):
             full = self.items + [ZERO] * (len(self.iterable) - self.count)
             return structural_tangent(self.iterable, tuple(full))
+        if isinstance(self.iterable, ActiveValue) and np.ndim(self.iterable) >= 1:
+            # an engine's stand-in for an array (a dual array, under forward over reverse)
+            return rows_cotangent(self.iterable, [ZERO] * self.start + self.items)
         total = len(getattr(self.iterable, "items", ())) or self.count
         return [ZERO] * self.start + self.items + [ZERO] * (total - self.start - self.count)
 

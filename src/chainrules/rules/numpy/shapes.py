@@ -22,6 +22,7 @@ import numpy as np
 
 from ...core import (
     AbstractZero,
+    ActiveValue,
     NoRuleError,
     Tangent,
     carries_batch,
@@ -770,6 +771,12 @@ def frule_take_along_axis(tangents, arr, indices, *args, **kwargs):
     return y, _push_along_axis(arr, dx, indices, axis)
 
 
+def _sorted_values(a, index):
+    """``a``'s values at the sorted positions: indexed as it is when it is an array or an engine's
+    stand-in for one (converting a dual array would drop its derivative), converted otherwise."""
+    return (a if isinstance(a, (np.ndarray, ActiveValue)) else np.asarray(a))[index]
+
+
 def _sorted_positions(a, axis, kwargs):
     perm = np.argsort(a, axis=axis, **kwargs)
     if axis is None:
@@ -784,7 +791,7 @@ def rrule_sort(a, *args, **kwargs):
     axis = args[0] if args else kwargs.pop("axis", -1)
     options = dict(zip(("kind", "order"), args[1:]), **kwargs)
     perm, index = _sorted_positions(a, axis, options)
-    y = np.asarray(a)[index]
+    y = _sorted_values(a, index)
 
     def sort_pullback(dy):
         return (NO, scatter_thunk(a, index, cotangent_array(y, dy), unique=True), *(NO for _ in args))
@@ -797,7 +804,7 @@ def frule_sort(tangents, a, *args, **kwargs):
     axis = args[0] if args else kwargs.pop("axis", -1)
     options = dict(zip(("kind", "order"), args[1:]), **kwargs)
     perm, index = _sorted_positions(a, axis, options)
-    y = np.asarray(a)[index]
+    y = _sorted_values(a, index)
     dx = unthunk(tangents[1])
     if isinstance(dx, AbstractZero):
         return y, dx
