@@ -122,6 +122,25 @@ def test_integer_input_gets_a_float_derivative():
     np.testing.assert_array_equal(J, 1.5 * np.eye(2))
 
 
+@pytest.mark.parametrize(
+    "f",
+    [lambda x: x * x, lambda x: np.sum(x * x) + x[::-1], lambda x: x @ x * -x, lambda x: np.cumsum(x) ** 2],
+    ids=["square", "sum-reversed", "matmul-neg", "cumsum-pow"],
+)
+def test_integer_array_results_keep_their_float_tangent(f):
+    # integer arithmetic on an integer input gives integer results, which still carry a float
+    # tangent, as reverse mode gives their inputs float cotangents
+    x = np.array([3, 1, 4, 2])
+    J = forward.jacobian(f, x)
+    np.testing.assert_allclose(J, cr.jacobian(f, x, mode="reverse", engine="tape"))
+    assert J.dtype == np.float64 and np.any(J != 0)
+    t = np.array([0.5, -1.0, 2.0, 1.5])
+    y, dy = cr.jvp(f, (x,), (t,))
+    np.testing.assert_array_equal(y, f(x))
+    np.testing.assert_allclose(dy, J @ t)
+    assert cr.derivative(lambda n: n * n * 3, np.int64(2)) == 12.0
+
+
 def test_float32_is_preserved():
     x = np.array([0.5, 1.5], dtype=np.float32)
     y, dy = cr.jvp(lambda x: np.sin(x) * x, (x,), (np.ones(2, dtype=np.float32),))

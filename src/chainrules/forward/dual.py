@@ -756,7 +756,9 @@ def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None):
         if ty is np.ndarray:
             y_dtype = y.dtype
             if dy.dtype != y_dtype:  # the output's dtype (float32 stays float32), real for a real output
-                dy = (np.real(dy) if dy.dtype.kind == "c" and y_dtype.kind != "c" else dy).astype(y_dtype, copy=False)
+                dy = np.real(dy) if dy.dtype.kind == "c" and y_dtype.kind != "c" else dy
+                if y_dtype.kind in "fc":  # an integer output's tangent stays a float (ProjectTo's)
+                    dy = dy.astype(y_dtype, copy=False)
             elif y_dtype.kind in "fc" and dy.shape == (y.shape if batch is None else (batch,) + y.shape):
                 # the common result: an inexact array and its tangent of the right shape, wrapped
                 # as `_wrap` and `_fit` would, without their walk
@@ -939,8 +941,8 @@ def _wrap(y, dy, tag: Tag):
         wrapped = [_wrap(yi, di, tag) for yi, di in zip(y, items)]
         P = type(y)
         return P(*wrapped) if _is_namedtuple_type(P) else P(wrapped)
-    if isinstance(y, (np.ndarray, np.generic)) and y.dtype.kind not in "fc":
-        return y  # integer and boolean results carry no derivative
+    if isinstance(y, (np.ndarray, np.generic)) and y.dtype.kind not in "fciu":
+        return y  # boolean results carry no derivative; integers used arithmetically do (their rules say when not)
     return Dual(y, dy, tag)
 
 
