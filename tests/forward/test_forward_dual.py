@@ -241,6 +241,19 @@ def test_arrays_made_like_a_dual_accept_writes():
     np.testing.assert_array_equal(forward.jacobian(np.zeros_like, x), np.zeros((3, 3)))
 
 
+def test_an_entry_read_from_a_buffer_keeps_its_partials_when_the_buffer_is_written_again():
+    def f(x):
+        out = np.zeros_like(x)
+        out[0] = x[1] * x[2]
+        first = out[0]  # a copy of the entry, as NumPy's scalar is
+        out[0] = 0.0
+        return first * x + out
+
+    x = np.array([0.3, 1.2, -0.7])
+    for chunk in (None, 2):
+        np.testing.assert_allclose(forward.jacobian(f, x, chunk_size=chunk), crt.fd_jacobian(f, x), atol=1e-8)
+
+
 def test_a_write_of_an_inner_dual_into_an_outer_array_is_refused():
     def outer(a):
         buf = np.zeros_like(np.stack([a, a]))

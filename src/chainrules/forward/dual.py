@@ -428,6 +428,10 @@ class DualArray(Dual):
             # ``x[i] += dual`` adds as duals do and writes back (a plain view's += would write a dual
             # into a plain array)
             return Dual(out, _ZERO, self.tag)
+        if self.writable and type(out) is Dual and np.ndim(out.partials):
+            # an entry read from a buffer is a copy (NumPy's scalar), but its batch of partials is a
+            # view of the buffer's: copied, or a later write into the buffer would change them
+            out.partials = np.copy(out.partials)
         return out
 
     def __setitem__(self, key, value):
