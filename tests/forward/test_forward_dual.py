@@ -241,6 +241,23 @@ def test_arrays_made_like_a_dual_accept_writes():
     np.testing.assert_array_equal(forward.jacobian(np.zeros_like, x), np.zeros((3, 3)))
 
 
+def test_a_copy_of_a_dual_accepts_writes_and_leaves_the_input_and_its_tangent_alone():
+    def f(x):
+        y = x.copy()
+        y[0] = x[1] * x[2]
+        z = np.copy(x)
+        z[1:] = 5.0
+        return y * z
+
+    x, t = np.array([0.3, 1.2, -0.7, 2.0]), np.array([1.0, -2.0, 0.5, 0.25])
+    for chunk in (None, 3):
+        np.testing.assert_allclose(forward.jacobian(f, x, chunk_size=chunk), crt.fd_jacobian(f, x), atol=1e-8)
+    y, dy = cr.jvp(f, (x,), (t,))
+    np.testing.assert_allclose(dy, crt.fd_jacobian(f, x) @ t, atol=1e-8)
+    np.testing.assert_array_equal(x, [0.3, 1.2, -0.7, 2.0])
+    np.testing.assert_array_equal(t, [1.0, -2.0, 0.5, 0.25])
+
+
 def test_an_entry_read_from_a_buffer_keeps_its_partials_when_the_buffer_is_written_again():
     def f(x):
         out = np.zeros_like(x)

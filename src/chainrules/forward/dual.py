@@ -29,8 +29,9 @@ Invariants:
   as a *pusher* until the registry changes; a callable without a rule is remembered weakly.
 - A rule whose output tangent is a zero gives a plain (non-dual) value: a constant.
 - Duals are read-only, except those made by ``np.zeros_like``/``ones_like``/``empty_like``/
-  ``full_like`` of a dual: they own their values, so ``x[i] = v`` and ``np.add.at`` store the
-  value's primal and partials entry by entry (reverse rules build cotangents that way).
+  ``full_like`` of a dual and copies (``np.copy(x)``, ``x.copy()``, whose partials are copied
+  too): they own their values, so ``x[i] = v`` and ``np.add.at`` store the value's primal and
+  partials entry by entry (reverse rules build cotangents that way).
 - Converting a dual to a Python number (``float``, ``int``, ``math.sin``) would drop its
   derivative, so it raises a ``TypeError`` that says how to fix the call. Comparisons and
   truth tests use the primal values, so ``if`` and ``while`` work.
@@ -367,10 +368,25 @@ class Dual(ActiveValue):
         if func in _MADE_LIKE and args and type(args[0]) in _DUALS:
             # a new array shaped like a dual: a dual with zero partials, which owns its values
             return Dual(call(func, args, kwargs), _ZERO, args[0].tag, writable=True)
+        if func is np.copy:
+            return _owned_copy(call(func, args, kwargs))
         return call(func, args, kwargs)
 
 
 _MADE_LIKE = frozenset({np.zeros_like, np.ones_like, np.empty_like, np.full_like})
+
+
+def _owned_copy(out):
+    """The result of a copy as a dual that takes writes: its primal is new, and its partials are
+    copied into a plain array, so that a write cannot reach the tangent they were copied from
+    (a rule passes a copy's tangent through as it is)."""
+    if type(out) is not DualArray:
+        return out  # a constant: a plain array, which takes writes of plain values
+    partials = out.partials
+    owned = np.array(partials) if isinstance(partials, np.ndarray) else partials
+    return Dual(out.primal, owned, out.tag, writable=True)
+
+
 _METADATA = frozenset({"itemsize", "nbytes", "strides", "flags", "base", "device"})
 
 
@@ -435,7 +451,8 @@ class DualArray(Dual):
         return out
 
     def __setitem__(self, key, value):
-        """``x[key] = value`` for a dual made by ``np.zeros_like``/``ones_like``/``empty_like``/``full_like``.
+        """``x[key] = value`` for a dual made by ``np.zeros_like``/``ones_like``/``empty_like``/``full_like``
+        or a copy (``np.copy(x)``, ``x.copy()``).
 
         A write copies: the primal gets the value's primal, the partials (every tangent of a
         batch) get the value's partials, entry by entry, as a container stores its items."""
@@ -455,8 +472,8 @@ class DualArray(Dual):
             where = user_location()
             raise TypeError(
                 f"{what} a dual array{' at ' + where if where else ''} is not supported: only a dual made by "
-                "np.zeros_like/ones_like/empty_like/full_like owns its values and accepts writes; otherwise "
-                "build a new array (np.where, np.concatenate, np.stack)"
+                "np.zeros_like/ones_like/empty_like/full_like or a copy (x.copy()) owns its values and accepts "
+                "writes; otherwise build a new array (np.where, np.concatenate, np.stack)"
             )
         if type(value) in _DUALS:
             if value.tag is self.tag:
@@ -509,6 +526,8 @@ class _BoundMethod:
         ):
             function, call_args, call_kwargs = method_call(dual, *args, **kwargs)
             return function(*call_args, **call_kwargs)
+        if method is np.ndarray.copy:
+            return _owned_copy(call(method, (dual, *args), kwargs))
         return call(method, (dual, *args), kwargs)
 
     def __repr__(self) -> str:

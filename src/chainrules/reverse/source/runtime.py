@@ -277,6 +277,10 @@ def _owned_array(d, like: np.ndarray, owned: bool) -> np.ndarray:
     d = unthunk(d)
     if owned and isinstance(d, np.ndarray) and d.flags.writeable:
         return d
+    if isinstance(d, ActiveValue):  # a dual cotangent (a Hessian): np.zeros_like makes one that takes writes
+        out = np.zeros_like(d)
+        out[...] = d
+        return out
     dtype = like.dtype if like.dtype.kind in "fc" else np.float64
     return np.array(d, dtype=np.result_type(dtype, getattr(d, "dtype", dtype)), copy=True)
 
@@ -298,7 +302,8 @@ def setitem(obj, index, value):
     """``obj[index] = value`` on a list, dict or array the function made, with its pullback:
     ``pullback(d_obj, owned) -> (d_value, d_obj, owned)`` takes the element's cotangent out."""
     obj[index] = value
-    if isinstance(obj, np.ndarray):
+    # a forward-mode dual array that took the write (a copy, in a Hessian) is an array here too
+    if isinstance(obj, np.ndarray) or (isinstance(obj, ActiveValue) and np.ndim(obj) >= 1):
         value_shape = np.shape(value)
         value_is_number = isinstance(value, Number)
 
@@ -307,12 +312,14 @@ def setitem(obj, index, value):
                 return ZERO, dobj, owned
             dobj = _owned_array(dobj, obj, owned)
             piece = dobj[index]
-            dvalue = piece.copy() if isinstance(piece, np.ndarray) else piece
+            # a slice is a view, which the write of zeros below would clear
+            dvalue = piece.copy() if isinstance(piece, np.ndarray) or np.ndim(piece) else piece
             dobj[index] = 0
             if np.shape(dvalue) != value_shape:  # the value was broadcast into the slice
                 dvalue = unbroadcast(np.zeros(value_shape), dvalue)
             if value_is_number and not np.iscomplexobj(value):
-                dvalue = float(np.real(dvalue))
+                # a real number's cotangent is a float, a dual one (a Hessian) stays a dual
+                dvalue = np.real(dvalue) if isinstance(dvalue, ActiveValue) else float(np.real(dvalue))
             return dvalue, dobj, True
 
         return array_setitem_pullback
