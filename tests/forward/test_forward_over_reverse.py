@@ -209,3 +209,28 @@ def test_rows_cotangent_keeps_duals_and_fills_zeros():
     np.testing.assert_array_equal(d.primal, [[0, 0], [1, 2], [0, 0]])
     np.testing.assert_array_equal(d.partials, [[0, 0], [0.5, 0.25], [0, 0]])
     assert cr.core.is_array_of_rows(X) and not cr.core.is_array_of_rows(Dual(1.0, 1.0, tag))
+
+
+def _array_of_scalars(x):
+    return np.sum(np.array([x[0] ** 2, x[0] * x[1], 3.0]) ** 2)
+
+
+def _asarray_of_scalars(x):
+    return np.sum(np.asarray([x[0] ** 2, x[1]]) * x)
+
+
+def _nested_array_with_dtype(x):
+    M = np.array([[x[0], x[1] ** 2], [1.0, x[0] * x[1]]], dtype=np.float64)
+    return np.sum(M @ M)
+
+
+@pytest.mark.parametrize(
+    "f", [_array_of_scalars, _asarray_of_scalars, _nested_array_with_dtype], ids=lambda f: f.__name__
+)
+def test_hessian_of_an_array_built_from_differentiated_scalars(f):
+    """The source engine sees ``np.array([...])`` and takes its rule, whose value stacks the duals
+    forward mode passes through the reverse pass (converting them would drop their partials)."""
+    x = np.array([1.5, 2.0])
+    H = cr.hessian(f, x)
+    reference = crt.fd_jacobian(lambda z: cr.gradient(f, z)[0], x)
+    np.testing.assert_allclose(H, reference, rtol=1e-6, atol=1e-8)

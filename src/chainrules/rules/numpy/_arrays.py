@@ -15,7 +15,7 @@ from numbers import Complex, Integral, Real
 
 import numpy as np
 
-from ...core import AbstractZero, InplaceableThunk, NoTangent, Tangent, Thunk, ZeroTangent, unthunk
+from ...core import AbstractZero, ActiveValue, InplaceableThunk, NoTangent, Tangent, Thunk, ZeroTangent, unthunk
 
 NO = NoTangent()
 ZERO = ZeroTangent()
@@ -319,6 +319,8 @@ def scatter_rows(shape: tuple, dtype: np.dtype, index, dy, view, repeats: bool) 
         # an array-like implementing NumPy's protocols: let it make its own zeros and scatter
         return scatter_add_into(np.zeros_like(dy, shape=shape))
 
+    if isinstance(dy, ActiveValue):  # (dual numbers, say): a plain accumulator cannot take them in place
+        return Thunk(scatter_value)
     return InplaceableThunk(scatter_add_into, Thunk(scatter_value))
 
 

@@ -53,24 +53,25 @@ from ._arrays import (
 )
 
 
-def _linear(*fs, batched: bool = False):
+def _linear(*fs, batched: bool = False, value=None):
     """Register ``rrule`` and batched ``frule`` for the unary linear functions ``fs`` from a spec;
-    ``batched=True``: the spec's ``adjoint(dy, lead)`` takes a batch of cotangents too."""
+    ``batched=True``: the spec's ``adjoint(dy, lead)`` takes a batch of cotangents too;
+    ``value(f, x, *args, **kwargs)``, when given, computes ``f``'s value in the rrule."""
 
     def decorator(spec):
         for f in fs:
-            rrule.register(f, batched=batched)(_linear_rrule(f, spec, batched))
+            rrule.register(f, batched=batched)(_linear_rrule(f, spec, batched, value))
             frule.register(f, batched=True)(_linear_frule(f, spec))
         return spec
 
     return decorator
 
 
-def _linear_rrule(f, spec, batched: bool = False):
+def _linear_rrule(f, spec, batched: bool = False, value=None):
     name = getattr(f, "__name__", "linear")
 
     def linear_rrule(x, *args, **kwargs):
-        y = f(x, *args, **kwargs)
+        y = f(x, *args, **kwargs) if value is None else value(f, x, *args, **kwargs)
         adjoint, _ = spec(y, x, *args, **kwargs)
         rest = (NO,) * len(args)
 
@@ -459,12 +460,33 @@ def _copy(y, x, *args, **kwargs):
     return _conversion_spec(y, x)
 
 
-@_linear(np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
+def _holds_stand_ins(x) -> bool:
+    if isinstance(x, (list, tuple)):
+        return any(map(_holds_stand_ins, x))
+    return isinstance(x, ActiveValue)
+
+
+def _stacked(x):
+    return np.stack([_stacked(e) for e in x]) if isinstance(x, (list, tuple)) else x
+
+
+def _array_value(f, x, *args, **kwargs):
+    """``np.array(x, ...)``, where a list holding an engine's stand-ins for numbers (dual numbers,
+    when forward mode differentiates the reverse pass) is stacked: converting them would drop
+    what they carry. The stack is a new array, as ``np.array``'s is; a ``dtype`` is applied."""
+    if not isinstance(x, (list, tuple)) or not _holds_stand_ins(x):
+        return f(x, *args, **kwargs)
+    y = _stacked(x)
+    dtype = args[0] if args else kwargs.get("dtype")
+    return y if dtype is None else y.astype(dtype)
+
+
+@_linear(np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, value=_array_value)
 def _array(y, x, *args, **kwargs):
     """``np.array`` of an array (a copy) or of nested lists/tuples of numbers and arrays; the
     cotangent of a list is a ``Tangent[list]`` with one cotangent per element."""
     convert_adjoint, convert_push = _conversion_spec(y, x)
-    shape = np.shape(x)
+    shape = np.shape(y) if _holds_stand_ins(x) else np.shape(x)  # (the stack's: x's own would convert it)
 
     def array_adjoint(dy):
         # ndmin may have added leading axes; to_input splits a nested list into its elements
