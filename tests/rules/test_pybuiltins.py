@@ -62,6 +62,7 @@ DIFFERENTIABLE = [
     (dict, [({"a": 1.5, "b": 2.5},), ([("a", 1.5), ("b", 2.5)],)], {"b": 4.0}),
     (getattr, [(LAYER, "w"), (LAYER, "b"), (Point(1.5, 2.5), "y"), (1.5 - 2.5j, "real"), (1.5 - 2.5j, "imag")], {}),
     (getattr, [(2.5, "real"), (LAYER, "missing", 3.0)], {}),
+    (dict.get, [({"a": 1.5, "b": A31}, "b"), ({"a": 1.5}, "a", 2.5), ({"a": 1.5}, "c", 2.5), ({"a": V3}, "c")], {}),
 ]
 
 NONDIFF = [

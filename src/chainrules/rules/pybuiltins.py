@@ -6,8 +6,9 @@
   elements, and none flows through a ``key`` function. On ties the first element in order wins
   (which is the element Python itself returns).
 - Containers: ``tuple(xs)``, ``list(xs)``, ``dict(...)`` convert between a container and the
-  structural tangents ``Tangent[tuple]``/``Tangent[list]``/``Tangent[dict]``; ``getattr(obj,
-  name)`` gives ``Tangent[type(obj)](name=dy)``.
+  structural tangents ``Tangent[tuple]``/``Tangent[list]``/``Tangent[dict]``; ``d.get(key,
+  default)`` gives ``Tangent[dict]`` or the default its cotangent; ``getattr(obj, name)`` gives
+  ``Tangent[type(obj)](name=dy)``.
 - Counting, testing, printing and converting to integers or text carry no derivative
   (``non_differentiable``).
 
@@ -51,6 +52,7 @@ from ..core import (
 )
 from ..core.tangents import _rebuild as _rebuild_tangent
 from .operators import (
+    dict_entry,
     dict_tangent,
     frule_abs,
     frule_getitem,
@@ -478,6 +480,32 @@ def frule_dict(tangents, *args, **kwargs):
     else:
         dvalues = [seq_entries(d, 2)[1] for d in seq_entries(tangents[1], len(pairs))]
     return y, dict_tangent({k: dvalues[i] for k, i in source.items() if i is not None})
+
+
+@rrule.register(dict.get)
+def rrule_dict_get(d, key, *default):
+    """``d.get(key[, default])``: the cotangent goes to ``d[key]``, or to the default when the key is missing."""
+    if key not in d:
+        y = default[0] if default else None
+
+        def dict_default_pullback(dy):
+            return (_NO, _ZERO, _NO, *(match_arg(y, dy) for _ in default))
+
+        return y, dict_default_pullback
+    y = d[key]
+    unused = (_ZERO,) * len(default)
+
+    def dict_get_pullback(dy):
+        return (_NO, dict_tangent({key: match_entry(y, dy)}), _NO, *unused)
+
+    return y, dict_get_pullback
+
+
+@frule.register(dict.get)
+def frule_dict_get(tangents, d, key, *default):
+    if key not in d:
+        return (default[0], tangents[3]) if default else (None, _NO)
+    return d[key], dict_entry(tangents[1], key)
 
 
 # ----- attributes --------------------------------------------------------------------------------

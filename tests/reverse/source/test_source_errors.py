@@ -243,6 +243,20 @@ def test_a_closure_over_a_loop_variable_is_refused():
         pullback_full(closures_in_a_loop, 1.0)
 
 
+def closures_in_a_comprehension(x):
+    fs = [lambda v: v * w for w in (1.0, 2.0)]  # <- bound in a comprehension
+    return fs[0](x)
+
+
+def test_a_closure_over_a_comprehension_variable_is_refused():
+    # Python gives both closures the last w (2.0): a lowered comprehension has no cell to share
+    with pytest.raises(
+        cr.UnsupportedSyntaxError,
+        match=rf"{HERE}:{line_of('<- bound in a comprehension')}:11: .*bound in a comprehension.*`k=k`",
+    ):
+        pullback_full(closures_in_a_comprehension, 1.0)
+
+
 def two_arguments(a, b):
     return a * b
 

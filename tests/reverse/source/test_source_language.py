@@ -131,6 +131,14 @@ def calls_variadic(x, y):
     return variadic(x, y, x, w=y)
 
 
+def options(x, **settings):
+    return x * settings.get("scale", 1.0) + settings.get("shift", x * x)
+
+
+def reads_options(x, y):
+    return options(x, scale=y) + options(y)
+
+
 def fact_like(x, n):
     return x if n <= 1 else x * fact_like(x, n - 1)
 
@@ -149,6 +157,7 @@ def is_odd(x, n):
         (keywords_and_defaults, (1.5, 2.5)),
         (starred, (1.5, 2.5)),
         (calls_variadic, (1.5, 2.5)),
+        (reads_options, (1.5, 2.5)),
         (lambda x, y, z: variadic(x, y, z, w=x), (1.5, 2.5, 0.5)),
         (fact_like, (1.3, 5)),
         (is_even, (0.7, 5)),
@@ -202,10 +211,17 @@ def closure_of_closure(x, w):
     return twice(x)
 
 
+def lambdas_made_in_comprehensions(x, y):
+    k = 10.0  # the comprehension's `k` is another variable; a lambda's default reads that one
+    scaled = [lambda v, k=k: v * k for k in range(3)]
+    return sum(f(x) for f in scaled) + sum([(lambda v: v * y)(x) for _ in range(2)]) + k * x
+
+
 @pytest.mark.parametrize(
     "fn, args",
     [
         (nested_and_lambdas, (1.5, 2.5)),
+        (lambdas_made_in_comprehensions, (1.5, 2.5)),
         (recursive_inner, (1.3, 4)),
         (closure_of_closure, (1.5, 0.5)),
     ],

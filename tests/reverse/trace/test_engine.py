@@ -10,6 +10,7 @@ import pytest
 
 import chainrules as cr
 from chainrules.reverse.trace import TrackedArray, TrackedNumber, current_trace, pullback_full
+from chainrules.testing import fd_jacobian
 
 
 def seed_quotient(a, b):
@@ -75,6 +76,19 @@ def test_arrays_broadcast_through_operator_rules():
 def test_jacobian_in_reverse_mode():
     J = cr.jacobian(lambda x: x * x * 2.0 + x, np.array([1.0, 2.0, 3.0]), mode="reverse", engine="tape")
     np.testing.assert_allclose(J, np.diag([5.0, 9.0, 13.0]))
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda x: (x[0] * x[1], 2.0 * x[2]), lambda x: [x[0] * x[1], 2.0 * x[2]], lambda x: [x, x * x]],
+    ids=["tuple of numbers", "list of numbers", "list of arrays"],
+)
+def test_jacobian_in_reverse_mode_of_a_tuple_or_list_output(f):
+    # the Jacobian seeds such an output with rows of an array of np.asarray(y)'s shape
+    x = np.array([1.0, 2.0, 3.0])
+    J = cr.jacobian(f, x, mode="reverse", engine="tape")
+    np.testing.assert_allclose(J, cr.jacobian(f, x, mode="reverse", engine="source"))
+    np.testing.assert_allclose(J, fd_jacobian(lambda v: np.asarray(f(v)), x).reshape(J.shape), atol=1e-8)
 
 
 # ----- which arguments get which tangents ----------------------------------------------------

@@ -68,6 +68,22 @@ def test_cotangent_accumulates_into_every_layout(case):
     assert check_accumulation_layouts(case.f, *case.args, fkwargs=case.kwargs) == 1
 
 
+ITEM = [
+    Case(np.ndarray.item, rand(1, 1)),
+    Case(np.ndarray.item, rand(3, 4), C(5)),
+    Case(np.ndarray.item, rand(3, 4), C(-1)),
+    Case(np.ndarray.item, rand(3, 4), C(1), C(2)),
+    Case(np.ndarray.item, rand(3, 4, dtype=F32), C((2, 3))),
+    Case(np.ndarray.item, rand(3, 4, dtype=C128), C(7)),
+]
+
+
+@pytest.mark.parametrize("case", ITEM, ids=str)
+def test_item_takes_the_cotangent_of_one_entry(case):
+    crt.test_rrule(case.f, *case.testing_args())
+    crt.test_frule(case.f, *case.testing_args())
+
+
 # ----- the cotangent of x[i] is an action on the accumulator ------------------------------------
 
 

@@ -31,6 +31,7 @@ CASES = [
     ("var", S, ()),
     ("sum", np.complex128(0.3 - 1.2j), ()),
     ("mean", np.float32(0.25), ()),
+    ("item", S, ()),
 ]
 
 

@@ -67,9 +67,6 @@ class Transformed:
         return spec
 
 
-_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
-
-
 def _captured_by_functions(code: types.CodeType) -> tuple[str, ...]:
     """The variables of ``code`` that its nested functions and lambdas capture. Comprehensions
     are compiled as functions too, but lowering inlines them, so what only they read is not
@@ -79,7 +76,7 @@ def _captured_by_functions(code: types.CodeType) -> tuple[str, ...]:
     stack = [c for c in code.co_consts if isinstance(c, types.CodeType)]
     while stack:
         inner = stack.pop()
-        if inner.co_name in _COMPREHENSIONS:
+        if inner.co_name in lower.COMPREHENSIONS:
             stack.extend(c for c in inner.co_consts if isinstance(c, types.CodeType))
         else:
             captured.update(name for name in inner.co_freevars if name in own)

@@ -46,6 +46,8 @@ BINARY = {
 }
 UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not_", ast.Invert: "invert"}
 MUTATORS = frozenset({"append", "extend"})
+#: the names of the code objects comprehensions compile to (before Python 3.12, which inlines them)
+COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 COMPARE = {
     ast.Eq: "eq",
     ast.NotEq: "ne",
@@ -70,6 +72,8 @@ class _Lowerer:
         self.block: list[ir.Stmt] = []
         self.line = 0
         self.temps: set[str] = set()
+        #: the variables of the comprehensions being lowered (their names in the source)
+        self.comprehension_targets: frozenset[str] = frozenset()
 
     # -- emitting --
     def number(self) -> int:
@@ -278,16 +282,33 @@ class _Lowerer:
         code = self.nested_code(node)
         if code is None:
             self.refuse(node, f"the code of the nested function `{name}` cannot be found")
+        bound_here = [v for v in code.co_freevars if v in self.comprehension_targets]
+        if bound_here:
+            # lowered, a comprehension is a loop of this function: its variable is a plain local
+            # (or a cell of this function, rebound each iteration), not the comprehension's own cell
+            self.refuse(
+                node,
+                f"`{bound_here[0]}` is read by a nested function and bound in a comprehension; a closure sees the "
+                "variable, not its value when the closure was made: pass it as a default argument (`k=k`)",
+            )
         return ir.MakeFunction(node, name, defaults, kwdefaults, tuple(code.co_freevars), code)
 
     def nested_code(self, node) -> types.CodeType | None:
         if self.code is None:
             return None
-        for const in self.code.co_consts:
-            if isinstance(const, types.CodeType) and const.co_firstlineno in (node.lineno, _first_line(node)):
-                found = find_definition(const, self.root)
-                if found is not None and (found.lineno, found.col_offset) == (node.lineno, node.col_offset):
-                    return const
+        # before Python 3.12 a comprehension is compiled as a function of its own: a function
+        # defined inside it is among that code object's constants, not the enclosing function's
+        outer = [self.code]
+        while outer:
+            for const in outer.pop().co_consts:
+                if not isinstance(const, types.CodeType):
+                    continue
+                if const.co_name in COMPREHENSIONS:
+                    outer.append(const)
+                elif const.co_firstlineno in (node.lineno, _first_line(node)):
+                    found = find_definition(const, self.root)
+                    if found is not None and (found.lineno, found.col_offset) == (node.lineno, node.col_offset):
+                        return const
         return None
 
     # -- statements --
@@ -458,7 +479,12 @@ class _Lowerer:
             block = self.nested(body)
             self.emit(ir.For(target=target, iterable=iterable, body=block, line=self.line, index=index))
 
+        outer_targets = self.comprehension_targets
+        self.comprehension_targets = outer_targets | {
+            sub.id for gen in node.generators for sub in ast.walk(gen.target) if isinstance(sub, ast.Name)
+        }
         level(renamed.generators)
+        self.comprehension_targets = outer_targets
         return result
 
     def conditions(self, tests, then):
@@ -515,7 +541,11 @@ class _Renamer(ast.NodeTransformer):
         return node
 
     def visit_Lambda(self, node: ast.Lambda):
-        return node  # a lambda's own parameters may shadow; its body is its own
+        # a lambda's own parameters may shadow, so its body is its own; its defaults are
+        # evaluated where it is made (`lambda v, k=k: ...` reads the comprehension's `k`)
+        node.args.defaults = [self.visit(d) for d in node.args.defaults]
+        node.args.kw_defaults = [d if d is None else self.visit(d) for d in node.args.kw_defaults]
+        return node
 
     def visit_FunctionDef(self, node):
         return node

@@ -29,7 +29,7 @@ _ARRAY = np.ndarray
 def part(ct, key, index: int | None = None):
     """The cotangent of one field of a structure from the structure's cotangent.
 
-    ``ct`` may be a zero, a thunk, a ``Tangent``, or a plain tuple, list or dict; ``key`` is
+    ``ct`` may be a zero, a thunk, a ``Tangent``, or a plain tuple, list, array or dict; ``key`` is
     the field name (or dict key), ``index`` the position for tuple-like cotangents.
     """
     if isinstance(ct, AbstractThunk):
@@ -42,7 +42,9 @@ def part(ct, key, index: int | None = None):
         return ct[key]
     if isinstance(ct, dict):
         return ct.get(key, _ZERO)
-    if isinstance(ct, (tuple, list)):
+    # an array stands for a tuple or list of numbers or equal-shaped arrays (``cr.jacobian`` seeds
+    # such an output with rows of the identity of ``np.asarray(y)``'s shape): its rows are the fields
+    if isinstance(ct, (tuple, list, np.ndarray)):
         return ct[key if index is None else index]
     return getattr(ct, key)
 

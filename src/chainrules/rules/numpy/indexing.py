@@ -144,6 +144,39 @@ def frule_getitem(tangents, x, index):
     return y, dx[index]
 
 
+def _item_index(x, index: tuple) -> tuple:
+    """The index ``x[...]`` of the entry ``x.item(*index)`` reads: none (a one-entry array), a
+    flat position, or one position per axis (as separate arguments or one tuple)."""
+    if not index:
+        return (0,) * x.ndim
+    if len(index) == 1 and not isinstance(index[0], tuple):
+        return np.unravel_index(operator.index(index[0]) % max(x.size, 1), x.shape)
+    return index[0] if len(index) == 1 else index
+
+
+@rrule.register(np.ndarray.item)
+def rrule_item(x, *index):
+    """``x.item(*index)``: one entry as a Python number, with the cotangent of ``x[...]`` at that entry."""
+    y = x.item(*index)  # first: NumPy's own error for a bad index or a no-argument call on many entries
+    _, getitem_pullback = rrule_getitem(x, _item_index(x, index))
+    rest = (NO,) * len(index)
+
+    def item_pullback(dy):
+        return (NO, getitem_pullback(dy)[1], *rest)
+
+    return y, item_pullback
+
+
+@frule.register(np.ndarray.item)
+def frule_item(tangents, x, *index):
+    y = x.item(*index)
+    dx = unthunk(tangents[1])
+    if isinstance(dx, AbstractZero):
+        return y, dx
+    dy = dx[_item_index(x, index)]
+    return y, dy.item() if isinstance(dy, np.ndarray | np.generic) and type(y) in (float, complex) else dy
+
+
 # ----- attributes -------------------------------------------------------------------------------
 
 _NONDIFFERENTIABLE_ATTRIBUTES = frozenset(

@@ -63,7 +63,7 @@ def _scalar_method_rules(name: str) -> None:
 # does not matter
 _NAMES = (
     "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumprod", "cumsum", "diagonal",
-    "flatten", "max", "mean", "min", "nonzero", "prod", "ravel", "repeat", "reshape", "round", "searchsorted",
+    "flatten", "item", "max", "mean", "min", "nonzero", "prod", "ravel", "repeat", "reshape", "round", "searchsorted",
     "squeeze", "std", "sum", "swapaxes", "take", "trace", "transpose", "var",
 )  # fmt: skip
 for _name in _NAMES:
