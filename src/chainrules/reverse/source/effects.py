@@ -11,8 +11,10 @@ about would give a wrong derivative without a word. So, per specialization:
   namedtuple; and it passes no output argument (``out=``, or a ufunc's output positionally) and
   no callable that it might call (a closure would run unchecked);
 - any other call may write into every container reachable from its operands (its arguments, the
-  object whose method it is, what a closure captured), which changes every variable that
-  reaches one of them (a second name, a view, a list holding it);
+  object whose method it is, what a closure captured; not the tuple and dict it gets its ``*``
+  and ``**`` arguments in, which are new), which changes every variable bound before it that
+  reaches one of them (a second name, a view, a list holding it): a variable first bound after
+  the call is made from what the write left;
 - such a call is made *through the dispatcher* (``dispatched``) when the write could matter:
   when a value being differentiated is involved (an operand, or a container it may change, is
   active) and a container it may change is read afterwards or is seen outside (an argument, a
@@ -186,6 +188,7 @@ class _Effects:
         self.temps = analysis.fn.temps
         self.edges: dict[str, set[str]] = {}
         self.users: dict[str, list] = {}
+        self.bindings: dict[str, list] = {}
         # the temporaries that hold a call's packed arguments (``f(*y_1, **y_2)``)
         self.displays = {
             stmt.target: stmt.expr
@@ -197,6 +200,8 @@ class _Effects:
         for stmt in stmts:
             for x in self.names(_operands(stmt)):
                 self.users.setdefault(x, []).append(stmt)
+            for x in stmt.targets():
+                self.bindings.setdefault(x, []).append(stmt)
 
     # -- names and what they may hold --
     def name(self, x) -> str | None:
@@ -248,7 +253,7 @@ class _Effects:
                 for context, target in stmt.contexts:
                     self.link(self.name(target), (context,))
         for stmt in untrusted:  # the callee may store any operand into any container among them
-            operands = _call_operands(stmt.expr)
+            operands = self.call_operands(stmt)
             for holder in self.names(operands):
                 self.link(holder, operands)
 
@@ -256,31 +261,76 @@ class _Effects:
         """Whether the object of ``name`` itself may be changed (a tuple cannot: what it holds can)."""
         return self.a.type_of(name) not in (tuple, frozenset)
 
-    def roots(self, expr) -> list[str]:
+    def roots(self, stmt, later: frozenset = frozenset()) -> list[str]:
         """The objects a call may change: a method of a list, dict, set or array changes the object
         it is called on (and an array given for its output); any other call, whatever it can reach
-        from its operands."""
+        from its operands (through variables bound before it: see ``bound_later``)."""
+        expr = stmt.expr
         if isinstance(expr, ir.MethodCall) and isinstance(expr.obj, str):
             owner = self.a.type_of(expr.obj)
             if owner in (list, dict, set) or isinstance(owner, ArrayType):
                 arrays = [x for x in _call_arguments(expr) if isinstance(self.a.type_of(x), ArrayType)]
                 return self.names([expr.obj, *arrays])
-        return [v for v in self.reach(self.names(_call_operands(expr))) if self.mutable(v)]
+        return [v for v in self.reach(self.names(self.call_operands(stmt)), later) if self.mutable(v)]
 
-    def reach(self, start) -> set[str]:
-        """Every variable whose object may be reached from the objects of ``start``."""
-        seen, stack = set(), list(start)
+    def call_operands(self, stmt) -> tuple:
+        """The operands whose objects the callee of ``stmt`` receives (the callee itself included: a
+        closure or a callable object may write into what it holds).
+
+        ``f(*t, **d)`` hands the callee new tuple and dict objects holding the elements of ``t`` and
+        the items of ``d``, never ``t`` or ``d`` themselves; so a display the lowering built only to
+        pass to this call (``y_4 = (a, b)``, ``y_5 = {'dtype': c}``) stands for what it holds. An
+        element that is itself unpacked into the display (``*lst``, ``**kw``) stays as it is: unpacking
+        it runs its iterator."""
+        expr = stmt.expr
+        unpacked = {a.value for a in expr.args if a.starred} | {k.value for k in expr.kwargs if k.name is None}
+        out = []
+        for x in expr.operands():
+            display = self.displays.get(x) if x in unpacked else None
+            if display is None or any(user is not stmt for user in self.users.get(x, ())):
+                out.append(x)
+            elif isinstance(display, ir.Build):
+                out.extend(item.value for item in display.items)
+            else:
+                out.extend(part for key, value in display.items for part in (key, value) if part is not None)
+        return tuple(out)
+
+    def bound_later(self, stmt) -> frozenset:
+        """The local variables every binding of which runs after ``stmt`` (not in a loop around it).
+
+        A write made during ``stmt`` changes objects that exist when it runs. Such a variable is
+        unbound then: no statement that ran before ``stmt`` can have read it (it would have raised),
+        so no object existing at ``stmt`` holds its object through a path that goes through it, and
+        its own object is made from what the write left, as the primal computes it. So it neither
+        sees the write nor carries it to another variable: the pass leaves it out of what the write
+        changes. (The call's own target counts when the call is not in a loop: it is bound when the
+        write is over.)"""
+        here = self.position[stmt.index]
+        around = self.loop_body(stmt)
+        later = set()
+        for name, binders in self.bindings.items():
+            if name in self.params or name in self.a.freevars or name not in self.a.local:
+                continue
+            if all(b.index not in around and (self.position[b.index] > here or b is stmt) for b in binders):
+                later.add(name)
+        return frozenset(later)
+
+    def reach(self, start, later: frozenset = frozenset()) -> set[str]:
+        """Every variable whose object may be reached from the objects of ``start`` (not going
+        through the variables in ``later``)."""
+        seen, stack = set(), [v for v in start if v not in later]
         while stack:
             v = stack.pop()
             if v not in seen:
                 seen.add(v)
-                stack.extend(self.edges.get(v, ()))
+                stack.extend(w for w in self.edges.get(v, ()) if w not in later)
         return seen
 
-    def affected(self, roots: list[str]) -> set[str]:
-        """The variables that may see a change to the objects of ``roots``: those that reach them."""
+    def affected(self, roots: list[str], later: frozenset = frozenset()) -> set[str]:
+        """The variables that may see a change to the objects of ``roots``: those that reach them
+        (but those in ``later``, bound only after the change)."""
         changed = set(roots)
-        return {v for v in self.every_name() if self.reach([v]) & changed} | changed
+        return {v for v in self.every_name() - later if self.reach([v], later) & changed} | changed
 
     def every_name(self) -> set[str]:
         return set(self.edges) | set(self.users)
@@ -403,10 +453,11 @@ class _Effects:
                     self.a.refuse(stmt, known)
                 continue
             entry, written = self.known_entry(stmt.expr)
-            roots = self.names([written]) if entry is not None else self.roots(stmt.expr)
+            later = self.bound_later(stmt)
+            roots = self.names([written]) if entry is not None else self.roots(stmt, later)
             if not roots:
                 continue
-            changed = self.affected(roots)
+            changed = self.affected(roots, later)
             involved = any(self.a.is_active(x) for x in stmt.expr.operands()) or bool(changed & self.a.active)
             matters = involved and (self.used(changed, stmt, "after") or self.seen_outside(changed))
             if matters or self.used(changed, stmt, "before", holding=True):
@@ -451,12 +502,6 @@ def _operands(stmt) -> tuple:
     if isinstance(stmt, ir.With):
         return tuple(c for c, _ in stmt.contexts)
     return stmt.operands()
-
-
-def _call_operands(expr) -> tuple:
-    """The operands of a call that its callee receives (the callee itself included: a closure
-    or a callable object may write into what it holds)."""
-    return expr.operands()
 
 
 def _call_arguments(expr) -> tuple:
