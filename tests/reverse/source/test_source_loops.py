@@ -310,3 +310,75 @@ def scales_rows_in_place(m, w):
 
 def test_augmented_writes_of_array_rows():
     check(scales_rows_in_place, np.array([[1.0, 2.0], [0.5, -1.0], [3.0, 0.25]]), 0.7)
+
+
+def writes_back_a_column_it_read(x):
+    y = np.zeros((3, 3))
+    y[:, 1] = y[:, 1] + x
+    return np.sum(y * y)
+
+
+def writes_a_row_made_from_another(x):
+    y = np.zeros((2, 3))
+    y[0] = x
+    y[1] = y[0] * 2.0
+    return np.sum(y * y)
+
+
+def squares_a_row_in_place(x):
+    y = np.ones((2, 3))
+    y[0] = x
+    y[0] = y[0] * y[0]  # the product's pullback keeps both operands: the row's values before the write
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [writes_back_a_column_it_read, writes_a_row_made_from_another, squares_a_row_in_place],
+    ids=lambda f: f.__name__,
+)
+def test_an_element_read_and_written_back_in_one_statement(fn):
+    """``y[j] = f(y[i])``: the view ``y[i]`` is used only before the write that ends the statement,
+    so reading a copy of it is the same (as for ``y[i] += v``)."""
+    check(fn, np.array([0.5, -1.5, 2.0]))
+
+
+def returns_a_view_it_overwrote(x):
+    y = np.zeros((2, 3))
+    y[0] = x
+    z = y[0]
+    y[0] = 5.0  # <- z sees it
+    return np.sum(z * x)
+
+
+def names_a_view_in_the_statement(x):
+    y = np.zeros((2, 3))
+    y[0] = x
+    y[0] = (z := y[0]) * 2.0  # <- z is the user's
+    return np.sum(z * x)
+
+
+def _twice(v):
+    return v * 2.0
+
+
+def passes_the_view_to_a_call(x):
+    y = np.zeros((2, 3))
+    y[0] = x
+    y[0] = _twice(y[0])  # <- a call may keep it
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize(
+    "fn, marker",
+    [
+        (returns_a_view_it_overwrote, "<- z sees it"),
+        (names_a_view_in_the_statement, "<- z is the user's"),
+        (passes_the_view_to_a_call, "<- a call may keep it"),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_a_view_that_outlives_the_statement_is_still_refused(fn, marker):
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(fn, np.array([0.5, -1.5, 2.0]))
+    assert str(info.value).startswith(f"{HERE}:{line_of(marker)}:5: writing into `y` after it was"), str(info.value)

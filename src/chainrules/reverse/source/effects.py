@@ -158,6 +158,9 @@ class Effects:
     flagged: set[str] = dataclasses.field(default_factory=set)
     #: augmented assignments whose target may be a mutable object someone else holds
     rebind_checks: set[int] = dataclasses.field(default_factory=set)
+    #: elements read from a container in the statement that writes into it (``x[1] = x[0] * 2``),
+    #: whose reads may take a copy when they are views (see ``_Effects.copied_reads``)
+    copied_reads: set[int] = dataclasses.field(default_factory=set)
 
 
 def _immutable_type(t) -> bool:
@@ -485,6 +488,7 @@ class _Effects:
                 users = [u for v in holders for u in self.users.get(v, ())]
                 if any(self.mode.get(u.index, "plain") not in _NOT_HOLDING for u in users):
                     out.flagged.add(name)
+        out.copied_reads = self.copied_reads(untrusted)
         for stmt in self.stmts:
             if isinstance(stmt, ir.Assign) and getattr(stmt, "augmented", False) and stmt.expr.operands():
                 old = stmt.expr.operands()[0]
@@ -496,6 +500,35 @@ class _Effects:
                 if shared or self.used({target}, stmt, "before", holding=True):
                     out.rebind_checks.add(stmt.index)
         return out
+
+    def copied_reads(self, untrusted: list) -> set[int]:
+        """The element reads ``t = x[i]`` of the statements ``x[j] = f(..., x[i], ...)`` that may
+        read a copy when the element is a view of ``x``, so that writing into ``x`` at the end of the
+        statement is not refused as a write into a viewed container (as for ``x[i] += v``).
+
+        A copy gives the same values wherever ``t`` (or a view of it) is read, as long as nothing
+        writes into ``x`` between the read and the last use of ``t``, and ``t``'s object reaches no
+        one who could read it after the write. The temporary ``t`` lives in this one statement
+        (every user is in it, checked here), which ends with the write; nothing in it rebinds
+        ``x`` (a walrus) and no call in it may write into anything (an untrusted call could write
+        into ``x`` through ``t``, or keep ``t``). A pullback that holds ``t`` then holds the values
+        read, which is what the derivative needs."""
+        suspect = {s.index for s in untrusted}
+        by_index = {s.index: s for s in self.stmts}
+        copied = set()
+        for stmt in self.stmts:
+            found = getattr(stmt, "write_back", None)
+            if found is None:
+                continue
+            write, indices = found
+            statement = [by_index[i] for i in indices if i in by_index]
+            if len(statement) != len(indices) or indices & suspect:
+                continue
+            if any(s is not write and write.obj in s.targets() for s in statement):
+                continue
+            if all(user.index in indices for user in self.users.get(stmt.target, ())):
+                copied.add(stmt.index)
+        return copied
 
 
 def _operands(stmt) -> tuple:

@@ -410,8 +410,18 @@ class _Lowerer:
 
     def assignment(self, target: ast.expr, value: ast.expr, node: ast.stmt):
         if isinstance(target, ast.Subscript):
+            start = len(self.block)
             obj, index = self.subscript_target(target)
-            self.emit(ir.SetItem(obj=obj, key=index, value=self.atom(value), col=target.col_offset + 1))
+            write = self.emit(ir.SetItem(obj=obj, key=index, value=self.atom(value), col=target.col_offset + 1))
+            statement = self.block[start:]
+            if all(isinstance(s, ir.Assign) for s in statement[:-1]):
+                # `x[j] = f(x[i])`: the elements of `x` read here are used only before the write
+                # (temporaries live within their statement); the effects pass decides whether
+                # reading copies of them is the same (see `effects.copied_reads`)
+                indices = frozenset(s.index for s in statement)
+                for s in statement[:-1]:
+                    if isinstance(s.expr, ir.GetItem) and s.expr.obj == obj and s.target in self.temps:
+                        s.write_back = (write, indices)
             return
         if isinstance(target, ast.Name):
             self.expr(value, target.id)

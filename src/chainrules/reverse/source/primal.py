@@ -404,9 +404,11 @@ class Primal:
                 args = f"({', '.join(params)}{',' if len(params) == 1 else ''})"
                 where = f"{stmt.target!r}, {line}, {stmt.col or 1}"
                 self.emit(indent, f"{self.h('check_new')}({stmt.target}, {args}, {where})", line)
-        if getattr(stmt, "augmented_read", False) and stmt.expr.obj in self.buffers:
-            # `x[i] += v`: the element read is written back at once; reading a copy keeps a view
-            # of x from reaching the pullbacks, so the write is not refused
+        copied = getattr(stmt, "augmented_read", False) or stmt.index in self.plan.effects.copied_reads
+        if copied and stmt.expr.obj in self.buffers:
+            # `x[i] += v`, `x[j] = x[i] * 2`: the element read is used only before the write that
+            # ends the statement; reading a copy keeps a view of x from reaching the pullbacks,
+            # so the write is not refused
             self.emit(indent, f"{stmt.target} = {self.h('copy_if_view')}({stmt.target})", line)
             return
         for name, flag in self.buffers.items():
