@@ -266,8 +266,9 @@ def writes_into_a_view(x):
 
 def adds_in_place_to_an_array(x):
     out = np.zeros(2)
+    head = out[:1]  # a view, which the update in place would change
     out += x  # <- whole-array +=
-    return out.sum()
+    return out.sum() + head.sum()
 
 
 @pytest.mark.parametrize(
@@ -291,6 +292,74 @@ def test_writes_that_would_be_wrong_are_refused_with_the_line(fn, arg, marker, p
         where = f"{HERE}:{line_of(marker) - 1}:"  # the binding to an existing object is refused
     assert message.startswith(where), message
     assert phrase in message
+
+
+def adds_into_its_own_array(x):
+    y = np.zeros(3)
+    y += x
+    return np.sum(y * y)
+
+
+def extends_its_own_list(x):
+    lst = []
+    for i in range(3):
+        lst += [x[i] * 2.0]
+    return lst[0] * lst[1] + lst[2]
+
+
+def scales_its_own_array_after_reading_it(x):
+    y = np.ones(3)
+    z = y * x  # its pullback keeps the values before the update
+    y *= x
+    return np.sum(z * y)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [adds_into_its_own_array, extends_its_own_list, scales_its_own_array_after_reading_it],
+    ids=lambda f: f.__name__,
+)
+def test_an_augmented_assignment_on_an_object_only_the_function_holds_rebinds(fn):
+    """``y += x`` on a new array or list that nothing else holds: rebinding gives the same value."""
+    check(fn, np.array([0.5, -1.5, 2.0]))
+    if fn is extends_its_own_list:  # the tape refuses updating a plain array with a tracked value
+        crt.check_grads(fn, (np.array([0.5, -1.5, 2.0]),), modes=("reverse",), order=1, engine="tape")
+
+
+def widens_its_own_array(x):
+    y = np.zeros(3, np.float32)
+    y += x  # <- float32 +=
+    return np.sum(y)
+
+
+def broadcasts_its_own_array(x):
+    y = np.zeros(3)
+    y += np.ones((2, 3)) * x  # <- broadcast +=
+    return np.sum(y)
+
+
+def extends_its_own_list_by_a_tuple(x):
+    lst = [x]
+    lst += (x * 2.0,)  # <- tuple +=
+    return lst[0] * lst[1]
+
+
+@pytest.mark.parametrize(
+    "fn, marker, phrase",
+    [
+        (widens_its_own_array, "<- float32 +=", "would change them"),
+        (broadcasts_its_own_array, "<- broadcast +=", "would change them"),
+        (extends_its_own_list_by_a_tuple, "<- tuple +=", "updates the list in place with a tuple"),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_an_augmented_assignment_whose_result_differs_from_the_update_in_place_is_refused(fn, marker, phrase):
+    """In place, NumPy keeps the array's dtype and shape (casting, or refusing), and a list takes
+    any iterable: where rebinding would give something else, the engine refuses."""
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(fn, np.array([0.5, -1.5, 2.0]) if fn is not extends_its_own_list_by_a_tuple else 1.5)
+    assert str(info.value).startswith(f"{HERE}:{line_of(marker)}:5: "), str(info.value)
+    assert phrase in str(info.value)
 
 
 def test_an_argument_is_never_modified():

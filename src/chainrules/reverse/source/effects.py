@@ -161,6 +161,9 @@ class Effects:
     #: elements read from a container in the statement that writes into it (``x[1] = x[0] * 2``),
     #: whose reads may take a copy when they are views (see ``_Effects.copied_reads``)
     copied_reads: set[int] = dataclasses.field(default_factory=set)
+    #: augmented assignments ``x op= v`` on an array or list the function made and nothing else
+    #: holds, where rebinding ``x`` gives what updating it in place would (see ``_Effects.fresh_rebinds``)
+    fresh_rebinds: set[int] = dataclasses.field(default_factory=set)
 
 
 def _immutable_type(t) -> bool:
@@ -489,6 +492,7 @@ class _Effects:
                 if any(self.mode.get(u.index, "plain") not in _NOT_HOLDING for u in users):
                     out.flagged.add(name)
         out.copied_reads = self.copied_reads(untrusted)
+        out.fresh_rebinds = self.fresh_rebinds()
         for stmt in self.stmts:
             if isinstance(stmt, ir.Assign) and getattr(stmt, "augmented", False) and stmt.expr.operands():
                 old = stmt.expr.operands()[0]
@@ -497,6 +501,8 @@ class _Effects:
                     continue
                 others = {v for v in self.every_name() if v != target and target in self.reach([v])}
                 shared = others or self.edges.get(target) or self.seen_outside({target})
+                if stmt.index in out.fresh_rebinds:
+                    continue
                 if shared or self.used({target}, stmt, "before", holding=True):
                     out.rebind_checks.add(stmt.index)
         return out
@@ -529,6 +535,121 @@ class _Effects:
             if all(user.index in indices for user in self.users.get(stmt.target, ())):
                 copied.add(stmt.index)
         return copied
+
+    def fresh_rebinds(self) -> set[int]:
+        """The augmented assignments ``x op= v`` (``x = x op v`` here, marked ``augmented``) where
+        rebinding ``x`` gives what Python's update in place would: ``x`` is a local array or list
+        that no one else can hold when the statement runs.
+
+        - every binding of ``x`` makes a new array or list: an allocating call (``np.zeros``,
+          ``list``, an array's or list's ``.copy()``), a list display, or such an augmented
+          assignment (its result is checked to keep the type: see below);
+        - every statement that may run before it (earlier, or in a loop around it) and uses ``x``
+          only reads it: an operator whose other operands are arrays, numbers or lists (its result
+          is new), ``x``'s shape or dtype, ``len(x)``, a test, an element of a list (not of an array:
+          a view), or a write into it; so no other name, container, view, closure or callee holds
+          its object, and none could see that the update was not made in place. A pullback holding
+          the old object is then right: it needs the values from before the update.
+
+        The generated code checks, when it runs, that ``v`` is an array or a number (for an array)
+        or a list (for a list), so that ``x op v`` means what ``x op= v`` does, and that the result
+        keeps ``x``'s shape and dtype (in place, NumPy would have cast it or refused)."""
+        captured = {
+            name
+            for s in self.stmts
+            if isinstance(s, ir.Assign) and isinstance(s.expr, ir.MakeFunction)
+            for name in s.expr.captures
+        }
+        candidates = {}
+        for stmt in self.stmts:
+            if not (isinstance(stmt, ir.Assign) and getattr(stmt, "augmented", False)):
+                continue
+            expr, target = stmt.expr, stmt.target
+            if isinstance(expr, ir.Op) and len(expr.operands()) == 2 and expr.operands()[0] == target:
+                if target not in captured and target in self.a.local and not self.seen_outside({target}):
+                    candidates[stmt.index] = stmt
+        fresh = set()
+        for index, stmt in candidates.items():
+            target = stmt.target
+            if not all(b.index in candidates or self.makes_new(b, target) for b in self.bindings.get(target, ())):
+                continue
+            here, around = self.position[index], self.loop_body(stmt)
+            before = [
+                u
+                for u in self.users.get(target, ())
+                if u.index not in candidates and (u.index in around or self.position[u.index] < here)
+            ]
+            if all(self.only_reads(u, target) for u in before):
+                fresh.add(index)
+        return fresh
+
+    def makes_new(self, stmt, name: str) -> bool:
+        """Whether ``stmt``, a binding of ``name`` (or a write into it), binds it to a new array or
+        list."""
+        if isinstance(stmt, (ir.SetItem, ir.Mutate)):
+            return stmt.obj == name  # a write into it, not a binding
+        if not isinstance(stmt, ir.Assign):
+            return False
+        expr = stmt.expr
+        if isinstance(expr, ir.Build):
+            return expr.kind == "list"
+        if isinstance(expr, ir.MethodCall) and expr.name == "copy" and not expr.args and not expr.kwargs:
+            owner = self.a.type_of(expr.obj) if isinstance(expr.obj, str) else None
+            return isinstance(owner, ArrayType) or owner is list
+        if isinstance(expr, (ir.Call, ir.MethodCall)) and not any(a.starred for a in expr.args) and not expr.kwargs:
+            f = self.a.call_target(expr)  # `np.zeros(n)` is a method call on the module
+            return f is not _MISSING and _hashable(f) and f in _ALLOCATORS
+        return False
+
+    def plain_value(self, x) -> bool:
+        """An array, a number or a list: what an operator makes a new object of."""
+        if not isinstance(x, str):
+            return _number(x) or isinstance(x.value, (list, tuple))
+        t = self.a.type_of(x)
+        return isinstance(t, ArrayType) or is_real(t) or t in (list, tuple)
+
+    def only_reads(self, stmt, name: str) -> bool:
+        """Whether ``stmt`` uses ``name``'s object (an array or a list) without keeping it or handing
+        it on."""
+        if isinstance(stmt, (ir.SetItem, ir.Mutate)):
+            return stmt.obj == name and name not in (getattr(stmt, "key", None), stmt.value)
+        if isinstance(stmt, (ir.If, ir.While)):
+            return True  # the test's truth value
+        if not isinstance(stmt, ir.Assign):
+            return False
+        expr = stmt.expr
+        if isinstance(expr, ir.Op):
+            return all(x == name or self.plain_value(x) for x in expr.operands())
+        if isinstance(expr, ir.GetAttr):
+            return expr.name in ("shape", "ndim", "size", "dtype")
+        if isinstance(expr, ir.GetItem):
+            return False  # an array's element may be a view; a list's may be built on later
+        if isinstance(expr, ir.Call):
+            return self.a.call_target(expr) is len and len(expr.args) == 1 and not expr.kwargs
+        return False
+
+
+#: calls that return a new array or container, never one of their arguments
+_ALLOCATORS = frozenset(
+    {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like}
+    | {np.arange, np.linspace, np.eye, np.identity, list}
+)
+
+
+def _hashable(f) -> bool:
+    try:
+        hash(f)
+    except TypeError:
+        return False
+    return True
+
+
+def _number(x) -> bool:
+    return (
+        isinstance(x, ir.Const)
+        and isinstance(x.value, (int, float, complex, np.number))
+        and not isinstance(x.value, bool)
+    )
 
 
 def _operands(stmt) -> tuple:

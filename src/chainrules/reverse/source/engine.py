@@ -577,6 +577,8 @@ cache.RUNTIME.update(
     closure_tangent=runtime.closure_tangent,
     project_real=runtime.project_real,
     check_rebind=runtime.check_rebind,
+    check_rebound=runtime.check_rebound,
+    check_update=runtime.check_update,
     integer_cotangent=runtime.integer_cotangent,
     project_0d=runtime.project_0d,
     setitem=runtime.setitem,

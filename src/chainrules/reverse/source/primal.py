@@ -420,6 +420,16 @@ class Primal:
 
     def assign(self, stmt: ir.Assign, mode: str, saved: dict, indent: int):
         expr, target, line = stmt.expr, stmt.target, stmt.line
+        if stmt.index in self.plan.effects.fresh_rebinds:
+            # `x op= v` on the function's own array or list, which nothing else holds: rebinding
+            # gives what the update in place would, when the result keeps x's type, shape and dtype
+            old = self.namer.fresh(f"{target}_{stmt.index}_old")
+            where = f"{self.plan.fn.filename!r}, {stmt.line}, {getattr(stmt, 'col', 1)}"
+            value = self.operand(expr.operands()[1])
+            self.emit(
+                indent, f"{old} = {self.h('check_update')}({self.operand(expr.operands()[0])}, {value}, {where})", line
+            )
+            self._after.append((indent, f"{self.h('check_rebound')}({old}, {target}, {where})", line))
         if mode == "scalar":
             for i, a in enumerate(expr.args):
                 role = f"arg{i}"
@@ -467,7 +477,11 @@ class Primal:
         if mode != "pullback":  # plain, copy, struct, closure; recompute makes its pullback in the reverse pass
             self.emit(indent, f"{target} = {self.python(expr)}", line)
             return
-        if getattr(stmt, "augmented", False) and not _real(self.plan.types.get(target)):
+        if (
+            getattr(stmt, "augmented", False)
+            and not _real(self.plan.types.get(target))
+            and stmt.index not in self.plan.effects.fresh_rebinds
+        ):
             old = self.operand(expr.operands()[0])
             where = f"{self.plan.fn.filename!r}, {stmt.line}, {getattr(stmt, 'col', 1)}"
             self.emit(indent, f"{self.h('check_rebind')}({old}, {where})", line)

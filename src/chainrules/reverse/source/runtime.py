@@ -521,3 +521,43 @@ def check_rebind(x, filename: str, line: int, col: int):
             col,
         )
     return x
+
+
+def check_update(x, v, filename: str, line: int, col: int):
+    """``x op= v`` on an array or list the function made and nothing else holds is rebound: refuse
+    where ``x op v`` would not mean what the update in place does (a list extended by a tuple, an
+    array updated with an object that is neither an array nor a number)."""
+    if type(x) is list:
+        fits = type(v) is list
+    elif type(x) is np.ndarray:
+        fits = isinstance(v, (np.ndarray, Number, np.generic)) and not isinstance(v, ActiveValue)
+    else:
+        return check_rebind(x, filename, line, col)
+    if not fits:
+        raise UnsupportedSyntaxError(
+            f"an augmented assignment updates the {type(x).__name__} in place with a {type(v).__name__}, which is "
+            "not supported here; write `x = x + ...`",
+            filename,
+            line,
+            col,
+        )
+    return x
+
+
+def check_rebound(old, new, filename: str, line: int, col: int):
+    """``x op= v`` on an array or list the function made and nothing else holds was rebound to
+    ``new``: the same as Python's update in place only when ``new`` keeps the type, shape and
+    dtype of ``old`` (in place, NumPy would have cast the result to ``old``'s dtype, or refused
+    a result of another shape)."""
+    if type(old) not in (np.ndarray, list):
+        return new  # not updated in place (`check_update` refused the other mutable objects)
+    same = type(new) is type(old) and (type(old) is list or (new.shape == old.shape and new.dtype == old.dtype))
+    if not same:
+        raise UnsupportedSyntaxError(
+            f"an augmented assignment updates the {type(old).__name__} in place, which keeps its shape and dtype; "
+            f"here the result would change them, which is not supported: write `x = x + ...`",
+            filename,
+            line,
+            col,
+        )
+    return new
