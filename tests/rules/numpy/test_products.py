@@ -357,3 +357,20 @@ def test_bilinear_batched_frule(case):
 def test_polyval_refuses_poly1d_coefficients():
     with pytest.raises(TypeError, match="1-D array of coefficients"):
         cr.rrule(np.polyval, np.array([[1.0, 2.0]]), 1.0)
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (np.linalg.matmul, (_r(2, 3), _r(3, 4))),
+        (np.linalg.matmul, (_r(2, 2, 3, dtype=np.float32), _r(3, dtype=np.float32))),
+        (np.linalg.matmul, (_r(2, 3, dtype=np.complex128), _r(3, 2, dtype=np.complex128))),
+        (np.linalg.outer, (_r(3), _r(4))),
+        (np.linalg.outer, (_r(2, dtype=np.complex128), _r(3, dtype=np.complex128))),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_array_api_names_of_products(f, args):
+    assert f is not np.matmul and f is not np.outer  # distinct callables, each needing a rule
+    crt.test_rrule(f, *args)
+    crt.test_frule(f, *args)

@@ -376,3 +376,54 @@ def test_diff_pullback_is_the_adjoint_of_differencing():
     np.testing.assert_array_equal(back(np.array([1.0, 10.0]))[1], [-1.0, -9.0, 10.0])
     _, back = cr.rrule(np.diff, np.array([1.0, 4.0, 2.0]), 1, -1, 5.0)
     assert back(np.array([1.0, 2.0, 3.0]))[4] == -1.0  # the prepended value enters once, negated
+
+
+# ----- median, quantile, percentile -----------------------------------------------------------
+
+_DISTINCT = R.permutation(24).reshape(2, 3, 4) / 7.0  # no ties: the derivative exists everywhere
+ORDER_STATISTICS = [
+    (np.median, (_DISTINCT,), {}),
+    (np.median, (_DISTINCT,), {"axis": 1}),
+    (np.median, (_DISTINCT, ND(-1)), {"keepdims": True}),
+    (np.median, (_DISTINCT,), {"axis": (0, 2)}),
+    (np.median, (_DISTINCT[0].astype(np.float32),), {"axis": 0}),
+    (np.quantile, (_DISTINCT, 0.3), {}),
+    (np.quantile, (_DISTINCT, np.array([0.1, 0.55, 0.9])), {"axis": 2}),
+    (np.quantile, (_DISTINCT, np.array([[0.2], [0.7]]), ND(1)), {"keepdims": True}),
+    (np.quantile, (_DISTINCT,), {"q": 0.25, "axis": (0, 1)}),
+    (np.quantile, (_DISTINCT[1].astype(np.float32), np.float32(0.4)), {"axis": 1}),
+    (np.percentile, (_DISTINCT, 35.0), {"axis": 0}),
+    (np.percentile, (_DISTINCT, np.array([10.0, 80.0])), {}),
+]
+
+
+@pytest.mark.parametrize("case", ORDER_STATISTICS, ids=_several_id)
+def test_order_statistics(case):
+    f, args, kwargs = case
+    crt.test_rrule(f, *args, fkwargs=kwargs)
+    crt.test_frule(f, *args, fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("case", ORDER_STATISTICS, ids=_several_id)
+def test_order_statistics_batched_frule(case):
+    from _array_checks import Const, check_batched_frule
+
+    f, args, kwargs = case
+    check_batched_frule(f, *(Const(crt_unwrap(a)) if a is not crt_unwrap(a) else a for a in args), fkwargs=kwargs)
+
+
+def test_median_and_quantile_conventions():
+    # even length: the two middle entries share the cotangent; ties: tied entries keep their order
+    # (a stable sort), so the median of [2, 5, 2] is the second 2
+    _, back = cr.rrule(np.median, np.array([4.0, 1.0, 3.0, 2.0]))
+    np.testing.assert_array_equal(back(1.0)[1], [0.0, 0.0, 0.5, 0.5])
+    _, back = cr.rrule(np.median, np.array([2.0, 5.0, 2.0]))
+    np.testing.assert_array_equal(back(1.0)[1], [0.0, 0.0, 1.0])
+    _, back = cr.rrule(np.quantile, np.array([3.0, 1.0, 2.0]), 0.25)
+    dx, dq = back(1.0)[1:]
+    np.testing.assert_allclose(dx, [0.0, 0.5, 0.5])
+    assert dq == 2.0  # (n - 1) (s[1] - s[0])
+    _, back = cr.rrule(np.quantile, np.array([3.0, 1.0, 2.0]), 1.0)
+    assert back(1.0)[2] == 2.0  # at q = 1 the slope of the last segment
+    with pytest.raises(TypeError, match="method='linear'"):
+        cr.rrule(np.quantile, np.ones(3), 0.5, method="nearest")

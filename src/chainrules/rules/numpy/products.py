@@ -433,6 +433,7 @@ def _matmul_rrule(a, b):
     return contraction.rrule(a, b, scalar_output=np.ndim(a) == 1 and np.ndim(b) == 1)
 
 
+@rrule.register(np.linalg.matmul, batched=True)  # the array API's name: another callable, the same product
 @rrule.register(np.matmul, batched=True)
 def rrule_matmul(a, b, **kwargs):
     if not kwargs:
@@ -515,6 +516,7 @@ def _matmul_pushforward(a, b, da, db):
     return left if right is None else left + right
 
 
+@frule.register(np.linalg.matmul, batched=True)
 @frule.register(np.matmul, batched=True)
 def frule_matmul(tangents, a, b, **kwargs):
     if kwargs:
@@ -606,6 +608,7 @@ def _outer_rrule(a, b):
     return _Contraction(range(np.ndim(a)), range(np.ndim(b)), M, 1, N, (M, N)).rrule(a, b)
 
 
+@rrule.register(np.linalg.outer, batched=True)  # (of 1-D vectors only)
 @rrule.register(np.outer, batched=True)
 def rrule_outer(a, b, **kwargs):
     _check_kwargs(np.outer, kwargs, frozenset())
@@ -698,6 +701,7 @@ def frule_inner(tangents, a, b):
     return y, _tensordot_pushforward(a, b, da, db, ([na - 1], [nb - 1]))
 
 
+@frule.register(np.linalg.outer, batched=True)
 @frule.register(np.outer, batched=True)
 def frule_outer(tangents, a, b, **kwargs):
     _check_kwargs(np.outer, kwargs, frozenset())

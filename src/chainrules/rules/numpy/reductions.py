@@ -829,3 +829,128 @@ def frule_trapezoid(tangents, y, *args, **kwargs):
     if not terms:
         return out, _ZERO
     return out, match_output(out, sum(terms[1:], terms[0]))
+
+
+# ----- median, quantile, percentile ----------------------------------------------------------
+
+_QUANTILE = ("q", "axis", "out", "overwrite_input", "method", "keepdims")
+_QUANTILE_DEFAULTS = {
+    "q": None,
+    "axis": None,
+    "overwrite_input": False,
+    "method": "linear",
+    "keepdims": False,
+    "weights": None,
+}
+
+
+class _OrderStatistics:
+    """The rows of ``a`` to be reduced (the reduced axes moved last and flattened), each row's
+    sorting permutation, and the weights of the linear method: output ``k`` of a row ``s`` (sorted)
+    is ``(1 - f) s[lo] + f s[lo + 1]`` at ``lo + f = q_k (n - 1)``.
+
+    Ties take the order of a stable sort: the cotangent of the selected value goes to one of the
+    tied entries (the first for the lower one), one valid subgradient of a piecewise linear map.
+    """
+
+    def __init__(self, a, q, axis):
+        x = np.asarray(a)
+        self.axes = axes_of(axis, x.ndim)
+        self.others = [i for i in range(x.ndim) if i not in self.axes]
+        self.shape = x.shape
+        self.n = size_along(x.shape, self.axes)
+        self.rows = self.to_rows(x)
+        self.perm = np.argsort(self.rows, axis=-1, kind="stable")
+        qs = np.ravel(np.asarray(q, dtype=np.float64))
+        pos = qs * (self.n - 1)
+        self.lo = np.clip(np.floor(pos).astype(np.intp), 0, max(self.n - 2, 0))
+        self.hi = np.minimum(self.lo + 1, self.n - 1)
+        frac = pos - self.lo
+        self.weights = np.zeros((qs.size, self.n))
+        np.add.at(self.weights, (np.arange(qs.size), self.lo), 1 - frac)
+        np.add.at(self.weights, (np.arange(qs.size), self.hi), frac)
+
+    def to_rows(self, x, lead=()):
+        """``x`` (with ``lead`` batch axes in front) as rows of the reduced entries."""
+        k = len(lead)
+        moved = np.transpose(x, tuple(range(k)) + tuple(i + k for i in self.others + list(self.axes)))
+        return np.reshape(moved, lead + tuple(self.shape[i] for i in self.others) + (self.n,))
+
+    def from_rows(self, rows):
+        moved = np.reshape(rows, tuple(self.shape[i] for i in self.others + list(self.axes)))
+        return np.transpose(moved, np.argsort(self.others + list(self.axes)))
+
+    def slopes(self):
+        """``d y_k / d q_k`` for every row: ``(n - 1) (s[hi] - s[lo])``, shape ``(Q, *rest)``."""
+        s = np.take_along_axis(self.rows, self.perm, axis=-1)
+        return np.moveaxis((self.n - 1) * (s[..., self.hi] - s[..., self.lo]), -1, 0)
+
+
+def _quantile_rules(f, scale: float, fixed_q=None):
+    """Rules for ``np.quantile``/``np.percentile`` (``q`` in ``[0, 1]``, ``scale`` ``1/100`` for
+    percent) and ``np.median`` (``fixed_q = 0.5``), for the linear method."""
+    names = _QUANTILE if fixed_q is None else tuple(n for n in _QUANTILE if n not in ("q", "method"))
+
+    def setup(a, args, kwargs):
+        o = bind(f, args, kwargs, names, _QUANTILE_DEFAULTS)
+        q = o["q"] if fixed_q is None else fixed_q
+        if o.get("method", "linear") != "linear" or o.get("weights") is not None:
+            raise TypeError(
+                f"chainrules: the rule for numpy.{f.__name__} differentiates the default method='linear' "
+                "without weights only"
+            )
+        options = {"axis": o["axis"], "keepdims": o["keepdims"]}
+        y = f(a, options["axis"], keepdims=o["keepdims"]) if fixed_q is not None else f(a, q, **options)
+        return y, q, _OrderStatistics(a, np.asarray(q) * scale, o["axis"])
+
+    def rrule_quantile(a, *args, **kwargs):
+        y, q, stats = setup(a, args, kwargs)
+        q_given = fixed_q is None and bool(args)  # q by position gets a cotangent
+
+        def quantile_pullback(dy):
+            dy = unthunk(dy)
+            rest = (_NO,) * (len(args) - q_given)
+            if isinstance(dy, AbstractZero):
+                return (_NO, dy, *((dy,) if q_given else ()), *rest)
+            rows_dy = np.reshape(np.real(dy), (stats.weights.shape[0], -1))  # (Q, rows)
+            sorted_cotangent = rows_dy.T @ stats.weights  # (rows, n), in sorted order
+            unsorted = np.zeros_like(sorted_cotangent)
+            np.put_along_axis(unsorted, np.reshape(stats.perm, unsorted.shape), sorted_cotangent, axis=-1)
+            da = match_input(a, stats.from_rows(unsorted))
+            if not q_given:
+                return (_NO, da, *rest)
+            dq = scale * np.sum(np.reshape(stats.slopes(), rows_dy.shape) * rows_dy, axis=1)
+            return (_NO, da, match_input(q, np.reshape(dq, np.shape(q))), *rest)
+
+        quantile_pullback.__qualname__ = f"{f.__name__}_pullback"
+        return y, quantile_pullback
+
+    def frule_quantile(tangents, a, *args, **kwargs):
+        y, q, stats = setup(a, args, kwargs)
+        da = unthunk(tangents[1])
+        dq = unthunk(tangents[2]) if fixed_q is None and args and len(tangents) > 2 else _ZERO
+        out_shape = np.shape(y)
+        terms = []
+        if not isinstance(da, AbstractZero):
+            lead = np.shape(da)[:1] if is_batched(a, da) else ()
+            rows = stats.to_rows(da, lead)
+            perm = np.broadcast_to(stats.perm, np.shape(rows))
+            picked = np.take_along_axis(rows, perm, axis=-1) @ stats.weights.T  # (*lead, *rest, Q)
+            terms.append(np.reshape(np.moveaxis(picked, -1, len(lead)), lead + out_shape))
+        if not isinstance(dq, AbstractZero):
+            lead = np.shape(dq)[:1] if is_batched(q, dq) else ()
+            flat = np.reshape(dq, lead + (-1,) + (1,) * len(stats.others))
+            terms.append(np.reshape(scale * flat * stats.slopes(), lead + out_shape))
+        if not terms:
+            return y, _ZERO
+        return y, match_output(y, sum(terms[1:], terms[0]))
+
+    rrule_quantile.__qualname__ = f"rrule_{f.__name__}"
+    frule_quantile.__qualname__ = f"frule_{f.__name__}"
+    rrule.register(f)(rrule_quantile)
+    frule.register(f, batched=True)(frule_quantile)
+
+
+_quantile_rules(np.quantile, 1.0)
+_quantile_rules(np.percentile, 0.01)
+_quantile_rules(np.median, 1.0, fixed_q=0.5)
