@@ -18,6 +18,7 @@ What the API returns is unthunked; the function's own tangent and keyword argume
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import importlib
 import math
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .core import (
+    AbstractTangent,
     AbstractThunk,
     AbstractZero,
     ActiveValue,
@@ -41,6 +43,7 @@ from .core import (
     rrule,
     unthunk,
 )
+from .core.tangents import _is_namedtuple_type, _known_fields
 
 REVERSE_ENGINES = {"source": "chainrules.reverse.source", "tape": "chainrules.reverse.trace"}
 DEFAULT_ENGINE = "source"
@@ -288,11 +291,34 @@ def derivative(f: Callable, x):
 
 
 def _size(x) -> int:
-    return x.size if type(x) is np.ndarray else int(np.size(x))
+    """The number of entries of a value, or of a Jacobian: those of its number leaves for a structure."""
+    if type(x) is np.ndarray:
+        return x.size
+    if isinstance(x, Tangent):
+        backing = x.backing
+        return sum(_size(v) for v in (backing.values() if isinstance(backing, dict) else backing))
+    if _is_structure(x):
+        items = _structure_items(x)
+        return sum(_size(v) for v in (items if isinstance(items, list) else items.values()))
+    return int(np.size(x)) if _is_number(x) else 0
+
+
+def _auto_key(x) -> tuple:
+    """What ``mode="auto"`` remembers its choice by: the input's shape and dtype, per leaf for a structure."""
+    if type(x) is np.ndarray:
+        return x.shape, x.dtype
+    if _is_structure(x):
+        return type(x), tuple((np.shape(v), _leaf_dtype(v)) for v in _leaves(x, _is_input_leaf))
+    return np.shape(x), getattr(x, "dtype", type(x))
 
 
 def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, chunk_size: int | None = None):
     """The Jacobian of ``f`` at ``x``, of shape ``out.shape + x.shape``.
+
+    For a structured output (tuple, list, dict, namedtuple, dataclass) it is a ``Tangent[P]``
+    holding the Jacobian of each number or array of the output, and for a structured input each
+    of those is a ``Tangent[Q]`` of the input's structure, down to blocks of shape
+    ``out_leaf.shape + in_leaf.shape``: the same in every mode and engine.
 
     ``mode="forward"`` pushes tangents forward, ``"reverse"`` pulls cotangents back, ``"auto"``
     picks forward when the input is smaller than the output and reverse otherwise. To see the
@@ -310,6 +336,8 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     >>> W = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     >>> cr.jacobian(lambda x: W @ x, np.ones(2)).shape
     (3, 2)
+    >>> cr.jacobian(lambda x: (x[0], 2.0 * x[1]), np.ones(2), mode="reverse")
+    Tangent[tuple](array([1., 0.]), array([0., 2.]))
     """
     if mode == "reverse":
         return _reverse_jacobian(x, *_reverse_engine(engine).pullback_full(f, x), chunk_size)
@@ -317,11 +345,11 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
     if mode != "auto":
         raise ValueError(f"jacobian: mode={mode!r}; choose 'auto', 'forward' or 'reverse'")
-    key = (x.shape, x.dtype) if type(x) is np.ndarray else (np.shape(x), getattr(x, "dtype", type(x)))
+    key = _auto_key(x)
     chosen = _chosen_before(f, key)
     if chosen == "forward":
         J = _forward_engine().jacobian(f, x, chunk_size=chunk_size)
-        if not _size(x) < np.size(J) // max(_size(x), 1):  # the output shrank: reverse mode next time
+        if not _size(x) < _size(J) // max(_size(x), 1):  # the output shrank: reverse mode next time
             _remember_choice(f, key, False)
         return J
     try:  # the reverse-mode primal gives the output's size, and is reused if reverse mode wins
@@ -375,6 +403,8 @@ def _reverse_chunk(m: int, width: int, chunk_size: int | None) -> int:
 
 
 def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
+    if not (_is_numeric(y) and _is_numeric(x)) and (_is_structure(y) or _is_structure(x)):
+        return _structured_reverse_jacobian(x, y, back_full)
     if type(y) is np.ndarray and type(x) is np.ndarray:  # the common case, without the conversions
         y_arr, x_arr = y, x
         dtype = x.dtype if y.dtype == x.dtype else np.promote_types(y.dtype, x.dtype)
@@ -434,6 +464,123 @@ def _block_cotangent(x, x_shape: tuple, dx, rows: int, dtype) -> np.ndarray:
     if isinstance(dx, AbstractZero):
         return np.zeros((rows, *x_shape), dtype=dtype)
     return np.asarray(dx)
+
+
+# ----- Jacobians of structured inputs and outputs -------------------------------------------
+# Laid out as forward mode lays them out: a ``Tangent[P]`` of the output's structure, each of
+# whose number leaves holds the Jacobian of that leaf, itself a ``Tangent[Q]`` of the input's
+# structure when the input is structured, down to blocks of shape ``out_leaf.shape + in_leaf.shape``.
+
+
+def _is_structure(x) -> bool:
+    if isinstance(x, (tuple, list, dict)):
+        return True
+    if isinstance(x, (str, bytes, np.ndarray, np.generic, type, AbstractTangent)):
+        return False
+    if callable(x) and not hasattr(x, "__dict__"):
+        return False
+    return dataclasses.is_dataclass(x) or hasattr(x, "__dict__") or bool(getattr(type(x), "__slots__", ()))
+
+
+def _is_number(x) -> bool:
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    return isinstance(x, (float, int, complex, np.number)) or (isinstance(x, np.ndarray) and x.dtype.kind in "iufc")
+
+
+def _is_input_leaf(x, top: bool) -> bool:
+    """A leaf of ``x`` differentiated with respect to: a bare number, or an inexact one inside a
+    structure (integers inside structures are left alone, as finite differences leave them)."""
+    return _is_number(x) and (top or _is_inexact(x))
+
+
+def _structure_items(x) -> dict | list:
+    """The items of the structure ``x``: a list for tuples and lists, a dict by key or field name otherwise."""
+    if isinstance(x, (tuple, list)) and not _is_namedtuple_type(type(x)):
+        return list(x)
+    if isinstance(x, dict):
+        return dict(x)
+    if _is_namedtuple_type(type(x)):
+        return x._asdict()
+    if dataclasses.is_dataclass(x):
+        return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
+    fields = _known_fields(type(x))
+    return {k: getattr(x, k) for k in fields if hasattr(x, k)} if fields is not None else dict(vars(x))
+
+
+def _leaves(x, is_leaf, top: bool = True) -> list:
+    if is_leaf(x, top):
+        return [x]
+    if not _is_structure(x):
+        return []
+    items = _structure_items(x)
+    return [leaf for v in (items if isinstance(items, list) else items.values()) for leaf in _leaves(v, is_leaf, False)]
+
+
+def _like(x, is_leaf, values: list, other, top: bool = True):
+    """A tangent of ``x`` whose leaves take ``values`` in leaf order (consumed) and whose other
+    parts are ``other``."""
+    if is_leaf(x, top):
+        return values.pop(0)
+    if not _is_structure(x):
+        return other
+    items = _structure_items(x)
+    if isinstance(items, list):
+        return Tangent[type(x)](*(_like(v, is_leaf, values, other, False) for v in items))
+    if type(x) is dict:
+        return Tangent[dict]({k: _like(v, is_leaf, values, other, False) for k, v in items.items()})
+    return Tangent[type(x)](**{k: _like(v, is_leaf, values, other, False) for k, v in items.items()})
+
+
+def _tangent_leaves(t, x, top: bool = True) -> list:
+    """The parts of the tangent ``t`` of ``x`` at ``x``'s input leaves, in leaf order (zeros where missing)."""
+    t = unthunk(t)
+    if _is_input_leaf(x, top):
+        return [t]
+    if not _is_structure(x):
+        return []
+    items = _structure_items(x)
+    if isinstance(t, AbstractZero):
+        parts = [t] * len(items) if isinstance(items, list) else dict.fromkeys(items, t)
+    elif isinstance(items, list):
+        parts = list(t.backing if isinstance(t, Tangent) else t)
+    else:
+        backing = t.backing if isinstance(t, Tangent) else t
+        if isinstance(backing, tuple):  # a namedtuple's tangent given as a plain tuple
+            backing = dict(zip(items, backing))
+        parts = {k: backing.get(k, ZeroTangent()) for k in items}
+    if isinstance(items, list):
+        return [leaf for v, dv in zip(items, parts) for leaf in _tangent_leaves(dv, v, False)]
+    return [leaf for k, v in items.items() for leaf in _tangent_leaves(parts[k], v, False)]
+
+
+def _leaf_dtype(x) -> np.dtype:
+    dtype = np.result_type(x)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
+def _structured_reverse_jacobian(x, y, back_full):
+    """The Jacobian of a structured output, or at a structured input, one pullback per output entry."""
+    ins = _leaves(x, _is_input_leaf)
+    outs = _leaves(y, lambda v, top: _is_number(v))
+    blocks = []
+    for k, out in enumerate(outs):
+        out_shape, out_dtype = np.shape(out), _leaf_dtype(out)
+        row = [np.zeros(out_shape + np.shape(v), dtype=np.promote_types(out_dtype, _leaf_dtype(v))) for v in ins]
+        if _is_inexact(out):  # an integer output has no derivative: its blocks stay zero
+            flat = [block.reshape(-1, *np.shape(v)) for block, v in zip(row, ins)]
+            seed = np.zeros(out_shape, dtype=out_dtype)
+            for i in range(seed.size):  # a Python number output takes a scalar cotangent
+                seed.reshape(-1)[i] = 1.0
+                cotangents = [ZeroTangent()] * len(outs)
+                cotangents[k] = seed if seed.ndim else seed[()]
+                dx = back_full(_like(y, lambda v, top: _is_number(v), cotangents, NoTangent()))[1]
+                for rows, part in zip(flat, _tangent_leaves(dx, x)):
+                    if not isinstance(part, AbstractZero):
+                        rows[i] = _deep_unthunk(part)
+                seed.reshape(-1)[i] = 0.0
+        blocks.append(_like(x, _is_input_leaf, row, NoTangent()))
+    return _like(y, lambda v, top: _is_number(v), blocks, NoTangent())
 
 
 def _owns_block(a: np.ndarray) -> bool:

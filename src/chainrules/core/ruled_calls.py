@@ -22,7 +22,10 @@ a rule is registered for a Python function or callable object outside the instal
 and the standard library, an operation costs nothing more. The rules for library functions
 (SciPy's, written in Python) are always registered; a call of one is still recognized when its
 body converts a value being differentiated (``np.asarray``), which is where such a body fails,
-and engines then raise the error of this module in place of the conversion's.
+and engines then raise the error of this module in place of the conversion's. A function wrapped
+by a decorator (``functools.wraps``; SciPy's batching wrapper) runs the wrapper's code, which is
+the registered function's own; a wrapper may rebind ``*args`` to a list or move keyword arguments
+into other variables before it converts them, so a wrapper's locals are searched too.
 """
 
 from __future__ import annotations
@@ -260,7 +263,12 @@ def _runs_rules(code: types.CodeType) -> bool:
 
 def _ruled_call(dispatcher, frame, matchers, owns, key, primal):
     positional, keywords = _arguments(frame)
-    if not any(_holds(v, owns, key, 3) for v in (*positional, *keywords)):
+    if not any(_holds(v, owns, key, 3) for v in (*positional, *keywords)) and not (
+        # a decorator's wrapper may move its arguments into other variables before it fails
+        # (SciPy's batching wrapper pops array keywords into a list): a wrapper's locals count
+        any(kind == "function" and hasattr(fn, "__wrapped__") for kind, fn in matchers)
+        and any(_holds(v, owns, key, 3) for v in frame.f_locals.values())
+    ):
         return None
     caller = frame.f_back
     if caller is not None and (
@@ -297,7 +305,7 @@ def _arguments(frame) -> tuple[list, list]:
     i = n_positional + n_keyword
     if code.co_flags & inspect.CO_VARARGS:
         extra = local.get(names[i], ())
-        positional.extend(extra if isinstance(extra, tuple) else ())
+        positional.extend(extra if isinstance(extra, (tuple, list)) else ())
         i += 1
     if code.co_flags & inspect.CO_VARKEYWORDS:
         extra = local.get(names[i], {})
