@@ -804,4 +804,9 @@ non_differentiable(
     hasattr,
     all,
     any,
+    # positions and counts of elements: integers, whatever the elements are
+    list.index,
+    tuple.index,
+    list.count,
+    tuple.count,
 )

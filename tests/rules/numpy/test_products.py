@@ -285,3 +285,92 @@ def test_matmul_operator_rule_covers_array_likes_only():
     assert cr.rrule.lookup(operator.matmul, (np.ones(2), np.ones(2))) is not None
     assert cr.rrule.lookup(operator.matmul, (Wrapped(np.ones(2)), Wrapped(np.ones(2)))) is not None
     assert cr.frule.lookup(operator.matmul, ([1.0, 2.0], np.ones(2))).batched
+
+
+# ----- cross, convolve, polyval ---------------------------------------------------------------
+
+R7 = np.random.default_rng(17)
+
+
+def _r(*shape, dtype=np.float64):
+    value = R7.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        value = value + 1j * R7.standard_normal(shape)
+    return value.astype(dtype)
+
+
+ND = crt.nondiff
+BILINEAR = [
+    (np.cross, (_r(3), _r(3)), {}),
+    (np.cross, (_r(4, 3), _r(3)), {}),
+    (np.cross, (_r(3, 4), _r(2, 4, 3)), {"axisa": 0}),
+    (np.cross, (_r(3, 2), _r(3, 2), ND(0), ND(0), ND(0)), {}),
+    (np.cross, (_r(2, 3, 5), _r(2, 3, 5)), {"axis": 1}),
+    (np.cross, (_r(4, 3), _r(4, 3)), {"axisc": 0}),
+    (np.cross, (_r(3, dtype=np.float32), _r(3, dtype=np.float32)), {}),
+    (np.cross, (_r(2, 3, dtype=np.complex128), _r(2, 3, dtype=np.complex128)), {}),
+    (np.linalg.cross, (_r(4, 3), _r(4, 3)), {}),
+    (np.linalg.cross, (_r(3, 4), _r(3, 4)), {"axis": 0}),
+    (np.convolve, (_r(5), _r(3)), {}),
+    (np.convolve, (_r(3), _r(5), ND("same")), {}),
+    (np.convolve, (_r(6), _r(4)), {"mode": "valid"}),
+    (np.convolve, (_r(4), _r(6)), {"mode": "valid"}),
+    (np.convolve, (_r(4), _r(4)), {"mode": "same"}),
+    (np.convolve, (_r(5, dtype=np.float32), _r(2, dtype=np.float32)), {"mode": "same"}),
+    (np.convolve, (_r(4, dtype=np.complex128), _r(3, dtype=np.complex128)), {}),
+    (np.polyval, (_r(4), _r(3, 2)), {}),
+    (np.polyval, (_r(3), 0.7), {}),
+    (np.polyval, (_r(1), _r(3)), {}),
+    (np.polyval, (_r(3, dtype=np.float32), _r(5, dtype=np.float32)), {}),
+    (np.polyval, (_r(3, dtype=np.complex128), _r(4, dtype=np.complex128)), {}),
+]
+
+
+def _bilinear_id(case):
+    f, args, kwargs = case
+    return f"{f.__name__}-" + "-".join(str(np.shape(getattr(a, "value", a))) for a in args) + f"-{kwargs}"
+
+
+@pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors are deprecated")
+@pytest.mark.parametrize("case", BILINEAR, ids=_bilinear_id)
+def test_bilinear_rrule(case):
+    f, args, kwargs = case
+    crt.test_rrule(f, *args, fkwargs=kwargs)
+
+
+@pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors are deprecated")
+@pytest.mark.parametrize("case", BILINEAR, ids=_bilinear_id)
+def test_bilinear_frule(case):
+    f, args, kwargs = case
+    crt.test_frule(f, *args, fkwargs=kwargs)
+
+
+@pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors are deprecated")
+@pytest.mark.parametrize("case", BILINEAR, ids=_bilinear_id)
+def test_bilinear_batched_frule(case):
+    from _array_checks import Const, check_batched_frule
+
+    f, args, kwargs = case
+    check_batched_frule(f, *(Const(a.value) if hasattr(a, "value") else a for a in args), fkwargs=kwargs)
+
+
+def test_polyval_refuses_poly1d_coefficients():
+    with pytest.raises(TypeError, match="1-D array of coefficients"):
+        cr.rrule(np.polyval, np.array([[1.0, 2.0]]), 1.0)
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (np.linalg.matmul, (_r(2, 3), _r(3, 4))),
+        (np.linalg.matmul, (_r(2, 2, 3, dtype=np.float32), _r(3, dtype=np.float32))),
+        (np.linalg.matmul, (_r(2, 3, dtype=np.complex128), _r(3, 2, dtype=np.complex128))),
+        (np.linalg.outer, (_r(3), _r(4))),
+        (np.linalg.outer, (_r(2, dtype=np.complex128), _r(3, dtype=np.complex128))),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_array_api_names_of_products(f, args):
+    assert f is not np.matmul and f is not np.outer  # distinct callables, each needing a rule
+    crt.test_rrule(f, *args)
+    crt.test_frule(f, *args)

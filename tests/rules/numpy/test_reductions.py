@@ -296,3 +296,134 @@ def test_the_primal_takes_the_sum_dtype():
     y, back = cr.rrule(np.sum, x, axis=1, dtype=np.float64)
     assert y.dtype == np.float64 and np.array_equal(y, np.sum(x, axis=1, dtype=np.float64))
     assert back(np.ones(2))[1].dtype == np.float32
+
+
+# ----- diff, trapezoid: several differentiated arguments -------------------------------------
+
+R = np.random.default_rng(7)
+
+
+def _r(*shape, dtype=np.float64):
+    value = R.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        value = value + 1j * R.standard_normal(shape)
+    return value.astype(dtype)
+
+
+ND = crt.nondiff
+SEVERAL = [
+    (np.diff, (_r(5),), {}),
+    (np.diff, (_r(3, 5), ND(2)), {}),
+    (np.diff, (_r(4, 3), ND(1), ND(0)), {}),
+    (np.diff, (_r(3, 4), ND(3), ND(-1)), {}),
+    (np.diff, (_r(3, 4), ND(0)), {}),
+    (np.diff, (_r(2, 4, dtype=np.float32),), {"axis": 0}),
+    (np.diff, (_r(2, 4, dtype=np.complex128), ND(2)), {}),
+    (np.diff, (_r(3, 4), ND(1), ND(1), 0.5, _r(3, 2)), {}),  # prepend (a scalar) and append, positional
+    (np.diff, (_r(3, 4), ND(2), ND(0), _r(2, 4)), {}),
+    (np.diff, (_r(3, 4),), {"prepend": 0.0, "append": np.ones((3, 1))}),  # by keyword: constants
+    (np.trapezoid, (_r(6),), {}),
+    (np.trapezoid, (_r(3, 5),), {"axis": 0}),
+    (np.trapezoid, (_r(3, 5), np.sort(_r(5))), {}),
+    (np.trapezoid, (_r(5, 3), np.sort(_r(5)), ND(1.0), ND(0)), {}),
+    (np.trapezoid, (_r(3, 5), np.sort(_r(3, 5), axis=1)), {}),
+    (np.trapezoid, (_r(3, 5), ND(None), 0.3), {}),
+    (np.trapezoid, (_r(4, dtype=np.float32),), {"dx": 0.5}),
+    (np.trapezoid, (_r(3, 4, dtype=np.float32), _r(4, dtype=np.float32)), {}),
+    (np.trapezoid, (_r(2, 4, dtype=np.complex128), np.sort(_r(4))), {}),
+]
+
+
+def _several_id(case):
+    f, args, kwargs = case
+    return f"{f.__name__}-" + "-".join(str(np.shape(crt_unwrap(a))) for a in args) + f"-{sorted(kwargs)}"
+
+
+def crt_unwrap(a):
+    return getattr(a, "value", a)
+
+
+@pytest.mark.parametrize("case", SEVERAL, ids=_several_id)
+def test_several_arguments_rrule(case):
+    f, args, kwargs = case
+    crt.test_rrule(f, *args, fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("case", SEVERAL, ids=_several_id)
+def test_several_arguments_frule(case):
+    f, args, kwargs = case
+    crt.test_frule(f, *args, fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("case", SEVERAL, ids=_several_id)
+def test_several_arguments_batched_frule(case):
+    from _array_checks import Const, check_batched_frule
+
+    f, args, kwargs = case
+    args = [Const(crt_unwrap(a)) if a is not crt_unwrap(a) else a for a in args]
+    check_batched_frule(f, *args, fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("case", [c for c in SEVERAL if c[0] is np.diff], ids=_several_id)
+def test_diff_batched_pullback(case, batched_pullback):
+    f, args, kwargs = case
+    batched_pullback(f, *(crt_unwrap(a) for a in args), kwargs=kwargs, rtol=1e-5)
+
+
+def test_diff_pullback_is_the_adjoint_of_differencing():
+    # diff([a0, a1, a2]) = [a1 - a0, a2 - a1]: the cotangent [1, 10] gives [-1, -9, 10]
+    _, back = cr.rrule(np.diff, np.array([1.0, 4.0, 2.0]))
+    np.testing.assert_array_equal(back(np.array([1.0, 10.0]))[1], [-1.0, -9.0, 10.0])
+    _, back = cr.rrule(np.diff, np.array([1.0, 4.0, 2.0]), 1, -1, 5.0)
+    assert back(np.array([1.0, 2.0, 3.0]))[4] == -1.0  # the prepended value enters once, negated
+
+
+# ----- median, quantile, percentile -----------------------------------------------------------
+
+_DISTINCT = R.permutation(24).reshape(2, 3, 4) / 7.0  # no ties: the derivative exists everywhere
+ORDER_STATISTICS = [
+    (np.median, (_DISTINCT,), {}),
+    (np.median, (_DISTINCT,), {"axis": 1}),
+    (np.median, (_DISTINCT, ND(-1)), {"keepdims": True}),
+    (np.median, (_DISTINCT,), {"axis": (0, 2)}),
+    (np.median, (_DISTINCT[0].astype(np.float32),), {"axis": 0}),
+    (np.quantile, (_DISTINCT, 0.3), {}),
+    (np.quantile, (_DISTINCT, np.array([0.1, 0.55, 0.9])), {"axis": 2}),
+    (np.quantile, (_DISTINCT, np.array([[0.2], [0.7]]), ND(1)), {"keepdims": True}),
+    (np.quantile, (_DISTINCT,), {"q": 0.25, "axis": (0, 1)}),
+    (np.quantile, (_DISTINCT[1].astype(np.float32), np.float32(0.4)), {"axis": 1}),
+    (np.percentile, (_DISTINCT, 35.0), {"axis": 0}),
+    (np.percentile, (_DISTINCT, np.array([10.0, 80.0])), {}),
+]
+
+
+@pytest.mark.parametrize("case", ORDER_STATISTICS, ids=_several_id)
+def test_order_statistics(case):
+    f, args, kwargs = case
+    crt.test_rrule(f, *args, fkwargs=kwargs)
+    crt.test_frule(f, *args, fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("case", ORDER_STATISTICS, ids=_several_id)
+def test_order_statistics_batched_frule(case):
+    from _array_checks import Const, check_batched_frule
+
+    f, args, kwargs = case
+    check_batched_frule(f, *(Const(crt_unwrap(a)) if a is not crt_unwrap(a) else a for a in args), fkwargs=kwargs)
+
+
+def test_median_and_quantile_conventions():
+    # even length: the two middle entries share the cotangent; ties: tied entries keep their order
+    # (a stable sort), so the median of [2, 5, 2] is the second 2
+    _, back = cr.rrule(np.median, np.array([4.0, 1.0, 3.0, 2.0]))
+    np.testing.assert_array_equal(back(1.0)[1], [0.0, 0.0, 0.5, 0.5])
+    _, back = cr.rrule(np.median, np.array([2.0, 5.0, 2.0]))
+    np.testing.assert_array_equal(back(1.0)[1], [0.0, 0.0, 1.0])
+    _, back = cr.rrule(np.quantile, np.array([3.0, 1.0, 2.0]), 0.25)
+    dx, dq = back(1.0)[1:]
+    np.testing.assert_allclose(dx, [0.0, 0.5, 0.5])
+    assert dq == 2.0  # (n - 1) (s[1] - s[0])
+    _, back = cr.rrule(np.quantile, np.array([3.0, 1.0, 2.0]), 1.0)
+    assert back(1.0)[2] == 2.0  # at q = 1 the slope of the last segment
+    with pytest.raises(TypeError, match="method='linear'"):
+        cr.rrule(np.quantile, np.ones(3), 0.5, method="nearest")

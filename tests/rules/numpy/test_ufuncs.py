@@ -438,3 +438,40 @@ def test_non_differentiable(f, args):
             np.testing.assert_array_equal(got, want)
     assert back(1.0) == (cr.NoTangent(),) * (len(args) + 1)
     assert cr.frule((cr.NoTangent(),) * (len(args) + 1), f, *args)[1] == cr.NoTangent()
+
+
+# ----- interp -------------------------------------------------------------------------------
+
+_XP = np.array([-1.0, -0.2, 0.5, 1.3, 2.0])
+_XS = np.array([[-1.5, -0.6, 0.1], [0.9, 1.7, 2.4]])  # below, inside every segment, above
+INTERP = [
+    (_XS, crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5])),
+    (0.4, crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5])),
+    (_XS.astype(np.float32), crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5], dtype=np.float32)),
+    (_XS, crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5]) + 1j * np.arange(5.0)),
+    (_XS, crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5]), -3.0, 4.0),  # left and right by position
+    (_XS, crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5]), crt.nondiff(None), 4.0),
+]
+
+
+@pytest.mark.parametrize("args", INTERP, ids=lambda a: f"{np.shape(a[0])}-{len(a)}-{np.result_type(a[2])}")
+def test_interp(args):
+    crt.test_rrule(np.interp, *args)
+    crt.test_frule(np.interp, *args)
+    crt.test_frule(np.interp, *args[:3], fkwargs={"left": 0.0, "right": 1.0})
+
+
+def test_interp_batched_frule():
+    from _array_checks import Const, check_batched_frule
+
+    check_batched_frule(np.interp, _XS, Const(_XP), np.arange(5.0), -3.0, 4.0)
+
+
+def test_interp_at_the_knots_takes_the_segment_to_the_right():
+    xp, fp = np.array([0.0, 1.0, 3.0]), np.array([0.0, 2.0, 3.0])
+    _, back = cr.rrule(np.interp, np.array([0.0, 1.0, 3.0, 5.0]), xp, fp)
+    dx, _, dfp = back(np.ones(4))[1:]
+    np.testing.assert_array_equal(dx, [2.0, 0.5, 0.5, 0.0])  # at the last knot: the last segment
+    np.testing.assert_array_equal(dfp, [1.0, 1.0, 2.0])  # the point beyond reads fp[-1]
+    with pytest.raises(TypeError, match="period="):
+        cr.rrule(np.interp, 1.0, xp, fp, period=2.0)

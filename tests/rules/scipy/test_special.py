@@ -20,6 +20,9 @@ UNARY = [
     (sc.erfc, lambda r: r.standard_normal((3, 4))),
     (sc.erfinv, lambda r: r.uniform(-0.9, 0.9, (3, 4))),
     (sc.erfcinv, lambda r: r.uniform(0.1, 1.9, (3, 4))),
+    (sc.gamma, lambda r: r.uniform(-2.9, 4.0, (3, 4))),
+    (sc.ndtr, lambda r: r.standard_normal((3, 4)) * 2),
+    (sc.i0, lambda r: r.standard_normal((3, 4)) * 2),
 ]
 
 
@@ -31,6 +34,22 @@ def test_unary(f, make, dtype):
     test_frule(f, x)
     test_rrule(f, x[0, 0])  # a NumPy scalar
     test_frule(f, float(x[0, 1]))  # a Python float
+
+
+@pytest.mark.parametrize("f", [sc.gamma, sc.ndtr], ids=lambda f: f.__name__)
+def test_holomorphic_rows_take_complex_arguments(f):
+    rng = rng_for("complex", f.__name__)
+    z = rng.uniform(0.5, 2.0, (2, 3)) + 1j * rng.uniform(-1.0, 1.0, (2, 3))
+    test_rrule(f, z)
+    test_frule(f, z)
+    test_rrule(f, z.astype(np.complex64))
+
+
+def test_gamma_between_its_poles():
+    # Gamma changes sign at each non-positive integer; its derivative there follows psi
+    x = np.array([-2.5, -1.5, -0.5, 0.5])
+    _, back = cr.rrule(sc.gamma, x)
+    np.testing.assert_allclose(back(np.ones(4))[1], sc.gamma(x) * sc.digamma(x), rtol=1e-14)
 
 
 def test_psi_is_digamma():

@@ -44,10 +44,12 @@ from ._arrays import (
     has_no_tangent,
     inplaceable,
     is_batched,
+    normalize_axis,
     sum_to,
     to_input,
 )
 from ._blas import apply_op, muladd, product
+from ._util import match_output
 
 _PASSIVE_KWARGS = frozenset({"casting", "order", "subok", "dtype"})
 
@@ -431,6 +433,7 @@ def _matmul_rrule(a, b):
     return contraction.rrule(a, b, scalar_output=np.ndim(a) == 1 and np.ndim(b) == 1)
 
 
+@rrule.register(np.linalg.matmul, batched=True)  # the array API's name: another callable, the same product
 @rrule.register(np.matmul, batched=True)
 def rrule_matmul(a, b, **kwargs):
     if not kwargs:
@@ -513,6 +516,7 @@ def _matmul_pushforward(a, b, da, db):
     return left if right is None else left + right
 
 
+@frule.register(np.linalg.matmul, batched=True)
 @frule.register(np.matmul, batched=True)
 def frule_matmul(tangents, a, b, **kwargs):
     if kwargs:
@@ -604,6 +608,7 @@ def _outer_rrule(a, b):
     return _Contraction(range(np.ndim(a)), range(np.ndim(b)), M, 1, N, (M, N)).rrule(a, b)
 
 
+@rrule.register(np.linalg.outer, batched=True)  # (of 1-D vectors only)
 @rrule.register(np.outer, batched=True)
 def rrule_outer(a, b, **kwargs):
     _check_kwargs(np.outer, kwargs, frozenset())
@@ -696,6 +701,7 @@ def frule_inner(tangents, a, b):
     return y, _tensordot_pushforward(a, b, da, db, ([na - 1], [nb - 1]))
 
 
+@frule.register(np.linalg.outer, batched=True)
 @frule.register(np.outer, batched=True)
 def frule_outer(tangents, a, b, **kwargs):
     _check_kwargs(np.outer, kwargs, frozenset())
@@ -959,3 +965,171 @@ def frule_kron(tangents, a, b):
         term = np.einsum(f"{z}{spec}->{z}{interleaved}", np.reshape(dx, lead + sx), other)
         terms.append(np.reshape(term, lead + np.shape(y)))
     return y, _add_terms(*terms)
+
+
+# ----- cross, convolve, polyval --------------------------------------------------------------
+
+
+def _cross_axes(a, b, args, kwargs):
+    """The vector axes of ``a``, ``b`` and the output of ``np.cross`` (``axis=`` overrides all three)."""
+    o = {"axisa": -1, "axisb": -1, "axisc": -1, "axis": None}
+    o.update(zip(("axisa", "axisb", "axisc", "axis"), args), **kwargs)
+    if o["axis"] is not None:
+        o["axisa"] = o["axisb"] = o["axisc"] = o["axis"]
+    return o["axisa"], o["axisb"], o["axisc"]
+
+
+def _as_3_vectors(v):
+    """Vectors along the last axis, 2-vectors given a zero third component."""
+    if np.shape(v)[-1] == 3:
+        return v
+    return np.concatenate([v, np.zeros_like(v, shape=np.shape(v)[:-1] + (1,))], axis=-1)
+
+
+@rrule.register(np.cross)
+def rrule_cross(a, b, *args, **kwargs):
+    """``a × b`` is bilinear: ``ā = b̄ × ȳ`` reads ``conj(b) × ȳ`` and ``b̄ = ȳ × conj(a)``
+    (``<ȳ, a × b> = <a, b × ȳ> = <b, ȳ × a>``). 2-vectors are 3-vectors with a zero third entry."""
+    y = np.cross(a, b, *args, **kwargs)
+    axisa, axisb, axisc = _cross_axes(a, b, args, kwargs)
+    va, vb = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
+    na, nb = np.shape(va)[-1], np.shape(vb)[-1]
+    a3, b3 = _as_3_vectors(va), _as_3_vectors(vb)
+
+    def cross_pullback(dy):
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return (NO, dy, dy, *(NO for _ in args))
+        if na == nb == 2:  # the output is the third component alone
+            dy3 = np.stack([np.zeros_like(dy), np.zeros_like(dy), dy], axis=-1)
+        else:
+            dy3 = np.moveaxis(dy, axisc, -1)
+        da = Thunk(
+            lambda: to_input(a, np.moveaxis(sum_to(np.cross(_conj(b3), dy3)[..., :na], np.shape(va)), -1, axisa))
+        )
+        db = Thunk(
+            lambda: to_input(b, np.moveaxis(sum_to(np.cross(dy3, _conj(a3))[..., :nb], np.shape(vb)), -1, axisb))
+        )
+        return (NO, da, db, *(NO for _ in args))
+
+    return y, cross_pullback
+
+
+@frule.register(np.cross, batched=True)
+def frule_cross(tangents, a, b, *args, **kwargs):
+    y = np.cross(a, b, *args, **kwargs)
+    axisa, axisb, axisc = _cross_axes(a, b, args, kwargs)
+    va, vb = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
+    planar = np.shape(va)[-1] == np.shape(vb)[-1] == 2  # the output is the third component alone
+    da, db = unthunk(tangents[1]), unthunk(tangents[2])
+    terms, batched = [], False
+    for x, dx, axis, other, x_first in ((a, da, axisa, vb, True), (b, db, axisb, va, False)):
+        if isinstance(dx, AbstractZero):
+            continue
+        lead = 1 if is_batched(x, dx) else 0
+        batched = batched or bool(lead)
+        vdx = _as_3_vectors(np.moveaxis(dx, normalize_axis(axis, np.ndim(x)) + lead, -1))
+        if lead and np.ndim(vdx) - 1 < np.ndim(other):  # keep the batch axis from meeting other's axes
+            vdx = np.reshape(vdx, np.shape(vdx)[:1] + (1,) * (np.ndim(other) - np.ndim(vdx) + 1) + np.shape(vdx)[1:])
+        other = _as_3_vectors(other)
+        terms.append(np.cross(vdx, other) if x_first else np.cross(other, vdx))
+    if not terms:
+        return y, ZERO
+    dy = _add_terms(*terms)
+    if planar:
+        return y, dy[..., 2]
+    return y, np.moveaxis(dy, -1, normalize_axis(axisc, np.ndim(y)) + batched)
+
+
+rrule.register(np.linalg.cross)(rrule_cross)
+frule.register(np.linalg.cross, batched=True)(frule_cross)
+
+
+def _convolution_window(n_a: int, n_v: int, mode: str) -> slice:
+    """Where ``np.convolve(a, v, mode)`` sits inside the full convolution."""
+    short, long = min(n_a, n_v), max(n_a, n_v)
+    if mode == "same":
+        return slice((short - 1) // 2, (short - 1) // 2 + long)
+    if mode == "valid":
+        return slice(short - 1, long)
+    return slice(0, n_a + n_v - 1)
+
+
+@rrule.register(np.convolve)
+def rrule_convolve(a, v, *args, **kwargs):
+    """``y = (a * v)[window]`` is bilinear; ``ā_i = sum_k ȳ_k conj(v_{k-i})`` is a correlation of the
+    cotangent (placed in the full convolution) with ``v``, which ``np.correlate`` computes with
+    ``v`` conjugated; ``v̄`` likewise with ``a``."""
+    y = np.convolve(a, v, *args, **kwargs)
+    mode = args[0] if args else kwargs.get("mode", "full")
+    n_a, n_v = np.size(a), np.size(v)
+    window = _convolution_window(n_a, n_v, mode)
+
+    def convolve_pullback(dy):
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return (NO, dy, dy, *(NO for _ in args))
+        full = np.zeros(n_a + n_v - 1, dtype=np.result_type(dy, a, v))
+        full[window] = dy
+        da = Thunk(lambda: to_input(a, np.correlate(full, np.ravel(v), "valid").reshape(np.shape(a))))
+        dv = Thunk(lambda: to_input(v, np.correlate(full, np.ravel(a), "valid").reshape(np.shape(v))))
+        return (NO, da, dv, *(NO for _ in args))
+
+    return y, convolve_pullback
+
+
+@frule.register(np.convolve, batched=True)
+def frule_convolve(tangents, a, v, *args, **kwargs):
+    y = np.convolve(a, v, *args, **kwargs)
+    mode = args[0] if args else kwargs.get("mode", "full")
+    window = _convolution_window(np.size(a), np.size(v), mode)
+    terms = []
+    for x, dx, other in ((a, unthunk(tangents[1]), v), (v, unthunk(tangents[2]), a)):
+        if isinstance(dx, AbstractZero):
+            continue
+        rows = dx if is_batched(x, dx) else [dx]  # np.convolve takes one pair of vectors
+        full = np.stack([np.convolve(np.ravel(r), np.ravel(other)) for r in rows])
+        terms.append(full[:, window] if is_batched(x, dx) else full[0, window])
+    if not terms:
+        return y, ZERO
+    if len(terms) == 2 and np.ndim(terms[0]) != np.ndim(terms[1]):  # one tangent batched, one not
+        terms = [np.broadcast_to(t, max(terms, key=np.ndim).shape) for t in terms]
+    return y, _add_terms(*terms)
+
+
+def _vandermonde(p, x):
+    """``x ** (n-1), ..., x, 1`` along a new last axis: ``polyval(p, x) = V @ p``."""
+    return np.power.outer(np.asarray(x), np.arange(np.size(p) - 1, -1, -1))
+
+
+@rrule.register(np.polyval)
+def rrule_polyval(p, x):
+    """``y = sum_i p_i x^(n-1-i)``: ``p̄ = V^H ȳ`` summed over the points, ``x̄ = ȳ conj(p'(x))``."""
+    y = np.polyval(p, x)
+    if np.ndim(p) != 1:
+        raise TypeError("the rule for numpy.polyval takes a 1-D array of coefficients (not a poly1d or a 2-D array)")
+
+    def polyval_pullback(dy):
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, dy
+        dp = Thunk(lambda: to_input(p, np.tensordot(np.asarray(dy), _conj(_vandermonde(p, x)), np.ndim(x))))
+        dx = Thunk(lambda: to_input(x, dy * _conj(np.polyval(np.polyder(p), x))))
+        return NO, dp, dx
+
+    return y, polyval_pullback
+
+
+@frule.register(np.polyval, batched=True)
+def frule_polyval(tangents, p, x):
+    y = np.polyval(p, x)
+    dp, dx = unthunk(tangents[1]), unthunk(tangents[2])
+    terms = []
+    if not isinstance(dp, AbstractZero):
+        # V @ dp; a batch of coefficient tangents (B, n) gives (B, *x.shape)
+        terms.append(np.tensordot(dp, _vandermonde(p, x), ([np.ndim(dp) - 1], [-1])))
+    if not isinstance(dx, AbstractZero):
+        terms.append(dx * np.polyval(np.polyder(p), x))
+    if not terms:
+        return y, ZERO
+    return y, match_output(y, _add_terms(*terms))

@@ -33,7 +33,8 @@ from ...core import (
     rrule,
     unthunk,
 )
-from ._util import axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
+from ._arrays import sum_to
+from ._util import align, axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -640,3 +641,316 @@ _register((np.maximum.reduce, np.minimum.reduce), _UFUNC_MAX, _UFUNC_MAX_DEFAULT
 _register((np.fmax.reduce, np.fmin.reduce), _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=False))
 _register((np.add.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumsum_plan)
 _register((np.multiply.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumprod_plan)
+
+
+# ----- diff, trapezoid -----------------------------------------------------------------------
+
+_DIFF = ("n", "axis", "prepend", "append")
+
+
+def _diff_layout(a, args, kwargs):
+    """``(n, axis, pieces, slots)`` of ``np.diff``: the arrays joined along ``axis`` before
+    differencing (prepend, a, append), and for each the position of its positional argument
+    (``None`` for one given by keyword, which is not differentiated)."""
+    o = {"n": 1, "axis": -1, **dict(zip(_DIFF, args)), **kwargs}
+    n, axis = int(o["n"]), axes_of(o["axis"], np.ndim(a))[0]
+    pieces, slots = [a], [0]
+    for key, front in (("prepend", True), ("append", False)):
+        value = o.get(key, np._NoValue)
+        if value is np._NoValue:
+            continue
+        slot = _DIFF.index(key) + 1 if len(args) > _DIFF.index(key) else None
+        pieces.insert(0 if front else len(pieces), value)
+        slots.insert(0 if front else len(slots), slot)
+    return n, axis, pieces, slots
+
+
+def _joined_shape(a, piece, axis):
+    """The shape ``np.diff`` gives a prepended/appended value: a scalar becomes one slice."""
+    if np.ndim(piece):
+        return np.shape(piece)
+    shape = list(np.shape(a))
+    shape[axis] = 1
+    return tuple(shape)
+
+
+@rrule.register(np.diff, batched=True)
+def rrule_diff(a, *args, **kwargs):
+    y = np.diff(a, *args, **kwargs)
+    n, axis, pieces, slots = _diff_layout(a, args, kwargs)
+    shapes = [_joined_shape(a, p, axis) for p in pieces]
+    bounds = np.cumsum([s[axis] for s in shapes])[:-1]
+
+    def diff_pullback(dy):
+        # diff is D^n along the axis; D's adjoint is -D of the cotangent padded with a zero at
+        # both ends, so (D^n)' dy = (-1)^n D^n (dy padded with n zeros at both ends)
+        dy = unthunk(dy)
+        grads = [_NO] * (len(args) + 1)
+        if isinstance(dy, AbstractZero):
+            for s in slots:
+                if s is not None:
+                    grads[s] = dy
+            return (_NO, *grads)
+        lead = np.shape(dy)[:1] if carries_batch(y, dy) else ()
+        ax = axis + len(lead)
+        widths = [(0, 0)] * np.ndim(dy)
+        widths[ax] = (n, n)
+        joined = np.diff(np.pad(dy, widths), n, axis=ax)
+        if n % 2:
+            joined = -joined
+        for piece, part, slot in zip(pieces, np.split(joined, bounds, axis=ax), slots):
+            if slot is not None:
+                grads[slot] = (
+                    match_input_batch(piece, part) if lead else match_input(piece, sum_to(part, np.shape(piece)))
+                )
+        return (_NO, *grads)
+
+    return y, diff_pullback
+
+
+@frule.register(np.diff, batched=True)
+def frule_diff(tangents, a, *args, **kwargs):
+    y = np.diff(a, *args, **kwargs)
+    n, axis, pieces, slots = _diff_layout(a, args, kwargs)
+    dxs = [_ZERO if s is None else unthunk(tangents[s + 1]) for s in slots]
+    if all(isinstance(d, AbstractZero) for d in dxs):
+        return y, _ZERO
+    batches = {np.shape(d)[0] for p, d in zip(pieces, dxs) if not isinstance(d, AbstractZero) and is_batched(p, d)}
+    lead = (batches.pop(),) if batches else ()
+    parts = []
+    for piece, d in zip(pieces, dxs):
+        shape = _joined_shape(a, piece, axis)
+        if isinstance(d, AbstractZero):
+            parts.append(np.zeros(lead + shape, dtype=real_dtype(piece)))
+        else:
+            d = d if is_batched(piece, d) or not lead else np.broadcast_to(d, lead + np.shape(piece))
+            parts.append(
+                np.broadcast_to(
+                    np.reshape(d, lead + (1,) * (len(shape) - np.ndim(piece)) + np.shape(piece)), lead + shape
+                )
+            )
+    return y, match_output(y, np.diff(np.concatenate(parts, axis=axis + len(lead)), n, axis=axis + len(lead)))
+
+
+def _trapezoid_parts(y, x, dx, axis):
+    """``(mean, step)``: the means of neighbouring samples of ``y`` along ``axis`` and the widths
+    of the trapezoids (``dx``, or ``diff(x)`` placed to broadcast against the means)."""
+    ndim = np.ndim(y)
+    head = [slice(None)] * ndim
+    tail = [slice(None)] * ndim
+    head[axis], tail[axis] = slice(1, None), slice(None, -1)
+    mean = (y[tuple(head)] + y[tuple(tail)]) / 2
+    if x is None:
+        return mean, dx
+    return mean, _steps(x, ndim, axis)
+
+
+def _steps(x, ndim, axis, lead=(), points=None):
+    """``diff(x)`` as NumPy's trapezoid places it: 1-D sample points along ``axis``; ``x`` may be
+    a batch of tangents (``lead``) of the sample points ``points``."""
+    if np.ndim(x if points is None else points) == 1:
+        shape = [1] * ndim
+        shape[axis] = -1
+        return np.reshape(np.diff(x, axis=-1), lead + tuple(shape))
+    return np.diff(x, axis=axis + len(lead))
+
+
+def _trapezoid_options(y, args, kwargs):
+    o = {"x": None, "dx": 1.0, "axis": -1, **dict(zip(("x", "dx", "axis"), args)), **kwargs}
+    return o["x"], o["dx"], axes_of(o["axis"], np.ndim(y))[0]
+
+
+def _mean_adjoint(g, axis):
+    """The adjoint of ``y -> (y[1:] + y[:-1]) / 2`` along ``axis`` applied to ``g``."""
+    widths = [(0, 0)] * np.ndim(g)
+    widths[axis] = (1, 0)
+    front = np.pad(g, widths)
+    widths[axis] = (0, 1)
+    return (front + np.pad(g, widths)) / 2
+
+
+def _diff_adjoint(g, axis):
+    """The adjoint of ``x -> diff(x)`` along ``axis`` applied to ``g``: ``-diff`` of ``g`` padded with zeros."""
+    widths = [(0, 0)] * np.ndim(g)
+    widths[axis] = (1, 1)
+    return -np.diff(np.pad(g, widths), axis=axis)
+
+
+@rrule.register(np.trapezoid)
+def rrule_trapezoid(y, *args, **kwargs):
+    """``sum(step * mean)`` along the axis: linear in ``y``, and in ``x`` (through its steps) or ``dx``;
+    ``x`` and ``dx`` get cotangents when given by position."""
+    out = np.trapezoid(y, *args, **kwargs)
+    x, dx, axis = _trapezoid_options(y, args, kwargs)
+    mean, step = _trapezoid_parts(y, x, dx, axis)
+    # the positional slot that carries the spacing: x, or dx when x is None
+    slot = 0 if x is not None else 1
+    differentiated = len(args) > slot
+
+    def trapezoid_pullback(dout):
+        dout = unthunk(dout)
+        grads = [_NO] * len(args)
+        if isinstance(dout, AbstractZero):
+            if differentiated:
+                grads[slot] = dout
+            return (_NO, dout, *grads)
+        g = np.expand_dims(dout, axis)
+        dy = match_input(y, _mean_adjoint(np.broadcast_to(g * conj(step), np.shape(mean)), axis))
+        through = g * conj(mean)  # the cotangent of the steps
+        if differentiated and x is not None and np.ndim(x) == 1:
+            others = tuple(i for i in range(np.ndim(through)) if i != axis)
+            grads[0] = match_input(x, _diff_adjoint(np.sum(through, axis=others), 0))
+        elif differentiated and x is not None:
+            grads[0] = match_input(x, _diff_adjoint(sum_to(through, np.shape(step)), axis))
+        elif differentiated:
+            grads[1] = match_input(dx, sum_to(through, np.shape(dx)))
+        return (_NO, dy, *grads)
+
+    return out, trapezoid_pullback
+
+
+@frule.register(np.trapezoid, batched=True)
+def frule_trapezoid(tangents, y, *args, **kwargs):
+    out = np.trapezoid(y, *args, **kwargs)
+    x, dx, axis = _trapezoid_options(y, args, kwargs)
+    mean, step = _trapezoid_parts(y, x, dx, axis)
+    dy = unthunk(tangents[1])
+    slot = 0 if x is not None else 1
+    dspacing = unthunk(tangents[slot + 2]) if len(tangents) > slot + 2 else _ZERO
+    terms = []
+    if not isinstance(dy, AbstractZero):
+        lead = 1 if is_batched(y, dy) else 0
+        terms.append(np.sum(step * _trapezoid_parts(dy, None, None, axis + lead)[0], axis=axis + lead))
+    if not isinstance(dspacing, AbstractZero):
+        spacing = x if x is not None else dx
+        lead = np.shape(dspacing)[:1] if is_batched(spacing, dspacing) else ()
+        dstep = _steps(dspacing, np.ndim(y), axis, lead, x) if x is not None else dspacing
+        terms.append(np.sum(align(step, dstep, np.ndim(mean)) * mean, axis=axis + len(lead)))
+    if not terms:
+        return out, _ZERO
+    return out, match_output(out, sum(terms[1:], terms[0]))
+
+
+# ----- median, quantile, percentile ----------------------------------------------------------
+
+_QUANTILE = ("q", "axis", "out", "overwrite_input", "method", "keepdims")
+_QUANTILE_DEFAULTS = {
+    "q": None,
+    "axis": None,
+    "overwrite_input": False,
+    "method": "linear",
+    "keepdims": False,
+    "weights": None,
+}
+
+
+class _OrderStatistics:
+    """The rows of ``a`` to be reduced (the reduced axes moved last and flattened), each row's
+    sorting permutation, and the weights of the linear method: output ``k`` of a row ``s`` (sorted)
+    is ``(1 - f) s[lo] + f s[lo + 1]`` at ``lo + f = q_k (n - 1)``.
+
+    Ties take the order of a stable sort: the cotangent of the selected value goes to one of the
+    tied entries (the first for the lower one), one valid subgradient of a piecewise linear map.
+    """
+
+    def __init__(self, a, q, axis):
+        x = np.asarray(a)
+        self.axes = axes_of(axis, x.ndim)
+        self.others = [i for i in range(x.ndim) if i not in self.axes]
+        self.shape = x.shape
+        self.n = size_along(x.shape, self.axes)
+        self.rows = self.to_rows(x)
+        self.perm = np.argsort(self.rows, axis=-1, kind="stable")
+        qs = np.ravel(np.asarray(q, dtype=np.float64))
+        pos = qs * (self.n - 1)
+        self.lo = np.clip(np.floor(pos).astype(np.intp), 0, max(self.n - 2, 0))
+        self.hi = np.minimum(self.lo + 1, self.n - 1)
+        frac = pos - self.lo
+        self.weights = np.zeros((qs.size, self.n))
+        np.add.at(self.weights, (np.arange(qs.size), self.lo), 1 - frac)
+        np.add.at(self.weights, (np.arange(qs.size), self.hi), frac)
+
+    def to_rows(self, x, lead=()):
+        """``x`` (with ``lead`` batch axes in front) as rows of the reduced entries."""
+        k = len(lead)
+        moved = np.transpose(x, tuple(range(k)) + tuple(i + k for i in self.others + list(self.axes)))
+        return np.reshape(moved, lead + tuple(self.shape[i] for i in self.others) + (self.n,))
+
+    def from_rows(self, rows):
+        moved = np.reshape(rows, tuple(self.shape[i] for i in self.others + list(self.axes)))
+        return np.transpose(moved, np.argsort(self.others + list(self.axes)))
+
+    def slopes(self):
+        """``d y_k / d q_k`` for every row: ``(n - 1) (s[hi] - s[lo])``, shape ``(Q, *rest)``."""
+        s = np.take_along_axis(self.rows, self.perm, axis=-1)
+        return np.moveaxis((self.n - 1) * (s[..., self.hi] - s[..., self.lo]), -1, 0)
+
+
+def _quantile_rules(f, scale: float, fixed_q=None):
+    """Rules for ``np.quantile``/``np.percentile`` (``q`` in ``[0, 1]``, ``scale`` ``1/100`` for
+    percent) and ``np.median`` (``fixed_q = 0.5``), for the linear method."""
+    names = _QUANTILE if fixed_q is None else tuple(n for n in _QUANTILE if n not in ("q", "method"))
+
+    def setup(a, args, kwargs):
+        o = bind(f, args, kwargs, names, _QUANTILE_DEFAULTS)
+        q = o["q"] if fixed_q is None else fixed_q
+        if o.get("method", "linear") != "linear" or o.get("weights") is not None:
+            raise TypeError(
+                f"chainrules: the rule for numpy.{f.__name__} differentiates the default method='linear' "
+                "without weights only"
+            )
+        options = {"axis": o["axis"], "keepdims": o["keepdims"]}
+        y = f(a, options["axis"], keepdims=o["keepdims"]) if fixed_q is not None else f(a, q, **options)
+        return y, q, _OrderStatistics(a, np.asarray(q) * scale, o["axis"])
+
+    def rrule_quantile(a, *args, **kwargs):
+        y, q, stats = setup(a, args, kwargs)
+        q_given = fixed_q is None and bool(args)  # q by position gets a cotangent
+
+        def quantile_pullback(dy):
+            dy = unthunk(dy)
+            rest = (_NO,) * (len(args) - q_given)
+            if isinstance(dy, AbstractZero):
+                return (_NO, dy, *((dy,) if q_given else ()), *rest)
+            rows_dy = np.reshape(np.real(dy), (stats.weights.shape[0], -1))  # (Q, rows)
+            sorted_cotangent = rows_dy.T @ stats.weights  # (rows, n), in sorted order
+            unsorted = np.zeros_like(sorted_cotangent)
+            np.put_along_axis(unsorted, np.reshape(stats.perm, unsorted.shape), sorted_cotangent, axis=-1)
+            da = match_input(a, stats.from_rows(unsorted))
+            if not q_given:
+                return (_NO, da, *rest)
+            dq = scale * np.sum(np.reshape(stats.slopes(), rows_dy.shape) * rows_dy, axis=1)
+            return (_NO, da, match_input(q, np.reshape(dq, np.shape(q))), *rest)
+
+        quantile_pullback.__qualname__ = f"{f.__name__}_pullback"
+        return y, quantile_pullback
+
+    def frule_quantile(tangents, a, *args, **kwargs):
+        y, q, stats = setup(a, args, kwargs)
+        da = unthunk(tangents[1])
+        dq = unthunk(tangents[2]) if fixed_q is None and args and len(tangents) > 2 else _ZERO
+        out_shape = np.shape(y)
+        terms = []
+        if not isinstance(da, AbstractZero):
+            lead = np.shape(da)[:1] if is_batched(a, da) else ()
+            rows = stats.to_rows(da, lead)
+            perm = np.broadcast_to(stats.perm, np.shape(rows))
+            picked = np.take_along_axis(rows, perm, axis=-1) @ stats.weights.T  # (*lead, *rest, Q)
+            terms.append(np.reshape(np.moveaxis(picked, -1, len(lead)), lead + out_shape))
+        if not isinstance(dq, AbstractZero):
+            lead = np.shape(dq)[:1] if is_batched(q, dq) else ()
+            flat = np.reshape(dq, lead + (-1,) + (1,) * len(stats.others))
+            terms.append(np.reshape(scale * flat * stats.slopes(), lead + out_shape))
+        if not terms:
+            return y, _ZERO
+        return y, match_output(y, sum(terms[1:], terms[0]))
+
+    rrule_quantile.__qualname__ = f"rrule_{f.__name__}"
+    frule_quantile.__qualname__ = f"frule_{f.__name__}"
+    rrule.register(f)(rrule_quantile)
+    frule.register(f, batched=True)(frule_quantile)
+
+
+_quantile_rules(np.quantile, 1.0)
+_quantile_rules(np.percentile, 0.01)
+_quantile_rules(np.median, 1.0, fixed_q=0.5)

@@ -580,6 +580,73 @@ def frule_where(tangents, cond, *args):
     return y, push((cond,) + args, _where_partials(cond, *args), y, tangents[1:4])
 
 
+_INTERP = ("left", "right", "period")
+
+
+def _interp_parts(x, xp, fp, args, kwargs):
+    """``(lo, hi, w_lo, w_hi, slope, below, above)`` of ``np.interp(x, xp, fp)``: each ``x`` reads
+    ``w_lo fp[lo] + w_hi fp[hi]`` (or ``left``/``right`` outside ``xp``) and has the slope of its
+    segment, zero outside. At a knot the segment to its right is taken (the last one at the end)."""
+    o = dict(zip(_INTERP, args), **kwargs)
+    if o.get("period") is not None:
+        raise TypeError("chainrules: the rule for numpy.interp does not support period=; call it without period=")
+    points, values = np.asarray(xp), np.asarray(fp)
+    n = points.size
+    lo = np.clip(np.searchsorted(points, x, side="right") - 1, 0, max(n - 2, 0))
+    hi = np.minimum(lo + 1, n - 1)
+    width = points[hi] - points[lo]
+    safe = np.where(width == 0, 1, width)
+    below, above = x < points[0], x > points[-1]
+    inside = ~(below | above)
+    t = np.where(inside, (x - points[lo]) / safe, 0)
+    slope = np.where(inside & (width != 0), (values[hi] - values[lo]) / safe, 0)
+    w_lo = np.where(inside, 1 - t, 0) + (below if o.get("left") is None else 0)
+    w_hi = np.where(inside, t, 0) + (above if o.get("right") is None else 0)
+    return lo, hi, w_lo, w_hi, slope, below, above
+
+
+@rrule.register(np.interp)
+def rrule_interp(x, xp, fp, *args, **kwargs):
+    """Piecewise linear: the derivative in ``x`` is the slope of its segment (one-sided at the
+    knots), in ``fp`` the interpolation weights; the sample points ``xp`` are not differentiated,
+    and ``left``/``right`` given by position get the cotangent of the points outside."""
+    y = np.interp(x, xp, fp, *args, **kwargs)
+    lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(np.asarray(x), xp, fp, args, kwargs)
+
+    def interp_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return (_NO, dy, _NO, dy) + tuple(_NO if a is None else dy for a in args)
+        dy = np.asarray(dy)
+        dx = match_input(x, dy * conj(slope))
+        dfp = np.zeros(np.shape(fp), dtype=np.result_type(dy, w_lo))
+        np.add.at(dfp, lo, dy * w_lo)
+        np.add.at(dfp, hi, dy * w_hi)
+        bounds = tuple(_NO if a is None else match_input(a, np.sum(dy[m])) for a, m in zip(args, (below, above)))
+        return (_NO, dx, _NO, match_input(fp, dfp), *bounds, *(_NO for _ in args[2:]))
+
+    return y, interp_pullback
+
+
+@frule.register(np.interp, batched=True)
+def frule_interp(tangents, x, xp, fp, *args, **kwargs):
+    y = np.interp(x, xp, fp, *args, **kwargs)
+    lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(np.asarray(x), xp, fp, args, kwargs)
+    dx, dfp = unthunk(tangents[1]), unthunk(tangents[3])
+    terms = []
+    if not isinstance(dx, AbstractZero):
+        terms.append(slope * dx)
+    if not isinstance(dfp, AbstractZero):
+        terms.append(w_lo * dfp[..., lo] + w_hi * dfp[..., hi])
+    for a, mask, d in zip(args, (below, above), tangents[4:6]):
+        d = unthunk(d)
+        if a is not None and not isinstance(d, AbstractZero):
+            terms.append(mask * np.reshape(d, np.shape(d) + (1,) * np.ndim(mask)))
+    if not terms:
+        return y, _ZERO
+    return y, match_output(y, sum(terms[1:], terms[0]))
+
+
 def _clip_rules(f, names: tuple[str, ...], defaults: dict):
     """Rules for ``np.clip(a, a_min, a_max)`` and ``ndarray.clip(min, max)``: bounds may be arrays or None."""
     lo_name, hi_name = names[:2]

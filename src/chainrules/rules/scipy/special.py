@@ -25,6 +25,7 @@ _NO = NoTangent()
 _ZERO = ZeroTangent()
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2
+_ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
 def _lift(dx, x, out_ndim: int):
@@ -147,6 +148,25 @@ def _zeta(s, q):
     return sc.zeta(s, q), (None, -s * sc.zeta(s + 1.0, q))
 
 
+def _gamma(x):
+    # Gamma'(x) = Gamma(x) psi(x); holomorphic, so complex arguments take the same row
+    x = _float(x)
+    y = sc.gamma(x)
+    return y, y * sc.digamma(x)
+
+
+def _ndtr(x):
+    # the standard normal CDF: its derivative is the density exp(-x^2 / 2) / sqrt(2 pi)
+    x = _float(x)
+    return sc.ndtr(x), _ONE_OVER_SQRT_2PI * np.exp(-0.5 * x * x)
+
+
+def _i0(x):
+    # I0' = I1 (DLMF 10.29.3 with nu = 0)
+    x = _float(x)
+    return sc.i0(x), sc.i1(x)
+
+
 def _erf(x):
     x = _float(x)
     return sc.erf(x), _TWO_OVER_SQRT_PI * np.exp(-x * x)
@@ -192,6 +212,9 @@ for _f, _compute, _name in (
     (sc.logit, _logit, "logit"),
     (sc.gammaln, _gammaln, "gammaln"),
     (sc.digamma, _digamma, "digamma"),
+    (sc.gamma, _gamma, "gamma"),
+    (sc.ndtr, _ndtr, "ndtr"),
+    (sc.i0, _i0, "i0"),
     (sc.erf, _erf, "erf"),
     (sc.erfc, _erfc, "erfc"),
     (sc.erfinv, _erfinv, "erfinv"),
