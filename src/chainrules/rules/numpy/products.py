@@ -1,4 +1,5 @@
-"""Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``.
+"""Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``,
+``vecdot``, ``matvec``, ``vecmat``.
 
 Matrix-like products are written as one 2-D product of reshaped operands (``tensordot``'s own
 method), computed with BLAS (see ``_blas``); two matrices skip the reshaping. Their cotangents are
@@ -754,6 +755,164 @@ def frule_vdot(tangents, a, b):
         rows = np.reshape(db, (np.shape(db)[0], -1)) if is_batched(b, db) else np.ravel(db)
         terms.append(np.matmul(rows, _conj(np.ravel(a))))
     return np.vdot(a, b), _add_terms(*terms)
+
+
+# ----- vecdot, matvec, vecmat (NumPy 2's gufuncs) ---------------------------------------------
+#
+# Each is a bilinear product over one or two core axes, its loop axes broadcast: the cotangents
+# are computed on the broadcast loop shape and summed back (``_loop_cotangent``). ``vecdot`` and
+# ``vecmat`` conjugate their vector argument (NumPy's convention, as ``vdot``'s):
+# ``vecdot(a, b) = sum(conj(a) * b)`` and ``vecmat(v, A) = conj(v) @ A``.
+
+
+def _loop_cotangent(x, g, batched: bool):
+    """The cotangent ``g`` of ``x`` computed on the broadcast shape, summed back to ``x``'s shape
+    (a batch of cotangents keeps its leading axis)."""
+    if batched:
+        return match_input_batch(x, unbroadcast_batch(x, g))
+    return to_input(x, sum_to(g, np.shape(x)))
+
+
+def _product_cotangent_thunks(a, b, ga, gb, batched: bool):
+    """Thunks of the two operands' cotangents from functions computing them on the broadcast shape."""
+    da = NO if has_no_tangent(a) else Thunk(lambda: _loop_cotangent(a, ga(), batched))
+    db = NO if has_no_tangent(b) else Thunk(lambda: _loop_cotangent(b, gb(), batched))
+    return NO, da, db
+
+
+def _loop_batched(x, dx, core: int, loop_other: int):
+    """A tangent ``dx`` of ``x`` (``core`` core axes) ready to broadcast against an operand with
+    ``loop_other`` loop axes: a batched one gets size-1 axes after its batch axis, so that the batch
+    axis stays in front of every loop axis."""
+    if not is_batched(x, dx):
+        return dx
+    shape = np.shape(dx)
+    missing = loop_other - (np.ndim(x) - core)
+    return np.reshape(dx, shape[:1] + (1,) * missing + shape[1:]) if missing > 0 else dx
+
+
+def _vecdot_vectors(a, b, kwargs):
+    """``a`` and ``b`` with the ``axis`` of ``vecdot`` as their last axis, and that axis (negative) of each."""
+    axis = kwargs.get("axis", -1)
+    axis_a = normalize_axis(axis, np.ndim(a)) - np.ndim(a)
+    axis_b = normalize_axis(axis, np.ndim(b)) - np.ndim(b)
+    return np.moveaxis(a, axis_a, -1), np.moveaxis(b, axis_b, -1), axis_a, axis_b
+
+
+@rrule.register(np.linalg.vecdot, batched=True)  # the array API's name: another callable, the same product
+@rrule.register(np.vecdot, batched=True)
+def rrule_vecdot(a, b, **kwargs):
+    """``y = sum(conj(a) * b)`` along ``axis``: ``ā = conj(ȳ) b`` and ``b̄ = ȳ a``, as for ``vdot``."""
+    _check_kwargs(np.vecdot, kwargs, _PASSIVE_KWARGS | {"axis"})
+    y = np.vecdot(a, b, **kwargs)
+    va, vb, axis_a, axis_b = _vecdot_vectors(a, b, kwargs)
+
+    def vecdot_pullback(dy):
+        dy = unthunk(dy)
+        batched = carries_batch(y, dy)
+        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, dy
+        g = np.expand_dims(dy, -1)  # the same cotangent for every entry of the vectors
+        return _product_cotangent_thunks(
+            a,
+            b,
+            lambda: np.moveaxis(_conj(g) * vb, -1, axis_a),
+            lambda: np.moveaxis(g * va, -1, axis_b),
+            batched,
+        )
+
+    return y, vecdot_pullback
+
+
+@frule.register(np.linalg.vecdot, batched=True)
+@frule.register(np.vecdot, batched=True)
+def frule_vecdot(tangents, a, b, **kwargs):
+    _check_kwargs(np.vecdot, kwargs, _PASSIVE_KWARGS | {"axis"})
+    y = np.vecdot(a, b, **kwargs)
+    passive = {k: v for k, v in kwargs.items() if k != "axis"}
+    va, vb, axis_a, axis_b = _vecdot_vectors(a, b, kwargs)
+    da, db = unthunk(tangents[1]), unthunk(tangents[2])
+    terms = []
+    if not isinstance(da, AbstractZero):
+        vda = np.moveaxis(_loop_batched(a, da, 1, np.ndim(b) - 1), axis_a, -1)
+        terms.append(np.vecdot(vda, vb, **passive))
+    if not isinstance(db, AbstractZero):
+        vdb = np.moveaxis(_loop_batched(b, db, 1, np.ndim(a) - 1), axis_b, -1)
+        terms.append(np.vecdot(va, vdb, **passive))
+    return y, _add_terms(*terms)
+
+
+@rrule.register(np.matvec, batched=True)
+def rrule_matvec(m, v, **kwargs):
+    """``y = m @ v`` over stacks: ``m̄ = ȳ v^H`` and ``v̄ = m^H ȳ``, as for ``matmul``."""
+    _check_kwargs(np.matvec, kwargs)
+    y = np.matvec(m, v, **kwargs)
+
+    def matvec_pullback(dy):
+        dy = unthunk(dy)
+        batched = carries_batch(y, dy)
+        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, dy
+        return _product_cotangent_thunks(
+            m,
+            v,
+            lambda: np.expand_dims(dy, -1) * np.expand_dims(_conj(v), -2),
+            lambda: np.vecmat(_conj(dy), _conj(m)),  # m^H ȳ
+            batched,
+        )
+
+    return y, matvec_pullback
+
+
+@frule.register(np.matvec, batched=True)
+def frule_matvec(tangents, m, v, **kwargs):
+    _check_kwargs(np.matvec, kwargs)
+    y = np.matvec(m, v, **kwargs)
+    dm, dv = unthunk(tangents[1]), unthunk(tangents[2])
+    terms = []
+    if not isinstance(dm, AbstractZero):
+        terms.append(np.matvec(_loop_batched(m, dm, 2, np.ndim(v) - 1), v, **kwargs))
+    if not isinstance(dv, AbstractZero):
+        terms.append(np.matvec(m, _loop_batched(v, dv, 1, np.ndim(m) - 2), **kwargs))
+    return y, _add_terms(*terms)
+
+
+@rrule.register(np.vecmat, batched=True)
+def rrule_vecmat(v, m, **kwargs):
+    """``y = conj(v) @ m`` over stacks: ``m̄ = v ȳ^T`` (an outer product) and ``v̄ = m conj(ȳ)``."""
+    _check_kwargs(np.vecmat, kwargs)
+    y = np.vecmat(v, m, **kwargs)
+
+    def vecmat_pullback(dy):
+        dy = unthunk(dy)
+        batched = carries_batch(y, dy)
+        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, dy
+        return _product_cotangent_thunks(
+            v,
+            m,
+            lambda: np.matvec(m, _conj(dy)),
+            lambda: np.expand_dims(v, -1) * np.expand_dims(dy, -2),
+            batched,
+        )
+
+    return y, vecmat_pullback
+
+
+@frule.register(np.vecmat, batched=True)
+def frule_vecmat(tangents, v, m, **kwargs):
+    _check_kwargs(np.vecmat, kwargs)
+    y = np.vecmat(v, m, **kwargs)
+    dv, dm = unthunk(tangents[1]), unthunk(tangents[2])
+    terms = []
+    if not isinstance(dv, AbstractZero):
+        terms.append(np.vecmat(_loop_batched(v, dv, 1, np.ndim(m) - 2), m, **kwargs))
+    if not isinstance(dm, AbstractZero):
+        terms.append(np.vecmat(v, _loop_batched(m, dm, 2, np.ndim(v) - 1), **kwargs))
+    return y, _add_terms(*terms)
 
 
 # ----- einsum ----------------------------------------------------------------------------------
