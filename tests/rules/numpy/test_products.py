@@ -457,3 +457,55 @@ def test_vector_products_refuse_axes_and_out():
         cr.rrule(np.matvec, _r(2, 2), _r(2), out=np.zeros(2))
     with pytest.raises(TypeError, match="keepdims"):
         cr.frule((cr.NoTangent(), _r(2), _r(2)), np.vecdot, _r(2), _r(2), keepdims=True)
+
+
+# ----- multi_dot ----------------------------------------------------------------------------------
+
+MULTI_DOT = [
+    [_r(3, 4), _r(4, 5), _r(5, 2)],
+    [_r(3, 4), _r(4, 2)],
+    [_r(3), _r(3, 4), _r(4, 2)],
+    [_r(3, 4), _r(4, 5), _r(5)],
+    [_r(2), _r(2, 6), _r(6, 3), _r(3)],
+    [_r(4), _r(4)],
+    (_r(2, 3), _r(3, 3), _r(3, 2)),
+    [_r(3, 4, dtype=np.float32), _r(4, 2, dtype=np.float32), _r(2, dtype=np.float32)],
+    [_r(2, 3, dtype=np.complex128), _r(3, 4, dtype=np.complex128), _r(4, 2, dtype=np.complex128)],
+    [_r(3, dtype=np.complex128), _r(3, 2), _r(2, 2, dtype=np.complex128)],
+]
+
+
+def _chain_id(arrays):
+    return type(arrays).__name__ + "-" + "-".join(f"{a.dtype}{a.shape}" for a in arrays)
+
+
+@pytest.mark.parametrize("arrays", MULTI_DOT, ids=_chain_id)
+def test_multi_dot_rrule(arrays):
+    crt.test_rrule(np.linalg.multi_dot, arrays)
+
+
+@pytest.mark.parametrize("arrays", MULTI_DOT, ids=_chain_id)
+def test_multi_dot_frule(arrays):
+    crt.test_frule(np.linalg.multi_dot, arrays)
+
+
+@pytest.mark.parametrize("arrays", MULTI_DOT, ids=_chain_id)
+def test_multi_dot_batched_frule(arrays):
+    check_batched_frule(np.linalg.multi_dot, arrays)
+
+
+def test_multi_dot_of_a_stacked_array_and_with_a_constant_factor():
+    stack = _r(3, 2, 2)
+    crt.test_rrule(np.linalg.multi_dot, stack)
+    crt.test_frule(np.linalg.multi_dot, stack)
+    a, b = _r(2, 3), _r(3, 2)
+    dy = _r(2, 2)
+    _, back = cr.rrule(np.linalg.multi_dot, [a, np.arange(9).reshape(3, 3) > 4, b])
+    _, cotangent = back(dy)
+    assert isinstance(cotangent[1], cr.NoTangent)
+    np.testing.assert_allclose(cotangent[0], dy @ ((np.arange(9).reshape(3, 3) > 4) @ b).T)
+
+
+def test_multi_dot_refuses_out():
+    with pytest.raises(TypeError, match="out="):
+        cr.rrule(np.linalg.multi_dot, [_r(2, 2), _r(2, 2)], out=np.zeros((2, 2)))

@@ -1,5 +1,5 @@
 """Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``,
-``vecdot``, ``matvec``, ``vecmat``.
+``vecdot``, ``matvec``, ``vecmat``, ``multi_dot``.
 
 Matrix-like products are written as one 2-D product of reshaped operands (``tensordot``'s own
 method), computed with BLAS (see ``_blas``); two matrices skip the reshaping. Their cotangents are
@@ -41,11 +41,14 @@ from ._arrays import (
     ZERO,
     ArrayLike,
     add_value_into,
+    as_sequence,
     cotangent_array,
     has_no_tangent,
     inplaceable,
     is_batched,
     normalize_axis,
+    sequence_cotangent,
+    sequence_items,
     sum_to,
     to_input,
 )
@@ -913,6 +916,78 @@ def frule_vecmat(tangents, v, m, **kwargs):
     if not isinstance(dm, AbstractZero):
         terms.append(np.vecmat(v, _loop_batched(m, dm, 2, np.ndim(v) - 1), **kwargs))
     return y, _add_terms(*terms)
+
+
+# ----- multi_dot -------------------------------------------------------------------------------
+
+
+def _chain_matrices(factors: list) -> list:
+    """The factors of ``multi_dot`` as matrices: a 1-D first factor is a row, a 1-D last one a column."""
+    mats = list(factors)
+    if np.ndim(mats[0]) == 1:
+        mats[0] = np.reshape(mats[0], (1, -1))
+    if np.ndim(mats[-1]) == 1:
+        mats[-1] = np.reshape(mats[-1], (-1, 1))
+    return mats
+
+
+def _chain(mats: list):
+    """The product of a list of matrices (``None`` for an empty list), in ``multi_dot``'s order."""
+    if not mats:
+        return None
+    return mats[0] if len(mats) == 1 else np.linalg.multi_dot(mats)
+
+
+@rrule.register(np.linalg.multi_dot)
+def rrule_multi_dot(arrays, **kwargs):
+    """``y = A_1 ... A_n``: ``Ā_i = A_{i-1}^H ... A_1^H ȳ A_n^H ... A_{i+1}^H`` (``matmul``'s rule applied
+    factor by factor), itself a chain that ``multi_dot`` puts in its cheapest order."""
+    _check_kwargs(np.linalg.multi_dot, kwargs, frozenset())
+    y = np.linalg.multi_dot(arrays)
+    factors = as_sequence(arrays, np.linalg.multi_dot)
+    mats = _chain_matrices(factors)
+
+    def multi_dot_pullback(dy):
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy
+        adjoints = [apply_op(m, "C") for m in mats]
+        dY = np.reshape(dy, (np.shape(mats[0])[0], np.shape(mats[-1])[1]))
+        pieces = [
+            NO
+            if has_no_tangent(x)
+            else to_input(
+                x, np.reshape(np.linalg.multi_dot([*adjoints[:i][::-1], dY, *adjoints[i + 1 :][::-1]]), np.shape(x))
+            )
+            for i, x in enumerate(factors)
+        ]
+        return NO, sequence_cotangent(arrays, pieces)
+
+    return y, multi_dot_pullback
+
+
+@frule.register(np.linalg.multi_dot, batched=True)
+def frule_multi_dot(tangents, arrays, **kwargs):
+    _check_kwargs(np.linalg.multi_dot, kwargs, frozenset())
+    y = np.linalg.multi_dot(arrays)
+    factors = as_sequence(arrays, np.linalg.multi_dot)
+    mats = _chain_matrices(factors)
+    terms = []
+    for i, (x, dx) in enumerate(zip(factors, sequence_items(arrays, tangents[1]))):
+        if isinstance(dx, AbstractZero):
+            continue
+        lead = np.shape(dx)[:1] if is_batched(x, dx) else ()
+        dm = np.reshape(dx, lead + np.shape(mats[i]))
+        if lead:  # multi_dot takes matrices only: the batch goes through matmul
+            left, right = _chain(mats[:i]), _chain(mats[i + 1 :])
+            term = dm if left is None else np.matmul(left, dm)
+            term = term if right is None else np.matmul(term, right)
+        else:
+            term = np.linalg.multi_dot([*mats[:i], dm, *mats[i + 1 :]])
+        terms.append(np.reshape(term, lead + np.shape(y)))
+    if not terms:
+        return y, ZERO
+    return y, match_output(y, _add_terms(*terms))
 
 
 # ----- einsum ----------------------------------------------------------------------------------
