@@ -367,6 +367,9 @@ def test_polyval_refuses_poly1d_coefficients():
         (np.linalg.matmul, (_r(2, 3, dtype=np.complex128), _r(3, 2, dtype=np.complex128))),
         (np.linalg.outer, (_r(3), _r(4))),
         (np.linalg.outer, (_r(2, dtype=np.complex128), _r(3, dtype=np.complex128))),
+        (np.linalg.tensordot, (_r(2, 3, 4), _r(3, 4, 2))),
+        (np.linalg.tensordot, (_r(2, 3, dtype=np.float32), _r(2, 3, dtype=np.float32))),
+        (np.linalg.tensordot, (_r(3, 4, dtype=np.complex128), _r(3, 4, 2, dtype=np.complex128))),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )
@@ -374,6 +377,23 @@ def test_array_api_names_of_products(f, args):
     assert f is not np.matmul and f is not np.outer  # distinct callables, each needing a rule
     crt.test_rrule(f, *args)
     crt.test_frule(f, *args)
+    check_batched_frule(f, *args)
+
+
+def test_array_api_tensordot_takes_axes_by_keyword():
+    assert np.linalg.tensordot is not np.tensordot
+    a, b = _r(2, 3, 4), _r(4, 2, 5)
+    for axes in (1, ([0, 2], [1, 0])):
+        crt.test_rrule(np.linalg.tensordot, a, b, fkwargs={"axes": axes})
+        crt.test_frule(np.linalg.tensordot, a, b, fkwargs={"axes": axes})
+        check_batched_frule(np.linalg.tensordot, a, b, fkwargs={"axes": axes})
+
+
+@pytest.mark.parametrize("args", [(_r(2, 3, 4),), (_r(3, 3, dtype=np.complex128),)], ids=str)
+def test_array_api_trace(args):
+    assert np.linalg.trace is not np.trace  # its own rules, in linalg.py
+    crt.test_rrule(np.linalg.trace, *args, fkwargs={"offset": 1})
+    crt.test_frule(np.linalg.trace, *args)
 
 
 # ----- vecdot, matvec, vecmat -----------------------------------------------------------------

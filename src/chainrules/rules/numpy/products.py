@@ -628,6 +628,7 @@ def _tensordot_rrule(a, b, axes=2):
     return _Contraction.tensordot(a, b, *_tensordot_axes(a, b, axes)).rrule(a, b)
 
 
+@rrule.register(np.linalg.tensordot, batched=True)  # (axes= by keyword only)
 @rrule.register(np.tensordot, batched=True)
 def rrule_tensordot(a, b, *axes_given, **kwargs):
     y, pullback = _tensordot_rrule(a, b, *axes_given, **kwargs)
@@ -657,6 +658,7 @@ def _tensordot_pushforward(a, b, da, db, axes):
     return _add_terms(left, right)
 
 
+@frule.register(np.linalg.tensordot, batched=True)
 @frule.register(np.tensordot, batched=True)
 def frule_tensordot(tangents, a, b, axes=2):
     da, db = tangents[1], tangents[2]
