@@ -121,3 +121,21 @@ def test_a_closure_that_rebinds_what_it_captured_still_writes_the_callers_cell()
 
     assert pullback_full(inner, 0.5)[1](1.0) == (cr.Tangent[type(inner)](x=0.25), 0.8)
     assert calls == 1.0
+
+
+@pytest.mark.parametrize(
+    "inner",
+    [
+        lambda x: x[0, 0] * x[1, 2],  # integer indices: their cotangents scatter an outer tape's numbers
+        lambda x: np.sum(np.sin(x) ** 2 * x[0]),
+        lambda x: np.sum(x[1, np.array([0, 2, 0])] ** 3),  # a fancy index that repeats a position
+        lambda x: np.sum(x[:, 1] * x[0, 1:]),
+    ],
+)
+def test_tape_over_tape_through_indexing(inner):
+    def outer(x):
+        return np.sum(cr.gradient(inner, x, engine="tape")[0] ** 2)
+
+    x = np.array([[0.3, 0.7, 1.1], [0.2, -0.4, 0.9]])
+    expected = crt.fd_jacobian(outer, x).reshape(x.shape)
+    np.testing.assert_allclose(cr.gradient(outer, x, engine="tape")[0], expected, rtol=1e-6, atol=1e-8)
