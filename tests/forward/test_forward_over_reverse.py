@@ -275,3 +275,18 @@ def test_hessian_and_second_derivative_at_integer_inputs(engine):
         cr.hessian(cube_sum, np.array([1, 2]), engine=engine),
         crt.fd_jacobian(lambda x: 3.0 * x**2, np.array([1.0, 2.0])),
     )
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_hessian_of_float32_stays_float32(engine):
+    x = np.array([1.0, 2.0, -0.5], dtype=np.float32)
+
+    def f(x):
+        return np.sum(np.sin(x) * x**3)
+
+    H = cr.hessian(f, x, engine=engine)
+    assert H.dtype == np.float32
+    expected = crt.fd_jacobian(lambda z: cr.gradient(f, z, engine=engine)[0], x.astype(np.float64))
+    np.testing.assert_allclose(H, expected, rtol=1e-4, atol=1e-4)
+    _, dg = cr.jvp(lambda z: cr.gradient(f, z, engine=engine)[0], (x,), (np.ones(3, np.float32),))
+    assert dg.dtype == np.float32
