@@ -367,6 +367,9 @@ def test_polyval_refuses_poly1d_coefficients():
         (np.linalg.matmul, (_r(2, 3, dtype=np.complex128), _r(3, 2, dtype=np.complex128))),
         (np.linalg.outer, (_r(3), _r(4))),
         (np.linalg.outer, (_r(2, dtype=np.complex128), _r(3, dtype=np.complex128))),
+        (np.linalg.tensordot, (_r(2, 3, 4), _r(3, 4, 2))),
+        (np.linalg.tensordot, (_r(2, 3, dtype=np.float32), _r(2, 3, dtype=np.float32))),
+        (np.linalg.tensordot, (_r(3, 4, dtype=np.complex128), _r(3, 4, 2, dtype=np.complex128))),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )
@@ -374,3 +377,155 @@ def test_array_api_names_of_products(f, args):
     assert f is not np.matmul and f is not np.outer  # distinct callables, each needing a rule
     crt.test_rrule(f, *args)
     crt.test_frule(f, *args)
+    check_batched_frule(f, *args)
+
+
+def test_array_api_tensordot_takes_axes_by_keyword():
+    assert np.linalg.tensordot is not np.tensordot
+    a, b = _r(2, 3, 4), _r(4, 2, 5)
+    for axes in (1, ([0, 2], [1, 0])):
+        crt.test_rrule(np.linalg.tensordot, a, b, fkwargs={"axes": axes})
+        crt.test_frule(np.linalg.tensordot, a, b, fkwargs={"axes": axes})
+        check_batched_frule(np.linalg.tensordot, a, b, fkwargs={"axes": axes})
+
+
+@pytest.mark.parametrize("args", [(_r(2, 3, 4),), (_r(3, 3, dtype=np.complex128),)], ids=str)
+def test_array_api_trace(args):
+    assert np.linalg.trace is not np.trace  # its own rules, in linalg.py
+    crt.test_rrule(np.linalg.trace, *args, fkwargs={"offset": 1})
+    crt.test_frule(np.linalg.trace, *args)
+
+
+# ----- vecdot, matvec, vecmat -----------------------------------------------------------------
+
+VECTOR_PRODUCTS = [
+    (np.vecdot, (_r(4), _r(4)), {}),
+    (np.vecdot, (_r(3, 4), _r(4)), {}),
+    (np.vecdot, (_r(4), _r(2, 3, 4)), {}),
+    (np.vecdot, (_r(2, 1, 4), _r(3, 4)), {}),
+    (np.vecdot, (_r(4, 3), _r(4, 1)), {"axis": 0}),
+    (np.vecdot, (_r(3, 4, dtype=np.float32), _r(3, 4, dtype=np.float32)), {}),
+    (np.vecdot, (_r(3, 4, dtype=np.complex128), _r(4, dtype=np.complex128)), {}),
+    (np.vecdot, (_r(4, dtype=np.complex64), _r(2, 4, dtype=np.complex64)), {}),
+    (np.vecdot, (_r(3, 4), _r(3, 4, dtype=np.complex128)), {}),
+    (np.linalg.vecdot, (_r(2, 4), _r(4)), {}),
+    (np.linalg.vecdot, (_r(4, 2, dtype=np.complex128), _r(4, 2, dtype=np.complex128)), {"axis": -2}),
+    (np.matvec, (_r(3, 4), _r(4)), {}),
+    (np.matvec, (_r(2, 3, 4), _r(4)), {}),
+    (np.matvec, (_r(3, 4), _r(2, 4)), {}),
+    (np.matvec, (_r(2, 1, 3, 4), _r(5, 4)), {}),
+    (np.matvec, (_r(3, 4, dtype=np.float32), _r(2, 4, dtype=np.float32)), {}),
+    (np.matvec, (_r(2, 3, 4, dtype=np.complex128), _r(4, dtype=np.complex128)), {}),
+    (np.matvec, (_r(3, 4), _r(4, dtype=np.complex128)), {}),
+    (np.vecmat, (_r(4), _r(4, 3)), {}),
+    (np.vecmat, (_r(2, 4), _r(4, 3)), {}),
+    (np.vecmat, (_r(4), _r(2, 4, 3)), {}),
+    (np.vecmat, (_r(5, 1, 4), _r(2, 4, 3)), {}),
+    (np.vecmat, (_r(4, dtype=np.float32), _r(2, 4, 3, dtype=np.float32)), {}),
+    (np.vecmat, (_r(2, 4, dtype=np.complex128), _r(4, 3, dtype=np.complex128)), {}),
+    (np.vecmat, (_r(4, dtype=np.complex128), _r(4, 3)), {}),
+]
+
+
+@pytest.mark.parametrize("case", VECTOR_PRODUCTS, ids=_bilinear_id)
+def test_vector_product_rrule(case):
+    f, args, kwargs = case
+    crt.test_rrule(f, *args, fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("case", VECTOR_PRODUCTS, ids=_bilinear_id)
+def test_vector_product_frule(case):
+    f, args, kwargs = case
+    crt.test_frule(f, *args, fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("case", VECTOR_PRODUCTS, ids=_bilinear_id)
+def test_vector_product_batched_frule(case):
+    f, args, kwargs = case
+    check_batched_frule(f, *args, fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("case", VECTOR_PRODUCTS, ids=_bilinear_id)
+def test_vector_product_batched_pullback(case, batched_pullback):
+    f, args, kwargs = case
+    single = any(a.dtype in (np.float32, np.complex64) for a in args)
+    batched_pullback(f, *args, kwargs=kwargs, rtol=2e-6 if single else 1e-12)
+
+
+@pytest.mark.parametrize("case", VECTOR_PRODUCTS, ids=_bilinear_id)
+def test_vector_product_rrule_on_values_implementing_numpy_protocols(case):
+    f, args, kwargs = case
+    check_rrule_on_wrapped(f, *args, fkwargs=kwargs)
+
+
+def test_vecdot_conjugates_its_first_argument():
+    # y = sum(conj(a) b) is antilinear in a: ā = conj(ȳ) b, b̄ = ȳ a (as np.vdot's rule)
+    a, b, dy = _r(3, dtype=np.complex128), _r(3, dtype=np.complex128), 0.5 - 2j
+    y, back = cr.rrule(np.vecdot, a, b)
+    np.testing.assert_allclose(y, np.vdot(a, b))
+    da, db = (cr.unthunk(t) for t in back(dy)[1:])
+    np.testing.assert_allclose(da, np.conj(dy) * b)
+    np.testing.assert_allclose(db, dy * a)
+    _, dv = cr.frule((cr.NoTangent(), 1j * np.ones(3), cr.ZeroTangent()), np.vecdot, a, b)
+    np.testing.assert_allclose(dv, np.sum(-1j * b))
+
+
+def test_vector_products_refuse_axes_and_out():
+    with pytest.raises(TypeError, match="axes"):
+        cr.rrule(np.vecdot, _r(3, 2), _r(3, 2), axes=[(0,), (0,), ()])
+    with pytest.raises(TypeError, match="out="):
+        cr.rrule(np.matvec, _r(2, 2), _r(2), out=np.zeros(2))
+    with pytest.raises(TypeError, match="keepdims"):
+        cr.frule((cr.NoTangent(), _r(2), _r(2)), np.vecdot, _r(2), _r(2), keepdims=True)
+
+
+# ----- multi_dot ----------------------------------------------------------------------------------
+
+MULTI_DOT = [
+    [_r(3, 4), _r(4, 5), _r(5, 2)],
+    [_r(3, 4), _r(4, 2)],
+    [_r(3), _r(3, 4), _r(4, 2)],
+    [_r(3, 4), _r(4, 5), _r(5)],
+    [_r(2), _r(2, 6), _r(6, 3), _r(3)],
+    [_r(4), _r(4)],
+    (_r(2, 3), _r(3, 3), _r(3, 2)),
+    [_r(3, 4, dtype=np.float32), _r(4, 2, dtype=np.float32), _r(2, dtype=np.float32)],
+    [_r(2, 3, dtype=np.complex128), _r(3, 4, dtype=np.complex128), _r(4, 2, dtype=np.complex128)],
+    [_r(3, dtype=np.complex128), _r(3, 2), _r(2, 2, dtype=np.complex128)],
+]
+
+
+def _chain_id(arrays):
+    return type(arrays).__name__ + "-" + "-".join(f"{a.dtype}{a.shape}" for a in arrays)
+
+
+@pytest.mark.parametrize("arrays", MULTI_DOT, ids=_chain_id)
+def test_multi_dot_rrule(arrays):
+    crt.test_rrule(np.linalg.multi_dot, arrays)
+
+
+@pytest.mark.parametrize("arrays", MULTI_DOT, ids=_chain_id)
+def test_multi_dot_frule(arrays):
+    crt.test_frule(np.linalg.multi_dot, arrays)
+
+
+@pytest.mark.parametrize("arrays", MULTI_DOT, ids=_chain_id)
+def test_multi_dot_batched_frule(arrays):
+    check_batched_frule(np.linalg.multi_dot, arrays)
+
+
+def test_multi_dot_of_a_stacked_array_and_with_a_constant_factor():
+    stack = _r(3, 2, 2)
+    crt.test_rrule(np.linalg.multi_dot, stack)
+    crt.test_frule(np.linalg.multi_dot, stack)
+    a, b = _r(2, 3), _r(3, 2)
+    dy = _r(2, 2)
+    _, back = cr.rrule(np.linalg.multi_dot, [a, np.arange(9).reshape(3, 3) > 4, b])
+    _, cotangent = back(dy)
+    assert isinstance(cotangent[1], cr.NoTangent)
+    np.testing.assert_allclose(cotangent[0], dy @ ((np.arange(9).reshape(3, 3) > 4) @ b).T)
+
+
+def test_multi_dot_refuses_out():
+    with pytest.raises(TypeError, match="out="):
+        cr.rrule(np.linalg.multi_dot, [_r(2, 2), _r(2, 2)], out=np.zeros((2, 2)))

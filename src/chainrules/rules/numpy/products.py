@@ -1,4 +1,5 @@
-"""Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``.
+"""Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``,
+``vecdot``, ``matvec``, ``vecmat``, ``multi_dot``.
 
 Matrix-like products are written as one 2-D product of reshaped operands (``tensordot``'s own
 method), computed with BLAS (see ``_blas``); two matrices skip the reshaping. Their cotangents are
@@ -40,11 +41,14 @@ from ._arrays import (
     ZERO,
     ArrayLike,
     add_value_into,
+    as_sequence,
     cotangent_array,
     has_no_tangent,
     inplaceable,
     is_batched,
     normalize_axis,
+    sequence_cotangent,
+    sequence_items,
     sum_to,
     to_input,
 )
@@ -624,6 +628,7 @@ def _tensordot_rrule(a, b, axes=2):
     return _Contraction.tensordot(a, b, *_tensordot_axes(a, b, axes)).rrule(a, b)
 
 
+@rrule.register(np.linalg.tensordot, batched=True)  # (axes= by keyword only)
 @rrule.register(np.tensordot, batched=True)
 def rrule_tensordot(a, b, *axes_given, **kwargs):
     y, pullback = _tensordot_rrule(a, b, *axes_given, **kwargs)
@@ -653,6 +658,7 @@ def _tensordot_pushforward(a, b, da, db, axes):
     return _add_terms(left, right)
 
 
+@frule.register(np.linalg.tensordot, batched=True)
 @frule.register(np.tensordot, batched=True)
 def frule_tensordot(tangents, a, b, axes=2):
     da, db = tangents[1], tangents[2]
@@ -754,6 +760,236 @@ def frule_vdot(tangents, a, b):
         rows = np.reshape(db, (np.shape(db)[0], -1)) if is_batched(b, db) else np.ravel(db)
         terms.append(np.matmul(rows, _conj(np.ravel(a))))
     return np.vdot(a, b), _add_terms(*terms)
+
+
+# ----- vecdot, matvec, vecmat (NumPy 2's gufuncs) ---------------------------------------------
+#
+# Each is a bilinear product over one or two core axes, its loop axes broadcast: the cotangents
+# are computed on the broadcast loop shape and summed back (``_loop_cotangent``). ``vecdot`` and
+# ``vecmat`` conjugate their vector argument (NumPy's convention, as ``vdot``'s):
+# ``vecdot(a, b) = sum(conj(a) * b)`` and ``vecmat(v, A) = conj(v) @ A``.
+
+
+def _loop_cotangent(x, g, batched: bool):
+    """The cotangent ``g`` of ``x`` computed on the broadcast shape, summed back to ``x``'s shape
+    (a batch of cotangents keeps its leading axis)."""
+    if batched:
+        return match_input_batch(x, unbroadcast_batch(x, g))
+    return to_input(x, sum_to(g, np.shape(x)))
+
+
+def _product_cotangent_thunks(a, b, ga, gb, batched: bool):
+    """Thunks of the two operands' cotangents from functions computing them on the broadcast shape."""
+    da = NO if has_no_tangent(a) else Thunk(lambda: _loop_cotangent(a, ga(), batched))
+    db = NO if has_no_tangent(b) else Thunk(lambda: _loop_cotangent(b, gb(), batched))
+    return NO, da, db
+
+
+def _loop_batched(x, dx, core: int, loop_other: int):
+    """A tangent ``dx`` of ``x`` (``core`` core axes) ready to broadcast against an operand with
+    ``loop_other`` loop axes: a batched one gets size-1 axes after its batch axis, so that the batch
+    axis stays in front of every loop axis."""
+    if not is_batched(x, dx):
+        return dx
+    shape = np.shape(dx)
+    missing = loop_other - (np.ndim(x) - core)
+    return np.reshape(dx, shape[:1] + (1,) * missing + shape[1:]) if missing > 0 else dx
+
+
+def _vecdot_vectors(a, b, kwargs):
+    """``a`` and ``b`` with the ``axis`` of ``vecdot`` as their last axis, and that axis (negative) of each."""
+    axis = kwargs.get("axis", -1)
+    axis_a = normalize_axis(axis, np.ndim(a)) - np.ndim(a)
+    axis_b = normalize_axis(axis, np.ndim(b)) - np.ndim(b)
+    return np.moveaxis(a, axis_a, -1), np.moveaxis(b, axis_b, -1), axis_a, axis_b
+
+
+@rrule.register(np.linalg.vecdot, batched=True)  # the array API's name: another callable, the same product
+@rrule.register(np.vecdot, batched=True)
+def rrule_vecdot(a, b, **kwargs):
+    """``y = sum(conj(a) * b)`` along ``axis``: ``ā = conj(ȳ) b`` and ``b̄ = ȳ a``, as for ``vdot``."""
+    _check_kwargs(np.vecdot, kwargs, _PASSIVE_KWARGS | {"axis"})
+    y = np.vecdot(a, b, **kwargs)
+    va, vb, axis_a, axis_b = _vecdot_vectors(a, b, kwargs)
+
+    def vecdot_pullback(dy):
+        dy = unthunk(dy)
+        batched = carries_batch(y, dy)
+        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, dy
+        g = np.expand_dims(dy, -1)  # the same cotangent for every entry of the vectors
+        return _product_cotangent_thunks(
+            a,
+            b,
+            lambda: np.moveaxis(_conj(g) * vb, -1, axis_a),
+            lambda: np.moveaxis(g * va, -1, axis_b),
+            batched,
+        )
+
+    return y, vecdot_pullback
+
+
+@frule.register(np.linalg.vecdot, batched=True)
+@frule.register(np.vecdot, batched=True)
+def frule_vecdot(tangents, a, b, **kwargs):
+    _check_kwargs(np.vecdot, kwargs, _PASSIVE_KWARGS | {"axis"})
+    y = np.vecdot(a, b, **kwargs)
+    passive = {k: v for k, v in kwargs.items() if k != "axis"}
+    va, vb, axis_a, axis_b = _vecdot_vectors(a, b, kwargs)
+    da, db = unthunk(tangents[1]), unthunk(tangents[2])
+    terms = []
+    if not isinstance(da, AbstractZero):
+        vda = np.moveaxis(_loop_batched(a, da, 1, np.ndim(b) - 1), axis_a, -1)
+        terms.append(np.vecdot(vda, vb, **passive))
+    if not isinstance(db, AbstractZero):
+        vdb = np.moveaxis(_loop_batched(b, db, 1, np.ndim(a) - 1), axis_b, -1)
+        terms.append(np.vecdot(va, vdb, **passive))
+    return y, _add_terms(*terms)
+
+
+@rrule.register(np.matvec, batched=True)
+def rrule_matvec(m, v, **kwargs):
+    """``y = m @ v`` over stacks: ``m̄ = ȳ v^H`` and ``v̄ = m^H ȳ``, as for ``matmul``."""
+    _check_kwargs(np.matvec, kwargs)
+    y = np.matvec(m, v, **kwargs)
+
+    def matvec_pullback(dy):
+        dy = unthunk(dy)
+        batched = carries_batch(y, dy)
+        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, dy
+        return _product_cotangent_thunks(
+            m,
+            v,
+            lambda: np.expand_dims(dy, -1) * np.expand_dims(_conj(v), -2),
+            lambda: np.vecmat(_conj(dy), _conj(m)),  # m^H ȳ
+            batched,
+        )
+
+    return y, matvec_pullback
+
+
+@frule.register(np.matvec, batched=True)
+def frule_matvec(tangents, m, v, **kwargs):
+    _check_kwargs(np.matvec, kwargs)
+    y = np.matvec(m, v, **kwargs)
+    dm, dv = unthunk(tangents[1]), unthunk(tangents[2])
+    terms = []
+    if not isinstance(dm, AbstractZero):
+        terms.append(np.matvec(_loop_batched(m, dm, 2, np.ndim(v) - 1), v, **kwargs))
+    if not isinstance(dv, AbstractZero):
+        terms.append(np.matvec(m, _loop_batched(v, dv, 1, np.ndim(m) - 2), **kwargs))
+    return y, _add_terms(*terms)
+
+
+@rrule.register(np.vecmat, batched=True)
+def rrule_vecmat(v, m, **kwargs):
+    """``y = conj(v) @ m`` over stacks: ``m̄ = v ȳ^T`` (an outer product) and ``v̄ = m conj(ȳ)``."""
+    _check_kwargs(np.vecmat, kwargs)
+    y = np.vecmat(v, m, **kwargs)
+
+    def vecmat_pullback(dy):
+        dy = unthunk(dy)
+        batched = carries_batch(y, dy)
+        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, dy
+        return _product_cotangent_thunks(
+            v,
+            m,
+            lambda: np.matvec(m, _conj(dy)),
+            lambda: np.expand_dims(v, -1) * np.expand_dims(dy, -2),
+            batched,
+        )
+
+    return y, vecmat_pullback
+
+
+@frule.register(np.vecmat, batched=True)
+def frule_vecmat(tangents, v, m, **kwargs):
+    _check_kwargs(np.vecmat, kwargs)
+    y = np.vecmat(v, m, **kwargs)
+    dv, dm = unthunk(tangents[1]), unthunk(tangents[2])
+    terms = []
+    if not isinstance(dv, AbstractZero):
+        terms.append(np.vecmat(_loop_batched(v, dv, 1, np.ndim(m) - 2), m, **kwargs))
+    if not isinstance(dm, AbstractZero):
+        terms.append(np.vecmat(v, _loop_batched(m, dm, 2, np.ndim(v) - 1), **kwargs))
+    return y, _add_terms(*terms)
+
+
+# ----- multi_dot -------------------------------------------------------------------------------
+
+
+def _chain_matrices(factors: list) -> list:
+    """The factors of ``multi_dot`` as matrices: a 1-D first factor is a row, a 1-D last one a column."""
+    mats = list(factors)
+    if np.ndim(mats[0]) == 1:
+        mats[0] = np.reshape(mats[0], (1, -1))
+    if np.ndim(mats[-1]) == 1:
+        mats[-1] = np.reshape(mats[-1], (-1, 1))
+    return mats
+
+
+def _chain(mats: list):
+    """The product of a list of matrices (``None`` for an empty list), in ``multi_dot``'s order."""
+    if not mats:
+        return None
+    return mats[0] if len(mats) == 1 else np.linalg.multi_dot(mats)
+
+
+@rrule.register(np.linalg.multi_dot)
+def rrule_multi_dot(arrays, **kwargs):
+    """``y = A_1 ... A_n``: ``Ā_i = A_{i-1}^H ... A_1^H ȳ A_n^H ... A_{i+1}^H`` (``matmul``'s rule applied
+    factor by factor), itself a chain that ``multi_dot`` puts in its cheapest order."""
+    _check_kwargs(np.linalg.multi_dot, kwargs, frozenset())
+    y = np.linalg.multi_dot(arrays)
+    factors = as_sequence(arrays, np.linalg.multi_dot)
+    mats = _chain_matrices(factors)
+
+    def multi_dot_pullback(dy):
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy
+        adjoints = [apply_op(m, "C") for m in mats]
+        dY = np.reshape(dy, (np.shape(mats[0])[0], np.shape(mats[-1])[1]))
+        pieces = [
+            NO
+            if has_no_tangent(x)
+            else to_input(
+                x, np.reshape(np.linalg.multi_dot([*adjoints[:i][::-1], dY, *adjoints[i + 1 :][::-1]]), np.shape(x))
+            )
+            for i, x in enumerate(factors)
+        ]
+        return NO, sequence_cotangent(arrays, pieces)
+
+    return y, multi_dot_pullback
+
+
+@frule.register(np.linalg.multi_dot, batched=True)
+def frule_multi_dot(tangents, arrays, **kwargs):
+    _check_kwargs(np.linalg.multi_dot, kwargs, frozenset())
+    y = np.linalg.multi_dot(arrays)
+    factors = as_sequence(arrays, np.linalg.multi_dot)
+    mats = _chain_matrices(factors)
+    terms = []
+    for i, (x, dx) in enumerate(zip(factors, sequence_items(arrays, tangents[1]))):
+        if isinstance(dx, AbstractZero):
+            continue
+        lead = np.shape(dx)[:1] if is_batched(x, dx) else ()
+        dm = np.reshape(dx, lead + np.shape(mats[i]))
+        if lead:  # multi_dot takes matrices only: the batch goes through matmul
+            left, right = _chain(mats[:i]), _chain(mats[i + 1 :])
+            term = dm if left is None else np.matmul(left, dm)
+            term = term if right is None else np.matmul(term, right)
+        else:
+            term = np.linalg.multi_dot([*mats[:i], dm, *mats[i + 1 :]])
+        terms.append(np.reshape(term, lead + np.shape(y)))
+    if not terms:
+        return y, ZERO
+    return y, match_output(y, _add_terms(*terms))
 
 
 # ----- einsum ----------------------------------------------------------------------------------
