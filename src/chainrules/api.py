@@ -170,7 +170,8 @@ def _seed_for(y, f: Callable):
     # a real scalar that an engine follows (nested differentiation) describes itself like NumPy's
     dtype = getattr(y, "dtype", None)
     if getattr(y, "shape", None) == () and isinstance(dtype, np.dtype) and dtype.kind in "fiu":
-        return 1.0
+        # in its own precision: no projection at the end turns an engine's float64 values back to float32
+        return dtype.type(1.0) if dtype.kind == "f" and dtype != np.float64 else 1.0
     name = _callable_label(f)
     shape = getattr(y, "shape", None)
     kind = "an array" if isinstance(shape, tuple) and isinstance(y, ActiveValue) else type(y).__name__

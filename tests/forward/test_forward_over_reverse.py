@@ -260,3 +260,33 @@ def test_hessian_of_an_array_built_from_differentiated_scalars(f):
     H = cr.hessian(f, x)
     reference = crt.fd_jacobian(lambda z: cr.gradient(f, z)[0], x)
     np.testing.assert_allclose(H, reference, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_hessian_and_second_derivative_at_integer_inputs(engine):
+    # a dual of an integer is an input like the integer itself: float derivatives, not NoTangent()
+    def cube_sum(x):
+        return np.sum(x**3)
+
+    assert cr.hessian(lambda x: x**3, 2, engine=engine) == 12.0
+    np.testing.assert_allclose(cr.hessian(cube_sum, np.array([1, 2]), engine=engine), np.diag([6.0, 12.0]))
+    assert cr.derivative(lambda x: cr.gradient(lambda y: y**3, x, engine=engine)[0], 2) == 12.0
+    np.testing.assert_allclose(
+        cr.hessian(cube_sum, np.array([1, 2]), engine=engine),
+        crt.fd_jacobian(lambda x: 3.0 * x**2, np.array([1.0, 2.0])),
+    )
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_hessian_of_float32_stays_float32(engine):
+    x = np.array([1.0, 2.0, -0.5], dtype=np.float32)
+
+    def f(x):
+        return np.sum(np.sin(x) * x**3)
+
+    H = cr.hessian(f, x, engine=engine)
+    assert H.dtype == np.float32
+    expected = crt.fd_jacobian(lambda z: cr.gradient(f, z, engine=engine)[0], x.astype(np.float64))
+    np.testing.assert_allclose(H, expected, rtol=1e-4, atol=1e-4)
+    _, dg = cr.jvp(lambda z: cr.gradient(f, z, engine=engine)[0], (x,), (np.ones(3, np.float32),))
+    assert dg.dtype == np.float32

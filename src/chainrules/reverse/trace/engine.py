@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import dis
 import functools
 import gc
 import sys
@@ -25,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core.active import active_engine
+from ...core.active import ActiveValue, active_engine
 from ...core.errors import ChainRulesError
 from ...core.projection import ProjectTo
 from ...core.registry import batch_declines, rrule
@@ -147,6 +148,10 @@ def box_input(value, trace: Trace):
 
 
 def _field_of(value, key, index: int):
+    if type(value) is types.FunctionType:  # a closure: by its captured name's cell
+        return value.__closure__[index].cell_contents
+    if type(value) is types.MethodType:  # a bound method: its object's field
+        value = value.__self__
     if isinstance(value, dict):
         return value[key]
     if isinstance(value, (tuple, list)):
@@ -341,7 +346,8 @@ def pullback_full(f: Callable, *args, **kwargs):
 
     ``f`` runs once on tracked inputs, recording each operation's rule pullback on a tape;
     ``back`` sweeps the tape backwards. ``df`` is the tangent of ``f`` itself: a ``Tangent`` of
-    its class for a callable object with differentiable fields, ``NoTangent()`` otherwise.
+    its class for a callable object (or a bound method's object) with differentiable fields,
+    ``Tangent[function]`` by name for a closure's captured numbers and arrays, ``NoTangent()`` otherwise.
     When ``f`` has a rule (a Python function, a callable object, by itself or by its class),
     the rule runs instead and ``back`` is its pullback.
 
@@ -358,7 +364,10 @@ def pullback_full(f: Callable, *args, **kwargs):
         return y, RulePullback(f, pullback)
     trace = Trace(_current.get())
     declines = batch_declines()
-    boxed_f, f_template = (f, None) if type(f) in _PLAIN_CALLABLES else _box_callable(f, trace)
+    if type(f) in _PLAIN_CALLABLES:
+        boxed_f, f_template = _box_function(f, trace)
+    else:
+        boxed_f, f_template = _box_callable(f, trace)
     boxed, templates = [], []
     for a in args:
         if type(a) is float:  # the common leaf, boxed here without the general walk
@@ -406,3 +415,52 @@ def _box_callable(f, trace: Trace):
     if _fields_of(f) or _is_namedtuple(f):
         return box_input(f, trace)
     return f, None
+
+
+def _box_function(f, trace: Trace):
+    """A closure with its captured numbers and arrays tracked, and a bound method with its object's
+    fields tracked (as a callable object's are), so that ``df`` carries their cotangents as the
+    source engine's does: ``Tangent[function]`` by captured name, the object's tangent for a
+    method. A differentiation around this one (the rule for ``gradient``) needs them."""
+    if type(f) is types.MethodType:
+        owner = f.__self__
+        if isinstance(owner, (Tracked, type, types.ModuleType)) or not (_fields_of(owner) or _is_namedtuple(owner)):
+            return f, None
+        boxed, template = box_input(owner, trace)
+        return (f, None) if template is None else (types.MethodType(f.__func__, boxed), template)
+    cells = getattr(f, "__closure__", None)
+    if type(f) is not types.FunctionType or not cells:
+        return f, None
+    rebound = _rebound_names(f.__code__)
+    new_cells, children = list(cells), []
+    for i, (name, cell) in enumerate(zip(f.__code__.co_freevars, cells)):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell not yet filled (a function defined before the name it uses)
+            continue
+        # only a plain number or array: rebinding must reach the caller's cell, integers are counts,
+        # a captured object or container keeps its identity (rules, writes by others), and an
+        # engine's value (an outer tape's, a dual) is already followed by that engine
+        if name in rebound or isinstance(value, ActiveValue) or tracer._differentiable_kind(value) != "f":
+            continue
+        boxed, slot = box_input(value, trace)
+        new_cells[i] = types.CellType(boxed)
+        children.append((name, i, slot))
+    if not children:
+        return f, None
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, tuple(new_cells))
+    g.__kwdefaults__, g.__dict__ = f.__kwdefaults__, f.__dict__
+    return g, _Structure(types.FunctionType, children)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rebound_names(code: types.CodeType) -> frozenset:
+    """The captured names that ``code`` or a function nested in it assigns (``nonlocal``)."""
+    names = set()
+    for instr in dis.get_instructions(code):
+        if instr.opname in ("STORE_DEREF", "DELETE_DEREF"):
+            names.add(instr.argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _rebound_names(const)
+    return frozenset(names)

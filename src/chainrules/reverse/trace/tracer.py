@@ -244,6 +244,8 @@ def set_box_types(number_type: type, array_type: type) -> None:
 
 def _is_integer(v) -> bool:
     v = deep_primal(v)
+    if isinstance(v, ActiveValue):  # another engine's value (a dual of an integer): by its dtype
+        return getattr(getattr(v, "dtype", None), "kind", None) in ("i", "u")
     if isinstance(v, np.ndarray):
         return v.dtype.kind in "iu"
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
@@ -261,8 +263,8 @@ def _differentiable_kind(y) -> str | None:
     if isinstance(y, Tracked):
         return _differentiable_kind(deep_primal(y))
     if isinstance(y, ActiveValue):  # another engine's number or array (a dual): by its dtype
-        dtype = getattr(y, "dtype", None)
-        return "f" if dtype is not None and dtype.kind in "fc" else None
+        kind = getattr(getattr(y, "dtype", None), "kind", None)
+        return "f" if kind in ("f", "c") else ("i" if kind in ("i", "u") else None)
     if isinstance(y, (np.floating, np.complexfloating)):
         return "f"
     if (t is int or isinstance(y, np.integer)) and not isinstance(y, (bool, np.bool_)):

@@ -11,6 +11,7 @@ handled with NumPy functions alone and passed through unchanged.
 from __future__ import annotations
 
 import abc
+import math
 from numbers import Complex, Integral, Real
 
 import numpy as np
@@ -319,8 +320,17 @@ def scatter_rows(shape: tuple, dtype: np.dtype, index, dy, view, repeats: bool) 
         # an array-like implementing NumPy's protocols: let it make its own zeros and scatter
         return scatter_add_into(np.zeros_like(dy, shape=shape))
 
+    def scatter_active():
+        # an engine's value (an outer tape's, a dual) may refuse writes: a product with a plain
+        # 0/1 matrix puts each entry of dy at its position (summing repeats), through rules
+        positions = np.arange(math.prod(shape)).reshape(shape)
+        positions = (positions if view is None else view(positions))[index].reshape(-1)
+        onehot = np.zeros((math.prod(shape), positions.size), dtype=dtype)
+        onehot[positions, np.arange(positions.size)] = 1.0
+        return (onehot @ np.reshape(dy, (positions.size,))).reshape(shape)
+
     if isinstance(dy, ActiveValue):  # (dual numbers, say): a plain accumulator cannot take them in place
-        return Thunk(scatter_value)
+        return Thunk(scatter_active)
     return InplaceableThunk(scatter_add_into, Thunk(scatter_value))
 
 
