@@ -1,0 +1,46 @@
+"""Reverse over reverse with the tape outside and the source engine inside.
+
+The inner source-engine gradient runs on the tape's tracked arrays: indexing, attributes and
+array methods on them go through the rules of the arrays inside (``chainrules.core.twins``),
+recorded on the outer tape. Checked against finite differences of the inner gradient.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules.testing import fd_jacobian
+
+RNG = np.random.default_rng(11)
+X = RNG.normal(size=(2, 3))
+W = RNG.normal(size=(2, 3))
+
+INNER = {
+    "indexing": lambda y: y[0, 0] * y[1, 2] + y[1][1] ** 3,
+    "slicing": lambda y: (y[:, 1:] ** 2).sum() * y[0, 0],
+    "sum_method": lambda y: (y * y * y).sum(),
+    "sum_axis_method": lambda y: (y.sum(axis=0) ** 2).sum(),
+    "transpose_attribute": lambda y: (y.T @ y).sum() * y[0, 1],
+    "shape_attribute": lambda y: (y**2).sum() * y.shape[0] + y[1, 1] * y.ndim,
+    "reshape_dot_methods": lambda y: y.reshape(3, 2).dot(y).trace() ** 2,
+    "numpy_functions": lambda y: np.sum(np.sin(y) * y),
+    "trace_squared": lambda y: np.trace(y.T @ y) ** 2,
+}
+
+
+@pytest.mark.parametrize("inner", INNER.values(), ids=INNER.keys())
+def test_tape_gradient_of_a_source_gradient_matches_finite_differences(inner):
+    def weighted_inner_gradient(x):
+        return (cr.gradient(inner, x, engine="source")[0] * W).sum()
+
+    outer = cr.gradient(weighted_inner_gradient, X, engine="tape")[0]
+    hessian_times_w = fd_jacobian(weighted_inner_gradient, X).reshape(X.shape)
+    np.testing.assert_allclose(outer, hessian_times_w, rtol=1e-6, atol=1e-6)
+
+
+def test_the_example_of_a_product_of_two_entries():
+    x0 = np.array([1.0, 2.0])
+    g = cr.gradient(lambda x: cr.gradient(lambda y: y[0] * y[1], x)[0].sum(), x0, engine="tape")[0]
+    np.testing.assert_allclose(g, [1.0, 1.0])
