@@ -18,6 +18,7 @@ What the API returns is unthunked; the function's own tangent and keyword argume
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import gc
 import importlib
@@ -541,18 +542,22 @@ def _tangent_leaves(t, x, top: bool = True) -> list:
     if not _is_structure(x):
         return []
     items = _structure_items(x)
-    if isinstance(t, AbstractZero):
-        parts = [t] * len(items) if isinstance(items, list) else dict.fromkeys(items, t)
-    elif isinstance(items, list):
-        parts = list(t.backing if isinstance(t, Tangent) else t)
-    else:
-        backing = t.backing if isinstance(t, Tangent) else t
-        if isinstance(backing, tuple):  # a namedtuple's tangent given as a plain tuple
-            backing = dict(zip(items, backing))
-        parts = {k: backing.get(k, ZeroTangent()) for k in items}
+    parts = _tangent_parts(t, items)
     if isinstance(items, list):
         return [leaf for v, dv in zip(items, parts) for leaf in _tangent_leaves(dv, v, False)]
     return [leaf for k, v in items.items() for leaf in _tangent_leaves(parts[k], v, False)]
+
+
+def _tangent_parts(t, items: dict | list) -> dict | list:
+    """The tangents of a structure's ``items`` from the (unthunked) tangent ``t`` of the structure."""
+    if isinstance(t, AbstractZero):
+        return [t] * len(items) if isinstance(items, list) else dict.fromkeys(items, t)
+    if isinstance(items, list):
+        return list(t.backing if isinstance(t, Tangent) else t)
+    backing = t.backing if isinstance(t, Tangent) else t
+    if isinstance(backing, tuple):  # a namedtuple's tangent given as a plain tuple
+        backing = dict(zip(items, backing))
+    return {k: backing.get(k, ZeroTangent()) for k in items}
 
 
 def _leaf_dtype(x) -> np.dtype:
@@ -593,12 +598,46 @@ def _owns_block(a: np.ndarray) -> bool:
 def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
     """The Hessian of a real-scalar ``f`` at ``x``: forward mode over the reverse-mode gradient.
 
+    At a structured ``x`` (tuple, list, dict, namedtuple, dataclass) it is laid out as ``jacobian``
+    lays out the Jacobian of the gradient: a ``Tangent`` of ``x``'s structure whose leaves are
+    again ``Tangent`` values of ``x``'s structure, down to blocks of shape ``leaf_i.shape + leaf_j.shape``.
+
     >>> import numpy as np, chainrules as cr
     >>> cr.hessian(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]))
     array([[ 6.,  0.],
            [ 0., 12.]])
+    >>> cr.hessian(lambda t: t[0] ** 2 * t[1], (1.0, 3.0))
+    Tangent[tuple](Tangent[tuple](array(6.), array(2.)), Tangent[tuple](array(2.), array(0.)))
     """
+    if not _is_numeric(x) and _is_structure(x):
+        # the gradient at a structured x is a Tangent of x's structure: read it back into that
+        # structure, whose Jacobian forward mode lays out as it lays out any structured output
+        return _forward_engine().jacobian(lambda z: _with_leaves(z, gradient(f, z, engine=engine)[0]), x)
     return _forward_engine().jacobian(lambda z: gradient(f, z, engine=engine)[0], x)
+
+
+def _with_leaves(x, t, top: bool = True):
+    """A value of ``x``'s structure holding the tangent ``t`` of ``x`` at its input leaves (zeros of
+    the leaf's shape where ``t`` is zero); other leaves keep ``x``'s values, which no derivative reaches."""
+    if isinstance(x, ActiveValue) or _is_input_leaf(x, top):  # (a leaf forward mode seeded is a dual)
+        t = unthunk(t)
+        return np.zeros(np.shape(x), dtype=_leaf_dtype(x))[()] if isinstance(t, AbstractZero) else t
+    if not _is_structure(x):
+        return x
+    items = _structure_items(x)
+    parts = _tangent_parts(unthunk(t), items)
+    if isinstance(items, list):
+        values = [_with_leaves(v, d, False) for v, d in zip(items, parts)]
+        return type(x)(values) if type(x) in (tuple, list) else type(x)(*values)
+    values = {k: _with_leaves(v, parts[k], False) for k, v in items.items()}
+    if type(x) is dict:
+        return values
+    if _is_namedtuple_type(type(x)):
+        return type(x)(**values)
+    new = copy.copy(x)
+    for k, v in values.items():
+        object.__setattr__(new, k, v)
+    return new
 
 
 def show(f: Callable, *args, **kwargs) -> str:
