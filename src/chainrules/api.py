@@ -119,9 +119,43 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
         if type(dy) is np.ndarray and dy.ndim and _is_numeric(y) and dy.shape != np.shape(y):
             name, shape = _callable_label(f), np.shape(y)
             raise ValueError(f"pullback of {name}: a cotangent of shape {dy.shape} for an output of shape {shape}")
+        if type(dy) not in _PLAIN:
+            dy = _structural_cotangent(y, dy)
         return _unthunked(back_full(dy), args)
 
     return y, back
+
+
+def _structural_cotangent(y, dy):
+    """``dy`` with every part that is a value of its output part's own type (a dataclass or object
+    with fields, given as the cotangent of one) turned into ``Tangent[P]`` of its fields: what the
+    engines take. Numbers and arrays stay, other field values (strings, ``None``) carry nothing.
+
+    >>> import dataclasses, numpy as np
+    >>> @dataclasses.dataclass
+    ... class P:
+    ...     a: np.ndarray
+    ...     b: float
+    >>> _structural_cotangent(P(np.zeros(2), 0.0), P(np.ones(2), 1.0))
+    Tangent[P](a=array([1., 1.]), b=1.0)
+    """
+    if isinstance(dy, (AbstractTangent, ActiveValue, *_PLAIN)) or isinstance(y, ActiveValue) or not _is_structure(y):
+        return dy  # (an engine's value, a dual or a tracked array, is a number or an array)
+    if isinstance(dy, (tuple, list)) and isinstance(y, (tuple, list)) and len(dy) == len(y):
+        items = [_structural_cotangent(v, d) for v, d in zip(y, dy)]
+        return dy if all(a is b for a, b in zip(items, dy)) else type(dy)(items) if type(dy) is list else tuple(items)
+    if isinstance(dy, dict) and isinstance(y, dict):
+        return {k: _structural_cotangent(y[k], d) if k in y else d for k, d in dy.items()}
+    if type(dy) is not type(y) or isinstance(dy, (tuple, list, dict)):
+        return dy
+    fields, given = {}, _structure_items(dy)
+    for name, value in _structure_items(y).items():
+        d = given.get(name)
+        if _is_structure(value):
+            fields[name] = _structural_cotangent(value, d)
+        elif _is_number(d) or isinstance(d, (AbstractTangent, ActiveValue)):
+            fields[name] = d
+    return Tangent[type(y)](**fields)
 
 
 def _as_returned(arg, cotangent):
