@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import chainrules as cr
+from chainrules.core.twins import FUNCTION_TWINS, METHOD_TWINS, twin_of
 from chainrules.forward import Dual, Tag
-from chainrules.forward.twins import FUNCTION_TWINS, METHOD_TWINS, twin_of
 
 
 def test_rrule_of_math_sin_on_a_dual_pushes_the_dual_through():

@@ -22,9 +22,9 @@ the shared registry; this package holds no derivatives of its own.
 """
 
 from ..core import BasisSeed
+from ..core.twins import register_bridges
 from .dual import Dual, DualArray, Tag, _innermost, call
 from .engine import SEED_BUDGET, chunk_size_for, jacobian, jvp
-from .twins import register_bridges
 
 register_bridges(Dual, _innermost)
 

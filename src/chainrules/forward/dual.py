@@ -66,7 +66,7 @@ from ..core import (
 )
 from ..core.ruled_calls import RuledCallWatch
 from ..core.tangents import _is_namedtuple_type
-from .twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
+from ..core.twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
