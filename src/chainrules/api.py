@@ -376,7 +376,8 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     Tangent[tuple](array([1., 0.]), array([0., 2.]))
     """
     if mode == "reverse":
-        return _reverse_jacobian(x, *_reverse_engine(engine).pullback_full(f, x), chunk_size)
+        y, back_full = _reverse_engine(engine).pullback_full(f, x)
+        return _reverse_jacobian(x, _jacobian_output(f, y), back_full, chunk_size)
     if mode == "forward":
         return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
     if mode != "auto":
@@ -394,7 +395,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         if _size(x) < _size(f(x)):
             return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
         raise
-    forward = _size(x) < _size(pulled[0])
+    forward = _size(x) < _size(_jacobian_output(f, pulled[0]))
     if forward or chosen is None:  # a choice of reverse mode that still holds is not written again
         _remember_choice(f, key, forward)
     if forward:
@@ -436,6 +437,17 @@ def _reverse_chunk(m: int, width: int, chunk_size: int | None) -> int:
     largest = max(1, min(m, REVERSE_BATCH_BUDGET // max(width, 1)))
     passes = -(-m // largest)
     return -(-m // passes)
+
+
+def _jacobian_output(f: Callable, y):
+    """``y``, refused when it is a tangent (a gradient returned as it is): a Jacobian's output is a
+    number, an array or a structure of them, and a tangent's fields are not its own output's."""
+    if isinstance(y, AbstractTangent):
+        raise TypeError(
+            f"jacobian: {_callable_label(f)} returned a {type(y).__name__}; it must return a number, an array, "
+            "or a structure of them (a gradient's tangent: return its fields, e.g. as a tuple)"
+        )
+    return y
 
 
 def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):

@@ -150,3 +150,16 @@ def test_a_structured_output_the_input_does_not_reach_gets_zero_blocks(engine):
     J = cr.jacobian(lambda x: (x * 2.0, np.ones(3)), np.array([1.0, 2.0]), mode="reverse", engine=engine)
     np.testing.assert_array_equal(J.backing[1], np.zeros((3, 2)))
     assert J.backing[1].flags.writeable
+
+
+@pytest.mark.parametrize("mode", ["reverse", "auto", "forward"])
+def test_a_function_returning_a_tangent_is_refused_in_every_mode(mode):
+    """A gradient returned as it is (a ``Tangent``) is not an output a Jacobian is defined for:
+    every mode says so, naming the function, instead of a silent ``NoTangent()``."""
+    x = (np.array([1.0, 2.0]), 3.0)
+
+    def gradient_of_loss(x):
+        return cr.gradient(lambda t: np.sum(t[0] ** 2) * t[1], x)[0]
+
+    with pytest.raises(TypeError, match="gradient_of_loss returned a Tangent"):
+        cr.jacobian(gradient_of_loss, x, mode=mode)
