@@ -167,6 +167,52 @@ def _i0(x):
     return sc.i0(x), sc.i1(x)
 
 
+def _i0e(x):
+    # i0e = exp(-|x|) I0, so i0e' = exp(-|x|) (I1 - sign(x) I0) = i1e - sign(x) i0e
+    x = _float(x)
+    y = sc.i0e(x)
+    return y, sc.i1e(x) - np.sign(x) * y
+
+
+def _i1(x):
+    # I1' = (I0 + I2) / 2 (DLMF 10.29.1), with no 1/x at x = 0
+    x = _float(x)
+    return sc.i1(x), 0.5 * (sc.i0(x) + sc.iv(2, x))
+
+
+def _i1e(x):
+    # i1e = exp(-|x|) I1: the scaled form of I1' above less sign(x) i1e
+    x = _float(x)
+    y = sc.i1e(x)
+    return y, 0.5 * (sc.i0e(x) + sc.ive(2, x)) - np.sign(x) * y
+
+
+def _erfcx(x):
+    # erfcx = exp(x^2) erfc(x), so erfcx' = 2 x erfcx - 2 / sqrt(pi)
+    x = _float(x)
+    y = sc.erfcx(x)
+    return y, 2 * x * y - _TWO_OVER_SQRT_PI
+
+
+def _log_ndtr(x):
+    # the normal density over its CDF, as exp(-x^2/2 - log_ndtr) so the far left tail stays finite
+    x = _float(x)
+    y = sc.log_ndtr(x)
+    return y, _ONE_OVER_SQRT_2PI * np.exp(-0.5 * x * x - y)
+
+
+def _ndtri(p):
+    # the inverse of ndtr: 1 / ndtr'(y) = sqrt(2 pi) exp(y^2 / 2)
+    y = sc.ndtri(p)
+    return y, np.exp(0.5 * y * y) / _ONE_OVER_SQRT_2PI
+
+
+def _entr(x):
+    x = _float(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return sc.entr(x), -(np.log(x) + 1)
+
+
 def _erf(x):
     x = _float(x)
     return sc.erf(x), _TWO_OVER_SQRT_PI * np.exp(-x * x)
@@ -200,6 +246,22 @@ def _xlog1py(x, y):
         return sc.xlog1py(x, y), (np.log1p(y) + 0 * x, np.where(x == 0, 0, x / (1 + y)))
 
 
+def _rel_entr(x, y):
+    # x log(x / y): 0 at x = 0 for every y, so its y-partial vanishes there as in xlogy
+    value = sc.rel_entr(x, y)  # before _float, which would turn a Python float into a float64 array
+    x, y = _float(x), _float(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return value, (np.log(x / y) + 1, np.where(x == 0, 0, -x / y))
+
+
+def _kl_div(x, y):
+    # x log(x / y) - x + y
+    value = sc.kl_div(x, y)
+    x, y = _float(x), _float(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return value, (np.log(x / y), 1 - np.where(x == 0, 0, x / y))
+
+
 def _betaln(a, b):
     a, b = _float(a), _float(b)
     both = sc.digamma(a + b)
@@ -215,6 +277,13 @@ for _f, _compute, _name in (
     (sc.gamma, _gamma, "gamma"),
     (sc.ndtr, _ndtr, "ndtr"),
     (sc.i0, _i0, "i0"),
+    (sc.i0e, _i0e, "i0e"),
+    (sc.i1, _i1, "i1"),
+    (sc.i1e, _i1e, "i1e"),
+    (sc.erfcx, _erfcx, "erfcx"),
+    (sc.log_ndtr, _log_ndtr, "log_ndtr"),
+    (sc.ndtri, _ndtri, "ndtri"),
+    (sc.entr, _entr, "entr"),
     (sc.erf, _erf, "erf"),
     (sc.erfc, _erfc, "erfc"),
     (sc.erfinv, _erfinv, "erfinv"),
@@ -231,6 +300,8 @@ if isinstance(_zeta_ufunc, np.ufunc):
 _register_elementwise(sc.xlogy, _xlogy, "xlogy")
 _register_elementwise(sc.xlog1py, _xlog1py, "xlog1py")
 _register_elementwise(sc.betaln, _betaln, "betaln")
+_register_elementwise(sc.rel_entr, _rel_entr, "rel_entr")
+_register_elementwise(sc.kl_div, _kl_div, "kl_div")
 
 
 # ----- softmax, log_softmax, logsumexp ------------------------------------------------------
