@@ -324,10 +324,13 @@ def scatter_rows(shape: tuple, dtype: np.dtype, index, dy, view, repeats: bool) 
         # an engine's value (an outer tape's, a dual) may refuse writes: a product with a plain
         # 0/1 matrix puts each entry of dy at its position (summing repeats), through rules
         positions = np.arange(math.prod(shape)).reshape(shape)
-        positions = (positions if view is None else view(positions))[index].reshape(-1)
+        positions = (positions if view is None else view(positions))[index]
+        # dy may broadcast into the selection (a scalar for a diagonal, say), as in target[index] += dy
+        dy_full = np.reshape(np.broadcast_to(dy, positions.shape), (positions.size,))
+        positions = positions.reshape(-1)
         onehot = np.zeros((math.prod(shape), positions.size), dtype=dtype)
         onehot[positions, np.arange(positions.size)] = 1.0
-        return (onehot @ np.reshape(dy, (positions.size,))).reshape(shape)
+        return (onehot @ dy_full).reshape(shape)
 
     if isinstance(dy, ActiveValue):  # (dual numbers, say): a plain accumulator cannot take them in place
         return Thunk(scatter_active)
