@@ -227,3 +227,26 @@ def test_zeta_differentiates_in_q_for_integer_orders():
     test_frule(sc.zeta, nondiff(2.0), q)
     with pytest.raises(ValueError, match="integer-valued"):
         cr.rrule(sc.zeta, 2.5, q)
+
+
+def _fd_hessian(f, x, eps=1e-6):
+    steps = np.eye(x.size).reshape((x.size,) + x.shape) * eps
+    return np.stack([(cr.gradient(f, x + e)[0] - cr.gradient(f, x - e)[0]).ravel() / (2 * eps) for e in steps], -1)
+
+
+@pytest.mark.parametrize(
+    "name, f",
+    [
+        # logsumexp's pullback receives a dual cotangent, and broadcasts a against b on duals
+        ("logsumexp axis", lambda x: np.sum(sc.logsumexp(x, axis=1) ** 2)),
+        ("logsumexp b", lambda x: np.sum(sc.logsumexp(x, 1, np.array([0.5, 1.0, 2.0])) ** 2)),
+        # the derivatives of i1 and i1e are built from ufuncs that have rules
+        ("i1", lambda x: np.sum(sc.i1(x) ** 2)),
+        ("i1e", lambda x: np.sum(sc.i1e(x) ** 2)),
+    ],
+    ids=lambda v: v.replace(" ", "-") if isinstance(v, str) else "-",
+)
+def test_hessians(name, f):
+    x = rng_for("hessian", name).standard_normal((2, 3))
+    hess = np.asarray(cr.hessian(f, x)).reshape(x.size, x.size)
+    np.testing.assert_allclose(hess, _fd_hessian(f, x), rtol=1e-5, atol=1e-6)

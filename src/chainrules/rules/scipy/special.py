@@ -19,7 +19,7 @@ import numpy as np
 import scipy.special as sc
 
 from ...core import NoTangent, ZeroTangent, conj, frule, match_input, rrule, unbroadcast, unthunk
-from ._lapack import is_batched, is_zero, options, tangent_of
+from ._lapack import as_array, is_batched, is_zero, options, tangent_of
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -174,17 +174,24 @@ def _i0e(x):
     return y, sc.i1e(x) - np.sign(x) * y
 
 
+def _i1_over_x(i1, x):
+    """``I1(x) / x`` (or its scaled form), whose limit at 0 is 1/2."""
+    at_zero = x == 0
+    return np.where(at_zero, 0.5, i1 / np.where(at_zero, 1, x))
+
+
 def _i1(x):
-    # I1' = (I0 + I2) / 2 (DLMF 10.29.1), with no 1/x at x = 0
+    # I1' = I0 - I1 / x (DLMF 10.29.2), from ufuncs with rules of their own (for Hessians)
     x = _float(x)
-    return sc.i1(x), 0.5 * (sc.i0(x) + sc.iv(2, x))
+    y = sc.i1(x)
+    return y, sc.i0(x) - _i1_over_x(y, x)
 
 
 def _i1e(x):
     # i1e = exp(-|x|) I1: the scaled form of I1' above less sign(x) i1e
     x = _float(x)
     y = sc.i1e(x)
-    return y, 0.5 * (sc.i0e(x) + sc.ive(2, x)) - np.sign(x) * y
+    return y, sc.i0e(x) - _i1_over_x(y, x) - np.sign(x) * y
 
 
 def _erfcx(x):
@@ -399,7 +406,7 @@ def _logsumexp(a, axis, b, keepdims, return_sign):
     a = _float(a)
     if b is not None:
         b = _float(b)
-        a_full = np.broadcast_arrays(a, b)[0]
+        a_full = np.broadcast_to(a, np.broadcast_shapes(np.shape(a), np.shape(b)))
     else:
         a_full = a
     axes = _axes(axis, np.ndim(a_full))
@@ -439,7 +446,7 @@ def rrule_logsumexp(a, *rest, **kwargs):
             dr = parts(dr, 2)[0]
         if is_zero(dr):
             return (_NO, _ZERO) + tuple(_ZERO if i == 1 else _NO for i in range(len(rest)))
-        dr = np.asarray(dr)
+        dr = as_array(dr)  # dual numbers pass through, for Hessians
         if not o["keepdims"]:
             dr = np.expand_dims(dr, axes)
         da = match_input(a, unbroadcast(a, dr * conj(w)))
