@@ -722,3 +722,26 @@ def test_forward_and_reverse_jacobians_and_the_hessian_through_the_rules():
         ]
     )
     np.testing.assert_allclose(hess, fd_hess, rtol=1e-5, atol=1e-7)
+
+
+def _fd_hessian(f, x, eps=1e-6):
+    """Central differences of the reverse-mode gradient, one column per entry of ``x``."""
+    steps = np.eye(x.size).reshape((x.size,) + x.shape) * eps
+    return np.stack([(cr.gradient(f, x + e)[0] - cr.gradient(f, x - e)[0]).ravel() / (2 * eps) for e in steps], -1)
+
+
+@pytest.mark.parametrize(
+    "name, f, shape",
+    [
+        # the eigenvalue gaps of eigh and the squared singular values of svd, on dual numbers
+        ("eigh vectors", lambda a: (lambda w, v: np.sum(np.abs(v) ** 2 * w))(*np.linalg.eigh(a + a.T)), (3, 3)),
+        ("svd values", lambda a: np.sum(np.linalg.svd(a, compute_uv=False) ** 3), (3, 2)),
+        # a scalar cotangent scattered onto a diagonal on dual numbers
+        ("trace", lambda a: np.trace(a @ a) ** 2, (3, 3)),
+    ],
+    ids=lambda v: v.replace(" ", "-") if isinstance(v, str) else "-",
+)
+def test_hessians_of_spectral_rules_and_trace(name, f, shape):
+    x = rng_for("hessian", name).standard_normal(shape)
+    hess = np.asarray(cr.hessian(f, x)).reshape(x.size, x.size)
+    np.testing.assert_allclose(hess, _fd_hessian(f, x), rtol=1e-5, atol=1e-6)

@@ -461,7 +461,7 @@ def gap_inverse(w, scale=None):
     repeated value: the rotation inside their common eigenspace is left alone, which is the
     limit of the derivative for every cotangent that does not depend on that rotation.
     """
-    w = np.asarray(w)
+    w = as_array(w)  # dual numbers pass through, for Hessians
     gaps = w[..., None, :] - w[..., :, None]
     if scale is None:
         scale = np.max(np.abs(w), axis=-1, keepdims=True)[..., None] if w.size else 1.0

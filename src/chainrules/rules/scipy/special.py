@@ -19,7 +19,7 @@ import numpy as np
 import scipy.special as sc
 
 from ...core import NoTangent, ZeroTangent, conj, frule, match_input, rrule, unbroadcast, unthunk
-from ._lapack import is_batched, is_zero, options, tangent_of
+from ._lapack import as_array, is_batched, is_zero, options, tangent_of
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -167,6 +167,59 @@ def _i0(x):
     return sc.i0(x), sc.i1(x)
 
 
+def _i0e(x):
+    # i0e = exp(-|x|) I0, so i0e' = exp(-|x|) (I1 - sign(x) I0) = i1e - sign(x) i0e
+    x = _float(x)
+    y = sc.i0e(x)
+    return y, sc.i1e(x) - np.sign(x) * y
+
+
+def _i1_over_x(i1, x):
+    """``I1(x) / x`` (or its scaled form), whose limit at 0 is 1/2."""
+    at_zero = x == 0
+    return np.where(at_zero, 0.5, i1 / np.where(at_zero, 1, x))
+
+
+def _i1(x):
+    # I1' = I0 - I1 / x (DLMF 10.29.2), from ufuncs with rules of their own (for Hessians)
+    x = _float(x)
+    y = sc.i1(x)
+    return y, sc.i0(x) - _i1_over_x(y, x)
+
+
+def _i1e(x):
+    # i1e = exp(-|x|) I1: the scaled form of I1' above less sign(x) i1e
+    x = _float(x)
+    y = sc.i1e(x)
+    return y, sc.i0e(x) - _i1_over_x(y, x) - np.sign(x) * y
+
+
+def _erfcx(x):
+    # erfcx = exp(x^2) erfc(x), so erfcx' = 2 x erfcx - 2 / sqrt(pi)
+    x = _float(x)
+    y = sc.erfcx(x)
+    return y, 2 * x * y - _TWO_OVER_SQRT_PI
+
+
+def _log_ndtr(x):
+    # the normal density over its CDF, as exp(-x^2/2 - log_ndtr) so the far left tail stays finite
+    x = _float(x)
+    y = sc.log_ndtr(x)
+    return y, _ONE_OVER_SQRT_2PI * np.exp(-0.5 * x * x - y)
+
+
+def _ndtri(p):
+    # the inverse of ndtr: 1 / ndtr'(y) = sqrt(2 pi) exp(y^2 / 2)
+    y = sc.ndtri(p)
+    return y, np.exp(0.5 * y * y) / _ONE_OVER_SQRT_2PI
+
+
+def _entr(x):
+    x = _float(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return sc.entr(x), -(np.log(x) + 1)
+
+
 def _erf(x):
     x = _float(x)
     return sc.erf(x), _TWO_OVER_SQRT_PI * np.exp(-x * x)
@@ -200,6 +253,22 @@ def _xlog1py(x, y):
         return sc.xlog1py(x, y), (np.log1p(y) + 0 * x, np.where(x == 0, 0, x / (1 + y)))
 
 
+def _rel_entr(x, y):
+    # x log(x / y): 0 at x = 0 for every y, so its y-partial vanishes there as in xlogy
+    value = sc.rel_entr(x, y)  # before _float, which would turn a Python float into a float64 array
+    x, y = _float(x), _float(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return value, (np.log(x / y) + 1, np.where(x == 0, 0, -x / y))
+
+
+def _kl_div(x, y):
+    # x log(x / y) - x + y
+    value = sc.kl_div(x, y)
+    x, y = _float(x), _float(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return value, (np.log(x / y), 1 - np.where(x == 0, 0, x / y))
+
+
 def _betaln(a, b):
     a, b = _float(a), _float(b)
     both = sc.digamma(a + b)
@@ -215,6 +284,13 @@ for _f, _compute, _name in (
     (sc.gamma, _gamma, "gamma"),
     (sc.ndtr, _ndtr, "ndtr"),
     (sc.i0, _i0, "i0"),
+    (sc.i0e, _i0e, "i0e"),
+    (sc.i1, _i1, "i1"),
+    (sc.i1e, _i1e, "i1e"),
+    (sc.erfcx, _erfcx, "erfcx"),
+    (sc.log_ndtr, _log_ndtr, "log_ndtr"),
+    (sc.ndtri, _ndtri, "ndtri"),
+    (sc.entr, _entr, "entr"),
     (sc.erf, _erf, "erf"),
     (sc.erfc, _erfc, "erfc"),
     (sc.erfinv, _erfinv, "erfinv"),
@@ -231,6 +307,8 @@ if isinstance(_zeta_ufunc, np.ufunc):
 _register_elementwise(sc.xlogy, _xlogy, "xlogy")
 _register_elementwise(sc.xlog1py, _xlog1py, "xlog1py")
 _register_elementwise(sc.betaln, _betaln, "betaln")
+_register_elementwise(sc.rel_entr, _rel_entr, "rel_entr")
+_register_elementwise(sc.kl_div, _kl_div, "kl_div")
 
 
 # ----- softmax, log_softmax, logsumexp ------------------------------------------------------
@@ -328,7 +406,7 @@ def _logsumexp(a, axis, b, keepdims, return_sign):
     a = _float(a)
     if b is not None:
         b = _float(b)
-        a_full = np.broadcast_arrays(a, b)[0]
+        a_full = np.broadcast_to(a, np.broadcast_shapes(np.shape(a), np.shape(b)))
     else:
         a_full = a
     axes = _axes(axis, np.ndim(a_full))
@@ -368,7 +446,7 @@ def rrule_logsumexp(a, *rest, **kwargs):
             dr = parts(dr, 2)[0]
         if is_zero(dr):
             return (_NO, _ZERO) + tuple(_ZERO if i == 1 else _NO for i in range(len(rest)))
-        dr = np.asarray(dr)
+        dr = as_array(dr)  # dual numbers pass through, for Hessians
         if not o["keepdims"]:
             dr = np.expand_dims(dr, axes)
         da = match_input(a, unbroadcast(a, dr * conj(w)))
