@@ -139,3 +139,26 @@ def test_tape_over_tape_through_indexing(inner):
     x = np.array([[0.3, 0.7, 1.1], [0.2, -0.4, 0.9]])
     expected = crt.fd_jacobian(outer, x).reshape(x.shape)
     np.testing.assert_allclose(cr.gradient(outer, x, engine="tape")[0], expected, rtol=1e-6, atol=1e-8)
+
+
+def test_a_closures_tangent_is_computed_only_when_asked_for():
+    """The cotangents of a closure's captured arrays are thunks until read (a Jacobian never reads
+    them: the batch of W's cotangents here would be an M×M×N array), and right when read."""
+    from chainrules.core import basis_seed
+    from chainrules.reverse.trace import pullback_full
+
+    rng = np.random.default_rng(7)
+    W, b, x = rng.standard_normal((4, 3)), rng.standard_normal(4), rng.standard_normal(3)
+
+    def f(x):
+        return (W @ x + b) ** 2
+
+    _, back = pullback_full(f, x)
+    df, dx = back(basis_seed(4, (4,), 0, x.dtype))
+    assert isinstance(df.W, cr.Thunk) and isinstance(df.b, cr.Thunk)
+    z = W @ x + b
+    np.testing.assert_allclose(cr.unthunk(dx), 2 * z[:, None] * W)
+    np.testing.assert_allclose(cr.unthunk(df.b), np.diag(2 * z))
+    np.testing.assert_allclose(cr.unthunk(df.W), np.einsum("ij,k->ijk", np.diag(2 * z), x))
+    df1, _ = back(np.ones(4))
+    np.testing.assert_allclose(cr.unthunk(df1.W), np.outer(2 * z, x))

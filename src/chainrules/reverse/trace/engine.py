@@ -30,7 +30,7 @@ from ...core.active import ActiveValue, active_engine
 from ...core.errors import ChainRulesError
 from ...core.projection import ProjectTo
 from ...core.registry import batch_declines, rrule
-from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent
+from ...core.tangents import AbstractThunk, AbstractZero, NoTangent, Tangent, Thunk, ZeroTangent, unthunk
 from . import tracer
 from .backward import add_to, part, sweep
 from .tracer import Trace, Tracked, _current, _new
@@ -159,9 +159,10 @@ def _field_of(value, key, index: int):
     return getattr(value, key)
 
 
-def collect(template, value, cts: dict, batch: bool = False):
+def collect(template, value, cts: dict, batch: bool = False, lazy: bool = False):
     """The tangent of an input from the swept cotangents, shaped like the input (with a leading
-    batch axis for a batched sweep)."""
+    batch axis for a batched sweep); ``lazy``: array cotangents are projected only when asked for
+    (the function's own tangent: what a closure captured is mostly constant, and rarely asked for)."""
     if template is None:
         return _NO
     if type(template) is int:
@@ -172,12 +173,17 @@ def collect(template, value, cts: dict, batch: bool = False):
             return _NO if tracer._is_integer(value) else _ZERO
         if isinstance(ct, Tracked):
             return ct  # a cotangent an outer differentiation follows (nested): the rules shaped it
+        project = ProjectTo(tracer.deep_primal(value))
         if batch:
-            return ProjectTo(tracer.deep_primal(value)).batch(ct)
-        return ProjectTo(tracer.deep_primal(value))(ct)
+            if lazy or isinstance(ct, AbstractThunk):  # computed only if asked for
+                return Thunk(lambda: project.batch(unthunk(ct)))
+            return project.batch(ct)
+        if lazy and not isinstance(ct, AbstractThunk):
+            return Thunk(lambda: project(ct))
+        return project(ct)  # (a thunk stays one)
     items = []
     for key, index, child in template.children:
-        items.append((key, collect(child, _field_of(value, key, index), cts, batch)))
+        items.append((key, collect(child, _field_of(value, key, index), cts, batch, lazy)))
     if all(t is _NO for _, t in items):
         return _NO
     if all(isinstance(t, AbstractZero) for _, t in items):
@@ -308,7 +314,7 @@ class TapePullback:
             trace.sweeping -= 1
             if pause_gc:
                 gc.enable()
-        df = collect(self._f_template, self._f, cts, batch)
+        df = collect(self._f_template, self._f, cts, batch, lazy=True)
         return (df, *(collect(t, a, cts, batch) for t, a in zip(self._templates, self._args)))
 
     def __repr__(self) -> str:
