@@ -871,17 +871,26 @@ def rrule_matvec(m, v, **kwargs):
     return y, matvec_pullback
 
 
-@frule.register(np.matvec, batched=True)
-def frule_matvec(tangents, m, v, **kwargs):
-    _check_kwargs(np.matvec, kwargs)
-    y = np.matvec(m, v, **kwargs)
-    dm, dv = unthunk(tangents[1]), unthunk(tangents[2])
-    terms = []
-    if not isinstance(dm, AbstractZero):
-        terms.append(np.matvec(_loop_batched(m, dm, 2, np.ndim(v) - 1), v, **kwargs))
-    if not isinstance(dv, AbstractZero):
-        terms.append(np.matvec(m, _loop_batched(v, dv, 1, np.ndim(m) - 2), **kwargs))
-    return y, _add_terms(*terms)
+def _bilinear_gufunc_frule(f, core_a: int, core_b: int):
+    """The frule of a gufunc ``f(a, b)`` linear in each operand, with ``core_a``/``core_b`` core
+    axes: ``f(da, b) + f(a, db)``, a batch of tangents carried through ``f``'s stack axes."""
+
+    def bilinear_frule(tangents, a, b, **kwargs):
+        _check_kwargs(f, kwargs)
+        y = f(a, b, **kwargs)
+        da, db = unthunk(tangents[1]), unthunk(tangents[2])
+        terms = []
+        if not isinstance(da, AbstractZero):
+            terms.append(f(_loop_batched(a, da, core_a, np.ndim(b) - core_b), b, **kwargs))
+        if not isinstance(db, AbstractZero):
+            terms.append(f(a, _loop_batched(b, db, core_b, np.ndim(a) - core_a), **kwargs))
+        return y, _add_terms(*terms)
+
+    bilinear_frule.__qualname__ = f"frule_{f.__name__}"
+    return bilinear_frule
+
+
+frule.register(np.matvec, batched=True)(_bilinear_gufunc_frule(np.matvec, 2, 1))
 
 
 @rrule.register(np.vecmat, batched=True)
@@ -907,17 +916,7 @@ def rrule_vecmat(v, m, **kwargs):
     return y, vecmat_pullback
 
 
-@frule.register(np.vecmat, batched=True)
-def frule_vecmat(tangents, v, m, **kwargs):
-    _check_kwargs(np.vecmat, kwargs)
-    y = np.vecmat(v, m, **kwargs)
-    dv, dm = unthunk(tangents[1]), unthunk(tangents[2])
-    terms = []
-    if not isinstance(dv, AbstractZero):
-        terms.append(np.vecmat(_loop_batched(v, dv, 1, np.ndim(m) - 2), m, **kwargs))
-    if not isinstance(dm, AbstractZero):
-        terms.append(np.vecmat(v, _loop_batched(m, dm, 2, np.ndim(v) - 1), **kwargs))
-    return y, _add_terms(*terms)
+frule.register(np.vecmat, batched=True)(_bilinear_gufunc_frule(np.vecmat, 1, 2))
 
 
 # ----- multi_dot -------------------------------------------------------------------------------
