@@ -457,3 +457,14 @@ def test_hessian_through_the_rules():
         ]
     )
     np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "f, advice",
+    [(sl.expm, "apply it to each matrix and stack"), (sl.inv, "np.linalg.inv, which takes stacks, has a rule too")],
+)
+def test_a_stack_of_matrices_is_refused_with_what_to_use(f, advice):
+    A = np.eye(3) + 0.1 * np.random.default_rng(2).standard_normal((2, 3, 3))
+    with pytest.raises(ValueError, match="takes a single matrix") as info:
+        cr.gradient(lambda a: np.sum(f(a)), A)
+    assert advice in str(info.value)

@@ -81,10 +81,13 @@ def _matrix(a, name: str, square: bool = True):
     """``a`` as an array of a LAPACK dtype (other array types pass through), one matrix only."""
     a = as_array(a)
     if np.ndim(a) != 2:
-        raise ValueError(
-            f"the rule for {name} takes a single matrix, got shape {np.shape(a)}; "
-            "for stacks of matrices use the numpy.linalg function"
+        short = name.rsplit(".", 1)[-1]
+        advice = (
+            f"np.linalg.{short}, which takes stacks, has a rule too"
+            if hasattr(np.linalg, short)
+            else "apply it to each matrix and stack the results (np.stack([... for m in a]))"
         )
+        raise ValueError(f"the rule for {name} takes a single matrix, got shape {np.shape(a)}; {advice}")
     if square and a.shape[0] != a.shape[1]:
         raise ValueError(f"{name}: expected a square matrix, got shape {a.shape}")
     if isinstance(a, np.ndarray):
