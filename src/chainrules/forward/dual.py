@@ -439,12 +439,14 @@ class DualArray(Dual):
     # -- indexing --
     def __getitem__(self, key):
         out = call(operator.getitem, (self, key))
-        if self.writable and type(out) is np.ndarray:
+        if not self.writable:
+            return out
+        if type(out) is np.ndarray:
             # a part of a buffer that takes writes, with no partials yet: a dual all the same, so that
             # ``x[i] += dual`` adds as duals do and writes back (a plain view's += would write a dual
             # into a plain array)
             return Dual(out, _ZERO, self.tag)
-        if self.writable and type(out) is Dual and np.ndim(out.partials):
+        if type(out) is Dual and np.ndim(out.partials):
             # an entry read from a buffer is a copy (NumPy's scalar), but its batch of partials is a
             # view of the buffer's: copied, or a later write into the buffer would change them
             out.partials = np.copy(out.partials)

@@ -785,6 +785,22 @@ def _product_cotangent_thunks(a, b, ga, gb, batched: bool):
     return NO, da, db
 
 
+def _product_pullback(y, a, b, cotangents, name: str):
+    """The pullback of a product ``y`` of ``a`` and ``b`` over stacks: ``cotangents(dy)`` gives the
+    two functions computing the operands' cotangents on the broadcast shape (a batch of ``dy`` too)."""
+
+    def product_pullback(dy):
+        dy = unthunk(dy)
+        batched = carries_batch(y, dy)
+        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, dy
+        return _product_cotangent_thunks(a, b, *cotangents(dy), batched)
+
+    product_pullback.__qualname__ = name
+    return product_pullback
+
+
 def _loop_batched(x, dx, core: int, loop_other: int):
     """A tangent ``dx`` of ``x`` (``core`` core axes) ready to broadcast against an operand with
     ``loop_other`` loop axes: a batched one gets size-1 axes after its batch axis, so that the batch
@@ -812,22 +828,11 @@ def rrule_vecdot(a, b, **kwargs):
     y = np.vecdot(a, b, **kwargs)
     va, vb, axis_a, axis_b = _vecdot_vectors(a, b, kwargs)
 
-    def vecdot_pullback(dy):
-        dy = unthunk(dy)
-        batched = carries_batch(y, dy)
-        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
-        if isinstance(dy, AbstractZero):
-            return NO, dy, dy
+    def cotangents(dy):
         g = np.expand_dims(dy, -1)  # the same cotangent for every entry of the vectors
-        return _product_cotangent_thunks(
-            a,
-            b,
-            lambda: np.moveaxis(_conj(g) * vb, -1, axis_a),
-            lambda: np.moveaxis(g * va, -1, axis_b),
-            batched,
-        )
+        return lambda: np.moveaxis(_conj(g) * vb, -1, axis_a), lambda: np.moveaxis(g * va, -1, axis_b)
 
-    return y, vecdot_pullback
+    return y, _product_pullback(y, a, b, cotangents, "vecdot_pullback")
 
 
 @frule.register(np.linalg.vecdot, batched=True)
@@ -854,21 +859,11 @@ def rrule_matvec(m, v, **kwargs):
     _check_kwargs(np.matvec, kwargs)
     y = np.matvec(m, v, **kwargs)
 
-    def matvec_pullback(dy):
-        dy = unthunk(dy)
-        batched = carries_batch(y, dy)
-        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
-        if isinstance(dy, AbstractZero):
-            return NO, dy, dy
-        return _product_cotangent_thunks(
-            m,
-            v,
-            lambda: np.expand_dims(dy, -1) * np.expand_dims(_conj(v), -2),
-            lambda: np.vecmat(_conj(dy), _conj(m)),  # m^H ȳ
-            batched,
-        )
+    def cotangents(dy):
+        # ȳ v^H, an outer product, and m^H ȳ
+        return lambda: np.expand_dims(dy, -1) * np.expand_dims(_conj(v), -2), lambda: np.vecmat(_conj(dy), _conj(m))
 
-    return y, matvec_pullback
+    return y, _product_pullback(y, m, v, cotangents, "matvec_pullback")
 
 
 def _bilinear_gufunc_frule(f, core_a: int, core_b: int):
@@ -899,21 +894,11 @@ def rrule_vecmat(v, m, **kwargs):
     _check_kwargs(np.vecmat, kwargs)
     y = np.vecmat(v, m, **kwargs)
 
-    def vecmat_pullback(dy):
-        dy = unthunk(dy)
-        batched = carries_batch(y, dy)
-        dy = match_input_batch(y, dy) if batched else cotangent_array(y, dy)
-        if isinstance(dy, AbstractZero):
-            return NO, dy, dy
-        return _product_cotangent_thunks(
-            v,
-            m,
-            lambda: np.matvec(m, _conj(dy)),
-            lambda: np.expand_dims(v, -1) * np.expand_dims(dy, -2),
-            batched,
-        )
+    def cotangents(dy):
+        # m conj(ȳ), and v ȳ^T, an outer product
+        return lambda: np.matvec(m, _conj(dy)), lambda: np.expand_dims(v, -1) * np.expand_dims(dy, -2)
 
-    return y, vecmat_pullback
+    return y, _product_pullback(y, v, m, cotangents, "vecmat_pullback")
 
 
 frule.register(np.vecmat, batched=True)(_bilinear_gufunc_frule(np.vecmat, 1, 2))
