@@ -18,8 +18,6 @@ What the API returns is unthunked; the function's own tangent and keyword argume
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import gc
 import importlib
 import math
@@ -44,7 +42,8 @@ from .core import (
     rrule,
     unthunk,
 )
-from .core.tangents import _is_namedtuple_type, _known_fields
+from .core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
+from .core.tangents import _is_namedtuple_type
 
 REVERSE_ENGINES = {"source": "chainrules.reverse.source", "tape": "chainrules.reverse.trace"}
 DEFAULT_ENGINE = "source"
@@ -139,7 +138,7 @@ def _structural_cotangent(y, dy):
     >>> _structural_cotangent(P(np.zeros(2), 0.0), P(np.ones(2), 1.0))
     Tangent[P](a=array([1., 1.]), b=1.0)
     """
-    if isinstance(dy, (AbstractTangent, ActiveValue, *_PLAIN)) or isinstance(y, ActiveValue) or not _is_structure(y):
+    if isinstance(dy, (AbstractTangent, ActiveValue, *_PLAIN)) or isinstance(y, ActiveValue) or not is_structure(y):
         return dy  # (an engine's value, a dual or a tracked array, is a number or an array)
     if isinstance(dy, (tuple, list)) and isinstance(y, (tuple, list)) and len(dy) == len(y):
         items = [_structural_cotangent(v, d) for v, d in zip(y, dy)]
@@ -148,10 +147,10 @@ def _structural_cotangent(y, dy):
         return {k: _structural_cotangent(y[k], d) if k in y else d for k, d in dy.items()}
     if type(dy) is not type(y) or isinstance(dy, (tuple, list, dict)):
         return dy
-    fields, given = {}, _structure_items(dy)
-    for name, value in _structure_items(y).items():
+    fields, given = {}, structure_items(dy)
+    for name, value in structure_items(y).items():
         d = given.get(name)
-        if _is_structure(value):
+        if is_structure(value):
             fields[name] = _structural_cotangent(value, d)
         elif _is_number(d) or isinstance(d, (AbstractTangent, ActiveValue)):
             fields[name] = d
@@ -333,8 +332,8 @@ def _size(x) -> int:
     if isinstance(x, Tangent):
         backing = x.backing
         return sum(_size(v) for v in (backing.values() if isinstance(backing, dict) else backing))
-    if _is_structure(x):
-        items = _structure_items(x)
+    if is_structure(x):
+        items = structure_items(x)
         return sum(_size(v) for v in (items if isinstance(items, list) else items.values()))
     return int(np.size(x)) if _is_number(x) else 0
 
@@ -343,8 +342,8 @@ def _auto_key(x) -> tuple:
     """What ``mode="auto"`` remembers its choice by: the input's shape and dtype, per leaf for a structure."""
     if type(x) is np.ndarray:
         return x.shape, x.dtype
-    if _is_structure(x):
-        return type(x), tuple((np.shape(v), _leaf_dtype(v)) for v in _leaves(x, _is_input_leaf))
+    if is_structure(x):
+        return type(x), tuple((np.shape(v), _leaf_dtype(v)) for v in leaves(x, _is_input_leaf))
     return np.shape(x), getattr(x, "dtype", type(x))
 
 
@@ -451,7 +450,7 @@ def _jacobian_output(f: Callable, y):
 
 
 def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
-    if not (_is_numeric(y) and _is_numeric(x)) and (_is_structure(y) or _is_structure(x)):
+    if not (_is_numeric(y) and _is_numeric(x)) and (is_structure(y) or is_structure(x)):
         return _structured_reverse_jacobian(x, y, back_full)
     if type(y) is np.ndarray and type(x) is np.ndarray:  # the common case, without the conversions
         y_arr, x_arr = y, x
@@ -520,16 +519,6 @@ def _block_cotangent(x, x_shape: tuple, dx, rows: int, dtype) -> np.ndarray:
 # structure when the input is structured, down to blocks of shape ``out_leaf.shape + in_leaf.shape``.
 
 
-def _is_structure(x) -> bool:
-    if isinstance(x, (tuple, list, dict)):
-        return True
-    if isinstance(x, (str, bytes, np.ndarray, np.generic, type, AbstractTangent)):
-        return False
-    if callable(x) and not hasattr(x, "__dict__"):
-        return False
-    return dataclasses.is_dataclass(x) or hasattr(x, "__dict__") or bool(getattr(type(x), "__slots__", ()))
-
-
 def _is_number(x) -> bool:
     if isinstance(x, (bool, np.bool_)):
         return False
@@ -542,68 +531,18 @@ def _is_input_leaf(x, top: bool) -> bool:
     return _is_number(x) and (top or _is_inexact(x))
 
 
-def _structure_items(x) -> dict | list:
-    """The items of the structure ``x``: a list for tuples and lists, a dict by key or field name otherwise."""
-    if isinstance(x, (tuple, list)) and not _is_namedtuple_type(type(x)):
-        return list(x)
-    if isinstance(x, dict):
-        return dict(x)
-    if _is_namedtuple_type(type(x)):
-        return x._asdict()
-    if dataclasses.is_dataclass(x):
-        return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
-    fields = _known_fields(type(x))
-    return {k: getattr(x, k) for k in fields if hasattr(x, k)} if fields is not None else dict(vars(x))
-
-
-def _leaves(x, is_leaf, top: bool = True) -> list:
-    if is_leaf(x, top):
-        return [x]
-    if not _is_structure(x):
-        return []
-    items = _structure_items(x)
-    return [leaf for v in (items if isinstance(items, list) else items.values()) for leaf in _leaves(v, is_leaf, False)]
-
-
-def _like(x, is_leaf, values: list, other, top: bool = True):
-    """A tangent of ``x`` whose leaves take ``values`` in leaf order (consumed) and whose other
-    parts are ``other``."""
-    if is_leaf(x, top):
-        return values.pop(0)
-    if not _is_structure(x):
-        return other
-    items = _structure_items(x)
-    if isinstance(items, list):
-        return Tangent[type(x)](*(_like(v, is_leaf, values, other, False) for v in items))
-    if type(x) is dict:
-        return Tangent[dict]({k: _like(v, is_leaf, values, other, False) for k, v in items.items()})
-    return Tangent[type(x)](**{k: _like(v, is_leaf, values, other, False) for k, v in items.items()})
-
-
 def _tangent_leaves(t, x, top: bool = True) -> list:
     """The parts of the tangent ``t`` of ``x`` at ``x``'s input leaves, in leaf order (zeros where missing)."""
     t = unthunk(t)
     if _is_input_leaf(x, top):
         return [t]
-    if not _is_structure(x):
+    if not is_structure(x):
         return []
-    items = _structure_items(x)
-    parts = _tangent_parts(t, items)
+    items = structure_items(x)
+    parts = item_tangents(t, x)
     if isinstance(items, list):
         return [leaf for v, dv in zip(items, parts) for leaf in _tangent_leaves(dv, v, False)]
     return [leaf for k, v in items.items() for leaf in _tangent_leaves(parts[k], v, False)]
-
-
-def _tangent_parts(t, items: dict | list) -> dict | list:
-    """The tangents of a structure's ``items`` from the (unthunked) tangent ``t`` of the structure."""
-    if isinstance(t, AbstractZero):
-        return [t] * len(items) if isinstance(items, list) else dict.fromkeys(items, t)
-    if isinstance(items, list):
-        return list(t.backing if isinstance(t, Tangent) else t)
-    backing = t.backing if isinstance(t, Tangent) else t
-    if isinstance(backing, tuple):  # a namedtuple's tangent given as a plain tuple
-        backing = dict(zip(items, backing))
-    return {k: backing.get(k, ZeroTangent()) for k in items}
 
 
 def _leaf_dtype(x) -> np.dtype:
@@ -613,8 +552,8 @@ def _leaf_dtype(x) -> np.dtype:
 
 def _structured_reverse_jacobian(x, y, back_full):
     """The Jacobian of a structured output, or at a structured input, one pullback per output entry."""
-    ins = _leaves(x, _is_input_leaf)
-    outs = _leaves(y, lambda v, top: _is_number(v))
+    ins = leaves(x, _is_input_leaf)
+    outs = leaves(y, lambda v, top: _is_number(v))
     blocks = []
     for k, out in enumerate(outs):
         out_shape, out_dtype = np.shape(out), _leaf_dtype(out)
@@ -626,13 +565,13 @@ def _structured_reverse_jacobian(x, y, back_full):
                 seed.reshape(-1)[i] = 1.0
                 cotangents = [ZeroTangent()] * len(outs)
                 cotangents[k] = seed if seed.ndim else seed[()]
-                dx = back_full(_like(y, lambda v, top: _is_number(v), cotangents, NoTangent()))[1]
+                dx = back_full(tangent_like(y, lambda v, top: _is_number(v), cotangents, NoTangent()))[1]
                 for rows, part in zip(flat, _tangent_leaves(dx, x)):
                     if not isinstance(part, AbstractZero):
                         rows[i] = _deep_unthunk(part)
                 seed.reshape(-1)[i] = 0.0
-        blocks.append(_like(x, _is_input_leaf, row, NoTangent()))
-    return _like(y, lambda v, top: _is_number(v), blocks, NoTangent())
+        blocks.append(tangent_like(x, _is_input_leaf, row, NoTangent()))
+    return tangent_like(y, lambda v, top: _is_number(v), blocks, NoTangent())
 
 
 def _owns_block(a: np.ndarray) -> bool:
@@ -655,7 +594,7 @@ def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
     >>> cr.hessian(lambda t: t[0] ** 2 * t[1], (1.0, 3.0))
     Tangent[tuple](Tangent[tuple](array(6.), array(2.)), Tangent[tuple](array(2.), array(0.)))
     """
-    if not _is_numeric(x) and _is_structure(x):
+    if not _is_numeric(x) and is_structure(x):
         # the gradient at a structured x is a Tangent of x's structure: read it back into that
         # structure, whose Jacobian forward mode lays out as it lays out any structured output
         return _forward_engine().jacobian(lambda z: _with_leaves(z, gradient(f, z, engine=engine)[0]), x)
@@ -668,10 +607,10 @@ def _with_leaves(x, t, top: bool = True):
     if isinstance(x, ActiveValue) or _is_input_leaf(x, top):  # (a leaf forward mode seeded is a dual)
         t = unthunk(t)
         return np.zeros(np.shape(x), dtype=_leaf_dtype(x))[()] if isinstance(t, AbstractZero) else t
-    if not _is_structure(x):
+    if not is_structure(x):
         return x
-    items = _structure_items(x)
-    parts = _tangent_parts(unthunk(t), items)
+    items = structure_items(x)
+    parts = item_tangents(t, x)
     if isinstance(items, list):
         values = [_with_leaves(v, d, False) for v, d in zip(items, parts)]
         return type(x)(values) if type(x) in (tuple, list) else type(x)(*values)
@@ -680,10 +619,7 @@ def _with_leaves(x, t, top: bool = True):
         return values
     if _is_namedtuple_type(type(x)):
         return type(x)(**values)
-    new = copy.copy(x)
-    for k, v in values.items():
-        object.__setattr__(new, k, v)
-    return new
+    return with_fields(x, values)
 
 
 def show(f: Callable, *args, **kwargs) -> str:

@@ -28,7 +28,8 @@ import numpy as np
 
 from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, basis_seed, unthunk
 from ..core.active import ActiveValue
-from ..core.tangents import _is_namedtuple_type, _known_fields
+from ..core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
+from ..core.tangents import _is_namedtuple_type
 from .dual import _DUALS, Dual, DualArray, Tag, _innermost, _new_object, push, pusher_for
 
 _NO = NoTangent()
@@ -70,56 +71,6 @@ def _is_float_leaf(x) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
 
 
-def _fields(x) -> dict[str, Any]:
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
-    fields = _known_fields(type(x))
-    if fields is not None:
-        return {k: getattr(x, k) for k in fields if hasattr(x, k)}
-    return dict(vars(x))
-
-
-def _is_structure(x) -> bool:
-    if isinstance(x, (tuple, list, dict)):
-        return True
-    if isinstance(x, (str, bytes, np.ndarray, np.generic, type)) or callable(x) and not hasattr(x, "__dict__"):
-        return False
-    return dataclasses.is_dataclass(x) or hasattr(x, "__dict__") or bool(getattr(type(x), "__slots__", ()))
-
-
-def _with_fields(x, values: dict):
-    """A copy of the object ``x`` with some fields replaced (``x`` itself is unchanged)."""
-    new = copy.copy(x)
-    for k, v in values.items():
-        object.__setattr__(new, k, v)
-    return new
-
-
-def _tangent_items(t, x):
-    """The tangents of the items of structure ``x`` from its tangent ``t`` (zeros where missing)."""
-    t = unthunk(t)
-    if isinstance(x, (tuple, list)) and not _is_namedtuple_type(type(x)):
-        if isinstance(t, AbstractZero):
-            return [_ZERO] * len(x)
-        items = list(t.backing if isinstance(t, Tangent) else t)
-        if len(items) != len(x):
-            raise ValueError(f"a tangent with {len(items)} items for a {type(x).__name__} of {len(x)}")
-        return items
-    if isinstance(x, dict):
-        backing = {} if isinstance(t, AbstractZero) else (t.backing if isinstance(t, Tangent) else t)
-        return {k: backing.get(k, _ZERO) for k in x}
-    names = x._fields if _is_namedtuple_type(type(x)) else list(_fields(x))
-    if isinstance(t, AbstractZero):
-        return {k: _ZERO for k in names}
-    if isinstance(t, Tangent):
-        return {k: t[k] if isinstance(t.backing, dict) else t.backing[i] for i, k in enumerate(names)}
-    if isinstance(t, dict):
-        return {k: t.get(k, _ZERO) for k in names}
-    if isinstance(t, tuple) and _is_namedtuple_type(type(x)):
-        return dict(zip(names, t))
-    raise TypeError(f"a {type(t).__name__} is not a tangent of a {type(x).__qualname__}")
-
-
 def _seed(x, t, tag: Tag):
     """``x`` with every leaf that has a nonzero tangent replaced by a dual carrying it."""
     t = unthunk(t)
@@ -129,9 +80,9 @@ def _seed(x, t, tag: Tag):
         if tag.batch is None and not (type(x) is float and type(t) is float):
             t = ProjectTo(_innermost(x))(t)  # a tangent given by the user: checked and brought to x's dtype
         return Dual(x, t, tag)
-    if not _is_structure(x):
+    if not is_structure(x):
         return x
-    items = _tangent_items(t, x)
+    items = item_tangents(t, x)
     if isinstance(x, (tuple, list)) and not _is_namedtuple_type(type(x)):
         return type(x)(_seed(v, d, tag) for v, d in zip(x, items))
     if isinstance(x, dict):
@@ -141,7 +92,7 @@ def _seed(x, t, tag: Tag):
         return new
     if _is_namedtuple_type(type(x)):
         return x._replace(**{k: _seed(getattr(x, k), d, tag) for k, d in items.items()})
-    return _with_fields(x, {k: _seed(getattr(x, k), d, tag) for k, d in items.items()})
+    return with_fields(x, {k: _seed(getattr(x, k), d, tag) for k, d in items.items()})
 
 
 def _read(y, tag: Tag):
@@ -154,7 +105,7 @@ def _read(y, tag: Tag):
         return y, _ZERO
     if isinstance(y, Tangent):  # a tangent computed by the function (a nested jvp): read field by field
         return _read_tangent(y, tag)
-    if isinstance(y, (bool, str, bytes, type(None))) or not _is_structure(y):
+    if isinstance(y, (bool, str, bytes, type(None))) or not is_structure(y):
         return y, _NO
     P = type(y)
     if isinstance(y, (tuple, list)) and not _is_namedtuple_type(P):
@@ -168,10 +119,10 @@ def _read(y, tag: Tag):
         primal.update({k: p for k, (p, _) in pairs.items()})
         tangents = {k: t for k, (_, t) in pairs.items()}
         return primal, (_ZERO if _all_zero(tangents.values()) else Tangent[dict](tangents))
-    fields = y._asdict() if _is_namedtuple_type(P) else _fields(y)
+    fields = structure_items(y)
     pairs = {k: _read(v, tag) for k, v in fields.items()}
     primals = {k: p for k, (p, _) in pairs.items()}
-    primal = y._replace(**primals) if _is_namedtuple_type(P) else _with_fields(y, primals)
+    primal = y._replace(**primals) if _is_namedtuple_type(P) else with_fields(y, primals)
     tangents = {k: t for k, (_, t) in pairs.items()}
     return primal, (_ZERO if _all_zero(tangents.values()) else Tangent[P](**tangents))
 
@@ -237,9 +188,9 @@ def _rule_tangent(x, t):
         return t
     if isinstance(x, Dual) or _is_number_leaf(x):
         return ProjectTo(_innermost(x))(t)
-    if not _is_structure(x) or isinstance(t, Tangent):
+    if not is_structure(x) or isinstance(t, Tangent):
         return t
-    items = _tangent_items(t, x)
+    items = item_tangents(t, x)
     P = type(x)
     if isinstance(items, dict):
         if isinstance(x, dict):
@@ -277,19 +228,10 @@ class _Input:
     dtype: np.dtype
 
 
-def _input_leaves(x, top: bool = True) -> list:
-    """The differentiable leaves of ``x`` in a fixed order (a bare integer counts, integers inside
-    structures are left alone, as finite differences leave them)."""
-    if isinstance(x, Dual) or (_is_number_leaf(x) and (top or _is_float_leaf(x))):
-        return [x]
-    if not _is_structure(x):
-        return []
-    if isinstance(x, (tuple, list)):
-        return [leaf for v in x for leaf in _input_leaves(v, False)]
-    if isinstance(x, dict):
-        return [leaf for v in x.values() for leaf in _input_leaves(v, False)]
-    values = x._asdict().values() if _is_namedtuple_type(type(x)) else _fields(x).values()
-    return [leaf for v in values for leaf in _input_leaves(v, False)]
+def _is_input_leaf(x, top: bool) -> bool:
+    """A differentiable leaf: a dual, a bare number, or an inexact one inside a structure (integers
+    inside structures are left alone, as finite differences leave them)."""
+    return isinstance(x, Dual) or (_is_number_leaf(x) and (top or _is_float_leaf(x)))
 
 
 def _leaf_dtype(x) -> np.dtype:
@@ -297,34 +239,6 @@ def _leaf_dtype(x) -> np.dtype:
         x = x.primal
     dtype = np.result_type(x)
     return dtype if dtype.kind in "fc" else np.dtype(np.float64)
-
-
-def _seed_tangents(x, seeds: list, top: bool = True):
-    """The tangent of ``x`` whose leaves take the seeds in ``seeds`` in leaf order (consumed)."""
-    if isinstance(x, Dual) or (_is_number_leaf(x) and (top or _is_float_leaf(x))):
-        return seeds.pop(0)
-    if not _is_structure(x):
-        return _ZERO
-    if isinstance(x, (tuple, list)) and not _is_namedtuple_type(type(x)):
-        return Tangent[type(x)](*(_seed_tangents(v, seeds, False) for v in x))
-    if isinstance(x, dict):
-        return Tangent[dict]({k: _seed_tangents(v, seeds, False) for k, v in x.items()})
-    values = x._asdict() if _is_namedtuple_type(type(x)) else _fields(x)
-    return Tangent[type(x)](**{k: _seed_tangents(v, seeds, False) for k, v in values.items()})
-
-
-def _rebuild_like(x, leaf_values: list, top: bool = True):
-    """The Jacobian blocks of each input leaf, arranged like the input (structures as ``Tangent[P]``)."""
-    if isinstance(x, Dual) or (_is_number_leaf(x) and (top or _is_float_leaf(x))):
-        return leaf_values.pop(0)
-    if not _is_structure(x):
-        return _NO
-    if isinstance(x, (tuple, list)) and not _is_namedtuple_type(type(x)):
-        return Tangent[type(x)](*(_rebuild_like(v, leaf_values, False) for v in x))
-    if isinstance(x, dict):
-        return Tangent[dict]({k: _rebuild_like(v, leaf_values, False) for k, v in x.items()})
-    values = x._asdict() if _is_namedtuple_type(type(x)) else _fields(x)
-    return Tangent[type(x)](**{k: _rebuild_like(v, leaf_values, False) for k, v in values.items()})
 
 
 def jacobian(f: Callable, x, chunk_size: int | None = None):
@@ -353,7 +267,7 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
         n = x.size
     else:
         inputs, n = [], 0
-        for leaf in _input_leaves(x):
+        for leaf in leaves(x, _is_input_leaf):
             shape = np.shape(leaf)
             size = math.prod(shape)
             inputs.append(_Input(leaf, n, size, shape, _leaf_dtype(leaf)))
@@ -379,7 +293,7 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
                 first = start - inp.offset
                 overlaps = first < inp.size and first + batch > 0
                 seeds.append(basis_seed(batch, inp.shape, first, inp.dtype) if overlaps else _ZERO)
-            seed = _seed_tangents(x, seeds)
+            seed = tangent_like(x, _is_input_leaf, seeds, _ZERO)
         try:
             if pusher is not None:  # the rule pushes the chunk (or, unbatched, each of its tangents) forward
                 out = push(f, pusher, [x], [_NO, seed], _NO_KWARGS, tag)
@@ -398,7 +312,7 @@ def _finish(f: Callable, y, tangents: list, batches: list, inputs: list, x):
     if (
         type(y) not in (np.ndarray, float, *_DUALS)
         and not (_is_number_leaf(y) or isinstance(y, np.generic))
-        and (isinstance(y, AbstractTangent) or not _is_structure(y))
+        and (isinstance(y, AbstractTangent) or not is_structure(y))
     ):
         raise TypeError(
             f"jacobian: {getattr(f, '__qualname__', f)} returned a {type(y).__name__}; "
@@ -443,7 +357,7 @@ def _plain_inputs(x: np.ndarray) -> list:
 def _assemble(y, tangents: list, batches: list, inputs: list, x):
     """Lay the passes' batched output tangents out as ``out.shape + in.shape`` blocks."""
     if type(y) is not np.ndarray and not _is_number_leaf(y) and type(y) not in _DUALS:
-        if isinstance(y, (bool, str, bytes, type(None))) or not _is_structure(y):
+        if isinstance(y, (bool, str, bytes, type(None))) or not is_structure(y):
             return _NO
         return _assemble_structure(y, tangents, batches, inputs, x)
     if not inputs:
@@ -466,7 +380,7 @@ def _assemble(y, tangents: list, batches: list, inputs: list, x):
         if np.shape(block) != shape:
             block = np.reshape(block, shape)
         blocks.append(_writeable(block))
-    return blocks[0] if type(x) is np.ndarray else _rebuild_like(x, blocks)
+    return blocks[0] if type(x) is np.ndarray else tangent_like(x, _is_input_leaf, blocks, _NO)
 
 
 def _own(t):
@@ -491,7 +405,7 @@ def _assemble_structure(y, tangents: list, batches: list, inputs: list, x):
         return Tangent[dict](
             {k: _assemble(v, [_part(t, k) for t in tangents], batches, inputs, x) for k, v in y.items()}
         )
-    fields = y._asdict() if _is_namedtuple_type(P) else _fields(y)
+    fields = structure_items(y)
     return Tangent[P](
         **{k: _assemble(v, [_part(t, k) for t in tangents], batches, inputs, x) for k, v in fields.items()}
     )
