@@ -7,15 +7,18 @@ handled here, with ``Tangent[P]`` cotangents.
 
 from __future__ import annotations
 
+import operator
 import sys
 import types
 from numbers import Number
 
 import numpy as np
 
+from ...core.accumulation import accumulate
 from ...core.active import ActiveValue
 from ...core.errors import UnsupportedSyntaxError
 from ...core.projection import ProjectTo, rows_cotangent, unbroadcast
+from ...core.registry import rrule
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
 
 NO = NoTangent()
@@ -117,7 +120,9 @@ def _stack_rows(array: np.ndarray, rows: list):
     out = np.zeros(array.shape, dtype=dtype)
     for i, r in enumerate(rows):
         r = unthunk(r)
-        if not isinstance(r, AbstractZero):
+        if isinstance(r, ActiveValue) or isinstance(out, ActiveValue):
+            out = scattered_sum(out, array, i, r)
+        elif not isinstance(r, AbstractZero):
             out[i] += r
     return out
 
@@ -450,12 +455,22 @@ def add_at(acc, owned: bool, like: np.ndarray, index, d):
     if isinstance(d, AbstractZero):
         return acc, owned
     acc = unthunk(acc)
+    if isinstance(d, ActiveValue) or isinstance(acc, ActiveValue):
+        return scattered_sum(acc, like, index, d), False
     if isinstance(acc, AbstractZero):
         acc = np.zeros(like.shape, dtype=like.dtype)
     elif not (owned and isinstance(acc, np.ndarray) and acc.flags.writeable):
         acc = np.array(acc, dtype=like.dtype, copy=True)
     acc[index] += d
     return acc, True
+
+
+def scattered_sum(acc, like: np.ndarray, index, d):
+    """``acc`` plus ``d`` scattered at ``like[index]``, out of place: for a cotangent that an engine
+    follows (a dual number in a Hessian, an outer tape's value), which a plain array cannot take
+    in place; getitem's rule scatters it through operations that engine sees."""
+    _, dlike, _ = rrule(operator.getitem, like, index)[1](d)
+    return accumulate(acc, False, dlike)[0]
 
 
 # ----- loops over differentiated iterables ---------------------------------------------------------
@@ -477,6 +492,9 @@ class ItemCotangents:
         if isinstance(d, AbstractZero):
             return
         if isinstance(self.iterable, np.ndarray):
+            if isinstance(d, ActiveValue) or isinstance(self.dense, ActiveValue):
+                self.dense = scattered_sum(ZERO if self.dense is None else self.dense, self.iterable, i, d)
+                return
             if self.dense is None:
                 kind = self.iterable.dtype
                 self.dense = np.zeros(self.iterable.shape, dtype=kind if kind.kind in "fc" else np.float64)
