@@ -375,7 +375,8 @@ def match_input(x, dx):
         return dx
     if np.shape(dx) != np.shape(x):
         dx = unbroadcast(x, dx)
-    if _is_duck_array(dx):  # keep another library's array-like (a dual number); only realness is matched
+    if _is_duck_array(dx) or _is_duck_array(x):
+        # keep another library's array-like (a dual number), or a constant cotangent of one; only realness is matched
         return np.real(dx) if np.iscomplexobj(dx) and not np.iscomplexobj(x) else dx
     if isinstance(x, np.ndarray):
         kind = x.dtype.kind

@@ -1,0 +1,46 @@
+"""Complex intermediates of a real function under nested differentiation, in every nesting.
+
+Inside a Hessian (forward over reverse) or a gradient of a gradient, the inner engine meets the
+outer engine's values (dual numbers, tracked numbers) where it would meet numbers; the cotangent
+of a real input stays real when a complex constant multiplies it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules.testing import fd_jacobian
+
+
+def rotated_array(z):
+    w = z * z + 1j * z
+    return np.sum(np.real(w) + 2 * np.imag(w))
+
+
+def _second_derivative(f, x):
+    return fd_jacobian(lambda v: cr.gradient(f, v)[0], x)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_hessian_of_a_real_function_of_a_real_array_is_real(engine):
+    x = np.array([0.7, 0.2])
+    H = cr.hessian(rotated_array, x, engine=engine)
+    assert H.dtype == np.float64
+    np.testing.assert_allclose(H, _second_derivative(rotated_array, x), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("outer", ["source", "tape", "forward"])
+@pytest.mark.parametrize("inner", ["source", "tape"])
+def test_inner_gradient_of_a_real_input_is_real(outer, inner):
+    def slope(x):
+        return cr.gradient(lambda z: np.imag(1j * z * z) + np.real(z * (1 + 1j)), x, engine=inner)[0]
+
+    if outer == "forward":
+        value, curvature = cr.jvp(slope, (0.7,), (1.0,))
+    else:
+        value, back = cr.pullback(slope, 0.7, engine=outer)
+        (curvature,) = back(1.0)
+    assert not np.iscomplexobj(value) and value == pytest.approx(2.4)
+    assert curvature == pytest.approx(2.0)
