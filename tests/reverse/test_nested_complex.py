@@ -1,8 +1,9 @@
 """Complex intermediates of a real function under nested differentiation, in every nesting.
 
 Inside a Hessian (forward over reverse) or a gradient of a gradient, the inner engine meets the
-outer engine's values (dual numbers, tracked numbers) where it would meet numbers; the cotangent
-of a real input stays real when a complex constant multiplies it.
+outer engine's values (dual numbers, tracked numbers) where it would meet numbers: ``.real`` and
+``.imag`` of one read the number inside, and the cotangent of a real input stays real when a
+complex constant multiplies it.
 """
 
 from __future__ import annotations
@@ -44,3 +45,33 @@ def test_inner_gradient_of_a_real_input_is_real(outer, inner):
         (curvature,) = back(1.0)
     assert not np.iscomplexobj(value) and value == pytest.approx(2.4)
     assert curvature == pytest.approx(2.0)
+
+
+NESTINGS = [("tape", "source"), ("source", "tape"), ("source", "source"), ("tape", "tape")]
+
+
+def real_and_imaginary_parts(z):
+    w = z * z + 1j * z
+    return w.real + 2 * w.imag
+
+
+def attributes_of_an_array(z):
+    w = z * z + 1j * z
+    return np.sum(w.real + 2 * w.imag)
+
+
+@pytest.mark.parametrize("outer, inner", NESTINGS)
+def test_gradient_of_gradient_reads_real_and_imag_attributes(outer, inner):
+    def slope(x):
+        return cr.gradient(real_and_imaginary_parts, x, engine=inner)[0]
+
+    (curvature,) = cr.gradient(slope, 0.7, engine=outer)
+    assert curvature == pytest.approx(_second_derivative(real_and_imaginary_parts, 0.7)[0, 0], rel=1e-7)
+
+
+@pytest.mark.parametrize("f, x", [(real_and_imaginary_parts, 0.7), (attributes_of_an_array, np.array([0.7, 0.2]))])
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_hessian_reads_real_and_imag_attributes(f, x, engine):
+    H = cr.hessian(f, x, engine=engine)
+    assert not np.iscomplexobj(H)
+    np.testing.assert_allclose(H, _second_derivative(f, x).reshape(np.shape(H)), rtol=1e-7, atol=1e-9)

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..core import (
     AbstractZero,
+    ActiveValue,
     NoRuleError,
     NoTangent,
     Tangent,
@@ -529,7 +530,9 @@ _CLASS_ATTRIBUTES: dict[tuple[type, str], tuple] = {}
 def _classify(cls: type, name: str) -> tuple:
     if issubclass(cls, _NO_STRUCTURE):
         return "opaque", None, None
-    if issubclass(cls, Number) and not issubclass(cls, bool):
+    if issubclass(cls, Number) and not issubclass(cls, bool) or issubclass(cls, ActiveValue):
+        # an engine's stand-in for a number (a dual, a tracked value of an outer engine) reads
+        # .real and .imag as the number inside does, never through the stand-in's own code
         return "number", None, None
     static = inspect.getattr_static(cls, name, _MISSING)
     if isinstance(static, property) and static.fget is not None:  # a data descriptor: wins over __dict__
