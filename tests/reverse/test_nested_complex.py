@@ -2,8 +2,8 @@
 
 Inside a Hessian (forward over reverse) or a gradient of a gradient, the inner engine meets the
 outer engine's values (dual numbers, tracked numbers) where it would meet numbers: ``.real`` and
-``.imag`` of one read the number inside, and the cotangent of a real input stays real when a
-complex constant multiplies it.
+``.imag`` of one read the number inside, ``.conjugate()`` conjugates it, and the cotangent of a
+real input stays real when a complex constant multiplies it.
 """
 
 from __future__ import annotations
@@ -75,3 +75,23 @@ def test_hessian_reads_real_and_imag_attributes(f, x, engine):
     H = cr.hessian(f, x, engine=engine)
     assert not np.iscomplexobj(H)
     np.testing.assert_allclose(H, _second_derivative(f, x).reshape(np.shape(H)), rtol=1e-7, atol=1e-9)
+
+
+def conjugated(z):
+    w = np.exp(1j * z) * z
+    return abs(w) ** 2 + np.real(w) + w.conjugate().imag - np.multiply(z, z).conjugate()
+
+
+@pytest.mark.parametrize("outer, inner", NESTINGS)
+def test_gradient_of_gradient_calls_the_conjugate_method(outer, inner):
+    def slope(x):
+        return cr.gradient(conjugated, x, engine=inner)[0]
+
+    (curvature,) = cr.gradient(slope, 0.7, engine=outer)
+    assert curvature == pytest.approx(_second_derivative(conjugated, 0.7)[0, 0], rel=1e-7)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_hessian_calls_the_conjugate_method(engine):
+    expected = _second_derivative(conjugated, 0.7)[0, 0]
+    assert cr.hessian(conjugated, 0.7, engine=engine) == pytest.approx(expected, rel=1e-7)

@@ -23,14 +23,17 @@ _NO = NoTangent()
 
 
 def _conjugate_rules(method) -> None:
+    # x.conjugate() rather than method(x): an engine's stand-in for a number (a dual, a tracked
+    # value of an outer differentiation) is not an instance of the method's class, and conjugates
+    # itself through its own engine
     def rrule_conjugate_method(x):
         def conjugate_method_pullback(dy):
             return _NO, match_input(x, conj(unthunk(dy)))
 
-        return method(x), conjugate_method_pullback
+        return x.conjugate(), conjugate_method_pullback
 
     def frule_conjugate_method(tangents, x):
-        y = method(x)
+        y = x.conjugate()
         dx = unthunk(tangents[1])
         return y, dx if isinstance(dx, AbstractZero) else match_output(y, conj(dx))
 

@@ -22,6 +22,7 @@ import sys
 
 import numpy as np
 
+from ...core.active import ActiveValue
 from . import tracer
 from .tracer import (
     Tracked,
@@ -285,8 +286,10 @@ class TrackedNumber(_Operators):
         return apply(getattr, (self, "imag"), {})
 
     def conjugate(self):
-        # like an array's methods: through the rule of the method of the number's own type
-        return apply(type(deep_primal(self)).conjugate, (self,), {})
+        # like an array's methods: through the rule of the method of the number's own type;
+        # another engine's number (a dual, in a Hessian) through np.conjugate, whose rule takes it
+        primal = deep_primal(self)
+        return apply(np.conjugate if isinstance(primal, ActiveValue) else type(primal).conjugate, (self,), {})
 
     def is_integer(self) -> bool:
         return deep_primal(self).is_integer()
