@@ -54,6 +54,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core import (
+    AbstractTangent,
     AbstractZero,
     ActiveValue,
     NoRuleError,
@@ -557,8 +558,14 @@ def _binary(op, ufunc, a, b):
         if type(b) in _DUALS:
             newest = a.tag if a.tag.order > b.tag.order else b.tag
             numbers = a.tag is newest and type(a.primal) in _NUMBERS and b.tag is newest and type(b.primal) in _NUMBERS
+        elif type(b) in _NUMBERS:
+            numbers = type(a.primal) in _NUMBERS
+        elif isinstance(b, AbstractTangent):
+            return NotImplemented  # a zero (an engine's cotangent, in a Hessian): its own operators answer
         else:
-            numbers = type(a.primal) in _NUMBERS and type(b) in _NUMBERS
+            numbers = False
+    elif isinstance(a, AbstractTangent):
+        return NotImplemented
     else:
         numbers = type(a) in _NUMBERS and type(b.primal) in _NUMBERS
     return call(op if numbers else ufunc, (a, b))
