@@ -17,7 +17,7 @@ import numpy as np
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue
 from ...core.errors import UnsupportedSyntaxError
-from ...core.projection import ProjectTo, rows_cotangent, unbroadcast
+from ...core.projection import ProjectTo, is_array_of_rows, rows_cotangent, unbroadcast
 from ...core.registry import rrule
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
 
@@ -93,7 +93,7 @@ def unpack(value, n: int, star: int | None):
         sizes = len(middle)
     if isinstance(value, (tuple, list)):
         template = value
-    elif isinstance(value, np.ndarray):
+    elif is_array_of_rows(value):
         template = None
     else:
         template = items  # an iterator or other iterable: a list of cotangents
@@ -113,9 +113,11 @@ def unpack(value, n: int, star: int | None):
     return out, unpack_pullback
 
 
-def _stack_rows(array: np.ndarray, rows: list):
+def _stack_rows(array, rows: list):
     if all(isinstance(unthunk(r), AbstractZero) for r in rows):
         return ZERO
+    if isinstance(array, ActiveValue):  # another engine's array (a dual array, in a Hessian)
+        return rows_cotangent(array, rows)
     dtype = np.result_type(array.dtype, np.float64) if array.dtype.kind not in "fc" else array.dtype
     out = np.zeros(array.shape, dtype=dtype)
     for i, r in enumerate(rows):
@@ -133,7 +135,7 @@ def _stack_rows(array: np.ndarray, rows: list):
 def _sequence_tangent(template, chunk: tuple):
     if isinstance(template, (tuple, list)):
         return structural_tangent(template, chunk)
-    if isinstance(template, np.ndarray):
+    if is_array_of_rows(template):
         return _stack_rows(template, list(chunk))
     return list(chunk)
 
@@ -146,7 +148,7 @@ def pack(kind: str, parts: tuple, starred: tuple):
         if star:
             seq = list(part)
             items.extend(seq)
-            layout.append((len(seq), part if isinstance(part, (tuple, list, np.ndarray)) else seq))
+            layout.append((len(seq), part if isinstance(part, (tuple, list)) or is_array_of_rows(part) else seq))
         else:
             items.append(part)
             layout.append(None)
