@@ -31,7 +31,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from ...core.active import ActiveValue
-from ...core.errors import NoRuleError
+from ...core.errors import GENERATED_LINES, NoRuleError
 from ...core.registry import decline_batch, rrule
 from ...core.ruled_calls import RuledCallWatch
 
@@ -104,9 +104,18 @@ def _user_and_library_frames():
 
 
 def user_location() -> str | None:
-    """``file:line`` of the user's code that led here, outside chainrules, NumPy and other libraries."""
+    """``file:line`` of the user's code that led here, outside chainrules, NumPy and other libraries;
+    in code the source engine generated from the user's (a source-engine gradient inside a tape
+    gradient), the user's line it came from."""
     frame, _ = _user_and_library_frames()
-    return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    while frame is not None:
+        generated = GENERATED_LINES.get(frame.f_code.co_filename)
+        if generated is None:
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        if frame.f_lineno in generated[1]:
+            return f"{generated[0]}:{generated[1][frame.f_lineno]}"
+        frame = frame.f_back
+    return None
 
 
 def library_context() -> str:
