@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 import chainrules as cr
 
 
-def converts_to_float(y):
-    s = float(y)  # the line the message must name
-    return s * y
+def fills_a_plain_buffer(y):
+    out = np.zeros(2)
+    out[0] = y * y  # the line the message must name: a plain array cannot hold a tracked value
+    return out[0] * y
 
 
 def test_a_refused_conversion_in_a_source_gradient_names_the_users_line():
-    line = converts_to_float.__code__.co_firstlineno + 1
+    line = fills_a_plain_buffer.__code__.co_firstlineno + 2
     with pytest.raises(TypeError, match=re.escape(f"(at {__file__}:{line})")) as info:
-        cr.gradient(lambda x: cr.gradient(converts_to_float, x)[0], 0.5, engine="tape")
+        cr.gradient(lambda x: cr.gradient(fills_a_plain_buffer, x)[0], 0.5, engine="tape")
     assert "<chainrules-source" not in str(info.value)
