@@ -140,3 +140,36 @@ def user_location(skip_internal: bool = True) -> str | None:
     if frame is None:
         return None
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+_RULES_DIR = os.path.join(_PACKAGE_DIR, "rules") + os.sep
+
+
+def conversion_in_rule(frame: FrameType, values: str) -> TypeError | None:
+    """The error for an engine's value (``values``: "dual numbers", ...) converted to a plain one by
+    a rule's own code, running at ``frame`` or in a caller within chainrules or NumPy/SciPy; ``None``
+    when the conversion is the user's (their code, or a library function their code called).
+
+    A rule computes on the values of an outer differentiation only when a function is
+    differentiated twice (a Hessian, a gradient of a gradient); a rule whose code converts them
+    does not support that, which the user could not tell from advice about their own code.
+    """
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(_RULES_DIR):
+            where = user_location()
+            rule = f"{frame.f_globals.get('__name__', '?')}.{frame.f_code.co_qualname}"
+            return TypeError(
+                f"the rule code {rule} ({os.path.basename(filename)}:{frame.f_lineno}) cannot take {values}: it "
+                "converts them to plain values, which would drop their derivative. The function it differentiates"
+                f"{' (called at ' + where + ')' if where else ''} is being differentiated twice (a Hessian, a gradient "
+                "of a gradient), which that rule does not support; differentiate it once, or write that step with "
+                "functions whose rules do"
+            )
+        if not (is_internal_frame(frame) or frame.f_globals.get("__name__", "").partition(".")[0] in _NUMERICAL):
+            return None
+        frame = frame.f_back
+    return None
+
+
+_NUMERICAL = ("numpy", "scipy")

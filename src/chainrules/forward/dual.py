@@ -65,6 +65,7 @@ from ..core import (
     unthunk,
     user_location,
 )
+from ..core.errors import conversion_in_rule
 from ..core.ruled_calls import RuledCallWatch
 from ..core.tangents import _is_namedtuple_type
 from ..core.twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
@@ -135,8 +136,12 @@ RULED_CALLS = RuledCallWatch(frule, "forward mode", _ADVICE, _of_tag, lambda v: 
 
 def _refused(value, error: Exception) -> Exception:
     """``error``, or, when the refused conversion happens in the body of a Python callable with an
-    frule that received ``value``, the error that says forward mode cannot use that rule."""
-    return RULED_CALLS.refused(value.tag if type(value) in _DUALS else None, sys._getframe(1), error)
+    frule that received ``value``, the error that says forward mode cannot use that rule, or, in a
+    rule's own code, the error that says that rule does not take dual numbers."""
+    frame = sys._getframe(1)
+    return conversion_in_rule(frame, "dual numbers") or RULED_CALLS.refused(
+        value.tag if type(value) in _DUALS else None, frame, error
+    )
 
 
 class Dual(ActiveValue):

@@ -23,6 +23,7 @@ import sys
 import numpy as np
 
 from ...core.active import ActiveValue
+from ...core.errors import conversion_in_rule
 from . import tracer
 from .tracer import (
     Tracked,
@@ -53,8 +54,10 @@ def _lost_derivative(what: str) -> TypeError:
 
 def _refused(value, error: Exception) -> Exception:
     """``error``, or, when the refused conversion happens in the body of a Python callable with a
-    rule that received ``value``, the error that says the tape cannot use that rule."""
-    return tracer.RULED_CALLS.refused(value._trace, sys._getframe(1), error)
+    rule that received ``value``, the error that says the tape cannot use that rule, or, in a
+    rule's own code, the error that says that rule does not take tracked values."""
+    frame = sys._getframe(1)
+    return conversion_in_rule(frame, "tracked values") or tracer.RULED_CALLS.refused(value._trace, frame, error)
 
 
 # the operators' hot paths, one closure each (see tracer.binary_operation)

@@ -1,0 +1,73 @@
+"""A rule whose own code converts the values of an outer differentiation (dual numbers in a
+Hessian, tracked values under a tape) is named in the error, with the user's line and what
+is not supported, instead of advice about the user's code, which did not convert anything."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+
+# a rule as the library's own rules are written, whose pullback converts its cotangent with
+# np.asarray: its code must live in chainrules/rules for its frames to be the library's
+_RULE_SOURCE = """
+import numpy as np
+import chainrules as cr
+
+def scaled(x):
+    return 3.0 * x
+
+def rrule_scaled(x):
+    def scaled_pullback(dy):
+        return cr.NoTangent(), 3.0 * np.asarray(dy)
+    return 3.0 * x, scaled_pullback
+"""
+
+
+@pytest.fixture(scope="module")
+def scaled():
+    namespace = {"__name__": "chainrules.rules.converting_example"}
+    filename = os.path.join(os.path.dirname(cr.rules.__file__), "converting_example.py")
+    exec(compile(_RULE_SOURCE, filename, "exec"), namespace)
+    f = namespace["scaled"]
+    cr.rrule.register(f)(namespace["rrule_scaled"])
+    try:
+        yield f
+    finally:
+        cr.rrule.unregister(f)
+
+
+def test_a_hessian_through_a_rule_that_converts_duals_names_the_rule_and_the_line(scaled):
+    def f(x):
+        return np.sum(scaled(x) ** 2)  # the line named
+
+    line = f.__code__.co_firstlineno + 1
+    message = re.escape("chainrules.rules.converting_example.rrule_scaled.<locals>.scaled_pullback") + r".*"
+    message += re.escape("cannot take dual numbers") + r".*" + re.escape(f"(called at {__file__}:{line})")
+    with pytest.raises(TypeError, match=message):
+        cr.hessian(f, np.array([1.0, 2.0]))
+    np.testing.assert_allclose(cr.gradient(f, np.array([1.0, 2.0]))[0], [18.0, 36.0])
+
+
+def test_a_tape_gradient_of_a_gradient_through_such_a_rule_names_it(scaled):
+    def slope(x):
+        return np.sum(cr.gradient(lambda z: np.sum(scaled(z) ** 2), x)[0])
+
+    with pytest.raises(TypeError, match=re.escape("scaled_pullback (converting_example.py:") + ".*tracked values"):
+        cr.gradient(slope, np.array([1.0, 2.0]), engine="tape")
+
+
+def fills_a_plain_buffer(x):
+    out = np.zeros(2)
+    out[0] = x * x  # a plain array cannot hold the dual the Hessian passes
+    return out[0] * x
+
+
+def test_a_conversion_in_the_users_own_code_keeps_its_advice():
+    assert cr.gradient(fills_a_plain_buffer, 1.5) == (pytest.approx(6.75),)
+    with pytest.raises(TypeError, match=re.escape("np.zeros_like(x)")):
+        cr.hessian(fills_a_plain_buffer, 1.5)
