@@ -20,14 +20,15 @@ with ``chainrules.accumulate``.
 (18.0, (NoTangent(), 6.0))
 """
 
-from ...core.twins import register_structural_bridges
+from ...core.twins import register_bridges
 from .engine import TapePullback, pullback_full
 from .tracer import current_trace, deep_primal
 from .tracked import TrackedArray, TrackedNumber
 
 # Tracked values that reach another engine's code (the source engine differentiating inside a
-# tape gradient) are indexed, read and called through the rules of the arrays inside them.
+# tape gradient) are indexed, read and called through the rules of the arrays inside them, and
+# the math functions and number builtins take them through the rules of their NumPy twins.
 for _tracked_type in (TrackedNumber, TrackedArray):
-    register_structural_bridges(_tracked_type, deep_primal)
+    register_bridges(_tracked_type, deep_primal)
 
 __all__ = ["TapePullback", "TrackedArray", "TrackedNumber", "current_trace", "pullback_full"]
