@@ -681,10 +681,19 @@ def frule_cho_factor(tangents, a, *rest, **kwargs):
 
 def _cho_solve_setup(c_and_lower, b):
     c, lower = c_and_lower
-    c = _lapack_matrix(c, "scipy.linalg.cho_solve")
+    c = _matrix(c, "scipy.linalg.cho_solve")
     b = _rhs(b, c)
-    x = sl.cho_solve((c, lower), b)
+    x = _cho_solve(c, bool(lower), b)
     return c, bool(lower), x
+
+
+def _cho_solve(c, lower: bool, b):
+    """``scipy.linalg.cho_solve((c, lower), b)``; for an engine's values (the dual factor of
+    ``cho_factor`` in a Hessian) the two triangular solves, through NumPy, whose rules take them."""
+    if is_plain(c, b):
+        return sl.cho_solve((c, lower), b)
+    first, second = ("N", "C") if lower else ("C", "N")  # A = L L^H or U^H U
+    return triangular_solve(c, triangular_solve(c, b, lower, first), lower, second)
 
 
 @rrule.register(sl.cho_solve)
@@ -696,7 +705,7 @@ def rrule_cho_solve(c_and_lower, b, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
-        db = sl.cho_solve((c, lower), dx)  # A = A^H: the same factor solves the adjoint
+        db = _cho_solve(c, lower, dx)  # A = A^H: the same factor solves the adjoint
         dmat = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
         sym = dmat + mH(dmat)
         # A = L L^H (lower) or U^H U (upper); only that triangle of c is read
@@ -720,7 +729,7 @@ def frule_cho_solve(tangents, c_and_lower, b, *rest, **kwargs):
         rhs = -dax if is_zero(rhs) else rhs - dax
     if is_zero(rhs):
         return x, ZERO
-    return x, sl.cho_solve((c, lower), rhs)
+    return x, _cho_solve(c, lower, rhs)
 
 
 # ----- inverse and determinant --------------------------------------------------------------
