@@ -51,17 +51,20 @@ def closure_of(Wc, bc):
     return closure
 
 
-FULLY_BATCHED = [
-    (seed_function, RNG.standard_normal(4)),
-    (two_layers, RNG.standard_normal(4)),
-    (reductions_and_shapes, RNG.standard_normal(4)),
-    (matrix_in_matrix_out, RNG.standard_normal((3, 2))),
-    (closure_of(W, b), RNG.standard_normal(4)),
-]
+def indexed(x):
+    return x * x[0] - x[-1]  # x[0] is written out by the source engine: a batch is added at [:, 0]
 
 
-def cumulative(x):
-    return np.cumsum(x) * np.prod(x)  # cumsum and prod take one cotangent at a time
+def float64_scalars(x):
+    s = x[0] * x[1] + x[2] / x[0] - x[1]  # np.float64 operands: the operators' scalar fast paths
+    return x * s - (x[2] - x[0] * 0.5)
+
+
+def rows_of(X):
+    total = X[0] * 0.0
+    for i in range(X.shape[0]):
+        total = total + X[i] * X[i - 1]  # rows read in a loop
+    return total
 
 
 def helper(v):
@@ -75,25 +78,51 @@ def through_a_helper_with_a_loop(x):
     return total
 
 
+def while_and_constant_loops(x):
+    y = x
+    k = 0
+    while k < 3:
+        y = np.sin(y) + x
+        k += 1
+    for c in (1.0, 2.0):  # a loop over constants
+        y = y * c
+    return y
+
+
+FULLY_BATCHED = [
+    (seed_function, RNG.standard_normal(4)),
+    (two_layers, RNG.standard_normal(4)),
+    (reductions_and_shapes, RNG.standard_normal(4)),
+    (matrix_in_matrix_out, RNG.standard_normal((3, 2))),
+    (closure_of(W, b), RNG.standard_normal(4)),
+    (indexed, RNG.standard_normal(3)),
+    (float64_scalars, RNG.standard_normal(3)),
+    (rows_of, RNG.standard_normal((3, 4))),
+    (through_a_helper_with_a_loop, RNG.standard_normal(3)),
+    (while_and_constant_loops, RNG.standard_normal(3)),
+]
+
+
+def cumulative(x):
+    return np.cumsum(x) * np.prod(x)  # cumsum and prod take one cotangent at a time
+
+
+def over_a_list(x):
+    total = x * 0.0
+    for piece in [x * 2.0, x + 1.0]:  # the items' cotangents are collected one by one
+        total = total + piece * piece
+    return total
+
+
 def through_structures(x):
     pair = (x * 2.0, x + 1.0)
     first, second = pair
     return first * second
 
 
-def indexed(x):
-    return x * x[0]  # x[0] is written out by the source engine, one cotangent at a time
-
-
-def float64_scalars(x):
-    s = x[0] * x[1] + x[2] / x[0] - x[1]  # np.float64 operands: the operators' scalar fast paths
-    return x * s - (x[2] - x[0] * 0.5)
-
-
 # the tape follows Python itself: loops, helpers, structures and indexing leave it batched
 FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))] + [
-    (f, RNG.standard_normal(3), ("source",))
-    for f in (through_a_helper_with_a_loop, through_structures, indexed, float64_scalars)
+    (f, RNG.standard_normal(3), ("source",)) for f in (through_structures, over_a_list)
 ]
 
 
@@ -314,7 +343,7 @@ def test_the_source_engine_flags_each_specialization():
         return batched_helper(x) + x
 
     def calls_an_unbatched_helper(x):
-        return through_a_helper_with_a_loop(x) + x
+        return through_structures(x) + x
 
     x = np.ones(3)
     for _ in range(2):  # the second call takes the dispatcher's fast path for the helpers

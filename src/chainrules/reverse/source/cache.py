@@ -240,8 +240,11 @@ class Specialization:
 #: takes one: rules' pullbacks (each one checked for the flag, here or by the dispatcher at run
 #: time), real-scalar arithmetic written out (a batch of cotangents of a number is a vector, and
 #: the partials multiply it alike), a scalar function's pushforward (when its frule is batched),
-#: cotangents handed on, and branches between them
-_BATCH_MODES = frozenset({"plain", "return", "pullback", "inline", "scalar", "copy", "branch", "block"})
+#: cotangents handed on, an integer index's partial (added at ``[:, i]``), and branches and
+#: loops between them (a loop over a differentiated iterable is checked apart: see `_plain_loop`)
+_BATCH_MODES = frozenset(
+    {"plain", "return", "pullback", "inline", "index", "scalar", "copy", "branch", "block", "loop"}
+)
 
 
 def _batchable(plan, result: dict) -> bool:
@@ -253,14 +256,27 @@ def _batchable(plan, result: dict) -> bool:
         return False
     if any(t is int for t in plan.param_types.values()):
         return False
+    loops = None
     for index, mode in plan.mode.items():
         if mode not in _BATCH_MODES:
             return False
+        if mode == "loop":
+            if loops is None:
+                loops = {s.index: s for s in ir.walk(plan.fn.body) if isinstance(s, (ir.For, ir.While))}
+            if not _plain_loop(plan, loops[index]):
+                return False
         if mode in ("pullback", "scalar"):  # the rule or frule called directly must take a batch
             rule = plan.direct.get(index)
             if rule is not None and not getattr(rule, "batched", False):
                 return False
     return True
+
+
+def _plain_loop(plan, loop) -> bool:
+    """Whether a loop's adjoint only runs its body backwards: a ``while``, a loop over a ``range``
+    or over a value without a derivative. A loop over a differentiated list or array collects its
+    items' cotangents one by one (``item_cotangents``), which does not take a batch."""
+    return isinstance(loop, ir.While) or loop.index in plan.range_loops or not plan.is_active(loop.iterable)
 
 
 def _respecialize_call(result: dict) -> str:

@@ -445,16 +445,22 @@ def iterates_views(container) -> bool:
 
 def add_at(acc, owned: bool, like: np.ndarray, index, d):
     """``acc[index] += d`` into an accumulator for the cotangent of the array ``like`` (the
-    partial of ``like[index]``); a zero or borrowed accumulator becomes an owned array first."""
+    partial of ``like[index]``, ``index`` an integer); a zero or borrowed accumulator becomes an
+    owned array first. A batch of cotangents (a leading batch axis) is added at ``[:, index]``:
+    the integer index drops one of ``like``'s axes, so ``d`` has as many as ``like`` only then."""
     d = unthunk(d)
     if isinstance(d, AbstractZero):
         return acc, owned
     acc = unthunk(acc)
+    batch = getattr(d, "ndim", 0) == like.ndim
     if isinstance(acc, AbstractZero):
-        acc = np.zeros(like.shape, dtype=like.dtype)
+        acc = np.zeros(d.shape[:1] + like.shape if batch else like.shape, dtype=like.dtype)
     elif not (owned and isinstance(acc, np.ndarray) and acc.flags.writeable):
         acc = np.array(acc, dtype=like.dtype, copy=True)
-    acc[index] += d
+    if batch:
+        acc[:, index] += d
+    else:
+        acc[index] += d
     return acc, True
 
 
