@@ -89,6 +89,23 @@ def while_and_constant_loops(x):
     return y
 
 
+def through_structures(x):
+    pair = (x * 2.0, x + 1.0)
+    first, second = pair
+    return first * second
+
+
+def through_a_scalar_pair(x):
+    pair = (x[0] * 2.0, x[1])
+    a, b = pair
+    return x * a + b
+
+
+def unpacks_an_array(x):
+    a, b, c = x  # the rows' cotangents are stacked along x's first axis: one at a time
+    return np.sin(x) * a + b * c
+
+
 FULLY_BATCHED = [
     (seed_function, RNG.standard_normal(4)),
     (two_layers, RNG.standard_normal(4)),
@@ -100,6 +117,8 @@ FULLY_BATCHED = [
     (rows_of, RNG.standard_normal((3, 4))),
     (through_a_helper_with_a_loop, RNG.standard_normal(3)),
     (while_and_constant_loops, RNG.standard_normal(3)),
+    (through_structures, RNG.standard_normal(3)),
+    (through_a_scalar_pair, RNG.standard_normal(3)),
 ]
 
 
@@ -114,15 +133,9 @@ def over_a_list(x):
     return total
 
 
-def through_structures(x):
-    pair = (x * 2.0, x + 1.0)
-    first, second = pair
-    return first * second
-
-
 # the tape follows Python itself: loops, helpers, structures and indexing leave it batched
 FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))] + [
-    (f, RNG.standard_normal(3), ("source",)) for f in (through_structures, over_a_list)
+    (f, RNG.standard_normal(3), ("source",)) for f in (over_a_list, unpacks_an_array)
 ]
 
 
@@ -343,7 +356,7 @@ def test_the_source_engine_flags_each_specialization():
         return batched_helper(x) + x
 
     def calls_an_unbatched_helper(x):
-        return through_structures(x) + x
+        return over_a_list(x) + x
 
     x = np.ones(3)
     for _ in range(2):  # the second call takes the dispatcher's fast path for the helpers

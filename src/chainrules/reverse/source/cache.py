@@ -241,9 +241,11 @@ class Specialization:
 #: time), real-scalar arithmetic written out (a batch of cotangents of a number is a vector, and
 #: the partials multiply it alike), a scalar function's pushforward (when its frule is batched),
 #: cotangents handed on, an integer index's partial (added at ``[:, i]``), and branches and
-#: loops between them (a loop over a differentiated iterable is checked apart: see `_plain_loop`)
+#: loops between them, and tuples, lists and dicts built and unpacked (a loop over a
+#: differentiated iterable and the unpacking of an array are checked apart: `_plain_loop`,
+#: `_plain_structure`)
 _BATCH_MODES = frozenset(
-    {"plain", "return", "pullback", "inline", "index", "scalar", "copy", "branch", "block", "loop"}
+    {"plain", "return", "pullback", "inline", "index", "scalar", "copy", "branch", "block", "loop", "struct"}
 )
 
 
@@ -256,14 +258,14 @@ def _batchable(plan, result: dict) -> bool:
         return False
     if any(t is int for t in plan.param_types.values()):
         return False
-    loops = None
+    statements = None
     for index, mode in plan.mode.items():
         if mode not in _BATCH_MODES:
             return False
-        if mode == "loop":
-            if loops is None:
-                loops = {s.index: s for s in ir.walk(plan.fn.body) if isinstance(s, (ir.For, ir.While))}
-            if not _plain_loop(plan, loops[index]):
+        if mode in ("loop", "struct"):
+            if statements is None:
+                statements = {s.index: s for s in ir.walk(plan.fn.body)}
+            if not (_plain_loop if mode == "loop" else _plain_structure)(plan, statements[index]):
                 return False
         if mode in ("pullback", "scalar"):  # the rule or frule called directly must take a batch
             rule = plan.direct.get(index)
@@ -277,6 +279,13 @@ def _plain_loop(plan, loop) -> bool:
     or over a value without a derivative. A loop over a differentiated list or array collects its
     items' cotangents one by one (``item_cotangents``), which does not take a batch."""
     return isinstance(loop, ir.While) or loop.index in plan.range_loops or not plan.is_active(loop.iterable)
+
+
+def _plain_structure(plan, stmt) -> bool:
+    """Whether a structure statement's adjoint holds a batch: building a tuple, list or dict (its
+    cotangent is a ``Tangent`` of its items' batched cotangents) or unpacking a tuple or list. Not
+    unpacking an array, whose rows' cotangents are stacked along the array's first axis."""
+    return not isinstance(stmt, ir.Unpack) or plan.types.get(stmt.value) in (tuple, list)
 
 
 def _respecialize_call(result: dict) -> str:
