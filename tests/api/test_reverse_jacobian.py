@@ -106,6 +106,22 @@ def unpacks_an_array(x):
     return np.sin(x) * a + b * c
 
 
+def softmax(z, axis=-1):
+    e = np.exp(z - np.mean(z, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def scaled(v, k):
+    return v * k + k  # an integer argument used arithmetically: a float cotangent
+
+
+def integer_arguments(x, ax=0):
+    total = softmax(W @ x) * x.sum(axis=ax, keepdims=True)  # a method with a variable keyword
+    for k in range(1, 3):
+        total = total + scaled(total, k)
+    return total
+
+
 FULLY_BATCHED = [
     (seed_function, RNG.standard_normal(4)),
     (two_layers, RNG.standard_normal(4)),
@@ -119,6 +135,7 @@ FULLY_BATCHED = [
     (while_and_constant_loops, RNG.standard_normal(3)),
     (through_structures, RNG.standard_normal(3)),
     (through_a_scalar_pair, RNG.standard_normal(3)),
+    (integer_arguments, RNG.standard_normal(4)),
 ]
 
 

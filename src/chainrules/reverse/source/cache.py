@@ -256,8 +256,6 @@ def _batchable(plan, result: dict) -> bool:
     the object a method was called on, no keywords' dict)."""
     if result["bound"] or result["keywords"] or result["varargs"]:
         return False
-    if any(t is int for t in plan.param_types.values()):
-        return False
     statements = None
     for index, mode in plan.mode.items():
         if mode not in _BATCH_MODES:
