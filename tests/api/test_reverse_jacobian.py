@@ -122,6 +122,23 @@ def integer_arguments(x, ax=0):
     return total
 
 
+def written_buffer(x):
+    out = np.zeros(x.shape[0] + 1)
+    for i in range(x.shape[0]):
+        out[i] = np.sin(x[i]) * x[0]  # numbers written into a fresh array
+    out[-1] = 2.0 * x[1]
+    out[1:3] += x[:2]
+    return out
+
+
+def written_rows(X):
+    out = np.zeros((3, 4))
+    out[0] = X[0] * 2.0
+    out[1, :] = 1.5
+    out[2] = np.sum(X * X)  # a number broadcast into a row
+    return out * X
+
+
 FULLY_BATCHED = [
     (seed_function, RNG.standard_normal(4)),
     (two_layers, RNG.standard_normal(4)),
@@ -136,6 +153,12 @@ FULLY_BATCHED = [
     (through_structures, RNG.standard_normal(3)),
     (through_a_scalar_pair, RNG.standard_normal(3)),
     (integer_arguments, RNG.standard_normal(4)),
+]
+
+# writes into an array the function made: the source engine's (the tape refuses them, as documented)
+SOURCE_BATCHED = [
+    (written_buffer, RNG.standard_normal(3)),
+    (written_rows, RNG.standard_normal((3, 4))),
 ]
 
 
@@ -174,6 +197,15 @@ def _loop_jacobian(engine, f, x):
 @each_engine
 @pytest.mark.parametrize("f, x", FULLY_BATCHED, ids=lambda v: getattr(v, "__name__", ""))
 def test_a_batched_jacobian_equals_the_loop_and_finite_differences(engine, f, x):
+    _check_batched(engine, f, x)
+
+
+@pytest.mark.parametrize("f, x", SOURCE_BATCHED, ids=lambda v: getattr(v, "__name__", ""))
+def test_writes_into_a_fresh_array_take_a_batch(f, x):
+    _check_batched("source", f, x)
+
+
+def _check_batched(engine, f, x):
     y, back = ENGINES[engine](f, x)
     assert back.batched
     J = cr.jacobian(f, x, mode="reverse", engine=engine)

@@ -241,11 +241,11 @@ class Specialization:
 #: time), real-scalar arithmetic written out (a batch of cotangents of a number is a vector, and
 #: the partials multiply it alike), a scalar function's pushforward (when its frule is batched),
 #: cotangents handed on, an integer index's partial (added at ``[:, i]``), and branches and
-#: loops between them, and tuples, lists and dicts built and unpacked (a loop over a
+#: loops between them, tuples, lists and dicts built, unpacked and written into (a loop over a
 #: differentiated iterable and the unpacking of an array are checked apart: `_plain_loop`,
 #: `_plain_structure`)
 _BATCH_MODES = frozenset(
-    {"plain", "return", "pullback", "inline", "index", "scalar", "copy", "branch", "block", "loop", "struct"}
+    {"plain", "return", "pullback", "inline", "index", "scalar", "copy", "branch", "block", "loop", "struct", "mutate"}
 )
 
 
