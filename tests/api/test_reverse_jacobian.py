@@ -139,6 +139,14 @@ def written_rows(X):
     return out * X
 
 
+def windows(x):
+    total = x[:2] * 0.0
+    pick = np.array([0, 2])
+    for i in range(x.shape[0] - 1):
+        total = total + x[i : i + 2] * x[pick]  # x[pick] is read again in the reverse pass
+    return total
+
+
 FULLY_BATCHED = [
     (seed_function, RNG.standard_normal(4)),
     (two_layers, RNG.standard_normal(4)),
@@ -153,6 +161,7 @@ FULLY_BATCHED = [
     (through_structures, RNG.standard_normal(3)),
     (through_a_scalar_pair, RNG.standard_normal(3)),
     (integer_arguments, RNG.standard_normal(4)),
+    (windows, RNG.standard_normal(4)),
 ]
 
 # writes into an array the function made: the source engine's (the tape refuses them, as documented)
