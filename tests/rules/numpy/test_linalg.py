@@ -73,6 +73,42 @@ def test_solve(dtype, vector):
 
 
 @pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize(
+    "a_shape, b_shape, axes", [((2, 3, 6), (2, 3), None), ((2, 3, 2, 3), (2, 3), None), ((2, 3, 3, 2), (3, 2), (1, 0))]
+)
+def test_tensorsolve(dtype, a_shape, b_shape, axes):
+    rng = rng_for("tensorsolve", dtype, a_shape, axes)
+    a = np.reshape(wellcond(6, dtype=dtype, rng=rng), a_shape)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    x = cr.rrule(np.linalg.tensorsolve, a, b, axes=axes)[0]
+    expected = np.linalg.tensorsolve(a, b, axes=axes)
+    assert x.shape == expected.shape and x.dtype == expected.dtype
+    test_rrule(np.linalg.tensorsolve, a, b, fkwargs={"axes": axes})
+    test_frule(np.linalg.tensorsolve, a, b, fkwargs={"axes": axes})
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("shape, ind", [((2, 3, 6), 2), ((6, 2, 3), 1), ((2, 3, 3, 2), 2)])
+def test_tensorinv(dtype, shape, ind):
+    a = np.reshape(wellcond(6, dtype=dtype, rng=rng_for("tensorinv", dtype, shape)), shape)
+    y = cr.rrule(np.linalg.tensorinv, a, ind=ind)[0]
+    assert y.shape == np.linalg.tensorinv(a, ind=ind).shape
+    test_rrule(np.linalg.tensorinv, a, fkwargs={"ind": ind})
+    test_frule(np.linalg.tensorinv, a, fkwargs={"ind": ind})
+
+
+def test_tensorsolve_and_tensorinv_in_every_engine_to_second_order():
+    from chainrules.testing import check_grads
+
+    rng = rng_for("tensor-engines")
+    a = np.reshape(wellcond(6, rng=rng), (2, 3, 2, 3))
+    for f, args in ((np.linalg.tensorsolve, (a, rng.standard_normal((2, 3)))), (np.linalg.tensorinv, (a,))):
+        assert len(check_grads(f, args, order=2)) == 6  # reverse[source], reverse[tape], forward; orders 1, 2
+    with pytest.raises(np.linalg.LinAlgError, match="prod"):
+        cr.rrule(np.linalg.tensorsolve, np.ones((2, 3, 4)), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("dtype", ALL)
 @pytest.mark.parametrize("f", [np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.svdvals, np.linalg.eigvals])
 def test_square_functions(f, dtype):
     a = wellcond(3, dtype=dtype, rng=rng_for(f.__name__, dtype))

@@ -198,6 +198,32 @@ def test_eigh(dtype, options):
 
 
 @pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4)])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_polar(dtype, shape, side):
+    a = wellcond(*shape, dtype=dtype, rng=rng_for("polar", dtype, shape, side))
+    u, p = cr.rrule(sl.polar, a, side=side)[0]
+    np.testing.assert_array_equal(u, sl.polar(a, side=side)[0])  # the same SVD, the same products
+    np.testing.assert_array_equal(p, sl.polar(a, side=side)[1])
+    test_rrule(sl.polar, a, fkwargs={"side": side})
+    test_frule(sl.polar, a, fkwargs={"side": side})
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("options", [{}, {"lower": False, "return_rank": True}], ids=str)
+def test_pinvh_reads_one_triangle(dtype, options):
+    rng = rng_for("pinvh", dtype, str(options))
+    a = hermitian(3, dtype, rng, spectrum=[-2.0, 1.0, 3.0])
+    junk = rng.standard_normal((3, 3)).astype(dtype)
+    a = a + (np.tril(junk, -1) if options.get("lower") is False else np.triu(junk, 1))
+    test_rrule(sl.pinvh, a, fkwargs=options)
+    test_frule(sl.pinvh, a, fkwargs=options)
+    _, back = cr.rrule(sl.pinvh, a, **options)
+    da = back((np.ones((3, 3)), cr.NoTangent()) if options else np.ones((3, 3)))[1]
+    assert not np.any(np.tril(da, -1) if options.get("lower") is False else np.triu(da, 1))
+
+
+@pytest.mark.parametrize("dtype", ALL)
 def test_eig_and_eigvals(dtype):
     rng = rng_for("sp-eig", dtype)
     a = wellcond(3, dtype=dtype, rng=rng) + np.diag([0.0, 1.0, 2.0]).astype(dtype)
@@ -448,15 +474,52 @@ def _through_scipy(x):
 def test_hessian_through_the_rules():
     # forward over reverse: the pullbacks run on dual numbers (NumPy functions, no LAPACK)
     x = np.array([0.3, -0.2, 0.5])
-    eps = 1e-6
-    hess = cr.hessian(_through_scipy, x)
-    fd = np.stack(
-        [
-            (cr.gradient(_through_scipy, x + eps * e)[0] - cr.gradient(_through_scipy, x - eps * e)[0]) / (2 * eps)
-            for e in np.eye(3)
-        ]
-    )
-    np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(cr.hessian(_through_scipy, x), _fd_hessian(_through_scipy, x), rtol=1e-5, atol=1e-7)
+
+
+def _fd_hessian(f, x, eps=1e-5):
+    return np.stack([(cr.gradient(f, x + eps * e)[0] - cr.gradient(f, x - eps * e)[0]) / (2 * eps) for e in np.eye(3)])
+
+
+_W = np.arange(9.0).reshape(3, 3) / 7 - 0.4
+
+
+def _m(x):
+    return _A + np.outer(x, x)
+
+
+def _s(x):
+    return _m(x) @ _m(x).T + np.eye(3)
+
+
+# Functions whose rules return LAPACK's factors or call LAPACK in their pullbacks: on dual numbers
+# they push the duals through the functions' forward rules (matrix functions: of a block matrix)
+FACTOR_HESSIANS = {
+    "pinv": lambda x: np.sum(_W * sl.pinv(_m(x))) + np.sum(_W[:, :2] * sl.pinv(_m(x)[:, :2], return_rank=True)[0].T),
+    "pinvh": lambda x: np.sum(_W * sl.pinvh(_s(x))),
+    "lstsq": lambda x: np.sum(sl.lstsq(_m(x), _B)[0] * _B) + sl.lstsq(_m(x)[:, :2], _B)[1],
+    "sqrtm": lambda x: np.sum(_W * sl.sqrtm(_s(x))),
+    "sqrtm-complex": lambda x: np.sum(_W * np.imag(sl.sqrtm(_m(x) - 1.2 * np.eye(3)))),
+    "logm": lambda x: np.sum(_W * sl.logm(_s(x))),
+    "qr": lambda x: np.sum(_W * sl.qr(_m(x))[1]) + np.sum(_W * sl.qr(_m(x), pivoting=True)[0]),
+    "lu": lambda x: np.sum(_W * sl.lu(_m(x))[2]) + np.sum(_W * sl.lu(_m(x), permute_l=True)[0]),
+    "lu_factor-lu_solve": lambda x: np.sum(_W * sl.lu_factor(_m(x))[0]) + np.sum(sl.lu_solve(sl.lu_factor(_m(x)), x)),
+    "cho_factor-cho_solve": lambda x: (
+        np.sum(_W * sl.cho_factor(_s(x))[0]) + np.sum(sl.cho_solve(sl.cho_factor(_s(x)), x))
+    ),
+    "polar": lambda x: np.sum(_W * sl.polar(_m(x))[0]) + np.sum(_W[:2, :2] * sl.polar(_m(x)[:, :2], "left")[0][:2]),
+}
+
+
+@pytest.mark.parametrize("name", FACTOR_HESSIANS)
+def test_hessian_through_factorizations_and_matrix_functions(name):
+    f = FACTOR_HESSIANS[name]
+    x = np.array([0.3, -0.2, 0.5])
+    if name == "sqrtm-complex":
+        assert np.iscomplexobj(sl.sqrtm(_m(x) - 1.2 * np.eye(3)))
+    hess = cr.hessian(f, x)
+    np.testing.assert_allclose(hess, _fd_hessian(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(hess, hess.T, atol=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,8 @@ array([ 0.4, -0.2])
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.linalg
 
@@ -127,6 +129,100 @@ def frule_solve(tangents, a, b):
     if is_zero(rhs):
         return x, ZERO
     return x, lu.solve(rhs, batched=batch is not None)
+
+
+# ----- tensor solve and inverse: the matrix case after a reshape ----------------------------
+
+
+def _tensorsolve_setup(a, b, axes):
+    """``(x, lu, order, matrix_shape)``: ``a`` with ``axes`` moved last (``order``), reshaped to a
+    square matrix, solved against ``b`` flattened, with the LU factors ``solve`` would keep."""
+    a, b = as_array(a), as_array(b)
+    order = list(range(np.ndim(a)))
+    for k in axes or ():  # as NumPy moves them: each to the end, in the order given
+        order.remove(k)
+        order.append(k)
+    a = np.transpose(a, order)
+    x_shape = np.shape(a)[np.ndim(b) :]
+    n = math.prod(x_shape)
+    if math.prod(np.shape(a)[: np.ndim(b)]) != n:
+        raise linalg.LinAlgError(
+            "Input arrays must satisfy the requirement prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])"
+        )
+    x, lu, _ = _solve_setup(np.reshape(a, (n, n)), np.reshape(b, (n,)), "numpy.linalg.tensorsolve")
+    return np.reshape(x, x_shape), lu, order, (n, n)
+
+
+@rrule.register(linalg.tensorsolve)
+def rrule_tensorsolve(a, b, *rest, **kwargs):
+    axes = options("numpy.linalg.tensorsolve", rest, kwargs, (("axes", None),))["axes"]
+    project_a, project_b = projector(a), projector(b)
+    x, lu, order, matrix_shape = _tensorsolve_setup(a, b, axes)
+
+    def tensorsolve_pullback(dx):
+        dx = unthunk(dx)
+        if is_zero(dx):
+            return (NO, ZERO, ZERO) + (NO,) * len(rest)
+        # solve's pullback on the matrix: db = A^{-H} dx, dA = -db x^H, then the axes put back
+        db = lu.solve(np.reshape(dx, (-1,)), "C")
+        da = -(db[:, None] * conj(np.reshape(x, (-1,)))[None, :])
+        da = np.transpose(np.reshape(da, [np.shape(a)[k] for k in order]), np.argsort(order))
+        return (NO, project_a(da), project_b(np.reshape(db, np.shape(b)))) + (NO,) * len(rest)
+
+    return x, tensorsolve_pullback
+
+
+@frule.register(linalg.tensorsolve)
+def frule_tensorsolve(tangents, a, b, *rest, **kwargs):
+    axes = options("numpy.linalg.tensorsolve", rest, kwargs, (("axes", None),))["axes"]
+    da, db = _tangents(tangents)[:2]
+    x, lu, order, matrix_shape = _tensorsolve_setup(a, b, axes)
+    rhs = 0 if is_zero(db) else np.reshape(db, (-1,))  # A dx = db - dA x
+    if not is_zero(da):
+        rhs = rhs - np.reshape(np.transpose(da, order), matrix_shape) @ np.reshape(x, (-1,))
+    if np.ndim(rhs) == 0:
+        return x, ZERO
+    return x, np.reshape(lu.solve(rhs), np.shape(x))
+
+
+def _tensorinv_setup(a, ind):
+    a = as_array(a)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    shape = np.shape(a)
+    n = math.prod(shape[ind:])
+    y = linalg.inv(np.reshape(a, (n, -1)))
+    return np.reshape(y, shape[ind:] + shape[:ind]), (n, np.size(a) // n if n else 0)
+
+
+@rrule.register(linalg.tensorinv)
+def rrule_tensorinv(a, *rest, **kwargs):
+    ind = options("numpy.linalg.tensorinv", rest, kwargs, (("ind", 2),))["ind"]
+    project = projector(a)
+    y, matrix_shape = _tensorinv_setup(a, ind)
+    ym = np.reshape(y, matrix_shape[::-1])
+
+    def tensorinv_pullback(dy):
+        dy = unthunk(dy)
+        if is_zero(dy):
+            return (NO, ZERO) + (NO,) * len(rest)
+        ymh = mH(ym)  # inv's pullback on the matrix: -Y^H dY Y^H
+        return (NO, project(np.reshape(-(ymh @ np.reshape(dy, matrix_shape[::-1]) @ ymh), np.shape(a)))) + (NO,) * len(
+            rest
+        )
+
+    return y, tensorinv_pullback
+
+
+@frule.register(linalg.tensorinv)
+def frule_tensorinv(tangents, a, *rest, **kwargs):
+    ind = options("numpy.linalg.tensorinv", rest, kwargs, (("ind", 2),))["ind"]
+    (da,) = _tangents(tangents)[:1]
+    y, matrix_shape = _tensorinv_setup(a, ind)
+    if is_zero(da):
+        return y, ZERO
+    ym = np.reshape(y, matrix_shape[::-1])
+    return y, np.reshape(-(ym @ np.reshape(da, matrix_shape) @ ym), np.shape(y))
 
 
 # ----- inverse, determinants ----------------------------------------------------------------

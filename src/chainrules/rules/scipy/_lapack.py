@@ -22,7 +22,7 @@ import numpy as np
 from scipy.linalg import blas as _blas
 from scipy.linalg import lapack as _lapack
 
-from ...core import AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, unthunk
+from ...core import AbstractZero, ActiveValue, NoTangent, ProjectTo, Tangent, ZeroTangent, unthunk
 
 NO = NoTangent()
 ZERO = ZeroTangent()
@@ -77,6 +77,34 @@ def diag_embed(d):
 
 def diagonal(x):
     return np.diagonal(x, axis1=-2, axis2=-1)
+
+
+def is_active(*xs) -> bool:
+    """Whether an argument is an engine's stand-in for an array (a dual number of forward mode)."""
+    return any(isinstance(x, ActiveValue) for x in xs)
+
+
+def through_rules(f, *args, **kwargs):
+    """``f(*args, **kwargs)``, where an argument may be an engine's active value (a dual number).
+
+    LAPACK cannot take dual numbers, but a dual answers NumPy's ``__array_function__`` protocol
+    with the forward rule of the function it is given: calling that protocol with ``f`` pushes the
+    dual through ``f``'s ``frule``. So a rule whose primal or pullback calls a LAPACK-backed
+    function with a forward rule also runs on duals (forward over reverse: ``cr.hessian``).
+    Plain arguments call ``f`` itself.
+
+    >>> import numpy as np, scipy.linalg as sl
+    >>> through_rules(sl.sqrtm, np.array([[4.0, 0.0], [0.0, 9.0]]))
+    array([[2., 0.],
+           [0., 3.]])
+    """
+    for arg in args:
+        for x in arg if type(arg) in (tuple, list) else (arg,):  # factors come as (lu, piv) pairs
+            if isinstance(x, ActiveValue):
+                protocol = getattr(type(x), "__array_function__", None)
+                if protocol is not None:
+                    return protocol(x, f, (type(x),), args, kwargs)
+    return f(*args, **kwargs)
 
 
 def projector(x):

@@ -7,8 +7,11 @@ the Fréchet derivative of the adjoint direction (Al-Mohy & Higham 2009); the sq
 logarithm solve Sylvester equations in the Schur basis of the primal.
 
 The rules take single matrices (``scipy.linalg``'s stacked inputs raise a ``ValueError`` that
-points to ``numpy.linalg``); arrays that are not plain ndarrays (dual numbers) are computed with
-NumPy functions, so the rules also run under the forward engine. Functions that read one
+points to ``numpy.linalg``). Arrays that are not plain ndarrays (dual numbers) are computed with
+NumPy functions, and where a rule returns LAPACK's factors or its pullback calls LAPACK, the dual
+numbers go through the forward rule of the SciPy function itself (``through_rules``; matrix
+functions' adjoints through that of a block matrix), so every rule also runs under the forward
+engine, and ``cr.hessian`` (forward over reverse) reaches them all. Functions that read one
 triangle (``assume_a='sym'|'her'|'pos'``, ``cholesky``, ``cho_factor``, ``eigh``, ``eigvalsh``)
 return the cotangent in that triangle, as in ``numpy.linalg``'s rules.
 
@@ -31,6 +34,7 @@ from ..numpy.linalg import (
     _det_setup,
     _norm_setup,
     _norm_tangent,
+    _safe_inverse,
     cholesky_gradient,
     cholesky_tangent,
     eig_gradient,
@@ -59,6 +63,7 @@ from ._lapack import (
     float_dtype,
     fold_onto_triangle,
     hermitian_from_triangle,
+    is_active,
     is_batched,
     is_plain,
     is_zero,
@@ -70,6 +75,7 @@ from ._lapack import (
     parts,
     projector,
     tangent_of,
+    through_rules,
     triangular_solve,
     with_batch,
 )
@@ -103,9 +109,10 @@ def _rhs(b, a):
 
 
 def _lapack_matrix(a, name: str, square: bool = True):
-    """``_matrix`` for rules whose outputs are LAPACK's own factors: NumPy arrays only."""
+    """``_matrix`` for rules whose outputs are LAPACK's own factors: NumPy arrays, or dual numbers,
+    which ``through_rules`` pushes through the function's forward rule."""
     a = _matrix(a, name, square)
-    if not is_plain(a):
+    if not is_plain(a) and not is_active(a):
         raise TypeError(f"the rule for {name} needs a NumPy array of a LAPACK dtype (it returns LAPACK's factors)")
     return a
 
@@ -441,7 +448,7 @@ def _lu_tangent(low, up, db, batched=False):
 
 def _lu_factor_setup(a):
     a = _lapack_matrix(a, "scipy.linalg.lu_factor")
-    lu, piv = sl.lu_factor(a)
+    lu, piv = through_rules(sl.lu_factor, a)
     return a, lu, piv
 
 
@@ -482,7 +489,7 @@ def _lu_solve_setup(lu_and_piv, b, trans):
     lu = _lapack_matrix(lu, "scipy.linalg.lu_solve")
     b = _rhs(b, lu)
     op = _TRANS[trans]
-    x = sl.lu_solve((lu, piv), b, trans=trans)
+    x = through_rules(sl.lu_solve, (lu, piv), b, trans=trans)
     return lu, np.asarray(piv), b, op, x
 
 
@@ -507,7 +514,7 @@ def rrule_lu_solve(lu_and_piv, b, *rest, **kwargs):
         if is_zero(dx):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
         adjoint = {"N": 2, "T": 0, "C": 0}[op]
-        db = sl.lu_solve((lu, piv), conj(dx) if op == "T" else dx, trans=adjoint)
+        db = through_rules(sl.lu_solve, (lu, piv), conj(dx) if op == "T" else dx, trans=adjoint)
         db = conj(db) if op == "T" else db
         dop = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
         dmat = {"N": dop, "T": mT(dop), "C": mH(dop)}[op]
@@ -537,7 +544,7 @@ def frule_lu_solve(tangents, lu_and_piv, b, *rest, **kwargs):
         rhs = -dax if is_zero(rhs) else rhs - dax
     if is_zero(rhs):
         return x, ZERO
-    return x, sl.lu_solve((lu, piv), rhs, trans=trans)
+    return x, through_rules(sl.lu_solve, (lu, piv), rhs, trans=trans)
 
 
 @rrule.register(sl.lu)
@@ -550,10 +557,10 @@ def rrule_lu(a, *rest, **kwargs):
     )
     project = projector(a)
     a_ = _lapack_matrix(a, "scipy.linalg.lu")
-    result = sl.lu(a_, permute_l=opts["permute_l"], p_indices=opts["p_indices"])
+    result = through_rules(sl.lu, a_, permute_l=opts["permute_l"], p_indices=opts["p_indices"])
     if opts["permute_l"]:
         pl, up = result
-        lu, piv = sl.lu_factor(a_)
+        lu, piv = through_rules(sl.lu_factor, a_)
         perm = _permutation(piv)
         low = pl[perm]
     else:
@@ -588,10 +595,10 @@ def frule_lu(tangents, a, *rest, **kwargs):
     )
     (da,) = _tangents(tangents)[:1]
     a_ = _lapack_matrix(a, "scipy.linalg.lu")
-    result = sl.lu(a_, permute_l=opts["permute_l"], p_indices=opts["p_indices"])
+    result = through_rules(sl.lu, a_, permute_l=opts["permute_l"], p_indices=opts["p_indices"])
     if is_zero(da):
         return result, ZERO
-    lu, piv = sl.lu_factor(a_)
+    lu, piv = through_rules(sl.lu_factor, a_)
     perm = _permutation(piv)
     low, up = _unpack(lu)
     dlow, dup = _lu_tangent(low, up, da[..., perm, :], batched=is_batched(da, a))
@@ -681,19 +688,10 @@ def frule_cho_factor(tangents, a, *rest, **kwargs):
 
 def _cho_solve_setup(c_and_lower, b):
     c, lower = c_and_lower
-    c = _matrix(c, "scipy.linalg.cho_solve")
+    c = _lapack_matrix(c, "scipy.linalg.cho_solve")
     b = _rhs(b, c)
-    x = _cho_solve(c, bool(lower), b)
+    x = through_rules(sl.cho_solve, (c, lower), b)
     return c, bool(lower), x
-
-
-def _cho_solve(c, lower: bool, b):
-    """``scipy.linalg.cho_solve((c, lower), b)``; for an engine's values (the dual factor of
-    ``cho_factor`` in a Hessian) the two triangular solves, through NumPy, whose rules take them."""
-    if is_plain(c, b):
-        return sl.cho_solve((c, lower), b)
-    first, second = ("N", "C") if lower else ("C", "N")  # A = L L^H or U^H U
-    return triangular_solve(c, triangular_solve(c, b, lower, first), lower, second)
 
 
 @rrule.register(sl.cho_solve)
@@ -705,7 +703,7 @@ def rrule_cho_solve(c_and_lower, b, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
-        db = _cho_solve(c, lower, dx)  # A = A^H: the same factor solves the adjoint
+        db = through_rules(sl.cho_solve, (c, lower), dx)  # A = A^H: the same factor solves the adjoint
         dmat = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
         sym = dmat + mH(dmat)
         # A = L L^H (lower) or U^H U (upper); only that triangle of c is read
@@ -729,7 +727,7 @@ def frule_cho_solve(tangents, c_and_lower, b, *rest, **kwargs):
         rhs = -dax if is_zero(rhs) else rhs - dax
     if is_zero(rhs):
         return x, ZERO
-    return x, _cho_solve(c, lower, rhs)
+    return x, through_rules(sl.cho_solve, (c, lower), rhs)
 
 
 # ----- inverse and determinant --------------------------------------------------------------
@@ -821,7 +819,7 @@ def _qr_setup(a, opts):
         raise ValueError(f"scipy.linalg.qr: mode={mode!r} has no derivative; use 'full', 'economic' or 'r'")
     a = _lapack_matrix(a, "scipy.linalg.qr", square=False)
     pivoting = opts["pivoting"]
-    out = sl.qr(a, mode="economic" if mode == "economic" else "full", pivoting=pivoting)
+    out = through_rules(sl.qr, a, mode="economic" if mode == "economic" else "full", pivoting=pivoting)
     q, r = out[0], out[1]
     perm = out[2] if pivoting else None
     if mode == "r":
@@ -864,6 +862,10 @@ def frule_qr(tangents, a, *rest, **kwargs):
     return result, tangent_of(result, dq, dr, *((NO,) if perm is not None else ()))
 
 
+def _svd(a, full_matrices=True):
+    return through_rules(sl.svd, a, full_matrices=full_matrices)
+
+
 _LSTSQ_OPTIONS = (
     ("cond", None),
     ("overwrite_a", False),
@@ -879,7 +881,7 @@ def _lstsq_setup(a, b, opts):
     _matrix(a, "scipy.linalg.lstsq", square=False)
     cond = opts["cond"]
     # LAPACK's default cutoff (cond=None) is the machine epsilon
-    result, ctx = lstsq_setup(a, b, -1 if cond is None else cond, SCIPY, sl.svd, vector_residual=True)
+    result, ctx = lstsq_setup(a, b, -1 if cond is None else cond, SCIPY, _svd, vector_residual=True)
     if np.size(result[1]) == 0:  # SciPy's empty residues carry the input's dtype
         result = (result[0], np.empty(0, dtype=ctx["a"].dtype)) + result[2:]
     if opts["lapack_driver"] == "gelsy":
@@ -922,7 +924,7 @@ def rrule_pinv(a, **kwargs):
     opts = options("scipy.linalg.pinv", (), kwargs, _PINV_OPTIONS)
     project = projector(a)
     a = _matrix(a, "scipy.linalg.pinv", square=False)
-    result = sl.pinv(a, **kwargs)
+    result = through_rules(sl.pinv, a, **kwargs)
     y = result[0] if opts["return_rank"] else result
 
     def pinv_pullback(dresult):
@@ -939,12 +941,155 @@ def frule_pinv(tangents, a, **kwargs):
     opts = options("scipy.linalg.pinv", (), kwargs, _PINV_OPTIONS)
     (da,) = _tangents(tangents)
     a = _matrix(a, "scipy.linalg.pinv", square=False)
-    result = sl.pinv(a, **kwargs)
+    result = through_rules(sl.pinv, a, **kwargs)
     y = result[0] if opts["return_rank"] else result
     if is_zero(da):
         return result, ZERO
     dy = pinv_tangent(a, y, da, SCIPY)
     return result, (tangent_of(result, dy, NO) if opts["return_rank"] else dy)
+
+
+_PINVH_OPTIONS = (("atol", None), ("rtol", None), ("lower", True), ("return_rank", False), ("check_finite", True))
+
+
+def _pinvh_setup(a, rest, kwargs):
+    opts = options("scipy.linalg.pinvh", rest, kwargs, _PINVH_OPTIONS)
+    a = _matrix(a, "scipy.linalg.pinvh")
+    result = through_rules(sl.pinvh, a, *rest, **kwargs)
+    y = result[0] if opts["return_rank"] else result
+    return opts, hermitian_from_triangle(a, opts["lower"]), result, y
+
+
+@rrule.register(sl.pinvh)
+def rrule_pinvh(a, *rest, **kwargs):
+    project = projector(a)
+    opts, ahat, result, y = _pinvh_setup(a, rest, kwargs)
+
+    def pinvh_pullback(dresult):
+        dy = parts(dresult, 2)[0] if opts["return_rank"] else unthunk(dresult)
+        if is_zero(dy):
+            return (NO, ZERO) + (NO,) * len(rest)
+        # the pseudo-inverse's derivative at the Hermitian matrix read from one triangle, folded onto it
+        g = fold_onto_triangle(pinv_gradient(ahat, y, dy, SCIPY), opts["lower"])
+        return (NO, project(g)) + (NO,) * len(rest)
+
+    return result, pinvh_pullback
+
+
+@frule.register(sl.pinvh)
+def frule_pinvh(tangents, a, *rest, **kwargs):
+    (da,) = _tangents(tangents)[:1]
+    opts, ahat, result, y = _pinvh_setup(a, rest, kwargs)
+    if is_zero(da):
+        return result, ZERO
+    dy = pinv_tangent(ahat, y, hermitian_from_triangle(da, opts["lower"]), SCIPY)
+    return result, (tangent_of(result, dy, NO) if opts["return_rank"] else dy)
+
+
+# ----- polar decomposition ------------------------------------------------------------------
+#
+# SciPy's factors come from the thin SVD A = W S V^H (k = min(m, n) singular values): U = W V^H,
+# and P = V S V^H (side "right", A = U P) or P = W S W^H (side "left", A = P U). Differentiating
+# them along the SVD's derivatives (Townsend 2016, "Differentiating the singular value
+# decomposition"), with C = W^H dA V and K_ij = 1 / (s_i + s_j), the rotations of W and V inside
+# the singular subspaces combine into
+#   W^H dU V = (C - C^H) o K,
+#   V^H dP V = (C^H S + S C) o K  (right)  or  W^H dP W = (C S + S C^H) o K  (left),
+# the solution of P dP + dP P = d(A^H A) (resp. d(A A^H)) in P's eigenbasis, as for the square
+# root of a matrix (Higham 2008, "Functions of Matrices", Sec. 6.1 and Ch. 8), and the directions
+# off the subspaces add
+#   dU: (I - W W^H) dA V S^{-1} V^H + W S^{-1} W^H dA (I - V V^H),
+#   dP: V W^H dA (I - V V^H) + its conjugate transpose  (right; left: (I - W W^H) dA V W^H + c.t.).
+# The factors are differentiable where A has full rank k; zero singular values contribute no
+# 1/s terms. The pullback is the adjoint of these maps.
+
+
+class _Polar:
+    def __init__(self, a, side):
+        if side not in ("right", "left"):
+            raise ValueError("scipy.linalg.polar: `side` must be either 'right' or 'left'")
+        self.right = side == "right"
+        a = _matrix(a, "scipy.linalg.polar", square=False)
+        self.w, self.s, self.vh = w, s, vh = _svd(a, full_matrices=False)
+        self.tall, self.wide = a.shape[0] > s.shape[0], a.shape[1] > s.shape[0]
+        self.k = _safe_inverse(s[:, None] + s[None, :])
+        self.inv_s = _safe_inverse(s)
+        self.value = (mul(w, vh), mul(mH(vh) * s, vh) if self.right else mul(w * s, w, "N", "C"))
+
+    def tangent(self, da):
+        w, s, vh, k = self.w, self.s, self.vh, self.k
+        c = mul(mul(w, da, "C"), vh, "N", "C")  # W^H dA V
+        du = mul(mul(w, (c - mH(c)) * k), vh)
+        if self.right:
+            dp = mul(mul(vh, (mH(c) * s + s[:, None] * c) * k, "C"), vh)
+        else:
+            dp = mul(mul(w, (c * s + s[:, None] * mH(c)) * k), w, "N", "C")
+        if self.tall:
+            off = mul(da, vh, "N", "C") - mul(w, c)  # (I - W W^H) dA V
+            du = du + mul(off * self.inv_s, vh)
+            if not self.right:
+                part = mul(off, w, "N", "C")
+                dp = dp + part + mH(part)
+        if self.wide:
+            off = mul(w, da, "C") - mul(c, vh)  # W^H dA (I - V V^H)
+            du = du + mul(w * self.inv_s, off)
+            if self.right:
+                part = mul(vh, off, "C")
+                dp = dp + part + mH(part)
+        return du, dp
+
+    def gradient(self, du, dp):
+        w, s, vh, k = self.w, self.s, self.vh, self.k
+        cbar, extra = 0, 0
+        if not is_zero(du):
+            ub = mul(mul(w, du, "C"), vh, "N", "C")  # W^H dU V
+            cbar = (ub - mH(ub)) * k
+            if self.tall:
+                extra = extra + mul((mul(du, vh, "N", "C") - mul(w, ub)) * self.inv_s, vh)
+            if self.wide:
+                extra = extra + mul(w * self.inv_s, mul(w, du, "C") - mul(ub, vh))
+        if not is_zero(dp):
+            sym = dp + mH(dp)
+            if self.right:
+                pb = mul(mul(vh, sym), vh, "N", "C")  # V^H (dP + dP^H) V
+                cbar = cbar + s[:, None] * (pb * k)
+                if self.wide:
+                    part = mul(vh, sym)
+                    extra = extra + mul(w, part - mul(mul(part, vh, "N", "C"), vh))
+            else:
+                pb = mul(mul(w, sym, "C"), w)  # W^H (dP + dP^H) W
+                cbar = cbar + (pb * k) * s
+                if self.tall:
+                    part = mul(sym, w)
+                    extra = extra + mul(part - mul(w, mul(w, part, "C")), vh)
+        if np.ndim(cbar) == 0 and np.ndim(extra) == 0:
+            return ZERO
+        return mul(mul(w, cbar), vh) + extra if np.ndim(cbar) else extra
+
+
+def _polar_side(rest, kwargs):
+    return options("scipy.linalg.polar", rest, kwargs, (("side", "right"),))["side"]
+
+
+@rrule.register(sl.polar)
+def rrule_polar(a, *rest, **kwargs):
+    project = projector(a)
+    polar = _Polar(a, _polar_side(rest, kwargs))
+
+    def polar_pullback(dresult):
+        g = polar.gradient(*parts(dresult, 2))
+        return (NO, g if is_zero(g) else project(g)) + (NO,) * len(rest)
+
+    return polar.value, polar_pullback
+
+
+@frule.register(sl.polar)
+def frule_polar(tangents, a, *rest, **kwargs):
+    (da,) = _tangents(tangents)[:1]
+    polar = _Polar(a, _polar_side(rest, kwargs))
+    if is_zero(da):
+        return polar.value, ZERO
+    return polar.value, tangent_of(polar.value, *polar.tangent(da))
 
 
 # ----- eigenproblems ------------------------------------------------------------------------
@@ -1485,11 +1630,39 @@ class _Sqrtm:
         return _from_schur(self.q, _sylvester(self.r, self.r, _to_schur(self.q, g), op="C"))
 
 
+class _ThroughRules:
+    """A matrix function ``f`` of a dual number (forward over reverse): the value from ``f``'s
+    forward rule, and Fréchet derivatives from ``f`` of the block matrix ``[[B, E], [0, B]]``, whose
+    upper right block is ``L_f(B, E)`` (Higham 2008, "Functions of Matrices", Theorem 3.6 / eq.
+    3.16), pushed through that rule again. The adjoint is ``G -> conj(L_f(A^T, conj(G)))``: ``A^T``
+    has ``A``'s eigenvalues, so this holds on the branch cut too, where ``f(A^H) != f(A)^H``."""
+
+    def __init__(self, f, a):
+        self.f, self.a = f, a
+        self.value = through_rules(f, a)
+
+    def _upper_right(self, b, e):
+        n = b.shape[-1]
+        zero = np.zeros((n, n), dtype=np.result_type(b.dtype, e.dtype))
+        block = np.concatenate([np.concatenate([b, e], axis=1), np.concatenate([zero, b], axis=1)], axis=0)
+        return through_rules(self.f, block)[:n, n:]
+
+    def frechet(self, e):
+        return _real_like(self.value, self._upper_right(self.a, e))
+
+    def adjoint(self, g):
+        return _real_like(self.a, conj(self._upper_right(mT(self.a), conj(g))))
+
+
+def _sqrtm_of(a):
+    return _ThroughRules(sl.sqrtm, a) if is_active(a) else _Sqrtm(a)
+
+
 @rrule.register(sl.sqrtm)
 def rrule_sqrtm(a, *rest, **kwargs):
     _check_disp("scipy.linalg.sqrtm", rest, kwargs, (("blocksize", None),))
     project = projector(a)
-    sq = _Sqrtm(a)
+    sq = _sqrtm_of(a)
 
     def sqrtm_pullback(dx):
         dx = unthunk(dx)
@@ -1504,7 +1677,7 @@ def rrule_sqrtm(a, *rest, **kwargs):
 def frule_sqrtm(tangents, a, *rest, **kwargs):
     _check_disp("scipy.linalg.sqrtm", rest, kwargs, (("blocksize", None),))
     (da,) = _tangents(tangents)[:1]
-    sq = _Sqrtm(a)
+    sq = _sqrtm_of(a)
     return sq.value, (ZERO if is_zero(da) else sq.frechet(da))
 
 
@@ -1565,11 +1738,15 @@ class _Logm:
         return _from_schur(self.q, f)
 
 
+def _logm_of(a):
+    return _ThroughRules(sl.logm, a) if is_active(a) else _Logm(a)
+
+
 @rrule.register(sl.logm)
 def rrule_logm(a, *rest, **kwargs):
     _check_disp("scipy.linalg.logm", rest, kwargs)
     project = projector(a)
-    lg = _Logm(a)
+    lg = _logm_of(a)
 
     def logm_pullback(dx):
         dx = unthunk(dx)
@@ -1584,5 +1761,5 @@ def rrule_logm(a, *rest, **kwargs):
 def frule_logm(tangents, a, *rest, **kwargs):
     _check_disp("scipy.linalg.logm", rest, kwargs)
     (da,) = _tangents(tangents)[:1]
-    lg = _Logm(a)
+    lg = _logm_of(a)
     return lg.value, (ZERO if is_zero(da) else lg.frechet(da))

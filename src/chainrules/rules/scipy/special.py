@@ -5,10 +5,19 @@ derivative from it, accurate at both tails (seed 000's logistic sigmoid); ``soft
 ``log_softmax`` and ``logsumexp`` keep their normalized weights. Every ``frule`` here accepts
 tangents with a leading batch axis (registered ``batched=True``): partials broadcast against it.
 
+Partials are written with ufuncs that have rules themselves, so second derivatives work. An
+integer-typed order (polygamma's, a Bessel function's) is discrete: ``NoTangent``. A real
+parameter whose derivative has no closed form (a Bessel order, the ``a`` of ``gammainc``) is
+differentiated in the other arguments only: its cotangent raises when an engine reads it, which
+it does for an argument being differentiated, never for a constant.
+
 >>> import scipy.special as sc, chainrules as cr
 >>> y, back = cr.rrule(sc.expit, 40.0)
 >>> float(y), back(1.0)[1]  # y (1 - y) would round to 0 here
 (1.0, 4.248354255291589e-18)
+>>> _, back = cr.rrule(sc.jv, 2.5, 1.0)
+>>> back(1.0)[2]  # in x; the cotangent of the order, back(1.0)[1], raises if evaluated
+0.11655...
 """
 
 from __future__ import annotations
@@ -18,7 +27,18 @@ import math
 import numpy as np
 import scipy.special as sc
 
-from ...core import NoTangent, ZeroTangent, conj, frule, match_input, rrule, unbroadcast, unthunk
+from ...core import (
+    NoTangent,
+    Thunk,
+    ZeroTangent,
+    conj,
+    frule,
+    match_input,
+    rrule,
+    unbroadcast,
+    unthunk,
+    user_location,
+)
 from ._lapack import as_array, is_batched, is_zero, options, tangent_of
 
 _NO = NoTangent()
@@ -36,33 +56,84 @@ def _lift(dx, x, out_ndim: int):
     return dx.reshape(dx.shape[:1] + (1,) * (out_ndim - np.ndim(x)) + np.shape(x))
 
 
-def _register_elementwise(f, compute, name: str):
-    """``rrule`` and batched ``frule`` for ``f(*args)`` from ``compute(*args) -> (y, partials)``.
+class _NoClosedForm:
+    """The partial in a parameter whose derivative exists but has no closed form (the order of a
+    Bessel function, the ``a`` of an incomplete gamma function). The rule differentiates in the
+    other arguments; the parameter's cotangent is a ``Thunk`` that raises when it is evaluated,
+    and its tangent, unless zero, makes the ``frule`` raise. Never a silent zero.
 
-    ``partials`` holds one derivative per argument, or ``None`` for an argument that is not
-    differentiable (an integer order). Complex partials are taken as holomorphic derivatives.
+    Engines read the cotangent of a constant (a closure, a global, a value computed from
+    neither) never: there the rule just works. An argument of the differentiated function gets
+    its cotangent evaluated, so it is refused, even one left out with ``argnums=`` when it feeds
+    more than one such call (the sweep adds the cotangents as it goes): refused, never wrong."""
+
+    __slots__ = ("name", "parameter")
+
+    def __init__(self, name: str, parameter: str):
+        self.name, self.parameter = name, parameter
+
+    def error(self, location: str | None) -> ValueError:
+        where = f" at {location}" if location else ""
+        return ValueError(
+            f"scipy.special.{self.name}{where}: the derivative in {self.parameter} has no closed form, so the rule "
+            f"differentiates in the other arguments only and {self.parameter} must be held constant: take it from "
+            f"outside the function being differentiated (a closure or a global), not from its arguments"
+        )
+
+
+def _refused_cotangent(partial: _NoClosedForm, location: str | None) -> Thunk:
+    def no_closed_form():
+        raise partial.error(location)
+
+    return Thunk(no_closed_form)
+
+
+def _all_zero(dx) -> bool:
+    """Whether a tangent of plain numbers is zero everywhere (an engine's value is never taken as zero)."""
+    return isinstance(dx, (float, int, complex, np.ndarray, np.generic)) and not np.any(dx)
+
+
+def _register_elementwise(f, compute, name: str):
+    """``rrule`` and batched ``frule`` for ``f(*args, **kwargs)`` from ``compute(*args, **kwargs) -> (y, partials)``.
+
+    ``partials`` holds one derivative per positional argument, ``None`` for an argument that is
+    not differentiable (an integer order), or a ``_NoClosedForm``. Complex partials are taken as
+    holomorphic derivatives.
     """
 
-    def elementwise_rrule(*args):
-        y, partials = compute(*args)
+    def elementwise_rrule(*args, **kwargs):
+        y, partials = compute(*args, **kwargs)
+        refused = any(isinstance(p, _NoClosedForm) for p in partials)
+        location = user_location() if refused else None
+
+        def cotangent(x, p, dy):
+            if p is None:
+                return _NO
+            if isinstance(p, _NoClosedForm):
+                return _refused_cotangent(p, location)
+            return match_input(x, dy * conj(p))
 
         def elementwise_pullback(dy):
             dy = unthunk(dy)
             if is_zero(dy):
                 return (_NO,) + tuple(_NO if p is None else _ZERO for p in partials)
-            return (_NO,) + tuple(_NO if p is None else match_input(x, dy * conj(p)) for x, p in zip(args, partials))
+            return (_NO,) + tuple(cotangent(x, p, dy) for x, p in zip(args, partials))
 
         elementwise_pullback.__qualname__ = f"{name}_pullback"
         return y, elementwise_pullback
 
-    def elementwise_frule(tangents, *args):
-        y, partials = compute(*args)
+    def elementwise_frule(tangents, *args, **kwargs):
+        y, partials = compute(*args, **kwargs)
         out_ndim = np.ndim(y)
         dy = _ZERO
         for x, p, dx in zip(args, partials, tangents[1:]):
             dx = unthunk(dx)
             if p is None or is_zero(dx):
                 continue
+            if isinstance(p, _NoClosedForm):
+                if _all_zero(dx):
+                    continue  # a finite derivative times zero (a constant seeded with a zero tangent)
+                raise p.error(user_location())
             term = p * _lift(dx, x, out_ndim)
             dy = term if is_zero(dy) else dy + term
         if not is_zero(dy) and np.iscomplexobj(dy) and not np.iscomplexobj(y):
@@ -309,6 +380,374 @@ _register_elementwise(sc.xlog1py, _xlog1py, "xlog1py")
 _register_elementwise(sc.betaln, _betaln, "betaln")
 _register_elementwise(sc.rel_entr, _rel_entr, "rel_entr")
 _register_elementwise(sc.kl_div, _kl_div, "kl_div")
+
+
+# ----- parameters without closed-form derivatives; gamma and beta families ---------------------
+
+
+_PLAIN = (np.ndarray, np.generic, int, float, complex, list, tuple)  # numbers and arrays, not an engine's values
+
+
+def _discrete(v) -> bool:
+    """Whether an order or parameter is integer-typed: a discrete index (as polygamma's order),
+    which gets ``NoTangent``. A float one is a point of a continuum whose derivative exists."""
+    if isinstance(v, (bool, int, np.integer, np.bool_)):
+        return True
+    dtype = getattr(v, "dtype", None)
+    if dtype is None and isinstance(v, (list, tuple)):
+        dtype = np.asarray(v).dtype
+    return isinstance(dtype, np.dtype) and dtype.kind in "iub"
+
+
+def _parameter(name: str, parameter: str, v):
+    """The partial in a parameter without a closed-form derivative: ``None`` for an integer-typed
+    one, else a ``_NoClosedForm`` (refused only if the parameter is differentiated)."""
+    return None if _discrete(v) else _NoClosedForm(name, parameter)
+
+
+def _order(v):
+    """An order as arithmetic can shift it (``v - 1``): lists become arrays."""
+    return np.asarray(v) if isinstance(v, (list, tuple)) else v
+
+
+def _beta(a, b):
+    # B = Gamma(a) Gamma(b) / Gamma(a + b), so dB/da = B (psi(a) - psi(a + b)) (DLMF 5.12.1)
+    a, b = _float(a), _float(b)
+    y = sc.beta(a, b)
+    both = sc.digamma(a + b)
+    return y, (y * (sc.digamma(a) - both), y * (sc.digamma(b) - both))
+
+
+def _gamma_density(a, x):
+    """x^(a-1) e^(-x) / Gamma(a), d/dx of the regularized lower incomplete gamma P(a, x) (DLMF
+    8.8.13), as one exp of logs; xlogy keeps x = 0 finite for a = 1. Ufuncs with rules (Hessians)."""
+    return np.exp(sc.xlogy(a - 1, x) - x - sc.gammaln(a))
+
+
+def _gammainc(a, x):
+    a_partial, x = _parameter("gammainc", "a", a), _float(x)
+    a = _order(a)
+    return sc.gammainc(a, x), (a_partial, _gamma_density(a, x))
+
+
+def _gammaincc(a, x):
+    # Q = 1 - P
+    a_partial, x = _parameter("gammaincc", "a", a), _float(x)
+    a = _order(a)
+    return sc.gammaincc(a, x), (a_partial, -_gamma_density(a, x))
+
+
+def _gammaincinv(a, p):
+    # x = P^-1(a, p): dx/dp = 1 / P'(x), from the primal x
+    a_partial, a = _parameter("gammaincinv", "a", a), _order(a)
+    x = sc.gammaincinv(a, p)
+    return x, (a_partial, 1 / _gamma_density(a, x))
+
+
+def _gammainccinv(a, q):
+    a_partial, a = _parameter("gammainccinv", "a", a), _order(a)
+    x = sc.gammainccinv(a, q)
+    return x, (a_partial, -1 / _gamma_density(a, x))
+
+
+def _loggamma(z):
+    # the principal branch of log Gamma: holomorphic off the negative real axis, derivative psi
+    z = _float(z)
+    return sc.loggamma(z), sc.digamma(z)
+
+
+def _multigammaln(a, d):
+    # log of the multivariate gamma function: d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2),
+    # j = 0 .. d - 1 (SciPy's formula); its derivative in a is the same sum of digammas
+    if isinstance(a, _PLAIN):
+        y = sc.multigammaln(a, d)  # SciPy checks d and the domain of a
+        a = _float(a)
+    else:  # an engine's value (a dual number, in a Hessian): the formula from ufuncs with rules
+        y = d * (d - 1) * 0.25 * math.log(math.pi) + sum(sc.gammaln(a - 0.5 * j) for j in range(int(d)))
+    partial = sc.digamma(a)
+    for j in range(1, int(d)):
+        partial = partial + sc.digamma(a - 0.5 * j)
+    return y, (partial, None)
+
+
+# ----- Bessel functions: derivatives in the argument, the order held fixed ----------------------
+# Every partial is built from Bessel functions that have rules themselves, so that second
+# derivatives (Hessians, forward over reverse) work. The symmetric recurrences DLMF 10.6.1
+# (2 C'_v = C_{v-1} - C_{v+1}, C = J, Y) and 10.29.1 (2 I'_v = I_{v-1} + I_{v+1},
+# 2 K'_v = -(K_{v-1} + K_{v+1})) are used rather than 10.6.2 / 10.29.2 (C'_v = C_{v-1} - v C_v / z):
+# one more evaluation, but no division by z, so they hold at z = 0.
+
+
+def _real_only(name: str, z):
+    if np.iscomplexobj(z):
+        raise TypeError(
+            f"the rule for scipy.special.{name} takes a real argument: for complex z its exponential scaling "
+            f"(by |Re z| or |Im z|) is not holomorphic; differentiate the unscaled function times the scaling instead"
+        )
+
+
+def _bessel(name: str, f, combine):
+    """``compute`` for ``f(v, z)`` with ``f'(v, z) = combine(f(v - 1, z), f(v + 1, z), f(v, z))``."""
+
+    def compute(v, z):
+        v_partial, v, z = _parameter(name, "the order v", v), _order(v), _float(z)
+        y = f(v, z)
+        return y, (v_partial, combine(f(v - 1, z), f(v + 1, z), y, z))
+
+    return compute
+
+
+def _scaled_real_bessel(name: str, f, combine):
+    compute = _bessel(name, f, combine)
+
+    def real_compute(v, z):
+        _real_only(name, z)
+        return compute(v, z)
+
+    return real_compute
+
+
+def _half_difference(below, above, y, z):
+    return 0.5 * (below - above)
+
+
+def _half_sum(below, above, y, z):
+    return 0.5 * (below + above)
+
+
+def _minus_half_sum(below, above, y, z):
+    return -0.5 * (below + above)
+
+
+def _ive_combine(below, above, y, z):
+    # ive = I_v exp(-|x|) for real x: ive' = (ive_{v-1} + ive_{v+1}) / 2 - sign(x) ive
+    return 0.5 * (below + above) - np.sign(z) * y
+
+
+def _kve_combine(below, above, y, z):
+    # kve = K_v exp(z) (holomorphic): kve' = -(kve_{v-1} + kve_{v+1}) / 2 + kve
+    return y - 0.5 * (below + above)
+
+
+def _j0(x):
+    # J0' = -J1 (DLMF 10.6.3)
+    x = _float(x)
+    return sc.j0(x), -sc.j1(x)
+
+
+def _j1(x):
+    x = _float(x)
+    return sc.j1(x), 0.5 * (sc.j0(x) - sc.jv(2, x))
+
+
+def _y0(x):
+    x = _float(x)
+    return sc.y0(x), -sc.y1(x)
+
+
+def _y1(x):
+    x = _float(x)
+    return sc.y1(x), 0.5 * (sc.y0(x) - sc.yv(2, x))
+
+
+def _k0(x):
+    # K0' = -K1 (DLMF 10.29.3)
+    x = _float(x)
+    return sc.k0(x), -sc.k1(x)
+
+
+def _k1(x):
+    x = _float(x)
+    return sc.k1(x), -0.5 * (sc.k0(x) + sc.kv(2, x))
+
+
+def _k0e(x):
+    # k0e = exp(x) K0, so k0e' = k0e - k1e
+    x = _float(x)
+    y = sc.k0e(x)
+    return y, y - sc.k1e(x)
+
+
+def _k1e(x):
+    x = _float(x)
+    y = sc.k1e(x)
+    return y, y - 0.5 * (sc.k0e(x) + sc.kve(2, x))
+
+
+#: the sign of f_n(-x) / f_n(x) for even n, real x (DLMF 10.47.14-10.47.16); None: no such reflection
+_SPHERICAL_EVEN_SIGN = {"spherical_jn": 1, "spherical_yn": -1, "spherical_in": 1, "spherical_kn": None}
+
+
+def _spherical_call(name: str, n, z, derivative: bool):
+    """``scipy.special.<name>(n, z, derivative)``. SciPy's wrapper converts ``z`` to an array, which
+    an engine's value (a dual number, in a Hessian) refuses: for one, the private ufuncs that the
+    wrapper calls, with its reflection of negative real ``z`` (where those ufuncs give nan)."""
+    if isinstance(z, _PLAIN):
+        return getattr(sc, name)(n, z, derivative)
+    f = getattr(sc._ufuncs, f"_{name}_d" if derivative else f"_{name}")
+    n = np.asarray(n, dtype=np.dtype("long"))
+    negative = np.asarray(z < 0) if not np.iscomplexobj(z) else np.zeros((), dtype=bool)
+    if not negative.any():
+        return f(n, z)
+    even_sign = _SPHERICAL_EVEN_SIGN[name]
+    if even_sign is None:
+        raise ValueError(f"the rule for scipy.special.{name} cannot take a second derivative at a negative real z")
+    sign = np.where(n % 2 == 0, even_sign, -even_sign) * (-1 if derivative else 1)  # d/dz of f(-z) adds a minus
+    return np.where(negative, sign, 1) * f(n, np.where(negative, -z, z))
+
+
+def _spherical(name: str, signs: tuple[int, int]):
+    """``compute`` for ``scipy.special.<name>(n, z, derivative=False)``, and the second derivative.
+
+    The derivative is SciPy's own ``derivative=True``; the derivative of that is, by the
+    recurrences DLMF 10.51.2 (``j``, ``y``: signs +, -) and 10.51.5 (``i``: +, +; ``(-1)^n k``,
+    so ``k``: -, -), differentiated, ``(s n f'_{n-1} + t (n + 1) f'_{n+1}) / (2n + 1)``: no
+    division by z, and the term of order -1 has the coefficient 0."""
+    below_sign, above_sign = signs
+
+    def second(n, z):
+        n = np.asarray(n)
+        below, above = _spherical_call(name, np.maximum(n - 1, 0), z, True), _spherical_call(name, n + 1, z, True)
+        return (below_sign * n * below + above_sign * (n + 1) * above) / (2 * n + 1)
+
+    def compute(n, z, *rest, **kwargs):
+        derivative = options(f"scipy.special.{name}", rest, kwargs, (("derivative", False),))["derivative"]
+        z = _float(z)
+        if derivative:
+            y, partial = _spherical_call(name, n, z, True), second(n, z)
+        else:
+            y, partial = _spherical_call(name, n, z, False), _spherical_call(name, n, z, True)
+        return y, (None, partial) + (None,) * len(rest)  # n is an integer; `derivative` a flag
+
+    return compute, second
+
+
+def _yn(n, x):
+    # yn and kn take integer orders only (SciPy truncates a float one): the order is discrete
+    x, n = _float(x), _order(n)
+    return sc.yn(n, x), (None, 0.5 * (sc.yn(n - 1, x) - sc.yn(n + 1, x)))
+
+
+def _kn(n, x):
+    x, n = _float(x), _order(n)
+    return sc.kn(n, x), (None, -0.5 * (sc.kn(n - 1, x) + sc.kn(n + 1, x)))
+
+
+def _exp1(z):
+    # E1' = -exp(-z) / z (DLMF 6.2.1), holomorphic off the cut along the negative real axis
+    z = _float(z)
+    return sc.exp1(z), -np.exp(-z) / z
+
+
+def _expi(z):
+    # Ei' = exp(x) / x (DLMF 6.2.5)
+    z = _float(z)
+    return sc.expi(z), np.exp(z) / z
+
+
+def _expn(n, x):
+    # E_n' = -E_{n-1} (DLMF 8.19.13); E_0 = exp(-x) / x, so E_0' = -exp(-x) (1 + x) / x^2
+    x = _float(x)
+    n_array = np.asarray(n)
+    below = -sc.expn(np.maximum(n_array - 1, 0), x)
+    if np.any(n_array == 0):
+        below = np.where(n_array == 0, -np.exp(-x) * (1 + x) / (x * x), below)
+    return sc.expn(n, x), (None, below)
+
+
+def _dawsn(z):
+    # F' = 1 - 2 z F (DLMF 7.5.3 with the definition 7.2.5)
+    z = _float(z)
+    y = sc.dawsn(z)
+    return y, 1 - 2 * z * y
+
+
+def _erfi(z):
+    z = _float(z)
+    return sc.erfi(z), _TWO_OVER_SQRT_PI * np.exp(z * z)
+
+
+def _wofz(z):
+    # the Faddeeva function: w' = -2 z w + 2i / sqrt(pi) (DLMF 7.10.2)
+    z = _float(z)
+    y = sc.wofz(z)
+    return y, -2 * z * y + 1j * _TWO_OVER_SQRT_PI
+
+
+_register_elementwise(sc.beta, _beta, "beta")
+_register_elementwise(sc.multigammaln, _multigammaln, "multigammaln")
+for _f, _compute, _name in (
+    (sc.gammainc, _gammainc, "gammainc"),
+    (sc.gammaincc, _gammaincc, "gammaincc"),
+    (sc.gammaincinv, _gammaincinv, "gammaincinv"),
+    (sc.gammainccinv, _gammainccinv, "gammainccinv"),
+    (sc.jv, _bessel("jv", sc.jv, _half_difference), "jv"),  # sc.jn is sc.jv
+    (sc.yv, _bessel("yv", sc.yv, _half_difference), "yv"),
+    (sc.iv, _bessel("iv", sc.iv, _half_sum), "iv"),
+    (sc.kv, _bessel("kv", sc.kv, _minus_half_sum), "kv"),
+    (sc.kve, _bessel("kve", sc.kve, _kve_combine), "kve"),
+    (sc.ive, _scaled_real_bessel("ive", sc.ive, _ive_combine), "ive"),
+    (sc.jve, _scaled_real_bessel("jve", sc.jve, _half_difference), "jve"),
+    (sc.yve, _scaled_real_bessel("yve", sc.yve, _half_difference), "yve"),
+    (sc.expn, _expn, "expn"),
+):
+    _register_elementwise(_f, _compute, _name)
+_register_elementwise(sc.yn, _yn, "yn")
+_register_elementwise(sc.kn, _kn, "kn")
+for _f, _compute, _name in (
+    (sc.j0, _j0, "j0"),
+    (sc.j1, _j1, "j1"),
+    (sc.y0, _y0, "y0"),
+    (sc.y1, _y1, "y1"),
+    (sc.k0, _k0, "k0"),
+    (sc.k1, _k1, "k1"),
+    (sc.k0e, _k0e, "k0e"),
+    (sc.k1e, _k1e, "k1e"),
+    (sc.loggamma, _loggamma, "loggamma"),
+    (sc.exp1, _exp1, "exp1"),
+    (sc.expi, _expi, "expi"),
+    (sc.dawsn, _dawsn, "dawsn"),
+    (sc.erfi, _erfi, "erfi"),
+    (sc.wofz, _wofz, "wofz"),
+):
+    _register_elementwise(_f, (lambda c: lambda x: (lambda y, d: (y, (d,)))(*c(x)))(_compute), _name)
+
+# The spherical Bessel functions are Python wrappers around private ufuncs of value and
+# derivative, which are what dual numbers and tracked arrays meet in the wrappers' bodies: those
+# have rules too (for z >= 0, where they agree with the wrappers), as zeta's ufunc above.
+for _name, _signs in (
+    ("spherical_jn", (1, -1)),
+    ("spherical_yn", (1, -1)),
+    ("spherical_in", (1, 1)),
+    ("spherical_kn", (-1, -1)),
+):
+    _value_ufunc, _derivative_ufunc = getattr(sc._ufuncs, f"_{_name}"), getattr(sc._ufuncs, f"_{_name}_d")
+    _compute, _second = _spherical(_name, _signs)
+    _register_elementwise(getattr(sc, _name), _compute, _name)
+    _register_elementwise(
+        _value_ufunc, (lambda f, d: lambda n, z: (f(n, z), (None, d(n, z))))(_value_ufunc, _derivative_ufunc), _name
+    )
+    _register_elementwise(
+        _derivative_ufunc,
+        (lambda d, second: lambda n, z: (d(n, z), (None, second(n, z))))(_derivative_ufunc, _second),
+        _name,
+    )
+
+
+@rrule.register(sc.softplus)
+def rrule_softplus(x, **kwargs):
+    # softplus(x) is np.logaddexp(0, x, **kwargs), SciPy's definition: that rule, with x second
+    y, logaddexp_pullback = rrule(np.logaddexp, 0.0, x, **kwargs)
+
+    def softplus_pullback(dy):
+        return _NO, logaddexp_pullback(dy)[2]
+
+    return y, softplus_pullback
+
+
+@frule.register(sc.softplus, batched=True)
+def frule_softplus(tangents, x, **kwargs):
+    return frule((_NO, _ZERO, tangents[1]), np.logaddexp, 0.0, x, **kwargs)
 
 
 # ----- softmax, log_softmax, logsumexp ------------------------------------------------------
