@@ -465,8 +465,7 @@ def rrule_lu_factor(a, *rest, **kwargs):
         if is_zero(dlu):
             return (NO, ZERO) + (NO,) * len(rest)
         db = _lu_gradient(low, up, np.tril(dlu, -1), np.triu(dlu))
-        da = np.empty_like(db)
-        da[perm] = db
+        da = db[np.argsort(perm)]  # da[perm] = db, gathered rather than written (a tape's values take no writes)
         return (NO, project(da)) + (NO,) * len(rest)
 
     return result, lu_factor_pullback
@@ -578,8 +577,7 @@ def rrule_lu(a, *rest, **kwargs):
         dlow = ZERO if is_zero(dlow) else np.tril(dlow, -1)
         dup = ZERO if is_zero(dup) else np.triu(dup)
         db = _lu_gradient(low, up, dlow, dup)
-        da = np.empty_like(db)
-        da[perm] = db
+        da = db[np.argsort(perm)]  # da[perm] = db, gathered rather than written (a tape's values take no writes)
         return (NO, project(da)) + (NO,) * len(rest)
 
     return result, lu_pullback

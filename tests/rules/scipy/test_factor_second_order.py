@@ -1,6 +1,7 @@
-"""Second derivatives through ``scipy.linalg.cho_factor`` and ``cho_solve`` (a Gaussian process's
-negative log marginal likelihood): in a Hessian the factor is a dual array, which ``cho_solve``
-solves with two triangular solves through NumPy instead of LAPACK."""
+"""Second derivatives through the factorizations of ``scipy.linalg``: ``cho_factor`` and ``cho_solve``
+(a Gaussian process's negative log marginal likelihood), whose factor is a dual array in a
+Hessian, and ``lu_factor`` and ``lu_solve``, whose pullback also runs on a tape's tracked arrays
+(a tape over the source engine)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,22 @@ def test_hessian_of_a_gp_likelihood_through_cho_factor_and_cho_solve(lower, engi
     expected = fd_jacobian(lambda p: cr.gradient(f, p)[0], params)
     np.testing.assert_allclose(H, expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(H, H.T, rtol=1e-10, atol=1e-12)
+
+
+def lu_solved(a):
+    return np.sum(sl.lu_solve(sl.lu_factor(a), np.array([1.0, 2.0, 0.5])) ** 2)
+
+
+@pytest.mark.parametrize("outer", ["tape", "source", "hessian"])
+def test_second_derivative_through_lu_factor_and_lu_solve(outer):
+    a = np.array([[1.0, 4.0, 0.5], [3.0, 1.0, 2.0], [0.2, 0.1, 5.0]])  # pivoting rows
+
+    def weighted_slope(z):
+        return np.sum(cr.gradient(lu_solved, z)[0] * a)
+
+    expected = fd_jacobian(weighted_slope, a).reshape(a.shape)
+    if outer == "hessian":
+        got = np.tensordot(a, cr.hessian(lu_solved, a), axes=2)
+    else:
+        got = cr.gradient(weighted_slope, a, engine=outer)[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
