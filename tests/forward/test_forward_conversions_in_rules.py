@@ -1,6 +1,7 @@
 """A rule whose own code converts the values of an outer differentiation (dual numbers in a
-Hessian, tracked values under a tape) is named in the error, with the user's line and what
-is not supported, instead of advice about the user's code, which did not convert anything."""
+Hessian, tracked values under a tape), or writes into them, is named in the error, with the
+user's line and what is not supported, instead of advice about the user's code, which did not
+convert or write anything."""
 
 from __future__ import annotations
 
@@ -25,20 +26,37 @@ def rrule_scaled(x):
     def scaled_pullback(dy):
         return cr.NoTangent(), 3.0 * np.asarray(dy)
     return 3.0 * x, scaled_pullback
+
+def reversed_copy(x):
+    return x[::-1].copy()
+
+def rrule_reversed_copy(x):
+    def reversed_copy_pullback(dy):
+        dx = dy * 1.0  # a new array, which the rule owns, but a dual or tracked one takes no writes
+        dx[::-1] = dy
+        return cr.NoTangent(), dx
+    return x[::-1].copy(), reversed_copy_pullback
 """
 
 
 @pytest.fixture(scope="module")
-def scaled():
+def example_rules():
     namespace = {"__name__": "chainrules.rules.converting_example"}
     filename = os.path.join(os.path.dirname(cr.rules.__file__), "converting_example.py")
     exec(compile(_RULE_SOURCE, filename, "exec"), namespace)
-    f = namespace["scaled"]
-    cr.rrule.register(f)(namespace["rrule_scaled"])
+    functions = namespace["scaled"], namespace["reversed_copy"]
+    for f in functions:
+        cr.rrule.register(f)(namespace[f"rrule_{f.__name__}"])
     try:
-        yield f
+        yield functions
     finally:
-        cr.rrule.unregister(f)
+        for f in functions:
+            cr.rrule.unregister(f)
+
+
+@pytest.fixture
+def scaled(example_rules):
+    return example_rules[0]
 
 
 def test_a_hessian_through_a_rule_that_converts_duals_names_the_rule_and_the_line(scaled):
@@ -71,3 +89,27 @@ def test_a_conversion_in_the_users_own_code_keeps_its_advice():
     assert cr.gradient(fills_a_plain_buffer, 1.5) == (pytest.approx(6.75),)
     with pytest.raises(TypeError, match=re.escape("np.zeros_like(x)")):
         cr.hessian(fills_a_plain_buffer, 1.5)
+
+
+@pytest.mark.parametrize("engine", ["hessian", "tape"])
+def test_a_rule_writing_into_an_outer_differentiations_buffer_is_named(example_rules, engine):
+    reversed_copy = example_rules[1]
+
+    def f(x):
+        return np.sum(reversed_copy(x) ** 3 * np.arange(3.0))  # the line named
+
+    x = np.array([1.0, 2.0, 3.0])
+    line = f.__code__.co_firstlineno + 1
+    values = "dual numbers" if engine == "hessian" else "tracked values"
+    message = (
+        re.escape("reversed_copy_pullback (converting_example.py:")
+        + ".*"
+        + re.escape(f"cannot take {values}: it writes into them in place")
+    )
+    with pytest.raises(TypeError, match=message) as info:
+        if engine == "hessian":
+            cr.hessian(f, x)
+        else:
+            cr.gradient(lambda z: np.sum(cr.gradient(f, z)[0]), x, engine="tape")
+    assert f"(called at {__file__}:{line})" in str(info.value)
+    np.testing.assert_allclose(cr.gradient(f, x)[0], [6.0, 12.0, 0.0])

@@ -145,10 +145,13 @@ def user_location(skip_internal: bool = True) -> str | None:
 _RULES_DIR = os.path.join(_PACKAGE_DIR, "rules") + os.sep
 
 
-def conversion_in_rule(frame: FrameType, values: str) -> TypeError | None:
-    """The error for an engine's value (``values``: "dual numbers", ...) converted to a plain one by
-    a rule's own code, running at ``frame`` or in a caller within chainrules or NumPy/SciPy; ``None``
-    when the conversion is the user's (their code, or a library function their code called).
+def conversion_in_rule(
+    frame: FrameType, values: str, doing: str = "converts them to plain values, which would drop their derivative"
+) -> TypeError | None:
+    """The error for an engine's value (``values``: "dual numbers", ...) converted to a plain one (or,
+    as ``doing`` says, written into) by a rule's own code, running at ``frame`` or in a caller within
+    chainrules or NumPy/SciPy; ``None`` when it is the user's doing (their code, or a library function
+    their code called).
 
     A rule computes on the values of an outer differentiation only when a function is
     differentiated twice (a Hessian, a gradient of a gradient); a rule whose code converts them
@@ -161,7 +164,7 @@ def conversion_in_rule(frame: FrameType, values: str) -> TypeError | None:
             rule = f"{frame.f_globals.get('__name__', '?')}.{frame.f_code.co_qualname}"
             return TypeError(
                 f"the rule code {rule} ({os.path.basename(filename)}:{frame.f_lineno}) cannot take {values}: it "
-                "converts them to plain values, which would drop their derivative. The function it differentiates"
+                f"{doing}. The function it differentiates"
                 f"{' (called at ' + where + ')' if where else ''} is being differentiated twice (a Hessian, a gradient "
                 "of a gradient), which that rule does not support; differentiate it once, or write that step with "
                 "functions whose rules do"

@@ -478,7 +478,7 @@ class DualArray(Dual):
     def _writable_split(self, value, what: str):
         if not self.writable:
             where = user_location()
-            raise TypeError(
+            raise conversion_in_rule(sys._getframe(1), "dual numbers", "writes into them in place") or TypeError(
                 f"{what} a dual array{' at ' + where if where else ''} is not supported: only a dual made by "
                 "np.zeros_like/ones_like/empty_like/full_like or a copy (x.copy()) owns its values and accepts "
                 "writes; otherwise build a new array (np.where, np.concatenate, np.stack)"

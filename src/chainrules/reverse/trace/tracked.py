@@ -377,7 +377,7 @@ class TrackedArray(_Operators):
     __getitem__ = _getitem
 
     def __setitem__(self, key, value):
-        raise TypeError(
+        raise conversion_in_rule(sys._getframe(1), "tracked values", "writes into them in place") or TypeError(
             f"assignment into an array being differentiated (x[...] = v){_at()}: the tape engine does not "
             "write into arrays; build the result out of place (np.where, np.concatenate, np.stack)"
         )
