@@ -1275,11 +1275,17 @@ def _convolution_window(n_a: int, n_v: int, mode: str) -> slice:
     return slice(0, n_a + n_v - 1)
 
 
+def _correlate(full, kernel):
+    """``np.correlate(full, kernel, "valid")`` for the longer ``full``, as a convolution."""
+    return np.convolve(full, np.conj(np.ravel(kernel))[::-1], "valid")
+
+
 @rrule.register(np.convolve)
 def rrule_convolve(a, v, *args, **kwargs):
     """``y = (a * v)[window]`` is bilinear; ``ā_i = sum_k ȳ_k conj(v_{k-i})`` is a correlation of the
-    cotangent (placed in the full convolution) with ``v``, which ``np.correlate`` computes with
-    ``v`` conjugated; ``v̄`` likewise with ``a``."""
+    cotangent (placed in the full convolution) with ``v``: the valid convolution with ``v``
+    conjugated and reversed (which, unlike ``np.correlate``, has a forward rule for Hessians);
+    ``v̄`` likewise with ``a``."""
     y = np.convolve(a, v, *args, **kwargs)
     mode = args[0] if args else kwargs.get("mode", "full")
     n_a, n_v = np.size(a), np.size(v)
@@ -1289,10 +1295,11 @@ def rrule_convolve(a, v, *args, **kwargs):
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return (NO, dy, dy, *(NO for _ in args))
-        full = np.zeros(n_a + n_v - 1, dtype=np.result_type(dy, a, v))
-        full[window] = dy
-        da = Thunk(lambda: to_input(a, np.correlate(full, np.ravel(v), "valid").reshape(np.shape(a))))
-        dv = Thunk(lambda: to_input(v, np.correlate(full, np.ravel(a), "valid").reshape(np.shape(v))))
+        # dy placed in the full convolution, padded rather than written into zeros: a dual cotangent
+        # (in a Hessian) takes no writes
+        full = np.pad(dy, (window.start, n_a + n_v - 1 - window.stop))
+        da = Thunk(lambda: to_input(a, _correlate(full, v).reshape(np.shape(a))))
+        dv = Thunk(lambda: to_input(v, _correlate(full, a).reshape(np.shape(v))))
         return (NO, da, dv, *(NO for _ in args))
 
     return y, convolve_pullback
