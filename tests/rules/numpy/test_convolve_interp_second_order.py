@@ -27,3 +27,16 @@ def test_second_derivatives_through_convolve(mode):
         return np.sum(np.convolve(SIGNAL * kernel[1], kernel, mode) ** 3)
 
     _check_second_order(smoothed_energy, np.array([0.25, 0.5, -0.25]))
+
+
+KNOTS = np.array([0.0, 0.5, 1.0, 1.5])
+
+
+def interpolated_fit(theta):
+    x = np.array([0.2, 0.7, 1.2]) + 0.1 * theta[:3]  # inside the segments, away from the knots
+    table = theta[3:]
+    return np.sum(np.interp(x, KNOTS, table) ** 2 * x) + np.interp(0.9, KNOTS, table) ** 3
+
+
+def test_second_derivatives_through_interp_in_the_points_and_the_table():
+    _check_second_order(interpolated_fit, np.array([0.3, -0.2, 0.5, 1.0, 2.0, -1.0, 0.5]))

@@ -27,6 +27,7 @@ import numpy as np
 from ...core import (
     AbstractThunk,
     AbstractZero,
+    ActiveValue,
     NoTangent,
     Thunk,
     ZeroTangent,
@@ -590,7 +591,7 @@ def _interp_parts(x, xp, fp, args, kwargs):
     o = dict(zip(_INTERP, args), **kwargs)
     if o.get("period") is not None:
         raise TypeError("chainrules: the rule for numpy.interp does not support period=; call it without period=")
-    points, values = np.asarray(xp), np.asarray(fp)
+    points, values = np.asarray(xp), _as_array(fp)
     n = points.size
     lo = np.clip(np.searchsorted(points, x, side="right") - 1, 0, max(n - 2, 0))
     hi = np.minimum(lo + 1, n - 1)
@@ -605,23 +606,39 @@ def _interp_parts(x, xp, fp, args, kwargs):
     return lo, hi, w_lo, w_hi, slope, below, above
 
 
+def _as_array(x):
+    """``x`` as an array; an engine's value (a dual, in a Hessian) stays one."""
+    return x if isinstance(x, ActiveValue) else np.asarray(x)
+
+
+def _scatter_sum(shape: tuple, indices: tuple, values: tuple):
+    """Zeros of ``shape`` with each of ``values`` added at its ``indices`` (repeats summed). An
+    engine's values (the weights are duals in a Hessian) cannot be added into a plain array in
+    place: their sum is a product with a 0/1 matrix instead."""
+    if not any(isinstance(v, ActiveValue) for v in values):
+        out = np.zeros(shape, dtype=np.result_type(*values))
+        for index, v in zip(indices, values):
+            np.add.at(out, index, v)
+        return out
+    positions = np.arange(math.prod(shape))
+    return sum(np.ravel(v) @ (np.ravel(i)[:, None] == positions) for i, v in zip(indices, values)).reshape(shape)
+
+
 @rrule.register(np.interp)
 def rrule_interp(x, xp, fp, *args, **kwargs):
     """Piecewise linear: the derivative in ``x`` is the slope of its segment (one-sided at the
     knots), in ``fp`` the interpolation weights; the sample points ``xp`` are not differentiated,
     and ``left``/``right`` given by position get the cotangent of the points outside."""
     y = np.interp(x, xp, fp, *args, **kwargs)
-    lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(np.asarray(x), xp, fp, args, kwargs)
+    lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(_as_array(x), xp, fp, args, kwargs)
 
     def interp_pullback(dy):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return (_NO, dy, _NO, dy) + tuple(_NO if a is None else dy for a in args)
-        dy = np.asarray(dy)
+        dy = _as_array(dy)
         dx = match_input(x, dy * conj(slope))
-        dfp = np.zeros(np.shape(fp), dtype=np.result_type(dy, w_lo))
-        np.add.at(dfp, lo, dy * w_lo)
-        np.add.at(dfp, hi, dy * w_hi)
+        dfp = _scatter_sum(np.shape(fp), (lo, hi), (dy * w_lo, dy * w_hi))
         bounds = tuple(_NO if a is None else match_input(a, np.sum(dy[m])) for a, m in zip(args, (below, above)))
         return (_NO, dx, _NO, match_input(fp, dfp), *bounds, *(_NO for _ in args[2:]))
 
@@ -631,7 +648,7 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
 @frule.register(np.interp, batched=True)
 def frule_interp(tangents, x, xp, fp, *args, **kwargs):
     y = np.interp(x, xp, fp, *args, **kwargs)
-    lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(np.asarray(x), xp, fp, args, kwargs)
+    lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(_as_array(x), xp, fp, args, kwargs)
     dx, dfp = unthunk(tangents[1]), unthunk(tangents[3])
     terms = []
     if not isinstance(dx, AbstractZero):
