@@ -34,6 +34,7 @@ from ...core.active import ActiveValue
 from ...core.errors import GENERATED_LINES, NoRuleError
 from ...core.registry import decline_batch, rrule
 from ...core.ruled_calls import RuledCallWatch
+from ...core.twins import METHOD_TWINS
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Frames in these directories are the machinery between the user's line and the error; the
@@ -203,6 +204,16 @@ def _lookup_args(plain: list) -> tuple:
     return tuple(deep_primal(a) if isinstance(a, Tracked) else a for a in plain)
 
 
+def _is_array_method(f) -> bool:
+    """Whether ``f`` is an array method (``np.ndarray.sum``) with a NumPy function twin. Its rule
+    for arrays calls the method itself, which refuses an outer trace's tracked array: such a value
+    takes the rule registered for it (``register_structural_bridges``), through the NumPy function."""
+    try:
+        return f in METHOD_TWINS
+    except TypeError:  # an unhashable callable
+        return False
+
+
 def deep_primal(a):
     """The plain value inside any number of boxes."""
     while isinstance(a, Tracked):
@@ -367,7 +378,7 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
                     f"a value being differentiated was passed to {_name(f)} as the keyword argument "
                     f"{name!r}{_at()}; rules differentiate positional arguments only: pass it positionally"
                 )
-    lookup_args = _lookup_args(plain) if trace.parent is not None else plain
+    lookup_args = plain if trace.parent is None or _is_array_method(f) else _lookup_args(plain)
     rule = lookup(f, lookup_args)
     if rule is None:
         raise NoRuleError(f, tuple(lookup_args), location=user_location())
