@@ -95,3 +95,19 @@ def test_gradient_of_gradient_calls_the_conjugate_method(outer, inner):
 def test_hessian_calls_the_conjugate_method(engine):
     expected = _second_derivative(conjugated, 0.7)[0, 0]
     assert cr.hessian(conjugated, 0.7, engine=engine) == pytest.approx(expected, rel=1e-7)
+
+
+def built_with_complex(a):
+    z = complex(a, a * a)
+    w = np.exp(z) * complex(a) + complex(2.0, a)
+    return abs(w) + w.real * w.imag
+
+
+@pytest.mark.parametrize("outer", ["tape", "source", "hessian"])
+def test_second_derivative_through_the_complex_constructor(outer):
+    expected = _second_derivative(built_with_complex, 0.6)[0, 0]
+    if outer == "hessian":
+        got = cr.hessian(built_with_complex, 0.6)
+    else:
+        got = cr.gradient(lambda v: cr.gradient(built_with_complex, v)[0], 0.6, engine=outer)[0]
+    assert got == pytest.approx(expected, rel=1e-7)

@@ -150,18 +150,26 @@ def frule_float(tangents, *args):
     return float(args[0]), tangents[1]
 
 
+def _complex(*args):
+    """``complex(*args)``; for an engine's numbers (duals, tracked values, under nested
+    differentiation), which ``complex()`` would convert, ``re + 1j * im``, which keeps them."""
+    if any(isinstance(a, ActiveValue) for a in args):
+        return args[0] + 1j * args[1] if len(args) == 2 else args[0] + 0j
+    return complex(*args)
+
+
 @rrule.register(complex, functor=False)
 def rrule_complex(*args):
     """``complex(re, im)`` is ``re + 1j * im``: its pullback multiplies by the conjugate of 1j."""
     if not args or isinstance(args[0], (str, bytes, bytearray)):
         return complex(*args), _nondiff_pullback(len(args))
-    y = complex(*args)
+    y = _complex(*args)
 
     def complex_pullback(dz):
         dz = unthunk(dz)
         if isinstance(dz, AbstractZero):
             return (_NO,) + (dz,) * len(args)
-        dz = complex(dz)
+        dz = _complex(dz)
         if len(args) == 1:
             return _NO, match_input(args[0], dz)
         return _NO, match_input(args[0], dz), match_input(args[1], -1j * dz)
@@ -176,7 +184,7 @@ def frule_complex(tangents, *args):
     dz = tangents[1]
     if len(args) == 2:
         dz = dz + 1j * tangents[2]
-    return complex(*args), dz
+    return _complex(*args), dz
 
 
 @rrule.register(divmod)
