@@ -6,6 +6,7 @@ frame inside chainrules itself.
 
 from __future__ import annotations
 
+import dis
 import os
 import sys
 from types import FrameType
@@ -143,6 +144,27 @@ def user_location(skip_internal: bool = True) -> str | None:
 
 
 _RULES_DIR = os.path.join(_PACKAGE_DIR, "rules") + os.sep
+
+# the instruction of `a % b` (BINARY_OP NB_REMAINDER / NB_INPLACE_REMAINDER), where printf-style
+# formatting (`"%.3f" % x`, and the logging module's `msg % args`) converts x with float() or int()
+_BINARY_OP = dis.opmap.get("BINARY_OP")
+_REMAINDER_ARGS = (6, 19)
+
+
+def in_percent_formatting(frame: FrameType | None) -> bool:
+    """Whether the first frame outside chainrules' package (the user's code, or the code the source
+    engine generated from it), from ``frame`` outwards, is evaluating ``%``.
+
+    A number conversion there is printf-style string formatting (``"%.3f" % x``): numbers that
+    ``%`` computes with (``2.0 % x``) reach the operand's own ``__rmod__``, never a conversion.
+    Formatting only reads the value, as an f-string does, so an engine's number may convert.
+    """
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None or _BINARY_OP is None:
+        return False
+    code, at = frame.f_code.co_code, frame.f_lasti
+    return 0 <= at < len(code) - 1 and code[at] == _BINARY_OP and code[at + 1] in _REMAINDER_ARGS
 
 
 def conversion_in_rule(

@@ -65,7 +65,7 @@ from ..core import (
     unthunk,
     user_location,
 )
-from ..core.errors import conversion_in_rule
+from ..core.errors import conversion_in_rule, in_percent_formatting
 from ..core.ruled_calls import RuledCallWatch
 from ..core.tangents import _is_namedtuple_type
 from ..core.twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
@@ -206,14 +206,20 @@ class Dual(ActiveValue):
         primal = self.primal
         return primal.dtype if hasattr(primal, "dtype") else np.result_type(primal)
 
-    # -- conversions that would drop the derivative --
+    # -- conversions that would drop the derivative, except to print the value ("%.3f" % x) --
     def __float__(self):
+        if in_percent_formatting(sys._getframe(1)):
+            return float(self.primal)
         raise _refused(self, _conversion_error("float"))
 
     def __int__(self):
+        if in_percent_formatting(sys._getframe(1)):
+            return int(self.primal)
         raise _refused(self, _conversion_error("int"))
 
     def __index__(self):
+        if in_percent_formatting(sys._getframe(1)):
+            return int(self.primal)
         raise _refused(self, _conversion_error("index"))
 
     def __complex__(self):

@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from ...core.active import ActiveValue
-from ...core.errors import conversion_in_rule
+from ...core.errors import conversion_in_rule, in_percent_formatting
 from . import tracer
 from .tracer import (
     Tracked,
@@ -181,11 +181,15 @@ class _Operators(Tracked):
     def __bool__(self):
         return bool(deep_primal(self))
 
-    # conversions that would drop the derivative
+    # conversions that would drop the derivative, except to print the value ("%.3f" % x)
     def __float__(self):
+        if in_percent_formatting(sys._getframe(1)):
+            return float(deep_primal(self))
         raise _refused(self, _lost_derivative("float()"))
 
     def __int__(self):
+        if in_percent_formatting(sys._getframe(1)):
+            return int(deep_primal(self))
         raise _refused(self, _lost_derivative("int()"))
 
     def __complex__(self):
@@ -266,6 +270,8 @@ class TrackedNumber(_Operators):
         value = deep_primal(self)
         if isinstance(value, (int, np.integer)):
             return operator.index(value)  # a count or an index: no derivative flows through it
+        if in_percent_formatting(sys._getframe(1)):  # "%d" % x prints the value
+            return int(value)
         raise _refused(self, TypeError(f"a float being differentiated ({value!r}) cannot be used as an integer{_at()}"))
 
     def __round__(self, ndigits=None):
