@@ -169,7 +169,7 @@ class Dual(ActiveValue):
 
     def __new__(cls, primal, partials, tag: Tag, writable: bool = False):
         # a dual of an array is a DualArray: only that one indexes, iterates and has a length
-        if cls is Dual and type(primal) in _ARRAY_PRIMALS:
+        if cls is Dual and (type(primal) in _ARRAY_PRIMALS or isinstance(primal, np.ndarray)):
             cls = DualArray
         # the fields are set here, not in __init__: one Python call less per dual
         self = object.__new__(cls)
