@@ -450,6 +450,8 @@ def _jacobian_output(f: Callable, y):
 
 
 def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
+    if isinstance(x, ActiveValue) or isinstance(y, ActiveValue):
+        return _stacked_reverse_jacobian(x, y, back_full)
     if not (_is_numeric(y) and _is_numeric(x)) and (is_structure(y) or is_structure(x)):
         return _structured_reverse_jacobian(x, y, back_full)
     if type(y) is np.ndarray and type(x) is np.ndarray:  # the common case, without the conversions
@@ -483,6 +485,21 @@ def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
             flat_J[i] = dx
         seed.reshape(-1)[i] = 0.0
     return J
+
+
+def _stacked_reverse_jacobian(x, y, back_full):
+    """The Jacobian at another engine's values (the duals of an outer forward differentiation, an
+    outer tape's tracked values): one sweep per output entry, the rows stacked, since a plain
+    array would drop what they carry."""
+    y_shape, x_shape = np.shape(y), np.shape(x)
+    dtype = np.complex128 if np.iscomplexobj(y) else np.float64
+    rows = []
+    for i in range(math.prod(y_shape)):
+        seed = np.zeros(y_shape, dtype=dtype)
+        seed.reshape(-1)[i] = 1.0
+        dx = _unthunked(back_full(seed if y_shape else seed[()]), (x,))[0]
+        rows.append(np.zeros(x_shape) if isinstance(dx, AbstractZero) else dx)
+    return np.reshape(np.stack(rows), y_shape + x_shape)
 
 
 def _batched_jacobian(x, y_shape: tuple, x_shape: tuple, back_full, dtype, chunk_size):
