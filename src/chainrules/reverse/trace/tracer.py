@@ -291,6 +291,9 @@ def _differentiable_kind(y) -> str | None:
         return "i"
     if isinstance(y, (float, complex)):
         return "f"
+    if isinstance(y, np.ndarray):  # a subclass (a block of the basis seed, an np.matrix): an array all the same
+        k = y.dtype.kind
+        return "f" if k in "fc" else ("i" if k in "iu" else None)
     return None
 
 
