@@ -26,7 +26,7 @@ def weighted_inner_jacobian(inner_mode: str):
     return f
 
 
-@pytest.mark.parametrize("inner_mode", ["reverse"])
+@pytest.mark.parametrize("inner_mode", ["reverse", "forward"])
 @pytest.mark.parametrize("outer", ["forward", "tape"])
 def test_derivative_of_a_jacobian(inner_mode, outer):
     f = weighted_inner_jacobian(inner_mode)
@@ -44,3 +44,12 @@ def test_jacobian_of_a_reverse_jacobian_by_forward_mode():
 
     expected = fd_jacobian(inner, X).reshape(2, 3, 3)
     np.testing.assert_allclose(cr.jacobian(inner, X, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_tape_gradient_of_a_forward_jacobian_of_an_elementwise_function():
+    def f(m):
+        J = cr.jacobian(lambda v: v**3 + np.sin(v), m, mode="forward")  # diagonal: a block of the seed
+        return np.sum(J * W)
+
+    expected = fd_jacobian(f, X).reshape(X.shape)
+    np.testing.assert_allclose(cr.gradient(f, X, engine="tape")[0], expected, rtol=1e-6, atol=1e-8)

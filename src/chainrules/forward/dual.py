@@ -168,8 +168,13 @@ class Dual(ActiveValue):
     __array_priority__ = 1000
 
     def __new__(cls, primal, partials, tag: Tag, writable: bool = False):
-        # a dual of an array is a DualArray: only that one indexes, iterates and has a length
-        if cls is Dual and (type(primal) in _ARRAY_PRIMALS or isinstance(primal, np.ndarray)):
+        # a dual of an array is a DualArray: only that one indexes, iterates and has a length (an
+        # array subclass, another engine's array, such as an outer tape's, is one too)
+        if cls is Dual and (
+            type(primal) in _ARRAY_PRIMALS
+            or isinstance(primal, np.ndarray)
+            or (isinstance(primal, ActiveValue) and np.ndim(primal) > 0)
+        ):
             cls = DualArray
         # the fields are set here, not in __init__: one Python call less per dual
         self = object.__new__(cls)

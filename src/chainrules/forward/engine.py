@@ -229,9 +229,10 @@ class _Input:
 
 
 def _is_input_leaf(x, top: bool) -> bool:
-    """A differentiable leaf: a dual, a bare number, or an inexact one inside a structure (integers
-    inside structures are left alone, as finite differences leave them)."""
-    return isinstance(x, Dual) or (_is_number_leaf(x) and (top or _is_float_leaf(x)))
+    """A differentiable leaf: a dual or another engine's value (an outer tape's tracked array), a
+    bare number, or an inexact one inside a structure (integers inside structures are left alone,
+    as finite differences leave them)."""
+    return isinstance(x, ActiveValue) or (_is_number_leaf(x) and (top or _is_float_leaf(x)))
 
 
 def _leaf_dtype(x) -> np.dtype:
@@ -311,7 +312,7 @@ def _finish(f: Callable, y, tangents: list, batches: list, inputs: list, x):
     """The Jacobian from the output ``y`` and the passes' batched output tangents."""
     if (
         type(y) not in (np.ndarray, float, *_DUALS)
-        and not (_is_number_leaf(y) or isinstance(y, np.generic))
+        and not (_is_number_leaf(y) or isinstance(y, (np.generic, ActiveValue)))
         and (isinstance(y, AbstractTangent) or not is_structure(y))
     ):
         raise TypeError(
@@ -356,7 +357,7 @@ def _plain_inputs(x: np.ndarray) -> list:
 
 def _assemble(y, tangents: list, batches: list, inputs: list, x):
     """Lay the passes' batched output tangents out as ``out.shape + in.shape`` blocks."""
-    if type(y) is not np.ndarray and not _is_number_leaf(y) and type(y) not in _DUALS:
+    if type(y) is not np.ndarray and not _is_number_leaf(y) and not isinstance(y, ActiveValue):
         if isinstance(y, (bool, str, bytes, type(None))) or not is_structure(y):
             return _NO
         return _assemble_structure(y, tangents, batches, inputs, x)
