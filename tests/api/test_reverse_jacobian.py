@@ -102,7 +102,7 @@ def through_a_scalar_pair(x):
 
 
 def unpacks_an_array(x):
-    a, b, c = x  # the rows' cotangents are stacked along x's first axis: one at a time
+    a, b, c = x  # a batch of the rows' cotangents goes to [:, i]
     return np.sin(x) * a + b * c
 
 
@@ -159,7 +159,7 @@ def over_rows(X):
 
 def over_enumerate(x):
     total = x * 0.0
-    for i, v in enumerate(x):  # enumerate's own pullback takes one cotangent at a time
+    for i, v in enumerate(x):  # enumerate's pullback hands a batch of the items' cotangents on
         total = total + v * i
     return total
 
@@ -180,6 +180,8 @@ FULLY_BATCHED = [
     (integer_arguments, RNG.standard_normal(4)),
     (windows, RNG.standard_normal(4)),
     (over_rows, RNG.standard_normal((3, 4))),
+    (unpacks_an_array, RNG.standard_normal(3)),
+    (over_enumerate, RNG.standard_normal(3)),
 ]
 
 # writes into an array the function made: the source engine's (the tape refuses them, as documented)
@@ -194,9 +196,27 @@ def cumulative(x):
 
 
 # the tape follows Python itself: loops, helpers, structures and indexing leave it batched
-FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))] + [
-    (f, RNG.standard_normal(3), ("source",)) for f in (unpacks_an_array, over_enumerate)
-]
+FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))]
+
+
+def doubled(x):
+    return 2.0 * x
+
+
+@cr.rrule.register(doubled)  # a rule without batched=True: its pullback takes one cotangent at a time
+def _rrule_doubled(x):
+    return doubled(x), lambda dy: (cr.NoTangent(), 2.0 * dy)
+
+
+def through_an_unbatched_rule(x):
+    return doubled(x) * x
+
+
+def test_a_rule_without_the_batch_flag_makes_the_source_engine_loop():
+    x = RNG.standard_normal(3)
+    assert not getattr(source.pullback_full(through_an_unbatched_rule, x)[1], "batched", False)
+    J = cr.jacobian(through_an_unbatched_rule, x, mode="reverse")
+    np.testing.assert_allclose(J, np.diag(4.0 * x), rtol=1e-14)
 
 
 def _fd(f, x):
@@ -425,7 +445,7 @@ def test_the_source_engine_flags_each_specialization():
         return batched_helper(x) + x
 
     def calls_an_unbatched_helper(x):
-        return over_enumerate(x) + x
+        return through_an_unbatched_rule(x) + x
 
     x = np.ones(3)
     for _ in range(2):  # the second call takes the dispatcher's fast path for the helpers
