@@ -125,6 +125,9 @@ class _Lowerer:
         """Lower ``node``, binding its value to ``target`` when one is given (else a temporary)."""
         if isinstance(node, ast.Constant):
             return self._bind(ir.Const(node.value), target)
+        if _signed_number(node):  # `-1` is a constant too (a keyword's value stays a literal: axis=-1)
+            value = node.operand.value
+            return self._bind(ir.Const(-value if isinstance(node.op, ast.USub) else +value), target)
         if isinstance(node, ast.Name):
             return self._bind(node.id, target)
         if isinstance(node, (ast.IfExp, ast.BoolOp)) or (isinstance(node, ast.Compare) and len(node.ops) > 1):
@@ -520,6 +523,16 @@ class _Lowerer:
         self.emit(ir.Unpack(names=tuple(names), value=value, star=star))
         for elt, temp in inner:
             self.assignment(elt, ast.Name(temp, ast.Load()), target)
+
+
+def _signed_number(node: ast.expr) -> bool:
+    """``-1``, ``+2.5``: a sign applied to a number literal (Python's parser keeps it an operation)."""
+    return (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, (ast.USub, ast.UAdd))
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float, complex)
+    )
 
 
 def _first_line(node) -> int:
