@@ -125,9 +125,6 @@ class _Lowerer:
         """Lower ``node``, binding its value to ``target`` when one is given (else a temporary)."""
         if isinstance(node, ast.Constant):
             return self._bind(ir.Const(node.value), target)
-        if _signed_number(node):  # `-1` is a constant too (a keyword's value stays a literal: axis=-1)
-            value = node.operand.value
-            return self._bind(ir.Const(-value if isinstance(node.op, ast.USub) else +value), target)
         if isinstance(node, ast.Name):
             return self._bind(node.id, target)
         if isinstance(node, (ast.IfExp, ast.BoolOp)) or (isinstance(node, ast.Compare) and len(node.ops) > 1):
@@ -216,13 +213,21 @@ class _Lowerer:
         """Positional and keyword arguments; with ``*``, ``**`` or a keyword whose value is a
         variable (it may need a cotangent), the call takes the form ``f(*args, **kwargs)``."""
         args = self.items(node.args)
-        kwargs = tuple(ir.Kwarg(k.arg, self.atom(k.value)) for k in node.keywords)
+        kwargs = tuple(ir.Kwarg(k.arg, self.keyword_value(k.value)) for k in node.keywords)
         if any(a.starred for a in args) or any(k.name is None or isinstance(k.value, str) for k in kwargs):
             items = tuple((None if k.name is None else ir.Const(k.name), k.value) for k in kwargs)
             packed = self.assign(ir.Build("tuple", args))
             named = self.assign(ir.BuildDict(items))
             return (ir.Arg(packed, True),), (ir.Kwarg(None, named),)
         return args, kwargs
+
+    def keyword_value(self, node: ast.expr) -> ir.Operand:
+        """A keyword argument's value: a literal (``axis=-1``, ``axes=(0, 1)``) is a constant, which
+        keeps the call in its direct form (a rule called with its options); anything else an atom."""
+        try:
+            return ir.Const(ast.literal_eval(node)) if _is_literal(node) else self.atom(node)
+        except ValueError:  # not a literal after all (``ast.literal_eval`` decides)
+            return self.atom(node)
 
     def fstring(self, node: ast.JoinedStr) -> ir.Expr:
         names = []
@@ -525,16 +530,6 @@ class _Lowerer:
             self.assignment(elt, ast.Name(temp, ast.Load()), target)
 
 
-def _signed_number(node: ast.expr) -> bool:
-    """``-1``, ``+2.5``: a sign applied to a number literal (Python's parser keeps it an operation)."""
-    return (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, (ast.USub, ast.UAdd))
-        and isinstance(node.operand, ast.Constant)
-        and type(node.operand.value) in (int, float, complex)
-    )
-
-
 def _first_line(node) -> int:
     decorators = getattr(node, "decorator_list", None)
     return decorators[0].lineno if decorators else node.lineno
@@ -603,3 +598,12 @@ def _rename_comprehension(node, namer: Namer, outer: dict[str, int]):
         if hasattr(new, field):
             setattr(new, field, renamer.visit(getattr(new, field)))
     return new
+
+
+def _is_literal(node: ast.expr) -> bool:
+    """A number (signed), string, bool or None, or a tuple of them: a value fixed by the source."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float, complex)
+    return isinstance(node, ast.Tuple) and all(_is_literal(e) for e in node.elts)
