@@ -147,6 +147,23 @@ def windows(x):
     return total
 
 
+def over_rows(X):
+    total = X[0] * 0.0
+    for row in X:  # rows of an array: a batch of their cotangents goes to [:, i]
+        if row[0] < 5.0:
+            total = total + np.sin(row) * row[1]
+    for piece in [X[0] * 2.0, X[1] + 1.0]:  # items of a list
+        total = total + piece * piece
+    return total
+
+
+def over_enumerate(x):
+    total = x * 0.0
+    for i, v in enumerate(x):  # enumerate's own pullback takes one cotangent at a time
+        total = total + v * i
+    return total
+
+
 FULLY_BATCHED = [
     (seed_function, RNG.standard_normal(4)),
     (two_layers, RNG.standard_normal(4)),
@@ -162,6 +179,7 @@ FULLY_BATCHED = [
     (through_a_scalar_pair, RNG.standard_normal(3)),
     (integer_arguments, RNG.standard_normal(4)),
     (windows, RNG.standard_normal(4)),
+    (over_rows, RNG.standard_normal((3, 4))),
 ]
 
 # writes into an array the function made: the source engine's (the tape refuses them, as documented)
@@ -194,16 +212,9 @@ def cumulative(x):
     return np.cumsum(x, AXIS0) * np.prod(x)  # this cumsum's rule takes one cotangent at a time
 
 
-def over_a_list(x):
-    total = x * 0.0
-    for piece in [x * 2.0, x + 1.0]:  # the items' cotangents are collected one by one
-        total = total + piece * piece
-    return total
-
-
 # the tape follows Python itself: loops, helpers, structures and indexing leave it batched
 FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))] + [
-    (f, RNG.standard_normal(3), ("source",)) for f in (over_a_list, unpacks_an_array)
+    (f, RNG.standard_normal(3), ("source",)) for f in (unpacks_an_array, over_enumerate)
 ]
 
 
@@ -433,7 +444,7 @@ def test_the_source_engine_flags_each_specialization():
         return batched_helper(x) + x
 
     def calls_an_unbatched_helper(x):
-        return over_a_list(x) + x
+        return over_enumerate(x) + x
 
     x = np.ones(3)
     for _ in range(2):  # the second call takes the dispatcher's fast path for the helpers

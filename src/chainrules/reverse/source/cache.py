@@ -286,10 +286,14 @@ def _batchable(plan, result: dict) -> bool:
 
 
 def _plain_loop(plan, loop) -> bool:
-    """Whether a loop's adjoint only runs its body backwards: a ``while``, a loop over a ``range``
-    or over a value without a derivative. A loop over a differentiated list or array collects its
-    items' cotangents one by one (``item_cotangents``), which does not take a batch."""
-    return isinstance(loop, ir.While) or loop.index in plan.range_loops or not plan.is_active(loop.iterable)
+    """Whether a loop's adjoint takes a batch: a ``while``, a loop over a ``range``, over a value
+    without a derivative, or over an array, list or tuple, whose items' cotangents it collects
+    (``item_cotangents``: rows of a batch go to ``[:, i]``). Not a loop over another iterable
+    (``enumerate``, ``zip``), whose cotangent goes through that callable's pullback."""
+    if isinstance(loop, ir.While) or loop.index in plan.range_loops or not plan.is_active(loop.iterable):
+        return True
+    kind = plan.types.get(loop.iterable)
+    return isinstance(kind, ArrayType) or kind in (tuple, list)
 
 
 def _plain_structure(plan, stmt) -> bool:

@@ -497,10 +497,17 @@ class ItemCotangents:
         if isinstance(d, AbstractZero):
             return
         if isinstance(self.iterable, np.ndarray):
+            # a row drops the array's first axis: a batch of cotangents (a leading batch axis) has
+            # as many axes as the array, and goes to [:, i]
+            batch = getattr(d, "ndim", 0) == self.iterable.ndim
             if self.dense is None:
                 kind = self.iterable.dtype
-                self.dense = np.zeros(self.iterable.shape, dtype=kind if kind.kind in "fc" else np.float64)
-            self.dense[i] += d
+                shape = d.shape[:1] + self.iterable.shape if batch else self.iterable.shape
+                self.dense = np.zeros(shape, dtype=kind if kind.kind in "fc" else np.float64)
+            if batch:
+                self.dense[:, i] += d
+            else:
+                self.dense[i] += d
             return
         if self.items is None:
             self.items = [ZERO] * self.count
