@@ -191,8 +191,27 @@ SOURCE_BATCHED = [
 ]
 
 
+class _Axis(int):
+    """An axis NumPy reads as the int it is; ``np.cumsum`` called with it takes the rule below."""
+
+
+AXIS0 = _Axis(0)
+
+
+def _cumsum_one_at_a_time(x, axis):
+    def cumsum_pullback(dy):
+        return cr.NoTangent(), np.flip(np.cumsum(np.flip(dy))), cr.NoTangent()
+
+    return np.cumsum(x, axis), cumsum_pullback
+
+
+# registered here without batched=True, for np.cumsum along a marked axis only: the rule of a
+# call the engines see (a NumPy function) that takes one cotangent at a time
+cr.rrule.register(np.cumsum, np.ndarray, _Axis)(_cumsum_one_at_a_time)
+
+
 def cumulative(x):
-    return np.cumsum(x) * np.prod(x)  # cumsum and prod take one cotangent at a time
+    return np.cumsum(x, AXIS0) * np.prod(x)  # this cumsum's rule takes one cotangent at a time
 
 
 # the tape follows Python itself: loops, helpers, structures and indexing leave it batched
@@ -325,7 +344,7 @@ def test_one_sweep_of_the_tape_per_block(monkeypatch):
     sweeps.clear()
     J_loop = cr.jacobian(cumulative, x, mode="reverse", engine="tape")
     np.testing.assert_allclose(J_loop, _fd(cumulative, x), rtol=1e-6, atol=1e-8)
-    assert len(sweeps) == 4  # cumsum and prod: one sweep per output
+    assert len(sweeps) == 4  # the marked cumsum's rule: one sweep per output
     np.testing.assert_allclose(J, 2 * (W @ x + b)[:, None] * W, rtol=1e-14)
 
 

@@ -31,7 +31,7 @@ import math
 import numpy as np
 import scipy.linalg
 
-from ...core import conj, frule, non_differentiable, rrule, unbroadcast, unthunk
+from ...core import carries_batch, conj, frule, match_input_batch, non_differentiable, rrule, unbroadcast, unthunk
 from ..scipy._lapack import (
     LU,
     NO,
@@ -1249,6 +1249,8 @@ def _norm_rrule(x, y, g, axes, keepdims):
         if is_zero(dy):
             return NO, ZERO
         dy = np.real(dy)
+        if carries_batch(y, dy):  # a batch of cotangents: the weights G scale every row alike
+            return NO, match_input_batch(x, (dy if keepdims else np.expand_dims(dy, tuple(a + 1 for a in axes))) * g)
         if not keepdims:
             dy = np.expand_dims(dy, axes)
         return NO, project(dy * g)
@@ -1265,7 +1267,7 @@ def _norm_options(rest, kwargs):
     return options("numpy.linalg.norm", rest, kwargs, (("ord", None), ("axis", None), ("keepdims", False)))
 
 
-@rrule.register(linalg.norm)
+@rrule.register(linalg.norm, batched=True)
 def rrule_norm(x, *rest, **kwargs):
     o = _norm_options(rest, kwargs)
     y, g, axes = _norm_setup(x, o["ord"], o["axis"], o["keepdims"])
@@ -1301,7 +1303,7 @@ def _vector_norm_setup(x, axis, keepdims, order):
     return _finish(y.astype(x.real.dtype, copy=False), axes, keepdims), g.astype(x.dtype, copy=False), axes
 
 
-@rrule.register(linalg.vector_norm)
+@rrule.register(linalg.vector_norm, batched=True)
 def rrule_vector_norm(x, *, axis=None, keepdims=False, ord=2):  # noqa: A002 (NumPy's keyword)
     y, g, axes = _vector_norm_setup(x, axis, keepdims, ord)
     return y, _norm_rrule(x, y, g, axes, keepdims)
@@ -1323,7 +1325,7 @@ def _matrix_norm_setup(x, keepdims, order):
     return _finish(y.astype(x.real.dtype, copy=False), axes, keepdims), g.astype(x.dtype, copy=False), axes
 
 
-@rrule.register(linalg.matrix_norm)
+@rrule.register(linalg.matrix_norm, batched=True)
 def rrule_matrix_norm(x, *, keepdims=False, ord="fro"):  # noqa: A002 (NumPy's keyword)
     y, g, axes = _matrix_norm_setup(x, keepdims, ord)
     return y, _norm_rrule(x, y, g, axes, keepdims)
@@ -1388,7 +1390,7 @@ def frule_cond(tangents, x, *rest, **kwargs):
 # ----- trace --------------------------------------------------------------------------------
 
 
-@rrule.register(linalg.trace)
+@rrule.register(linalg.trace, batched=True)
 def rrule_trace(x, *, offset=0, dtype=None):
     project = projector(x)
     shape = np.shape(x)
@@ -1399,6 +1401,8 @@ def rrule_trace(x, *, offset=0, dtype=None):
         if is_zero(dy):
             return NO, ZERO
         eye = np.eye(shape[-2], shape[-1], k=offset, dtype=np.result_type(dy, float))
+        if carries_batch(y, dy):  # (a leading batch axis stays in front of the stacked matrices)
+            return NO, match_input_batch(x, np.asarray(dy)[..., None, None] * eye)
         return NO, project(np.asarray(dy)[..., None, None] * eye)
 
     return y, trace_pullback
