@@ -164,6 +164,14 @@ def over_enumerate(x):
     return total
 
 
+def entries_of_containers(x):
+    slots = [x * 0.0, x * 1.0, x * 2.0]
+    table = {"even": x[0], "odd": x[1]}
+    for i in range(4):
+        slots[i % 3] = slots[i % 3] + np.sin(x) * table["even" if i % 2 == 0 else "odd"]
+    return slots[0] * slots[2] + slots[1]
+
+
 FULLY_BATCHED = [
     (seed_function, RNG.standard_normal(4)),
     (two_layers, RNG.standard_normal(4)),
@@ -182,6 +190,7 @@ FULLY_BATCHED = [
     (over_rows, RNG.standard_normal((3, 4))),
     (unpacks_an_array, RNG.standard_normal(3)),
     (over_enumerate, RNG.standard_normal(3)),
+    (entries_of_containers, RNG.standard_normal(3)),
 ]
 
 # writes into an array the function made: the source engine's (the tape refuses them, as documented)
