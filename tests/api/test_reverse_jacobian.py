@@ -216,8 +216,17 @@ FULLY_BATCHED = [
     (through_objects, RNG.standard_normal(3)),
 ]
 
-# writes into an array the function made: the source engine's (the tape refuses them, as documented)
+
+def scalar_code(x):
+    a, b, c = x  # np.float64 entries through the math module and the number built-ins
+    s = math.sin(a) * math.log(b) + math.pow(b, 1.5) - max(a, c) + float(c) * math.hypot(a, b)
+    return np.array([s, math.cos(a * b), min(b, c) * s])
+
+
+# writes into an array the function made, the math module: the source engine's (the tape refuses
+# them, as documented)
 SOURCE_BATCHED = [
+    (scalar_code, np.array([0.3, 1.7, 0.9])),
     (written_buffer, RNG.standard_normal(3)),
     (written_rows, RNG.standard_normal((3, 4))),
 ]

@@ -3,6 +3,7 @@ row for numbers and arrays; sequences and user objects decline the batch."""
 
 import collections
 import dataclasses
+import math
 import operator
 
 import numpy as np
@@ -114,3 +115,28 @@ def test_a_slice_of_a_sequence_and_an_entry_of_a_namedtuple_decline_a_batch():
     cr.rrule(operator.getitem, (1.5, A, B), slice(1, None))
     cr.rrule(operator.getitem, Pair(A, B), 0)
     assert batch_declines() == before + 2
+
+
+SCALAR_CASES = [
+    (math.sin, (0.7,)),
+    (math.cos, (0.7,)),
+    (math.log, (1.7,)),
+    (math.log, (1.7, 3.0)),  # with a base
+    (math.pow, (1.7, 2.5)),
+    (math.hypot, (0.3, 1.2, -0.5)),
+    (float, (3,)),  # an int gets a float cotangent
+    (float, (np.float64(1.5),)),
+    (max, (0.3, 1.2)),
+    (min, (np.float64(0.3), 1.2)),
+]
+
+
+@pytest.mark.parametrize("f, args", SCALAR_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_scalar_functions_take_a_batch(f, args, batched_pullback):
+    batched_pullback(f, *args)
+
+
+def test_min_and_max_of_a_sequence_decline_a_batch():
+    before = batch_declines()
+    cr.rrule(max, [0.3, 1.2, 0.5])
+    assert batch_declines() == before + 1

@@ -95,12 +95,13 @@ _PLAIN_TANGENT = {tuple: Tangent[tuple], list: Tangent[list]}
 
 
 def real_cotangent(dy):
-    """The cotangent of a Python real input from any scalar cotangent (the slow path of a fast rule)."""
+    """The cotangent of a Python real input from any scalar cotangent (the slow path of a fast rule),
+    or from a batch of them (a 1-D array: a number's single cotangent has no axis), kept a batch."""
     dy = unthunk(dy)
     if type(dy) is float or isinstance(dy, AbstractZero):
         return dy
-    if isinstance(dy, ActiveValue):  # an outer engine's number (nested differentiation): float() would drop it
-        return np.real(dy)
+    if isinstance(dy, ActiveValue) or getattr(dy, "ndim", 0) == 1:
+        return np.real(dy)  # an outer engine's number (nested differentiation; float() would drop it), a batch
     return float(np.real(dy))
 
 

@@ -41,10 +41,12 @@ from ..core import (
     Tangent,
     ZeroTangent,
     add,
+    carries_batch,
     decline_batch,
     frule,
     is_array_of_rows,
     match_input,
+    match_input_batch,
     non_differentiable,
     rrule,
     rrule_via_ad,
@@ -129,7 +131,7 @@ def frule_builtin_pow(tangents, base, exp, *mod):
     return frule_pow(tangents[:3], base, exp)
 
 
-@rrule.register(float, functor=False)
+@rrule.register(float, functor=False, batched=True)
 def rrule_float(*args):
     """``float(x)``: the identity on numbers (an int gets a float cotangent); a string has no tangent."""
     if not args or isinstance(args[0], (str, bytes, bytearray)):
@@ -139,7 +141,8 @@ def rrule_float(*args):
     def float_pullback(dy):
         if type(x) in _REAL:
             return _NO, dy if type(dy) is float else real_cotangent(dy)
-        return _NO, match_input(x, unthunk(dy))
+        dy = unthunk(dy)
+        return _NO, (match_input_batch if carries_batch(x, dy) else match_input)(x, dy)
 
     return float(x), float_pullback
 
@@ -247,11 +250,13 @@ def _minmax_rules(pick):
 
             def minmax_pullback(dy):
                 out = [_NO, *map(zero_for, args)]
-                out[i + 1] = match_arg(y, dy)
+                dy = unthunk(dy)
+                out[i + 1] = match_input_batch(y, dy) if carries_batch(y, dy) else match_arg(y, dy)
                 return tuple(out)
 
             return y, minmax_pullback
         (xs,) = args
+        decline_batch()  # seq_tangent matches one cotangent to the picked element
         items = _elements(pick, xs)
         if items is None:
             return pick(xs, key=key, **default), _nondiff_pullback(1)
@@ -281,7 +286,7 @@ def _minmax_rules(pick):
 
     rrule_minmax.__qualname__ = f"rrule_{name}"
     frule_minmax.__qualname__ = f"frule_{name}"
-    rrule.register(pick)(rrule_minmax)
+    rrule.register(pick, batched=True)(rrule_minmax)
     frule.register(pick)(frule_minmax)
 
 
