@@ -9,6 +9,8 @@ dense solve's, ``dX = A^{-1} (dB - dA X)``, and the pullback of ``dX`` is ``dB =
 (GBTRF) or its Cholesky factor (PBTRF) are computed once and solve the primal, the tangent and the
 adjoint system; the products with the band go diagonal by diagonal, O(n (l + u + 1)) work per
 column, never through the dense matrix. Dual numbers (forward over reverse) use the dense matrix.
+A batch of cotangents (a leading batch axis, for reverse-mode Jacobians) is pulled back row by
+row with the same factors.
 
 >>> import numpy as np, scipy.linalg as sl, chainrules as cr
 >>> ab = np.array([[0.0, 1.0, 1.0], [4.0, 4.0, 4.0], [1.0, 1.0, 0.0]])  # l = u = 1
@@ -25,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sl
 
-from ...core import conj, frule, rrule, unthunk
-from ._lapack import NO, ZERO, as_array, float_dtype, is_plain, is_zero, lapack, mH, options, projector
+from ...core import carries_batch, conj, frule, rrule, unthunk
+from ._lapack import NO, ZERO, as_array, by_rows, float_dtype, is_plain, is_zero, lapack, mH, options, projector
 
 # ----- products with a band, diagonal by diagonal --------------------------------------------
 #
@@ -199,7 +201,7 @@ def _banded_setup(l_and_u, ab, b, rest, kwargs):
     return lower, upper, ab, (x[:, 0] if np.ndim(b) == 1 else x), solver
 
 
-@rrule.register(sl.solve_banded)
+@rrule.register(sl.solve_banded, batched=True)
 def rrule_solve_banded(l_and_u, ab, b, *rest, **kwargs):
     project_ab, project_b = projector(ab), projector(b)
     lower, upper, ab_, x, solver = _banded_setup(l_and_u, ab, b, rest, kwargs)
@@ -209,6 +211,8 @@ def rrule_solve_banded(l_and_u, ab, b, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx) or solver is None:
             return (NO, NO, ZERO, ZERO) + extra
+        if carries_batch(x, dx):
+            return by_rows(solve_banded_pullback, dx)
         g = solver.solve(_columns(dx), "C")  # A^H G = dX with the primal's factors
         dab = -_band_of_outer(g, _columns(x), lower, upper)  # the band of -G X^H
         return (NO, NO, project_ab(dab), project_b(g[:, 0] if np.ndim(x) == 1 else g)) + extra
@@ -246,7 +250,7 @@ def _hbanded_setup(ab, b, rest, kwargs):
     return lower, k, (x[:, 0] if np.ndim(b) == 1 else x), solver
 
 
-@rrule.register(sl.solveh_banded)
+@rrule.register(sl.solveh_banded, batched=True)
 def rrule_solveh_banded(ab, b, *rest, **kwargs):
     project_ab, project_b = projector(ab), projector(b)
     lower, k, x, solver = _hbanded_setup(ab, b, rest, kwargs)
@@ -256,6 +260,8 @@ def rrule_solveh_banded(ab, b, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx) or solver is None:
             return (NO, ZERO, ZERO) + extra
+        if carries_batch(x, dx):
+            return by_rows(solveh_banded_pullback, dx)
         g = solver.solve(_columns(dx), "C")  # A is Hermitian: the same factor solves A^H G = dX
         dab = _fold_band(-_band_of_outer(g, _columns(x), k, k), lower)
         return (NO, project_ab(dab), project_b(g[:, 0] if np.ndim(x) == 1 else g)) + extra

@@ -12,7 +12,8 @@ The discrete equation ``X - A X A^H = Q`` is solved as SciPy solves it: by one L
 of ``I - A (x) conj(A)`` for small matrices (``method="direct"``, chosen below n = 10), else by the
 bilinear transformation ``B = (A + I)^{-1} (A - I)``, which turns it into the continuous equation
 ``B X + X B^H = -2 (A + I)^{-1} Q (A + I)^{-H}`` (``method="bilinear"``); the pullback reuses the
-same factors.
+same factors. A batch of cotangents (a leading batch axis, for reverse-mode Jacobians) solves
+the adjoint equation row by row with those factors (TRSYL takes one right-hand side matrix).
 
 Real coefficients with a complex right-hand side are solved in the complex Schur form (SciPy
 1.17 hands the real quasi-triangular Schur form to the complex TRSYL there, which reads it as
@@ -38,8 +39,8 @@ import warnings
 import numpy as np
 import scipy.linalg as sl
 
-from ...core import frule, rrule, unthunk
-from ._lapack import LU, NO, ZERO, is_plain, is_zero, lapack, mH, mm, options, projector, through_rules
+from ...core import carries_batch, frule, rrule, unthunk
+from ._lapack import LU, NO, ZERO, by_rows, is_plain, is_zero, lapack, mH, mm, options, projector, through_rules
 from .linalg import _matrix
 
 _FLIP = {"N": "C", "C": "N"}
@@ -152,7 +153,7 @@ def _sylvester_setup(a, b, q):
     return a, b, solver.solve(q), solver
 
 
-@rrule.register(sl.solve_sylvester)
+@rrule.register(sl.solve_sylvester, batched=True)
 def rrule_solve_sylvester(a, b, q):
     project_a, project_b, project_q = projector(a), projector(b), projector(q)
     a, b, x, solver = _sylvester_setup(a, b, q)
@@ -161,6 +162,9 @@ def rrule_solve_sylvester(a, b, q):
         dx = unthunk(dx)
         if is_zero(dx) or solver is None:
             return NO, ZERO, ZERO, ZERO
+        if carries_batch(x, dx):
+            (g,) = by_rows(lambda row: (solver.solve(row, adjoint=True),), dx)
+            return NO, project_a.batch(-mm(g, x, "N", "C")), project_b.batch(-mm(mH(x), g)), project_q.batch(g)
         g = solver.solve(dx, adjoint=True)  # A^H G + G B^H = dX, in the primal's Schur bases
         return NO, project_a(-mm(g, x, "N", "C")), project_b(-mm(x, g, "C")), project_q(g)
 
@@ -195,7 +199,7 @@ def _continuous_setup(a, q):
     return a, solver.solve(q), solver
 
 
-@rrule.register(sl.solve_continuous_lyapunov)
+@rrule.register(sl.solve_continuous_lyapunov, batched=True)
 def rrule_solve_continuous_lyapunov(a, q):
     project_a, project_q = projector(a), projector(q)
     a, x, solver = _continuous_setup(a, q)
@@ -204,6 +208,9 @@ def rrule_solve_continuous_lyapunov(a, q):
         dx = unthunk(dx)
         if is_zero(dx) or solver is None:
             return NO, ZERO, ZERO
+        if carries_batch(x, dx):
+            (g,) = by_rows(lambda row: (solver.solve(row, adjoint=True),), dx)
+            return NO, project_a.batch(-(mm(g, x, "N", "C") + mm(mH(g), x))), project_q.batch(g)
         g = solver.solve(dx, adjoint=True)  # A^H G + G A = dX
         # dQ - dA X - X dA^H, pulled back: -(G X^H + G^H X)
         return NO, project_a(-(mm(g, x, "N", "C") + mm(g, x, "C"))), project_q(g)
@@ -245,7 +252,7 @@ def _discrete_setup(a, q, rest, kwargs):
     return a, solver.solve(q), solver
 
 
-@rrule.register(sl.solve_discrete_lyapunov)
+@rrule.register(sl.solve_discrete_lyapunov, batched=True)
 def rrule_solve_discrete_lyapunov(a, q, *rest, **kwargs):
     project_a, project_q = projector(a), projector(q)
     a, x, solver = _discrete_setup(a, q, rest, kwargs)
@@ -255,6 +262,10 @@ def rrule_solve_discrete_lyapunov(a, q, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx) or solver is None:
             return (NO, ZERO, ZERO) + extra
+        if carries_batch(x, dx):
+            (g,) = by_rows(lambda row: (solver.solve(row, adjoint=True),), dx)
+            grad = mm(mm(g, a), x, "N", "C") + mm(mH(g), mm(a, x))
+            return (NO, project_a.batch(grad), project_q.batch(g)) + extra
         g = solver.solve(dx, adjoint=True)  # G - A^H G A = dX
         # dQ + dA X A^H + A X dA^H, pulled back: G A X^H + G^H A X
         grad = mm(mm(g, a), x, "N", "C") + mm(g, mm(a, x), "C")
