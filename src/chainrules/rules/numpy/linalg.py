@@ -286,8 +286,9 @@ def rrule_inv(a):
         if is_zero(dy):
             return NO, ZERO
         yh = mH(y)
-        if carries_batch(y, dy):  # the primal's inverse broadcasts against the batch
-            return NO, project.batch(-(yh @ plain(dy) @ yh))
+        if carries_batch(y, dy):
+            # the inverse broadcasts against the batch; for a block of unit cotangents yh @ dy selects
+            return NO, project.batch(-(yh @ dy @ yh))
         return NO, project(-(yh @ dy @ yh))
 
     return y, inv_pullback
