@@ -51,17 +51,20 @@ def closure_of(Wc, bc):
     return closure
 
 
-FULLY_BATCHED = [
-    (seed_function, RNG.standard_normal(4)),
-    (two_layers, RNG.standard_normal(4)),
-    (reductions_and_shapes, RNG.standard_normal(4)),
-    (matrix_in_matrix_out, RNG.standard_normal((3, 2))),
-    (closure_of(W, b), RNG.standard_normal(4)),
-]
+def indexed(x):
+    return x * x[0] - x[-1]  # x[0] is written out by the source engine: a batch is added at [:, 0]
 
 
-def cumulative(x):
-    return np.cumsum(x) * np.prod(x)  # cumsum and prod take one cotangent at a time
+def float64_scalars(x):
+    s = x[0] * x[1] + x[2] / x[0] - x[1]  # np.float64 operands: the operators' scalar fast paths
+    return x * s - (x[2] - x[0] * 0.5)
+
+
+def rows_of(X):
+    total = X[0] * 0.0
+    for i in range(X.shape[0]):
+        total = total + X[i] * X[i - 1]  # rows read in a loop
+    return total
 
 
 def helper(v):
@@ -75,25 +78,124 @@ def through_a_helper_with_a_loop(x):
     return total
 
 
+def while_and_constant_loops(x):
+    y = x
+    k = 0
+    while k < 3:
+        y = np.sin(y) + x
+        k += 1
+    for c in (1.0, 2.0):  # a loop over constants
+        y = y * c
+    return y
+
+
 def through_structures(x):
     pair = (x * 2.0, x + 1.0)
     first, second = pair
     return first * second
 
 
-def indexed(x):
-    return x * x[0]  # x[0] is written out by the source engine, one cotangent at a time
+def through_a_scalar_pair(x):
+    pair = (x[0] * 2.0, x[1])
+    a, b = pair
+    return x * a + b
 
 
-def float64_scalars(x):
-    s = x[0] * x[1] + x[2] / x[0] - x[1]  # np.float64 operands: the operators' scalar fast paths
-    return x * s - (x[2] - x[0] * 0.5)
+def unpacks_an_array(x):
+    a, b, c = x  # the rows' cotangents are stacked along x's first axis: one at a time
+    return np.sin(x) * a + b * c
+
+
+def softmax(z, axis=-1):
+    e = np.exp(z - np.mean(z, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def scaled(v, k):
+    return v * k + k  # an integer argument used arithmetically: a float cotangent
+
+
+def integer_arguments(x, ax=0):
+    total = softmax(W @ x) * x.sum(axis=ax, keepdims=True)  # a method with a variable keyword
+    for k in range(1, 3):
+        total = total + scaled(total, k)
+    return total
+
+
+def written_buffer(x):
+    out = np.zeros(x.shape[0] + 1)
+    for i in range(x.shape[0]):
+        out[i] = np.sin(x[i]) * x[0]  # numbers written into a fresh array
+    out[-1] = 2.0 * x[1]
+    out[1:3] += x[:2]
+    return out
+
+
+def written_rows(X):
+    out = np.zeros((3, 4))
+    out[0] = X[0] * 2.0
+    out[1, :] = 1.5
+    out[2] = np.sum(X * X)  # a number broadcast into a row
+    return out * X
+
+
+def windows(x):
+    total = x[:2] * 0.0
+    pick = np.array([0, 2])
+    for i in range(x.shape[0] - 1):
+        total = total + x[i : i + 2] * x[pick]  # x[pick] is read again in the reverse pass
+    return total
+
+
+def over_rows(X):
+    total = X[0] * 0.0
+    for row in X:  # rows of an array: a batch of their cotangents goes to [:, i]
+        if row[0] < 5.0:
+            total = total + np.sin(row) * row[1]
+    for piece in [X[0] * 2.0, X[1] + 1.0]:  # items of a list
+        total = total + piece * piece
+    return total
+
+
+def over_enumerate(x):
+    total = x * 0.0
+    for i, v in enumerate(x):  # enumerate's own pullback takes one cotangent at a time
+        total = total + v * i
+    return total
+
+
+FULLY_BATCHED = [
+    (seed_function, RNG.standard_normal(4)),
+    (two_layers, RNG.standard_normal(4)),
+    (reductions_and_shapes, RNG.standard_normal(4)),
+    (matrix_in_matrix_out, RNG.standard_normal((3, 2))),
+    (closure_of(W, b), RNG.standard_normal(4)),
+    (indexed, RNG.standard_normal(3)),
+    (float64_scalars, RNG.standard_normal(3)),
+    (rows_of, RNG.standard_normal((3, 4))),
+    (through_a_helper_with_a_loop, RNG.standard_normal(3)),
+    (while_and_constant_loops, RNG.standard_normal(3)),
+    (through_structures, RNG.standard_normal(3)),
+    (through_a_scalar_pair, RNG.standard_normal(3)),
+    (integer_arguments, RNG.standard_normal(4)),
+    (windows, RNG.standard_normal(4)),
+    (over_rows, RNG.standard_normal((3, 4))),
+]
+
+# writes into an array the function made: the source engine's (the tape refuses them, as documented)
+SOURCE_BATCHED = [
+    (written_buffer, RNG.standard_normal(3)),
+    (written_rows, RNG.standard_normal((3, 4))),
+]
+
+
+def cumulative(x):
+    return np.cumsum(x) * np.prod(x)  # cumsum and prod take one cotangent at a time
 
 
 # the tape follows Python itself: loops, helpers, structures and indexing leave it batched
 FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))] + [
-    (f, RNG.standard_normal(3), ("source",))
-    for f in (through_a_helper_with_a_loop, through_structures, indexed, float64_scalars)
+    (f, RNG.standard_normal(3), ("source",)) for f in (unpacks_an_array, over_enumerate)
 ]
 
 
@@ -115,6 +217,15 @@ def _loop_jacobian(engine, f, x):
 @each_engine
 @pytest.mark.parametrize("f, x", FULLY_BATCHED, ids=lambda v: getattr(v, "__name__", ""))
 def test_a_batched_jacobian_equals_the_loop_and_finite_differences(engine, f, x):
+    _check_batched(engine, f, x)
+
+
+@pytest.mark.parametrize("f, x", SOURCE_BATCHED, ids=lambda v: getattr(v, "__name__", ""))
+def test_writes_into_a_fresh_array_take_a_batch(f, x):
+    _check_batched("source", f, x)
+
+
+def _check_batched(engine, f, x):
     y, back = ENGINES[engine](f, x)
     assert back.batched
     J = cr.jacobian(f, x, mode="reverse", engine=engine)
@@ -314,7 +425,7 @@ def test_the_source_engine_flags_each_specialization():
         return batched_helper(x) + x
 
     def calls_an_unbatched_helper(x):
-        return through_a_helper_with_a_loop(x) + x
+        return over_enumerate(x) + x
 
     x = np.ones(3)
     for _ in range(2):  # the second call takes the dispatcher's fast path for the helpers

@@ -43,6 +43,28 @@ def test_direct_calls_give_the_dispatchers_gradient(dtype):
     cr.testing.check_grads(layer, (W.astype(np.float64), b.astype(np.float64)))
 
 
+def literal_options(x):
+    z = np.mean(x * x, axis=-1, keepdims=True)
+    return np.sum(np.exp(x - z), axis=(0, 1)) + np.sum(np.transpose(x, axes=(1, 0)), axis=(-1,))
+
+
+def test_literal_keyword_values_are_constants_of_a_direct_call():
+    # a signed number or a tuple of literals is written in the generated code as it is, so the
+    # call keeps its rule (and takes a batch of cotangents) instead of the packed f(*t, **d) form
+    x = RNG.standard_normal((3, 4))
+    text = source.show(literal_options, x)
+    for direct in ("axis=(-1), keepdims=True)", "axis=(0, 1))", "axes=(1, 0))", "axis=(-1,))"):
+        assert direct in text
+    assert "pullback_apply" not in text
+    cr.testing.check_grads(literal_options, (x,), modes=("reverse",))
+    _, back = source.pullback_full(lambda x: literal_options(x) * 2.0, x)
+    assert getattr(back, "batched", False)
+    J = cr.jacobian(lambda x: literal_options(x.reshape(3, 4)) * 2.0, x.ravel(), mode="reverse")
+    np.testing.assert_allclose(
+        J, cr.jacobian(lambda x: literal_options(x.reshape(3, 4)) * 2.0, x.ravel(), mode="forward"), rtol=1e-12
+    )
+
+
 def summed_with_out_none(x):
     return np.sum(np.sum(x * 2.0, axis=0, out=None))
 

@@ -26,7 +26,7 @@ from ...core.registry import rrule
 from . import adjoint as adjoint_pass
 from . import codegen, fence, ir, lower, normalize, parse, primal
 from .names import Namer
-from .simplify import analyze, type_of_value
+from .simplify import ArrayType, analyze, type_of_value
 
 #: helpers that generated code may call, by name (the engine adds its dispatchers)
 RUNTIME: dict[str, object] = {}
@@ -240,8 +240,26 @@ class Specialization:
 #: takes one: rules' pullbacks (each one checked for the flag, here or by the dispatcher at run
 #: time), real-scalar arithmetic written out (a batch of cotangents of a number is a vector, and
 #: the partials multiply it alike), a scalar function's pushforward (when its frule is batched),
-#: cotangents handed on, and branches between them
-_BATCH_MODES = frozenset({"plain", "return", "pullback", "inline", "scalar", "copy", "branch", "block"})
+#: cotangents handed on, an integer index's partial (added at ``[:, i]``), and branches and
+#: loops between them, tuples, lists and dicts built, unpacked and written into, and reads made
+#: again in the reverse pass (the modes of `_CHECKED_MODES` are checked statement by statement)
+_BATCH_MODES = frozenset(
+    {
+        "plain",
+        "return",
+        "pullback",
+        "inline",
+        "index",
+        "scalar",
+        "copy",
+        "branch",
+        "block",
+        "loop",
+        "struct",
+        "mutate",
+        "recompute",
+    }
+)
 
 
 def _batchable(plan, result: dict) -> bool:
@@ -251,16 +269,49 @@ def _batchable(plan, result: dict) -> bool:
     the object a method was called on, no keywords' dict)."""
     if result["bound"] or result["keywords"] or result["varargs"]:
         return False
-    if any(t is int for t in plan.param_types.values()):
-        return False
+    statements = None
     for index, mode in plan.mode.items():
         if mode not in _BATCH_MODES:
             return False
+        if mode in _CHECKED_MODES:
+            if statements is None:
+                statements = {s.index: s for s in ir.walk(plan.fn.body)}
+            if not _CHECKED_MODES[mode](plan, statements[index]):
+                return False
         if mode in ("pullback", "scalar"):  # the rule or frule called directly must take a batch
             rule = plan.direct.get(index)
             if rule is not None and not getattr(rule, "batched", False):
                 return False
     return True
+
+
+def _plain_loop(plan, loop) -> bool:
+    """Whether a loop's adjoint takes a batch: a ``while``, a loop over a ``range``, over a value
+    without a derivative, or over an array, list or tuple, whose items' cotangents it collects
+    (``item_cotangents``: rows of a batch go to ``[:, i]``). Not a loop over another iterable
+    (``enumerate``, ``zip``), whose cotangent goes through that callable's pullback."""
+    if isinstance(loop, ir.While) or loop.index in plan.range_loops or not plan.is_active(loop.iterable):
+        return True
+    kind = plan.types.get(loop.iterable)
+    return isinstance(kind, ArrayType) or kind in (tuple, list)
+
+
+def _plain_structure(plan, stmt) -> bool:
+    """Whether a structure statement's adjoint holds a batch: building a tuple, list or dict (its
+    cotangent is a ``Tangent`` of its items' batched cotangents) or unpacking a tuple or list. Not
+    unpacking an array, whose rows' cotangents are stacked along the array's first axis."""
+    return not isinstance(stmt, ir.Unpack) or plan.types.get(stmt.value) in (tuple, list)
+
+
+def _array_read(plan, stmt) -> bool:
+    """Whether a read made again in the reverse pass (``recompute``) takes a batch: indexing an
+    array, whose rule is batched. (An attribute's or a container's pullback, made only then,
+    could not decline a batch in time.)"""
+    return isinstance(stmt.expr, ir.GetItem) and isinstance(plan.types.get(stmt.expr.obj), ArrayType)
+
+
+#: the modes whose statements are checked one by one (see `_batchable`)
+_CHECKED_MODES = {"loop": _plain_loop, "struct": _plain_structure, "recompute": _array_read}
 
 
 def _respecialize_call(result: dict) -> str:

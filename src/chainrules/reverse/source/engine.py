@@ -354,9 +354,10 @@ def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
     tuple and of the dict. ``active`` names the keyword arguments that carry derivatives: a rule
     differentiates positional arguments only (as in ChainRules), so those are refused for it."""
     args = tuple(args)
-    decline_batch()  # the cotangents of the argument tuple and dict are structures: one at a time
     rule = rrule.lookup(f, args)
     if rule is not None:
+        if not getattr(rule, "batched", False):
+            decline_batch()
         dropped = [k for k in active if _carries_numbers(kwargs.get(k))]
         if dropped:
             raise _no_rule(
@@ -449,7 +450,6 @@ def pullback_method_apply(obj, name: str, args: tuple, kwargs: dict):
     """``obj.name(*args, **kwargs)``; ``back(dy) -> (d_obj, d_args, d_kwargs)``."""
     args = tuple(args)
     n = len(args)
-    decline_batch()  # the cotangents of the argument tuple and dict are structures: one at a time
     kind, target = _resolve_method(obj, name)
     if kind == "function" and rrule.lookup(target, (obj, *args)) is None:
         y, full = _source(target, (obj, *args), kwargs, True)

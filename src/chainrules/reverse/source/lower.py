@@ -213,13 +213,21 @@ class _Lowerer:
         """Positional and keyword arguments; with ``*``, ``**`` or a keyword whose value is a
         variable (it may need a cotangent), the call takes the form ``f(*args, **kwargs)``."""
         args = self.items(node.args)
-        kwargs = tuple(ir.Kwarg(k.arg, self.atom(k.value)) for k in node.keywords)
+        kwargs = tuple(ir.Kwarg(k.arg, self.keyword_value(k.value)) for k in node.keywords)
         if any(a.starred for a in args) or any(k.name is None or isinstance(k.value, str) for k in kwargs):
             items = tuple((None if k.name is None else ir.Const(k.name), k.value) for k in kwargs)
             packed = self.assign(ir.Build("tuple", args))
             named = self.assign(ir.BuildDict(items))
             return (ir.Arg(packed, True),), (ir.Kwarg(None, named),)
         return args, kwargs
+
+    def keyword_value(self, node: ast.expr) -> ir.Operand:
+        """A keyword argument's value: a literal (``axis=-1``, ``axes=(0, 1)``) is a constant, which
+        keeps the call in its direct form (a rule called with its options); anything else an atom."""
+        try:
+            return ir.Const(ast.literal_eval(node)) if _is_literal(node) else self.atom(node)
+        except ValueError:  # not a literal after all (``ast.literal_eval`` decides)
+            return self.atom(node)
 
     def fstring(self, node: ast.JoinedStr) -> ir.Expr:
         names = []
@@ -590,3 +598,12 @@ def _rename_comprehension(node, namer: Namer, outer: dict[str, int]):
         if hasattr(new, field):
             setattr(new, field, renamer.visit(getattr(new, field)))
     return new
+
+
+def _is_literal(node: ast.expr) -> bool:
+    """A number (signed), string, bool or None, or a tuple of them: a value fixed by the source."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float, complex)
+    return isinstance(node, ast.Tuple) and all(_is_literal(e) for e in node.elts)

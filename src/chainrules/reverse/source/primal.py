@@ -111,11 +111,10 @@ class Helpers:
         return self.names[helper]
 
     def const(self, value) -> str:
-        if isinstance(value, LITERALS) and not (isinstance(value, float) and not math.isfinite(value)):
-            text = repr(value)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-                return f"({text})"
-            return text
+        text = _literal(value)
+        if text is not None:
+            negative = isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0
+            return f"({text})" if negative else text
         key = id(value)
         if key not in self._const_ids:
             if isinstance(value, types.CodeType):
@@ -127,6 +126,18 @@ class Helpers:
             self._const_ids[key] = name
             self.constants[name] = value
         return self._const_ids[key]
+
+
+def _literal(value) -> str | None:
+    """``value`` as Python source where it is a literal (tuples of literals included), else None."""
+    if type(value) is tuple:
+        items = [_literal(v) for v in value]
+        if None in items:
+            return None
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if isinstance(value, LITERALS) and not (isinstance(value, float) and not math.isfinite(value)):
+        return repr(value)
+    return None
 
 
 class Primal:

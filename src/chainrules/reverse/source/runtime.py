@@ -15,7 +15,7 @@ import numpy as np
 
 from ...core.active import ActiveValue
 from ...core.errors import UnsupportedSyntaxError
-from ...core.projection import ProjectTo, rows_cotangent, unbroadcast
+from ...core.projection import ProjectTo, match_input_batch, rows_cotangent, unbroadcast
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
 
 NO = NoTangent()
@@ -311,6 +311,8 @@ def setitem(obj, index, value):
             if isinstance(unthunk(dobj), AbstractZero):
                 return ZERO, dobj, owned
             dobj = _owned_array(dobj, obj, owned)
+            if np.ndim(dobj) == np.ndim(obj) + 1:  # a batch of cotangents: the element at [:, index]
+                return _batch_setitem_pullback(dobj, index, value_shape, value_is_number and not np.iscomplexobj(value))
             piece = dobj[index]
             # a slice is a view, which the write of zeros below would clear
             dvalue = piece.copy() if isinstance(piece, np.ndarray) or np.ndim(piece) else piece
@@ -349,6 +351,18 @@ def setitem(obj, index, value):
 
         return dict_setitem_pullback
     raise TypeError(f"writing an element of a {type(obj).__name__} is not supported under differentiation")
+
+
+def _batch_setitem_pullback(dobj: np.ndarray, index, value_shape: tuple, real_number: bool):
+    """``array_setitem_pullback`` for a batch of cotangents of the array (a leading batch axis):
+    the written element's cotangents are taken out of every row, and summed over the axes the
+    value was broadcast along; a real number's are real."""
+    at = (slice(None), *index) if type(index) is tuple else (slice(None), index)
+    dvalue = np.array(dobj[at], copy=True)  # a slice is a view, which the write of zeros would clear
+    dobj[at] = 0
+    if dvalue.shape[1:] != value_shape:  # the value was broadcast into the slice
+        dvalue = match_input_batch(np.zeros(value_shape), dvalue)
+    return (np.real(dvalue) if real_number else dvalue), dobj, True
 
 
 def append(lst, value):
@@ -445,16 +459,22 @@ def iterates_views(container) -> bool:
 
 def add_at(acc, owned: bool, like: np.ndarray, index, d):
     """``acc[index] += d`` into an accumulator for the cotangent of the array ``like`` (the
-    partial of ``like[index]``); a zero or borrowed accumulator becomes an owned array first."""
+    partial of ``like[index]``, ``index`` an integer); a zero or borrowed accumulator becomes an
+    owned array first. A batch of cotangents (a leading batch axis) is added at ``[:, index]``:
+    the integer index drops one of ``like``'s axes, so ``d`` has as many as ``like`` only then."""
     d = unthunk(d)
     if isinstance(d, AbstractZero):
         return acc, owned
     acc = unthunk(acc)
+    batch = getattr(d, "ndim", 0) == like.ndim
     if isinstance(acc, AbstractZero):
-        acc = np.zeros(like.shape, dtype=like.dtype)
+        acc = np.zeros(d.shape[:1] + like.shape if batch else like.shape, dtype=like.dtype)
     elif not (owned and isinstance(acc, np.ndarray) and acc.flags.writeable):
         acc = np.array(acc, dtype=like.dtype, copy=True)
-    acc[index] += d
+    if batch:
+        acc[:, index] += d
+    else:
+        acc[index] += d
     return acc, True
 
 
@@ -477,10 +497,17 @@ class ItemCotangents:
         if isinstance(d, AbstractZero):
             return
         if isinstance(self.iterable, np.ndarray):
+            # a row drops the array's first axis: a batch of cotangents (a leading batch axis) has
+            # as many axes as the array, and goes to [:, i]
+            batch = getattr(d, "ndim", 0) == self.iterable.ndim
             if self.dense is None:
                 kind = self.iterable.dtype
-                self.dense = np.zeros(self.iterable.shape, dtype=kind if kind.kind in "fc" else np.float64)
-            self.dense[i] += d
+                shape = d.shape[:1] + self.iterable.shape if batch else self.iterable.shape
+                self.dense = np.zeros(shape, dtype=kind if kind.kind in "fc" else np.float64)
+            if batch:
+                self.dense[:, i] += d
+            else:
+                self.dense[i] += d
             return
         if self.items is None:
             self.items = [ZERO] * self.count
