@@ -404,7 +404,7 @@ def scipy_solve_batch(a, b):
     if is_plain(a) and a.ndim == 2:
         lu = LU(a)
         lu.check("solve")
-        return lu.solve(plain(b), batched=True)
+        return lu.solve(b, batched=True)
     return generic_solve(a, b, batched=True)
 
 
