@@ -12,8 +12,12 @@ from chainrules.core import batch_declines
 
 from ..numpy.test_linalg import hermitian, rng_for, values, wellcond
 
-# SciPy's own logm warns about its accuracy estimate for some inputs
-pytestmark = pytest.mark.filterwarnings("ignore:logm result may be inaccurate:RuntimeWarning")
+pytestmark = [
+    # SciPy's own logm warns about its accuracy estimate for some inputs
+    pytest.mark.filterwarnings("ignore:logm result may be inaccurate:RuntimeWarning"),
+    # and hankel that it will stop raveling a 2-D input (a primal here)
+    pytest.mark.filterwarnings("ignore:Beginning in SciPy 1.19:FutureWarning"),
+]
 
 DTYPES = [np.float64, np.float32, np.complex128]
 
@@ -241,19 +245,79 @@ FORWARD = [
     (sl.lstsq, lambda r, dt: (wellcond(5, 3, dtype=dt, rng=r), rand(r, (5, 2), dt)), {}),
     (sl.pinv, lambda r, dt: (wellcond(4, 3, dtype=dt, rng=r),), {}),
     (sl.pinvh, lambda r, dt: (hermitian(3, dt, r),), {"return_rank": True}),
+    (sl.lu_solve, lambda r, dt: _lu_and_b(r, dt, False), {}),
+    (sl.lu_solve, lambda r, dt: _lu_and_b(r, dt, True), {"trans": 2}),
+    (sl.cho_solve, lambda r, dt: (sl.cho_factor(spd(3, dt, r)), rand(r, (3, 2), dt)), {}),
+    (sl.cho_solve, lambda r, dt: (sl.cho_factor(spd(3, dt, r), lower=True), rand(r, 3, dt)), {}),
+    (sl.polar, lambda r, dt: (wellcond(4, 3, dtype=dt, rng=r),), {}),
+    (sl.polar, lambda r, dt: (wellcond(3, 4, dtype=dt, rng=r), "left"), {}),
+    (sl.sqrtm, lambda r, dt: (spd(3, dt, r),), {}),
+    (sl.logm, lambda r, dt: (spd(3, dt, r),), {}),
+    (sl.solve_sylvester, lambda r, dt: (_stable(3, dt, r), _stable(2, dt, r), rand(r, (3, 2), dt)), {}),
+    (sl.solve_continuous_lyapunov, lambda r, dt: (_stable(3, dt, r), rand(r, (3, 3), dt)), {}),
+    (sl.solve_discrete_lyapunov, lambda r, dt: (0.3 * wellcond(3, dtype=dt, rng=r), rand(r, (3, 3), dt)), {}),
+    (sl.solve_banded, lambda r, dt: ((1, 2), band(r, dt, 1, 2), rand(r, 5, dt)), {}),
+    (sl.solveh_banded, lambda r, dt: (hermitian_band(r, dt, 2, True), rand(r, (5, 2), dt)), {"lower": True}),
+    (sl.hankel, lambda r, dt: (rand(r, 3, dt), rand(r, 4, dt)), {}),
+    (sl.hankel, lambda r, dt: (rand(r, (2, 2), dt),), {}),
+]
+
+
+def _gets_tangent(a) -> bool:
+    """Not a side (a string) nor a pair of band widths."""
+    return not isinstance(a, str) and not (isinstance(a, tuple) and not isinstance(a[0], np.ndarray))
+
+
+def _direction(rng, a, batch, dtype):
+    """A tangent of the argument ``a``: a batch of them (``batch``), or a single one (``None``);
+    a pair of factors gets one for its matrix."""
+    lead = () if batch is None else (batch,)
+    if not _gets_tangent(a):
+        return cr.NoTangent()
+    if isinstance(a, tuple):
+        return cr.Tangent[tuple](rand(rng, (*lead, *np.shape(a[0])), dtype), cr.NoTangent())
+    return rand(rng, (*lead, *np.shape(a)), dtype)
+
+
+def _direction_row(d, k, batched: bool):
+    if not batched or isinstance(d, cr.AbstractZero):
+        return d
+    if isinstance(d, cr.Tangent):
+        return cr.Tangent[tuple](d.backing[0][k], cr.NoTangent())
+    return d[k]
+
+
+def _differentiable(args) -> list[int]:
+    return [i for i, a in enumerate(args) if _gets_tangent(a)]
+
+
+# every tangent batched; where there are several, also the first a zero or a single tangent beside the batch
+FORWARD_CASES = [
+    (f, make, kwargs, first)
+    for f, make, kwargs in FORWARD
+    for first in ("batched", "zero", "single")
+    if first == "batched" or len(_differentiable(make(np.random.default_rng(0), np.float64))) > 1
 ]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
-@pytest.mark.parametrize("f, make, kwargs", FORWARD, ids=_name)
-def test_batched_frule_row_by_row(f, make, kwargs, dtype):
-    rng = rng_for("sp-batched-frule", f.__name__, str(kwargs), dtype)
+@pytest.mark.parametrize("f, make, kwargs, first", FORWARD_CASES, ids=_name)
+def test_batched_frule_row_by_row(f, make, kwargs, first, dtype):
+    rng = rng_for("sp-batched-frule", f.__name__, str(kwargs), dtype, first)
     args = make(rng, dtype)
+    if dtype is np.complex128 and f is sl.solve_discrete_lyapunov:
+        dtype = np.float64  # (a real equation: real directions)
     assert cr.frule.lookup(f, args).batched
-    dirs = [rand(rng, (3, *np.shape(a)), dtype) for a in args]
+    dirs = [_direction(rng, a, 3, dtype) for a in args]
+    batched = [True] * len(args)
+    if first != "batched":
+        i = _differentiable(args)[0]
+        dirs[i] = cr.ZeroTangent() if first == "zero" else _direction(rng, args[i], None, dtype)
+        batched[i] = False
     y, dy = cr.frule((cr.NoTangent(), *dirs), f, *args, **kwargs)
     for k in range(3):
-        y1, dy1 = cr.frule((cr.NoTangent(), *[d[k] for d in dirs]), f, *args, **kwargs)
+        row = [_direction_row(d, k, b) for d, b in zip(dirs, batched)]
+        y1, dy1 = cr.frule((cr.NoTangent(), *row), f, *args, **kwargs)
         for got, want in zip(values(dy, y1), values(dy1, y1)):
             got = got[k] if got.ndim == want.ndim + 1 else got
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

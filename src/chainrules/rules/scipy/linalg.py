@@ -557,7 +557,7 @@ def rrule_lu_solve(lu_and_piv, b, *rest, **kwargs):
     return x, lu_solve_pullback
 
 
-@frule.register(sl.lu_solve)
+@frule.register(sl.lu_solve, batched=True)
 def frule_lu_solve(tangents, lu_and_piv, b, *rest, **kwargs):
     trans = options(
         "scipy.linalg.lu_solve", rest, kwargs, (("trans", 0), ("overwrite_b", False), ("check_finite", True))
@@ -565,18 +565,24 @@ def frule_lu_solve(tangents, lu_and_piv, b, *rest, **kwargs):
     dlu_and_piv, db = _tangents(tangents)[:2]
     lu, piv, b_, op, x = _lu_solve_setup(lu_and_piv, b, trans)
     dlu = parts(dlu_and_piv, 2)[0]
+    batched = batch_size((dlu, db), (lu, b)) is not None
     rhs = db
     if not is_zero(dlu):
         low, up = _unpack(lu)
         dmat = mul(np.tril(dlu, -1), up) + mul(low, np.triu(dlu))
         perm = _permutation(piv)
         dfull = np.empty_like(dmat)
-        dfull[perm] = dmat
+        if is_batched(dlu, lu):
+            dfull[:, perm] = dmat
+        else:
+            dfull[perm] = dmat
         dop = {"N": dfull, "T": mT(dfull), "C": mH(dfull)}[op]
-        dax = mul(dop, x[:, None])[:, 0] if np.ndim(x) == 1 else mul(dop, x)
+        dax = mul(dop, x[:, None])[..., 0] if np.ndim(x) == 1 else mul(dop, x)
         rhs = -dax if is_zero(rhs) else rhs - dax
     if is_zero(rhs):
         return x, ZERO
+    if batched:  # every row solved at once: the batch side by side as columns
+        return x, _columns(plain(rhs), True, lambda cols: through_rules(sl.lu_solve, (lu, piv), cols, trans=trans))
     return x, through_rules(sl.lu_solve, (lu, piv), rhs, trans=trans)
 
 
@@ -762,20 +768,23 @@ def rrule_cho_solve(c_and_lower, b, *rest, **kwargs):
     return x, cho_solve_pullback
 
 
-@frule.register(sl.cho_solve)
+@frule.register(sl.cho_solve, batched=True)
 def frule_cho_solve(tangents, c_and_lower, b, *rest, **kwargs):
     dcl, db = _tangents(tangents)[:2]
     c, lower, x = _cho_solve_setup(c_and_lower, b)
     dc = parts(dcl, 2)[0]
+    batched = batch_size((dc, db), (c, b)) is not None
     rhs = db
     if not is_zero(dc):
         f = np.tril(c) if lower else np.triu(c)
         df = np.tril(dc) if lower else np.triu(dc)
         dmat = mul(df, f, "N", "C") + mul(f, df, "N", "C") if lower else mul(df, f, "C") + mul(f, df, "C")
-        dax = mul(dmat, x[:, None])[:, 0] if np.ndim(x) == 1 else mul(dmat, x)
+        dax = mul(dmat, x[:, None])[..., 0] if np.ndim(x) == 1 else mul(dmat, x)
         rhs = -dax if is_zero(rhs) else rhs - dax
     if is_zero(rhs):
         return x, ZERO
+    if batched:  # every row solved at once: the batch side by side as columns
+        return x, _columns(plain(rhs), True, lambda cols: through_rules(sl.cho_solve, (c, lower), cols))
     return x, through_rules(sl.cho_solve, (c, lower), rhs)
 
 
@@ -1152,7 +1161,7 @@ def rrule_polar(a, *rest, **kwargs):
     return polar.value, polar_pullback
 
 
-@frule.register(sl.polar)
+@frule.register(sl.polar, batched=True)  # (the factors broadcast against a batch of directions)
 def frule_polar(tangents, a, *rest, **kwargs):
     (da,) = _tangents(tangents)[:1]
     polar = _Polar(a, _polar_side(rest, kwargs))
@@ -1759,12 +1768,16 @@ def rrule_sqrtm(a, *rest, **kwargs):
     return sq.value, sqrtm_pullback
 
 
-@frule.register(sl.sqrtm)
+@frule.register(sl.sqrtm, batched=True)
 def frule_sqrtm(tangents, a, *rest, **kwargs):
     _check_disp("scipy.linalg.sqrtm", rest, kwargs, (("blocksize", None),))
     (da,) = _tangents(tangents)[:1]
     sq = _sqrtm_of(a)
-    return sq.value, (ZERO if is_zero(da) else sq.frechet(da))
+    if is_zero(da):
+        return sq.value, ZERO
+    if is_batched(da, a):  # TRSYL takes one matrix: row by row, in the same Schur basis
+        return sq.value, by_rows(lambda row: (sq.frechet(row),), da)[0]
+    return sq.value, sq.frechet(da)
 
 
 # Inverse scaling and squaring (Al-Mohy & Higham 2012, "Improved inverse scaling and squaring
@@ -1845,9 +1858,13 @@ def rrule_logm(a, *rest, **kwargs):
     return lg.value, logm_pullback
 
 
-@frule.register(sl.logm)
+@frule.register(sl.logm, batched=True)
 def frule_logm(tangents, a, *rest, **kwargs):
     _check_disp("scipy.linalg.logm", rest, kwargs)
     (da,) = _tangents(tangents)[:1]
     lg = _logm_of(a)
-    return lg.value, (ZERO if is_zero(da) else lg.frechet(da))
+    if is_zero(da):
+        return lg.value, ZERO
+    if is_batched(da, a):  # TRSYL takes one matrix: row by row, in the same Schur basis
+        return lg.value, by_rows(lambda row: (lg.frechet(row),), da)[0]
+    return lg.value, lg.frechet(da)

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.linalg as sl
 
 from ...core import carries_batch, frule, rrule, unbroadcast, unbroadcast_batch, unthunk
-from ._lapack import NO, ZERO, as_array, is_active, is_batched, is_plain, is_zero, plain, projector
+from ._lapack import NO, ZERO, as_array, batch_size, is_active, is_batched, is_plain, is_zero, plain, projector
 
 
 def _sums_by_index(g, index, length: int):
@@ -229,7 +229,7 @@ def rrule_hankel(c, *rest, **kwargs):
     return y, hankel_pullback
 
 
-@frule.register(sl.hankel)
+@frule.register(sl.hankel, batched=True)
 def frule_hankel(tangents, c, *rest, **kwargs):
     r, n_args = _optional_r("scipy.linalg.hankel", rest, kwargs)
     dc = unthunk(tangents[1])
@@ -237,8 +237,23 @@ def frule_hankel(tangents, c, *rest, **kwargs):
     y = _hankel(c, r)
     if is_zero(dc) and is_zero(dr):
         return y, ZERO
+    batch = batch_size((dc, dr), (c, r))
+    if batch is not None:  # every row's values (raveled, as SciPy ravels the inputs) gathered at once
+        m, n = np.shape(y)
+        values = _raveled_rows(dc, c, batch)
+        tail = np.zeros((batch, n - 1), dtype=values.dtype) if r is None else _raveled_rows(dr, r, batch)[:, 1:]
+        return y, np.concatenate([values, tail], axis=-1)[:, _hankel_index(m, n)]
     dc = np.ravel(_tangent_like(dc, c))  # raveled as SciPy ravels the inputs
     return y, _hankel(dc, None if r is None else np.ravel(_tangent_like(dr, r)))
+
+
+def _raveled_rows(dx, x, batch: int):
+    """A batch of tangents of ``x`` (a zero or an unbatched tangent repeated in every row), each
+    row raveled."""
+    dx = _tangent_like(dx, x)
+    if not is_batched(dx, x):
+        dx = np.broadcast_to(dx, (batch, *np.shape(dx)))
+    return np.reshape(dx, (batch, -1))
 
 
 # ----- block diagonal matrices --------------------------------------------------------------
