@@ -102,7 +102,7 @@ def through_a_scalar_pair(x):
 
 
 def unpacks_an_array(x):
-    a, b, c = x  # the rows' cotangents are stacked along x's first axis: one at a time
+    a, b, c = x  # a batch of the rows' cotangents goes to [:, i]
     return np.sin(x) * a + b * c
 
 
@@ -159,9 +159,17 @@ def over_rows(X):
 
 def over_enumerate(x):
     total = x * 0.0
-    for i, v in enumerate(x):  # enumerate's own pullback takes one cotangent at a time
+    for i, v in enumerate(x):  # enumerate's pullback hands a batch of the items' cotangents on
         total = total + v * i
     return total
+
+
+def entries_of_containers(x):
+    slots = [x * 0.0, x * 1.0, x * 2.0]
+    table = {"even": x[0], "odd": x[1]}
+    for i in range(4):
+        slots[i % 3] = slots[i % 3] + np.sin(x) * table["even" if i % 2 == 0 else "odd"]
+    return slots[0] * slots[2] + slots[1]
 
 
 FULLY_BATCHED = [
@@ -180,6 +188,9 @@ FULLY_BATCHED = [
     (integer_arguments, RNG.standard_normal(4)),
     (windows, RNG.standard_normal(4)),
     (over_rows, RNG.standard_normal((3, 4))),
+    (unpacks_an_array, RNG.standard_normal(3)),
+    (over_enumerate, RNG.standard_normal(3)),
+    (entries_of_containers, RNG.standard_normal(3)),
 ]
 
 # writes into an array the function made: the source engine's (the tape refuses them, as documented)
@@ -189,14 +200,51 @@ SOURCE_BATCHED = [
 ]
 
 
+class _Axis(int):
+    """An axis NumPy reads as the int it is; ``np.cumsum`` called with it takes the rule below."""
+
+
+AXIS0 = _Axis(0)
+
+
+def _cumsum_one_at_a_time(x, axis):
+    def cumsum_pullback(dy):
+        return cr.NoTangent(), np.flip(np.cumsum(np.flip(dy))), cr.NoTangent()
+
+    return np.cumsum(x, axis), cumsum_pullback
+
+
+# registered here without batched=True, for np.cumsum along a marked axis only: the rule of a
+# call the engines see (a NumPy function) that takes one cotangent at a time
+cr.rrule.register(np.cumsum, np.ndarray, _Axis)(_cumsum_one_at_a_time)
+
+
 def cumulative(x):
-    return np.cumsum(x) * np.prod(x)  # cumsum and prod take one cotangent at a time
+    return np.cumsum(x, AXIS0) * np.prod(x)  # this cumsum's rule takes one cotangent at a time
 
 
 # the tape follows Python itself: loops, helpers, structures and indexing leave it batched
-FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))] + [
-    (f, RNG.standard_normal(3), ("source",)) for f in (unpacks_an_array, over_enumerate)
-]
+FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))]
+
+
+def doubled(x):
+    return 2.0 * x
+
+
+@cr.rrule.register(doubled)  # a rule without batched=True: its pullback takes one cotangent at a time
+def _rrule_doubled(x):
+    return doubled(x), lambda dy: (cr.NoTangent(), 2.0 * dy)
+
+
+def through_an_unbatched_rule(x):
+    return doubled(x) * x
+
+
+def test_a_rule_without_the_batch_flag_makes_the_source_engine_loop():
+    x = RNG.standard_normal(3)
+    assert not getattr(source.pullback_full(through_an_unbatched_rule, x)[1], "batched", False)
+    J = cr.jacobian(through_an_unbatched_rule, x, mode="reverse")
+    np.testing.assert_allclose(J, np.diag(4.0 * x), rtol=1e-14)
 
 
 def _fd(f, x):
@@ -305,7 +353,7 @@ def test_one_sweep_of_the_tape_per_block(monkeypatch):
     sweeps.clear()
     J_loop = cr.jacobian(cumulative, x, mode="reverse", engine="tape")
     np.testing.assert_allclose(J_loop, _fd(cumulative, x), rtol=1e-6, atol=1e-8)
-    assert len(sweeps) == 4  # cumsum and prod: one sweep per output
+    assert len(sweeps) == 4  # the marked cumsum's rule: one sweep per output
     np.testing.assert_allclose(J, 2 * (W @ x + b)[:, None] * W, rtol=1e-14)
 
 
@@ -425,7 +473,7 @@ def test_the_source_engine_flags_each_specialization():
         return batched_helper(x) + x
 
     def calls_an_unbatched_helper(x):
-        return over_enumerate(x) + x
+        return through_an_unbatched_rule(x) + x
 
     x = np.ones(3)
     for _ in range(2):  # the second call takes the dispatcher's fast path for the helpers

@@ -980,18 +980,26 @@ def dict_entry(dt, key):
     return dt.get(key, _ZERO)
 
 
-@rrule.register(operator.getitem)
+def _entry_cotangent(y, dy):
+    """``match_entry`` for the cotangent of the entry ``y`` itself, or a batch of them (a leading
+    batch axis), matched row by row."""
+    return match_input_batch(y, dy) if carries_batch(y, dy) else match_entry(y, dy)
+
+
+@rrule.register(operator.getitem, batched=True)
 def rrule_getitem(xs, key):
     """``xs[key]`` for tuples, lists (integer or slice keys), dicts and strings.
 
     The cotangent is structural: ``Tangent[tuple]``/``Tangent[list]`` with the picked entries
     (zeros elsewhere), ``Tangent[dict]`` with the picked key. NumPy arrays have a rule of their
-    own; another object's ``__getitem__`` is differentiated by the active engine.
+    own; another object's ``__getitem__`` is differentiated by the active engine. An entry of a
+    plain tuple, list or dict takes a batch of cotangents.
     """
     y = xs[key]
     if isinstance(xs, _SEQUENCES):
         n = len(xs)
         if isinstance(key, slice):
+            decline_batch()  # the entries' cotangents are matched to the entries again (`seq_tangent`)
             picked = range(n)[key]
 
             def getitem_pullback(dy):
@@ -1003,10 +1011,12 @@ def rrule_getitem(xs, key):
             return y, getitem_pullback
         i = operator.index(key) % n
         tangent_type = _PLAIN_TANGENT.get(type(xs))
+        if tangent_type is None:
+            decline_batch()  # a namedtuple's entries are matched again (`seq_tangent`)
 
         def getitem_pullback(dy):
             if type(dy) is not float or type(y) is not float:
-                dy = match_entry(y, unthunk(dy))
+                dy = _entry_cotangent(y, unthunk(dy))
                 if isinstance(dy, AbstractZero):
                     return _NO, _ZERO, _NO
             entries = [_ZERO] * n
@@ -1019,7 +1029,7 @@ def rrule_getitem(xs, key):
     if isinstance(xs, dict):
 
         def getitem_pullback(dy):
-            return _NO, dict_tangent({key: match_entry(y, dy)}), _NO
+            return _NO, dict_tangent({key: _entry_cotangent(y, unthunk(dy))}), _NO
 
         return y, getitem_pullback
     if isinstance(xs, (*_TEXT, range)):

@@ -285,24 +285,6 @@ def _batchable(plan, result: dict) -> bool:
     return True
 
 
-def _plain_loop(plan, loop) -> bool:
-    """Whether a loop's adjoint takes a batch: a ``while``, a loop over a ``range``, over a value
-    without a derivative, or over an array, list or tuple, whose items' cotangents it collects
-    (``item_cotangents``: rows of a batch go to ``[:, i]``). Not a loop over another iterable
-    (``enumerate``, ``zip``), whose cotangent goes through that callable's pullback."""
-    if isinstance(loop, ir.While) or loop.index in plan.range_loops or not plan.is_active(loop.iterable):
-        return True
-    kind = plan.types.get(loop.iterable)
-    return isinstance(kind, ArrayType) or kind in (tuple, list)
-
-
-def _plain_structure(plan, stmt) -> bool:
-    """Whether a structure statement's adjoint holds a batch: building a tuple, list or dict (its
-    cotangent is a ``Tangent`` of its items' batched cotangents) or unpacking a tuple or list. Not
-    unpacking an array, whose rows' cotangents are stacked along the array's first axis."""
-    return not isinstance(stmt, ir.Unpack) or plan.types.get(stmt.value) in (tuple, list)
-
-
 def _array_read(plan, stmt) -> bool:
     """Whether a read made again in the reverse pass (``recompute``) takes a batch: indexing an
     array, whose rule is batched. (An attribute's or a container's pullback, made only then,
@@ -311,7 +293,7 @@ def _array_read(plan, stmt) -> bool:
 
 
 #: the modes whose statements are checked one by one (see `_batchable`)
-_CHECKED_MODES = {"loop": _plain_loop, "struct": _plain_structure, "recompute": _array_read}
+_CHECKED_MODES = {"recompute": _array_read}
 
 
 def _respecialize_call(result: dict) -> str:

@@ -113,13 +113,7 @@ def unpack(value, n: int, star: int | None):
 def _stack_rows(array: np.ndarray, rows: list):
     if all(isinstance(unthunk(r), AbstractZero) for r in rows):
         return ZERO
-    dtype = np.result_type(array.dtype, np.float64) if array.dtype.kind not in "fc" else array.dtype
-    out = np.zeros(array.shape, dtype=dtype)
-    for i, r in enumerate(rows):
-        r = unthunk(r)
-        if not isinstance(r, AbstractZero):
-            out[i] += r
-    return out
+    return rows_cotangent(array, rows)
 
 
 # ----- displays with * and ** ------------------------------------------------------------------

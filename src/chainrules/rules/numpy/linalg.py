@@ -41,6 +41,7 @@ from ...core import (
     carries_batch,
     conj,
     frule,
+    match_input_batch,
     non_differentiable,
     rrule,
     unbroadcast,
@@ -1345,9 +1346,9 @@ def _norm_rrule(x, y, g, axes, keepdims):
         dy = unthunk(dy)
         if is_zero(dy):
             return NO, ZERO
-        if carries_batch(y, dy):
-            return NO, project.batch(_norm_gradient_batch(dy, g, axes, keepdims))
         dy = np.real(dy)
+        if carries_batch(y, dy):  # a batch of cotangents: the weights G scale every row alike
+            return NO, match_input_batch(x, (dy if keepdims else np.expand_dims(dy, tuple(a + 1 for a in axes))) * g)
         if not keepdims:
             dy = np.expand_dims(dy, axes)
         return NO, project(dy * g)
@@ -1356,7 +1357,8 @@ def _norm_rrule(x, y, g, axes, keepdims):
 
 
 def _norm_gradient_batch(dy, g, axes, keepdims):
-    """``dy * g`` for a batch of cotangents ``dy`` of a norm over ``axes``: the batch axis in front."""
+    """``dy * g`` for a batch of cotangents ``dy`` of a norm over ``axes`` (``scipy.linalg.norm``'s
+    pullback): the batch axis in front."""
     dy = np.real(plain(dy))
     if not keepdims:
         dy = np.expand_dims(dy, tuple(a + 1 for a in axes))
@@ -1508,8 +1510,9 @@ def rrule_trace(x, *, offset=0, dtype=None):
         if is_zero(dy):
             return NO, ZERO
         eye = np.eye(shape[-2], shape[-1], k=offset, dtype=np.result_type(dy, float))
-        grad = np.asarray(dy)[..., None, None] * eye  # (a batch axis goes in front of the stack's)
-        return NO, (project.batch(grad) if carries_batch(y, dy) else project(grad))
+        if carries_batch(y, dy):  # (a leading batch axis stays in front of the stacked matrices)
+            return NO, match_input_batch(x, np.asarray(dy)[..., None, None] * eye)
+        return NO, project(np.asarray(dy)[..., None, None] * eye)
 
     return y, trace_pullback
 
