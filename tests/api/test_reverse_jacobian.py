@@ -2,6 +2,7 @@
 batch, the loop of one pullback per output where one does not; both agree with each other and with
 finite differences, on both reverse engines."""
 
+import dataclasses
 import math
 import tracemalloc
 
@@ -172,6 +173,27 @@ def entries_of_containers(x):
     return slots[0] * slots[2] + slots[1]
 
 
+@dataclasses.dataclass
+class Affine:
+    w: np.ndarray
+    b: float
+
+    def apply(self, x):
+        return self.w * x + self.b
+
+
+AFFINE = Affine(RNG.standard_normal(3), 0.5)
+
+
+def product_of(*xs, scale=1.0):
+    return xs[0] * xs[1] * scale
+
+
+def through_objects(x):
+    layer = Affine(x * 2.0, 1.5)  # a dataclass made, its fields read, its method called
+    return layer.apply(x) + AFFINE.apply(x) * product_of(x, np.cos(x), scale=2.0)
+
+
 FULLY_BATCHED = [
     (seed_function, RNG.standard_normal(4)),
     (two_layers, RNG.standard_normal(4)),
@@ -191,6 +213,7 @@ FULLY_BATCHED = [
     (unpacks_an_array, RNG.standard_normal(3)),
     (over_enumerate, RNG.standard_normal(3)),
     (entries_of_containers, RNG.standard_normal(3)),
+    (through_objects, RNG.standard_normal(3)),
 ]
 
 # writes into an array the function made: the source engine's (the tape refuses them, as documented)

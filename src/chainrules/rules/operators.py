@@ -980,7 +980,7 @@ def dict_entry(dt, key):
     return dt.get(key, _ZERO)
 
 
-def _entry_cotangent(y, dy):
+def entry_cotangent(y, dy):
     """``match_entry`` for the cotangent of the entry ``y`` itself, or a batch of them (a leading
     batch axis), matched row by row."""
     return match_input_batch(y, dy) if carries_batch(y, dy) else match_entry(y, dy)
@@ -1016,7 +1016,7 @@ def rrule_getitem(xs, key):
 
         def getitem_pullback(dy):
             if type(dy) is not float or type(y) is not float:
-                dy = _entry_cotangent(y, unthunk(dy))
+                dy = entry_cotangent(y, unthunk(dy))
                 if isinstance(dy, AbstractZero):
                     return _NO, _ZERO, _NO
             entries = [_ZERO] * n
@@ -1029,7 +1029,7 @@ def rrule_getitem(xs, key):
     if isinstance(xs, dict):
 
         def getitem_pullback(dy):
-            return _NO, dict_tangent({key: _entry_cotangent(y, unthunk(dy))}), _NO
+            return _NO, dict_tangent({key: entry_cotangent(y, unthunk(dy))}), _NO
 
         return y, getitem_pullback
     if isinstance(xs, (*_TEXT, range)):

@@ -41,6 +41,7 @@ from ..core import (
     Tangent,
     ZeroTangent,
     add,
+    decline_batch,
     frule,
     is_array_of_rows,
     match_input,
@@ -54,6 +55,7 @@ from ..core.tangents import _rebuild as _rebuild_tangent
 from .operators import (
     dict_entry,
     dict_tangent,
+    entry_cotangent,
     frule_abs,
     frule_getitem,
     frule_pow,
@@ -605,7 +607,7 @@ def _number_attribute_cotangent(obj, name: str, dy):
     return _ZERO
 
 
-@rrule.register(getattr)
+@rrule.register(getattr, batched=True)  # a field's cotangent, or a batch of them, goes into the object's
 def rrule_getattr(obj, name, *default):
     """``getattr(obj, name[, default])``.
 
@@ -617,6 +619,8 @@ def rrule_getattr(obj, name, *default):
     """
     kind, getter, tangent_type = _attribute_source(obj, name, default)
     rest = (_NO,) * len(default)
+    if kind in ("number", "default"):
+        decline_batch()  # the complex convention and the default's projection take one cotangent
     if kind == "computed":
         compute, compute_args = getter
         y, getter_pullback = rrule_via_ad(compute, *compute_args)
@@ -635,7 +639,7 @@ def rrule_getattr(obj, name, *default):
 
         def field_pullback(dy):
             if type(dy) is not float or type(y) is not float:
-                dy = match_entry(y, unthunk(dy))
+                dy = entry_cotangent(y, unthunk(dy))
                 if isinstance(dy, AbstractZero):
                     return _NO, _ZERO, _NO
             return _NO, _rebuild_tangent(tangent_type, {name: dy}), _NO  # one known field: nothing to check
@@ -658,7 +662,7 @@ def rrule_getattr(obj, name, *default):
             tangent_of_obj = isinstance(dy, Tangent) and isinstance(obj, type(dy).primal_type)
             return (_NO, dy if tangent_of_obj else _ZERO, _NO, *rest)
         if type(dy) is not float or type(y) is not float:
-            dy = match_entry(y, dy)
+            dy = entry_cotangent(y, dy)
             if isinstance(dy, AbstractZero):
                 return (_NO, _ZERO, _NO, *rest)
         if tangent_type is None:  # an attribute of a tuple subclass: Tangent says what it takes instead

@@ -264,11 +264,9 @@ _BATCH_MODES = frozenset(
 
 def _batchable(plan, result: dict) -> bool:
     """Whether the adjoint of this specialization takes a batch of cotangents: every statement's
-    mode is in ``_BATCH_MODES``, every rule called directly is registered ``batched=True``, and
-    the cotangents it returns are plain (no integer argument's, no structure of ``*args`` or of
-    the object a method was called on, no keywords' dict)."""
-    if result["bound"] or result["keywords"] or result["varargs"]:
-        return False
+    mode is in ``_BATCH_MODES`` (some checked one by one) and every rule called directly is
+    registered ``batched=True``. The cotangents of ``self``, ``*args`` and ``**kwargs`` are
+    structures holding their entries' batches."""
     statements = None
     for index, mode in plan.mode.items():
         if mode not in _BATCH_MODES:
