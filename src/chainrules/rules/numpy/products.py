@@ -935,16 +935,21 @@ def _chain(mats: list):
     return mats[0] if len(mats) == 1 else np.linalg.multi_dot(mats)
 
 
-@rrule.register(np.linalg.multi_dot)
+@rrule.register(np.linalg.multi_dot, batched=True)
 def rrule_multi_dot(arrays, **kwargs):
     """``y = A_1 ... A_n``: ``Ā_i = A_{i-1}^H ... A_1^H ȳ A_n^H ... A_{i+1}^H`` (``matmul``'s rule applied
-    factor by factor), itself a chain that ``multi_dot`` puts in its cheapest order."""
+    factor by factor), itself a chain that ``multi_dot`` puts in its cheapest order. A batch of
+    cotangents goes through ``matmul`` between the chains on either side of each factor."""
     _check_kwargs(np.linalg.multi_dot, kwargs, frozenset())
     y = np.linalg.multi_dot(arrays)
     factors = as_sequence(arrays, np.linalg.multi_dot)
     mats = _chain_matrices(factors)
+    if not all(type(x) is np.ndarray for x in factors):
+        decline_batch()  # lists and other array types: their cotangents are taken one at a time
 
     def multi_dot_pullback(dy):
+        if carries_batch(y, unthunk(dy)):
+            return NO, _multi_dot_batch_cotangent(arrays, factors, mats, y, unthunk(dy))
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return NO, dy
@@ -961,6 +966,30 @@ def rrule_multi_dot(arrays, **kwargs):
         return NO, sequence_cotangent(arrays, pieces)
 
     return y, multi_dot_pullback
+
+
+def _multi_dot_batch_cotangent(arrays, factors: list, mats: list, y, dy):
+    """The cotangent of ``multi_dot``'s argument for a batch of cotangents ``dy`` of ``y`` (a leading
+    batch axis): each factor's is ``(A_{i-1}^H ... A_1^H) ȳ (A_n^H ... A_{i+1}^H)``, the chains on
+    either side multiplied once and applied to the whole batch."""
+    dy = match_input_batch(y, dy)
+    lead = np.shape(dy)[:1]
+    block = np.reshape(dy, lead + (np.shape(mats[0])[0], np.shape(mats[-1])[1]))
+    adjoints = [apply_op(m, "C") for m in mats]
+    pieces = []
+    for i, x in enumerate(factors):
+        if has_no_tangent(x):
+            pieces.append(NO)
+            continue
+        left, right = _chain(adjoints[:i][::-1]), _chain(adjoints[i + 1 :][::-1])
+        term = block if left is None else np.matmul(left, block)
+        term = term if right is None else np.matmul(term, right)
+        pieces.append(match_input_batch(x, np.reshape(term, lead + np.shape(x))))
+    if isinstance(arrays, (list, tuple)):
+        return sequence_cotangent(arrays, pieces)
+    if isinstance(pieces[0], AbstractZero):  # (the factors of an array share one dtype)
+        return pieces[0]
+    return match_input_batch(arrays, np.stack(pieces, axis=1))  # an array of factors: rows after the batch axis
 
 
 @frule.register(np.linalg.multi_dot, batched=True)
