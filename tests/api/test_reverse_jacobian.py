@@ -194,6 +194,14 @@ def through_objects(x):
     return layer.apply(x) + AFFINE.apply(x) * product_of(x, np.cos(x), scale=2.0)
 
 
+S3, T3 = np.diag([1.0, 2.0, 3.0]), np.ones((3, 3))
+
+
+def through_named_results(x):
+    w, v = np.linalg.eigh(S3 + x[0] * T3 + x[1] * np.eye(3))  # namedtuple results, unpacked and indexed
+    return w * np.linalg.slogdet(S3 + x[2] * T3)[1]
+
+
 FULLY_BATCHED = [
     (seed_function, RNG.standard_normal(4)),
     (two_layers, RNG.standard_normal(4)),
@@ -214,6 +222,7 @@ FULLY_BATCHED = [
     (over_enumerate, RNG.standard_normal(3)),
     (entries_of_containers, RNG.standard_normal(3)),
     (through_objects, RNG.standard_normal(3)),
+    (through_named_results, np.array([0.1, 0.2, 0.3])),
 ]
 
 

@@ -109,12 +109,27 @@ def test_an_entry_of_a_container_takes_a_batch_of_cotangents(xs, key):
             np.testing.assert_allclose(np.asarray(got)[k], want, rtol=1e-15)
 
 
-def test_a_slice_of_a_sequence_and_an_entry_of_a_namedtuple_decline_a_batch():
-    Pair = collections.namedtuple("Pair", "a b")
+def test_a_slice_of_a_sequence_and_an_entry_of_a_tuple_subclass_decline_a_batch():
+    class Row(tuple):
+        pass
+
     before = batch_declines()
     cr.rrule(operator.getitem, (1.5, A, B), slice(1, None))
-    cr.rrule(operator.getitem, Pair(A, B), 0)
+    cr.rrule(operator.getitem, Row((A, B)), 0)
     assert batch_declines() == before + 2
+
+
+def test_a_field_of_a_namedtuple_takes_a_batch():
+    pair = collections.namedtuple("Pair", "a b")(A, B)  # as np.linalg.eigh and slogdet return
+    before = batch_declines()
+    y, back = cr.rrule(operator.getitem, pair, 1)
+    assert batch_declines() == before
+    dys = RNG.standard_normal((4, *B.shape))
+    d = back(dys)[1]
+    assert type(d).primal_type is type(pair) and isinstance(d.a, cr.ZeroTangent)
+    np.testing.assert_array_equal(d.b, dys)
+    for k in range(4):
+        np.testing.assert_array_equal(back(dys[k])[1].b, d.b[k])
 
 
 SCALAR_CASES = [

@@ -1012,14 +1012,17 @@ def rrule_getitem(xs, key):
             return y, getitem_pullback
         i = operator.index(key) % n
         tangent_type = _PLAIN_TANGENT.get(type(xs))
-        if tangent_type is None:
-            decline_batch()  # a namedtuple's entries are matched again (`seq_tangent`)
+        field = xs._fields[i] if _is_namedtuple(xs) else None  # (a result of np.linalg.eigh, slogdet, ...)
+        if tangent_type is None and field is None:
+            decline_batch()  # another tuple subclass's entries are matched again (`seq_tangent`)
 
         def getitem_pullback(dy):
             if type(dy) is not float or type(y) is not float:
                 dy = entry_cotangent(y, unthunk(dy))
                 if isinstance(dy, AbstractZero):
                     return _NO, _ZERO, _NO
+            if field is not None:  # the one field, valid for its element
+                return _NO, Tangent[type(xs)](**{field: dy}), _NO
             entries = [_ZERO] * n
             entries[i] = dy
             if tangent_type is not None:  # the one entry is already valid for its element: no checks to repeat
