@@ -144,25 +144,19 @@ def main() -> str:
             rows.append(cells)
             print(cells, flush=True)
     header = ["function", "n", "Jacobian", "plain f(x)", "NumPy analytic", *OURS, *PEERS, "batched speed-up"]
-    lines = [
-        "# Reverse- and forward-mode Jacobians through numpy.linalg",
-        "",
+    method = (
         "Time of one plain evaluation of f and of the NumPy analytic Jacobian, and every contender as a "
         "multiple of the analytic Jacobian (lower is better), measured side by side in one run: process "
         f"CPU time, medians of {REPEATS} interleaved repeats ({SLOW_REPEATS} where a call takes over 0.2 s) "
         f"of samples of about {BUDGET * 1e3:g} ms, ratios the medians of the per-repeat ratios. "
         "`batched speed-up`: the time of one pullback per output over that of the batched pullback "
-        "(source engine). float64. Every contender's Jacobian was checked against the analytic one.",
-        f"{common.machine_line()}; {THREADS_NOTE}.",
-        "Peers: " + common.version_of("jax") + "; `python benchmarks/reverse_jacobian_linalg.py`.",
-        "",
-        common.markdown_table(header, rows),
-        "",
-        "## Notes",
-        "",
-        *NOTES,
-    ]
-    return "\n".join(lines)
+        "(source engine). float64. Every contender's Jacobian was checked against the analytic one."
+    )
+    provenance = (
+        f"{THREADS_NOTE}.\nPeers: " + common.version_of("jax") + "; `python benchmarks/reverse_jacobian_linalg.py`."
+    )
+    title = "Reverse- and forward-mode Jacobians through numpy.linalg"
+    return common.results_page(title, method, provenance, header, rows, ["## Notes", "", *NOTES])
 
 
 if __name__ == "__main__":

@@ -129,25 +129,15 @@ def main() -> str:
         rows.append(cells)
         print(cells, flush=True)
     header = [f"f (n = {N} → {N})", "plain f(x)", OURS, *(f"{o} ÷ ours" for o in OTHERS)]
-    lines = [
-        "# Reverse-mode Jacobians of Python-level code",
-        "",
+    method = (
         "Time of one plain evaluation of f and of our reverse-mode Jacobian (default engine), and every other "
         "contender as a multiple of ours (higher: ours is faster), measured side by side in one run: process "
         f"CPU time, medians of {REPEATS} interleaved repeats of samples of about {BUDGET * 1e3:g} ms, ratios the "
-        "medians of the per-repeat ratios. float64. Every contender's Jacobian was checked against ours.",
-        f"{common.machine_line()}; {THREADS_NOTE}.",
-        "`python benchmarks/reverse_jacobian_python.py`.",
-        "",
-        common.markdown_table(header, rows),
-        "",
-        *batched,
-        "",
-        "## Notes",
-        "",
-        *NOTES,
-    ]
-    return "\n".join(lines)
+        "medians of the per-repeat ratios. float64. Every contender's Jacobian was checked against ours."
+    )
+    provenance = f"{THREADS_NOTE}.\n`python benchmarks/reverse_jacobian_python.py`."
+    title = "Reverse-mode Jacobians of Python-level code"
+    return common.results_page(title, method, provenance, header, rows, batched, ["## Notes", "", *NOTES])
 
 
 if __name__ == "__main__":

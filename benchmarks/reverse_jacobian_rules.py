@@ -107,27 +107,19 @@ def main() -> str:
         rows.append(cells)
         print(cells, flush=True)
     header = ["f (n = 100 → 100)", "plain f(x)", OURS, *(f"{o} ÷ ours" for o in OTHERS)]
-    lines = [
-        "# Reverse-mode Jacobians through the batched array rules",
-        "",
+    method = (
         "Time of one plain evaluation of f and of our reverse-mode Jacobian (default engine), and every other "
         "contender as a multiple of ours (higher: ours is faster), measured side by side in one run: process "
         f"CPU time, medians of {REPEATS} interleaved repeats of samples of about {BUDGET * 1e3:g} ms, ratios the "
         "medians of the per-repeat ratios. float64. Every contender's Jacobian was checked against ours. "
         "'source, one pullback per output' is the same source-engine pullback called once per output row "
-        "(the path a function takes when one rule on the way does not take a batch).",
-        f"{common.machine_line()}; {THREADS_NOTE}.",
-        "Peers: " + common.version_of("jax") + "; `python benchmarks/reverse_jacobian_rules.py`.",
-        "",
-        common.markdown_table(header, rows),
-        "",
-        *batched,
-        "",
-        "## Notes",
-        "",
-        *NOTES,
-    ]
-    return "\n".join(lines)
+        "(the path a function takes when one rule on the way does not take a batch)."
+    )
+    provenance = (
+        f"{THREADS_NOTE}.\nPeers: " + common.version_of("jax") + "; `python benchmarks/reverse_jacobian_rules.py`."
+    )
+    title = "Reverse-mode Jacobians through the batched array rules"
+    return common.results_page(title, method, provenance, header, rows, batched, ["## Notes", "", *NOTES])
 
 
 if __name__ == "__main__":
