@@ -328,6 +328,18 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def results_page(
+    title: str, method: str, provenance: str, header: list[str], rows: list[list[str]], *sections: list[str]
+) -> str:
+    """A results page: the title, how it was measured (``method``), the machine line with
+    ``provenance`` (threads, peers, the command), the table, then each section's lines after a
+    blank line (findings, ``## Notes``...)."""
+    lines = [f"# {title}", "", method, f"{machine_line()}; {provenance}", "", markdown_table(header, rows)]
+    for section in sections:
+        lines += ["", *section]
+    return "\n".join(lines)
+
+
 def ms(seconds: float) -> str:
     """Milliseconds with three significant figures."""
     value = seconds * 1e3

@@ -176,3 +176,14 @@ def test_report_writes_the_results_and_prints_them(tmp_path, monkeypatch, capsys
     assert path.read_text() == "# Title\n"
     out = capsys.readouterr()
     assert out.out == "# Title\n\n" and str(path) in out.err
+
+
+def test_a_results_page_has_its_parts_in_order():
+    page = common.results_page(
+        "Title", "How.", "threads.", ["a", "b"], [["1", "2"]], ["- found"], ["## Notes", "", "- n"]
+    )
+    lines = page.split("\n")
+    assert lines[:3] == ["# Title", "", "How."]
+    assert lines[3].endswith("; threads.") and lines[3].startswith("Python ")
+    assert lines[5:8] == ["| a | b |", "|---|---|", "| 1 | 2 |"]
+    assert lines[8:] == ["", "- found", "", "## Notes", "", "- n"]

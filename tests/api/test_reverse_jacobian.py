@@ -2,6 +2,7 @@
 batch, the loop of one pullback per output where one does not; both agree with each other and with
 finite differences, on both reverse engines."""
 
+import dataclasses
 import math
 import tracemalloc
 
@@ -102,7 +103,7 @@ def through_a_scalar_pair(x):
 
 
 def unpacks_an_array(x):
-    a, b, c = x  # the rows' cotangents are stacked along x's first axis: one at a time
+    a, b, c = x  # a batch of the rows' cotangents goes to [:, i]
     return np.sin(x) * a + b * c
 
 
@@ -147,6 +148,60 @@ def windows(x):
     return total
 
 
+def over_rows(X):
+    total = X[0] * 0.0
+    for row in X:  # rows of an array: a batch of their cotangents goes to [:, i]
+        if row[0] < 5.0:
+            total = total + np.sin(row) * row[1]
+    for piece in [X[0] * 2.0, X[1] + 1.0]:  # items of a list
+        total = total + piece * piece
+    return total
+
+
+def over_enumerate(x):
+    total = x * 0.0
+    for i, v in enumerate(x):  # enumerate's pullback hands a batch of the items' cotangents on
+        total = total + v * i
+    return total
+
+
+def entries_of_containers(x):
+    slots = [x * 0.0, x * 1.0, x * 2.0]
+    table = {"even": x[0], "odd": x[1]}
+    for i in range(4):
+        slots[i % 3] = slots[i % 3] + np.sin(x) * table["even" if i % 2 == 0 else "odd"]
+    return slots[0] * slots[2] + slots[1]
+
+
+@dataclasses.dataclass
+class Affine:
+    w: np.ndarray
+    b: float
+
+    def apply(self, x):
+        return self.w * x + self.b
+
+
+AFFINE = Affine(RNG.standard_normal(3), 0.5)
+
+
+def product_of(*xs, scale=1.0):
+    return xs[0] * xs[1] * scale
+
+
+def through_objects(x):
+    layer = Affine(x * 2.0, 1.5)  # a dataclass made, its fields read, its method called
+    return layer.apply(x) + AFFINE.apply(x) * product_of(x, np.cos(x), scale=2.0)
+
+
+S3, T3 = np.diag([1.0, 2.0, 3.0]), np.ones((3, 3))
+
+
+def through_named_results(x):
+    w, v = np.linalg.eigh(S3 + x[0] * T3 + x[1] * np.eye(3))  # namedtuple results, unpacked and indexed
+    return w * np.linalg.slogdet(S3 + x[2] * T3)[1]
+
+
 FULLY_BATCHED = [
     (seed_function, RNG.standard_normal(4)),
     (two_layers, RNG.standard_normal(4)),
@@ -162,30 +217,75 @@ FULLY_BATCHED = [
     (through_a_scalar_pair, RNG.standard_normal(3)),
     (integer_arguments, RNG.standard_normal(4)),
     (windows, RNG.standard_normal(4)),
+    (over_rows, RNG.standard_normal((3, 4))),
+    (unpacks_an_array, RNG.standard_normal(3)),
+    (over_enumerate, RNG.standard_normal(3)),
+    (entries_of_containers, RNG.standard_normal(3)),
+    (through_objects, RNG.standard_normal(3)),
+    (through_named_results, np.array([0.1, 0.2, 0.3])),
 ]
 
-# writes into an array the function made: the source engine's (the tape refuses them, as documented)
+
+def scalar_code(x):
+    a, b, c = x  # np.float64 entries through the math module and the number built-ins
+    s = math.sin(a) * math.log(b) + math.pow(b, 1.5) - max(a, c) + float(c) * math.hypot(a, b)
+    return np.array([s, math.cos(a * b), min(b, c) * s])
+
+
+# writes into an array the function made, the math module: the source engine's (the tape refuses
+# them, as documented)
 SOURCE_BATCHED = [
+    (scalar_code, np.array([0.3, 1.7, 0.9])),
     (written_buffer, RNG.standard_normal(3)),
     (written_rows, RNG.standard_normal((3, 4))),
 ]
 
 
+class _Axis(int):
+    """An axis NumPy reads as the int it is; ``np.cumsum`` called with it takes the rule below."""
+
+
+AXIS0 = _Axis(0)
+
+
+def _cumsum_one_at_a_time(x, axis):
+    def cumsum_pullback(dy):
+        return cr.NoTangent(), np.flip(np.cumsum(np.flip(dy))), cr.NoTangent()
+
+    return np.cumsum(x, axis), cumsum_pullback
+
+
+# registered here without batched=True, for np.cumsum along a marked axis only: the rule of a
+# call the engines see (a NumPy function) that takes one cotangent at a time
+cr.rrule.register(np.cumsum, np.ndarray, _Axis)(_cumsum_one_at_a_time)
+
+
 def cumulative(x):
-    return np.cumsum(x) * np.prod(x)  # cumsum and prod take one cotangent at a time
-
-
-def over_a_list(x):
-    total = x * 0.0
-    for piece in [x * 2.0, x + 1.0]:  # the items' cotangents are collected one by one
-        total = total + piece * piece
-    return total
+    return np.cumsum(x, AXIS0) * np.prod(x)  # this cumsum's rule takes one cotangent at a time
 
 
 # the tape follows Python itself: loops, helpers, structures and indexing leave it batched
-FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))] + [
-    (f, RNG.standard_normal(3), ("source",)) for f in (over_a_list, unpacks_an_array)
-]
+FALLBACK = [(cumulative, RNG.uniform(0.5, 1.5, 4), ("source", "tape"))]
+
+
+def doubled(x):
+    return 2.0 * x
+
+
+@cr.rrule.register(doubled)  # a rule without batched=True: its pullback takes one cotangent at a time
+def _rrule_doubled(x):
+    return doubled(x), lambda dy: (cr.NoTangent(), 2.0 * dy)
+
+
+def through_an_unbatched_rule(x):
+    return doubled(x) * x
+
+
+def test_a_rule_without_the_batch_flag_makes_the_source_engine_loop():
+    x = RNG.standard_normal(3)
+    assert not getattr(source.pullback_full(through_an_unbatched_rule, x)[1], "batched", False)
+    J = cr.jacobian(through_an_unbatched_rule, x, mode="reverse")
+    np.testing.assert_allclose(J, np.diag(4.0 * x), rtol=1e-14)
 
 
 def _fd(f, x):
@@ -294,7 +394,7 @@ def test_one_sweep_of_the_tape_per_block(monkeypatch):
     sweeps.clear()
     J_loop = cr.jacobian(cumulative, x, mode="reverse", engine="tape")
     np.testing.assert_allclose(J_loop, _fd(cumulative, x), rtol=1e-6, atol=1e-8)
-    assert len(sweeps) == 4  # cumsum and prod: one sweep per output
+    assert len(sweeps) == 4  # the marked cumsum's rule: one sweep per output
     np.testing.assert_allclose(J, 2 * (W @ x + b)[:, None] * W, rtol=1e-14)
 
 
@@ -414,7 +514,7 @@ def test_the_source_engine_flags_each_specialization():
         return batched_helper(x) + x
 
     def calls_an_unbatched_helper(x):
-        return over_a_list(x) + x
+        return through_an_unbatched_rule(x) + x
 
     x = np.ones(3)
     for _ in range(2):  # the second call takes the dispatcher's fast path for the helpers

@@ -271,6 +271,20 @@ def test_an_entry_read_from_a_buffer_keeps_its_partials_when_the_buffer_is_writt
         np.testing.assert_allclose(forward.jacobian(f, x, chunk_size=chunk), crt.fd_jacobian(f, x), atol=1e-8)
 
 
+def test_writes_with_an_ellipsis_reach_the_primal_s_axes_not_the_batch_axis():
+    def f(x):
+        out = np.zeros_like(x.reshape(2, 3))
+        out[..., 0] = x[:2] * 2.0
+        out[0, ...] = out[0, ...] + x[3:] ** 2
+        out[..., 1:] = out[..., 1:] + np.sin(x[4:])
+        np.add.at(out, (..., 2), x[:2])
+        return out.ravel()
+
+    x = np.arange(1.0, 7.0)
+    for chunk in (None, 4, 1):  # batches of tangents, and one tangent at a time
+        np.testing.assert_allclose(forward.jacobian(f, x, chunk_size=chunk), crt.fd_jacobian(f, x), atol=1e-8)
+
+
 def test_a_write_of_an_inner_dual_into_an_outer_array_is_refused():
     def outer(a):
         buf = np.zeros_like(np.stack([a, a]))

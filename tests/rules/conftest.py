@@ -9,7 +9,10 @@ from chainrules.core import batch_declines
 
 
 def _random_cotangents(rng, y, batch: int):
-    """A batch of cotangents for the output ``y``: its shape with a batch axis, its tangent dtype."""
+    """A batch of cotangents for the output ``y``: its shape with a batch axis, its tangent dtype
+    (for a list or tuple of outputs, a ``Tangent`` of one such batch per output)."""
+    if isinstance(y, (list, tuple)):
+        return cr.Tangent[type(y)](*(_random_cotangents(rng, item, batch) for item in y))
     dtype = np.result_type(y) if np.result_type(y).kind in "fc" else np.dtype(np.float64)
     values = rng.standard_normal((batch, *np.shape(y)))
     if dtype.kind == "c":
@@ -19,6 +22,8 @@ def _random_cotangents(rng, y, batch: int):
 
 def _one_row(y, dys, k: int):
     """Row ``k`` of a batch, as a single cotangent of ``y`` would come (a number for a number)."""
+    if isinstance(y, (list, tuple)):
+        return cr.Tangent[type(y)](*(_one_row(item, d, k) for item, d in zip(y, dys.backing)))
     row = dys[k]
     if isinstance(y, (float, int)) and not isinstance(y, bool):
         return float(row)
@@ -31,6 +36,12 @@ def _one_row(y, dys, k: int):
 
 def _same(got, expected, batch: int, k: int, what: str, rtol: float):
     got, expected = cr.unthunk(got), cr.unthunk(expected)
+    if isinstance(expected, cr.Tangent):  # a list's or tuple's cotangent: each element's batch in turn
+        assert type(got) is type(expected), f"{what}: {got!r} where one cotangent gives {expected!r}"
+        assert len(got.backing) == len(expected.backing), f"{what}: {len(got.backing)} elements"
+        for i, (g, e) in enumerate(zip(got.backing, expected.backing)):
+            _same(g, e, batch, k, f"{what}, element {i}", rtol)
+        return
     if isinstance(expected, cr.AbstractZero):
         assert type(got) is type(expected), f"{what}: {got!r} where one cotangent gives {expected!r}"
         return

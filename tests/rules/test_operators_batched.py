@@ -1,7 +1,9 @@
 """The operators' pullbacks take a batch of cotangents (a leading batch axis): the same as row by
 row for numbers and arrays; sequences and user objects decline the batch."""
 
+import collections
 import dataclasses
+import math
 import operator
 
 import numpy as np
@@ -78,3 +80,78 @@ def test_the_power_of_a_batch_leaves_the_exponent_lazy():
     assert isinstance(db, cr.Thunk)
     np.testing.assert_allclose(da, np.broadcast_to(2 * A, (4, *A.shape)))
     np.testing.assert_allclose(cr.unthunk(db), np.full(4, np.sum(A**2 * np.log(A))), rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "xs, key",
+    [
+        ((1.5, A, 2), 0),  # a number in a tuple
+        ([A, B, F32], 1),  # an array in a list
+        ([A, B, F32], -1),  # float32 stays float32
+        ({"w": A, "b": 2.5}, "w"),  # a dict entry
+        ({"w": A, "b": 2.5}, "b"),
+    ],
+)
+def test_an_entry_of_a_container_takes_a_batch_of_cotangents(xs, key):
+    before = batch_declines()
+    y, back = cr.rrule(operator.getitem, xs, key)
+    assert batch_declines() == before
+    dys = RNG.standard_normal((3, *np.shape(y))).astype(np.result_type(y))
+    _, dxs, _ = back(dys)
+    for k in range(3):  # row k of the batch's cotangent is the k-th single cotangent's
+        _, dxs_k, _ = back(dys[k] if np.ndim(y) else float(dys[k]))
+        for i in list(xs) if isinstance(xs, dict) else range(len(xs)):
+            got, want = cr.unthunk(dxs[i]), cr.unthunk(dxs_k[i])
+            if isinstance(want, cr.AbstractZero):
+                assert type(got) is type(want)
+                continue
+            assert np.shape(got) == (3, *np.shape(want)) and np.asarray(got).dtype == np.asarray(want).dtype
+            np.testing.assert_allclose(np.asarray(got)[k], want, rtol=1e-15)
+
+
+def test_a_slice_of_a_sequence_and_an_entry_of_a_tuple_subclass_decline_a_batch():
+    class Row(tuple):
+        pass
+
+    before = batch_declines()
+    cr.rrule(operator.getitem, (1.5, A, B), slice(1, None))
+    cr.rrule(operator.getitem, Row((A, B)), 0)
+    assert batch_declines() == before + 2
+
+
+def test_a_field_of_a_namedtuple_takes_a_batch():
+    pair = collections.namedtuple("Pair", "a b")(A, B)  # as np.linalg.eigh and slogdet return
+    before = batch_declines()
+    y, back = cr.rrule(operator.getitem, pair, 1)
+    assert batch_declines() == before
+    dys = RNG.standard_normal((4, *B.shape))
+    d = back(dys)[1]
+    assert type(d).primal_type is type(pair) and isinstance(d.a, cr.ZeroTangent)
+    np.testing.assert_array_equal(d.b, dys)
+    for k in range(4):
+        np.testing.assert_array_equal(back(dys[k])[1].b, d.b[k])
+
+
+SCALAR_CASES = [
+    (math.sin, (0.7,)),
+    (math.cos, (0.7,)),
+    (math.log, (1.7,)),
+    (math.log, (1.7, 3.0)),  # with a base
+    (math.pow, (1.7, 2.5)),
+    (math.hypot, (0.3, 1.2, -0.5)),
+    (float, (3,)),  # an int gets a float cotangent
+    (float, (np.float64(1.5),)),
+    (max, (0.3, 1.2)),
+    (min, (np.float64(0.3), 1.2)),
+]
+
+
+@pytest.mark.parametrize("f, args", SCALAR_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_scalar_functions_take_a_batch(f, args, batched_pullback):
+    batched_pullback(f, *args)
+
+
+def test_min_and_max_of_a_sequence_decline_a_batch():
+    before = batch_declines()
+    cr.rrule(max, [0.3, 1.2, 0.5])
+    assert batch_declines() == before + 1

@@ -481,6 +481,8 @@ def rows_cotangent(xs, rows: list):
     array([[0., 0.],
            [1., 1.],
            [0., 0.]])
+    >>> rows_cotangent(np.zeros(3), [np.array([1.0, 2.0])]).tolist()  # a batch of two cotangents of row 0
+    [[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]
     """
     rows = [unthunk(r) for r in rows]
     if isinstance(xs, ActiveValue):
@@ -489,8 +491,15 @@ def rows_cotangent(xs, rows: list):
         full = rows + [zero] * (shape[0] - len(rows))
         return np.stack([zero if isinstance(r, AbstractZero) else r for r in full])
     dtype = xs.dtype if xs.dtype.kind in "fc" else np.dtype(np.float64)
+    given = [(i, r) for i, r in enumerate(rows) if not isinstance(r, AbstractZero)]
+    # a row drops the array's first axis: a batch of a row's cotangents (a leading batch axis)
+    # has as many axes as the array, and goes to [:, i]
+    if given and np.ndim(given[0][1]) == xs.ndim:
+        out = np.zeros(np.shape(given[0][1])[:1] + xs.shape, dtype=dtype)
+        for i, r in given:
+            out[:, i] = r
+        return out
     out = np.zeros(xs.shape, dtype=dtype)
-    for i, r in enumerate(rows):
-        if not isinstance(r, AbstractZero):
-            out[i] = r
+    for i, r in given:
+        out[i] = r
     return out

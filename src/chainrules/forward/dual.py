@@ -484,7 +484,8 @@ class DualArray(Dual):
         if self.tag.batch is None:
             target[key] = dv
         else:  # the batch axis last, so the key indexes the primal's axes and values broadcast on the right
-            np.moveaxis(target, 0, -1)[key] = dv if type(dv) is float else np.moveaxis(dv, 0, -1)
+            at = _primal_axes_only(key, self.primal.ndim)
+            np.moveaxis(target, 0, -1)[at] = dv if type(dv) is float else np.moveaxis(dv, 0, -1)
 
     def _writable_split(self, value, what: str):
         if not self.writable:
@@ -521,7 +522,24 @@ class DualArray(Dual):
         if self.tag.batch is None:
             np.add.at(target, index, dv)
         else:
-            np.add.at(np.moveaxis(target, 0, -1), index, dv if np.ndim(dv) == 0 else np.moveaxis(dv, 0, -1))
+            at = _primal_axes_only(index, self.primal.ndim)
+            np.add.at(np.moveaxis(target, 0, -1), at, dv if np.ndim(dv) == 0 else np.moveaxis(dv, 0, -1))
+
+
+def _primal_axes_only(key, ndim: int):
+    """An index of the primal's ``ndim`` axes with its ``...`` spelled out as whole slices: with
+    the batch axis moved last, an ``...`` would otherwise stretch over it (``x[..., 0]``)."""
+    parts = key if type(key) is tuple else (key,)
+    where = next((i for i, k in enumerate(parts) if k is Ellipsis), None)
+    if where is None:
+        return key
+    consumed = 0
+    for k in parts:
+        if isinstance(k, np.ndarray) and k.dtype == bool:
+            consumed += k.ndim  # a mask indexes as many axes as it has
+        elif k is not None and k is not Ellipsis:
+            consumed += 1
+    return parts[:where] + (slice(None),) * (ndim - consumed) + parts[where + 1 :]
 
 
 _DUALS = (Dual, DualArray)

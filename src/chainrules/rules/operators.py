@@ -95,12 +95,13 @@ _PLAIN_TANGENT = {tuple: Tangent[tuple], list: Tangent[list]}
 
 
 def real_cotangent(dy):
-    """The cotangent of a Python real input from any scalar cotangent (the slow path of a fast rule)."""
+    """The cotangent of a Python real input from any scalar cotangent (the slow path of a fast rule),
+    or from a batch of them (a 1-D array: a number's single cotangent has no axis), kept a batch."""
     dy = unthunk(dy)
     if type(dy) is float or isinstance(dy, AbstractZero):
         return dy
-    if isinstance(dy, ActiveValue):  # an outer engine's number (nested differentiation): float() would drop it
-        return np.real(dy)
+    if isinstance(dy, ActiveValue) or getattr(dy, "ndim", 0) == 1:
+        return np.real(dy)  # an outer engine's number (nested differentiation; float() would drop it), a batch
     return float(np.real(dy))
 
 
@@ -980,18 +981,26 @@ def dict_entry(dt, key):
     return dt.get(key, _ZERO)
 
 
-@rrule.register(operator.getitem)
+def entry_cotangent(y, dy):
+    """``match_entry`` for the cotangent of the entry ``y`` itself, or a batch of them (a leading
+    batch axis), matched row by row."""
+    return match_input_batch(y, dy) if carries_batch(y, dy) else match_entry(y, dy)
+
+
+@rrule.register(operator.getitem, batched=True)
 def rrule_getitem(xs, key):
     """``xs[key]`` for tuples, lists (integer or slice keys), dicts and strings.
 
     The cotangent is structural: ``Tangent[tuple]``/``Tangent[list]`` with the picked entries
     (zeros elsewhere), ``Tangent[dict]`` with the picked key. NumPy arrays have a rule of their
-    own; another object's ``__getitem__`` is differentiated by the active engine.
+    own; another object's ``__getitem__`` is differentiated by the active engine. An entry of a
+    plain tuple, list or dict takes a batch of cotangents.
     """
     y = xs[key]
     if isinstance(xs, _SEQUENCES):
         n = len(xs)
         if isinstance(key, slice):
+            decline_batch()  # the entries' cotangents are matched to the entries again (`seq_tangent`)
             picked = range(n)[key]
 
             def getitem_pullback(dy):
@@ -1003,12 +1012,17 @@ def rrule_getitem(xs, key):
             return y, getitem_pullback
         i = operator.index(key) % n
         tangent_type = _PLAIN_TANGENT.get(type(xs))
+        field = xs._fields[i] if _is_namedtuple(xs) else None  # (a result of np.linalg.eigh, slogdet, ...)
+        if tangent_type is None and field is None:
+            decline_batch()  # another tuple subclass's entries are matched again (`seq_tangent`)
 
         def getitem_pullback(dy):
             if type(dy) is not float or type(y) is not float:
-                dy = match_entry(y, unthunk(dy))
+                dy = entry_cotangent(y, unthunk(dy))
                 if isinstance(dy, AbstractZero):
                     return _NO, _ZERO, _NO
+            if field is not None:  # the one field, valid for its element
+                return _NO, Tangent[type(xs)](**{field: dy}), _NO
             entries = [_ZERO] * n
             entries[i] = dy
             if tangent_type is not None:  # the one entry is already valid for its element: no checks to repeat
@@ -1019,7 +1033,7 @@ def rrule_getitem(xs, key):
     if isinstance(xs, dict):
 
         def getitem_pullback(dy):
-            return _NO, dict_tangent({key: match_entry(y, dy)}), _NO
+            return _NO, dict_tangent({key: entry_cotangent(y, unthunk(dy))}), _NO
 
         return y, getitem_pullback
     if isinstance(xs, (*_TEXT, range)):

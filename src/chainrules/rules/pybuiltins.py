@@ -42,9 +42,12 @@ from ..core import (
     Tangent,
     ZeroTangent,
     add,
+    carries_batch,
+    decline_batch,
     frule,
     is_array_of_rows,
     match_input,
+    match_input_batch,
     non_differentiable,
     rrule,
     rrule_via_ad,
@@ -55,6 +58,7 @@ from ..core.tangents import _rebuild as _rebuild_tangent
 from .operators import (
     dict_entry,
     dict_tangent,
+    entry_cotangent,
     frule_abs,
     frule_getitem,
     frule_pow,
@@ -128,7 +132,7 @@ def frule_builtin_pow(tangents, base, exp, *mod):
     return frule_pow(tangents[:3], base, exp)
 
 
-@rrule.register(float, functor=False)
+@rrule.register(float, functor=False, batched=True)
 def rrule_float(*args):
     """``float(x)``: the identity on numbers (an int gets a float cotangent); a string has no tangent."""
     if not args or isinstance(args[0], (str, bytes, bytearray)):
@@ -138,7 +142,8 @@ def rrule_float(*args):
     def float_pullback(dy):
         if type(x) in _REAL:
             return _NO, dy if type(dy) is float else real_cotangent(dy)
-        return _NO, match_input(x, unthunk(dy))
+        dy = unthunk(dy)
+        return _NO, (match_input_batch if carries_batch(x, dy) else match_input)(x, dy)
 
     return float(x), float_pullback
 
@@ -254,11 +259,13 @@ def _minmax_rules(pick):
 
             def minmax_pullback(dy):
                 out = [_NO, *map(zero_for, args)]
-                out[i + 1] = match_arg(y, dy)
+                dy = unthunk(dy)
+                out[i + 1] = match_input_batch(y, dy) if carries_batch(y, dy) else match_arg(y, dy)
                 return tuple(out)
 
             return y, minmax_pullback
         (xs,) = args
+        decline_batch()  # seq_tangent matches one cotangent to the picked element
         items = _elements(pick, xs)
         if items is None:
             return pick(xs, key=key, **default), _nondiff_pullback(1)
@@ -288,7 +295,7 @@ def _minmax_rules(pick):
 
     rrule_minmax.__qualname__ = f"rrule_{name}"
     frule_minmax.__qualname__ = f"frule_{name}"
-    rrule.register(pick)(rrule_minmax)
+    rrule.register(pick, batched=True)(rrule_minmax)
     frule.register(pick)(frule_minmax)
 
 
@@ -616,7 +623,7 @@ def _number_attribute_cotangent(obj, name: str, dy):
     return _ZERO
 
 
-@rrule.register(getattr)
+@rrule.register(getattr, batched=True)  # a field's cotangent, or a batch of them, goes into the object's
 def rrule_getattr(obj, name, *default):
     """``getattr(obj, name[, default])``.
 
@@ -628,6 +635,8 @@ def rrule_getattr(obj, name, *default):
     """
     kind, getter, tangent_type = _attribute_source(obj, name, default)
     rest = (_NO,) * len(default)
+    if kind in ("number", "default"):
+        decline_batch()  # the complex convention and the default's projection take one cotangent
     if kind == "computed":
         compute, compute_args = getter
         y, getter_pullback = rrule_via_ad(compute, *compute_args)
@@ -646,7 +655,7 @@ def rrule_getattr(obj, name, *default):
 
         def field_pullback(dy):
             if type(dy) is not float or type(y) is not float:
-                dy = match_entry(y, unthunk(dy))
+                dy = entry_cotangent(y, unthunk(dy))
                 if isinstance(dy, AbstractZero):
                     return _NO, _ZERO, _NO
             return _NO, _rebuild_tangent(tangent_type, {name: dy}), _NO  # one known field: nothing to check
@@ -669,7 +678,7 @@ def rrule_getattr(obj, name, *default):
             tangent_of_obj = isinstance(dy, Tangent) and isinstance(obj, type(dy).primal_type)
             return (_NO, dy if tangent_of_obj else _ZERO, _NO, *rest)
         if type(dy) is not float or type(y) is not float:
-            dy = match_entry(y, dy)
+            dy = entry_cotangent(y, dy)
             if isinstance(dy, AbstractZero):
                 return (_NO, _ZERO, _NO, *rest)
         if tangent_type is None:  # an attribute of a tuple subclass: Tangent says what it takes instead

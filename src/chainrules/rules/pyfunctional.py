@@ -201,7 +201,7 @@ def _elements_len(xs):
     return xs
 
 
-@rrule.register(builtins.zip)
+@rrule.register(builtins.zip, batched=True)  # elements' cotangents pass through as they come
 def rrule_zip(*iterables, strict: bool = False):
     """``zip(*iterables)``: each tuple's cotangent goes back to its elements."""
     sized = [len(_elements_len(xs)) for xs in iterables if _sized(xs)]
@@ -227,7 +227,7 @@ def rrule_zip(*iterables, strict: bool = False):
     return Iterated(rows, "zip"), zip_pullback
 
 
-@rrule.register(builtins.enumerate)
+@rrule.register(builtins.enumerate, batched=True)
 def rrule_enumerate(xs, *start):
     """``enumerate(xs[, start])``: the index carries no cotangent, the element's goes back to ``xs``."""
     items, layout = _elements(enumerate, xs)

@@ -58,7 +58,8 @@ def _recip(x):
 # ----- sin and cos: one computation, shared -----------------------------------------------------
 
 
-@rrule.register(math.sin)
+# their pullbacks multiply a cotangent, or a batch of them (`real_cotangent`), by the partials
+@rrule.register(math.sin, batched=True)
 def rrule_sin(x):
     # Python has no sincos: both are computed here, once, so the pullback only multiplies.
     s, c = math.sin(x), math.cos(x)
@@ -76,7 +77,7 @@ def frule_sin(tangents, x):
     return math.sin(x), math.cos(x) * tangents[1]
 
 
-@rrule.register(math.cos)
+@rrule.register(math.cos, batched=True)
 def rrule_cos(x):
     s, c = math.sin(x), math.cos(x)
 
@@ -150,7 +151,7 @@ scalar_rule(math.fabs, lambda x: 1.0 if x > 0 else (-1.0 if x < 0 else 0.0))
 # ----- logarithm with an optional base, power --------------------------------------------------
 
 
-@rrule.register(math.log)
+@rrule.register(math.log, batched=True)
 def rrule_log(x, *base):
     y = math.log(x, *base)
     if not base:
@@ -182,7 +183,7 @@ def frule_log(tangents, x, *base):
     return y, tangents[1] / (x * log_b) - tangents[2] * (y / (b * log_b))
 
 
-@rrule.register(math.pow)
+@rrule.register(math.pow, batched=True)
 def rrule_math_pow(x, p):
     y = math.pow(x, p)
 
@@ -209,7 +210,7 @@ def _unit(coords, h):
     return [c / h for c in coords] if h != 0 else [0.0] * len(coords)
 
 
-@rrule.register(math.hypot)
+@rrule.register(math.hypot, batched=True)
 def rrule_hypot(*coords):
     h = math.hypot(*coords)
     g = _unit(coords, h)

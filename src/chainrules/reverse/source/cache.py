@@ -264,11 +264,9 @@ _BATCH_MODES = frozenset(
 
 def _batchable(plan, result: dict) -> bool:
     """Whether the adjoint of this specialization takes a batch of cotangents: every statement's
-    mode is in ``_BATCH_MODES``, every rule called directly is registered ``batched=True``, and
-    the cotangents it returns are plain (no integer argument's, no structure of ``*args`` or of
-    the object a method was called on, no keywords' dict)."""
-    if result["bound"] or result["keywords"] or result["varargs"]:
-        return False
+    mode is in ``_BATCH_MODES`` (some checked one by one) and every rule called directly is
+    registered ``batched=True``. The cotangents of ``self``, ``*args`` and ``**kwargs`` are
+    structures holding their entries' batches."""
     statements = None
     for index, mode in plan.mode.items():
         if mode not in _BATCH_MODES:
@@ -285,20 +283,6 @@ def _batchable(plan, result: dict) -> bool:
     return True
 
 
-def _plain_loop(plan, loop) -> bool:
-    """Whether a loop's adjoint only runs its body backwards: a ``while``, a loop over a ``range``
-    or over a value without a derivative. A loop over a differentiated list or array collects its
-    items' cotangents one by one (``item_cotangents``), which does not take a batch."""
-    return isinstance(loop, ir.While) or loop.index in plan.range_loops or not plan.is_active(loop.iterable)
-
-
-def _plain_structure(plan, stmt) -> bool:
-    """Whether a structure statement's adjoint holds a batch: building a tuple, list or dict (its
-    cotangent is a ``Tangent`` of its items' batched cotangents) or unpacking a tuple or list. Not
-    unpacking an array, whose rows' cotangents are stacked along the array's first axis."""
-    return not isinstance(stmt, ir.Unpack) or plan.types.get(stmt.value) in (tuple, list)
-
-
 def _array_read(plan, stmt) -> bool:
     """Whether a read made again in the reverse pass (``recompute``) takes a batch: indexing an
     array, whose rule is batched. (An attribute's or a container's pullback, made only then,
@@ -307,7 +291,7 @@ def _array_read(plan, stmt) -> bool:
 
 
 #: the modes whose statements are checked one by one (see `_batchable`)
-_CHECKED_MODES = {"loop": _plain_loop, "struct": _plain_structure, "recompute": _array_read}
+_CHECKED_MODES = {"recompute": _array_read}
 
 
 def _respecialize_call(result: dict) -> str:

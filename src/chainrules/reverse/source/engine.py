@@ -168,8 +168,7 @@ def _without_rule(f, args: tuple, kwargs: dict, library_refused: str = ""):
     if f is operator.getitem:
         decline_batch()
         return _with_keywords(structural_getitem(*args), kwargs)
-    if isinstance(f, type):
-        decline_batch()
+    if isinstance(f, type):  # the fields' cotangents, or batches of them, are read off the object's
         return construct(f, args, kwargs)
     call = _class_attribute(kind, "__call__")
     if type(call) is _FUNCTION:

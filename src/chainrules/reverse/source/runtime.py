@@ -116,17 +116,15 @@ def unpack(value, n: int, star: int | None):
 def _stack_rows(array, rows: list):
     if all(isinstance(unthunk(r), AbstractZero) for r in rows):
         return ZERO
-    if isinstance(array, ActiveValue):  # another engine's array (a dual array, in a Hessian)
-        return rows_cotangent(array, rows)
-    dtype = np.result_type(array.dtype, np.float64) if array.dtype.kind not in "fc" else array.dtype
-    out = np.zeros(array.shape, dtype=dtype)
-    for i, r in enumerate(rows):
-        r = unthunk(r)
-        if isinstance(r, ActiveValue) or isinstance(out, ActiveValue):
-            out = scattered_sum(out, array, i, r)
-        elif not isinstance(r, AbstractZero):
-            out[i] += r
-    return out
+    if not isinstance(array, ActiveValue) and any(isinstance(unthunk(r), ActiveValue) for r in rows):
+        # a plain array's rows with cotangents an engine follows (duals, in a Hessian): scattered
+        # out of place, since a plain array cannot hold them
+        out = ZERO
+        for i, r in enumerate(rows):
+            if not isinstance(unthunk(r), AbstractZero):
+                out = scattered_sum(out, array, i, r)
+        return out
+    return rows_cotangent(array, rows)
 
 
 # ----- displays with * and ** ------------------------------------------------------------------
@@ -517,10 +515,17 @@ class ItemCotangents:
             if isinstance(d, ActiveValue) or isinstance(self.dense, ActiveValue):
                 self.dense = scattered_sum(ZERO if self.dense is None else self.dense, self.iterable, i, d)
                 return
+            # a row drops the array's first axis: a batch of cotangents (a leading batch axis) has
+            # as many axes as the array, and goes to [:, i]
+            batch = getattr(d, "ndim", 0) == self.iterable.ndim
             if self.dense is None:
                 kind = self.iterable.dtype
-                self.dense = np.zeros(self.iterable.shape, dtype=kind if kind.kind in "fc" else np.float64)
-            self.dense[i] += d
+                shape = d.shape[:1] + self.iterable.shape if batch else self.iterable.shape
+                self.dense = np.zeros(shape, dtype=kind if kind.kind in "fc" else np.float64)
+            if batch:
+                self.dense[:, i] += d
+            else:
+                self.dense[i] += d
             return
         if self.items is None:
             self.items = [ZERO] * self.count

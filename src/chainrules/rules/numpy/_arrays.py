@@ -16,7 +16,18 @@ from numbers import Complex, Integral, Real
 
 import numpy as np
 
-from ...core import AbstractZero, ActiveValue, InplaceableThunk, NoTangent, Tangent, Thunk, ZeroTangent, unthunk
+from ...core import (
+    AbstractZero,
+    ActiveValue,
+    InplaceableThunk,
+    NoTangent,
+    Tangent,
+    Thunk,
+    ZeroTangent,
+    carries_batch,
+    match_input_batch,
+    unthunk,
+)
 
 NO = NoTangent()
 ZERO = ZeroTangent()
@@ -140,6 +151,29 @@ def cotangent_array(y, dy):
     return dy
 
 
+def batch_of(y, dy):
+    """``dy`` as a batch of cotangents of the output ``y`` (a leading batch axis, brought to
+    ``y``'s space by ``match_input_batch``) when it carries one, else None. A pullback asks only
+    for a cotangent that is not an array of ``y``'s rank, so that a single cotangent, the common
+    case, costs it one test."""
+    dy = unthunk(dy)
+    return match_input_batch(y, dy) if carries_batch(y, dy) else None
+
+
+def batch_to_input(x, dx):
+    """``to_input`` for a batch of cotangents (a leading batch axis): ``dx`` of shape
+    ``(B, *np.shape(x))`` brought to ``x``'s space row by row, the batch axis kept; a (nested)
+    list or tuple gets a ``Tangent[list]``/``Tangent[tuple]`` of its elements' batches.
+
+    >>> import numpy as np
+    >>> batch_to_input([1.0, 2], np.array([[3.0, 4.0], [5.0, 6.0]]))
+    Tangent[list](array([3., 5.]), array([4., 6.]))
+    """
+    if isinstance(x, (list, tuple)) and not isinstance(dx, AbstractZero):
+        return Tangent[type(x)](*(batch_to_input(e, dx[:, i]) for i, e in enumerate(x)))
+    return match_input_batch(x, dx)
+
+
 def zeros_tangent(x, batch: int | None = None):
     """A dense zero tangent for ``x`` (with a leading batch axis of length ``batch``)."""
     dtype = tangent_dtype(x)
@@ -211,16 +245,19 @@ def sum_to(dx, shape: tuple):
 # ----- sequences (the argument of np.concatenate, the output of np.split) ---------------------
 
 
-def sequence_cotangent(seq, pieces: list):
-    """The cotangent of a sequence argument from its elements' cotangents.
+def sequence_cotangent(seq, pieces: list, batch: int | None = None):
+    """The cotangent of a sequence argument from its elements' cotangents (each a batch of
+    ``batch`` cotangents, when given).
 
     A list or tuple gets ``Tangent[list]``/``Tangent[tuple]``; an array iterated along its first
-    axis gets an array."""
+    axis gets an array (after the batch axis)."""
     if all(isinstance(p, AbstractZero) for p in pieces):
         return ZERO
     if isinstance(seq, (list, tuple)):
         return Tangent[type(seq)](*pieces)
-    rows = [zeros_tangent(seq[i]) if isinstance(p, AbstractZero) else unthunk(p) for i, p in enumerate(pieces)]
+    rows = [zeros_tangent(seq[i], batch) if isinstance(p, AbstractZero) else unthunk(p) for i, p in enumerate(pieces)]
+    if batch is not None:
+        return batch_to_input(seq, np.stack(rows, axis=1))
     return to_input(seq, np.stack(rows))
 
 
@@ -335,6 +372,27 @@ def scatter_rows(shape: tuple, dtype: np.dtype, index, dy, view, repeats: bool) 
     if isinstance(dy, ActiveValue):  # (dual numbers, say): a plain accumulator cannot take them in place
         return Thunk(scatter_active)
     return InplaceableThunk(scatter_add_into, Thunk(scatter_value))
+
+
+def scatter_batch_thunk(x, index: tuple, dys, view=None, unique: bool | None = None):
+    """``scatter_thunk`` for a batch of cotangents ``dys`` (a leading batch axis): row ``b`` of
+    ``dys`` is scattered at ``index`` into row ``b`` of a ``(B, *x.shape)`` accumulator.
+
+    ``index`` is a tuple indexing ``x``'s axes; ``view``, when given, takes the batched
+    accumulator (the batch axis in front) to a writeable view that ``index`` applies to past
+    the batch axis. With a full slice put in front, the index's advanced parts stay side by
+    side, so the selected rows keep the batch axis first, as ``dys`` has it.
+    """
+    dtype = tangent_dtype(x)
+    if dtype is None:
+        return NO
+    dys = unthunk(dys)
+    if isinstance(dys, AbstractZero):
+        return dys
+    if dtype.kind == "f" and np.iscomplexobj(dys):
+        dys = np.real(dys)
+    repeats = index_has_repeats(index) if unique is None else not unique
+    return scatter_rows((np.shape(dys)[0], *np.shape(x)), dtype, (slice(None), *index), dys, view, repeats)
 
 
 class ElementScatter(InplaceableThunk):

@@ -154,7 +154,7 @@ def _item_index(x, index: tuple) -> tuple:
     return index[0] if len(index) == 1 else index
 
 
-@rrule.register(np.ndarray.item)
+@rrule.register(np.ndarray.item, batched=True)  # (the getitem pullback it uses takes a batch)
 def rrule_item(x, *index):
     """``x.item(*index)``: one entry as a Python number, with the cotangent of ``x[...]`` at that entry."""
     y = x.item(*index)  # first: NumPy's own error for a bad index or a no-argument call on many entries

@@ -11,6 +11,11 @@ Functions that read one triangle of their argument (``eigh``, ``eigvalsh``, ``ch
 as NumPy computes it, which equals the symmetric gradient of JAX and PyTorch along every
 symmetric direction.
 
+Pullbacks take a batch of cotangents too (a leading batch axis, for reverse-mode Jacobians): the
+batch is one more stack axis in front of the primal's (its factors broadcast against it), solved
+with the primal's factorization once for all rows. The forward rules take a batch of tangents
+likewise.
+
 Non-smooth points, documented: repeated eigenvalues (or singular values) closer than
 ``n * eps * max|w|`` are treated as one, so an eigenvector cotangent that does not depend on the
 basis of their eigenspace gives a finite, correct result (an eigenvalue-only cotangent never
@@ -31,7 +36,18 @@ import math
 import numpy as np
 import scipy.linalg
 
-from ...core import conj, frule, non_differentiable, rrule, unbroadcast, unthunk
+from ...core import (
+    Thunk,
+    carries_batch,
+    conj,
+    frule,
+    match_input_batch,
+    non_differentiable,
+    rrule,
+    unbroadcast,
+    unbroadcast_batch,
+    unthunk,
+)
 from ..scipy._lapack import (
     LU,
     NO,
@@ -57,6 +73,8 @@ from ..scipy._lapack import (
     mT,
     options,
     parts,
+    parts_carry_batch,
+    plain,
     projector,
     tangent_of,
     triangular_solve,
@@ -100,7 +118,7 @@ def _solve_setup(a, b, name):
     return linalg.solve(a, b), LU(a), np.ndim(b) == 1
 
 
-@rrule.register(linalg.solve)
+@rrule.register(linalg.solve, batched=True)
 def rrule_solve(a, b):
     project_a, project_b = projector(a), projector(b)
     x, lu, vector = _solve_setup(a, b, "numpy.linalg.solve")
@@ -109,12 +127,21 @@ def rrule_solve(a, b):
         dx = unthunk(dx)
         if is_zero(dx):
             return NO, ZERO, ZERO
+        if carries_batch(x, dx):  # every row solved at once, with the same factors
+            db = lu.solve(plain(dx), "C", batched=True)
+            da = Thunk(lambda: project_a.batch(unbroadcast_batch(a, _solve_cotangent_of_a(db, x, vector))))
+            return NO, da, project_b.batch(unbroadcast_batch(b, db))
         # The factorization of A serves A^H: one transposed triangular solve, no refactorization.
         db = lu.solve(dx, "C")
         da = -(db[..., :, None] * conj(x)[..., None, :]) if vector else mm(db, x, "N", "C", alpha=-1.0)
         return NO, project_a(unbroadcast(a, da)), project_b(unbroadcast(b, db))
 
     return x, solve_pullback
+
+
+def _solve_cotangent_of_a(db, x, vector: bool):
+    """``-db x^H``, the cotangent of ``a`` in ``x = a^{-1} b`` (``db`` may carry a batch axis)."""
+    return -(db[..., :, None] * conj(x)[..., None, :]) if vector else mm(db, x, "N", "C", alpha=-1.0)
 
 
 @frule.register(linalg.solve, batched=True)
@@ -153,7 +180,7 @@ def _tensorsolve_setup(a, b, axes):
     return np.reshape(x, x_shape), lu, order, (n, n)
 
 
-@rrule.register(linalg.tensorsolve)
+@rrule.register(linalg.tensorsolve, batched=True)
 def rrule_tensorsolve(a, b, *rest, **kwargs):
     axes = options("numpy.linalg.tensorsolve", rest, kwargs, (("axes", None),))["axes"]
     project_a, project_b = projector(a), projector(b)
@@ -163,26 +190,43 @@ def rrule_tensorsolve(a, b, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
+        if carries_batch(x, dx):
+            lead = np.shape(dx)[:1]
+            db = lu.solve(np.reshape(plain(dx), (*lead, -1)), "C", batched=True)
+            da = Thunk(lambda: project_a.batch(_tensorsolve_cotangent_of_a(db, x, a, order, lead)))
+            return (NO, da, project_b.batch(np.reshape(db, lead + np.shape(b)))) + (NO,) * len(rest)
         # solve's pullback on the matrix: db = A^{-H} dx, dA = -db x^H, then the axes put back
         db = lu.solve(np.reshape(dx, (-1,)), "C")
-        da = -(db[:, None] * conj(np.reshape(x, (-1,)))[None, :])
-        da = np.transpose(np.reshape(da, [np.shape(a)[k] for k in order]), np.argsort(order))
+        da = _tensorsolve_cotangent_of_a(db, x, a, order, ())
         return (NO, project_a(da), project_b(np.reshape(db, np.shape(b)))) + (NO,) * len(rest)
 
     return x, tensorsolve_pullback
 
 
-@frule.register(linalg.tensorsolve)
+def _tensorsolve_cotangent_of_a(db, x, a, order, lead: tuple):
+    """``-db x^H`` on the matrix, its axes put back in ``a``'s order; ``lead``: a batch axis in front."""
+    da = -(db[..., :, None] * conj(np.reshape(x, (-1,))))
+    da = np.reshape(da, lead + tuple(np.shape(a)[k] for k in order))
+    return np.transpose(da, tuple(range(len(lead))) + tuple(len(lead) + np.argsort(order)))
+
+
+@frule.register(linalg.tensorsolve, batched=True)
 def frule_tensorsolve(tangents, a, b, *rest, **kwargs):
     axes = options("numpy.linalg.tensorsolve", rest, kwargs, (("axes", None),))["axes"]
     da, db = _tangents(tangents)[:2]
     x, lu, order, matrix_shape = _tensorsolve_setup(a, b, axes)
-    rhs = 0 if is_zero(db) else np.reshape(db, (-1,))  # A dx = db - dA x
+    batch = batch_size((da, db), (a, b))
+    lead = () if batch is None else (batch,)
+    rhs = 0 if is_zero(db) else np.reshape(db, (*lead, -1) if is_batched(db, b) else (-1,))  # A dx = db - dA x
     if not is_zero(da):
-        rhs = rhs - np.reshape(np.transpose(da, order), matrix_shape) @ np.reshape(x, (-1,))
+        if is_batched(da, a):
+            matrices = np.reshape(np.transpose(da, (0, *(k + 1 for k in order))), lead + matrix_shape)
+        else:
+            matrices = np.reshape(np.transpose(da, order), matrix_shape)
+        rhs = rhs - matrices @ np.reshape(x, (-1,))
     if np.ndim(rhs) == 0:
         return x, ZERO
-    return x, np.reshape(lu.solve(rhs), np.shape(x))
+    return x, np.reshape(lu.solve(rhs, batched=batch is not None), lead + np.shape(x))
 
 
 def _tensorinv_setup(a, ind):
@@ -195,7 +239,7 @@ def _tensorinv_setup(a, ind):
     return np.reshape(y, shape[ind:] + shape[:ind]), (n, np.size(a) // n if n else 0)
 
 
-@rrule.register(linalg.tensorinv)
+@rrule.register(linalg.tensorinv, batched=True)
 def rrule_tensorinv(a, *rest, **kwargs):
     ind = options("numpy.linalg.tensorinv", rest, kwargs, (("ind", 2),))["ind"]
     project = projector(a)
@@ -207,6 +251,10 @@ def rrule_tensorinv(a, *rest, **kwargs):
         if is_zero(dy):
             return (NO, ZERO) + (NO,) * len(rest)
         ymh = mH(ym)  # inv's pullback on the matrix: -Y^H dY Y^H
+        if carries_batch(y, dy):
+            lead = np.shape(dy)[:1]
+            da = -(ymh @ np.reshape(plain(dy), lead + matrix_shape[::-1]) @ ymh)
+            return (NO, project.batch(np.reshape(da, lead + np.shape(a)))) + (NO,) * len(rest)
         return (NO, project(np.reshape(-(ymh @ np.reshape(dy, matrix_shape[::-1]) @ ymh), np.shape(a)))) + (NO,) * len(
             rest
         )
@@ -214,7 +262,7 @@ def rrule_tensorinv(a, *rest, **kwargs):
     return y, tensorinv_pullback
 
 
-@frule.register(linalg.tensorinv)
+@frule.register(linalg.tensorinv, batched=True)
 def frule_tensorinv(tangents, a, *rest, **kwargs):
     ind = options("numpy.linalg.tensorinv", rest, kwargs, (("ind", 2),))["ind"]
     (da,) = _tangents(tangents)[:1]
@@ -222,13 +270,14 @@ def frule_tensorinv(tangents, a, *rest, **kwargs):
     if is_zero(da):
         return y, ZERO
     ym = np.reshape(y, matrix_shape[::-1])
-    return y, np.reshape(-(ym @ np.reshape(da, matrix_shape) @ ym), np.shape(y))
+    lead = np.shape(da)[:1] if is_batched(da, a) else ()
+    return y, np.reshape(-(ym @ np.reshape(da, lead + matrix_shape) @ ym), lead + np.shape(y))
 
 
 # ----- inverse, determinants ----------------------------------------------------------------
 
 
-@rrule.register(linalg.inv)
+@rrule.register(linalg.inv, batched=True)
 def rrule_inv(a):
     project = projector(a)
     y = linalg.inv(a)
@@ -238,6 +287,9 @@ def rrule_inv(a):
         if is_zero(dy):
             return NO, ZERO
         yh = mH(y)
+        if carries_batch(y, dy):
+            # the inverse broadcasts against the batch; for a block of unit cotangents yh @ dy selects
+            return NO, project.batch(-(yh @ dy @ yh))
         return NO, project(-(yh @ dy @ yh))
 
     return y, inv_pullback
@@ -284,7 +336,7 @@ def _det_gradient(a, d, lu):
     return d * mT(lu.inv())
 
 
-@rrule.register(linalg.det)
+@rrule.register(linalg.det, batched=True)
 def rrule_det(a):
     project = projector(a)
     d, lu = _det_setup(a)
@@ -295,6 +347,8 @@ def rrule_det(a):
             return NO, ZERO
         grad = _det_gradient(a, d, lu)
         scale = dd[..., None, None] if np.ndim(dd) else dd
+        if carries_batch(d, dd):  # a batch axis in front of the stack's: the gradient broadcasts
+            return NO, project.batch(plain(scale) * conj(grad))
         return NO, project(scale * conj(grad))
 
     return d, det_pullback
@@ -327,7 +381,7 @@ def _inverse_transpose(a, lu, name):
     return mT(lu.inv())
 
 
-@rrule.register(linalg.slogdet)
+@rrule.register(linalg.slogdet, batched=True)
 def rrule_slogdet(a):
     project = projector(a)
     result, lu = _slogdet_setup(a)
@@ -342,7 +396,9 @@ def rrule_slogdet(a):
             # d sign = i sign Im(tr(a^{-1} da)): its cotangent turns the weight complex.
             weight = weight - 1j * np.imag(np.conj(dsign) * sign)
         weight = weight[..., None, None] if np.ndim(weight) else weight
-        return NO, project(weight * conj(_inverse_transpose(a, lu, "numpy.linalg.slogdet")))
+        grad = weight * conj(_inverse_transpose(a, lu, "numpy.linalg.slogdet"))
+        # a batch axis in front of the stack's: the weights broadcast against the inverse
+        return NO, (project.batch(grad) if parts_carry_batch(result, (dsign, dlogabs)) else project(grad))
 
     return result, slogdet_pullback
 
@@ -381,12 +437,13 @@ def _phi(x):
     return np.tril(x) - 0.5 * diag_embed(diagonal(x))
 
 
-def cholesky_gradient(low, dlow):
+def cholesky_gradient(low, dlow, batched: bool = False):
     """``G = L^{-H} Phi(L^H dL) L^{-1}``, whose Hermitian part is the cotangent of ``a = L L^H``
-    (Murray 2016, "Differentiation of the Cholesky decomposition", eq. 10)."""
+    (Murray 2016, "Differentiation of the Cholesky decomposition", eq. 10); ``dlow`` may carry a
+    leading batch axis (``batched``)."""
     x = _phi(mm(low, dlow, "C", "N"))
-    y = triangular_solve(low, x, lower=True, op="C")
-    return triangular_solve(low, y, lower=True, side="right")
+    y = triangular_solve(low, x, lower=True, op="C", batched=batched)
+    return triangular_solve(low, y, lower=True, side="right", batched=batched)
 
 
 def cholesky_tangent(low, dahat, batched: bool):
@@ -396,7 +453,7 @@ def cholesky_tangent(low, dahat, batched: bool):
     return mm(low, _phi(c))
 
 
-@rrule.register(linalg.cholesky)
+@rrule.register(linalg.cholesky, batched=True)
 def rrule_cholesky(a, *, upper=False):
     project = projector(a)
     c, low = _cholesky_setup(a, upper, "numpy.linalg.cholesky")
@@ -405,6 +462,10 @@ def rrule_cholesky(a, *, upper=False):
         dc = unthunk(dc)
         if is_zero(dc):
             return NO, ZERO
+        if carries_batch(c, dc):
+            dc = plain(dc)
+            g = cholesky_gradient(low, mH(dc) if upper else dc, batched=True)
+            return NO, project.batch(fold_onto_triangle(g, lower=not upper))
         g = cholesky_gradient(low, mH(dc) if upper else dc)
         return NO, project(fold_onto_triangle(g, lower=not upper))
 
@@ -454,7 +515,7 @@ def eigh_tangent(w, v, dahat, ops=NUMPY):
     return dw, ops.mul(v, gap_inverse(w) * m)
 
 
-@rrule.register(linalg.eigh)
+@rrule.register(linalg.eigh, batched=True)
 def rrule_eigh(a, *rest, **kwargs):
     lower = _lower(options("numpy.linalg.eigh", rest, kwargs, (("UPLO", "L"),))["UPLO"])
     project = projector(a)
@@ -463,9 +524,11 @@ def rrule_eigh(a, *rest, **kwargs):
 
     def eigh_pullback(dresult):
         dw, dv = parts(dresult, result._fields)
-        g = eigh_gradient(w, v, dw, dv)
-        da = ZERO if is_zero(g) else project(fold_onto_triangle(g, lower))
-        return (NO, da) + (NO,) * len(rest)
+        g = eigh_gradient(w, v, dw, dv)  # the factors broadcast against a batch of cotangents
+        if is_zero(g):
+            return (NO, ZERO) + (NO,) * len(rest)
+        g = fold_onto_triangle(g, lower)
+        return (NO, project.batch(g) if parts_carry_batch(result, (dw, dv)) else project(g)) + (NO,) * len(rest)
 
     return result, eigh_pullback
 
@@ -500,9 +563,9 @@ def eigvalsh_gradient(w, v, dw, lower: bool, ops=NUMPY):
     """The cotangent of ``a`` for ``dw`` on the eigenvalues: ``V diag(dw) V^H`` folded onto the
     triangle that was read; with SciPy, one triangle computed by two rank-k updates (SYRK)."""
     dw = np.real(dw)
-    if ops is SCIPY and is_plain(v) and v.ndim == 2:
+    if ops is SCIPY and is_plain(v) and v.ndim == 2 and np.ndim(dw) == 1:
         return fold_triangle_of_hermitian(hermitian_product(v, dw.astype(w.dtype, copy=False), lower), lower)
-    return fold_onto_triangle(ops.mul(v * dw[..., None, :], v, "N", "C"), lower)
+    return fold_onto_triangle(ops.mul(v * plain(dw)[..., None, :], v, "N", "C"), lower)  # (also a batch of dw)
 
 
 def eigvalsh_tangent(v, dahat, ops=NUMPY):
@@ -510,7 +573,7 @@ def eigvalsh_tangent(v, dahat, ops=NUMPY):
     return np.real(np.sum(conj(v) * ops.mul(dahat, v), axis=-2))
 
 
-@rrule.register(linalg.eigvalsh)
+@rrule.register(linalg.eigvalsh, batched=True)
 def rrule_eigvalsh(a, *rest, **kwargs):
     lower = _lower(options("numpy.linalg.eigvalsh", rest, kwargs, (("UPLO", "L"),))["UPLO"])
     project = projector(a)
@@ -521,6 +584,8 @@ def rrule_eigvalsh(a, *rest, **kwargs):
         dw = unthunk(dw)
         if is_zero(dw):
             return (NO, ZERO) + (NO,) * len(rest)
+        if carries_batch(w, dw):
+            return (NO, project.batch(eigvalsh_gradient(w, v, dw, lower, ops))) + (NO,) * len(rest)
         return (NO, project(eigvalsh_gradient(w, v, dw, lower, ops))) + (NO,) * len(rest)
 
     return w, eigvalsh_pullback
@@ -544,23 +609,28 @@ def _largest(v):
     return np.argmax(np.abs(v), axis=-2)
 
 
-def eig_tangent(w, v, da, ops=NUMPY):
+def eig_tangent(w, v, da, ops=NUMPY, batched: bool = False):
     """``(dw, dV)`` for ``a V = V diag(w)`` with LAPACK's normalization: unit columns whose
-    largest component is real (Magnus 1985 for the raw derivative, then that gauge)."""
-    m = ops.solve(v, ops.mul(da, v))
+    largest component is real (Magnus 1985 for the raw derivative, then that gauge); ``da`` may
+    carry a leading batch axis (``batched``)."""
+    m = ops.solve_batch(v, ops.mul(da, v)) if batched else ops.solve(v, ops.mul(da, v))
     dw = diagonal(m)
     raw = ops.mul(v, gap_inverse(w) * m)
     k = _largest(v)
     vk = np.take_along_axis(v, k[..., None, :], axis=-2)[..., 0, :]
-    rawk = np.take_along_axis(raw, k[..., None, :], axis=-2)[..., 0, :]
+    where = k[..., None, :]
+    if batched:  # the index of each vector's largest component, for every row of the batch
+        where = np.broadcast_to(where, np.shape(raw)[:-2] + np.shape(where)[-2:])
+    rawk = np.take_along_axis(raw, where, axis=-2)[..., 0, :]
     c = -np.real(np.sum(conj(v) * raw, axis=-2))
     if np.iscomplexobj(raw):
         c = c - 1j * np.imag(rawk / vk)
     return dw, raw + v * c[..., None, :]
 
 
-def eig_gradient(w, v, dw, dv, ops=NUMPY):
-    """Adjoint of ``eig_tangent``: ``V^{-H} (diag(dw) + conj(F) * (V^H dV')) V^H``."""
+def eig_gradient(w, v, dw, dv, ops=NUMPY, batched: bool = False):
+    """Adjoint of ``eig_tangent``: ``V^{-H} (diag(dw) + conj(F) * (V^H dV')) V^H``; the
+    cotangents may carry a leading batch axis (``batched``)."""
     inner = 0 if is_zero(dw) else diag_embed(dw)
     if not is_zero(dv):
         beta = np.sum(conj(dv) * v, axis=-2)  # dv_i^H v_i
@@ -571,10 +641,12 @@ def eig_gradient(w, v, dw, dv, ops=NUMPY):
             onehot = np.arange(v.shape[-2])[:, None] == k[..., None, :]  # the largest component of each vector
             draw = draw + onehot * (1j * np.imag(beta) / np.conj(vk))[..., None, :]
         inner = inner + conj(gap_inverse(w)) * ops.mul(v, draw, "C")
+    if batched:
+        return ops.solve_batch(mH(v), ops.mul(inner, v, "N", "C"))
     return ops.solve(mH(v), ops.mul(inner, v, "N", "C"))
 
 
-@rrule.register(linalg.eig)
+@rrule.register(linalg.eig, batched=True)
 def rrule_eig(a):
     project = projector(a)
     result = linalg.eig(a)
@@ -584,22 +656,24 @@ def rrule_eig(a):
         dw, dv = parts(dresult, result._fields)
         if is_zero(dw) and is_zero(dv):
             return NO, ZERO
+        if parts_carry_batch(result, (dw, dv)):
+            return NO, project.batch(eig_gradient(w, v, plain(dw), plain(dv), batched=True))
         return NO, project(eig_gradient(w, v, dw, dv))
 
     return result, eig_pullback
 
 
-@frule.register(linalg.eig)
+@frule.register(linalg.eig, batched=True)
 def frule_eig(tangents, a):
     (da,) = _tangents(tangents)
     result = linalg.eig(a)
     if is_zero(da):
         return result, ZERO
-    dw, dv = eig_tangent(result[0], result[1], da)
+    dw, dv = eig_tangent(result[0], result[1], da, batched=is_batched(da, a))
     return result, tangent_of(result, dw, dv)
 
 
-@rrule.register(linalg.eigvals)
+@rrule.register(linalg.eigvals, batched=True)
 def rrule_eigvals(a):
     project = projector(a)
     w, v = linalg.eig(a)
@@ -608,17 +682,21 @@ def rrule_eigvals(a):
         dw = unthunk(dw)
         if is_zero(dw):
             return NO, ZERO
+        if carries_batch(w, dw):
+            return NO, project.batch(eig_gradient(w, v, plain(dw), ZERO, batched=True))
         return NO, project(eig_gradient(w, v, dw, ZERO))
 
     return w, eigvals_pullback
 
 
-@frule.register(linalg.eigvals)
+@frule.register(linalg.eigvals, batched=True)
 def frule_eigvals(tangents, a):
     (da,) = _tangents(tangents)
     w, v = linalg.eig(a)
     if is_zero(da):
         return w, ZERO
+    if is_batched(da, a):
+        return w, diagonal(NUMPY.solve_batch(v, da @ v))
     return w, diagonal(linalg.solve(v, da @ v))
 
 
@@ -696,7 +774,7 @@ def _svd_options(rest, kwargs):
     )
 
 
-@rrule.register(linalg.svd)
+@rrule.register(linalg.svd, batched=True)
 def rrule_svd(a, *rest, **kwargs):
     opts = _svd_options(rest, kwargs)
     project = projector(a)
@@ -710,16 +788,17 @@ def rrule_svd(a, *rest, **kwargs):
             du, ds, dvh = parts(dresult, result._fields)
         else:
             du, ds, dvh = ZERO, unthunk(dresult), ZERO
-        g = svd_gradient(u, s, vh, du, ds, dvh)
+        g = svd_gradient(u, s, vh, du, ds, dvh)  # the factors broadcast against a batch of cotangents
         if is_zero(g):
             return (NO, ZERO) + (NO,) * len(rest)
         da = fold_onto_triangle(g, lower=True) if hermitian else g
-        return (NO, project(da)) + (NO,) * len(rest)
+        batched = parts_carry_batch((u, s, vh), (du, ds, dvh))
+        return (NO, project.batch(da) if batched else project(da)) + (NO,) * len(rest)
 
     return result, svd_pullback
 
 
-@frule.register(linalg.svd)
+@frule.register(linalg.svd, batched=True)
 def frule_svd(tangents, a, *rest, **kwargs):
     opts = _svd_options(rest, kwargs)
     (da,) = _tangents(tangents)[:1]
@@ -734,7 +813,7 @@ def frule_svd(tangents, a, *rest, **kwargs):
     return result, (tangent_of(result, du, ds, dvh) if opts["compute_uv"] else ds)
 
 
-@rrule.register(linalg.svdvals)
+@rrule.register(linalg.svdvals, batched=True)
 def rrule_svdvals(x):
     project = projector(x)
     u, s, vh = linalg.svd(x, full_matrices=False)
@@ -743,6 +822,8 @@ def rrule_svdvals(x):
         ds = unthunk(ds)
         if is_zero(ds):
             return NO, ZERO
+        if carries_batch(s, ds):
+            return NO, project.batch((u * np.real(plain(ds))[..., None, :]) @ vh)
         return NO, project((u * np.real(ds)[..., None, :]) @ vh)
 
     return s, svdvals_pullback
@@ -766,12 +847,15 @@ def _sym_upper(x):
     return up + mH(up) + diag_embed(np.real(diagonal(x))).astype(x.dtype, copy=False)
 
 
-def qr_gradient(q, r, dq, dr, ops=NUMPY):
+def qr_gradient(q, r, dq, dr, ops=NUMPY, batched: bool = False):
     """The cotangent of ``a = Q R`` for ``m >= n`` (reduced factors), ``m < n``, and full ``Q``.
 
     Square and tall: ``[dQ - Q sym(Q^H dQ - dR R^H)] R^{-H}`` (Walter & Lehmann 2018, and
-    Liao et al. 2019 for the wide case, which splits ``a = [X | Y]`` with ``X`` square).
+    Liao et al. 2019 for the wide case, which splits ``a = [X | Y]`` with ``X`` square). The
+    cotangents may carry a leading batch axis (``batched``).
     """
+    if is_zero(dq) and is_zero(dr):
+        return ZERO
     mul = ops.mul
     m, n = q.shape[-2], r.shape[-1]
     k = min(m, n)
@@ -782,24 +866,24 @@ def qr_gradient(q, r, dq, dr, ops=NUMPY):
         dr = dr[..., :k, :]
     r = r[..., :k, :]
     if m >= n:
-        return _qr_square_gradient(q, r, dq, dr, ops)
+        return _qr_square_gradient(q, r, dq, dr, ops, batched)
     r1, r2 = r[..., :, :m], r[..., :, m:]
     dr1 = ZERO if is_zero(dr) else dr[..., :, :m]
     dr2 = ZERO if is_zero(dr) else dr[..., :, m:]
     if not is_zero(dr2):
         coupling = mul(mul(q, r2), dr2, "N", "C")  # the right block of a, rebuilt, couples through Q
         dq = coupling if is_zero(dq) else dq + coupling
-    dx = _qr_square_gradient(q, r1, dq, dr1, ops)
+    dx = _qr_square_gradient(q, r1, dq, dr1, ops, batched)
     if is_zero(dr2):
-        dy = np.zeros(np.shape(q)[:-1] + (n - m,), dtype=np.result_type(q, r))
+        dy = np.zeros(np.shape(dx)[:-1] + (n - m,), dtype=np.result_type(q, r))
     else:
         dy = mul(q, dr2)
     if is_zero(dx):
-        dx = np.zeros(np.shape(q)[:-1] + (m,), dtype=dy.dtype)
+        dx = np.zeros(np.shape(dy)[:-1] + (m,), dtype=dy.dtype)
     return np.concatenate([dx, dy], axis=-1)
 
 
-def _qr_square_gradient(q, r, dq, dr, ops):
+def _qr_square_gradient(q, r, dq, dr, ops, batched=False):
     if is_zero(dq) and is_zero(dr):
         return ZERO
     x = 0
@@ -808,21 +892,22 @@ def _qr_square_gradient(q, r, dq, dr, ops):
     if not is_zero(dr):
         x = x - ops.mul(dr, r, "N", "C")
     w = (0 if is_zero(dq) else dq) - ops.mul(q, _sym_upper(x))
-    return ops.trisolve(r, w, lower=False, op="C", side="right")  # w R^{-H}
+    return ops.trisolve(r, w, lower=False, op="C", side="right", batched=batched)  # w R^{-H}
 
 
-def qr_tangent(q, r, da, ops=NUMPY):
-    """``(dQ, dR)`` of ``a = Q R`` (Householder QR: the diagonal of ``R`` is real)."""
+def qr_tangent(q, r, da, ops=NUMPY, batched: bool = False):
+    """``(dQ, dR)`` of ``a = Q R`` (Householder QR: the diagonal of ``R`` is real); ``da`` may
+    carry a leading batch axis (``batched``)."""
     mul = ops.mul
     m, n = q.shape[-2], r.shape[-1]
     k = min(m, n)
     qk, rk = q[..., :, :k], r[..., :k, :]
     if m < n:
         dx, dy = da[..., :, :m], da[..., :, m:]
-        dq, dr1 = _qr_square_tangent(qk, rk[..., :, :m], dx, ops)
+        dq, dr1 = _qr_square_tangent(qk, rk[..., :, :m], dx, ops, batched)
         dr2 = mul(dq, mul(qk, rk[..., :, m:]), "C") + mul(qk, dy, "C")
         return dq, np.concatenate([dr1, dr2], axis=-1)
-    dq, dr = _qr_square_tangent(qk, rk, da, ops)
+    dq, dr = _qr_square_tangent(qk, rk, da, ops, batched)
     if q.shape[-1] > k:
         qperp = q[..., :, k:]
         dq = np.concatenate([dq, -mul(qk, mul(dq, qperp, "C"))], axis=-1)
@@ -830,8 +915,8 @@ def qr_tangent(q, r, da, ops=NUMPY):
     return dq, dr
 
 
-def _qr_square_tangent(q, r, da, ops):
-    dar = ops.trisolve(r, da, lower=False, side="right")  # da r^{-1}
+def _qr_square_tangent(q, r, da, ops, batched=False):
+    dar = ops.trisolve(r, da, lower=False, side="right", batched=batched)  # da r^{-1}
     c = ops.mul(q, dar, "C")
     low = np.tril(c, -1)
     omega = low - mH(low)
@@ -849,7 +934,7 @@ def _qr_mode(rest, kwargs, name):
     return mode
 
 
-@rrule.register(linalg.qr)
+@rrule.register(linalg.qr, batched=True)
 def rrule_qr(a, *rest, **kwargs):
     mode = _qr_mode(rest, kwargs, "numpy.linalg.qr")
     project = projector(a)
@@ -858,13 +943,16 @@ def rrule_qr(a, *rest, **kwargs):
 
     def qr_pullback(dresult):
         dq, dr = (ZERO, unthunk(dresult)) if mode == "r" else parts(dresult, result._fields)
+        if parts_carry_batch((q, r), (dq, dr)):
+            g = qr_gradient(q, r, plain(dq), plain(dr), batched=True)
+            return (NO, ZERO if is_zero(g) else project.batch(g)) + (NO,) * len(rest)
         g = qr_gradient(q, r, dq, dr)
         return (NO, ZERO if is_zero(g) else project(g)) + (NO,) * len(rest)
 
     return result, qr_pullback
 
 
-@frule.register(linalg.qr)
+@frule.register(linalg.qr, batched=True)
 def frule_qr(tangents, a, *rest, **kwargs):
     mode = _qr_mode(rest, kwargs, "numpy.linalg.qr")
     (da,) = _tangents(tangents)[:1]
@@ -872,7 +960,7 @@ def frule_qr(tangents, a, *rest, **kwargs):
     result = r if mode == "r" else _QRResult(q, r)
     if is_zero(da):
         return result, ZERO
-    dq, dr = qr_tangent(q, r, da)
+    dq, dr = qr_tangent(q, r, da, batched=is_batched(da, a))
     return result, (dr if mode == "r" else tangent_of(result, dq, dr))
 
 
@@ -900,7 +988,7 @@ def pinv_gradient(a, y, dy, ops=NUMPY):
     return grad
 
 
-@rrule.register(linalg.pinv)
+@rrule.register(linalg.pinv, batched=True)
 def rrule_pinv(a, *rest, **kwargs):
     hermitian = options("numpy.linalg.pinv", rest, kwargs, (("rcond", None), ("hermitian", False), ("rtol", None)))[
         "hermitian"
@@ -913,8 +1001,10 @@ def rrule_pinv(a, *rest, **kwargs):
         dy = unthunk(dy)
         if is_zero(dy):
             return (NO, ZERO) + (NO,) * len(rest)
-        g = pinv_gradient(a_read, y, dy)
-        return (NO, project(fold_onto_triangle(g, lower=True) if hermitian else g)) + (NO,) * len(rest)
+        batched = carries_batch(y, dy)  # the factors broadcast against a batch of cotangents
+        g = pinv_gradient(a_read, y, plain(dy) if batched else dy)
+        g = fold_onto_triangle(g, lower=True) if hermitian else g
+        return (NO, project.batch(g) if batched else project(g)) + (NO,) * len(rest)
 
     return y, pinv_pullback
 
@@ -981,26 +1071,30 @@ def _pinv_h_apply(c, v):
     return mul(c["ur"], mul(c["vhr"], v) / c["sr"][:, None])
 
 
-def lstsq_gradient(result, c, dx, dres, ds):
+def lstsq_gradient(result, c, dx, dres, ds, batched: bool = False):
     """``(da, db)`` of least squares ``x = A^+ b`` at locally constant rank; from the pseudo-inverse
     derivative (Golub & Pereyra 1973): ``-b' x^H + r (A^+ b')^H + (A^{+H} x) ((I - A^+ A) dx)^H``
-    with ``b' = A^{+H} dx``; residuals add ``2 r dres``; singular values ``U diag(ds) V^H``."""
+    with ``b' = A^{+H} dx``; residuals add ``2 r dres``; singular values ``U diag(ds) V^H``. The
+    cotangents may carry a leading batch axis (``batched``)."""
     mul = c["mul"]
     x, r, vector = c["x"], c["r"], c["vector"]
     da, db = 0, 0
     if not is_zero(dx):
-        dxc = dx[:, None] if vector else dx
+        dxc = dx[..., None] if vector else dx
         db = _pinv_h_apply(c, dxc)
         q_dx = dxc - mul(c["vhr"], mul(c["vhr"], dxc), "C")  # (I - A^+ A) dx
         da = -mul(db, x, "N", "C") + mul(r, _pinv_apply(c, db), "N", "C") + mul(_pinv_h_apply(c, x), q_dx, "N", "C")
     if not is_zero(dres) and np.size(result[1]):
-        weighted = 2 * r * np.real(dres)
+        weight = np.real(dres)
+        if batched:  # one row of weights per residual column (one for a vector b)
+            weight = np.reshape(weight, (np.shape(weight)[0], 1, -1))
+        weighted = 2 * r * weight
         db = db + weighted
         da = da - mul(weighted, x, "N", "C")
     if not is_zero(ds) and ds is not None:
-        da = da + mul(c["u"] * np.real(ds), c["vh"])
+        da = da + mul(c["u"] * np.real(ds)[..., None, :], c["vh"])
     da = ZERO if np.ndim(da) == 0 else da
-    db = ZERO if np.ndim(db) == 0 else (db[:, 0] if vector else db)
+    db = ZERO if np.ndim(db) == 0 else (db[..., 0] if vector else db)
     return da, db
 
 
@@ -1008,7 +1102,7 @@ def lstsq_tangent(result, c, da, db):
     """``(dx, dres, ds)`` of least squares at locally constant rank."""
     mul = c["mul"]
     x, r, vector = c["x"], c["r"], c["vector"]
-    rhs = 0 if is_zero(db) else (db[:, None] if vector else db)
+    rhs = 0 if is_zero(db) else (db[..., None] if vector else db)  # (also a batch of tangents)
     if not is_zero(da):
         rhs = rhs - mul(da, x)
     if np.ndim(rhs) == 0:
@@ -1022,14 +1116,14 @@ def lstsq_tangent(result, c, da, db):
         dx = dx + q - mul(vhr, mul(vhr, q), "C")
     dres = ZERO
     if np.size(result[1]):
-        dres = 2 * np.real(np.sum(conj(r) * rhs, axis=0))
+        dres = 2 * np.real(np.sum(conj(r) * rhs, axis=-2))
         if np.ndim(result[1]) == 0:
-            dres = dres[0]
-    ds = ZERO if is_zero(da) else np.real(np.sum(conj(c["u"]) * mul(da, c["vh"], "N", "C"), axis=0))
-    return (dx[:, 0] if vector else dx), dres, ds
+            dres = dres[..., 0]
+    ds = ZERO if is_zero(da) else np.real(np.sum(conj(c["u"]) * mul(da, c["vh"], "N", "C"), axis=-2))
+    return (dx[..., 0] if vector else dx), dres, ds
 
 
-@rrule.register(linalg.lstsq)
+@rrule.register(linalg.lstsq, batched=True)
 def rrule_lstsq(a, b, *rest, **kwargs):
     rcond = options("numpy.linalg.lstsq", rest, kwargs, (("rcond", None),))["rcond"]
     project_a, project_b = projector(a), projector(b)
@@ -1037,13 +1131,16 @@ def rrule_lstsq(a, b, *rest, **kwargs):
 
     def lstsq_pullback(dresult):
         dx, dres, _, ds = parts(dresult, 4)
+        if parts_carry_batch(result, (dx, dres, ZERO, ds)):
+            da, db = lstsq_gradient(result, c, plain(dx), plain(dres), plain(ds), batched=True)
+            return (NO, project_a.batch(da), project_b.batch(db)) + (NO,) * len(rest)
         da, db = lstsq_gradient(result, c, dx, dres, ds)
         return (NO, project_a(da), project_b(db)) + (NO,) * len(rest)
 
     return result, lstsq_pullback
 
 
-@frule.register(linalg.lstsq)
+@frule.register(linalg.lstsq, batched=True)
 def frule_lstsq(tangents, a, b, *rest, **kwargs):
     rcond = options("numpy.linalg.lstsq", rest, kwargs, (("rcond", None),))["rcond"]
     da, db = _tangents(tangents)[:2]
@@ -1090,7 +1187,7 @@ def _run_power(base, program, out):
     return values, values[out]
 
 
-@rrule.register(linalg.matrix_power)
+@rrule.register(linalg.matrix_power, batched=True)
 def rrule_matrix_power(a, n):
     project = projector(a)
     n = int(n)
@@ -1105,7 +1202,7 @@ def rrule_matrix_power(a, n):
         dy = unthunk(dy)
         if is_zero(dy):
             return NO, ZERO, NO
-        grads = {out: dy}
+        grads = {out: plain(dy)}
         for o, left, right in reversed(program):
             g = grads.pop(o, None)
             if g is None:
@@ -1116,7 +1213,8 @@ def rrule_matrix_power(a, n):
         if n < 0:
             bh = mH(base)
             dbase = -(bh @ dbase @ bh)
-        return NO, project(dbase), NO
+        # a batch of cotangents: the powers broadcast against it all along
+        return NO, (project.batch(dbase) if carries_batch(y, dy) else project(dbase)), NO
 
     return y, matrix_power_pullback
 
@@ -1249,11 +1347,22 @@ def _norm_rrule(x, y, g, axes, keepdims):
         if is_zero(dy):
             return NO, ZERO
         dy = np.real(dy)
+        if carries_batch(y, dy):  # a batch of cotangents: the weights G scale every row alike
+            return NO, match_input_batch(x, (dy if keepdims else np.expand_dims(dy, tuple(a + 1 for a in axes))) * g)
         if not keepdims:
             dy = np.expand_dims(dy, axes)
         return NO, project(dy * g)
 
     return norm_pullback
+
+
+def _norm_gradient_batch(dy, g, axes, keepdims):
+    """``dy * g`` for a batch of cotangents ``dy`` of a norm over ``axes`` (``scipy.linalg.norm``'s
+    pullback): the batch axis in front."""
+    dy = np.real(plain(dy))
+    if not keepdims:
+        dy = np.expand_dims(dy, tuple(a + 1 for a in axes))
+    return dy * g
 
 
 def _norm_tangent(x, dx, g, axes, keepdims):
@@ -1265,7 +1374,7 @@ def _norm_options(rest, kwargs):
     return options("numpy.linalg.norm", rest, kwargs, (("ord", None), ("axis", None), ("keepdims", False)))
 
 
-@rrule.register(linalg.norm)
+@rrule.register(linalg.norm, batched=True)
 def rrule_norm(x, *rest, **kwargs):
     o = _norm_options(rest, kwargs)
     y, g, axes = _norm_setup(x, o["ord"], o["axis"], o["keepdims"])
@@ -1301,7 +1410,7 @@ def _vector_norm_setup(x, axis, keepdims, order):
     return _finish(y.astype(x.real.dtype, copy=False), axes, keepdims), g.astype(x.dtype, copy=False), axes
 
 
-@rrule.register(linalg.vector_norm)
+@rrule.register(linalg.vector_norm, batched=True)
 def rrule_vector_norm(x, *, axis=None, keepdims=False, ord=2):  # noqa: A002 (NumPy's keyword)
     y, g, axes = _vector_norm_setup(x, axis, keepdims, ord)
     return y, _norm_rrule(x, y, g, axes, keepdims)
@@ -1323,7 +1432,7 @@ def _matrix_norm_setup(x, keepdims, order):
     return _finish(y.astype(x.real.dtype, copy=False), axes, keepdims), g.astype(x.dtype, copy=False), axes
 
 
-@rrule.register(linalg.matrix_norm)
+@rrule.register(linalg.matrix_norm, batched=True)
 def rrule_matrix_norm(x, *, keepdims=False, ord="fro"):  # noqa: A002 (NumPy's keyword)
     y, g, axes = _matrix_norm_setup(x, keepdims, ord)
     return y, _norm_rrule(x, y, g, axes, keepdims)
@@ -1359,7 +1468,7 @@ def _cond_setup(x, p):
     return _finish(nx * ni, axes, False), g.astype(x.dtype, copy=False)
 
 
-@rrule.register(linalg.cond)
+@rrule.register(linalg.cond, batched=True)
 def rrule_cond(x, *rest, **kwargs):
     p = options("numpy.linalg.cond", rest, kwargs, (("p", None),))["p"]
     project = projector(x)
@@ -1369,6 +1478,8 @@ def rrule_cond(x, *rest, **kwargs):
         dy = unthunk(dy)
         if is_zero(dy):
             return (NO, ZERO) + (NO,) * len(rest)
+        if carries_batch(y, dy):  # the batch axis in front of the stack's: g broadcasts
+            return (NO, project.batch(np.real(plain(dy))[..., None, None] * g)) + (NO,) * len(rest)
         dy = np.real(dy)
         return (NO, project((dy[..., None, None] if np.ndim(dy) else dy) * g)) + (NO,) * len(rest)
 
@@ -1388,7 +1499,7 @@ def frule_cond(tangents, x, *rest, **kwargs):
 # ----- trace --------------------------------------------------------------------------------
 
 
-@rrule.register(linalg.trace)
+@rrule.register(linalg.trace, batched=True)
 def rrule_trace(x, *, offset=0, dtype=None):
     project = projector(x)
     shape = np.shape(x)
@@ -1399,6 +1510,8 @@ def rrule_trace(x, *, offset=0, dtype=None):
         if is_zero(dy):
             return NO, ZERO
         eye = np.eye(shape[-2], shape[-1], k=offset, dtype=np.result_type(dy, float))
+        if carries_batch(y, dy):  # (a leading batch axis stays in front of the stacked matrices)
+            return NO, match_input_batch(x, np.asarray(dy)[..., None, None] * eye)
         return NO, project(np.asarray(dy)[..., None, None] * eye)
 
     return y, trace_pullback

@@ -8,10 +8,11 @@ method), computed with BLAS (see ``_blas``); two matrices skip the reshaping. Th
 where the accumulator's layout does not allow it, the value is added. For ``y = a @ b`` the
 cotangents are ``ā = ȳ b^H`` and ``b̄ = a^H ȳ`` (ChainRules' ``*`` rule: conjugate transposes).
 
-Forward rules use NumPy alone and accept a leading batch axis on the tangents. Pullbacks accept a
-batch of cotangents too (a leading batch axis, for reverse-mode Jacobians): a batch is pulled back
-with ``np.matmul`` on the operands as they are (so a ``BasisSeed`` block selects rows instead of
-multiplying), and its cotangents are ``Thunk``s, computed only for the operands that are differentiated.
+Forward rules use NumPy alone and accept a leading batch axis on the tangents. Pullbacks (all but
+``multi_dot``'s) accept a batch of cotangents too (a leading batch axis, for reverse-mode
+Jacobians): a batch is pulled back with ``np.matmul`` on the operands as they are (so a
+``BasisSeed`` block selects rows instead of multiplying), and its cotangents are ``Thunk``s,
+computed only for the operands that are differentiated.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ...core import (
     InplaceableThunk,
     Thunk,
     carries_batch,
+    decline_batch,
     frule,
     match_input_batch,
     rrule,
@@ -42,6 +44,8 @@ from ._arrays import (
     ArrayLike,
     add_value_into,
     as_sequence,
+    batch_of,
+    batch_to_input,
     cotangent_array,
     has_no_tangent,
     inplaceable,
@@ -733,17 +737,24 @@ def frule_outer(tangents, a, b, **kwargs):
 # ----- vdot ----------------------------------------------------------------------------------
 
 
-@rrule.register(np.vdot)
+@rrule.register(np.vdot, batched=True)
 def rrule_vdot(a, b):
     y = np.vdot(a, b)
 
     def vdot_pullback(dy):
         # y = sum(conj(a) * b): ā = conj(ȳ) b and b̄ = ȳ a (the real inner product convention)
+        if type(dy) is not float and type(dy) is not np.float64:  # (a real number: one cotangent)
+            batch = batch_of(y, dy)
+            if batch is not None:  # one row of outer products per cotangent
+                lead = batch.shape[:1]
+                da = batch_to_input(a, np.reshape(np.multiply.outer(np.conj(batch), np.ravel(b)), lead + np.shape(a)))
+                db = batch_to_input(b, np.reshape(np.multiply.outer(batch, np.ravel(a)), lead + np.shape(b)))
+                return NO, da, db
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return NO, dy, dy
-        da = to_input(a, np.reshape(np.conj(dy) * b, np.shape(a)))
-        db = to_input(b, np.reshape(dy * a, np.shape(b)))
+        da = to_input(a, np.reshape(np.multiply(np.conj(dy), b), np.shape(a)))
+        db = to_input(b, np.reshape(np.multiply(dy, a), np.shape(b)))
         return NO, da, db
 
     return y, vdot_pullback
@@ -924,16 +935,21 @@ def _chain(mats: list):
     return mats[0] if len(mats) == 1 else np.linalg.multi_dot(mats)
 
 
-@rrule.register(np.linalg.multi_dot)
+@rrule.register(np.linalg.multi_dot, batched=True)
 def rrule_multi_dot(arrays, **kwargs):
     """``y = A_1 ... A_n``: ``Ā_i = A_{i-1}^H ... A_1^H ȳ A_n^H ... A_{i+1}^H`` (``matmul``'s rule applied
-    factor by factor), itself a chain that ``multi_dot`` puts in its cheapest order."""
+    factor by factor), itself a chain that ``multi_dot`` puts in its cheapest order. A batch of
+    cotangents goes through ``matmul`` between the chains on either side of each factor."""
     _check_kwargs(np.linalg.multi_dot, kwargs, frozenset())
     y = np.linalg.multi_dot(arrays)
     factors = as_sequence(arrays, np.linalg.multi_dot)
     mats = _chain_matrices(factors)
+    if not all(type(x) is np.ndarray for x in factors):
+        decline_batch()  # lists and other array types: their cotangents are taken one at a time
 
     def multi_dot_pullback(dy):
+        if carries_batch(y, unthunk(dy)):
+            return NO, _multi_dot_batch_cotangent(arrays, factors, mats, y, unthunk(dy))
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return NO, dy
@@ -950,6 +966,30 @@ def rrule_multi_dot(arrays, **kwargs):
         return NO, sequence_cotangent(arrays, pieces)
 
     return y, multi_dot_pullback
+
+
+def _multi_dot_batch_cotangent(arrays, factors: list, mats: list, y, dy):
+    """The cotangent of ``multi_dot``'s argument for a batch of cotangents ``dy`` of ``y`` (a leading
+    batch axis): each factor's is ``(A_{i-1}^H ... A_1^H) ȳ (A_n^H ... A_{i+1}^H)``, the chains on
+    either side multiplied once and applied to the whole batch."""
+    dy = match_input_batch(y, dy)
+    lead = np.shape(dy)[:1]
+    block = np.reshape(dy, lead + (np.shape(mats[0])[0], np.shape(mats[-1])[1]))
+    adjoints = [apply_op(m, "C") for m in mats]
+    pieces = []
+    for i, x in enumerate(factors):
+        if has_no_tangent(x):
+            pieces.append(NO)
+            continue
+        left, right = _chain(adjoints[:i][::-1]), _chain(adjoints[i + 1 :][::-1])
+        term = block if left is None else np.matmul(left, block)
+        term = term if right is None else np.matmul(term, right)
+        pieces.append(match_input_batch(x, np.reshape(term, lead + np.shape(x))))
+    if isinstance(arrays, (list, tuple)):
+        return sequence_cotangent(arrays, pieces)
+    if isinstance(pieces[0], AbstractZero):  # (the factors of an array share one dtype)
+        return pieces[0]
+    return match_input_batch(arrays, np.stack(pieces, axis=1))  # an array of factors: rows after the batch axis
 
 
 @frule.register(np.linalg.multi_dot, batched=True)
@@ -1139,14 +1179,20 @@ def _kron_shapes(a, b):
     return nd, sa, sb
 
 
-@rrule.register(np.kron)
+@rrule.register(np.kron, batched=True)
 def rrule_kron(a, b):
     y = np.kron(a, b)
     nd, sa, sb = _kron_shapes(a, b)
     la, lb, interleaved = _kron_labels(nd)
+    if 2 * nd >= len(_LETTERS):  # no label is left for a batch axis (kron of 26-axis arrays)
+        decline_batch()
 
     def kron_pullback(dy):
         # y[(i, k)] = a[i] b[k] with the index pairs interleaved: contract dy against the other factor
+        if type(dy) is not np.ndarray or dy.ndim != y.ndim:
+            batch = batch_of(y, dy)
+            if batch is not None:
+                return NO, *_kron_batch(a, b, sa, sb, batch, nd)
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return NO, dy, dy
@@ -1167,6 +1213,21 @@ def rrule_kron(a, b):
 
 
 _BATCH_LABEL = _LETTERS[-1]  # kron of arrays with 26 or more axes would need more labels
+
+
+def _kron_batch(a, b, sa, sb, dys, nd):
+    """Thunks of the cotangents of ``a`` and ``b`` for a batch ``dys`` of cotangents of ``kron(a, b)``."""
+    la, lb, interleaved = _kron_labels(nd)
+    z, lead = _BATCH_LABEL, dys.shape[:1]
+    blocks = np.reshape(dys, [*lead, *(n for pair in zip(sa, sb) for n in pair)])
+
+    def contracted(x, other, sx, so, lx, lo):
+        d = np.einsum(f"{z}{interleaved},{lo}->{z}{lx}", blocks, _conj(np.reshape(other, so)))
+        return batch_to_input(x, np.reshape(d, lead + np.shape(x)))
+
+    da = Thunk(lambda: contracted(a, b, sa, sb, la, lb))
+    db = Thunk(lambda: contracted(b, a, sb, sa, lb, la))
+    return da, db
 
 
 @frule.register(np.kron, batched=True)
@@ -1206,7 +1267,7 @@ def _as_3_vectors(v):
     return np.concatenate([v, np.zeros_like(v, shape=np.shape(v)[:-1] + (1,))], axis=-1)
 
 
-@rrule.register(np.cross)
+@rrule.register(np.cross, batched=True)
 def rrule_cross(a, b, *args, **kwargs):
     """``a × b`` is bilinear: ``ā = b̄ × ȳ`` reads ``conj(b) × ȳ`` and ``b̄ = ȳ × conj(a)``
     (``<ȳ, a × b> = <a, b × ȳ> = <b, ȳ × a>``). 2-vectors are 3-vectors with a zero third entry."""
@@ -1217,6 +1278,10 @@ def rrule_cross(a, b, *args, **kwargs):
     a3, b3 = _as_3_vectors(va), _as_3_vectors(vb)
 
     def cross_pullback(dy):
+        if type(dy) is not np.ndarray or dy.ndim != y.ndim:
+            batch = batch_of(y, dy)
+            if batch is not None:
+                return (NO, *_cross_batch(a, b, axisa, axisb, axisc, va, vb, a3, b3, batch), *(NO for _ in args))
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return (NO, dy, dy, *(NO for _ in args))
@@ -1233,6 +1298,25 @@ def rrule_cross(a, b, *args, **kwargs):
         return (NO, da, db, *(NO for _ in args))
 
     return y, cross_pullback
+
+
+def _cross_batch(a, b, axisa, axisb, axisc, va, vb, a3, b3, dys):
+    """Thunks of the cotangents of ``a`` and ``b`` for a batch ``dys`` of cotangents of their cross
+    product (``va``, ``vb``: the operands with their vector axes last; ``a3``, ``b3``: as 3-vectors)."""
+    na, nb = np.shape(va)[-1], np.shape(vb)[-1]
+    if na == nb == 2:  # the output is the third component alone
+        zero = np.zeros(dys.shape, dtype=dys.dtype)
+        dy3 = np.stack([zero, zero, dys], axis=-1)
+    else:
+        dy3 = np.moveaxis(dys, normalize_axis(axisc, dys.ndim - 1) + 1, -1)
+
+    def back(x, v, axis, product, n):
+        d = unbroadcast_batch(v, product[..., :n])  # (B, *v.shape): the batch axis is never summed
+        return batch_to_input(x, np.moveaxis(d, -1, normalize_axis(axis, np.ndim(x)) + 1))
+
+    da = Thunk(lambda: back(a, va, axisa, np.cross(_conj(b3), dy3), na))
+    db = Thunk(lambda: back(b, vb, axisb, np.cross(dy3, _conj(a3)), nb))
+    return da, db
 
 
 @frule.register(np.cross, batched=True)
@@ -1261,7 +1345,7 @@ def frule_cross(tangents, a, b, *args, **kwargs):
     return y, np.moveaxis(dy, -1, normalize_axis(axisc, np.ndim(y)) + batched)
 
 
-rrule.register(np.linalg.cross)(rrule_cross)
+rrule.register(np.linalg.cross, batched=True)(rrule_cross)
 frule.register(np.linalg.cross, batched=True)(frule_cross)
 
 
@@ -1280,7 +1364,7 @@ def _correlate(full, kernel):
     return np.convolve(full, np.conj(np.ravel(kernel))[::-1], "valid")
 
 
-@rrule.register(np.convolve)
+@rrule.register(np.convolve, batched=True)
 def rrule_convolve(a, v, *args, **kwargs):
     """``y = (a * v)[window]`` is bilinear; ``ā_i = sum_k ȳ_k conj(v_{k-i})`` is a correlation of the
     cotangent (placed in the full convolution) with ``v``: the valid convolution with ``v``
@@ -1292,6 +1376,10 @@ def rrule_convolve(a, v, *args, **kwargs):
     window = _convolution_window(n_a, n_v, mode)
 
     def convolve_pullback(dy):
+        if type(dy) is not np.ndarray or dy.ndim != 1:
+            batch = batch_of(y, dy)
+            if batch is not None:
+                return (NO, *_convolve_batch(a, v, window, batch), *(NO for _ in args))
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return (NO, dy, dy, *(NO for _ in args))
@@ -1303,6 +1391,22 @@ def rrule_convolve(a, v, *args, **kwargs):
         return (NO, da, dv, *(NO for _ in args))
 
     return y, convolve_pullback
+
+
+def _convolve_batch(a, v, window, dys):
+    """Thunks of the cotangents of ``a`` and ``v`` for a batch ``dys`` of cotangents of their
+    convolution: each row's correlation ``sum_j full[i + j] conj(v[j])`` as one product of the
+    rows' sliding windows with ``conj(v)``."""
+    n_a, n_v = np.size(a), np.size(v)
+    full = np.zeros((len(dys), n_a + n_v - 1), dtype=np.result_type(dys, a, v))
+    full[:, window] = dys
+    windows = np.lib.stride_tricks.sliding_window_view
+
+    def correlated(x, other, n):
+        d = windows(full, np.size(other), axis=-1) @ _conj(np.ravel(other))  # (B, n)
+        return batch_to_input(x, np.reshape(d, (len(dys), *np.shape(x))))
+
+    return Thunk(lambda: correlated(a, v, n_a)), Thunk(lambda: correlated(v, a, n_v))
 
 
 @frule.register(np.convolve, batched=True)
@@ -1329,7 +1433,7 @@ def _vandermonde(p, x):
     return np.power.outer(np.asarray(x), np.arange(np.size(p) - 1, -1, -1))
 
 
-@rrule.register(np.polyval)
+@rrule.register(np.polyval, batched=True)
 def rrule_polyval(p, x):
     """``y = sum_i p_i x^(n-1-i)``: ``p̄ = V^H ȳ`` summed over the points, ``x̄ = ȳ conj(p'(x))``."""
     y = np.polyval(p, x)
@@ -1337,6 +1441,14 @@ def rrule_polyval(p, x):
         raise TypeError("the rule for numpy.polyval takes a 1-D array of coefficients (not a poly1d or a 2-D array)")
 
     def polyval_pullback(dy):
+        if type(dy) is not np.ndarray or dy.ndim != np.ndim(y):
+            batch = batch_of(y, dy)
+            if batch is not None:  # the points' axes contracted past the batch axis
+                nd = np.ndim(x)
+                points = (tuple(range(1, nd + 1)), tuple(range(nd)))
+                dp = Thunk(lambda: batch_to_input(p, np.tensordot(batch, _conj(_vandermonde(p, x)), points)))
+                dx = Thunk(lambda: batch_to_input(x, batch * _conj(np.polyval(np.polyder(p), x))))
+                return NO, dp, dx
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return NO, dy, dy

@@ -12,7 +12,9 @@ cotangent equally between tied maxima; a NaN maximum sends it to the NaN entries
 where it is zero.
 
 Pushforwards take a batched tangent (one more leading axis than ``x``) and return a batched result.
-The pullbacks of ``sum`` and ``mean`` take a batch of cotangents too (a leading batch axis).
+Every pullback here takes a batch of cotangents too (a leading batch axis, kept in front of the
+input's cotangents; the rules are registered ``batched=True``): a reverse-mode Jacobian pulls a
+block of cotangents back through them at once.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ...core import (
     match_input,
     match_input_batch,
     rrule,
+    unbroadcast_batch,
     unthunk,
 )
 from ._arrays import sum_to
@@ -98,8 +101,18 @@ def _quick_cotangent(shape, dy, dtype):
     return None
 
 
+def _quick_batch(shape, dy, dtype):
+    """``dy`` when it is a batch of cotangents of an output of ``shape`` (a leading batch axis)
+    in the input's float ``dtype``, else None (the general rule's case)."""
+    if isinstance(dy, np.ndarray) and dy.dtype == dtype and dy.shape[1:] == shape and dy.ndim == len(shape) + 1:
+        return dy
+    return None
+
+
 def _quick_sum_back(x, y, axes, keepdims):
-    def sum_back(dy):
+    def sum_back(dy, lead=()):
+        if lead:
+            return broadcast_view(keep(dy, shift(axes, True), keepdims), lead + x.shape)
         return broadcast_view(dy if not dy.ndim else keep(dy, axes, keepdims), x.shape)
 
     return sum_back
@@ -108,11 +121,11 @@ def _quick_sum_back(x, y, axes, keepdims):
 def _quick_extremum_back(x, y, axes, keepdims):
     found = []  # where the extremum is attained: found on first use, not in the primal
 
-    def extremum_back(dy):
+    def extremum_back(dy, lead=()):
         if not found:
             found.append(_winners(x, y, axes, keepdims, nan_wins=True))
         hit, count = found[0]
-        dy = keep(dy, axes, keepdims)
+        dy = keep(dy, shift(axes, True), keepdims) if lead else keep(dy, axes, keepdims)
         return hit * (dy if count is None else dy / count)
 
     return extremum_back
@@ -139,6 +152,9 @@ def _quick_rrule(reduce, make_back, x, axis, keepdims, general_rrule, kwargs, qu
         d = _quick_cotangent(shape, dy, dtype)
         if d is not None:
             return _NO, back(d)
+        d = _quick_batch(shape, dy, dtype)
+        if d is not None:
+            return _NO, back(d, d.shape[:1])
         if not general:
             general.append(general_rrule(x, (), kwargs)[1])
         return general[0](dy)
@@ -167,6 +183,7 @@ def _register_one(f, names, defaults, plan, batched=False):
         y, back, _ = plan(x, options, _primal(f, x, args, kwargs))
         extra = (_NO,) * len(args)
         real = not _complex(y)
+        batch_ndim = getattr(y, "ndim", 0) + 1  # a cotangent with this many axes is a batch
 
         def reduction_pullback(dy):
             if type(dy) is not np.ndarray:
@@ -175,7 +192,7 @@ def _register_one(f, names, defaults, plan, batched=False):
                     return (_NO, dy) + extra
             if real and _complex(dy):
                 dy = np.real(dy)  # a real output's cotangent is real
-            if batched and carries_batch(y, dy):
+            if batched and getattr(dy, "ndim", 0) == batch_ndim:
                 return (_NO, match_input_batch(x, back(dy, np.shape(dy)[:1]))) + extra
             return (_NO, match_input(x, back(dy))) + extra
 
@@ -314,8 +331,8 @@ def _prod_plan(nan: bool):
         if valid is not None:
             others = others * valid
 
-        def prod_back(dy):
-            return conj(others) * keep(dy, axes, keepdims)
+        def prod_back(dy, lead=()):
+            return conj(others) * keep(dy, shift(axes, bool(lead)), keepdims)
 
         def prod_forward(dx, batched):
             return np.sum(others * dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=keepdims)
@@ -327,8 +344,8 @@ def _prod_plan(nan: bool):
 
 _PROD = ("axis", "dtype", "out", "keepdims")
 _PROD_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False}
-_register((np.prod, np.ndarray.prod), _PROD, _PROD_DEFAULTS, _prod_plan(nan=False))
-_register((np.nanprod,), _PROD, _PROD_DEFAULTS, _prod_plan(nan=True))
+_register((np.prod, np.ndarray.prod), _PROD, _PROD_DEFAULTS, _prod_plan(nan=False), batched=True)
+_register((np.nanprod,), _PROD, _PROD_DEFAULTS, _prod_plan(nan=True), batched=True)
 
 
 # ----- max, min, ptp -----------------------------------------------------------------------
@@ -367,9 +384,9 @@ def _selection_back_forward(winners, axes, keepdims):
             found.append(winners())
         return found[0]
 
-    def select_back(dy):
+    def select_back(dy, lead=()):
         hit, count = hit_count()
-        dy = keep(dy, axes, keepdims)
+        dy = keep(dy, shift(axes, bool(lead)), keepdims)
         return hit * (dy if count is None else dy / count)
 
     def select_forward(dx, batched):
@@ -403,8 +420,8 @@ def _ptp_plan(x, o, primal):
     hi_back, hi_forward = _selection_back_forward(lambda: _winners(x, hi, axes, False, True), axes, keepdims)
     lo_back, lo_forward = _selection_back_forward(lambda: _winners(x, lo, axes, False, True), axes, keepdims)
 
-    def ptp_back(dy):
-        return hi_back(dy) - lo_back(dy)
+    def ptp_back(dy, lead=()):
+        return hi_back(dy, lead) - lo_back(dy, lead)
 
     def ptp_forward(dx, batched):
         return hi_forward(dx, batched) - lo_forward(dx, batched)
@@ -415,9 +432,9 @@ def _ptp_plan(x, o, primal):
 _MAX = ("axis", "out", "keepdims", "initial")
 _MAX_DEFAULTS = {"axis": None, "keepdims": False, "initial": None}
 _EXTREMA = (np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min)
-_register(_EXTREMA, _MAX, _MAX_DEFAULTS, _extremum_plan(nan_wins=True))
-_register((np.nanmax, np.nanmin), _MAX, _MAX_DEFAULTS, _extremum_plan(nan_wins=False))
-_register((np.ptp,), ("axis", "out", "keepdims"), {"axis": None, "keepdims": False}, _ptp_plan)
+_register(_EXTREMA, _MAX, _MAX_DEFAULTS, _extremum_plan(nan_wins=True), batched=True)
+_register((np.nanmax, np.nanmin), _MAX, _MAX_DEFAULTS, _extremum_plan(nan_wins=False), batched=True)
+_register((np.ptp,), ("axis", "out", "keepdims"), {"axis": None, "keepdims": False}, _ptp_plan, batched=True)
 
 
 # ----- var, std ----------------------------------------------------------------------------
@@ -444,8 +461,8 @@ def _var_plan(x, o, primal):
     # d var = 2 real(sum(conj(x - mean) dx)) / (n - ddof): the mean's own change sums to zero
     axes, keepdims, centred, divisor, y = _moments(x, o, primal)
 
-    def var_back(dy):
-        return centred * ((2.0 / divisor) * keep(dy, axes, keepdims))
+    def var_back(dy, lead=()):
+        return centred * ((2.0 / divisor) * keep(dy, shift(axes, bool(lead)), keepdims))
 
     def var_forward(dx, batched):
         return (2.0 / divisor) * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
@@ -458,8 +475,8 @@ def _std_plan(x, o, primal):
     y = np.sqrt(variance)
     scale = 1.0 / (divisor * _safe(y))  # std = 0 only where every centred entry is 0
 
-    def std_back(dy):
-        return centred * keep(scale * dy, axes, keepdims)
+    def std_back(dy, lead=()):
+        return centred * keep(scale * dy, shift(axes, bool(lead)), keepdims)
 
     def std_forward(dx, batched):
         return scale * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
@@ -469,8 +486,8 @@ def _std_plan(x, o, primal):
 
 _VAR = ("axis", "dtype", "out", "ddof", "keepdims")
 _VAR_DEFAULTS = {"axis": None, "dtype": None, "ddof": 0, "keepdims": False, "correction": None}
-_register((np.var, np.ndarray.var), _VAR, _VAR_DEFAULTS, _var_plan)
-_register((np.std, np.ndarray.std), _VAR, _VAR_DEFAULTS, _std_plan)
+_register((np.var, np.ndarray.var), _VAR, _VAR_DEFAULTS, _var_plan, batched=True)
+_register((np.std, np.ndarray.std), _VAR, _VAR_DEFAULTS, _std_plan, batched=True)
 
 
 # ----- cumsum, cumprod ---------------------------------------------------------------------
@@ -498,8 +515,8 @@ def _cumsum_plan(x, o, primal):
     y = primal()
     axis, _ = _scan_axis(x, o)
 
-    def cumsum_back(dy):
-        return np.reshape(_reverse_cumsum(dy, axis), np.shape(x))
+    def cumsum_back(dy, lead=()):
+        return np.reshape(_reverse_cumsum(dy, axis + len(lead)), lead + np.shape(x))
 
     def cumsum_forward(dx, batched):
         return np.cumsum(_scan_tangent(x, dx, batched, o["axis"]), axis=axis + batched, dtype=o["dtype"])
@@ -522,11 +539,12 @@ def _cumprod_plan(x, o, primal):
         xs_safe = np.where(before, xs, 1)
         skip = np.cumprod(np.where(first, 1, xs), axis=axis, dtype=o["dtype"])
 
-    def cumprod_back(dy):
-        dx = _reverse_cumsum(dy * conj(y), axis) / conj(xs_safe)
+    def cumprod_back(dy, lead=()):
+        ax = axis + len(lead)
+        dx = _reverse_cumsum(dy * conj(y), ax) / conj(xs_safe)
         if before is not None:
-            dx = np.where(before, dx, 0) + np.where(first, _reverse_cumsum(dy * conj(skip), axis), 0)
-        return np.reshape(dx, np.shape(x))
+            dx = np.where(before, dx, 0) + np.where(first, _reverse_cumsum(dy * conj(skip), ax), 0)
+        return np.reshape(dx, lead + np.shape(x))
 
     def cumprod_forward(dx, batched):
         dx = _scan_tangent(x, dx, batched, o["axis"])
@@ -542,8 +560,8 @@ def _cumprod_plan(x, o, primal):
 
 _SCAN = ("axis", "dtype", "out")
 _SCAN_DEFAULTS = {"axis": None, "dtype": None}
-_register((np.cumsum, np.ndarray.cumsum), _SCAN, _SCAN_DEFAULTS, _cumsum_plan)
-_register((np.cumprod, np.ndarray.cumprod), _SCAN, _SCAN_DEFAULTS, _cumprod_plan)
+_register((np.cumsum, np.ndarray.cumsum), _SCAN, _SCAN_DEFAULTS, _cumsum_plan, batched=True)
+_register((np.cumprod, np.ndarray.cumprod), _SCAN, _SCAN_DEFAULTS, _cumprod_plan, batched=True)
 
 
 # ----- average -----------------------------------------------------------------------------
@@ -573,7 +591,7 @@ def _weights_shape(wshape, ndim, axes):
     return tuple(shape)
 
 
-@rrule.register(np.average)
+@rrule.register(np.average, batched=True)
 def rrule_average(a, *args, **kwargs):
     y, axes, keepdims, wb, total, yk = _average_setup(a, args, kwargs)
     weighted = len(args) >= 2 and args[1] is not None  # weights given by position get a cotangent
@@ -586,15 +604,20 @@ def rrule_average(a, *args, **kwargs):
             if weighted:
                 cotangents[1] = dy
             return (_NO, dy, *cotangents)
+        lead = np.shape(dy)[:1] if carries_batch(y, dy) else ()
+        match = match_input_batch if lead else match_input
+        kept = keep(dy, shift(axes, bool(lead)), keepdims)
         if wb is None:
-            da = np.broadcast_to(keep(dy, axes, keepdims) / size_along(np.shape(a), axes), np.shape(a))
-            return (_NO, match_input(a, da), *cotangents)
-        g = keep(dy, axes, keepdims) / conj(total)
-        da = match_input(a, np.broadcast_to(conj(wb) * g, np.shape(a)))
+            da = np.broadcast_to(kept / size_along(np.shape(a), axes), lead + np.shape(a))
+            return (_NO, match(a, da), *cotangents)
+        g = kept / conj(total)
+        da = match(a, np.broadcast_to(conj(wb) * g, lead + np.shape(a)))
         if weighted:  # d average / d w_k = (a_k - average) / sum(w)
             dwb = conj(a - yk) * g
-            others = tuple(i for i in range(np.ndim(a)) if np.shape(wb)[i] == 1 and np.shape(dwb)[i] != 1)
-            cotangents[1] = match_input(w, np.reshape(np.sum(dwb, axis=others, keepdims=True), np.shape(w)))
+            k = len(lead)
+            others = tuple(i + k for i in range(np.ndim(a)) if np.shape(wb)[i] == 1 and np.shape(dwb)[i + k] != 1)
+            summed = np.sum(dwb, axis=others, keepdims=True)
+            cotangents[1] = match(w, np.reshape(summed, lead + np.shape(w)))
         return (_NO, da, *cotangents)
 
     return y, average_pullback
@@ -634,13 +657,16 @@ def frule_average(tangents, a, *args, **kwargs):
 # ----- the same as methods of ufuncs (reduce along axis 0 by default) -----------------------
 
 _register((np.add.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _sum_plan(nan=False), batched=True)
-_register((np.multiply.reduce,), _PROD, {**_PROD_DEFAULTS, "axis": 0}, _prod_plan(nan=False))
+_register((np.multiply.reduce,), _PROD, {**_PROD_DEFAULTS, "axis": 0}, _prod_plan(nan=False), batched=True)
 _UFUNC_MAX = ("axis", "dtype", "out", "keepdims", "initial")
 _UFUNC_MAX_DEFAULTS = {"axis": 0, "dtype": None, "keepdims": False, "initial": None}
-_register((np.maximum.reduce, np.minimum.reduce), _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=True))
-_register((np.fmax.reduce, np.fmin.reduce), _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=False))
-_register((np.add.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumsum_plan)
-_register((np.multiply.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumprod_plan)
+_UFUNC_EXTREMA = (np.maximum.reduce, np.minimum.reduce)
+_register(_UFUNC_EXTREMA, _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=True), batched=True)
+_register(
+    (np.fmax.reduce, np.fmin.reduce), _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=False), batched=True
+)
+_register((np.add.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumsum_plan, batched=True)
+_register((np.multiply.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumprod_plan, batched=True)
 
 
 # ----- diff, trapezoid -----------------------------------------------------------------------
@@ -776,7 +802,7 @@ def _diff_adjoint(g, axis):
     return -np.diff(np.pad(g, widths), axis=axis)
 
 
-@rrule.register(np.trapezoid)
+@rrule.register(np.trapezoid, batched=True)
 def rrule_trapezoid(y, *args, **kwargs):
     """``sum(step * mean)`` along the axis: linear in ``y``, and in ``x`` (through its steps) or ``dx``;
     ``x`` and ``dx`` get cotangents when given by position."""
@@ -794,6 +820,8 @@ def rrule_trapezoid(y, *args, **kwargs):
             if differentiated:
                 grads[slot] = dout
             return (_NO, dout, *grads)
+        if carries_batch(out, dout):  # a batch of cotangents: the same with the batch axis in front
+            return (_NO, *_trapezoid_batch(y, x, dx, axis, mean, step, dout, differentiated, len(args)))
         g = np.expand_dims(dout, axis)
         dy = match_input(y, _mean_adjoint(np.broadcast_to(g * conj(step), np.shape(mean)), axis))
         through = g * conj(mean)  # the cotangent of the steps
@@ -807,6 +835,23 @@ def rrule_trapezoid(y, *args, **kwargs):
         return (_NO, dy, *grads)
 
     return out, trapezoid_pullback
+
+
+def _trapezoid_batch(y, x, dx, axis, mean, step, dout, differentiated, n_args):
+    """The cotangents of ``np.trapezoid``'s ``y`` and the spacing argument for a batch ``dout``."""
+    grads = [_NO] * n_args
+    g = np.expand_dims(dout, axis + 1)
+    lead = np.shape(dout)[:1]
+    dy = match_input_batch(y, _mean_adjoint(np.broadcast_to(g * conj(step), lead + np.shape(mean)), axis + 1))
+    through = g * conj(mean)
+    if differentiated and x is not None and np.ndim(x) == 1:
+        others = tuple(i for i in range(1, np.ndim(through)) if i != axis + 1)
+        grads[0] = match_input_batch(x, _diff_adjoint(np.sum(through, axis=others), 1))
+    elif differentiated and x is not None:
+        grads[0] = match_input_batch(x, _diff_adjoint(unbroadcast_batch(step, through), axis + 1))
+    elif differentiated:
+        grads[1] = match_input_batch(dx, through)
+    return (dy, *grads)
 
 
 @frule.register(np.trapezoid, batched=True)
@@ -876,14 +921,33 @@ class _OrderStatistics:
         moved = np.transpose(x, tuple(range(k)) + tuple(i + k for i in self.others + list(self.axes)))
         return np.reshape(moved, lead + tuple(self.shape[i] for i in self.others) + (self.n,))
 
-    def from_rows(self, rows):
-        moved = np.reshape(rows, tuple(self.shape[i] for i in self.others + list(self.axes)))
-        return np.transpose(moved, np.argsort(self.others + list(self.axes)))
+    def from_rows(self, rows, lead=()):
+        """Rows of reduced entries (with ``lead`` batch axes in front) laid out as ``a`` again."""
+        k = len(lead)
+        moved = np.reshape(rows, lead + tuple(self.shape[i] for i in self.others + list(self.axes)))
+        return np.transpose(
+            moved, tuple(range(k)) + tuple(int(i) + k for i in np.argsort(self.others + list(self.axes)))
+        )
 
     def slopes(self):
         """``d y_k / d q_k`` for every row: ``(n - 1) (s[hi] - s[lo])``, shape ``(Q, *rest)``."""
         s = np.take_along_axis(self.rows, self.perm, axis=-1)
         return np.moveaxis((self.n - 1) * (s[..., self.hi] - s[..., self.lo]), -1, 0)
+
+
+def _quantile_batch(a, q, stats, scale, dy, q_given):
+    """The cotangents of ``a`` (and of ``q`` when ``q_given``) for a batch ``dy`` of cotangents."""
+    lead = np.shape(dy)[:1]
+    rows_dy = np.reshape(np.real(dy), lead + (stats.weights.shape[0], -1))  # (B, Q, rows)
+    sorted_cotangent = np.swapaxes(rows_dy, -1, -2) @ stats.weights  # (B, rows, n), in sorted order
+    unsorted = np.zeros_like(sorted_cotangent)
+    perm = np.reshape(stats.perm, np.shape(unsorted)[1:])
+    np.put_along_axis(unsorted, np.broadcast_to(perm, np.shape(unsorted)), sorted_cotangent, axis=-1)
+    da = match_input_batch(a, stats.from_rows(unsorted, lead))
+    if not q_given:
+        return (da,)
+    dq = scale * np.sum(np.reshape(stats.slopes(), np.shape(rows_dy)[1:]) * rows_dy, axis=-1)
+    return da, match_input_batch(q, np.reshape(dq, lead + np.shape(q)))
 
 
 def _quantile_rules(f, scale: float, fixed_q=None):
@@ -912,6 +976,8 @@ def _quantile_rules(f, scale: float, fixed_q=None):
             rest = (_NO,) * (len(args) - q_given)
             if isinstance(dy, AbstractZero):
                 return (_NO, dy, *((dy,) if q_given else ()), *rest)
+            if carries_batch(y, dy):
+                return (_NO, *_quantile_batch(a, q, stats, scale, dy, q_given), *rest)
             rows_dy = np.reshape(np.real(dy), (stats.weights.shape[0], -1))  # (Q, rows)
             sorted_cotangent = rows_dy.T @ stats.weights  # (rows, n), in sorted order
             unsorted = np.zeros_like(sorted_cotangent)
@@ -947,7 +1013,7 @@ def _quantile_rules(f, scale: float, fixed_q=None):
 
     rrule_quantile.__qualname__ = f"rrule_{f.__name__}"
     frule_quantile.__qualname__ = f"frule_{f.__name__}"
-    rrule.register(f)(rrule_quantile)
+    rrule.register(f, batched=True)(rrule_quantile)
     frule.register(f, batched=True)(frule_quantile)
 
 

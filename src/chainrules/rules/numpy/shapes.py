@@ -10,8 +10,11 @@ Most rules here are *unary linear* maps: ``_linear(f)`` registers both direction
 function ``spec(y, x, *args, **kwargs) -> (adjoint, push)`` where ``adjoint(dy)`` is the
 cotangent of ``x`` (any positional arguments after ``x`` are indices, shapes or axes and get
 ``NoTangent``) and ``push(dx, lead)`` the output tangent, ``lead`` being ``(batch,)`` or ``()``.
-The reshapes, transposes and ``broadcast_to`` also pull back a batch of cotangents (registered
-with ``_linear(..., batched=True)``: their ``adjoint(dy, lead)`` keeps a leading batch axis).
+Every pullback here also takes a batch of cotangents (a leading batch axis; the rules are
+registered ``batched=True``): a linear spec's ``adjoint(dy, lead)`` keeps the batch axis in front,
+joins cut a batch past its batch axis and splits join one, and selections scatter each row into a
+batch of accumulators (``scatter_batch_thunk``). A single cotangent, an array of the output's
+rank, is told from a batch with one test, before any other work.
 """
 
 from __future__ import annotations
@@ -36,13 +39,16 @@ from ._arrays import (
     NO,
     ZERO,
     as_sequence,
+    batch_of,
     batch_size,
+    batch_to_input,
     cotangent_array,
     dense_tangent,
     has_no_tangent,
     is_batched,
     normalize_axes,
     normalize_axis,
+    scatter_batch_thunk,
     scatter_thunk,
     sequence_cotangent,
     sequence_items,
@@ -74,16 +80,17 @@ def _linear_rrule(f, spec, batched: bool = False, value=None):
         y = f(x, *args, **kwargs) if value is None else value(f, x, *args, **kwargs)
         adjoint, _ = spec(y, x, *args, **kwargs)
         rest = (NO,) * len(args)
+        ndim = y.ndim if type(y) is np.ndarray else np.ndim(y)
 
         def linear_pullback(dy):
-            if batched:
+            if batched and (type(dy) is not np.ndarray or dy.ndim != ndim):  # (a cotangent of y's rank is one)
                 dy = unthunk(dy)
                 if carries_batch(y, dy):
                     if has_no_tangent(x):
                         return (NO, NO, *rest)
                     dy = match_input_batch(y, dy)
                     dx = adjoint(dy, np.shape(dy)[:1])
-                    return (NO, dx if isinstance(dx, AbstractZero) else match_input_batch(x, dx), *rest)
+                    return (NO, dx if isinstance(dx, AbstractZero) else batch_to_input(x, dx), *rest)
             dy = cotangent_array(y, dy)
             if isinstance(dy, AbstractZero) or has_no_tangent(x):
                 return (NO, NO if has_no_tangent(x) else dy, *rest)
@@ -117,6 +124,10 @@ def _lead_axes(lead: tuple, axes):
     if isinstance(axes, Integral):
         return axes + len(lead) if axes >= 0 else axes
     return tuple(a + len(lead) if a >= 0 else a for a in axes)
+
+
+def _ndim(y) -> int:
+    return y.ndim if type(y) is np.ndarray else np.ndim(y)
 
 
 # ----- reshaping -----------------------------------------------------------------------------
@@ -201,7 +212,7 @@ def _reshape_c(y, x, *args, **kwargs):
 def _rrule_atleast(f):
     """``np.atleast_Nd(a, b, ...)`` with several arguments returns a tuple: one reshape each."""
 
-    rrule_one, frule_one = _linear_rrule(f, _reshape_c), _linear_frule(f, _reshape_c)
+    rrule_one, frule_one = _linear_rrule(f, _reshape_c, batched=True), _linear_frule(f, _reshape_c)
 
     def rrule_atleast(*arys):
         if len(arys) == 1:
@@ -210,7 +221,7 @@ def _rrule_atleast(f):
 
         def atleast_pullback(dy):
             items = sequence_items(y, dy)
-            return (NO, *(_reshape_back(x, t) for x, t in zip(arys, items)))
+            return (NO, *(_reshape_back(x, out, t) for x, out, t in zip(arys, y, items)))
 
         return y, atleast_pullback
 
@@ -224,14 +235,17 @@ def _rrule_atleast(f):
             pieces.append(dx if isinstance(dx, AbstractZero) else _reshape_c(out, x)[1](dx, _lead(x, dx)))
         return y, Tangent[tuple](*pieces)
 
-    rrule.register(f)(rrule_atleast)
+    rrule.register(f, batched=True)(rrule_atleast)
     frule.register(f, batched=True)(frule_atleast)
 
 
-def _reshape_back(x, dy):
+def _reshape_back(x, y, dy):
+    """The cotangent of ``x`` from that of its reshape ``y`` (or a batch of them)."""
     dy = unthunk(dy)
     if isinstance(dy, AbstractZero) or has_no_tangent(x):
         return NO if has_no_tangent(x) else dy
+    if carries_batch(y, dy):
+        return batch_to_input(x, np.reshape(dy, np.shape(dy)[:1] + np.shape(x)))
     return to_input(x, np.reshape(dy, np.shape(x)))
 
 
@@ -282,53 +296,66 @@ def _swapaxes(y, x, axis1, axis2):
     )
 
 
-@_linear(np.moveaxis)
+@_linear(np.moveaxis, batched=True)
 def _moveaxis(y, x, source, destination):
     ndim = np.ndim(x)
     src, dst = normalize_axes(source, ndim), normalize_axes(destination, ndim)
     return (
-        lambda dy: np.moveaxis(dy, dst, src),
+        lambda dy, lead=(): (
+            np.moveaxis(dy, _lead_axes(lead, dst), _lead_axes(lead, src)) if lead else np.moveaxis(dy, dst, src)
+        ),
         lambda dx, lead: np.moveaxis(dx, _lead_axes(lead, src), _lead_axes(lead, dst)),
     )
 
 
 def _flip_spec(x, axis):
     axes = normalize_axes(axis, np.ndim(x))
-    return (lambda dy: np.flip(dy, axes), lambda dx, lead: np.flip(dx, _lead_axes(lead, axes)))
+    return (
+        lambda dy, lead=(): np.flip(dy, _lead_axes(lead, axes) if lead else axes),
+        lambda dx, lead: np.flip(dx, _lead_axes(lead, axes)),
+    )
 
 
-@_linear(np.flip)
+@_linear(np.flip, batched=True)
 def _flip(y, x, axis=None):
     return _flip_spec(x, axis)
 
 
-@_linear(np.fliplr)
+@_linear(np.fliplr, batched=True)
 def _fliplr(y, x):
     return _flip_spec(x, 1)
 
 
-@_linear(np.flipud)
+@_linear(np.flipud, batched=True)
 def _flipud(y, x):
     return _flip_spec(x, 0)
 
 
-@_linear(np.rot90)
+@_linear(np.rot90, batched=True)
 def _rot90(y, x, k=1, axes=(0, 1)):
     axes = normalize_axes(axes, np.ndim(x))
-    return (lambda dy: np.rot90(dy, -k, axes), lambda dx, lead: np.rot90(dx, k, _lead_axes(lead, axes)))
+    return (
+        lambda dy, lead=(): np.rot90(dy, -k, _lead_axes(lead, axes) if lead else axes),
+        lambda dx, lead: np.rot90(dx, k, _lead_axes(lead, axes)),
+    )
 
 
-@_linear(np.roll)
+@_linear(np.roll, batched=True)
 def _roll(y, x, shift, axis=None):
     back = np.negative(shift)
 
-    def roll_adjoint(dy):
-        return np.roll(dy, back, axis)
+    def rolled(d, by, lead):
+        """``d`` (with ``lead`` batch axes in front) rolled by ``by`` as ``np.roll(x, by, axis)`` rolls ``x``."""
+        if axis is None:  # rolls the flattened array
+            return np.reshape(np.roll(np.reshape(d, (*lead, -1)), by, axis=len(lead)), np.shape(d))
+        axes = _lead_axes(lead, normalize_axes(axis, np.ndim(x)))
+        return np.roll(d, by, axes[0] if isinstance(axis, Integral) else axes)
+
+    def roll_adjoint(dy, lead=()):
+        return rolled(dy, back, lead) if lead else np.roll(dy, back, axis)
 
     def roll_push(dx, lead):
-        if axis is None:  # rolls the flattened array
-            return np.reshape(np.roll(np.reshape(dx, (*lead, -1)), shift, axis=len(lead)), np.shape(dx))
-        return np.roll(dx, shift, _lead_axes(lead, normalize_axes(axis, np.ndim(x))))
+        return rolled(dx, shift, lead)
 
     return roll_adjoint, roll_push
 
@@ -350,15 +377,18 @@ def _broadcast_to(y, x, shape, subok=False):
     return broadcast_adjoint, broadcast_push
 
 
-@_linear(np.tile)
+@_linear(np.tile, batched=True)
 def _tile(y, x, reps):
     reps = (int(reps),) if isinstance(reps, Integral) else tuple(int(r) for r in reps)
     d = max(len(reps), np.ndim(x))
     reps = (1,) * (d - len(reps)) + reps
     padded = (1,) * (d - np.ndim(x)) + np.shape(x)
 
-    def tile_adjoint(dy):
+    def tile_adjoint(dy, lead=()):
         # axis i of y is reps[i] copies of axis i of x: split it in two and sum the copies
+        if lead:  # the same past the batch axis
+            blocks = np.reshape(dy, [*lead, *(n for pair in zip(reps, padded) for n in pair)])
+            return np.reshape(np.sum(blocks, axis=tuple(range(1, 2 * d + 1, 2))), lead + np.shape(x))
         blocks = np.reshape(dy, [n for pair in zip(reps, padded) for n in pair])
         return np.reshape(np.sum(blocks, axis=tuple(range(0, 2 * d, 2))), np.shape(x))
 
@@ -368,22 +398,23 @@ def _tile(y, x, reps):
     return tile_adjoint, tile_push
 
 
-@_linear(np.repeat, np.ndarray.repeat)
+@_linear(np.repeat, np.ndarray.repeat, batched=True)
 def _repeat(y, x, repeats, axis=None):
     shape = (np.size(x),) if axis is None else np.shape(x)
     k = 0 if axis is None else normalize_axis(axis, np.ndim(x))
     counts = np.asarray(repeats)
 
-    def repeat_adjoint(dy):
+    def repeat_adjoint(dy, lead=()):
+        j = k + len(lead)  # the repeated axis of dy
         if counts.size == 1:  # every entry repeated r times: sum groups of r
             r = int(counts.reshape(()))
-            grouped = np.reshape(dy, (*shape[:k], shape[k], r, *shape[k + 1 :]))
-            dx = np.sum(grouped, axis=k + 1)
+            grouped = np.reshape(dy, (*lead, *shape[:k], shape[k], r, *shape[k + 1 :]))
+            dx = np.sum(grouped, axis=j + 1)
         else:
-            dx = np.zeros_like(dy, shape=shape)
+            dx = np.zeros_like(dy, shape=lead + shape)
             source = np.repeat(np.arange(shape[k]), counts)
-            np.add.at(np.moveaxis(dx, k, 0), source, np.moveaxis(dy, k, 0))
-        return np.reshape(dx, np.shape(x))
+            np.add.at(np.moveaxis(dx, j, 0), source, np.moveaxis(dy, j, 0))
+        return np.reshape(dx, lead + np.shape(x))
 
     def repeat_push(dx, lead):
         if axis is None:
@@ -398,22 +429,27 @@ def _repeat(y, x, repeats, axis=None):
 _GATHER_PAD_MODES = frozenset({"edge", "reflect", "symmetric", "wrap"})
 
 
-@_linear(np.pad)
+@_linear(np.pad, batched=True)
 def _pad(y, x, pad_width, mode="constant", **kwargs):
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (np.ndim(x), 2))
     if mode == "constant":
         inner = tuple(slice(int(b), int(b) + n) for (b, _), n in zip(widths, np.shape(x)))
+        inner_rows = (slice(None), *inner)  # the same past a leading batch axis
 
         def pad_push(dx, lead):
             # the padding constants are keyword arguments: their tangent is zero
             return np.pad(dx, [(0, 0)] * len(lead) + widths.tolist(), mode="constant")
 
-        return (lambda dy: dy[inner]), pad_push
+        return (lambda dy, lead=(): dy[inner_rows] if lead else dy[inner]), pad_push
     if mode in _GATHER_PAD_MODES and kwargs.get("reflect_type", "even") == "even":
         # every output entry copies one input entry: pad the positions, then gather and scatter
         source = np.pad(np.arange(np.size(x)).reshape(np.shape(x)), widths.tolist(), mode=mode)
 
-        def gather_adjoint(dy):
+        def gather_adjoint(dy, lead=()):
+            if lead:  # the positions index the last axis; np.add.at adds along it row by row
+                flat = np.zeros_like(dy, shape=(*lead, np.size(x)))
+                np.add.at(flat, (slice(None), source.ravel()), np.reshape(dy, (*lead, -1)))
+                return np.reshape(flat, (*lead, *np.shape(x)))
             flat = np.zeros_like(dy, shape=np.size(x))
             np.add.at(flat, source.ravel(), np.ravel(dy))
             return np.reshape(flat, np.shape(x))
@@ -440,22 +476,22 @@ def _conversion_spec(y, x):
     if isinstance(y, np.ndarray | np.generic) and (
         y.dtype.kind == "b" or (y.dtype.kind in "iu" and _input_kind(x) in "fcO")
     ):
-        return (lambda dy: ZERO), (lambda dx, lead: ZERO)
+        return (lambda dy, lead=(): ZERO), (lambda dx, lead: ZERO)
 
     def conversion_push(dx, lead):
         if type(dx) is np.ndarray and out_dtype is not None and out_dtype.kind != "O" and dx.dtype != out_dtype:
             return (np.real(dx) if out_dtype.kind == "f" else dx).astype(out_dtype)
         return dx
 
-    return (lambda dy: dy), conversion_push
+    return (lambda dy, lead=(): dy), conversion_push
 
 
-@_linear(np.ndarray.astype, np.astype)
+@_linear(np.ndarray.astype, np.astype, batched=True)
 def _astype(y, x, dtype, *args, **kwargs):
     return _conversion_spec(y, x)
 
 
-@_linear(np.copy, np.ndarray.copy)
+@_linear(np.copy, np.ndarray.copy, batched=True)
 def _copy(y, x, *args, **kwargs):
     return _conversion_spec(y, x)
 
@@ -481,16 +517,16 @@ def _array_value(f, x, *args, **kwargs):
     return y if dtype is None else y.astype(dtype)
 
 
-@_linear(np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, value=_array_value)
+@_linear(np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, batched=True, value=_array_value)
 def _array(y, x, *args, **kwargs):
     """``np.array`` of an array (a copy) or of nested lists/tuples of numbers and arrays; the
     cotangent of a list is a ``Tangent[list]`` with one cotangent per element."""
     convert_adjoint, convert_push = _conversion_spec(y, x)
     shape = np.shape(y) if _holds_stand_ins(x) else np.shape(x)  # (the stack's: x's own would convert it)
 
-    def array_adjoint(dy):
+    def array_adjoint(dy, lead=()):
         # ndmin may have added leading axes; to_input splits a nested list into its elements
-        return convert_adjoint(np.reshape(dy, shape))
+        return convert_adjoint(np.reshape(dy, lead + shape), lead)
 
     def array_push(dx, lead):
         return convert_push(np.reshape(dx, (*lead, *np.shape(y))), lead)
@@ -566,12 +602,18 @@ def _at_least_3d(shape):
     return {0: (1, 1, 1), 1: (1, *shape, 1), 2: (*shape, 1)}.get(len(shape), shape)
 
 
-def _split_cotangent(dy, pieces, shapes, axis):
-    """The cotangent of each joined piece: ``dy`` cut along ``axis`` and reshaped."""
+def _split_cotangent(dy, pieces, shapes, axis, lead=()):
+    """The cotangent of each joined piece: ``dy`` cut along ``axis`` and reshaped (``lead``: the
+    batch axis of a batch of cotangents, kept in front)."""
     if isinstance(dy, AbstractZero):
         return [NO if has_no_tangent(p) else dy for p in pieces]
     bounds = np.cumsum([s[axis] for s in shapes])[:-1]
-    parts = np.split(dy, bounds, axis=axis)
+    parts = np.split(dy, bounds, axis=axis + len(lead))
+    if lead:
+        return [
+            NO if has_no_tangent(p) else batch_to_input(p, np.reshape(d, lead + np.shape(p)))
+            for p, d in zip(pieces, parts)
+        ]
     return [NO if has_no_tangent(p) else to_input(p, np.reshape(d, np.shape(p))) for p, d in zip(pieces, parts)]
 
 
@@ -594,8 +636,14 @@ def _register_join(f, layout):
         y = f(arrays, *args, **kwargs)
         pieces = as_sequence(arrays, f)
         shapes, axis = layout(pieces, args[0] if args else kwargs.get("axis", 0))
+        ndim = _ndim(y)
 
         def join_pullback(dy):
+            if type(dy) is not np.ndarray or dy.ndim != ndim:
+                batch = batch_of(y, dy)
+                if batch is not None:
+                    cotangents = _split_cotangent(batch, pieces, shapes, axis, batch.shape[:1])
+                    return (NO, sequence_cotangent(arrays, cotangents, len(batch)), *(NO for _ in args))
             cotangents = _split_cotangent(cotangent_array(y, dy), pieces, shapes, axis)
             return (NO, sequence_cotangent(arrays, cotangents), *(NO for _ in args))
 
@@ -610,7 +658,7 @@ def _register_join(f, layout):
 
     rrule_join.__name__ = rrule_join.__qualname__ = f"rrule_{name}"
     frule_join.__name__ = frule_join.__qualname__ = f"frule_{name}"
-    rrule.register(f)(rrule_join)
+    rrule.register(f, batched=True)(rrule_join)
     frule.register(f, batched=True)(frule_join)
 
 
@@ -625,12 +673,18 @@ def _append_layout(arr, values, axis):
     return pieces, [np.shape(arr), np.shape(values)], normalize_axis(axis, np.ndim(arr))
 
 
-@rrule.register(np.append)
+@rrule.register(np.append, batched=True)
 def rrule_append(arr, values, *args, **kwargs):
     y = np.append(arr, values, *args, **kwargs)
     pieces, shapes, axis = _append_layout(arr, values, args[0] if args else kwargs.get("axis"))
+    ndim = _ndim(y)
 
     def append_pullback(dy):
+        if type(dy) is not np.ndarray or dy.ndim != ndim:
+            batch = batch_of(y, dy)
+            if batch is not None:
+                darr, dvalues = _split_cotangent(batch, pieces, shapes, axis, batch.shape[:1])
+                return (NO, darr, dvalues, *(NO for _ in args))
         darr, dvalues = _split_cotangent(cotangent_array(y, dy), pieces, shapes, axis)
         return (NO, darr, dvalues, *(NO for _ in args))
 
@@ -668,6 +722,14 @@ def _register_split(f):
             items = sequence_items(ys, dys)
             if has_no_tangent(x) or all(isinstance(t, AbstractZero) for t in items):
                 return (NO, NO if has_no_tangent(x) else ZERO, *(NO for _ in args))
+            first = items[0]  # (one cotangent per piece, the common case, is told by the first)
+            batch = None if type(first) is np.ndarray and first.ndim == ys[0].ndim else _items_batch(ys, items)
+            if batch is not None:  # a batch of cotangents of each piece: joined past the batch axis
+                parts = [
+                    zeros_tangent(y, batch) if isinstance(t, AbstractZero) else match_input_batch(y, t)
+                    for y, t in zip(ys, items)
+                ]
+                return (NO, batch_to_input(x, np.concatenate(parts, axis=axis + 1)), *(NO for _ in args))
             parts = [cotangent_array(y, t) for y, t in zip(ys, items)]
             parts = [zeros_tangent(y) if isinstance(t, AbstractZero) else t for y, t in zip(ys, parts)]
             return (NO, to_input(x, np.concatenate(parts, axis=axis)), *(NO for _ in args))
@@ -687,8 +749,19 @@ def _register_split(f):
 
     rrule_split.__name__ = rrule_split.__qualname__ = f"rrule_{name}"
     frule_split.__name__ = frule_split.__qualname__ = f"frule_{name}"
-    rrule.register(f)(rrule_split)
+    rrule.register(f, batched=True)(rrule_split)
     frule.register(f, batched=True)(frule_split)
+
+
+def _items_batch(ys, items) -> int | None:
+    """The batch length when the cotangents ``items`` of the outputs ``ys`` carry a batch axis (the
+    nonzero ones all do, or none does), else None."""
+    for y, t in zip(ys, items):
+        if not isinstance(t, AbstractZero):
+            if type(t) is np.ndarray and type(y) is np.ndarray and t.ndim == y.ndim:
+                return None  # one cotangent per piece: the common case, told with one test
+            return np.shape(t)[0] if carries_batch(y, t) else None
+    return None
 
 
 for _f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit):
@@ -723,8 +796,18 @@ def _take_rule(f):
         axis, mode = options.get("axis"), options.get("mode", "raise")
         y = f(a, indices, axis=axis, mode=mode)
         k = None if axis is None else normalize_axis(axis, np.ndim(a))
+        ndim = _ndim(y)
 
         def take_pullback(dy):
+            if type(dy) is not np.ndarray or dy.ndim != ndim:
+                batch = batch_of(y, dy)
+                if batch is not None:
+                    return (
+                        NO,
+                        scatter_batch_thunk(a, _take_index(a, indices, k, mode), batch),
+                        NO,
+                        *(NO for _ in args),
+                    )
             dx = scatter_thunk(a, _take_index(a, indices, k, mode), cotangent_array(y, dy))
             return (NO, dx, NO, *(NO for _ in args))
 
@@ -742,7 +825,7 @@ def _take_rule(f):
             return y, np.take(np.reshape(dx, (*lead, -1)), indices, axis=len(lead), mode=mode)
         return y, np.take(dx, indices, axis=normalize_axis(axis, np.ndim(a)) + len(lead), mode=mode)
 
-    rrule.register(f)(rrule_take)
+    rrule.register(f, batched=True)(rrule_take)
     frule.register(f, batched=True)(frule_take)
 
 
@@ -759,10 +842,11 @@ def _along_axis_index(shape, indices, axis):
     return tuple(index)
 
 
-@rrule.register(np.take_along_axis)
+@rrule.register(np.take_along_axis, batched=True)
 def rrule_take_along_axis(arr, indices, *args, **kwargs):
     axis = args[0] if args else kwargs.get("axis", -1)
     y = np.take_along_axis(arr, indices, *args, **kwargs)
+    ndim = _ndim(y)
 
     def take_along_axis_pullback(dy):
         if axis is None:
@@ -770,6 +854,10 @@ def rrule_take_along_axis(arr, indices, *args, **kwargs):
             index = np.unravel_index(np.where(flat < 0, flat + np.size(arr), flat), np.shape(arr))
         else:
             index = _along_axis_index(np.shape(arr), indices, normalize_axis(axis, np.ndim(arr)))
+        if type(dy) is not np.ndarray or dy.ndim != ndim:
+            batch = batch_of(y, dy)
+            if batch is not None:
+                return (NO, scatter_batch_thunk(arr, index, batch, unique=False), NO, *(NO for _ in args))
         return (NO, scatter_thunk(arr, index, cotangent_array(y, dy), unique=False), NO, *(NO for _ in args))
 
     return y, take_along_axis_pullback
@@ -806,7 +894,7 @@ def _sorted_positions(a, axis, kwargs):
     return perm, _along_axis_index(np.shape(a), perm, normalize_axis(axis, np.ndim(a)))
 
 
-@rrule.register(np.sort)
+@rrule.register(np.sort, batched=True)
 def rrule_sort(a, *args, **kwargs):
     """The values of ``np.sort``: the cotangent goes back to where each value came from (ties
     take the order ``argsort`` gives them, one valid subgradient)."""
@@ -814,8 +902,13 @@ def rrule_sort(a, *args, **kwargs):
     options = dict(zip(("kind", "order"), args[1:]), **kwargs)
     perm, index = _sorted_positions(a, axis, options)
     y = _sorted_values(a, index)
+    ndim = _ndim(y)
 
     def sort_pullback(dy):
+        if type(dy) is not np.ndarray or dy.ndim != ndim:
+            batch = batch_of(y, dy)
+            if batch is not None:
+                return (NO, scatter_batch_thunk(a, index, batch, unique=True), *(NO for _ in args))
         return (NO, scatter_thunk(a, index, cotangent_array(y, dy), unique=True), *(NO for _ in args))
 
     return y, sort_pullback
@@ -844,13 +937,20 @@ def _diagonal_positions(shape, offset, axis1, axis2):
     return i - min(offset, 0), i + max(offset, 0)
 
 
-def _diagonal_scatter(x, dy, offset, axis1, axis2, spread=False):
-    """The cotangent of ``np.diagonal(x, offset, axis1, axis2)`` (or, with ``spread``, of ``np.trace``)."""
+def _diagonal_scatter(x, dy, offset, axis1, axis2, spread=False, batched=False):
+    """The cotangent of ``np.diagonal(x, offset, axis1, axis2)`` (or, with ``spread``, of ``np.trace``);
+    ``batched``: ``dy`` is a batch of cotangents (a leading batch axis)."""
     ndim = np.ndim(x)
     a1, a2 = normalize_axis(axis1, ndim), normalize_axis(axis2, ndim)
     rows, cols = _diagonal_positions(np.shape(x), offset, a1, a2)
     if spread and not isinstance(dy, AbstractZero):  # the trace's cotangent reaches every diagonal entry
         dy = np.expand_dims(dy, -1)
+    if batched:  # the accumulator holds a batch axis in front: x's axes are one further right
+
+        def batch_diagonal_plane(acc):
+            return np.moveaxis(acc, (a1 + 1, a2 + 1), (-2, -1))
+
+        return scatter_batch_thunk(x, (Ellipsis, rows, cols), dy, view=batch_diagonal_plane, unique=True)
 
     def diagonal_plane(acc):
         return np.moveaxis(acc, (a1, a2), (-2, -1))
@@ -862,8 +962,14 @@ def _register_diagonal(f):
     def rrule_diagonal(a, *args, **kwargs):
         offset, axis1, axis2 = _diagonal_options(args, kwargs)
         y = f(a, *args, **kwargs)
+        ndim = _ndim(y)
 
         def diagonal_pullback(dy):
+            if type(dy) is not np.ndarray or dy.ndim != ndim:
+                batch = batch_of(y, dy)
+                if batch is not None:
+                    dx = _diagonal_scatter(a, batch, offset, axis1, axis2, batched=True)
+                    return (NO, dx, *(NO for _ in args))
             return (NO, _diagonal_scatter(a, cotangent_array(y, dy), offset, axis1, axis2), *(NO for _ in args))
 
         return y, diagonal_pullback
@@ -877,7 +983,7 @@ def _register_diagonal(f):
         lead, ndim = len(_lead(a, dx)), np.ndim(a)
         return y, np.diagonal(dx, offset, normalize_axis(axis1, ndim) + lead, normalize_axis(axis2, ndim) + lead)
 
-    rrule.register(f)(rrule_diagonal)
+    rrule.register(f, batched=True)(rrule_diagonal)
     frule.register(f, batched=True)(frule_diagonal)
 
 
@@ -899,6 +1005,11 @@ def _register_trace(f):
         y = f(a, *args, **kwargs)
 
         def trace_pullback(dy):
+            if type(dy) is not np.ndarray or dy.ndim != np.ndim(y):  # (a trace of a matrix is a number)
+                batch = batch_of(y, dy)
+                if batch is not None:
+                    dx = _diagonal_scatter(a, batch, offset, axis1, axis2, spread=True, batched=True)
+                    return (NO, dx, *(NO for _ in args))
             dy = cotangent_array(y, dy)
             return (NO, _diagonal_scatter(a, dy, offset, axis1, axis2, spread=True), *(NO for _ in args))
 
@@ -915,7 +1026,7 @@ def _register_trace(f):
         ndim = np.ndim(a)
         return y, np.trace(dx, offset, normalize_axis(axis1, ndim) + lead, normalize_axis(axis2, ndim) + lead)
 
-    rrule.register(f)(rrule_trace)
+    rrule.register(f, batched=True)(rrule_trace)
     frule.register(f, batched=True)(frule_trace)
 
 
@@ -923,12 +1034,20 @@ for _f in (np.trace, np.ndarray.trace):
     _register_trace(_f)
 
 
-@rrule.register(np.diag)
+@rrule.register(np.diag, batched=True)
 def rrule_diag(v, *args, **kwargs):
     k = args[0] if args else kwargs.get("k", 0)
     y = np.diag(v, k)
 
     def diag_pullback(dy):
+        if type(dy) is not np.ndarray or dy.ndim != y.ndim:
+            batch = batch_of(y, dy)
+            if batch is not None:
+                if has_no_tangent(v):
+                    return (NO, NO, *(NO for _ in args))
+                if np.ndim(v) == 1:
+                    return (NO, batch_to_input(v, np.diagonal(batch, k, 1, 2).copy()), *(NO for _ in args))
+                return (NO, _diagonal_scatter(v, batch, k, 0, 1, batched=True), *(NO for _ in args))
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero) or has_no_tangent(v):
             return (NO, NO if has_no_tangent(v) else dy, *(NO for _ in args))
@@ -957,7 +1076,7 @@ def frule_diag(tangents, v, *args, **kwargs):
 
 def _register_triangle(f):
     def triangle_spec(y, m, k=0):
-        def triangle_adjoint(dy):
+        def triangle_adjoint(dy, lead=()):  # (f acts on the last two axes: a batch axis stays in front)
             dx = f(dy, k)
             return np.sum(dx, axis=-2) if np.ndim(m) == 1 else dx
 
@@ -969,7 +1088,7 @@ def _register_triangle(f):
 
         return triangle_adjoint, triangle_push
 
-    _linear(f)(triangle_spec)
+    _linear(f, batched=True)(triangle_spec)
 
 
 for _f in (np.triu, np.tril):

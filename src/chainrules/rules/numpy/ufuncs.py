@@ -624,18 +624,22 @@ def _scatter_sum(shape: tuple, indices: tuple, values: tuple):
     return sum(np.ravel(v) @ (np.ravel(i)[:, None] == positions) for i, v in zip(indices, values)).reshape(shape)
 
 
-@rrule.register(np.interp)
+@rrule.register(np.interp, batched=True)
 def rrule_interp(x, xp, fp, *args, **kwargs):
     """Piecewise linear: the derivative in ``x`` is the slope of its segment (one-sided at the
     knots), in ``fp`` the interpolation weights; the sample points ``xp`` are not differentiated,
     and ``left``/``right`` given by position get the cotangent of the points outside."""
     y = np.interp(x, xp, fp, *args, **kwargs)
-    lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(_as_array(x), xp, fp, args, kwargs)
+    parts = _interp_parts(_as_array(x), xp, fp, args, kwargs)
+    lo, hi, w_lo, w_hi, slope, below, above = parts
+    ndim = np.ndim(y)
 
     def interp_pullback(dy):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return (_NO, dy, _NO, dy) + tuple(_NO if a is None else dy for a in args)
+        if getattr(dy, "ndim", 0) == ndim + 1:  # a batch of cotangents (a leading batch axis)
+            return _interp_batch(x, fp, args, parts, match_input_batch(y, dy))
         dy = _as_array(dy)
         dx = match_input(x, dy * conj(slope))
         dfp = _scatter_sum(np.shape(fp), (lo, hi), (dy * w_lo, dy * w_hi))
@@ -643,6 +647,23 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
         return (_NO, dx, _NO, match_input(fp, dfp), *bounds, *(_NO for _ in args[2:]))
 
     return y, interp_pullback
+
+
+def _interp_batch(x, fp, args, parts, dys):
+    """``interp_pullback`` for a batch ``dys`` of cotangents: each row gathers into ``fp``'s
+    cotangent with the interpolation weights, past the batch axis."""
+    lo, hi, w_lo, w_hi, slope, below, above = parts
+    rows = np.reshape(dys, (len(dys), -1))
+    dx = match_input_batch(x, dys * conj(slope))
+    dfp = np.zeros((len(dys), np.size(fp)), dtype=np.result_type(dys, w_lo))
+    np.add.at(dfp, (slice(None), np.ravel(lo)), rows * np.ravel(w_lo))
+    np.add.at(dfp, (slice(None), np.ravel(hi)), rows * np.ravel(w_hi))
+    dfp = match_input_batch(fp, np.reshape(dfp, (len(dys), *np.shape(fp))))
+    bounds = tuple(
+        _NO if a is None else match_input_batch(a, np.sum(rows * np.ravel(m), axis=1))
+        for a, m in zip(args, (below, above))
+    )
+    return (_NO, dx, _NO, dfp, *bounds, *(_NO for _ in args[2:]))
 
 
 @frule.register(np.interp, batched=True)

@@ -22,7 +22,17 @@ import numpy as np
 from scipy.linalg import blas as _blas
 from scipy.linalg import lapack as _lapack
 
-from ...core import AbstractZero, ActiveValue, NoTangent, ProjectTo, Tangent, ZeroTangent, unthunk
+from ...core import (
+    AbstractZero,
+    ActiveValue,
+    BasisSeed,
+    NoTangent,
+    ProjectTo,
+    Tangent,
+    ZeroTangent,
+    carries_batch,
+    unthunk,
+)
 
 NO = NoTangent()
 ZERO = ZeroTangent()
@@ -107,11 +117,28 @@ def through_rules(f, *args, **kwargs):
     return f(*args, **kwargs)
 
 
+class _Unprojected:
+    """The projector of a primal that is not a NumPy value (a dual number): tangents pass as given,
+    one at a time or a batch."""
+
+    __slots__ = ()
+
+    def __call__(self, dx):
+        return dx
+
+    def batch(self, dx):
+        return dx
+
+
+_UNPROJECTED = _Unprojected()
+
+
 def projector(x):
-    """``ProjectTo(x)`` for arrays and numbers; other primals (dual numbers) are left alone."""
+    """``ProjectTo(x)`` for arrays and numbers; other primals (dual numbers) are left alone.
+    ``projector(x).batch`` projects a batch of cotangents (a leading batch axis)."""
     if isinstance(x, (np.ndarray, np.generic, int, float, complex)):
         return ProjectTo(x)
-    return lambda dx: dx
+    return _UNPROJECTED
 
 
 # ----- BLAS and LAPACK ---------------------------------------------------------------------
@@ -228,6 +255,7 @@ class LU:
 
     def solve(self, b, op: str = "N", batched: bool = False):
         """``op(A)^{-1} b`` for ``b`` of shape (n,) or (n, k), or either with a leading batch axis."""
+        b = plain(b)  # (a block of unit tangents or cotangents: its values)
         if not self.lapack or not is_plain(b):
             return generic_solve(_op(self.a, op), b, batched)
         return _columns(b, batched, lambda cols: self._solve_columns(cols, op))
@@ -288,26 +316,43 @@ class LU:
 def generic_solve(a, b, batched: bool = False):
     """``a^{-1} b`` with NumPy for (stacks of) matrices ``a``; ``b`` is a vector when it has one
     axis fewer than ``a`` (after a leading batch axis), else a (stack of) matrices."""
-    if np.ndim(b) - batched == np.ndim(a) - 1:
+    vector = np.ndim(b) - batched == np.ndim(a) - 1
+    b = plain(b)
+    if batched and type(a) is np.ndarray and type(b) is np.ndarray:
+        return _solve_batch_as_columns(a, b, vector)
+    if vector:
         return np.linalg.solve(a, b[..., None])[..., 0]
     return np.linalg.solve(a, b)
 
 
+def _solve_batch_as_columns(a, b, vector: bool):
+    """``a^{-1} b`` for a batch ``b`` of right-hand sides (a leading batch axis): the batch goes
+    in as more columns, so that each matrix of ``a`` is factorized once, not once per row."""
+    cols = b[..., None] if vector else b  # (B, *stack, n, k)
+    batch, n, k = cols.shape[0], cols.shape[-2], cols.shape[-1]
+    stack = np.broadcast_shapes(a.shape[:-2], cols.shape[1:-2])
+    cols = np.moveaxis(np.broadcast_to(cols, (batch, *stack, n, k)), 0, -2)  # (*stack, n, B, k)
+    x = np.linalg.solve(a, np.reshape(cols, (*stack, n, batch * k)))
+    x = np.moveaxis(np.reshape(x, (*stack, n, batch, k)), -2, 0)
+    return x[..., 0] if vector else x
+
+
 def _columns(b, batched: bool, solve):
     """Apply ``solve`` (a function of an (n, k) matrix) to ``b`` of shape (n,), (n, k), or batched
-    (B, n) / (B, n, k), as one call with all right-hand sides side by side."""
-    if not batched:
+    (B, n), or to a stack of matrices (..., n, k) (with or without a batch axis in front), as one
+    call with all right-hand sides side by side."""
+    if b.ndim <= 2 and not batched:
         return solve(b)
     if b.ndim == 2:  # (B, n): the columns of b.T
         return solve(np.ascontiguousarray(b.T)).T
-    batch, n, k = b.shape
-    cols = b.transpose(1, 0, 2).reshape(n, batch * k)
-    return solve(cols).reshape(n, batch, k).transpose(1, 0, 2)
+    cols = np.moveaxis(b, -2, 0)  # (n, ..., k)
+    return np.moveaxis(np.reshape(solve(np.reshape(cols, (cols.shape[0], -1))), cols.shape), 0, -2)
 
 
 def triangular_solve(t, b, lower: bool, op: str = "N", side: str = "left", unit: bool = False, batched: bool = False):
     """``op(t)^{-1} b`` (``side="left"``) or ``b op(t)^{-1}`` (``side="right"``) for a triangular ``t``
     with SciPy's TRSM; ``b`` may carry a leading batch axis (``batched``), solved as one call."""
+    b = plain(b)
     if is_plain(t, b) and t.ndim == 2 and b.ndim == 2 + batched and t.dtype == b.dtype:
         if t.shape[0] == 0 or b.size == 0:
             return np.zeros(b.shape, dtype=b.dtype)
@@ -348,20 +393,38 @@ def scipy_solve(a, b):
     return np.linalg.solve(a, b)
 
 
+def numpy_solve_batch(a, b):
+    """``a^{-1} b`` for a batch of matrices ``b`` (a leading batch axis) with NumPy, each matrix of
+    ``a`` factorized once."""
+    return generic_solve(a, b, batched=True)
+
+
+def scipy_solve_batch(a, b):
+    """``numpy_solve_batch`` by one LU (GETRF/GETRS) for one plain matrix ``a``."""
+    if is_plain(a) and a.ndim == 2:
+        lu = LU(a)
+        lu.check("solve")
+        return lu.solve(b, batched=True)
+    return generic_solve(a, b, batched=True)
+
+
 class Ops:
-    """The matrix operations a rule computes with, all from one library (one BLAS thread pool)."""
+    """The matrix operations a rule computes with, all from one library (one BLAS thread pool).
 
-    __slots__ = ("name", "mul", "solve", "trisolve")
+    ``solve_batch(a, b)`` solves for a batch of matrices ``b`` (a leading batch axis) and
+    ``trisolve(..., batched=True)`` for a batch of right-hand sides, factorizing ``a`` once."""
 
-    def __init__(self, name, mul, solve, trisolve):
-        self.name, self.mul, self.solve, self.trisolve = name, mul, solve, trisolve
+    __slots__ = ("name", "mul", "solve", "trisolve", "solve_batch")
+
+    def __init__(self, name, mul, solve, trisolve, solve_batch):
+        self.name, self.mul, self.solve, self.trisolve, self.solve_batch = name, mul, solve, trisolve, solve_batch
 
     def __repr__(self) -> str:
         return f"Ops({self.name})"
 
 
-NUMPY = Ops("numpy", numpy_mul, np.linalg.solve, numpy_triangular_solve)
-SCIPY = Ops("scipy", mm, scipy_solve, triangular_solve)
+NUMPY = Ops("numpy", numpy_mul, np.linalg.solve, numpy_triangular_solve, numpy_solve_batch)
+SCIPY = Ops("scipy", mm, scipy_solve, triangular_solve, scipy_solve_batch)
 
 
 # ----- symmetric and Hermitian arguments read from one triangle ---------------------------
@@ -442,6 +505,38 @@ def tangent_of(y, *components):
     if all(isinstance(c, AbstractZero) for c in components):
         return ZERO
     return Tangent[type(y)](*components)
+
+
+def plain(dy):
+    """A batch of cotangents as an ordinary ndarray: a structured seed (``BasisSeed``, an ndarray
+    subclass) is viewed as its values, which LAPACK and SciPy's BLAS take; anything else (an
+    engine's dual numbers among them) passes as it is."""
+    return dy.view(np.ndarray) if type(dy) is BasisSeed else dy
+
+
+def parts_carry_batch(y, items) -> bool:
+    """Whether the components ``items`` of a cotangent of the tuple output ``y`` (as ``parts``
+    gives them) carry a leading batch axis: its first component that is not a zero does."""
+    for yi, di in zip(y, items):
+        if not isinstance(di, AbstractZero):
+            return carries_batch(yi, di)
+    return False
+
+
+def by_rows(pullback, dy):
+    """``pullback`` called on each row of the batch ``dy`` of array cotangents, its results
+    stacked position by position (zeros stay zeros): for the steps LAPACK takes one right-hand
+    side matrix at a time, with the factors the pullback closes over reused for every row."""
+    rows = [pullback(row) for row in plain(dy)]
+    return tuple(_stack_rows([r[i] for r in rows]) for i in range(len(rows[0])))
+
+
+def _stack_rows(items: list):
+    items = [unthunk(t) for t in items]
+    first = next((t for t in items if not isinstance(t, AbstractZero)), None)
+    if first is None:
+        return items[0]
+    return np.stack([np.zeros_like(first) if isinstance(t, AbstractZero) else t for t in items])
 
 
 def is_batched(dx, x) -> bool:

@@ -9,6 +9,8 @@ dense solve's, ``dX = A^{-1} (dB - dA X)``, and the pullback of ``dX`` is ``dB =
 (GBTRF) or its Cholesky factor (PBTRF) are computed once and solve the primal, the tangent and the
 adjoint system; the products with the band go diagonal by diagonal, O(n (l + u + 1)) work per
 column, never through the dense matrix. Dual numbers (forward over reverse) use the dense matrix.
+A batch of cotangents (a leading batch axis, for reverse-mode Jacobians) is pulled back row by
+row with the same factors, and a batch of tangents pushed forward likewise.
 
 >>> import numpy as np, scipy.linalg as sl, chainrules as cr
 >>> ab = np.array([[0.0, 1.0, 1.0], [4.0, 4.0, 4.0], [1.0, 1.0, 0.0]])  # l = u = 1
@@ -25,8 +27,22 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sl
 
-from ...core import conj, frule, rrule, unthunk
-from ._lapack import NO, ZERO, as_array, float_dtype, is_plain, is_zero, lapack, mH, options, projector
+from ...core import carries_batch, conj, frule, rrule, unthunk
+from ._lapack import (
+    NO,
+    ZERO,
+    as_array,
+    batch_size,
+    by_rows,
+    float_dtype,
+    is_batched,
+    is_plain,
+    is_zero,
+    lapack,
+    mH,
+    options,
+    projector,
+)
 
 # ----- products with a band, diagonal by diagonal --------------------------------------------
 #
@@ -177,6 +193,16 @@ def _columns(x):
     return x[:, None] if np.ndim(x) == 1 else x
 
 
+def _tangent_rows(tangent, tangents, primals):
+    """``tangent(*row)`` for each row of a batch of tangents (unbatched ones and zeros repeated in
+    every row), stacked; ``tangent(*tangents)`` when none carries a batch."""
+    batch = batch_size(tangents, primals)
+    if batch is None:
+        return tangent(*tangents)
+    rows = [[d[k] if is_batched(d, p) else d for d, p in zip(tangents, primals)] for k in range(batch)]
+    return np.stack([tangent(*row) for row in rows])
+
+
 # ----- solve_banded -------------------------------------------------------------------------
 
 _BANDED_OPTIONS = (("overwrite_ab", False), ("overwrite_b", False), ("check_finite", True))
@@ -199,7 +225,7 @@ def _banded_setup(l_and_u, ab, b, rest, kwargs):
     return lower, upper, ab, (x[:, 0] if np.ndim(b) == 1 else x), solver
 
 
-@rrule.register(sl.solve_banded)
+@rrule.register(sl.solve_banded, batched=True)
 def rrule_solve_banded(l_and_u, ab, b, *rest, **kwargs):
     project_ab, project_b = projector(ab), projector(b)
     lower, upper, ab_, x, solver = _banded_setup(l_and_u, ab, b, rest, kwargs)
@@ -209,6 +235,8 @@ def rrule_solve_banded(l_and_u, ab, b, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx) or solver is None:
             return (NO, NO, ZERO, ZERO) + extra
+        if carries_batch(x, dx):
+            return by_rows(solve_banded_pullback, dx)
         g = solver.solve(_columns(dx), "C")  # A^H G = dX with the primal's factors
         dab = -_band_of_outer(g, _columns(x), lower, upper)  # the band of -G X^H
         return (NO, NO, project_ab(dab), project_b(g[:, 0] if np.ndim(x) == 1 else g)) + extra
@@ -216,17 +244,21 @@ def rrule_solve_banded(l_and_u, ab, b, *rest, **kwargs):
     return x, solve_banded_pullback
 
 
-@frule.register(sl.solve_banded)
+@frule.register(sl.solve_banded, batched=True)
 def frule_solve_banded(tangents, l_and_u, ab, b, *rest, **kwargs):
     dab, db = (unthunk(t) for t in tangents[2:4])
     lower, upper, ab_, x, solver = _banded_setup(l_and_u, ab, b, rest, kwargs)
-    rhs = 0 if is_zero(db) else _columns(db)  # A dX = dB - dA X
-    if not is_zero(dab):
-        rhs = rhs - _band_matmul(dab, lower, upper, _columns(x))
-    if np.ndim(rhs) == 0 or solver is None:
+    if (is_zero(dab) and is_zero(db)) or solver is None:
         return x, ZERO
-    dx = solver.solve(rhs)
-    return x, (dx[:, 0] if np.ndim(x) == 1 else dx)
+
+    def tangent(dab, db):
+        rhs = 0 if is_zero(db) else _columns(db)  # A dX = dB - dA X
+        if not is_zero(dab):
+            rhs = rhs - _band_matmul(dab, lower, upper, _columns(x))
+        dx = solver.solve(rhs)
+        return dx[:, 0] if np.ndim(x) == 1 else dx
+
+    return x, _tangent_rows(tangent, (dab, db), (ab, b))  # (a batch: row by row, with the same factors)
 
 
 # ----- solveh_banded ------------------------------------------------------------------------
@@ -246,7 +278,7 @@ def _hbanded_setup(ab, b, rest, kwargs):
     return lower, k, (x[:, 0] if np.ndim(b) == 1 else x), solver
 
 
-@rrule.register(sl.solveh_banded)
+@rrule.register(sl.solveh_banded, batched=True)
 def rrule_solveh_banded(ab, b, *rest, **kwargs):
     project_ab, project_b = projector(ab), projector(b)
     lower, k, x, solver = _hbanded_setup(ab, b, rest, kwargs)
@@ -256,6 +288,8 @@ def rrule_solveh_banded(ab, b, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx) or solver is None:
             return (NO, ZERO, ZERO) + extra
+        if carries_batch(x, dx):
+            return by_rows(solveh_banded_pullback, dx)
         g = solver.solve(_columns(dx), "C")  # A is Hermitian: the same factor solves A^H G = dX
         dab = _fold_band(-_band_of_outer(g, _columns(x), k, k), lower)
         return (NO, project_ab(dab), project_b(g[:, 0] if np.ndim(x) == 1 else g)) + extra
@@ -263,14 +297,18 @@ def rrule_solveh_banded(ab, b, *rest, **kwargs):
     return x, solveh_banded_pullback
 
 
-@frule.register(sl.solveh_banded)
+@frule.register(sl.solveh_banded, batched=True)
 def frule_solveh_banded(tangents, ab, b, *rest, **kwargs):
     dab, db = (unthunk(t) for t in tangents[1:3])
     lower, k, x, solver = _hbanded_setup(ab, b, rest, kwargs)
-    rhs = 0 if is_zero(db) else _columns(db)
-    if not is_zero(dab):
-        rhs = rhs - _band_matmul(_hermitian_band(dab, lower), k, k, _columns(x))
-    if np.ndim(rhs) == 0 or solver is None:
+    if (is_zero(dab) and is_zero(db)) or solver is None:
         return x, ZERO
-    dx = solver.solve(rhs)
-    return x, (dx[:, 0] if np.ndim(x) == 1 else dx)
+
+    def tangent(dab, db):
+        rhs = 0 if is_zero(db) else _columns(db)
+        if not is_zero(dab):
+            rhs = rhs - _band_matmul(_hermitian_band(dab, lower), k, k, _columns(x))
+        dx = solver.solve(rhs)
+        return dx[:, 0] if np.ndim(x) == 1 else dx
+
+    return x, _tangent_rows(tangent, (dab, db), (ab, b))  # (a batch: row by row, with the same factors)

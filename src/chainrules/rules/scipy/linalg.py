@@ -7,13 +7,16 @@ the Fréchet derivative of the adjoint direction (Al-Mohy & Higham 2009); the sq
 logarithm solve Sylvester equations in the Schur basis of the primal.
 
 The rules take single matrices (``scipy.linalg``'s stacked inputs raise a ``ValueError`` that
-points to ``numpy.linalg``). Arrays that are not plain ndarrays (dual numbers) are computed with
-NumPy functions, and where a rule returns LAPACK's factors or its pullback calls LAPACK, the dual
-numbers go through the forward rule of the SciPy function itself (``through_rules``; matrix
-functions' adjoints through that of a block matrix), so every rule also runs under the forward
-engine, and ``cr.hessian`` (forward over reverse) reaches them all. Functions that read one
-triangle (``assume_a='sym'|'her'|'pos'``, ``cholesky``, ``cho_factor``, ``eigh``, ``eigvalsh``)
-return the cotangent in that triangle, as in ``numpy.linalg``'s rules.
+points to ``numpy.linalg``). Their pullbacks also take a batch of cotangents (a leading batch
+axis, for reverse-mode Jacobians): all rows are solved with the primal's factors at once, or,
+where LAPACK takes one right-hand side matrix at a time (TRSYL), row by row with the same factors.
+Arrays that are not plain ndarrays (dual numbers) are computed with NumPy functions, and where a
+rule returns LAPACK's factors or its pullback calls LAPACK, the dual numbers go through the
+forward rule of the SciPy function itself (``through_rules``; matrix functions' adjoints through
+that of a block matrix), so every rule also runs under the forward engine, and ``cr.hessian``
+(forward over reverse) reaches them all. Functions that read one triangle
+(``assume_a='sym'|'her'|'pos'``, ``cholesky``, ``cho_factor``, ``eigh``, ``eigvalsh``) return the
+cotangent in that triangle, as in ``numpy.linalg``'s rules.
 
 >>> import numpy as np, scipy.linalg as sl, chainrules as cr
 >>> y, back = cr.rrule(sl.expm, np.zeros((2, 2)))
@@ -27,11 +30,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sl
 
-from ...core import conj, frule, rrule, unthunk
+from ...core import Thunk, carries_batch, conj, frule, rrule, unthunk
 from ..numpy.linalg import (
     _cholesky_setup,
     _det_gradient,
     _det_setup,
+    _norm_gradient_batch,
     _norm_setup,
     _norm_tangent,
     _safe_inverse,
@@ -56,8 +60,10 @@ from ._lapack import (
     NO,
     SCIPY,
     ZERO,
+    _columns,
     as_array,
     batch_size,
+    by_rows,
     diag_embed,
     diagonal,
     float_dtype,
@@ -73,6 +79,8 @@ from ._lapack import (
     mT,
     options,
     parts,
+    parts_carry_batch,
+    plain,
     projector,
     tangent_of,
     through_rules,
@@ -286,7 +294,7 @@ _SOLVE_OPTIONS = (
 )
 
 
-@rrule.register(sl.solve)
+@rrule.register(sl.solve, batched=True)
 def rrule_solve(a, b, *rest, **kwargs):
     opts = options("scipy.linalg.solve", rest, kwargs, _SOLVE_OPTIONS)
     project_a, project_b = projector(a), projector(b)
@@ -297,6 +305,10 @@ def rrule_solve(a, b, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
+        if carries_batch(x, dx):  # every row solved at once, with the same factors
+            db = _solve_op(factor, plain(dx), "C" if op == "N" else "K", batched=True)
+            da = Thunk(lambda: project_a.batch(structure.pull(_solve_cotangent_of_a(db, x, op))))
+            return (NO, da, project_b.batch(db)) + (NO,) * len(rest)
         # the primal's factorization solves the adjoint system: no refactorization
         db = _solve_op(factor, dx, "C" if op == "N" else "K")
         dop = -(db[:, None] * conj(x)[None, :]) if vector else mul(db, x, "N", "C", alpha=-1.0)  # cotangent of op(a)
@@ -304,6 +316,12 @@ def rrule_solve(a, b, *rest, **kwargs):
         return (NO, project_a(structure.pull(dahat)), project_b(db)) + (NO,) * len(rest)
 
     return x, solve_pullback
+
+
+def _solve_cotangent_of_a(db, x, op: str):
+    """The cotangent of the matrix read, ``-db x^H`` through ``op`` (``db`` may carry a batch axis)."""
+    dop = -(db[..., :, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
+    return {"N": dop, "T": mT(dop), "C": mH(dop)}[op]
 
 
 @frule.register(sl.solve, batched=True)
@@ -375,7 +393,7 @@ def _tri_setup(a, b, opts):
     return t, op, _tri_solve(t, b, opts["lower"], op, opts["unit_diagonal"])
 
 
-@rrule.register(sl.solve_triangular)
+@rrule.register(sl.solve_triangular, batched=True)
 def rrule_solve_triangular(a, b, *rest, **kwargs):
     opts = options("scipy.linalg.solve_triangular", rest, kwargs, _TRI_OPTIONS)
     project_a, project_b = projector(a), projector(b)
@@ -386,6 +404,10 @@ def rrule_solve_triangular(a, b, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
+        if carries_batch(x, dx):  # every row solved at once
+            db = _tri_solve(t, plain(dx), lower, _ADJOINT[op], unit, batched=True)
+            da = Thunk(lambda: project_a.batch(_tri_mask(_solve_cotangent_of_a(db, x, op), lower, unit)))
+            return (NO, da, project_b.batch(db)) + (NO,) * len(rest)
         db = _tri_solve(t, dx, lower, _ADJOINT[op], unit)
         dop = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
         dt = {"N": dop, "T": mT(dop), "C": mH(dop)}[op]
@@ -427,16 +449,16 @@ def _unpack(lu):
     return low, np.triu(lu)
 
 
-def _lu_gradient(low, up, dlow, dup):
+def _lu_gradient(low, up, dlow, dup, batched: bool = False):
     """Cotangent of ``B = L U`` from those of ``L`` (strictly lower) and ``U`` (upper):
-    ``L^{-H} (tril(L^H dL, -1) + triu(dU U^H)) U^{-H}``."""
+    ``L^{-H} (tril(L^H dL, -1) + triu(dU U^H)) U^{-H}``; a leading batch axis when ``batched``."""
     m = 0
     if not is_zero(dlow):
         m = np.tril(mul(low, dlow, "C"), -1)
     if not is_zero(dup):
         m = m + np.triu(mul(dup, up, "N", "C"))
-    x = triangular_solve(low, m, lower=True, op="C", unit=True)
-    return triangular_solve(up, x, lower=False, op="C", side="right")
+    x = triangular_solve(low, m, lower=True, op="C", unit=True, batched=batched)
+    return triangular_solve(up, x, lower=False, op="C", side="right", batched=batched)
 
 
 def _lu_tangent(low, up, db, batched=False):
@@ -452,7 +474,7 @@ def _lu_factor_setup(a):
     return a, lu, piv
 
 
-@rrule.register(sl.lu_factor)
+@rrule.register(sl.lu_factor, batched=True)
 def rrule_lu_factor(a, *rest, **kwargs):
     project = projector(a)
     a_, lu, piv = _lu_factor_setup(a)
@@ -464,9 +486,12 @@ def rrule_lu_factor(a, *rest, **kwargs):
         dlu, _ = parts(dresult, 2)
         if is_zero(dlu):
             return (NO, ZERO) + (NO,) * len(rest)
-        db = _lu_gradient(low, up, np.tril(dlu, -1), np.triu(dlu))
-        da = db[np.argsort(perm)]  # da[perm] = db, gathered rather than written (a tape's values take no writes)
-        return (NO, project(da)) + (NO,) * len(rest)
+        batched = carries_batch(lu, dlu)
+        dlu = plain(dlu)
+        db = _lu_gradient(low, up, np.tril(dlu, -1), np.triu(dlu), batched)
+        # da[perm] = db, gathered rather than written (a tape's values take no writes)
+        da = db[:, np.argsort(perm)] if batched else db[np.argsort(perm)]
+        return (NO, project.batch(da) if batched else project(da)) + (NO,) * len(rest)
 
     return result, lu_factor_pullback
 
@@ -493,13 +518,13 @@ def _lu_solve_setup(lu_and_piv, b, trans):
 
 
 def _lu_matrix_cotangent(lu, perm, dmat):
-    """The cotangent of the packed ``lu`` from that of ``A = P L U``."""
+    """The cotangent of the packed ``lu`` from that of ``A = P L U`` (or a batch of them)."""
     low, up = _unpack(lu)
-    pa = dmat[perm]
+    pa = dmat[..., perm, :]
     return np.tril(mul(pa, up, "N", "C"), -1) + np.triu(mul(low, pa, "C"))
 
 
-@rrule.register(sl.lu_solve)
+@rrule.register(sl.lu_solve, batched=True)
 def rrule_lu_solve(lu_and_piv, b, *rest, **kwargs):
     trans = options(
         "scipy.linalg.lu_solve", rest, kwargs, (("trans", 0), ("overwrite_b", False), ("check_finite", True))
@@ -513,6 +538,12 @@ def rrule_lu_solve(lu_and_piv, b, *rest, **kwargs):
         if is_zero(dx):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
         adjoint = {"N": 2, "T": 0, "C": 0}[op]
+        if carries_batch(x, dx):  # every row solved at once: the batch side by side as columns
+            rhs = conj(plain(dx)) if op == "T" else plain(dx)
+            db = _columns(rhs, True, lambda cols: through_rules(sl.lu_solve, (lu, piv), cols, trans=adjoint))
+            db = conj(db) if op == "T" else db
+            dlu = project_lu.batch(_lu_matrix_cotangent(lu, _permutation(piv), _solve_cotangent_of_a(db, x, op)))
+            return (NO, tangent_of(lu_and_piv, dlu, NO), project_b.batch(db)) + (NO,) * len(rest)
         db = through_rules(sl.lu_solve, (lu, piv), conj(dx) if op == "T" else dx, trans=adjoint)
         db = conj(db) if op == "T" else db
         dop = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
@@ -523,7 +554,7 @@ def rrule_lu_solve(lu_and_piv, b, *rest, **kwargs):
     return x, lu_solve_pullback
 
 
-@frule.register(sl.lu_solve)
+@frule.register(sl.lu_solve, batched=True)
 def frule_lu_solve(tangents, lu_and_piv, b, *rest, **kwargs):
     trans = options(
         "scipy.linalg.lu_solve", rest, kwargs, (("trans", 0), ("overwrite_b", False), ("check_finite", True))
@@ -531,22 +562,28 @@ def frule_lu_solve(tangents, lu_and_piv, b, *rest, **kwargs):
     dlu_and_piv, db = _tangents(tangents)[:2]
     lu, piv, b_, op, x = _lu_solve_setup(lu_and_piv, b, trans)
     dlu = parts(dlu_and_piv, 2)[0]
+    batched = batch_size((dlu, db), (lu, b)) is not None
     rhs = db
     if not is_zero(dlu):
         low, up = _unpack(lu)
         dmat = mul(np.tril(dlu, -1), up) + mul(low, np.triu(dlu))
         perm = _permutation(piv)
         dfull = np.empty_like(dmat)
-        dfull[perm] = dmat
+        if is_batched(dlu, lu):
+            dfull[:, perm] = dmat
+        else:
+            dfull[perm] = dmat
         dop = {"N": dfull, "T": mT(dfull), "C": mH(dfull)}[op]
-        dax = mul(dop, x[:, None])[:, 0] if np.ndim(x) == 1 else mul(dop, x)
+        dax = mul(dop, x[:, None])[..., 0] if np.ndim(x) == 1 else mul(dop, x)
         rhs = -dax if is_zero(rhs) else rhs - dax
     if is_zero(rhs):
         return x, ZERO
+    if batched:  # every row solved at once: the batch side by side as columns
+        return x, _columns(plain(rhs), True, lambda cols: through_rules(sl.lu_solve, (lu, piv), cols, trans=trans))
     return x, through_rules(sl.lu_solve, (lu, piv), rhs, trans=trans)
 
 
-@rrule.register(sl.lu)
+@rrule.register(sl.lu, batched=True)
 def rrule_lu(a, *rest, **kwargs):
     opts = options(
         "scipy.linalg.lu",
@@ -569,16 +606,18 @@ def rrule_lu(a, *rest, **kwargs):
     def lu_pullback(dresult):
         if opts["permute_l"]:
             dpl, dup = parts(dresult, 2)
-            dlow = ZERO if is_zero(dpl) else dpl[perm]
+            dlow = ZERO if is_zero(dpl) else plain(dpl)[..., perm, :]
         else:
             _, dlow, dup = parts(dresult, 3)
         if is_zero(dlow) and is_zero(dup):
             return (NO, ZERO) + (NO,) * len(rest)
-        dlow = ZERO if is_zero(dlow) else np.tril(dlow, -1)
-        dup = ZERO if is_zero(dup) else np.triu(dup)
-        db = _lu_gradient(low, up, dlow, dup)
-        da = db[np.argsort(perm)]  # da[perm] = db, gathered rather than written (a tape's values take no writes)
-        return (NO, project(da)) + (NO,) * len(rest)
+        batched = parts_carry_batch((low, up), (dlow, dup))
+        dlow = ZERO if is_zero(dlow) else np.tril(plain(dlow), -1)
+        dup = ZERO if is_zero(dup) else np.triu(plain(dup))
+        db = _lu_gradient(low, up, dlow, dup, batched)
+        # da[perm] = db, gathered rather than written (a tape's values take no writes)
+        da = db[:, np.argsort(perm)] if batched else db[np.argsort(perm)]
+        return (NO, project.batch(da) if batched else project(da)) + (NO,) * len(rest)
 
     return result, lu_pullback
 
@@ -610,7 +649,7 @@ def frule_lu(tangents, a, *rest, **kwargs):
 # ----- Cholesky -----------------------------------------------------------------------------
 
 
-@rrule.register(sl.cholesky)
+@rrule.register(sl.cholesky, batched=True)
 def rrule_cholesky(a, *rest, **kwargs):
     lower = options(
         "scipy.linalg.cholesky", rest, kwargs, (("lower", False), ("overwrite_a", False), ("check_finite", True))
@@ -622,6 +661,10 @@ def rrule_cholesky(a, *rest, **kwargs):
         dc = unthunk(dc)
         if is_zero(dc):
             return (NO, ZERO) + (NO,) * len(rest)
+        if carries_batch(c, dc):  # all rows through the same triangular solves
+            dc = plain(dc)
+            g = cholesky_gradient(low, dc if lower else mH(dc), batched=True)
+            return (NO, project.batch(fold_onto_triangle(g, lower))) + (NO,) * len(rest)
         g = cholesky_gradient(low, dc if lower else mH(dc))
         return (NO, project(fold_onto_triangle(g, lower))) + (NO,) * len(rest)
 
@@ -648,7 +691,7 @@ def _cho_factor_setup(a, lower):
     return c + other, low
 
 
-@rrule.register(sl.cho_factor)
+@rrule.register(sl.cho_factor, batched=True)
 def rrule_cho_factor(a, *rest, **kwargs):
     lower = options(
         "scipy.linalg.cho_factor", rest, kwargs, (("lower", False), ("overwrite_a", False), ("check_finite", True))
@@ -661,10 +704,12 @@ def rrule_cho_factor(a, *rest, **kwargs):
         dc, _ = parts(dresult, 2)
         if is_zero(dc):
             return (NO, ZERO) + (NO,) * len(rest)
+        batched = carries_batch(c, dc)
+        dc = plain(dc)
         factor = np.tril(dc) if lower else np.triu(dc)
-        g = cholesky_gradient(low, factor if lower else mH(factor))
+        g = cholesky_gradient(low, factor if lower else mH(factor), batched)
         da = fold_onto_triangle(g, lower) + (np.triu(dc, 1) if lower else np.tril(dc, -1))
-        return (NO, project(da)) + (NO,) * len(rest)
+        return (NO, project.batch(da) if batched else project(da)) + (NO,) * len(rest)
 
     return result, cho_factor_pullback
 
@@ -692,7 +737,7 @@ def _cho_solve_setup(c_and_lower, b):
     return c, bool(lower), x
 
 
-@rrule.register(sl.cho_solve)
+@rrule.register(sl.cho_solve, batched=True)
 def rrule_cho_solve(c_and_lower, b, *rest, **kwargs):
     c, lower, x = _cho_solve_setup(c_and_lower, b)
     project_b, project_c = projector(b), projector(c)
@@ -701,30 +746,39 @@ def rrule_cho_solve(c_and_lower, b, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx):
             return (NO, ZERO, ZERO) + (NO,) * len(rest)
-        db = through_rules(sl.cho_solve, (c, lower), dx)  # A = A^H: the same factor solves the adjoint
-        dmat = -(db[:, None] * conj(x)[None, :]) if np.ndim(x) == 1 else mul(db, x, "N", "C", alpha=-1.0)
+        batched = carries_batch(x, dx)
+        if batched:  # every row solved at once: the batch side by side as columns
+            db = _columns(plain(dx), True, lambda cols: through_rules(sl.cho_solve, (c, lower), cols))
+        else:
+            db = through_rules(sl.cho_solve, (c, lower), dx)  # A = A^H: the same factor solves the adjoint
+        dmat = _solve_cotangent_of_a(db, x, "N")
         sym = dmat + mH(dmat)
         # A = L L^H (lower) or U^H U (upper); only that triangle of c is read
         dc = np.tril(mul(sym, np.tril(c))) if lower else np.triu(mul(np.triu(c), sym))
+        if batched:
+            return (NO, tangent_of(c_and_lower, project_c.batch(dc), NO), project_b.batch(db)) + (NO,) * len(rest)
         return (NO, tangent_of(c_and_lower, project_c(dc), NO), project_b(db)) + (NO,) * len(rest)
 
     return x, cho_solve_pullback
 
 
-@frule.register(sl.cho_solve)
+@frule.register(sl.cho_solve, batched=True)
 def frule_cho_solve(tangents, c_and_lower, b, *rest, **kwargs):
     dcl, db = _tangents(tangents)[:2]
     c, lower, x = _cho_solve_setup(c_and_lower, b)
     dc = parts(dcl, 2)[0]
+    batched = batch_size((dc, db), (c, b)) is not None
     rhs = db
     if not is_zero(dc):
         f = np.tril(c) if lower else np.triu(c)
         df = np.tril(dc) if lower else np.triu(dc)
         dmat = mul(df, f, "N", "C") + mul(f, df, "N", "C") if lower else mul(df, f, "C") + mul(f, df, "C")
-        dax = mul(dmat, x[:, None])[:, 0] if np.ndim(x) == 1 else mul(dmat, x)
+        dax = mul(dmat, x[:, None])[..., 0] if np.ndim(x) == 1 else mul(dmat, x)
         rhs = -dax if is_zero(rhs) else rhs - dax
     if is_zero(rhs):
         return x, ZERO
+    if batched:  # every row solved at once: the batch side by side as columns
+        return x, _columns(plain(rhs), True, lambda cols: through_rules(sl.cho_solve, (c, lower), cols))
     return x, through_rules(sl.cho_solve, (c, lower), rhs)
 
 
@@ -750,7 +804,7 @@ def _inv_setup(a, rest, kwargs):
     return y, structure
 
 
-@rrule.register(sl.inv)
+@rrule.register(sl.inv, batched=True)
 def rrule_inv(a, *rest, **kwargs):
     project = projector(a)
     y, structure = _inv_setup(a, rest, kwargs)
@@ -759,6 +813,9 @@ def rrule_inv(a, *rest, **kwargs):
         dy = unthunk(dy)
         if is_zero(dy):
             return (NO, ZERO) + (NO,) * len(rest)
+        if carries_batch(y, dy):  # -Y^H dY Y^H, row by row in two products
+            g = mul(mul(mH(y), plain(dy)), y, "N", "C", alpha=-1.0)
+            return (NO, project.batch(structure.pull(g))) + (NO,) * len(rest)
         return (NO, project(structure.pull(-mul(mul(y, dy, "C"), y, "N", "C")))) + (NO,) * len(rest)
 
     return y, inv_pullback
@@ -781,7 +838,7 @@ def _det_matrix(a):
     return a
 
 
-@rrule.register(sl.det)
+@rrule.register(sl.det, batched=True)
 def rrule_det(a, *rest, **kwargs):
     project = projector(a)
     a = _det_matrix(a)
@@ -791,6 +848,8 @@ def rrule_det(a, *rest, **kwargs):
         dd = unthunk(dd)
         if is_zero(dd):
             return (NO, ZERO) + (NO,) * len(rest)
+        if carries_batch(d, dd):
+            return (NO, project.batch(plain(dd)[:, None, None] * conj(_det_gradient(a, d, lu)))) + (NO,) * len(rest)
         return (NO, project(dd * conj(_det_gradient(a, d, lu)))) + (NO,) * len(rest)
 
     return d, det_pullback
@@ -827,7 +886,7 @@ def _qr_setup(a, opts):
     return result, q, r, perm
 
 
-@rrule.register(sl.qr)
+@rrule.register(sl.qr, batched=True)
 def rrule_qr(a, *rest, **kwargs):
     opts = options("scipy.linalg.qr", rest, kwargs, _QR_OPTIONS)
     project = projector(a)
@@ -836,25 +895,29 @@ def rrule_qr(a, *rest, **kwargs):
     def qr_pullback(dresult):
         items = parts(dresult, len(result))
         dq, dr = (ZERO, items[0]) if opts["mode"] == "r" else items[:2]
-        g = qr_gradient(q, r, dq, dr, SCIPY)
+        batched = parts_carry_batch((q, r), (dq, dr))
+        g = qr_gradient(q, r, plain(dq), plain(dr), SCIPY, batched)
         if is_zero(g):
             return (NO, ZERO) + (NO,) * len(rest)
         if perm is not None:  # a[:, perm] = Q R
             g, permuted = np.empty_like(g), g
-            g[:, perm] = permuted
-        return (NO, project(g)) + (NO,) * len(rest)
+            if batched:
+                g[:, :, perm] = permuted
+            else:
+                g[:, perm] = permuted
+        return (NO, project.batch(g) if batched else project(g)) + (NO,) * len(rest)
 
     return result, qr_pullback
 
 
-@frule.register(sl.qr)
+@frule.register(sl.qr, batched=True)
 def frule_qr(tangents, a, *rest, **kwargs):
     opts = options("scipy.linalg.qr", rest, kwargs, _QR_OPTIONS)
     (da,) = _tangents(tangents)[:1]
     result, q, r, perm = _qr_setup(a, opts)
     if is_zero(da):
         return result, ZERO
-    dq, dr = qr_tangent(q, r, da if perm is None else da[:, perm], SCIPY)
+    dq, dr = qr_tangent(q, r, da if perm is None else da[..., perm], SCIPY, is_batched(da, a))
     if opts["mode"] == "r":
         return result, tangent_of(result, dr, *((NO,) if perm is not None else ()))
     return result, tangent_of(result, dq, dr, *((NO,) if perm is not None else ()))
@@ -887,7 +950,7 @@ def _lstsq_setup(a, b, opts):
     return result, ctx
 
 
-@rrule.register(sl.lstsq)
+@rrule.register(sl.lstsq, batched=True)
 def rrule_lstsq(a, b, *rest, **kwargs):
     from ..numpy.linalg import lstsq_gradient
 
@@ -897,13 +960,17 @@ def rrule_lstsq(a, b, *rest, **kwargs):
 
     def lstsq_pullback(dresult):
         dx, dres, _, ds = parts(dresult, 4)
-        da, db = lstsq_gradient(result, ctx, dx, dres, ZERO if result[3] is None else ds)
+        ds = ZERO if result[3] is None else ds
+        if parts_carry_batch(result, (dx, dres, ZERO, ds)):
+            da, db = lstsq_gradient(result, ctx, plain(dx), plain(dres), plain(ds), batched=True)
+            return (NO, project_a.batch(da), project_b.batch(db)) + (NO,) * len(rest)
+        da, db = lstsq_gradient(result, ctx, dx, dres, ds)
         return (NO, project_a(da), project_b(db)) + (NO,) * len(rest)
 
     return result, lstsq_pullback
 
 
-@frule.register(sl.lstsq)
+@frule.register(sl.lstsq, batched=True)
 def frule_lstsq(tangents, a, b, *rest, **kwargs):
     from ..numpy.linalg import lstsq_tangent
 
@@ -917,7 +984,7 @@ def frule_lstsq(tangents, a, b, *rest, **kwargs):
 _PINV_OPTIONS = (("atol", None), ("rtol", None), ("return_rank", False), ("check_finite", True))
 
 
-@rrule.register(sl.pinv)
+@rrule.register(sl.pinv, batched=True)
 def rrule_pinv(a, **kwargs):
     opts = options("scipy.linalg.pinv", (), kwargs, _PINV_OPTIONS)
     project = projector(a)
@@ -929,12 +996,14 @@ def rrule_pinv(a, **kwargs):
         dy = parts(dresult, 2)[0] if opts["return_rank"] else unthunk(dresult)
         if is_zero(dy):
             return NO, ZERO
+        if carries_batch(y, dy):  # the factors broadcast against the batch
+            return NO, project.batch(pinv_gradient(a, y, plain(dy), SCIPY))
         return NO, project(pinv_gradient(a, y, dy, SCIPY))
 
     return result, pinv_pullback
 
 
-@frule.register(sl.pinv)
+@frule.register(sl.pinv, batched=True)
 def frule_pinv(tangents, a, **kwargs):
     opts = options("scipy.linalg.pinv", (), kwargs, _PINV_OPTIONS)
     (da,) = _tangents(tangents)
@@ -958,7 +1027,7 @@ def _pinvh_setup(a, rest, kwargs):
     return opts, hermitian_from_triangle(a, opts["lower"]), result, y
 
 
-@rrule.register(sl.pinvh)
+@rrule.register(sl.pinvh, batched=True)
 def rrule_pinvh(a, *rest, **kwargs):
     project = projector(a)
     opts, ahat, result, y = _pinvh_setup(a, rest, kwargs)
@@ -968,13 +1037,14 @@ def rrule_pinvh(a, *rest, **kwargs):
         if is_zero(dy):
             return (NO, ZERO) + (NO,) * len(rest)
         # the pseudo-inverse's derivative at the Hermitian matrix read from one triangle, folded onto it
-        g = fold_onto_triangle(pinv_gradient(ahat, y, dy, SCIPY), opts["lower"])
-        return (NO, project(g)) + (NO,) * len(rest)
+        batched = carries_batch(y, dy)
+        g = fold_onto_triangle(pinv_gradient(ahat, y, plain(dy), SCIPY), opts["lower"])
+        return (NO, project.batch(g) if batched else project(g)) + (NO,) * len(rest)
 
     return result, pinvh_pullback
 
 
-@frule.register(sl.pinvh)
+@frule.register(sl.pinvh, batched=True)
 def frule_pinvh(tangents, a, *rest, **kwargs):
     (da,) = _tangents(tangents)[:1]
     opts, ahat, result, y = _pinvh_setup(a, rest, kwargs)
@@ -1069,19 +1139,23 @@ def _polar_side(rest, kwargs):
     return options("scipy.linalg.polar", rest, kwargs, (("side", "right"),))["side"]
 
 
-@rrule.register(sl.polar)
+@rrule.register(sl.polar, batched=True)
 def rrule_polar(a, *rest, **kwargs):
     project = projector(a)
     polar = _Polar(a, _polar_side(rest, kwargs))
 
     def polar_pullback(dresult):
-        g = polar.gradient(*parts(dresult, 2))
+        du, dp = parts(dresult, 2)
+        if parts_carry_batch(polar.value, (du, dp)):  # the factors broadcast against the batch
+            g = polar.gradient(plain(du), plain(dp))
+            return (NO, g if is_zero(g) else project.batch(g)) + (NO,) * len(rest)
+        g = polar.gradient(du, dp)
         return (NO, g if is_zero(g) else project(g)) + (NO,) * len(rest)
 
     return polar.value, polar_pullback
 
 
-@frule.register(sl.polar)
+@frule.register(sl.polar, batched=True)  # (the factors broadcast against a batch of directions)
 def frule_polar(tangents, a, *rest, **kwargs):
     (da,) = _tangents(tangents)[:1]
     polar = _Polar(a, _polar_side(rest, kwargs))
@@ -1128,9 +1202,10 @@ def _eigh_setup(a, b, opts, name):
 
 
 def _embed(full_like, part, index):
+    """The cotangent of the full ``w`` (or ``v``) from that of the selected columns (or a batch)."""
     if is_zero(part) or (isinstance(index, slice) and index == slice(None)):
         return part
-    out = np.zeros(full_like.shape, dtype=np.result_type(full_like, part))
+    out = np.zeros(np.shape(part)[:-1] + full_like.shape[-1:], dtype=np.result_type(full_like, part))
     out[..., index] = part
     return out
 
@@ -1141,13 +1216,14 @@ def _b(rest, kwargs, name):
     return rest[0] if rest else kwargs.pop("b", None)
 
 
-@rrule.register(sl.eigh)
+@rrule.register(sl.eigh, batched=True)
 def rrule_eigh(a, *rest, **kwargs):
     b = _b(rest, kwargs, "scipy.linalg.eigh")
     opts = options("scipy.linalg.eigh", (), kwargs, _EIGH_OPTIONS)
     project = projector(a)
     a_, lower, w, v, index = _eigh_setup(a, b, opts, "scipy.linalg.eigh")
     result = w[index] if opts["eigvals_only"] else (w[index], v[:, index])
+    outputs = (result, v) if opts["eigvals_only"] else result
     extra = (NO,) * len(rest)
 
     def eigh_pullback(dresult):
@@ -1155,14 +1231,15 @@ def rrule_eigh(a, *rest, **kwargs):
             dw, dv = unthunk(dresult), ZERO
         else:
             dw, dv = parts(dresult, 2)
-        dw, dv = _embed(w, dw, index), _embed(v, dv, index)
+        batched = parts_carry_batch(outputs, (dw, dv))
+        dw, dv = _embed(w, plain(dw), index), _embed(v, plain(dv), index)
         if is_zero(dw) and is_zero(dv):
             return (NO, ZERO) + extra
         if is_zero(dv):
             g = eigvalsh_gradient(w, v, dw, lower, SCIPY)
         else:
             g = fold_onto_triangle(eigh_gradient(w, v, dw, dv, SCIPY), lower)
-        return (NO, project(g)) + extra
+        return (NO, project.batch(g) if batched else project(g)) + extra
 
     return result, eigh_pullback
 
@@ -1186,7 +1263,7 @@ def frule_eigh(tangents, a, *rest, **kwargs):
 _EIGVALSH_OPTIONS = tuple((k, d) for k, d in _EIGH_OPTIONS if k != "eigvals_only")
 
 
-@rrule.register(sl.eigvalsh)
+@rrule.register(sl.eigvalsh, batched=True)
 def rrule_eigvalsh(a, *rest, **kwargs):
     options("scipy.linalg.eigvalsh", (), {k: v for k, v in kwargs.items() if k != "b"}, _EIGVALSH_OPTIONS)
     return rrule_eigh(a, *rest, eigvals_only=True, **kwargs)
@@ -1219,7 +1296,7 @@ def _eig_setup(a, b, opts, name):
     return a, w, v
 
 
-@rrule.register(sl.eig)
+@rrule.register(sl.eig, batched=True)
 def rrule_eig(a, *rest, **kwargs):
     b = _b(rest, kwargs, "scipy.linalg.eig")
     opts = options("scipy.linalg.eig", (), kwargs, _EIG_OPTIONS)
@@ -1231,12 +1308,15 @@ def rrule_eig(a, *rest, **kwargs):
         dw, dv = parts(dresult, 2) if opts["right"] else (unthunk(dresult), ZERO)
         if is_zero(dw) and is_zero(dv):
             return (NO, ZERO) + (NO,) * len(rest)
+        if parts_carry_batch((w, v), (dw, dv)):
+            g = eig_gradient(w, v, plain(dw), plain(dv), SCIPY, batched=True)
+            return (NO, project.batch(g)) + (NO,) * len(rest)
         return (NO, project(eig_gradient(w, v, dw, dv, SCIPY))) + (NO,) * len(rest)
 
     return result, eig_pullback
 
 
-@frule.register(sl.eig)
+@frule.register(sl.eig, batched=True)
 def frule_eig(tangents, a, *rest, **kwargs):
     b = _b(rest, kwargs, "scipy.linalg.eig")
     opts = options("scipy.linalg.eig", (), kwargs, _EIG_OPTIONS)
@@ -1245,20 +1325,20 @@ def frule_eig(tangents, a, *rest, **kwargs):
     result = (w, v) if opts["right"] else w
     if is_zero(da):
         return result, ZERO
-    dw, dv = eig_tangent(w, v, da, SCIPY)
+    dw, dv = eig_tangent(w, v, da, SCIPY, is_batched(da, a))
     return result, (tangent_of(result, dw, dv) if opts["right"] else dw)
 
 
 _EIGVALS_OPTIONS = (("b", None), ("overwrite_a", False), ("check_finite", True), ("homogeneous_eigvals", False))
 
 
-@rrule.register(sl.eigvals)
+@rrule.register(sl.eigvals, batched=True)
 def rrule_eigvals(a, *rest, **kwargs):
     options("scipy.linalg.eigvals", rest, kwargs, _EIGVALS_OPTIONS)
     return rrule_eig(a, *rest[:1], right=False, **kwargs)
 
 
-@frule.register(sl.eigvals)
+@frule.register(sl.eigvals, batched=True)
 def frule_eigvals(tangents, a, *rest, **kwargs):
     options("scipy.linalg.eigvals", rest, kwargs, _EIGVALS_OPTIONS)
     return frule_eig(tangents, a, *rest[:1], right=False, **kwargs)
@@ -1285,7 +1365,7 @@ def _svd_setup(a, opts, name="scipy.linalg.svd"):
     return (u, s, vh) if opts["compute_uv"] else s, u, s, vh
 
 
-@rrule.register(sl.svd)
+@rrule.register(sl.svd, batched=True)
 def rrule_svd(a, *rest, **kwargs):
     opts = options("scipy.linalg.svd", rest, kwargs, _SVD_OPTIONS)
     project = projector(a)
@@ -1293,13 +1373,16 @@ def rrule_svd(a, *rest, **kwargs):
 
     def svd_pullback(dresult):
         du, ds, dvh = parts(dresult, 3) if opts["compute_uv"] else (ZERO, unthunk(dresult), ZERO)
+        if parts_carry_batch((u, s, vh), (du, ds, dvh)):  # the factors broadcast against the batch
+            g = svd_gradient(u, s, vh, plain(du), plain(ds), plain(dvh), SCIPY)
+            return (NO, ZERO if is_zero(g) else project.batch(g)) + (NO,) * len(rest)
         g = svd_gradient(u, s, vh, du, ds, dvh, SCIPY)
         return (NO, ZERO if is_zero(g) else project(g)) + (NO,) * len(rest)
 
     return result, svd_pullback
 
 
-@frule.register(sl.svd)
+@frule.register(sl.svd, batched=True)
 def frule_svd(tangents, a, *rest, **kwargs):
     opts = options("scipy.linalg.svd", rest, kwargs, _SVD_OPTIONS)
     (da,) = _tangents(tangents)[:1]
@@ -1310,7 +1393,7 @@ def frule_svd(tangents, a, *rest, **kwargs):
     return result, (tangent_of(result, du, ds, dvh) if opts["compute_uv"] else ds)
 
 
-@rrule.register(sl.svdvals)
+@rrule.register(sl.svdvals, batched=True)
 def rrule_svdvals(a, *rest, **kwargs):
     options("scipy.linalg.svdvals", rest, kwargs, (("overwrite_a", False), ("check_finite", True)))
     project = projector(a)
@@ -1320,6 +1403,8 @@ def rrule_svdvals(a, *rest, **kwargs):
         ds = unthunk(ds)
         if is_zero(ds):
             return (NO, ZERO) + (NO,) * len(rest)
+        if carries_batch(s, ds):
+            return (NO, project.batch(mul(u * np.real(plain(ds))[:, None, :], vh))) + (NO,) * len(rest)
         return (NO, project(mul(u * np.real(ds), vh))) + (NO,) * len(rest)
 
     return s, svdvals_pullback
@@ -1351,7 +1436,7 @@ def _sp_norm_setup(a, rest, kwargs):
     return o, y, g, axes
 
 
-@rrule.register(sl.norm)
+@rrule.register(sl.norm, batched=True)
 def rrule_norm(a, *rest, **kwargs):
     project = projector(a)
     o, y, g, axes = _sp_norm_setup(a, rest, kwargs)
@@ -1360,6 +1445,8 @@ def rrule_norm(a, *rest, **kwargs):
         dy = unthunk(dy)
         if is_zero(dy):
             return (NO, ZERO) + (NO,) * len(rest)
+        if carries_batch(y, dy):
+            return (NO, project.batch(_norm_gradient_batch(dy, g, axes, o["keepdims"]))) + (NO,) * len(rest)
         dy = np.real(dy)
         if not o["keepdims"]:
             dy = np.expand_dims(dy, axes)
@@ -1521,7 +1608,7 @@ def _expm_setup(a):
     return a, _Expm(a)
 
 
-@rrule.register(sl.expm)
+@rrule.register(sl.expm, batched=True)
 def rrule_expm(a):
     project = projector(a)
     a_, ex = _expm_setup(a)
@@ -1531,6 +1618,8 @@ def rrule_expm(a):
         dy = unthunk(dy)
         if is_zero(dy) or ex is None:
             return NO, ZERO
+        if carries_batch(y, dy):  # the Fréchet derivative takes a batch of directions
+            return NO, project.batch(mH(ex.frechet(mH(plain(dy)), batched=True)))
         # L(A^H, G) = L(A, G^H)^H: the adjoint direction reuses A's intermediates
         return NO, project(mH(ex.frechet(mH(dy))))
 
@@ -1656,7 +1745,7 @@ def _sqrtm_of(a):
     return _ThroughRules(sl.sqrtm, a) if is_active(a) else _Sqrtm(a)
 
 
-@rrule.register(sl.sqrtm)
+@rrule.register(sl.sqrtm, batched=True)
 def rrule_sqrtm(a, *rest, **kwargs):
     _check_disp("scipy.linalg.sqrtm", rest, kwargs, (("blocksize", None),))
     project = projector(a)
@@ -1666,17 +1755,23 @@ def rrule_sqrtm(a, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx):
             return (NO, ZERO) + (NO,) * len(rest)
+        if carries_batch(sq.value, dx):  # TRSYL takes one matrix: row by row, in the same Schur basis
+            return (NO, project.batch(by_rows(lambda row: (sq.adjoint(row),), dx)[0])) + (NO,) * len(rest)
         return (NO, project(sq.adjoint(dx))) + (NO,) * len(rest)
 
     return sq.value, sqrtm_pullback
 
 
-@frule.register(sl.sqrtm)
+@frule.register(sl.sqrtm, batched=True)
 def frule_sqrtm(tangents, a, *rest, **kwargs):
     _check_disp("scipy.linalg.sqrtm", rest, kwargs, (("blocksize", None),))
     (da,) = _tangents(tangents)[:1]
     sq = _sqrtm_of(a)
-    return sq.value, (ZERO if is_zero(da) else sq.frechet(da))
+    if is_zero(da):
+        return sq.value, ZERO
+    if is_batched(da, a):  # TRSYL takes one matrix: row by row, in the same Schur basis
+        return sq.value, by_rows(lambda row: (sq.frechet(row),), da)[0]
+    return sq.value, sq.frechet(da)
 
 
 # Inverse scaling and squaring (Al-Mohy & Higham 2012, "Improved inverse scaling and squaring
@@ -1740,7 +1835,7 @@ def _logm_of(a):
     return _ThroughRules(sl.logm, a) if is_active(a) else _Logm(a)
 
 
-@rrule.register(sl.logm)
+@rrule.register(sl.logm, batched=True)
 def rrule_logm(a, *rest, **kwargs):
     _check_disp("scipy.linalg.logm", rest, kwargs)
     project = projector(a)
@@ -1750,14 +1845,20 @@ def rrule_logm(a, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx):
             return (NO, ZERO) + (NO,) * len(rest)
+        if carries_batch(lg.value, dx):  # TRSYL takes one matrix: row by row, in the same Schur basis
+            return (NO, project.batch(by_rows(lambda row: (lg.adjoint(row),), dx)[0])) + (NO,) * len(rest)
         return (NO, project(lg.adjoint(dx))) + (NO,) * len(rest)
 
     return lg.value, logm_pullback
 
 
-@frule.register(sl.logm)
+@frule.register(sl.logm, batched=True)
 def frule_logm(tangents, a, *rest, **kwargs):
     _check_disp("scipy.linalg.logm", rest, kwargs)
     (da,) = _tangents(tangents)[:1]
     lg = _logm_of(a)
-    return lg.value, (ZERO if is_zero(da) else lg.frechet(da))
+    if is_zero(da):
+        return lg.value, ZERO
+    if is_batched(da, a):  # TRSYL takes one matrix: row by row, in the same Schur basis
+        return lg.value, by_rows(lambda row: (lg.frechet(row),), da)[0]
+    return lg.value, lg.frechet(da)

@@ -12,7 +12,9 @@ The discrete equation ``X - A X A^H = Q`` is solved as SciPy solves it: by one L
 of ``I - A (x) conj(A)`` for small matrices (``method="direct"``, chosen below n = 10), else by the
 bilinear transformation ``B = (A + I)^{-1} (A - I)``, which turns it into the continuous equation
 ``B X + X B^H = -2 (A + I)^{-1} Q (A + I)^{-H}`` (``method="bilinear"``); the pullback reuses the
-same factors.
+same factors. A batch of cotangents (a leading batch axis, for reverse-mode Jacobians) solves
+the adjoint equation row by row with those factors (TRSYL takes one right-hand side matrix), and
+a batch of tangents the equation likewise.
 
 Real coefficients with a complex right-hand side are solved in the complex Schur form (SciPy
 1.17 hands the real quasi-triangular Schur form to the complex TRSYL there, which reads it as
@@ -38,8 +40,22 @@ import warnings
 import numpy as np
 import scipy.linalg as sl
 
-from ...core import frule, rrule, unthunk
-from ._lapack import LU, NO, ZERO, is_plain, is_zero, lapack, mH, mm, options, projector, through_rules
+from ...core import carries_batch, frule, rrule, unthunk
+from ._lapack import (
+    LU,
+    NO,
+    ZERO,
+    batch_size,
+    by_rows,
+    is_plain,
+    is_zero,
+    lapack,
+    mH,
+    mm,
+    options,
+    projector,
+    through_rules,
+)
 from .linalg import _matrix
 
 _FLIP = {"N": "C", "C": "N"}
@@ -138,6 +154,13 @@ def _empty(q, dtype):
     return np.empty(np.shape(q), dtype=dtype)
 
 
+def _solve_tangent(solver, rhs, batched: bool):
+    """``L(dX) = rhs``, row by row for a batch of right-hand sides (with the same factors)."""
+    if batched:
+        return by_rows(lambda row: (solver.solve(row),), rhs)[0]
+    return solver.solve(rhs)
+
+
 # ----- Sylvester: A X + X B = Q ------------------------------------------------------------
 
 
@@ -152,7 +175,7 @@ def _sylvester_setup(a, b, q):
     return a, b, solver.solve(q), solver
 
 
-@rrule.register(sl.solve_sylvester)
+@rrule.register(sl.solve_sylvester, batched=True)
 def rrule_solve_sylvester(a, b, q):
     project_a, project_b, project_q = projector(a), projector(b), projector(q)
     a, b, x, solver = _sylvester_setup(a, b, q)
@@ -161,15 +184,19 @@ def rrule_solve_sylvester(a, b, q):
         dx = unthunk(dx)
         if is_zero(dx) or solver is None:
             return NO, ZERO, ZERO, ZERO
+        if carries_batch(x, dx):
+            (g,) = by_rows(lambda row: (solver.solve(row, adjoint=True),), dx)
+            return NO, project_a.batch(-mm(g, x, "N", "C")), project_b.batch(-mm(mH(x), g)), project_q.batch(g)
         g = solver.solve(dx, adjoint=True)  # A^H G + G B^H = dX, in the primal's Schur bases
         return NO, project_a(-mm(g, x, "N", "C")), project_b(-mm(x, g, "C")), project_q(g)
 
     return x, solve_sylvester_pullback
 
 
-@frule.register(sl.solve_sylvester)
+@frule.register(sl.solve_sylvester, batched=True)
 def frule_solve_sylvester(tangents, a, b, q):
     da, db, dq = (unthunk(t) for t in tangents[1:])
+    batched = batch_size((da, db, dq), (a, b, q)) is not None
     a, b, x, solver = _sylvester_setup(a, b, q)
     rhs = 0 if is_zero(dq) else dq  # A dX + dX B = dQ - dA X - X dB
     if not is_zero(da):
@@ -178,7 +205,7 @@ def frule_solve_sylvester(tangents, a, b, q):
         rhs = rhs - mm(x, db)
     if np.ndim(rhs) == 0 or solver is None:
         return x, ZERO
-    return x, solver.solve(rhs)
+    return x, _solve_tangent(solver, rhs, batched)
 
 
 # ----- continuous Lyapunov: A X + X A^H = Q ------------------------------------------------
@@ -195,7 +222,7 @@ def _continuous_setup(a, q):
     return a, solver.solve(q), solver
 
 
-@rrule.register(sl.solve_continuous_lyapunov)
+@rrule.register(sl.solve_continuous_lyapunov, batched=True)
 def rrule_solve_continuous_lyapunov(a, q):
     project_a, project_q = projector(a), projector(q)
     a, x, solver = _continuous_setup(a, q)
@@ -204,6 +231,9 @@ def rrule_solve_continuous_lyapunov(a, q):
         dx = unthunk(dx)
         if is_zero(dx) or solver is None:
             return NO, ZERO, ZERO
+        if carries_batch(x, dx):
+            (g,) = by_rows(lambda row: (solver.solve(row, adjoint=True),), dx)
+            return NO, project_a.batch(-(mm(g, x, "N", "C") + mm(mH(g), x))), project_q.batch(g)
         g = solver.solve(dx, adjoint=True)  # A^H G + G A = dX
         # dQ - dA X - X dA^H, pulled back: -(G X^H + G^H X)
         return NO, project_a(-(mm(g, x, "N", "C") + mm(g, x, "C"))), project_q(g)
@@ -211,16 +241,17 @@ def rrule_solve_continuous_lyapunov(a, q):
     return x, solve_continuous_lyapunov_pullback
 
 
-@frule.register(sl.solve_continuous_lyapunov)
+@frule.register(sl.solve_continuous_lyapunov, batched=True)
 def frule_solve_continuous_lyapunov(tangents, a, q):
     da, dq = (unthunk(t) for t in tangents[1:])
+    batched = batch_size((da, dq), (a, q)) is not None
     a, x, solver = _continuous_setup(a, q)
     rhs = 0 if is_zero(dq) else dq  # A dX + dX A^H = dQ - dA X - X dA^H
     if not is_zero(da):
         rhs = rhs - mm(da, x) - mm(x, da, "N", "C")
     if np.ndim(rhs) == 0 or solver is None:
         return x, ZERO
-    return x, solver.solve(rhs)
+    return x, _solve_tangent(solver, rhs, batched)
 
 
 # ----- discrete Lyapunov: X - A X A^H = Q ---------------------------------------------------
@@ -245,7 +276,7 @@ def _discrete_setup(a, q, rest, kwargs):
     return a, solver.solve(q), solver
 
 
-@rrule.register(sl.solve_discrete_lyapunov)
+@rrule.register(sl.solve_discrete_lyapunov, batched=True)
 def rrule_solve_discrete_lyapunov(a, q, *rest, **kwargs):
     project_a, project_q = projector(a), projector(q)
     a, x, solver = _discrete_setup(a, q, rest, kwargs)
@@ -255,6 +286,10 @@ def rrule_solve_discrete_lyapunov(a, q, *rest, **kwargs):
         dx = unthunk(dx)
         if is_zero(dx) or solver is None:
             return (NO, ZERO, ZERO) + extra
+        if carries_batch(x, dx):
+            (g,) = by_rows(lambda row: (solver.solve(row, adjoint=True),), dx)
+            grad = mm(mm(g, a), x, "N", "C") + mm(mH(g), mm(a, x))
+            return (NO, project_a.batch(grad), project_q.batch(g)) + extra
         g = solver.solve(dx, adjoint=True)  # G - A^H G A = dX
         # dQ + dA X A^H + A X dA^H, pulled back: G A X^H + G^H A X
         grad = mm(mm(g, a), x, "N", "C") + mm(g, mm(a, x), "C")
@@ -263,13 +298,14 @@ def rrule_solve_discrete_lyapunov(a, q, *rest, **kwargs):
     return x, solve_discrete_lyapunov_pullback
 
 
-@frule.register(sl.solve_discrete_lyapunov)
+@frule.register(sl.solve_discrete_lyapunov, batched=True)
 def frule_solve_discrete_lyapunov(tangents, a, q, *rest, **kwargs):
     da, dq = (unthunk(t) for t in tangents[1:3])
+    batched = batch_size((da, dq), (a, q)) is not None
     a, x, solver = _discrete_setup(a, q, rest, kwargs)
     rhs = 0 if is_zero(dq) else dq  # dX - A dX A^H = dQ + dA X A^H + A X dA^H
     if not is_zero(da):
         rhs = rhs + mm(mm(da, x), a, "N", "C") + mm(mm(a, x), da, "N", "C")
     if np.ndim(rhs) == 0 or solver is None:
         return x, ZERO
-    return x, solver.solve(rhs)
+    return x, _solve_tangent(solver, rhs, batched)

@@ -31,9 +31,11 @@ from ...core import (
     NoTangent,
     Thunk,
     ZeroTangent,
+    carries_batch,
     conj,
     frule,
     match_input,
+    match_input_batch,
     rrule,
     unbroadcast,
     unthunk,
@@ -93,6 +95,17 @@ def _all_zero(dx) -> bool:
     return isinstance(dx, (float, int, complex, np.ndarray, np.generic)) and not np.any(dx)
 
 
+def _matcher(y, dy):
+    """``match_input``, or ``match_input_batch`` for a batch of cotangents of ``y`` (a leading
+    batch axis): pullbacks here take one cotangent or a batch alike."""
+    return match_input_batch if carries_batch(y, dy) else match_input
+
+
+def _batch_axes(axes: tuple, y, dy) -> tuple:
+    """A reduction's axes as axes of ``dy``: one further right for a batch of cotangents."""
+    return tuple(a + 1 for a in axes) if carries_batch(y, dy) else axes
+
+
 def _register_elementwise(f, compute, name: str):
     """``rrule`` and batched ``frule`` for ``f(*args, **kwargs)`` from ``compute(*args, **kwargs) -> (y, partials)``.
 
@@ -106,18 +119,19 @@ def _register_elementwise(f, compute, name: str):
         refused = any(isinstance(p, _NoClosedForm) for p in partials)
         location = user_location() if refused else None
 
-        def cotangent(x, p, dy):
+        def cotangent(x, p, dy, match):
             if p is None:
                 return _NO
             if isinstance(p, _NoClosedForm):
                 return _refused_cotangent(p, location)
-            return match_input(x, dy * conj(p))
+            return match(x, dy * conj(p))
 
         def elementwise_pullback(dy):
             dy = unthunk(dy)
             if is_zero(dy):
                 return (_NO,) + tuple(_NO if p is None else _ZERO for p in partials)
-            return (_NO,) + tuple(cotangent(x, p, dy) for x, p in zip(args, partials))
+            match = _matcher(y, dy)
+            return (_NO,) + tuple(cotangent(x, p, dy, match) for x, p in zip(args, partials))
 
         elementwise_pullback.__qualname__ = f"{name}_pullback"
         return y, elementwise_pullback
@@ -144,7 +158,7 @@ def _register_elementwise(f, compute, name: str):
 
     elementwise_rrule.__qualname__ = f"rrule_{name}"
     elementwise_frule.__qualname__ = f"frule_{name}"
-    rrule.register(f)(elementwise_rrule)
+    rrule.register(f, batched=True)(elementwise_rrule)
     frule.register(f, batched=True)(elementwise_frule)
 
 
@@ -734,7 +748,7 @@ for _name, _signs in (
     )
 
 
-@rrule.register(sc.softplus)
+@rrule.register(sc.softplus, batched=True)  # np.logaddexp's pullback takes a batch
 def rrule_softplus(x, **kwargs):
     # softplus(x) is np.logaddexp(0, x, **kwargs), SciPy's definition: that rule, with x second
     y, logaddexp_pullback = rrule(np.logaddexp, 0.0, x, **kwargs)
@@ -785,7 +799,7 @@ def _softmax(x, axis, log: bool):
     return (shifted - np.log(total) if log else e / total), axes
 
 
-@rrule.register(sc.softmax)
+@rrule.register(sc.softmax, batched=True)
 def rrule_softmax(x, *rest, **kwargs):
     y, axes = _softmax(x, _softmax_axis(rest, kwargs, "scipy.special.softmax"), log=False)
 
@@ -793,8 +807,8 @@ def rrule_softmax(x, *rest, **kwargs):
         dy = unthunk(dy)
         if is_zero(dy):
             return (_NO, _ZERO) + (_NO,) * len(rest)
-        dx = y * (dy - np.sum(dy * y, axis=axes, keepdims=True))
-        return (_NO, match_input(x, dx)) + (_NO,) * len(rest)
+        dx = y * (dy - np.sum(dy * y, axis=_batch_axes(axes, y, dy), keepdims=True))
+        return (_NO, _matcher(y, dy)(x, dx)) + (_NO,) * len(rest)
 
     return y, softmax_pullback
 
@@ -809,7 +823,7 @@ def frule_softmax(tangents, x, *rest, **kwargs):
     return y, y * (dx - np.sum(dx * y, axis=axes, keepdims=True))
 
 
-@rrule.register(sc.log_softmax)
+@rrule.register(sc.log_softmax, batched=True)
 def rrule_log_softmax(x, *rest, **kwargs):
     shifted, e, total, axes = _softmax_parts(x, _softmax_axis(rest, kwargs, "scipy.special.log_softmax"))
     y = shifted - np.log(total)
@@ -819,8 +833,8 @@ def rrule_log_softmax(x, *rest, **kwargs):
         if is_zero(dy):
             return (_NO, _ZERO) + (_NO,) * len(rest)
         weights = e / total  # the softmax, from the primal's exp (no second exp)
-        dx = dy - weights * np.sum(dy, axis=axes, keepdims=True)
-        return (_NO, match_input(x, dx)) + (_NO,) * len(rest)
+        dx = dy - weights * np.sum(dy, axis=_batch_axes(axes, y, dy), keepdims=True)
+        return (_NO, _matcher(y, dy)(x, dx)) + (_NO,) * len(rest)
 
     return y, log_softmax_pullback
 
@@ -870,7 +884,7 @@ def _logsumexp(a, axis, b, keepdims, return_sign):
     return result, w, e_over_s, axes
 
 
-@rrule.register(sc.logsumexp)
+@rrule.register(sc.logsumexp, batched=True)
 def rrule_logsumexp(a, *rest, **kwargs):
     o = options("scipy.special.logsumexp", rest, kwargs, _LSE_OPTIONS)
     b = o["b"]
@@ -886,6 +900,14 @@ def rrule_logsumexp(a, *rest, **kwargs):
         if is_zero(dr):
             return (_NO, _ZERO) + tuple(_ZERO if i == 1 else _NO for i in range(len(rest)))
         dr = as_array(dr)  # dual numbers pass through, for Hessians
+        r = result[0] if o["return_sign"] else result
+        if carries_batch(r, dr):  # a batch of cotangents: match_input_batch sums the broadcast axes
+            if not o["keepdims"]:
+                dr = np.expand_dims(dr, tuple(x + 1 for x in axes))
+            grads = [_NO] * len(rest)
+            if b_positional and b is not None:
+                grads[1] = match_input_batch(b, dr * conj(e_over_s))
+            return (_NO, match_input_batch(a, dr * conj(w))) + tuple(grads)
         if not o["keepdims"]:
             dr = np.expand_dims(dr, axes)
         da = match_input(a, unbroadcast(a, dr * conj(w)))

@@ -6,7 +6,9 @@ A Toeplitz matrix repeats one value along each diagonal and a Hankel matrix alon
 antidiagonal, so the cotangent of a value is the sum of the output's cotangent over its
 (anti)diagonal (one ``np.bincount`` for all of them); a block diagonal matrix gives each block
 its slice. ``toeplitz`` and ``circulant`` take stacks of vectors (SciPy batches over leading axes),
-``block_diag`` stacks of blocks; inputs SciPy broadcasts get the broadcast axes summed back.
+``block_diag`` stacks of blocks; inputs SciPy broadcasts get the broadcast axes summed back. A
+batch of cotangents (a leading batch axis, for reverse-mode Jacobians) is gathered the same way,
+its batch axis one more stack axis in front.
 
 >>> import numpy as np, scipy.linalg as sl, chainrules as cr
 >>> t, back = cr.rrule(sl.toeplitz, np.array([1.0, 2.0, 3.0]), np.array([1.0, 4.0]))
@@ -25,8 +27,8 @@ import math
 import numpy as np
 import scipy.linalg as sl
 
-from ...core import frule, rrule, unbroadcast, unthunk
-from ._lapack import NO, ZERO, as_array, is_active, is_batched, is_plain, is_zero, projector
+from ...core import carries_batch, frule, rrule, unbroadcast, unbroadcast_batch, unthunk
+from ._lapack import NO, ZERO, as_array, batch_size, is_active, is_batched, is_plain, is_zero, plain, projector
 
 
 def _sums_by_index(g, index, length: int):
@@ -53,8 +55,11 @@ def _vector(x):
     return np.reshape(x, (1,)) if np.ndim(x) == 0 else x
 
 
-def _to_input(x, dx):
-    """The cotangent of an input given to SciPy as ``np.atleast_1d(x)`` and broadcast along batch axes."""
+def _to_input(x, dx, batched: bool = False):
+    """The cotangent of an input given to SciPy as ``np.atleast_1d(x)`` and broadcast along batch
+    axes; ``batched``: ``dx`` carries a leading batch axis in front of those, which is kept."""
+    if batched:
+        return np.reshape(unbroadcast_batch(_vector(x), dx), np.shape(dx)[:1] + np.shape(x))
     return np.reshape(unbroadcast(_vector(x), dx), np.shape(x))
 
 
@@ -87,7 +92,7 @@ def _optional_r(name, rest, kwargs):
     return (rest[0] if rest else kwargs.get("r")), 1 + len(rest)
 
 
-@rrule.register(sl.toeplitz)
+@rrule.register(sl.toeplitz, batched=True)
 def rrule_toeplitz(c, *rest, **kwargs):
     r, n_args = _optional_r("scipy.linalg.toeplitz", rest, kwargs)
     project_c, project_r = projector(c), projector(r)
@@ -98,9 +103,14 @@ def rrule_toeplitz(c, *rest, **kwargs):
         dy = unthunk(dy)
         if is_zero(dy):
             return (NO,) + (ZERO,) * n_args
-        values = _sums_by_index(dy, _toeplitz_index(m, n), m + n - 1)  # sums over the diagonals
+        batched = carries_batch(y, dy)
+        values = _sums_by_index(plain(dy), _toeplitz_index(m, n), m + n - 1)  # sums over the diagonals
         dc = values[..., :m][..., ::-1]
         dr = np.concatenate([np.zeros_like(values[..., :1]), values[..., m:]], axis=-1)  # r[0] is not read
+        if batched:
+            if r is None:
+                return NO, project_c.batch(_to_input(c, dc + np.conj(dr), True))
+            return (NO, project_c.batch(_to_input(c, dc, True)), project_r.batch(_to_input(r, dr, True)))[: 1 + n_args]
         if r is None:  # r = conj(c)
             return NO, project_c(_to_input(c, dc + np.conj(dr)))
         return (NO, project_c(_to_input(c, dc)), project_r(_to_input(r, dr)))[: 1 + n_args]
@@ -147,7 +157,7 @@ def _circulant(c):
     return c[..., _circulant_index(c.shape[-1])]  # dual numbers: a gather
 
 
-@rrule.register(sl.circulant)
+@rrule.register(sl.circulant, batched=True)
 def rrule_circulant(c):
     project = projector(c)
     y = _circulant(c)
@@ -157,6 +167,8 @@ def rrule_circulant(c):
         dy = unthunk(dy)
         if is_zero(dy):
             return NO, ZERO
+        if carries_batch(y, dy):
+            return NO, project.batch(_to_input(c, _sums_by_index(plain(dy), _circulant_index(n), n), True))
         return NO, project(_to_input(c, _sums_by_index(dy, _circulant_index(n), n)))
 
     return y, circulant_pullback
@@ -188,7 +200,7 @@ def _hankel(c, r=None):
     return np.concatenate([c, r[1:]])[_hankel_index(np.shape(c)[0], np.shape(r)[0])]
 
 
-@rrule.register(sl.hankel)
+@rrule.register(sl.hankel, batched=True)
 def rrule_hankel(c, *rest, **kwargs):
     r, n_args = _optional_r("scipy.linalg.hankel", rest, kwargs)
     project_c, project_r = projector(c), projector(r)
@@ -199,6 +211,14 @@ def rrule_hankel(c, *rest, **kwargs):
         dy = unthunk(dy)
         if is_zero(dy):
             return (NO,) + (ZERO,) * n_args
+        if carries_batch(y, dy):  # the sums of every row at once; the inputs were raveled
+            values = _sums_by_index(plain(dy), _hankel_index(m, n), m + n - 1)
+            lead = np.shape(dy)[:1]
+            dc = project_c.batch(np.reshape(values[:, :m], lead + np.shape(c)))
+            if r is None:
+                return NO, dc
+            dr = np.concatenate([np.zeros_like(values[:, :1]), values[:, m:]], axis=-1)
+            return (NO, dc, project_r.batch(np.reshape(dr, lead + np.shape(r))))[: 1 + n_args]
         values = _sums_by_index(dy, _hankel_index(m, n), m + n - 1)  # sums over the antidiagonals
         dc = np.reshape(values[:m], np.shape(c))
         if r is None:
@@ -209,7 +229,7 @@ def rrule_hankel(c, *rest, **kwargs):
     return y, hankel_pullback
 
 
-@frule.register(sl.hankel)
+@frule.register(sl.hankel, batched=True)
 def frule_hankel(tangents, c, *rest, **kwargs):
     r, n_args = _optional_r("scipy.linalg.hankel", rest, kwargs)
     dc = unthunk(tangents[1])
@@ -217,8 +237,23 @@ def frule_hankel(tangents, c, *rest, **kwargs):
     y = _hankel(c, r)
     if is_zero(dc) and is_zero(dr):
         return y, ZERO
+    batch = batch_size((dc, dr), (c, r))
+    if batch is not None:  # every row's values (raveled, as SciPy ravels the inputs) gathered at once
+        m, n = np.shape(y)
+        values = _raveled_rows(dc, c, batch)
+        tail = np.zeros((batch, n - 1), dtype=values.dtype) if r is None else _raveled_rows(dr, r, batch)[:, 1:]
+        return y, np.concatenate([values, tail], axis=-1)[:, _hankel_index(m, n)]
     dc = np.ravel(_tangent_like(dc, c))  # raveled as SciPy ravels the inputs
     return y, _hankel(dc, None if r is None else np.ravel(_tangent_like(dr, r)))
+
+
+def _raveled_rows(dx, x, batch: int):
+    """A batch of tangents of ``x`` (a zero or an unbatched tangent repeated in every row), each
+    row raveled."""
+    dx = _tangent_like(dx, x)
+    if not is_batched(dx, x):
+        dx = np.broadcast_to(dx, (batch, *np.shape(dx)))
+    return np.reshape(dx, (batch, -1))
 
 
 # ----- block diagonal matrices --------------------------------------------------------------
@@ -249,7 +284,7 @@ def _block_diag(*arrs):
     return np.concatenate(rows, axis=-2)
 
 
-@rrule.register(sl.block_diag)
+@rrule.register(sl.block_diag, batched=True)
 def rrule_block_diag(*arrs):
     projects = [projector(a) for a in arrs]
     y = _block_diag(*arrs)
@@ -258,11 +293,17 @@ def rrule_block_diag(*arrs):
         dy = unthunk(dy)
         if is_zero(dy):
             return (NO,) + (ZERO,) * len(arrs)
+        batched = carries_batch(y, dy)  # (a leading batch axis: one more stack axis in front)
+        dy = plain(dy)
         out, r0, c0 = [NO], 0, 0
         for a, project in zip(arrs, projects):
             rr, cc = _block_shape(a)[-2:]
             block = dy[..., r0 : r0 + rr, c0 : c0 + cc]
-            out.append(project(np.reshape(unbroadcast(np.empty(_block_shape(a)), block), np.shape(a))))
+            if batched:
+                summed = unbroadcast_batch(np.empty(_block_shape(a)), block)
+                out.append(project.batch(np.reshape(summed, np.shape(dy)[:1] + np.shape(a))))
+            else:
+                out.append(project(np.reshape(unbroadcast(np.empty(_block_shape(a)), block), np.shape(a))))
             r0, c0 = r0 + rr, c0 + cc
         return tuple(out)
 
