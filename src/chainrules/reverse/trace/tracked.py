@@ -48,7 +48,9 @@ def _lost_derivative(what: str) -> TypeError:
     return TypeError(
         f"{what} of a value being differentiated would drop its derivative{_at()}. Functions of the math "
         "module call float() too: use the NumPy function instead (np.sin, np.exp, np.sqrt, ...), which "
-        "carries the derivative, or move the conversion out of the function being differentiated."
+        "carries the derivative, or move the conversion out of the function being differentiated. A plain "
+        "NumPy array converts what is written into it (out[i] = x): build arrays with np.stack or "
+        "np.concatenate instead."
     )
 
 
