@@ -37,6 +37,7 @@ from ..core import (
     NoTangent,
     Tangent,
     ZeroTangent,
+    callable_name,
     is_array_of_rows,
     rows_cotangent,
     rrule,
@@ -603,7 +604,8 @@ def rrule_call_partial(p: functools.partial, *args, **kwargs):
             args,
             location=user_location(),
             reason=f"its keyword argument(s) {', '.join(map(repr, left))} may carry a derivative, which "
-            "a keyword cannot pass back; store them as positional arguments of the partial",
+            "a keyword cannot pass back; store them as positional arguments of the partial, or, for a "
+            f"keyword-only parameter, call {callable_name(p.func)} in a lambda or def that passes them",
         )
     result = rrule(p.func, *positional, **keywords)
     y, back = result if result is not None else rrule_via_ad(p.func, *positional, **keywords)
