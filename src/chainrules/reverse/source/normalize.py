@@ -163,6 +163,16 @@ class _Normalizer:
                     return out
                 continue
             if not isinstance(stmt, ast.If) or _exits([stmt], kinds) == NEVER:
+                if (
+                    isinstance(stmt, (ast.If, ast.With))
+                    and _exits(stmt.body, kinds) == NEVER
+                    and _contains(stmt, _LOOPS)
+                ):
+                    # no jump leaves this block, but a loop inside it gets its own jumps and
+                    # `else` normalized, as a loop here does
+                    stmt.body = self.jumps(stmt.body, loop, flagged) or [ast.copy_location(ast.Pass(), stmt)]
+                    if isinstance(stmt, ast.If):
+                        stmt.orelse = self.jumps(stmt.orelse, loop, flagged)
                 out.append(stmt)
                 continue
             body, orelse = _exits(stmt.body, kinds), _exits(stmt.orelse, kinds)
