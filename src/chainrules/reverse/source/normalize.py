@@ -31,6 +31,19 @@ FUNCTION_JUMPS = (ast.Return, ast.Raise)
 LOOP_JUMPS = (ast.Return, ast.Raise, ast.Break, ast.Continue)
 
 
+def _has_loop_else(node: ast.AST) -> bool:
+    """Whether a loop with an ``else`` clause occurs in ``node``, outside nested function definitions."""
+    stack = [node]
+    while stack:
+        sub = stack.pop()
+        if isinstance(sub, _LOOPS) and sub.orelse:
+            return True
+        for child in ast.iter_child_nodes(sub):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(child)
+    return False
+
+
 def _contains(node: ast.AST, kind: type) -> bool:
     """Whether ``kind`` occurs in ``node``, outside nested function definitions."""
     stack = [node]
@@ -288,7 +301,8 @@ def normalize(node: ast.FunctionDef | ast.Lambda, namer: Namer) -> ast.FunctionD
     body = normalizer.block(fn.body)
     falls_off_end = _exits(body) != ALWAYS
     last = body[-1] if body else None
-    simple = not any(_contains(s, (ast.Break, ast.Continue)) for s in body)
+    # loop jumps and loops' `else` clauses are normalized by `jumps`
+    simple = not any(_contains(s, (ast.Break, ast.Continue)) or _has_loop_else(s) for s in body)
     if isinstance(last, ast.Return) and _exits(body[:-1]) == NEVER and simple:
         fn.body = body  # one return, at the end, and no loop jumps: nothing to do
         return fn
