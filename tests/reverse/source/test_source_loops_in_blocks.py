@@ -95,8 +95,11 @@ def for_else_after_a_break_inside_if(x):
     return acc
 
 
+ELSE_FUNCTIONS = [while_else, for_else_in_a_loop, for_else_after_a_break_inside_if]
+
+
 @pytest.mark.parametrize("x", [np.array([0.5, 0.2, 0.9]), np.array([0.5, 3.0, 0.9])], ids=["runs_through", "breaks"])
-@pytest.mark.parametrize("f", [while_else, for_else_in_a_loop, for_else_after_a_break_inside_if], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("f", ELSE_FUNCTIONS, ids=lambda f: f.__name__)
 def test_the_else_of_a_loop_runs_as_in_python(f, x):
     y, back = cr.pullback(f, x)
     assert y == f(x)
