@@ -828,8 +828,13 @@ def pow_partials(a, b, y):
             da = b * a ** (b - 1)
         return da, y * _log_base(a)
     with np.errstate(divide="ignore", invalid="ignore"):
-        da = np.where(np.asarray(b) == 0, 0.0, b * np.power(a, b - 1))
+        da = np.where(_as_array(b) == 0, 0.0, b * np.power(a, b - 1))
     return da, y * _log_base(a)
+
+
+def _as_array(x):
+    """``x`` as an array to compare; an engine's value (a nested pullback's) compares as it is."""
+    return x if hasattr(type(x), "__array_function__") else np.asarray(x)
 
 
 def _pow_base_partial(a, b):
@@ -846,7 +851,7 @@ def _pow_base_partial(a, b):
         with np.errstate(divide="ignore", invalid="ignore"):
             return b * np.power(a, b - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.asarray(b) == 0, 0.0, b * np.power(a, b - 1))
+        return np.where(_as_array(b) == 0, 0.0, b * np.power(a, b - 1))
 
 
 @rrule.register(operator.pow, batched=True)
