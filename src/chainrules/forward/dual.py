@@ -377,7 +377,13 @@ class Dual(ActiveValue):
             return None
         if "out" in kwargs or method == "at":
             how = "np.{0}.at(...)" if method == "at" else "np.{0}(..., out=...)"
-            raise TypeError(f"{how.format(ufunc.__name__)} writes in place, which dual numbers do not support")
+            where = user_location()
+            raise TypeError(
+                f"{how.format(ufunc.__name__)}{' at ' + where if where else ''} writes in place, which dual numbers do "
+                "not support: assign the result instead (y = np.add(a, b)); `x += v` on a plain NumPy array "
+                "writes into it too: write x = x + v, or make the buffer with np.zeros_like of a dual, which "
+                "takes writes (out[i] = v)"
+            )
         f = ufunc if method == "__call__" else getattr(ufunc, method)
         return call(f, inputs, kwargs)
 

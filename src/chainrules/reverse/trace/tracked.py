@@ -223,7 +223,8 @@ class _Operators(Tracked):
         if out is not None and any(o is not None for o in out):
             raise TypeError(
                 f"{ufunc.__name__}(..., out=...) writes into an array in place{_at()}; with a value being "
-                "differentiated, assign the result instead (y = np.add(a, b))"
+                "differentiated, assign the result instead (y = np.add(a, b)). `x += v` on a plain NumPy array "
+                "writes into it too: write x = x + v"
             )
         f = ufunc if method == "__call__" else getattr(ufunc, method)
         return apply(f, inputs, kwargs)
