@@ -5,7 +5,8 @@ against finite differences), forward mode (``cr.jacobian(mode="forward")`` of th
 when it and the output are numbers or arrays), and, where marked, the Hessian by forward over
 each reverse engine and the second derivative by a tape over the source engine. A construct an
 engine does not support by design is listed in ``refuses`` as ``{engine: message fragment}``:
-that engine must raise a clear error saying it, never return a number.
+that engine must raise a clear error saying it, never return a number (``hessian-<engine>`` for a
+refusal of the Hessian over that engine only).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.linalg
 import scipy.special
+
+import chainrules as cr
 
 
 @dataclasses.dataclass(frozen=True)
@@ -662,3 +665,61 @@ def logs_progress_with_percent_formatting(x):
         LOG.info("step %d: loss %.4f, w[0] = %.3f", step, loss, w[0])
         w = w - 0.2 * (w - 1.0) * np.exp(-w)
     return np.sum(w**2)
+
+
+# ----- loops with else, breaks inside blocks, powers, Jacobians inside functions ------------------
+
+
+@program(np.array([0.5, 0.2, 0.9]), hessian=True, nested=True)
+def while_loop_with_else(x):
+    i = 0
+    acc = 0.0
+    while i < len(x):
+        acc = acc + x[i] ** 2
+        i += 1
+    else:
+        acc = acc * 2.0
+    return acc
+
+
+@program(np.array([1.0, 3.0, 0.5]), 1.5, hessian=True, nested=True)
+def search_with_break_inside_if(xs, c):
+    total = 0.0
+    if c > 0:
+        for x in xs:
+            if x > 2.5:
+                break
+            total = total + x * c
+        else:
+            total = total * 2.0
+    return total * xs[0]
+
+
+@program(np.array([0.5, 1.5, 2.5]), hessian=True, nested=True)
+def powers_with_differentiated_exponents(x):
+    return np.sum(2.0**x) + x[0] ** x[1] + np.sum(x ** np.array([1.0, 2.0, 0.5])) + np.sum(x**-2)
+
+
+@program(
+    np.array([0.3, -0.2, 0.9]),
+    hessian=True,
+    refuses={
+        "tape": "write x = x + v",
+        "forward": "write x = x + v",
+        "hessian-source": "an augmented assignment updates the ndarray in place with a DualArray",
+    },
+)
+def accumulates_into_a_fresh_buffer(x):
+    acc = np.zeros(3)
+    for i in range(1, 4):
+        acc += x * i
+    return np.sum(acc**2)
+
+
+@program(np.array([1.0, 2.0, -0.5]), refuses={"source": "no differentiation rule for chainrules.api.jacobian"})
+def log_determinant_of_a_jacobian(x):
+    def flow(v):
+        return v + 0.3 * np.tanh(np.array([[1.0, 0.5, 0.0], [0.0, 1.0, 0.2], [0.1, 0.0, 1.0]]) @ v)
+
+    J = cr.jacobian(flow, x, mode="forward")
+    return np.linalg.slogdet(J)[1] + 0.5 * np.sum(flow(x) ** 2)

@@ -113,8 +113,9 @@ def test_hessian_matches_finite_differences_of_the_gradient(name, engine):
     p = BY_NAME[name]
     f = _first_argument_function(p)
     x = p.args[0]
-    if engine in p.refuses:
-        _refused(p, engine, lambda: cr.hessian(f, x, engine=engine))
+    refusal = f"hessian-{engine}" if f"hessian-{engine}" in p.refuses else engine
+    if refusal in p.refuses:
+        _refused(p, refusal, lambda: cr.hessian(f, x, engine=engine))
         return
     H = cr.hessian(f, x, engine=engine)
     assert np.shape(H) == np.shape(x) * 2 and not np.iscomplexobj(H)
