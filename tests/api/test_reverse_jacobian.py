@@ -8,15 +8,12 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from _jacobians import ENGINES, each_engine, fd_jacobian, loop_jacobian
 
 import chainrules as cr
-import chainrules.testing as crt
 from chainrules import api
 from chainrules.core import BasisSeed, basis_seed
 from chainrules.reverse import source, trace
-
-ENGINES = {"source": source.pullback_full, "tape": trace.pullback_full}
-each_engine = pytest.mark.parametrize("engine", list(ENGINES))
 
 RNG = np.random.default_rng(3)
 W = RNG.standard_normal((5, 4))
@@ -288,21 +285,6 @@ def test_a_rule_without_the_batch_flag_makes_the_source_engine_loop():
     np.testing.assert_allclose(J, np.diag(4.0 * x), rtol=1e-14)
 
 
-def _fd(f, x):
-    y = np.asarray(f(x))
-    return crt.fd_jacobian(f, x).reshape(y.shape + np.shape(x))
-
-
-def _loop_jacobian(engine, f, x):
-    """The Jacobian one pullback per output: the same pullback without its batched flag."""
-    y, back = ENGINES[engine](f, x)
-
-    def one_at_a_time(dy):
-        return back(dy)
-
-    return api._reverse_jacobian(x, y, one_at_a_time)
-
-
 @each_engine
 @pytest.mark.parametrize("f, x", FULLY_BATCHED, ids=lambda v: getattr(v, "__name__", ""))
 def test_a_batched_jacobian_equals_the_loop_and_finite_differences(engine, f, x):
@@ -319,8 +301,8 @@ def _check_batched(engine, f, x):
     assert back.batched
     J = cr.jacobian(f, x, mode="reverse", engine=engine)
     assert J.shape == np.shape(y) + np.shape(x) and J.flags.writeable and type(J) is np.ndarray
-    np.testing.assert_allclose(J, _loop_jacobian(engine, f, x), rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(J, _fd(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(J, loop_jacobian(engine, f, x), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(J, fd_jacobian(f, x), rtol=1e-6, atol=1e-8)
 
 
 @each_engine
@@ -329,8 +311,8 @@ def test_functions_with_unbatched_rules_loop_over_the_outputs(engine, f, x, unba
     y, back = ENGINES[engine](f, x)
     assert getattr(back, "batched", False) is (engine not in unbatched)
     J = cr.jacobian(f, x, mode="reverse", engine=engine)
-    np.testing.assert_allclose(J, _fd(f, x), rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(J, _loop_jacobian(engine, f, x), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(J, fd_jacobian(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(J, loop_jacobian(engine, f, x), rtol=1e-13, atol=1e-14)
 
 
 # ----- which path ran: pullback calls counted (a rule's in the source engine, sweeps of the tape) ---
@@ -393,7 +375,7 @@ def test_one_sweep_of_the_tape_per_block(monkeypatch):
     assert len(sweeps) == 1
     sweeps.clear()
     J_loop = cr.jacobian(cumulative, x, mode="reverse", engine="tape")
-    np.testing.assert_allclose(J_loop, _fd(cumulative, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(J_loop, fd_jacobian(cumulative, x), rtol=1e-6, atol=1e-8)
     assert len(sweeps) == 4  # the marked cumsum's rule: one sweep per output
     np.testing.assert_allclose(J, 2 * (W @ x + b)[:, None] * W, rtol=1e-14)
 
@@ -456,7 +438,7 @@ def test_a_captured_matrix_gets_no_batch_of_cotangents():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 20 * n * n * 8  # a batch of the matrix's cotangents would be n * n * n * 8 bytes
-    np.testing.assert_allclose(J, _fd(f, x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(J, fd_jacobian(f, x), rtol=1e-6, atol=1e-6)
 
 
 # ----- dtypes and inputs ------------------------------------------------------------------------
@@ -555,7 +537,7 @@ def test_auto_picks_reverse_for_fewer_outputs_and_runs_f_once(engine):
     RUNS.clear()
     J = cr.jacobian(narrow, x, engine=engine)
     assert len(RUNS) == 1
-    np.testing.assert_allclose(J, _fd(narrow, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(J, fd_jacobian(narrow, x), rtol=1e-6, atol=1e-8)
 
 
 def test_auto_picks_forward_for_more_outputs_and_remembers_it():
@@ -570,4 +552,4 @@ def test_auto_picks_forward_for_more_outputs_and_remembers_it():
     RUNS.clear()
     cr.jacobian(wide, RNG.standard_normal(3))  # another input shape is another choice
     assert len(RUNS) == 2
-    np.testing.assert_allclose(J, _fd(wide, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(J, fd_jacobian(wide, x), rtol=1e-6, atol=1e-8)

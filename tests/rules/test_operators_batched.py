@@ -111,7 +111,7 @@ def test_an_entry_of_a_container_takes_a_batch_of_cotangents(xs, key):
 
 def test_a_slice_of_a_sequence_and_an_entry_of_a_tuple_subclass_decline_a_batch():
     class Row(tuple):
-        pass
+        """A tuple subclass that is not a namedtuple: its entries are matched again."""
 
     before = batch_declines()
     cr.rrule(operator.getitem, (1.5, A, B), slice(1, None))

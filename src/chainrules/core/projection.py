@@ -303,6 +303,17 @@ def unbroadcast_batch(x, dx):
     return dx if np.shape(dx) == target else np.broadcast_to(dx, target)
 
 
+def input_matcher(y, dy):
+    """``match_input``, or ``match_input_batch`` when ``dy`` carries a batch of cotangents of the
+    output ``y``: how a pullback that takes one cotangent or a batch alike brings its result back.
+
+    >>> import numpy as np
+    >>> input_matcher(np.zeros(3), np.ones((2, 3))) is match_input_batch
+    True
+    """
+    return match_input_batch if carries_batch(y, dy) else match_input
+
+
 def match_input_batch(x, dx):
     """``match_input`` for a batch of cotangents (a leading batch axis): every row brought back
     to ``x``'s space, the batch axis kept.

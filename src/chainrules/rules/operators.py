@@ -52,6 +52,7 @@ from ..core import (
     conj,
     decline_batch,
     frule,
+    input_matcher,
     is_array_of_rows,
     match_input,
     match_input_batch,
@@ -116,11 +117,6 @@ def real_rows(dy):
     if getattr(dy, "ndim", 0) != 1:
         return None
     return np.real(dy) if np.iscomplexobj(dy) else dy
-
-
-def _matcher(y, dy):
-    """``match_input``, or its batch form when ``dy`` carries a batch of cotangents of ``y``."""
-    return match_input_batch if carries_batch(y, dy) else match_input
 
 
 def _array_cotangent(x, compute):
@@ -383,7 +379,7 @@ def _scalar_sum_pullbacks(sign: float, name: str) -> dict:
                     db = dy if sign > 0 else -dy
                     return _NO, (dy if td is ca else ca(dy)), (db if td is cb else cb(db))
                 dy = unthunk(dy)
-                match = _matcher(a, dy)  # a scalar output: a batch is a 1-D cotangent
+                match = input_matcher(a, dy)  # a scalar output: a batch is a 1-D cotangent
                 return _NO, match(a, dy), match(b, dy if sign > 0 else -dy)
 
             scalar_sum_pullback.__name__ = scalar_sum_pullback.__qualname__ = name
@@ -541,7 +537,7 @@ def _neg_scalar_pullbacks() -> dict:
             if type(dy) in _SCALAR_COTANGENTS:
                 return _NO, ta(-dy)
             dy = unthunk(dy)
-            return _NO, _matcher(a, dy)(a, -dy)
+            return _NO, input_matcher(a, dy)(a, -dy)
 
         pullbacks[ta] = neg_pullback
     return pullbacks
@@ -563,7 +559,7 @@ def rrule_neg(a):
 
     def neg_pullback(dy):
         dy = unthunk(dy)
-        return _NO, _matcher(y, dy)(a, -dy)
+        return _NO, input_matcher(y, dy)(a, -dy)
 
     return y, neg_pullback
 
@@ -589,7 +585,7 @@ def rrule_pos(a):
 
     def pos_pullback(dy):
         dy = unthunk(dy)
-        return _NO, _matcher(y, dy)(a, dy)
+        return _NO, input_matcher(y, dy)(a, dy)
 
     return y, pos_pullback
 
@@ -624,7 +620,7 @@ def rrule_mul(a, b):
                 da, db = dy * b, a * dy
                 return _NO, (da if type(da) is ca else ca(da)), (db if type(db) is cb else cb(db))
             dy = unthunk(dy)
-            match = _matcher(a, dy)
+            match = input_matcher(a, dy)
             return _NO, match(a, dy * b), match(b, a * dy)
 
         return a * b, mul_pullback
@@ -649,7 +645,7 @@ def rrule_mul(a, b):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
-        match = _matcher(y, dy)
+        match = input_matcher(y, dy)
         da = _array_cotangent(a, lambda: match(a, dy * conj(b)))
         return _NO, da, _array_cotangent(b, lambda: match(b, conj(a) * dy))
 
@@ -705,7 +701,7 @@ def rrule_truediv(a, b):
                 return _NO, (da if type(da) is ca else ca(da)), (db if type(db) is cb else cb(db))
             dy = unthunk(dy)
             da = dy / b
-            match = _matcher(y, dy)
+            match = input_matcher(y, dy)
             return _NO, match(a, da), match(b, -da * y)
 
         return y, truediv_pullback
@@ -728,7 +724,7 @@ def rrule_truediv(a, b):
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
         da = dy / conj(b)
-        match = _matcher(y, dy)
+        match = input_matcher(y, dy)
         db = _array_cotangent(b, lambda: match(b, -da * conj(y)))
         return _NO, _array_cotangent(a, lambda: match(a, da)), db
 
@@ -778,7 +774,7 @@ def rrule_mod(a, b):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
-        match = _matcher(y, dy)
+        match = input_matcher(y, dy)
         return _NO, match(a, dy), match(b, -dy * (a // b))
 
     return y, mod_pullback
@@ -950,7 +946,7 @@ def rrule_abs(x):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy
-        return _NO, _matcher(y, dy)(x, np.real(dy) * s)
+        return _NO, input_matcher(y, dy)(x, np.real(dy) * s)
 
     return y, abs_pullback
 

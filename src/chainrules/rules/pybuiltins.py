@@ -45,6 +45,7 @@ from ..core import (
     carries_batch,
     decline_batch,
     frule,
+    input_matcher,
     is_array_of_rows,
     match_input,
     match_input_batch,
@@ -143,7 +144,7 @@ def rrule_float(*args):
         if type(x) in _REAL:
             return _NO, dy if type(dy) is float else real_cotangent(dy)
         dy = unthunk(dy)
-        return _NO, (match_input_batch if carries_batch(x, dy) else match_input)(x, dy)
+        return _NO, input_matcher(x, dy)(x, dy)
 
     return float(x), float_pullback
 

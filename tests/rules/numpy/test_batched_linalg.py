@@ -86,14 +86,23 @@ def test_array_outputs_row_by_row(f, make, kwargs, dtype, batched_pullback):
 # ----- tuple outputs: a structured cotangent whose components carry the batch ---------------------
 
 
-def _cotangent_rows(y, batch, rng, skip=()):
-    """A batch of cotangents for each component of the tuple output ``y`` (NoTangent for integers
-    and for the positions in ``skip``)."""
-    out = []
-    for i, yi in enumerate(y):
-        kind = np.result_type(yi).kind
-        out.append(cr.NoTangent() if i in skip or kind not in "fc" else rand(rng, (batch, *np.shape(yi)), yi.dtype))
-    return out
+def _batch_of_cotangents(y, batch, rng, skip=()):
+    """Row ``k`` of a batch of cotangents of ``y``, for ``k`` or ``None`` (the whole batch): an
+    array, or a ``Tangent`` of the tuple ``y`` whose components carry the batch (``NoTangent`` for
+    integers and booleans, a ``ZeroTangent`` beside the batch at the positions in ``skip``)."""
+
+    def one(v, i):
+        if i in skip:
+            return cr.ZeroTangent()
+        if np.result_type(v).kind not in "fc":
+            return cr.NoTangent()
+        return rand(rng, (batch, *np.shape(v)), np.result_type(v))
+
+    if not isinstance(y, tuple):
+        dys = one(y, 0)
+        return lambda k: dys if k is None else dys[k]
+    parts = [one(v, i) for i, v in enumerate(y)]
+    return lambda k: cr.Tangent[type(y)](*(p if k is None or isinstance(p, cr.AbstractZero) else p[k] for p in parts))
 
 
 def _compare(got, want, k, what, rtol):
@@ -111,20 +120,18 @@ def _compare(got, want, k, what, rtol):
     np.testing.assert_allclose(got[k], want, rtol=rtol, atol=1e-12 if rtol < 1e-6 else 1e-5, err_msg=what)
 
 
-def check_tuple_output(f, *args, kwargs=None, skip=(), batch=3, rtol=1e-10, seed=0):
-    """Pull back a batch of cotangents of each component of ``f``'s tuple output at once and one
-    row at a time; ``skip``: components that get no cotangent (a ZeroTangent beside the batch)."""
+def check_rows(f, *args, kwargs=None, skip=(), batch=3, rtol=1e-10, seed=0):
+    """Pull back a batch of cotangents of ``f``'s output (of each component of a tuple output) at
+    once and one row at a time; ``skip``: components that get no cotangent."""
     kwargs = kwargs or {}
     assert cr.rrule.lookup(f, args).batched
     declines = batch_declines()
     y, back = cr.rrule(f, *args, **kwargs)
     assert batch_declines() == declines
-    parts = _cotangent_rows(y, batch, np.random.default_rng(seed), skip)
-    parts = [cr.ZeroTangent() if i in skip else p for i, p in enumerate(parts)]
-    batched = back(cr.Tangent[type(y)](*parts))
+    row = _batch_of_cotangents(y, batch, np.random.default_rng(seed), skip)
+    batched = back(row(None))
     for k in range(batch):
-        row = [p if isinstance(p, cr.AbstractZero) else p[k] for p in parts]
-        one = back(cr.Tangent[type(y)](*row))
+        one = back(row(k))
         assert len(one) == len(batched)
         for i, (got, want) in enumerate(zip(batched, one)):
             _compare(got, want, k, f"{f.__name__}: cotangent {i}, row {k}", rtol)
@@ -157,7 +164,7 @@ TUPLE_OUT = [
 @pytest.mark.parametrize("f, make, kwargs, skip", TUPLE_OUT, ids=_name)
 def test_tuple_outputs_row_by_row(f, make, kwargs, skip, dtype):
     args = make(rng_for("batched-tuple", f.__name__, str(kwargs), skip, dtype), dtype)
-    check_tuple_output(f, *args, kwargs=kwargs, skip=skip, rtol=rtol_for(dtype))
+    check_rows(f, *args, kwargs=kwargs, skip=skip, rtol=rtol_for(dtype))
 
 
 def test_multi_dot_row_by_row():

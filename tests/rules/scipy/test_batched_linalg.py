@@ -8,8 +8,8 @@ import pytest
 import scipy.linalg as sl
 
 import chainrules as cr
-from chainrules.core import batch_declines
 
+from ..numpy.test_batched_linalg import check_rows
 from ..numpy.test_linalg import hermitian, rng_for, values, wellcond
 
 pytestmark = [
@@ -128,56 +128,6 @@ def test_array_outputs_row_by_row(f, make, kwargs, dtype, batched_pullback):
 
 
 # ----- tuple outputs and tuple arguments ----------------------------------------------------------
-
-
-def _batch_of_cotangents(y, batch, rng, skip):
-    """A batch of cotangents of ``y``: an array, or a ``Tangent`` of the tuple ``y`` whose
-    components carry the batch (zeros for integers, booleans and the positions in ``skip``)."""
-
-    def one(v, i):
-        if i in skip or np.result_type(v).kind not in "fc":
-            return cr.ZeroTangent()
-        return rand(rng, (batch, *np.shape(v)), np.result_type(v))
-
-    if isinstance(y, tuple):
-        return cr.Tangent[type(y)](*(one(v, i) for i, v in enumerate(y)))
-    return one(y, 0)
-
-
-def _row(dys, k):
-    if isinstance(dys, cr.Tangent):
-        return type(dys)(*(d if isinstance(d, cr.AbstractZero) else d[k] for d in dys.backing))
-    return dys[k]
-
-
-def _compare(got, want, k, what, rtol):
-    got, want = cr.unthunk(got), cr.unthunk(want)
-    if isinstance(want, cr.AbstractZero):
-        assert type(got) is type(want), f"{what}: {got!r} for {want!r}"
-        return
-    if isinstance(want, cr.Tangent):
-        assert isinstance(got, cr.Tangent), what
-        for g, w in zip(got.backing, want.backing):
-            _compare(g, w, k, what, rtol)
-        return
-    got = np.asarray(got)
-    assert got.shape[1:] == np.shape(want) and got.dtype == np.asarray(want).dtype, what
-    np.testing.assert_allclose(got[k], want, rtol=rtol, atol=1e-12 if rtol < 1e-6 else 1e-5, err_msg=what)
-
-
-def check_rows(f, *args, kwargs=None, skip=(), batch=3, rtol=1e-10, seed=0):
-    kwargs = kwargs or {}
-    assert cr.rrule.lookup(f, args).batched
-    declines = batch_declines()
-    y, back = cr.rrule(f, *args, **kwargs)
-    assert batch_declines() == declines
-    dys = _batch_of_cotangents(y, batch, np.random.default_rng(seed), skip)
-    batched = back(dys)
-    for k in range(batch):
-        one = back(_row(dys, k))
-        assert len(one) == len(batched)
-        for i, (got, want) in enumerate(zip(batched, one)):
-            _compare(got, want, k, f"{f.__name__}: cotangent {i}, row {k}", rtol)
 
 
 def _lu_and_b(r, dt, vector):

@@ -34,6 +34,7 @@ from ...core import (
     carries_batch,
     conj,
     frule,
+    input_matcher,
     match_input,
     match_input_batch,
     non_differentiable,
@@ -458,8 +459,7 @@ def _conj_rules(f):
 
         def conj_pullback(dy):
             dy = unthunk(dy)
-            back_to = match_input_batch if carries_batch(y, dy) else match_input
-            return (_NO, back_to(x, conj(dy))) + (_NO,) * len(args)
+            return (_NO, input_matcher(y, dy)(x, conj(dy))) + (_NO,) * len(args)
 
         return y, conj_pullback
 

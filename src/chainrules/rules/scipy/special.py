@@ -34,6 +34,7 @@ from ...core import (
     carries_batch,
     conj,
     frule,
+    input_matcher,
     match_input,
     match_input_batch,
     rrule,
@@ -95,12 +96,6 @@ def _all_zero(dx) -> bool:
     return isinstance(dx, (float, int, complex, np.ndarray, np.generic)) and not np.any(dx)
 
 
-def _matcher(y, dy):
-    """``match_input``, or ``match_input_batch`` for a batch of cotangents of ``y`` (a leading
-    batch axis): pullbacks here take one cotangent or a batch alike."""
-    return match_input_batch if carries_batch(y, dy) else match_input
-
-
 def _batch_axes(axes: tuple, y, dy) -> tuple:
     """A reduction's axes as axes of ``dy``: one further right for a batch of cotangents."""
     return tuple(a + 1 for a in axes) if carries_batch(y, dy) else axes
@@ -130,7 +125,7 @@ def _register_elementwise(f, compute, name: str):
             dy = unthunk(dy)
             if is_zero(dy):
                 return (_NO,) + tuple(_NO if p is None else _ZERO for p in partials)
-            match = _matcher(y, dy)
+            match = input_matcher(y, dy)
             return (_NO,) + tuple(cotangent(x, p, dy, match) for x, p in zip(args, partials))
 
         elementwise_pullback.__qualname__ = f"{name}_pullback"
@@ -808,7 +803,7 @@ def rrule_softmax(x, *rest, **kwargs):
         if is_zero(dy):
             return (_NO, _ZERO) + (_NO,) * len(rest)
         dx = y * (dy - np.sum(dy * y, axis=_batch_axes(axes, y, dy), keepdims=True))
-        return (_NO, _matcher(y, dy)(x, dx)) + (_NO,) * len(rest)
+        return (_NO, input_matcher(y, dy)(x, dx)) + (_NO,) * len(rest)
 
     return y, softmax_pullback
 
@@ -834,7 +829,7 @@ def rrule_log_softmax(x, *rest, **kwargs):
             return (_NO, _ZERO) + (_NO,) * len(rest)
         weights = e / total  # the softmax, from the primal's exp (no second exp)
         dx = dy - weights * np.sum(dy, axis=_batch_axes(axes, y, dy), keepdims=True)
-        return (_NO, _matcher(y, dy)(x, dx)) + (_NO,) * len(rest)
+        return (_NO, input_matcher(y, dy)(x, dx)) + (_NO,) * len(rest)
 
     return y, log_softmax_pullback
 
