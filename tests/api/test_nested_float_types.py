@@ -9,6 +9,7 @@ by the rules of nested ``gradient``, ``pullback``, ``jvp``, ``derivative`` and `
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -70,6 +71,21 @@ def test_hessian_at_a_float_is_a_float(name, engine):
     H = cr.hessian(f, X0, engine=engine)
     assert type(H) is float
     assert H == pytest.approx(fd_jacobian(first(f, "source"), X0).item(), rel=1e-7)
+
+
+ENGINES = ("source", "tape", "forward")
+
+
+@pytest.mark.parametrize("engines", list(itertools.product(ENGINES, repeat=3)), ids="-".join)
+def test_third_derivative_of_a_float_is_a_float(engines):
+    """``engines``: innermost first."""
+    g = FUNCTIONS["numpy"]
+    for engine in engines:
+        g = first(g, engine)
+    got = g(X0)
+    assert type(got) is float
+    expected = fd_jacobian(first(first(FUNCTIONS["numpy"], "source"), "source"), X0).item()
+    assert got == pytest.approx(expected, rel=1e-6)
 
 
 def test_first_derivatives_and_other_inputs_keep_their_types():

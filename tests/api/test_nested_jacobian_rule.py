@@ -105,6 +105,26 @@ def test_options_given_positionally_and_a_scalar_jacobian():
     assert got == pytest.approx(fd_jacobian(scalar, 0.4).item(), rel=1e-7)
 
 
+SHAPES = {
+    "number_to_vector": (0.4, lambda s: np.stack([np.sin(s), s * s, np.exp(s)])),
+    "vector_to_number": (X, lambda v: np.sum(np.sin(v) * v)),
+    "matrix_to_vector": (np.outer([1.0, -0.5], X), lambda m: np.tanh(m) @ np.ones(3)),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_jacobians_of_numbers_and_matrices(shape, mode):
+    x, f = SHAPES[shape]
+
+    def loss(z):
+        return np.sum(np.cos(cr.jacobian(f, z, mode=mode)))
+
+    got = cr.gradient(loss, x)[0]
+    assert type(got) is type(x)
+    np.testing.assert_allclose(got, fd_gradient(loss, x), rtol=1e-6, atol=1e-8)
+
+
 def test_third_order_a_hessian_of_a_loss_of_a_jacobian():
     loss = log_volume("forward", "source")
     expected = fd_jacobian(lambda z: cr.gradient(loss, z)[0], X)
@@ -116,7 +136,7 @@ def test_a_structured_input_is_refused_with_the_line():
         J = cr.jacobian(lambda t: t[0] * t[1], (x[0], x[1]))
         return J[0] + J[1]
 
-    with pytest.raises(cr.ChainRulesError, match=r"structured.*|test_nested_jacobian_rule.py:\d+") as info:
+    with pytest.raises(cr.ChainRulesError, match="structured inputs or outputs") as info:
         cr.gradient(loss, X)
     assert "test_nested_jacobian_rule.py:" in str(info.value) and "<lambda>" in str(info.value)
 

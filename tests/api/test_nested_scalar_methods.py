@@ -103,3 +103,23 @@ def test_tape_over_forward(name):
 
     got = cr.gradient(weighted_forward_gradient, X, engine="tape")[0]
     np.testing.assert_allclose(got, expected_hessian(g) @ W, rtol=1e-6, atol=1e-7)
+
+
+NESTINGS = {
+    "tape_over_tape": lambda g: cr.gradient(weighted_gradient(g, "tape"), X, engine="tape"),
+    "tape_over_source": lambda g: cr.gradient(weighted_gradient(g, "source"), X, engine="tape"),
+    "source_over_tape": lambda g: cr.gradient(weighted_gradient(g, "tape"), X, engine="source"),
+    "forward_over_tape": lambda g: cr.hessian(g, X, engine="tape"),
+    "forward_over_source": lambda g: cr.hessian(g, X, engine="source"),
+    "forward_over_forward": lambda g: cr.jacobian(lambda x: cr.jacobian(g, x, mode="forward"), X, mode="forward"),
+}
+
+
+@pytest.mark.parametrize("nesting", NESTINGS)
+def test_a_method_without_a_rule_is_refused_with_its_name_and_line(nesting):
+    def g(x):
+        s = np.sum(x**3)
+        return s * s + 0.0 * s.tolist()  # a Python float: the derivative would be dropped
+
+    with pytest.raises(TypeError, match=r"tolist.*test_nested_scalar_methods.py:\d+"):
+        NESTINGS[nesting](g)

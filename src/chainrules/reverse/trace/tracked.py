@@ -276,7 +276,9 @@ class TrackedNumber(_Operators):
 
     @property
     def dtype(self) -> np.dtype:
-        return np.asarray(deep_primal(self)).dtype
+        value = deep_primal(self)
+        # another engine's number (an outer forward differentiation's dual) describes itself
+        return value.dtype if isinstance(value, ActiveValue) else np.asarray(value).dtype
 
     def __index__(self):
         value = deep_primal(self)
@@ -362,7 +364,9 @@ def _tracked_method(value, method, name: str):
             return function(*call_args, **call_kwargs)
         return out
 
-    tracked_method.__name__ = tracked_method.__qualname__ = name
+    # named as the method it stands for, which errors about it name (numpy.generic.tolist)
+    tracked_method.__name__, tracked_method.__qualname__ = name, getattr(method, "__qualname__", name)
+    tracked_method.__module__ = "numpy"
     return tracked_method
 
 
