@@ -53,7 +53,11 @@ ONE_OUTPUT = [
 ]
 
 
-@pytest.mark.parametrize("f, args, kwargs", ONE_OUTPUT, ids=lambda v: getattr(v, "__name__", "") if callable(v) else "")
+@pytest.mark.parametrize(
+    "f, args, kwargs",
+    ONE_OUTPUT,
+    ids=[f"{getattr(f, '__name__', type(f).__name__)}-{i}" for i, (f, *_) in enumerate(ONE_OUTPUT)],
+)
 def test_builtins_pull_back_a_batch(f, args, kwargs, batched_pullback):
     batched_pullback(f, *args, kwargs=kwargs)
 
