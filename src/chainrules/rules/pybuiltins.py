@@ -329,7 +329,6 @@ def rrule_sorted(xs, *, key=None, reverse=False):
         return sorted(xs, key=key, reverse=reverse), _nondiff_pullback(1)
     order = _sort_order(items, key, reverse)
     n = len(order)
-
     y = [items[i] for i in order]
 
     def sorted_pullback(dy):
