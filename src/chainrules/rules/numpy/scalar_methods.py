@@ -18,7 +18,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import AbstractZero, NoRuleError, NoTangent, ZeroTangent, frule, match_input, rrule, unthunk
+from ...core import (
+    AbstractZero,
+    NoRuleError,
+    NoTangent,
+    ZeroTangent,
+    frule,
+    match_input,
+    match_input_batch,
+    rrule,
+    unthunk,
+)
 from ._util import match_output
 
 _NO = NoTangent()
@@ -103,9 +113,10 @@ def rrule_scalar_getattr(x, name, *default):
     def scalar_attribute_pullback(dy):
         dy = unthunk(dy)
         dx = dy if isinstance(dy, AbstractZero) else adjoint(x, dy)
-        if isinstance(dx, AbstractZero) or np.ndim(dx) > 0:  # (a batch of cotangents keeps its axis)
+        if isinstance(dx, AbstractZero):
             return (_NO, dx, _NO, *rest)
-        return (_NO, match_input(x, dx), _NO, *rest)
+        # a batch of cotangents (a leading batch axis) keeps its axis
+        return (_NO, match_input_batch(x, dx) if np.ndim(dx) > 0 else match_input(x, dx), _NO, *rest)
 
     return y, scalar_attribute_pullback
 
