@@ -35,6 +35,16 @@ class ActiveValue:
         """The order of the differentiation this value belongs to (see ``next_order``)."""
         return 0
 
+    def buffer_holding(self, array: Any) -> Any:
+        """A writable array of this value's differentiation that holds the plain ``array`` (fresh,
+        the caller's to give away) with a zero derivative, so that values like this one can be
+        written into it; ``None`` where the engine has no such arrays.
+
+        A function that fills a buffer it made (``out = np.zeros(n)``, then ``out[i] = v``) runs
+        its writes through this when an outer differentiation's values reach them (a Hessian: a
+        dual written into the source engine's buffer)."""
+        return None
+
 
 _orders = itertools.count(1)
 

@@ -201,6 +201,11 @@ class Dual(ActiveValue):
     def differentiation_order(self) -> int:
         return self.tag.order
 
+    def buffer_holding(self, array):
+        if isinstance(self.primal, ActiveValue):
+            return None  # a nested dual's buffer would need partials that hold duals themselves
+        return Dual(array, _ZERO, self.tag, writable=True)
+
     def __format__(self, spec: str) -> str:
         # printing shows the primal; the computation keeps the dual
         return format(self.primal, spec)
