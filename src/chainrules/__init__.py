@@ -9,6 +9,7 @@ True
 
 from . import rules
 from .api import derivative, gradient, hessian, jacobian, jvp, pullback, show, value_and_gradient
+from .checkpointing import checkpoint
 from .core import (
     AbstractThunk,
     AbstractZero,
@@ -51,6 +52,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "checkpoint",
     "derivative",
     "gradient",
     "hessian",

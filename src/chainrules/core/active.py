@@ -45,6 +45,13 @@ class ActiveValue:
         dual written into the source engine's buffer)."""
         return None
 
+    def call_by_rule(self, f: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """``f(*args, **kwargs)``, with this value among the arguments, run by this value's engine
+        through ``f``'s rule (recorded by a tape); ``NotImplemented`` where the engine runs ``f``'s
+        body instead. A callable of chainrules' own whose call an engine cannot see (``checkpoint``'s
+        wrapper) hands its calls over with this."""
+        return NotImplemented
+
 
 _orders = itertools.count(1)
 

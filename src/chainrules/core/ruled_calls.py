@@ -46,7 +46,9 @@ _RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENE
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the code that runs rules (the registry, the rule set, the engines): a ruled callable it calls
 # is called by a rule, not by the user's function
-_RULE_RUNNERS = tuple(os.path.join(_PACKAGE_DIR, d) for d in ("core", "rules", "reverse", "forward", "api.py"))
+_RULE_RUNNERS = tuple(
+    os.path.join(_PACKAGE_DIR, d) for d in ("core", "rules", "reverse", "forward", "api.py", "checkpointing.py")
+)
 _LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 _MISSING = object()
 #: a frame cache (see `ignored_rule`) is emptied when it holds more frames than this
