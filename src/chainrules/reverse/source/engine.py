@@ -590,6 +590,7 @@ cache.RUNTIME.update(
     extend=runtime.extend,
     refuse_write=runtime.refuse_write,
     check_new=runtime.check_new,
+    check_metadata=runtime.check_metadata,
     is_view=runtime.is_view,
     copy_if_view=runtime.copy_if_view,
     iterates_views=runtime.iterates_views,
