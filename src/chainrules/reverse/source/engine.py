@@ -33,6 +33,7 @@ import numpy as np
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
 from ...core.errors import NoRuleError, UnsupportedSyntaxError, user_location
+from ...core.keywords import as_positional
 from ...core.registry import _LEDGER, decline_batch, rrule
 from ...core.tangents import AbstractZero, Tangent, unthunk
 from . import cache, codegen, effects, runtime
@@ -241,7 +242,7 @@ def dispatch_method(where: tuple, obj, name: str, *args, **kwargs):
 def _carries_numbers(x) -> bool:
     """Whether ``x`` holds real or complex numbers (a callable, such as a ``key``, does not:
     rules that take one use it to select, as ``sorted`` does)."""
-    if isinstance(x, (float, complex, np.inexact)):
+    if isinstance(x, (float, complex, np.inexact, ActiveValue)):  # (an engine's number: nested differentiation)
         return True
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "fc"
@@ -359,12 +360,15 @@ def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
             decline_batch()
         dropped = [k for k in active if _carries_numbers(kwargs.get(k))]
         if dropped:
-            raise _no_rule(
-                f,
-                args,
-                f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, dropped))} "
-                "depends on differentiated values: pass it positionally",
-            )
+            moved = as_positional(f, args, kwargs, dropped)
+            if moved is None:
+                raise _no_rule(
+                    f,
+                    args,
+                    f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, dropped))} "
+                    "depends on differentiated values, which no position of its signature can take",
+                )
+            return _keywords_by_position(f, rule, args, *moved)
         if "out" in kwargs:
             _refuse_output(f, args, kwargs)
         y, back = rule(*args, **kwargs)
@@ -383,6 +387,22 @@ def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
         return d[0], structural_tangent(args, tuple(d[1 : 1 + n])), d_kwargs or ZERO
 
     return y, apply_pullback
+
+
+def _keywords_by_position(f, rule, args: tuple, call_args: tuple, call_kwargs: dict, positions: dict):
+    """``f(*args, **kwargs)`` through its rule, called as ``rule(*call_args, **call_kwargs)``: the
+    keyword arguments carrying derivatives passed at ``positions``, where the rule gives them
+    cotangents, handed back as the dict of keyword cotangents."""
+    if "out" in call_kwargs:
+        _refuse_output(f, call_args, call_kwargs)
+    y, back = rule(*call_args, **call_kwargs)
+    n = len(args)
+
+    def keywords_by_position_pullback(dy):
+        d = back(dy)
+        return d[0], structural_tangent(args, tuple(d[1 : 1 + n])), {k: d[1 + i] for k, i in positions.items()}
+
+    return y, keywords_by_position_pullback
 
 
 # ----- method calls --------------------------------------------------------------------------
