@@ -119,12 +119,6 @@ def rebinds_a_captured_variable(x):
     return g()
 
 
-def leaves_a_with_block(x):
-    with np.errstate(all="ignore"):
-        for _ in range(2):
-            return x  # <- leaves with
-
-
 def defines_a_class(x):
     class Inner:  # <- class
         pass
@@ -144,7 +138,6 @@ def defines_a_class(x):
         (zero_arg_super, "<- super", 12, "`super()` without arguments"),
         (rebinds_a_captured_variable, "<- rebound capture", 5, "`w` is read by a nested function"),
         (defines_a_class, "<- class", 5, "a class definition"),
-        (leaves_a_with_block, "<- leaves with", 13, "leaving a `with` block"),
     ],
     ids=lambda v: getattr(v, "__name__", None),
 )

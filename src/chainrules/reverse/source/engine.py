@@ -557,11 +557,14 @@ def structural_getitem(obj, key):
 
 
 def construct(cls: type, args: tuple, kwargs: dict):
-    """``cls(*args, **kwargs)`` for a dataclass or namedtuple: a structure from its fields."""
+    """``cls(*args, **kwargs)`` for a dataclass or namedtuple: a structure from its fields; for
+    another class, only from arguments that carry no derivative (sizes, names, options)."""
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         fields = list(cls._fields)
     elif dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__"):
         fields = [f.name for f in dataclasses.fields(cls) if f.init]
+    elif all(map(_is_discrete, args)) and all(map(_is_discrete, kwargs.values())):
+        return _discrete_call(cls, args, kwargs)  # made of sizes, names and options: no derivative
     else:
         raise _no_rule(cls, args, "constructing it has no rule; use a dataclass or namedtuple, or register a rule")
     y = cls(*args, **kwargs)

@@ -129,8 +129,6 @@ class _Fence(ast.NodeVisitor):
             self.visit(item.context_expr)
             if item.optional_vars is not None:
                 self.target(item.optional_vars)
-        for jump in _jumps_out(ast.Module(body=node.body, type_ignores=[])):
-            self.refuse(jump, "leaving a `with` block by `return`, `break` or `continue` is not supported")
         for stmt in node.body:
             self.visit(stmt)
 
@@ -142,22 +140,6 @@ class _Fence(ast.NodeVisitor):
             if func.id in _INTROSPECTION:
                 self.refuse(node, f"`{func.id}()` is not supported: {_INTROSPECTION[func.id]}")
         self.generic_visit(node)
-
-
-def _jumps_out(node: ast.AST, in_loop: bool = False):
-    """The ``return``/``break``/``continue`` statements under ``node`` that leave it."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        if isinstance(child, ast.Return) or (isinstance(child, (ast.Break, ast.Continue)) and not in_loop):
-            yield child
-        elif isinstance(child, (ast.For, ast.While)):
-            for stmt in child.body:
-                yield from _jumps_out(ast.Module(body=[stmt], type_ignores=[]), True)
-            for stmt in child.orelse:
-                yield from _jumps_out(ast.Module(body=[stmt], type_ignores=[]), in_loop)
-        else:
-            yield from _jumps_out(child, in_loop)
 
 
 def _own_nodes(fn: ast.AST):
