@@ -121,7 +121,11 @@ class _Fence(ast.NodeVisitor):
             self.visit(node.slice)
             return
         if isinstance(node, ast.Attribute):
-            self.refuse(node, "assigning to an attribute mutates an object in place, which is not supported here")
+            self.refuse(
+                node,
+                "assigning to an attribute mutates an object in place, which is not supported here; keep the value "
+                "in a variable, or build a new object (a dataclass: `obj = dataclasses.replace(obj, name=value)`)",
+            )
         self.refuse(node, f"cannot assign to {type(node).__name__}")
 
     def visit_With(self, node: ast.With):
@@ -203,7 +207,11 @@ def check(fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, 
                 if name in bindings:
                     node = bindings[name][0]
                     keyword = "global" if isinstance(stmt, ast.Global) else "nonlocal"
-                    fence.refuse(node, f"assigning to the {keyword} variable `{name}` is not supported")
+                    fence.refuse(
+                        node,
+                        f"assigning to the {keyword} variable `{name}` is not supported; return the new value "
+                        f"and assign it where `{name}` is defined",
+                    )
     # a nested function that rebinds one of our variables (`nonlocal`) changes it behind the
     # engine's back, even when the call itself carries no derivative
     for node in ast.walk(fn):
@@ -214,7 +222,9 @@ def check(fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, 
             inner = _assignments(node).get(name, [])
             where = next((p for p in inner if not isinstance(p, ast.arg)), None) or node
             fence.refuse(
-                where, f"the nested function writes the variable `{name}` (`nonlocal`), which is not supported"
+                where,
+                f"the nested function writes the variable `{name}` (`nonlocal`), which is not supported; return the "
+                f"new value from it and assign it where `{name}` is defined (`{name} = update({name}, ...)`)",
             )
     in_loops = _bound_in_loops(fn)
     for name in captured:
