@@ -135,7 +135,7 @@ def defines_a_class(x):
         (assigns_an_attribute, "<- attribute assignment", 5, "assigning to an attribute"),
         (uses_global_write, "<- global write", 5, "the global variable `SOMETHING`"),
         (uses_locals, "<- locals", 12, "`locals()` is not supported"),
-        (zero_arg_super, "<- super", 12, "`super()` without arguments"),
+        (zero_arg_super, "<- super", 12, "`super()` without arguments outside a method of a class"),
         (rebinds_a_captured_variable, "<- rebound capture", 5, "`w` is read by a nested function"),
         (defines_a_class, "<- class", 5, "a class definition"),
     ],

@@ -169,6 +169,9 @@ def _without_rule(f, args: tuple, kwargs: dict, library_refused: str = ""):
     if f is operator.getitem:
         decline_batch()
         return _with_keywords(structural_getitem(*args), kwargs)
+    if f is super and len(args) == 2 and not kwargs:
+        decline_batch()
+        return super(*args), _super_pullback
     if isinstance(f, type):  # the fields' cotangents, or batches of them, are read off the object's
         return construct(f, args, kwargs)
     call = _class_attribute(kind, "__call__")
@@ -437,11 +440,18 @@ def _resolve_method(obj, name: str) -> tuple[str, object]:
     return hit
 
 
+def _super_pullback(d_proxy):
+    """``super(cls, obj)`` is ``obj`` seen from the class after ``cls``: its cotangent is ``obj``'s."""
+    return NO, NO, d_proxy
+
+
 def pullback_method(obj, name: str, *args, **kwargs):
     """``obj.name(*args, **kwargs)``; ``back(dy) -> (d_obj, dx1, ..., dxn)``."""
     if type(obj) is _MODULE:  # a function of a submodule (``np.fft.fft``): its own rule, as for ``np.sin``
         y, back = pullback(getattr(obj, name), *args, **kwargs)
         return y, lambda dy: (NO, *back(dy)[1:])
+    if type(obj) is super:  # a parent's method bound to the object: its tangent is the object's cotangent
+        return pullback(getattr(obj, name), *args, **kwargs)
     kind, target = _resolve_method(obj, name)
     if kind == "function" and rrule.lookup(target, (obj, *args)) is None:
         y, back = _source(target, (obj, *args), kwargs, True)

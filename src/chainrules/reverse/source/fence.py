@@ -50,9 +50,10 @@ _INTROSPECTION = {
 
 
 class _Fence(ast.NodeVisitor):
-    def __init__(self, filename: str, root: ast.AST):
+    def __init__(self, filename: str, root: ast.AST, in_class: bool = True):
         self.filename = filename
         self.root = root
+        self.in_class = in_class
 
     def refuse(self, node: ast.AST, message: str):
         raise UnsupportedSyntaxError(message, self.filename, node.lineno, node.col_offset + 1)
@@ -139,8 +140,8 @@ class _Fence(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call):
         func = node.func
         if isinstance(func, ast.Name):
-            if func.id == "super" and not node.args:
-                self.refuse(node, "`super()` without arguments is not supported; write super(Class, self)")
+            if func.id == "super" and not node.args and not self.in_class:
+                self.refuse(node, "`super()` without arguments outside a method of a class has no class to start from")
             if func.id in _INTROSPECTION:
                 self.refuse(node, f"`{func.id}()` is not supported: {_INTROSPECTION[func.id]}")
         self.generic_visit(node)
@@ -192,13 +193,16 @@ def _assignments(fn: ast.AST) -> dict[str, list[ast.AST]]:
     return found
 
 
-def check(fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, ...] = ()) -> None:
+def check(
+    fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, ...] = (), in_class: bool = True
+) -> None:
     """Raise ``UnsupportedSyntaxError`` for the first construct of ``fn`` the engine refuses.
 
     ``captured`` names the variables of ``fn`` that nested functions close over; each must be
     bound once, because a closure sees the variable, not its value when it was created.
+    ``in_class``: ``fn`` was defined in a class (it has the ``__class__`` cell ``super()`` reads).
     """
-    fence = _Fence(filename, fn)
+    fence = _Fence(filename, fn, in_class)
     fence.visit(fn)
     bindings = _assignments(fn)
     for stmt in _own_nodes(fn):

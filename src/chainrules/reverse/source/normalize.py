@@ -286,6 +286,33 @@ class _Normalizer:
         return self.flag
 
 
+def _explicit_super(fn: ast.FunctionDef) -> None:
+    """``super()`` in a method is ``super(__class__, self)``: the class Python keeps for it in the
+    method's ``__class__`` cell, and its first parameter. Written out, it is an ordinary call of
+    ``super`` on variables, which the engine follows (the zero-argument form reads the frame)."""
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    if not params:
+        return
+    first = params[0].arg
+    stack = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "super"
+            and not node.args
+            and not node.keywords
+        ):
+            node.args = [
+                ast.copy_location(ast.Name("__class__", ast.Load()), node),
+                ast.copy_location(ast.Name(first, ast.Load()), node),
+            ]
+        stack.extend(ast.iter_child_nodes(node))
+
+
 def _as_function(node: ast.FunctionDef | ast.Lambda) -> ast.FunctionDef:
     if isinstance(node, ast.Lambda):
         ret = ast.copy_location(ast.Return(value=node.body), node.body)
@@ -310,6 +337,7 @@ def normalize(node: ast.FunctionDef | ast.Lambda, namer: Namer) -> ast.FunctionD
         return retval
     """
     fn = copy.deepcopy(_as_function(node))
+    _explicit_super(fn)
     normalizer = _Normalizer(namer)
     body = normalizer.block(fn.body)
     falls_off_end = _exits(body) != ALWAYS
