@@ -621,6 +621,11 @@ def _join_push(pieces, tangents, shapes, axis):
     tangents = [unthunk(t) for t in tangents]
     if all(isinstance(t, AbstractZero) for t in tangents):
         return ZERO
+    # a piece given as a list (`[x[3] * 2.0]`): its tangent is a structure of its elements', one array here
+    tangents = [
+        _dense_structure(p, t) if isinstance(p, (list, tuple)) and not isinstance(t, AbstractZero) else t
+        for p, t in zip(pieces, tangents)
+    ]
     batch = batch_size(zip(pieces, tangents))
     lead = () if batch is None else (batch,)
     parts = [np.reshape(dense_tangent(p, t, batch), lead + s) for p, t, s in zip(pieces, tangents, shapes)]
