@@ -4,12 +4,11 @@ differences, both reverse engines, forward mode and Hessians through them."""
 
 import numpy as np
 import pytest
+from test_linalg import rng_for
 
 import chainrules as cr
 import chainrules.testing as crt
 from chainrules.testing import test_frule, test_rrule
-
-from test_linalg import rng_for
 
 R = rng_for("grids-and-division")
 A, B, C = R.standard_normal(3), R.standard_normal(2), R.standard_normal(4)
