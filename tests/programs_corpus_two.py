@@ -442,6 +442,24 @@ def spring_network_energy(nodes):
     return 0.5 * np.sum((lengths - rest) ** 2) + 0.01 * np.sum(nodes[:, 1] ** 2)
 
 
+@program(np.array([0.5, -0.3, 1.2]), hessian=True, nested=True)
+def potential_on_a_grid(charges):
+    xs, ys = np.linspace(-1.0, 1.0, 5), np.linspace(-0.5, 0.5, 4)
+    X, Y = np.meshgrid(xs, ys)
+    sites = [(-0.3, 0.1), (0.4, -0.2), (0.05, 0.35)]
+    phi = sum(q / np.sqrt((X - sx) ** 2 + (Y - sy) ** 2 + 0.05) for q, (sx, sy) in zip(charges, sites))
+    ex, ey = np.gradient(phi, ys[1] - ys[0], xs[1] - xs[0])
+    cell, _ = np.modf(phi * 3.0 + 10.0)
+    return 0.5 * np.mean(ex**2 + ey**2) + 0.01 * np.sum(cell * phi)
+
+
+@program(np.array([0.4, -1.1, 0.7, 1.6]), hessian=True, nested=True)
+def features_from_scalars_and_slices(x):
+    features = np.concatenate([x[:2], [x[3] * 2.0, x[0] * x[1]], (np.sin(x[2]),)])
+    pairs = np.stack([features[:3], [x[1], 1.0, x[3] ** 2]])
+    return np.sum(features**2) + np.sum(pairs[0] * pairs[1])
+
+
 def decay_rhs(t, y, k):
     return -k * y + np.sin(t)
 
