@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import inspect
 import math
 import sys
 import weakref
@@ -39,8 +40,10 @@ from .core import (
     ZeroTangent,
     add,
     basis_seed,
+    match_input,
     rrule,
     unthunk,
+    user_location,
 )
 from .core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from .core.tangents import _is_namedtuple_type
@@ -322,7 +325,18 @@ def derivative(f: Callable, x):
             f"derivative({_callable_label(f)}, x) is for a scalar x, got an array of shape {np.shape(x)}; "
             "use cr.jacobian(f, x) or cr.jvp(f, (x,), (tangent,))"
         )
-    return jvp(f, (x,), (1.0 if not isinstance(x, complex) else 1.0 + 0j,))[1]
+    return _as_number_of(x, jvp(f, (x,), (1.0 if not isinstance(x, complex) else 1.0 + 0j,))[1])
+
+
+def _as_number_of(x, d):
+    """A derivative at a Python number ``x`` as a Python number: NumPy's functions compute in NumPy
+    scalars and 0-d arrays, and a float input gets a float derivative, however it was nested."""
+    if type(x) in (float, int, complex) and (
+        type(d) in (np.float64, np.complex128)
+        or (type(d) is np.ndarray and d.shape == () and d.dtype in (np.float64, np.complex128))
+    ):
+        return d.item()
+    return d
 
 
 def _size(x) -> int:
@@ -615,7 +629,7 @@ def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
         # the gradient at a structured x is a Tangent of x's structure: read it back into that
         # structure, whose Jacobian forward mode lays out as it lays out any structured output
         return _forward_engine().jacobian(lambda z: _with_leaves(z, gradient(f, z, engine=engine)[0]), x)
-    return _forward_engine().jacobian(lambda z: gradient(f, z, engine=engine)[0], x)
+    return _as_number_of(x, _forward_engine().jacobian(lambda z: gradient(f, z, engine=engine)[0], x))
 
 
 def _with_leaves(x, t, top: bool = True):
@@ -715,6 +729,15 @@ def _sum_cotangents(a: tuple, b: tuple) -> tuple:
     return tuple(y if _is_zero(x) else x if _is_zero(y) else add(x, y) for x, y in zip(a, b))
 
 
+def _matched(args: tuple, cotangents: tuple) -> tuple:
+    """``(df, dx1, ...)`` with each argument's cotangent in that argument's own type, as a rule's are:
+    the forward pass of a Hessian-vector product computes in NumPy scalars, and a float argument
+    gets a float (``np.float64`` would reach the user through the outer differentiation)."""
+    return (cotangents[0],) + tuple(
+        match_input(x, d) if _is_numeric(x) and not _is_zero(d) else d for x, d in zip(args, cotangents[1:])
+    )
+
+
 def _scalar_part(has_aux: bool):
     """The seed pulling back the differentiated scalar of ``f``'s output (``(y, aux)`` with aux)."""
 
@@ -746,7 +769,7 @@ def _nested_gradient_rule(f, args: tuple, kwargs: dict, engine: str, argnums, ha
             if not isinstance(unthunk(d), NoTangent):
                 direction[i] = add(direction[i], d) if not _is_zero(direction[i]) else d
         second = _hessian_vector(engine, f, args, kwargs, seed, direction)
-        return _sum_cotangents(total, second)
+        return _matched(args, _sum_cotangents(total, second))
 
     return (y, grads), pull
 
@@ -804,7 +827,7 @@ def rrule_pullback(f, *args, engine=DEFAULT_ENGINE, **kwargs):
         d_back = unthunk(d_back)
         if not isinstance(d_back, AbstractZero):  # what the calls of `back` sent to f and the arguments
             total = _sum_cotangents(total, (d_back.f, *_items(d_back.args, len(args))))
-        return (NoTangent(), *total)
+        return (NoTangent(), *_matched(args, total))
 
     return (y, nested), pullback_pullback
 
@@ -822,7 +845,8 @@ def rrule_call_nested_pullback(nested: NestedPullback, dy):
         _, d_dy = jvp(lambda *xs: f(*xs, **kwargs), tuple(args), tuple(direction))
         second = _hessian_vector(engine, f, args, kwargs, dy, direction)
         d_nested = Tangent[NestedPullback](f=second[0], args=Tangent[tuple](*second[1:]))
-        return d_nested, _deep_unthunk(d_dy)
+        d_dy = _deep_unthunk(d_dy)
+        return d_nested, match_input(dy, d_dy) if _is_numeric(dy) and not _is_zero(d_dy) else d_dy
 
     return out, nested_pullback_pullback
 
@@ -831,3 +855,141 @@ rrule.register(gradient)(rrule_gradient)
 rrule.register(value_and_gradient)(rrule_value_and_gradient)
 rrule.register(pullback)(rrule_pullback)
 rrule.register(NestedPullback)(rrule_call_nested_pullback)
+
+
+# ----- Jacobians and directional derivatives inside differentiated functions -----------------------
+#
+# The output of `jacobian(f, x)` is J(x); its pullback along a cotangent dJ is ∇_x ⟨dJ, J(x)⟩ =
+# Σ_i ∇²f_i(x) dJ_i, a sum of Hessian-vector products: one per output entry i (seed e_i, direction
+# dJ_i), or, the same double sum taken the other way round, one per input entry k (seed dJ[:, k],
+# direction e_k); whichever is fewer. Each is forward mode over f's full pullback, so what f captured
+# gets its cotangent from the same products (as for `gradient` above). When f captured nothing that
+# is differentiated (its pullback gives f itself no tangent), the sum is instead the gradient of the
+# scalar ⟨dJ, J(z)⟩ by forward mode over the Jacobian: one chunked pass for all of it.
+# `jvp(f, primals, tangents)` is J v; its pullback along (dy, d_Jv) gives v the cotangent Jᵀ d_Jv and
+# the primals f's pullback of dy plus the Hessian-vector product of ⟨d_Jv, f⟩ along v.
+
+_JACOBIAN_PARAMETERS = inspect.signature(jacobian)
+
+#: the most numbers ⟨dJ, J(z)⟩'s forward pass may hold per Jacobian entry times inputs (m * n * n);
+#: a larger Jacobian's pullback takes one Hessian-vector product per row or column instead
+NESTED_JACOBIAN_BUDGET = 2**20
+
+
+def _is_array_value(x) -> bool:
+    """A number or an array, plain or an engine's (a dual, a tracked array), not a structure."""
+    return _is_numeric(x) or isinstance(x, ActiveValue)
+
+
+def rrule_jacobian(f, x, *options, **keywords):
+    """``jacobian`` inside a function being differentiated: its pullback is a sum of Hessian-vector products."""
+    J = jacobian(f, x, *options, **keywords)
+    if not (_is_array_value(x) and _is_array_value(J)):
+        where = user_location()
+        raise ChainRulesError(
+            f"cr.jacobian({_callable_label(f)}, x) inside a function being differentiated"
+            f"{' (at ' + where + ')' if where else ''} takes a number or an array x and a function returning one; "
+            "its Jacobian at structured inputs or outputs has no rule: pass the arrays themselves"
+        )
+    chosen = _JACOBIAN_PARAMETERS.bind(f, x, *options, **keywords)
+    chosen.apply_defaults()
+    mode, engine, chunk_size = (chosen.arguments[k] for k in ("mode", "engine", "chunk_size"))
+    options_tangents = (NoTangent(),) * len(options)
+
+    def jacobian_pullback(dJ):
+        dJ = unthunk(dJ)
+        if isinstance(dJ, AbstractZero):
+            return (NoTangent(), ZeroTangent(), ZeroTangent(), *options_tangents)
+        df, dx = _jacobian_cotangents(f, x, dJ, mode, engine, chunk_size)
+        return (NoTangent(), df, match_input(x, dx) if _is_numeric(x) and not _is_zero(dx) else dx, *options_tangents)
+
+    return J, jacobian_pullback
+
+
+def _unit(shape: tuple, i: int, like):
+    """The ``i``-th unit tangent or cotangent of a value of ``shape`` (a Python float for a number)."""
+    if not shape:
+        return 1.0
+    e = np.zeros(shape, dtype=np.result_type(_leaf_dtype(_innermost_value(like)), np.float64))
+    e.reshape(-1)[i] = 1.0
+    return e
+
+
+def _innermost_value(x):
+    """A value's plain dtype carrier: an engine's value answers ``dtype`` as the array inside it does."""
+    return np.zeros((), dtype=x.dtype) if isinstance(x, ActiveValue) else x
+
+
+def _jacobian_cotangents(f, x, dJ, mode: str, engine: str, chunk_size) -> tuple:
+    """``(df, dx)``: the pullback of ``jacobian(f, x)`` along ``dJ`` (see the section's comment)."""
+    y, back = _reverse_engine(engine).pullback_full(f, x)
+    y_shape, x_shape = np.shape(y), np.shape(x)
+    m, n = math.prod(y_shape), math.prod(x_shape)
+    if m == 0 or n == 0:  # an empty Jacobian
+        return ZeroTangent(), ZeroTangent()
+    flat = np.reshape(dJ, (m, n))
+    real = not (np.iscomplexobj(y) or np.iscomplexobj(x) or np.iscomplexobj(dJ))
+    if real and m * n * n <= NESTED_JACOBIAN_BUDGET:
+        captured = unthunk(back(_unit(y_shape, 0, y))[0])
+        if isinstance(captured, AbstractZero):  # f captured nothing differentiated: one forward pass
+            weights = dJ
+
+            def paired_with_jacobian(z):
+                return np.sum(weights * jacobian(f, z, mode=mode, engine=engine, chunk_size=chunk_size))
+
+            return ZeroTangent(), _forward_engine().jacobian(paired_with_jacobian, x)
+    total = (ZeroTangent(), ZeroTangent())
+    by_rows = m <= n
+    for i in range(m if by_rows else n):
+        part = flat[i] if by_rows else flat[:, i]
+        if not np.any(part != 0):
+            continue
+        if by_rows:
+            seed, direction = _unit(y_shape, i, y), np.reshape(part, x_shape)
+        else:
+            seed, direction = np.reshape(part, y_shape), _unit(x_shape, i, x)
+        total = _sum_cotangents(total, _hessian_vector(engine, f, (x,), {}, seed, [direction]))
+    return total
+
+
+def rrule_jvp(f, primals: tuple, tangents: tuple):
+    """``jvp`` inside a function being differentiated (reverse over forward, by forward over reverse)."""
+    return jvp(f, primals, tangents), _jvp_pullback(f, primals, tangents)
+
+
+def _jvp_pullback(f, primals: tuple, tangents: tuple):
+    """The pullback of ``jvp(f, primals, tangents)``: ``d_out -> (NoTangent(), df, d_primals, d_tangents)``."""
+    n = len(primals)
+
+    def jvp_pullback(d_out):
+        d_y, d_dy = _items(d_out, 2)
+        total = (ZeroTangent(),) * (n + 1)
+        if not _is_zero(d_y):
+            total = _full_cotangents(DEFAULT_ENGINE, f, primals, {}, d_y)
+        d_tangents = (ZeroTangent(),) * n
+        if not _is_zero(d_dy):
+            first = _full_cotangents(DEFAULT_ENGINE, f, primals, {}, d_dy)
+            d_tangents = _matched(tangents, (None, *first[1:]))[1:]
+            direction = [ZeroTangent() if isinstance(unthunk(t), NoTangent) else t for t in tangents]
+            total = _sum_cotangents(total, _hessian_vector(DEFAULT_ENGINE, f, primals, {}, d_dy, direction))
+        total = _matched(primals, total)
+        return NoTangent(), total[0], Tangent[tuple](*total[1:]), Tangent[tuple](*d_tangents)
+
+    return jvp_pullback
+
+
+def rrule_derivative(f, x):
+    """``derivative`` inside a function being differentiated: f'(x), whose pullback is f''(x) times the cotangent."""
+    d = derivative(f, x)
+    pull = _jvp_pullback(f, (x,), (1.0 if not isinstance(x, complex) else 1.0 + 0j,))
+
+    def derivative_pullback(dd):
+        _, df, dxs, _ = pull(Tangent[tuple](ZeroTangent(), dd))
+        return NoTangent(), df, dxs.backing[0]
+
+    return d, derivative_pullback
+
+
+rrule.register(jacobian)(rrule_jacobian)
+rrule.register(jvp)(rrule_jvp)
+rrule.register(derivative)(rrule_derivative)

@@ -8,6 +8,7 @@ it. Engines install themselves with ``active_engine`` while they run user code; 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -21,9 +22,41 @@ class ActiveValue:
     Such a value overloads Python's operators and NumPy's protocols to carry derivatives itself,
     so a rule that meets one treats it as a number or an array (it computes with it) and never as
     a user object whose methods it would differentiate.
+
+    Each engine's values answer ``differentiation_order()``: the ``next_order()`` number their
+    differentiation took when it started. Where two engines' differentiations nest, an operation
+    on values of both is the inner (larger) one's to handle; the other engine's values are
+    constants to it, which its rules compute with.
     """
 
     __slots__ = ()
+
+    def differentiation_order(self) -> int:
+        """The order of the differentiation this value belongs to (see ``next_order``)."""
+        return 0
+
+    def buffer_holding(self, array: Any) -> Any:
+        """A writable array of this value's differentiation that holds the plain ``array`` (fresh,
+        the caller's to give away) with a zero derivative, so that values like this one can be
+        written into it; ``None`` where the engine has no such arrays.
+
+        A function that fills a buffer it made (``out = np.zeros(n)``, then ``out[i] = v``) runs
+        its writes through this when an outer differentiation's values reach them (a Hessian: a
+        dual written into the source engine's buffer)."""
+        return None
+
+
+_orders = itertools.count(1)
+
+
+def next_order() -> int:
+    """A number larger than every one handed out before: each differentiation that wraps values
+    (a forward-mode tag, a tape's trace) takes one as it starts, so that an inner one has the larger.
+
+    >>> next_order() < next_order()
+    True
+    """
+    return next(_orders)
 
 
 _active: ContextVar[Callable[..., Any] | None] = ContextVar("chainrules_active_engine", default=None)

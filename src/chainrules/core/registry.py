@@ -224,7 +224,9 @@ class RuleDispatcher:
         return self._bind_instance(rule, f)
 
     def _bind_instance(self, rule, f):
-        return functools.partial(rule, f)
+        bound = functools.partial(rule, f)
+        bound.batched = rule.batched  # (the rule's flag, read by engines, holds for its bound form)
+        return bound
 
     def has_rule(self, f, *args) -> bool:
         """Whether ``f(*args)`` has a rule."""
@@ -323,6 +325,7 @@ class _FRule(RuleDispatcher):
         def bound(tangents, *args, **kwargs):
             return rule(tangents, f, *args, **kwargs)
 
+        bound.batched = rule.batched
         return bound
 
 

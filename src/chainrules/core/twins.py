@@ -18,15 +18,17 @@ is indexed, read and called like the array inside it.
 
 from __future__ import annotations
 
+import cmath
 import math
 import operator
 
 import numpy as np
 import scipy.special
 
+from .accumulation import add
 from .errors import NoRuleError, callable_name
 from .registry import frule, rrule
-from .tangents import NoTangent, ZeroTangent
+from .tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 
 #: callable -> the callable that computes the same values and works on duals
 FUNCTION_TWINS: dict = {
@@ -79,6 +81,8 @@ FUNCTION_TWINS: dict = {
 
 # math.log takes an optional base; with one argument it is np.log.
 FUNCTION_TWINS[math.log] = np.log
+# cmath's tests of numbers (the computing functions are in COMPLEX_TWINS)
+FUNCTION_TWINS.update({cmath.isnan: np.isnan, cmath.isinf: np.isinf, cmath.isfinite: np.isfinite})
 
 # operator functions and NumPy ufuncs, both ways
 _OPERATOR_UFUNCS = {
@@ -163,11 +167,72 @@ METHOD_TWINS: dict = {
     )
 }
 METHOD_TWINS[np.ndarray.flatten] = _same_call(np.ravel)
+# the methods of NumPy scalars whose NumPy functions give a scalar's result (``np.copy`` would give
+# a 0-d array; ``diagonal``, ``trace``, ``swapaxes``, ``nonzero`` refuse a scalar anyway)
+_SCALAR_SAME_NAMES = (
+    "sum", "mean", "prod", "max", "min", "std", "var", "cumsum", "cumprod", "clip", "round", "ravel", "squeeze",
+    "take", "repeat", "all", "any", "argmax", "argmin", "argsort", "conjugate", "conj", "astype",
+)  # fmt: skip
 METHOD_TWINS[np.ndarray.reshape] = _reshape_call
 METHOD_TWINS[np.ndarray.transpose] = _transpose_call
 
-#: array attribute -> a function of the array
+
+def _item_call(a, *index):
+    """``a.item(*index)`` as an entry read ``a[i, j, ...]``, which keeps the derivative (a Python number would not)."""
+    shape = np.shape(a)
+    if not shape:  # a NumPy scalar's only entry, whatever valid index selects it: the value itself
+        return np.positive, (a,), {}
+    size = math.prod(shape)
+    if not index:
+        if size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        position = (0,) * len(shape)
+    elif len(index) == 1 and not isinstance(index[0], tuple):
+        flat = operator.index(index[0])
+        if not -size <= flat < size:
+            raise IndexError(f"index {flat} is out of bounds for size {size}")
+        position = np.unravel_index(flat % size, shape)
+    else:
+        position = index[0] if len(index) == 1 else index
+    return operator.getitem, (a, tuple(int(i) for i in position)), {}
+
+
+METHOD_TWINS[np.ndarray.item] = _item_call
+
+#: NumPy scalar method -> ``call(a, *args, **kwargs)``, as ``METHOD_TWINS`` for arrays: a full
+#: reduction returns a NumPy scalar, whose array methods (``x.sum().reshape(1)``) are those of
+#: ``np.generic``; an engine's number standing for one (nested differentiation) takes them through
+#: the same NumPy functions. A scalar's copy is itself, and ``item`` its value (no conversion: that
+#: would drop the derivative).
+SCALAR_METHOD_TWINS: dict = {
+    getattr(np.generic, name): method_call
+    for name, method_call in (
+        *((name, _same_call(getattr(np, name))) for name in _SCALAR_SAME_NAMES),
+        ("flatten", _same_call(np.ravel)),
+        ("reshape", _reshape_call),
+        ("transpose", _transpose_call),
+        ("copy", _same_call(np.positive)),
+        ("item", _item_call),
+    )
+}
+
+#: array attribute -> a function of the array (NumPy scalars have ``T``, ``real`` and ``imag`` too)
 ATTRIBUTE_TWINS: dict = {"T": np.transpose, "mT": np.matrix_transpose, "real": np.real, "imag": np.imag}
+
+
+def method_twin(method):
+    """The ``call`` of ``METHOD_TWINS`` or ``SCALAR_METHOD_TWINS`` for an array or NumPy scalar
+    method, or ``None``.
+
+    >>> import numpy as np
+    >>> method_twin(np.generic.reshape)(np.float64(2.0), 1)[0] is np.reshape
+    True
+    """
+    try:
+        found = METHOD_TWINS.get(method)
+        return found if found is not None else SCALAR_METHOD_TWINS.get(method)
+    except TypeError:  # an unhashable callable
+        return None
 
 
 def twin_of(f):
@@ -191,6 +256,7 @@ def _bridge_rrule(f, twin):
         return out
 
     rrule_via_twin.__qualname__ = f"rrule_{getattr(f, '__name__', 'f')}_on_duals"
+    rrule_via_twin.on_engine_values = True
     return rrule_via_twin
 
 
@@ -202,6 +268,7 @@ def _bridge_frule(f, twin):
         return out
 
     frule_via_twin.__qualname__ = f"frule_{getattr(f, '__name__', 'f')}_on_duals"
+    frule_via_twin.on_engine_values = True  # (forward mode prefers it to the rule for plain numbers)
     return frule_via_twin
 
 
@@ -209,16 +276,161 @@ _BINARY = (math.atan2, math.pow, math.hypot, math.copysign, math.fmod, math.ldex
 
 
 def _is_bridged(f) -> bool:
-    """math functions, number builtins and operators: their own rules compute on Python floats
-    (which a dual refuses to become) or on NumPy arrays, while the NumPy twins' rules are written
-    with NumPy functions only, which take duals."""
-    return getattr(f, "__module__", None) in ("math", "builtins") or f in _OPERATOR_UFUNCS
+    """math and cmath functions, number builtins and operators: their own rules compute on Python
+    numbers (which a dual refuses to become) or on NumPy arrays, while the NumPy twins' rules are
+    written with NumPy functions only, which take duals."""
+    return getattr(f, "__module__", None) in ("math", "cmath", "builtins") or f in _OPERATOR_UFUNCS
+
+
+# ----- cmath: short straight lines of NumPy calls ------------------------------------------------
+#
+# A cmath function computes what the NumPy ufunc of the same name computes on its argument made
+# complex (cmath.sqrt(-1.0) is 1j, np.sqrt(-1.0) nan; np.add(x, 0j) makes x complex, and its rule
+# gives a real x the real part of a cotangent). Such a twin is a few NumPy calls, written as a
+# function of ``run`` (which makes one call) and the arguments; its rules run each call's own rule
+# and chain them: forwards for the frule, backwards for the pullback.
+
+
+def _complex(run, z):
+    return run(np.add, z, 0j)
+
+
+def _holomorphic(ufunc):
+    def cmath_twin(run, z):
+        return run(ufunc, _complex(run, z))
+
+    cmath_twin.__qualname__ = f"complex_{ufunc.__name__}"
+    return cmath_twin
+
+
+def _log_twin(run, z, *base):
+    log_z = run(np.log, _complex(run, z))
+    return log_z if not base else run(np.true_divide, log_z, run(np.log, _complex(run, base[0])))
+
+
+def _phase_twin(run, z):
+    return run(np.angle, z)
+
+
+def _polar_twin(run, z):
+    return run(np.abs, z), run(np.angle, z)
+
+
+def _rect_twin(run, r, phi):
+    return run(np.multiply, r, run(np.exp, run(np.multiply, 1j, phi)))
+
+
+#: cmath function -> its twin, a function of ``run`` and the arguments (see above)
+COMPLEX_TWINS: dict = {
+    **{
+        getattr(cmath, name): _holomorphic(ufunc)
+        for name, ufunc in (
+            ("exp", np.exp),
+            ("log10", np.log10),
+            ("sqrt", np.sqrt),
+            ("sin", np.sin),
+            ("cos", np.cos),
+            ("tan", np.tan),
+            ("asin", np.arcsin),
+            ("acos", np.arccos),
+            ("atan", np.arctan),
+            ("sinh", np.sinh),
+            ("cosh", np.cosh),
+            ("tanh", np.tanh),
+            ("asinh", np.arcsinh),
+            ("acosh", np.arccosh),
+            ("atanh", np.arctanh),
+        )  # fmt: skip
+    },
+    cmath.log: _log_twin,
+    cmath.phase: _phase_twin,
+    cmath.polar: _polar_twin,
+    cmath.rect: _rect_twin,
+}
+
+
+class _Ref:
+    """A value of a twin's straight line: its position among the arguments and the calls' results."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+def _outputs(out) -> tuple:
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _program_rrule(f, program):
+    def rrule_via_numpy_calls(*args):
+        values = list(args)
+        calls = []  # (pullback, operands), one per call, in order
+
+        def run(function, *operands):
+            y, back = rrule(function, *[values[o.index] if type(o) is _Ref else o for o in operands])
+            values.append(y)
+            calls.append((back, operands))
+            return _Ref(len(values) - 1)
+
+        out = program(run, *map(_Ref, range(len(args))))
+        y = tuple(values[o.index] for o in out) if isinstance(out, tuple) else values[out.index]
+
+        def numpy_calls_pullback(dy):
+            dy = unthunk(dy)
+            cotangents = [ZeroTangent()] * len(values)
+            parts = _outputs(dy) if not isinstance(out, tuple) else _tuple_items(dy, len(out))
+            for o, d in zip(_outputs(out), parts):
+                cotangents[o.index] = add(cotangents[o.index], d)
+            for k in range(len(calls) - 1, -1, -1):
+                d = unthunk(cotangents[len(args) + k])
+                if isinstance(d, AbstractZero):
+                    continue
+                back, operands = calls[k]
+                for o, dx in zip(operands, back(d)[1:]):
+                    if type(o) is _Ref:
+                        cotangents[o.index] = add(cotangents[o.index], unthunk(dx))
+            return (NoTangent(), *cotangents[: len(args)])
+
+        return y, numpy_calls_pullback
+
+    rrule_via_numpy_calls.__qualname__ = f"rrule_{f.__name__}_via_numpy"
+    return rrule_via_numpy_calls
+
+
+def _program_frule(f, program):
+    def frule_via_numpy_calls(tangents, *args):
+        values, derivatives = list(args), list(tangents[1:])
+
+        def run(function, *operands):
+            primals = [values[o.index] if type(o) is _Ref else o for o in operands]
+            operand_tangents = [derivatives[o.index] if type(o) is _Ref else ZeroTangent() for o in operands]
+            y, dy = frule((NoTangent(), *operand_tangents), function, *primals)
+            values.append(y)
+            derivatives.append(dy)
+            return _Ref(len(values) - 1)
+
+        out = program(run, *map(_Ref, range(len(args))))
+        if isinstance(out, tuple):
+            return tuple(values[o.index] for o in out), Tangent[tuple](*(derivatives[o.index] for o in out))
+        return values[out.index], derivatives[out.index]
+
+    frule_via_numpy_calls.__qualname__ = f"frule_{f.__name__}_via_numpy"
+    frule_via_numpy_calls.on_engine_values = True
+    return frule_via_numpy_calls
+
+
+def _tuple_items(d, n: int) -> tuple:
+    if isinstance(d, AbstractZero):
+        return (d,) * n
+    return tuple(d.backing if isinstance(d, Tangent) else d)
 
 
 def register_bridges(value_type: type, innermost) -> None:
     """Register the rules that serve calls with ``value_type`` arguments (reverse engines running on duals).
 
     - every bridged function with a twin gets rules typed on ``value_type`` that run the twin's rule;
+    - every cmath function with a twin (``COMPLEX_TWINS``) rules that chain the rules of its calls;
     - and the structural bridges (``register_structural_bridges``).
     """
     for f, twin in FUNCTION_TWINS.items():
@@ -229,6 +441,11 @@ def register_bridges(value_type: type, innermost) -> None:
         for types in signatures:
             rrule.register(f, *types, functor=False)(_bridge_rrule(f, twin))
             frule.register(f, *types, functor=False)(_bridge_frule(f, twin))
+    for f, program in COMPLEX_TWINS.items():
+        signatures = [(value_type,)] + ([(object, value_type)] if f in (cmath.log, cmath.rect) else [])
+        for types in signatures:
+            rrule.register(f, *types, functor=False)(_program_rrule(f, program))
+            frule.register(f, *types, functor=False)(_program_frule(f, program))
     register_structural_bridges(value_type, innermost)
 
 
@@ -237,13 +454,14 @@ def register_structural_bridges(value_type: type, innermost) -> None:
 
     - ``operator.getitem`` and ``getattr`` on such a value run the rule registered for the type of
       the plain value inside it (``innermost(x)``), applied to the value itself;
-    - an array method (``np.ndarray.sum``), which wants a real ndarray, runs the rule of its NumPy
-      function (``np.sum``), which dispatches on the value.
+    - an array or NumPy scalar method (``np.ndarray.sum``, ``np.generic.reshape``), which wants a
+      real ndarray or scalar, runs the rule of its NumPy function (``np.sum``), which dispatches on
+      the value.
     """
     for f in (operator.getitem, getattr):
         rrule.register(f, value_type, functor=False)(_by_primal_type_rrule(f, innermost))
         frule.register(f, value_type, functor=False, batched=True)(_by_primal_type_frule(f, innermost))
-    for method, method_call in METHOD_TWINS.items():
+    for method, method_call in (*METHOD_TWINS.items(), *SCALAR_METHOD_TWINS.items()):
         rrule.register(method, value_type, functor=False)(_method_rrule(method, method_call))
         frule.register(method, value_type, functor=False)(_method_frule(method, method_call))
 

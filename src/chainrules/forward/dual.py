@@ -44,7 +44,6 @@ Invariants:
 from __future__ import annotations
 
 import inspect
-import itertools
 import operator
 import sys
 import types
@@ -65,11 +64,12 @@ from ..core import (
     unthunk,
     user_location,
 )
+from ..core.active import next_order
 from ..core.errors import conversion_in_rule, in_percent_formatting
 from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch
 from ..core.tangents import _is_namedtuple_type
-from ..core.twins import ATTRIBUTE_TWINS, METHOD_TWINS, twin_of
+from ..core.twins import ATTRIBUTE_TWINS, method_twin, twin_of
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -81,7 +81,8 @@ class Tag:
     """Identifies one forward differentiation; newer tags are outer layers of nested duals.
 
     ``batch`` is the number of tangents pushed forward at once (``None``: a single tangent
-    without a batch axis).
+    without a batch axis). ``order`` comes from the counter every engine's differentiations share
+    (``next_order``), so that it also orders a tag among a tape's traces.
 
     >>> outer, inner = Tag(), Tag(batch=3)
     >>> inner.order > outer.order, inner.batch
@@ -89,10 +90,9 @@ class Tag:
     """
 
     __slots__ = ("order", "batch", "entry", "clean_frames")
-    _counter = itertools.count(1)
 
     def __init__(self, batch: int | None = None):
-        self.order = next(Tag._counter)
+        self.order = next_order()
         self.batch = batch
         #: while the differentiation runs: the frame that started it, and frames of the user's
         #: code known to run no ruled callable on this tag's duals (see `RULED_CALLS`)
@@ -106,9 +106,18 @@ class Tag:
 def _conversion_error(kind: str) -> TypeError:
     where = user_location()
     at = f" at {where}" if where else ""
+    advice = (
+        f"Python's math functions call {kind}() on their argument: use the NumPy function instead "
+        "(np.sin(x), not math.sin(x))"
+    )
+    if kind == "complex":
+        advice = (
+            "Python's math and cmath functions call float() and complex() on their argument: use the NumPy "
+            "function instead (np.sin(x), not math.sin(x); on a complex value for cmath's: np.sqrt(x + 0j), "
+            "not cmath.sqrt(x))"
+        )
     return TypeError(
-        f"{kind}() of a dual number{at} would drop its derivative. Python's math functions call "
-        f"{kind}() on their argument: use the NumPy function instead (np.sin(x), not math.sin(x)). "
+        f"{kind}() of a dual number{at} would drop its derivative. {advice}. "
         "A plain NumPy array converts what is stored into it: make a buffer to fill with "
         "np.zeros_like(x), which holds duals. A number meant to be constant must come from non-dual values."
     )
@@ -189,6 +198,14 @@ class Dual(ActiveValue):
 
     def __repr__(self) -> str:
         return f"Dual({self.primal!r}, {self.partials!r})"
+
+    def differentiation_order(self) -> int:
+        return self.tag.order
+
+    def buffer_holding(self, array):
+        if isinstance(self.primal, ActiveValue):
+            return None  # a nested dual's buffer would need partials that hold duals themselves
+        return Dual(array, _ZERO, self.tag, writable=True)
 
     def __format__(self, spec: str) -> str:
         # printing shows the primal; the computation keeps the dual
@@ -358,7 +375,12 @@ class Dual(ActiveValue):
         if name in _METADATA:  # facts about the primal's storage, not values with derivatives
             return getattr(self.primal, name)
         inner = _innermost(self)
-        member = getattr(type(inner), name, None)
+        owner = type(inner)
+        if isinstance(inner, ActiveValue):
+            # another engine's value (an outer tape's) stands for the array or NumPy scalar inside it,
+            # whose members it has (a Python number inside has none): their rules take it
+            owner = np.ndarray if np.ndim(inner) else (np.generic if hasattr(inner, name) else None)
+        member = getattr(owner, name, None)
         if member is None:
             raise AttributeError(f"{type(inner).__name__} (the primal of a dual) has no attribute {name!r}")
         if callable(member) and not isinstance(member, type):
@@ -391,7 +413,8 @@ class Dual(ActiveValue):
     def __array_function__(self, func, types, args, kwargs):
         if func in _MADE_LIKE and args and type(args[0]) in _DUALS:
             # a new array shaped like a dual: a dual with zero partials, which owns its values
-            return Dual(call(func, args, kwargs), _ZERO, args[0].tag, writable=True)
+            made = call(func, args, kwargs)
+            return made if made is NotImplemented else Dual(made, _ZERO, args[0].tag, writable=True)
         if func is np.copy:
             return _owned_copy(call(func, args, kwargs))
         return call(func, args, kwargs)
@@ -564,7 +587,7 @@ class _BoundMethod:
 
     def __call__(self, *args, **kwargs):
         method, dual = self.method, self.dual
-        method_call = METHOD_TWINS.get(method)
+        method_call = method_twin(method)
         if method_call is not None and (
             type(dual.primal) in _DUALS or frule.lookup(method, (dual.primal, *args)) is None
         ):
@@ -572,7 +595,17 @@ class _BoundMethod:
             return function(*call_args, **call_kwargs)
         if method is np.ndarray.copy:
             return _owned_copy(call(method, (dual, *args), kwargs))
-        return call(method, (dual, *args), kwargs)
+        out = call(method, (dual, *args), kwargs)
+        if out is NotImplemented:  # an argument of a differentiation nested inside: NumPy's function hands it over
+            if method_call is None:
+                where = user_location()
+                raise TypeError(
+                    f"x.{method.__name__}(...) of a dual with an argument of a differentiation nested inside its "
+                    f"own{' at ' + where if where else ''}: call the NumPy function instead (np.{method.__name__})"
+                )
+            function, call_args, call_kwargs = method_call(dual, *args, **kwargs)
+            return function(*call_args, **call_kwargs)
+        return out
 
     def __repr__(self) -> str:
         return f"<method {getattr(self.method, '__qualname__', self.method)} of {self.dual!r}>"
@@ -655,6 +688,22 @@ def _split(a, tag: Tag):
     return a, _ZERO
 
 
+def _inner_foreign(args, order: int) -> bool:
+    """Whether an argument (or an item of a tuple or list argument) is another engine's value (an
+    outer tape's tracked array) of a differentiation started after the tag of ``order``: nested
+    inside this one, it handles the operation, with this tag's duals as constants (see ``call``)."""
+    for a in args:
+        ta = type(a)
+        if ta in _DUALS:
+            continue
+        if ta in _CONTAINERS or isinstance(a, tuple):
+            if _inner_foreign(a, order):
+                return True
+        elif isinstance(a, ActiveValue) and a.differentiation_order() > order:
+            return True
+    return False
+
+
 def _has_dual(value, tag: Tag) -> bool:
     if type(value) in _DUALS:
         return value.tag is tag
@@ -667,6 +716,11 @@ def _has_dual(value, tag: Tag) -> bool:
 
 def call(f: Callable, args: tuple, kwargs: dict | None = None):
     """``f(*args, **kwargs)`` where some arguments are duals: the pushforward by ``f``'s ``frule``.
+
+    ``NotImplemented`` when an argument is another engine's value of a differentiation nested
+    inside this one (a tape's, inside ``cr.jacobian(..., mode="forward")`` run on an outer tape's
+    values... or the other way round): NumPy's protocols and Python's operators then hand the
+    operation to that value, which treats the duals as constants.
 
     >>> import numpy as np
     >>> from chainrules.forward import Dual, Tag
@@ -689,8 +743,8 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
                     tag = a.tag
                 primals.append(a.primal)
                 tangents.append(a.partials)
-            elif ta is list or ta is tuple or isinstance(a, tuple):
-                break  # a container may hold duals
+            elif ta is list or ta is tuple or isinstance(a, tuple) or isinstance(a, ActiveValue):
+                break  # a container may hold duals; another engine's value may be an inner differentiation's
             else:
                 primals.append(a)
                 tangents.append(_ZERO)
@@ -747,6 +801,8 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
         kwargs = _NO_KWARGS
     if tag is None:
         return f(*args, **kwargs)
+    if _inner_foreign(args, tag.order):
+        return NotImplemented
     if _PUSHERS_VERSION[0] != frule.version:
         _renew()
     if RULED_CALLS.on:

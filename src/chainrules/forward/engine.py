@@ -26,7 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from ..core import AbstractTangent, AbstractZero, NoTangent, ProjectTo, Tangent, ZeroTangent, basis_seed, unthunk
+from ..core import (
+    AbstractTangent,
+    AbstractZero,
+    NoTangent,
+    ProjectTo,
+    Tangent,
+    ZeroTangent,
+    basis_seed,
+    frule,
+    unthunk,
+)
 from ..core.active import ActiveValue
 from ..core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from ..core.tangents import _is_namedtuple_type
@@ -176,7 +186,12 @@ _NO_KWARGS: dict = {}  # shared, never written
 
 def _own_pusher(f, primals):
     """The pusher of ``f``'s frule for these arguments (looked up by their plain values: an outer
-    differentiation's duals by their primals), or ``None``."""
+    differentiation's duals by their primals), or ``None``. A rule registered for duals themselves
+    (``math.sin``'s, which runs ``np.sin``'s: the rule for floats would convert them) comes first."""
+    if any(type(x) in _DUALS for x in primals):
+        rule = frule.lookup(f, tuple(primals))
+        if rule is not None and getattr(rule, "on_engine_values", False):
+            return pusher_for(f, list(primals))
     return pusher_for(f, [_innermost(x) for x in primals])
 
 

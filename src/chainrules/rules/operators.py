@@ -6,8 +6,9 @@ The source engine lowers ``a + b`` to ``operator.add(a, b)`` and ``xs[i]`` to
 - Plain Python numbers (``float``, ``int``) take a fast path: no NumPy call, no thunk, at most
   one closure (none for ``+``, ``-`` and unary ``-``).
 - The pullbacks of the arithmetic operators take a batch of cotangents at once (a leading batch
-  axis, ``batched=True``) for numbers and arrays; for sequences and user objects the rule
-  declines the batch (``decline_batch``) and engines pull back one cotangent at a time.
+  axis, ``batched=True``) for numbers and arrays, as indexing does for every container; for
+  sequences (concatenated, repeated) and user objects the rule declines the batch
+  (``decline_batch``) and engines pull back one cotangent at a time.
 - Arrays broadcast: each cotangent is summed back to its input's shape and dtype by
   ``match_input``. A cotangent of an array that costs arithmetic (a product, a negation, a sum
   over broadcast axes) is a ``Thunk``: the array may be a constant nobody asks about (a batch
@@ -170,32 +171,52 @@ def zero_for(x):
     return _ZERO
 
 
-def match_arg(x, dx):
+def match_arg(x, dx, batch: bool = False):
     """The cotangent ``dx`` made valid for the argument ``x`` of a rule.
 
     Numbers and arrays are matched like operator inputs (``match_input``: summed over broadcast
     axes, real for a real input, a float for an int); a bool, a string or ``None`` gets
-    ``NoTangent``; anything else (a container, an object) keeps its cotangent as it is.
+    ``NoTangent``; anything else (a container, an object) keeps its cotangent as it is. With
+    ``batch``, ``dx`` of a number or array is a batch of cotangents (a leading batch axis),
+    matched row by row (``match_input_batch``).
 
     >>> import numpy as np
     >>> match_arg(2, np.float64(1.5)), match_arg(np.zeros((2, 1)), np.ones((2, 3))).tolist()
     (1.5, [[3.0], [3.0]])
+    >>> match_arg(2.0, np.array([1.0 + 1.0j, 3.0]), batch=True).tolist()
+    [1.0, 3.0]
     """
     if isinstance(dx, AbstractZero) or (type(x) is float and type(dx) is float):
         return dx
     if isinstance(x, (str, bytes, type(None), range, slice)):
         return _NO
     if isinstance(x, (Number, np.ndarray, np.generic)):
-        return match_input(x, unthunk(dx))
+        return (match_input_batch if batch else match_input)(x, unthunk(dx))
     return dx
 
 
-def match_entry(x, dx):
-    """The tangent ``dx`` made valid for the element ``x`` of a container: as ``match_arg``, except
-    that an integer inside a container counts or labels and gets ``NoTangent``."""
+def match_entry(x, dx, batch: bool = False):
+    """The tangent ``dx`` made valid for the element ``x`` of a container: as ``match_arg`` (with
+    ``batch``, for a batch of cotangents), except that an integer inside a container counts or
+    labels and gets ``NoTangent``."""
     if isinstance(x, (int, np.integer)) and not isinstance(dx, AbstractZero):
         return _NO
-    return match_arg(x, dx)
+    return match_arg(x, dx, batch)
+
+
+def entries_carry_batch(values, entries) -> bool:
+    """Whether the cotangents ``entries`` of the elements ``values`` (of a tuple, a list, a rule's
+    sequence output) carry a batch: the first array among them has a leading batch axis.
+
+    >>> import numpy as np
+    >>> entries_carry_batch([1.0, 2.0], [ZeroTangent(), np.ones(4)]), entries_carry_batch([1.0], [0.5])
+    (True, False)
+    """
+    for x, e in zip(values, entries):
+        e = unthunk(e)
+        if getattr(e, "ndim", 0):  # (numbers, zeros and structures tell nothing)
+            return carries_batch(x, e)
+    return False
 
 
 def _is_namedtuple(x) -> bool:
@@ -224,10 +245,11 @@ def seq_entries(dt, n: int) -> tuple:
     return entries
 
 
-def seq_tangent(xs, entries) -> object:
+def seq_tangent(xs, entries, batch: bool = False) -> object:
     """The structural tangent of the tuple or list ``xs`` whose entries have these tangents.
 
-    Each entry is matched to its element; all zeros give a zero. A namedtuple gets
+    Each entry is matched to its element (``match_entry``; with ``batch``, the entries are
+    batches of cotangents, see ``entries_carry_batch``); all zeros give a zero. A namedtuple gets
     ``Tangent[ThatNamedtuple]`` by field name, an array (a sequence of rows) a dense array.
 
     >>> seq_tangent([1.0, 2, "a"], (0.5, 1.0, 1.0))
@@ -240,7 +262,7 @@ def seq_tangent(xs, entries) -> object:
     for x, e in zip(xs, entries):
         if not isinstance(e, AbstractZero):
             if type(x) is not float or type(e) is not float:
-                e = match_entry(x, e)
+                e = match_entry(x, e, batch)
             nonzero = nonzero or not isinstance(e, AbstractZero)
         matched.append(e)
     if not nonzero:
@@ -1001,21 +1023,20 @@ def rrule_getitem(xs, key):
     if isinstance(xs, _SEQUENCES):
         n = len(xs)
         if isinstance(key, slice):
-            decline_batch()  # the entries' cotangents are matched to the entries again (`seq_tangent`)
             picked = range(n)[key]
 
             def getitem_pullback(dy):
                 entries = [_ZERO] * n
-                for i, e in zip(picked, seq_entries(dy, len(picked))):
+                given = seq_entries(dy, len(picked))
+                for i, e in zip(picked, given):
                     entries[i] = e
-                return _NO, seq_tangent(xs, entries), _NO
+                return _NO, seq_tangent(xs, entries, entries_carry_batch(y, given)), _NO
 
             return y, getitem_pullback
         i = operator.index(key) % n
-        tangent_type = _PLAIN_TANGENT.get(type(xs))
         field = xs._fields[i] if _is_namedtuple(xs) else None  # (a result of np.linalg.eigh, slogdet, ...)
-        if tangent_type is None and field is None:
-            decline_batch()  # another tuple subclass's entries are matched again (`seq_tangent`)
+        # another tuple or list subclass takes its entries by position, as the plain ones do
+        tangent_type = None if field is not None else _PLAIN_TANGENT.get(type(xs)) or Tangent[type(xs)]
 
         def getitem_pullback(dy):
             if type(dy) is not float or type(y) is not float:
@@ -1026,9 +1047,8 @@ def rrule_getitem(xs, key):
                 return _NO, Tangent[type(xs)](**{field: dy}), _NO
             entries = [_ZERO] * n
             entries[i] = dy
-            if tangent_type is not None:  # the one entry is already valid for its element: no checks to repeat
-                return _NO, _rebuild_tangent(tangent_type, tuple(entries)), _NO
-            return _NO, seq_tangent(xs, entries), _NO
+            # the one entry is already valid for its element: no checks to repeat
+            return _NO, _rebuild_tangent(tangent_type, tuple(entries)), _NO
 
         return y, getitem_pullback
     if isinstance(xs, dict):

@@ -17,6 +17,9 @@ dicts, strings and ranges (whose elements carry no tangent). Generators and othe
 raise ``NoRuleError``: the cotangent of an element they produced has nowhere to go, so
 differentiating through them is the engine's job (the source engine rewrites them).
 
+The pullbacks take a batch of cotangents (a leading batch axis on a number's or an array's, a
+structure of such batches for a container's) as they take one, each entry matched row by row.
+
 >>> import chainrules as cr
 >>> y, back = cr.rrule(max, [1.0, 3.0, 2.0])
 >>> y, back(1.0)
@@ -43,7 +46,6 @@ from ..core import (
     ZeroTangent,
     add,
     carries_batch,
-    decline_batch,
     frule,
     input_matcher,
     is_array_of_rows,
@@ -59,6 +61,7 @@ from ..core.tangents import _rebuild as _rebuild_tangent
 from .operators import (
     dict_entry,
     dict_tangent,
+    entries_carry_batch,
     entry_cotangent,
     frule_abs,
     frule_getitem,
@@ -98,6 +101,13 @@ def _elements(f, xs):
     )
 
 
+def _arg_cotangent(x, dy):
+    """``match_arg`` for the cotangent of an argument ``x`` that is itself the output, or for a
+    batch of them (a leading batch axis)."""
+    dy = unthunk(dy)
+    return match_arg(x, dy, carries_batch(x, dy))
+
+
 def _nondiff_pullback(n: int):
     def nondiff_pullback(dy):
         return (_NO,) * (n + 1)
@@ -111,7 +121,7 @@ rrule.register(abs, batched=True)(rrule_abs)  # the operator's rule: its batched
 frule.register(abs, batched=True)(frule_abs)
 
 
-@rrule.register(pow)
+@rrule.register(pow, batched=True)  # the operator's rule, which takes a batch
 def rrule_builtin_pow(base, exp, *mod):
     """Two-argument ``pow`` is ``**``; modular ``pow(b, e, m)`` is integer-only and has no derivative."""
     if mod and mod[0] is not None:
@@ -164,7 +174,7 @@ def _complex(*args):
     return complex(*args)
 
 
-@rrule.register(complex, functor=False)
+@rrule.register(complex, functor=False, batched=True)
 def rrule_complex(*args):
     """``complex(re, im)`` is ``re + 1j * im``: its pullback multiplies by the conjugate of 1j."""
     if not args or isinstance(args[0], (str, bytes, bytearray)):
@@ -175,10 +185,12 @@ def rrule_complex(*args):
         dz = unthunk(dz)
         if isinstance(dz, AbstractZero):
             return (_NO,) + (dz,) * len(args)
-        dz = _complex(dz)
+        match = input_matcher(y, dz)
+        if match is match_input:
+            dz = _complex(dz)
         if len(args) == 1:
-            return _NO, match_input(args[0], dz)
-        return _NO, match_input(args[0], dz), match_input(args[1], -1j * dz)
+            return _NO, match(args[0], dz)
+        return _NO, match(args[0], dz), match(args[1], -1j * dz)
 
     return y, complex_pullback
 
@@ -193,7 +205,7 @@ def frule_complex(tangents, *args):
     return _complex(*args), dz
 
 
-@rrule.register(divmod)
+@rrule.register(divmod, batched=True)
 def rrule_divmod(a, b):
     """``divmod(a, b) = (a // b, a % b)``: the quotient is piecewise constant, the remainder is ``mod``."""
     q, r = divmod(a, b)
@@ -203,7 +215,8 @@ def rrule_divmod(a, b):
         dr = unthunk(dr)
         if isinstance(dr, AbstractZero):
             return _NO, zero_for(a), zero_for(b)
-        return _NO, match_input(a, dr), match_input(b, -dr * q)
+        match = input_matcher(r, dr)
+        return _NO, match(a, dr), match(b, -dr * q)
 
     return (q, r), divmod_pullback
 
@@ -260,13 +273,11 @@ def _minmax_rules(pick):
 
             def minmax_pullback(dy):
                 out = [_NO, *map(zero_for, args)]
-                dy = unthunk(dy)
-                out[i + 1] = match_input_batch(y, dy) if carries_batch(y, dy) else match_arg(y, dy)
+                out[i + 1] = _arg_cotangent(y, dy)
                 return tuple(out)
 
             return y, minmax_pullback
         (xs,) = args
-        decline_batch()  # seq_tangent matches one cotangent to the picked element
         items = _elements(pick, xs)
         if items is None:
             return pick(xs, key=key, **default), _nondiff_pullback(1)
@@ -278,8 +289,8 @@ def _minmax_rules(pick):
 
         def minmax_pullback(dy):
             entries = [_ZERO] * n
-            entries[i] = dy
-            return _NO, seq_tangent(xs, entries)
+            entries[i] = dy = unthunk(dy)
+            return _NO, seq_tangent(xs, entries, carries_batch(y, dy))
 
         return y, minmax_pullback
 
@@ -310,7 +321,7 @@ def _sort_order(items, key, reverse: bool) -> list[int]:
     return sorted(range(len(items)), key=at if key is None else (lambda i: key(at(i))), reverse=reverse)
 
 
-@rrule.register(sorted)
+@rrule.register(sorted, batched=True)  # each entry's cotangent, or batch of them, goes back to its element
 def rrule_sorted(xs, *, key=None, reverse=False):
     """The sorted list; the cotangent of its j-th entry goes back to the element that landed there."""
     items = _elements(sorted, xs)
@@ -318,14 +329,16 @@ def rrule_sorted(xs, *, key=None, reverse=False):
         return sorted(xs, key=key, reverse=reverse), _nondiff_pullback(1)
     order = _sort_order(items, key, reverse)
     n = len(order)
+    y = [items[i] for i in order]
 
     def sorted_pullback(dy):
         entries = [_ZERO] * n
-        for j, e in enumerate(seq_entries(dy, n)):
+        given = seq_entries(dy, n)
+        for j, e in enumerate(given):
             entries[order[j]] = e
-        return _NO, seq_tangent(xs, entries)
+        return _NO, seq_tangent(xs, entries, entries_carry_batch(y, given))
 
-    return [items[i] for i in order], sorted_pullback
+    return y, sorted_pullback
 
 
 @frule.register(sorted)
@@ -342,7 +355,7 @@ def frule_sorted(tangents, xs, *, key=None, reverse=False):
 # ----- sum ----------------------------------------------------------------------------------------
 
 
-@rrule.register(sum)
+@rrule.register(sum, batched=True)
 def rrule_sum(xs, *start, **start_kw):
     """``sum(xs, start)``: every element (and a positional ``start``) gets the output's cotangent."""
     items = _elements(sum, xs)
@@ -357,7 +370,8 @@ def rrule_sum(xs, *start, **start_kw):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return (_NO, dy) + (dy,) * len(start)
-        return (_NO, seq_tangent(xs, (dy,) * n)) + tuple(match_arg(s, dy) for s in start)
+        batch = carries_batch(y, dy)  # each element (and start) gets the batch, summed over its broadcast axes
+        return (_NO, seq_tangent(xs, (dy,) * n, batch), *(match_arg(s, dy, batch) for s in start))
 
     return y, sum_pullback
 
@@ -369,9 +383,10 @@ def _sum_concat_pullback(xs, items, start, start_kw):
 
     def sum_concat_pullback(dy):
         entries = seq_entries(dy, sum(sizes))
+        batch = entries_carry_batch([v for piece in (first, *items) for v in piece], entries)
         pieces, at = [], 0
         for piece, size in zip([first, *items], sizes):
-            pieces.append(seq_tangent(piece, entries[at : at + size]))
+            pieces.append(seq_tangent(piece, entries[at : at + size], batch))
             at += size
         dstart = (pieces[0],) if start else ()  # a keyword start gets no cotangent
         return (_NO, seq_tangent(xs, pieces[1:]), *dstart)
@@ -409,11 +424,13 @@ def _sequence_rules(P: type):
         if items is None:
             return P(xs), _nondiff_pullback(1)
         n = len(items)
+        y = P(items)
 
         def sequence_pullback(dy):
-            return _NO, seq_tangent(xs, seq_entries(dy, n))
+            entries = seq_entries(dy, n)
+            return _NO, seq_tangent(xs, entries, entries_carry_batch(y, entries))
 
-        return P(items), sequence_pullback
+        return y, sequence_pullback
 
     def frule_sequence(tangents, *args):
         if not args:
@@ -427,7 +444,7 @@ def _sequence_rules(P: type):
 
     rrule_sequence.__qualname__ = f"rrule_{P.__name__}"
     frule_sequence.__qualname__ = f"frule_{P.__name__}"
-    rrule.register(P, functor=False)(rrule_sequence)
+    rrule.register(P, functor=False, batched=True)(rrule_sequence)
     frule.register(P, functor=False)(frule_sequence)
 
 
@@ -461,7 +478,7 @@ def _dict_sources(args, kwargs) -> tuple[list, dict]:
     return pairs, source
 
 
-@rrule.register(dict, functor=False)
+@rrule.register(dict, functor=False, batched=True)
 def rrule_dict(*args, **kwargs):
     """``dict(mapping)`` or ``dict(pairs)``: each value's cotangent goes back to where it came from.
 
@@ -475,11 +492,14 @@ def rrule_dict(*args, **kwargs):
 
     def dict_pullback(dy):
         dvals = _dict_entries(dy)
-        picked = {i: dvals.get(k, _ZERO) for k, i in source.items() if i is not None}
+        picked = [_ZERO] * len(pairs)
+        for k, i in source.items():
+            if i is not None:
+                picked[i] = dvals.get(k, _ZERO)
+        batch = entries_carry_batch([v for _, v in pairs], picked)
         if isinstance(src, dict):
-            return _NO, dict_tangent({k: match_entry(v, picked.get(i, _ZERO)) for i, (k, v) in enumerate(pairs)})
-        entries = [seq_tangent(pair, (_NO, picked.get(i, _ZERO))) for i, pair in enumerate(src)]
-        return _NO, seq_tangent(src, entries)
+            return _NO, dict_tangent({k: match_entry(v, d, batch) for (k, v), d in zip(pairs, picked)})
+        return _NO, seq_tangent(src, [seq_tangent(pair, (_NO, d), batch) for pair, d in zip(src, picked)])
 
     return y, dict_pullback
 
@@ -499,21 +519,21 @@ def frule_dict(tangents, *args, **kwargs):
     return y, dict_tangent({k: dvalues[i] for k, i in source.items() if i is not None})
 
 
-@rrule.register(dict.get)
+@rrule.register(dict.get, batched=True)
 def rrule_dict_get(d, key, *default):
     """``d.get(key[, default])``: the cotangent goes to ``d[key]``, or to the default when the key is missing."""
     if key not in d:
         y = default[0] if default else None
 
         def dict_default_pullback(dy):
-            return (_NO, _ZERO, _NO, *(match_arg(y, dy) for _ in default))
+            return (_NO, _ZERO, _NO, *(_arg_cotangent(y, dy) for _ in default))
 
         return y, dict_default_pullback
     y = d[key]
     unused = (_ZERO,) * len(default)
 
     def dict_get_pullback(dy):
-        return (_NO, dict_tangent({key: match_entry(y, dy)}), _NO, *unused)
+        return (_NO, dict_tangent({key: entry_cotangent(y, unthunk(dy))}), _NO, *unused)
 
     return y, dict_get_pullback
 
@@ -614,13 +634,14 @@ def _check_getset(obj, name: str, value) -> None:
 
 def _number_attribute_cotangent(obj, name: str, dy):
     """The cotangent of a number from that of its ``.real`` or ``.imag`` (z.imag = y for z = x + iy)."""
-    dy = real_cotangent(dy)
+    dy = real_cotangent(dy)  # (a batch of a number's cotangents is a 1-D array: it stays one)
     if isinstance(dy, AbstractZero):
         return dy
+    match = match_input_batch if np.ndim(dy) else match_input
     if name == "real":
-        return match_input(obj, dy)
+        return match(obj, dy)
     if name == "imag" and np.iscomplexobj(obj):
-        return match_input(obj, 1j * dy)
+        return match(obj, 1j * dy)
     return _ZERO
 
 
@@ -636,8 +657,6 @@ def rrule_getattr(obj, name, *default):
     """
     kind, getter, tangent_type = _attribute_source(obj, name, default)
     rest = (_NO,) * len(default)
-    if kind in ("number", "default"):
-        decline_batch()  # the complex convention and the default's projection take one cotangent
     if kind == "computed":
         compute, compute_args = getter
         y, getter_pullback = rrule_via_ad(compute, *compute_args)
@@ -665,7 +684,7 @@ def rrule_getattr(obj, name, *default):
     if kind == "default":
 
         def default_pullback(dy):
-            return _NO, _ZERO, _NO, match_arg(y, dy)
+            return _NO, _ZERO, _NO, _arg_cotangent(y, dy)
 
         return y, default_pullback
 
@@ -762,7 +781,7 @@ def _getter_rules(getter_type: type, rrule_one):
         return tuple(y for y, _ in results), getter_pullback
 
     rrule_getter.__qualname__ = f"rrule_{getter_type.__name__}"
-    rrule.register(getter_type)(rrule_getter)
+    rrule.register(getter_type, batched=True)(rrule_getter)  # getitem's and getattr's rules decline themselves
 
 
 def _rrule_item(xs, key):

@@ -14,6 +14,11 @@ a list with one cotangent per element. Iterables whose length is unknown (genera
 libraries, infinite iterators) are refused with ``NoRuleError`` unless a sized iterable bounds
 them, because computing their values eagerly could change what the program does.
 
+Every pullback here takes a batch of cotangents (a leading batch axis on each value's, for a
+reverse-mode Jacobian in one sweep) as it takes one: the cotangents pass through to where the
+values came from. Those that call a user callable hand the batch to each call's pullback, and
+decline it (``decline_batch``) where that pullback takes one cotangent at a time.
+
 >>> import math, chainrules as cr
 >>> y, back = cr.rrule(map, math.sin, [0.0, 1.0])
 >>> list(y) == [math.sin(0.0), math.sin(1.0)]
@@ -38,6 +43,8 @@ from ..core import (
     Tangent,
     ZeroTangent,
     callable_name,
+    carries_batch,
+    decline_batch,
     is_array_of_rows,
     rows_cotangent,
     rrule,
@@ -46,6 +53,7 @@ from ..core import (
 )
 from ..core.accumulation import accumulate as _accumulate
 from ..core.errors import user_location
+from .operators import match_arg, match_entry
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -157,18 +165,29 @@ def _add_function_tangent(df, owned: bool, d):
     return _accumulate(_ZERO if isinstance(df, NoTangent) else df, owned, d)
 
 
-def _pullback_of(f, *args):
-    """``(y, pullback)`` of a user callable: its rule, else the running engine's transformation."""
-    result = rrule(f, *args)
-    if result is not None:
-        return result
-    return rrule_via_ad(f, *args)
+def _pullback_of(f, *args, **kwargs):
+    """``(y, pullback)`` of a user callable: its rule, else the running engine's transformation.
+
+    A pullback that takes one cotangent at a time declines a batch (``decline_batch``): a rule
+    not registered ``batched=True`` here, an engine's transformation by itself. The rules that
+    call user callables (``map``, ``reduce``, ``accumulate``, a ``functools.partial``) hand a
+    batch of cotangents to each call's pullback as it is, so they take one exactly when these do.
+    """
+    rule = rrule.lookup(f, args)
+    if rule is not None:
+        if not getattr(rule, "batched", False):
+            decline_batch()
+        return rule(*args, **kwargs)
+    y, back = rrule_via_ad(f, *args, **kwargs)
+    if getattr(back, "batched", True) is False:  # the tape's pullback of a function with a structured output
+        decline_batch()
+    return y, back
 
 
 # ----- map, zip, enumerate, filter, reversed ---------------------------------------------------
 
 
-@rrule.register(builtins.map)
+@rrule.register(builtins.map, batched=True)  # each element's pullback takes the batch, or declines it
 def rrule_map(f, *iterables):
     """``map(f, *iterables)``: ``f`` is differentiated once per element."""
     sized = [len(_elements_len(xs)) for xs in iterables if _sized(xs)]
@@ -245,7 +264,7 @@ def rrule_enumerate(xs, *start, **kwargs):
     return Iterated(list(builtins.enumerate(items, *start, **kwargs)), "enumerate"), enumerate_pullback
 
 
-@rrule.register(builtins.filter)
+@rrule.register(builtins.filter, batched=True)  # the cotangents, or batches of them, pass through
 def rrule_filter(f, xs):
     """``filter(f, xs)``: the predicate selects (no derivative flows through it)."""
     items, layout = _elements(filter, xs)
@@ -261,7 +280,7 @@ def rrule_filter(f, xs):
     return Iterated([items[i] for i in keep], "filter"), filter_pullback
 
 
-@rrule.register(builtins.reversed)
+@rrule.register(builtins.reversed, batched=True)
 def rrule_reversed(xs):
     """``reversed(xs)``: the cotangents go back in the opposite order."""
     items, layout = _elements(reversed, xs)
@@ -296,7 +315,7 @@ def _dict_iteration_rule(method, origin: str):
         return Iterated(items, f"dict.{origin}"), dict_view_pullback
 
     rrule_dict_view.__qualname__ = f"rrule_dict_{origin}"
-    rrule.register(method)(rrule_dict_view)
+    rrule.register(method, batched=True)(rrule_dict_view)
 
 
 # `for k, v in d.items()`: the views of a dict, iterated under differentiation
@@ -310,7 +329,7 @@ _dict_iteration_rule(dict.keys, "keys")
 _NOTHING = object()
 
 
-@rrule.register(functools.reduce)
+@rrule.register(functools.reduce, batched=True)  # as map: each call's pullback takes the batch, or declines
 def rrule_reduce(f, xs, *initial):
     """``functools.reduce(f, xs[, initial])``: a chain of ``f`` calls, pulled back in reverse."""
     items, layout = _elements(functools.reduce, xs)
@@ -344,7 +363,7 @@ def rrule_reduce(f, xs, *initial):
     return acc, reduce_pullback
 
 
-@rrule.register(itertools.accumulate)
+@rrule.register(itertools.accumulate, batched=True)
 def rrule_accumulate(xs, *func, initial=None):
     """``itertools.accumulate(xs, func, initial=...)``: running results, each from the previous.
 
@@ -409,21 +428,26 @@ def _container_rule(P: type):
         return P(items), from_iterated_pullback
 
     rrule_from_iterated.__qualname__ = f"rrule_{P.__name__}_of_iterated"
-    rrule.register(P, Iterated, functor=False)(rrule_from_iterated)
+    rrule.register(P, Iterated, functor=False, batched=True)(rrule_from_iterated)
 
 
 _container_rule(list)
 _container_rule(tuple)
 
 
-@rrule.register(builtins.sum, Iterated)
+@rrule.register(builtins.sum, Iterated, batched=True)
 def rrule_sum_iterated(it: Iterated, *start):
     """``sum`` of an ``Iterated``: every value (and ``start``) gets the output's cotangent."""
     items, first, total = _consume(it)
     y = builtins.sum(items, *start)
 
     def sum_iterated_pullback(dy):
-        return (_NO, _iterated_cotangent(first, total, [dy] * len(items)), *((dy,) * len(start)))
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return (_NO, dy, *((dy,) * len(start)))
+        batch = carries_batch(y, dy)  # each value (and start) gets it, summed over the axes it was broadcast along
+        ds = [match_entry(x, dy, batch) for x in items]
+        return (_NO, _iterated_cotangent(first, total, ds), *(match_arg(s, dy, batch) for s in start))
 
     return y, sum_iterated_pullback
 
@@ -449,14 +473,14 @@ def _selection_rule(pick):
         return items[best], pick_iterated_pullback
 
     rrule_pick_iterated.__qualname__ = f"rrule_{pick.__name__}_of_iterated"
-    rrule.register(pick, Iterated)(rrule_pick_iterated)
+    rrule.register(pick, Iterated, batched=True)(rrule_pick_iterated)
 
 
 _selection_rule(builtins.min)
 _selection_rule(builtins.max)
 
 
-@rrule.register(builtins.sorted, Iterated)
+@rrule.register(builtins.sorted, Iterated, batched=True)
 def rrule_sorted_iterated(it: Iterated, *, key=None, reverse: bool = False):
     """``sorted`` of an ``Iterated``: each value's cotangent comes from its sorted position."""
     items, first, total = _consume(it)
@@ -471,7 +495,7 @@ def rrule_sorted_iterated(it: Iterated, *, key=None, reverse: bool = False):
     return [items[i] for i in order], sorted_iterated_pullback
 
 
-@rrule.register(builtins.next, Iterated)
+@rrule.register(builtins.next, Iterated, batched=True)
 def rrule_next_iterated(it: Iterated, *default):
     """``next`` of an ``Iterated``: the value's cotangent goes to its position."""
     position, total = it.position, len(it.items)
@@ -489,7 +513,7 @@ def rrule_next_iterated(it: Iterated, *default):
     return y, next_iterated_pullback
 
 
-@rrule.register(builtins.dict, Iterated, functor=False)
+@rrule.register(builtins.dict, Iterated, functor=False, batched=True)
 def rrule_dict_iterated(it: Iterated):
     """``dict`` of an ``Iterated`` of pairs (``dict(zip(keys, values))``)."""
     items, first, total = _consume(it)
@@ -583,7 +607,7 @@ def _call_tangent(dfunc, dstored: list, dkeywords: dict):
     return Tangent[functools.partial](**fields)
 
 
-@rrule.register(functools.partial)
+@rrule.register(functools.partial, batched=True)  # its function's pullback takes the batch, or declines it
 def rrule_call_partial(p: functools.partial, *args, **kwargs):
     """Calling a ``functools.partial``: its function is differentiated (its rule, else the running
     engine) with the stored arguments first. The partial's tangent is a
@@ -606,8 +630,7 @@ def rrule_call_partial(p: functools.partial, *args, **kwargs):
             "a keyword cannot pass back; store them as positional arguments of the partial, or, for a "
             f"keyword-only parameter, call {callable_name(p.func)} in a lambda or def that passes them",
         )
-    result = rrule(p.func, *positional, **keywords)
-    y, back = result if result is not None else rrule_via_ad(p.func, *positional, **keywords)
+    y, back = _pullback_of(p.func, *positional, **keywords)
     n_stored, n_args = len(stored), len(args)
 
     def call_partial_pullback(dy):
@@ -622,7 +645,7 @@ def rrule_call_partial(p: functools.partial, *args, **kwargs):
     return y, call_partial_pullback
 
 
-@rrule.register(functools.partial, functor=False)
+@rrule.register(functools.partial, functor=False, batched=True)
 def rrule_make_partial(func, *args, **keywords):
     """``functools.partial(func, *args)``: the partial's tangent goes back to ``func`` and ``args``.
     (Keyword arguments get no cotangent, as for every rule.)"""

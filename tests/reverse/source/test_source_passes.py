@@ -489,9 +489,9 @@ def test_a_while_condition_that_computes_a_used_value_is_refused():
 
 def test_runtime_writes_and_their_pullbacks():
     a = np.zeros(3)
-    back = runtime.setitem(a, 1, 2.5)
+    written, back = runtime.setitem(a, 1, 2.5)
     dvalue, da, owned = back(np.array([1.0, 2.0, 3.0]), False)
-    assert a.tolist() == [0.0, 2.5, 0.0] and dvalue == 2.0 and da.tolist() == [1.0, 0.0, 3.0] and owned
+    assert written is a and a.tolist() == [0.0, 2.5, 0.0] and dvalue == 2.0 and da.tolist() == [1.0, 0.0, 3.0] and owned
     lst = [1.0]
     runtime.append(lst, 2.0)
     dvalue, dlst, owned = runtime.append_pullback(cr.Tangent[list](5.0, 6.0), False)
@@ -500,8 +500,8 @@ def test_runtime_writes_and_their_pullbacks():
     dvalues, dlst, _ = back([1.0, 2.0, 3.0, 4.0], False)
     assert dvalues == cr.Tangent[tuple](3.0, 4.0) and dlst == [1.0, 2.0]
     d = {}
-    back = runtime.setitem(d, "k", 1.0)
-    assert back({"k": 7.0, "j": 1.0}, False) == (7.0, {"j": 1.0}, True)
+    written, back = runtime.setitem(d, "k", 1.0)
+    assert written is d and back({"k": 7.0, "j": 1.0}, False) == (7.0, {"j": 1.0}, True)
     with pytest.raises(TypeError, match="lists"):
         runtime.append((1.0,), 2.0)
 

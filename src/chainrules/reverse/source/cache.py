@@ -241,11 +241,13 @@ class Specialization:
 #: time), real-scalar arithmetic written out (a batch of cotangents of a number is a vector, and
 #: the partials multiply it alike), a scalar function's pushforward (when its frule is batched),
 #: cotangents handed on, an integer index's partial (added at ``[:, i]``), and branches and
-#: loops between them, tuples, lists and dicts built, unpacked and written into, and reads made
-#: again in the reverse pass (the modes of `_CHECKED_MODES` are checked statement by statement)
+#: loops between them, tuples, lists and dicts built, unpacked and written into, reads made
+#: again in the reverse pass (the modes of `_CHECKED_MODES` are checked statement by statement),
+#: and nested functions defined (their captured variables' batches are read off the closure's tangent)
 _BATCH_MODES = frozenset(
     {
         "plain",
+        "closure",
         "return",
         "pullback",
         "inline",

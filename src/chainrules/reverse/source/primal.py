@@ -394,7 +394,7 @@ class Primal:
             return
         pb, saved["pb"] = self.pullback_name(stmt, indent)
         if isinstance(stmt, ir.SetItem):
-            self.emit(indent, f"{pb} = {self.h('setitem')}({obj}, {self.operand(stmt.key)}, {value})", line)
+            self.emit(indent, f"{obj}, {pb} = {self.h('setitem')}({obj}, {self.operand(stmt.key)}, {value})", line)
         else:
             self.emit(indent, f"{pb} = {self.h('extend')}({obj}, {value})", line)
         for entry in self._after:

@@ -304,8 +304,17 @@ def _owned_items(d, n: int, owned: bool) -> list:
 
 
 def setitem(obj, index, value):
-    """``obj[index] = value`` on a list, dict or array the function made, with its pullback:
-    ``pullback(d_obj, owned) -> (d_value, d_obj, owned)`` takes the element's cotangent out."""
+    """``obj[index] = value`` on a list, dict or array the function made: ``(obj, pullback)``, with
+    ``pullback(d_obj, owned) -> (d_value, d_obj, owned)`` taking the element's cotangent out.
+
+    A plain array that an outer differentiation's value is written into (a dual, in a Hessian)
+    becomes that engine's writable array holding the same numbers (``ActiveValue.buffer_holding``),
+    returned to be bound in ``obj``'s place: the function made it and nothing else refers to it
+    (a write after it was shared is refused), so the value keeps its derivative."""
+    if type(obj) is np.ndarray and isinstance(value, ActiveValue):
+        buffer = value.buffer_holding(obj)
+        if buffer is not None:
+            obj = buffer
     obj[index] = value
     # a forward-mode dual array that took the write (a copy, in a Hessian) is an array here too
     if isinstance(obj, np.ndarray) or (isinstance(obj, ActiveValue) and np.ndim(obj) >= 1):
@@ -329,7 +338,7 @@ def setitem(obj, index, value):
                 dvalue = np.real(dvalue) if isinstance(dvalue, ActiveValue) else float(np.real(dvalue))
             return dvalue, dobj, True
 
-        return array_setitem_pullback
+        return obj, array_setitem_pullback
     if isinstance(obj, list):
         if not isinstance(index, int):
             raise TypeError("only an integer index can be written into a list under differentiation")
@@ -342,7 +351,7 @@ def setitem(obj, index, value):
             dvalue, items[index] = items[index], ZERO
             return dvalue, items, True
 
-        return list_setitem_pullback
+        return obj, list_setitem_pullback
     if isinstance(obj, dict):
 
         def dict_setitem_pullback(dobj, owned):
@@ -354,7 +363,7 @@ def setitem(obj, index, value):
             )
             return entries.pop(index, ZERO), entries, True
 
-        return dict_setitem_pullback
+        return obj, dict_setitem_pullback
     raise TypeError(f"writing an element of a {type(obj).__name__} is not supported under differentiation")
 
 
@@ -466,18 +475,19 @@ def check_new(value, arguments: tuple, name: str, line: int, col: int):
             )
 
 
+def _is_array(x) -> bool:
+    """An array, or an outer differentiation's value standing for one (a dual array, in a Hessian)."""
+    return isinstance(x, np.ndarray) or (isinstance(x, ActiveValue) and np.ndim(x) > 0)
+
+
 def is_view(element, container) -> bool:
     """Whether ``element`` (read from ``container``) shares the container's memory."""
-    return (
-        isinstance(element, np.ndarray)
-        and isinstance(container, np.ndarray)
-        and np.may_share_memory(element, container)
-    )
+    return _is_array(element) and _is_array(container) and np.may_share_memory(element, container)
 
 
 def copy_if_view(element):
     """``element`` itself, or a copy when it is an array that views another one."""
-    return element.copy() if isinstance(element, np.ndarray) and element.base is not None else element
+    return element.copy() if _is_array(element) and element.base is not None else element
 
 
 def iterates_views(container) -> bool:
@@ -594,11 +604,14 @@ def check_rebind(x, filename: str, line: int, col: int):
 def check_update(x, v, filename: str, line: int, col: int):
     """``x op= v`` on an array or list the function made and nothing else holds is rebound: refuse
     where ``x op v`` would not mean what the update in place does (a list extended by a tuple, an
-    array updated with an object that is neither an array nor a number)."""
+    array updated with an object that is neither an array nor a number). An outer
+    differentiation's value (a dual, in a Hessian) is a number or an array: the array rebound to
+    the result holds the values and their derivatives, as the array updated in place would hold
+    the values."""
     if type(x) is list:
         fits = type(v) is list
     elif type(x) is np.ndarray:
-        fits = isinstance(v, (np.ndarray, Number, np.generic)) and not isinstance(v, ActiveValue)
+        fits = isinstance(v, (np.ndarray, Number, np.generic, ActiveValue))
     else:
         return check_rebind(x, filename, line, col)
     if not fits:
@@ -619,7 +632,12 @@ def check_rebound(old, new, filename: str, line: int, col: int):
     a result of another shape)."""
     if type(old) not in (np.ndarray, list):
         return new  # not updated in place (`check_update` refused the other mutable objects)
-    same = type(new) is type(old) and (type(old) is list or (new.shape == old.shape and new.dtype == old.dtype))
+    if type(old) is list:
+        same = type(new) is list
+    else:  # an outer differentiation's array (see `check_update`) stands for the ndarray
+        same = (type(new) is np.ndarray or isinstance(new, ActiveValue)) and (
+            np.shape(new) == old.shape and new.dtype == old.dtype
+        )
     if not same:
         raise UnsupportedSyntaxError(
             f"an augmented assignment updates the {type(old).__name__} in place, which keeps its shape and dtype; "

@@ -30,12 +30,12 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from ...core.active import ActiveValue
+from ...core.active import ActiveValue, next_order
 from ...core.errors import GENERATED_LINES, NoRuleError
 from ...core.keywords import as_positional
 from ...core.registry import decline_batch, rrule
 from ...core.ruled_calls import RuledCallWatch
-from ...core.twins import METHOD_TWINS
+from ...core.twins import method_twin
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Frames in these directories are the machinery between the user's line and the error; the
@@ -59,12 +59,14 @@ class Trace:
     structured argument.
     """
 
-    __slots__ = ("tape", "n_slots", "parent", "sweeping", "entry", "clean_frames", "__weakref__")
+    __slots__ = ("tape", "n_slots", "parent", "order", "sweeping", "entry", "clean_frames", "__weakref__")
 
     def __init__(self, parent: Trace | None):
         self.tape: list = []
         self.n_slots = 0
         self.parent = parent
+        #: where it nests among other engines' differentiations (a forward tag's `order`): larger is inner
+        self.order = next_order()
         #: while its pullback runs, this trace's values are constants to the arithmetic of the
         #: pullbacks (a closure handed to a higher-order rule may have captured them)
         self.sweeping = 0
@@ -206,13 +208,11 @@ def _lookup_args(plain: list) -> tuple:
 
 
 def _is_array_method(f) -> bool:
-    """Whether ``f`` is an array method (``np.ndarray.sum``) with a NumPy function twin. Its rule
-    for arrays calls the method itself, which refuses an outer trace's tracked array: such a value
-    takes the rule registered for it (``register_structural_bridges``), through the NumPy function."""
-    try:
-        return f in METHOD_TWINS
-    except TypeError:  # an unhashable callable
-        return False
+    """Whether ``f`` is an array or NumPy scalar method (``np.ndarray.sum``, ``np.generic.reshape``)
+    with a NumPy function twin. Its rule for plain values calls the method itself, which refuses an
+    outer trace's tracked value: such a value takes the rule registered for it
+    (``register_structural_bridges``), through the NumPy function."""
+    return method_twin(f) is not None
 
 
 def deep_primal(a):
@@ -229,6 +229,9 @@ class Tracked(ActiveValue):
     """Base class of the values a trace follows: a primal value, the trace's tag, a slot."""
 
     __slots__ = ("_value", "_trace", "_slot")
+
+    def differentiation_order(self) -> int:
+        return self._trace.order
 
 
 _new = object.__new__
@@ -333,12 +336,20 @@ def _owns_any(value, trace: Trace) -> bool:
 
 
 def apply(f, args: tuple, kwargs: dict):
-    """Run ``f(*args, **kwargs)`` through its rule, recording it on the trace that owns an argument."""
+    """Run ``f(*args, **kwargs)`` through its rule, recording it on the trace that owns an argument.
+
+    ``NotImplemented`` when an argument is another engine's value of a differentiation nested
+    inside that trace (a dual of ``cr.jacobian(..., mode="forward")`` run on this trace's values):
+    NumPy's protocols and Python's operators then hand the operation to that value, which treats
+    the tracked values as constants. (Method calls go to their NumPy functions first: ``method``.)
+    """
     trace = _current.get()
     while trace is not None:
         parents: list = []
         plain = [_unwrap(a, trace, i + 1, parents) for i, a in enumerate(args)]
         if parents or (kwargs and any(_owns_any(v, trace) for v in kwargs.values())):
+            if inner_foreign(args, trace.order):
+                return NotImplemented
             return record(trace, f, plain, kwargs, parents, args)
         # None of the arguments is this trace's: the operation belongs to an outer differentiation.
         trace = trace.parent
@@ -347,6 +358,21 @@ def apply(f, args: tuple, kwargs: dict):
         raise escaped_error(stray)
     # every tracked argument belongs to a trace whose own pullback is running: plain arithmetic
     return f(*[_strip(a) for a in args], **{k: _strip(v) for k, v in kwargs.items()})
+
+
+def inner_foreign(args, order: int) -> bool:
+    """Whether an argument (or an item of a tuple or list argument) is another engine's value (a
+    dual) of a differentiation started after the trace of ``order``, so nested inside it."""
+    for a in args:
+        ta = type(a)
+        if ta is TrackedNumber or ta is TrackedArray or ta is float or ta is np.ndarray:
+            continue
+        if ta is tuple or ta is list:
+            if inner_foreign(a, order):
+                return True
+        elif isinstance(a, ActiveValue) and a.differentiation_order() > order:
+            return True
+    return False
 
 
 def _first_stray(value):
@@ -470,7 +496,8 @@ def _mark_shared_memory(out: Tracked, plain: list, args: tuple) -> None:
     only when no other box sees the same memory (a view, or the very same array).
     """
     y = deep_primal(out)
-    if y.base is None and not any(y is deep_primal(p) for p in plain):
+    # (another engine's array, a dual holding an outer tape's values, has no memory of its own to share)
+    if (type(y) is not np.ndarray or y.base is None) and not any(y is deep_primal(p) for p in plain):
         return
     out._aliased = True
     for a in args:
@@ -548,11 +575,15 @@ def binary_operation(f):
             elif tb is tuple or tb is list:
                 return apply(f, (a, b), {})
             else:
+                if tb is not float and isinstance(b, ActiveValue) and b.differentiation_order() > trace.order:
+                    return NotImplemented  # a dual of a differentiation nested inside this one: its operation
                 pb = b
                 second = -1
         elif tb is TrackedNumber or tb is TrackedArray:
             if b._trace is not trace or ta is tuple or ta is list:
                 return apply(f, (a, b), {})
+            if ta is not float and isinstance(a, ActiveValue) and a.differentiation_order() > trace.order:
+                return NotImplemented
             pa = a
             pb = b._value
             first = -1

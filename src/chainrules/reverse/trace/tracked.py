@@ -24,6 +24,7 @@ import numpy as np
 
 from ...core.active import ActiveValue
 from ...core.errors import conversion_in_rule, in_percent_formatting
+from ...core.twins import method_twin
 from . import tracer
 from .tracer import (
     Tracked,
@@ -45,9 +46,17 @@ def _at() -> str:
 
 
 def _lost_derivative(what: str) -> TypeError:
+    module = (
+        "Functions of the math module call float() too: use the NumPy function instead (np.sin, np.exp, np.sqrt, ...)"
+    )
+    if what == "complex()":
+        module = (
+            "Functions of the math and cmath modules call float() and complex() too (engine='source' uses their "
+            "rules): use the NumPy function instead (np.sin, np.exp, on a complex value for cmath's: "
+            "np.sqrt(x + 0j), np.exp(1j * x))"
+        )
     return TypeError(
-        f"{what} of a value being differentiated would drop its derivative{_at()}. Functions of the math "
-        "module call float() too: use the NumPy function instead (np.sin, np.exp, np.sqrt, ...), which "
+        f"{what} of a value being differentiated would drop its derivative{_at()}. {module}, which "
         "carries the derivative, or move the conversion out of the function being differentiated. A plain "
         "NumPy array converts what is written into it (out[i] = x): build arrays with np.stack or "
         "np.concatenate instead."
@@ -272,7 +281,9 @@ class TrackedNumber(_Operators):
 
     @property
     def dtype(self) -> np.dtype:
-        return np.asarray(deep_primal(self)).dtype
+        value = deep_primal(self)
+        # another engine's number (an outer forward differentiation's dual) describes itself
+        return value.dtype if isinstance(value, ActiveValue) else np.asarray(value).dtype
 
     def __index__(self):
         value = deep_primal(self)
@@ -314,18 +325,23 @@ class TrackedNumber(_Operators):
     def __getattr__(self, name: str):
         # Only missing attributes arrive here. A NumPy scalar (what a full reduction returns) has
         # the array methods (s.sum(), s.reshape(1)), defined on np.generic: they go through the
-        # rules of those (rules/numpy/scalar_methods.py), like an array's methods. A Python
-        # number has none.
+        # rules of those (rules/numpy/scalar_methods.py), like an array's methods, and ``s.T``
+        # through np.transpose. A Python number has none. Another engine's number (a dual, in a
+        # Hessian) stands for a NumPy scalar when it has the attribute itself.
         primal = deep_primal(self)
-        method = getattr(type(primal), name, None) if isinstance(primal, np.generic) else None
+        if isinstance(primal, np.generic):
+            member = getattr(type(primal), name, None)
+        elif isinstance(primal, ActiveValue) and not name.startswith("_") and hasattr(primal, name):
+            member = getattr(np.generic, name, None)
+        else:
+            member = None
+        if name in _SCALAR_ATTRIBUTES and member is not None:
+            return apply(_SCALAR_ATTRIBUTES[name], (self,), {})
+        method = member
         if method is None or name.startswith("_") or not callable(method):
-            raise AttributeError(f"{type(primal).__name__!r} object (being differentiated) has no attribute {name!r}")
-
-        def tracked_method(*args, **kwargs):
-            return apply(method, (self, *args), kwargs)
-
-        tracked_method.__name__ = tracked_method.__qualname__ = name
-        return tracked_method
+            kind = type(primal).__name__
+            raise AttributeError(f"{kind!r} object (being differentiated) has no attribute {name!r}")
+        return _tracked_method(self, method, name)
 
     def __copy__(self):
         return self  # numbers are immutable
@@ -336,6 +352,31 @@ class TrackedNumber(_Operators):
     def __repr__(self) -> str:
         return f"TrackedNumber({self._value!r})"
 
+
+def _tracked_method(value, method, name: str):
+    """``value.name`` for a method of arrays or NumPy scalars: a call goes through ``method``'s rule."""
+
+    def tracked_method(*args, **kwargs):
+        out = apply(method, (value, *args), kwargs)
+        if out is NotImplemented:  # an argument of a differentiation nested inside: NumPy's function hands it over
+            method_call = method_twin(method)
+            if method_call is None:
+                raise TypeError(
+                    f"x.{name}(...) of a value being differentiated, with an argument of a differentiation nested "
+                    f"inside its own{_at()}: call the NumPy function instead (np.{name})"
+                )
+            function, call_args, call_kwargs = method_call(value, *args, **kwargs)
+            return function(*call_args, **call_kwargs)
+        return out
+
+    # named as the method it stands for, which errors about it name (numpy.generic.tolist)
+    tracked_method.__name__, tracked_method.__qualname__ = name, getattr(method, "__qualname__", name)
+    tracked_method.__module__ = "numpy"
+    return tracked_method
+
+
+# attributes of NumPy scalars that are values: through the NumPy function they stand for
+_SCALAR_ATTRIBUTES = {"T": np.transpose}
 
 # NumPy functions that only describe their argument, answered from the primal like x.shape
 _DESCRIBE = frozenset({np.shape, np.ndim, np.size, np.iscomplexobj, np.isrealobj})
@@ -371,12 +412,7 @@ class TrackedArray(_Operators):
             raise AttributeError(f"'TrackedArray' object has no attribute {name!r}")
         if not callable(method):  # another attribute of arrays (x.flat, x.base): through getattr's rule
             return apply(getattr, (self, name), {})
-
-        def tracked_method(*args, **kwargs):
-            return apply(method, (self, *args), kwargs)
-
-        tracked_method.__name__ = tracked_method.__qualname__ = name
-        return tracked_method
+        return _tracked_method(self, method, name)
 
     def __len__(self) -> int:
         return len(deep_primal(self))
@@ -405,6 +441,8 @@ class TrackedArray(_Operators):
                 f"(an argument, a view, a reshape){_at()}: write x = x {_SYMBOL[f]} y instead"
             )
         result = binary(f, self, other)
+        if result is NotImplemented:  # a dual of a differentiation nested inside: Python asks it for x + v
+            return result
         old = deep_primal(self)
         new = deep_primal(result)
         if not isinstance(result, TrackedArray) or result._trace is not self._trace or new.shape != old.shape:

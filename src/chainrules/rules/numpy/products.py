@@ -1271,7 +1271,18 @@ def _as_3_vectors(v):
 def rrule_cross(a, b, *args, **kwargs):
     """``a × b`` is bilinear: ``ā = b̄ × ȳ`` reads ``conj(b) × ȳ`` and ``b̄ = ȳ × conj(a)``
     (``<ȳ, a × b> = <a, b × ȳ> = <b, ȳ × a>``). 2-vectors are 3-vectors with a zero third entry."""
-    y = np.cross(a, b, *args, **kwargs)
+    return _rrule_cross(np.cross, a, b, args, kwargs)
+
+
+@rrule.register(np.linalg.cross, batched=True)
+def rrule_linalg_cross(x1, x2, **kwargs):
+    """NumPy 2's ``np.linalg.cross(x1, x2, /, *, axis=-1)``: ``np.cross`` of 3-vectors (its own
+    checks run: 2-vectors are refused as NumPy refuses them)."""
+    return _rrule_cross(np.linalg.cross, x1, x2, (), kwargs)
+
+
+def _rrule_cross(cross, a, b, args: tuple, kwargs: dict):
+    y = cross(a, b, *args, **kwargs)
     axisa, axisb, axisc = _cross_axes(a, b, args, kwargs)
     va, vb = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
     na, nb = np.shape(va)[-1], np.shape(vb)[-1]
@@ -1321,7 +1332,16 @@ def _cross_batch(a, b, axisa, axisb, axisc, va, vb, a3, b3, dys):
 
 @frule.register(np.cross, batched=True)
 def frule_cross(tangents, a, b, *args, **kwargs):
-    y = np.cross(a, b, *args, **kwargs)
+    return _frule_cross(np.cross, tangents, a, b, args, kwargs)
+
+
+@frule.register(np.linalg.cross, batched=True)
+def frule_linalg_cross(tangents, x1, x2, **kwargs):
+    return _frule_cross(np.linalg.cross, tangents, x1, x2, (), kwargs)
+
+
+def _frule_cross(cross, tangents, a, b, args: tuple, kwargs: dict):
+    y = cross(a, b, *args, **kwargs)
     axisa, axisb, axisc = _cross_axes(a, b, args, kwargs)
     va, vb = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
     planar = np.shape(va)[-1] == np.shape(vb)[-1] == 2  # the output is the third component alone
@@ -1343,10 +1363,6 @@ def frule_cross(tangents, a, b, *args, **kwargs):
     if planar:
         return y, dy[..., 2]
     return y, np.moveaxis(dy, -1, normalize_axis(axisc, np.ndim(y)) + batched)
-
-
-rrule.register(np.linalg.cross, batched=True)(rrule_cross)
-frule.register(np.linalg.cross, batched=True)(frule_cross)
 
 
 def _convolution_window(n_a: int, n_v: int, mode: str) -> slice:

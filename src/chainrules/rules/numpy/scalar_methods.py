@@ -18,7 +18,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import AbstractZero, NoRuleError, NoTangent, frule, match_input, rrule, unthunk
+from ...core import (
+    AbstractZero,
+    NoRuleError,
+    NoTangent,
+    ZeroTangent,
+    frule,
+    match_input,
+    match_input_batch,
+    rrule,
+    unthunk,
+)
 from ._util import match_output
 
 _NO = NoTangent()
@@ -68,3 +78,57 @@ _NAMES = (
 )  # fmt: skip
 for _name in _NAMES:
     _scalar_method_rules(_name)
+
+
+_ANY_OBJECT = object()  # looks up the rule registered for any type
+
+# the linear maps a NumPy scalar's value attributes apply, each its own adjoint on real cotangents:
+# s.T is s, s.real its real part, s.imag its imaginary part (whose adjoint is 1j * dy)
+_VALUE_ATTRIBUTES = {
+    "T": lambda x, d: d,
+    "real": lambda x, d: np.real(d),
+    "imag": lambda x, d: np.imag(d) if np.iscomplexobj(x) else ZeroTangent(),
+}
+_VALUE_ATTRIBUTE_ADJOINTS = {
+    "T": lambda x, dy: dy,
+    "real": lambda x, dy: np.real(dy),
+    "imag": lambda x, dy: 1j * np.real(dy) if np.iscomplexobj(x) else ZeroTangent(),
+}
+
+
+# Attributes of NumPy scalars: ``s.T``, ``s.real``, ``s.imag`` are linear in ``s``, others (``s.shape``,
+# a bound method) carry no derivative. The rule for Python objects would take ``T`` for a number's
+# field, as ``real`` is, and give it none. The rules compute with NumPy functions only: in nested
+# differentiation ``s`` is another engine's number.
+@rrule.register(getattr, np.generic, str, batched=True)
+def rrule_scalar_getattr(x, name, *default):
+    y = getattr(x, name, *default)
+    rest = (_NO,) * len(default)
+    adjoint = _VALUE_ATTRIBUTE_ADJOINTS.get(name)
+    if adjoint is None:
+        if callable(y) or isinstance(y, (tuple, int, np.dtype)):  # a method, the shape, dtype, size
+            return y, lambda dy: (_NO, _NO, _NO, *rest)
+        return rrule.lookup(getattr, (_ANY_OBJECT, name))(x, name, *default)
+
+    def scalar_attribute_pullback(dy):
+        dy = unthunk(dy)
+        dx = dy if isinstance(dy, AbstractZero) else adjoint(x, dy)
+        if isinstance(dx, AbstractZero):
+            return (_NO, dx, _NO, *rest)
+        # a batch of cotangents (a leading batch axis) keeps its axis
+        return (_NO, match_input_batch(x, dx) if np.ndim(dx) > 0 else match_input(x, dx), _NO, *rest)
+
+    return y, scalar_attribute_pullback
+
+
+@frule.register(getattr, np.generic, str, batched=True)
+def frule_scalar_getattr(tangents, x, name, *default):
+    y = getattr(x, name, *default)
+    attribute = _VALUE_ATTRIBUTES.get(name)
+    if attribute is None:
+        if callable(y) or isinstance(y, (tuple, int, np.dtype)):
+            return y, _NO
+        return frule.lookup(getattr, (_ANY_OBJECT, name))(tangents, x, name, *default)
+    dx = unthunk(tangents[1])
+    dy = dx if isinstance(dx, AbstractZero) else attribute(x, dx)
+    return y, dy if isinstance(dy, AbstractZero) or np.ndim(dy) > 0 else match_output(y, dy)
