@@ -273,3 +273,22 @@ def test_batched_frules_equal_one_call_per_tangent(f, args):
     _, dy = rule((cr.NoTangent(), *batch), *args)
     for k in range(4):
         assert np.allclose(dy[k], rule((cr.NoTangent(), *(b[k] for b in batch)), *args)[1])
+
+
+# ----- edge cases found by fuzzing (tests/fuzz/fuzz_rules.py) ---------------------------------
+
+
+def test_rect_of_numpy_numbers_is_a_python_complex():
+    r, phi = np.float64(0.9), 1.4
+    assert type(cr.rrule(cmath.rect, r, phi)[0]) is complex
+    assert type(cr.frule((cr.NoTangent(), 1.0, 0.0), cmath.rect, r, phi)[0]) is complex
+    test_rrule(cmath.rect, r, phi)
+    test_frule(cmath.rect, r, phi)
+
+
+@pytest.mark.parametrize("f", [math.cosh, math.erf, math.exp2, math.fabs, math.radians])
+def test_tangent_of_a_python_float_is_a_float(f):
+    """math functions return a Python float for a float32 input: its tangent is a float too."""
+    _, dy = cr.frule((cr.NoTangent(), np.float32(1.0)), f, np.float32(0.7))
+    assert type(dy) is float
+    test_frule(f, np.float32(0.7))

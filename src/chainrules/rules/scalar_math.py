@@ -457,7 +457,7 @@ def _real_part(t):
 def rrule_rect(r, phi):
     """``r * exp(i phi)`` for real r and phi: each gets the real part of its conjugate partial times dz."""
     e = cmath.exp(1j * phi)
-    y = r * e
+    y = cmath.rect(r, phi)  # a Python complex, whatever the type of the real numbers r and phi
 
     def rect_pullback(dz):
         dz = unthunk(dz)
@@ -471,7 +471,8 @@ def rrule_rect(r, phi):
 @frule.register(cmath.rect, batched=True)
 def frule_rect(tangents, r, phi):
     e = cmath.exp(1j * phi)
-    return r * e, e * tangents[1] + (1j * r * e) * tangents[2]
+    y = cmath.rect(r, phi)
+    return y, e * tangents[1] + (1j * y) * tangents[2]
 
 
 non_differentiable(cmath.isnan, cmath.isinf, cmath.isfinite, cmath.isclose)
