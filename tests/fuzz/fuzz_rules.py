@@ -277,12 +277,17 @@ UNARY_UFUNCS = {
 }
 
 
+ROUNDING = (np.floor, np.ceil, np.trunc, np.rint, np.fix, np.around, np.round, np.sign)
+
+
 @family("elementwise", *UNARY_UFUNCS)
 def _unary(d: Draw, f):
     domain, complex_ok = UNARY_UFUNCS[f]
     method = isinstance(f, type(np.ndarray.copy)) and f.__objclass__ is np.ndarray
     kind = d.pick(["float", "float", "float", "int"]) if domain in ("any", "pos", "signed", "above1") else "float"
     dtype = np.int64 if kind == "int" else d.dtype(complex_ok)
+    if f in ROUNDING and dtype is np.float32:  # a float32 finite-difference step crosses the jumps
+        dtype = np.float64
     x = d.array(d.shape(empty=True), domain, dtype) if method else d.operand(domain, dtype)
     if domain == "above1" and np.issubdtype(np.asarray(x).dtype, np.integer):
         x = x + 1  # integers from 2 up: arccosh is not differentiable at 1
@@ -495,7 +500,11 @@ def _reduction(d: Draw, f):
         np.argmax,
         np.argmin,
     )
-    dtype = d.pick([np.float64, np.float32, np.int64]) if ordered else d.dtype()
+    # (integers tie, and an order statistic's cotangent goes to one of the tied entries, documented:
+    # finite differences split it; only the argument-returning ones get integers)
+    dtype = (
+        d.pick([np.float64, np.float32] + ([np.int64] if f in (np.argmax, np.argmin) else [])) if ordered else d.dtype()
+    )
     if f in (np.prod, np.ndarray.prod, np.multiply.reduce, np.nanprod):
         domain = "signed"
     else:
@@ -1581,7 +1590,7 @@ def check_draw(f, args, kwargs, outcome: Outcome, label: str, check_batched, fam
         # (tests/rules/conftest.py's checker builds the cotangents of tuples, not of NumPy's named results)
         if rule is not None and getattr(rule, "batched", False) and not _named(y0):
             try:
-                check_batched(f, *plain, kwargs=kwargs, rtol=1e-5 if tol.get("rtol", 0) > 1e-6 else 1e-10)
+                check_batched(f, *plain, kwargs=kwargs, rtol=1e-4 if tol.get("rtol", 0) > 1e-6 else 1e-10)
             except AssertionError as exc:
                 fail("batched pullback differs", str(exc))
             except Exception as exc:

@@ -292,3 +292,20 @@ def test_tangent_of_a_python_float_is_a_float(f):
     _, dy = cr.frule((cr.NoTangent(), np.float32(1.0)), f, np.float32(0.7))
     assert type(dy) is float
     test_frule(f, np.float32(0.7))
+
+
+@pytest.mark.parametrize("f", [math.sin, math.cos, math.frexp, math.modf, cmath.polar])
+def test_numpy_float32_in_python_float_out(f):
+    """The input's cotangent keeps its type (float32), the output's tangent is a float like the output."""
+    x = np.float32(0.7)
+    _, back = cr.rrule(f, x)
+    y, dy = cr.frule((cr.NoTangent(), np.float32(1.0)), f, x)
+    seed = 1.0 if isinstance(y, float) else cr.Tangent[tuple](1.0, 0.0)
+    assert type(cr.unthunk(back(seed)[1])) is np.float32
+    assert all(
+        type(d) is float
+        for d in (dy.backing if isinstance(dy, cr.Tangent) else (dy,))
+        if d != cr.ZeroTangent() and d != cr.NoTangent()
+    )
+    test_rrule(f, x)
+    test_frule(f, x)

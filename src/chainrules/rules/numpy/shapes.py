@@ -479,6 +479,8 @@ def _conversion_spec(y, x):
         return (lambda dy, lead=(): ZERO), (lambda dx, lead: ZERO)
 
     def conversion_push(dx, lead):
+        if type(y) is np.ndarray and isinstance(dx, (float, complex, np.generic)):
+            dx = np.asarray(dx)  # a number's tangent, for its copy as an array (np.copy(1.5) is a 0-d array)
         if type(dx) is np.ndarray and out_dtype is not None and out_dtype.kind != "O" and dx.dtype != out_dtype:
             return (np.real(dx) if out_dtype.kind == "f" else dx).astype(out_dtype)
         return dx
