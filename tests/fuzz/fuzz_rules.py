@@ -691,7 +691,7 @@ def _shape_op(d: Draw, f):
         return (x, (2, *[1 if False else n for n in x.shape])), {}
     if f is np.diag:
         if nd > 2:
-            x = x[0]
+            x = x[0] if len(x) else x[:, 0]
         return (x,), {"k": int(d.rng.integers(-1, 2))} if d.chance(0.5) else {}
     if f is np.pad:
         mode = d.pick(["constant", "edge", "reflect", "wrap", "symmetric"])
@@ -1408,6 +1408,136 @@ def _math_binary(d: Draw, f):
     return (num(da), b), {}
 
 
+SCALAR_METHODS = {
+    # NumPy scalar methods: (extra positional arguments drawn by name, takes complex)
+    "sum": ("axis", True),
+    "mean": ("axis", True),
+    "std": ("axis", True),
+    "var": ("axis", True),
+    "prod": ("axis", True),
+    "max": ("axis", False),
+    "min": ("axis", False),
+    "cumsum": ("axis", True),
+    "cumprod": ("axis", True),
+    "ravel": ("", True),
+    "flatten": ("", True),
+    "reshape": ("shape", True),
+    "squeeze": ("", True),
+    "transpose": ("", True),
+    "swapaxes": ("swap", True),
+    "take": ("index", True),
+    "repeat": ("repeats", True),
+    "round": ("", False),
+    "clip": ("bounds", False),
+    "conj": ("", True),
+    "conjugate": ("", True),
+    "copy": ("", True),
+    "astype": ("dtype", True),
+    "item": ("", True),
+    "all": ("", True),
+    "any": ("", True),
+    "argmax": ("", False),
+    "argmin": ("", False),
+    "argsort": ("", False),
+    "nonzero": ("", True),
+    "searchsorted": ("value", False),
+}
+
+
+@family("NumPy scalar methods", *(getattr(np.generic, name) for name in SCALAR_METHODS))
+def _scalar_method(d: Draw, f):
+    how, complex_ok = SCALAR_METHODS[f.__name__]
+    x = d.values((), "signed", d.dtype(complex_ok))[()]
+    extra = {
+        "axis": d.pick([(), (None,), (0,), (-1,)]),
+        "shape": d.pick([((1,),), ((),), ((1, 1),)]),
+        "swap": (0, 0),
+        "index": d.pick([(0,), (np.array([0, 0]),)]),
+        "repeats": d.pick([(2,), (1,)]),
+        "bounds": (-0.5, 0.5),
+        "dtype": (d.pick([np.float32, np.float64, np.complex128]),),
+        "value": (d.number("any"),),
+        "": (),
+    }[how]  # the arguments after the scalar itself
+    return (x, *extra), {}
+
+
+ARRAY_METHODS = [
+    np.ndarray.argmax,
+    np.ndarray.argmin,
+    np.ndarray.argsort,
+    np.ndarray.argpartition,
+    np.ndarray.nonzero,
+    np.ndarray.round,
+    np.ndarray.searchsorted,
+    np.ndarray.all,
+    np.ndarray.any,
+]
+
+
+@family("NumPy array methods", *ARRAY_METHODS)
+def _array_method(d: Draw, f):
+    x = d.array(d.shape(1, 3), "signed", d.pick([np.float64, np.float32]))
+    if f is np.ndarray.round:
+        return (x,), {"decimals": int(d.rng.integers(0, 3))} if d.chance(0.5) else {}
+    if f is np.ndarray.searchsorted:
+        return (np.sort(x.reshape(-1)), d.operand("any", np.float64)), {}
+    if f is np.ndarray.argpartition:
+        return (x, int(d.rng.integers(x.shape[-1]))), {}
+    if f in (np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort):
+        return (x,), {"axis": d.axis(x.ndim, tuples=False)} if d.chance(0.5) and f is not np.ndarray.argsort else {}
+    return (x,), {}
+
+
+MORE_LINALG = [
+    sla.eig,
+    sla.eigvals,
+    sla.svd,
+    sla.lu,
+    sla.lu_solve,
+    sla.cho_solve,
+    sla.solve_banded,
+    sla.solveh_banded,
+    np.linalg.tensorinv,
+    np.linalg.tensorsolve,
+    np.ldexp,
+]
+
+
+@family("linalg", *MORE_LINALG)
+def _more_linalg(d: Draw, f):
+    n = int(d.rng.integers(1, 4))
+    if f in (sla.eig, sla.eigvals):  # real eigenvalues far apart; eig's vectors are defined up to a scale
+        return (d.square(n, np.float64) + np.diag(np.arange(n) * 4.0),), {} if f is sla.eigvals else {"right": True}
+    if f is sla.svd:
+        m = int(d.rng.integers(1, 4))
+        return (d.array((n, m), "any") + 2 * np.eye(n, m),), {"full_matrices": False}
+    if f is sla.lu:
+        return (d.square(n, d.dtype(single_ok=False)),), {}
+    if f is sla.lu_solve:
+        a = d.square(n, np.float64)
+        return (
+            sla.lu_factor(a),
+            d.array((n,) if d.chance(0.5) else (n, 2), "any"),
+        ), {}  # (the factors are differentiated)
+    if f is sla.cho_solve:
+        a = d.square(n, np.float64, "spd")
+        return (sla.cho_factor(a), d.array((n,) if d.chance(0.5) else (n, 2), "any")), {}
+    if f is sla.solve_banded:
+        ab = d.values((3, n), "small") + np.array([[0.0], [4.0], [0.0]])
+        return ((1, 1), ab, d.array((n,), "any")), {}
+    if f is sla.solveh_banded:
+        ab = d.values((2, n), "small") * 0.3 + np.array([[0.0], [3.0]])
+        return (ab, d.array((n,), "any")), {}
+    if f is np.linalg.tensorinv:
+        return (d.square(4, np.float64).reshape(4, 2, 2),), {"ind": 1}
+    if f is np.linalg.tensorsolve:
+        return (d.square(4, np.float64).reshape(2, 2, 4), d.array((2, 2), "any")), {}
+    if f is np.ldexp:
+        return (d.operand("any"), d.rng.integers(-2, 3, d.shape(0, 2))), {}
+    raise Skip(f"no generator for {f}")
+
+
 # ----- running the checks -------------------------------------------------------------------------
 
 
@@ -1625,6 +1755,9 @@ def fuzz(
             try:
                 args, kwargs = gen(d, f)
             except Skip:
+                continue
+            except Exception as exc:  # the generator's own mistake: reported, and the run goes on
+                outcome.failures.append(("generator error", f"draw {k}: {name}", f"{type(exc).__name__}: {exc}"))
                 continue
             label = f"draw {k}: {name}({', '.join(_describe(a) for a in args)}"
             label += "".join(f", {key}={_describe(v)}" for key, v in kwargs.items()) + ")"

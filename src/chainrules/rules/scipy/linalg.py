@@ -1326,6 +1326,9 @@ def frule_eig(tangents, a, *rest, **kwargs):
     if is_zero(da):
         return result, ZERO
     dw, dv = eig_tangent(w, v, da, SCIPY, is_batched(da, a))
+    # in the outputs' types: SciPy's eigenvalues are complex always, its eigenvectors real when all are
+    dw = dw if np.result_type(dw) == w.dtype else np.asarray(dw).astype(w.dtype)
+    dv = np.real(dv) if np.iscomplexobj(dv) and not np.iscomplexobj(v) else dv
     return result, (tangent_of(result, dw, dv) if opts["right"] else dw)
 
 
