@@ -1,12 +1,7 @@
 """Whole programs the way scientists write them, for ``test_programs.py``.
 
-Each ``@program(args...)`` is differentiated by every engine: both reverse engines (``cr.pullback``
-against finite differences), forward mode (``cr.jacobian(mode="forward")`` of the first argument,
-when it and the output are numbers or arrays), and, where marked, the Hessian by forward over
-each reverse engine and the second derivative by a tape over the source engine. A construct an
-engine does not support by design is listed in ``refuses`` as ``{engine: message fragment}``:
-that engine must raise a clear error saying it, never return a number (``hessian-<engine>`` for a
-refusal of the Hessian over that engine only).
+Each ``@program(args...)`` is differentiated by every engine, and a construct an engine does not
+support by design is listed in ``refuses`` (``program_checks.py`` says how).
 """
 
 from __future__ import annotations
@@ -16,46 +11,25 @@ import dataclasses
 import functools
 import logging
 import math
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
 import scipy.special
+from program_checks import (
+    ARRAY_OF_TRACKED,
+    MATH_FORWARD,
+    MATH_ON_TAPE,
+    SCIPY_WRAPPER,
+    SCIPY_WRAPPER_FORWARD,
+    TAPE_WRITES,
+    TRY_IN_SOURCE,
+    new_corpus,
+)
 
 import chainrules as cr
 
-
-@dataclasses.dataclass(frozen=True)
-class Program:
-    name: str
-    f: Callable
-    args: tuple
-    kwargs: dict
-    hessian: bool
-    nested: bool
-    refuses: dict
-    rtol: float
-
-
-PROGRAMS: list[Program] = []
-
-# what each engine refuses by design (see docs/engines.md), as the message says it
-MATH_ON_TAPE = "use the NumPy function instead"  # math.sin(x) converts x with float()
-MATH_FORWARD = "use the NumPy function instead"
-ARRAY_OF_TRACKED = "would drop its derivative"  # np.array([...]) or out[i] = x of a tracked value
-TRY_IN_SOURCE = "`try` is not supported by the source engine"
-SCIPY_WRAPPER = "has a rule that the tape engine cannot use here"
-SCIPY_WRAPPER_FORWARD = "has a rule that forward mode cannot use here"
-
-
-def program(*args, hessian=False, nested=False, refuses=None, rtol=1e-6, **kwargs):
-    def register(f):
-        PROGRAMS.append(Program(f.__name__, f, args, kwargs, hessian, nested, refuses or {}, rtol))
-        return f
-
-    return register
-
+PROGRAMS, program = new_corpus()
 
 # ----- ODEs, dynamics, physics --------------------------------------------------------------------
 
@@ -460,7 +434,7 @@ def fills_a_fresh_buffer(x):
     return np.sum(cumulative * out)
 
 
-@program(np.array([0.3, -0.4, 0.8, 1.1]), hessian=True, refuses={"tape": "the tape engine does not write into arrays"})
+@program(np.array([0.3, -0.4, 0.8, 1.1]), hessian=True, refuses={"tape": TAPE_WRITES})
 def fills_a_buffer_like_its_input(x):
     out = np.zeros_like(x)
     for i in range(len(x)):
@@ -584,7 +558,7 @@ def cumulative_sorted_and_argmax(x):
     )
 
 
-@program(np.array([0.5, -1.2, 2.0, -0.1]), refuses={"tape": "the tape engine does not write into arrays"})
+@program(np.array([0.5, -1.2, 2.0, -0.1]), refuses={"tape": TAPE_WRITES})
 def boolean_mask_on_a_copy(x):
     y = x.copy()
     y[y < 0] = 0.0

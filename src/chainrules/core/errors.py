@@ -9,6 +9,7 @@ from __future__ import annotations
 import dis
 import os
 import sys
+import sysconfig
 from types import FrameType
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -126,14 +127,25 @@ def is_internal_frame(frame: FrameType) -> bool:
 GENERATED_LINES: dict[str, tuple[str, dict[int, int]]] = {}
 
 
+#: the standard library and installed packages: a library function the user's code called (NumPy's
+#: ``np.mean`` converting a list of an engine's numbers) is not where the user should look
+_LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def _library_frame(frame: FrameType) -> bool:
+    filename = frame.f_code.co_filename
+    return filename.startswith(_LIBRARIES) and not filename.startswith(_PACKAGE_DIR)
+
+
 def user_location(skip_internal: bool = True) -> str | None:
-    """``file:line`` of the innermost frame of the caller's stack outside chainrules.
+    """``file:line`` of the innermost frame of the caller's stack outside chainrules and the
+    libraries it runs in (the standard library, installed packages).
 
     Engines call this when they raise, so that the message points at the user's line; a frame of
     code generated from the user's (``GENERATED_LINES``) counts as the user's line it came from.
     """
     frame = sys._getframe(1)
-    while frame is not None and skip_internal and is_internal_frame(frame):
+    while frame is not None and skip_internal and (is_internal_frame(frame) or _library_frame(frame)):
         generated = GENERATED_LINES.get(frame.f_code.co_filename)
         if generated is not None and frame.f_lineno in generated[1]:
             return f"{generated[0]}:{generated[1][frame.f_lineno]}"

@@ -66,6 +66,7 @@ from ..core import (
 )
 from ..core.active import next_order
 from ..core.errors import conversion_in_rule, in_percent_formatting
+from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch
 from ..core.tangents import _is_namedtuple_type
 from ..core.twins import ATTRIBUTE_TWINS, method_twin, twin_of
@@ -787,10 +788,15 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
     if kwargs:
         tag = _newest_tag(kwargs.values(), tag)
         if tag is not None and _has_dual(kwargs, tag):
-            raise TypeError(
-                f"{_name(f)}: a dual number was passed as a keyword argument; forward mode differentiates "
-                "positional arguments only, so pass it positionally"
-            )
+            # rules differentiate positional arguments: pass these by their positions (see core.keywords)
+            dual_keywords = [k for k, v in kwargs.items() if _has_dual(v, tag)]
+            moved = as_positional(f, args, kwargs, dual_keywords)
+            if moved is None:
+                raise TypeError(
+                    f"{_name(f)}: a dual number was passed as the keyword argument {dual_keywords[0]!r}; forward "
+                    "mode differentiates positional arguments only, and no position of its signature can take it"
+                )
+            return _call_general(f, moved[0], moved[1], caller)
     else:
         kwargs = _NO_KWARGS
     if tag is None:

@@ -248,10 +248,9 @@ def rrule_zip(*iterables, strict: bool = False):
 
 
 @rrule.register(builtins.enumerate, batched=True)
-def rrule_enumerate(xs, *start):
+def rrule_enumerate(xs, *start, **kwargs):
     """``enumerate(xs[, start])``: the index carries no cotangent, the element's goes back to ``xs``."""
     items, layout = _elements(enumerate, xs)
-    first = start[0] if start else 0
     n = len(items)
 
     def enumerate_pullback(dy):
@@ -262,7 +261,7 @@ def rrule_enumerate(xs, *start):
             parts.append(d if isinstance(d, AbstractZero) else (list(d.backing) if isinstance(d, Tangent) else d)[1])
         return (_NO, _cotangent(layout, parts), *((_NO,) * len(start)))
 
-    return Iterated([(first + i, x) for i, x in builtins.enumerate(items)], "enumerate"), enumerate_pullback
+    return Iterated(list(builtins.enumerate(items, *start, **kwargs)), "enumerate"), enumerate_pullback
 
 
 @rrule.register(builtins.filter, batched=True)  # the cotangents, or batches of them, pass through

@@ -119,12 +119,6 @@ def rebinds_a_captured_variable(x):
     return g()
 
 
-def leaves_a_with_block(x):
-    with np.errstate(all="ignore"):
-        for _ in range(2):
-            return x  # <- leaves with
-
-
 def defines_a_class(x):
     class Inner:  # <- class
         pass
@@ -141,10 +135,9 @@ def defines_a_class(x):
         (assigns_an_attribute, "<- attribute assignment", 5, "assigning to an attribute"),
         (uses_global_write, "<- global write", 5, "the global variable `SOMETHING`"),
         (uses_locals, "<- locals", 12, "`locals()` is not supported"),
-        (zero_arg_super, "<- super", 12, "`super()` without arguments"),
+        (zero_arg_super, "<- super", 12, "`super()` without arguments outside a method of a class"),
         (rebinds_a_captured_variable, "<- rebound capture", 5, "`w` is read by a nested function"),
         (defines_a_class, "<- class", 5, "a class definition"),
-        (leaves_a_with_block, "<- leaves with", 13, "leaving a `with` block"),
     ],
     ids=lambda v: getattr(v, "__name__", None),
 )
@@ -189,7 +182,11 @@ def test_a_set_of_differentiated_values_is_refused():
 
 
 def differentiated_keyword_to_a_rule(x, lo):
-    return np.clip(x, a_min=lo, a_max=None).sum()  # <- keyword
+    return np.clip(x, min=lo).sum()  # <- keyword
+
+
+def differentiated_keyword_with_a_position(x, lo):
+    return np.clip(x, a_min=lo, a_max=None).sum()
 
 
 def constant_keyword_to_a_rule(x):
@@ -198,10 +195,14 @@ def constant_keyword_to_a_rule(x):
 
 
 def test_a_differentiated_keyword_argument_of_a_rule_is_refused():
+    # a keyword-only parameter: no position can take it
     with pytest.raises(cr.NoRuleError) as info:
         pullback_full(differentiated_keyword_to_a_rule, np.ones(3), 0.5)
-    assert "'a_min'" in str(info.value) and "pass it positionally" in str(info.value)
+    assert "'min'" in str(info.value) and "no position of its signature can take" in str(info.value)
     assert f"{HERE}:{line_of('<- keyword')}" in str(info.value)
+    # one that has a position is passed there, and differentiated
+    _, back = pullback_full(differentiated_keyword_with_a_position, np.array([0.2, 0.7, 0.9]), 0.5)
+    assert back(1.0)[1:] == (pytest.approx(np.array([0.0, 1.0, 1.0])), 1.0)
     # an inactive keyword (a constant, an index) is fine
     _, back = pullback_full(constant_keyword_to_a_rule, np.array([1.0, 2.0]))
     assert back(1.0)[1].tolist() == [2.0, 4.0]

@@ -138,16 +138,26 @@ def test_tracked_integers_index_and_count():
     assert cr.gradient(f, 2, 1.5, engine="tape") == (cr.NoTangent(), 6.0)
 
 
-def test_keyword_arguments_with_tracked_values_raise():
-    def combine(a, b=1.0):
+def test_keyword_arguments_with_tracked_values_raise_when_no_position_takes_them():
+    def combine(a, *, b=1.0):
         return a * b
 
     @cr.rrule.register(combine)
-    def rrule_combine(a, b=1.0):
+    def rrule_combine(a, *, b=1.0):
         return a * b, lambda dy: (cr.NoTangent(), dy * b)
 
-    with pytest.raises(TypeError, match="keyword argument 'b'"):
+    with pytest.raises(TypeError, match="keyword argument 'b'.*no position of its signature can take it"):
         pullback_full(lambda x: apply(combine, (2.0,), {"b": x}), 1.0)
+
+    def scale(a, b=1.0):
+        return a * b
+
+    @cr.rrule.register(scale)
+    def rrule_scale(a, b=1.0):
+        return a * b, lambda dy: (cr.NoTangent(), dy * b, dy * a)
+
+    # a keyword with a position is passed there, and differentiated
+    assert pullback_full(lambda x: apply(scale, (2.0,), {"b": x}), 1.5)[1](1.0) == (cr.NoTangent(), 2.0)
 
 
 def test_values_that_escape_their_differentiation_raise_when_used():

@@ -47,7 +47,7 @@ class Transformed:
         stats["parsed"] += 1
         node = self.source.node
         self.cellvars = _captured_by_functions(code)
-        fence.check(node, self.source.filename, captured=self.cellvars)
+        fence.check(node, self.source.filename, captured=self.cellvars, in_class="__class__" in code.co_freevars)
         self.namer = Namer.for_function(node, extra=set(code.co_freevars) | set(code.co_names))
         self.normalized = normalize.normalize(node, self.namer)
         self.ir = lower.lower(self.normalized, self.namer, self.source.filename, code, root=node)

@@ -33,6 +33,7 @@ import numpy as np
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
 from ...core.errors import NoRuleError, UnsupportedSyntaxError, user_location
+from ...core.keywords import as_positional
 from ...core.registry import _LEDGER, decline_batch, rrule
 from ...core.tangents import AbstractZero, Tangent, unthunk
 from . import cache, codegen, effects, runtime
@@ -168,6 +169,9 @@ def _without_rule(f, args: tuple, kwargs: dict, library_refused: str = ""):
     if f is operator.getitem:
         decline_batch()
         return _with_keywords(structural_getitem(*args), kwargs)
+    if f is super and len(args) == 2 and not kwargs:
+        decline_batch()
+        return super(*args), _super_pullback
     if isinstance(f, type):  # the fields' cotangents, or batches of them, are read off the object's
         return construct(f, args, kwargs)
     call = _class_attribute(kind, "__call__")
@@ -241,7 +245,7 @@ def dispatch_method(where: tuple, obj, name: str, *args, **kwargs):
 def _carries_numbers(x) -> bool:
     """Whether ``x`` holds real or complex numbers (a callable, such as a ``key``, does not:
     rules that take one use it to select, as ``sorted`` does)."""
-    if isinstance(x, (float, complex, np.inexact)):
+    if isinstance(x, (float, complex, np.inexact, ActiveValue)):  # (an engine's number: nested differentiation)
         return True
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "fc"
@@ -359,12 +363,15 @@ def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
             decline_batch()
         dropped = [k for k in active if _carries_numbers(kwargs.get(k))]
         if dropped:
-            raise _no_rule(
-                f,
-                args,
-                f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, dropped))} "
-                "depends on differentiated values: pass it positionally",
-            )
+            moved = as_positional(f, args, kwargs, dropped)
+            if moved is None:
+                raise _no_rule(
+                    f,
+                    args,
+                    f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, dropped))} "
+                    "depends on differentiated values, which no position of its signature can take",
+                )
+            return _keywords_by_position(f, rule, args, *moved)
         if "out" in kwargs:
             _refuse_output(f, args, kwargs)
         y, back = rule(*args, **kwargs)
@@ -383,6 +390,22 @@ def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
         return d[0], structural_tangent(args, tuple(d[1 : 1 + n])), d_kwargs or ZERO
 
     return y, apply_pullback
+
+
+def _keywords_by_position(f, rule, args: tuple, call_args: tuple, call_kwargs: dict, positions: dict):
+    """``f(*args, **kwargs)`` through its rule, called as ``rule(*call_args, **call_kwargs)``: the
+    keyword arguments carrying derivatives passed at ``positions``, where the rule gives them
+    cotangents, handed back as the dict of keyword cotangents."""
+    if "out" in call_kwargs:
+        _refuse_output(f, call_args, call_kwargs)
+    y, back = rule(*call_args, **call_kwargs)
+    n = len(args)
+
+    def keywords_by_position_pullback(dy):
+        d = back(dy)
+        return d[0], structural_tangent(args, tuple(d[1 : 1 + n])), {k: d[1 + i] for k, i in positions.items()}
+
+    return y, keywords_by_position_pullback
 
 
 # ----- method calls --------------------------------------------------------------------------
@@ -417,11 +440,18 @@ def _resolve_method(obj, name: str) -> tuple[str, object]:
     return hit
 
 
+def _super_pullback(d_proxy):
+    """``super(cls, obj)`` is ``obj`` seen from the class after ``cls``: its cotangent is ``obj``'s."""
+    return NO, NO, d_proxy
+
+
 def pullback_method(obj, name: str, *args, **kwargs):
     """``obj.name(*args, **kwargs)``; ``back(dy) -> (d_obj, dx1, ..., dxn)``."""
     if type(obj) is _MODULE:  # a function of a submodule (``np.fft.fft``): its own rule, as for ``np.sin``
         y, back = pullback(getattr(obj, name), *args, **kwargs)
         return y, lambda dy: (NO, *back(dy)[1:])
+    if type(obj) is super:  # a parent's method bound to the object: its tangent is the object's cotangent
+        return pullback(getattr(obj, name), *args, **kwargs)
     kind, target = _resolve_method(obj, name)
     if kind == "function" and rrule.lookup(target, (obj, *args)) is None:
         y, back = _source(target, (obj, *args), kwargs, True)
@@ -537,11 +567,14 @@ def structural_getitem(obj, key):
 
 
 def construct(cls: type, args: tuple, kwargs: dict):
-    """``cls(*args, **kwargs)`` for a dataclass or namedtuple: a structure from its fields."""
+    """``cls(*args, **kwargs)`` for a dataclass or namedtuple: a structure from its fields; for
+    another class, only from arguments that carry no derivative (sizes, names, options)."""
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         fields = list(cls._fields)
     elif dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__"):
         fields = [f.name for f in dataclasses.fields(cls) if f.init]
+    elif all(map(_is_discrete, args)) and all(map(_is_discrete, kwargs.values())):
+        return _discrete_call(cls, args, kwargs)  # made of sizes, names and options: no derivative
     else:
         raise _no_rule(cls, args, "constructing it has no rule; use a dataclass or namedtuple, or register a rule")
     y = cls(*args, **kwargs)
@@ -590,6 +623,7 @@ cache.RUNTIME.update(
     extend=runtime.extend,
     refuse_write=runtime.refuse_write,
     check_new=runtime.check_new,
+    check_metadata=runtime.check_metadata,
     is_view=runtime.is_view,
     copy_if_view=runtime.copy_if_view,
     iterates_views=runtime.iterates_views,

@@ -50,9 +50,10 @@ _INTROSPECTION = {
 
 
 class _Fence(ast.NodeVisitor):
-    def __init__(self, filename: str, root: ast.AST):
+    def __init__(self, filename: str, root: ast.AST, in_class: bool = True):
         self.filename = filename
         self.root = root
+        self.in_class = in_class
 
     def refuse(self, node: ast.AST, message: str):
         raise UnsupportedSyntaxError(message, self.filename, node.lineno, node.col_offset + 1)
@@ -121,7 +122,11 @@ class _Fence(ast.NodeVisitor):
             self.visit(node.slice)
             return
         if isinstance(node, ast.Attribute):
-            self.refuse(node, "assigning to an attribute mutates an object in place, which is not supported here")
+            self.refuse(
+                node,
+                "assigning to an attribute mutates an object in place, which is not supported here; keep the value "
+                "in a variable, or build a new object (a dataclass: `obj = dataclasses.replace(obj, name=value)`)",
+            )
         self.refuse(node, f"cannot assign to {type(node).__name__}")
 
     def visit_With(self, node: ast.With):
@@ -129,35 +134,17 @@ class _Fence(ast.NodeVisitor):
             self.visit(item.context_expr)
             if item.optional_vars is not None:
                 self.target(item.optional_vars)
-        for jump in _jumps_out(ast.Module(body=node.body, type_ignores=[])):
-            self.refuse(jump, "leaving a `with` block by `return`, `break` or `continue` is not supported")
         for stmt in node.body:
             self.visit(stmt)
 
     def visit_Call(self, node: ast.Call):
         func = node.func
         if isinstance(func, ast.Name):
-            if func.id == "super" and not node.args:
-                self.refuse(node, "`super()` without arguments is not supported; write super(Class, self)")
+            if func.id == "super" and not node.args and not self.in_class:
+                self.refuse(node, "`super()` without arguments outside a method of a class has no class to start from")
             if func.id in _INTROSPECTION:
                 self.refuse(node, f"`{func.id}()` is not supported: {_INTROSPECTION[func.id]}")
         self.generic_visit(node)
-
-
-def _jumps_out(node: ast.AST, in_loop: bool = False):
-    """The ``return``/``break``/``continue`` statements under ``node`` that leave it."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        if isinstance(child, ast.Return) or (isinstance(child, (ast.Break, ast.Continue)) and not in_loop):
-            yield child
-        elif isinstance(child, (ast.For, ast.While)):
-            for stmt in child.body:
-                yield from _jumps_out(ast.Module(body=[stmt], type_ignores=[]), True)
-            for stmt in child.orelse:
-                yield from _jumps_out(ast.Module(body=[stmt], type_ignores=[]), in_loop)
-        else:
-            yield from _jumps_out(child, in_loop)
 
 
 def _own_nodes(fn: ast.AST):
@@ -206,13 +193,16 @@ def _assignments(fn: ast.AST) -> dict[str, list[ast.AST]]:
     return found
 
 
-def check(fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, ...] = ()) -> None:
+def check(
+    fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, ...] = (), in_class: bool = True
+) -> None:
     """Raise ``UnsupportedSyntaxError`` for the first construct of ``fn`` the engine refuses.
 
     ``captured`` names the variables of ``fn`` that nested functions close over; each must be
     bound once, because a closure sees the variable, not its value when it was created.
+    ``in_class``: ``fn`` was defined in a class (it has the ``__class__`` cell ``super()`` reads).
     """
-    fence = _Fence(filename, fn)
+    fence = _Fence(filename, fn, in_class)
     fence.visit(fn)
     bindings = _assignments(fn)
     for stmt in _own_nodes(fn):
@@ -221,7 +211,11 @@ def check(fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, 
                 if name in bindings:
                     node = bindings[name][0]
                     keyword = "global" if isinstance(stmt, ast.Global) else "nonlocal"
-                    fence.refuse(node, f"assigning to the {keyword} variable `{name}` is not supported")
+                    fence.refuse(
+                        node,
+                        f"assigning to the {keyword} variable `{name}` is not supported; return the new value "
+                        f"and assign it where `{name}` is defined",
+                    )
     # a nested function that rebinds one of our variables (`nonlocal`) changes it behind the
     # engine's back, even when the call itself carries no derivative
     for node in ast.walk(fn):
@@ -232,7 +226,9 @@ def check(fn: ast.FunctionDef | ast.Lambda, filename: str, captured: tuple[str, 
             inner = _assignments(node).get(name, [])
             where = next((p for p in inner if not isinstance(p, ast.arg)), None) or node
             fence.refuse(
-                where, f"the nested function writes the variable `{name}` (`nonlocal`), which is not supported"
+                where,
+                f"the nested function writes the variable `{name}` (`nonlocal`), which is not supported; return the "
+                f"new value from it and assign it where `{name}` is defined (`{name} = update({name}, ...)`)",
             )
     in_loops = _bound_in_loops(fn)
     for name in captured:

@@ -12,8 +12,9 @@ same meaning as the original, in which:
   the last statement of a branch of a loop's body; a loop has no ``else``. An ``if`` whose one
   branch always jumps takes the rest of the block into its other branch; where jumps are
   nested deeper, flags guard the statements after them (``returned`` for the function,
-  ``skip``/``stop`` for a loop, reset at each iteration). The returned value is held in a
-  variable (``retval``); a loop's ``else`` runs under ``not stop``.
+  ``skip``/``stop`` for a loop, reset at each iteration); so does a jump out of a ``with``
+  block, which then runs to its end. The returned value is held in a variable (``retval``); a
+  loop's ``else`` runs under ``not stop``.
 
 Every new statement carries the line and column of the original statement it replaces.
 """
@@ -71,6 +72,9 @@ def _exits(block: list[ast.stmt], kinds: tuple = FUNCTION_JUMPS) -> str:
             found = found or body != NEVER or orelse != NEVER
         elif isinstance(stmt, _LOOPS) and ast.Return in kinds and _contains(stmt, ast.Return):
             found = True
+        elif isinstance(stmt, ast.With):
+            # a jump out of a `with` block runs to the block's end under flags (see `jumps`)
+            found = found or _exits(stmt.body, kinds) != NEVER
     return MAYBE if found else NEVER
 
 
@@ -175,6 +179,15 @@ class _Normalizer:
                     out += self.guarded(rest, self._flag(), loop, flagged, stmt)
                     return out
                 continue
+            if isinstance(stmt, ast.With) and _exits(stmt.body, kinds) != NEVER:
+                # a jump out of the block: it sets the flags and the block runs to its end (so its
+                # context manager exits, as Python's jump makes it), then the flags guard the rest
+                stmt.body = self.jumps(stmt.body, loop, True) or [ast.copy_location(ast.Pass(), stmt)]
+                out.append(stmt)
+                if rest:
+                    flag = loop.skip_flag() if loop is not None else self._flag()
+                    out += self.guarded(rest, flag, loop, flagged, rest[0])
+                return out
             if not isinstance(stmt, ast.If) or _exits([stmt], kinds) == NEVER:
                 if (
                     isinstance(stmt, (ast.If, ast.With))
@@ -273,6 +286,33 @@ class _Normalizer:
         return self.flag
 
 
+def _explicit_super(fn: ast.FunctionDef) -> None:
+    """``super()`` in a method is ``super(__class__, self)``: the class Python keeps for it in the
+    method's ``__class__`` cell, and its first parameter. Written out, it is an ordinary call of
+    ``super`` on variables, which the engine follows (the zero-argument form reads the frame)."""
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    if not params:
+        return
+    first = params[0].arg
+    stack = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "super"
+            and not node.args
+            and not node.keywords
+        ):
+            node.args = [
+                ast.copy_location(ast.Name("__class__", ast.Load()), node),
+                ast.copy_location(ast.Name(first, ast.Load()), node),
+            ]
+        stack.extend(ast.iter_child_nodes(node))
+
+
 def _as_function(node: ast.FunctionDef | ast.Lambda) -> ast.FunctionDef:
     if isinstance(node, ast.Lambda):
         ret = ast.copy_location(ast.Return(value=node.body), node.body)
@@ -297,6 +337,7 @@ def normalize(node: ast.FunctionDef | ast.Lambda, namer: Namer) -> ast.FunctionD
         return retval
     """
     fn = copy.deepcopy(_as_function(node))
+    _explicit_super(fn)
     normalizer = _Normalizer(namer)
     body = normalizer.block(fn.body)
     falls_off_end = _exits(body) != ALWAYS

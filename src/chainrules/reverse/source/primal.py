@@ -487,6 +487,9 @@ class Primal:
             self.emit(indent, f"{self.h('check_rebind')}({old}, {where})", line)
         if mode != "pullback":  # plain, copy, struct, closure; recompute makes its pullback in the reverse pass
             self.emit(indent, f"{target} = {self.python(expr)}", line)
+            if stmt.index in self.plan.metadata_checks:  # taken for an array's shape (or dtype, ...): checked
+                where = f"{self.operand(expr.obj)!r}, {expr.name!r}, {line}, {stmt.col or 1}"
+                self.emit(indent, f"{self.h('check_metadata')}({target}, {where})", line)
             return
         if (
             getattr(stmt, "augmented", False)

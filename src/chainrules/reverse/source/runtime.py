@@ -436,6 +436,29 @@ def refuse_write(name: str, line: int, col: int):
     )
 
 
+def _is_metadata(value, name: str) -> bool:
+    if name == "dtype":
+        return isinstance(value, np.dtype)
+    if name in ("shape", "strides"):
+        return type(value) is tuple and all(isinstance(n, (int, np.integer)) for n in value)
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_metadata(value, owner: str, name: str, line: int, col: int):
+    """``owner.name`` (``.shape``, ``.dtype``, ...) of a value whose type the analysis did not know
+    was taken for an array's, with no derivative; refuse it when it is not (an object of the
+    user's with a number of that name), rather than lose that number's derivative."""
+    if not _is_metadata(value, name):
+        raise UnsupportedSyntaxError(
+            f"`{owner}.{name}` is a {type(value).__name__} here, not an array's {name}: the source engine "
+            f"reads `.{name}` of a value whose type it does not know as an array's, with no derivative. "
+            f"Give the attribute another name, or pass the object in as an argument (its class is then known)",
+            _user_file(),
+            line,
+            col,
+        )
+
+
 def check_new(value, arguments: tuple, name: str, line: int, col: int):
     """A container the function writes into must not be (or share memory with) an argument."""
     for arg in arguments:

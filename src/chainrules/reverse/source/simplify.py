@@ -61,7 +61,17 @@ class _Shape:
         return "shape"
 
 
-REAL, ANY, SHAPE = _Real(), _Any(), _Shape()
+class _ArrayLike:
+    """The type of a value known to be a NumPy array or scalar, or an engine's stand-in for one,
+    of unknown dtype and shape: what a ufunc, an operator or an array function returns for arrays.
+    Nothing but its storage facts (``.shape``, ``.dtype``, ...) is told by it: it is otherwise as
+    unknown as ``ANY``."""
+
+    def __repr__(self) -> str:
+        return "array"
+
+
+REAL, ANY, SHAPE, ARRAYLIKE = _Real(), _Any(), _Shape(), _ArrayLike()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +133,8 @@ _ARRAY_METADATA = {
     "dtype": np.dtype,
     "flags": ANY,
 }
+#: of those, the ones read off a value of unknown type as an array's, with a check when it runs
+_CHECKED_METADATA = frozenset({"shape", "strides", "ndim", "size", "itemsize", "nbytes", "dtype"})
 _MISSING = object()
 
 
@@ -135,7 +147,47 @@ def join(a, b):
         return a
     if a in _REALISH and b in _REALISH:
         return REAL
+    if is_arraylike(a) and is_arraylike(b):
+        return ARRAYLIKE
     return ANY
+
+
+def is_arraylike(t) -> bool:
+    """Whether a value of the static type ``t`` is a NumPy array or scalar (or an engine's stand-in for one)."""
+    if t is ARRAYLIKE or isinstance(t, ArrayType):
+        return True
+    return isinstance(t, type) and issubclass(t, (np.ndarray, np.generic, ActiveValue))
+
+
+#: operators that give an array when an operand is one (and the others are arrays or numbers)
+_ARRAY_OPS = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "neg", "pos", "abs"})
+#: NumPy functions that return an array (or a NumPy scalar) whatever their arguments
+_MAKES_ARRAY = frozenset(
+    {np.array, np.asarray, np.asanyarray, np.zeros, np.ones, np.empty, np.full, np.arange, np.linspace, np.eye}
+    | {np.identity, np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.copy}
+)
+#: NumPy functions that return an array (or a NumPy scalar) when given arrays and numbers
+_ARRAY_FUNCTIONS = frozenset(
+    {np.where, np.clip, np.dot, np.einsum, np.concatenate, np.stack, np.vstack, np.hstack, np.reshape}
+    | {np.transpose, np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var, np.cumsum}
+    | {np.cumprod, np.diff, np.outer, np.inner, np.tensordot, np.squeeze, np.expand_dims, np.take, np.sort}
+    | {np.flip, np.roll, np.pad, np.tile, np.repeat, np.tril, np.triu, np.diag, np.trace, np.kron, np.convolve}
+    | {np.linalg.inv, np.linalg.solve, np.linalg.cholesky, np.linalg.det, np.linalg.norm, np.linalg.pinv}
+)
+
+
+def _users_class(f) -> bool:
+    """Whether ``f`` is a plain class of the user's (not of Python or NumPy, no metaclass), whose
+    call makes an instance of it."""
+    if type(f) is not type or issubclass(f, (np.ndarray, np.generic)):
+        return False
+    module = getattr(f, "__module__", "") or ""
+    return module != "builtins" and module.split(".")[0] != "numpy"
+
+
+def _array_result(ts: list) -> bool:
+    """Whether operands of the static types ``ts`` make an array: one is, and the rest are arrays or numbers."""
+    return any(is_arraylike(t) for t in ts) and all(is_arraylike(t) or is_real(t) or t is bool for t in ts)
 
 
 def is_real(t) -> bool:
@@ -175,6 +227,8 @@ class Plan:
     available: object = None
     direct: dict = dataclasses.field(default_factory=dict)
     effects: object = None  # effects.Effects: calls made through the dispatcher, checked writes
+    #: statements reading an array's metadata off a value of unknown type, checked when they run
+    metadata_checks: set = dataclasses.field(default_factory=set)
 
     def stable(self, name: str) -> bool:
         """Whether ``name`` keeps one value for the whole call (bound at most once, not in a loop)."""
@@ -294,17 +348,15 @@ class _Analysis:
             ts = [self.type_of(x) for x in expr.operands_]
             if expr.op in NONDIFF_OPS:
                 return bool if all(is_real(t) or t is bool for t in ts) else ANY
-            if expr.op in ("neg", "pos"):
-                return ts[0] if is_real(ts[0]) else ANY
-            if expr.op in ("add", "sub", "mul", "truediv"):
+            if expr.op in ("neg", "pos") and is_real(ts[0]):
+                return ts[0]
+            if expr.op in ("add", "sub", "mul", "truediv") and all(is_real(t) for t in ts):
                 return _arith_type(expr.op, ts)
-            if expr.op == "pow" and self._int_exponent(expr.operands_[1]):
-                if not is_real(ts[0]):
-                    return ANY
+            if expr.op == "pow" and self._int_exponent(expr.operands_[1]) and is_real(ts[0]):
                 if ts[0] is int and isinstance(expr.operands_[1], ir.Const) and expr.operands_[1].value >= 0:
                     return int
                 return _arith_type("truediv", ts[:1])
-            return ANY
+            return ARRAYLIKE if expr.op in _ARRAY_OPS and _array_result(ts) else ANY
         if isinstance(expr, (ir.Call, ir.MethodCall)):
             return self.call_type(expr)
         if isinstance(expr, ir.GetAttr):
@@ -321,6 +373,8 @@ class _Analysis:
                 return owner.element()
             if owner is SHAPE:  # x.shape[0], x.shape[1:]
                 return {int: int, slice: SHAPE}.get(self.type_of(expr.index), ANY)
+            if owner is ARRAYLIKE or isinstance(owner, ArrayType):
+                return ARRAYLIKE  # an element or a part of an array
             return ANY
         if isinstance(expr, ir.Build):
             return {"tuple": tuple, "list": list, "set": set}[expr.kind]
@@ -354,6 +408,13 @@ class _Analysis:
             return known[f]
         if f is abs and len(args) == 1 and is_real(args[0]):
             return args[0]
+        try:
+            if f in _MAKES_ARRAY or (isinstance(f, np.ufunc) or f in _ARRAY_FUNCTIONS) and _array_result(args):
+                return ARRAYLIKE
+        except TypeError:  # an unhashable callable
+            pass
+        if _users_class(f):
+            return f  # its instance: an object of the user's, whose attributes are followed as they are
         return ANY
 
     def nondifferentiable(self, expr) -> bool:
@@ -378,14 +439,21 @@ class _Analysis:
         return isinstance(expr, (ir.BuildSlice, ir.Opaque))
 
     def array_metadata(self, expr: ir.GetAttr) -> bool:
-        """Whether ``expr`` reads a fact about an array's storage (``x.shape``, ``x.dtype``) of an
-        array or of an engine's stand-in for one: a plain value, with no derivative."""
+        """Whether ``expr`` reads a fact about an array's storage (``x.shape``, ``x.dtype``): a plain
+        value, with no derivative. So it is of an array or an engine's stand-in for one, and taken
+        to be of a value of unknown type (what a call of a library returned), which the primal then
+        checks when it runs (see ``assumed_metadata``)."""
         if expr.name not in _ARRAY_METADATA:
             return False
-        owner = self.type_of(expr.obj)
-        if isinstance(owner, ArrayType):
-            return True
-        return isinstance(owner, type) and issubclass(owner, (np.ndarray, ActiveValue))
+        return is_arraylike(self.type_of(expr.obj)) or self.assumed_metadata(expr)
+
+    def assumed_metadata(self, expr: ir.GetAttr) -> bool:
+        """Whether ``expr`` reads ``.shape``, ``.ndim``, ``.size``, ``.dtype``, ... of a value of
+        unknown type: almost always an array's (``np.tanh(X @ w).shape``), a size or an option with
+        no derivative, which a call may take without a rule (``rng.normal(0, 1, h.shape)``). The
+        generated primal checks that the value read is one (``check_metadata``), and refuses it
+        otherwise, so a number of an object of the user's never loses its derivative."""
+        return expr.name in _CHECKED_METADATA and self.type_of(expr.obj) is ANY
 
     def expr_active(self, expr) -> bool:
         if self.nondifferentiable(expr):
@@ -477,6 +545,11 @@ class _Analysis:
         plan.available = self.available
         plan.buffers = buffers
         plan.direct = self.direct
+        plan.metadata_checks = {
+            stmt.index
+            for stmt in stmts
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.expr, ir.GetAttr) and self.assumed_metadata(stmt.expr)
+        }
         from . import effects  # effects builds on this module's analysis
 
         plan.effects = effects.analyze(self, stmts, mode, buffers)

@@ -32,6 +32,7 @@ import numpy as np
 
 from ...core.active import ActiveValue, next_order
 from ...core.errors import GENERATED_LINES, NoRuleError
+from ...core.keywords import as_positional
 from ...core.registry import decline_batch, rrule
 from ...core.ruled_calls import RuledCallWatch
 from ...core.twins import method_twin
@@ -401,12 +402,19 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
     if watch.on:
         watch.check(trace, _getframe(1))
     if kwargs:
-        for name, value in kwargs.items():
-            if _owns_any(value, trace):
+        owned = [name for name, value in kwargs.items() if _owns_any(value, trace)]
+        if owned:
+            # rules differentiate positional arguments: pass these by their positions (see core.keywords)
+            moved = as_positional(f, args, kwargs, owned)
+            if moved is None:
                 raise TypeError(
                     f"a value being differentiated was passed to {_name(f)} as the keyword argument "
-                    f"{name!r}{_at()}; rules differentiate positional arguments only: pass it positionally"
+                    f"{owned[0]!r}{_at()}; rules differentiate positional arguments only, and no position of "
+                    f"its signature can take it"
                 )
+            args, kwargs = moved[0], moved[1]
+            parents = []
+            plain = [_unwrap(a, trace, i + 1, parents) for i, a in enumerate(args)]
     lookup_args = plain if trace.parent is None or _is_array_method(f) else _lookup_args(plain)
     rule = lookup(f, lookup_args)
     if rule is None:

@@ -235,6 +235,11 @@ class _Operators(Tracked):
                 "differentiated, assign the result instead (y = np.add(a, b)). `x += v` on a plain NumPy array "
                 "writes into it too: write x = x + v"
             )
+        if method == "at":
+            raise TypeError(
+                f"np.{ufunc.__name__}.at(...) writes into an array in place{_at()}, which the tape engine does not "
+                "do: build the result out of place (for sums by index, `np.eye(n)[idx].T @ v`)"
+            )
         f = ufunc if method == "__call__" else getattr(ufunc, method)
         return apply(f, inputs, kwargs)
 

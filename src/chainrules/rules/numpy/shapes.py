@@ -604,6 +604,19 @@ def _at_least_3d(shape):
     return {0: (1, 1, 1), 1: (1, *shape, 1), 2: (*shape, 1)}.get(len(shape), shape)
 
 
+def _shape_of(piece) -> tuple:
+    """``np.shape`` of a piece to join; a list holding an engine's numbers (dual numbers, when
+    forward mode differentiates the reverse pass) is measured without converting them."""
+    if isinstance(piece, (list, tuple)) and _holds_stand_ins(piece):
+        return np.shape(_stacked(piece))
+    return np.shape(piece)
+
+
+def _measurable(pieces) -> list:
+    """The pieces to join, those lists holding an engine's numbers stacked, for their layout."""
+    return [_stacked(p) if isinstance(p, (list, tuple)) and _holds_stand_ins(p) else p for p in pieces]
+
+
 def _split_cotangent(dy, pieces, shapes, axis, lead=()):
     """The cotangent of each joined piece: ``dy`` cut along ``axis`` and reshaped (``lead``: the
     batch axis of a batch of cotangents, kept in front)."""
@@ -613,16 +626,21 @@ def _split_cotangent(dy, pieces, shapes, axis, lead=()):
     parts = np.split(dy, bounds, axis=axis + len(lead))
     if lead:
         return [
-            NO if has_no_tangent(p) else batch_to_input(p, np.reshape(d, lead + np.shape(p)))
+            NO if has_no_tangent(p) else batch_to_input(p, np.reshape(d, lead + _shape_of(p)))
             for p, d in zip(pieces, parts)
         ]
-    return [NO if has_no_tangent(p) else to_input(p, np.reshape(d, np.shape(p))) for p, d in zip(pieces, parts)]
+    return [NO if has_no_tangent(p) else to_input(p, np.reshape(d, _shape_of(p))) for p, d in zip(pieces, parts)]
 
 
 def _join_push(pieces, tangents, shapes, axis):
     tangents = [unthunk(t) for t in tangents]
     if all(isinstance(t, AbstractZero) for t in tangents):
         return ZERO
+    # a piece given as a list (`[x[3] * 2.0]`): its tangent is a structure of its elements', one array here
+    tangents = [
+        _dense_structure(p, t) if isinstance(p, (list, tuple)) and not isinstance(t, AbstractZero) else t
+        for p, t in zip(pieces, tangents)
+    ]
     batch = batch_size(zip(pieces, tangents))
     lead = () if batch is None else (batch,)
     parts = [np.reshape(dense_tangent(p, t, batch), lead + s) for p, t, s in zip(pieces, tangents, shapes)]
@@ -637,7 +655,7 @@ def _register_join(f, layout):
             raise TypeError(f"the rule for numpy.{name} does not write into out=; assign the result instead")
         y = f(arrays, *args, **kwargs)
         pieces = as_sequence(arrays, f)
-        shapes, axis = layout(pieces, args[0] if args else kwargs.get("axis", 0))
+        shapes, axis = layout(_measurable(pieces), args[0] if args else kwargs.get("axis", 0))
         ndim = _ndim(y)
 
         def join_pullback(dy):
@@ -655,7 +673,7 @@ def _register_join(f, layout):
     def frule_join(tangents, arrays, *args, **kwargs):
         y = f(arrays, *args, **kwargs)
         pieces = as_sequence(arrays, f)
-        shapes, axis = layout(pieces, args[0] if args else kwargs.get("axis", 0))
+        shapes, axis = layout(_measurable(pieces), args[0] if args else kwargs.get("axis", 0))
         return y, _join_push(pieces, sequence_items(arrays, tangents[1]), shapes, axis)
 
     rrule_join.__name__ = rrule_join.__qualname__ = f"rrule_{name}"

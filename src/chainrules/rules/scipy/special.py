@@ -176,8 +176,9 @@ def _polygamma(n, x):
 
 
 def _like(y, x):
-    """NumPy scalars for scalar inputs, as the ufuncs return them."""
-    return y[()] if np.ndim(y) == 0 else y
+    """NumPy scalars for scalar inputs, as the ufuncs return them; an engine's value (a dual number
+    of a Hessian) is already what the ufuncs would return for it."""
+    return y[()] if isinstance(y, np.ndarray) and y.ndim == 0 else y
 
 
 def _expit(x):

@@ -1,0 +1,74 @@
+"""Keyword arguments that carry derivatives, passed to a rule by their position.
+
+A rule differentiates positional arguments only (as in ChainRules): its pullback returns one
+cotangent per positional argument. A call such as ``np.average(x, weights=w)`` or
+``np.trapezoid(y, x=t)`` with ``w`` or ``t`` being differentiated is the same call as
+``np.average(x, None, w)``: the engines make it so, from the callable's signature, before calling
+the rule, and refuse only what no position can hold (a keyword-only parameter, a callable without
+a signature).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_NO_SIGNATURE = ()
+_signatures: dict = {}
+
+
+def _positional_parameters(f: Callable) -> tuple:
+    """The parameters of ``f`` that may be passed by position, in order (empty when unknown)."""
+    try:
+        cached = _signatures.get(f)
+    except TypeError:  # an unhashable callable
+        cached = None
+    if cached is not None:
+        return cached
+    try:
+        parameters = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):  # a built-in without a signature, a ufunc
+        found = _NO_SIGNATURE
+    else:
+        found = []
+        for p in parameters:
+            if p.kind not in _POSITIONAL:
+                break
+            found.append(p)
+        found = tuple(found)
+    try:
+        _signatures[f] = found
+    except TypeError:
+        pass
+    return found
+
+
+def as_positional(f: Callable, args: tuple, kwargs: dict, names: Iterable[str]):
+    """``(args, kwargs, positions)``: the call ``f(*args, **kwargs)`` with the keyword arguments
+    ``names`` passed by position, each parameter between given its keyword argument or its
+    default, and the position each of ``names`` now has; None when ``f``'s signature does not
+    allow it.
+
+    >>> import numpy as np
+    >>> args, kwargs, positions = as_positional(np.average, (1.0,), {"weights": 2.0, "keepdims": False}, ["weights"])
+    >>> args, kwargs, positions
+    ((1.0, None, 2.0), {'keepdims': False}, {'weights': 2})
+    >>> as_positional(np.add, (1.0,), {"out": None}, ["out"]) is None
+    True
+    """
+    parameters = _positional_parameters(f)
+    index = {p.name: i for i, p in enumerate(parameters)}
+    names = list(names)
+    if not names or any(n not in index or index[n] < len(args) for n in names):
+        return None
+    new_args = list(args)
+    rest = dict(kwargs)
+    for p in parameters[len(args) : max(index[n] for n in names) + 1]:
+        if p.name in rest:
+            new_args.append(rest.pop(p.name))
+        elif p.default is not inspect.Parameter.empty:
+            new_args.append(p.default)
+        else:
+            return None
+    return tuple(new_args), rest, {n: index[n] for n in names}

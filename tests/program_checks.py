@@ -1,0 +1,179 @@
+"""What the program corpora (``programs_corpus.py``, ``programs_corpus_two.py``) share.
+
+A corpus is a list of ``Program`` filled by its ``@program(args...)`` decorator (``new_corpus()``
+makes both). Each program is checked by every engine: both reverse engines (``cr.pullback``
+against finite differences), forward mode (``cr.jacobian(mode="forward")`` of the first argument,
+when it and the output are numbers or arrays), and, where marked, the Hessian by forward over
+each reverse engine and the second derivative by a tape over the source engine. A construct an
+engine does not support by design is listed in ``refuses`` as ``{engine: message fragment}``:
+that engine must raise a clear error saying it and naming the program's line, never return a
+number (``hessian-<engine>`` for a refusal of the Hessian over that engine only).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+import chainrules.testing as crt
+from chainrules.testing.checks import tangent_problems
+
+REVERSE = ("source", "tape")
+
+# what each engine refuses by design (see docs/engines.md), as the message says it
+MATH_ON_TAPE = "use the NumPy function instead"  # math.sin(x) converts x with float()
+MATH_FORWARD = "use the NumPy function instead"
+ARRAY_OF_TRACKED = "would drop its derivative"  # np.array([...]) or out[i] = x of a tracked value
+TRY_IN_SOURCE = "`try` is not supported by the source engine"
+SCIPY_WRAPPER = "has a rule that the tape engine cannot use here"
+SCIPY_WRAPPER_FORWARD = "has a rule that forward mode cannot use here"
+TAPE_WRITES = "the tape engine does not write into arrays"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Program:
+    name: str
+    f: Callable
+    args: tuple
+    kwargs: dict
+    hessian: bool
+    nested: bool
+    refuses: dict
+    rtol: float
+
+
+def new_corpus() -> tuple[list[Program], Callable]:
+    """An empty corpus and the ``@program(*args, hessian=, nested=, refuses=, rtol=, **kwargs)`` filling it."""
+    programs: list[Program] = []
+
+    def program(*args, hessian=False, nested=False, refuses=None, rtol=1e-6, **kwargs):
+        def register(f):
+            programs.append(Program(f.__name__, f, args, kwargs, hessian, nested, refuses or {}, rtol))
+            return f
+
+        return register
+
+    return programs, program
+
+
+def numeric(x) -> bool:
+    return isinstance(x, (float, np.ndarray, np.floating)) and not isinstance(x, bool)
+
+
+def first_argument_function(p: Program):
+    f, rest, kwargs = p.f, copy.deepcopy(p.args[1:]), p.kwargs
+    return lambda x: f(x, *rest, **kwargs)
+
+
+_expected_cache: dict[int, tuple] = {}
+
+
+def expected(p: Program):
+    """The value, the output cotangent, and the finite-difference cotangent of each argument."""
+    if id(p) in _expected_cache:
+        return _expected_cache[id(p)]
+    y = p.f(*copy.deepcopy(p.args), **p.kwargs)
+    dy = 1.0 if isinstance(y, float) else crt.rand_tangent(y, np.random.default_rng(len(p.name)))
+    cotangents = []
+    for i, arg in enumerate(p.args):
+
+        def with_argument(x, i=i):
+            args = copy.deepcopy(p.args)
+            return p.f(*args[:i], x, *args[i + 1 :], **p.kwargs)
+
+        cotangents.append(crt.fd_vjp(with_argument, dy, arg))
+    _expected_cache[id(p)] = y, dy, cotangents
+    return _expected_cache[id(p)]
+
+
+def same(a, b) -> bool:
+    """Whether ``b`` holds exactly the values of ``a`` (a copy of it, not changed in place)."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if hasattr(a, "__dict__"):
+        return type(a) is type(b) and same(vars(a), vars(b))
+    return type(a) is type(b) and a == b
+
+
+def check_refused(p: Program, engine: str, run: Callable) -> None:
+    """``run`` raises the refusal ``p.refuses[engine]`` lists, naming the program's file."""
+    with pytest.raises((TypeError, cr.ChainRulesError)) as info:
+        run()
+    assert p.refuses[engine] in str(info.value), str(info.value)
+    assert inspect.getsourcefile(p.f) in str(info.value), f"the message names the line: {info.value}"
+
+
+def check_reverse(p: Program, engine: str) -> None:
+    args = copy.deepcopy(p.args)
+    if engine in p.refuses:
+        check_refused(p, engine, lambda: cr.pullback(p.f, *args, engine=engine, **p.kwargs)[1](1.0))
+        return
+    y_expected, dy, cotangents = expected(p)
+    y, back = cr.pullback(p.f, *args, engine=engine, **p.kwargs)
+    crt.assert_approx(y, y_expected, rtol=1e-12, atol=1e-14, name="value")
+    grads = back(dy)
+    for i, (arg, grad, reference) in enumerate(zip(p.args, grads, cotangents)):
+        problems = tangent_problems(arg, grad, f"d(argument {i})")
+        assert not problems, "\n".join(problems)
+        crt.assert_approx(grad, reference, rtol=p.rtol, atol=p.rtol * 1e-2, name=f"d(argument {i})")
+    assert all(same(before, after) for before, after in zip(p.args, args)), "an argument was changed"
+
+
+def check_forward_jacobian(p: Program) -> None:
+    f = first_argument_function(p)
+    x = copy.deepcopy(p.args[0])
+    if "forward" in p.refuses:
+        check_refused(p, "forward", lambda: cr.jacobian(f, x, mode="forward"))
+        return
+    J = cr.jacobian(f, x, mode="forward")
+    reference = crt.fd_jacobian(f, p.args[0]).reshape(np.shape(J))
+    np.testing.assert_allclose(J, reference, rtol=p.rtol * 10, atol=p.rtol * 1e-1)
+
+
+def check_hessian(p: Program, engine: str) -> None:
+    f = first_argument_function(p)
+    x = p.args[0]
+    refusal = f"hessian-{engine}" if f"hessian-{engine}" in p.refuses else engine
+    if refusal in p.refuses:
+        check_refused(p, refusal, lambda: cr.hessian(f, x, engine=engine))
+        return
+    H = cr.hessian(f, x, engine=engine)
+    assert np.shape(H) == np.shape(x) * 2 and not np.iscomplexobj(H)
+    reference = crt.fd_jacobian(lambda z: cr.gradient(f, z, engine=engine)[0], x).reshape(np.shape(H))
+    np.testing.assert_allclose(H, reference, rtol=1e-5, atol=1e-7)
+
+
+def check_tape_over_source(p: Program) -> None:
+    f = first_argument_function(p)
+    x = p.args[0]
+    weights = np.linspace(0.5, 1.5, np.size(x)).reshape(np.shape(x)) if np.ndim(x) else 0.7
+
+    def weighted_slope(z):
+        return np.sum(cr.gradient(f, z)[0] * weights)
+
+    if "source" in p.refuses:
+        check_refused(p, "source", lambda: cr.gradient(weighted_slope, x, engine="tape"))
+        return
+    got = cr.gradient(weighted_slope, x, engine="tape")[0]
+    reference = crt.fd_jacobian(weighted_slope, x).reshape(np.shape(x))
+    np.testing.assert_allclose(got, reference, rtol=1e-5, atol=1e-7)
+
+
+def parameters(programs: list[Program]) -> dict[str, list[str]]:
+    """The program names each check runs on."""
+    return {
+        "all": [p.name for p in programs],
+        "forward": [p.name for p in programs if numeric(p.args[0])],
+        "hessian": [p.name for p in programs if p.hessian],
+        "nested": [p.name for p in programs if p.nested],
+    }

@@ -1,0 +1,134 @@
+"""Rules for ``np.gradient``, ``sliding_window_view``, ``np.cov`` and ``np.corrcoef``: finite
+differences for every option NumPy has, both reverse engines and Hessians through them, and the
+refusals (sample coordinates differentiated, complex covariances)."""
+
+import numpy as np
+import pytest
+from test_linalg import rng_for
+
+import chainrules as cr
+import chainrules.testing as crt
+from chainrules.testing import nondiff, test_frule, test_rrule
+
+windows = np.lib.stride_tricks.sliding_window_view
+
+R = rng_for("windows-and-statistics")
+U = R.standard_normal(7)
+A = R.standard_normal((5, 6))
+X = R.standard_normal((4, 6))
+Y = R.standard_normal((2, 6))
+COORDINATES = np.cumsum(R.uniform(0.5, 1.0, 7))
+
+GRADIENT_CALLS = [
+    ((U,), {}),
+    ((U, 0.5), {}),
+    ((U, 0.3), {"edge_order": 2}),
+    ((U,), {"edge_order": 2}),
+    ((U[:3],), {"edge_order": 2}),
+    ((U[:2],), {}),
+    ((A,), {}),
+    ((A, 0.5, 2.0), {}),
+    ((A, 0.7), {"axis": 1}),
+    ((A,), {"axis": (1, 0), "edge_order": 2}),
+    ((A.astype(np.float32), 0.5), {}),
+]
+
+
+@pytest.mark.parametrize("args, kwargs", GRADIENT_CALLS, ids=range(len(GRADIENT_CALLS)))
+def test_gradient(args, kwargs):
+    test_rrule(np.gradient, *args, fkwargs=kwargs)
+    test_frule(np.gradient, *args, fkwargs=kwargs)
+
+
+def _holding_coordinates_constant(f, u, x, **kwargs):
+    """``cr.rrule`` with the coordinates' cotangent dropped, as an engine does for a constant;
+    it must be left unevaluated, since evaluating it raises."""
+    y, back = cr.rrule(f, u, x, **kwargs)
+
+    def back_in_u(dy):
+        df, du, dx = back(dy)
+        assert isinstance(dx, (cr.Thunk, cr.ZeroTangent)), dx
+        return df, du, cr.NoTangent()
+
+    return y, back_in_u
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_with_sample_coordinates(edge_order):
+    kwargs = {"edge_order": edge_order}
+    test_rrule(np.gradient, U, nondiff(COORDINATES), fkwargs=kwargs, rule=_holding_coordinates_constant)
+    test_frule(np.gradient, U, nondiff(COORDINATES), fkwargs=kwargs)
+    _, back = cr.rrule(np.gradient, U, COORDINATES)
+    with pytest.raises(TypeError, match=r"np\.gradient at .*test_windows_and_statistics\.py:\d+: its derivative in "):
+        cr.unthunk(back(np.ones(7))[2])
+    with pytest.raises(TypeError, match=r"np\.gradient at .*: its derivative in sample coordinates"):
+        cr.frule((cr.NoTangent(), np.ones(7), np.ones(7)), np.gradient, U, COORDINATES)
+
+
+WINDOW_CALLS = [
+    ((U, 3), {}),
+    ((A, (2, 3)), {}),
+    ((A, 2), {"axis": 1}),
+    ((A, (2, 2)), {"axis": (1, 1)}),
+    ((A, 3, 0), {}),
+]
+
+
+@pytest.mark.parametrize("args, kwargs", WINDOW_CALLS, ids=range(len(WINDOW_CALLS)))
+def test_sliding_window_view(args, kwargs):
+    test_rrule(windows, *args, fkwargs=kwargs)
+    test_frule(windows, *args, fkwargs=kwargs)
+
+
+COV_CALLS = [
+    ((X,), {}),
+    ((X.T,), {"rowvar": False}),
+    ((X, Y), {}),
+    ((X.T, Y.T), {"rowvar": False}),
+    ((X[0],), {}),
+    ((X[0], X[1]), {}),
+    ((X,), {"bias": True}),
+    ((X,), {"ddof": 2}),
+    ((X,), {"aweights": np.arange(1.0, 7.0)}),
+    ((X,), {"fweights": np.arange(1, 7), "aweights": np.linspace(0.5, 1.0, 6)}),
+    ((X,), {"fweights": np.arange(1, 7), "ddof": 0}),
+    ((X.astype(np.float32),), {}),
+]
+
+
+@pytest.mark.parametrize("args, kwargs", COV_CALLS, ids=range(len(COV_CALLS)))
+def test_cov(args, kwargs):
+    test_rrule(np.cov, *args, fkwargs=kwargs)
+    test_frule(np.cov, *args, fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("args, kwargs", COV_CALLS[:6], ids=range(6))
+def test_corrcoef(args, kwargs):
+    test_rrule(np.corrcoef, *args, fkwargs=kwargs)
+    test_frule(np.corrcoef, *args, fkwargs=kwargs)
+
+
+def test_complex_covariances_are_refused():
+    with pytest.raises(TypeError, match="np.cov and np.corrcoef differentiate real arrays only"):
+        cr.rrule(np.cov, X + 1j * X)
+
+
+def _statistics_loss(z):
+    M = np.reshape(z, (3, 4))
+    smooth = np.gradient(M, 0.5, axis=1, edge_order=2)
+    return (
+        np.sum(np.cov(M) ** 2)
+        + np.sum(np.corrcoef(M.T, rowvar=False)[0])
+        + np.sum(smooth**2)
+        + np.sum(windows(M[0], 2) @ np.array([1.0, -2.0]) ** 2)
+        + np.sum(np.gradient(M[1], 0.3) * M[2])
+    )
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_through_both_engines_and_their_hessians(engine):
+    z = rng_for("statistics-loss").standard_normal(12)
+    grad = cr.gradient(_statistics_loss, z, engine=engine)[0]
+    crt.assert_approx(grad, crt.fd_jacobian(_statistics_loss, z)[0], rtol=1e-6, atol=1e-8)
+    H = cr.hessian(_statistics_loss, z, engine=engine)
+    crt.assert_approx(H, crt.fd_jacobian(lambda v: cr.gradient(_statistics_loss, v)[0], z), rtol=1e-5, atol=1e-7)

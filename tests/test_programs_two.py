@@ -1,0 +1,44 @@
+"""Whole scientific programs (``programs_corpus_two.py``, a second corpus) through every engine and mode.
+
+For each program: both reverse engines against finite differences (the value, the cotangent of
+every argument, valid tangent types, arguments left as they were), forward mode's Jacobian in the
+first argument, and, where marked, the Hessian by forward over each reverse engine and a tape
+gradient of a source gradient. An engine that does not support a construct by design must
+refuse it with the message the program lists (``program_checks.py`` has the checks).
+"""
+
+from __future__ import annotations
+
+import program_checks as checks
+import pytest
+from programs_corpus_two import PROGRAMS
+
+BY_NAME = {p.name: p for p in PROGRAMS}
+NAMES = checks.parameters(PROGRAMS)
+
+
+def test_the_corpus_is_large_and_varied():
+    assert len(PROGRAMS) >= 40
+    assert sum(p.hessian for p in PROGRAMS) >= 15 and sum(p.nested for p in PROGRAMS) >= 10
+
+
+@pytest.mark.parametrize("engine", checks.REVERSE)
+@pytest.mark.parametrize("name", NAMES["all"])
+def test_reverse_engine_matches_finite_differences(name, engine):
+    checks.check_reverse(BY_NAME[name], engine)
+
+
+@pytest.mark.parametrize("name", NAMES["forward"])
+def test_forward_jacobian_matches_finite_differences(name):
+    checks.check_forward_jacobian(BY_NAME[name])
+
+
+@pytest.mark.parametrize("engine", checks.REVERSE)
+@pytest.mark.parametrize("name", NAMES["hessian"])
+def test_hessian_matches_finite_differences_of_the_gradient(name, engine):
+    checks.check_hessian(BY_NAME[name], engine)
+
+
+@pytest.mark.parametrize("name", NAMES["nested"])
+def test_tape_gradient_of_a_source_gradient(name):
+    checks.check_tape_over_source(BY_NAME[name])
