@@ -298,3 +298,11 @@ def test_derivative_of_a_function_of_a_jacobian_hessian_by_forward_over_forward(
 
     H = forward.jacobian(grad, np.array([1.0, 2.0]))
     np.testing.assert_allclose(H, np.diag([6.0, 12.0]))
+
+
+def test_a_number_meeting_an_integer_array_has_a_tangent_of_the_arrays_shape():
+    """t - ints is an array whose tangent is the number's, spread over it (a sum then counts each entry)."""
+    ints = np.array([1, 2, 3])
+    assert cr.derivative(lambda t: np.sum(t - ints), 0.8) == 3.0
+    assert cr.derivative(lambda t: np.sum(ints + t), 0.8) == 3.0
+    np.testing.assert_array_equal(cr.jacobian(lambda t: t - ints, 0.8, mode="forward"), [1.0, 1.0, 1.0])

@@ -404,3 +404,25 @@ def test_operator_call_forward_mode_uses_the_callee_frule(f, args):
     test_frule(operator.call, f, *args)
     with pytest.raises(cr.NoRuleError, match="operator.call in forward mode"):
         cr.frule((cr.NoTangent(), cr.NoTangent(), 1.0), operator.call, lambda x: x, 1.0)
+
+
+# ----- edge cases found by fuzzing (tests/fuzz/fuzz_rules.py) ---------------------------------
+
+
+@pytest.mark.parametrize("op", [operator.add, operator.sub, operator.mod, operator.iadd, operator.isub, operator.imod])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (0.8, np.array([1, 2, 3])),
+        (np.float32(-1.5), np.array([[2]])),
+        (np.float32(0.8), np.array(2)),
+        (np.array([0.8], np.float32), np.array([2])),
+        (np.array(0.8, np.float32), np.array(2)),
+    ],
+)
+def test_number_meeting_an_integer_array_gets_a_tangent_of_the_output(op, a, b):
+    """Only the number's tangent reaches the output: spread over the array, in the output's dtype."""
+    y, dy = cr.frule((cr.NoTangent(), 1.0, cr.NoTangent()), op, a.copy() if isinstance(a, np.ndarray) else a, b)
+    assert np.shape(dy) == np.shape(y) and np.result_type(dy) == np.result_type(y)
+    if not (op.__name__.startswith("i") and isinstance(a, np.ndarray)):  # (in place on an array, by design)
+        test_frule(op, a, b)

@@ -238,3 +238,8 @@ def test_min_and_max_of_two_floats_take_the_fast_path_and_agree_with_python():
 def test_sum_of_arrays_returns_shaped_cotangents():
     grads = cr.rrule(sum, [A31, 2.0, V3])[1](np.ones((3, 3)))[1]
     assert grads[0].shape == (3, 1) and type(grads[1]) is float and grads[1] == 9.0 and grads[2].shape == (3,)
+
+
+def test_float_of_a_numpy_float32_has_a_float_tangent():
+    assert type(cr.frule((cr.NoTangent(), np.float32(1.0)), float, np.float32(1.5))[1]) is float
+    test_frule(float, np.float32(1.5))

@@ -273,3 +273,39 @@ def test_batched_frules_equal_one_call_per_tangent(f, args):
     _, dy = rule((cr.NoTangent(), *batch), *args)
     for k in range(4):
         assert np.allclose(dy[k], rule((cr.NoTangent(), *(b[k] for b in batch)), *args)[1])
+
+
+# ----- edge cases found by fuzzing (tests/fuzz/fuzz_rules.py) ---------------------------------
+
+
+def test_rect_of_numpy_numbers_is_a_python_complex():
+    r, phi = np.float64(0.9), 1.4
+    assert type(cr.rrule(cmath.rect, r, phi)[0]) is complex
+    assert type(cr.frule((cr.NoTangent(), 1.0, 0.0), cmath.rect, r, phi)[0]) is complex
+    test_rrule(cmath.rect, r, phi)
+    test_frule(cmath.rect, r, phi)
+
+
+@pytest.mark.parametrize("f", [math.cosh, math.erf, math.exp2, math.fabs, math.radians])
+def test_tangent_of_a_python_float_is_a_float(f):
+    """math functions return a Python float for a float32 input: its tangent is a float too."""
+    _, dy = cr.frule((cr.NoTangent(), np.float32(1.0)), f, np.float32(0.7))
+    assert type(dy) is float
+    test_frule(f, np.float32(0.7))
+
+
+@pytest.mark.parametrize("f", [math.sin, math.cos, math.frexp, math.modf, cmath.polar])
+def test_numpy_float32_in_python_float_out(f):
+    """The input's cotangent keeps its type (float32), the output's tangent is a float like the output."""
+    x = np.float32(0.7)
+    _, back = cr.rrule(f, x)
+    y, dy = cr.frule((cr.NoTangent(), np.float32(1.0)), f, x)
+    seed = 1.0 if isinstance(y, float) else cr.Tangent[tuple](1.0, 0.0)
+    assert type(cr.unthunk(back(seed)[1])) is np.float32
+    assert all(
+        type(d) is float
+        for d in (dy.backing if isinstance(dy, cr.Tangent) else (dy,))
+        if d != cr.ZeroTangent() and d != cr.NoTangent()
+    )
+    test_rrule(f, x)
+    test_frule(f, x)

@@ -344,8 +344,8 @@ def match_input_batch(x, dx):
         kind = x.dtype.kind
         if kind == "b":
             return _NO
-        if kind not in "fc":
-            return dx  # integer arrays (and others) keep the cotangent's dtype, as match_input does
+        if kind not in "fc":  # integer arrays (and others) keep the cotangent's real dtype, as match_input does
+            return np.real(dx) if np.iscomplexobj(dx) else dx
         dtype = x.dtype
     elif isinstance(x, np.floating):
         dtype = x.dtype
@@ -398,6 +398,8 @@ def match_input(x, dx):
                 dx = np.asarray(dx, dtype=x.dtype)
         elif kind == "b":
             return _NO
+        elif isinstance(dx, (np.ndarray, np.generic, Complex)):  # an integer array used arithmetically:
+            dx = np.asarray(np.real(dx) if np.iscomplexobj(dx) else dx)  # a real array of its shape
         return dx
     if isinstance(x, (bool, np.bool_)):
         return _NO

@@ -481,6 +481,8 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
             and not np.iscomplexobj(y)
         ):
             dy = np.real(dy)
+        if (type(y) is float or type(y) is complex) and isinstance(dy, np.generic):
+            dy = type(y)(dy)  # a Python number's tangent is one, whatever the precision of the input's tangent
         return y, dy
 
     scalar_rrule.__qualname__ = f"rrule_{name}"

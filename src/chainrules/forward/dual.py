@@ -1098,8 +1098,8 @@ def _fit(f, y, dy, batch: int | None):
                 return dy
         elif (ty is float or ty is np.float64) and dy.shape == (() if batch is None else (batch,)):
             return dy
-    elif batch is None and (tdy is float or (tdy is np.float64 and (type(y) is np.float64 or type(y) is float))):
-        return dy
+    elif batch is None and type(y) is not np.ndarray and (tdy is float or (tdy is np.float64 and type(y) is float)):
+        return dy  # (a number's tangent for an array, from a number meeting an array, is spread below)
     if isinstance(dy, AbstractZero):
         return dy
     if isinstance(y, (tuple, list)):

@@ -368,6 +368,18 @@ def rrule_user_unary(op, a):
     return y, user_operator_pullback
 
 
+def _fit_tangent(y, dy):
+    """``dy`` in the output's space where only one operand's tangent reached it (``NoTangent() + dx``
+    is ``dx``): a number's tangent spread over an array output, in the output's dtype."""
+    if type(y) is np.ndarray and np.ndim(dy) == 0 and not isinstance(dy, AbstractZero):
+        return np.full(y.shape, dy, dtype=y.dtype if y.dtype.kind in "fc" else np.result_type(dy))
+    if type(y) is np.ndarray and type(dy) is np.ndarray and dy.dtype != y.dtype and y.dtype.kind in "fc":
+        return dy.astype(y.dtype)  # float32 minus an int64 array is float64
+    if isinstance(y, np.inexact) and isinstance(dy, (np.generic, np.ndarray)) and dy.ndim == 0 and dy.dtype != y.dtype:
+        return y.dtype.type(dy)  # (a 0-d float32 array plus a 0-d int64 array is a float64 scalar)
+    return dy
+
+
 def check_native_frule(op, *args) -> None:
     """Forward mode runs a user class's operator methods on dual numbers; an frule cannot."""
     if any(_is_user_object(x) for x in args):
@@ -482,7 +494,8 @@ def frule_add(tangents, a, b):
         return y, seq_tangent(y, entries)
     if isinstance(a, _TEXT):
         return a + b, _NO
-    return a + b, da + db
+    y = a + b
+    return y, da + db if type(y) is float else _fit_tangent(y, da + db)
 
 
 # `operator.concat(a, b)` is `a + b` for sequences (and refuses numbers itself)
@@ -539,7 +552,8 @@ def frule_sub(tangents, a, b):
     _, da, db = tangents
     if type(a) not in _REAL or type(b) not in _REAL:
         check_native_frule(operator.sub, a, b)
-    return a - b, da - db
+    y = a - b
+    return y, da - db if type(y) is float else _fit_tangent(y, da - db)
 
 
 def _neg_real_pullback(dy):
@@ -808,7 +822,8 @@ def frule_mod(tangents, a, b):
         return a % b, _NO
     check_native_frule(operator.mod, a, b)
     _, da, db = tangents
-    return a % b, da - (a // b) * db
+    y = a % b
+    return y, _fit_tangent(y, da - (a // b) * db)
 
 
 # ----- powers ---------------------------------------------------------------------------------
@@ -1115,7 +1130,8 @@ def _inplace_rules(inplace_op, method_name: str, pure_rrule, pure_frule):
     def frule_inplace(tangents, a, b):
         if isinstance(a, (np.ndarray, list, dict)):
             _, dy = pure_frule(tangents, a.copy(), b)
-            return inplace_op(a, b), dy
+            y = inplace_op(a, b)
+            return y, _fit_tangent(y, dy)  # (an array updated in place keeps its dtype: float32 stays float32)
         return pure_frule(tangents, a, b)
 
     name = inplace_op.__name__

@@ -163,7 +163,8 @@ def rrule_float(*args):
 def frule_float(tangents, *args):
     if not args or isinstance(args[0], (str, bytes, bytearray)):
         return float(*args), _NO
-    return float(args[0]), tangents[1]
+    dx = tangents[1]
+    return float(args[0]), float(dx) if isinstance(dx, np.floating) else dx  # a float's tangent is a float
 
 
 def _complex(*args):

@@ -34,6 +34,7 @@ from ..core import (
     ZeroTangent,
     conj,
     frule,
+    input_matcher,
     match_input,
     non_differentiable,
     rrule,
@@ -58,6 +59,11 @@ def _recip(x):
 # ----- sin and cos: one computation, shared -----------------------------------------------------
 
 
+def _float_tangent(t):
+    """The tangent of a Python float output: a float, even for a NumPy float32 input (a batch stays an array)."""
+    return float(t) if isinstance(t, np.floating) else t
+
+
 # their pullbacks multiply a cotangent, or a batch of them (`real_cotangent`), by the partials
 @rrule.register(math.sin, batched=True)
 def rrule_sin(x):
@@ -67,14 +73,14 @@ def rrule_sin(x):
     def sin_pullback(dy):
         if type(dy) is not float:
             dy = real_cotangent(dy)
-        return _NO, dy * c
+        return _NO, dy * c if type(x) is float else input_matcher(s, dy)(x, dy * c)
 
     return s, sin_pullback
 
 
 @frule.register(math.sin, batched=True)
 def frule_sin(tangents, x):
-    return math.sin(x), math.cos(x) * tangents[1]
+    return math.sin(x), _float_tangent(math.cos(x) * tangents[1])
 
 
 @rrule.register(math.cos, batched=True)
@@ -84,14 +90,14 @@ def rrule_cos(x):
     def cos_pullback(dy):
         if type(dy) is not float:
             dy = real_cotangent(dy)
-        return _NO, -dy * s
+        return _NO, -dy * s if type(x) is float else input_matcher(c, dy)(x, -dy * s)
 
     return c, cos_pullback
 
 
 @frule.register(math.cos, batched=True)
 def frule_cos(tangents, x):
-    return math.cos(x), -math.sin(x) * tangents[1]
+    return math.cos(x), _float_tangent(-math.sin(x) * tangents[1])
 
 
 # ----- one-line rules ------------------------------------------------------------------------------
@@ -330,7 +336,7 @@ def rrule_frexp(x):
 
     def frexp_pullback(dy):
         dm = real_cotangent(seq_entries(dy, 2)[0])
-        return _NO, dm if isinstance(dm, AbstractZero) else math.ldexp(dm, -e)
+        return _NO, dm if isinstance(dm, AbstractZero) else match_input(x, math.ldexp(dm, -e))
 
     return (m, e), frexp_pullback
 
@@ -338,7 +344,7 @@ def rrule_frexp(x):
 @frule.register(math.frexp)
 def frule_frexp(tangents, x):
     m, e = math.frexp(x)
-    return (m, e), Tangent[tuple](tangents[1] * 2.0**-e, _NO)
+    return (m, e), Tangent[tuple](_float_tangent(tangents[1] * 2.0**-e), _NO)
 
 
 @rrule.register(math.modf)
@@ -346,14 +352,15 @@ def rrule_modf(x):
     """``(fractional part, integer part)``: the fractional part moves with x, the integer part is flat."""
 
     def modf_pullback(dy):
-        return _NO, real_cotangent(seq_entries(dy, 2)[0])
+        dx = real_cotangent(seq_entries(dy, 2)[0])
+        return _NO, dx if isinstance(dx, AbstractZero) else match_input(x, dx)
 
     return math.modf(x), modf_pullback
 
 
 @frule.register(math.modf)
 def frule_modf(tangents, x):
-    return math.modf(x), Tangent[tuple](tangents[1], _ZERO)
+    return math.modf(x), Tangent[tuple](_float_tangent(tangents[1]), _ZERO)
 
 
 non_differentiable(
@@ -446,7 +453,8 @@ def frule_polar(tangents, z):
         return (r, phi), Tangent[tuple](_ZERO, _ZERO)
     unit = z / r
     # d|z| = Re(conj(z / |z|) dz), dphase = Re(conj(i z / |z|^2) dz)
-    return (r, phi), Tangent[tuple](_real_part(conj(unit) * dz), _real_part(-1j * conj(unit) * dz / r))
+    d_abs, d_phase = _real_part(conj(unit) * dz), _real_part(-1j * conj(unit) * dz / r)
+    return (r, phi), Tangent[tuple](_float_tangent(d_abs), _float_tangent(d_phase))
 
 
 def _real_part(t):
@@ -457,7 +465,7 @@ def _real_part(t):
 def rrule_rect(r, phi):
     """``r * exp(i phi)`` for real r and phi: each gets the real part of its conjugate partial times dz."""
     e = cmath.exp(1j * phi)
-    y = r * e
+    y = cmath.rect(r, phi)  # a Python complex, whatever the type of the real numbers r and phi
 
     def rect_pullback(dz):
         dz = unthunk(dz)
@@ -471,7 +479,8 @@ def rrule_rect(r, phi):
 @frule.register(cmath.rect, batched=True)
 def frule_rect(tangents, r, phi):
     e = cmath.exp(1j * phi)
-    return r * e, e * tangents[1] + (1j * r * e) * tangents[2]
+    y = cmath.rect(r, phi)
+    return y, e * tangents[1] + (1j * y) * tangents[2]
 
 
 non_differentiable(cmath.isnan, cmath.isinf, cmath.isfinite, cmath.isclose)

@@ -482,3 +482,33 @@ def test_kron_of_arrays_with_no_label_left_declines_a_batch():
     before = batch_declines()
     cr.rrule(np.kron, X, X)
     assert batch_declines() == before
+
+
+# ----- found by fuzzing (tests/fuzz/fuzz_rules.py) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "f, a, b, kwargs",
+    [
+        (np.inner, rand(2, 2), rand(2, 2), {}),  # b contracted over its last axis: b's matrix is b.T
+        (np.inner, rand(3, 3, dtype=complex), rand(3, 3), {}),
+        (np.tensordot, rand(2, 2), rand(2, 2), {"axes": ([0], [1])}),  # both operands transposed
+        (np.tensordot, rand(2, 3, 2), rand(2, 2), {"axes": ([2], [1])}),
+        (np.tensordot, rand(2, 2), rand(2, 3, 2), {"axes": ([0], [2])}),
+    ],
+    ids=["inner", "inner-complex", "tensordot", "tensordot-3d", "tensordot-3d-right"],
+)
+def test_square_operands_contracted_out_of_place(f, a, b, kwargs, batched_pullback):
+    """An operand whose matrix is its transpose gets its cotangents transposed back, even when
+    the transpose has the operand's own shape (a square matrix)."""
+    batched_pullback(f, a, b, kwargs=kwargs)
+
+
+def test_reverse_jacobian_of_inner_with_a_square_matrix():
+    a, b = rand(3, 3), rand(3, 3)
+
+    def inner_with(b):
+        return np.inner(a, b)
+
+    expected = cr.jacobian(inner_with, b, mode="forward")
+    np.testing.assert_allclose(cr.jacobian(inner_with, b, mode="reverse"), expected, rtol=1e-13)

@@ -781,3 +781,20 @@ def test_hessians_of_spectral_rules_and_trace(name, f, shape):
     x = rng_for("hessian", name).standard_normal(shape)
     hess = np.asarray(cr.hessian(f, x)).reshape(x.size, x.size)
     np.testing.assert_allclose(hess, _fd_hessian(f, x), rtol=1e-5, atol=1e-6)
+
+
+# ----- edge cases found by fuzzing (tests/fuzz/fuzz_rules.py) ---------------------------------
+
+
+def test_lstsq_rank_has_numpys_type():
+    a, b = np.eye(3, 2) + 1.0, np.ones(3)
+    assert type(cr.rrule(np.linalg.lstsq, a, b, rcond=None)[0][2]) is type(np.linalg.lstsq(a, b, rcond=None)[2])
+    assert type(cr.frule((cr.NoTangent(), a, b), np.linalg.lstsq, a, b, rcond=None)[0][2]) is np.int32
+
+
+@pytest.mark.parametrize("x", [np.ones(0), np.ones((2, 0))], ids=["empty", "empty-rows"])
+def test_max_norm_of_no_entries_is_zero(x, batched_pullback):
+    kwargs = {"ord": np.inf, "axis": -1}
+    test_rrule(np.linalg.vector_norm, x, fkwargs=kwargs)
+    test_frule(np.linalg.vector_norm, x, fkwargs=kwargs)
+    batched_pullback(np.linalg.vector_norm, x, kwargs=kwargs)

@@ -427,3 +427,63 @@ def test_median_and_quantile_conventions():
     assert back(1.0)[2] == 2.0  # at q = 1 the slope of the last segment
     with pytest.raises(TypeError, match="method='linear'"):
         cr.rrule(np.quantile, np.ones(3), 0.5, method="nearest")
+
+
+# ----- edge cases found by fuzzing (tests/fuzz/fuzz_rules.py) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        ((np.ones((1, 0), np.float32),), {"dx": 0.5, "axis": 1}),  # no samples: no trapezoids
+        ((np.ones((2, 0)), np.ones(0)), {}),  # no samples at no points
+        ((np.ones((2, 0)), np.ones((2, 0))), {}),
+    ],
+)
+def test_trapezoid_of_no_samples(args, kwargs, batched_pullback):
+    crt.test_rrule(np.trapezoid, *args, fkwargs=kwargs, rtol=1e-3, atol=1e-3)
+    crt.test_frule(np.trapezoid, *args, fkwargs=kwargs, rtol=1e-3, atol=1e-3)
+    batched_pullback(np.trapezoid, *args, kwargs=kwargs)
+
+
+@pytest.mark.parametrize(
+    "x, kwargs",
+    [
+        (np.array([1.0, 2.5]), {"n": 0, "prepend": 0.5}),  # n=0 is x itself: NumPy ignores prepend/append
+        (np.array([1.0, 2.5]), {"n": 0, "append": np.ones(2)}),
+        (np.ones(0), {"n": 1}),  # differencing past the length leaves nothing
+        (np.ones(1), {"n": 2}),
+        (np.ones((2, 1)), {"n": 3, "axis": 1, "prepend": 0.5}),
+    ],
+)
+def test_diff_with_nothing_left_to_difference(x, kwargs, batched_pullback):
+    crt.test_rrule(np.diff, x, fkwargs=kwargs)
+    crt.test_frule(np.diff, x, fkwargs=kwargs)
+    batched_pullback(np.diff, x, kwargs=kwargs)
+
+
+@pytest.mark.parametrize("f", [np.sum, np.prod, np.max, np.add.reduce, np.multiply.reduce, np.maximum.reduce])
+@pytest.mark.parametrize("kwargs", [{"axis": 0}, {"axis": -1, "keepdims": True}])
+@pytest.mark.parametrize("x", [np.array(2.0), np.float64(2.0)], ids=["0d", "scalar"])
+def test_reductions_of_a_number_over_its_axis(f, kwargs, x, batched_pullback):
+    """NumPy reduces a number over axis 0 (or -1): nothing to reduce, its tangent passes through."""
+    crt.test_frule(f, x, fkwargs=kwargs)
+    crt.test_rrule(f, x, fkwargs=kwargs)
+    batched_pullback(f, x, kwargs=kwargs)
+
+
+@pytest.mark.parametrize("f", [np.cumsum, np.cumprod])
+def test_scan_of_a_number_over_its_axis(f):
+    crt.test_frule(f, np.array(2.0), fkwargs={"axis": 0})
+    crt.test_rrule(f, np.array(2.0), fkwargs={"axis": 0})
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's: the median of nothing is NaN)
+@pytest.mark.parametrize(
+    "x, kwargs", [(np.ones(0, int), {"axis": -1, "keepdims": True}), (np.ones((2, 0)), {"axis": 1})]
+)
+def test_median_of_no_entries_is_nan_with_an_empty_cotangent(x, kwargs, batched_pullback):
+    y, back = cr.rrule(np.median, x, **kwargs)
+    np.testing.assert_array_equal(y, np.median(x, **kwargs))
+    assert np.shape(cr.unthunk(back(np.ones(np.shape(y)))[1])) == x.shape
+    batched_pullback(np.median, x, kwargs=kwargs)

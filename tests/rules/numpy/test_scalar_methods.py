@@ -69,3 +69,19 @@ def test_engines_agree_on_methods_of_a_full_reduction(engine):
     # round has derivative zero (it is piecewise constant), in every engine
     assert cr.gradient(lambda x: x.sum().round(6), x, engine=engine) == (cr.ZeroTangent(),)
     np.testing.assert_array_equal(cr.jacobian(lambda x: x.sum().round(6), x, mode="forward"), np.zeros(3))
+
+
+@pytest.mark.parametrize(
+    "f, x, index",
+    [
+        (np.generic.take, np.float64(1.5), np.array([0, 0])),  # found by fuzzing: a number taken twice
+        (np.ndarray.take, np.array(1.5), np.array([0, -1, 0])),
+        (np.take, np.array(1.5 + 1.0j), np.array([[0], [0]])),
+    ],
+)
+def test_a_number_taken_several_times_gets_the_sum_of_the_cotangents(f, x, index, batched_pullback):
+    test_rrule(f, x, index)
+    test_frule(f, x, index)
+    assert cr.unthunk(cr.rrule(f, x, index)[1](np.ones(np.shape(index)))[1]) == index.size
+    if f is not np.generic.take:  # (the scalar method's rule takes one cotangent at a time)
+        batched_pullback(f, x, index)

@@ -324,3 +324,13 @@ LAYOUT_FREE = [
 @pytest.mark.parametrize("case", LAYOUT_FREE, ids=str)
 def test_rrule_on_values_implementing_numpy_protocols(case):
     check_rrule_on_wrapped(case.f, *case.args, fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("f", [np.copy, np.asarray, np.array])
+@pytest.mark.parametrize("x", [1.5, 1.5 + 0.5j, np.float32(1.5)], ids=["float", "complex", "float32"])
+def test_array_of_a_number_has_an_array_tangent(f, x):
+    """found by fuzzing: np.copy(1.5) is a 0-d array, and so is its tangent."""
+    y, dy = cr.frule((cr.NoTangent(), x), f, x)
+    assert type(dy) is np.ndarray and dy.shape == () and dy.dtype == y.dtype
+    crt.test_frule(f, x)
+    crt.test_rrule(f, x)

@@ -445,12 +445,12 @@ def test_non_differentiable(f, args):
 _XP = np.array([-1.0, -0.2, 0.5, 1.3, 2.0])
 _XS = np.array([[-1.5, -0.6, 0.1], [0.9, 1.7, 2.4]])  # below, inside every segment, above
 INTERP = [
-    (_XS, crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5])),
-    (0.4, crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5])),
-    (_XS.astype(np.float32), crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5], dtype=np.float32)),
-    (_XS, crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5]) + 1j * np.arange(5.0)),
-    (_XS, crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5]), -3.0, 4.0),  # left and right by position
-    (_XS, crt.nondiff(_XP), np.array([0.3, -1.0, 2.0, 0.5, 1.5]), crt.nondiff(None), 4.0),
+    (_XS, _XP, np.array([0.3, -1.0, 2.0, 0.5, 1.5])),
+    (0.4, _XP, np.array([0.3, -1.0, 2.0, 0.5, 1.5])),
+    (_XS.astype(np.float32), _XP, np.array([0.3, -1.0, 2.0, 0.5, 1.5], dtype=np.float32)),
+    (_XS, _XP, np.array([0.3, -1.0, 2.0, 0.5, 1.5]) + 1j * np.arange(5.0)),
+    (_XS, _XP, np.array([0.3, -1.0, 2.0, 0.5, 1.5]), -3.0, 4.0),  # left and right by position
+    (_XS, _XP, np.array([0.3, -1.0, 2.0, 0.5, 1.5]), crt.nondiff(None), 4.0),
 ]
 
 
@@ -475,3 +475,46 @@ def test_interp_at_the_knots_takes_the_segment_to_the_right():
     np.testing.assert_array_equal(dfp, [1.0, 1.0, 2.0])  # the point beyond reads fp[-1]
     with pytest.raises(TypeError, match="period="):
         cr.rrule(np.interp, 1.0, xp, fp, period=2.0)
+
+
+# ----- edge cases found by fuzzing (tests/fuzz/fuzz_rules.py) ---------------------------------
+
+
+@pytest.mark.parametrize("f", [np.ndarray.conj, np.ndarray.conjugate])
+def test_conj_method_gives_what_the_method_gives(f):
+    """A real 0-d array's conj() is a 0-d array (the ufunc's is a NumPy scalar)."""
+    for x in [np.array(1.5), np.array(1.5 + 2j)]:
+        assert type(cr.rrule(f, x)[0]) is type(f(x))
+        assert type(cr.frule((cr.NoTangent(), np.array(1.0 + 0j)), f, x)[0]) is type(f(x))
+        crt.test_rrule(f, x)
+        crt.test_frule(f, x)
+
+
+@pytest.mark.parametrize(
+    "f, args, kwargs",
+    [
+        (np.sinh, (np.array(2),), {}),
+        (np.subtract, (1.5, np.array(2)), {}),
+        (np.multiply, (np.complex128(1 + 1j), np.array(2)), {}),
+        (np.exp, (np.array([[1], [2]]),), {"dtype": np.complex128}),
+    ],
+)
+def test_integer_arrays_get_real_cotangents_of_their_shape(f, args, kwargs, batched_pullback):
+    """An integer array used arithmetically gets a real float array, a 0-d one for a 0-d array."""
+    crt.test_rrule(f, *args, fkwargs=kwargs)
+    batched_pullback(f, *args, kwargs=kwargs)
+    _, back = cr.rrule(f, *args, **kwargs)
+    dx = cr.unthunk(back(np.ones((2, 1), dtype=complex) if f is np.exp else 1.0)[-1])
+    assert isinstance(dx, np.ndarray) and dx.dtype.kind == "f" and dx.shape == np.shape(args[-1])
+
+
+def test_interp_differentiates_the_sample_points(batched_pullback):
+    """Moving a segment's ends moves the points read from it: xp has a derivative too."""
+    fp = np.array([0.3, -1.0, 2.0, 0.5, 1.5])
+    for args in [(_XS, _XP, fp), (0.4, _XP, fp), (_XS, _XP, fp + 1j * np.arange(5.0)), (_XS, _XP, fp, -3.0, 4.0)]:
+        crt.test_rrule(np.interp, *args)
+        crt.test_frule(np.interp, *args)
+        batched_pullback(np.interp, *args, rtol=1e-12)
+    _, back = cr.rrule(np.interp, 0.25, np.array([0.0, 1.0]), np.array([0.0, 2.0]))
+    assert back(1.0)[2].tolist() == [-1.5, -0.5]  # y = 2 (x - xp0) / (xp1 - xp0)
+    assert back(1.0)[2] is not None and cr.rrule(np.interp, 0.25, np.array([0, 1]), fp[:2])[1](1.0)[2] == cr.NoTangent()

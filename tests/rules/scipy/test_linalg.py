@@ -531,3 +531,13 @@ def test_a_stack_of_matrices_is_refused_with_what_to_use(f, advice):
     with pytest.raises(ValueError, match="takes a single matrix") as info:
         cr.gradient(lambda a: np.sum(f(a)), A)
     assert advice in str(info.value)
+
+
+def test_eig_tangents_have_scipys_output_types():
+    """found by fuzzing: SciPy's eigenvalues are complex always, its eigenvectors real when all are."""
+    a = np.array([[3.0, 1.0], [0.5, -1.0]])
+    (w, v), (dw, dv) = cr.frule((cr.NoTangent(), np.ones((2, 2))), sl.eig, a)
+    assert dw.dtype == w.dtype == np.complex128 and dv.dtype == v.dtype == np.float64
+    assert cr.frule((cr.NoTangent(), np.ones((2, 2))), sl.eigvals, a)[1].dtype == np.complex128
+    test_frule(sl.eig, a)
+    test_frule(sl.eigvals, a)

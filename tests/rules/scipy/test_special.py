@@ -250,3 +250,30 @@ def test_hessians(name, f):
     x = rng_for("hessian", name).standard_normal((2, 3))
     hess = np.asarray(cr.hessian(f, x)).reshape(x.size, x.size)
     np.testing.assert_allclose(hess, _fd_hessian(f, x), rtol=1e-5, atol=1e-6)
+
+
+# ----- edge cases found by fuzzing (tests/fuzz/fuzz_rules.py) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "a, kwargs",
+    [
+        (np.array(0.3), {"keepdims": True}),  # SciPy keeps a number's dimensions as one axis
+        (np.array(0.3), {"keepdims": True, "b": np.array(2.0)}),
+        (np.array(0.3 + 0.2j), {"keepdims": True}),
+        (np.array([0.1, 0.2, 0.3], np.float32), {"b": np.array([1.0, 2.0, 3.0])}),  # in float64, as SciPy
+    ],
+)
+def test_logsumexp_primal_is_scipys(a, kwargs, batched_pullback):
+    y, expected = cr.rrule(sc.logsumexp, a, **kwargs)[0], sc.logsumexp(a, **kwargs)
+    assert type(y) is type(expected) and np.shape(y) == np.shape(expected) and y.dtype == expected.dtype
+    np.testing.assert_allclose(y, expected, rtol=1e-15)
+    test_rrule(sc.logsumexp, a, fkwargs=kwargs, rtol=1e-3, atol=1e-3)
+    test_frule(sc.logsumexp, a, fkwargs=kwargs, rtol=1e-3, atol=1e-3)
+    batched_pullback(sc.logsumexp, a, kwargs=kwargs, rtol=1e-6)
+
+
+def test_digamma_of_a_complex_number_is_refused_by_name():
+    for rule in (lambda z: cr.rrule(sc.psi, z), lambda z: cr.frule((cr.NoTangent(), 1.0), sc.psi, z)):
+        with pytest.raises(TypeError, match=r"scipy\.special\.digamma \(psi\).*real arguments only"):
+            rule(1.0 + 1.0j)

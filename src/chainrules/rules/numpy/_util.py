@@ -56,8 +56,8 @@ def raise_out(f):
 def axes_of(axis, ndim: int) -> tuple[int, ...]:
     """``axis`` (None, an int, a negative int or a tuple) as a sorted tuple of non-negative axes.
 
-    >>> axes_of(None, 3), axes_of(-1, 3), axes_of((2, 0), 3)
-    ((0, 1, 2), (2,), (0, 2))
+    >>> axes_of(None, 3), axes_of(-1, 3), axes_of((2, 0), 3), axes_of(0, 0)
+    ((0, 1, 2), (2,), (0, 2), ())
     """
     if axis is None:
         return tuple(range(ndim))
@@ -69,12 +69,14 @@ def axes_of(axis, ndim: int) -> tuple[int, ...]:
         axes = (_normalize(axis, ndim),)
     if len(set(axes)) != len(axes):
         raise ValueError(f"repeated axis in {axis!r}")
+    if ndim == 0:  # NumPy reduces a number over its axis 0 (or -1): there is nothing to reduce
+        return ()
     return tuple(sorted(axes))
 
 
 def _normalize(axis, ndim: int) -> int:
     axis = int(axis)
-    if not -ndim <= axis < max(ndim, 1):
+    if not -max(ndim, 1) <= axis < max(ndim, 1):
         raise np.exceptions.AxisError(axis, ndim)
     return axis % ndim if ndim else 0
 

@@ -1026,11 +1026,12 @@ def frule_pinv(tangents, a, *rest, **kwargs):
 _LstsqResult = type(linalg.lstsq(np.eye(1), np.ones(1)))  # a plain tuple
 
 
-def lstsq_setup(a, b, rcond, ops=NUMPY, svd=linalg.svd, vector_residual=False):
+def lstsq_setup(a, b, rcond, ops=NUMPY, svd=linalg.svd, vector_residual=False, rank_type=np.int32):
     """The SVD of ``a`` shared by the solution, the outputs and their derivatives.
 
     ``rcond`` follows NumPy (None: ``eps * max(m, n)``; negative: ``eps``); SciPy's ``cond``
     passes its own default in. ``vector_residual``: SciPy returns a scalar residual for a vector b.
+    ``rank_type``: the rank's type as the library returns it (NumPy's LAPACK int32, SciPy's int).
     """
     mul = ops.mul
     a, b = as_array(a), as_array(b)
@@ -1056,7 +1057,7 @@ def lstsq_setup(a, b, rcond, ops=NUMPY, svd=linalg.svd, vector_residual=False):
         residuals = np.empty(0, dtype=s.dtype)
     xs = x[:, 0] if b.ndim == 1 else x
     ctx = dict(a=a, u=u, s=s, vh=vh, ur=ur, sr=sr, vhr=vhr, x=x, r=r, vector=b.ndim == 1, mul=mul)
-    return (xs, residuals, rank, s), ctx
+    return (xs, residuals, rank_type(rank), s), ctx
 
 
 def _pinv_apply(c, v):
@@ -1261,7 +1262,10 @@ def vector_norm_weights(x, order, axes):
         y = np.sqrt(np.sum(ax * ax, axis=axes, keepdims=True))
         return y, _safe_divide(x, y)
     if order == np.inf or order == -np.inf:
-        y = (np.max if order > 0 else np.min)(ax, axis=axes, keepdims=True)
+        if order > 0:  # (the largest of no entries is 0, as NumPy's norm says)
+            y = np.max(ax, axis=axes, keepdims=True, initial=0)
+        else:
+            y = np.min(ax, axis=axes, keepdims=True)
         return y, _sgn(x) * _ties(ax == y, axes)
     if order == 0:
         return np.sum(ax != 0, axis=axes, keepdims=True).astype(ax.dtype), np.zeros_like(x)

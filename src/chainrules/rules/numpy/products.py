@@ -182,10 +182,15 @@ def _batch_operand_cotangent(x, perm, matrix):
     if has_no_tangent(x):
         return NO
 
+    # the matrix is laid out as the operand transposed by perm: of the operand's shape only when
+    # perm keeps the axes in place (a square operand contracted over its first axis has its shape too)
+    in_place = perm == tuple(range(len(perm)))
+
     def value():
         m = matrix()
         if (
-            type(m) is np.ndarray
+            in_place
+            and type(m) is np.ndarray
             and type(x) is np.ndarray
             and m.dtype == x.dtype
             and m.shape[1:] == x.shape
@@ -194,10 +199,10 @@ def _batch_operand_cotangent(x, perm, matrix):
             return m  # already the operand's batch of cotangents: the common `W @ x`
         lead = np.shape(m)[:1]
         shape = np.shape(x)
-        if np.shape(m)[1:] != shape:
+        if not in_place or np.shape(m)[1:] != shape:
             permuted = tuple(shape[p] for p in perm)
             m = np.reshape(m, lead + permuted)
-            if perm != tuple(range(len(perm))):
+            if not in_place:
                 m = np.transpose(m, (0, *(int(p) + 1 for p in np.argsort(perm))))
         return match_input_batch(x, m)
 

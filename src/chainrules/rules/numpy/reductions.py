@@ -494,8 +494,8 @@ _register((np.std, np.ndarray.std), _VAR, _VAR_DEFAULTS, _std_plan, batched=True
 
 
 def _scan_axis(x, o):
-    """The scanned axis, and x as scanned (flattened when axis is None)."""
-    if o["axis"] is None:
+    """The scanned axis, and x as scanned (flattened when axis is None, and a number always, as NumPy does)."""
+    if o["axis"] is None or np.ndim(x) == 0:
         return 0, np.reshape(x, (-1,))
     return axes_of(o["axis"], np.ndim(x))[0], x
 
@@ -677,11 +677,12 @@ _DIFF = ("n", "axis", "prepend", "append")
 def _diff_layout(a, args, kwargs):
     """``(n, axis, pieces, slots)`` of ``np.diff``: the arrays joined along ``axis`` before
     differencing (prepend, a, append), and for each the position of its positional argument
-    (``None`` for one given by keyword, which is not differentiated)."""
+    (``None`` for one given by keyword, which is not differentiated). With ``n=0`` NumPy returns
+    ``a`` itself and ignores ``prepend`` and ``append``."""
     o = {"n": 1, "axis": -1, **dict(zip(_DIFF, args)), **kwargs}
     n, axis = int(o["n"]), axes_of(o["axis"], np.ndim(a))[0]
     pieces, slots = [a], [0]
-    for key, front in (("prepend", True), ("append", False)):
+    for key, front in (("prepend", True), ("append", False)) if n else ():
         value = o.get(key, np._NoValue)
         if value is np._NoValue:
             continue
@@ -706,6 +707,8 @@ def rrule_diff(a, *args, **kwargs):
     n, axis, pieces, slots = _diff_layout(a, args, kwargs)
     shapes = [_joined_shape(a, p, axis) for p in pieces]
     bounds = np.cumsum([s[axis] for s in shapes])[:-1]
+    # differencing past the joined length leaves an empty array, as its length-th difference does
+    n = min(n, sum(s[axis] for s in shapes))
 
     def diff_pullback(dy):
         # diff is D^n along the axis; D's adjoint is -D of the cotangent padded with a zero at
@@ -786,8 +789,11 @@ def _trapezoid_options(y, args, kwargs):
     return o["x"], o["dx"], axes_of(o["axis"], np.ndim(y))[0]
 
 
-def _mean_adjoint(g, axis):
-    """The adjoint of ``y -> (y[1:] + y[:-1]) / 2`` along ``axis`` applied to ``g``."""
+def _mean_adjoint(g, axis, n):
+    """The adjoint of ``y -> (y[1:] + y[:-1]) / 2`` along ``axis`` applied to ``g``, for ``y`` of
+    length ``n`` there (an empty ``y`` has no means, and its cotangent is ``g`` itself: empty too)."""
+    if n == 0:
+        return g
     widths = [(0, 0)] * np.ndim(g)
     widths[axis] = (1, 0)
     front = np.pad(g, widths)
@@ -795,8 +801,11 @@ def _mean_adjoint(g, axis):
     return (front + np.pad(g, widths)) / 2
 
 
-def _diff_adjoint(g, axis):
-    """The adjoint of ``x -> diff(x)`` along ``axis`` applied to ``g``: ``-diff`` of ``g`` padded with zeros."""
+def _diff_adjoint(g, axis, n):
+    """The adjoint of ``x -> diff(x)`` along ``axis`` applied to ``g``: ``-diff`` of ``g`` padded with zeros
+    (for ``x`` of length ``n`` there; an empty ``x`` has no differences, and ``g`` is its empty cotangent)."""
+    if n == 0:
+        return g
     widths = [(0, 0)] * np.ndim(g)
     widths[axis] = (1, 1)
     return -np.diff(np.pad(g, widths), axis=axis)
@@ -823,13 +832,13 @@ def rrule_trapezoid(y, *args, **kwargs):
         if carries_batch(out, dout):  # a batch of cotangents: the same with the batch axis in front
             return (_NO, *_trapezoid_batch(y, x, dx, axis, mean, step, dout, differentiated, len(args)))
         g = np.expand_dims(dout, axis)
-        dy = match_input(y, _mean_adjoint(np.broadcast_to(g * conj(step), np.shape(mean)), axis))
+        dy = match_input(y, _mean_adjoint(np.broadcast_to(g * conj(step), np.shape(mean)), axis, np.shape(y)[axis]))
         through = g * conj(mean)  # the cotangent of the steps
         if differentiated and x is not None and np.ndim(x) == 1:
             others = tuple(i for i in range(np.ndim(through)) if i != axis)
-            grads[0] = match_input(x, _diff_adjoint(np.sum(through, axis=others), 0))
+            grads[0] = match_input(x, _diff_adjoint(np.sum(through, axis=others), 0, np.size(x)))
         elif differentiated and x is not None:
-            grads[0] = match_input(x, _diff_adjoint(sum_to(through, np.shape(step)), axis))
+            grads[0] = match_input(x, _diff_adjoint(sum_to(through, np.shape(step)), axis, np.shape(x)[axis]))
         elif differentiated:
             grads[1] = match_input(dx, sum_to(through, np.shape(dx)))
         return (_NO, dy, *grads)
@@ -842,13 +851,14 @@ def _trapezoid_batch(y, x, dx, axis, mean, step, dout, differentiated, n_args):
     grads = [_NO] * n_args
     g = np.expand_dims(dout, axis + 1)
     lead = np.shape(dout)[:1]
-    dy = match_input_batch(y, _mean_adjoint(np.broadcast_to(g * conj(step), lead + np.shape(mean)), axis + 1))
+    n = np.shape(y)[axis]
+    dy = match_input_batch(y, _mean_adjoint(np.broadcast_to(g * conj(step), lead + np.shape(mean)), axis + 1, n))
     through = g * conj(mean)
     if differentiated and x is not None and np.ndim(x) == 1:
         others = tuple(i for i in range(1, np.ndim(through)) if i != axis + 1)
-        grads[0] = match_input_batch(x, _diff_adjoint(np.sum(through, axis=others), 1))
+        grads[0] = match_input_batch(x, _diff_adjoint(np.sum(through, axis=others), 1, np.size(x)))
     elif differentiated and x is not None:
-        grads[0] = match_input_batch(x, _diff_adjoint(unbroadcast_batch(step, through), axis + 1))
+        grads[0] = match_input_batch(x, _diff_adjoint(unbroadcast_batch(step, through), axis + 1, np.shape(x)[axis]))
     elif differentiated:
         grads[1] = match_input_batch(dx, through)
     return (dy, *grads)
@@ -912,8 +922,9 @@ class _OrderStatistics:
         self.hi = np.minimum(self.lo + 1, self.n - 1)
         frac = pos - self.lo
         self.weights = np.zeros((qs.size, self.n))
-        np.add.at(self.weights, (np.arange(qs.size), self.lo), 1 - frac)
-        np.add.at(self.weights, (np.arange(qs.size), self.hi), frac)
+        if self.n:  # (a quantile of no entries is NaN, and reads none of them)
+            np.add.at(self.weights, (np.arange(qs.size), self.lo), 1 - frac)
+            np.add.at(self.weights, (np.arange(qs.size), self.hi), frac)
 
     def to_rows(self, x, lead=()):
         """``x`` (with ``lead`` batch axes in front) as rows of the reduced entries."""
@@ -931,6 +942,8 @@ class _OrderStatistics:
 
     def slopes(self):
         """``d y_k / d q_k`` for every row: ``(n - 1) (s[hi] - s[lo])``, shape ``(Q, *rest)``."""
+        if not self.n:  # NaN, as the quantile of no entries is
+            return np.full((self.weights.shape[0], *self.rows.shape[:-1]), np.nan)
         s = np.take_along_axis(self.rows, self.perm, axis=-1)
         return np.moveaxis((self.n - 1) * (s[..., self.hi] - s[..., self.lo]), -1, 0)
 

@@ -479,6 +479,8 @@ def _conversion_spec(y, x):
         return (lambda dy, lead=(): ZERO), (lambda dx, lead: ZERO)
 
     def conversion_push(dx, lead):
+        if type(y) is np.ndarray and isinstance(dx, (float, complex, np.generic)):
+            dx = np.asarray(dx)  # a number's tangent, for its copy as an array (np.copy(1.5) is a 0-d array)
         if type(dx) is np.ndarray and out_dtype is not None and out_dtype.kind != "O" and dx.dtype != out_dtype:
             return (np.real(dx) if out_dtype.kind == "f" else dx).astype(out_dtype)
         return dx
@@ -789,6 +791,16 @@ for _f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit):
 # ----- selections: take, take_along_axis, sort --------------------------------------------------
 
 
+def _number_taken(a, y, dy, ndim):
+    """The cotangent of a number (a 0-d array) that ``take`` copied into every entry of ``y``."""
+    if type(dy) is not np.ndarray or dy.ndim != ndim:
+        batch = batch_of(y, dy)
+        if batch is not None:
+            return match_input_batch(a, np.sum(np.reshape(batch, (len(batch), -1)), axis=1))
+    dy = cotangent_array(y, dy)
+    return dy if isinstance(dy, AbstractZero) else to_input(a, np.sum(dy))
+
+
 def _take_index(x, indices, axis, mode):
     """An index into ``x`` that selects what ``np.take(x, indices, axis, mode=mode)`` selects."""
     n = np.size(x) if axis is None else np.shape(x)[axis]
@@ -817,6 +829,8 @@ def _take_rule(f):
         ndim = _ndim(y)
 
         def take_pullback(dy):
+            if k is None and np.ndim(a) == 0:  # a number taken several times: the copies' cotangents add up
+                return (NO, _number_taken(a, y, dy, ndim), NO, *(NO for _ in args))
             if type(dy) is not np.ndarray or dy.ndim != ndim:
                 batch = batch_of(y, dy)
                 if batch is not None:

@@ -451,11 +451,16 @@ elementwise(np.ldexp, lambda x, e: np.ldexp(1.0, e), None)  # the exponent is an
 # ----- hand-written rules ------------------------------------------------------------------
 
 
+def _conj_call(f, x, kwargs):
+    """``f(x)``: the array methods keep a 0-d array one, where the ufunc gives a NumPy scalar."""
+    return f(x, **kwargs) if isinstance(x, np.ndarray) else np.conjugate(x, **kwargs)
+
+
 def _conj_rules(f):
     # conj is not holomorphic: its derivative is conj itself, not a multiplication
     def rrule_conj(x, *args, **kwargs):
         _ufunc_call(np.conjugate, args, kwargs, 0)
-        y = np.conjugate(x, **kwargs)
+        y = _conj_call(f, x, kwargs)
 
         def conj_pullback(dy):
             dy = unthunk(dy)
@@ -465,7 +470,7 @@ def _conj_rules(f):
 
     def frule_conj(tangents, x, *args, **kwargs):
         _ufunc_call(np.conjugate, args, kwargs, 0)
-        y = np.conjugate(x, **kwargs)
+        y = _conj_call(f, x, kwargs)
         dx = unthunk(tangents[1])
         return y, dx if isinstance(dx, AbstractZero) else match_output(y, conj(dx))
 
@@ -627,8 +632,9 @@ def _scatter_sum(shape: tuple, indices: tuple, values: tuple):
 @rrule.register(np.interp, batched=True)
 def rrule_interp(x, xp, fp, *args, **kwargs):
     """Piecewise linear: the derivative in ``x`` is the slope of its segment (one-sided at the
-    knots), in ``fp`` the interpolation weights; the sample points ``xp`` are not differentiated,
-    and ``left``/``right`` given by position get the cotangent of the points outside."""
+    knots), in ``fp`` the interpolation weights, in the sample points ``xp`` the slope times minus
+    the weights (moving a segment's ends moves the point along it); ``left``/``right`` given by
+    position get the cotangent of the points outside."""
     y = np.interp(x, xp, fp, *args, **kwargs)
     parts = _interp_parts(_as_array(x), xp, fp, args, kwargs)
     lo, hi, w_lo, w_hi, slope, below, above = parts
@@ -637,19 +643,29 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
     def interp_pullback(dy):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
-            return (_NO, dy, _NO, dy) + tuple(_NO if a is None else dy for a in args)
+            return (_NO, dy, _points_cotangent(xp, dy), dy) + tuple(_NO if a is None else dy for a in args)
         if getattr(dy, "ndim", 0) == ndim + 1:  # a batch of cotangents (a leading batch axis)
-            return _interp_batch(x, fp, args, parts, match_input_batch(y, dy))
+            return _interp_batch(x, xp, fp, args, parts, match_input_batch(y, dy))
         dy = _as_array(dy)
         dx = match_input(x, dy * conj(slope))
         dfp = _scatter_sum(np.shape(fp), (lo, hi), (dy * w_lo, dy * w_hi))
+        along = -dy * conj(slope)
+        dxp = _points_cotangent(xp, lambda: _scatter_sum(np.shape(xp), (lo, hi), (along * w_lo, along * w_hi)))
         bounds = tuple(_NO if a is None else match_input(a, np.sum(dy[m])) for a, m in zip(args, (below, above)))
-        return (_NO, dx, _NO, match_input(fp, dfp), *bounds, *(_NO for _ in args[2:]))
+        return (_NO, dx, dxp, match_input(fp, dfp), *bounds, *(_NO for _ in args[2:]))
 
     return y, interp_pullback
 
 
-def _interp_batch(x, fp, args, parts, dys):
+def _points_cotangent(xp, make):
+    """The cotangent of ``np.interp``'s sample points: none for integer points, which cannot move
+    (``make`` builds it, or is a zero to pass on)."""
+    if np.asarray(xp).dtype.kind not in "fc":
+        return _NO
+    return make if isinstance(make, AbstractZero) else match_input(xp, make())
+
+
+def _interp_batch(x, xp, fp, args, parts, dys):
     """``interp_pullback`` for a batch ``dys`` of cotangents: each row gathers into ``fp``'s
     cotangent with the interpolation weights, past the batch axis."""
     lo, hi, w_lo, w_hi, slope, below, above = parts
@@ -659,21 +675,30 @@ def _interp_batch(x, fp, args, parts, dys):
     np.add.at(dfp, (slice(None), np.ravel(lo)), rows * np.ravel(w_lo))
     np.add.at(dfp, (slice(None), np.ravel(hi)), rows * np.ravel(w_hi))
     dfp = match_input_batch(fp, np.reshape(dfp, (len(dys), *np.shape(fp))))
+    dxp = _NO
+    if np.asarray(xp).dtype.kind in "fc":
+        along = -rows * np.ravel(conj(slope))
+        dxp = np.zeros((len(dys), np.size(xp)), dtype=np.result_type(along, w_lo))
+        np.add.at(dxp, (slice(None), np.ravel(lo)), along * np.ravel(w_lo))
+        np.add.at(dxp, (slice(None), np.ravel(hi)), along * np.ravel(w_hi))
+        dxp = match_input_batch(xp, dxp)
     bounds = tuple(
         _NO if a is None else match_input_batch(a, np.sum(rows * np.ravel(m), axis=1))
         for a, m in zip(args, (below, above))
     )
-    return (_NO, dx, _NO, dfp, *bounds, *(_NO for _ in args[2:]))
+    return (_NO, dx, dxp, dfp, *bounds, *(_NO for _ in args[2:]))
 
 
 @frule.register(np.interp, batched=True)
 def frule_interp(tangents, x, xp, fp, *args, **kwargs):
     y = np.interp(x, xp, fp, *args, **kwargs)
     lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(_as_array(x), xp, fp, args, kwargs)
-    dx, dfp = unthunk(tangents[1]), unthunk(tangents[3])
+    dx, dxp, dfp = unthunk(tangents[1]), unthunk(tangents[2]), unthunk(tangents[3])
     terms = []
     if not isinstance(dx, AbstractZero):
         terms.append(slope * dx)
+    if not isinstance(dxp, AbstractZero):  # the ends of each point's segment move: it slides along
+        terms.append(-slope * (w_lo * dxp[..., lo] + w_hi * dxp[..., hi]))
     if not isinstance(dfp, AbstractZero):
         terms.append(w_lo * dfp[..., lo] + w_hi * dfp[..., hi])
     for a, mask, d in zip(args, (below, above), tangents[4:6]):

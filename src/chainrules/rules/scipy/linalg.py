@@ -942,7 +942,7 @@ def _lstsq_setup(a, b, opts):
     _matrix(a, "scipy.linalg.lstsq", square=False)
     cond = opts["cond"]
     # LAPACK's default cutoff (cond=None) is the machine epsilon
-    result, ctx = lstsq_setup(a, b, -1 if cond is None else cond, SCIPY, _svd, vector_residual=True)
+    result, ctx = lstsq_setup(a, b, -1 if cond is None else cond, SCIPY, _svd, vector_residual=True, rank_type=int)
     if np.size(result[1]) == 0:  # SciPy's empty residues carry the input's dtype
         result = (result[0], np.empty(0, dtype=ctx["a"].dtype)) + result[2:]
     if opts["lapack_driver"] == "gelsy":
@@ -1326,6 +1326,9 @@ def frule_eig(tangents, a, *rest, **kwargs):
     if is_zero(da):
         return result, ZERO
     dw, dv = eig_tangent(w, v, da, SCIPY, is_batched(da, a))
+    # in the outputs' types: SciPy's eigenvalues are complex always, its eigenvectors real when all are
+    dw = dw if np.result_type(dw) == w.dtype else np.asarray(dw).astype(w.dtype)
+    dv = np.real(dv) if np.iscomplexobj(dv) and not np.iscomplexobj(v) else dv
     return result, (tangent_of(result, dw, dv) if opts["right"] else dw)
 
 

@@ -209,6 +209,13 @@ def _gammaln(x):
 
 def _digamma(x):
     x = _float(x)
+    if np.iscomplexobj(x):  # the derivative is trigamma, which SciPy has for real arguments only
+        where = user_location()
+        raise TypeError(
+            f"scipy.special.digamma (psi){f' at {where}' if where else ''}: chainrules differentiates it at real "
+            "arguments only, as its derivative (trigamma, scipy.special.polygamma(1, x)) has no complex version "
+            "in SciPy"
+        )
     return sc.digamma(x), _polygamma(1, x)
 
 
@@ -853,8 +860,10 @@ def _logsumexp(a, axis, b, keepdims, return_sign):
     """``(result, r, w, e_over_s, axes)``: ``r = log|sum(b exp(a))|`` with the maximum shifted out,
     one ``exp``; ``w = b exp(a - r)`` (signed) is ``dr/da`` and ``exp(a - r)`` is ``dr/db``."""
     a = _float(a)
-    if b is not None:
+    if b is not None:  # in the precision of a and b together, as SciPy computes
         b = _float(b)
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            a = a.astype(np.result_type(a, b), copy=False)
         a_full = np.broadcast_to(a, np.broadcast_shapes(np.shape(a), np.shape(b)))
     else:
         a_full = a
@@ -873,9 +882,12 @@ def _logsumexp(a, axis, b, keepdims, return_sign):
         r_keep = np.log(s) + m
     r = r_keep if keepdims else np.squeeze(r_keep, axis=axes)
     sign = sign_keep if keepdims else np.squeeze(sign_keep, axis=axes)
+    if keepdims and a_full.ndim == 0:  # SciPy keeps the dimensions of a number as one axis
+        r, sign = np.reshape(r, 1), np.reshape(sign, 1)
     r, sign = r[()] if np.ndim(r) == 0 else r, sign[()] if np.ndim(sign) == 0 else sign
-    if np.ndim(r) == 0 and r.dtype != a_full.dtype and np.iscomplexobj(r) == np.iscomplexobj(a_full):
-        r = r.astype(a_full.dtype)
+    dtype = a_full.dtype if b is None else np.result_type(a_full, b)
+    if np.ndim(r) == 0 and r.dtype != dtype and np.iscomplexobj(r) == np.iscomplexobj(dtype.type(0)):
+        r = r.astype(dtype)
     result = (r, sign) if return_sign else r
     return result, w, e_over_s, axes
 
@@ -897,7 +909,10 @@ def rrule_logsumexp(a, *rest, **kwargs):
             return (_NO, _ZERO) + tuple(_ZERO if i == 1 else _NO for i in range(len(rest)))
         dr = as_array(dr)  # dual numbers pass through, for Hessians
         r = result[0] if o["return_sign"] else result
-        if carries_batch(r, dr):  # a batch of cotangents: match_input_batch sums the broadcast axes
+        batch = carries_batch(r, dr)
+        if o["keepdims"] and np.ndim(w) == 0:  # the axis SciPy gives a number's result
+            dr = dr[..., 0]
+        if batch:  # a batch of cotangents: match_input_batch sums the broadcast axes
             if not o["keepdims"]:
                 dr = np.expand_dims(dr, tuple(x + 1 for x in axes))
             grads = [_NO] * len(rest)
@@ -932,6 +947,8 @@ def frule_logsumexp(tangents, a, *rest, **kwargs):
     if is_zero(total):
         return result, _ZERO
     dr = np.sum(total, axis=tuple(x + 1 for x in axes) if batched else axes, keepdims=o["keepdims"])
+    if o["keepdims"] and np.ndim(w) == 0:  # the axis SciPy gives a number's result
+        dr = dr[..., None]
     if not np.iscomplexobj(result[0] if o["return_sign"] else result):
         dr = np.real(dr)
     return result, (tangent_of(result, dr, _ZERO) if o["return_sign"] else dr)
