@@ -1,5 +1,5 @@
 """A second corpus of whole programs the way scientists and ML engineers write them, for
-``test_programs_two.py``: signal processing, likelihoods, linear algebra, neural network layers,
+``test_programs.py``: signal processing, likelihoods, linear algebra, neural network layers,
 physics with slicing and periodic boundaries, and the Python people write around them.
 
 Each ``@program(args...)`` is differentiated by every engine, and a construct an engine does not

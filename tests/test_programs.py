@@ -1,4 +1,4 @@
-"""Whole scientific programs (``programs_corpus.py``) through every engine and mode.
+"""Whole scientific programs (``programs_corpus.py`` and ``programs_corpus_two.py``) through every engine and mode.
 
 For each program: both reverse engines against finite differences (the value, the cotangent of
 every argument, valid tangent types, arguments left as they were), forward mode's Jacobian in the
@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import program_checks as checks
 import pytest
-from programs_corpus import PROGRAMS
+from programs_corpus import PROGRAMS as FIRST
+from programs_corpus_two import PROGRAMS as SECOND
 
+PROGRAMS = FIRST + SECOND
 BY_NAME = {p.name: p for p in PROGRAMS}
 NAMES = checks.parameters(PROGRAMS)
 
 
-def test_the_corpus_is_large_and_varied():
-    assert len(PROGRAMS) >= 40
-    assert sum(p.hessian for p in PROGRAMS) >= 15 and sum(p.nested for p in PROGRAMS) >= 10
+@pytest.mark.parametrize("corpus", [FIRST, SECOND], ids=["first", "second"])
+def test_each_corpus_is_large_and_varied(corpus):
+    assert len(corpus) >= 40
+    assert sum(p.hessian for p in corpus) >= 15 and sum(p.nested for p in corpus) >= 10
+
+
+def test_program_names_are_unique():
+    assert len(BY_NAME) == len(PROGRAMS)
 
 
 @pytest.mark.parametrize("engine", checks.REVERSE)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
 import chainrules as cr
 import chainrules.testing as crt
+from benchmarks._common import peak_bytes
 
 REVERSE = ("source", "tape")
 RNG = np.random.default_rng(7)
@@ -123,15 +122,6 @@ def test_the_wrapper_looks_like_the_function_and_refuses_what_is_not_callable():
         cr.checkpoint(3.0)
 
 
-def _peak_bytes(fn) -> int:
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def _segment(h):
     for _ in range(20):
         h = h + 0.01 * np.sin(h)
@@ -146,8 +136,8 @@ def test_the_reverse_pass_keeps_the_arguments_not_the_intermediates(engine):
     def run(block):
         return cr.gradient(lambda x: np.sum(_chain(block, x)), x, engine=engine)
 
-    kept_all = _peak_bytes(lambda: run(_segment))
-    kept_arguments = _peak_bytes(lambda: run(checkpointed))
+    kept_all = peak_bytes(lambda: run(_segment))
+    kept_arguments = peak_bytes(lambda: run(checkpointed))
     # 200 steps keep two arrays each (sin and its product); ten checkpoints keep one each,
     # and the pullback of one segment (20 steps) at a time
     assert kept_arguments < kept_all / 4
