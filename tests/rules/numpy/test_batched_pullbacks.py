@@ -196,6 +196,8 @@ SCANS_AND_REDUCTIONS = [
     (np.ndarray.prod, (X,), {"axis": -1}),
     (np.multiply.reduce, (X,), {}),
     (np.cumsum, (X,), {}),
+    (np.maximum.accumulate, (X,), {"axis": 1}),
+    (np.minimum.accumulate, (X,), {}),
     (np.cumsum, (X,), {"axis": 1}),
     (np.cumsum, (C, 0), {}),
     (np.cumsum, (X32,), {"axis": 0, "dtype": np.float64}),

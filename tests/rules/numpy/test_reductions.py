@@ -91,6 +91,9 @@ def _cases():
     yield from _family([np.add.reduce, np.maximum.reduce, np.fmin.reduce], [[X]], [{}, {"axis": (0, 2)}])
     yield from _family([np.multiply.reduce], [[positive]], [{}, {"axis": -1, "keepdims": True}])
     yield from _family([np.add.accumulate, np.multiply.accumulate], [[X]], [{}, {"axis": 1}])
+    running = [np.maximum.accumulate, np.minimum.accumulate]
+    yield from _family(running, [[X]], [{}, {"axis": 1}, {"axis": -1}])
+    yield from _family(running, [[X32]], [{"axis": 1}], label="-float32")
     # positional options, integer input, scalar input
     yield from _family([np.sum, np.ndarray.sum], [[X, fixed(1)]], [{}], label="-positional-axis")
     yield from _family([np.var], [[X, fixed(0), fixed(None), fixed(None), fixed(1)]], [{}], label="-positional-ddof")
@@ -487,3 +490,12 @@ def test_median_of_no_entries_is_nan_with_an_empty_cotangent(x, kwargs, batched_
     np.testing.assert_array_equal(y, np.median(x, **kwargs))
     assert np.shape(cr.unthunk(back(np.ones(np.shape(y)))[1])) == x.shape
     batched_pullback(np.median, x, kwargs=kwargs)
+
+
+def test_a_running_maximum_sends_each_cotangent_to_the_entry_that_holds_it():
+    x = np.array([1.0, 3.0, 2.0, 3.0, 5.0, 4.0])  # a tie at 3.0: the later entry holds the record from there
+    y, back = cr.rrule(np.maximum.accumulate, x)
+    np.testing.assert_array_equal(y, [1.0, 3.0, 3.0, 3.0, 5.0, 5.0])
+    np.testing.assert_array_equal(back(np.arange(1.0, 7.0))[1], [1.0, 2.0 + 3.0, 0.0, 4.0, 5.0 + 6.0, 0.0])
+    _, dy = cr.frule((cr.NoTangent(), np.arange(1.0, 7.0)), np.minimum.accumulate, -x)
+    np.testing.assert_array_equal(dy, [1.0, 2.0, 2.0, 4.0, 5.0, 5.0])

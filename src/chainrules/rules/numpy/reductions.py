@@ -558,6 +558,33 @@ def _cumprod_plan(x, o, primal):
     return y, cumprod_back, cumprod_forward
 
 
+def _running_extremum_plan(x, o, primal):
+    # y_i = x_w(i), w(i) the last position j <= i where x_j equals the running extremum y_i (at a
+    # tie any of them is a subgradient's choice): dx_j is the sum of dy_i over the i with w(i) = j
+    y = primal()
+    axis, xs = _scan_axis(x, o)
+    at_record = (xs == y) | (np.isnan(xs) & np.isnan(y))  # NumPy's maximum and minimum propagate NaN
+    positions = np.arange(np.shape(xs)[axis]).reshape((-1,) + (1,) * (np.ndim(xs) - 1 - axis))
+    winners = np.maximum.accumulate(np.where(at_record, positions, 0), axis=axis)
+
+    def running_extremum_back(dy, lead=()):
+        ax = axis + len(lead)
+        rows = np.moveaxis(dy, ax, -1)
+        dx = np.zeros(rows.shape, dtype=np.result_type(rows, y))
+        picks = np.broadcast_to(np.moveaxis(winners, axis, -1), rows.shape)
+        n = rows.shape[-1]
+        flat = np.reshape(dx, (-1, n))
+        np.add.at(flat, (np.arange(flat.shape[0])[:, None], np.reshape(picks, (-1, n))), np.reshape(rows, (-1, n)))
+        return np.reshape(np.moveaxis(flat.reshape(rows.shape), -1, ax), lead + np.shape(x))
+
+    def running_extremum_forward(dx, batched):
+        dx = _scan_tangent(x, dx, batched, o["axis"])
+        picks = np.broadcast_to(winners, np.shape(dx)) if batched else winners
+        return np.take_along_axis(dx, picks, axis=axis + batched)
+
+    return y, running_extremum_back, running_extremum_forward
+
+
 _SCAN = ("axis", "dtype", "out")
 _SCAN_DEFAULTS = {"axis": None, "dtype": None}
 _register((np.cumsum, np.ndarray.cumsum), _SCAN, _SCAN_DEFAULTS, _cumsum_plan, batched=True)
@@ -667,6 +694,13 @@ _register(
 )
 _register((np.add.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumsum_plan, batched=True)
 _register((np.multiply.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumprod_plan, batched=True)
+_register(
+    (np.maximum.accumulate, np.minimum.accumulate),
+    _SCAN,
+    {**_SCAN_DEFAULTS, "axis": 0},
+    _running_extremum_plan,
+    batched=True,
+)
 
 
 # ----- diff, trapezoid -----------------------------------------------------------------------
