@@ -132,8 +132,8 @@ GENERATED_LINES: dict[str, tuple[str, dict[int, int]]] = {}
 _LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
-def _library_frame(frame: FrameType) -> bool:
-    filename = frame.f_code.co_filename
+def is_library(filename: str) -> bool:
+    """Whether ``filename`` is the standard library's or an installed package's (chainrules excepted)."""
     return filename.startswith(_LIBRARIES) and not filename.startswith(_PACKAGE_DIR)
 
 
@@ -145,7 +145,7 @@ def user_location(skip_internal: bool = True) -> str | None:
     code generated from the user's (``GENERATED_LINES``) counts as the user's line it came from.
     """
     frame = sys._getframe(1)
-    while frame is not None and skip_internal and (is_internal_frame(frame) or _library_frame(frame)):
+    while frame is not None and skip_internal and (is_internal_frame(frame) or is_library(frame.f_code.co_filename)):
         generated = GENERATED_LINES.get(frame.f_code.co_filename)
         if generated is not None and frame.f_lineno in generated[1]:
             return f"{generated[0]}:{generated[1][frame.f_lineno]}"

@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import inspect
 import os
-import sysconfig
 import types
 from collections.abc import Callable
 from typing import Any
 
 from .active import ActiveValue
-from .errors import ChainRulesError, callable_name
+from .errors import ChainRulesError, callable_name, is_library
 from .registry import RuleDispatcher, frule, rrule
 
 _FUNCTION = types.FunctionType
@@ -49,7 +48,6 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _RULE_RUNNERS = tuple(
     os.path.join(_PACKAGE_DIR, d) for d in ("core", "rules", "reverse", "forward", "api.py", "checkpointing.py")
 )
-_LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 _MISSING = object()
 #: a frame cache (see `ignored_rule`) is emptied when it holds more frames than this
 CLEAN_FRAMES = 32
@@ -127,13 +125,9 @@ def watches_user_code(dispatcher: RuleDispatcher) -> bool:
     cached = _user_code_watched.get(dispatcher)
     if cached is not None and cached[0] == dispatcher.version:
         return cached[1]
-    answer = any(not _is_library(code.co_filename) for code, _ in watched(dispatcher).values())
+    answer = any(not is_library(code.co_filename) for code, _ in watched(dispatcher).values())
     _user_code_watched[dispatcher] = (dispatcher.version, answer)
     return answer
-
-
-def _is_library(filename: str) -> bool:
-    return filename.startswith(_LIBRARIES) and not filename.startswith(_PACKAGE_DIR)
 
 
 def _call_code(cls: type):

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 from contextvars import ContextVar
 
 import numpy as np
 
 from ...core.active import ActiveValue, next_order
-from ...core.errors import GENERATED_LINES, NoRuleError
+from ...core.errors import GENERATED_LINES, NoRuleError, is_library
 from ...core.keywords import as_positional
 from ...core.registry import decline_batch, rrule
 from ...core.ruled_calls import RuledCallWatch
@@ -87,13 +86,8 @@ def current_trace() -> Trace | None:
 # ----- errors that point at the user's line -------------------------------------------------
 
 
-# Installed libraries and the standard library: a library function that the user's code called
-# runs on tracked values, and messages point at the user's call of it.
-_LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
-
-
-def is_library(filename: str) -> bool:
-    return filename.startswith(_LIBRARIES) and not filename.startswith(_PACKAGE_DIR)
+# Installed libraries and the standard library (``is_library``): a library function that the
+# user's code called runs on tracked values, and messages point at the user's call of it.
 
 
 def _user_and_library_frames():
