@@ -25,6 +25,7 @@ import cmath
 import importlib.util
 import math
 import operator
+import re
 import sys
 import time
 import traceback
@@ -1656,7 +1657,8 @@ def _is_refusal(exc: Exception, f) -> bool:
         return False
     message = str(exc)
     names = {callable_name(f), callable_name(f).rsplit(".", 1)[-1], getattr(f, "__name__", "?")}
-    return any(name in message for name in names)
+    # a whole name: a helper's crash ("_zeta() missing 1 required positional argument") names no function
+    return any(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", message) for name in names)
 
 
 #: functions whose output holds eigenvectors of a real symmetric matrix (at this index), defined

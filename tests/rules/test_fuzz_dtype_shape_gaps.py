@@ -57,3 +57,29 @@ def test_polygamma_with_orders_of_zero_has_the_broadcast_shape():
     assert dy.shape == y.shape
     test_frule(sc.polygamma, nondiff(n), x)
     test_rrule(sc.polygamma, nondiff(n), x)
+
+
+def _riemann(x):
+    return sc.zeta(x)
+
+
+def _hurwitz_plus_riemann_constant(q):
+    return sc.zeta(3.0, q) + sc.zeta(2.0)
+
+
+def test_riemann_zeta_is_refused_in_x_and_works_as_a_constant():
+    # sc.zeta(x) with no q had crashed the rule ("_zeta() missing 1 required positional argument")
+    for args in [(3.0,), (np.array([2.0, 3.0]),), (3.0, None)]:
+        y, back = cr.rrule(sc.zeta, *args)
+        np.testing.assert_array_equal(y, sc.zeta(*args))
+        cotangents = back(np.ones_like(y))
+        assert len(cotangents) == 1 + len(args)
+        with pytest.raises(ValueError, match=r"scipy\.special\.zeta.*derivative in x has no closed form"):
+            cr.unthunk(cotangents[1])
+    assert isinstance(cr.frule((cr.NoTangent(), 0.0), sc.zeta, 3.0)[1], cr.ZeroTangent)
+    with pytest.raises(ValueError, match=r"scipy\.special\.zeta.*derivative in x has no closed form"):
+        cr.frule((cr.NoTangent(), 1.0), sc.zeta, 3.0)
+    with pytest.raises(ValueError, match=r"scipy\.special\.zeta.*derivative in x"):
+        cr.gradient(_riemann, 3.0)
+    expected = -3.0 * sc.zeta(4.0, 1.5)
+    np.testing.assert_allclose(cr.gradient(_hurwitz_plus_riemann_constant, 1.5)[0], expected, rtol=1e-13)

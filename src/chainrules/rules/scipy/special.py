@@ -235,7 +235,12 @@ def _integer_valued(s) -> bool:
     return s.dtype.kind in "iub" or bool(np.all(s == np.round(s)))
 
 
-def _zeta(s, q):
+_RIEMANN = _NoClosedForm("zeta", "x")  # Riemann's zeta, zeta(x) without q
+
+
+def _zeta(s, q=None):
+    if q is None:  # Riemann's zeta(x) = zeta(x, 1), whose derivative in x has no closed form either
+        return sc.zeta(s), (_RIEMANN, None)
     # d/dq zeta(s, q) = -s zeta(s + 1, q); in the order s there is no closed form, so it may only
     # be an integer (the orders of polygamma), whose derivative does not exist
     if not _integer_valued(s):
