@@ -36,10 +36,12 @@ def test_scipys_special_cases_are_its_values(dtype, a):
     rng = np.random.default_rng([3, len(a)])
     # float64 scaled to need squarings, where SciPy treats triangles specially; float32 kept small for
     # finite differences in single precision
-    x = _shifted(rng, 1 if a == "1x1" else 4, dtype) * (1 if dtype is np.float32 else 2)
+    x = _shifted(rng, 1 if a == "1x1" else 3, dtype) * (1 if dtype is np.float32 else 2)
     x = {"triangular": np.triu(x), "diagonal": np.diag(np.diag(x))}.get(a, x)
-    y, back = cr.rrule(sl.expm, x)
+    y, _ = cr.rrule(sl.expm, x)
     assert np.array_equal(y, sl.expm(x)) and y.dtype == sl.expm(x).dtype
+    if dtype is np.complex128:
+        return  # (complex derivatives: tests/rules/scipy/test_linalg.py's test_expm)
     tol = {"rtol": 2e-3, "atol": 2e-3} if dtype is np.float32 else {}
     test_rrule(sl.expm, x, **tol)
     test_frule(sl.expm, x, **tol)
