@@ -990,6 +990,40 @@ def rrule_derivative(f, x):
     return d, derivative_pullback
 
 
+class _GradientOf:
+    """``z -> gradient(f, z)[0]``, whose forward Jacobian is ``hessian(f, z)``: an object with a rule
+    (below), where a closure would be chainrules' code, which the source engine does not transform."""
+
+    def __init__(self, f: Callable, engine: str):
+        self.f, self.engine = f, engine
+
+    def __call__(self, z):
+        return gradient(self.f, z, engine=self.engine)[0]
+
+
+@rrule.register(_GradientOf)
+def rrule_gradient_of(g: _GradientOf, z):
+    (grad,), gradient_pullback = rrule_gradient(g.f, z, engine=g.engine)
+
+    def gradient_of_pullback(d_grad):
+        _, df, dz = gradient_pullback(Tangent[tuple](d_grad))
+        return (df if _is_zero(df) else Tangent[_GradientOf](f=df)), dz
+
+    return grad, gradient_of_pullback
+
+
+def rrule_hessian(f, x, engine: str = DEFAULT_ENGINE):
+    """``hessian`` inside a function being differentiated: the rule of the forward Jacobian of the gradient."""
+    H, jacobian_pullback = rrule_jacobian(_GradientOf(f, engine), x, mode="forward", engine=engine)
+
+    def hessian_pullback(dH):
+        _, d_gradient_of, dx = jacobian_pullback(dH)
+        return NoTangent(), (d_gradient_of if _is_zero(d_gradient_of) else unthunk(d_gradient_of).f), dx
+
+    return _as_number_of(x, H), hessian_pullback
+
+
 rrule.register(jacobian)(rrule_jacobian)
 rrule.register(jvp)(rrule_jvp)
 rrule.register(derivative)(rrule_derivative)
+rrule.register(hessian)(rrule_hessian)
