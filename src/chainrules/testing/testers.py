@@ -270,6 +270,7 @@ def test_rrule(
     check_thunked_output_tangent: bool = True,
     rule: Callable | None = None,
     rng: np.random.Generator | int | None = 0,
+    primal_rtol: float | None = None,
 ) -> None:
     """Check the reverse rule of ``f`` at ``args`` against finite differences and the rule contract.
 
@@ -278,7 +279,9 @@ def test_rrule(
     dtype (``default_tolerances``); ``fdm`` defaults to ``central_fdm(5, 1, max_range=1e-2)``;
     ``rule`` replaces ``cr.rrule`` (e.g. an engine's ``pullback_full``); ``rng`` seeds the
     random tangents. Wrap an argument in ``nondiff(x)`` to require ``NoTangent()`` for it.
-    Raises ``AssertionError`` listing every failed check; a mismatch with finite differences that
+    ``primal_rtol`` is how far (relative to the largest entry) the rule's ``y`` may lie from
+    ``f(*args)``: a thousand machine epsilons by default, more for a rule that evaluates ``f``
+    another way. Raises ``AssertionError`` listing every failed check; a mismatch with finite differences that
     disagree as much among themselves (at other steps) is marked unsteady: ``f`` is not smooth there.
 
     >>> import operator
@@ -311,7 +314,7 @@ def test_rrule(
     y, pullback = result
     report.add(_mutation_problems(inputs_before, inputs, labels, "by the rule"))
     report.add(_mutation_problems(kwargs_before, [fkwargs], ["a keyword argument"], "by the rule"))
-    tol = primal_tolerance(y_expected, *primals)
+    tol = primal_tolerance(y_expected, *primals) if primal_rtol is None else primal_rtol
     _check_primal(report, y, y_expected, tol)
     y_before = _snapshot([y])
     dy = rand_tangent(y_expected, rng) if output_tangent is None else output_tangent
@@ -519,6 +522,7 @@ def test_frule(
     fdm: FiniteDifferenceMethod | None = None,
     rule: Callable | None = None,
     rng: np.random.Generator | int | None = 0,
+    primal_rtol: float | None = None,
 ) -> None:
     """Check the forward rule of ``f`` at ``args`` against a finite-difference JVP and the rule contract.
 
@@ -527,7 +531,8 @@ def test_frule(
     perturbed or are wrapped in ``nondiff``. Checks: the rule exists and returns ``(y, dy)``;
     ``y`` equals ``f(*args)`` to rounding; ``dy`` is a valid tangent of ``y`` and matches finite
     differences; zero input tangents give a zero ``dy``; ``iadd`` of ``dy`` into an owned
-    accumulator equals ``add``; neither the arguments nor the tangents are mutated. A mismatch with
+    accumulator equals ``add``; neither the arguments nor the tangents are mutated (``primal_rtol`` as
+    in ``test_rrule``). A mismatch with
     finite differences that disagree as much among themselves is marked unsteady, as in ``test_rrule``.
 
     >>> import math
@@ -566,7 +571,7 @@ def test_frule(
     if not (isinstance(result, tuple) and len(result) == 2):
         report.fatal(f"the rule must return a pair (y, dy), got {describe(result)}")
     y, dy = result
-    tol = primal_tolerance(y_expected, *primals)
+    tol = primal_tolerance(y_expected, *primals) if primal_rtol is None else primal_rtol
     _check_primal(report, y, y_expected, tol)
     report.add(_mutation_problems(inputs_before, inputs, labels, "by the rule"))
     tangent_labels = [f"the tangent of {label}" for label in labels]
