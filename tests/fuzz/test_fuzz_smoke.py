@@ -37,3 +37,46 @@ def test_the_fuzzer_reports_a_wrong_rule():
     finally:
         cr.rrule.unregister(twice)
     assert [kind for kind, _, _ in outcome.failures] == ["wrong numbers (rrule)"]
+
+
+def test_eigenvectors_are_checked_with_their_signs_aligned(monkeypatch):
+    """scipy.linalg.eigh's eigenvector signs are rounding noise that finite differences read as
+    jumps; aligned to the draw's own signs, the rule's full eigenvector derivative is checked, and
+    a wrong one is still caught."""
+    import zlib
+
+    import numpy as np
+    import scipy.linalg as sla
+
+    import chainrules as cr
+
+    d = fuzz_rules.Draw(np.random.default_rng([0, zlib.crc32(b"scipy.linalg._decomp.eigh")]))
+    draws = [fuzz_rules.GENERATORS[sla.eigh][1](d, sla.eigh) for _ in range(8)]
+    outcome = fuzz_rules.Outcome()
+    for k, (args, kwargs) in enumerate(draws):
+        fuzz_rules.check_draw(sla.eigh, args, kwargs, outcome, f"draw {k}", lambda *a, **kw: None, "linalg")
+    assert outcome.draws == 8 and not outcome.failures, outcome.failures
+
+    def eigh_off(a):
+        return sla.eigh(a)
+
+    def eigh_off_rrule(a):
+        y, back = cr.rrule(sla.eigh, a)
+
+        def eigh_off_pullback(dy):
+            if isinstance(dy, cr.AbstractZero):
+                return back(dy)
+            # wrong: the eigenvector part of the cotangent counted twice
+            return back(cr.Tangent[tuple](dy[0], 2 * cr.unthunk(dy[1])))
+
+        return y, eigh_off_pullback
+
+    cr.rrule.register(eigh_off)(eigh_off_rrule)
+    monkeypatch.setitem(fuzz_rules.SIGN_GAUGED, eigh_off, 1)
+    try:
+        outcome = fuzz_rules.Outcome()
+        args, kwargs = next((args, kwargs) for args, kwargs in draws if args[0].shape == (3, 3))
+        fuzz_rules.check_draw(eigh_off, args, kwargs, outcome, "a 3 x 3 draw", lambda *a, **kw: None, "linalg")
+    finally:
+        cr.rrule.unregister(eigh_off)
+    assert [kind for kind, _, _ in outcome.failures] == ["wrong numbers (rrule)"]

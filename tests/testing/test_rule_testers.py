@@ -854,3 +854,22 @@ def test_numpy_scalars():
     problems = cr.testing.checks.tangent_problems(np.float32(1.0), 1.0, "dx")
     assert problems == ["dx: expected a float32 scalar (the primal's dtype), got a float 1"]
     assert cr.testing.checks.tangent_problems(np.float64(1.0), 1.0, "dx") == []
+
+
+def test_primal_rtol_lets_a_rule_evaluate_the_function_another_way():
+    def scaled(x):
+        return 3.0 * x
+
+    def rrule_off(x):  # a primal off by 1e-10 of itself: beyond rounding, within primal_rtol
+        return 3.0 * x * (1 + 1e-10), lambda dy: (cr.NoTangent(), 3.0 * dy)
+
+    def frule_off(tangents, x):
+        return 3.0 * x * (1 + 1e-10), 3.0 * tangents[1]
+
+    x = np.array([1.0, -2.0])
+    with pytest.raises(AssertionError, match="must equal f\\(\\*args\\) to rounding"):
+        test_rrule(scaled, x, rule=lambda f, *a: rrule_off(*a))
+    with pytest.raises(AssertionError, match="must equal f\\(\\*args\\) to rounding"):
+        test_frule(scaled, x, rule=lambda t, f, *a: frule_off(t, *a))
+    test_rrule(scaled, x, rule=lambda f, *a: rrule_off(*a), primal_rtol=1e-9)
+    test_frule(scaled, x, rule=lambda t, f, *a: frule_off(t, *a), primal_rtol=1e-9)

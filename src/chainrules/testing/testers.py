@@ -61,7 +61,7 @@ from .checks import (
     primal_tolerance,
     tangent_problems,
 )
-from .finite_differences import FiniteDifferenceMethod, default_fdm, fd_jvp, fd_vjp
+from .finite_differences import FiniteDifferenceMethod, central_fdm, default_fdm, fd_jvp, fd_vjp
 from .random_tangents import as_rng, rand_tangent
 from .to_vec import _OPAQUE, NonDifferentiable, _object_fields, describe, layout, nondiff, tangent_to_vec, unwrap
 
@@ -270,6 +270,7 @@ def test_rrule(
     check_thunked_output_tangent: bool = True,
     rule: Callable | None = None,
     rng: np.random.Generator | int | None = 0,
+    primal_rtol: float | None = None,
 ) -> None:
     """Check the reverse rule of ``f`` at ``args`` against finite differences and the rule contract.
 
@@ -278,7 +279,10 @@ def test_rrule(
     dtype (``default_tolerances``); ``fdm`` defaults to ``central_fdm(5, 1, max_range=1e-2)``;
     ``rule`` replaces ``cr.rrule`` (e.g. an engine's ``pullback_full``); ``rng`` seeds the
     random tangents. Wrap an argument in ``nondiff(x)`` to require ``NoTangent()`` for it.
-    Raises ``AssertionError`` listing every failed check.
+    ``primal_rtol`` is how far (relative to the largest entry) the rule's ``y`` may lie from
+    ``f(*args)``: a thousand machine epsilons by default, more for a rule that evaluates ``f``
+    another way. Raises ``AssertionError`` listing every failed check; a mismatch with finite differences that
+    disagree as much among themselves (at other steps) is marked unsteady: ``f`` is not smooth there.
 
     >>> import operator
     >>> from chainrules.testing import test_rrule, nondiff
@@ -310,7 +314,7 @@ def test_rrule(
     y, pullback = result
     report.add(_mutation_problems(inputs_before, inputs, labels, "by the rule"))
     report.add(_mutation_problems(kwargs_before, [fkwargs], ["a keyword argument"], "by the rule"))
-    tol = primal_tolerance(y_expected, *primals)
+    tol = primal_tolerance(y_expected, *primals) if primal_rtol is None else primal_rtol
     _check_primal(report, y, y_expected, tol)
     y_before = _snapshot([y])
     dy = rand_tangent(y_expected, rng) if output_tangent is None else output_tangent
@@ -446,11 +450,42 @@ def _call_with(f, inputs, fkwargs, i):
     return call
 
 
+def _unsteady_note(estimate: Callable, primal, got, expected, fdm: FiniteDifferenceMethod) -> str:
+    """Where a rule and finite differences disagree: a note when finite differences at two fixed
+    steps (the default one and one about six times smaller) disagree with the adaptive estimate as
+    much as the rule does. Then the function is not smooth at the scale of the steps (LAPACK's
+    choice of an eigenvector's sign or phase is rounding noise, a branch cut, a tie) and the
+    adaptive step selection reads the jumps as a huge derivative; the comparison cannot judge the
+    rule. Empty when the estimates agree (the rule is the one at fault) or cannot be had."""
+    try:
+        want = tangent_to_vec(primal, expected)
+        mismatch = float(np.max(np.abs(tangent_to_vec(primal, got) - want), initial=0.0))
+        others = [
+            tangent_to_vec(primal, estimate(central_fdm(5, 1, adapt=0, condition=c, max_range=fdm.max_range)))
+            for c in (10.0, 1e5)
+        ]
+    except Exception:
+        return ""
+    spread = max(float(np.max(np.abs(v - w), initial=0.0)) for v in others for w in (want, *others))
+    if not (math.isfinite(spread) and spread >= 0.5 * mismatch > 0):
+        return ""
+    return (
+        f"\n    (finite differences are unsteady here: at two fixed steps they give values {spread:.3g} apart, as far "
+        "as the rule's mismatch; the function is not smooth at this scale, e.g. an eigenvector's sign or phase "
+        "chosen by LAPACK, so this comparison cannot judge the rule: check a smooth function of the output, such "
+        "as the eigenvectors with their signs aligned to a reference, or V diag(c) V^H)"
+    )
+
+
 def _fd_cotangent_problems(call, x, dy, cotangent, fdm, rtol, atol, label, rng) -> list[str]:
     why = "the cotangent does not match finite differences"
     x_layout = layout(x)
     if x_layout.size <= FULL_FD_MAX:
-        return approx_problems(cotangent, fd_vjp(call, dy, x, fdm), rtol, atol, label, why)
+        expected = fd_vjp(call, dy, x, fdm)
+        problems = approx_problems(cotangent, expected, rtol, atol, label, why)
+        if problems:
+            problems[-1] += _unsteady_note(lambda m: fd_vjp(call, dy, x, m), x, cotangent, expected, fdm)
+        return problems
     # A large argument: compare <dy, J u> by a finite-difference JVP with <cotangent, u> for random u.
     y_layout = layout(call(x))
     dy_vec = np.zeros(y_layout.size)
@@ -487,6 +522,7 @@ def test_frule(
     fdm: FiniteDifferenceMethod | None = None,
     rule: Callable | None = None,
     rng: np.random.Generator | int | None = 0,
+    primal_rtol: float | None = None,
 ) -> None:
     """Check the forward rule of ``f`` at ``args`` against a finite-difference JVP and the rule contract.
 
@@ -495,7 +531,9 @@ def test_frule(
     perturbed or are wrapped in ``nondiff``. Checks: the rule exists and returns ``(y, dy)``;
     ``y`` equals ``f(*args)`` to rounding; ``dy`` is a valid tangent of ``y`` and matches finite
     differences; zero input tangents give a zero ``dy``; ``iadd`` of ``dy`` into an owned
-    accumulator equals ``add``; neither the arguments nor the tangents are mutated.
+    accumulator equals ``add``; neither the arguments nor the tangents are mutated (``primal_rtol`` as
+    in ``test_rrule``). A mismatch with
+    finite differences that disagree as much among themselves is marked unsteady, as in ``test_rrule``.
 
     >>> import math
     >>> from chainrules.testing import test_frule
@@ -533,7 +571,7 @@ def test_frule(
     if not (isinstance(result, tuple) and len(result) == 2):
         report.fatal(f"the rule must return a pair (y, dy), got {describe(result)}")
     y, dy = result
-    tol = primal_tolerance(y_expected, *primals)
+    tol = primal_tolerance(y_expected, *primals) if primal_rtol is None else primal_rtol
     _check_primal(report, y, y_expected, tol)
     report.add(_mutation_problems(inputs_before, inputs, labels, "by the rule"))
     tangent_labels = [f"the tangent of {label}" for label in labels]
@@ -564,7 +602,11 @@ def test_frule(
         ok, expected = report.run("finite differences", fd_jvp, call, tuple(fd_x), tuple(fd_dx), fdm)
         if ok:
             why = "the output tangent does not match finite differences"
-            report.add(approx_problems(dy_value, expected, rtol, atol, "the output tangent dy", why))
+            problems = approx_problems(dy_value, expected, rtol, atol, "the output tangent dy", why)
+            if problems:
+                estimate = lambda m: fd_jvp(call, tuple(fd_x), tuple(fd_dx), m)  # noqa: E731
+                problems[-1] += _unsteady_note(estimate, y_expected, dy_value, expected, fdm)
+            report.add(problems)
 
     zero_tangents = tuple(_NO if (m or must_be_no_tangent(x)) else ZeroTangent() for x, m in zip(inputs, marked))
     ok, zero_result = report.run("the rule with zero tangents", rule, zero_tangents, f, *primals, **fkwargs)

@@ -686,11 +686,13 @@ def frule_dot(tangents, a, b, **kwargs):
     _, da, db = tangents
     y = np.dot(a, b)
     na, nb = np.ndim(a), np.ndim(b)
+    # in the output's dtype: a Python float factor is weak in the tangents' arithmetic (float32 * 0.5
+    # is float32) but np.dot makes it a float64 array, which promotes the output
     if na == 0 or nb == 0:
-        return y, _scalar_product_pushforward(a, b, da, db)
+        return y, match_output(y, _scalar_product_pushforward(a, b, da, db))
     if na <= 2 and nb <= 2:
-        return y, _matmul_pushforward(a, b, da, db)
-    return y, _tensordot_pushforward(a, b, da, db, ([na - 1], [nb - 2 if nb >= 2 else 0]))
+        return y, match_output(y, _matmul_pushforward(a, b, da, db))
+    return y, match_output(y, _tensordot_pushforward(a, b, da, db, ([na - 1], [nb - 2 if nb >= 2 else 0])))
 
 
 def _scalar_product_pushforward(a, b, da, db):
@@ -716,8 +718,8 @@ def frule_inner(tangents, a, b):
     _, da, db = tangents
     y = np.inner(a, b)
     na, nb = np.ndim(a), np.ndim(b)
-    if na == 0 or nb == 0:
-        return y, _scalar_product_pushforward(a, b, da, db)
+    if na == 0 or nb == 0:  # (in the output's dtype, as np.dot's)
+        return y, match_output(y, _scalar_product_pushforward(a, b, da, db))
     return y, _tensordot_pushforward(a, b, da, db, ([na - 1], [nb - 1]))
 
 

@@ -686,6 +686,147 @@ for _f, _layout in _JOIN_LAYOUTS.items():
     _register_join(_f, _layout)
 
 
+# ----- np.block -----------------------------------------------------------------------------------
+#
+# np.block([[a, b], [c, d]]) promotes every block to the output's rank (leading axes of length 1)
+# and concatenates the innermost lists along the last axis, the lists holding them along the one
+# before, and so on. Each block therefore fills one box of the output: along the axis of each
+# nesting level it starts after its earlier siblings' extents, and it spans every other axis.
+
+
+class _Box:
+    """A block of ``np.block``'s argument and where it sits in the output: ``index`` (the box, one
+    slice per axis) and ``shape`` (the block promoted to the output's rank)."""
+
+    __slots__ = ("block", "index", "shape")
+
+    def __init__(self, block, index: tuple, shape: tuple):
+        self.block, self.index, self.shape = block, index, shape
+
+
+def _list_depth(node) -> int:
+    depth = 0
+    while isinstance(node, list) and node:
+        node, depth = node[0], depth + 1
+    return depth
+
+
+def _block_boxes(arrays, ndim: int):
+    """The argument's nested lists with each block replaced by its ``_Box`` (``arrays`` has passed
+    ``np.block`` already: lists only, of one depth, no empty list, matching extents)."""
+    first = ndim - _list_depth(arrays)  # the axis the outermost list joins along
+
+    def place(node, level: int, starts: list[int]):
+        """``(the subtree of boxes, the shape the subtree assembles to)`` for ``node`` at ``starts``."""
+        if not isinstance(node, list):
+            shape = _shape_of(node)
+            shape = (1,) * (ndim - len(shape)) + tuple(shape)
+            index = (slice(None),) * first + tuple(
+                slice(start, start + shape[first + k]) for k, start in enumerate(starts)
+            )
+            return _Box(node, index, shape), shape
+        axis = first + level
+        subtrees, extent, shape = [], 0, None
+        for child in node:  # each child starts where the previous one ends along this level's axis
+            subtree, shape = place(child, level + 1, [*starts[:level], starts[level] + extent, *starts[level + 1 :]])
+            subtrees.append(subtree)
+            extent += shape[axis]
+        return subtrees, (*shape[:axis], extent, *shape[axis + 1 :])
+
+    return place(arrays, 0, [0] * (ndim - first))[0]
+
+
+def _block_cotangent(arrays, boxes, dy, lead: tuple):
+    """The cotangent of ``np.block``'s argument: ``dy`` cut into the boxes (past ``lead``, a batch axis)."""
+    if isinstance(boxes, _Box):
+        if has_no_tangent(boxes.block):
+            return NO
+        piece = np.reshape(dy[(slice(None),) * len(lead) + boxes.index], lead + _shape_of(boxes.block))
+        return batch_to_input(boxes.block, piece) if lead else to_input(boxes.block, piece)
+    pieces = [_block_cotangent(a, b, dy, lead) for a, b in zip(arrays, boxes)]
+    return sequence_cotangent(arrays, pieces, lead[0] if lead else None)
+
+
+def _block_tangents(arrays, boxes, tangent, lead: tuple):
+    """The blocks' tangents as dense arrays promoted to the output's rank (after ``lead``), nested as
+    ``arrays``; ``None`` when every one is zero."""
+    if isinstance(boxes, _Box):
+        tangent = unthunk(tangent)
+        if isinstance(tangent, AbstractZero):
+            return None
+        return np.reshape(dense_tangent(boxes.block, tangent, lead[0] if lead else None), lead + boxes.shape)
+    items = sequence_items(arrays, tangent)
+    return [_block_tangents(a, b, t, lead) for a, b, t in zip(arrays, boxes, items)]
+
+
+def _block_batch(arrays, tangent) -> int | None:
+    """The batch length of the blocks' tangents (a leading batch axis), ``None`` without one."""
+    if not isinstance(arrays, list):
+        return batch_size([(arrays, unthunk(tangent))])
+    sizes = {_block_batch(a, t) for a, t in zip(arrays, sequence_items(arrays, tangent))} - {None}
+    if len(sizes) > 1:
+        raise ValueError(f"tangents carry batch axes of different lengths {sorted(sizes)}")
+    return sizes.pop() if sizes else None
+
+
+def _fill_zeros(arrays, boxes, tangents, dtype, lead: tuple):
+    """``tangents`` with each constant block's ``None`` replaced by zeros of its box."""
+    if isinstance(boxes, _Box):
+        return np.zeros(lead + boxes.shape, dtype) if tangents is None else tangents
+    return [_fill_zeros(a, b, t, dtype, lead) for a, b, t in zip(arrays, boxes, tangents)]
+
+
+def _any_tangent(tangents) -> bool:
+    if isinstance(tangents, list):
+        return any(_any_tangent(t) for t in tangents)
+    return tangents is not None
+
+
+@rrule.register(np.block, batched=True)
+def rrule_block(arrays):
+    """The pullback cuts the cotangent into the blocks' boxes (a batch of cotangents past its batch axis).
+
+    >>> import numpy as np, chainrules as cr
+    >>> a, b = np.ones((2, 2)), np.zeros((2, 1))
+    >>> y, back = cr.rrule(np.block, [[a, b], [np.ones((1, 3))]])
+    >>> back(np.arange(9.0).reshape(3, 3))[1]
+    Tangent[list](Tangent[list](array([[0., 1.],
+           [3., 4.]]), array([[2.],
+           [5.]])), Tangent[list](array([[6., 7., 8.]])))
+    """
+    y = np.block(arrays)
+    boxes = _block_boxes(arrays, _ndim(y))
+
+    def block_pullback(dy):
+        if type(dy) is not np.ndarray or dy.ndim != _ndim(y):
+            batch = batch_of(y, dy)
+            if batch is not None:
+                return NO, _block_cotangent(arrays, boxes, batch, batch.shape[:1])
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, ZERO
+        return NO, _block_cotangent(arrays, boxes, dy, ())
+
+    return y, block_pullback
+
+
+@frule.register(np.block, batched=True)
+def frule_block(tangents, arrays):
+    """The pushforward assembles the blocks' tangents with ``np.block`` (zeros for constant blocks)."""
+    y = np.block(arrays)
+    boxes = _block_boxes(arrays, _ndim(y))
+    batch = _block_batch(arrays, tangents[1])
+    lead = () if batch is None else (batch,)
+    dense = _block_tangents(arrays, boxes, tangents[1], lead)
+    if not _any_tangent(dense):
+        return y, ZERO
+    dtype = tangent_dtype(y) or np.dtype(np.float64)
+    dy = np.block(_fill_zeros(arrays, boxes, dense, dtype, lead))
+    if dtype.kind in "fc" and dy.dtype != dtype:  # the output's dtype, as NumPy promotes the blocks
+        dy = (np.real(dy) if dtype.kind == "f" else dy).astype(dtype)
+    return y, dy
+
+
 def _append_layout(arr, values, axis):
     pieces = [arr, values]
     if axis is None:

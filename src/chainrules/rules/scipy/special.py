@@ -147,14 +147,20 @@ def _register_elementwise(f, compute, name: str):
             dy = term if is_zero(dy) else dy + term
         if not is_zero(dy) and np.iscomplexobj(dy) and not np.iscomplexobj(y):
             dy = np.real(dy)
-        if not is_zero(dy) and isinstance(y, np.ndarray) and np.ndim(dy) > 0 and dy.dtype != y.dtype:
-            dy = dy.astype(y.dtype)
-        return y, dy
+        return y, _in_dtype_of(y, dy)
 
     elementwise_rrule.__qualname__ = f"rrule_{name}"
     elementwise_frule.__qualname__ = f"frule_{name}"
     rrule.register(f, batched=True)(elementwise_rrule)
     frule.register(f, batched=True)(elementwise_frule)
+
+
+def _in_dtype_of(y, dy):
+    """A tangent of NumPy numbers in the output's dtype: the partials (``gamma(n + 1.0)``, a float64
+    constant) may promote a float32 output's tangent, array or scalar alike."""
+    if isinstance(dy, (np.ndarray, np.generic)) and isinstance(y, (np.ndarray, np.generic)) and dy.dtype != y.dtype:
+        return dy.astype(y.dtype) if isinstance(dy, np.ndarray) else y.dtype.type(dy)
+    return dy
 
 
 def _float(x):
@@ -169,8 +175,9 @@ def _polygamma(n, x):
     """psi^(n)(x) from ufuncs (which dispatch on dual numbers): digamma for n = 0, else
     (-1)^(n+1) n! zeta(n+1, x), SciPy's own formula."""
     n = np.asarray(n)
-    if not n.any():
+    if n.ndim == 0 and n == 0:
         return sc.digamma(x)
+    # (an array of orders, even an empty one, broadcasts against x: the partial has the output's shape)
     value = (-1.0) ** (n + 1) * sc.gamma(n + 1.0) * sc.zeta(n + 1.0, x)
     return np.where(n == 0, sc.digamma(x), value) if n.ndim or n == 0 else value
 
@@ -228,7 +235,12 @@ def _integer_valued(s) -> bool:
     return s.dtype.kind in "iub" or bool(np.all(s == np.round(s)))
 
 
-def _zeta(s, q):
+_RIEMANN = _NoClosedForm("zeta", "x")  # Riemann's zeta, zeta(x) without q
+
+
+def _zeta(s, q=None):
+    if q is None:  # Riemann's zeta(x) = zeta(x, 1), whose derivative in x has no closed form either
+        return sc.zeta(s), (_RIEMANN, None)
     # d/dq zeta(s, q) = -s zeta(s + 1, q); in the order s there is no closed form, so it may only
     # be an integer (the orders of polygamma), whose derivative does not exist
     if not _integer_valued(s):
