@@ -458,9 +458,10 @@ def register_structural_bridges(value_type: type, innermost) -> None:
       real ndarray or scalar, runs the rule of its NumPy function (``np.sum``), which dispatches on
       the value.
     """
+    _INNERMOST[value_type] = innermost
     for f in (operator.getitem, getattr):
-        rrule.register(f, value_type, functor=False)(_by_primal_type_rrule(f, innermost))
-        frule.register(f, value_type, functor=False, batched=True)(_by_primal_type_frule(f, innermost))
+        rrule.register(f, value_type, functor=False)(_by_primal_type_rrule(f))
+        frule.register(f, value_type, functor=False, batched=True)(_by_primal_type_frule(f))
     for method, method_call in (*METHOD_TWINS.items(), *SCALAR_METHOD_TWINS.items()):
         rrule.register(method, value_type, functor=False)(_method_rrule(method, method_call))
         frule.register(method, value_type, functor=False)(_method_frule(method, method_call))
@@ -512,9 +513,31 @@ def _method_frule(method, method_call):
     return frule_method_on_engine_value
 
 
-def _by_primal_type_rrule(f, innermost):
+#: each engine's stand-in type -> the function that reads the value inside one of its stand-ins
+_INNERMOST: dict = {}
+
+
+def plain_inside(x):
+    """The plain value inside ``x`` through every engine's stand-ins: a tape's array that holds a
+    dual (forward over the tape, in a Hessian) stands for the array inside the dual.
+
+    >>> plain_inside(2.0)
+    2.0
+    """
+    while True:
+        for value_type, innermost in _INNERMOST.items():
+            if isinstance(x, value_type):
+                inner = innermost(x)
+                if inner is not x:
+                    x = inner
+                    break
+        else:
+            return x
+
+
+def _by_primal_type_rrule(f):
     def rrule_on_engine_value(x, *rest):
-        rule = rrule.lookup(f, (innermost(x), *rest))
+        rule = rrule.lookup(f, (plain_inside(x), *rest))
         if rule is None:
             raise NoRuleError(f, (x, *rest), reason=f"none for the type of the value inside the {type(x).__name__}")
         return rule(x, *rest)
@@ -523,9 +546,9 @@ def _by_primal_type_rrule(f, innermost):
     return rrule_on_engine_value
 
 
-def _by_primal_type_frule(f, innermost):
+def _by_primal_type_frule(f):
     def frule_on_engine_value(tangents, x, *rest):
-        rule = frule.lookup(f, (innermost(x), *rest))
+        rule = frule.lookup(f, (plain_inside(x), *rest))
         if rule is None:
             raise NoRuleError(f, (x, *rest), reason=f"none for the type of the value inside the {type(x).__name__}")
         return rule(tangents, x, *rest)
