@@ -990,6 +990,83 @@ def rrule_derivative(f, x):
     return d, derivative_pullback
 
 
+# `hessian(f, x)` is the Jacobian of the gradient z -> ∇f(z), so its pullback along dH is that
+# Jacobian's: ∇_x ⟨dH, H(x)⟩, the third derivative of f contracted with dH, taken by the rule of
+# `jacobian` above on the gradient function, whose own reverse pass runs the rule of `gradient`.
+
+_HESSIAN_PARAMETERS = inspect.signature(hessian)
+
+
+class GradientOf:
+    """``z -> gradient(f, z, engine=engine)[0]``, as an object whose fields carry ``f``: its tangent
+    (``Tangent[GradientOf]``) holds the cotangent of what ``f`` captured.
+
+    >>> import numpy as np
+    >>> GradientOf(lambda x: np.sum(x**2), "source")(np.array([1.0, 2.0]))
+    array([2., 4.])
+    """
+
+    __slots__ = ("f", "engine")
+
+    def __init__(self, f: Callable, engine: str):
+        self.f, self.engine = f, engine
+
+    def __call__(self, z):
+        return gradient(self.f, z, engine=self.engine)[0]
+
+
+def rrule_call_gradient_of(gradient_of_f: GradientOf, z):
+    """A call of a ``GradientOf``: the rule of ``gradient``, with ``f``'s cotangent in the object's tangent."""
+    grads, pull = rrule_gradient(gradient_of_f.f, z, engine=gradient_of_f.engine, argnums=0)
+
+    def gradient_of_pullback(d_grads):
+        _, df, dz = pull(d_grads)
+        return Tangent[GradientOf](f=df), dz
+
+    return grads, gradient_of_pullback
+
+
+def _field(tangent, name: str):
+    """A field's part of an object's tangent (zero where the tangent is)."""
+    tangent = unthunk(tangent)
+    return ZeroTangent() if isinstance(tangent, AbstractZero) else getattr(tangent, name)
+
+
+def rrule_hessian(f, x, *options, **keywords):
+    """``hessian`` inside a function being differentiated: its pullback contracts f's third derivative."""
+    H = hessian(f, x, *options, **keywords)
+    if not (_is_array_value(x) and _is_array_value(H)):
+        where = user_location()
+        raise ChainRulesError(
+            f"cr.hessian({_callable_label(f)}, x) inside a function being differentiated"
+            f"{' (at ' + where + ')' if where else ''} takes a number or an array x; its Hessian at structured "
+            "inputs has no rule: pass the array itself"
+        )
+    chosen = _HESSIAN_PARAMETERS.bind(f, x, *options, **keywords)
+    chosen.apply_defaults()
+    gradient_of_f = GradientOf(f, chosen.arguments["engine"])
+    options_tangents = (NoTangent(),) * len(options)
+    where = user_location()
+
+    def hessian_pullback(dH):
+        dH = unthunk(dH)
+        if isinstance(dH, AbstractZero):
+            return (NoTangent(), ZeroTangent(), ZeroTangent(), *options_tangents)
+        try:
+            d_gradient, dx = _jacobian_cotangents(gradient_of_f, x, dH, "forward", gradient_of_f.engine, None)
+        except TypeError as error:  # an engine's refusal (a buffer of nested duals): say which derivative needed it
+            raise TypeError(
+                f"the derivative of cr.hessian({_callable_label(f)}, x){' at ' + where if where else ''} takes third "
+                f"derivatives of {_callable_label(f)}, which the engines could not take: {error}"
+            ) from error
+        dx = match_input(x, dx) if _is_numeric(x) and not _is_zero(dx) else dx
+        return (NoTangent(), _field(d_gradient, "f"), dx, *options_tangents)
+
+    return H, hessian_pullback
+
+
 rrule.register(jacobian)(rrule_jacobian)
 rrule.register(jvp)(rrule_jvp)
 rrule.register(derivative)(rrule_derivative)
+rrule.register(hessian)(rrule_hessian)
+rrule.register(GradientOf)(rrule_call_gradient_of)
