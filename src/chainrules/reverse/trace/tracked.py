@@ -26,7 +26,7 @@ from ...core.active import ActiveValue
 from ...core.errors import conversion_in_rule, in_percent_formatting
 from ...core.projection import match_input
 from ...core.tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
-from ...core.twins import method_twin
+from ...core.twins import call_method
 from . import tracer
 from .tracer import (
     Tracked,
@@ -440,22 +440,21 @@ def _tracked_method(value, method, name: str):
     """``value.name`` for a method of arrays or NumPy scalars: a call goes through ``method``'s rule."""
 
     def tracked_method(*args, **kwargs):
-        out = apply(method, (value, *args), kwargs)
-        if out is NotImplemented:  # an argument of a differentiation nested inside: NumPy's function hands it over
-            method_call = method_twin(method)
-            if method_call is None:
-                raise TypeError(
-                    f"x.{name}(...) of a value being differentiated, with an argument of a differentiation nested "
-                    f"inside its own{_at()}: call the NumPy function instead (np.{name})"
-                )
-            function, call_args, call_kwargs = method_call(value, *args, **kwargs)
-            return function(*call_args, **call_kwargs)
-        return out
+        # an argument of a differentiation nested inside: NumPy's function hands it over
+        return call_method(method, value, args, kwargs, apply, _nested_argument_refused)
 
     # named as the method it stands for, which errors about it name (numpy.generic.tolist)
     tracked_method.__name__, tracked_method.__qualname__ = name, getattr(method, "__qualname__", name)
     tracked_method.__module__ = "numpy"
     return tracked_method
+
+
+def _nested_argument_refused(method) -> TypeError:
+    name = method.__name__
+    return TypeError(
+        f"x.{name}(...) of a value being differentiated, with an argument of a differentiation nested "
+        f"inside its own{_at()}: call the NumPy function instead (np.{name})"
+    )
 
 
 # attributes of NumPy scalars that are values: through the NumPy function they stand for
