@@ -997,16 +997,9 @@ def rrule_derivative(f, x):
 _HESSIAN_PARAMETERS = inspect.signature(hessian)
 
 
-class GradientOf:
-    """``z -> gradient(f, z, engine=engine)[0]``, as an object whose fields carry ``f``: its tangent
-    (``Tangent[GradientOf]``) holds the cotangent of what ``f`` captured.
-
-    >>> import numpy as np
-    >>> GradientOf(lambda x: np.sum(x**2), "source")(np.array([1.0, 2.0]))
-    array([2., 4.])
-    """
-
-    __slots__ = ("f", "engine")
+class _GradientOf:
+    """``z -> gradient(f, z)[0]``, whose forward Jacobian is ``hessian(f, z)``: an object with a rule
+    (below), where a closure would be chainrules' code, which the source engine does not transform."""
 
     def __init__(self, f: Callable, engine: str):
         self.f, self.engine = f, engine
@@ -1015,28 +1008,21 @@ class GradientOf:
         return gradient(self.f, z, engine=self.engine)[0]
 
 
-def rrule_call_gradient_of(gradient_of_f: GradientOf, z):
-    """A call of a ``GradientOf``: the rule of ``gradient``, with ``f``'s cotangent in the object's tangent."""
-    grads, pull = rrule_gradient(gradient_of_f.f, z, engine=gradient_of_f.engine, argnums=0)
+@rrule.register(_GradientOf)
+def rrule_gradient_of(g: _GradientOf, z):
+    (grad,), gradient_pullback = rrule_gradient(g.f, z, engine=g.engine)
 
-    def gradient_of_pullback(d_grads):
-        _, df, dz = pull(d_grads)
-        return Tangent[GradientOf](f=df), dz
+    def gradient_of_pullback(d_grad):
+        _, df, dz = gradient_pullback(Tangent[tuple](d_grad))
+        return (df if _is_zero(df) else Tangent[_GradientOf](f=df)), dz
 
-    return grads, gradient_of_pullback
-
-
-def _field(tangent, name: str):
-    """A field's part of an object's tangent (zero where the tangent is)."""
-    tangent = unthunk(tangent)
-    return ZeroTangent() if isinstance(tangent, AbstractZero) else getattr(tangent, name)
+    return grad, gradient_of_pullback
 
 
 def rrule_hessian(f, x, *options, **keywords):
-    """``hessian`` inside a function being differentiated: its pullback contracts f's third derivative."""
-    H = hessian(f, x, *options, **keywords)
-    if not (_is_array_value(x) and _is_array_value(H)):
-        where = user_location()
+    """``hessian`` inside a function being differentiated: the rule of the forward Jacobian of the gradient."""
+    where = user_location()
+    if not _is_array_value(x):
         raise ChainRulesError(
             f"cr.hessian({_callable_label(f)}, x) inside a function being differentiated"
             f"{' (at ' + where + ')' if where else ''} takes a number or an array x; its Hessian at structured "
@@ -1044,29 +1030,25 @@ def rrule_hessian(f, x, *options, **keywords):
         )
     chosen = _HESSIAN_PARAMETERS.bind(f, x, *options, **keywords)
     chosen.apply_defaults()
-    gradient_of_f = GradientOf(f, chosen.arguments["engine"])
+    engine = chosen.arguments["engine"]
+    H, jacobian_pullback = rrule_jacobian(_GradientOf(f, engine), x, mode="forward", engine=engine)
     options_tangents = (NoTangent(),) * len(options)
-    where = user_location()
 
     def hessian_pullback(dH):
-        dH = unthunk(dH)
-        if isinstance(dH, AbstractZero):
-            return (NoTangent(), ZeroTangent(), ZeroTangent(), *options_tangents)
         try:
-            d_gradient, dx = _jacobian_cotangents(gradient_of_f, x, dH, "forward", gradient_of_f.engine, None)
+            _, d_gradient_of, dx = jacobian_pullback(dH)
         except TypeError as error:  # an engine's refusal (a buffer of nested duals): say which derivative needed it
             raise TypeError(
                 f"the derivative of cr.hessian({_callable_label(f)}, x){' at ' + where if where else ''} takes third "
                 f"derivatives of {_callable_label(f)}, which the engines could not take: {error}"
             ) from error
-        dx = match_input(x, dx) if _is_numeric(x) and not _is_zero(dx) else dx
-        return (NoTangent(), _field(d_gradient, "f"), dx, *options_tangents)
+        df = d_gradient_of if _is_zero(d_gradient_of) else unthunk(d_gradient_of).f
+        return (NoTangent(), df, dx, *options_tangents)
 
-    return H, hessian_pullback
+    return _as_number_of(x, H), hessian_pullback
 
 
 rrule.register(jacobian)(rrule_jacobian)
 rrule.register(jvp)(rrule_jvp)
 rrule.register(derivative)(rrule_derivative)
 rrule.register(hessian)(rrule_hessian)
-rrule.register(GradientOf)(rrule_call_gradient_of)

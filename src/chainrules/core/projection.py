@@ -485,8 +485,8 @@ def is_array_of_rows(x) -> bool:
 def rows_cotangent(xs, rows: list):
     """The cotangent of the array ``xs`` from the cotangents of its first ``len(rows)`` rows (the
     rest, and zeros among them, are zero): a new array. The rows of an engine's stand-in for an
-    array are stacked, so that what they carry (the partials of dual numbers, under forward over
-    reverse) is kept.
+    array, and rows that are an engine's values, are stacked, so that what they carry (the partials
+    of dual numbers, under forward over reverse) is kept.
 
     >>> import numpy as np
     >>> from chainrules.core import ZeroTangent
@@ -498,7 +498,9 @@ def rows_cotangent(xs, rows: list):
     [[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]
     """
     rows = [unthunk(r) for r in rows]
-    if isinstance(xs, ActiveValue):
+    # (a plain array's rows get an engine's values as cotangents where they depend on an outer
+    # differentiation's values: a plain array cannot hold those)
+    if isinstance(xs, ActiveValue) or any(isinstance(r, ActiveValue) for r in rows):
         shape = np.shape(xs)
         zero = np.zeros(shape[1:])
         full = rows + [zero] * (shape[0] - len(rows))

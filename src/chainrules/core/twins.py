@@ -26,6 +26,7 @@ import numpy as np
 import scipy.special
 
 from .accumulation import add
+from .active import ActiveValue
 from .errors import NoRuleError, callable_name
 from .registry import frule, rrule
 from .tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
@@ -480,12 +481,13 @@ def register_structural_bridges(value_type: type, innermost) -> None:
     """Register rules for indexing, attributes and array methods on an engine's stand-in ``value_type``.
 
     - ``operator.getitem`` and ``getattr`` on such a value run the rule registered for the type of
-      the plain value inside it (``innermost(x)``), applied to the value itself;
+      the plain value inside it (``innermost(x)``, and inside other engines' values nested in it),
+      applied to the value itself;
     - an array or NumPy scalar method (``np.ndarray.sum``, ``np.generic.reshape``), which wants a
       real ndarray or scalar, runs the rule of its NumPy function (``np.sum``), which dispatches on
       the value.
     """
-    _INNERMOST[value_type] = innermost
+    _UNWRAP[value_type] = innermost
     for f in (operator.getitem, getattr):
         rrule.register(f, value_type, functor=False)(_by_primal_type_rrule(f))
         frule.register(f, value_type, functor=False, batched=True)(_by_primal_type_frule(f))
@@ -540,31 +542,25 @@ def _method_frule(method, method_call):
     return frule_method_on_engine_value
 
 
-#: each engine's stand-in type -> the function that reads the value inside one of its stand-ins
-_INNERMOST: dict = {}
+#: each engine's stand-in type and how it unwraps its own layers (``register_structural_bridges``)
+_UNWRAP: dict[type, object] = {}
 
 
-def plain_inside(x):
-    """The plain value inside ``x`` through every engine's stand-ins: a tape's array that holds a
-    dual (forward over the tape, in a Hessian) stands for the array inside the dual.
-
-    >>> plain_inside(2.0)
-    2.0
-    """
-    while True:
-        for value_type, innermost in _INNERMOST.items():
-            if isinstance(x, value_type):
-                inner = innermost(x)
-                if inner is not x:
-                    x = inner
-                    break
-        else:
+def _plain_value(x):
+    """The plain value inside nested engines' stand-ins (a dual holding a tracked array holding a
+    dual: forward mode inside a tape inside forward mode), each layer unwrapped by its engine."""
+    while isinstance(x, ActiveValue):
+        innermost = next((u for t, u in _UNWRAP.items() if isinstance(x, t)), None)
+        inner = innermost(x) if innermost is not None else x
+        if inner is x:
             return x
+        x = inner
+    return x
 
 
 def _by_primal_type_rrule(f):
     def rrule_on_engine_value(x, *rest):
-        rule = rrule.lookup(f, (plain_inside(x), *rest))
+        rule = rrule.lookup(f, (_plain_value(x), *rest))
         if rule is None:
             raise NoRuleError(f, (x, *rest), reason=f"none for the type of the value inside the {type(x).__name__}")
         return rule(x, *rest)
@@ -575,7 +571,7 @@ def _by_primal_type_rrule(f):
 
 def _by_primal_type_frule(f):
     def frule_on_engine_value(tangents, x, *rest):
-        rule = frule.lookup(f, (plain_inside(x), *rest))
+        rule = frule.lookup(f, (_plain_value(x), *rest))
         if rule is None:
             raise NoRuleError(f, (x, *rest), reason=f"none for the type of the value inside the {type(x).__name__}")
         return rule(tangents, x, *rest)

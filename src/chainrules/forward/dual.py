@@ -288,7 +288,14 @@ class Dual(ActiveValue):
         return self.primal != _primal(other)
 
     def __hash__(self) -> int:
-        return hash(self.primal)
+        # hashed and compared by its primal, a dual would find what a cache (a memo dict,
+        # functools.lru_cache) computed without its derivative: a silent zero
+        where = user_location()
+        raise TypeError(
+            f"a dual number is unhashable{' (at ' + where + ')' if where else ''}: as a dict key or set member (a "
+            "memo dict, functools.lru_cache) it would find values computed without its derivative. Key a cache by "
+            "values that are not differentiated (an index, a size), or compute the value each time."
+        )
 
     # -- arithmetic: the ``operator`` functions, whose rules the source engine also uses --
     def __add__(self, other):

@@ -300,6 +300,7 @@ _BINARY_METHODS = {
     operator.floordiv: ("__floordiv__", "__rfloordiv__"),
     operator.mod: ("__mod__", "__rmod__"),
     operator.pow: ("__pow__", "__rpow__"),
+    operator.matmul: ("__matmul__", "__rmatmul__"),
 }
 _UNARY_METHODS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.abs: "__abs__"}
 
@@ -352,6 +353,13 @@ def rrule_user_binary(op, a, b):
         return y, user_operator_pullback
     op(a, b)  # every method declined: Python's own TypeError ("unsupported operand type(s)")
     raise _no_operator_rule(op, (a, b))
+
+
+# (untyped: the rules for arrays, in rules/numpy/products.py, are typed and so come first)
+@rrule.register(operator.matmul)
+def rrule_user_matmul(a, b):
+    """``a @ b`` where an operand is an object of the user's class that defines ``__matmul__``."""
+    return rrule_user_binary(operator.matmul, a, b)
 
 
 def rrule_user_unary(op, a):

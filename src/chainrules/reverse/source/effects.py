@@ -443,6 +443,8 @@ class _Effects:
         entry, written = self.known_entry(expr)
         if entry is None:
             return None
+        if written in self.a.fn.set_comprehensions:  # (the user wrote no `add`: a set of differentiated values)
+            return "a set of differentiated values has no tangent (sets are unordered); use a tuple"
         shown = written if isinstance(written, str) and written not in self.temps else None
         return write_message(entry, shown)
 

@@ -160,6 +160,9 @@ def _without_rule(f, args: tuple, kwargs: dict, library_refused: str = ""):
     unless ``library_refused`` says why not."""
     kind = type(f)
     if kind is _FUNCTION:
+        if f is dataclasses.replace:  # library code, whose keywords carry derivatives: a structure
+            decline_batch()
+            return replace_fields(*args, **kwargs)
         return _source(f, args, kwargs, False)
     if kind is types.MethodType and type(f.__func__) is _FUNCTION:
         return _source(f.__func__, (f.__self__, *args), kwargs, True)
@@ -177,9 +180,10 @@ def _without_rule(f, args: tuple, kwargs: dict, library_refused: str = ""):
     call = _class_attribute(kind, "__call__")
     if type(call) is _FUNCTION:
         return _source(call, (f, *args), kwargs, True)
-    if library_refused:
+    if library_refused and not (all(map(_is_discrete, args)) and all(map(_is_discrete, kwargs.values()))):
         raise _no_rule(f, args, library_refused)
-    return _discrete_call(f, args, kwargs)  # no derivative at all: any batch of cotangents fits
+    # no derivative at all (what it may change holds none: `rng.normal(size=n)`): any batch of cotangents fits
+    return _discrete_call(f, args, kwargs)
 
 
 # ----- calls that may write into containers ------------------------------------------------------
@@ -256,10 +260,14 @@ def _carries_numbers(x) -> bool:
     return False
 
 
+_DISCRETE = (int, str, bytes, type, type(None), np.dtype, np.integer, np.bool_, slice, range)
+_DISCRETE += (np.random.Generator, np.random.BitGenerator, np.random.RandomState)
+
+
 def _is_discrete(x) -> bool:
-    """Integers, booleans, strings, ``None``, types and dtypes (and tuples, lists and dicts of
-    them): sizes, indices and options, which no derivative flows through."""
-    if isinstance(x, (int, str, bytes, type, type(None), np.dtype, np.integer, np.bool_, slice, range)):
+    """Integers, booleans, strings, ``None``, types, dtypes and random generators (and tuples, lists
+    and dicts of them): sizes, indices, options and random states, which no derivative flows through."""
+    if isinstance(x, _DISCRETE):
         return True
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "biu"
@@ -592,6 +600,26 @@ def construct(cls: type, args: tuple, kwargs: dict):
         return (*out, {k: d.get(k, ZERO) for k in kwargs}) if kwargs else out
 
     return y, construct_pullback
+
+
+def replace_fields(obj, /, **changes):
+    """``dataclasses.replace(obj, **changes)``: each field's cotangent goes back where its value came
+    from, the keyword that changed it or ``obj``; the cotangents of the keywords come last, in a dict."""
+    cls = type(obj)
+    if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
+        reason = "only a dataclass without __post_init__ is a structure of its fields"
+        raise _no_rule(dataclasses.replace, (obj,), reason)
+    y = dataclasses.replace(obj, **changes)
+    kept = [f.name for f in dataclasses.fields(cls) if f.init and f.name not in changes]
+
+    def replace_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy, {k: dy for k in changes}
+        d_obj = Tangent[cls](**{name: getattr(dy, name) for name in kept})
+        return NO, d_obj, {k: getattr(dy, k) for k in changes}
+
+    return y, replace_pullback
 
 
 cache.RUNTIME.update(

@@ -463,6 +463,8 @@ class Function:
     firstlineno: int = 0
     #: temporaries of the Wengert list: each lives within one iteration of any loop around it
     temps: frozenset[str] = frozenset()
+    #: the sets that set comprehensions fill (their elements are added one by one)
+    set_comprehensions: frozenset[str] = frozenset()
 
     def params(self) -> list[str]:
         """Every parameter name, in signature order (``*args`` and ``**kwargs`` included)."""

@@ -72,6 +72,7 @@ class _Lowerer:
         self.block: list[ir.Stmt] = []
         self.line = 0
         self.temps: set[str] = set()
+        self.set_comprehensions: set[str] = set()
         #: the variables of the comprehensions being lowered (their names in the source)
         self.comprehension_targets: frozenset[str] = frozenset()
 
@@ -466,6 +467,8 @@ class _Lowerer:
         kind = {ast.ListComp: "list", ast.GeneratorExp: "list", ast.SetComp: "set", ast.DictComp: "dict"}[type(node)]
         renamed = _rename_comprehension(node, self.namer, self.name_counts)
         result = self.namer.fresh("comprehension")
+        if kind == "set":
+            self.set_comprehensions.add(result)
         empty = {"list": ir.Build("list", ()), "set": ir.Build("set", ()), "dict": ir.BuildDict(())}[kind]
         self.assign(empty, result)
 
@@ -546,7 +549,9 @@ def lower(
     lowerer = _Lowerer(namer, filename, code, root if root is not None else fn)
     lowerer.name_counts = _name_counts(fn)
     body = lowerer.nested(fn.body)
-    return ir.Function(fn.name, fn.args, body, filename, fn.lineno, frozenset(lowerer.temps))
+    return ir.Function(
+        fn.name, fn.args, body, filename, fn.lineno, frozenset(lowerer.temps), frozenset(lowerer.set_comprehensions)
+    )
 
 
 class _Renamer(ast.NodeTransformer):

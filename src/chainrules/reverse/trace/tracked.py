@@ -94,7 +94,15 @@ class _Operators(Tracked):
     """The operators shared by tracked numbers and arrays."""
 
     __slots__ = ()
-    __hash__ = None  # like arrays: a tracked value is not a dictionary key (caches would mix traces)
+
+    def __hash__(self):
+        # like arrays: a tracked value is not a dictionary key (caches would mix traces, or find values
+        # computed without the derivative)
+        raise TypeError(
+            f"a value being differentiated is unhashable{_at()}: as a dict key or set member (a memo dict, "
+            "functools.lru_cache) it would find values computed without its derivative. Key a cache by values "
+            "that are not differentiated (an index, a size), or compute the value each time."
+        )
 
     # arithmetic, through the rules of the `operator` module
     __add__ = _add

@@ -38,6 +38,7 @@ from ...core import (
     unthunk,
 )
 from ...core.basis import structured_matmul
+from ..operators import _is_user_object, rrule_user_binary
 from ._arrays import (
     NO,
     ZERO,
@@ -131,7 +132,7 @@ class _Contraction:
             y = y if y.shape == self.shape else y.reshape(self.shape)
         else:
             y = np.reshape(product(A, "N", B, "N"), self.shape)
-        if scalar_output:
+        if scalar_output and type(y) is np.ndarray:  # an engine's number (a nested differentiation's) is one already
             y = y[()]
 
         def contraction_pullback(dy):
@@ -465,6 +466,10 @@ def rrule_matmul(a, b, **kwargs):
 @rrule.register(operator.matmul, ArrayLike, batched=True)
 @rrule.register(operator.matmul, object, ArrayLike, batched=True)
 def rrule_operator_matmul(a, b):
+    if not isinstance(a, ArrayLike) and _is_user_object(
+        a
+    ):  # the user's class defines `@` on arrays (a linear operator): its code says what it does
+        return rrule_user_binary(operator.matmul, a, b)
     common = _common_matmul_rrule(a, b)
     if common is not None:
         return common
