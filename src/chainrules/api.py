@@ -990,6 +990,13 @@ def rrule_derivative(f, x):
     return d, derivative_pullback
 
 
+# `hessian(f, x)` is the Jacobian of the gradient z -> ∇f(z), so its pullback along dH is that
+# Jacobian's: ∇_x ⟨dH, H(x)⟩, the third derivative of f contracted with dH, taken by the rule of
+# `jacobian` above on the gradient function, whose own reverse pass runs the rule of `gradient`.
+
+_HESSIAN_PARAMETERS = inspect.signature(hessian)
+
+
 class _GradientOf:
     """``z -> gradient(f, z)[0]``, whose forward Jacobian is ``hessian(f, z)``: an object with a rule
     (below), where a closure would be chainrules' code, which the source engine does not transform."""
@@ -1012,13 +1019,31 @@ def rrule_gradient_of(g: _GradientOf, z):
     return grad, gradient_of_pullback
 
 
-def rrule_hessian(f, x, engine: str = DEFAULT_ENGINE):
+def rrule_hessian(f, x, *options, **keywords):
     """``hessian`` inside a function being differentiated: the rule of the forward Jacobian of the gradient."""
+    where = user_location()
+    if not _is_array_value(x):
+        raise ChainRulesError(
+            f"cr.hessian({_callable_label(f)}, x) inside a function being differentiated"
+            f"{' (at ' + where + ')' if where else ''} takes a number or an array x; its Hessian at structured "
+            "inputs has no rule: pass the array itself"
+        )
+    chosen = _HESSIAN_PARAMETERS.bind(f, x, *options, **keywords)
+    chosen.apply_defaults()
+    engine = chosen.arguments["engine"]
     H, jacobian_pullback = rrule_jacobian(_GradientOf(f, engine), x, mode="forward", engine=engine)
+    options_tangents = (NoTangent(),) * len(options)
 
     def hessian_pullback(dH):
-        _, d_gradient_of, dx = jacobian_pullback(dH)
-        return NoTangent(), (d_gradient_of if _is_zero(d_gradient_of) else unthunk(d_gradient_of).f), dx
+        try:
+            _, d_gradient_of, dx = jacobian_pullback(dH)
+        except TypeError as error:  # an engine's refusal (a buffer of nested duals): say which derivative needed it
+            raise TypeError(
+                f"the derivative of cr.hessian({_callable_label(f)}, x){' at ' + where if where else ''} takes third "
+                f"derivatives of {_callable_label(f)}, which the engines could not take: {error}"
+            ) from error
+        df = d_gradient_of if _is_zero(d_gradient_of) else unthunk(d_gradient_of).f
+        return (NoTangent(), df, dx, *options_tangents)
 
     return _as_number_of(x, H), hessian_pullback
 

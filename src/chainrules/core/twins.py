@@ -236,6 +236,33 @@ def method_twin(method):
         return None
 
 
+def call_method(method, value, args: tuple, kwargs: dict, run, refused):
+    """``value.method(*args, **kwargs)`` for an engine's ``value``: ``run(method, (value, *args),
+    kwargs)`` (the engine's call through the method's rule), or, where that answers
+    ``NotImplemented`` (an argument belongs to a differentiation nested inside the engine's), the
+    call of the method's NumPy twin, which NumPy hands over to that argument. ``refused(method)``
+    is the error raised for a method without a twin.
+
+    >>> import numpy as np
+    >>> call_method(np.ndarray.sum, np.ones(3), (), {}, lambda f, a, k: NotImplemented, None)
+    np.float64(3.0)
+    """
+    out = run(method, (value, *args), kwargs)
+    if out is NotImplemented:
+        return call_twin(method, value, args, kwargs, refused)
+    return out
+
+
+def call_twin(method, value, args: tuple, kwargs: dict, refused):
+    """``value.method(*args, **kwargs)`` as the call of the method's NumPy twin (``np.sum(value,
+    ...)`` for ``value.sum(...)``); ``refused(method)`` is raised for a method without one."""
+    method_call = method_twin(method)
+    if method_call is None:
+        raise refused(method)
+    function, call_args, call_kwargs = method_call(value, *args, **kwargs)
+    return function(*call_args, **call_kwargs)
+
+
 def twin_of(f):
     """The twin of ``f``, or ``None``.
 

@@ -69,7 +69,7 @@ from ..core.errors import conversion_in_rule, in_percent_formatting
 from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch
 from ..core.tangents import _is_namedtuple_type
-from ..core.twins import ATTRIBUTE_TWINS, method_twin, twin_of
+from ..core.twins import ATTRIBUTE_TWINS, call_method, call_twin, method_twin, twin_of
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -594,28 +594,25 @@ class _BoundMethod:
 
     def __call__(self, *args, **kwargs):
         method, dual = self.method, self.dual
-        method_call = method_twin(method)
-        if method_call is not None and (
+        if method_twin(method) is not None and (
             type(dual.primal) in _DUALS or frule.lookup(method, (dual.primal, *args)) is None
         ):
-            function, call_args, call_kwargs = method_call(dual, *args, **kwargs)
-            return function(*call_args, **call_kwargs)
+            return call_twin(method, dual, args, kwargs, _nested_argument_refused)
         if method is np.ndarray.copy:
             return _owned_copy(call(method, (dual, *args), kwargs))
-        out = call(method, (dual, *args), kwargs)
-        if out is NotImplemented:  # an argument of a differentiation nested inside: NumPy's function hands it over
-            if method_call is None:
-                where = user_location()
-                raise TypeError(
-                    f"x.{method.__name__}(...) of a dual with an argument of a differentiation nested inside its "
-                    f"own{' at ' + where if where else ''}: call the NumPy function instead (np.{method.__name__})"
-                )
-            function, call_args, call_kwargs = method_call(dual, *args, **kwargs)
-            return function(*call_args, **call_kwargs)
-        return out
+        # an argument of a differentiation nested inside: NumPy's function hands it over
+        return call_method(method, dual, args, kwargs, call, _nested_argument_refused)
 
     def __repr__(self) -> str:
         return f"<method {getattr(self.method, '__qualname__', self.method)} of {self.dual!r}>"
+
+
+def _nested_argument_refused(method) -> TypeError:
+    where = user_location()
+    return TypeError(
+        f"x.{method.__name__}(...) of a dual with an argument of a differentiation nested inside its "
+        f"own{' at ' + where if where else ''}: call the NumPy function instead (np.{method.__name__})"
+    )
 
 
 _NUMBERS = (float, int, complex, bool)

@@ -11,14 +11,14 @@ import pytest
 import chainrules as cr
 
 
-def fills_a_plain_buffer(y):
-    out = np.zeros(2)
-    out[0] = y * y  # the line the message must name: a plain array cannot hold a tracked value
+def writes_into_a_computed_array(y):
+    out = y * np.ones(2)
+    out[0] = y * y  # the line the message must name: the tape does not write into a tracked array it computed
     return out[0] * y
 
 
-def test_a_refused_conversion_in_a_source_gradient_names_the_users_line():
-    line = fills_a_plain_buffer.__code__.co_firstlineno + 2
+def test_a_refused_write_in_a_source_gradient_names_the_users_line():
+    line = writes_into_a_computed_array.__code__.co_firstlineno + 2
     with pytest.raises(TypeError, match=re.escape(f"(at {__file__}:{line})")) as info:
-        cr.gradient(lambda x: cr.gradient(fills_a_plain_buffer, x)[0], 0.5, engine="tape")
+        cr.gradient(lambda x: cr.gradient(writes_into_a_computed_array, x)[0], 0.5, engine="tape")
     assert "<chainrules-source" not in str(info.value)

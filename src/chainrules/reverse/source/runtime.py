@@ -282,8 +282,10 @@ def _owned_array(d, like: np.ndarray, owned: bool) -> np.ndarray:
     d = unthunk(d)
     if owned and isinstance(d, np.ndarray) and d.flags.writeable:
         return d
-    if isinstance(d, ActiveValue):  # a dual cotangent (a Hessian): np.zeros_like makes one that takes writes
-        out = np.zeros_like(d)
+    if isinstance(d, ActiveValue):  # another engine's cotangent (a Hessian): that engine's buffer takes writes
+        out = d.buffer_holding(np.zeros(np.shape(d), dtype=d.dtype))
+        if out is None:
+            out = np.zeros_like(d)
         out[...] = d
         return out
     dtype = like.dtype if like.dtype.kind in "fc" else np.float64

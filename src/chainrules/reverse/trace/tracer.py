@@ -23,6 +23,7 @@ Invariants
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 from contextvars import ContextVar
@@ -332,8 +333,9 @@ def _owns_any(value, trace: Trace) -> bool:
     return False
 
 
-def apply(f, args: tuple, kwargs: dict):
-    """Run ``f(*args, **kwargs)`` through its rule, recording it on the trace that owns an argument.
+def apply(f, args: tuple, kwargs: dict, rule=None):
+    """Run ``f(*args, **kwargs)`` through its rule (``rule``, or the one registered for ``f``),
+    recording it on the trace that owns an argument.
 
     ``NotImplemented`` when an argument is another engine's value of a differentiation nested
     inside that trace (a dual of ``cr.jacobian(..., mode="forward")`` run on this trace's values):
@@ -347,7 +349,7 @@ def apply(f, args: tuple, kwargs: dict):
         if parents or (kwargs and any(_owns_any(v, trace) for v in kwargs.values())):
             if inner_foreign(args, trace.order):
                 return NotImplemented
-            return record(trace, f, plain, kwargs, parents, args)
+            return record(trace, f, plain, kwargs, parents, args, rule)
         # None of the arguments is this trace's: the operation belongs to an outer differentiation.
         trace = trace.parent
     stray = _first_stray(args) or _first_stray(list(kwargs.values()))
@@ -392,7 +394,7 @@ def _strip(value):
     return value
 
 
-def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tuple):
+def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tuple, rule=None):
     watch = RULED_CALLS
     if watch.version != rrule.version:
         watch.refresh()
@@ -412,10 +414,11 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
             args, kwargs = moved[0], moved[1]
             parents = []
             plain = [_unwrap(a, trace, i + 1, parents) for i, a in enumerate(args)]
-    lookup_args = plain if trace.parent is None or _is_array_method(f) else _lookup_args(plain)
-    rule = lookup(f, lookup_args)
     if rule is None:
-        raise NoRuleError(f, tuple(lookup_args), location=user_location())
+        lookup_args = plain if trace.parent is None or _is_array_method(f) else _lookup_args(plain)
+        rule = lookup(f, lookup_args)
+        if rule is None:
+            raise NoRuleError(f, tuple(lookup_args), location=user_location())
     if not getattr(rule, "batched", False):
         decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
     y, pullback = rule(*plain, **kwargs)
@@ -437,7 +440,7 @@ def _record_output(trace: Trace, f, y, pullback, parents: list, plain: list, arg
         trace.n_slots = slot + 1
         out = box(y, trace, slot, TrackedNumber, TrackedArray)
         if type(out) is TrackedArray:
-            _mark_shared_memory(out, plain, args)
+            _mark_shared_memory(out, plain, args, f)
         trace.tape.append((pullback, slot, f, PAIRS, parents))
         return out
     if type(y) is tuple or type(y) is list or (isinstance(y, tuple) and hasattr(y, "_fields")):
@@ -486,12 +489,19 @@ class OutputTemplate:
         self.children = children  # [(key, slot or OutputTemplate or None)]
 
 
-def _mark_shared_memory(out: Tracked, plain: list, args: tuple) -> None:
+def _mark_shared_memory(out: Tracked, plain: list, args: tuple, f=None) -> None:
     """Flag boxes whose arrays may share memory, so that in-place operators refuse them.
 
     An in-place operator on a tracked array rebinds its box to a new array; that matches NumPy
     only when no other box sees the same memory (a view, or the very same array).
+
+    A part read from a buffer that takes writes (``out[i - 1]``, see ``buffer_holding``) is a copy,
+    which leaves the buffer writable. That is NumPy's view as long as the part is not read again
+    after a write into the buffer, which the source engine, whose code fills such buffers, refuses.
     """
+    if f is operator.getitem and type(args[0]) is TrackedArray and getattr(args[0], "_writable", False):
+        out._value = np.copy(out._value)
+        return
     y = deep_primal(out)
     # (another engine's array, a dual holding an outer tape's values, has no memory of its own to share)
     if (type(y) is not np.ndarray or y.base is None) and not any(y is deep_primal(p) for p in plain):

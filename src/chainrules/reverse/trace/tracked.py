@@ -24,7 +24,9 @@ import numpy as np
 
 from ...core.active import ActiveValue
 from ...core.errors import conversion_in_rule, in_percent_formatting
-from ...core.twins import method_twin
+from ...core.projection import match_input
+from ...core.tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
+from ...core.twins import call_method
 from . import tracer
 from .tracer import (
     Tracked,
@@ -254,10 +256,91 @@ class _Operators(Tracked):
     def __array_function__(self, func, types, args, kwargs):
         if func in _DESCRIBE and len(args) == 1 and not kwargs:
             return func(deep_primal(args[0]))  # np.shape(x) is x.shape: metadata, not an operation
+        if func in _MEMORY:  # whether arrays overlap: the primals' memory
+            return func(*[deep_primal(a) for a in args], **kwargs)
         return apply(func, args, kwargs)
 
     def __format__(self, spec: str) -> str:
         return format(deep_primal(self), spec)
+
+    def buffer_holding(self, array):
+        """A tracked array of this value's trace holding ``array``, a constant that takes writes
+        (``out[i] = v``, recorded as ``write_into_copy``); over an outer differentiation's value (a
+        dual, in a Hessian) its array is that engine's buffer. ``None`` while the trace is not recording."""
+        trace = self._trace
+        if not _recording(trace):
+            return None
+        inner = self._value
+        if isinstance(inner, ActiveValue):
+            array = inner.buffer_holding(array)
+            if array is None:
+                return None
+        slot = trace.n_slots
+        trace.n_slots = slot + 1
+        buffer = tracer.box(array, trace, slot, TrackedNumber, TrackedArray)
+        buffer._writable = True
+        trace.tape.append((_constant_pullback, slot, write_into_copy, tracer.PAIRS, []))
+        return buffer
+
+
+def _recording(trace) -> bool:
+    active = tracer.current_trace()
+    while active is not None:
+        if active is trace:
+            return True
+        active = active.parent
+    return False
+
+
+def _constant_pullback(dy):
+    return (_NO,)
+
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+
+def write_into_copy(buffer, key, value):
+    """``buffer[key] = value`` as a function: a copy of ``buffer`` with ``value`` written into it.
+
+    >>> write_into_copy(np.zeros(3), slice(1, None), 2.0)
+    array([0., 2., 2.])
+    """
+    out = np.copy(buffer)  # (a forward-mode dual's copy takes writes too)
+    if type(out) is np.ndarray and isinstance(value, ActiveValue):
+        # an outer differentiation's value (a dual, in a Hessian) goes into that engine's buffer
+        held = value.buffer_holding(out)
+        out = out if held is None else held
+    out[key] = value
+    return out
+
+
+def write_into_copy_rrule(buffer, key, value):
+    """The rule the tape records a write into its buffer with: the written value's cotangent is the
+    cotangent's part at ``key`` (summed where the value was broadcast into it), the buffer's is the
+    cotangent with that part zeroed, as for JAX's ``x.at[key].set(value)``."""
+    out = write_into_copy(buffer, key, value)
+    # what `match_input` needs of the value to bring its cotangent back: shape, dtype, realness
+    value_like = value if not isinstance(value, ActiveValue) else np.zeros(np.shape(value), value.dtype)[()]
+    shape = np.shape(buffer)
+    # an integer buffer truncates what is written into it: no derivative passes
+    truncates = buffer.dtype.kind not in "fc"
+
+    def write_into_copy_pullback(dout):
+        dout = unthunk(dout)
+        if isinstance(dout, AbstractZero):
+            return _NO, dout, _NO, dout
+        dvalue = _ZERO if truncates else match_input(value_like, dout[key])
+        if type(dout) is np.ndarray:
+            dbuffer = dout.copy()
+            dbuffer[key] = 0
+        else:  # another engine's array (a dual, in a Hessian), which takes no write: zeroed by a mask
+            keep = np.ones(shape, dtype=bool)
+            keep[key] = False
+            dbuffer = dout * keep
+        return _NO, dbuffer, _NO, dvalue
+
+    return out, write_into_copy_pullback
 
 
 class TrackedNumber(_Operators):
@@ -365,17 +448,8 @@ def _tracked_method(value, method, name: str):
     """``value.name`` for a method of arrays or NumPy scalars: a call goes through ``method``'s rule."""
 
     def tracked_method(*args, **kwargs):
-        out = apply(method, (value, *args), kwargs)
-        if out is NotImplemented:  # an argument of a differentiation nested inside: NumPy's function hands it over
-            method_call = method_twin(method)
-            if method_call is None:
-                raise TypeError(
-                    f"x.{name}(...) of a value being differentiated, with an argument of a differentiation nested "
-                    f"inside its own{_at()}: call the NumPy function instead (np.{name})"
-                )
-            function, call_args, call_kwargs = method_call(value, *args, **kwargs)
-            return function(*call_args, **call_kwargs)
-        return out
+        # an argument of a differentiation nested inside: NumPy's function hands it over
+        return call_method(method, value, args, kwargs, apply, _nested_argument_refused)
 
     # named as the method it stands for, which errors about it name (numpy.generic.tolist)
     tracked_method.__name__, tracked_method.__qualname__ = name, getattr(method, "__qualname__", name)
@@ -383,11 +457,21 @@ def _tracked_method(value, method, name: str):
     return tracked_method
 
 
+def _nested_argument_refused(method) -> TypeError:
+    name = method.__name__
+    return TypeError(
+        f"x.{name}(...) of a value being differentiated, with an argument of a differentiation nested "
+        f"inside its own{_at()}: call the NumPy function instead (np.{name})"
+    )
+
+
 # attributes of NumPy scalars that are values: through the NumPy function they stand for
 _SCALAR_ATTRIBUTES = {"T": np.transpose}
 
 # NumPy functions that only describe their argument, answered from the primal like x.shape
 _DESCRIBE = frozenset({np.shape, np.ndim, np.size, np.iscomplexobj, np.isrealobj})
+# NumPy functions that ask whether arrays overlap, answered from the primals' memory
+_MEMORY = frozenset({np.may_share_memory, np.shares_memory})
 # attributes that describe an array without carrying a derivative: read from the primal
 _DESCRIPTIVE = frozenset({"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides", "flags"})
 # attributes that are arrays derived from this one: through the rule of `getattr`
@@ -402,17 +486,22 @@ class TrackedArray(_Operators):
     Methods go through the rules of their ``np.ndarray`` counterparts (``x.sum(axis=0)`` through
     the rule of ``np.ndarray.sum``), ``x.T`` through the rule of ``getattr``, ``x[i]`` through
     the rule of ``operator.getitem``; ``x.shape``, ``x.dtype``, ``len(x)`` read the primal.
-    Writing into a tracked array (``x[i] = v``, ``x.fill(0)``) raises; ``x += y`` rebinds ``x``
-    to a new value unless another array may share its memory (then it raises).
+    Writing into a tracked array (``x[i] = v``, ``x.fill(0)``) raises, except into a buffer made by
+    ``buffer_holding`` (the source engine's ``out = np.zeros(n)`` filled with tracked values), where
+    ``x[i] = v`` records ``write_into_copy`` and rebinds ``x`` to its result; ``x += y`` rebinds
+    ``x`` to a new value unless another array may share its memory (then it raises).
     """
 
-    __slots__ = ("_aliased",)
+    # `_writable` is set (True) only on a buffer that `buffer_holding` made (see it)
+    __slots__ = ("_aliased", "_writable")
 
     def __getattr__(self, name: str):
         if name in _DESCRIPTIVE:
             return getattr(deep_primal(self), name)
         if name in _DERIVED:
             return apply(getattr, (self, name), {})
+        if name == "base" and getattr(deep_primal(self), "base", 0) is None:
+            return None  # not a view (which the source engine asks before it copies one); a view's base has no rule
         if name in _MUTATING:
             raise TypeError(f"x.{name}() writes into an array being differentiated{_at()}; compute a new array instead")
         method = getattr(np.ndarray, name, None)
@@ -435,10 +524,26 @@ class TrackedArray(_Operators):
     __getitem__ = _getitem
 
     def __setitem__(self, key, value):
-        raise conversion_in_rule(sys._getframe(1), "tracked values", "writes into them in place") or TypeError(
-            f"assignment into an array being differentiated (x[...] = v){_at()}: the tape engine does not "
-            "write into arrays; build the result out of place (np.where, np.concatenate, np.stack)"
-        )
+        if not getattr(self, "_writable", False):
+            raise conversion_in_rule(sys._getframe(1), "tracked values", "writes into them in place") or TypeError(
+                f"assignment into an array being differentiated (x[...] = v){_at()}: the tape engine does not "
+                "write into arrays; build the result out of place (np.where, np.concatenate, np.stack)"
+            )
+        if self._aliased:
+            raise TypeError(
+                f"writing into an array (x[...] = v) after another array came to share its memory (a reshape, "
+                f"a transpose, np.asarray of it){_at()}: the tape engine writes into a buffer only while no other "
+                "array sees it; copy the other array (y = x.reshape(...).copy()) or write before sharing"
+            )
+        result = apply(write_into_copy, (self, key, value), {}, write_into_copy_rrule)
+        if type(result) is not TrackedArray or result._trace is not self._trace:
+            raise TypeError(
+                f"a value of a differentiation nested inside the tape's (a dual of cr.jacobian or cr.derivative) "
+                f"cannot be written into the tape's buffer{_at()}: build the array with np.stack or np.concatenate"
+            )
+        # the box now stands for the written array; `_inplace` rebinds the same way
+        self._value = result._value
+        self._slot = result._slot
 
     # in-place operators rebind this box to the new value, which is what NumPy's in-place
     # update looks like to every holder of the box
