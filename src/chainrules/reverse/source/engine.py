@@ -455,7 +455,9 @@ def _super_pullback(d_proxy):
 
 def pullback_method(obj, name: str, *args, **kwargs):
     """``obj.name(*args, **kwargs)``; ``back(dy) -> (d_obj, dx1, ..., dxn)``."""
-    if type(obj) is _MODULE:  # a function of a submodule (``np.fft.fft``): its own rule, as for ``np.sin``
+    if type(obj) is _MODULE or type(obj) is np.ufunc:
+        # a function of a submodule (``np.fft.fft``) or a ufunc's method (``np.add.reduce``, whose
+        # rules are registered per ufunc): its own rule, as for ``np.sin``
         y, back = pullback(getattr(obj, name), *args, **kwargs)
         return y, lambda dy: (NO, *back(dy)[1:])
     if type(obj) is super:  # a parent's method bound to the object: its tangent is the object's cotangent
