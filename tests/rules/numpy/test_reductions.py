@@ -94,6 +94,10 @@ def _cases():
     running = [np.maximum.accumulate, np.minimum.accumulate]
     yield from _family(running, [[X]], [{}, {"axis": 1}, {"axis": -1}])
     yield from _family(running, [[X32]], [{"axis": 1}], label="-float32")
+    log_sums = [np.logaddexp.reduce, np.logaddexp2.reduce]
+    yield from _family(log_sums, [[X]], [{}, {"axis": None}, {"axis": (0, 2), "keepdims": True}, {"axis": -1}])
+    yield from _family(log_sums, [[arr(3, 4)]], [{"where": mask, "axis": 1, "initial": -np.inf}, {"initial": 0.5}])
+    yield from _family(log_sums, [[X32]], [{"axis": 1}], label="-float32")
     # positional options, integer input, scalar input
     yield from _family([np.sum, np.ndarray.sum], [[X, fixed(1)]], [{}], label="-positional-axis")
     yield from _family([np.var], [[X, fixed(0), fixed(None), fixed(None), fixed(1)]], [{}], label="-positional-ddof")
@@ -499,3 +503,30 @@ def test_a_running_maximum_sends_each_cotangent_to_the_entry_that_holds_it():
     np.testing.assert_array_equal(back(np.arange(1.0, 7.0))[1], [1.0, 2.0 + 3.0, 0.0, 4.0, 5.0 + 6.0, 0.0])
     _, dy = cr.frule((cr.NoTangent(), np.arange(1.0, 7.0)), np.minimum.accumulate, -x)
     np.testing.assert_array_equal(dy, [1.0, 2.0, 2.0, 4.0, 5.0, 5.0])
+
+
+def test_log_sums_of_exponentials_weigh_each_entry_by_its_softmax_share():
+    x = np.array([[0.0, np.log(3.0)], [-np.inf, -np.inf]])  # shares 1/4 and 3/4; an empty sum
+    y, back = cr.rrule(np.logaddexp.reduce, x, axis=1)
+    np.testing.assert_allclose(y, [np.log(4.0), -np.inf])
+    np.testing.assert_allclose(back(np.array([2.0, 1.0]))[1], [[0.5, 1.5], [0.0, 0.0]])  # no NaN from -inf - -inf
+    _, dy = cr.frule((cr.NoTangent(), np.array([4.0, 8.0])), np.logaddexp2.reduce, np.array([1.0, 1.0]))
+    np.testing.assert_allclose(dy, 6.0)  # equal shares of 1/2
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_log_sum_of_exponentials_through_the_engines(engine):
+    x = np.array([[0.3, -1.2, 2.0], [1.0, 0.5, -0.5]])
+
+    def f(x):
+        return np.sum(np.logaddexp.reduce(x * x, axis=1) ** 2)
+
+    lse = np.logaddexp.reduce(x * x, axis=1, keepdims=True)
+    shares = np.exp(x * x - lse)
+    np.testing.assert_allclose(cr.gradient(f, x, engine=engine)[0], 2 * lse * shares * 2 * x, rtol=1e-12)
+    assert crt.check_grads(f, (x,), modes=("reverse",), order=1, engine=engine)  # raises on a mismatch
+    rows = cr.jacobian(lambda x: np.logaddexp.reduce(x, axis=1), x, mode="forward")
+    np.testing.assert_allclose(rows[0, 0], np.exp(x[0] - np.logaddexp.reduce(x[0])), rtol=1e-12)
+    p = np.exp(x[0] - np.logaddexp.reduce(x[0]))
+    hessian = cr.hessian(lambda v: np.logaddexp.reduce(v), x[0], engine=engine)
+    np.testing.assert_allclose(hessian, np.diag(p) - np.outer(p, p), atol=1e-12)  # softmax's Jacobian

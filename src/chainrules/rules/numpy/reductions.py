@@ -692,6 +692,38 @@ _register(_UFUNC_EXTREMA, _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wi
 _register(
     (np.fmax.reduce, np.fmin.reduce), _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=False), batched=True
 )
+
+
+def _log_sum_exp_plan(exp: Callable):
+    """``np.logaddexp.reduce`` (``exp`` is np.exp) and ``np.logaddexp2.reduce`` (np.exp2): y is the
+    log of the sum of exponentials, so dy/dx_j = exp(x_j - y), the softmax weight of entry j."""
+
+    def plan(x, o, primal):
+        y = primal()
+        axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
+        y_kept = keep(y, axes, keepdims)
+        with np.errstate(invalid="ignore"):
+            weight = exp(x - y_kept)
+        # an infinite result has no finite weights (inf - inf): its entries get none
+        weight = np.where(np.isinf(y_kept), 0.0, weight).astype(np.result_type(weight), copy=False)
+        mask = _mask(x, o, nan=False)
+        if mask is not None:
+            weight = weight * mask
+
+        def log_sum_exp_back(dy, lead=()):
+            return keep(dy, shift(axes, bool(lead)), keepdims) * weight
+
+        def log_sum_exp_forward(dx, batched):
+            return np.sum(dx * weight, axis=shift(axes, batched), keepdims=keepdims)
+
+        return y, log_sum_exp_back, log_sum_exp_forward
+
+    return plan
+
+
+_register((np.logaddexp.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _log_sum_exp_plan(np.exp), batched=True)
+_register((np.logaddexp2.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _log_sum_exp_plan(np.exp2), batched=True)
+
 _register((np.add.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumsum_plan, batched=True)
 _register((np.multiply.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumprod_plan, batched=True)
 _register(
