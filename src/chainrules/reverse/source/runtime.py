@@ -305,6 +305,10 @@ def _owned_items(d, n: int, owned: bool) -> list:
     return items
 
 
+def _discrete_setitem_pullback(dobj, owned):
+    return ZERO, dobj, owned
+
+
 def setitem(obj, index, value):
     """``obj[index] = value`` on a list, dict or array the function made: ``(obj, pullback)``, with
     ``pullback(d_obj, owned) -> (d_value, d_obj, owned)`` taking the element's cotangent out.
@@ -318,6 +322,10 @@ def setitem(obj, index, value):
         if buffer is not None:
             obj = buffer
     obj[index] = value
+    if isinstance(obj, (np.ndarray, ActiveValue)) and getattr(obj.dtype, "kind", "f") in "biu":
+        # an integer or boolean array (or an engine's array holding one) truncates what it stores:
+        # no derivative passes
+        return obj, _discrete_setitem_pullback
     # a forward-mode dual array that took the write (a copy, in a Hessian) is an array here too
     if isinstance(obj, np.ndarray) or (isinstance(obj, ActiveValue) and np.ndim(obj) >= 1):
         value_shape = np.shape(value)
