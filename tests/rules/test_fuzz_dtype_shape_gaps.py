@@ -2,7 +2,10 @@
 (scalar and 0-d) gets a float32 tangent although its partial, trigamma, is computed with float64
 constants; np.dot and np.inner of a float32 array with a Python float (which NumPy turns into a
 float64 array, promoting the output) get the output's float64 tangent; polygamma with an empty
-array of orders gets an empty tangent of the output's shape, not a scalar."""
+array of orders gets an empty tangent of the output's shape, not a scalar; a broadcast operand's
+tangent added to an integer array's none fills the output's shape."""
+
+import operator
 
 import numpy as np
 import pytest
@@ -10,6 +13,8 @@ import scipy.special as sc
 
 import chainrules as cr
 from chainrules.testing import nondiff, rand_tangent, test_frule, test_rrule
+
+NO = cr.NoTangent()
 
 
 @pytest.mark.parametrize("x", [np.float32(1.57), np.array(1.2, dtype=np.float32), np.array([0.7, 2.5], np.float32)])
@@ -83,3 +88,14 @@ def test_riemann_zeta_is_refused_in_x_and_works_as_a_constant():
         cr.gradient(_riemann, 3.0)
     expected = -3.0 * sc.zeta(4.0, 1.5)
     np.testing.assert_allclose(cr.gradient(_hurwitz_plus_riemann_constant, 1.5)[0], expected, rtol=1e-13)
+
+
+@pytest.mark.parametrize("op", [operator.add, operator.sub], ids=lambda op: op.__name__)
+def test_one_broadcast_operands_tangent_fills_the_output(op):
+    # with an integer operand (no tangent), the float operand's tangent had kept its own shape (2, 1)
+    a, counts = np.array([[0.5], [-1.5]]), np.arange(4).reshape(2, 2)
+    for x, y, tangents in ((a, counts, (NO, np.ones((2, 1)), NO)), (counts, a, (NO, NO, np.ones((2, 1))))):
+        out, d_out = cr.frule(tangents, op, x, y)
+        assert np.shape(d_out) == out.shape == (2, 2)
+        np.testing.assert_array_equal(d_out, np.full((2, 2), 1.0 if x is a or op is operator.add else -1.0))
+        test_frule(op, x, y)

@@ -381,6 +381,10 @@ def _fit_tangent(y, dy):
     is ``dx``): a number's tangent spread over an array output, in the output's dtype."""
     if type(y) is np.ndarray and np.ndim(dy) == 0 and not isinstance(dy, AbstractZero):
         return np.full(y.shape, dy, dtype=y.dtype if y.dtype.kind in "fc" else np.result_type(dy))
+    if type(y) is np.ndarray and type(dy) is np.ndarray and dy.ndim <= y.ndim and dy.shape != y.shape:
+        # the one tangent is a broadcast operand's (a (2, 1) array plus a constant (2, 2) one); a
+        # batch of tangents has one more axis than the output
+        dy = np.broadcast_to(dy, y.shape).copy()
     if type(y) is np.ndarray and type(dy) is np.ndarray and dy.dtype != y.dtype and y.dtype.kind in "fc":
         return dy.astype(y.dtype)  # float32 minus an int64 array is float64
     if isinstance(y, np.inexact) and isinstance(dy, (np.generic, np.ndarray)) and dy.ndim == 0 and dy.dtype != y.dtype:
