@@ -629,7 +629,13 @@ def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
         # the gradient at a structured x is a Tangent of x's structure: read it back into that
         # structure, whose Jacobian forward mode lays out as it lays out any structured output
         return _forward_engine().jacobian(lambda z: _with_leaves(z, gradient(f, z, engine=engine)[0]), x)
-    return _as_number_of(x, _forward_engine().jacobian(lambda z: gradient(f, z, engine=engine)[0], x))
+
+    def dense_gradient(z):
+        g = gradient(f, z, engine=engine)[0]
+        # an f that does not depend on x has a zero gradient, whose Jacobian is zeros
+        return np.zeros(np.shape(z), dtype=_leaf_dtype(z)) if isinstance(g, AbstractZero) else g
+
+    return _as_number_of(x, _forward_engine().jacobian(dense_gradient, x))
 
 
 def _with_leaves(x, t, top: bool = True):

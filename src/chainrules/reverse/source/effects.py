@@ -47,7 +47,7 @@ import numpy as np
 from ...core.errors import callable_name
 from ...core.registry import OPT_OUT, rrule
 from . import ir
-from .simplify import _MISSING, INACTIVE_TYPES, ArrayType, is_real, static_lookup
+from .simplify import _MISSING, ARRAYLIKE, INACTIVE_TYPES, ArrayType, is_real, static_lookup
 
 #: built-in types whose construction copies (or only reads) its arguments
 _PURE_TYPES = frozenset(
@@ -595,12 +595,16 @@ class _Effects:
         expr = stmt.expr
         if isinstance(expr, ir.Build):
             return expr.kind == "list"
+        if isinstance(expr, ir.Op):
+            # an operator on arrays, numbers and lists returns a new object (`y = x * 2.0`)
+            return all(self.plain_value(x) for x in expr.operands())
         if isinstance(expr, ir.MethodCall) and expr.name == "copy" and not expr.args and not expr.kwargs:
             owner = self.a.type_of(expr.obj) if isinstance(expr.obj, str) else None
             return isinstance(owner, ArrayType) or owner is list
         if isinstance(expr, (ir.Call, ir.MethodCall)) and not any(a.starred for a in expr.args) and not expr.kwargs:
             f = self.a.call_target(expr)  # `np.zeros(n)` is a method call on the module
-            return f is not _MISSING and _hashable(f) and f in _ALLOCATORS
+            # a ufunc without `out=` returns a new array (or an immutable scalar): `y = np.cos(x)`
+            return f is not _MISSING and (isinstance(f, np.ufunc) or (_hashable(f) and f in _ALLOCATORS))
         return False
 
     def plain_value(self, x) -> bool:
@@ -608,7 +612,7 @@ class _Effects:
         if not isinstance(x, str):
             return _number(x) or isinstance(x.value, (list, tuple))
         t = self.a.type_of(x)
-        return isinstance(t, ArrayType) or is_real(t) or t in (list, tuple)
+        return isinstance(t, ArrayType) or t is ARRAYLIKE or is_real(t) or t in (list, tuple)
 
     def only_reads(self, stmt, name: str) -> bool:
         """Whether ``stmt`` uses ``name``'s object (an array or a list) without keeping it or handing
@@ -626,8 +630,11 @@ class _Effects:
             return expr.name in ("shape", "ndim", "size", "dtype")
         if isinstance(expr, ir.GetItem):
             return False  # an array's element may be a view; a list's may be built on later
-        if isinstance(expr, ir.Call):
-            return self.a.call_target(expr) is len and len(expr.args) == 1 and not expr.kwargs
+        if isinstance(expr, (ir.Call, ir.MethodCall)):
+            f = self.a.call_target(expr)  # `np.sin(x)` is a method call on the module
+            if isinstance(f, np.ufunc):  # it returns a new array and keeps none of its arguments
+                return not expr.kwargs and not any(a.starred for a in expr.args)
+            return isinstance(expr, ir.Call) and f is len and len(expr.args) == 1 and not expr.kwargs
         return False
 
 
