@@ -1,6 +1,7 @@
 """Bugs the engine fuzzer (``tests/fuzz/fuzz_engines.py``) found, each checked against finite differences."""
 
 import numpy as np
+import pytest
 
 import chainrules as cr
 import chainrules.testing as crt
@@ -37,3 +38,80 @@ def test_hessian_of_a_function_that_does_not_depend_on_x_is_zeros():
         H = cr.hessian(constant_in_x, np.array([1.0, 2.0], dtype=np.float32), engine=engine)
         assert H.dtype == np.float32 and H.shape == (2, 2) and not H.any()
     assert cr.hessian(constant_in_x, 1.5) == 0.0
+
+
+def read_through_a_view_after_update(x):
+    v = np.sin(x)
+    r = v[::-1]  # a view: NumPy's `v += x` changes what it reads
+    v += x
+    return r * 2.0
+
+
+def read_through_a_tuple_after_update(x):
+    v = np.sin(x)
+    pair = (v, x)
+    v += x  # updates the array the tuple holds
+    return pair[0] * 3.0
+
+
+def update_twice(x):
+    v = np.sin(x)
+    v += x * x
+    v *= 2.0
+    return v
+
+
+def test_forward_mode_plus_equals_updates_the_dual_its_holders_see():
+    """`v += x` on a dual array had rebound the name only: a tuple holding the array kept the old
+    value (a silent wrong value and derivative)."""
+    x = np.array([0.3, -0.5, 0.9])
+    for f in (read_through_a_tuple_after_update, update_twice):
+        y, dy = cr.jvp(f, (x,), (np.ones(3),))
+        np.testing.assert_allclose(y, f(x.copy()), rtol=1e-14)
+        np.testing.assert_allclose(dy, crt.fd_jvp(f, x, np.ones(3)), rtol=1e-7)
+        J = cr.jacobian(f, x, mode="forward")
+        np.testing.assert_allclose(J, crt.fd_jacobian(f, x), rtol=1e-7, atol=1e-10)
+        f32 = x.astype(np.float32)
+        assert cr.jacobian(f, f32, mode="forward").dtype == np.float32
+
+
+def test_forward_mode_refuses_plus_equals_on_a_dual_array_that_a_view_reads():
+    """Rebinding left the view with the old values: a silent wrong value and derivative."""
+    x = np.array([0.3, -0.5, 0.9])
+    with pytest.raises(TypeError, match="may share memory") as info:
+        cr.jvp(read_through_a_view_after_update, (x,), (np.ones(3),))
+    assert f"{__file__}:" in str(info.value)
+    with pytest.raises(TypeError, match="may share memory"):
+        cr.jvp(lambda z: z.__iadd__(1.0), (x,), (np.ones(3),))  # the caller's argument
+    assert np.array_equal(x, [0.3, -0.5, 0.9])
+
+
+def stacked_then_update(x):
+    v = np.stack([x, np.sin(x)], axis=0)  # a new array: np.stack never returns a view
+    v += np.cos(x)
+    w = np.where(x > 0.0, x, x * x)
+    w *= 2.0
+    return np.sum(v * v) + np.sum(w)
+
+
+def test_plus_equals_on_what_np_stack_or_np_where_made_is_rebound_by_the_source_engine():
+    x = np.array([0.3, -0.7, 1.1])
+    reference = crt.fd_jacobian(stacked_then_update, x).reshape(x.shape)
+    np.testing.assert_allclose(cr.gradient(stacked_then_update, x)[0], reference, rtol=1e-7)
+    H = cr.hessian(stacked_then_update, x)
+    fd = crt.fd_jacobian(lambda z: cr.gradient(stacked_then_update, z)[0], x)
+    np.testing.assert_allclose(H, fd, rtol=1e-6, atol=1e-8)
+
+
+def fills_a_buffer_it_never_reads(x):
+    squares = np.zeros(3)
+    for i in range(3):
+        squares[i] = x[i] * x[i]  # the buffer does not reach the output
+    return np.sum(np.sin(x))
+
+
+def test_hessian_through_a_buffer_the_function_fills_and_never_reads():
+    """The write into a buffer that passes no derivative ran as it was written, and under the
+    Hessian's dual numbers it stored a dual into a plain array: a float() error on valid code."""
+    x = np.array([0.3, -0.5, 0.9])
+    np.testing.assert_allclose(cr.hessian(fills_a_buffer_it_never_reads, x), np.diag(-np.sin(x)), rtol=1e-12)

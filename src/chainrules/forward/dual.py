@@ -428,6 +428,14 @@ class Dual(ActiveValue):
 
 
 _MADE_LIKE = frozenset({np.zeros_like, np.ones_like, np.empty_like, np.full_like})
+_INPLACE_SYMBOLS = {
+    operator.add: "+",
+    operator.sub: "-",
+    operator.mul: "*",
+    operator.truediv: "/",
+    operator.pow: "**",
+    operator.matmul: "@",
+}
 
 
 def _owned_copy(out):
@@ -483,6 +491,56 @@ class DualArray(Dual):
 
     def __rmatmul__(self, other):
         return call(np.matmul, (other, self))
+
+    # `x += v` updates NumPy's array in place, which every name, container and view holding it
+    # sees: the dual takes the result's fields, so its holders see it too. A dual whose values
+    # another array may see (a view of it, the caller's argument) is refused, since those would
+    # keep the old values. A dual that is itself a view (`buffer[i] += v`, which Python writes
+    # back with `buffer[i] = ...`) is rebound, as `x = x + v`.
+    def _inplace(self, f, other):
+        primal = self.primal
+        if self.writable or type(primal) is not np.ndarray or primal.base is not None:
+            return NotImplemented  # Python then computes x = x + v
+        # the references are this dual's, the name `primal` and getrefcount's argument; a view
+        # holds its base (ndarray.base) and so adds one
+        if sys.getrefcount(primal) > 3:
+            where = user_location()
+            raise TypeError(
+                f"in-place {_INPLACE_SYMBOLS[f]}= on a dual array that may share memory with another (an argument, "
+                f"a view, a reshape){' at ' + where if where else ''}: write x = x {_INPLACE_SYMBOLS[f]} v instead"
+            )
+        result = f(self, other)
+        if type(result) is not DualArray or result.tag is not self.tag:
+            return result  # an outer differentiation's value: rebound, as before
+        new = result.primal
+        if np.shape(new) != primal.shape:
+            raise ValueError(
+                f"in-place {_INPLACE_SYMBOLS[f]}= would change the array's shape from {primal.shape} to {np.shape(new)}"
+            )
+        partials = result.partials
+        if new.dtype != primal.dtype:  # NumPy casts the result to the array's dtype
+            new = new.astype(primal.dtype)
+            partials = partials.astype(primal.dtype) if isinstance(partials, np.ndarray) else partials
+        self.primal, self.partials = new, partials
+        return self
+
+    def __iadd__(self, other):
+        return self._inplace(operator.add, other)
+
+    def __isub__(self, other):
+        return self._inplace(operator.sub, other)
+
+    def __imul__(self, other):
+        return self._inplace(operator.mul, other)
+
+    def __itruediv__(self, other):
+        return self._inplace(operator.truediv, other)
+
+    def __ipow__(self, other):
+        return self._inplace(operator.pow, other)
+
+    def __imatmul__(self, other):
+        return self._inplace(operator.matmul, other)
 
     def __len__(self) -> int:
         return len(self.primal)

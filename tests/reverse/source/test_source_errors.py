@@ -159,8 +159,9 @@ def test_show_fences_too():
 
 def updates_an_array_in_place(x):
     y = x * 2.0
+    held = [y]  # the list holds y's array: the update must reach it
     y += 1.0  # <- in place
-    return y
+    return y + held[0]
 
 
 def builds_a_set(x):
@@ -173,7 +174,18 @@ def test_an_in_place_update_of_an_array_is_refused_at_run_time():
     assert str(info.value).startswith(f"{HERE}:{line_of('<- in place')}:5: ")
     assert "in place" in str(info.value)
     # on numbers the same line is a rebinding, and fine
-    assert pullback_full(updates_an_array_in_place, 1.5)[1](1.0)[1] == 2.0
+    assert pullback_full(updates_an_array_in_place, 1.5)[1](1.0)[1] == 4.0
+
+
+def updates_its_own_array(x):
+    y = x * 2.0  # a new array nothing else holds
+    y += 1.0
+    return y
+
+
+def test_an_in_place_update_of_an_array_nothing_else_holds_is_a_rebinding():
+    y, back = pullback_full(updates_its_own_array, np.ones(3))
+    assert np.array_equal(y, [3.0, 3.0, 3.0]) and np.array_equal(back(np.ones(3))[1], [2.0, 2.0, 2.0])
 
 
 def test_a_set_of_differentiated_values_is_refused():

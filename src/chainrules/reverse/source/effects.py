@@ -601,10 +601,14 @@ class _Effects:
         if isinstance(expr, ir.MethodCall) and expr.name == "copy" and not expr.args and not expr.kwargs:
             owner = self.a.type_of(expr.obj) if isinstance(expr.obj, str) else None
             return isinstance(owner, ArrayType) or owner is list
-        if isinstance(expr, (ir.Call, ir.MethodCall)) and not any(a.starred for a in expr.args) and not expr.kwargs:
+        if isinstance(expr, (ir.Call, ir.MethodCall)) and not any(a.starred for a in expr.args):
             f = self.a.call_target(expr)  # `np.zeros(n)` is a method call on the module
+            if f is _MISSING or not _hashable(f):
+                return False
+            if f in _NEW_ARRAYS:  # with any keyword but `out=` (and `**options`, which may hold it)
+                return all(k.name not in (None, "out") for k in expr.kwargs)
             # a ufunc without `out=` returns a new array (or an immutable scalar): `y = np.cos(x)`
-            return f is not _MISSING and (isinstance(f, np.ufunc) or (_hashable(f) and f in _ALLOCATORS))
+            return not expr.kwargs and (isinstance(f, np.ufunc) or f in _ALLOCATORS)
         return False
 
     def plain_value(self, x) -> bool:
@@ -642,6 +646,12 @@ class _Effects:
 _ALLOCATORS = frozenset(
     {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like}
     | {np.arange, np.linspace, np.eye, np.identity, list}
+)
+
+#: NumPy functions whose result is a new array (or an immutable scalar), never a view of an argument
+_NEW_ARRAYS = frozenset(
+    {np.stack, np.concatenate, np.vstack, np.hstack, np.where, np.dot, np.outer, np.inner, np.einsum}
+    | {np.sum, np.mean, np.max, np.min, np.prod, np.cumsum, np.cumprod}
 )
 
 

@@ -648,6 +648,7 @@ cache.RUNTIME.update(
     integer_cotangent=runtime.integer_cotangent,
     project_0d=runtime.project_0d,
     setitem=runtime.setitem,
+    plain_setitem=runtime.plain_setitem,
     append=runtime.append,
     append_pullback=runtime.append_pullback,
     extend=runtime.extend,

@@ -385,7 +385,9 @@ class Primal:
             self.emit(indent + 1, f"{self.h('refuse_write')}({where})", line)
         if mode == "plain":
             if isinstance(stmt, ir.SetItem):
-                self.emit(indent, f"{obj}[{self.operand(stmt.key)}] = {value}", line)
+                # (an outer differentiation's value, a dual in a Hessian, may still be written)
+                key = self.operand(stmt.key)
+                self.emit(indent, f"{obj} = {self.h('plain_setitem')}({obj}, {key}, {value})", line)
             else:
                 self.emit(indent, f"{obj}.{stmt.method}({value})", line)
             return

@@ -309,6 +309,18 @@ def _discrete_setitem_pullback(dobj, owned):
     return ZERO, dobj, owned
 
 
+def plain_setitem(obj, index, value):
+    """``obj[index] = value`` where the write passes no derivative (the container does not reach
+    the output): ``obj``, or, for a plain array an outer differentiation's value is written into,
+    that engine's writable array in its place (see ``setitem``), so the write does not convert it."""
+    if type(obj) is np.ndarray and isinstance(value, ActiveValue):
+        buffer = value.buffer_holding(obj)
+        if buffer is not None:
+            obj = buffer
+    obj[index] = value
+    return obj
+
+
 def setitem(obj, index, value):
     """``obj[index] = value`` on a list, dict or array the function made: ``(obj, pullback)``, with
     ``pullback(d_obj, owned) -> (d_value, d_obj, owned)`` taking the element's cotangent out.
