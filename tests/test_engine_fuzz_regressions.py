@@ -115,3 +115,24 @@ def test_hessian_through_a_buffer_the_function_fills_and_never_reads():
     Hessian's dual numbers it stored a dual into a plain array: a float() error on valid code."""
     x = np.array([0.3, -0.5, 0.9])
     np.testing.assert_allclose(cr.hessian(fills_a_buffer_it_never_reads, x), np.diag(-np.sin(x)), rtol=1e-12)
+
+
+def closure_over_a_filled_buffer(x):
+    sines = np.zeros(3)
+    for i in range(3):
+        sines[i] = np.sin(x[i]) + (sines[i - 1] if i > 0 else 0.0)
+
+    def scaled(u):
+        return u * sines  # reads the buffer through the closure's cell
+
+    return np.sum(scaled(x))
+
+
+def test_hessian_of_a_closure_reading_a_buffer_the_function_filled():
+    """Under the Hessian's duals the first write made the buffer a dual array bound to the name,
+    but the closure's cell kept the plain array of zeros: a silent wrong Hessian (off by 0.95)."""
+    x = np.array([-0.46, 0.31, -0.68])
+    f = closure_over_a_filled_buffer
+    reference = crt.fd_jacobian(lambda z: cr.gradient(f, z)[0], x)
+    np.testing.assert_allclose(cr.hessian(f, x), reference, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.gradient(f, x)[0], crt.fd_jacobian(f, x).reshape(x.shape), rtol=1e-7)

@@ -388,6 +388,7 @@ class Primal:
                 # (an outer differentiation's value, a dual in a Hessian, may still be written)
                 key = self.operand(stmt.key)
                 self.emit(indent, f"{obj} = {self.h('plain_setitem')}({obj}, {key}, {value})", line)
+                self.rebound_cell(obj, indent, line)
             else:
                 self.emit(indent, f"{obj}.{stmt.method}({value})", line)
             return
@@ -397,11 +398,18 @@ class Primal:
         pb, saved["pb"] = self.pullback_name(stmt, indent)
         if isinstance(stmt, ir.SetItem):
             self.emit(indent, f"{obj}, {pb} = {self.h('setitem')}({obj}, {self.operand(stmt.key)}, {value})", line)
+            self.rebound_cell(obj, indent, line)
         else:
             self.emit(indent, f"{pb} = {self.h('extend')}({obj}, {value})", line)
         for entry in self._after:
             self.emit(*entry)
         self._after = []
+
+    def rebound_cell(self, obj: str, indent: int, line: int):
+        """A write may rebind ``obj`` to an outer differentiation's array holding the same numbers
+        (``setitem``): a closure reading ``obj`` reads it through its cell, which must follow."""
+        if obj in self.cells:
+            self.emit(indent, f"{self.cells[obj]}.cell_contents = {obj}", line)
 
     def escapes(self, stmt, indent: int):
         """Keep track of whether a container written in place may be seen through another
