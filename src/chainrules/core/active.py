@@ -9,6 +9,7 @@ it. Engines install themselves with ``active_engine`` while they run user code; 
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -54,6 +55,32 @@ class ActiveValue:
 
 
 _orders = itertools.count(1)
+
+
+class InplaceOperators:
+    """``x += v`` and the other augmented operators of an engine's array, each handed to the
+    engine's ``self._inplace(op, other)`` with the ``operator`` function it applies (one place for
+    the six methods every engine's array type needs)."""
+
+    __slots__ = ()
+
+    def __iadd__(self, other):
+        return self._inplace(operator.add, other)
+
+    def __isub__(self, other):
+        return self._inplace(operator.sub, other)
+
+    def __imul__(self, other):
+        return self._inplace(operator.mul, other)
+
+    def __itruediv__(self, other):
+        return self._inplace(operator.truediv, other)
+
+    def __ipow__(self, other):
+        return self._inplace(operator.pow, other)
+
+    def __imatmul__(self, other):
+        return self._inplace(operator.matmul, other)
 
 
 def next_order() -> int:

@@ -64,7 +64,7 @@ from ..core import (
     unthunk,
     user_location,
 )
-from ..core.active import next_order
+from ..core.active import InplaceOperators, next_order
 from ..core.errors import conversion_in_rule, in_percent_formatting
 from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch
@@ -452,7 +452,7 @@ def _owned_copy(out):
 _METADATA = frozenset({"itemsize", "nbytes", "strides", "flags", "base", "device"})
 
 
-class DualArray(Dual):
+class DualArray(InplaceOperators, Dual):
     """A dual whose primal is an array: it also indexes, iterates and has a length, like an ndarray.
 
     (A dual number has none of these, so NumPy sees it as a number, not a sequence: storing one
@@ -523,24 +523,6 @@ class DualArray(Dual):
             partials = partials.astype(primal.dtype) if isinstance(partials, np.ndarray) else partials
         self.primal, self.partials = new, partials
         return self
-
-    def __iadd__(self, other):
-        return self._inplace(operator.add, other)
-
-    def __isub__(self, other):
-        return self._inplace(operator.sub, other)
-
-    def __imul__(self, other):
-        return self._inplace(operator.mul, other)
-
-    def __itruediv__(self, other):
-        return self._inplace(operator.truediv, other)
-
-    def __ipow__(self, other):
-        return self._inplace(operator.pow, other)
-
-    def __imatmul__(self, other):
-        return self._inplace(operator.matmul, other)
 
     def __len__(self) -> int:
         return len(self.primal)

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from ...core.active import ActiveValue
+from ...core.active import ActiveValue, InplaceOperators
 from ...core.errors import conversion_in_rule, in_percent_formatting
 from ...core.projection import match_input
 from ...core.tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
@@ -480,7 +480,7 @@ _DERIVED = frozenset({"T", "mT", "real", "imag"})
 _MUTATING = frozenset({"fill", "sort", "partition", "put", "resize", "itemset", "setfield", "setflags"})
 
 
-class TrackedArray(_Operators):
+class TrackedArray(InplaceOperators, _Operators):
     """A NumPy array followed by the trace.
 
     Methods go through the rules of their ``np.ndarray`` counterparts (``x.sum(axis=0)`` through
@@ -569,24 +569,6 @@ class TrackedArray(_Operators):
         self._value = result._value
         self._slot = result._slot
         return self
-
-    def __iadd__(self, other):
-        return self._inplace(operator.add, other)
-
-    def __isub__(self, other):
-        return self._inplace(operator.sub, other)
-
-    def __imul__(self, other):
-        return self._inplace(operator.mul, other)
-
-    def __itruediv__(self, other):
-        return self._inplace(operator.truediv, other)
-
-    def __ipow__(self, other):
-        return self._inplace(operator.pow, other)
-
-    def __imatmul__(self, other):
-        return self._inplace(operator.matmul, other)
 
     def __copy__(self):
         return tracer.box(self._value, self._trace, self._slot, TrackedNumber, TrackedArray)
