@@ -136,3 +136,44 @@ def test_hessian_of_a_closure_reading_a_buffer_the_function_filled():
     reference = crt.fd_jacobian(lambda z: cr.gradient(f, z)[0], x)
     np.testing.assert_allclose(cr.hessian(f, x), reference, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(cr.gradient(f, x)[0], crt.fd_jacobian(f, x).reshape(x.shape), rtol=1e-7)
+
+
+def squared_if_positive(u, c=0.7):
+    v = u * c
+    if np.sum(v) > 0.0:
+        return v * v
+    return np.cos(v)
+
+
+def scaled_by_a_0d_where(x, s):
+    v = np.where(s > 0.09, s - s / (1.0 + s * s), s)  # a 0-d array
+    return np.ravel(x * squared_if_positive(v))
+
+
+def test_reverse_jacobian_through_a_helper_of_a_0d_array():
+    """The batch of cotangents of the helper's 0-d argument was projected as one 0-d cotangent,
+    lazily: ProjectTo raised on a tangent of shape (4,) for a primal of shape ()."""
+    x = np.array([0.3, -0.5, 0.9, 0.2])
+    J = cr.jacobian(lambda z: scaled_by_a_0d_where(z, 0.5), x, mode="reverse")
+    np.testing.assert_allclose(J, crt.fd_jacobian(lambda z: scaled_by_a_0d_where(z, 0.5), x), rtol=1e-7, atol=1e-12)
+
+
+def default_of_a_nested_function(x):
+    sines = np.sin(x)
+
+    def times(u, k=sines):  # the default is a differentiated value: a dual under the Hessian
+        return u * k
+
+    times(x)  # (its value is not used: under the Hessian the source engine runs it as it is)
+    return np.sum(np.tanh(x))
+
+
+def test_a_nested_function_whose_default_changes_type_between_calls():
+    """The first specialization's signature kept the first function object's defaults, and the
+    cache key ignored them: after a Hessian (a dual default), a gradient (an array default)
+    respecialized forever (RecursionError)."""
+    x = np.array([0.3, -0.5, 0.9])
+    f = default_of_a_nested_function
+    H = cr.hessian(f, x)
+    np.testing.assert_allclose(H, np.diag(-2 * np.tanh(x) / np.cosh(x) ** 2), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(cr.gradient(f, x)[0], 1 / np.cosh(x) ** 2, rtol=1e-12)

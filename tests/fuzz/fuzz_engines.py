@@ -61,7 +61,10 @@ CHECKS = (
 
 # what docs/engines.md's "Limits and errors" sections say each engine refuses, as the message says it
 # `x += v` on an array that something else may hold (as far as the source engine's analysis can tell)
-_SOURCE_REFUSALS = ("an augmented assignment updates the ndarray in place",)
+_SOURCE_REFUSALS = (
+    "an augmented assignment updates the ndarray in place",
+    "a default value of the nested function",  # `def inner(u, k=v)` with a differentiated v
+)
 _TAPE_REFUSALS = (
     "would drop its derivative",  # out[i] = tracked value into a plain array, float(x)
     "the tape engine does not write into arrays",
@@ -218,6 +221,10 @@ class Program:
             self.s_closure,
             self.s_iadd,
             self.s_buffer,
+            self.s_rows,
+            self.s_break,
+            self.s_centered,
+            self.s_default_closure,
         ]
         self.pick(kinds)(body, indent)
 
@@ -444,12 +451,67 @@ class Program:
             dtype = "" if self.dtype is np.float64 else f", dtype={u.name}.dtype"
             body.append(f"{indent}{buf} = np.zeros({n}{dtype})")
             self.uses.add("buffer zeros")
-        body.append(f"{indent}for i in range({n}):")
         value = self.pick(UNARY).format(a=f"{u.name}[i]")
-        if self.chance(0.5):
-            value += f" + ({buf}[i - 1] if i > 0 else 0.0)"
-        body.append(f"{indent}    {buf}[i] = {value}")
+        style = self.pick(["set", "set", "add", "slice"])
+        if style == "slice" and n > 1:
+            body.append(f"{indent}{buf}[1:] = {self.pick(UNARY).format(a=f'{u.name}[:-1]')}")
+            body.append(f"{indent}{buf}[0] = {u.name}[-1]")
+        else:
+            body.append(f"{indent}for i in range({n}):")
+            if style == "add":
+                body.append(f"{indent}    {buf}[i] += {value}")
+                body.append(f"{indent}    {buf}[i] += {u.name}[(i + 1) % {n}] * 0.5")
+            else:
+                if self.chance(0.5):
+                    value += f" + ({buf}[i - 1] if i > 0 else 0.0)"
+                body.append(f"{indent}    {buf}[i] = {value}")
         self.vars.append(Var(buf, (n,), False))
+
+    def s_rows(self, body, indent):
+        m = self.var(ndim=2)
+        if m is None:
+            return self.s_list(body, indent)
+        acc = self.define(body, indent, (), "0.0", owned=False)
+        acc.rebound = True
+        body.append(f"{indent}for row in {m.name}:")
+        body.append(f"{indent}    {acc.name} = {acc.name} + np.sum({self.pick(UNARY).format(a='row')})")
+        self.uses.add("for row")
+
+    def s_break(self, body, indent):
+        v = self.var()
+        acc = self.define(body, indent, v.shape, self.expr(v.shape, 1), owned=False)
+        acc.rebound = True
+        limit = float(np.round(self.rng.uniform(0.5, 3.0), 2))
+        if self.chance(0.5):
+            body.append(f"{indent}for i in range({int(self.rng.integers(2, 5))}):")
+            body.append(f"{indent}    {acc.name} = {acc.name} * 0.7 + np.sin({v.name} * (i + 1))")
+            body.append(f"{indent}    if np.sum(np.abs({acc.name})) > {limit}:")
+            body.append(f"{indent}        break")
+        else:
+            counter = self.fresh("k")
+            body.append(f"{indent}{counter} = 0")
+            body.append(f"{indent}while {counter} < 4 and np.sum(np.abs({acc.name})) < {limit}:")
+            body.append(f"{indent}    {acc.name} = {acc.name} * 1.3 + {v.name} * 0.2")
+            body.append(f"{indent}    {counter} += 1")
+        self.uses.add("break")
+
+    def s_centered(self, body, indent):
+        m = self.var(ndim=2)
+        if m is None:
+            return self.s_reduce(body, indent)
+        axis = int(self.rng.integers(2))
+        op = self.pick(["mean", "sum", "max"])
+        self.define(body, indent, m.shape, f"{m.name} - np.{op}({m.name}, axis={axis}, keepdims=True)")
+        self.uses.add("keepdims")
+
+    def s_default_closure(self, body, indent):
+        v = self.var()
+        k = self.pick(self.of_shape(()) + self.of_shape(v.shape))
+        name = self.fresh("inner")
+        body.append(f"{indent}def {name}(u, k={k.name}):")
+        body.append(f"{indent}    return {self.pick(UNARY).format(a='u')} * k")
+        self.define(body, indent, v.shape, f"{name}({v.name})")
+        self.uses.add("default closure")
 
     def final(self) -> str:
         last = self.vars[-1]

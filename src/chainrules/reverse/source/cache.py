@@ -107,6 +107,11 @@ def call_key(fn, args: tuple, kwargs: dict, bound: bool) -> tuple:
         key = (key, tuple((k, type_of_value(v)) for k, v in kwargs.items()))
     if fn.__closure__:
         key = (key, tuple(map(_cell_type, fn.__closure__)))
+    if fn.__defaults__ or fn.__kwdefaults__:
+        # a parameter left to its default has the default's type (a nested function's default may
+        # be a value of this differentiation one call and of an outer one the next)
+        defaults = tuple(map(type_of_value, fn.__defaults__ or ()))
+        key = (key, defaults, tuple((k, type_of_value(v)) for k, v in (fn.__kwdefaults__ or {}).items()))
     return (bound, key)
 
 
@@ -119,7 +124,11 @@ class Specialization:
         self.version = rrule.version
         fn_ir = entry.ir
         try:
-            bound_args = entry.signature.bind(*args, **kwargs)
+            # (the defaults of this function object: a nested function's differ from call to call)
+            signature = (
+                entry.signature if fn.__defaults__ is None and fn.__kwdefaults__ is None else inspect.signature(fn)
+            )
+            bound_args = signature.bind(*args, **kwargs)
         except TypeError as exc:  # what calling fn would say, with its name
             raise TypeError(f"{fn.__qualname__}(): {exc}") from None
         bound_args.apply_defaults()

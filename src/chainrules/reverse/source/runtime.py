@@ -261,7 +261,11 @@ def project_0d(d, scalar_type: type):
     projector = _zero_dim_projectors.get(scalar_type)
     if projector is None:
         projector = _zero_dim_projectors[scalar_type] = ProjectTo(np.zeros((), dtype=scalar_type))
-    return projector(d)
+    if isinstance(d, AbstractZero):
+        return d
+    d = unthunk(d)
+    # a reverse-mode Jacobian pulls back a batch of cotangents at once: one 0-d cotangent per row
+    return projector.batch(d) if np.ndim(d) else projector(d)
 
 
 def integer_cotangent(d):
