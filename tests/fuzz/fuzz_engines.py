@@ -66,6 +66,7 @@ _SOURCE_REFUSALS = (
     "a default value of the nested function",  # `def inner(u, k=v)` with a differentiated v
     "must be bound to a new object here",  # a write through a second name or a view
     "writes its result into an existing array",  # an `out=` argument
+    "is read by a nested function and bound",  # a closure over a variable bound twice or in a loop
 )
 _TAPE_REFUSALS = (
     "would drop its derivative",  # out[i] = tracked value into a plain array, float(x)
@@ -552,7 +553,7 @@ class Program:
             body.append(f"{indent}{view} += {self.pick(UNARY).format(a=tail)}")
             if self.chance(0.5):
                 body.append(f"{indent}{view} *= 0.5")
-            self.vars.append(Var(view, (u.shape[0] - 1, *u.shape[1:]), False))
+            self.vars.append(Var(view, (u.shape[0] - 1, *u.shape[1:]), False, rebound=True))
         elif style == "reshape":  # a view taken before the write sees it
             flat = self.fresh("t")
             body.append(f"{indent}{flat} = {buf}.reshape(-1)")
@@ -563,7 +564,7 @@ class Program:
         else:
             body.append(f"{indent}np.add({buf}, {self.pick(UNARY).format(a=u.name)}, out={buf})")
             self.uses.add("out=")
-        self.vars.append(Var(buf, u.shape, False))
+        self.vars.append(Var(buf, u.shape, False, rebound=style == "reshape"))  # (`buf += v` binds it again)
         self.uses.add(f"view write ({style})")
 
     def s_dtype_mix(self, body, indent):
