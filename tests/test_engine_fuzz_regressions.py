@@ -325,3 +325,23 @@ def test_forward_tangents_follow_the_primal_dtype_and_jacobians_agree_across_mod
             np.testing.assert_allclose(J, Js[0], rtol=1e-6)
     J = cr.jacobian(lambda z: np.sin(z) * np.float32(2.0), x, mode="forward")
     assert J.dtype == np.float32  # float32 in, float32 out: stays float32
+
+
+def filled_with_a_dual_then_written(x):
+    b = np.full_like(x, x[0])  # the fill carries a derivative
+    b[1] = x[2]
+    r = b[:2]
+    r *= 2.0
+    return b * 1.0
+
+
+def test_forward_mode_writes_into_np_full_like_of_a_dual_fill():
+    """np.full_like(x, v) with a dual v made a dual whose primal was itself a dual: writing into
+    it, which the documentation promises, raised "assigning into a dual array is not supported"."""
+    x = np.array([0.3, -0.5, 0.9])
+    f = filled_with_a_dual_then_written
+    y, dy = cr.jvp(f, (x,), (np.array([1.0, 2.0, 3.0]),))
+    np.testing.assert_allclose(y, [0.6, 1.8, 0.3], rtol=1e-14)
+    np.testing.assert_allclose(dy, crt.fd_jvp(f, x, np.array([1.0, 2.0, 3.0])), rtol=1e-7)
+    J = cr.jacobian(f, x, mode="forward")
+    np.testing.assert_allclose(J, crt.fd_jacobian(f, x).reshape(J.shape), rtol=1e-7, atol=1e-10)

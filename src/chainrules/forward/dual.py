@@ -443,6 +443,8 @@ def _owned_buffer(array, tag: Tag) -> Dual:
 
     The partials are allocated now, not at the first write: a view taken before a write (``r = b[1:]``,
     ``b.reshape(...)``) must see the write's tangent as NumPy's view sees its value."""
+    if type(array) is DualArray and array.tag is tag:
+        return _owned_copy(array)  # np.full_like(x, v) with a dual v: its fill carries a derivative
     if type(array) is not np.ndarray or array.dtype.kind not in "fc":
         return Dual(array, _ZERO, tag, writable=True)  # a nested dual, or a discrete array: no partials of its own
     shape = array.shape if tag.batch is None else (tag.batch, *array.shape)
