@@ -1,5 +1,8 @@
 """Bugs the engine fuzzer (``tests/fuzz/fuzz_engines.py``) found, each checked against finite differences."""
 
+import collections
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -345,3 +348,31 @@ def test_forward_mode_writes_into_np_full_like_of_a_dual_fill():
     np.testing.assert_allclose(dy, crt.fd_jvp(f, x, np.array([1.0, 2.0, 3.0])), rtol=1e-7)
     J = cr.jacobian(f, x, mode="forward")
     np.testing.assert_allclose(J, crt.fd_jacobian(f, x).reshape(J.shape), rtol=1e-7, atol=1e-10)
+
+
+@dataclasses.dataclass
+class Inputs:
+    x: np.ndarray
+    s: float
+
+
+Pair = collections.namedtuple("Pair", ["x", "s"])
+
+
+def weighted_sines(p):
+    return np.sum(np.sin(p.x) * p.s)
+
+
+def test_jvp_takes_a_structures_tangent_as_a_value_of_its_own_type():
+    """`cr.jvp(f, (p,), (dp,))` with `dp` a dataclass or namedtuple like `p` (as `cr.pullback` takes
+    such a cotangent) had raised "a Inputs is not a tangent of a Inputs", naming no line."""
+    x, dx = np.array([0.3, -0.8, 1.1]), np.array([1.0, -0.5, 2.0])
+    want = float(np.sum(np.cos(x) * dx) * 0.7 + np.sum(np.sin(x)) * 0.25)
+    for cls in (Inputs, Pair):
+        for tangent in (cls(dx, 0.25), cr.Tangent[cls](x=dx, s=0.25)):
+            y, dy = cr.jvp(weighted_sines, (cls(x, 0.7),), (tangent,))
+            assert y == weighted_sines(cls(x, 0.7))
+            np.testing.assert_allclose(dy, want, rtol=1e-14)
+            np.testing.assert_allclose(
+                dy, crt.fd_jvp(weighted_sines, cls(x, 0.7), cr.Tangent[cls](x=dx, s=0.25)), rtol=1e-7
+            )

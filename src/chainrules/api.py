@@ -309,6 +309,8 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
             raise ValueError(
                 f"jvp({_callable_label(f)}, ...): tangent {i} has shape {np.shape(t)}, its primal {np.shape(x)}"
             )
+    if any(type(t) not in _PLAIN for t in tangents):  # a structure's tangent may be a value of its own type
+        tangents = tuple(t if type(t) in _PLAIN else _structural_cotangent(x, t) for x, t in zip(primals, tangents))
     y, dy = _forward_engine().jvp(f, primals, tangents)
     return y, _deep_unthunk(dy)
 

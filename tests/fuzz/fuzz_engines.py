@@ -9,9 +9,18 @@ body: 3-15 statements over array inputs (float64 or float32, one dtype per progr
 float, drawn from a small grammar: elementwise ufuncs on safe domains, ``@``/``np.dot``,
 ``sum``/``mean``/``max`` along axes, reshapes, transposes, slices, constant indices,
 ``np.concatenate``/``np.stack``, ``np.where`` of a comparison, ``if``/``else`` on a reduction's
-value, ``for`` loops over ``range`` accumulating, ``while`` loops with a counter, early
-returns, tuples and lists, helper functions (with default arguments) and closures, ``+=`` on the
-function's own arrays, and buffers filled by index.
+value, ``for`` loops over ``range`` accumulating, ``while`` loops with a counter, with ``break``
+and ``continue``, nested loops, early returns, tuples and lists, comprehensions (a list, a
+generator in ``sum``, over ``enumerate``/``zip`` of arrays), helper functions (with default
+arguments, recursive with a depth bound) and closures, ``+=`` on the function's own arrays,
+buffers filled by index, ``np.linalg`` (``solve``, ``inv``, ``det``, ``slogdet``, ``norm``) on
+well-conditioned matrices, ``scipy.special`` (``logsumexp``, ``expit``, ``gammaln``), ``np.cumsum``,
+``np.sort``, ``np.clip`` and ``np.einsum`` with fixed specs.
+
+The same body also makes ``f_struct(p)``, whose inputs come in one structure (a tuple, dict,
+dataclass or namedtuple), ``f_struct_out(p)``, which returns a tuple or dict (the raveled output
+and the scalar), and ``f_api(..., scale=1.0)``, whose keyword argument scales the output and
+which, drawn with ``has_aux``, returns ``(value, aux)`` with aux an intermediate.
 
 What each program must satisfy at a random input (``CHECKS`` names each check):
 
@@ -21,7 +30,16 @@ What each program must satisfy at a random input (``CHECKS`` names each check):
 - ``jacobian-forward``, ``jacobian-reverse``, ``jacobian-reverse-tape``: ``cr.jacobian`` of
   ``f_vec`` in its first argument equals finite differences;
 - ``hessian-source``, ``hessian-tape`` (one program in three): ``cr.hessian`` of ``f`` in its
-  first argument equals finite differences of the source engine's gradient.
+  first argument equals finite differences of the source engine's gradient (forward mode over
+  the engine: what either refuses is a documented refusal).
+- ``struct-source``, ``struct-tape``: ``cr.gradient`` of ``f_struct`` is a ``Tangent`` of the
+  structure whose fields equal finite differences;
+- ``struct-jvp``: ``cr.jvp`` of ``f_struct`` along a tangent of the same structure (for a
+  dataclass or namedtuple, a ``Tangent[P]`` or a value of the class);
+- ``struct-jacobian-forward``, ``struct-jacobian-reverse``, ``struct-jacobian-reverse-tape``:
+  ``cr.jacobian`` of ``f_struct_out`` at the structure, block by block;
+- ``api-source``, ``api-tape``: ``cr.value_and_gradient`` or ``cr.gradient`` of ``f_api`` with
+  the program's ``argnums`` (none, an int or a tuple), ``has_aux`` and ``scale=0.8``.
 
 An engine may refuse a program only as docs/engines.md says it does (``DOCUMENTED_REFUSALS``),
 with a ``TypeError`` or ``cr.ChainRulesError`` whose message names the program's file and line.
@@ -57,6 +75,14 @@ CHECKS = (
     "jacobian-reverse-tape",
     "hessian-source",
     "hessian-tape",
+    "struct-source",
+    "struct-tape",
+    "struct-jvp",
+    "struct-jacobian-forward",
+    "struct-jacobian-reverse",
+    "struct-jacobian-reverse-tape",
+    "api-source",
+    "api-tape",
 )
 
 # what docs/engines.md's "Limits and errors" sections say each engine refuses, as the message says it
@@ -73,12 +99,14 @@ _TAPE_REFUSALS = (
     "the tape engine does not write into arrays",
     "writes into an array in place",  # `v += tracked` into a plain array
     "may share memory",  # `v += w` on an array that may be a view
+    "has a rule that the tape engine cannot use here",  # a ruled library function (logsumexp) inside f
 )
 # a dual stored into a plain np.zeros buffer, `v += dual` into a plain array
 _FORWARD_REFUSALS = (
     "would drop its derivative",
     "writes in place, which dual numbers do not support",
     "may share memory",  # `v += w` on a dual array that may be a view
+    "has a rule that forward mode cannot use here",  # a ruled library function inside f
 )
 DOCUMENTED_REFUSALS = {
     "source": _SOURCE_REFUSALS,
@@ -87,8 +115,17 @@ DOCUMENTED_REFUSALS = {
     "jacobian-forward": _FORWARD_REFUSALS,
     "jacobian-reverse": _SOURCE_REFUSALS,
     "jacobian-reverse-tape": _TAPE_REFUSALS,
-    "hessian-source": _SOURCE_REFUSALS,
-    "hessian-tape": _TAPE_REFUSALS + ("may share memory",),
+    # forward mode over a reverse engine: what either refuses
+    "hessian-source": _SOURCE_REFUSALS + _FORWARD_REFUSALS,
+    "hessian-tape": _TAPE_REFUSALS + _FORWARD_REFUSALS,
+    "struct-source": _SOURCE_REFUSALS,
+    "struct-tape": _TAPE_REFUSALS,
+    "struct-jvp": _FORWARD_REFUSALS,
+    "struct-jacobian-forward": _FORWARD_REFUSALS,
+    "struct-jacobian-reverse": _SOURCE_REFUSALS,
+    "struct-jacobian-reverse-tape": _TAPE_REFUSALS,
+    "api-source": _SOURCE_REFUSALS,
+    "api-tape": _TAPE_REFUSALS,
 }
 
 TOLERANCE = {np.float64: 1e-6, np.float32: 2e-3}
@@ -148,6 +185,17 @@ class Program:
         for _ in range(int(rng.integers(3, 16))):
             self.statement(self.lines, "    ")
         self.returns.append(self.final())
+        # how the API is called: the structure that holds the inputs (for f_struct) and the
+        # output's (f_struct_out), the arguments chosen, an aux output, a keyword argument
+        self.structure = self.pick(["tuple", "dict", "dataclass", "namedtuple"])
+        self.out_structure = self.pick(["tuple", "dict"])
+        self.tangent_as_value = self.chance(0.5)  # a dataclass's tangent given as a value of the class
+        k = len(self.params)
+        self.argnums = self.pick(
+            [None, int(self.rng.integers(k)), tuple(sorted({int(i) for i in self.rng.integers(k, size=2)}))]
+        )
+        self.has_aux = self.chance(0.5)
+        self.api_call = self.pick(["value_and_gradient", "gradient"])
 
     # -- drawing
     def chance(self, p: float) -> bool:
@@ -232,6 +280,13 @@ class Program:
             self.s_dtype_mix,
             self.s_unpack,
             self.s_nested_helper,
+            self.s_linalg,
+            self.s_special,
+            self.s_einsum,
+            self.s_while_continue,
+            self.s_nested_loops,
+            self.s_recursion,
+            self.s_comprehension,
         ]
         self.pick(kinds)(body, indent)
 
@@ -609,6 +664,162 @@ class Program:
         self.define(body, indent, v.shape, f"{name}({v.name})")
         self.uses.add("nested helper")
 
+    def square(self, body, indent) -> Var | None:
+        """A well-conditioned square matrix made from a variable: 2 I plus a small perturbation."""
+        v = self.pick([u for u in self.vars if 1 <= len(u.shape) <= 2] or [None])
+        if v is None:
+            return None
+        if len(v.shape) == 1:
+            (n,) = v.shape
+            text = f"2.0 * np.eye({n}) + 0.2 * np.outer(np.tanh({v.name}), np.cos({v.name}))"
+        else:
+            n = v.shape[0]
+            text = f"2.0 * np.eye({n}) + 0.1 * np.tanh({v.name} @ {v.name}.T)"
+        return self.define(body, indent, (n, n), text)
+
+    def s_linalg(self, body, indent):
+        """np.linalg on a well-conditioned matrix: solve, inv, det, slogdet, and norms."""
+        A = self.square(body, indent)
+        if A is None:
+            return self.s_unary(body, indent)
+        n = A.shape[0]
+        rhs = [u.name for u in self.of_shape((n,))] + [f"np.sum({A.name}, axis=1)"]
+        b = self.pick(rhs)
+        style = self.pick(["solve", "solve-matrix", "inv", "det", "slogdet", "norm", "norm-fro", "norm-axis"])
+        if style == "solve":
+            self.define(body, indent, (n,), f"np.linalg.solve({A.name}, {b})")
+        elif style == "solve-matrix":
+            self.define(body, indent, (n, n), f"np.linalg.solve({A.name}, np.sin({A.name}))")
+        elif style == "inv":
+            self.define(body, indent, (n,), f"np.linalg.inv({A.name}) @ {b}")
+        elif style == "det":
+            self.define(body, indent, (), f"np.linalg.det({A.name}) * 0.1")
+        elif style == "slogdet":
+            sign, logdet = self.fresh("sign"), self.fresh("logdet")
+            body.append(f"{indent}{sign}, {logdet} = np.linalg.slogdet({A.name})")
+            self.vars.append(Var(logdet, (), False))
+        elif style == "norm":
+            self.define(body, indent, (), f"np.linalg.norm({b})")
+        elif style == "norm-fro":
+            self.define(body, indent, (), f"np.linalg.norm({A.name})")
+        else:
+            self.define(body, indent, (n,), f"np.linalg.norm({A.name}, axis={int(self.rng.integers(2))})")
+        self.uses.add(f"linalg ({style})")
+
+    def s_special(self, body, indent):
+        """SciPy's special functions and NumPy's cumulative, sorting and clipping functions."""
+        v = self.var()
+        if not v.shape:
+            options = [((), f"expit({v.name})"), ((), f"gammaln({v.name} * {v.name} + 1.0)")]
+        else:
+            options = [
+                ((), f"logsumexp({v.name})"),
+                (v.shape, f"expit({v.name})"),
+                (v.shape, f"gammaln({v.name} * {v.name} + 0.5)"),
+                (v.shape, f"np.clip({v.name}, -0.5, 0.6)"),
+                (v.shape, f"np.abs({v.name} - 2.0)"),
+                ((int(np.prod(v.shape)),), f"np.cumsum({v.name})"),
+                (v.shape, f"np.sort({v.name})"),
+            ]
+            if len(v.shape) == 2:
+                axis = int(self.rng.integers(2))
+                options += [
+                    ((v.shape[1 - axis],), f"logsumexp({v.name}, axis={axis})"),
+                    (v.shape, f"np.cumsum({v.name}, axis={axis})"),
+                    (v.shape, f"np.sort({v.name}, axis={axis})"),
+                ]
+        shape, text = self.pick(options)
+        self.define(body, indent, shape, text)
+        self.uses.add("special " + text.split("(")[0])
+
+    def s_einsum(self, body, indent):
+        v = self.var()
+        if not v.shape or len(v.shape) > 2:
+            return self.s_unary(body, indent)
+        if len(v.shape) == 1:
+            (n,) = v.shape
+            u = self.pick(self.of_shape(v.shape))
+            spec, shape, operands = self.pick(
+                [("i,i->", (), [v, u]), ("i,j->ij", (n, n), [v, u]), ("i->", (), [v]), ("i,i->i", (n,), [v, u])]
+            )
+        else:
+            r, c = v.shape
+            vectors = self.of_shape((c,))
+            options = [
+                ("ij->ji", (c, r), [v]),
+                ("ij->i", (r,), [v]),
+                ("ij,ij->", (), [v, v]),
+                ("ij,kj->ik", (r, r), [v, v]),
+            ]
+            if vectors:
+                options.append(("ij,j->i", (r,), [v, self.pick(vectors)]))
+            spec, shape, operands = self.pick(options)
+        names = ", ".join(o.name for o in operands)
+        self.define(body, indent, shape, f"np.einsum('{spec}', {names})", owned=False)
+        self.uses.add("einsum")
+
+    def s_while_continue(self, body, indent):
+        v = self.var()
+        acc = self.define(body, indent, v.shape, self.expr(v.shape, 1), owned=False)
+        acc.rebound = True
+        k, skip = self.fresh("k"), int(self.rng.integers(1, 4))
+        body.append(f"{indent}{k} = 0")
+        body.append(f"{indent}while True:")
+        body.append(f"{indent}    {k} += 1")
+        body.append(f"{indent}    if {k} > {int(self.rng.integers(2, 5))}:")
+        body.append(f"{indent}        break")
+        body.append(f"{indent}    if {k} == {skip}:")
+        body.append(f"{indent}        continue")
+        body.append(f"{indent}    {acc.name} = {acc.name} * 0.8 + np.sin({v.name} * {k})")
+        self.uses.add("while break/continue")
+
+    def s_nested_loops(self, body, indent):
+        v = self.var()
+        acc = self.define(body, indent, v.shape, self.expr(v.shape, 1), owned=False)
+        acc.rebound = True
+        body.append(f"{indent}for i in range({int(self.rng.integers(1, 3))}):")
+        body.append(f"{indent}    for j in range({int(self.rng.integers(1, 3))}):")
+        if self.chance(0.5):
+            body.append(f"{indent}        if i == j:")
+            body.append(f"{indent}            continue")
+        body.append(f"{indent}        {acc.name} = {acc.name} * 0.9 + np.cos({v.name} * (i - j)) * 0.3")
+        self.uses.add("nested loops")
+
+    def s_recursion(self, body, indent):
+        name = f"rec{len(self.helpers)}"
+        step = self.pick(["np.sin(u) * 0.8 + u * 0.1", "np.tanh(u * 1.2) - u * 0.2", "u * u * 0.3 + np.cos(u)"])
+        self.helpers.append(
+            f"def {name}(u, depth):\n    if depth == 0:\n        return u\n    return {name}({step}, depth - 1)\n"
+        )
+        v = self.var()
+        self.define(body, indent, v.shape, f"{name}({v.name}, {int(self.rng.integers(1, 4))})")
+        self.uses.add("recursion")
+
+    def s_comprehension(self, body, indent):
+        u = self.var(ndim=1)
+        m = self.var(ndim=2)
+        options = []
+        if u is not None:
+            (n,) = u.shape
+            term = self.pick(UNARY).format(a="t")
+            options += [
+                ((n,), f"np.stack([{term} for t in {u.name}])"),
+                ((), f"sum({self.pick(UNARY).format(a=f'{u.name}[i]')} for i in range({n}))"),
+                ((n,), f"np.array([t * (i + 1) for i, t in enumerate({u.name})])"),
+                ((), f"sum([{term} * 0.5 for t in {u.name}])"),
+            ]
+            partners = [w for w in self.of_shape(u.shape) if w is not u] or [u]
+            w = self.pick(partners)
+            options.append(((), f"sum(a * np.sin(b) for a, b in zip({u.name}, {w.name}))"))
+        if m is not None:
+            options.append(((), f"sum(np.sum(np.sin(row)) * (k + 1) for k, row in enumerate({m.name}))"))
+            options.append(((m.shape[1],), f"np.stack([row * 0.5 for row in {m.name}]).sum(axis=0)"))
+        if not options:
+            return self.s_unary(body, indent)
+        shape, text = self.pick(options)
+        self.define(body, indent, shape, text, owned=False)
+        self.uses.add("comprehension")
+
     def final(self) -> str:
         last = self.vars[-1]
         if len(self.vars) > 2 and self.chance(0.5):
@@ -620,11 +831,41 @@ class Program:
     # -- the module
     def source(self) -> str:
         finish_scalar = self.pick(["np.sum(({e}) ** 2)", "np.sum(np.sin({e}))", "np.mean(np.tanh({e})) * 3.0"])
-        lines = ["import numpy as np", "", ""]
+        lines = ["import numpy as np", "from scipy.special import expit, gammaln, logsumexp", "", ""]
         for helper in self.helpers:
             lines += [helper, ""]
         for name, finish in (("f", finish_scalar), ("f_vec", "np.ravel({e})")):
             lines.append(f"def {name}({', '.join(self.params)}):")
+            for line in self.lines + [f"    return FINISH{len(self.returns) - 1}"]:
+                lines.append(re.sub(r"FINISH(\d+)", lambda m: finish.format(e=self.returns[int(m[1])]), line))
+            lines += ["", ""]
+        names = ", ".join(f'"{p}"' for p in self.params)
+        if self.structure == "dataclass":
+            fields = "".join(f"\n    {p}: {'float' if p == 's' else 'np.ndarray'}" for p in self.params)
+            lines[2:2] = ["import dataclasses", "", "", "@dataclasses.dataclass", f"class Inputs:{fields}", ""]
+        elif self.structure == "namedtuple":
+            lines[2:2] = ["import collections", "", f"Inputs = collections.namedtuple('Inputs', [{names}])", ""]
+        if self.structure == "tuple":
+            unpack = [f"    {', '.join(self.params)}{',' if len(self.params) == 1 else ''} = p"]
+        elif self.structure == "dict":
+            unpack = [f'    {p} = p["{p}"]' for p in self.params]
+        else:
+            unpack = [f"    {p} = p.{p}" for p in self.params]
+        vec = "np.ravel({e})"
+        pair = (
+            f"({vec}, {finish_scalar})"
+            if self.out_structure == "tuple"
+            else f'{{{{"vec": {vec}, "total": {finish_scalar}}}}}'
+        )
+        api = f"(({finish_scalar}) * scale, {{e}})" if self.has_aux else f"({finish_scalar}) * scale"
+        signatures = (
+            ("f_struct(p)", unpack, finish_scalar),
+            ("f_struct_out(p)", unpack, pair),
+            (f"f_api({', '.join(self.params)}, scale=1.0)", [], api),
+        )
+        for signature, head, finish in signatures:
+            lines.append(f"def {signature}:")
+            lines += head
             for line in self.lines + [f"    return FINISH{len(self.returns) - 1}"]:
                 lines.append(re.sub(r"FINISH(\d+)", lambda m: finish.format(e=self.returns[int(m[1])]), line))
             lines += ["", ""]
@@ -640,6 +881,7 @@ class Outcome:
     dropped: int = 0  # non-finite values, or a kink under the input
     checks: dict = dataclasses.field(default_factory=dict)  # check -> [passed, refused]
     failures: list = dataclasses.field(default_factory=list)  # (label, source, args, [(check, message)])
+    refusals: dict = dataclasses.field(default_factory=dict)  # documented refusal -> count
 
     def count(self, check: str, slot: int) -> None:
         self.checks.setdefault(check, [0, 0])[slot] += 1
@@ -681,6 +923,30 @@ def fd_jacobian(f: Callable, x: np.ndarray, h: float) -> np.ndarray:
     return np.stack(columns, axis=-1).reshape(np.shape(f(x)) + x.shape)
 
 
+def fd_jacobian_in(f: Callable, args: tuple, i: int, h: float) -> np.ndarray:
+    """Central differences of ``f``'s raveled output in argument ``i``: shape ``out.shape + args[i].shape``."""
+    x = np.asarray(args[i], dtype=np.float64)
+
+    def at(z):
+        arg = z if isinstance(args[i], np.ndarray) else float(z)
+        return np.ravel(np.asarray(f(*args[:i], arg, *args[i + 1 :]), dtype=np.float64))
+
+    return fd_jacobian(at, x, h)
+
+
+def part(t, key, index: int):
+    """The part of a structural tangent (``Tangent[P]``) for a field or key (or position ``index``)."""
+    if isinstance(t, cr.AbstractZero):
+        return t
+    backing = t.backing
+    return backing[index] if isinstance(backing, tuple) else backing.get(key, cr.ZeroTangent())
+
+
+def dense(t, like) -> np.ndarray:
+    """A tangent as an array of ``like``'s shape (a zero is zeros)."""
+    return np.zeros(np.shape(like)) if isinstance(t, cr.AbstractZero) else np.asarray(t)
+
+
 def close(got, want, rtol: float) -> str | None:
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
     if got.shape != want.shape:
@@ -707,6 +973,8 @@ def run_check(check: str, body: Callable, path: str, outcome: Outcome, problems:
         documented = any(fragment in text for fragment in DOCUMENTED_REFUSALS[check])
         if documented and path in text:
             outcome.count(check, 1)
+            reason = next(fragment for fragment in DOCUMENTED_REFUSALS[check] if fragment in text)
+            outcome.refusals[reason] = outcome.refusals.get(reason, 0) + 1
             return
         why = "an undocumented refusal" if path in text else "a refusal that does not name the program's line"
         problems.append((check, f"{why}: {type(err).__name__}: {text[:600]}"))
@@ -813,6 +1081,100 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
 
         return body
 
+    structure = {"tuple": tuple, "dict": dict}.get(program.structure, getattr(module, "Inputs", None))
+
+    def structured(values: list):
+        if program.structure == "tuple":
+            return tuple(values)
+        fields = dict(zip(program.params, values))
+        return fields if program.structure == "dict" else structure(**fields)
+
+    p = structured(list(args))
+
+    def struct_gradient(engine: str) -> Callable:
+        def body():
+            (g,) = cr.gradient(module.f_struct, p, engine=engine)
+            # (documented: ZeroTangent() when the output does not depend on the input)
+            if not isinstance(g, (cr.Tangent[structure], cr.AbstractZero)):
+                return f"the gradient is a {type(g).__name__}, expected a Tangent[{structure.__name__}]"
+            for i, (name, arg) in enumerate(zip(program.params, args)):
+                leaf = part(g, name, i)
+                if isinstance(arg, np.ndarray) and not isinstance(leaf, cr.AbstractZero) and leaf.dtype != arg.dtype:
+                    return f"d{name} is {getattr(leaf, 'dtype', type(leaf).__name__)}, the input {arg.dtype}"
+                bad = close(dense(leaf, arg), fd[i], rtol)
+                if bad:
+                    return f"d{name}: {bad}"
+            return None
+
+        return body
+
+    def struct_jvp():
+        tangents = [
+            program.rng.standard_normal(np.shape(a)).astype(program.dtype) if isinstance(a, np.ndarray) else 0.6
+            for a in args
+        ]
+        if program.structure in ("dataclass", "namedtuple") and not program.tangent_as_value:
+            tangent = cr.Tangent[structure](**dict(zip(program.params, tangents)))
+        else:
+            tangent = structured(tangents)
+        value, dy = cr.jvp(module.f_struct, (p,), (tangent,))
+        want = sum(float(np.sum(g * np.asarray(t, dtype=np.float64))) for g, t in zip(fd, tangents))
+        bad = close(value, y, 1e-5 if program.dtype is np.float32 else 1e-10)
+        return f"value: {bad}" if bad else close(dy, want, rtol)
+
+    jacobians_in = []
+
+    def struct_jacobian(mode: str, engine: str = "source") -> Callable:
+        def body():
+            J = cr.jacobian(module.f_struct_out, p, mode=mode, engine=engine)
+            if not jacobians_in:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    jacobians_in.extend(fd_jacobian_in(f_vec, as64(args), i, 1e-6) for i in range(len(args)))
+            for k, (key, reference) in enumerate((("vec", jacobians_in), ("total", fd))):
+                block = part(J, key, k)
+                for i, name in enumerate(program.params):
+                    got = part(block, name, i)
+                    bad = close(dense(got, reference[i]), reference[i], rtol)
+                    if bad:
+                        return f"d{key}/d{name}: {bad}"
+            return None
+
+        return body
+
+    def api(engine: str) -> Callable:
+        def body():
+            options = {"engine": engine, "argnums": program.argnums, "has_aux": program.has_aux, "scale": 0.8}
+            if program.api_call == "value_and_gradient":
+                value, grads = cr.value_and_gradient(module.f_api, *args, **options)
+            else:
+                value, grads = None, cr.gradient(module.f_api, *args, **options)
+                if program.has_aux:
+                    grads, aux = grads
+                    value = (None, aux)
+            if program.has_aux:
+                plain_value, plain_aux = module.f_api(*args, scale=0.8)
+                bad = close(value[1], plain_aux, 1e-5 if program.dtype is np.float32 else 1e-10)
+                if bad:
+                    return f"aux: {bad}"
+                value = value[0] if value[0] is not None else plain_value
+            if value is not None:
+                bad = close(value, y * 0.8, 1e-5 if program.dtype is np.float32 else 1e-10)
+                if bad:
+                    return f"value: {bad}"
+            chosen = range(len(args)) if program.argnums is None else program.argnums
+            if isinstance(chosen, int):
+                chosen, grads = [chosen], (grads,)
+            if not isinstance(grads, tuple) or len(grads) != len(chosen):
+                return f"argnums={program.argnums}: got {grads!r}"
+            for i, g in zip(chosen, grads):
+                bad = close(dense(g, args[i]), fd[i] * 0.8, rtol)
+                if bad:
+                    return f"d(argument {i}): {bad}"
+            return None
+
+        return body
+
     bodies = {
         "source": reverse("source"),
         "tape": reverse("tape"),
@@ -822,6 +1184,14 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
         "jacobian-reverse-tape": jacobian("reverse", "tape"),
         "hessian-source": hessian("source"),
         "hessian-tape": hessian("tape"),
+        "struct-source": struct_gradient("source"),
+        "struct-tape": struct_gradient("tape"),
+        "struct-jvp": struct_jvp,
+        "struct-jacobian-forward": struct_jacobian("forward"),
+        "struct-jacobian-reverse": struct_jacobian("reverse"),
+        "struct-jacobian-reverse-tape": struct_jacobian("reverse", "tape"),
+        "api-source": api("source"),
+        "api-tape": api("tape"),
     }
     for check in wanted:
         if check.startswith("hessian") and not hessian_draw:
@@ -857,6 +1227,8 @@ def fuzz(seed: int = 0, count: int = 100, only: list[str] | None = None, out=sys
         failed = sum(any(c == check for c, _ in problems) for *_, problems in outcome.failures)
         if passed or refused or failed:
             print(f"  {check:22} passed {passed:4}  refused by design {refused:4}  failed {failed:4}", file=out)
+    for reason, n in sorted(outcome.refusals.items(), key=lambda item: -item[1]):
+        print(f"  refused {n:4}: {reason}", file=out)
     return outcome
 
 

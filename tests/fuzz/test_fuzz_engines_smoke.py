@@ -24,6 +24,9 @@ def test_the_fuzzer_runs_programs_through_every_engine():
     assert outcome.programs + outcome.dropped == 6 and outcome.programs >= 5, out.getvalue()
     assert sum(passed for passed, _ in outcome.checks.values()) >= 15, out.getvalue()
     assert "programs checked" in out.getvalue()
+    # structured inputs and outputs, and the API's options, go through the engines too
+    for check in ("struct-source", "struct-jvp", "struct-jacobian-reverse", "api-source", "api-tape"):
+        assert sum(outcome.checks.get(check, (0, 0))) >= 3, (check, out.getvalue())
 
 
 def test_a_wrong_gradient_is_reported(monkeypatch):
