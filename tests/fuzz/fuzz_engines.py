@@ -20,7 +20,9 @@ well-conditioned matrices, ``scipy.special`` (``logsumexp``, ``expit``, ``gammal
 The same body also makes ``f_struct(p)``, whose inputs come in one structure (a tuple, dict,
 dataclass or namedtuple), ``f_struct_out(p)``, which returns a tuple or dict (the raveled output
 and the scalar), and ``f_api(..., scale=1.0)``, whose keyword argument scales the output and
-which, drawn with ``has_aux``, returns ``(value, aux)`` with aux an intermediate.
+which, drawn with ``has_aux``, returns ``(value, aux)`` with aux an intermediate (or a dict of it
+and the keyword argument). Structures are tuples, lists, dicts, a dict holding a tuple,
+dataclasses and namedtuples; outputs tuples, dicts and namedtuples.
 
 What each program must satisfy at a random input (``CHECKS`` names each check):
 
@@ -36,10 +38,12 @@ What each program must satisfy at a random input (``CHECKS`` names each check):
   structure whose fields equal finite differences;
 - ``struct-jvp``: ``cr.jvp`` of ``f_struct`` along a tangent of the same structure (for a
   dataclass or namedtuple, a ``Tangent[P]`` or a value of the class);
-- ``struct-jacobian-forward``, ``struct-jacobian-reverse``, ``struct-jacobian-reverse-tape``:
-  ``cr.jacobian`` of ``f_struct_out`` at the structure, block by block;
+- ``struct-jacobian-forward``, ``struct-jacobian-mode``, ``struct-jacobian-reverse-tape``:
+  ``cr.jacobian`` of ``f_struct_out`` at the structure, block by block (the second in the mode the
+  program draws: forward, reverse or auto);
 - ``api-source``, ``api-tape``: ``cr.value_and_gradient`` or ``cr.gradient`` of ``f_api`` with
-  the program's ``argnums`` (none, an int or a tuple), ``has_aux`` and ``scale=0.8``.
+  the program's ``argnums`` (none, an int, -1 or a tuple), ``has_aux`` and ``scale=0.8`` (a float,
+  a NumPy scalar or a 0-d array).
 
 An engine may refuse a program only as docs/engines.md says it does (``DOCUMENTED_REFUSALS``),
 with a ``TypeError`` or ``cr.ChainRulesError`` whose message names the program's file and line.
@@ -79,7 +83,7 @@ CHECKS = (
     "struct-tape",
     "struct-jvp",
     "struct-jacobian-forward",
-    "struct-jacobian-reverse",
+    "struct-jacobian-mode",
     "struct-jacobian-reverse-tape",
     "api-source",
     "api-tape",
@@ -122,7 +126,7 @@ DOCUMENTED_REFUSALS = {
     "struct-tape": _TAPE_REFUSALS,
     "struct-jvp": _FORWARD_REFUSALS,
     "struct-jacobian-forward": _FORWARD_REFUSALS,
-    "struct-jacobian-reverse": _SOURCE_REFUSALS,
+    "struct-jacobian-mode": _SOURCE_REFUSALS + _FORWARD_REFUSALS,  # forward, reverse or auto
     "struct-jacobian-reverse-tape": _TAPE_REFUSALS,
     "api-source": _SOURCE_REFUSALS,
     "api-tape": _TAPE_REFUSALS,
@@ -187,15 +191,18 @@ class Program:
         self.returns.append(self.final())
         # how the API is called: the structure that holds the inputs (for f_struct) and the
         # output's (f_struct_out), the arguments chosen, an aux output, a keyword argument
-        self.structure = self.pick(["tuple", "dict", "dataclass", "namedtuple"])
-        self.out_structure = self.pick(["tuple", "dict"])
+        self.structure = self.pick(["tuple", "list", "dict", "nested", "dataclass", "namedtuple"])
+        if self.structure == "nested" and len(self.params) == 1:
+            self.structure = "list"
+        self.out_structure = self.pick(["tuple", "dict", "namedtuple"])
         self.tangent_as_value = self.chance(0.5)  # a dataclass's tangent given as a value of the class
+        self.jacobian_mode = self.pick(["forward", "reverse", "auto"])  # (struct-jacobian-reverse's mode)
         k = len(self.params)
-        self.argnums = self.pick(
-            [None, int(self.rng.integers(k)), tuple(sorted({int(i) for i in self.rng.integers(k, size=2)}))]
-        )
-        self.has_aux = self.chance(0.5)
+        chosen = sorted({int(i) for i in self.rng.integers(k, size=2)})
+        self.argnums = self.pick([None, int(self.rng.integers(k)), -1, tuple(chosen)])
+        self.has_aux = self.pick([None, "value", "dict"])
         self.api_call = self.pick(["value_and_gradient", "gradient"])
+        self.scale = self.pick([0.8, np.float64(0.8), np.array(0.8)])  # a keyword argument: no gradient
 
     # -- drawing
     def chance(self, p: float) -> bool:
@@ -840,24 +847,35 @@ class Program:
                 lines.append(re.sub(r"FINISH(\d+)", lambda m: finish.format(e=self.returns[int(m[1])]), line))
             lines += ["", ""]
         names = ", ".join(f'"{p}"' for p in self.params)
+        header = ["import collections", "import dataclasses", "", ""]
         if self.structure == "dataclass":
             fields = "".join(f"\n    {p}: {'float' if p == 's' else 'np.ndarray'}" for p in self.params)
-            lines[2:2] = ["import dataclasses", "", "", "@dataclasses.dataclass", f"class Inputs:{fields}", ""]
+            header += ["@dataclasses.dataclass", f"class Inputs:{fields}", "", ""]
         elif self.structure == "namedtuple":
-            lines[2:2] = ["import collections", "", f"Inputs = collections.namedtuple('Inputs', [{names}])", ""]
-        if self.structure == "tuple":
+            header += [f"Inputs = collections.namedtuple('Inputs', [{names}])", ""]
+        header += ["Outputs = collections.namedtuple('Outputs', ['vec', 'total'])", ""]
+        lines[2:2] = header
+        if self.structure in ("tuple", "list"):
             unpack = [f"    {', '.join(self.params)}{',' if len(self.params) == 1 else ''} = p"]
         elif self.structure == "dict":
             unpack = [f'    {p} = p["{p}"]' for p in self.params]
+        elif self.structure == "nested":  # {"x": x, "rest": (s, w)}
+            rest = self.params[1:]
+            unpack = [f'    {self.params[0]} = p["{self.params[0]}"]']
+            unpack.append(f"    {', '.join(rest)}{',' if len(rest) == 1 else ''} = p['rest']")
         else:
             unpack = [f"    {p} = p.{p}" for p in self.params]
         vec = "np.ravel({e})"
-        pair = (
-            f"({vec}, {finish_scalar})"
-            if self.out_structure == "tuple"
-            else f'{{{{"vec": {vec}, "total": {finish_scalar}}}}}'
-        )
-        api = f"(({finish_scalar}) * scale, {{e}})" if self.has_aux else f"({finish_scalar}) * scale"
+        pair = {
+            "tuple": f"({vec}, {finish_scalar})",
+            "dict": f'{{{{"vec": {vec}, "total": {finish_scalar}}}}}',
+            "namedtuple": f"Outputs({vec}, total={finish_scalar})",
+        }[self.out_structure]
+        api = {
+            None: f"({finish_scalar}) * scale",
+            "value": f"(({finish_scalar}) * scale, {{e}})",
+            "dict": f'(({finish_scalar}) * scale, {{{{"last": {{e}}, "scale": scale}}}})',
+        }[self.has_aux]
         signatures = (
             ("f_struct(p)", unpack, finish_scalar),
             ("f_struct_out(p)", unpack, pair),
@@ -1081,13 +1099,22 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
 
         return body
 
-    structure = {"tuple": tuple, "dict": dict}.get(program.structure, getattr(module, "Inputs", None))
+    structure = {"tuple": tuple, "list": list, "dict": dict, "nested": dict}.get(program.structure)
+    structure = structure or module.Inputs
 
     def structured(values: list):
-        if program.structure == "tuple":
-            return tuple(values)
+        if program.structure in ("tuple", "list"):
+            return structure(values)
+        if program.structure == "nested":
+            return {program.params[0]: values[0], "rest": tuple(values[1:])}
         fields = dict(zip(program.params, values))
         return fields if program.structure == "dict" else structure(**fields)
+
+    def leaf(t, i: int):
+        """The part of a tangent of ``p`` for argument ``i``."""
+        if program.structure == "nested":
+            return part(t, program.params[0], 0) if i == 0 else part(part(t, "rest", 1), None, i - 1)
+        return part(t, program.params[i], i)
 
     p = structured(list(args))
 
@@ -1098,10 +1125,10 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
             if not isinstance(g, (cr.Tangent[structure], cr.AbstractZero)):
                 return f"the gradient is a {type(g).__name__}, expected a Tangent[{structure.__name__}]"
             for i, (name, arg) in enumerate(zip(program.params, args)):
-                leaf = part(g, name, i)
-                if isinstance(arg, np.ndarray) and not isinstance(leaf, cr.AbstractZero) and leaf.dtype != arg.dtype:
-                    return f"d{name} is {getattr(leaf, 'dtype', type(leaf).__name__)}, the input {arg.dtype}"
-                bad = close(dense(leaf, arg), fd[i], rtol)
+                got = leaf(g, i)
+                if isinstance(arg, np.ndarray) and not isinstance(got, cr.AbstractZero) and got.dtype != arg.dtype:
+                    return f"d{name} is {getattr(got, 'dtype', type(got).__name__)}, the input {arg.dtype}"
+                bad = close(dense(got, arg), fd[i], rtol)
                 if bad:
                     return f"d{name}: {bad}"
             return None
@@ -1134,7 +1161,7 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
             for k, (key, reference) in enumerate((("vec", jacobians_in), ("total", fd))):
                 block = part(J, key, k)
                 for i, name in enumerate(program.params):
-                    got = part(block, name, i)
+                    got = leaf(block, i)
                     bad = close(dense(got, reference[i]), reference[i], rtol)
                     if bad:
                         return f"d{key}/d{name}: {bad}"
@@ -1144,16 +1171,21 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
 
     def api(engine: str) -> Callable:
         def body():
-            options = {"engine": engine, "argnums": program.argnums, "has_aux": program.has_aux, "scale": 0.8}
+            has_aux = program.has_aux is not None
+            options = {"engine": engine, "argnums": program.argnums, "has_aux": has_aux, "scale": program.scale}
             if program.api_call == "value_and_gradient":
                 value, grads = cr.value_and_gradient(module.f_api, *args, **options)
             else:
                 value, grads = None, cr.gradient(module.f_api, *args, **options)
-                if program.has_aux:
+                if has_aux:
                     grads, aux = grads
                     value = (None, aux)
-            if program.has_aux:
-                plain_value, plain_aux = module.f_api(*args, scale=0.8)
+            if has_aux:
+                plain_value, plain_aux = module.f_api(*args, scale=program.scale)
+                if program.has_aux == "dict":
+                    if not isinstance(value[1], dict) or value[1]["scale"] is not program.scale:
+                        return f"aux: {value[1]!r}, expected the dict f_api returns"
+                    value, plain_aux = (value[0], value[1]["last"]), plain_aux["last"]
                 bad = close(value[1], plain_aux, 1e-5 if program.dtype is np.float32 else 1e-10)
                 if bad:
                     return f"aux: {bad}"
@@ -1164,11 +1196,15 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
                     return f"value: {bad}"
             chosen = range(len(args)) if program.argnums is None else program.argnums
             if isinstance(chosen, int):
-                chosen, grads = [chosen], (grads,)
+                chosen, grads = [range(len(args))[chosen]], (grads,)
             if not isinstance(grads, tuple) or len(grads) != len(chosen):
                 return f"argnums={program.argnums}: got {grads!r}"
             for i, g in zip(chosen, grads):
-                bad = close(dense(g, args[i]), fd[i] * 0.8, rtol)
+                arg = args[i]
+                zero = isinstance(g, cr.AbstractZero)
+                if isinstance(arg, np.ndarray) and not zero and (not isinstance(g, np.ndarray) or g.dtype != arg.dtype):
+                    return f"d(argument {i}) is {type(g).__name__} {getattr(g, 'dtype', '')}, the input {arg.dtype}"
+                bad = close(dense(g, arg), fd[i] * 0.8, rtol)
                 if bad:
                     return f"d(argument {i}): {bad}"
             return None
@@ -1188,7 +1224,7 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
         "struct-tape": struct_gradient("tape"),
         "struct-jvp": struct_jvp,
         "struct-jacobian-forward": struct_jacobian("forward"),
-        "struct-jacobian-reverse": struct_jacobian("reverse"),
+        "struct-jacobian-mode": struct_jacobian(program.jacobian_mode),
         "struct-jacobian-reverse-tape": struct_jacobian("reverse", "tape"),
         "api-source": api("source"),
         "api-tape": api("tape"),

@@ -25,7 +25,7 @@ def test_the_fuzzer_runs_programs_through_every_engine():
     assert sum(passed for passed, _ in outcome.checks.values()) >= 15, out.getvalue()
     assert "programs checked" in out.getvalue()
     # structured inputs and outputs, and the API's options, go through the engines too
-    for check in ("struct-source", "struct-jvp", "struct-jacobian-reverse", "api-source", "api-tape"):
+    for check in ("struct-source", "struct-jvp", "struct-jacobian-mode", "api-source", "api-tape"):
         assert sum(outcome.checks.get(check, (0, 0))) >= 3, (check, out.getvalue())
 
 
