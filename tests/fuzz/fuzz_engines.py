@@ -41,6 +41,8 @@ What each program must satisfy at a random input (``CHECKS`` names each check):
 - ``struct-jacobian-forward``, ``struct-jacobian-mode``, ``struct-jacobian-reverse-tape``:
   ``cr.jacobian`` of ``f_struct_out`` at the structure, block by block (the second in the mode the
   program draws: forward, reverse or auto);
+- ``struct-hessian`` (one program in three): ``cr.hessian`` of ``f_struct`` at the structure,
+  block by block, equals finite differences of the source engine's gradient;
 - ``api-source``, ``api-tape``: ``cr.value_and_gradient`` or ``cr.gradient`` of ``f_api`` with
   the program's ``argnums`` (none, an int, -1 or a tuple), ``has_aux`` and ``scale=0.8`` (a float,
   a NumPy scalar or a 0-d array).
@@ -87,6 +89,7 @@ CHECKS = (
     "struct-jacobian-reverse-tape",
     "api-source",
     "api-tape",
+    "struct-hessian",
 )
 
 # what docs/engines.md's "Limits and errors" sections say each engine refuses, as the message says it
@@ -130,6 +133,7 @@ DOCUMENTED_REFUSALS = {
     "struct-jacobian-reverse-tape": _TAPE_REFUSALS,
     "api-source": _SOURCE_REFUSALS,
     "api-tape": _TAPE_REFUSALS,
+    "struct-hessian": _SOURCE_REFUSALS + _FORWARD_REFUSALS,
 }
 
 TOLERANCE = {np.float64: 1e-6, np.float32: 2e-3}
@@ -1169,6 +1173,25 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
 
         return body
 
+    def struct_hessian():
+        H = cr.hessian(module.f_struct, p)
+        for i, arg in enumerate(args):
+
+            def gradient_in(*values, i=i):  # the source engine's gradient in argument i, as an array
+                g = cr.gradient(f, *values, argnums=i)
+                return np.zeros(np.shape(values[i])) if isinstance(g, cr.AbstractZero) else g
+
+            for j, other in enumerate(args):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    reference = fd_jacobian_in(gradient_in, as64(args), j, 1e-5)
+                block = leaf(leaf(H, i), j)
+                want = reference.reshape(np.shape(arg) + np.shape(other))
+                bad = close(dense(block, want), want, max(rtol, 1e-4))
+                if bad:
+                    return f"d2/d{program.params[i]}d{program.params[j]}: {bad}"
+        return None
+
     def api(engine: str) -> Callable:
         def body():
             has_aux = program.has_aux is not None
@@ -1182,6 +1205,9 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
                     value = (None, aux)
             if has_aux:
                 plain_value, plain_aux = module.f_api(*args, scale=program.scale)
+                parts = list(value[1].values()) if isinstance(value[1], dict) else [value[1]]
+                if any(type(a).__module__.startswith("chainrules") for a in parts):  # a tracked value or a dual
+                    return f"aux holds an engine's value: {value[1]!r}"
                 if program.has_aux == "dict":
                     if not isinstance(value[1], dict) or value[1]["scale"] is not program.scale:
                         return f"aux: {value[1]!r}, expected the dict f_api returns"
@@ -1228,9 +1254,10 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
         "struct-jacobian-reverse-tape": struct_jacobian("reverse", "tape"),
         "api-source": api("source"),
         "api-tape": api("tape"),
+        "struct-hessian": struct_hessian,
     }
     for check in wanted:
-        if check.startswith("hessian") and not hessian_draw:
+        if "hessian" in check and not hessian_draw:
             continue
         run_check(check, bodies[check], path, outcome, problems)
     if problems:
