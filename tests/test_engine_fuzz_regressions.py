@@ -177,3 +177,182 @@ def test_a_nested_function_whose_default_changes_type_between_calls():
     H = cr.hessian(f, x)
     np.testing.assert_allclose(H, np.diag(-2 * np.tanh(x) / np.cosh(x) ** 2), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(cr.gradient(f, x)[0], 1 / np.cosh(x) ** 2, rtol=1e-12)
+
+
+def add_through_a_slice(x):
+    v = np.sin(x)
+    r = v[1:]  # a view: NumPy's `r += ...` changes v
+    r += x[:-1]
+    return v * 2.0
+
+
+def scale_through_a_slice(x):
+    v = np.sin(x)
+    r = v[1:]
+    r *= 2
+    return v * 2.0
+
+
+def add_through_an_ellipsis_of_a_slice(x):
+    v = np.sin(x)
+    r = v[1:]
+    r[...] += x[:-1]
+    return v * 2.0
+
+
+def add_through_a_reshape(x):
+    v = np.sin(x)
+    r = v.reshape(len(x), 1)
+    r += 1.0
+    return v * 1.0
+
+
+def add_to_the_base_of_a_slice(x):
+    v = np.sin(x)
+    r = v[1:]
+    v += x  # the view r sees it
+    return r * 1.0
+
+
+def test_in_place_update_through_a_view_of_a_dual_array_is_refused_or_followed():
+    """Forward mode rebound the view (`r = r + x`): v kept its old value, a silent wrong value and
+    derivative. A view of an array the function computed cannot take the write (its partials may
+    be shared), so forward mode refuses it with the line; the tape follows a view by indexing
+    (the write reaches v) and refuses a reshape's."""
+    x = np.array([0.3, -0.5, 0.9])
+    programs = (
+        add_through_a_slice,
+        scale_through_a_slice,
+        add_through_an_ellipsis_of_a_slice,
+        add_through_a_reshape,
+        add_to_the_base_of_a_slice,
+    )
+    for f in programs:
+        for run in (
+            lambda: cr.jvp(f, (x,), (np.ones(3),)),
+            lambda: cr.jacobian(f, x, mode="forward"),
+        ):
+            with pytest.raises(TypeError, match="may share memory") as info:
+                run()
+            assert f"{__file__}:" in str(info.value)
+        # the tape writes through a view by indexing into its array (reverse/trace/writes.py), and
+        # refuses an update of an array a reshape shares
+        total = lambda z: np.sum(f(z))  # noqa: E731
+        if f is add_through_a_reshape:
+            with pytest.raises(TypeError, match="may share memory") as info:
+                cr.gradient(total, x, engine="tape")
+            assert f"{__file__}:" in str(info.value)
+        else:
+            y, back = cr.pullback(total, x, engine="tape")
+            assert y == pytest.approx(total(x.copy()), rel=1e-12)
+            np.testing.assert_allclose(back(1.0)[0], crt.fd_jacobian(total, x).ravel(), rtol=1e-7, atol=1e-9)
+        with pytest.raises(cr.UnsupportedSyntaxError) as info:
+            cr.pullback(f, x, engine="source")
+        assert __file__ in str(info.value)
+    assert np.array_equal(x, [0.3, -0.5, 0.9])
+
+
+def view_of_a_buffer_then_write(x):
+    b = np.zeros_like(x)
+    r = b[1:]
+    b[1] = x[0]  # r sees it
+    return r * 1.0
+
+
+def view_of_a_buffer_then_plus_equals(x):
+    b = np.zeros_like(x)
+    r = b[1:]
+    b += x * x
+    return r * 1.0
+
+
+def plus_equals_on_a_view_of_a_buffer(x):
+    b = np.zeros_like(x)
+    r = b[1:]
+    r += np.sin(x[:-1])  # writes into b
+    return b * 1.0
+
+
+def plus_equals_on_a_view_of_a_copy(x):
+    b = np.sin(x).copy()
+    r = b[1:]
+    r += x[:-1]
+    t = b.reshape(1, len(x))
+    b *= 2.0  # t sees it
+    return np.concatenate([b, t[0]])
+
+
+def rows_of_a_buffer(x):
+    b = np.zeros_like(np.stack([x, x]))
+    for i in range(2):
+        b[i] += x * (i + 1.0)
+    return b * 1.0
+
+
+def test_forward_mode_writes_through_views_of_an_array_that_takes_writes():
+    """A view of a buffer made by np.zeros_like (or of a copy) kept its own zero partials and,
+    under `r += v`, was rebound: writes through the view or into the buffer did not reach the
+    other (a silent zero derivative, or a wrong value)."""
+    x = np.array([0.3, -0.5, 0.9])
+    programs = (
+        view_of_a_buffer_then_write,
+        view_of_a_buffer_then_plus_equals,
+        plus_equals_on_a_view_of_a_buffer,
+        plus_equals_on_a_view_of_a_copy,
+        rows_of_a_buffer,
+    )
+    for f in programs:
+        y, dy = cr.jvp(f, (x,), (np.array([1.0, -2.0, 0.5]),))
+        np.testing.assert_allclose(y, f(x.copy()), rtol=1e-14)
+        np.testing.assert_allclose(dy, crt.fd_jvp(f, x, np.array([1.0, -2.0, 0.5])), rtol=1e-7, atol=1e-10)
+        J = cr.jacobian(f, x, mode="forward")
+        np.testing.assert_allclose(J, crt.fd_jacobian(f, x).reshape(J.shape), rtol=1e-7, atol=1e-10)
+        np.testing.assert_allclose(J, cr.jacobian(f, x, mode="forward", chunk_size=1), rtol=1e-14)
+
+
+def float32_sum_plus_a_float64_scalar(x, s=0.7):
+    total = np.sum(x)  # np.float32
+    return np.ravel(total + np.sin(s))  # np.float64 is a strong type: NumPy's result is float64
+
+
+def float64_scalar_times_float32(s):
+    return s * np.array([0.5, -1.5, 2.0], dtype=np.float32)  # a Python float is weak: float32
+
+
+def test_forward_tangents_follow_the_primal_dtype_and_jacobians_agree_across_modes():
+    """np.float32 + np.float64 is float64 in NumPy, but forward mode's tangent of the NumPy scalar
+    stayed float32, so the forward Jacobian was float32 and the reverse one float64; and a float32
+    output of a Python float input gave a float32 forward Jacobian and a float64 reverse one."""
+    x = np.array([0.3, -0.5, 0.9], dtype=np.float32)
+    y, dy = cr.jvp(float32_sum_plus_a_float64_scalar, (x,), (np.ones(3, np.float32),))
+    assert y.dtype == np.float64 and dy.dtype == np.float64
+    y, dy = cr.jvp(lambda z: np.sum(z) + np.float64(0.5), (x,), (np.ones(3, np.float32),))
+    assert type(y) is np.float64 and np.asarray(dy).dtype == np.float64 and dy == 3.0
+    for f, arg in ((float32_sum_plus_a_float64_scalar, x), (float64_scalar_times_float32, 0.7)):
+        Js = [cr.jacobian(f, arg, mode="forward"), cr.jacobian(f, arg, mode="forward", chunk_size=1)]
+        Js += [cr.jacobian(f, arg, mode="reverse", engine=engine) for engine in ("source", "tape")]
+        assert {J.dtype for J in Js} == {np.dtype(np.float64)}
+        for J in Js[1:]:
+            np.testing.assert_allclose(J, Js[0], rtol=1e-6)
+    J = cr.jacobian(lambda z: np.sin(z) * np.float32(2.0), x, mode="forward")
+    assert J.dtype == np.float32  # float32 in, float32 out: stays float32
+
+
+def filled_with_a_dual_then_written(x):
+    b = np.full_like(x, x[0])  # the fill carries a derivative
+    b[1] = x[2]
+    r = b[:2]
+    r *= 2.0
+    return b * 1.0
+
+
+def test_forward_mode_writes_into_np_full_like_of_a_dual_fill():
+    """np.full_like(x, v) with a dual v made a dual whose primal was itself a dual: writing into
+    it, which the documentation promises, raised "assigning into a dual array is not supported"."""
+    x = np.array([0.3, -0.5, 0.9])
+    f = filled_with_a_dual_then_written
+    y, dy = cr.jvp(f, (x,), (np.array([1.0, 2.0, 3.0]),))
+    np.testing.assert_allclose(y, [0.6, 1.8, 0.3], rtol=1e-14)
+    np.testing.assert_allclose(dy, crt.fd_jvp(f, x, np.array([1.0, 2.0, 3.0])), rtol=1e-7)
+    J = cr.jacobian(f, x, mode="forward")
+    np.testing.assert_allclose(J, crt.fd_jacobian(f, x).reshape(J.shape), rtol=1e-7, atol=1e-10)

@@ -64,6 +64,9 @@ CHECKS = (
 _SOURCE_REFUSALS = (
     "an augmented assignment updates the ndarray in place",
     "a default value of the nested function",  # `def inner(u, k=v)` with a differentiated v
+    "must be bound to a new object here",  # a write through a second name or a view
+    "writes its result into an existing array",  # an `out=` argument
+    "is read by a nested function and bound",  # a closure over a variable bound twice or in a loop
 )
 _TAPE_REFUSALS = (
     "would drop its derivative",  # out[i] = tracked value into a plain array, float(x)
@@ -225,6 +228,10 @@ class Program:
             self.s_break,
             self.s_centered,
             self.s_default_closure,
+            self.s_view_update,
+            self.s_dtype_mix,
+            self.s_unpack,
+            self.s_nested_helper,
         ]
         self.pick(kinds)(body, indent)
 
@@ -512,6 +519,95 @@ class Program:
         body.append(f"{indent}    return {self.pick(UNARY).format(a='u')} * k")
         self.define(body, indent, v.shape, f"{name}({v.name})")
         self.uses.add("default closure")
+
+    def s_view_update(self, body, indent):
+        """Writes through views: into a buffer the function made (np.zeros_like, a copy), by a
+        slice, a slice's name or ``out=``; and, rarely, into a view of a computed array (refused)."""
+        u = self.var(min_len=2)
+        if u is None or not u.shape or self.chance(0.4):  # (the reverse engines refuse most of these: drawn less)
+            return self.s_binary(body, indent)
+        head, tail = f"{u.name}[1:]", f"{u.name}[:-1]"
+        if self.chance(0.1):  # a view of an array that is not a buffer: every engine refuses
+            v = self.define(body, indent, u.shape, self.pick(UNARY).format(a=u.name), owned=False)
+            view = self.fresh("r")
+            body.append(f"{indent}{view} = {v.name}[1:]")
+            body.append(f"{indent}{view} += {self.pick(UNARY).format(a=tail)}")
+            self.uses.add("+= on a view")
+            return
+        buf = self.fresh("b")
+        if self.chance(0.5):
+            body.append(f"{indent}{buf} = np.zeros_like({u.name})")
+        else:
+            body.append(f"{indent}{buf} = ({self.expr(u.shape, 1)}).copy()")
+        # (`out=` is refused by every engine: drawn rarely)
+        style = self.pick(["slice", "slice", "view", "view", "reshape", "column", "column", "out"])
+        if style == "column" and (len(u.shape) != 2 or u.shape[1] < 2):
+            style = "slice"
+        if style == "slice":
+            op = self.pick(["+=", "-=", "*="])
+            value = self.pick(UNARY).format(a=head) if op != "*=" else "1.5"
+            body.append(f"{indent}{buf}[:-1] {op} {value}")
+        elif style == "view":
+            view = self.fresh("r")
+            body.append(f"{indent}{view} = {buf}[1:]")
+            body.append(f"{indent}{view} += {self.pick(UNARY).format(a=tail)}")
+            if self.chance(0.5):
+                body.append(f"{indent}{view} *= 0.5")
+            self.vars.append(Var(view, (u.shape[0] - 1, *u.shape[1:]), False, rebound=True))
+        elif style == "reshape":  # a view taken before the write sees it
+            flat = self.fresh("t")
+            body.append(f"{indent}{flat} = {buf}.reshape(-1)")
+            body.append(f"{indent}{buf} += {self.pick(UNARY).format(a=u.name)}")
+            self.vars.append(Var(flat, (int(np.prod(u.shape)),), False))
+        elif style == "column":
+            body.append(f"{indent}{buf}[:, 0] += {self.pick(UNARY).format(a=f'{u.name}[:, 1]')}")
+        else:
+            body.append(f"{indent}np.add({buf}, {self.pick(UNARY).format(a=u.name)}, out={buf})")
+            self.uses.add("out=")
+        self.vars.append(Var(buf, u.shape, False, rebound=style == "reshape"))  # (`buf += v` binds it again)
+        self.uses.add(f"view write ({style})")
+
+    def s_dtype_mix(self, body, indent):
+        """NumPy's promotion: a NumPy float64 scalar or array with the program's (maybe float32) values."""
+        v = self.var()
+        options = [f"{v.name} + np.float64(0.25)", f"np.float64(1.5) * {v.name}"]
+        if v.shape:
+            options.append(f"{v.name} * np.linspace(0.5, 1.5, {v.shape[-1]})")
+            options.append(f"np.sum({v.name}) + np.sin(np.float64(0.3))")
+        if any(w.name == "s" for w in self.vars):
+            options.append(f"{v.name} * np.cos(s)")  # np.cos of a Python float is np.float64
+        text = self.pick(options)
+        self.define(body, indent, () if text.startswith("np.sum") else v.shape, text)
+        self.uses.add("dtype mix")
+
+    def s_unpack(self, body, indent):
+        v, w = self.var(), self.var()
+        a, b, c = self.fresh("a"), self.fresh("b"), self.fresh("c")
+        style = self.pick(["pair", "nested", "star"])
+        if style == "pair":
+            body.append(f"{indent}{a}, {b} = {self.pick(UNARY).format(a=v.name)}, {self.pick(UNARY).format(a=w.name)}")
+            self.vars += [Var(a, v.shape, True), Var(b, w.shape, True)]
+        elif style == "nested":
+            body.append(f"{indent}({a}, {b}), {c} = ({v.name}, {w.name}), np.sin({v.name})")
+            self.vars += [Var(a, v.shape, False), Var(b, w.shape, False), Var(c, v.shape, True)]
+        else:
+            body.append(f"{indent}{a}, *{b} = [np.tanh({v.name}), {w.name}, {v.name}]")
+            self.vars += [Var(a, v.shape, True)]
+            if v.shape == w.shape or not w.shape:
+                body.append(f"{indent}{c} = {b}[1] * {b}[0] if len({b}) == 2 else {a}")
+                self.vars.append(Var(c, v.shape, False))
+        v.owned = w.owned = False
+        self.uses.add(f"unpack ({style})")
+
+    def s_nested_helper(self, body, indent):
+        v = self.var()
+        name = self.fresh("outer")
+        body.append(f"{indent}def {name}(u):")
+        body.append(f"{indent}    def twice(t):")
+        body.append(f"{indent}        return {self.pick(UNARY).format(a='t')} * 0.5 + t")
+        body.append(f"{indent}    return twice(twice(u))")
+        self.define(body, indent, v.shape, f"{name}({v.name})")
+        self.uses.add("nested helper")
 
     def final(self) -> str:
         last = self.vars[-1]

@@ -20,8 +20,8 @@ def test_programs_are_reproducible_from_the_seed():
 
 def test_the_fuzzer_runs_programs_through_every_engine():
     out = io.StringIO()
-    outcome = fuzz_engines.fuzz(seed=0, count=4, out=out)
-    assert outcome.programs + outcome.dropped == 4 and outcome.programs >= 3, out.getvalue()
+    outcome = fuzz_engines.fuzz(seed=0, count=6, out=out)  # (some draws are refused by design: views, out=)
+    assert outcome.programs + outcome.dropped == 6 and outcome.programs >= 5, out.getvalue()
     assert sum(passed for passed, _ in outcome.checks.values()) >= 15, out.getvalue()
     assert "programs checked" in out.getvalue()
 

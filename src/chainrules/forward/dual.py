@@ -205,7 +205,7 @@ class Dual(ActiveValue):
     def buffer_holding(self, array):
         if isinstance(self.primal, ActiveValue):
             return None  # a nested dual's buffer would need partials that hold duals themselves
-        return Dual(array, _ZERO, self.tag, writable=True)
+        return _owned_buffer(array, self.tag)
 
     def __format__(self, spec: str) -> str:
         # printing shows the primal; the computation keeps the dual
@@ -421,7 +421,7 @@ class Dual(ActiveValue):
         if func in _MADE_LIKE and args and type(args[0]) in _DUALS:
             # a new array shaped like a dual: a dual with zero partials, which owns its values
             made = call(func, args, kwargs)
-            return made if made is NotImplemented else Dual(made, _ZERO, args[0].tag, writable=True)
+            return made if made is NotImplemented else _owned_buffer(made, args[0].tag)
         if func is np.copy:
             return _owned_copy(call(func, args, kwargs))
         return call(func, args, kwargs)
@@ -436,6 +436,19 @@ _INPLACE_SYMBOLS = {
     operator.pow: "**",
     operator.matmul: "@",
 }
+
+
+def _owned_buffer(array, tag: Tag) -> Dual:
+    """A dual that owns the new ``array`` and zero partials, and takes writes.
+
+    The partials are allocated now, not at the first write: a view taken before a write (``r = b[1:]``,
+    ``b.reshape(...)``) must see the write's tangent as NumPy's view sees its value."""
+    if type(array) is DualArray and array.tag is tag:
+        return _owned_copy(array)  # np.full_like(x, v) with a dual v: its fill carries a derivative
+    if type(array) is not np.ndarray or array.dtype.kind not in "fc":
+        return Dual(array, _ZERO, tag, writable=True)  # a nested dual, or a discrete array: no partials of its own
+    shape = array.shape if tag.batch is None else (tag.batch, *array.shape)
+    return Dual(array, np.zeros(shape, dtype=array.dtype), tag, writable=True)
 
 
 def _owned_copy(out):
@@ -493,17 +506,17 @@ class DualArray(InplaceOperators, Dual):
         return call(np.matmul, (other, self))
 
     # `x += v` updates NumPy's array in place, which every name, container and view holding it
-    # sees: the dual takes the result's fields, so its holders see it too. A dual whose values
-    # another array may see (a view of it, the caller's argument) is refused, since those would
-    # keep the old values. A dual that is itself a view (`buffer[i] += v`, which Python writes
-    # back with `buffer[i] = ...`) is rebound, as `x = x + v`.
+    # sees. A dual that owns its values (np.zeros_like & co., a copy, and views of those) is
+    # written into, primal and partials, so its views see the write as NumPy's do. Any other
+    # dual takes the result's fields, so its holders see it too; one whose values another array
+    # may see (a view of it, the array it is a view of, the caller's argument) is refused, since
+    # those would keep the old values. A plain array's view or entry (`buffer[i] += v` on a
+    # NumPy scalar) is rebound, as `x = x + v`: Python writes it back with `buffer[i] = ...`.
     def _inplace(self, f, other):
         primal = self.primal
-        if self.writable or type(primal) is not np.ndarray or primal.base is not None:
-            return NotImplemented  # Python then computes x = x + v
-        # the references are this dual's, the name `primal` and getrefcount's argument; a view
-        # holds its base (ndarray.base) and so adds one
-        if sys.getrefcount(primal) > 3:
+        if type(primal) is not np.ndarray:
+            return NotImplemented  # a number, or a nested dual
+        if not self.writable and _may_be_seen(primal):
             where = user_location()
             raise TypeError(
                 f"in-place {_INPLACE_SYMBOLS[f]}= on a dual array that may share memory with another (an argument, "
@@ -511,12 +524,19 @@ class DualArray(InplaceOperators, Dual):
             )
         result = f(self, other)
         if type(result) is not DualArray or result.tag is not self.tag:
+            if self.writable and type(result) is np.ndarray:
+                self[...] = _cast_inplace(f, result, primal)  # a constant result (x *= 0.0)
+                return self
             return result  # an outer differentiation's value: rebound, as before
         new = result.primal
         if np.shape(new) != primal.shape:
             raise ValueError(
                 f"in-place {_INPLACE_SYMBOLS[f]}= would change the array's shape from {primal.shape} to {np.shape(new)}"
             )
+        _cast_inplace(f, new, primal)
+        if self.writable:
+            self[...] = result  # into the owned primal and partials, which views of them share
+            return self
         partials = result.partials
         if new.dtype != primal.dtype:  # NumPy casts the result to the array's dtype
             new = new.astype(primal.dtype)
@@ -532,6 +552,10 @@ class DualArray(InplaceOperators, Dual):
 
     # -- indexing --
     def __getitem__(self, key):
+        if self.writable:
+            view = self._view_of_owned(key)
+            if view is not None:
+                return view
         out = call(operator.getitem, (self, key))
         if not self.writable:
             return out
@@ -565,6 +589,23 @@ class DualArray(InplaceOperators, Dual):
         else:  # the batch axis last, so the key indexes the primal's axes and values broadcast on the right
             at = _primal_axes_only(key, self.primal.ndim)
             np.moveaxis(target, 0, -1)[at] = dv if type(dv) is float else np.moveaxis(dv, 0, -1)
+
+    def _view_of_owned(self, key):
+        """``self[key]`` as a dual that takes writes, when NumPy's result is a view: its primal and
+        partials are views of this dual's, so that a write through either reaches the other."""
+        primal, partials = self.primal, self.partials
+        if type(primal) is not np.ndarray or type(partials) is not np.ndarray:
+            return None
+        part = primal[key]
+        if type(part) is not np.ndarray or not np.shares_memory(part, primal):
+            return None  # an entry (a NumPy scalar) or a copy (advanced indexing): read by the rule
+        if self.tag.batch is None:
+            dpart = partials[key]
+        else:
+            dpart = np.moveaxis(np.moveaxis(partials, 0, -1)[_primal_axes_only(key, primal.ndim)], -1, 0)
+        if dpart.shape != (part.shape if self.tag.batch is None else (self.tag.batch, *part.shape)):
+            return None
+        return Dual(part, dpart, self.tag, writable=True)
 
     def _writable_split(self, value, what: str):
         if not self.writable:
@@ -603,6 +644,28 @@ class DualArray(InplaceOperators, Dual):
         else:
             at = _primal_axes_only(index, self.primal.ndim)
             np.add.at(np.moveaxis(target, 0, -1), at, dv if np.ndim(dv) == 0 else np.moveaxis(dv, 0, -1))
+
+
+def _may_be_seen(primal: np.ndarray) -> bool:
+    """Whether an array other than a dual's ``primal`` may see its memory: a view of it, or, for a
+    view, the array it views or another view of that (counting the references: the dual's, the
+    caller's name and getrefcount's argument; a view holds its base as ``ndarray.base``)."""
+    if sys.getrefcount(primal) > 4:  # (one more here: this function's argument)
+        return True
+    base = primal.base
+    return base is not None and sys.getrefcount(base) > 3  # the view's, this name's and the argument's
+
+
+def _cast_inplace(f, new, primal: np.ndarray):
+    """NumPy's check on ``x op= v``: the result must cast to ``x``'s dtype (same kind)."""
+    dtype = np.result_type(_primal_dtype(new))
+    if not np.can_cast(dtype, primal.dtype, casting="same_kind"):
+        where = user_location()
+        raise TypeError(
+            f"in-place {_INPLACE_SYMBOLS[f]}= cannot cast the result from {dtype} to the array's {primal.dtype}"
+            f"{' at ' + where if where else ''} (NumPy's same_kind rule)"
+        )
+    return new
 
 
 def _primal_axes_only(key, ndim: int):
@@ -945,16 +1008,19 @@ def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None):
                 out = _new_object(DualArray)
                 out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
                 return out
-        elif dy.dtype.kind == "c" and not np.iscomplexobj(y):
-            dy = np.real(dy)  # a real function of a complex input: its partial is written for real(p * dz)
-    elif (
-        dy is not _ZERO
-        and type(dy) is not float
-        and type(dy) is not np.float64
-        and np.iscomplexobj(dy)
-        and not np.iscomplexobj(y)
-    ):
-        dy = np.real(dy)
+        else:
+            if dy.dtype.kind == "c" and not np.iscomplexobj(y):
+                dy = np.real(dy)  # a real function of a complex input: its partial is written for real(p * dz)
+            if isinstance(y, np.inexact) and dy.dtype != y.dtype:
+                dy = dy.astype(y.dtype)  # a NumPy scalar's tangent follows its dtype too (np.float32 + np.float64)
+    elif dy is not _ZERO and type(dy) is not float:
+        if isinstance(dy, np.generic):
+            if dy.dtype.kind == "c" and not np.iscomplexobj(y):
+                dy = np.real(dy)
+            if isinstance(y, np.inexact) and dy.dtype != y.dtype:
+                dy = dy.astype(y.dtype)
+        elif np.iscomplexobj(dy) and not np.iscomplexobj(y):
+            dy = np.real(dy)
     return _wrapped(y, _fit(f, y, dy, batch), tag)
 
 

@@ -361,6 +361,8 @@ def _one_pass_jacobian(f: Callable, x: np.ndarray):
         dy = out.partials
         if isinstance(dy, np.ndarray) and out.primal.ndim == 1:
             J = (dy if type(dy) is np.ndarray else dy.view(np.ndarray)).T  # the block is (n, m): J is its transpose
+            if J.dtype != x.dtype:  # float32 only if the input and the output are, as reverse mode's
+                return J.astype(np.result_type(out.primal.dtype, x.dtype))
             return J if dy.flags.writeable else np.array(J)
     y, dy = _read(out, tag)
     return _finish(f, y, [dy], [n], _plain_inputs(x), x)
@@ -395,6 +397,9 @@ def _assemble(y, tangents: list, batches: list, inputs: list, x):
         shape = (*out_shape, *inp.shape)
         if np.shape(block) != shape:
             block = np.reshape(block, shape)
+        dtype = np.result_type(_leaf_dtype(y), inp.dtype)  # float32 only if both are, as reverse mode's
+        if isinstance(block, np.ndarray) and block.dtype != dtype:
+            block = block.astype(dtype)
         blocks.append(_writeable(block))
     return blocks[0] if type(x) is np.ndarray else tangent_like(x, _is_input_leaf, blocks, _NO)
 
