@@ -33,7 +33,6 @@ ARRAY_OF_TRACKED = "would drop its derivative"  # np.array([...]) or out[i] = x 
 TRY_IN_SOURCE = "`try` is not supported by the source engine"
 SCIPY_WRAPPER = "has a rule that the tape engine cannot use here"
 SCIPY_WRAPPER_FORWARD = "has a rule that forward mode cannot use here"
-TAPE_WRITES = "the tape engine does not write into arrays"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -22,7 +22,6 @@ from program_checks import (
     MATH_ON_TAPE,
     SCIPY_WRAPPER,
     SCIPY_WRAPPER_FORWARD,
-    TAPE_WRITES,
     TRY_IN_SOURCE,
     new_corpus,
 )
@@ -434,7 +433,7 @@ def fills_a_fresh_buffer(x):
     return np.sum(cumulative * out)
 
 
-@program(np.array([0.3, -0.4, 0.8, 1.1]), hessian=True, refuses={"tape": TAPE_WRITES})
+@program(np.array([0.3, -0.4, 0.8, 1.1]), hessian=True)
 def fills_a_buffer_like_its_input(x):
     out = np.zeros_like(x)
     for i in range(len(x)):
@@ -558,7 +557,7 @@ def cumulative_sorted_and_argmax(x):
     )
 
 
-@program(np.array([0.5, -1.2, 2.0, -0.1]), refuses={"tape": TAPE_WRITES})
+@program(np.array([0.5, -1.2, 2.0, -0.1]))
 def boolean_mask_on_a_copy(x):
     y = x.copy()
     y[y < 0] = 0.0

@@ -18,7 +18,7 @@ import numpy as np
 from ...core.accumulation import accumulate
 from ...core.errors import callable_name
 from ...core.tangents import AbstractThunk, AbstractZero, InplaceableThunk, NoTangent, Tangent, ZeroTangent
-from .tracer import PAIRS
+from .tracer import PAIRS, WRITE
 
 _ZERO = ZeroTangent()
 _NO = NoTangent()
@@ -104,6 +104,9 @@ def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
             dy = _gather(out, cts)
             if dy is None:
                 continue
+        if first == WRITE:
+            _pull_write(pullback, dy, out in owned, f, second, cts, owned)
+            continue
         try:
             grads = pullback(dy)
         except Exception as err:
@@ -138,6 +141,26 @@ def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
                 cts[second] = acc + dx
             else:
                 cts[second] = add_to(acc, second, dx, owned)
+
+
+def _pull_write(pullback, dy, dy_owned: bool, f, pairs: list, cts: dict, owned: set) -> None:
+    """A write's entry (``writes.py``): its pullback is told whether the sweep owns ``dy``, which it
+    then zeroes in place at the written key, and says whether the array's cotangent it returns is
+    one the sweep owns (so the previous write zeroes it in place in turn: O(n) for n writes)."""
+    try:
+        grads, fresh = pullback(dy, dy_owned)
+    except Exception as err:
+        err.add_note(f"(while pulling back through {callable_name(f)} on the tape)")
+        raise
+    for pos, slot in pairs:
+        dx = grads[pos] if type(pos) is int else _part_path(grads, pos)
+        acc = cts.get(slot)
+        if acc is None:
+            cts[slot] = dx
+            if pos == 1 and fresh:
+                owned.add(slot)
+        else:
+            cts[slot] = add_to(acc, slot, dx, owned)
 
 
 def add_to(acc, slot: int, dx, owned: set):

@@ -109,7 +109,7 @@ def box_input(value, trace: Trace):
         trace.n_slots = slot + 1
         boxed = tracer.box(value, trace, slot, TrackedNumber, TrackedArray)
         if type(boxed) is TrackedArray:
-            boxed._aliased = True  # it is the caller's array: in-place updates must not diverge from it
+            boxed._aliased = "argument"  # the caller's array: writes and in-place updates must not diverge from it
         return boxed, slot
     if isinstance(value, (tuple, list)):
         items, children = [], []

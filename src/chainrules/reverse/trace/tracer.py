@@ -26,7 +26,9 @@ from __future__ import annotations
 import operator
 import os
 import sys
+import weakref
 from contextvars import ContextVar
+from numbers import Integral
 
 import numpy as np
 
@@ -249,7 +251,11 @@ def box(value, trace: Trace, slot: int, number_type: type, array_type: type) -> 
     t._trace = trace
     t._slot = slot
     if cls is array_type:
-        t._aliased = False
+        t._aliased = False  # or True, or "argument": takes no writes (see `_mark_shared_memory`)
+        t._writable = False  # whether the box owns its array, which writes may then go into (writes.py)
+        t._owned_at = 0  # the tape's length when it last wrote into the array it owns
+        t._views = None  # weak references to the boxes of its views by basic indexing
+        t._view_of = None  # (array box, key) for such a view
     return t
 
 
@@ -489,27 +495,68 @@ class OutputTemplate:
         self.children = children  # [(key, slot or OutputTemplate or None)]
 
 
+#: functions whose result shares no memory that matters with their arguments: a write (writes.py)
+#: returns the array it wrote into, which its box then stands for in place of the old one
+RESULT_IS_ITS_OWN: set = set()
+
+
 def _mark_shared_memory(out: Tracked, plain: list, args: tuple, f=None) -> None:
-    """Flag boxes whose arrays may share memory, so that in-place operators refuse them.
+    """Flag boxes whose arrays may share memory, so that writes and in-place operators refuse them.
 
-    An in-place operator on a tracked array rebinds its box to a new array; that matches NumPy
-    only when no other box sees the same memory (a view, or the very same array).
-
-    A part read from a buffer that takes writes (``out[i - 1]``, see ``buffer_holding``) is a copy,
-    which leaves the buffer writable. That is NumPy's view as long as the part is not read again
-    after a write into the buffer, which the source engine, whose code fills such buffers, refuses.
+    An in-place operator on a tracked array rebinds its box to a new array, and a write rebinds it
+    to the written array (see writes.py); that matches NumPy only when no other box sees the same
+    memory. The exception is a view by basic indexing (``y[1:]``, ``y[0]``): it is registered with
+    its array, and every write into that array rebinds it to a fresh read, as NumPy's view would
+    show the write. A part read from an array that the tape writes into in place is a copy (the
+    writes must not reach the values an operation's pullback kept).
     """
-    if f is operator.getitem and type(args[0]) is TrackedArray and getattr(args[0], "_writable", False):
-        out._value = np.copy(out._value)
+    if f in RESULT_IS_ITS_OWN:
         return
+    if f is operator.getitem and type(args[0]) is TrackedArray and not args[0]._aliased:
+        base = args[0]
+        if base._writable:
+            out._value = np.copy(out._value)
+            if not _is_basic(args[1]):
+                return
+        if _is_basic(args[1]):
+            out._view_of = (base, args[1])
+            views = base._views
+            if views is None:
+                base._views = [weakref.ref(out)]
+            else:
+                views.append(weakref.ref(out))
+                n = len(views)
+                if n >= 64 and n & (n - 1) == 0:  # at each power of two: the dead ones out
+                    base._views = [r for r in views if r() is not None]
+            return
+        y, b = deep_primal(out), deep_primal(base)
+        if type(y) is np.ndarray and type(b) is np.ndarray and not np.may_share_memory(y, b):
+            return  # advanced indexing: a copy
     y = deep_primal(out)
     # (another engine's array, a dual holding an outer tape's values, has no memory of its own to share)
     if (type(y) is not np.ndarray or y.base is None) and not any(y is deep_primal(p) for p in plain):
         return
-    out._aliased = True
+    _alias(out)
     for a in args:
         if type(a) is TrackedArray:
-            a._aliased = True
+            _alias(a)
+
+
+def _alias(box) -> None:
+    """Mark ``box``, and the arrays it is a view of, as sharing memory with another array."""
+    while box is not None:
+        box._aliased = box._aliased or True
+        view = box._view_of
+        box = None if view is None else view[0]
+
+
+def _is_basic(key) -> bool:
+    """Whether ``key`` is basic indexing (ints, slices, ``None``, ``...``), whose result is a view."""
+    parts = key if type(key) is tuple else (key,)
+    return all(
+        p is None or p is Ellipsis or type(p) is slice or (isinstance(p, Integral) and not isinstance(p, bool))
+        for p in parts
+    )
 
 
 def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple):
@@ -546,6 +593,9 @@ def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple):
 
 #: the ``first`` field of a tape entry whose ``second`` lists (position, slot) pairs
 PAIRS = -2
+#: the ``first`` field of a write's entry (writes.py): ``second`` lists pairs as for ``PAIRS``, and
+#: the pullback takes ``(dy, owned)`` and returns ``(cotangents, owns_the_buffer_cotangent)``
+WRITE = -3
 
 
 def _pairs(first: int, second: int) -> list:

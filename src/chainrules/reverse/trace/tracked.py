@@ -24,10 +24,9 @@ import numpy as np
 
 from ...core.active import ActiveValue, InplaceOperators
 from ...core.errors import conversion_in_rule, in_percent_formatting
-from ...core.projection import match_input
-from ...core.tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
+from ...core.tangents import NoTangent
 from ...core.twins import call_method
-from . import tracer
+from . import tracer, writes
 from .tracer import (
     Tracked,
     apply,
@@ -60,8 +59,8 @@ def _lost_derivative(what: str) -> TypeError:
     return TypeError(
         f"{what} of a value being differentiated would drop its derivative{_at()}. {module}, which "
         "carries the derivative, or move the conversion out of the function being differentiated. A plain "
-        "NumPy array converts what is written into it (out[i] = x): build arrays with np.stack or "
-        "np.concatenate instead."
+        "NumPy array converts what is written into it (out[i] = x): make the buffer with np.zeros_like(x), "
+        "whose writes the tape records, or build arrays with np.stack or np.concatenate."
     )
 
 
@@ -222,8 +221,8 @@ class _Operators(Tracked):
             TypeError(
                 f"converting a value being differentiated to a plain NumPy array would drop its derivative{_at()}. "
                 "This happens in np.asarray/np.array, when it is written into a plain array (out[i] = x, out += x), "
-                "and in functions that convert their arguments. Build arrays with np.stack or np.concatenate and "
-                "update them out of place (out = out + x)."
+                "and in functions that convert their arguments. Make a buffer with np.zeros_like(x), whose writes the "
+                "tape records, or build arrays with np.stack or np.concatenate."
             ),
         )
 
@@ -265,7 +264,7 @@ class _Operators(Tracked):
 
     def buffer_holding(self, array):
         """A tracked array of this value's trace holding ``array``, a constant that takes writes
-        (``out[i] = v``, recorded as ``write_into_copy``); over an outer differentiation's value (a
+        (``out[i] = v``, recorded as ``writes.write_into``); over an outer differentiation's value (a
         dual, in a Hessian) its array is that engine's buffer. ``None`` while the trace is not recording."""
         trace = self._trace
         if not _recording(trace):
@@ -278,8 +277,9 @@ class _Operators(Tracked):
         slot = trace.n_slots
         trace.n_slots = slot + 1
         buffer = tracer.box(array, trace, slot, TrackedNumber, TrackedArray)
-        buffer._writable = True
-        trace.tape.append((_constant_pullback, slot, write_into_copy, tracer.PAIRS, []))
+        trace.tape.append((_constant_pullback, slot, np.copy, tracer.PAIRS, []))
+        buffer._writable = True  # the array is the caller's to give away: writes go into it
+        buffer._owned_at = len(trace.tape)
         return buffer
 
 
@@ -297,50 +297,6 @@ def _constant_pullback(dy):
 
 
 _NO = NoTangent()
-_ZERO = ZeroTangent()
-
-
-def write_into_copy(buffer, key, value):
-    """``buffer[key] = value`` as a function: a copy of ``buffer`` with ``value`` written into it.
-
-    >>> write_into_copy(np.zeros(3), slice(1, None), 2.0)
-    array([0., 2., 2.])
-    """
-    out = np.copy(buffer)  # (a forward-mode dual's copy takes writes too)
-    if type(out) is np.ndarray and isinstance(value, ActiveValue):
-        # an outer differentiation's value (a dual, in a Hessian) goes into that engine's buffer
-        held = value.buffer_holding(out)
-        out = out if held is None else held
-    out[key] = value
-    return out
-
-
-def write_into_copy_rrule(buffer, key, value):
-    """The rule the tape records a write into its buffer with: the written value's cotangent is the
-    cotangent's part at ``key`` (summed where the value was broadcast into it), the buffer's is the
-    cotangent with that part zeroed, as for JAX's ``x.at[key].set(value)``."""
-    out = write_into_copy(buffer, key, value)
-    # what `match_input` needs of the value to bring its cotangent back: shape, dtype, realness
-    value_like = value if not isinstance(value, ActiveValue) else np.zeros(np.shape(value), value.dtype)[()]
-    shape = np.shape(buffer)
-    # an integer buffer truncates what is written into it: no derivative passes
-    truncates = buffer.dtype.kind not in "fc"
-
-    def write_into_copy_pullback(dout):
-        dout = unthunk(dout)
-        if isinstance(dout, AbstractZero):
-            return _NO, dout, _NO, dout
-        dvalue = _ZERO if truncates else match_input(value_like, dout[key])
-        if type(dout) is np.ndarray:
-            dbuffer = dout.copy()
-            dbuffer[key] = 0
-        else:  # another engine's array (a dual, in a Hessian), which takes no write: zeroed by a mask
-            keep = np.ones(shape, dtype=bool)
-            keep[key] = False
-            dbuffer = dout * keep
-        return _NO, dbuffer, _NO, dvalue
-
-    return out, write_into_copy_pullback
 
 
 class TrackedNumber(_Operators):
@@ -492,8 +448,8 @@ class TrackedArray(InplaceOperators, _Operators):
     ``x`` to a new value unless another array may share its memory (then it raises).
     """
 
-    # `_writable` is set (True) only on a buffer that `buffer_holding` made (see it)
-    __slots__ = ("_aliased", "_writable")
+    # see `tracer.box` for what each field says
+    __slots__ = ("_aliased", "_writable", "_owned_at", "_views", "_view_of", "__weakref__")
 
     def __getattr__(self, name: str):
         if name in _DESCRIPTIVE:
@@ -524,29 +480,13 @@ class TrackedArray(InplaceOperators, _Operators):
     __getitem__ = _getitem
 
     def __setitem__(self, key, value):
-        if not getattr(self, "_writable", False):
-            raise conversion_in_rule(sys._getframe(1), "tracked values", "writes into them in place") or TypeError(
-                f"assignment into an array being differentiated (x[...] = v){_at()}: the tape engine does not "
-                "write into arrays; build the result out of place (np.where, np.concatenate, np.stack)"
-            )
-        if self._aliased:
-            raise TypeError(
-                f"writing into an array (x[...] = v) after another array came to share its memory (a reshape, "
-                f"a transpose, np.asarray of it){_at()}: the tape engine writes into a buffer only while no other "
-                "array sees it; copy the other array (y = x.reshape(...).copy()) or write before sharing"
-            )
-        result = apply(write_into_copy, (self, key, value), {}, write_into_copy_rrule)
-        if type(result) is not TrackedArray or result._trace is not self._trace:
-            raise TypeError(
-                f"a value of a differentiation nested inside the tape's (a dual of cr.jacobian or cr.derivative) "
-                f"cannot be written into the tape's buffer{_at()}: build the array with np.stack or np.concatenate"
-            )
-        # the box now stands for the written array; `_inplace` rebinds the same way
-        self._value = result._value
-        self._slot = result._slot
+        refused = conversion_in_rule(sys._getframe(1), "tracked values", "writes into them in place")
+        if refused is not None:
+            raise refused
+        writes.write(self, key, value)
 
-    # in-place operators rebind this box to the new value, which is what NumPy's in-place
-    # update looks like to every holder of the box
+    # `x += v` rebinds this box to the new value, which is what NumPy's in-place update looks like
+    # to every holder of the box; its views read it afresh, and on a view it writes into its array
     def _inplace(self, f, other):
         if self._aliased:
             raise TypeError(
@@ -566,12 +506,18 @@ class TrackedArray(InplaceOperators, _Operators):
             if not np.can_cast(new.dtype, old.dtype, "same_kind"):
                 raise TypeError(f"in-place {f.__name__} cannot cast {new.dtype} to {old.dtype}{_at()}")
             result = apply(np.ndarray.astype, (result, old.dtype), {})
+        if self._view_of is not None:
+            base, key = self._view_of
+            writes.write(base, key, result)  # which rebinds this view too
+            return self
         self._value = result._value
         self._slot = result._slot
+        self._writable = False  # the result is a rule's, which its pullback may hold
+        writes.refresh_views(self)
         return self
 
     def __copy__(self):
-        return tracer.box(self._value, self._trace, self._slot, TrackedNumber, TrackedArray)
+        return apply(np.copy, (self,), {})  # its own array, as copy.copy of an array is
 
     def __deepcopy__(self, memo):
         return self.__copy__()

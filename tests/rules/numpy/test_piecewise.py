@@ -1,0 +1,75 @@
+"""``np.piecewise``: its rules against finite differences (test_rrule, test_frule), through every
+engine, and forward mode's refusal of a callable without an frule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+import chainrules.testing as crt
+
+X = np.array([-1.0, 0.5, 2.0, 0.3, -0.2])
+
+
+def test_rrule_callables_constants_and_an_otherwise_piece():
+    crt.test_rrule(np.piecewise, X, [X < 0, X > 1], [lambda v: v**2, np.sin, 0.5])
+
+
+def test_rrule_overlapping_conditions_keep_the_last_piece():
+    # X > -0.5 and X > 0 overlap: NumPy writes the pieces in order, so the second wins there
+    crt.test_rrule(np.piecewise, X, [X > -0.5, X > 0], [np.exp, lambda v: v**3])
+
+
+def test_rrule_extra_arguments_get_their_cotangents():
+    crt.test_rrule(np.piecewise, X, [X < 0, X >= 0], [lambda v, a: a * v**2, lambda v, a: np.sin(a * v)], 1.3)
+
+
+def test_rrule_of_a_zero_dimensional_input():
+    crt.test_rrule(np.piecewise, np.array(0.7), [np.array(True)], [np.tanh, 2.0])
+
+
+def test_frule_through_the_callables_frules():
+    crt.test_frule(np.piecewise, X, [X < 0, X > 1], [np.exp, np.sin, 0.5])
+    crt.test_frule(np.piecewise, X, [X < 0], [np.cos, np.tanh])
+
+
+def test_forward_mode_refuses_a_callable_without_an_frule():
+    def f(x):
+        return np.piecewise(x, [x < 0], [lambda v: v * v, np.sin])
+
+    with pytest.raises(cr.NoRuleError, match="lambda"):
+        cr.jacobian(f, X, mode="forward")
+
+
+def ramp(x):
+    return np.sum(np.piecewise(x, [x < 0, x > 1], [lambda v: -(v**2), np.sin, 0.25]) * x)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_engines_match_finite_differences_and_each_other(engine):
+    g = cr.gradient(ramp, X, engine=engine)[0]
+    np.testing.assert_allclose(g, crt.fd_jacobian(ramp, X).ravel(), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        cr.hessian(ramp, X, engine=engine),
+        crt.fd_jacobian(lambda z: cr.gradient(ramp, z, engine="source")[0], X),
+        rtol=1e-6,
+        atol=1e-8,
+    )
+
+
+def test_forward_mode_matches_reverse_mode_with_ruled_callables():
+    def f(x):
+        return np.piecewise(x, [x < 0, x > 1], [np.exp, np.sin, 0.25]) * x
+
+    np.testing.assert_allclose(
+        cr.jacobian(f, X, mode="forward"), cr.jacobian(f, X, mode="reverse", engine="tape"), rtol=1e-12
+    )
+    np.testing.assert_allclose(cr.jacobian(f, X, mode="forward"), crt.fd_jacobian(f, X), rtol=1e-7, atol=1e-9)
+
+
+def test_a_closure_over_a_differentiated_value_passes_its_tangent():
+    def f(w):
+        return np.sum(np.piecewise(X, [X < 0], [lambda v: w * v, lambda v: w * w + v]))
+
+    assert cr.gradient(f, 1.5)[0] == pytest.approx(crt.fd_jacobian(f, 1.5).item())
