@@ -66,6 +66,7 @@ from ..core import (
 )
 from ..core.active import InplaceOperators, next_order
 from ..core.errors import conversion_in_rule, in_percent_formatting
+from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch
 from ..core.tangents import _is_namedtuple_type
@@ -587,7 +588,7 @@ class DualArray(InplaceOperators, Dual):
         if self.tag.batch is None:
             target[key] = dv
         else:  # the batch axis last, so the key indexes the primal's axes and values broadcast on the right
-            at = _primal_axes_only(key, self.primal.ndim)
+            at = ellipsis_spelled_out(key, self.primal.ndim)
             np.moveaxis(target, 0, -1)[at] = dv if type(dv) is float else np.moveaxis(dv, 0, -1)
 
     def _view_of_owned(self, key):
@@ -602,7 +603,7 @@ class DualArray(InplaceOperators, Dual):
         if self.tag.batch is None:
             dpart = partials[key]
         else:
-            dpart = np.moveaxis(np.moveaxis(partials, 0, -1)[_primal_axes_only(key, primal.ndim)], -1, 0)
+            dpart = np.moveaxis(np.moveaxis(partials, 0, -1)[ellipsis_spelled_out(key, primal.ndim)], -1, 0)
         if dpart.shape != (part.shape if self.tag.batch is None else (self.tag.batch, *part.shape)):
             return None
         return Dual(part, dpart, self.tag, writable=True)
@@ -642,7 +643,7 @@ class DualArray(InplaceOperators, Dual):
         if self.tag.batch is None:
             np.add.at(target, index, dv)
         else:
-            at = _primal_axes_only(index, self.primal.ndim)
+            at = ellipsis_spelled_out(index, self.primal.ndim)
             np.add.at(np.moveaxis(target, 0, -1), at, dv if np.ndim(dv) == 0 else np.moveaxis(dv, 0, -1))
 
 
@@ -666,22 +667,6 @@ def _cast_inplace(f, new, primal: np.ndarray):
             f"{' at ' + where if where else ''} (NumPy's same_kind rule)"
         )
     return new
-
-
-def _primal_axes_only(key, ndim: int):
-    """An index of the primal's ``ndim`` axes with its ``...`` spelled out as whole slices: with
-    the batch axis moved last, an ``...`` would otherwise stretch over it (``x[..., 0]``)."""
-    parts = key if type(key) is tuple else (key,)
-    where = next((i for i, k in enumerate(parts) if k is Ellipsis), None)
-    if where is None:
-        return key
-    consumed = 0
-    for k in parts:
-        if isinstance(k, np.ndarray) and k.dtype == bool:
-            consumed += k.ndim  # a mask indexes as many axes as it has
-        elif k is not None and k is not Ellipsis:
-            consumed += 1
-    return parts[:where] + (slice(None),) * (ndim - consumed) + parts[where + 1 :]
 
 
 _DUALS = (Dual, DualArray)

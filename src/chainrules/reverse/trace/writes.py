@@ -28,6 +28,7 @@ import operator
 import numpy as np
 
 from ...core.active import ActiveValue
+from ...core.indexing import ellipsis_spelled_out
 from ...core.projection import match_input, match_input_batch
 from ...core.tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
 from . import tracer
@@ -66,21 +67,6 @@ def _repeats(shape: tuple, key) -> bool:
     return np.unique(positions).size < np.size(positions)
 
 
-def _batch_axis_last(key, ndim: int):
-    """``key`` for the array with a batch axis moved last (``...`` spelled out as whole slices)."""
-    parts = key if type(key) is tuple else (key,)
-    where = next((i for i, p in enumerate(parts) if p is Ellipsis), None)
-    if where is None:
-        return key
-    used = 0
-    for p in parts:
-        if p is None or p is Ellipsis:
-            continue
-        a = np.asarray(p) if not isinstance(p, slice) else None
-        used += a.ndim if a is not None and a.dtype == bool else 1
-    return parts[:where] + (slice(None),) * (ndim - used) + parts[where + 1 :]
-
-
 def write_rule(in_place: bool):
     """The rule of ``write_into``, writing into ``buffer`` itself when ``in_place`` (the tape owns it).
 
@@ -113,7 +99,7 @@ def write_rule(in_place: bool):
                 if not owned or type(dy) is not np.ndarray or not dy.flags.writeable:
                     dy = np.array(dy)  # (a structured seed, a subclass, becomes a plain array)
                 at = np.moveaxis(dy, 0, -1) if batch else dy
-                k = _batch_axis_last(key, ndim) if batch else key
+                k = ellipsis_spelled_out(key, ndim) if batch else key
                 piece = at[k]
                 if truncates:
                     dvalue = _ZERO
