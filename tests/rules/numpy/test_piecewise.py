@@ -73,3 +73,18 @@ def test_a_closure_over_a_differentiated_value_passes_its_tangent():
         return np.sum(np.piecewise(X, [X < 0], [lambda v: w * v, lambda v: w * w + v]))
 
     assert cr.gradient(f, 1.5)[0] == pytest.approx(crt.fd_jacobian(f, 1.5).item())
+
+
+def test_float32_keeps_its_dtype_in_both_modes():
+    x = X.astype(np.float32)
+    y, dy = cr.frule(
+        (cr.NoTangent(), np.ones_like(x), cr.NoTangent(), cr.NoTangent()), np.piecewise, x, [x < 0], [np.sin, np.cos]
+    )
+    assert y.dtype == dy.dtype == np.float32
+
+    def f(x):
+        return np.piecewise(x, [x < 0], [np.sin, np.cos])
+
+    J_forward, J_reverse = cr.jacobian(f, x, mode="forward"), cr.jacobian(f, x, mode="reverse")
+    assert J_forward.dtype == J_reverse.dtype == np.float32
+    np.testing.assert_allclose(J_forward, J_reverse, rtol=1e-6)

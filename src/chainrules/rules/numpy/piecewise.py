@@ -122,7 +122,7 @@ def frule_piecewise(tangents, x, condlist, funclist, *args, **kw):
     dargs += [_ZERO] * (len(args) - len(dargs))
     dfuncs = sequence_items(funclist, tangents[3]) if len(tangents) > 3 else [_ZERO] * len(funclist)
     y = np.zeros_like(x)
-    dy = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float64)) if x.dtype.kind in "fc" else None
+    dy = np.zeros(x.shape, dtype=x.dtype) if x.dtype.kind in "fc" else None  # the output's dtype: zeros_like(x)
     for cond, func, dfunc in zip(conds, funclist, dfuncs):
         if not callable(func):
             y[cond] = func
