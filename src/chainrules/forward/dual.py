@@ -994,19 +994,21 @@ def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None):
                 out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
                 return out
         else:
-            if dy.dtype.kind == "c" and not np.iscomplexobj(y):
-                dy = np.real(dy)  # a real function of a complex input: its partial is written for real(p * dz)
-            if isinstance(y, np.inexact) and dy.dtype != y.dtype:
-                dy = dy.astype(y.dtype)  # a NumPy scalar's tangent follows its dtype too (np.float32 + np.float64)
+            dy = _number_output_tangent(y, dy)
     elif dy is not _ZERO and type(dy) is not float:
-        if isinstance(dy, np.generic):
-            if dy.dtype.kind == "c" and not np.iscomplexobj(y):
-                dy = np.real(dy)
-            if isinstance(y, np.inexact) and dy.dtype != y.dtype:
-                dy = dy.astype(y.dtype)
-        elif np.iscomplexobj(dy) and not np.iscomplexobj(y):
-            dy = np.real(dy)
+        dy = _number_output_tangent(y, dy)
     return _wrapped(y, _fit(f, y, dy, batch), tag)
+
+
+def _number_output_tangent(y, dy):
+    """The tangent ``dy`` of a number ``y`` (a NumPy scalar, a Python number): real for a real ``y``
+    (a real function of a complex input: its partial is written for real(p * dz)), and of a NumPy
+    scalar's dtype (np.float32 + np.float64)."""
+    if np.iscomplexobj(dy) and not np.iscomplexobj(y):
+        dy = np.real(dy)
+    if isinstance(y, np.inexact) and isinstance(dy, (np.ndarray, np.generic)) and dy.dtype != y.dtype:
+        dy = dy.astype(y.dtype)
+    return dy
 
 
 def _by_batched_rule(f, rule, partials, primals, tangents, tag, kwargs=_NO_KWARGS):

@@ -362,7 +362,9 @@ def _one_pass_jacobian(f: Callable, x: np.ndarray):
         if isinstance(dy, np.ndarray) and out.primal.ndim == 1:
             J = (dy if type(dy) is np.ndarray else dy.view(np.ndarray)).T  # the block is (n, m): J is its transpose
             if J.dtype != x.dtype:  # float32 only if the input and the output are, as reverse mode's
-                return J.astype(np.result_type(out.primal.dtype, x.dtype))
+                dtype = np.result_type(out.primal.dtype, x.dtype)
+                if J.dtype != dtype:
+                    return J.astype(dtype)
             return J if dy.flags.writeable else np.array(J)
     y, dy = _read(out, tag)
     return _finish(f, y, [dy], [n], _plain_inputs(x), x)
