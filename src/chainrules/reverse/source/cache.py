@@ -26,7 +26,7 @@ from ...core.registry import rrule
 from . import adjoint as adjoint_pass
 from . import codegen, fence, ir, lower, normalize, parse, primal
 from .names import Namer
-from .simplify import ArrayType, analyze, type_of_value
+from .simplify import ArrayType, analyze, class_of, struct_kind, type_of_value
 
 #: helpers that generated code may call, by name (the engine adds its dispatchers)
 RUNTIME: dict[str, object] = {}
@@ -92,16 +92,21 @@ def transformed(fn: types.FunctionType) -> Transformed:
 
 
 def _cell_type(cell) -> type:
+    """The type of a captured variable: its class, or its ``StructType`` for a structure (a
+    captured array is typed by its class alone: rules are chosen by type)."""
     try:
-        return type(cell.cell_contents)
+        value = cell.cell_contents
     except ValueError:  # an empty cell (a closure not yet bound)
         return type(_MISSING)
+    t = type(value)
+    return type_of_value(value) if struct_kind(t) is not None else t
 
 
 def call_key(fn, args: tuple, kwargs: dict, bound: bool) -> tuple:
-    """What a specialization depends on: argument types (with dtype and dimensions for arrays)."""
+    """What a specialization depends on: argument types (with dtype and dimensions for arrays,
+    and element types for small structures: see ``simplify.type_of_value``)."""
     key = tuple(map(type, args))
-    if np.ndarray in key:
+    if np.ndarray in key or any(struct_kind(t) is not None for t in key):
         key = tuple(map(type_of_value, args))
     if kwargs:
         key = (key, tuple((k, type_of_value(v)) for k, v in kwargs.items()))
@@ -132,7 +137,13 @@ class Specialization:
         except TypeError as exc:  # what calling fn would say, with its name
             raise TypeError(f"{fn.__qualname__}(): {exc}") from None
         bound_args.apply_defaults()
-        param_types = {name: type_of_value(value) for name, value in bound_args.arguments.items()}
+        result = self._result(entry, args, kwargs, bound)
+        # (``*args`` and ``**kwargs`` are not checked by the guard: their elements are not typed)
+        unchecked = (result["varargs_param"], result["varkw"])
+        param_types = {
+            name: class_of(type_of_value(value)) if name in unchecked else type_of_value(value)
+            for name, value in bound_args.arguments.items()
+        }
         free_types = {}
         for name, cell in zip(entry.freevars, fn.__closure__ or ()):
             free_types[name] = _cell_type(cell)
@@ -142,13 +153,12 @@ class Specialization:
         self.calls_out = any(mode == "pullback" for mode in self.plan.mode.values())
         namer = copy.deepcopy(entry.namer)
         helpers = primal.Helpers(namer)
-        result = self._result(entry, args, kwargs, bound)
         self.batched = _batchable(self.plan, result)
         checks = [
             (name, t) for name, t in param_types.items() if name not in (result["varargs_param"], result["varkw"])
         ]
         checks += [(name, t) for name, t in free_types.items() if t is not type(_MISSING)]
-        guard = primal.guard(helpers, checks, _respecialize_call(result))
+        guard = primal.guard(helpers, checks, _respecialize_call(result), self.plan.relied)
         self.primal = primal.generate(self.plan, namer, helpers, entry.cellvars, entry.freevars, guard)
         ret = fn_ir.body[-1] if fn_ir.body and isinstance(fn_ir.body[-1], ir.Return) else ir.Return()
         self.adjoint = adjoint_pass.generate(self.plan, namer, helpers, self.primal.saved, ret, result)

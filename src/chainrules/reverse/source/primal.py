@@ -28,7 +28,7 @@ import numpy as np
 from . import ir
 from .codegen import Line
 from .names import Namer
-from .simplify import NONDIFF_OPS, ArrayType
+from .simplify import NONDIFF_OPS, ArrayType, StructType
 
 LITERALS = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
@@ -537,6 +537,10 @@ class Primal:
         if rule is not None:  # the rule itself: its callee and argument types are fixed here
             if isinstance(expr, ir.Op):
                 args = ", ".join(self.operand(x) for x in expr.operands_)
+            elif isinstance(expr, ir.GetItem):
+                args = f"{self.operand(expr.obj)}, {self.operand(expr.index)}"
+            elif isinstance(expr, ir.GetAttr):
+                args = f"{self.operand(expr.obj)}, {expr.name!r}"
             else:
                 args = self.args(expr.args, expr.kwargs)
             return f"{self.h.const(rule)}({args})"
@@ -593,19 +597,46 @@ def _inline_needs(expr: ir.Op, target: str, plan) -> list[tuple[str, ir.Operand]
     return []
 
 
-def guard(helpers: Helpers, checks: list[tuple[str, type]], call: str) -> list[Line]:
-    """The first lines of a specialization: arguments of other types go back to the engine."""
+def guard(helpers: Helpers, checks: list[tuple[str, type]], call: str, relied: dict | None = None) -> list[Line]:
+    """The first lines of a specialization: arguments of other types go back to the engine. For
+    a structure, the elements whose types the plan relies on (``relied``: name -> path -> type)
+    are checked too, each after its container's class and length."""
     if not checks:
         return []
     tests = []
     for name, t in checks:
-        if isinstance(t, ArrayType):
-            tests.append(f"{helpers('type')}({name}) is not {helpers.const(np.ndarray)}")
-            tests.append(f"{name}.dtype != {helpers.const(t.dtype.type)} or {name}.ndim != {t.ndim}")
-        else:
-            tests.append(f"{helpers('type')}({name}) is not {helpers.const(t)}")
+        tests += _type_tests(helpers, name, t, (relied or {}).get(name, {}), ())
     tests = " or ".join(tests)
     return [Line(1, f"if {tests}:", 0), Line(2, f"return {helpers('respecialize')}({call})", 0)]
+
+
+def _type_tests(helpers: Helpers, value: str, t, relied: dict, path: tuple) -> list[str]:
+    """Tests that are all false when the expression ``value`` has the analysis type ``t``, as far as
+    the plan relies on it (a structure's elements at the paths of ``relied`` below ``path``)."""
+    if isinstance(t, ArrayType):
+        return [
+            f"{helpers('type')}({value}) is not {helpers.const(np.ndarray)}",
+            f"{value}.dtype != {helpers.const(t.dtype.type)} or {value}.ndim != {t.ndim}",
+        ]
+    if not isinstance(t, StructType):
+        return [f"{helpers('type')}({value}) is not {helpers.const(t)}"]
+    tests = [f"{helpers('type')}({value}) is not {helpers.const(t.cls)}"]
+    below = {p[len(path)] for p in relied if len(p) > len(path) and p[: len(path)] == path}
+    if not below:
+        return tests
+    if t.kind in ("tuple", "list"):
+        tests.append(f"{helpers('len')}({value}) != {len(t.items)}")
+    for key, item in t.items:
+        if key not in below:
+            continue
+        if t.kind == "dict":  # a missing key reads as None, which fails the test of any other type
+            element = f"{value}.get({key!r})"
+            if item is type(None):
+                tests.append(f"{key!r} not in {value}")
+        else:
+            element = f"{value}.{key}" if t.kind == "fields" else f"{value}[{key}]"
+        tests += _type_tests(helpers, element, item, relied, (*path, key))
+    return tests
 
 
 def generate(plan, namer: Namer, helpers: Helpers, cellvars=(), freevars=(), guard_lines=()) -> Primal:

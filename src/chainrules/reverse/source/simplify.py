@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import itertools
 import math
 import operator
@@ -89,10 +90,114 @@ class ArrayType:
         return self.dtype.type if self.ndim == 1 else ArrayType(self.dtype, self.ndim - 1)
 
 
-def type_of_value(value):
-    """The type the analysis specializes on: ``ArrayType`` for arrays, else the Python type."""
+@dataclasses.dataclass(frozen=True)
+class StructType:
+    """The type of a tuple, a namedtuple, a list, a dict with string keys or a dataclass instance
+    whose elements have known types: ``kind`` is ``"tuple"`` (tuples and namedtuples, indexed by
+    position), ``"list"``, ``"dict"`` (by key) or ``"fields"`` (a dataclass's fields, by name);
+    ``items`` pairs each index, key or field name with its element's type.
+
+    >>> type_of_value((np.zeros(3), 2.0))
+    tuple(ndarray[float64, 1d], float)
+    """
+
+    kind: str
+    cls: type
+    items: tuple[tuple[object, object], ...]
+
+    def __repr__(self) -> str:
+        inner = ", ".join(
+            f"{k}: {_type_name(t)}" if self.kind in ("dict", "fields") else _type_name(t) for k, t in self.items
+        )
+        return f"{self.cls.__name__}({inner})"
+
+    def item(self, key):
+        """The type of the element at ``key`` (a position, a key or a field name), or None."""
+        if self.kind in ("tuple", "list") and isinstance(key, int) and not isinstance(key, bool):
+            n = len(self.items)
+            if -n <= key < n:
+                return self.items[key][1]
+            return None
+        if self.kind == "tuple" and isinstance(key, str):  # a namedtuple's field
+            fields = getattr(self.cls, "_fields", ())
+            return self.items[fields.index(key)][1] if key in fields else None
+        for k, t in self.items:
+            if k == key and isinstance(key, str):
+                return t
+        return None
+
+    def position(self, key):
+        """The index, key or field name under which ``item(key)`` is stored (a namedtuple's field
+        name and a negative index name a position)."""
+        if isinstance(key, str) and self.kind == "tuple":
+            return self.cls._fields.index(key)
+        if isinstance(key, int) and key < 0:
+            return key + len(self.items)
+        return key
+
+
+#: a structure is typed element by element only up to this many elements and this depth; beyond,
+#: it has its class as its type (a tuple of a thousand arrays would make a long key and guard)
+STRUCT_ITEMS_AT_MOST = 16
+STRUCT_DEPTH = 2
+_STRUCT_KINDS: dict[type, str | None] = {tuple: "tuple", list: "list", dict: "dict"}
+
+
+def struct_kind(t: type) -> str | None:
+    """How values of the class ``t`` are typed element by element (see ``StructType``), or None."""
+    kind = _STRUCT_KINDS.get(t, _MISSING)
+    if kind is _MISSING:
+        if issubclass(t, tuple) and isinstance(getattr(t, "_fields", None), tuple):
+            kind = "tuple"
+        elif dataclasses.is_dataclass(t):
+            kind = "fields"
+        else:
+            kind = None
+        _STRUCT_KINDS[t] = kind
+    return kind
+
+
+def type_of_value(value, depth: int = STRUCT_DEPTH):
+    """The type the analysis specializes on: ``ArrayType`` for arrays, ``StructType`` for small
+    tuples, lists, dicts with string keys and dataclass instances, else the Python type."""
     t = type(value)
-    return ArrayType(value.dtype, value.ndim) if t is np.ndarray else t
+    if t is np.ndarray:
+        return ArrayType(value.dtype, value.ndim)
+    if depth and struct_kind(t) is not None:
+        return _struct_type(value, t, depth - 1)
+    return t
+
+
+def _struct_type(value, t: type, depth: int):
+    kind = struct_kind(t)
+    if kind == "fields":
+        names = _field_names(t)
+        if len(names) > STRUCT_ITEMS_AT_MOST:
+            return t
+        items = []
+        for name in names:
+            item = getattr(value, name, _MISSING)
+            if item is _MISSING:
+                return t
+            items.append((name, type_of_value(item, depth)))
+        return StructType(kind, t, tuple(items))
+    if len(value) > STRUCT_ITEMS_AT_MOST:
+        return t
+    if kind == "dict":
+        if not all(type(k) is str for k in value):
+            return t
+        return StructType(kind, t, tuple((k, type_of_value(v, depth)) for k, v in value.items()))
+    return StructType(kind, t, tuple((i, type_of_value(v, depth)) for i, v in enumerate(value)))
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def class_of(t):
+    """The Python class of values of the analysis type ``t`` when it is a ``StructType``, else ``t``."""
+    return t.cls if isinstance(t, StructType) else t
 
 
 _REALISH = (int, float, np.float64, REAL)
@@ -229,6 +334,9 @@ class Plan:
     effects: object = None  # effects.Effects: calls made through the dispatcher, checked writes
     #: statements reading an array's metadata off a value of unknown type, checked when they run
     metadata_checks: set = dataclasses.field(default_factory=set)
+    #: argument or captured variable -> path -> type: the elements of structures passed in whose
+    #: types the plan relies on, which the guard checks (see ``_Analysis.relied``)
+    relied: dict = dataclasses.field(default_factory=dict)
 
     def stable(self, name: str) -> bool:
         """Whether ``name`` keeps one value for the whole call (bound at most once, not in a loop)."""
@@ -280,16 +388,26 @@ class _Analysis:
         self.local = set(fn.params()) | set(free_types)
         for stmt in ir.walk(fn.body):
             self.local.update(stmt.targets())
+        #: variables bound to a structure whose element types are known (see ``struct_of``), each
+        #: with where it comes from: the argument or captured variable and the path to it inside
+        self.structs: dict[str, StructType] = {}
+        self.origin: dict[str, tuple[str, tuple]] = {}
+        #: argument or captured variable -> the paths of the elements whose types the plan relies
+        #: on, with their types: what the guard of the specialization checks
+        self.relied: dict[str, dict[tuple, object]] = {}
         for name, t in {**param_types, **free_types}.items():
-            self.types[name] = t
+            if isinstance(t, StructType):
+                self.structs[name], self.origin[name] = t, (name, ())
+            self.types[name] = class_of(t)
             if t not in INACTIVE_TYPES:
                 self.active.add(name)
         # no argument or captured value is an engine's stand-in (a dual number), so no value here is
         # one either: rules typed on stand-ins are never selected (see `_untyped_only`)
-        self.plain_inputs = all(_is_plain_type(t) for t in self.types.values())
+        self.plain_inputs = all(_is_plain_type(t) for t in (*param_types.values(), *free_types.values()))
         self.static: dict[str, object] = {}
         self.guards: dict[str, object] = {}
         self.direct: dict[int, object] = {}
+        self.struct_reads: set[int] = set()  # the statements reading an element of a known type
 
     # -- globals --
     def resolve(self, x: ir.Operand):
@@ -515,14 +633,162 @@ class _Analysis:
                 return self.counts.get(x, 0) == 1
         return False
 
+    # -- the elements of structures --
+    def prepare_structs(self, stmts) -> None:
+        """Where the element types of structures hold: a name keeps its structure's type only when
+        it is bound once (an argument or captured variable never rebound); a list, a dict or a
+        dataclass instance may be changed by a statement that writes into a container or calls
+        code that might (``may_write``), so its elements are typed only where no such statement
+        can have run before (see ``struct_of``)."""
+        for name in list(self.structs):
+            bound = self.counts.get(name, 0) - (name in self.fn.params())
+            if bound:
+                del self.structs[name], self.origin[name]
+        self.functions = {s.target for s in stmts if isinstance(s, ir.Assign) and isinstance(s.expr, ir.MakeFunction)}
+        self.definitions = {s.target: s for s in stmts if isinstance(s, ir.Assign)}
+        self.position = {stmt.index: i for i, stmt in enumerate(stmts)}
+        writes = [stmt for stmt in stmts if self.may_write(stmt)]
+        self.first_write = min((self.position[s.index] for s in writes), default=len(stmts))
+        self.loops_writing = {loop.index for s in writes for loop in self.loops_of[s.index]}
+
+    def may_write(self, stmt) -> bool:
+        """Whether ``stmt`` may change a structure passed in: it runs a context manager, writes into
+        a container not made here, or calls something not known to write into nothing (a rule, a
+        ufunc, a pure built-in type, given no output argument and no function of the user's)."""
+        if isinstance(stmt, ir.With):
+            return True
+        if isinstance(stmt, (ir.SetItem, ir.Mutate)):
+            return stmt.obj not in self.local or stmt.obj in self.fn.params() or stmt.obj in self.freevars
+        if not (isinstance(stmt, ir.Assign) and isinstance(stmt.expr, (ir.Call, ir.MethodCall))):
+            return False
+        from .effects import _PURE_TYPES, _has_pure_rule, _is_record_type, _may_call_back, known_write
+
+        expr = stmt.expr
+        f = self.call_target(expr)
+        if f is _MISSING or any(a.starred for a in expr.args) or any(k.name in (None, "out") for k in expr.kwargs):
+            return True
+        if isinstance(f, np.ufunc) and len(expr.args) > f.nin:  # an output given positionally
+            return True
+        for x in expr.operands()[1:] if isinstance(expr, ir.Call) else expr.operands():
+            if isinstance(x, str) and x in self.local:
+                # (a local variable is a function when the function binds it to one)
+                t = self.types.get(x) if x in self.fn.params() or x in self.freevars else None
+                if x in self.functions or (t is not None and _may_call_back(t)):
+                    return True  # a callable the callee might call
+        if known_write(f) is not None:
+            return True
+        if isinstance(f, type):
+            return not (f in _PURE_TYPES or _is_record_type(f))
+        return not (isinstance(f, np.ufunc) or _has_pure_rule(f, [ANY] * len(expr.args)))
+
+    def struct_of(self, x: ir.Operand, stmt) -> StructType | None:
+        """The type of the structure ``x`` at ``stmt`` when its elements' types are known there: a
+        tuple's elements never change (a captured variable may be rebound by the code a call runs);
+        anything else's, only while nothing that may write into it (``may_write``) can have run."""
+        t = self.structs.get(x) if isinstance(x, str) else None
+        if t is None:
+            return None
+        if t.kind == "tuple" and x not in self.freevars:
+            return t
+        if self.position[stmt.index] < self.first_write and not any(
+            loop.index in self.loops_writing for loop in self.loops_of[stmt.index]
+        ):
+            return t
+        return None
+
+    def element(self, x: str, struct: StructType, key, target: str | None):
+        """The type of ``x``'s element at ``key`` (a constant index, key or field name), noted as
+        relied on by the guard, and given to ``target`` when it is a structure; None when unknown."""
+        t = struct.item(key)
+        if t is None:
+            return None
+        origin = self.origin[x]
+        if origin is not None:  # (a display the function built relies on nothing passed in)
+            root, path = origin
+            origin = (root, (*path, struct.position(key)))
+            self.relied.setdefault(root, {})[origin[1]] = t
+        if target is not None and isinstance(t, StructType) and self.counts.get(target, 0) == 1:
+            self.structs[target], self.origin[target] = t, origin
+        return class_of(t)
+
+    def struct_read(self, stmt: ir.Assign):
+        """The type of the value ``stmt`` reads out of a structure of known element types (``p[0]``,
+        ``p["W"]``, ``p.W``, or ``q = p``), or None."""
+        expr = stmt.expr
+        if isinstance(expr, ir.Build) and expr.kind in ("tuple", "list") and self.counts.get(stmt.target, 0) == 1:
+            # a display (`W, b = p["W"], p["b"]` unpacks one): the types of its items, as they are now
+            items = [self.type_of(item.value) for item in expr.items]
+            if not any(item.starred for item in expr.items) and None not in items:
+                cls = tuple if expr.kind == "tuple" else list
+                self.structs[stmt.target] = StructType(expr.kind, cls, tuple(enumerate(items)))
+                self.origin[stmt.target] = None
+            return None
+        if isinstance(expr, ir.BuildDict) and self.counts.get(stmt.target, 0) == 1:
+            keys = [k.value if isinstance(k, ir.Const) and type(k.value) is str else None for k, _ in expr.items]
+            items = [self.type_of(v) for _, v in expr.items]
+            if None not in keys and None not in items and len(set(keys)) == len(keys):
+                self.structs[stmt.target] = StructType("dict", dict, tuple(zip(keys, items)))
+                self.origin[stmt.target] = None
+            return None
+        if isinstance(expr, ir.Copy):
+            struct = self.struct_of(expr.value, stmt)
+            if struct is not None and self.counts.get(stmt.target, 0) == 1:
+                self.structs[stmt.target], self.origin[stmt.target] = struct, self.origin[expr.value]
+            return None  # its type is its class, as for any copy
+        t = None
+        key = self.constant(expr.index) if isinstance(expr, ir.GetItem) else _MISSING
+        if key is not _MISSING:
+            struct = self.struct_of(expr.obj, stmt)
+            if struct is not None and struct.kind != "fields" and type(key) in (int, str):
+                if (struct.kind == "dict") == isinstance(key, str):
+                    t = self.element(expr.obj, struct, key, stmt.target)
+        if isinstance(expr, ir.GetAttr):
+            struct = self.struct_of(expr.obj, stmt)
+            if struct is not None and (struct.kind == "fields" or hasattr(struct.cls, "_fields")):
+                t = self.element(expr.obj, struct, expr.name, stmt.target)
+        if t is not None:
+            self.struct_reads.add(stmt.index)
+        return t
+
+    def constant(self, x: ir.Operand):
+        """The value of a constant index: ``ir.Const``, or a variable bound once to a negated integer
+        constant (``p[-1]`` is lowered to ``y_1 = neg(1); p[y_1]``); else ``_MISSING``."""
+        if isinstance(x, ir.Const):
+            return x.value
+        made = self.definitions.get(x)
+        if made is not None and self.counts.get(x) == 1 and isinstance(made.expr, ir.Op) and made.expr.op == "neg":
+            (operand,) = made.expr.operands_
+            if isinstance(operand, ir.Const) and type(operand.value) is int:
+                return -operand.value
+        return _MISSING
+
+    def struct_items(self, stmt):
+        """The types of the names an ``Unpack`` or ``For`` over a tuple or list of known element types
+        binds (``a, b = p``; ``for w in p`` when every element has the same type), or None."""
+        value = stmt.value if isinstance(stmt, ir.Unpack) else stmt.iterable
+        struct = self.struct_of(value, stmt)
+        if struct is None or struct.kind not in ("tuple", "list"):
+            return None
+        if isinstance(stmt, ir.Unpack):
+            if stmt.star is not None or len(stmt.names) != len(struct.items):
+                return None
+            return [self.element(value, struct, i, name) for i, name in enumerate(stmt.names)]
+        kinds = {t for _, t in struct.items}
+        if len(kinds) != 1:
+            return None
+        # (each element noted; the loop's variable is not followed as a structure: it is each in turn)
+        return [[self.element(value, struct, i, None) for i in range(len(struct.items))][0]]
+
     # -- the fixed points --
     def run(self) -> Plan:
         self.attr_values: dict[str, object] = {}
         stmts = list(ir.walk(self.fn.body))
         self.structure(stmts)
+        self.prepare_structs(stmts)
         changed = True
         while changed:
             changed = False
+            known = dict(self.structs)
             for stmt in stmts:
                 for target, t, active in self.effects(stmt):
                     new_t = join(self.types.get(target), t)
@@ -532,6 +798,7 @@ class _Analysis:
                     if active and new_t not in INACTIVE_TYPES and target not in self.active:
                         self.active.add(target)
                         changed = True
+            changed = changed or self.structs != known
         useful = self.usefulness(stmts)
         mode = self.modes(stmts, useful)
         assignments: dict[str, int] = {p: 1 for p in self.fn.params()}
@@ -545,6 +812,7 @@ class _Analysis:
         plan.available = self.available
         plan.buffers = buffers
         plan.direct = self.direct
+        plan.relied = self.relied
         plan.metadata_checks = {
             stmt.index
             for stmt in stmts
@@ -599,9 +867,13 @@ class _Analysis:
             callee = self.callee(expr)
             if callee is not _MISSING and isinstance(expr, ir.GetAttr):
                 self.attr_values[stmt.target] = callee
-            return [(stmt.target, self.expr_type(expr), self.expr_active(expr))]
+            t = self.struct_read(stmt)
+            return [(stmt.target, self.expr_type(expr) if t is None else t, self.expr_active(expr))]
         if isinstance(stmt, ir.Unpack):
             active = self.is_active(stmt.value)
+            items = self.struct_items(stmt)
+            if items is not None:
+                return [(name, t, active) for name, t in zip(stmt.names, items)]
             item = int if self.type_of(stmt.value) is SHAPE else ANY  # n, m = x.shape
             return [(name, item, active) for name in stmt.names]
         if isinstance(stmt, ir.Plain):
@@ -609,6 +881,8 @@ class _Analysis:
         if isinstance(stmt, ir.For):
             iterable = self.type_of(stmt.iterable)
             target = int if iterable is range else iterable.element() if isinstance(iterable, ArrayType) else ANY
+            items = self.struct_items(stmt)
+            target = target if items is None else items[0]
             return [(stmt.target, target, self.is_active(stmt.iterable))]
         if isinstance(stmt, (ir.SetItem, ir.Mutate)):
             # a write makes the container active when the value is; its type stays
@@ -694,6 +968,12 @@ class _Analysis:
             if rule is not None:
                 self.direct[stmt.index] = rule
                 return "pullback"
+        if stmt.index in self.struct_reads:  # an element of a structure of a known class: its rule is known
+            key = self.constant(expr.index) if isinstance(expr, ir.GetItem) else expr.name
+            f = operator.getitem if isinstance(expr, ir.GetItem) else getattr
+            rule = class_lookup(rrule, f, (self.types[expr.obj], type(key)))
+            if rule is not _MISSING:
+                self.direct[stmt.index] = rule
         if isinstance(expr, (ir.Op, ir.Call, ir.MethodCall, ir.GetAttr, ir.GetItem)):
             return "pullback"
         if isinstance(expr, ir.Build) and expr.kind == "set":
@@ -832,6 +1112,23 @@ def static_lookup(dispatcher, f, arg_types: list, plain_values: bool = False):
     return found
 
 
+def class_lookup(dispatcher, f, classes: tuple):
+    """The rule ``dispatcher`` selects for ``f`` called with arguments of exactly these classes
+    (as ``lookup`` would for instances of them), or ``_MISSING`` when there is none."""
+    try:
+        entries = dispatcher._entries_for(f, False)
+    except TypeError:
+        return _MISSING
+    if entries is None:
+        return _MISSING
+    rule = entries.untyped
+    for types_, typed in entries.typed:
+        if len(classes) >= len(types_) and all(issubclass(c, t) for c, t in zip(classes, types_)):
+            rule = typed
+            break
+    return _MISSING if rule is None or rule is OPT_OUT else rule
+
+
 def _untyped_only(dispatcher, f):
     """The rule of ``f`` for arguments none of which is an engine's stand-in for a number, when
     it is registered for all arguments and otherwise only for such stand-ins (the forward engine
@@ -852,6 +1149,8 @@ def _untyped_only(dispatcher, f):
 
 def _is_plain_type(t) -> bool:
     """Whether values of the analysis type ``t`` are never an engine's stand-in for a number."""
+    if isinstance(t, StructType):
+        return all(_is_plain_type(item) for _, item in t.items)
     if isinstance(t, ArrayType) or t in _REALISH or t in INACTIVE_TYPES:
         return True
     return isinstance(t, type) and issubclass(t, (np.ndarray, np.generic, complex)) and not issubclass(t, ActiveValue)
