@@ -670,11 +670,15 @@ class _Analysis:
         if isinstance(f, np.ufunc) and len(expr.args) > f.nin:  # an output given positionally
             return True
         for x in expr.operands()[1:] if isinstance(expr, ir.Call) else expr.operands():
-            if isinstance(x, str) and x in self.local:
-                # (a local variable is a function when the function binds it to one)
+            if not isinstance(x, str):
+                continue
+            if x in self.local:  # (a local variable is a function when the function binds it to one)
                 t = self.types.get(x) if x in self.fn.params() or x in self.freevars else None
-                if x in self.functions or (t is not None and _may_call_back(t)):
-                    return True  # a callable the callee might call
+                callback = x in self.functions or (t is not None and _may_call_back(t))
+            else:  # a global function of the user's (not a module, a built-in, a class, a ufunc)
+                callback = self.resolve(x) is _MISSING and callable(self.globals.get(x))
+            if callback:
+                return True  # a callable the callee might call
         if known_write(f) is not None:
             return True
         if isinstance(f, type):
@@ -776,6 +780,8 @@ class _Analysis:
         kinds = {t for _, t in struct.items}
         if len(kinds) != 1:
             return None
+        if (struct.kind != "tuple" or value in self.freevars) and stmt.index in self.loops_writing:
+            return None  # the loop reads each element after its body ran, which may write into the list
         # (each element noted; the loop's variable is not followed as a structure: it is each in turn)
         return [[self.element(value, struct, i, None) for i in range(len(struct.items))][0]]
 
