@@ -278,3 +278,20 @@ def test_a_loop_over_a_list_that_calls_code_is_not_typed():
     assert "if type(p) is not list:" in text  # the elements are neither typed nor checked
     assert "len(p) != 2" in source.show(iterate, p, X)  # (without the call, they are)
     assert_approx(cr.gradient(iterate_and_call, p), cr.gradient(iterate_and_call, p, engine="tape"))
+
+
+def scale(w):
+    return 2.0 * w
+
+
+def map_then_read(p):
+    doubled = list(map(scale, p["ws"]))  # `map` is pure, but it calls `scale`, which might write into `p`
+    return np.sum(doubled[0] * p["W"])
+
+
+def test_a_call_given_a_function_of_the_users_may_change_a_structure():
+    p = {"ws": (W(),), "W": W()}
+    text = source.show(map_then_read, p)
+    before, after = text.split("pullback(map, scale", 1)
+    assert "rrule_getitem(p, 'ws')" in before and "pullback(operator.getitem, p, 'W')" in after
+    assert_approx(cr.gradient(map_then_read, p), cr.gradient(map_then_read, p, engine="tape"))
