@@ -91,11 +91,14 @@ def transformed(fn: types.FunctionType) -> Transformed:
     return entry
 
 
-def _cell_type(cell) -> type:
+def _cell_type(cell):
+    """The type a captured value is specialized on: as an argument's (an array's dtype and
+    dimensions, so that what is computed from it has known types too)."""
     try:
-        return type(cell.cell_contents)
+        value = cell.cell_contents
     except ValueError:  # an empty cell (a closure not yet bound)
         return type(_MISSING)
+    return type_of_value(value)
 
 
 def call_key(fn, args: tuple, kwargs: dict, bound: bool) -> tuple:

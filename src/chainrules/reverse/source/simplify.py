@@ -33,6 +33,7 @@ import itertools
 import math
 import operator
 import types
+import warnings
 
 import numpy as np
 
@@ -290,6 +291,7 @@ class _Analysis:
         self.static: dict[str, object] = {}
         self.guards: dict[str, object] = {}
         self.direct: dict[int, object] = {}
+        self.evaluated: dict[tuple, object] = {}  # see `evaluated_type`
 
     # -- globals --
     def resolve(self, x: ir.Operand):
@@ -356,7 +358,9 @@ class _Analysis:
                 if ts[0] is int and isinstance(expr.operands_[1], ir.Const) and expr.operands_[1].value >= 0:
                     return int
                 return _arith_type("truediv", ts[:1])
-            return ARRAYLIKE if expr.op in _ARRAY_OPS and _array_result(ts) else ANY
+            if expr.op in _ARRAY_OPS and _array_result(ts):
+                return self.evaluated_type(getattr(operator, expr.op), expr.operands_)
+            return ANY
         if isinstance(expr, (ir.Call, ir.MethodCall)):
             return self.call_type(expr)
         if isinstance(expr, ir.GetAttr):
@@ -371,6 +375,8 @@ class _Analysis:
             owner = self.type_of(expr.obj)
             if isinstance(owner, ArrayType) and self.type_of(expr.index) is int:
                 return owner.element()
+            if isinstance(owner, ArrayType) and self.type_of(expr.index) is slice:
+                return owner  # a view: x[1:], x[::2]
             if owner is SHAPE:  # x.shape[0], x.shape[1:]
                 return {int: int, slice: SHAPE}.get(self.type_of(expr.index), ANY)
             if owner is ARRAYLIKE or isinstance(owner, ArrayType):
@@ -387,6 +393,29 @@ class _Analysis:
         if isinstance(expr, ir.Opaque):
             return str
         return ANY
+
+    def evaluated_type(self, f, operands) -> object:
+        """The type of ``f(*operands)`` (an operator or a ufunc of arrays and numbers) when the
+        operands' types fix it: ``f`` run on small arrays of the operands' dtypes and dimensions
+        (and on the constants themselves), with every run-time type a real scalar may have; else
+        ``ARRAYLIKE``. NumPy's result dtype and dimensions depend on the operands' only (NEP 50), so
+        the guard on the arguments' types covers what follows from them."""
+        choices = []
+        for x in operands:
+            if isinstance(x, ir.Const):
+                if not isinstance(x.value, (int, float, complex, np.generic)):
+                    return ARRAYLIKE
+                choices.append((x.value,))
+            else:
+                samples = _result_samples(self.type_of(x))
+                if not samples:
+                    return ARRAYLIKE
+                choices.append(samples)
+        key = (f, tuple(tuple((type(v), getattr(v, "dtype", None), np.ndim(v)) for v in c) for c in choices))
+        found = self.evaluated.get(key, _MISSING)
+        if found is _MISSING:
+            found = self.evaluated[key] = _evaluate_type(f, choices)
+        return found
 
     def _int_exponent(self, x: ir.Operand) -> bool:
         return self.type_of(x) is int and not self.is_active(x)
@@ -409,7 +438,11 @@ class _Analysis:
         if f is abs and len(args) == 1 and is_real(args[0]):
             return args[0]
         try:
-            if f in _MAKES_ARRAY or (isinstance(f, np.ufunc) or f in _ARRAY_FUNCTIONS) and _array_result(args):
+            if isinstance(f, np.ufunc) and _array_result(args):
+                if expr.kwargs or any(a.starred for a in expr.args):
+                    return ARRAYLIKE
+                return self.evaluated_type(f, [a.value for a in expr.args])
+            if f in _MAKES_ARRAY or f in _ARRAY_FUNCTIONS and _array_result(args):
                 return ARRAYLIKE
         except TypeError:  # an unhashable callable
             pass
@@ -781,6 +814,39 @@ _SAMPLE = {int: 1, float: 1.0, np.float64: np.float64(1.0), REAL: 1.0}
 # a real scalar may be any of int, float and numpy.float64 at run time: a typed rule may tell them apart
 _SAMPLES = {int: (1,), float: (1.0,), np.float64: (np.float64(1.0),), REAL: (1, 1.0, np.float64(1.0))}
 _LOOKUPS_AT_MOST = 64
+# NumPy 2 casts by dtypes alone (NEP 50); NumPy 1 by the values of scalars, which a sample cannot stand for
+_DTYPES_DECIDE = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+
+def _result_samples(t) -> tuple:
+    """Values standing for every run-time value of the static type ``t`` whose dtype and
+    dimensions fix a ufunc's or operator's result type (none: not known)."""
+    if isinstance(t, ArrayType):
+        return (np.ones((1,) * t.ndim, dtype=t.dtype),)
+    if t in _SAMPLES and (_DTYPES_DECIDE or t is np.float64):
+        return _SAMPLES[t]
+    if isinstance(t, type) and issubclass(t, np.generic) and t is not np.object_ and _DTYPES_DECIDE:
+        return (t(1),)
+    return ()
+
+
+def _evaluate_type(f, choices: list) -> object:
+    """The one type (as ``type_of_value`` gives it) of ``f``'s results on every combination of
+    the sample values ``choices``, or ``ARRAYLIKE``."""
+    found = _MISSING
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for combination in itertools.product(*choices):
+            try:
+                t = type_of_value(f(*combination))
+            except Exception:  # (an operation NumPy refuses for these dtypes: left to run time)
+                return ARRAYLIKE
+            if not (isinstance(t, ArrayType) or (isinstance(t, type) and issubclass(t, np.generic))):
+                return ARRAYLIKE  # a tuple of outputs (np.modf), an object array's element
+            if found is not _MISSING and t != found:
+                return ARRAYLIKE
+            found = t
+    return ARRAYLIKE if found is _MISSING or getattr(found, "dtype", None) == np.dtype(object) else found
 
 
 def _sample(t):
