@@ -114,3 +114,25 @@ def test_integer_arrays_mixed_with_floats():
     x, k = RNG.standard_normal(4), np.arange(4)
     got = cr.gradient(integer_weights, x, k, argnums=0)
     np.testing.assert_allclose(got, np.exp(x * k) * k / (k + 1), rtol=1e-12)
+
+
+def reductions_and_methods(x, A):
+    z = np.sum(A * x, axis=1)  # an array function with constant options
+    w = z.copy()  # an array method
+    u = A.T  # an attribute
+    s = 0.0
+    for i in range(3):
+        s = s + z[i] * w[i] + u[0][i]
+    return s + np.max(x.cumsum())
+
+
+def test_array_functions_methods_and_attributes_keep_their_types():
+    x, A = RNG.standard_normal(4), RNG.standard_normal((3, 4))
+    text = source.show(reductions_and_methods, x, A)
+    for inline in ("add_at(dz, dz_own, z, i,", "add_at(dw, dw_own, w, i,"):
+        assert inline in text
+    got = cr.gradient(reductions_and_methods, x, A)
+    want = cr.gradient(reductions_and_methods, x, A, engine="tape")
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    cr.testing.check_grads(reductions_and_methods, (x, A), modes=("reverse",))

@@ -177,6 +177,25 @@ _ARRAY_FUNCTIONS = frozenset(
 )
 
 
+#: array functions whose result's dtype and dimensions follow from their arguments' (and options')
+#: alone, never from their sizes (unlike ``np.squeeze``), so a run on small arrays tells them
+_EVALUABLE = frozenset(
+    {np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var, np.cumsum, np.cumprod}
+    | {np.dot, np.inner, np.outer, np.tensordot, np.einsum, np.transpose, np.clip, np.where, np.flip, np.roll}
+    | {np.sort, np.tril, np.triu, np.trace, np.kron, np.diff}
+    | {np.linalg.inv, np.linalg.solve, np.linalg.det, np.linalg.norm, np.linalg.cholesky, np.linalg.pinv}
+)
+#: the array methods of the same kind
+_ARRAY_METHODS = frozenset(
+    {"sum", "mean", "prod", "max", "min", "std", "var", "cumsum", "cumprod", "transpose", "copy", "conj"}
+    | {"conjugate", "dot", "clip", "ravel", "flatten"}
+)
+
+
+def _keywords(expr) -> tuple:
+    return tuple((k.name, k.value) for k in expr.kwargs)
+
+
 def _users_class(f) -> bool:
     """Whether ``f`` is a plain class of the user's (not of Python or NumPy, no metaclass), whose
     call makes an instance of it."""
@@ -370,6 +389,8 @@ class _Analysis:
                 return type(value) if value is not _MISSING else ANY
             if self.array_metadata(expr):
                 return _ARRAY_METADATA[expr.name]
+            if expr.name in ("T", "real", "imag") and isinstance(self.type_of(expr.obj), ArrayType):
+                return self.evaluated_type(("attribute", expr.name), [expr.obj])
             return ANY
         if isinstance(expr, ir.GetItem):
             owner = self.type_of(expr.obj)
@@ -394,27 +415,37 @@ class _Analysis:
             return str
         return ANY
 
-    def evaluated_type(self, f, operands) -> object:
-        """The type of ``f(*operands)`` (an operator or a ufunc of arrays and numbers) when the
-        operands' types fix it: ``f`` run on small arrays of the operands' dtypes and dimensions
-        (and on the constants themselves), with every run-time type a real scalar may have; else
-        ``ARRAYLIKE``. NumPy's result dtype and dimensions depend on the operands' only (NEP 50), so
-        the guard on the arguments' types covers what follows from them."""
-        choices = []
-        for x in operands:
+    @staticmethod
+    def plain_call(expr: ir.Call | ir.MethodCall) -> bool:
+        """No ``*args``, ``**kwargs`` or ``out=``."""
+        return not any(a.starred for a in expr.args) and all(k.name not in (None, "out") for k in expr.kwargs)
+
+    def evaluated_type(self, f, operands, keywords=()) -> object:
+        """The type of ``f(*operands, **keywords)`` (an operator, a ufunc or an array function of
+        arrays, numbers and constant options) when the operands' types fix it: ``f`` run on small
+        arrays of the operands' dtypes and dimensions (and on the constants themselves), with every
+        run-time type a real scalar may have; else ``ARRAYLIKE``. NumPy's result dtype and
+        dimensions depend on the operands' only (NEP 50), so the guard on the arguments' types
+        covers what follows from them. ``f`` may be ``("method", name)`` or ``("attribute", name)``
+        of the first operand."""
+        choices, key = [], []
+        for x in (*operands, *(value for _, value in keywords)):
             if isinstance(x, ir.Const):
-                if not isinstance(x.value, (int, float, complex, np.generic)):
+                if not _option(x.value):
                     return ARRAYLIKE
                 choices.append((x.value,))
+                key.append(("const", type(x.value), x.value))
             else:
                 samples = _result_samples(self.type_of(x))
                 if not samples:
                     return ARRAYLIKE
                 choices.append(samples)
-        key = (f, tuple(tuple((type(v), getattr(v, "dtype", None), np.ndim(v)) for v in c) for c in choices))
+                key.append(tuple((type(v), getattr(v, "dtype", None), np.ndim(v)) for v in samples))
+        names = tuple(name for name, _ in keywords)
+        key = (f, names, tuple(key))
         found = self.evaluated.get(key, _MISSING)
         if found is _MISSING:
-            found = self.evaluated[key] = _evaluate_type(f, choices)
+            found = self.evaluated[key] = _evaluate_type(f, choices, len(operands), names)
         return found
 
     def _int_exponent(self, x: ir.Operand) -> bool:
@@ -423,6 +454,11 @@ class _Analysis:
     def call_type(self, expr: ir.Call | ir.MethodCall) -> object:
         f = self.call_target(expr)
         if f is _MISSING:
+            if isinstance(expr, ir.MethodCall) and expr.name in _ARRAY_METHODS:
+                if isinstance(self.type_of(expr.obj), ArrayType) and self.plain_call(expr):
+                    return self.evaluated_type(
+                        ("method", expr.name), [expr.obj, *(a.value for a in expr.args)], _keywords(expr)
+                    )
             return ANY
         args = [self.type_of(a.value) for a in expr.args]
         if getattr(f, "__module__", None) == "math" or getattr(f, "__self__", None) is math:
@@ -438,10 +474,10 @@ class _Analysis:
         if f is abs and len(args) == 1 and is_real(args[0]):
             return args[0]
         try:
-            if isinstance(f, np.ufunc) and _array_result(args):
-                if expr.kwargs or any(a.starred for a in expr.args):
+            if (isinstance(f, np.ufunc) or f in _EVALUABLE) and _array_result(args):
+                if not self.plain_call(expr) or (isinstance(f, np.ufunc) and expr.kwargs):
                     return ARRAYLIKE
-                return self.evaluated_type(f, [a.value for a in expr.args])
+                return self.evaluated_type(f, [a.value for a in expr.args], _keywords(expr))
             if f in _MAKES_ARRAY or f in _ARRAY_FUNCTIONS and _array_result(args):
                 return ARRAYLIKE
         except TypeError:  # an unhashable callable
@@ -830,15 +866,30 @@ def _result_samples(t) -> tuple:
     return ()
 
 
-def _evaluate_type(f, choices: list) -> object:
+def _option(value) -> bool:
+    """A constant an array function's result type may be worked out with: a number, a string, a
+    bool, None or a tuple of ints (``axis=(0, 1)``)."""
+    if isinstance(value, tuple):
+        return all(type(v) is int for v in value)
+    return value is None or isinstance(value, (int, float, complex, str, np.generic))
+
+
+def _evaluate_type(f, choices: list, positional: int, names: tuple) -> object:
     """The one type (as ``type_of_value`` gives it) of ``f``'s results on every combination of
-    the sample values ``choices``, or ``ARRAYLIKE``."""
+    the sample values ``choices`` (``positional`` of them positional, then the keywords
+    ``names``), or ``ARRAYLIKE``."""
     found = _MISSING
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for combination in itertools.product(*choices):
+            args, kwargs = combination[:positional], dict(zip(names, combination[positional:]))
             try:
-                t = type_of_value(f(*combination))
+                if isinstance(f, tuple):  # ("method", name) or ("attribute", name) of the first operand
+                    value = getattr(args[0], f[1])
+                    result = value(*args[1:], **kwargs) if f[0] == "method" else value
+                else:
+                    result = f(*args, **kwargs)
+                t = type_of_value(result)
             except Exception:  # (an operation NumPy refuses for these dtypes: left to run time)
                 return ARRAYLIKE
             if not (isinstance(t, ArrayType) or (isinstance(t, type) and issubclass(t, np.generic))):
