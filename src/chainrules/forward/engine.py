@@ -37,7 +37,7 @@ from ..core import (
     frule,
     unthunk,
 )
-from ..core.active import ActiveValue, _orders
+from ..core.active import ActiveValue
 from ..core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from ..core.tangents import _is_namedtuple_type
 from .dual import _DUALS, Dual, DualArray, Tag, _innermost, _new_object, push, pusher_for
@@ -344,8 +344,8 @@ def _one_pass_jacobian(f: Callable, x: np.ndarray):
     if x.ndim != 1:
         return None
     n = x.size
-    tag = _new_object(Tag)  # Tag(n), without its __init__
-    tag.order, tag.batch, tag.entry, tag.clean_frames = next(_orders), n, sys._getframe(0), None
+    tag = Tag(n)
+    tag.entry = sys._getframe(0)
     seed = basis_seed(n, x.shape, 0, x.dtype)
     pusher = pusher_for(f, [x])
     try:
