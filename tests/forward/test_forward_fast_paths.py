@@ -118,3 +118,88 @@ def test_other_powers_of_a_dual_array_keep_the_power_rule():
         np.testing.assert_allclose(dy, derivative)
     y, dy = cr.jvp(lambda v: v ** np.array([2.0, 2.0, 2.0]), (x,), (np.ones(3),))  # an array exponent
     np.testing.assert_allclose(dy, 2 * x)
+
+
+# ----- W @ x against a block of unit tangents, and one-argument elementwise functions ----------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("chunk_size", [None, 2, 3])  # one pass of the full block, or chunks that start inside x
+def test_the_matrix_vector_product_with_a_seed_block_selects_columns(dtype, chunk_size):
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((4, 5)).astype(dtype)
+    x = rng.standard_normal(5)
+    J = cr.jacobian(lambda v: W @ v, x, mode="forward", chunk_size=chunk_size)
+    np.testing.assert_array_equal(J, W)  # columns of W, selected, not multiplied
+    assert J.dtype == np.result_type(W.dtype, x.dtype)
+    J[...] = 0.0  # the caller's to write into: W itself is untouched
+    assert np.all(W != 0)
+
+
+def test_the_seed_block_shortcut_of_the_matmul_rule_agrees_with_the_general_product():
+    from chainrules.core import ZeroTangent, basis_seed
+    from chainrules.core.basis import seed_times_transposed
+    from chainrules.rules.numpy.products import _matmul_pushforward
+
+    W = np.arange(12.0).reshape(3, 4)
+    x = np.ones(4)
+    for batch, first in [(4, 0), (2, 0), (2, 1), (3, 2), (2, 3)]:  # full, partial and overhanging blocks
+        seed = basis_seed(batch, (4,), first, np.float64)
+        expected = np.asarray(seed) @ W.T  # tangent k: W @ e[first + k]
+        got = _matmul_pushforward(W, x, ZeroTangent(), seed)
+        np.testing.assert_array_equal(got, expected)
+        assert not (np.shares_memory(got, W) and got.flags.writeable)  # no write can reach W through it
+        np.testing.assert_array_equal(seed_times_transposed(seed, W), expected)
+    with pytest.raises(ValueError):  # a mismatched product is NumPy's error, as before
+        seed_times_transposed(basis_seed(3, (3,), 0, np.float64), W)
+
+
+def _one_partial_cases():
+    """(f, primal, batched tangent or None) for a function of one argument."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.5, 2.0, 3)
+    z = x + 1j * rng.standard_normal(3)
+    yield np.square, x, rng.standard_normal((2, 3))
+    yield np.square, x.astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)
+    yield np.square, x.astype(np.float32), rng.standard_normal((2, 3))  # a float64 tangent of a float32 input
+    yield np.sin, z, rng.standard_normal((2, 3)) + 1j
+    yield np.abs, z, rng.standard_normal((2, 3)) + 1j  # a real output of a complex input
+    yield np.exp, x, rng.standard_normal(3)  # a single tangent
+    yield np.sqrt, np.array(4.0), rng.standard_normal(2)  # a 0-d array: a NumPy scalar out
+    yield np.negative, x, rng.standard_normal((2, 3))
+    yield np.tanh, x, rng.standard_normal((2, 3))
+
+
+@pytest.mark.parametrize("f, x, t", list(_one_partial_cases()), ids=lambda v: getattr(v, "__name__", ""))
+def test_one_argument_elementwise_pushes_agree_with_the_general_partials(f, x, t):
+    from chainrules.core import NoTangent
+    from chainrules.forward.dual import _by_one_partial, _by_partials, pusher_for
+
+    how, rule, partials = pusher_for(f, [x])
+    assert how is _by_one_partial
+    tag = Tag(None if t.shape == x.shape else t.shape[0])
+    fast = _by_one_partial(f, rule, partials, [x], [NoTangent(), t], tag)
+    general = _by_partials(f, rule, partials, [x], [NoTangent(), t], tag)
+    for a, b in [(fast, general)]:
+        assert type(a) is type(b)
+        if type(a) in (Dual, type(Dual(np.ones(1), np.ones(1), tag))):
+            np.testing.assert_array_equal(a.primal, b.primal)
+            np.testing.assert_array_equal(a.partials, b.partials)
+            assert np.result_type(a.partials) == np.result_type(b.partials)
+            assert a.tag is b.tag is tag
+        else:  # a constant (a zero tangent): the plain output
+            np.testing.assert_array_equal(a, b)
+
+
+def test_one_argument_elementwise_in_nested_and_batched_jacobians_match_finite_differences():
+    x = np.array([0.3, -1.2, 2.0])
+    J = cr.jacobian(lambda v: np.sin(v) ** 2, x, mode="forward")
+    np.testing.assert_allclose(J, np.diag(2 * np.sin(x) * np.cos(x)))
+    H = cr.jacobian(lambda v: cr.jacobian(lambda u: np.square(u) * u, v, mode="forward"), x, mode="forward")
+    expected = np.zeros((3, 3, 3))
+    for i in range(3):
+        expected[i, i, i] = 6 * x[i]
+    np.testing.assert_allclose(H, expected)
+    s = cr.jacobian(lambda v: np.exp(v), np.float32(0.5) * np.ones(2, dtype=np.float32), mode="forward")
+    assert s.dtype == np.float32
+    np.testing.assert_allclose(s, np.exp(0.5) * np.eye(2), rtol=1e-6)

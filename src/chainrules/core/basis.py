@@ -348,8 +348,11 @@ def _product(a, b):
     return None
 
 
-def _seed_times(seed: BasisSeed, b: np.ndarray):
-    """``seed @ b``: row ``k`` of the (flattened) block picks a row of ``b`` (and scales it)."""
+def _seed_times(seed: BasisSeed, b: np.ndarray, fresh: bool = False):
+    """``seed @ b``: row ``k`` of the (flattened) block picks a row of ``b`` (and scales it).
+
+    ``fresh``: ``b`` is a view made for this product alone (a rule's ``a.T``), which the full
+    block's product may return itself, made read-only, rather than a view of it."""
     first, n = seed.basis
     batch = seed.shape[0]
     b_dtype = b.dtype
@@ -359,7 +362,10 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
     if seed.ndim == 2 and b.shape[0] == n and b.ndim <= 2:
         # x is a vector: (seed @ b)[k] = scale[k] * b[first + k]
         if first >= 0 and first + batch <= n:
-            picked = b.view() if first == 0 and batch == n else b[first : first + batch]  # the view, made cheaper
+            if first == 0 and batch == n:
+                picked = b if fresh and same_dtype and scale is None else b.view()
+            else:
+                picked = b[first : first + batch]
             if scale is not None:
                 return (scale[:, None] if b.ndim == 2 else scale) * picked
             if same_dtype:
@@ -378,6 +384,24 @@ def _seed_times(seed: BasisSeed, b: np.ndarray):
         out[rows, i] = b[j] if scale is None else scale[rows, None] * b[j]
         return out
     return None
+
+
+def seed_times_transposed(seed: BasisSeed, a: np.ndarray):
+    """``seed @ a.T`` for a block ``seed`` of unit tangents of a vector and a matrix ``a``: the tangent
+    ``a @ e_k`` of a matrix-vector product for each unit ``e_k`` at once, selected columns of ``a``
+    (all of them, as the read-only view ``a.T``, for the full block of a Jacobian's one pass).
+
+    >>> a = np.arange(6.0).reshape(2, 3)
+    >>> seed_times_transposed(basis_seed(3, (3,), 0, np.float64), a)
+    array([[0., 3.],
+           [1., 4.],
+           [2., 5.]])
+    """
+    if seed.basis is not None and seed.ndim == 2 and a.ndim == 2:
+        result = _seed_times(seed, a.T, fresh=True)
+        if result is not None:
+            return result
+    return structured_matmul(seed, a.T)
 
 
 def structured_matmul(a, b):

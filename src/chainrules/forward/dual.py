@@ -64,7 +64,7 @@ from ..core import (
     unthunk,
     user_location,
 )
-from ..core.active import InplaceOperators, next_order
+from ..core.active import InplaceOperators, _orders
 from ..core.errors import conversion_in_rule, in_percent_formatting
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
@@ -93,7 +93,7 @@ class Tag:
     __slots__ = ("order", "batch", "entry", "clean_frames")
 
     def __init__(self, batch: int | None = None):
-        self.order = next_order()
+        self.order = next(_orders)  # next_order(), without its call
         self.batch = batch
         #: while the differentiation runs: the frame that started it, and frames of the user's
         #: code known to run no ruled callable on this tag's duals (see `RULED_CALLS`)
@@ -837,6 +837,9 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
                     tag = a.tag
                 primals.append(a.primal)
                 tangents.append(a.partials)
+            elif ta is np.ndarray or ta is float:  # a constant, without the tests below
+                primals.append(a)
+                tangents.append(_ZERO)
             elif ta is list or ta is tuple or isinstance(a, tuple) or isinstance(a, ActiveValue):
                 break  # a container may hold duals; another engine's value may be an inner differentiation's
             else:
@@ -930,7 +933,8 @@ def push(f: Callable, pusher: tuple, primals: list, tangents: list, kwargs: dict
     (a plain value where the tangent is zero)."""
     how, rule, partials = pusher
     if kwargs:
-        if how is _by_partials:  # the partials are for the positional arguments alone: the rule takes the keywords
+        if how is _by_partials or how is _by_one_partial:  # the partials are for the positional arguments alone:
+            # the rule takes the keywords
             how = _by_batched_rule if getattr(rule, "batched", False) else _by_rule
         return how(f, rule, partials, primals, tangents, tag, kwargs)
     return how(f, rule, partials, primals, tangents, tag)
@@ -944,7 +948,10 @@ def push(f: Callable, pusher: tuple, primals: list, tangents: list, kwargs: dict
 # types (``pusher_for``), not at every operation.
 
 
-def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None):
+_UNSET = object()  # (no output computed yet)
+
+
+def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None, y=_UNSET):
     """An elementwise ``f`` pushed forward from the partial derivatives its rule was made from.
 
     ``scalar_rule`` and the NumPy elementwise rows keep their partials on the rule (``.partials``);
@@ -952,7 +959,8 @@ def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None):
     computed, and batched tangents of lower-rank inputs given axes so the batch axis lines up.
     """
     batch = tag.batch
-    y = f(*primals)
+    if y is _UNSET:  # (else the output, computed by `_by_one_partial`)
+        y = f(*primals)
     ty = type(y)
     if batch is not None:
         y_ndim = y.ndim if ty is np.ndarray else _ndim(y)
@@ -980,24 +988,63 @@ def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None):
         else:
             term = d * dx
         dy = term if dy is _ZERO else dy + term
+    if ty is np.ndarray and (type(dy) is np.ndarray or isinstance(dy, np.ndarray)):
+        y_dtype = y.dtype
+        want = y.shape if batch is None else (batch,) + y.shape
+        if dy.dtype == y_dtype and y_dtype.kind in "fc" and dy.shape == want:
+            # the common result: an inexact array and its tangent of the right shape, wrapped
+            # as `_wrap` and `_fit` would, without their walk
+            out = _new_object(DualArray)
+            out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
+            return out
+    return _partials_output(f, y, dy, tag)
+
+
+def _by_one_partial(f, rule, partials, primals, tangents, tag, kwargs=None):
+    """``_by_partials`` for a function of one argument (``np.square``, ``np.sin``, a one-argument
+    ``scalar_rule``): at an array with an array tangent, its one term ``p * dx`` without the loop
+    over arguments (an elementwise output has the input's axes: no batch axes to line up)."""
+    x = primals[0]
+    dx = tangents[1]
+    if type(x) is not np.ndarray or type(dx) is not np.ndarray:
+        return _by_partials(f, rule, partials, primals, tangents, tag)
+    y = f(x)
+    if type(y) is not np.ndarray or y.ndim != x.ndim:
+        return _by_partials(f, rule, partials, primals, tangents, tag, _UNSET, y)
+    p, takes_out = partials[0]
+    if p is None:
+        return _partials_output(f, y, _ZERO, tag)
+    d = p(x, out=y) if takes_out else p(x)
+    if type(d) is float and (d == 1.0 or d == -1.0):
+        dy = dx if d == 1.0 else -dx
+    else:
+        dy = d * dx
+    if type(dy) is np.ndarray:
+        y_dtype = y.dtype
+        batch = tag.batch
+        want = y.shape if batch is None else (batch,) + y.shape
+        if dy.dtype == y_dtype and y_dtype.kind in "fc" and dy.shape == want:
+            out = _new_object(DualArray)  # the common result, wrapped as in `_by_partials`
+            out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
+            return out
+    return _partials_output(f, y, dy, tag)
+
+
+def _partials_output(f, y, dy, tag: Tag):
+    """The output ``y`` of an elementwise function and its summed tangent ``dy`` as ``_by_partials``
+    gives them: the tangent of the output's dtype (real for a real output), fitted, wrapped."""
     if type(dy) is np.ndarray or isinstance(dy, np.ndarray):
-        if ty is np.ndarray:
+        if type(y) is np.ndarray:
             y_dtype = y.dtype
             if dy.dtype != y_dtype:  # the output's dtype (float32 stays float32), real for a real output
                 dy = np.real(dy) if dy.dtype.kind == "c" and y_dtype.kind != "c" else dy
                 if y_dtype.kind in "fc":  # an integer output's tangent stays a float (ProjectTo's)
                     dy = dy.astype(y_dtype, copy=False)
-            elif y_dtype.kind in "fc" and dy.shape == (y.shape if batch is None else (batch,) + y.shape):
-                # the common result: an inexact array and its tangent of the right shape, wrapped
-                # as `_wrap` and `_fit` would, without their walk
-                out = _new_object(DualArray)
-                out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
-                return out
         else:
             dy = _number_output_tangent(y, dy)
     elif dy is not _ZERO and type(dy) is not float:
         dy = _number_output_tangent(y, dy)
-    return _wrapped(y, _fit(f, y, dy, batch), tag)
+    return _wrapped(y, _fit(f, y, dy, tag.batch), tag)
 
 
 def _number_output_tangent(y, dy):
@@ -1096,7 +1143,8 @@ def pusher_for(f, primals) -> tuple | None:
             return None
         partials = getattr(rule, "partials", None)
         if partials is not None and len(partials) == len(primals):
-            found = (_by_partials, rule, tuple((p, p is not None and _takes_out(p)) for p in partials))
+            how = _by_one_partial if len(partials) == 1 else _by_partials
+            found = (how, rule, tuple((p, p is not None and _takes_out(p)) for p in partials))
         else:
             found = (_by_batched_rule if getattr(rule, "batched", False) else _by_rule, rule, None)
         if key is not None:

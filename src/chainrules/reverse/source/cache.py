@@ -91,15 +91,14 @@ def transformed(fn: types.FunctionType) -> Transformed:
     return entry
 
 
-def _cell_type(cell) -> type:
-    """The type of a captured variable: its class, or its ``StructType`` for a structure (a
-    captured array is typed by its class alone: rules are chosen by type)."""
+def _cell_type(cell):
+    """The type a captured value is specialized on: as an argument's (an array's dtype and
+    dimensions, so that what is computed from it has known types too; a structure's element types)."""
     try:
         value = cell.cell_contents
     except ValueError:  # an empty cell (a closure not yet bound)
         return type(_MISSING)
-    t = type(value)
-    return type_of_value(value) if struct_kind(t) is not None else t
+    return type_of_value(value)
 
 
 def call_key(fn, args: tuple, kwargs: dict, bound: bool) -> tuple:

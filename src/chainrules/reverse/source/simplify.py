@@ -34,6 +34,7 @@ import itertools
 import math
 import operator
 import types
+import warnings
 
 import numpy as np
 
@@ -281,6 +282,25 @@ _ARRAY_FUNCTIONS = frozenset(
 )
 
 
+#: array functions whose result's dtype and dimensions follow from their arguments' (and options')
+#: alone, never from their sizes (unlike ``np.squeeze``), so a run on small arrays tells them
+_EVALUABLE = frozenset(
+    {np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var, np.cumsum, np.cumprod}
+    | {np.dot, np.inner, np.outer, np.tensordot, np.einsum, np.transpose, np.clip, np.where, np.flip, np.roll}
+    | {np.sort, np.tril, np.triu, np.trace, np.kron, np.diff}
+    | {np.linalg.inv, np.linalg.solve, np.linalg.det, np.linalg.norm, np.linalg.cholesky, np.linalg.pinv}
+)
+#: the array methods of the same kind
+_ARRAY_METHODS = frozenset(
+    {"sum", "mean", "prod", "max", "min", "std", "var", "cumsum", "cumprod", "transpose", "copy", "conj"}
+    | {"conjugate", "dot", "clip", "ravel", "flatten"}
+)
+
+
+def _keywords(expr) -> tuple:
+    return tuple((k.name, k.value) for k in expr.kwargs)
+
+
 def _users_class(f) -> bool:
     """Whether ``f`` is a plain class of the user's (not of Python or NumPy, no metaclass), whose
     call makes an instance of it."""
@@ -408,6 +428,7 @@ class _Analysis:
         self.guards: dict[str, object] = {}
         self.direct: dict[int, object] = {}
         self.struct_reads: set[int] = set()  # the statements reading an element of a known type
+        self.evaluated: dict[tuple, object] = {}  # see `evaluated_type`
 
     # -- globals --
     def resolve(self, x: ir.Operand):
@@ -474,7 +495,9 @@ class _Analysis:
                 if ts[0] is int and isinstance(expr.operands_[1], ir.Const) and expr.operands_[1].value >= 0:
                     return int
                 return _arith_type("truediv", ts[:1])
-            return ARRAYLIKE if expr.op in _ARRAY_OPS and _array_result(ts) else ANY
+            if expr.op in _ARRAY_OPS and _array_result(ts):
+                return self.evaluated_type(getattr(operator, expr.op), expr.operands_)
+            return ANY
         if isinstance(expr, (ir.Call, ir.MethodCall)):
             return self.call_type(expr)
         if isinstance(expr, ir.GetAttr):
@@ -484,11 +507,15 @@ class _Analysis:
                 return type(value) if value is not _MISSING else ANY
             if self.array_metadata(expr):
                 return _ARRAY_METADATA[expr.name]
+            if expr.name in ("T", "real", "imag") and isinstance(self.type_of(expr.obj), ArrayType):
+                return self.evaluated_type(("attribute", expr.name), [expr.obj])
             return ANY
         if isinstance(expr, ir.GetItem):
             owner = self.type_of(expr.obj)
             if isinstance(owner, ArrayType) and self.type_of(expr.index) is int:
                 return owner.element()
+            if isinstance(owner, ArrayType) and self.type_of(expr.index) is slice:
+                return owner  # a view: x[1:], x[::2]
             if owner is SHAPE:  # x.shape[0], x.shape[1:]
                 return {int: int, slice: SHAPE}.get(self.type_of(expr.index), ANY)
             if owner is ARRAYLIKE or isinstance(owner, ArrayType):
@@ -506,12 +533,50 @@ class _Analysis:
             return str
         return ANY
 
+    @staticmethod
+    def plain_call(expr: ir.Call | ir.MethodCall) -> bool:
+        """No ``*args``, ``**kwargs`` or ``out=``."""
+        return not any(a.starred for a in expr.args) and all(k.name not in (None, "out") for k in expr.kwargs)
+
+    def evaluated_type(self, f, operands, keywords=()) -> object:
+        """The type of ``f(*operands, **keywords)`` (an operator, a ufunc or an array function of
+        arrays, numbers and constant options) when the operands' types fix it: ``f`` run on small
+        arrays of the operands' dtypes and dimensions (and on the constants themselves), with every
+        run-time type a real scalar may have; else ``ARRAYLIKE``. NumPy's result dtype and
+        dimensions depend on the operands' only (NEP 50), so the guard on the arguments' types
+        covers what follows from them. ``f`` may be ``("method", name)`` or ``("attribute", name)``
+        of the first operand."""
+        choices, key = [], []
+        for x in (*operands, *(value for _, value in keywords)):
+            if isinstance(x, ir.Const):
+                if not _option(x.value):
+                    return ARRAYLIKE
+                choices.append((x.value,))
+                key.append(("const", type(x.value), x.value))
+            else:
+                samples = _result_samples(self.type_of(x))
+                if not samples:
+                    return ARRAYLIKE
+                choices.append(samples)
+                key.append(tuple((type(v), getattr(v, "dtype", None), np.ndim(v)) for v in samples))
+        names = tuple(name for name, _ in keywords)
+        key = (f, names, tuple(key))
+        found = self.evaluated.get(key, _MISSING)
+        if found is _MISSING:
+            found = self.evaluated[key] = _evaluate_type(f, choices, len(operands), names)
+        return found
+
     def _int_exponent(self, x: ir.Operand) -> bool:
         return self.type_of(x) is int and not self.is_active(x)
 
     def call_type(self, expr: ir.Call | ir.MethodCall) -> object:
         f = self.call_target(expr)
         if f is _MISSING:
+            if isinstance(expr, ir.MethodCall) and expr.name in _ARRAY_METHODS:
+                if isinstance(self.type_of(expr.obj), ArrayType) and self.plain_call(expr):
+                    return self.evaluated_type(
+                        ("method", expr.name), [expr.obj, *(a.value for a in expr.args)], _keywords(expr)
+                    )
             return ANY
         args = [self.type_of(a.value) for a in expr.args]
         if getattr(f, "__module__", None) == "math" or getattr(f, "__self__", None) is math:
@@ -527,7 +592,11 @@ class _Analysis:
         if f is abs and len(args) == 1 and is_real(args[0]):
             return args[0]
         try:
-            if f in _MAKES_ARRAY or (isinstance(f, np.ufunc) or f in _ARRAY_FUNCTIONS) and _array_result(args):
+            if (isinstance(f, np.ufunc) or f in _EVALUABLE) and _array_result(args):
+                if not self.plain_call(expr) or (isinstance(f, np.ufunc) and expr.kwargs):
+                    return ARRAYLIKE
+                return self.evaluated_type(f, [a.value for a in expr.args], _keywords(expr))
+            if f in _MAKES_ARRAY or f in _ARRAY_FUNCTIONS and _array_result(args):
                 return ARRAYLIKE
         except TypeError:  # an unhashable callable
             pass
@@ -1067,6 +1136,54 @@ _SAMPLE = {int: 1, float: 1.0, np.float64: np.float64(1.0), REAL: 1.0}
 # a real scalar may be any of int, float and numpy.float64 at run time: a typed rule may tell them apart
 _SAMPLES = {int: (1,), float: (1.0,), np.float64: (np.float64(1.0),), REAL: (1, 1.0, np.float64(1.0))}
 _LOOKUPS_AT_MOST = 64
+# NumPy 2 casts by dtypes alone (NEP 50); NumPy 1 by the values of scalars, which a sample cannot stand for
+_DTYPES_DECIDE = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+
+def _result_samples(t) -> tuple:
+    """Values standing for every run-time value of the static type ``t`` whose dtype and
+    dimensions fix a ufunc's or operator's result type (none: not known)."""
+    if isinstance(t, ArrayType):
+        return (np.ones((1,) * t.ndim, dtype=t.dtype),)
+    if t in _SAMPLES and (_DTYPES_DECIDE or t is np.float64):
+        return _SAMPLES[t]
+    if isinstance(t, type) and issubclass(t, np.generic) and t is not np.object_ and _DTYPES_DECIDE:
+        return (t(1),)
+    return ()
+
+
+def _option(value) -> bool:
+    """A constant an array function's result type may be worked out with: a number, a string, a
+    bool, None or a tuple of ints (``axis=(0, 1)``)."""
+    if isinstance(value, tuple):
+        return all(type(v) is int for v in value)
+    return value is None or isinstance(value, (int, float, complex, str, np.generic))
+
+
+def _evaluate_type(f, choices: list, positional: int, names: tuple) -> object:
+    """The one type (as ``type_of_value`` gives it) of ``f``'s results on every combination of
+    the sample values ``choices`` (``positional`` of them positional, then the keywords
+    ``names``), or ``ARRAYLIKE``."""
+    found = _MISSING
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for combination in itertools.product(*choices):
+            args, kwargs = combination[:positional], dict(zip(names, combination[positional:]))
+            try:
+                if isinstance(f, tuple):  # ("method", name) or ("attribute", name) of the first operand
+                    value = getattr(args[0], f[1])
+                    result = value(*args[1:], **kwargs) if f[0] == "method" else value
+                else:
+                    result = f(*args, **kwargs)
+                t = type_of_value(result)
+            except Exception:  # (an operation NumPy refuses for these dtypes: left to run time)
+                return ARRAYLIKE
+            if not (isinstance(t, ArrayType) or (isinstance(t, type) and issubclass(t, np.generic))):
+                return ARRAYLIKE  # a tuple of outputs (np.modf), an object array's element
+            if found is not _MISSING and t != found:
+                return ARRAYLIKE
+            found = t
+    return ARRAYLIKE if found is _MISSING or getattr(found, "dtype", None) == np.dtype(object) else found
 
 
 def _sample(t):

@@ -29,6 +29,7 @@ from ...core import (
     AbstractZero,
     InplaceableThunk,
     Thunk,
+    ZeroTangent,
     carries_batch,
     decline_batch,
     frule,
@@ -37,7 +38,7 @@ from ...core import (
     unbroadcast_batch,
     unthunk,
 )
-from ...core.basis import structured_matmul
+from ...core.basis import BasisSeed, seed_times_transposed, structured_matmul
 from ..operators import _is_user_object, rrule_user_binary
 from ._arrays import (
     NO,
@@ -518,16 +519,22 @@ def _matmul_right(a, db, batched: bool, na: int, nb: int):
 def _matmul_pushforward(a, b, da, db):
     # written out for the common call, one operand constant (a Jacobian pass through W @ x);
     # products with a BasisSeed tangent are selections (``structured_matmul``)
-    if isinstance(da, AbstractThunk):
+    tda, tdb = type(da), type(db)
+    if tdb is BasisSeed and tda is ZeroTangent and type(a) is np.ndarray and type(b) is np.ndarray:
+        if a.ndim == 2 and b.ndim == 1 and db.ndim == 2:  # a Jacobian pass through W @ x: columns of W
+            return seed_times_transposed(db, a)
+    if tda is not np.ndarray and tda is not BasisSeed and isinstance(da, AbstractThunk):
         da = da.unthunk()
-    if isinstance(db, AbstractThunk):
+        tda = type(da)
+    if tdb is not np.ndarray and tdb is not BasisSeed and isinstance(db, AbstractThunk):
         db = db.unthunk()
+        tdb = type(db)
     na = a.ndim if type(a) is np.ndarray else _ndim(a)
     nb = b.ndim if type(b) is np.ndarray else _ndim(b)
     left = right = None
-    if not isinstance(da, AbstractZero):
+    if tda is np.ndarray or tda is BasisSeed or not isinstance(da, AbstractZero):
         left = _matmul_left(da, b, (da.ndim if isinstance(da, np.ndarray) else _ndim(da)) == na + 1, na, nb)
-    if not isinstance(db, AbstractZero):
+    if tdb is np.ndarray or tdb is BasisSeed or not isinstance(db, AbstractZero):
         right = _matmul_right(a, db, (db.ndim if isinstance(db, np.ndarray) else _ndim(db)) == nb + 1, na, nb)
     if left is None:
         return ZERO if right is None else right

@@ -1,0 +1,138 @@
+"""The source engine knows the dtype and dimensions of what operators and ufuncs compute from
+arrays of known types (its arguments and captured arrays): rules are called directly further
+down the function, and ``y[i]`` on a computed array takes the inline indexing partial. A type it
+cannot fix (a scalar that may be an int or a numpy.float64) stays open, and captured arrays of
+another dtype make the specialization again."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules.reverse import source
+
+RNG = np.random.default_rng(11)
+
+
+def make_layer(X):
+    def layer(W, b, V):
+        h = np.tanh(X @ W + b)  # X is captured: its dtype and dimensions are specialized on
+        return np.sum((h @ V) ** 2)
+
+    return layer
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_chain_of_operators_and_ufuncs_keeps_its_types(dtype):
+    X = RNG.standard_normal((5, 3)).astype(dtype)
+    W, b, V = (RNG.standard_normal(s).astype(dtype) for s in ((3, 4), (4,), (4, 2)))
+    layer = make_layer(X)
+    text = source.show(layer, W, b, V)
+    assert "rrule_operator_matmul(h, V)" in text  # h = np.tanh(...) is known to be a 2-d array
+    assert "pullback(operator.matmul" not in text
+    assert f"X.dtype != {np.dtype(dtype).name} or X.ndim != 2" in text  # the guard on the captured array
+    got = cr.gradient(layer, W, b, V)
+    want = cr.gradient(layer, W, b, V, engine="tape")
+    for g, w in zip(got, want):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+def test_a_captured_array_of_another_dtype_makes_the_specialization_again():
+    W, b, V = (RNG.standard_normal(s) for s in ((3, 4), (4,), (4, 2)))
+    X = RNG.standard_normal((5, 3))
+    wide, narrow = make_layer(X), make_layer(X.astype(np.float32))  # one code object, two closures
+    for layer, dtype in ((wide, np.float64), (narrow, np.float32), (wide, np.float64)):
+        args = tuple(a.astype(dtype) for a in (W, b, V))
+        got = cr.gradient(layer, *args)
+        want = cr.gradient(layer, *args, engine="tape")
+        for g, w in zip(got, want):
+            assert g.dtype == dtype
+            np.testing.assert_allclose(g, w, rtol=1e-5)
+    cr.testing.check_grads(wide, (W, b, V), modes=("reverse",))
+
+
+def squares_of_sines(x):
+    y = np.sin(x)
+    s = 0.0
+    for i in range(3):
+        s = s + y[i] * y[i]
+    t = y[1:]  # a slice of a known array: known too
+    return s + t[0] * 2.0
+
+
+def test_indexing_a_computed_array_takes_the_inline_partial():
+    x = RNG.standard_normal(4)
+    text = source.show(squares_of_sines, x)
+    assert "add_at(dy, dy_own, y, i," in text  # y[i] in the loop: no pullback kept per iteration
+    assert "add_at(ZERO, False, t, 0," in text
+    assert "rrule_mul(" not in text
+    np.testing.assert_allclose(cr.gradient(squares_of_sines, x)[0], cr.gradient(squares_of_sines, x, engine="tape")[0])
+    cr.testing.check_grads(squares_of_sines, (x,), modes=("reverse",))
+
+
+def scaled(x, a, flag):
+    c = a if flag else 2  # an int or whatever `a` is: a real scalar of unknown kind
+    return np.sum((x * c) ** 2)
+
+
+@pytest.mark.parametrize("a", [3.0, np.float64(3.0), 3])
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_scalar_of_unknown_kind_leaves_the_dtype_to_run_time(a, flag):
+    # float32 * numpy.float64 is float64, float32 * 2 is float32: the static type cannot say which
+    x = RNG.standard_normal(3).astype(np.float32)
+    got = cr.gradient(scaled, x, a, flag, argnums=0)
+    want = cr.gradient(scaled, x, a, flag, argnums=0, engine="tape")
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    y, back = cr.pullback(scaled, x, a, flag)
+    assert type(y) is type(scaled(x, a, flag))
+
+
+def zero_dimensional(x, z):
+    s = np.sin(x)  # a 0-d array's ufunc gives a NumPy scalar
+    r = np.abs(z)  # a complex array's absolute value is real
+    return s * s + np.sum(r * np.cos(x))
+
+
+def test_zero_dimensional_and_complex_results():
+    x = np.array(0.7)
+    z = RNG.standard_normal(3) + 1j * RNG.standard_normal(3)
+    got = cr.gradient(zero_dimensional, x, z)
+    want = cr.gradient(zero_dimensional, x, z, engine="tape")
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    cr.testing.check_grads(zero_dimensional, (x, z), modes=("reverse",))
+
+
+def integer_weights(x, k):
+    return np.sum(np.exp(x * k) / (k + 1))
+
+
+def test_integer_arrays_mixed_with_floats():
+    x, k = RNG.standard_normal(4), np.arange(4)
+    got = cr.gradient(integer_weights, x, k, argnums=0)
+    np.testing.assert_allclose(got, np.exp(x * k) * k / (k + 1), rtol=1e-12)
+
+
+def reductions_and_methods(x, A):
+    z = np.sum(A * x, axis=1)  # an array function with constant options
+    w = z.copy()  # an array method
+    u = A.T  # an attribute
+    s = 0.0
+    for i in range(3):
+        s = s + z[i] * w[i] + u[0][i]
+    return s + np.max(x.cumsum())
+
+
+def test_array_functions_methods_and_attributes_keep_their_types():
+    x, A = RNG.standard_normal(4), RNG.standard_normal((3, 4))
+    text = source.show(reductions_and_methods, x, A)
+    for inline in ("add_at(dz, dz_own, z, i,", "add_at(dw, dw_own, w, i,"):
+        assert inline in text
+    got = cr.gradient(reductions_and_methods, x, A)
+    want = cr.gradient(reductions_and_methods, x, A, engine="tape")
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    cr.testing.check_grads(reductions_and_methods, (x, A), modes=("reverse",))
