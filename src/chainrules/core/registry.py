@@ -84,8 +84,13 @@ class _Entries:
         return chosen
 
     def _choose(self, args: tuple):
+        return self.choose_for_classes(tuple(map(type, args[: self._depth])))
+
+    def choose_for_classes(self, classes: tuple[type, ...]):
+        """The rule for arguments of these classes: the first (most specific) typed one they
+        fit, else the untyped one (None when there is none, ``OPT_OUT`` for an opt-out)."""
         for types, rule in self.typed:
-            if len(args) >= len(types) and all(isinstance(a, t) for a, t in zip(args, types)):
+            if len(classes) >= len(types) and all(issubclass(c, t) for c, t in zip(classes, types)):
                 return rule
         return self.untyped
 

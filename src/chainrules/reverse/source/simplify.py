@@ -1244,11 +1244,7 @@ def class_lookup(dispatcher, f, classes: tuple):
         return _MISSING
     if entries is None:
         return _MISSING
-    rule = entries.untyped
-    for types_, typed in entries.typed:
-        if len(classes) >= len(types_) and all(issubclass(c, t) for c, t in zip(classes, types_)):
-            rule = typed
-            break
+    rule = entries.choose_for_classes(classes)
     return _MISSING if rule is None or rule is OPT_OUT else rule
 
 
