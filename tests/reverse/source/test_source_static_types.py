@@ -136,3 +136,53 @@ def test_array_functions_methods_and_attributes_keep_their_types():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     cr.testing.check_grads(reductions_and_methods, (x, A), modes=("reverse",))
+
+
+def pairs(A):
+    s = 0.0
+    n, m = A.shape
+    for i in range(n):
+        for j in range(m):
+            s = s + A[i, j] * A[i, -1 - j]
+    return s
+
+
+def rows_of_a_cube(C):
+    total = 0.0
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            total = total + np.sum(C[i, j] ** 2)  # C[i, j] is a row: a 1-d array
+    return total
+
+
+def picked(A):
+    return np.stack([A[0, 1] * A[1, 0], A[1, 1] ** 2, A[0, 0] * 3.0])
+
+
+def test_indexing_with_several_integers_takes_the_inline_partial():
+    A = RNG.standard_normal((3, 4))
+    text = source.show(pairs, A)
+    assert "add_at(dA, dA_own, A, y_" in text and "pullback(operator.getitem" not in text
+    np.testing.assert_allclose(cr.gradient(pairs, A)[0], cr.gradient(pairs, A, engine="tape")[0], rtol=1e-12)
+    cr.testing.check_grads(pairs, (A,), modes=("reverse",))
+    C = RNG.standard_normal((2, 3, 4))
+    np.testing.assert_allclose(cr.gradient(rows_of_a_cube, C)[0], 2 * C, rtol=1e-12)
+    # a block of cotangents goes through the partials at once
+    J = cr.jacobian(picked, A, mode="reverse")
+    np.testing.assert_allclose(J, cr.jacobian(picked, A, mode="forward"), rtol=1e-12)
+    assert J.shape == (3, 3, 4)
+
+
+def at(A, index):
+    return A[index] * 2.0
+
+
+def test_a_tuple_passed_in_as_the_index_keeps_the_dispatcher():
+    # its elements are not checked by the guard: an index of another kind next time stays correct
+    A = RNG.standard_normal((3, 4))
+    want = np.zeros((3, 4))
+    want[1, 2] = 2.0
+    np.testing.assert_allclose(cr.gradient(lambda A: at(A, (1, 2)), A)[0], want)
+    want = np.zeros((3, 4))
+    want[1, :] = 2.0
+    np.testing.assert_allclose(cr.gradient(lambda A: np.sum(at(A, (1, slice(None)))), A)[0], want)

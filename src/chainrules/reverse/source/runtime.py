@@ -523,22 +523,24 @@ def iterates_views(container) -> bool:
 
 def add_at(acc, owned: bool, like: np.ndarray, index, d):
     """``acc[index] += d`` into an accumulator for the cotangent of the array ``like`` (the
-    partial of ``like[index]``, ``index`` an integer); a zero or borrowed accumulator becomes an
-    owned array first. A batch of cotangents (a leading batch axis) is added at ``[:, index]``:
-    the integer index drops one of ``like``'s axes, so ``d`` has as many as ``like`` only then."""
+    partial of ``like[index]``, ``index`` an integer or a tuple of them); a zero or borrowed
+    accumulator becomes an owned array first. A batch of cotangents (a leading batch axis) is added
+    at ``[:, index]``: the index drops as many of ``like``'s axes as it has integers, so ``d`` has
+    one axis more than ``like[index]`` only then."""
     d = unthunk(d)
     if isinstance(d, AbstractZero):
         return acc, owned
     acc = unthunk(acc)
     if isinstance(d, ActiveValue) or isinstance(acc, ActiveValue):
         return scattered_sum(acc, like, index, d), False
-    batch = getattr(d, "ndim", 0) == like.ndim
+    dropped = len(index) if type(index) is tuple else 1
+    batch = getattr(d, "ndim", 0) == like.ndim - dropped + 1
     if isinstance(acc, AbstractZero):
         acc = np.zeros(d.shape[:1] + like.shape if batch else like.shape, dtype=like.dtype)
     elif not (owned and isinstance(acc, np.ndarray) and acc.flags.writeable):
         acc = np.array(acc, dtype=like.dtype, copy=True)
     if batch:
-        acc[:, index] += d
+        acc[(slice(None), *index) if dropped > 1 else (slice(None), index)] += d
     else:
         acc[index] += d
     return acc, True

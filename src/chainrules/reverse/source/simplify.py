@@ -86,9 +86,10 @@ class ArrayType:
     def __repr__(self) -> str:
         return f"ndarray[{self.dtype}, {self.ndim}d]"
 
-    def element(self):
-        """The type of ``a[i]`` for an integer ``i`` (and of the rows a loop over ``a`` gives)."""
-        return self.dtype.type if self.ndim == 1 else ArrayType(self.dtype, self.ndim - 1)
+    def element(self, axes: int = 1):
+        """The type of ``a[i]`` for an integer ``i`` (and of the rows a loop over ``a`` gives), or
+        of ``a[i, j, ...]`` for ``axes`` integers."""
+        return self.dtype.type if self.ndim == axes else ArrayType(self.dtype, self.ndim - axes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -512,8 +513,8 @@ class _Analysis:
             return ANY
         if isinstance(expr, ir.GetItem):
             owner = self.type_of(expr.obj)
-            if isinstance(owner, ArrayType) and self.type_of(expr.index) is int:
-                return owner.element()
+            if isinstance(owner, ArrayType) and self.integer_key(expr.index, owner):
+                return owner.element(self.integer_key(expr.index, owner))
             if isinstance(owner, ArrayType) and self.type_of(expr.index) is slice:
                 return owner  # a view: x[1:], x[::2]
             if owner is SHAPE:  # x.shape[0], x.shape[1:]
@@ -1110,13 +1111,25 @@ class _Analysis:
         return forward
 
     def indexable(self, expr: ir.GetItem) -> bool:
-        """``x[i]`` on an array of known dtype with an integer index, whose rule is chainrules'
-        own: its partial (add the cotangent at ``i``) is written out, like an operator's."""
+        """``x[i]`` (or ``x[i, j]``) on an array of known dtype with integer indices, whose rule is
+        chainrules' own: its partial (add the cotangent at ``i``) is written out, like an operator's."""
         owner = self.type_of(expr.obj)
-        if not isinstance(owner, ArrayType) or owner.dtype.kind != "f" or self.type_of(expr.index) is not int:
+        if not isinstance(owner, ArrayType) or owner.dtype.kind != "f" or not self.integer_key(expr.index, owner):
             return False
         rule = rrule.lookup(operator.getitem, (_sample(owner), 0))
         return getattr(rule, "__module__", "").startswith("chainrules.rules.")
+
+    def integer_key(self, key: ir.Operand, owner: ArrayType) -> int:
+        """How many of ``owner``'s axes the key ``key`` takes away: 1 for an int, k for a tuple of k
+        ints (``x[i, j]``: a display the function built) with k at most ``owner.ndim``; else 0."""
+        if self.type_of(key) is int:
+            return 1 if owner.ndim else 0
+        struct = self.structs.get(key) if isinstance(key, str) else None
+        if struct is None or struct.cls is not tuple or self.origin.get(key, ()) is not None:
+            return 0  # (a tuple passed in has no guard on its elements here)
+        if not 0 < len(struct.items) <= owner.ndim or any(t is not int for _, t in struct.items):
+            return 0
+        return len(struct.items)
 
     def inlinable(self, expr: ir.Op) -> bool:
         if expr.op not in INLINE_OPS:
