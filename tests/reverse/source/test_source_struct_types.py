@@ -90,9 +90,9 @@ def b():
 CASES = {
     "tuple": (unpack_tuple, lambda: (RNG.standard_normal(3), RNG.standard_normal(3)), ["rrule_mul(a, 2.0)"]),
     "list": (index_list, lambda: [RNG.standard_normal((3, 3)), b()[0] * np.ones(4)], ["rrule_operator_matmul("]),
-    "dict": (dict_items, lambda: {"W": W(), "b": b()}, ["rrule_operator_matmul(x, W)", "rrule_getitem(p, 'W')"]),
-    "namedtuple": (namedtuple_fields, lambda: Layer(W(), b()), ["rrule_operator_matmul(", "rrule_getattr(p, 'W')"]),
-    "dataclass": (dataclass_fields, lambda: Params(W(), b()), ["rrule_operator_matmul(", "rrule_getattr(p, 'b')"]),
+    "dict": (dict_items, lambda: {"W": W(), "b": b()}, ["rrule_operator_matmul(x, W)", "= p['W']\n"]),
+    "namedtuple": (namedtuple_fields, lambda: Layer(W(), b()), ["rrule_operator_matmul(", "= p.W\n"]),
+    "dataclass": (dataclass_fields, lambda: Params(W(), b()), ["rrule_operator_matmul(", "= p.b\n"]),
     "nested": (nested, lambda: {"layer": (W(), b()), "scale": 0.5}, ["rrule_operator_matmul(x, W)"]),
     "iterate": (iterate, lambda: (W(), W(), W()), ["rrule_mul(w, w)"]),
 }

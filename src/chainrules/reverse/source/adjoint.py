@@ -29,7 +29,7 @@ from . import ir
 from .codegen import Line
 from .names import Namer
 from .primal import Helpers, Stacked, _is_apply
-from .simplify import INACTIVE_TYPES, ArrayType, is_real
+from .simplify import INACTIVE_TYPES, ArrayType, class_of, is_real
 
 ZERO_STATE, SET = "zero", "set"
 
@@ -52,6 +52,19 @@ class Adjoint:
         for stmt in ir.walk(plan.fn.body):
             for name in stmt.targets():
                 self.first.setdefault(name, stmt.index)
+        # the elements of structures passed in whose cotangents are kept one per element (see
+        # `Plan.elements`): each is a variable of its own here, `p['W']` (not a Python name, so
+        # that it never meets one), with its cotangent `dp_W`, built into `dp` at the end
+        self.element_types: dict[str, object] = {}
+        self.element_vars: dict[str, dict[object, str]] = {}
+        for name, struct in plan.elements.items():
+            self.element_vars[name] = {}
+            for i, (key, t) in enumerate(struct.items):
+                var = f"{name}[{key!r}]"
+                self.element_vars[name][key] = var
+                self.element_types[var] = class_of(t)
+                suffix = _suffix(struct, key, i)
+                self.dnames[var] = namer.fresh(f"d{name}_{suffix}")
 
     # -- names and state --
     def d(self, v: str) -> str:
@@ -77,10 +90,15 @@ class Adjoint:
         return self.d(v)
 
     def real(self, v: str) -> bool:
-        return is_real(self.plan.types.get(v))
+        return is_real(self.element_types[v] if v in self.element_types else self.plan.types.get(v))
 
     def wants(self, v: ir.Operand) -> bool:
-        return isinstance(v, str) and v in self.plan.active
+        return isinstance(v, str) and (v in self.plan.active or v in self.element_types)
+
+    def elements_read(self, stmt: ir.Stmt) -> list[str]:
+        """The element variables (see ``element_vars``) that a statement of mode ``element`` reads."""
+        obj = stmt.value if isinstance(stmt, ir.Unpack) else stmt.expr.obj
+        return [self.element_vars[obj][key] for key in self.plan.element_keys[stmt.index]]
 
     def contribute(self, v: ir.Operand, expr: str, indent: int, line: int):
         """Add ``expr`` into the cotangent of ``v``."""
@@ -169,6 +187,8 @@ class Adjoint:
             self.block(stmt.body, indent)
         elif isinstance(stmt, (ir.SetItem, ir.Mutate)):
             self.write(stmt, indent)
+        elif isinstance(stmt, ir.Unpack) and mode == "element":
+            self.unpack_elements(stmt, indent)
         elif isinstance(stmt, ir.Unpack):
             self.unpack(stmt, indent)
         elif isinstance(stmt, ir.Assign):
@@ -221,6 +241,9 @@ class Adjoint:
         saved = self.saved.get(stmt.index, {})
         if mode == "copy":
             self.contribute(expr.value, dy, indent, line)
+        elif mode == "element":  # `p["W"]`: into the cotangent of that element of p
+            (element,) = self.elements_read(stmt)
+            self.contribute(element, dy, indent, line)
         elif mode == "inline":
             self.inline(expr, dy, saved, stmt, indent)
         elif mode == "pullback":
@@ -431,6 +454,61 @@ class Adjoint:
             self.reset(n, indent, stmt.line, stmt.index)
         self.contribute(stmt.value, pulled, indent, stmt.line)
 
+    def unpack_elements(self, stmt: ir.Unpack, indent: int):
+        """``a, b = p`` for a structure passed in whose elements' cotangents are kept apart: each
+        name's cotangent goes into its element's."""
+        for n, element in zip(stmt.names, self.elements_read(stmt)):
+            dn = self.read(n)
+            if dn is not None:
+                self.contribute(element, dn, indent, stmt.line)
+        for n in stmt.names:
+            self.reset(n, indent, stmt.line, stmt.index)
+
+    def build_elements(self, indent: int):
+        """``dp = struct_cotangent(p, keys, elements, cotangents)`` for each structure passed in
+        whose elements' cotangents were kept apart: built once, from the elements that received one."""
+        for name, variables in self.element_vars.items():
+            read = [(key, var) for key, var in variables.items() if self.read(var) is not None]
+            if not read:
+                continue
+            tail = "," if len(read) == 1 else ""
+            keys = ", ".join(repr(key) for key, _ in read) + tail
+            values = ", ".join(self.element_value(name, key) for key, _ in read) + tail
+            tangents = ", ".join(self.read(var) for _, var in read) + tail
+            unpacked = any(isinstance(stmt, ir.Unpack) for stmt in self.element_stmts(name))
+            # (a namedtuple unpacked has all its fields in its tangent, zeros included, as `unpack` gives)
+            fields = ", all_fields=True" if unpacked and hasattr(self.plan.elements[name].cls, "_fields") else ""
+            call = f"{self.h('struct_cotangent')}({name}, ({keys}), ({values}), ({tangents}){fields})"
+            self.emit(indent, f"{self.d(name)} = {call}", 0)
+            self.state[name], self.owned[name] = SET, False
+
+    def element_stmts(self, name: str) -> list[ir.Stmt]:
+        """The statements of mode ``element`` reading elements of ``name``."""
+        found = []
+        for stmt in ir.walk(self.plan.fn.body):
+            if self.plan.mode.get(stmt.index) == "element":
+                obj = stmt.value if isinstance(stmt, ir.Unpack) else stmt.expr.obj
+                if obj == name:
+                    found.append(stmt)
+        return found
+
+    def element_value(self, name: str, key) -> str:
+        """The element of ``name`` at ``key`` as the function read it (its cotangent is matched to
+        it): the variable it was read into when that keeps its value, else read again."""
+        struct = self.plan.elements[name]
+        for stmt in self.plan.fn.body:  # the statements that always run, up to the first block or return
+            if not isinstance(stmt, (ir.Assign, ir.Unpack, ir.SetItem, ir.Mutate)):
+                break
+            if self.plan.mode.get(stmt.index) != "element" or key not in self.plan.element_keys[stmt.index]:
+                continue
+            obj = stmt.value if isinstance(stmt, ir.Unpack) else stmt.expr.obj
+            target = stmt.names[key] if isinstance(stmt, ir.Unpack) else stmt.target
+            if obj == name and self.plan.stable(target):
+                return target
+        if struct.kind == "fields":
+            return f"{name}.{key}"
+        return f"{name}[{key!r}]"
+
     def branch(self, stmt: ir.If, indent: int):
         touched = self.touched(stmt)
         for v in sorted(touched):
@@ -483,7 +561,10 @@ class Adjoint:
             if self.plan.mode.get(s.index, "plain") == "plain":
                 found.update(t for t in s.targets() if not self.plan.stable(t))  # resets
                 continue
-            found.update(x for x in s.operands() if isinstance(x, str))
+            if self.plan.mode.get(s.index) == "element":
+                found.update(self.elements_read(s))  # the elements' cotangents, not the structure's
+            else:
+                found.update(x for x in s.operands() if isinstance(x, str))
             found.update(s.targets())
         if isinstance(stmt, ir.For):
             found.add(stmt.target)
@@ -491,6 +572,15 @@ class Adjoint:
         temps = self.plan.fn.temps
         local = {v for v, n in counts.items() if v in temps and n == self.plan.assignments.get(v, 0)}
         return {v for v in found if self.wants(v) and v not in local}
+
+
+def _suffix(struct, key, i: int) -> str:
+    """The part of an element's cotangent name that names the element: its key or field name when
+    that fits in a name (``dp_W1``), else its position (``dp_0``)."""
+    if struct.kind == "tuple" and hasattr(struct.cls, "_fields"):
+        return struct.cls._fields[key]
+    text = str(key)
+    return text if text.isidentifier() else str(i)
 
 
 def _carries(expr: ir.Op, y: str) -> bool:
@@ -543,6 +633,7 @@ def generate(plan, namer: Namer, helpers: Helpers, saved: dict, ret: ir.Return, 
             adj.emit(3, f"{adj.seed} = {helpers('project_real')}({adj.seed})", ret.line)
     start = len(adj.lines)
     adj.block(plan.fn.body, 2)
+    adj.build_elements(2)
     prologue = [
         Line(2, f"{s.rev} = {helpers('reversed')}({s.stack})", 0) for s in sorted(adj.rev, key=lambda s: s.stack)
     ]

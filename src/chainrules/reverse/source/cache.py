@@ -278,6 +278,7 @@ _BATCH_MODES = frozenset(
         "struct",
         "mutate",
         "recompute",
+        "element",
     }
 )
 

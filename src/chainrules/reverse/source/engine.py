@@ -635,6 +635,7 @@ cache.RUNTIME.update(
     operator=operator,
     split=runtime.split,
     field=runtime.field,
+    struct_cotangent=runtime.struct_cotangent,
     unpack=runtime.unpack,
     pack=runtime.pack,
     pack_dict=runtime.pack_dict,

@@ -20,6 +20,7 @@ from ...core.errors import UnsupportedSyntaxError
 from ...core.projection import ProjectTo, is_array_of_rows, match_input_batch, rows_cotangent, unbroadcast
 from ...core.registry import rrule
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
+from ...rules.operators import entry_cotangent
 
 NO = NoTangent()
 ZERO = ZeroTangent()
@@ -70,6 +71,46 @@ def structural_tangent(primal, items: tuple):
     if isinstance(primal, tuple) and hasattr(P, "_fields"):
         return Tangent[P](**dict(zip(P._fields, items)))
     return Tangent[P](*items)
+
+
+def struct_cotangent(xs, keys: tuple, elements: tuple, cotangents: tuple, all_fields: bool = False):
+    """The cotangent of the structure ``xs`` (a tuple, namedtuple, list, dict or dataclass instance)
+    from the cotangents of the elements the function read, at ``keys`` (a position for a tuple or
+    list, a key for a dict, a field name for a dataclass), whose values were ``elements``; the
+    other elements' are zero. Each is matched to its element as an element read's pullback
+    matches it (``rrule_getitem``, ``rrule_getattr``; a batch of cotangents row by row), and the
+    tangent is the one their sum would be: ``Tangent[dict]`` of the non-zero entries,
+    ``Tangent[tuple]``/``Tangent[list]`` with zeros elsewhere, ``Tangent[P]`` of the non-zero
+    fields of a namedtuple or dataclass ``P`` (with ``all_fields``, a namedtuple's every field,
+    zeros included, as unpacking it gives); ``ZeroTangent()`` when all are zero.
+
+    >>> struct_cotangent({"W": 1.0, "b": 2.0}, ("b",), (2.0,), (0.5,))
+    Tangent[dict]({'b': 0.5})
+    >>> struct_cotangent((1.0, 2.0, 3.0), (0, 2), (1.0, 3.0), (0.5, ZERO))
+    Tangent[tuple](0.5, ZeroTangent(), ZeroTangent())
+    """
+    matched = {}
+    for key, y, dy in zip(keys, elements, cotangents):
+        if type(dy) is not float or type(y) is not float:
+            dy = entry_cotangent(y, unthunk(dy))
+            if isinstance(dy, AbstractZero):
+                continue
+        matched[key] = dy
+    if not matched:
+        return ZERO
+    P = type(xs)
+    if P is dict:
+        return Tangent[dict](matched)
+    if P is tuple or P is list:
+        entries = [ZERO] * len(xs)
+        for i, dy in matched.items():
+            entries[i] = dy
+        return _rebuild(Tangent[P], tuple(entries))  # the entries are valid already: nothing to check
+    if isinstance(xs, tuple):  # a namedtuple, by field name
+        if all_fields:
+            return Tangent[P](**{field: matched.get(i, ZERO) for i, field in enumerate(P._fields)})
+        return Tangent[P](**{P._fields[i]: dy for i, dy in matched.items()})
+    return _rebuild(Tangent[P], matched)  # a dataclass instance's fields
 
 
 # ----- unpacking --------------------------------------------------------------------------------

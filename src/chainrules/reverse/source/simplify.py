@@ -358,6 +358,14 @@ class Plan:
     #: argument or captured variable -> path -> type: the elements of structures passed in whose
     #: types the plan relies on, which the guard checks (see ``_Analysis.relied``)
     relied: dict = dataclasses.field(default_factory=dict)
+    #: argument or captured variable -> its ``StructType``: the structures passed in that are read
+    #: only element by element with constant keys (mode ``element``), whose cotangents the adjoint
+    #: keeps one per element and builds once (see ``_Analysis.element_inputs``)
+    elements: dict = dataclasses.field(default_factory=dict)
+    #: statement of mode ``element`` -> the keys it reads: ``(key,)`` for ``p[key]``/``p.key``, the
+    #: positions for ``a, b = p`` (a position for a tuple's or list's element, a namedtuple's
+    #: included; the key of a dict's; the field name of a dataclass's)
+    element_keys: dict = dataclasses.field(default_factory=dict)
 
     def stable(self, name: str) -> bool:
         """Whether ``name`` keeps one value for the whole call (bound at most once, not in a loop)."""
@@ -428,7 +436,8 @@ class _Analysis:
         self.static: dict[str, object] = {}
         self.guards: dict[str, object] = {}
         self.direct: dict[int, object] = {}
-        self.struct_reads: set[int] = set()  # the statements reading an element of a known type
+        #: the statements reading an element of a known type (``Unpack``: all the elements)
+        self.struct_reads: set[int] = set()
         self.evaluated: dict[tuple, object] = {}  # see `evaluated_type`
 
     # -- globals --
@@ -846,6 +855,7 @@ class _Analysis:
         if isinstance(stmt, ir.Unpack):
             if stmt.star is not None or len(stmt.names) != len(struct.items):
                 return None
+            self.struct_reads.add(stmt.index)
             return [self.element(value, struct, i, name) for i, name in enumerate(stmt.names)]
         kinds = {t for _, t in struct.items}
         if len(kinds) != 1:
@@ -877,6 +887,7 @@ class _Analysis:
             changed = changed or self.structs != known
         useful = self.usefulness(stmts)
         mode = self.modes(stmts, useful)
+        elements, element_keys = self.element_inputs(stmts, mode)
         assignments: dict[str, int] = {p: 1 for p in self.fn.params()}
         for stmt in stmts:
             for target in stmt.targets():
@@ -889,6 +900,7 @@ class _Analysis:
         plan.buffers = buffers
         plan.direct = self.direct
         plan.relied = self.relied
+        plan.elements, plan.element_keys = elements, element_keys
         plan.metadata_checks = {
             stmt.index
             for stmt in stmts
@@ -898,6 +910,57 @@ class _Analysis:
 
         plan.effects = effects.analyze(self, stmts, mode, buffers)
         return plan
+
+    def element_inputs(self, stmts, mode: dict) -> tuple[dict, dict]:
+        """The active structures passed in (arguments and captured variables) that the function reads
+        only element by element with constant keys (``p["W"]``, ``p.W``, ``p[0]``, ``a, b = p``),
+        where their element types are known: each such read gets the mode ``element`` (the
+        element is read as Python; its cotangent is added into a cotangent kept for that element
+        alone, and the structure's is built once from them). A structure also used whole (passed
+        to a call, returned, iterated, captured, read with another key) keeps the reads' pullbacks.
+        Returns ``(elements, element_keys)`` (see ``Plan``)."""
+        inputs = {
+            name: t
+            for name, t in self.structs.items()
+            if self.origin.get(name) == (name, ())
+            and name in self.active
+            and (name in self.fn.params() or name in self.freevars)
+        }
+        reads: dict[str, list] = {name: [] for name in inputs}
+        for stmt in stmts:
+            for name in {x for x in stmt.operands() if isinstance(x, str) and x in reads}:
+                keys = self.element_read(stmt, name, inputs[name])
+                if keys is None:
+                    del reads[name]
+                else:
+                    reads[name].append((stmt, keys))
+        elements, element_keys = {}, {}
+        for name, found in reads.items():
+            used = [(stmt, keys) for stmt, keys in found if mode[stmt.index] != "plain"]
+            if not used:
+                continue
+            elements[name] = inputs[name]
+            for stmt, keys in used:
+                mode[stmt.index] = "element"
+                element_keys[stmt.index] = keys
+                self.direct.pop(stmt.index, None)
+        return elements, element_keys
+
+    def element_read(self, stmt, name: str, struct: StructType) -> tuple | None:
+        """The keys of ``name``'s elements that ``stmt`` reads when it reads only elements of it, each
+        at a constant key where its type is known (see ``element_inputs``); else None."""
+        if isinstance(stmt, ir.Assign) and stmt.index in self.struct_reads and stmt.expr.obj == name:
+            expr = stmt.expr
+            if isinstance(expr, ir.GetItem) and expr.index != name:
+                key = struct.position(self.constant(expr.index))
+            elif isinstance(expr, ir.GetAttr):
+                key = struct.position(expr.name)
+            else:
+                return None
+            return (key,)
+        if isinstance(stmt, ir.Unpack) and stmt.index in self.struct_reads and stmt.value == name:
+            return tuple(range(len(struct.items)))
+        return None
 
     # -- containers written in place --
     def buffers(self, stmts) -> dict[str, str]:
