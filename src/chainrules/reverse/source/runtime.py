@@ -92,9 +92,12 @@ def struct_cotangent(xs, keys: tuple, elements: tuple, cotangents: tuple, all_fi
     matched = {}
     for key, y, dy in zip(keys, elements, cotangents):
         if type(dy) is not float or type(y) is not float:
-            dy = entry_cotangent(y, unthunk(dy))
-            if isinstance(dy, AbstractZero):
-                continue
+            dy = unthunk(dy)
+            # (an array of its element's dtype and shape, the common case, is what matching gives back)
+            if not (type(dy) is np.ndarray and type(y) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape):
+                dy = entry_cotangent(y, dy)
+                if isinstance(dy, AbstractZero):
+                    continue
         matched[key] = dy
     if not matched:
         return ZERO
