@@ -9,6 +9,8 @@ Each statement becomes Python according to its mode (see ``simplify``):
   and item reads, and ``pullback_apply(f, args, kwargs)`` for calls with ``*``/``**`` or keyword
   arguments that are variables;
 - ``struct``: tuple/list/dict displays as Python; ``a, b = t`` as ``(a, b), pb_4 = unpack(t, 2, None)``;
+- ``element``: ``p["W"]``, ``p.W`` and ``a, b = p`` as Python, the adjoint keeping the cotangent
+  of each element of ``p`` apart;
 - ``closure``: ``g = make_closure(...)`` from the nested function's original code object, with
   cells that the enclosing function keeps up to date.
 

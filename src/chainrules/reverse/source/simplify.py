@@ -19,7 +19,9 @@ time; a call whose callee and argument types are known here calls its rule direc
 ``recompute`` (an indexing in a loop whose pullback the reverse pass makes again), ``scalar``
 (a call of a real function of real scalars: the reverse pass takes its partials from the
 function's ``frule``, so nothing but the arguments is kept), ``copy``,
-``struct`` (tuple/list/dict displays and unpacking, handled by the engine), ``closure``
+``struct`` (tuple/list/dict displays and unpacking, handled by the engine), ``element``
+(``p["W"]``, ``p.W``, ``a, b = p`` on a structure passed in that is read only so: read as
+Python, its cotangent kept element by element, see ``element_inputs``), ``closure``
 (a nested function), ``branch`` (an ``if`` with adjoint code inside) or ``return``. Global names
 bound to modules, built-ins and classes are resolved once here; the specialization is used
 only while they stay bound to the same objects (``guards``).
