@@ -629,10 +629,23 @@ def binary_operation(f):
                     return apply(f, (a, b), {})
                 pb = b._value
                 second = b._slot
-            elif tb is tuple or tb is list:
+            elif tb is tuple:
+                # a key of plain ints (A[i, j]) holds nothing to unwrap: the hot path; any other
+                # tuple may hold tracked values or another engine's, which `apply` looks into
+                for p in b:
+                    if type(p) is not int:
+                        return apply(f, (a, b), {})
+                pb = b
+                second = -1
+            elif tb is list:
                 return apply(f, (a, b), {})
             else:
-                if tb is not float and isinstance(b, ActiveValue) and b.differentiation_order() > trace.order:
+                if (
+                    tb is not float
+                    and tb is not int
+                    and isinstance(b, ActiveValue)
+                    and b.differentiation_order() > trace.order
+                ):
                     return NotImplemented  # a dual of a differentiation nested inside this one: its operation
                 pb = b
                 second = -1
