@@ -182,3 +182,38 @@ def test_tuple_key_reads_of_a_buffer_written_in_between():
     (g,) = cr.gradient(f, B, engine="tape")
     np.testing.assert_allclose(g, cr.gradient(f, B, engine="source")[0], rtol=1e-12)
     check_grads(f, (B,), modes=("reverse",), order=1, engine="tape")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.complex64, np.complex128])
+def test_elements_of_float32_and_complex_arrays_are_boxed_on_the_hot_path(dtype):
+    def f(x):
+        y = np.sin(x)
+        s = 0.0
+        for i in range(len(y)):
+            s = s + np.real(y[i] * -y[i] * np.conj(y[i])) + np.real(np.exp(y[i]))  # binary and unary ops
+        return s
+
+    x = np.array([0.3, -1.2, 0.7], dtype=dtype)
+    from chainrules.reverse.trace import tracer
+
+    y, back = pullback_full(f, x)
+    assert isinstance(y, (float, np.floating))
+    (g,) = cr.gradient(f, x, engine="tape")
+    assert g.dtype == dtype
+    rtol = 1e-2 if dtype == np.float16 else (1e-5 if dtype in (np.float32, np.complex64) else 1e-12)
+    np.testing.assert_allclose(g, cr.gradient(f, x, engine="source")[0], rtol=rtol)
+
+    # every element read, product, negation and exp is recorded by a hot path (argument slots as ints)
+    trace = tracer.Trace(None)
+    token = tracer._current.set(trace)
+    try:
+        box = tracer.box(np.sin(x), trace, 0, tracer.TrackedNumber, tracer.TrackedArray)
+        trace.n_slots = 1
+        e = box[1]
+        z = -(e * e)
+        w = np.exp(z)
+    finally:
+        tracer._current.reset(token)
+    assert all(type(v) is tracer.TrackedNumber for v in (e, z, w))
+    assert type(tracer.deep_primal(w)) is np.dtype(dtype).type
+    assert all(entry[3] >= 0 for entry in trace.tape)

@@ -236,6 +236,9 @@ class Tracked(ActiveValue):
 
 _new = object.__new__
 _float64 = np.float64
+#: the other types of numbers the hot paths box inline, as `_record_output` boxes them (the
+#: elements of float32 and complex arrays: x[i] of such an array, and arithmetic on them)
+_NUMBERS = frozenset((complex, np.float32, np.float16, np.complex128, np.complex64))
 _getframe = sys._getframe
 
 
@@ -679,7 +682,8 @@ def binary_operation(f):
         if not batched:
             decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
         y, pullback = rule(pa, pb)
-        if type(y) is float or type(y) is _float64:
+        ty = type(y)
+        if ty is float or ty is _float64 or ty in _NUMBERS:
             slot = trace.n_slots
             trace.n_slots = slot + 1
             out = _new(TrackedNumber)
@@ -735,7 +739,8 @@ def unary_operation(f):
         if not batched:
             decline_batch()
         y, pullback = rule(pa)
-        if type(y) is float or type(y) is _float64:
+        ty = type(y)
+        if ty is float or ty is _float64 or ty in _NUMBERS:
             slot = trace.n_slots
             trace.n_slots = slot + 1
             out = _new(TrackedNumber)
