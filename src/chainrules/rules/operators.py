@@ -87,6 +87,10 @@ def _cotangent_type(t: type) -> type:
     return t if t in _NP_FLOATS else float
 
 
+#: ``_cotangent_type`` of each real scalar type, looked up by the scalar operators' rules per call
+_COTANGENT_TYPES = {t: _cotangent_type(t) for t in _SCALARS}
+
+
 _SEQUENCES = (tuple, list)
 _TEXT = (str, bytes, bytearray)
 #: Tangent[tuple] and Tangent[list], looked up once (the scalar path of getitem builds one per call)
@@ -660,8 +664,9 @@ def rrule_mul(a, b):
             return _NO, dy * b, a * dy
 
         return a * b, mul_pullback
-    if type(a) in _SCALARS and type(b) in _SCALARS:
-        ca, cb = _cotangent_type(type(a)), _cotangent_type(type(b))
+    ca = _COTANGENT_TYPES.get(type(a))
+    cb = _COTANGENT_TYPES.get(type(b))
+    if ca is not None and cb is not None:  # real scalars, one at least a NumPy float (X[i] * X[j])
 
         def mul_pullback(dy):
             if type(dy) in _SCALAR_COTANGENTS:
@@ -738,8 +743,9 @@ def frule_mul(tangents, a, b):
 
 @rrule.register(operator.truediv, batched=True)
 def rrule_truediv(a, b):
-    if type(a) in _SCALARS and type(b) in _SCALARS and (type(a) in _NP_FLOATS or type(b) in _NP_FLOATS):
-        ca, cb = _cotangent_type(type(a)), _cotangent_type(type(b))
+    ca = _COTANGENT_TYPES.get(type(a))
+    cb = _COTANGENT_TYPES.get(type(b))
+    if ca is not None and cb is not None and (type(a) in _NP_FLOATS or type(b) in _NP_FLOATS):
         y = a / b
 
         def truediv_pullback(dy):

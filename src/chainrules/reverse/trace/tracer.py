@@ -236,6 +236,9 @@ class Tracked(ActiveValue):
 
 _new = object.__new__
 _float64 = np.float64
+#: the other types of numbers the hot paths box inline, as `_record_output` boxes them (the
+#: elements of float32 and complex arrays: x[i] of such an array, and arithmetic on them)
+_NUMBERS = frozenset((complex, np.float32, np.float16, np.complex128, np.complex64))
 _getframe = sys._getframe
 
 
@@ -629,10 +632,23 @@ def binary_operation(f):
                     return apply(f, (a, b), {})
                 pb = b._value
                 second = b._slot
-            elif tb is tuple or tb is list:
+            elif tb is tuple:
+                # a key of plain ints (A[i, j]) holds nothing to unwrap: the hot path; any other
+                # tuple may hold tracked values or another engine's, which `apply` looks into
+                for p in b:
+                    if type(p) is not int:
+                        return apply(f, (a, b), {})
+                pb = b
+                second = -1
+            elif tb is list:
                 return apply(f, (a, b), {})
             else:
-                if tb is not float and isinstance(b, ActiveValue) and b.differentiation_order() > trace.order:
+                if (
+                    tb is not float
+                    and tb is not int
+                    and isinstance(b, ActiveValue)
+                    and b.differentiation_order() > trace.order
+                ):
                     return NotImplemented  # a dual of a differentiation nested inside this one: its operation
                 pb = b
                 second = -1
@@ -666,7 +682,8 @@ def binary_operation(f):
         if not batched:
             decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
         y, pullback = rule(pa, pb)
-        if type(y) is float or type(y) is _float64:
+        ty = type(y)
+        if ty is float or ty is _float64 or ty in _NUMBERS:
             slot = trace.n_slots
             trace.n_slots = slot + 1
             out = _new(TrackedNumber)
@@ -722,7 +739,8 @@ def unary_operation(f):
         if not batched:
             decline_batch()
         y, pullback = rule(pa)
-        if type(y) is float or type(y) is _float64:
+        ty = type(y)
+        if ty is float or ty is _float64 or ty in _NUMBERS:
             slot = trace.n_slots
             trace.n_slots = slot + 1
             out = _new(TrackedNumber)

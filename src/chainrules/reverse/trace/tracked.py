@@ -369,27 +369,6 @@ class TrackedNumber(_Operators):
     def is_integer(self) -> bool:
         return deep_primal(self).is_integer()
 
-    def __getattr__(self, name: str):
-        # Only missing attributes arrive here. A NumPy scalar (what a full reduction returns) has
-        # the array methods (s.sum(), s.reshape(1)), defined on np.generic: they go through the
-        # rules of those (rules/numpy/scalar_methods.py), like an array's methods, and ``s.T``
-        # through np.transpose. A Python number has none. Another engine's number (a dual, in a
-        # Hessian) stands for a NumPy scalar when it has the attribute itself.
-        primal = deep_primal(self)
-        if isinstance(primal, np.generic):
-            member = getattr(type(primal), name, None)
-        elif isinstance(primal, ActiveValue) and not name.startswith("_") and hasattr(primal, name):
-            member = getattr(np.generic, name, None)
-        else:
-            member = None
-        if name in _SCALAR_ATTRIBUTES and member is not None:
-            return apply(_SCALAR_ATTRIBUTES[name], (self,), {})
-        method = member
-        if method is None or name.startswith("_") or not callable(method):
-            kind = type(primal).__name__
-            raise AttributeError(f"{kind!r} object (being differentiated) has no attribute {name!r}")
-        return _tracked_method(self, method, name)
-
     def __copy__(self):
         return self  # numbers are immutable
 
@@ -398,6 +377,30 @@ class TrackedNumber(_Operators):
 
     def __repr__(self) -> str:
         return f"TrackedNumber({self._value!r})"
+
+
+def _number_attribute(self: TrackedNumber, name: str):
+    """``x.name`` of a tracked number for a name of NumPy scalars' (see ``_Computed``).
+
+    A NumPy scalar (what a full reduction returns) has the array methods (s.sum(), s.reshape(1)),
+    defined on np.generic: they go through the rules of those (rules/numpy/scalar_methods.py),
+    like an array's methods, and ``s.T`` through np.transpose. A Python number has none. Another
+    engine's number (a dual, in a Hessian) stands for a NumPy scalar when it has the attribute itself.
+    """
+    primal = deep_primal(self)
+    if isinstance(primal, np.generic):
+        member = getattr(type(primal), name, None)
+    elif isinstance(primal, ActiveValue) and not name.startswith("_") and hasattr(primal, name):
+        member = getattr(np.generic, name, None)
+    else:
+        member = None
+    if name in _SCALAR_ATTRIBUTES and member is not None:
+        return apply(_SCALAR_ATTRIBUTES[name], (self,), {})
+    method = member
+    if method is None or name.startswith("_") or not callable(method):
+        kind = type(primal).__name__
+        raise AttributeError(f"{kind!r} object (being differentiated) has no attribute {name!r}")
+    return _tracked_method(self, method, name)
 
 
 def _tracked_method(value, method, name: str):
@@ -450,22 +453,6 @@ class TrackedArray(InplaceOperators, _Operators):
 
     # see `tracer.box` for what each field says
     __slots__ = ("_aliased", "_writable", "_owned_at", "_views", "_view_of", "__weakref__")
-
-    def __getattr__(self, name: str):
-        if name in _DESCRIPTIVE:
-            return getattr(deep_primal(self), name)
-        if name in _DERIVED:
-            return apply(getattr, (self, name), {})
-        if name == "base" and getattr(deep_primal(self), "base", 0) is None:
-            return None  # not a view (which the source engine asks before it copies one); a view's base has no rule
-        if name in _MUTATING:
-            raise TypeError(f"x.{name}() writes into an array being differentiated{_at()}; compute a new array instead")
-        method = getattr(np.ndarray, name, None)
-        if method is None or name.startswith("__"):
-            raise AttributeError(f"'TrackedArray' object has no attribute {name!r}")
-        if not callable(method):  # another attribute of arrays (x.flat, x.base): through getattr's rule
-            return apply(getattr, (self, name), {})
-        return _tracked_method(self, method, name)
 
     def __len__(self) -> int:
         return len(deep_primal(self))
@@ -524,6 +511,69 @@ class TrackedArray(InplaceOperators, _Operators):
 
     def __repr__(self) -> str:
         return f"TrackedArray({self._value!r})"
+
+
+def _array_attribute(self: TrackedArray, name: str):
+    """``x.name`` of a tracked array for a name of ``np.ndarray``'s (see ``_Computed``)."""
+    if name in _DESCRIPTIVE:
+        return getattr(deep_primal(self), name)
+    if name in _DERIVED:
+        return apply(getattr, (self, name), {})
+    if name == "base" and getattr(deep_primal(self), "base", 0) is None:
+        return None  # not a view (which the source engine asks before it copies one); a view's base has no rule
+    if name in _MUTATING:
+        raise TypeError(f"x.{name}() writes into an array being differentiated{_at()}; compute a new array instead")
+    method = getattr(np.ndarray, name, None)
+    if method is None or name.startswith("__"):
+        raise AttributeError(f"'TrackedArray' object has no attribute {name!r}")
+    if not callable(method):  # another attribute of arrays (x.flat, x.base): through getattr's rule
+        return apply(getattr, (self, name), {})
+    return _tracked_method(self, method, name)
+
+
+class _Computed:
+    """An attribute that tracked values answer from their primal: ``compute(value, name)``.
+
+    The box classes define no ``__getattr__``: a class with one makes CPython 3.11 read every
+    attribute through it, slots included (no specialized load), and the tape reads its boxes'
+    ``_value``, ``_trace`` and ``_slot`` several times per recorded operation (about a tenth of
+    the instructions of a loop of ``y[i] * y[i]``). Each name of arrays' (of NumPy scalars', for
+    tracked numbers) that the class does not define itself is one of these instead; other names
+    are missing as any attribute is. On the class itself (``TrackedArray.sum``) it is missing too,
+    as it was without it, so that ``getattr(type(x), name, None)`` finds no member there.
+    """
+
+    __slots__ = ("_name", "_compute")
+
+    def __init__(self, name: str, compute) -> None:
+        self._name = name
+        self._compute = compute
+
+    def __get__(self, value, owner=None):
+        if value is None:
+            raise AttributeError(f"type object {owner.__name__!r} has no attribute {self._name!r}")
+        return self._compute(value, self._name)
+
+
+def _numpy_scalar_types(t: type = np.generic) -> set:
+    types = {t}
+    for sub in t.__subclasses__():
+        types |= _numpy_scalar_types(sub)
+    return types
+
+
+def _install_computed(cls: type, names, compute) -> None:
+    for name in sorted(names):
+        if not name.startswith("__") and not hasattr(cls, name):
+            setattr(cls, name, _Computed(name, compute))
+
+
+_install_computed(TrackedArray, dir(np.ndarray), _array_attribute)
+_install_computed(
+    TrackedNumber,
+    {n for t in _numpy_scalar_types() for n in dir(t) if not n.startswith("_")},
+    _number_attribute,
+)
 
 
 _SYMBOL = {

@@ -43,9 +43,10 @@ _F64 = np.float64
 @rrule.register(operator.getitem, np.ndarray, batched=True)
 def rrule_getitem(x, index):
     y = x[index]
-    if type(index) is int and x.dtype.kind in "fc":
-        # a loop's x[i]: a real number's cotangent is an ElementScatter, made without
-        # scatter_thunk's checks (which the type tests here settle); one closure per call
+    if (type(index) is int or (type(index) is tuple and _all_ints(index))) and x.dtype.kind in "fc":
+        # a loop's x[i] or A[i, j]: a real number's cotangent is an ElementScatter, made without
+        # scatter_thunk's checks (which the type tests here settle: a key of ints repeats no
+        # position); one closure per call
 
         def getitem_element_pullback(dy):
             td = type(dy)
@@ -59,6 +60,14 @@ def rrule_getitem(x, index):
         return NO, _scattered(x, index, y, dy), NO
 
     return y, getitem_pullback
+
+
+def _all_ints(index: tuple) -> bool:
+    """Whether every entry of a tuple key is a Python ``int`` (not a bool, a slice or an array)."""
+    for p in index:
+        if type(p) is not int:
+            return False
+    return True
 
 
 def _scattered(x, index, y, dy):
