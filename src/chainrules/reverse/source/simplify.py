@@ -1313,13 +1313,19 @@ def static_lookup(dispatcher, f, arg_types: list, plain_values: bool = False):
     return found
 
 
+def _entries(dispatcher, f):
+    """The rules registered for ``f`` itself (not for instances of a class), or None (none, or an
+    unhashable ``f``)."""
+    try:
+        return dispatcher._entries_for(f, False)
+    except TypeError:
+        return None
+
+
 def class_lookup(dispatcher, f, classes: tuple):
     """The rule ``dispatcher`` selects for ``f`` called with arguments of exactly these classes
     (as ``lookup`` would for instances of them), or ``_MISSING`` when there is none."""
-    try:
-        entries = dispatcher._entries_for(f, False)
-    except TypeError:
-        return _MISSING
+    entries = _entries(dispatcher, f)
     if entries is None:
         return _MISSING
     rule = entries.choose_for_classes(classes)
@@ -1331,10 +1337,7 @@ def _untyped_only(dispatcher, f):
     it is registered for all arguments and otherwise only for such stand-ins (the forward engine
     registers rules for dual numbers): the dispatcher selects it for every such call, as
     ``dispatcher.lookup`` does; else ``_MISSING``."""
-    try:
-        entries = dispatcher._entries_for(f, False)
-    except TypeError:
-        return _MISSING
+    entries = _entries(dispatcher, f)
     if entries is None or entries.untyped is None:
         return _MISSING
     for types_, _ in entries.typed:  # (one typed on a stand-in at any position needs one there)
@@ -1357,10 +1360,7 @@ def has_typed_rules(f) -> bool:
     """Whether rules or opt-outs are registered for ``f`` only for some argument types. Rules
     typed on the engines' stand-ins for numbers (dual numbers, tracked values) do not count: they
     serve the same function for those values (through a twin with the same derivative)."""
-    try:
-        entries = rrule._entries_for(f, False)
-    except TypeError:
-        return False
+    entries = _entries(rrule, f)
     if entries is None:
         return False
     return any(not all(issubclass(t, ActiveValue) for t in types) for types, _ in entries.typed)
