@@ -273,6 +273,29 @@ def squares_2d(B):
     return s
 
 
+def peer_loops(sin, tanh):
+    """``squares_1d`` and ``squares_2d`` with another library's ``sin`` and ``tanh`` (PyTorch's,
+    autograd's); ours call NumPy's by name, which the source engine reads as module functions."""
+
+    def squares_1d(x):
+        y = sin(x)
+        s = 0.0
+        for i in range(len(y)):
+            s = s + y[i] * y[i]
+        return s
+
+    def squares_2d(B):
+        A = tanh(B)
+        s = 0.0
+        n, m = A.shape
+        for i in range(n):
+            for j in range(m):
+                s = s + A[i, j] * A[i, j]
+        return s
+
+    return squares_1d, squares_2d
+
+
 def element_loops_table() -> list[str]:
     rng = np.random.default_rng(1)
     cases = [
@@ -294,20 +317,11 @@ def element_loops_table() -> list[str]:
         if has("torch"):
             import torch
 
-            t = torch.tensor(x)
+            loss, t = peer_loops(torch.sin, torch.tanh)[x.ndim - 1], torch.tensor(x)
 
-            def torch_grad(f=f, t=t):
+            def torch_grad(loss=loss, t=t):
                 v = t.clone().requires_grad_(True)
-                y = torch.sin(v) if v.ndim == 1 else torch.tanh(v)
-                s = 0.0
-                if v.ndim == 1:
-                    for i in range(len(y)):
-                        s = s + y[i] * y[i]
-                else:
-                    for i in range(y.shape[0]):
-                        for j in range(y.shape[1]):
-                            s = s + y[i, j] * y[i, j]
-                s.backward()
+                loss(v).backward()
                 return v.grad
 
             rows.append((label, "PyTorch", *ratio(plain, torch_grad, 3)))
@@ -315,22 +329,7 @@ def element_loops_table() -> list[str]:
             import autograd
             import autograd.numpy as anp
 
-            def a1(x):
-                y = anp.sin(x)
-                s = 0.0
-                for i in range(len(y)):
-                    s = s + y[i] * y[i]
-                return s
-
-            def a2(B):
-                A = anp.tanh(B)
-                s = 0.0
-                for i in range(A.shape[0]):
-                    for j in range(A.shape[1]):
-                        s = s + A[i, j] * A[i, j]
-                return s
-
-            g = autograd.grad(a1 if x.ndim == 1 else a2)
+            g = autograd.grad(peer_loops(anp.sin, anp.tanh)[x.ndim - 1])
             rows.append((label, "autograd", *ratio(plain, lambda g=g, x=x: g(x), 3)))
     lines = [
         "## Element loops over a computed array",
