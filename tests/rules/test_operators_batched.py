@@ -82,6 +82,38 @@ def test_the_power_of_a_batch_leaves_the_exponent_lazy():
     np.testing.assert_allclose(cr.unthunk(db), np.full(4, np.sum(A**2 * np.log(A))), rtol=1e-13)
 
 
+def test_the_power_of_an_array_leaves_the_exponent_lazy(monkeypatch):
+    """One cotangent as a batch: the exponent's cotangent (y log|a|, summed to a number) is a thunk,
+    computed only when asked for, and then the same number."""
+    from chainrules.rules import operators
+
+    logs = []
+    log_base = operators._log_base
+    monkeypatch.setattr(operators, "_log_base", lambda a: logs.append(a) or log_base(a))
+    y, back = cr.rrule(operator.pow, A, 2)
+    _, da, db = back(np.ones_like(A))
+    assert isinstance(db, cr.Thunk) and logs == []
+    np.testing.assert_allclose(da, 2 * A)
+    np.testing.assert_allclose(cr.unthunk(db), np.sum(A**2 * np.log(A)), rtol=1e-13)
+    assert len(logs) == 1
+
+
+def test_the_pushforward_of_a_constant_exponent_skips_its_partial(monkeypatch):
+    """``frule(pow)`` with a zero tangent for the exponent computes no y log|a| for it."""
+    from chainrules.rules import operators
+
+    logs = []
+    log_base = operators._log_base
+    monkeypatch.setattr(operators, "_log_base", lambda a: logs.append(a) or log_base(a))
+    dA = np.full_like(A, 0.5)
+    y, dy = cr.frule((cr.NoTangent(), dA, cr.ZeroTangent()), operator.pow, A, 3)
+    np.testing.assert_allclose(dy, 3 * A**2 * dA)
+    assert logs == []
+    _, dy_both = cr.frule((cr.NoTangent(), dA, 1.0), operator.pow, A, 3.0)
+    np.testing.assert_allclose(dy_both, 3 * A**2 * dA + A**3 * np.log(A))
+    assert len(logs) == 1
+
+
 @pytest.mark.parametrize(
     "xs, key",
     [

@@ -940,11 +940,13 @@ def _rrule_pow_values(a, b):
             dy = dy.unthunk()
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
-        if carries_batch(y, dy):  # the exponent's batch is left lazy: it is mostly a constant's
+        # the exponent's cotangent is left lazy: it is mostly a constant's (the 2 of x ** 2), whose
+        # y log|a| and sum over the base's shape nobody asks for
+        if carries_batch(y, dy):
             da = match_input_batch(a, dy * conj(_pow_base_partial(a, b)))
             return _NO, da, Thunk(lambda: match_input_batch(b, dy * conj(pow_partials(a, b, y)[1])))
-        pa, pb = pow_partials(a, b, y)
-        return _NO, match_input(a, dy * conj(pa)), match_input(b, dy * conj(pb))
+        da = match_input(a, dy * conj(_pow_base_partial(a, b)))
+        return _NO, da, _array_cotangent(y, lambda: match_input(b, dy * conj(pow_partials(a, b, y)[1])))
 
     return y, pow_pullback
 
@@ -955,6 +957,8 @@ def frule_pow(tangents, a, b):
     if type(a) not in _REAL or type(b) not in _REAL:
         check_native_frule(operator.pow, a, b)
     y = a**b
+    if isinstance(db, AbstractZero):  # a constant exponent (x ** 2): no y log|a| to compute
+        return y, _pow_base_partial(a, b) * da
     pa, pb = pow_partials(a, b, y)
     return y, pa * da + pb * db
 
