@@ -124,10 +124,12 @@ def real_rows(dy):
     return np.real(dy) if np.iscomplexobj(dy) else dy
 
 
-def _array_cotangent(x, compute):
-    """The cotangent ``compute()`` of an operand: a ``Thunk`` for an array (it may be a constant
-    whose cotangent nobody asks for), the value for anything else."""
-    return Thunk(compute) if type(x) is np.ndarray else compute()
+def _array_cotangent(x, dy, compute):
+    """The cotangent ``compute()`` of an operand ``x`` from the output's cotangent ``dy``: a
+    ``Thunk`` where computing it is array work (``x`` or ``dy`` an array: ``x`` may be a constant
+    whose cotangent nobody asks for, such as the 2.0 of ``x * 2.0``, which would cost a product
+    and a sum), the value for numbers."""
+    return Thunk(compute) if type(x) is np.ndarray or isinstance(dy, np.ndarray) else compute()
 
 
 def _fits(x, y) -> bool:
@@ -144,8 +146,8 @@ def _fits(x, y) -> bool:
 
 def _passed_on(x, dy):
     """``match_input(x, dy)`` for a cotangent that passes unchanged (``+``), lazy only where ``x``
-    was broadcast and the sum over its axes would cost something."""
-    if type(x) is np.ndarray and isinstance(dy, np.ndarray) and x.shape != dy.shape:
+    was broadcast (a number included) and the sum over its axes would cost something."""
+    if isinstance(dy, np.ndarray) and (type(x) is not np.ndarray or x.shape != dy.shape):
         return Thunk(lambda: match_input(x, dy))
     return match_input(x, dy)
 
@@ -153,9 +155,9 @@ def _passed_on(x, dy):
 def _passed_on_batch(x, dy):
     """``match_input_batch(x, dy)`` for a batch of cotangents that passes unchanged (``+``): the
     batch itself where it fits ``x`` already (the same shape per row and dtype), lazy where ``x``
-    was broadcast (a sum over its axes)."""
-    if type(x) is np.ndarray and isinstance(dy, np.ndarray):
-        if dy.shape[1:] == x.shape and dy.dtype == x.dtype and x.dtype.kind in "fc":
+    was broadcast (a number included: a sum over its axes)."""
+    if isinstance(dy, np.ndarray):
+        if type(x) is np.ndarray and dy.shape[1:] == x.shape and dy.dtype == x.dtype and x.dtype.kind in "fc":
             return dy  # what match_input_batch returns, without its call
         return Thunk(lambda: match_input_batch(x, dy))
     return match_input_batch(x, dy)
@@ -552,13 +554,13 @@ def rrule_sub(a, b):
         if type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:  # the common cotangent
             if summed_first:
                 return _NO, (dy if fits_a else _passed_on(a, dy)), Thunk(lambda: -match_input(b, dy))
-            return _NO, (dy if fits_a else _passed_on(a, dy)), _array_cotangent(b, lambda: match_input(b, -dy))
+            return _NO, (dy if fits_a else _passed_on(a, dy)), _array_cotangent(b, dy, lambda: match_input(b, -dy))
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
         if carries_batch(y, dy):
-            return _NO, _passed_on_batch(a, dy), _array_cotangent(b, lambda: match_input_batch(b, -dy))
-        return _NO, _passed_on(a, dy), _array_cotangent(b, lambda: match_input(b, -dy))
+            return _NO, _passed_on_batch(a, dy), _array_cotangent(b, dy, lambda: match_input_batch(b, -dy))
+        return _NO, _passed_on(a, dy), _array_cotangent(b, dy, lambda: match_input(b, -dy))
 
     return y, sub_pullback
 
@@ -692,15 +694,15 @@ def rrule_mul(a, b):
         if type(dy) is not np.ndarray and isinstance(dy, AbstractThunk):
             dy = dy.unthunk()
         if (fits_a or fits_b) and type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:
-            da = Thunk(lambda: dy * b) if fits_a else _array_cotangent(a, lambda: match_input(a, dy * conj(b)))
-            db = Thunk(lambda: a * dy) if fits_b else _array_cotangent(b, lambda: match_input(b, conj(a) * dy))
+            da = Thunk(lambda: dy * b) if fits_a else _array_cotangent(a, dy, lambda: match_input(a, dy * conj(b)))
+            db = Thunk(lambda: a * dy) if fits_b else _array_cotangent(b, dy, lambda: match_input(b, conj(a) * dy))
             return _NO, da, db
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
         match = input_matcher(y, dy)
-        da = _array_cotangent(a, lambda: match(a, dy * conj(b)))
-        return _NO, da, _array_cotangent(b, lambda: match(b, conj(a) * dy))
+        da = _array_cotangent(a, dy, lambda: match(a, dy * conj(b)))
+        return _NO, da, _array_cotangent(b, dy, lambda: match(b, conj(a) * dy))
 
     return y, mul_pullback
 
@@ -779,8 +781,8 @@ def rrule_truediv(a, b):
             return _NO, dy, dy
         da = dy / conj(b)
         match = input_matcher(y, dy)
-        db = _array_cotangent(b, lambda: match(b, -da * conj(y)))
-        return _NO, _array_cotangent(a, lambda: match(a, da)), db
+        db = _array_cotangent(b, dy, lambda: match(b, -da * conj(y)))
+        return _NO, _array_cotangent(a, dy, lambda: match(a, da)), db
 
     return y, truediv_pullback
 
@@ -946,7 +948,7 @@ def _rrule_pow_values(a, b):
             da = match_input_batch(a, dy * conj(_pow_base_partial(a, b)))
             return _NO, da, Thunk(lambda: match_input_batch(b, dy * conj(pow_partials(a, b, y)[1])))
         da = match_input(a, dy * conj(_pow_base_partial(a, b)))
-        return _NO, da, _array_cotangent(y, lambda: match_input(b, dy * conj(pow_partials(a, b, y)[1])))
+        return _NO, da, _array_cotangent(b, dy, lambda: match_input(b, dy * conj(pow_partials(a, b, y)[1])))
 
     return y, pow_pullback
 

@@ -75,11 +75,27 @@ def _times(d, p):
     return p * d
 
 
+class _Deferred:
+    """A partial not computed yet: ``compute()`` makes it when its argument's cotangent (or
+    tangent) is asked for. An argument of ``x ** 2.0`` or ``x / 3.0`` that is a constant never
+    needs its partial (``y log|x|``, ``-y / 3``), a pass or several over the array."""
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable):
+        self.compute = compute
+
+
+def _partial_value(p):
+    return p.compute() if type(p) is _Deferred else p
+
+
 def pull(args: tuple, partials: list, y, dy) -> tuple:
     """The cotangents ``dy * conj(p)`` of an elementwise function, each brought back to its input.
 
-    A partial is an array or number, a boolean mask (the cotangent passes where it is true), or
-    ``None`` for an argument without a derivative (``NoTangent``). A batch of cotangents (a
+    A partial is an array or number, a boolean mask (the cotangent passes where it is true),
+    ``None`` for an argument without a derivative (``NoTangent``), or a ``_Deferred`` one, computed
+    in its argument's thunk. A batch of cotangents (a
     leading batch axis) gives a batch of cotangents for each argument: the partials broadcast
     along the trailing axes.
     """
@@ -92,19 +108,26 @@ def pull(args: tuple, partials: list, y, dy) -> tuple:
     elif not np.iscomplexobj(y) and np.iscomplexobj(dy):
         dy = np.real(dy)
     if carries_batch(y, dy):  # a batch of cotangents: each argument's batch at once
-        return tuple(_NO if p is None else match_input_batch(x, _times(dy, conj(p))) for x, p in zip(args, partials))
+        return tuple(_NO if p is None else _batch_back_to(x, dy, p) for x, p in zip(args, partials))
     if len(args) == 1:
         p = partials[0]
-        return (_NO if p is None else _back_to(args[0], _times(dy, conj(p))),)
-    # several inputs: an array's cotangent waits until asked for (it may be a constant's)
+        return (_NO if p is None else _back_to(args[0], _times(dy, conj(_partial_value(p)))),)
+    # several inputs: a cotangent that costs array work waits until asked for (it may be a
+    # constant's: the 2.0 of np.power(x, 2.0), whose cotangent is a product and a sum)
     return tuple(_NO if p is None else _lazy_back_to(x, dy, p) for x, p in zip(args, partials))
 
 
 def _lazy_back_to(x, dy, p):
     def input_cotangent():
-        return _back_to(x, _times(dy, conj(p)))
+        return _back_to(x, _times(dy, conj(_partial_value(p))))
 
-    return Thunk(input_cotangent) if type(x) is np.ndarray else input_cotangent()
+    return Thunk(input_cotangent) if type(x) is np.ndarray or isinstance(dy, np.ndarray) else input_cotangent()
+
+
+def _batch_back_to(x, dy, p):
+    if type(p) is _Deferred:
+        return Thunk(lambda: match_input_batch(x, _times(dy, conj(p.compute()))))
+    return match_input_batch(x, _times(dy, conj(p)))
 
 
 def _back_to(x, dx):
@@ -129,7 +152,7 @@ def push(args: tuple, partials: list, y, dxs: tuple):
             continue
         if np.ndim(dx) > np.ndim(x):  # batched (perhaps already aligned with the output)
             batch = np.shape(dx)[0]
-        term = _times(align(x, dx, ndim), p)
+        term = _times(align(x, dx, ndim), _partial_value(p))
         dy = term if isinstance(dy, AbstractZero) else dy + term
     if isinstance(dy, AbstractZero):
         return dy
@@ -157,11 +180,15 @@ def _ufunc_call(f, args: tuple, kwargs: dict, nin: int):
     return None
 
 
-def _rules(f, nin: int, derivatives: Callable, scalar_partial: Callable | None = None) -> tuple[Callable, Callable]:
+def _rules(
+    f, nin: int, derivatives: Callable, scalar_partial: Callable | None = None, deferred: Callable | None = None
+) -> tuple[Callable, Callable]:
     """The ``rrule`` and ``frule`` of an elementwise ``f`` of ``nin`` inputs.
 
     ``derivatives(args, y)`` returns the partials, one per input (see ``pull``), computed once in
-    the primal and shared by the pullback. ``scalar_partial(x, y)``, for a function of one
+    the primal and shared by the pullback. ``deferred(args, y)``, where the partials are
+    independent of each other, returns them as ``_Deferred``: at an array output, each is
+    computed when its argument's cotangent or tangent is. ``scalar_partial(x, y)``, for a function of one
     input, is its partial alone: the rrule's path for a real scalar (a loop of Python code
     calling ``np.sin`` on numbers), whose pullback multiplies without NumPy's array machinery.
     """
@@ -192,7 +219,7 @@ def _rules(f, nin: int, derivatives: Callable, scalar_partial: Callable | None =
                     return y, _scalar_pullback(x, tx, p, y, pullback_name)
         if not kwargs and len(args) == nin:  # the common call: no where=, out= or extra arguments
             y = f(*args)
-            ps = derivatives(args, y)
+            ps = derivatives(args, y) if deferred is None or type(y) is not np.ndarray else deferred(args, y)
             extra = ()
         else:
             where = _ufunc_call(f, args, kwargs, nin)
@@ -211,6 +238,8 @@ def _rules(f, nin: int, derivatives: Callable, scalar_partial: Callable | None =
         where = _ufunc_call(f, args, kwargs, nin)
         args = args[:nin]
         y = f(*args, **kwargs)
+        if where is None and deferred is not None and type(y) is np.ndarray:
+            return y, push(args, deferred(args, y), y, tangents[1 : nin + 1])  # no partial of a zero tangent
         return y, push(args, masked_derivatives(args, y, where), y, tangents[1 : nin + 1])
 
     elementwise_rrule.__qualname__ = f"rrule_{name}"
@@ -273,8 +302,10 @@ def _scalar_pullback(x, tx: type, p, y, name: str):
     return elementwise_pullback
 
 
-def _register(f, nin: int, derivatives: Callable, partials: tuple | None = None, scalar_partial=None) -> None:
-    r, fw = _rules(f, nin, derivatives, scalar_partial)
+def _register(
+    f, nin: int, derivatives: Callable, partials: tuple | None = None, scalar_partial=None, deferred=None
+) -> None:
+    r, fw = _rules(f, nin, derivatives, scalar_partial, deferred)
     if partials is not None:
         r.partials = fw.partials = partials  # the dual engine may read them
     rrule.register(f, batched=True)(r)
@@ -300,11 +331,19 @@ def elementwise(f, *partials: Callable | None) -> None:
     def derivatives(args, y):
         return [None if p is None else p(*args, out=y) if w else p(*args) for p, w in zip(partials, wants_out)]
 
+    def deferred(args, y):
+        return [None if p is None else _Deferred(_bound(p, w, args, y)) for p, w in zip(partials, wants_out)]
+
     scalar_partial = None
     if len(partials) == 1 and partials[0] is not None:
         partial = partials[0]
         scalar_partial = (lambda x, y: partial(x, out=y)) if wants_out[0] else (lambda x, y: partial(x))
-    _register(f, len(partials), derivatives, partials, scalar_partial)
+    _register(f, len(partials), derivatives, partials, scalar_partial, deferred if len(partials) > 1 else None)
+
+
+def _bound(partial: Callable, wants_out: bool, args: tuple, y) -> Callable:
+    """``partial`` at ``args`` (and the output ``y``), to be called later."""
+    return (lambda: partial(*args, out=y)) if wants_out else (lambda: partial(*args))
 
 
 def elementwise_joint(f, nin: int, derivatives: Callable) -> None:
