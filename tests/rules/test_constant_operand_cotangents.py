@@ -110,3 +110,22 @@ def test_gradients_with_respect_to_numbers_in_array_code(engine):
         up[i], down[i] = arg + h, arg - h
         np.testing.assert_allclose(g, (f(*up) - f(*down)) / (2 * h), rtol=1e-6)
     np.testing.assert_allclose(grads[0], cr.gradient(f, x, c, s, engine="tape" if engine == "source" else "source")[0])
+
+
+def test_an_interpolation_tables_cotangents_wait_until_asked_for():
+    """``np.interp(x, xp, fp)``: the table (xp, fp) is mostly data; its cotangents, scatters over
+    its points, are thunks, one cotangent or a batch, and equal row by row."""
+    x = np.array([0.25, 1.5, 2.75, 0.5])
+    xp, fp = np.array([0.0, 1.0, 2.0, 3.0]), np.array([0.0, 1.0, 4.0, 9.0])
+    y, back = cr.rrule(np.interp, x, xp, fp)
+    dys = np.stack([np.arange(1.0, 5.0), np.ones(4)])
+    singles = [back(dy) for dy in dys]
+    for _, _dx, dxp, dfp in singles:
+        assert isinstance(dxp, cr.Thunk) and isinstance(dfp, cr.Thunk)
+    _, dx_b, dxp_b, dfp_b = back(dys)
+    assert isinstance(dxp_b, cr.Thunk) and isinstance(dfp_b, cr.Thunk)
+    for k, (_, dx, dxp, dfp) in enumerate(singles):
+        np.testing.assert_allclose(cr.unthunk(dx_b)[k], cr.unthunk(dx))
+        np.testing.assert_allclose(cr.unthunk(dxp_b)[k], cr.unthunk(dxp))
+        np.testing.assert_allclose(cr.unthunk(dfp_b)[k], cr.unthunk(dfp))
+    test_rrule(np.interp, x, xp, fp)

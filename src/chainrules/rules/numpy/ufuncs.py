@@ -687,21 +687,25 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
             return _interp_batch(x, xp, fp, args, parts, match_input_batch(y, dy))
         dy = _as_array(dy)
         dx = match_input(x, dy * conj(slope))
-        dfp = _scatter_sum(np.shape(fp), (lo, hi), (dy * w_lo, dy * w_hi))
-        along = -dy * conj(slope)
-        dxp = _points_cotangent(xp, lambda: _scatter_sum(np.shape(xp), (lo, hi), (along * w_lo, along * w_hi)))
+        # the table's cotangents (scatters over its points) wait until asked for: it is mostly data
+        dfp = Thunk(lambda: match_input(fp, _scatter_sum(np.shape(fp), (lo, hi), (dy * w_lo, dy * w_hi))))
+        dxp = _points_cotangent(xp, lambda: _points_scatter(np.shape(xp), lo, hi, w_lo, w_hi, -dy * conj(slope)))
         bounds = tuple(_NO if a is None else match_input(a, np.sum(dy[m])) for a, m in zip(args, (below, above)))
-        return (_NO, dx, dxp, match_input(fp, dfp), *bounds, *(_NO for _ in args[2:]))
+        return (_NO, dx, dxp, dfp, *bounds, *(_NO for _ in args[2:]))
 
     return y, interp_pullback
 
 
+def _points_scatter(shape: tuple, lo, hi, w_lo, w_hi, along):
+    return _scatter_sum(shape, (lo, hi), (along * w_lo, along * w_hi))
+
+
 def _points_cotangent(xp, make):
     """The cotangent of ``np.interp``'s sample points: none for integer points, which cannot move
-    (``make`` builds it, or is a zero to pass on)."""
+    (``make`` builds it, in a thunk, or is a zero to pass on)."""
     if np.asarray(xp).dtype.kind not in "fc":
         return _NO
-    return make if isinstance(make, AbstractZero) else match_input(xp, make())
+    return make if isinstance(make, AbstractZero) else Thunk(lambda: match_input(xp, make()))
 
 
 def _interp_batch(x, xp, fp, args, parts, dys):
@@ -710,17 +714,20 @@ def _interp_batch(x, xp, fp, args, parts, dys):
     lo, hi, w_lo, w_hi, slope, below, above = parts
     rows = np.reshape(dys, (len(dys), -1))
     dx = match_input_batch(x, dys * conj(slope))
-    dfp = np.zeros((len(dys), np.size(fp)), dtype=np.result_type(dys, w_lo))
-    np.add.at(dfp, (slice(None), np.ravel(lo)), rows * np.ravel(w_lo))
-    np.add.at(dfp, (slice(None), np.ravel(hi)), rows * np.ravel(w_hi))
-    dfp = match_input_batch(fp, np.reshape(dfp, (len(dys), *np.shape(fp))))
+
+    def rows_scattered(table, values):  # each row's values summed into the table's points, lazily
+        def scatter():
+            out = np.zeros((len(dys), np.size(table)), dtype=np.result_type(values, w_lo))
+            np.add.at(out, (slice(None), np.ravel(lo)), values * np.ravel(w_lo))
+            np.add.at(out, (slice(None), np.ravel(hi)), values * np.ravel(w_hi))
+            return match_input_batch(table, np.reshape(out, (len(dys), *np.shape(table))))
+
+        return Thunk(scatter)
+
+    dfp = rows_scattered(fp, rows)
     dxp = _NO
     if np.asarray(xp).dtype.kind in "fc":
-        along = -rows * np.ravel(conj(slope))
-        dxp = np.zeros((len(dys), np.size(xp)), dtype=np.result_type(along, w_lo))
-        np.add.at(dxp, (slice(None), np.ravel(lo)), along * np.ravel(w_lo))
-        np.add.at(dxp, (slice(None), np.ravel(hi)), along * np.ravel(w_hi))
-        dxp = match_input_batch(xp, dxp)
+        dxp = rows_scattered(xp, -rows * np.ravel(conj(slope)))
     bounds = tuple(
         _NO if a is None else match_input_batch(a, np.sum(rows * np.ravel(m), axis=1))
         for a, m in zip(args, (below, above))
