@@ -33,6 +33,8 @@ CASES = [
     (np.power, 1, 2.5, lambda a, c: a**c * np.log(a)),
     (np.arctan2, 1, 0.7, lambda a, c: -a / (a * a + c * c)),
     (np.maximum, 1, 1.0, lambda a, c: (c > a) * 1.0),
+    (np.dot, 1, 2.0, lambda a, c: a),
+    (np.dot, 0, 2.0, lambda a, c: a),
 ]
 
 

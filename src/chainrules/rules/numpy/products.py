@@ -567,11 +567,21 @@ def _scalar_product_rrule(a, b, y):
         dy = unthunk(dy)
         if carries_batch(y, dy):
             dy = match_input_batch(y, dy)
-            return match_input_batch(a, dy * _conj(b)), match_input_batch(b, _conj(a) * dy)
+            da = Thunk(lambda: match_input_batch(a, dy * _conj(b)))
+            return da, Thunk(lambda: match_input_batch(b, _conj(a) * dy))
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return dy, dy
-        return to_input(a, sum_to(dy * _conj(b), np.shape(a))), to_input(b, sum_to(_conj(a) * dy, np.shape(b)))
+
+        def cotangent_a():
+            return to_input(a, sum_to(dy * _conj(b), np.shape(a)))
+
+        def cotangent_b():
+            return to_input(b, sum_to(_conj(a) * dy, np.shape(b)))
+
+        if np.ndim(dy):  # array work, and one factor is often a constant number: both wait until asked for
+            return Thunk(cotangent_a), Thunk(cotangent_b)
+        return cotangent_a(), cotangent_b()
 
     return y, scalar_product_pullback
 
