@@ -41,6 +41,7 @@ from ...core import (
     rrule,
     unthunk,
 )
+from ..operators import _array_cotangent
 from ._util import align, bind, match_output, raise_out
 
 _NO = NoTangent()
@@ -111,17 +112,14 @@ def pull(args: tuple, partials: list, y, dy) -> tuple:
         return tuple(_NO if p is None else _batch_back_to(x, dy, p) for x, p in zip(args, partials))
     if len(args) == 1:
         p = partials[0]
-        return (_NO if p is None else _back_to(args[0], _times(dy, conj(_partial_value(p)))),)
+        return (_NO if p is None else _back_to(args[0], _times(dy, conj(p))),)  # (one input: never deferred)
     # several inputs: a cotangent that costs array work waits until asked for (it may be a
     # constant's: the 2.0 of np.power(x, 2.0), whose cotangent is a product and a sum)
     return tuple(_NO if p is None else _lazy_back_to(x, dy, p) for x, p in zip(args, partials))
 
 
 def _lazy_back_to(x, dy, p):
-    def input_cotangent():
-        return _back_to(x, _times(dy, conj(_partial_value(p))))
-
-    return Thunk(input_cotangent) if type(x) is np.ndarray or isinstance(dy, np.ndarray) else input_cotangent()
+    return _array_cotangent(x, dy, lambda: _back_to(x, _times(dy, conj(_partial_value(p)))))
 
 
 def _batch_back_to(x, dy, p):
@@ -689,15 +687,16 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
         dx = match_input(x, dy * conj(slope))
         # the table's cotangents (scatters over its points) wait until asked for: it is mostly data
         dfp = Thunk(lambda: match_input(fp, _scatter_sum(np.shape(fp), (lo, hi), (dy * w_lo, dy * w_hi))))
-        dxp = _points_cotangent(xp, lambda: _points_scatter(np.shape(xp), lo, hi, w_lo, w_hi, -dy * conj(slope)))
+
+        def points_cotangent():
+            along = -dy * conj(slope)
+            return _scatter_sum(np.shape(xp), (lo, hi), (along * w_lo, along * w_hi))
+
+        dxp = _points_cotangent(xp, points_cotangent)
         bounds = tuple(_NO if a is None else match_input(a, np.sum(dy[m])) for a, m in zip(args, (below, above)))
         return (_NO, dx, dxp, dfp, *bounds, *(_NO for _ in args[2:]))
 
     return y, interp_pullback
-
-
-def _points_scatter(shape: tuple, lo, hi, w_lo, w_hi, along):
-    return _scatter_sum(shape, (lo, hi), (along * w_lo, along * w_hi))
 
 
 def _points_cotangent(xp, make):
