@@ -210,3 +210,23 @@ def test_scalar_functions_take_a_batch(f, args, batched_pullback):
 )
 def test_min_and_max_of_a_sequence_take_a_batch(pick, xs, key, batched_pullback):
     batched_pullback(pick, xs, kwargs={"key": key}, rtol=1e-6 if np.result_type(*xs) == np.float32 else 1e-13)
+
+
+INTEGERS = np.array([3, -2, 5], dtype=np.int64)
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [(np.float32(0.2675), INTEGERS[0]), (np.array(0.2675, np.float32), np.array(3)), (F32[0], INTEGERS)],
+    ids=["np.float32*int64", "0-d float32*0-d int64", "float32*int64 array"],
+)
+@pytest.mark.parametrize("f", [operator.mul, np.multiply], ids=["operator.mul", "np.multiply"])
+def test_a_float32_times_an_integer_pulls_back_in_the_outputs_precision(f, a, b, batched_pullback):
+    # the output is float64: a Python float cotangent of it is float64, not NumPy's weak float,
+    # so the integer's cotangent a * dy is not rounded to float32 (as a batch's rows are not)
+    y, back = cr.rrule(f, a, b)
+    assert np.result_type(y) == np.float64
+    db = cr.unthunk(back(0.1)[2])
+    assert np.result_type(db) == np.float64
+    np.testing.assert_allclose(db, np.float64(a) * 0.1 * np.ones(np.shape(b)), rtol=1e-15)
+    batched_pullback(f, a, b, rtol=1e-15)

@@ -303,6 +303,26 @@ def unbroadcast_batch(x, dx):
     return dx if np.shape(dx) == target else np.broadcast_to(dx, target)
 
 
+def numpy_cotangent(y, dy):
+    """A Python number ``dy``, the cotangent of a NumPy output ``y``, as a NumPy scalar of
+    ``y``'s dtype; any other ``dy`` as it is.
+
+    NumPy gives a Python float no precision of its own: a float32 partial times it is float32,
+    even where the output (and so its cotangent) is float64. A pullback that multiplies a
+    single cotangent by partials converts it first, so that it computes what it computes for
+    a batch of cotangents (arrays of the output's dtype).
+
+    >>> import numpy as np
+    >>> np.float32(0.1) * numpy_cotangent(np.float64(1.0), 3.0)  # float64, as for an array cotangent
+    np.float64(0.30000000447034836)
+    """
+    if (type(dy) is float or type(dy) is int) and type(y) is not float and isinstance(y, (np.ndarray, np.generic)):
+        dtype = y.dtype
+        if dtype.kind in "fc":
+            return dtype.type(dy)
+    return dy
+
+
 def input_matcher(y, dy):
     """``match_input``, or ``match_input_batch`` when ``dy`` carries a batch of cotangents of the
     output ``y``: how a pullback that takes one cotangent or a batch alike brings its result back.

@@ -65,6 +65,7 @@ from ..core import (
     user_location,
 )
 from ..core.errors import callable_name
+from ..core.projection import numpy_cotangent
 from ..core.tangents import _rebuild as _rebuild_tangent
 
 _NO = NoTangent()
@@ -697,7 +698,7 @@ def rrule_mul(a, b):
             da = Thunk(lambda: dy * b) if fits_a else _array_cotangent(a, dy, lambda: match_input(a, dy * conj(b)))
             db = Thunk(lambda: a * dy) if fits_b else _array_cotangent(b, dy, lambda: match_input(b, conj(a) * dy))
             return _NO, da, db
-        dy = unthunk(dy)
+        dy = numpy_cotangent(y, unthunk(dy))
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
         match = input_matcher(y, dy)

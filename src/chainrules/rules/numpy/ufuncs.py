@@ -41,6 +41,7 @@ from ...core import (
     rrule,
     unthunk,
 )
+from ...core.projection import numpy_cotangent
 from ..operators import _array_cotangent
 from ._util import align, bind, match_output, raise_out
 
@@ -108,6 +109,8 @@ def pull(args: tuple, partials: list, y, dy) -> tuple:
         return tuple(_NO if p is None else _ZERO for p in partials)
     elif not np.iscomplexobj(y) and np.iscomplexobj(dy):
         dy = np.real(dy)
+    else:
+        dy = numpy_cotangent(y, dy)
     if carries_batch(y, dy):  # a batch of cotangents: each argument's batch at once
         return tuple(_NO if p is None else _batch_back_to(x, dy, p) for x, p in zip(args, partials))
     if len(args) == 1:
