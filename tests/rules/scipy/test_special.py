@@ -273,6 +273,25 @@ def test_logsumexp_primal_is_scipys(a, kwargs, batched_pullback):
     batched_pullback(sc.logsumexp, a, kwargs=kwargs, rtol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "a, kwargs",
+    [
+        (np.zeros((1, 2, 0), np.float32), {"axis": -2, "keepdims": True}),  # an empty output stays float32
+        (np.zeros(0), {"return_sign": True}),  # the empty sum: -inf, and SciPy's sign -1
+        (np.zeros((2, 0)), {"axis": 1, "return_sign": True}),
+    ],
+)
+def test_logsumexp_of_an_empty_sum_is_scipys(a, kwargs):
+    for y in (
+        cr.rrule(sc.logsumexp, a, **kwargs)[0],
+        cr.frule((cr.NoTangent(), np.ones_like(a)), sc.logsumexp, a, **kwargs)[0],
+    ):
+        expected = sc.logsumexp(a, **kwargs)
+        for got, want in zip(y, expected) if kwargs.get("return_sign") else [(y, expected)]:
+            assert np.shape(got) == np.shape(want) and got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
 def test_digamma_of_a_complex_number_is_refused_by_name():
     for rule in (lambda z: cr.rrule(sc.psi, z), lambda z: cr.frule((cr.NoTangent(), 1.0), sc.psi, z)):
         with pytest.raises(TypeError, match=r"scipy\.special\.digamma \(psi\).*real arguments only"):

@@ -881,7 +881,7 @@ def _logsumexp(a, axis, b, keepdims, return_sign):
         a_full = a
     axes = _axes(axis, np.ndim(a_full))
     with np.errstate(invalid="ignore", divide="ignore"):
-        m = np.max(a_full, axis=axes, keepdims=True) if a_full.size else np.zeros((1,) * a_full.ndim)
+        m = np.max(a_full, axis=axes, keepdims=True) if a_full.size else np.zeros((1,) * a_full.ndim, a_full.dtype)
         m = np.where(np.isfinite(m), m, 0)
         e = np.exp(a_full - m)
         t = e if b is None else b * e
@@ -901,6 +901,9 @@ def _logsumexp(a, axis, b, keepdims, return_sign):
     if np.ndim(r) == 0 and r.dtype != dtype and np.iscomplexobj(r) == np.iscomplexobj(dtype.type(0)):
         r = r.astype(dtype)
     result = (r, sign) if return_sign else r
+    if not a_full.size:  # an empty sum: SciPy's own result (its sign of the empty sum is -1)
+        with np.errstate(divide="ignore"):
+            result = sc.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
     return result, w, e_over_s, axes
 
 
