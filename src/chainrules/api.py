@@ -376,6 +376,9 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     output, ``"auto"`` runs ``f``'s reverse-mode primal, which reverse mode then uses; it
     remembers its choice per function and input shape and dtype, so a later call goes straight
     to the mode chosen (either mode gives the same Jacobian; the choice is only about speed).
+    Where forward mode refuses ``f`` (a ``TypeError``: a call of a library function with a
+    rule, such as ``scipy.linalg.solve_triangular``, ``math.sin`` of a dual number, a write into a
+    plain NumPy buffer), ``"auto"`` uses reverse mode, and keeps to it for that function and input.
 
     Reverse mode pulls back a block of unit cotangents at once (rows of the identity, a
     ``BasisSeed``: its products select rows instead of multiplying) when every rule ``f`` calls
@@ -399,11 +402,18 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         raise ValueError(f"jacobian: mode={mode!r}; choose 'auto', 'forward' or 'reverse'")
     key = _auto_key(x)
     chosen = _chosen_before(f, key)
-    if chosen == "forward":
-        J = _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+    if chosen == _FORWARD:
+        try:
+            J = _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+        except TypeError:  # forward mode refuses f here (another branch than before): reverse mode, from now on
+            J = jacobian(f, x, "reverse", engine, chunk_size)
+            _remember_choice(f, key, _FORWARD_REFUSED)
+            return J
         if not _size(x) < _size(J) // max(_size(x), 1):  # the output shrank: reverse mode next time
-            _remember_choice(f, key, False)
+            _remember_choice(f, key, _REVERSE)
         return J
+    if chosen == _FORWARD_REFUSED:
+        return jacobian(f, x, "reverse", engine, chunk_size)
     try:  # the reverse-mode primal gives the output's size, and is reused if reverse mode wins
         pulled = _reverse_engine(engine).pullback_full(f, x)
     except ChainRulesError:  # reverse mode cannot differentiate f; forward mode may, if it is the one to use
@@ -412,14 +422,19 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         raise
     forward = _size(x) < _size(_jacobian_output(f, pulled[0]))
     if forward or chosen is None:  # a choice of reverse mode that still holds is not written again
-        _remember_choice(f, key, forward)
+        _remember_choice(f, key, _FORWARD if forward else _REVERSE)
     if forward:
-        return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+        try:
+            return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+        except TypeError:  # forward mode refuses what reverse mode ran: the pullback at hand gives the Jacobian
+            _remember_choice(f, key, _FORWARD_REFUSED)
     return _reverse_jacobian(x, *pulled, chunk_size)
 
 
-#: ``mode="auto"``'s choices: function -> {(input shape, dtype): "forward" | "reverse"}
+#: ``mode="auto"``'s choices: function -> {(input shape, dtype): one of the three below}
 _auto_choices: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_FORWARD, _REVERSE = "forward", "reverse"
+_FORWARD_REFUSED = "reverse: forward mode refused the function"  # (sizes are not compared again)
 
 
 def _chosen_before(f, key) -> str | None:
@@ -430,14 +445,14 @@ def _chosen_before(f, key) -> str | None:
     return None if choices is None else choices.get(key)
 
 
-def _remember_choice(f, key, forward: bool) -> None:
+def _remember_choice(f, key, choice: str) -> None:
     try:
         choices = _auto_choices.setdefault(f, {})
     except TypeError:
         return
     if len(choices) >= 16:  # a function called on ever new shapes: keep the memory bounded
         choices.clear()
-    choices[key] = "forward" if forward else "reverse"
+    choices[key] = choice
 
 
 #: the most numbers one reverse-mode pass's block of cotangents may hold (chunk * size of the

@@ -8,6 +8,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+import scipy.linalg
 from _jacobians import ENGINES, check_batched, each_engine, fd_jacobian, loop_jacobian
 
 import chainrules as cr
@@ -544,3 +545,59 @@ def test_auto_picks_forward_for_more_outputs_and_remembers_it():
     cr.jacobian(wide, RNG.standard_normal(3))  # another input shape is another choice
     assert len(RUNS) == 2
     np.testing.assert_allclose(J, fd_jacobian(wide, x), rtol=1e-6, atol=1e-8)
+
+
+UPPER = np.triu(RNG.standard_normal((3, 3))) + 3.0 * np.eye(3)
+
+
+def wide_with_a_library_rule(x):
+    RUNS.append(1)
+    return np.concatenate([scipy.linalg.solve_triangular(UPPER, x), x**2])  # forward mode cannot use its rule
+
+
+def wide_with_math_sin(x):
+    RUNS.append(1)
+    return np.array([math.sin(x[0]), x[0] * x[1], x[1] ** 2])  # float() of a dual number
+
+
+def test_auto_uses_reverse_mode_where_forward_mode_refuses_and_keeps_to_it():
+    x = RNG.standard_normal(3)
+    for f, point in ((wide_with_a_library_rule, x), (wide_with_math_sin, x[:2])):
+        api._auto_choices.pop(f, None)
+        with pytest.raises(TypeError):
+            cr.jacobian(f, point, mode="forward")
+        RUNS.clear()
+        J = cr.jacobian(f, point)
+        assert len(RUNS) == 2  # the reverse-mode primal, then forward mode, which refused: its pullback is used
+        np.testing.assert_allclose(J, fd_jacobian(f, point), rtol=1e-6, atol=1e-8)
+        RUNS.clear()
+        np.testing.assert_allclose(cr.jacobian(f, point), J, rtol=1e-15)
+        assert len(RUNS) == 1  # reverse mode straight away
+
+
+def changes_branch(x):
+    RUNS.append(1)
+    if x[0] > 0:
+        return np.concatenate([x, np.sin(x)])
+    return np.concatenate([x, np.array([math.sin(x[0]), x[1]])])  # forward mode refuses this branch
+
+
+def test_auto_turns_to_reverse_mode_when_a_later_call_takes_a_branch_forward_mode_refuses():
+    api._auto_choices.pop(changes_branch, None)
+    positive, negative = np.array([0.5, 0.3]), np.array([-0.5, 0.3])
+    cr.jacobian(changes_branch, positive)
+    assert api._auto_choices[changes_branch][api._auto_key(positive)] == "forward"
+    J = cr.jacobian(changes_branch, negative)
+    np.testing.assert_allclose(J, fd_jacobian(changes_branch, negative), rtol=1e-6, atol=1e-8)
+    expected = fd_jacobian(changes_branch, positive)
+    RUNS.clear()
+    np.testing.assert_allclose(cr.jacobian(changes_branch, positive), expected, rtol=1e-6, atol=1e-8)
+    assert len(RUNS) == 1  # reverse mode from now on, without measuring the output again
+
+
+def test_auto_passes_on_an_error_of_the_function_itself():
+    def broken(x):
+        return np.concatenate([x, x]) + "text"
+
+    with pytest.raises((TypeError, np._core._exceptions._UFuncNoLoopError)):
+        cr.jacobian(broken, np.ones(2))

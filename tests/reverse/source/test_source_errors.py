@@ -130,7 +130,8 @@ def defines_a_class(x):
     "fn, marker, column, phrase",
     [
         (uses_yield, "<- yield", 5, "`yield` is not supported"),
-        (uses_try, "<- try", 5, "`try` is not supported"),
+        (uses_try, "<- try", 5, "`try` is not supported by the source engine"),
+        (uses_try, "<- try", 5, 'differentiate the function with engine="tape"'),
         (assigns_into_an_argument, "<- item assignment", 5, "writing into the argument `x` in place"),
         (assigns_an_attribute, "<- attribute assignment", 5, "assigning to an attribute"),
         (uses_global_write, "<- global write", 5, "the global variable `SOMETHING`"),

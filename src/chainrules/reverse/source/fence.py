@@ -22,7 +22,10 @@ import ast
 from ...core.errors import UnsupportedSyntaxError
 from .effects import DELETE_ADVICE
 
-_TRY_HINT = "an exception can leave any statement half done, which the reverse pass cannot follow"
+_TRY_HINT = (
+    "an exception can leave any statement half done, which the reverse pass cannot follow; "
+    'differentiate the function with engine="tape", or move the `try` out of the differentiated code'
+)
 _STATEMENTS = {
     ast.AsyncFor: ("`async for`", "a coroutine cannot be differentiated"),
     ast.Try: ("`try`", _TRY_HINT),
