@@ -881,6 +881,7 @@ PRODUCTS = [
     np.vecmat,
     np.convolve,
     np.polyval,
+    np.polyder,
     np.linalg.multi_dot,
 ]
 
@@ -959,6 +960,9 @@ def _product(d: Draw, f):
         return (a(n + 1), b(m)), {"mode": d.pick(["full", "same", "valid"])} if d.chance(0.6) else {}
     if f is np.polyval:
         return (a(n), d.operand("any", other, empty=False)), {}
+    if f is np.polyder:
+        m = int(d.rng.integers(0, n + 2))  # past the degree too: no coefficient kept
+        return ((a(n), m), {}) if d.chance(0.5) else ((a(n),), {"m": m} if d.chance(0.5) else {})
     if f is np.linalg.multi_dot:
         return ([a(n, k), b(k, m), a(m, 2)][: int(d.rng.integers(2, 4))],), {}
     raise Skip(f"no generator for {f}")

@@ -361,6 +361,61 @@ def test_polyval_refuses_poly1d_coefficients():
         cr.rrule(np.polyval, np.array([[1.0, 2.0]]), 1.0)
 
 
+POLYDER = [
+    ((_r(4),), {}),
+    ((_r(5), ND(2)), {}),
+    ((_r(5),), {"m": 3}),
+    ((_r(3), ND(0)), {}),
+    ((_r(2), ND(3)), {}),  # differentiated past its degree: no coefficient kept
+    ((_r(4, dtype=np.complex128),), {}),
+    ((_r(4, dtype=np.float32), ND(1)), {}),
+]
+
+
+@pytest.mark.parametrize("args, kwargs", POLYDER, ids=lambda v: str(v))
+def test_polyder_rules(args, kwargs, batched_pullback):
+    crt.test_rrule(np.polyder, *args, fkwargs=kwargs)
+    crt.test_frule(np.polyder, *args, fkwargs=kwargs)
+    plain = tuple(getattr(a, "value", a) for a in args)
+    batched_pullback(np.polyder, *plain, kwargs=kwargs)
+    from _array_checks import Const, check_batched_frule
+
+    check_batched_frule(np.polyder, plain[0], *(Const(a) for a in plain[1:]), fkwargs=kwargs)
+
+
+def test_polyder_refuses_poly1d_coefficients():
+    with pytest.raises(TypeError, match="numpy.polyder takes a 1-D array of coefficients"):
+        cr.rrule(np.polyder, np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_a_polynomial_s_derivative_is_differentiated_in_its_coefficients(engine):
+    def slope_energy(p, x):
+        return np.sum(np.polyval(np.polyder(p), x) ** 2)
+
+    p, x = _r(4), _r(6)
+    crt.check_grads(slope_energy, (p, x), engine=engine)
+
+
+def _fd_hessian(f, x, h=1e-5):
+    gradient = lambda v: cr.gradient(f, v)[0]  # noqa: E731
+    return np.array([(gradient(x + h * e) - gradient(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: np.sum(np.polyval(x, x)),  # the coefficients' rule runs np.polyder on dual numbers
+        lambda x: np.median(x) * np.sum(x**2),  # the order statistics sort dual numbers by value
+        lambda x: np.quantile(x**2, 0.3) + np.percentile(x, 70.0) * x[0],
+    ],
+    ids=["polyval of its own coefficients", "median", "quantile and percentile"],
+)
+def test_hessians_through_polyval_and_order_statistics(f):
+    x = np.array([0.3, -1.2, 0.8, 1.9, -0.4])
+    np.testing.assert_allclose(np.asarray(cr.hessian(f, x)), _fd_hessian(f, x), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     "f, args",
     [

@@ -129,6 +129,17 @@ def to_input(x, dx):
     return dx  # an object implementing NumPy's protocols: its tangent is an array-like too
 
 
+def array_or_active(x):
+    """``x`` as an array: an ndarray as it is, and an engine's value (a dual number, where a Hessian
+    runs a rule on them) as it is too, since converting it would drop its derivative; anything
+    else (a number, a list) converted.
+
+    >>> array_or_active([1.0, 2.0])
+    array([1., 2.])
+    """
+    return x if isinstance(x, (np.ndarray, ActiveValue)) else np.asarray(x)
+
+
 def cotangent_array(y, dy):
     """The cotangent ``dy`` of an array output ``y`` as a value of ``y``'s shape and tangent dtype.
 

@@ -26,7 +26,6 @@ import numpy as np
 
 from ...core import (
     AbstractZero,
-    ActiveValue,
     NoRuleError,
     NoTangent,
     Tangent,
@@ -37,15 +36,10 @@ from ...core import (
     unthunk,
 )
 from ..pyfunctional import _add_function_tangent, _pullback_of
-from ._arrays import sequence_items
+from ._arrays import array_or_active, sequence_items
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
-
-
-def _as_array(x):
-    """``x`` as an array; an engine's array (a dual, in a Hessian) as it is: its writes carry derivatives."""
-    return x if isinstance(x, (np.ndarray, ActiveValue)) else np.asarray(x)
 
 
 def _conditions(x: np.ndarray, condlist, n_funcs: int) -> np.ndarray:
@@ -65,7 +59,7 @@ def _conditions(x: np.ndarray, condlist, n_funcs: int) -> np.ndarray:
 
 @rrule.register(np.piecewise)
 def rrule_piecewise(x, condlist, funclist, *args, **kw):
-    x = _as_array(x)
+    x = array_or_active(x)
     conds = _conditions(x, condlist, len(funclist))
     y = np.zeros_like(x)
     calls = []  # (piece, y_piece, pullback) of each callable piece that ran
@@ -115,7 +109,7 @@ def rrule_piecewise(x, condlist, funclist, *args, **kw):
 
 @frule.register(np.piecewise)
 def frule_piecewise(tangents, x, condlist, funclist, *args, **kw):
-    x = _as_array(x)
+    x = array_or_active(x)
     conds = _conditions(x, condlist, len(funclist))
     dx = unthunk(tangents[1]) if len(tangents) > 1 else _ZERO
     dargs = [unthunk(t) for t in tangents[4 : 4 + len(args)]]

@@ -45,6 +45,7 @@ from ._arrays import (
     ZERO,
     ArrayLike,
     add_value_into,
+    array_or_active,
     as_sequence,
     batch_of,
     batch_to_input,
@@ -1475,7 +1476,7 @@ def frule_convolve(tangents, a, v, *args, **kwargs):
 
 def _vandermonde(p, x):
     """``x ** (n-1), ..., x, 1`` along a new last axis: ``polyval(p, x) = V @ p``."""
-    return np.power.outer(np.asarray(x), np.arange(np.size(p) - 1, -1, -1))
+    return np.expand_dims(array_or_active(x), -1) ** np.arange(np.size(p) - 1, -1, -1)
 
 
 @rrule.register(np.polyval, batched=True)
@@ -1497,7 +1498,7 @@ def rrule_polyval(p, x):
         dy = cotangent_array(y, dy)
         if isinstance(dy, AbstractZero):
             return NO, dy, dy
-        dp = Thunk(lambda: to_input(p, np.tensordot(np.asarray(dy), _conj(_vandermonde(p, x)), np.ndim(x))))
+        dp = Thunk(lambda: to_input(p, np.tensordot(array_or_active(dy), _conj(_vandermonde(p, x)), np.ndim(x))))
         dx = Thunk(lambda: to_input(x, dy * _conj(np.polyval(np.polyder(p), x))))
         return NO, dp, dx
 
@@ -1517,3 +1518,44 @@ def frule_polyval(tangents, p, x):
     if not terms:
         return y, ZERO
     return y, match_output(y, _add_terms(*terms))
+
+
+def _polyder_parts(p, rest: tuple, kwargs: dict):
+    """``(coefficients, m, multipliers)`` of ``np.polyder(p, m)``: a linear map, which keeps the
+    first ``n - m`` of the ``n`` coefficients, each times what differentiating ``m`` times makes
+    of its power (``k (k-1) ... (k-m+1)``); none are kept when ``m >= n``."""
+    p = array_or_active(p)
+    if np.ndim(p) != 1:
+        raise TypeError("the rule for numpy.polyder takes a 1-D array of coefficients (not a poly1d or a 2-D array)")
+    m = operator.index(rest[0] if rest else kwargs.get("m", 1))
+    return p, m, np.polyder(np.ones(np.shape(p)[0]), m)
+
+
+@rrule.register(np.polyder, batched=True)
+def rrule_polyder(p, *rest, **kwargs):
+    """``y = polyder(p, m)``, ``y_i = c_i p_i`` for the ``n - m`` kept coefficients: ``p̄_i = c_i ȳ_i``
+    for those, zero for the last ``m``."""
+    coefficients, m, c = _polyder_parts(p, rest, kwargs)
+    order = (NO,) * len(rest)
+    y = np.polyder(coefficients, m)
+    n = np.shape(coefficients)[0]
+
+    def polyder_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return (NO, dy) + order
+        zeros = np.zeros(np.shape(dy)[:-1] + (n - c.size,), dtype=np.result_type(dy, c))
+        dp = np.concatenate([dy * c, zeros], axis=-1)
+        return (NO, (batch_to_input if is_batched(y, dy) else to_input)(p, dp)) + order
+
+    return y, polyder_pullback
+
+
+@frule.register(np.polyder, batched=True)
+def frule_polyder(tangents, p, *rest, **kwargs):
+    coefficients, m, c = _polyder_parts(p, rest, kwargs)
+    y = np.polyder(coefficients, m)
+    dp = unthunk(tangents[1])
+    if isinstance(dp, AbstractZero):
+        return y, ZERO
+    return y, match_output(y, dp[..., : c.size] * c)  # a batch of tangents keeps its leading axis

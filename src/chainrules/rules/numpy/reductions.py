@@ -36,7 +36,7 @@ from ...core import (
     unbroadcast_batch,
     unthunk,
 )
-from ._arrays import sum_to
+from ._arrays import array_or_active, sum_to
 from ._util import align, axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
 
 _NO = NoTangent()
@@ -975,13 +975,14 @@ class _OrderStatistics:
     """
 
     def __init__(self, a, q, axis):
-        x = np.asarray(a)
+        x = array_or_active(a)  # (a Hessian's dual numbers: the permutation is of their values)
         self.axes = axes_of(axis, x.ndim)
         self.others = [i for i in range(x.ndim) if i not in self.axes]
         self.shape = x.shape
         self.n = size_along(x.shape, self.axes)
         self.rows = self.to_rows(x)
         self.perm = np.argsort(self.rows, axis=-1, kind="stable")
+        self.unperm = np.argsort(self.perm, axis=-1)  # where each entry went: a gather undoes the sort
         qs = np.ravel(np.asarray(q, dtype=np.float64))
         pos = qs * (self.n - 1)
         self.lo = np.clip(np.floor(pos).astype(np.intp), 0, max(self.n - 2, 0))
@@ -997,6 +998,12 @@ class _OrderStatistics:
         k = len(lead)
         moved = np.transpose(x, tuple(range(k)) + tuple(i + k for i in self.others + list(self.axes)))
         return np.reshape(moved, lead + tuple(self.shape[i] for i in self.others) + (self.n,))
+
+    def unsort(self, rows):
+        """Rows in sorted order (with batch axes in front) put back in the order of the entries: a
+        gather, not a write, so that a Hessian's dual numbers pass through."""
+        unperm = np.reshape(self.unperm, np.shape(rows)[-2:])
+        return np.take_along_axis(rows, np.broadcast_to(unperm, np.shape(rows)), axis=-1)
 
     def from_rows(self, rows, lead=()):
         """Rows of reduced entries (with ``lead`` batch axes in front) laid out as ``a`` again."""
@@ -1019,10 +1026,7 @@ def _quantile_batch(a, q, stats, scale, dy, q_given):
     lead = np.shape(dy)[:1]
     rows_dy = np.reshape(np.real(dy), lead + (stats.weights.shape[0], -1))  # (B, Q, rows)
     sorted_cotangent = np.swapaxes(rows_dy, -1, -2) @ stats.weights  # (B, rows, n), in sorted order
-    unsorted = np.zeros_like(sorted_cotangent)
-    perm = np.reshape(stats.perm, np.shape(unsorted)[1:])
-    np.put_along_axis(unsorted, np.broadcast_to(perm, np.shape(unsorted)), sorted_cotangent, axis=-1)
-    da = match_input_batch(a, stats.from_rows(unsorted, lead))
+    da = match_input_batch(a, stats.from_rows(stats.unsort(sorted_cotangent), lead))
     if not q_given:
         return (da,)
     dq = scale * np.sum(np.reshape(stats.slopes(), np.shape(rows_dy)[1:]) * rows_dy, axis=-1)
@@ -1059,9 +1063,7 @@ def _quantile_rules(f, scale: float, fixed_q=None):
                 return (_NO, *_quantile_batch(a, q, stats, scale, dy, q_given), *rest)
             rows_dy = np.reshape(np.real(dy), (stats.weights.shape[0], -1))  # (Q, rows)
             sorted_cotangent = rows_dy.T @ stats.weights  # (rows, n), in sorted order
-            unsorted = np.zeros_like(sorted_cotangent)
-            np.put_along_axis(unsorted, np.reshape(stats.perm, unsorted.shape), sorted_cotangent, axis=-1)
-            da = match_input(a, stats.from_rows(unsorted))
+            da = match_input(a, stats.from_rows(stats.unsort(sorted_cotangent)))
             if not q_given:
                 return (_NO, da, *rest)
             dq = scale * np.sum(np.reshape(stats.slopes(), rows_dy.shape) * rows_dy, axis=1)

@@ -38,6 +38,7 @@ from ...core import (
 from ._arrays import (
     NO,
     ZERO,
+    array_or_active,
     as_sequence,
     batch_of,
     batch_size,
@@ -1057,7 +1058,7 @@ def frule_take_along_axis(tangents, arr, indices, *args, **kwargs):
 def _sorted_values(a, index):
     """``a``'s values at the sorted positions: indexed as it is when it is an array or an engine's
     stand-in for one (converting a dual array would drop its derivative), converted otherwise."""
-    return (a if isinstance(a, (np.ndarray, ActiveValue)) else np.asarray(a))[index]
+    return array_or_active(a)[index]
 
 
 def _sorted_positions(a, axis, kwargs):

@@ -43,6 +43,7 @@ from ...core import (
 )
 from ...core.projection import numpy_cotangent
 from ..operators import _array_cotangent
+from ._arrays import array_or_active
 from ._util import align, bind, match_output, raise_out
 
 _NO = NoTangent()
@@ -636,7 +637,7 @@ def _interp_parts(x, xp, fp, args, kwargs):
     o = dict(zip(_INTERP, args), **kwargs)
     if o.get("period") is not None:
         raise TypeError("chainrules: the rule for numpy.interp does not support period=; call it without period=")
-    points, values = np.asarray(xp), _as_array(fp)
+    points, values = np.asarray(xp), array_or_active(fp)
     n = points.size
     lo = np.clip(np.searchsorted(points, x, side="right") - 1, 0, max(n - 2, 0))
     hi = np.minimum(lo + 1, n - 1)
@@ -649,11 +650,6 @@ def _interp_parts(x, xp, fp, args, kwargs):
     w_lo = np.where(inside, 1 - t, 0) + (below if o.get("left") is None else 0)
     w_hi = np.where(inside, t, 0) + (above if o.get("right") is None else 0)
     return lo, hi, w_lo, w_hi, slope, below, above
-
-
-def _as_array(x):
-    """``x`` as an array; an engine's value (a dual, in a Hessian) stays one."""
-    return x if isinstance(x, ActiveValue) else np.asarray(x)
 
 
 def _scatter_sum(shape: tuple, indices: tuple, values: tuple):
@@ -676,7 +672,7 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
     the weights (moving a segment's ends moves the point along it); ``left``/``right`` given by
     position get the cotangent of the points outside."""
     y = np.interp(x, xp, fp, *args, **kwargs)
-    parts = _interp_parts(_as_array(x), xp, fp, args, kwargs)
+    parts = _interp_parts(array_or_active(x), xp, fp, args, kwargs)
     lo, hi, w_lo, w_hi, slope, below, above = parts
     ndim = np.ndim(y)
 
@@ -686,7 +682,7 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
             return (_NO, dy, _points_cotangent(xp, dy), dy) + tuple(_NO if a is None else dy for a in args)
         if getattr(dy, "ndim", 0) == ndim + 1:  # a batch of cotangents (a leading batch axis)
             return _interp_batch(x, xp, fp, args, parts, match_input_batch(y, dy))
-        dy = _as_array(dy)
+        dy = array_or_active(dy)
         dx = match_input(x, dy * conj(slope))
         # the table's cotangents (scatters over its points) wait until asked for: it is mostly data
         dfp = Thunk(lambda: match_input(fp, _scatter_sum(np.shape(fp), (lo, hi), (dy * w_lo, dy * w_hi))))
@@ -740,7 +736,7 @@ def _interp_batch(x, xp, fp, args, parts, dys):
 @frule.register(np.interp, batched=True)
 def frule_interp(tangents, x, xp, fp, *args, **kwargs):
     y = np.interp(x, xp, fp, *args, **kwargs)
-    lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(_as_array(x), xp, fp, args, kwargs)
+    lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(array_or_active(x), xp, fp, args, kwargs)
     dx, dxp, dfp = unthunk(tangents[1]), unthunk(tangents[2]), unthunk(tangents[3])
     terms = []
     if not isinstance(dx, AbstractZero):
