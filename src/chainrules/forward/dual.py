@@ -208,6 +208,12 @@ class Dual(ActiveValue):
             return None  # a nested dual's buffer would need partials that hold duals themselves
         return _owned_buffer(array, self.tag)
 
+    def call_by_rule(self, f, args: tuple, kwargs: dict):
+        # f's frule pushes the tangents forward; without one, the caller runs f's body on the duals
+        if frule.lookup(f, args) is None and _lookup_twin(f, args) is None:
+            return NotImplemented
+        return call(f, args, kwargs)
+
     def __format__(self, spec: str) -> str:
         # printing shows the primal; the computation keeps the dual
         return format(self.primal, spec)

@@ -37,6 +37,7 @@ import numpy as np
 import scipy.linalg
 
 from ...core import (
+    ActiveValue,
     Thunk,
     carries_batch,
     conj,
@@ -1340,7 +1341,7 @@ def _norm_setup(x, order, axis, keepdims, matrix_default: bool = False):
 
 def _finish(y, axes, keepdims):
     y = y if keepdims else np.squeeze(y, axis=axes)
-    return y[()] if np.ndim(y) == 0 else y
+    return y[()] if np.ndim(y) == 0 and not isinstance(y, ActiveValue) else y  # (a dual number is one already)
 
 
 def _norm_rrule(x, y, g, axes, keepdims):
@@ -1461,7 +1462,8 @@ def _cond_setup(x, p):
         outer_hi = u[..., :, hi, None] * vh[..., hi, None, :]
         outer_lo = u[..., :, lo, None] * vh[..., lo, None, :]
         y = num / den
-        g = outer_hi / den[..., None, None] - (num / den**2)[..., None, None] * outer_lo
+        # (expand_dims, not [..., None, None]: a Hessian's dual number for one matrix has no axes to index)
+        g = outer_hi / np.expand_dims(den, (-2, -1)) - np.expand_dims(num / den**2, (-2, -1)) * outer_lo
         return y, g
     inv = linalg.inv(x)
     axes = (x.ndim - 2, x.ndim - 1)

@@ -983,15 +983,17 @@ class _OrderStatistics:
         self.rows = self.to_rows(x)
         self.perm = np.argsort(self.rows, axis=-1, kind="stable")
         self.unperm = np.argsort(self.perm, axis=-1)  # where each entry went: a gather undoes the sort
-        qs = np.ravel(np.asarray(q, dtype=np.float64))
+        q = array_or_active(q)  # (a Hessian's dual numbers: the weights carry their derivatives)
+        qs = np.ravel(q if q.dtype == np.float64 else q.astype(np.float64))
         pos = qs * (self.n - 1)
         self.lo = np.clip(np.floor(pos).astype(np.intp), 0, max(self.n - 2, 0))
         self.hi = np.minimum(self.lo + 1, self.n - 1)
         frac = pos - self.lo
-        self.weights = np.zeros((qs.size, self.n))
-        if self.n:  # (a quantile of no entries is NaN, and reads none of them)
-            np.add.at(self.weights, (np.arange(qs.size), self.lo), 1 - frac)
-            np.add.at(self.weights, (np.arange(qs.size), self.hi), frac)
+        # row k: 1 - frac at lo and frac at hi (the two are one entry when n == 1), built from
+        # masks rather than written in place; no entries, no weights (the quantile is NaN)
+        entries = np.arange(self.n)
+        at_lo, at_hi = entries == self.lo[:, None], entries == self.hi[:, None]
+        self.weights = at_lo * np.expand_dims(1 - frac, -1) + at_hi * np.expand_dims(frac, -1)
 
     def to_rows(self, x, lead=()):
         """``x`` (with ``lead`` batch axes in front) as rows of the reduced entries."""
@@ -1048,7 +1050,7 @@ def _quantile_rules(f, scale: float, fixed_q=None):
             )
         options = {"axis": o["axis"], "keepdims": o["keepdims"]}
         y = f(a, options["axis"], keepdims=o["keepdims"]) if fixed_q is not None else f(a, q, **options)
-        return y, q, _OrderStatistics(a, np.asarray(q) * scale, o["axis"])
+        return y, q, _OrderStatistics(a, array_or_active(q) * scale, o["axis"])
 
     def rrule_quantile(a, *args, **kwargs):
         y, q, stats = setup(a, args, kwargs)

@@ -510,12 +510,19 @@ def _stacked(x):
 
 
 def _array_value(f, x, *args, **kwargs):
-    """``np.array(x, ...)``, where a list holding an engine's stand-ins for numbers (dual numbers,
-    when forward mode differentiates the reverse pass) is stacked: converting them would drop
-    what they carry. The stack is a new array, as ``np.array``'s is; a ``dtype`` is applied."""
-    if not isinstance(x, (list, tuple)) or not _holds_stand_ins(x):
+    """``np.array(x, ...)``, where an engine's stand-in (a dual number, when forward mode
+    differentiates the reverse pass) is not converted, which would drop what it carries: one is
+    passed on (copied by ``np.array``), and a list holding them is stacked, a new array as
+    ``np.array``'s is; ``dtype`` and ``ndmin`` are applied."""
+    if isinstance(x, ActiveValue):  # a stand-in for an array: np.array copies it, the others pass it on
+        y = np.copy(x) if f is np.array else x
+        ndmin = kwargs.get("ndmin", 0)
+        if ndmin > np.ndim(y):
+            y = np.reshape(y, (1,) * (ndmin - np.ndim(y)) + np.shape(y))
+    elif isinstance(x, (list, tuple)) and _holds_stand_ins(x):
+        y = _stacked(x)
+    else:
         return f(x, *args, **kwargs)
-    y = _stacked(x)
     dtype = args[0] if args else kwargs.get("dtype")
     return y if dtype is None else y.astype(dtype)
 

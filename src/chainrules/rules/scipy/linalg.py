@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sl
 
-from ...core import Thunk, carries_batch, conj, frule, rrule, unthunk
+from ...core import ActiveValue, Thunk, carries_batch, conj, frule, rrule, unthunk
 from ..numpy.linalg import (
     _cholesky_setup,
     _det_gradient,
@@ -1179,18 +1179,29 @@ _EIGH_OPTIONS = (
 )
 
 
+def _by_scipy(f, a, kwargs: dict, numpy_call):
+    """``f(a, **kwargs)`` of a SciPy decomposition for an engine's value ``a`` (a Hessian's dual
+    numbers), run by that engine through ``f``'s rule: the gauge of its factors (the signs of
+    eigenvectors and singular vectors) is then the one SciPy gives the plain values, which a
+    function of the factors depends on; NumPy's driver may choose another. ``numpy_call()`` where
+    the engine runs no rules."""
+    out = a.call_by_rule(f, (a,), kwargs) if isinstance(a, ActiveValue) else NotImplemented
+    return numpy_call() if out is NotImplemented else out
+
+
 def _eigh_setup(a, b, opts, name):
     """The full decomposition (a subset is selected from it, so its derivative sees every pair)."""
     if b is not None:
         raise ValueError(f"{name}: the generalized eigenproblem (b=...) has no derivative rule")
     a = _matrix(a, name)
     lower = bool(opts["lower"])
+    driver = opts["driver"] if opts["driver"] in ("ev", "evd", "evr") else None
     if opts["eigvals_only"]:
         w, v, _ = symmetric_eigen(a, lower, name)
     elif is_plain(a):
-        w, v = sl.eigh(a, lower=lower, driver=opts["driver"] if opts["driver"] in ("ev", "evd", "evr") else None)
+        w, v = sl.eigh(a, lower=lower, driver=driver)
     else:
-        w, v = np.linalg.eigh(a, "L" if lower else "U")
+        w, v = _by_scipy(sl.eigh, a, {"lower": lower, "driver": driver}, lambda: np.linalg.eigh(a, "UL"[lower]))
     index = slice(None)
     if opts["subset_by_index"] is not None:
         lo, hi = opts["subset_by_index"]
@@ -1289,10 +1300,7 @@ def _eig_setup(a, b, opts, name):
     if b is not None or opts["left"] or opts["homogeneous_eigvals"]:
         raise ValueError(f"{name}: only the standard problem with right eigenvectors (b=None, left=False) has a rule")
     a = _matrix(a, name)
-    if not is_plain(a):
-        w, v = np.linalg.eig(a)
-    else:
-        w, v = sl.eig(a)
+    w, v = sl.eig(a) if is_plain(a) else _by_scipy(sl.eig, a, {}, lambda: np.linalg.eig(a))
     return a, w, v
 
 
@@ -1364,7 +1372,8 @@ def _svd_setup(a, opts, name="scipy.linalg.svd"):
     if is_plain(a):
         u, s, vh = sl.svd(a, full_matrices=full, lapack_driver=opts["lapack_driver"])
     else:
-        u, s, vh = np.linalg.svd(a, full_matrices=full)
+        options = {"full_matrices": full, "lapack_driver": opts["lapack_driver"]}
+        u, s, vh = _by_scipy(sl.svd, a, options, lambda: np.linalg.svd(a, full_matrices=full))
     return (u, s, vh) if opts["compute_uv"] else s, u, s, vh
 
 
@@ -1432,8 +1441,9 @@ _NORM_OPTIONS = (("ord", None), ("axis", None), ("keepdims", False), ("check_fin
 def _sp_norm_setup(a, rest, kwargs):
     o = options("scipy.linalg.norm", rest, kwargs, _NORM_OPTIONS)
     y, g, axes = _norm_setup(a, o["ord"], o["axis"], o["keepdims"])
-    if o["ord"] not in ("nuc", 2, -2) or np.ndim(a) == 1:
-        # the value (and its type: SciPy returns Python floats for BLAS norms) from SciPy itself;
+    if (o["ord"] not in ("nuc", 2, -2) or np.ndim(a) == 1) and not isinstance(a, ActiveValue):
+        # the value (and its type: SciPy returns Python floats for BLAS norms) from SciPy itself (not
+        # for a Hessian's dual numbers, which SciPy would convert);
         # the weights g came from the same reductions
         y = sl.norm(a, o["ord"], o["axis"], o["keepdims"])
     return o, y, g, axes

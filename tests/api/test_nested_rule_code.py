@@ -1,0 +1,60 @@
+"""Hessians through rules whose own code meets dual numbers: forward mode differentiates the
+reverse pass, so a rule runs on its duals and must neither convert them (np.asarray), nor index
+a dual number as an array, nor write them into a plain array, nor take a decomposition whose
+gauge (eigenvector signs) differs from the one the plain values get. Each Hessian is checked
+against finite differences of the gradient."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+
+import chainrules as cr
+
+C = np.arange(9.0).reshape(3, 3)
+X = np.array([0.9, -0.3, 0.5, 0.2, 1.7, -0.8, 0.4, 0.1, -1.1])
+
+
+def _symmetric(x):
+    return x.reshape(3, 3) + x.reshape(3, 3).T
+
+
+def fd_hessian(f, x, h=1e-5):
+    def gradient(v):
+        return np.ravel(cr.gradient(f, v)[0])
+
+    flat = np.ravel(x)
+    columns = [
+        gradient((flat + h * e).reshape(np.shape(x))) - gradient((flat - h * e).reshape(np.shape(x)))
+        for e in np.eye(flat.size)
+    ]
+    return np.array(columns).T / (2 * h)
+
+
+CASES = {
+    # the conversions of np.array and its relatives pass a dual on (np.array copies it)
+    "np.asarray": (lambda x: np.sum(np.asarray(x) ** 3), X[:4]),
+    "np.array with ndmin": (lambda x: np.sum(np.array(x, ndmin=2) ** 3 * x[0]), X[:4]),
+    "np.asanyarray, np.ascontiguousarray": (lambda x: np.sum(np.asanyarray(x) * np.ascontiguousarray(x) ** 2), X[:4]),
+    # a norm of one vector is a dual number, not a 0-d array to index
+    "vector_norm ord=inf of a 0-d array": (lambda x: np.linalg.vector_norm(x[0], ord=np.inf) ** 3, X[:2]),
+    "cond": (lambda x: np.linalg.cond(x[:4].reshape(2, 2)), X[:4]),
+    # quantiles in q: the weights are built from masks, not written in place
+    "quantile in q": (
+        lambda q: np.sum(np.quantile(np.array([0.3, -1.0, 2.0, 0.7]) ** 2, q) ** 2),
+        np.array([0.3, 0.55]),
+    ),
+    "percentile in a and q": (lambda x: np.percentile(x[:3], x[3] * 100) * x[0], np.array([0.3, -1.0, 2.0, 0.45])),
+    # SciPy's value of a norm comes from SciPy for plain values only
+    "scipy.linalg.norm ord=-inf": (lambda x: sla.norm(x[:3], -np.inf) * np.sum(x**2), X[:4]),
+    # functions of eigenvectors and singular vectors depend on their signs: the duals get SciPy's
+    "scipy.linalg.eigh eigenvectors": (lambda x: np.sum(sla.eigh(_symmetric(x))[1] * C), X),
+    "scipy.linalg.svd gesvd": (lambda x: np.sum(sla.svd(x.reshape(3, 3), lapack_driver="gesvd")[2] * C), X),
+    "scipy.linalg.eig": (lambda x: np.sum(np.real(sla.eig(_symmetric(x))[1]) * C), X),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_hessian_through_rule_code_matches_finite_differences(name):
+    f, x = CASES[name]
+    hessian = np.asarray(cr.hessian(f, x))
+    np.testing.assert_allclose(hessian.reshape(x.size, x.size), fd_hessian(f, x), rtol=1e-5, atol=1e-6)
