@@ -1,7 +1,7 @@
 """``cmath`` functions differentiated twice: Hessians (forward over reverse) and gradients of gradients.
 
 The source engine calls the rules of ``cmath`` functions; run on an outer differentiation's values
-(duals, tracked numbers) those rules are their twins' (``chainrules.core.twins.COMPLEX_TWINS``):
+(duals, tracked numbers) those rules are their twins' (``chainrules.core.twins.PROGRAM_TWINS``):
 the NumPy ufunc of the same name on the argument made complex, chained rule by rule. Each is
 checked on a real-to-real function through complex intermediates, against finite differences.
 The tape and forward mode see no ``cmath`` call (only its ``complex()`` of their value), and say so.

@@ -4,6 +4,8 @@ a dual number as an array, nor write them into a plain array, nor take a decompo
 gauge (eigenvector signs) differs from the one the plain values get. Each Hessian is checked
 against finite differences of the gradient."""
 
+import math
+
 import numpy as np
 import pytest
 import scipy.linalg as sla
@@ -38,6 +40,8 @@ CASES = {
     # a norm of one vector is a dual number, not a 0-d array to index
     "vector_norm ord=inf of a 0-d array": (lambda x: np.linalg.vector_norm(x[0], ord=np.inf) ** 3, X[:2]),
     "cond": (lambda x: np.linalg.cond(x[:4].reshape(2, 2)), X[:4]),
+    # interpolation in its knots: they are read as the duals they are
+    "np.interp in xp": (lambda xp: np.sum(np.interp(np.array([0.3, 0.8]), xp, xp**2) ** 2), np.array([0.0, 0.5, 1.0])),
     # quantiles in q: the weights are built from masks, not written in place
     "quantile in q": (
         lambda q: np.sum(np.quantile(np.array([0.3, -1.0, 2.0, 0.7]) ** 2, q) ** 2),
@@ -50,6 +54,10 @@ CASES = {
     "scipy.linalg.eigh eigenvectors": (lambda x: np.sum(sla.eigh(_symmetric(x))[1] * C), X),
     "scipy.linalg.svd gesvd": (lambda x: np.sum(sla.svd(x.reshape(3, 3), lapack_driver="gesvd")[2] * C), X),
     "scipy.linalg.eig": (lambda x: np.sum(np.real(sla.eig(_symmetric(x))[1]) * C), X),
+    # math.log with a base: its twin on dual numbers is log(x) / log(base), not np.log(x, out=base)
+    "math.log(x, 2.0)": (lambda x: math.log(x, 2.0) * x, 1.7),
+    "math.log(3.0, x)": (lambda x: math.log(3.0, x) * x, 1.7),
+    "math.log(x, 2 x)": (lambda x: math.log(x, 2.0 * x) * x, 1.7),
 }
 
 
@@ -57,4 +65,4 @@ CASES = {
 def test_hessian_through_rule_code_matches_finite_differences(name):
     f, x = CASES[name]
     hessian = np.asarray(cr.hessian(f, x))
-    np.testing.assert_allclose(hessian.reshape(x.size, x.size), fd_hessian(f, x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hessian.reshape(np.size(x), np.size(x)), fd_hessian(f, x), rtol=1e-5, atol=1e-6)

@@ -80,9 +80,7 @@ FUNCTION_TWINS: dict = {
     float: np.positive,  # float(x) is x itself, as a real number
 }
 
-# math.log takes an optional base; with one argument it is np.log.
-FUNCTION_TWINS[math.log] = np.log
-# cmath's tests of numbers (the computing functions are in COMPLEX_TWINS)
+# cmath's tests of numbers (the computing functions, and math.log with its optional base, are in PROGRAM_TWINS)
 FUNCTION_TWINS.update({cmath.isnan: np.isnan, cmath.isinf: np.isinf, cmath.isfinite: np.isfinite})
 
 # operator functions and NumPy ufuncs, both ways
@@ -348,8 +346,14 @@ def _rect_twin(run, r, phi):
     return run(np.multiply, r, run(np.exp, run(np.multiply, 1j, phi)))
 
 
-#: cmath function -> its twin, a function of ``run`` and the arguments (see above)
-COMPLEX_TWINS: dict = {
+def _real_log_twin(run, x, *base):
+    log_x = run(np.log, x)
+    return log_x if not base else run(np.true_divide, log_x, run(np.log, base[0]))
+
+
+#: cmath function (and math.log, whose base np.log does not take) -> its twin, a function of
+#: ``run`` and the arguments (see above)
+PROGRAM_TWINS: dict = {
     **{
         getattr(cmath, name): _holomorphic(ufunc)
         for name, ufunc in (
@@ -371,6 +375,7 @@ COMPLEX_TWINS: dict = {
         )  # fmt: skip
     },
     cmath.log: _log_twin,
+    math.log: _real_log_twin,
     cmath.phase: _phase_twin,
     cmath.polar: _polar_twin,
     cmath.rect: _rect_twin,
@@ -458,7 +463,7 @@ def register_bridges(value_type: type, innermost) -> None:
     """Register the rules that serve calls with ``value_type`` arguments (reverse engines running on duals).
 
     - every bridged function with a twin gets rules typed on ``value_type`` that run the twin's rule;
-    - every cmath function with a twin (``COMPLEX_TWINS``) rules that chain the rules of its calls;
+    - every function with a program twin (``PROGRAM_TWINS``) rules that chain the rules of its calls;
     - and the structural bridges (``register_structural_bridges``).
     """
     for f, twin in FUNCTION_TWINS.items():
@@ -469,8 +474,8 @@ def register_bridges(value_type: type, innermost) -> None:
         for types in signatures:
             rrule.register(f, *types, functor=False)(_bridge_rrule(f, twin))
             frule.register(f, *types, functor=False)(_bridge_frule(f, twin))
-    for f, program in COMPLEX_TWINS.items():
-        signatures = [(value_type,)] + ([(object, value_type)] if f in (cmath.log, cmath.rect) else [])
+    for f, program in PROGRAM_TWINS.items():
+        signatures = [(value_type,)] + ([(object, value_type)] if f in (cmath.log, math.log, cmath.rect) else [])
         for types in signatures:
             rrule.register(f, *types, functor=False)(_program_rrule(f, program))
             frule.register(f, *types, functor=False)(_program_frule(f, program))

@@ -637,7 +637,7 @@ def _interp_parts(x, xp, fp, args, kwargs):
     o = dict(zip(_INTERP, args), **kwargs)
     if o.get("period") is not None:
         raise TypeError("chainrules: the rule for numpy.interp does not support period=; call it without period=")
-    points, values = np.asarray(xp), array_or_active(fp)
+    points, values = array_or_active(xp), array_or_active(fp)
     n = points.size
     lo = np.clip(np.searchsorted(points, x, side="right") - 1, 0, max(n - 2, 0))
     hi = np.minimum(lo + 1, n - 1)
@@ -701,7 +701,7 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
 def _points_cotangent(xp, make):
     """The cotangent of ``np.interp``'s sample points: none for integer points, which cannot move
     (``make`` builds it, in a thunk, or is a zero to pass on)."""
-    if np.asarray(xp).dtype.kind not in "fc":
+    if array_or_active(xp).dtype.kind not in "fc":
         return _NO
     return make if isinstance(make, AbstractZero) else Thunk(lambda: match_input(xp, make()))
 
