@@ -13,6 +13,8 @@ import scipy.linalg as sla
 import chainrules as cr
 
 C = np.arange(9.0).reshape(3, 3)
+STACK = np.array([[[3.2, 0.4], [-0.7, 2.5]]])
+RHS = np.array([[0.6], [-1.3]])
 X = np.array([0.9, -0.3, 0.5, 0.2, 1.7, -0.8, 0.4, 0.1, -1.1])
 
 
@@ -54,6 +56,9 @@ CASES = {
     "scipy.linalg.eigh eigenvectors": (lambda x: np.sum(sla.eigh(_symmetric(x))[1] * C), X),
     "scipy.linalg.svd gesvd": (lambda x: np.sum(sla.svd(x.reshape(3, 3), lapack_driver="gesvd")[2] * C), X),
     "scipy.linalg.eig": (lambda x: np.sum(np.real(sla.eig(_symmetric(x))[1]) * C), X),
+    # a stack of matrices and one matrix of right-hand sides broadcast against it (not a stack of vectors)
+    "np.linalg.solve, a stack in a": (lambda a: np.sum(np.linalg.solve(a, RHS) ** 3), STACK),
+    "np.linalg.solve, a stack in b": (lambda b: np.sum(np.linalg.solve(STACK, b) ** 3), RHS),
     # math.log with a base: its twin on dual numbers is log(x) / log(base), not np.log(x, out=base)
     "math.log(x, 2.0)": (lambda x: math.log(x, 2.0) * x, 1.7),
     "math.log(3.0, x)": (lambda x: math.log(3.0, x) * x, 1.7),

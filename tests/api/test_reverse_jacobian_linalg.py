@@ -175,9 +175,9 @@ def test_one_solve_with_the_primal_factors_per_block(engine, monkeypatch):
     calls = []
     original = lapack_module.LU.solve
 
-    def counting_solve(self, b, op="N", batched=False):
+    def counting_solve(self, b, op="N", batched=False, vector=None):
         calls.append(np.shape(b))
-        return original(self, b, op, batched)
+        return original(self, b, op, batched, vector)
 
     monkeypatch.setattr(lapack_module.LU, "solve", counting_solve)
     x = RNG.standard_normal(4)

@@ -2,7 +2,7 @@
 differences (``test_rrule``, ``test_frule``) and, for rules registered ``batched=True``, the
 pullback called row by row.
 
-    python tests/fuzz/fuzz_rules.py [--seed N] [--draws K] [--only numpy.sum] [--family linalg]
+    python tests/fuzz/fuzz_rules.py [--seed N] [--draws K] [--only numpy.sum] [--family linalg] [--hessians]
 
 A draw is a random valid call: shapes with 0-d arrays, length-1 axes, empty arrays and
 broadcasting pairs, transposed, strided and Fortran-ordered inputs, float32/float64/complex128 and
@@ -12,7 +12,10 @@ that NumPy itself refuses is dropped. What each draw must satisfy:
 - the rule's primal equals the plain call: the same values, dtype, shape and type;
 - ``test_rrule`` and ``test_frule`` pass, with float32 tolerances for float32 inputs;
 - nothing raises but a refusal (``NoRuleError``, ``TypeError``, ``ValueError``) naming the function;
-- a batched pullback equals the pullback called once per row.
+- a batched pullback equals the pullback called once per row;
+- with ``--hessians``: the Hessian of a weighted sum of the outputs in one float64 argument (forward
+  mode over the reverse pass, which runs the rule on dual numbers) equals finite differences of
+  the gradient, wherever those are steady (two steps agree).
 
 Failures are printed grouped by callable with the draw that shows them (``--only NAME --seed N``
 replays a callable's draws); callables with a rule and no generator here are listed at the end.
@@ -1817,12 +1820,104 @@ def check_draw(f, args, kwargs, outcome: Outcome, label: str, check_batched, fam
                 fail("crash (batched)", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}")
 
 
+def _output_paths(y, prefix: tuple = ()) -> list:
+    """The index paths of the float and complex leaves of an output (a tuple of arrays, say)."""
+    if isinstance(y, (tuple, list)):
+        paths = []
+        for i, item in enumerate(y):
+            paths = paths + _output_paths(item, prefix + (i,))
+        return paths
+    kind = np.asarray(y).dtype.kind if isinstance(y, (np.ndarray, np.generic, float, complex)) else ""
+    return [prefix] if kind in ("f", "c") else []
+
+
+def _leaf(y, path: tuple):
+    for i in path:
+        y = y[i]
+    return y
+
+
+def check_hessian(f, args, kwargs, outcome: Outcome, label: str, k: int) -> None:
+    """The Hessian of ``sum(w * Re(output))`` in one float64 argument (the ``k``-th such, cyclically)
+    against central differences of the gradient at two steps, judged only where those agree."""
+    plain = [a.value if isinstance(a, crt.NonDifferentiable) else a for a in args]
+    candidates = [
+        i
+        for i, a in enumerate(plain)
+        if type(a) is float or (type(a) is np.ndarray and a.dtype == np.float64 and 0 < a.size <= 12)
+    ]
+    if not candidates:
+        return
+    i = candidates[k % len(candidates)]
+    x0 = plain[i]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            paths = _output_paths(f(*plain, **kwargs))
+            y0 = f(*plain, **kwargs)
+        except Exception:
+            return
+        weights = [np.random.default_rng(k).standard_normal(np.shape(_leaf(y0, p))) for p in paths]
+        if not weights:
+            return
+
+        def weighted(x):
+            call = list(plain)
+            call[i] = x
+            y = f(*call, **kwargs)
+            total = 0.0
+            for w, path in zip(weights, paths):
+                total = total + np.sum(w * np.real(_leaf(y, path)))
+            return total
+
+        def gradient(x):
+            return np.ravel(np.asarray(cr.unthunk(cr.gradient(weighted, x)[0]), dtype=float))
+
+        try:
+            g0 = gradient(x0)
+        except Exception:
+            return  # first order is the other checks' business
+        if g0.size != np.size(x0) or not np.all(np.isfinite(g0)):
+            return  # a zero tangent (a piecewise-constant function), or no derivative here
+        try:
+            hessian = np.asarray(cr.hessian(weighted, x0), dtype=float).reshape(g0.size, g0.size)
+        except Exception as exc:
+            outcome.failures.append(("hessian raises", label, _first_line(f"{type(exc).__name__}: {exc}")))
+            return
+        flat = np.ravel(np.asarray(x0, dtype=float))
+
+        def differences(h):
+            columns = []
+            for e in np.eye(flat.size):
+                up, down = (flat + h * e).reshape(np.shape(x0)), (flat - h * e).reshape(np.shape(x0))
+                if type(x0) is float:
+                    up, down = float(up), float(down)
+                columns.append((gradient(up) - gradient(down)) / (2 * h))
+            return np.array(columns).T
+
+        try:
+            coarse, fine = differences(1e-4), differences(1e-5)
+        except Exception:
+            return
+        scale = max(1.0, float(np.max(np.abs(fine))))
+        if not (np.all(np.isfinite(fine)) and np.allclose(coarse, fine, rtol=1e-3, atol=1e-4 * scale)):
+            return  # unsteady differences (a kink, an eigenvector's sign) cannot judge the Hessian
+        if not np.allclose(hessian, fine, rtol=1e-4, atol=1e-5 * scale):
+            error = float(np.max(np.abs(hessian - fine)))
+            outcome.failures.append(("wrong hessian", label, f"in argument {i}: max error {error:.3g} of {scale:.3g}"))
+
+
 def _rule_names() -> dict[str, bool]:
     return {name: True for name, has_r, _ in cr.rules.list_rules() if has_r}
 
 
 def fuzz(
-    seed: int = 0, draws: int = 8, only: list[str] | None = None, families: list[str] | None = None, out=sys.stdout
+    seed: int = 0,
+    draws: int = 8,
+    only: list[str] | None = None,
+    families: list[str] | None = None,
+    out=sys.stdout,
+    hessians: bool = False,
 ) -> dict[str, Outcome]:
     """Fuzz every rule with a generator (or those named in ``only``); print and return the outcomes."""
     check_batched = _batched_checker()
@@ -1850,6 +1945,8 @@ def fuzz(
             label = f"draw {k}: {name}({', '.join(_describe(a) for a in args)}"
             label += "".join(f", {key}={_describe(v)}" for key, v in kwargs.items()) + ")"
             check_draw(f, args, kwargs, outcome, label, check_batched, _family)
+            if hessians:
+                check_hessian(f, args, kwargs, outcome, label, k)
         bad = len(outcome.failures)
         if bad:
             print(f"{name}: {bad} failure(s) in {outcome.draws} draws", file=out, flush=True)
@@ -1891,8 +1988,9 @@ def main(argv: list[str] | None = None) -> int:
         help="elementwise, reductions, shapes, indexing, products, "
         "linalg, fft, scipy.special, math/cmath/operator/builtins",
     )
+    parser.add_argument("--hessians", action="store_true", help="check second derivatives too (slower)")
     options = parser.parse_args(argv)
-    outcomes = fuzz(options.seed, options.draws, options.only, options.family)
+    outcomes = fuzz(options.seed, options.draws, options.only, options.family, hessians=options.hessians)
     return 1 if any(o.failures for o in outcomes.values()) else 0
 
 

@@ -129,11 +129,11 @@ def rrule_solve(a, b):
         if is_zero(dx):
             return NO, ZERO, ZERO
         if carries_batch(x, dx):  # every row solved at once, with the same factors
-            db = lu.solve(plain(dx), "C", batched=True)
+            db = lu.solve(plain(dx), "C", batched=True, vector=vector)
             da = Thunk(lambda: project_a.batch(unbroadcast_batch(a, _solve_cotangent_of_a(db, x, vector))))
             return NO, da, project_b.batch(unbroadcast_batch(b, db))
         # The factorization of A serves A^H: one transposed triangular solve, no refactorization.
-        db = lu.solve(dx, "C")
+        db = lu.solve(dx, "C", vector=vector)
         da = -(db[..., :, None] * conj(x)[..., None, :]) if vector else mm(db, x, "N", "C", alpha=-1.0)
         return NO, project_a(unbroadcast(a, da)), project_b(unbroadcast(b, db))
 
@@ -156,7 +156,7 @@ def frule_solve(tangents, a, b):
         rhs = -dax if is_zero(rhs) else rhs - dax
     if is_zero(rhs):
         return x, ZERO
-    return x, lu.solve(rhs, batched=batch is not None)
+    return x, lu.solve(rhs, batched=batch is not None, vector=vector)
 
 
 # ----- tensor solve and inverse: the matrix case after a reshape ----------------------------

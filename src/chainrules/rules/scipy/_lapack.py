@@ -253,11 +253,12 @@ class LU:
         if self.singular:
             raise np.linalg.LinAlgError(f"{name}: singular matrix")
 
-    def solve(self, b, op: str = "N", batched: bool = False):
-        """``op(A)^{-1} b`` for ``b`` of shape (n,) or (n, k), or either with a leading batch axis."""
+    def solve(self, b, op: str = "N", batched: bool = False, vector: bool | None = None):
+        """``op(A)^{-1} b`` for ``b`` of shape (n,) or (n, k), or either with a leading batch axis
+        (``vector``: see ``generic_solve``)."""
         b = plain(b)  # (a block of unit tangents or cotangents: its values)
         if not self.lapack or not is_plain(b):
-            return generic_solve(_op(self.a, op), b, batched)
+            return generic_solve(_op(self.a, op), b, batched, vector)
         return _columns(b, batched, lambda cols: self._solve_columns(cols, op))
 
     def _solve_columns(self, b, op):
@@ -313,10 +314,13 @@ class LU:
         return inv.T if self.transposed else inv  # inv(A^T) = inv(A)^T
 
 
-def generic_solve(a, b, batched: bool = False):
-    """``a^{-1} b`` with NumPy for (stacks of) matrices ``a``; ``b`` is a vector when it has one
-    axis fewer than ``a`` (after a leading batch axis), else a (stack of) matrices."""
-    vector = np.ndim(b) - batched == np.ndim(a) - 1
+def generic_solve(a, b, batched: bool = False, vector: bool | None = None):
+    """``a^{-1} b`` with NumPy for (stacks of) matrices ``a``; ``b`` holds vectors (one per matrix)
+    or matrices as ``vector`` says, which a caller that knows passes: by default, vectors when ``b``
+    has one axis fewer than ``a`` (after a leading batch axis), which cannot tell a stack of
+    vectors from one matrix of right-hand sides broadcast against the stack."""
+    if vector is None:
+        vector = np.ndim(b) - batched == np.ndim(a) - 1
     b = plain(b)
     if batched and type(a) is np.ndarray and type(b) is np.ndarray:
         return _solve_batch_as_columns(a, b, vector)
@@ -331,6 +335,8 @@ def _solve_batch_as_columns(a, b, vector: bool):
     cols = b[..., None] if vector else b  # (B, *stack, n, k)
     batch, n, k = cols.shape[0], cols.shape[-2], cols.shape[-1]
     stack = np.broadcast_shapes(a.shape[:-2], cols.shape[1:-2])
+    if cols.ndim - 3 < len(stack):  # stack axes that only `a` has: placed after the batch axis
+        cols = np.reshape(cols, (batch,) + (1,) * (len(stack) - cols.ndim + 3) + cols.shape[1:])
     cols = np.moveaxis(np.broadcast_to(cols, (batch, *stack, n, k)), 0, -2)  # (*stack, n, B, k)
     x = np.linalg.solve(a, np.reshape(cols, (*stack, n, batch * k)))
     x = np.moveaxis(np.reshape(x, (*stack, n, batch, k)), -2, 0)
