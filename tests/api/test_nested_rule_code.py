@@ -56,6 +56,8 @@ CASES = {
     "scipy.linalg.eigh eigenvectors": (lambda x: np.sum(sla.eigh(_symmetric(x))[1] * C), X),
     "scipy.linalg.svd gesvd": (lambda x: np.sum(sla.svd(x.reshape(3, 3), lapack_driver="gesvd")[2] * C), X),
     "scipy.linalg.eig": (lambda x: np.sum(np.real(sla.eig(_symmetric(x))[1]) * C), X),
+    # np.full_like's fill value: NumPy's copyto would convert the dual
+    "np.full_like in its fill value": (lambda v: np.sum(np.full_like(np.ones((2, 3)), v) ** 3), X[:3]),
     # a stack of matrices and one matrix of right-hand sides broadcast against it (not a stack of vectors)
     "np.linalg.solve, a stack in a": (lambda a: np.sum(np.linalg.solve(a, RHS) ** 3), STACK),
     "np.linalg.solve, a stack in b": (lambda b: np.sum(np.linalg.solve(STACK, b) ** 3), RHS),

@@ -804,9 +804,18 @@ _clip_rules(np.clip, ("a_min", "a_max", "out"), {"a_min": None, "a_max": None, "
 _clip_rules(np.ndarray.clip, ("min", "max", "out"), {"min": None, "max": None})
 
 
+def _full_like(a, fill_value, args: tuple, kwargs: dict):
+    """``np.full_like``; for an engine's fill value (a Hessian's dual number, which NumPy's copyto
+    would convert) the same array made from it by a broadcasting sum."""
+    if not isinstance(fill_value, ActiveValue):
+        return np.full_like(a, fill_value, *args, **kwargs)
+    zeros = np.zeros_like(a, *args, **kwargs)
+    return (zeros + fill_value).astype(zeros.dtype)
+
+
 @rrule.register(np.full_like, batched=True)
 def rrule_full_like(a, fill_value, *args, **kwargs):
-    y = np.full_like(a, fill_value, *args, **kwargs)
+    y = _full_like(a, fill_value, args, kwargs)
 
     def full_like_pullback(dy):
         return (_NO, _NO) + pull((fill_value,), [1.0], y, dy) + (_NO,) * len(args)
@@ -816,7 +825,7 @@ def rrule_full_like(a, fill_value, *args, **kwargs):
 
 @frule.register(np.full_like, batched=True)
 def frule_full_like(tangents, a, fill_value, *args, **kwargs):
-    y = np.full_like(a, fill_value, *args, **kwargs)
+    y = _full_like(a, fill_value, args, kwargs)
     return y, push((fill_value,), [1.0], y, tangents[2:3])
 
 
