@@ -73,3 +73,12 @@ def test_hessian_through_rule_code_matches_finite_differences(name):
     f, x = CASES[name]
     hessian = np.asarray(cr.hessian(f, x))
     np.testing.assert_allclose(hessian.reshape(np.size(x), np.size(x)), fd_hessian(f, x), rtol=1e-5, atol=1e-6)
+
+
+def test_a_real_input_gets_a_real_hessian_through_complex_constants():
+    # the gradient at a dual number with a real value keeps the real part of a complex cotangent,
+    # as at a plain float: the Hessian of this linear function is a real zero, not 0j
+    z, w = np.array([1 + 2j, 0.5 - 1j, -0.3 + 0.2j]), np.array([0.3, -1.2, 0.7])
+    hessian = cr.hessian(lambda s: np.sum(np.real(np.inner(z, s)) * w), -0.476)
+    assert type(hessian) is float and hessian == 0.0
+    assert cr.hessian(lambda s: np.real(np.sum(np.inner(z, s) ** 2)), -0.476) == pytest.approx(-7.4)

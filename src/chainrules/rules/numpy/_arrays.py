@@ -126,6 +126,8 @@ def to_input(x, dx):
         return float(np.real(dx))
     if isinstance(x, Complex):
         return complex(dx[()] if isinstance(dx, np.ndarray) else dx)
+    if isinstance(x, ActiveValue) and np.iscomplexobj(dx) and not np.iscomplexobj(x):
+        return np.real(dx)  # an engine's real value (a Hessian's dual number) gets a real cotangent
     return dx  # an object implementing NumPy's protocols: its tangent is an array-like too
 
 
