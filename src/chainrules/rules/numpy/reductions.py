@@ -25,6 +25,7 @@ import numpy as np
 
 from ...core import (
     AbstractZero,
+    ActiveValue,
     NoTangent,
     ZeroTangent,
     carries_batch,
@@ -982,18 +983,23 @@ class _OrderStatistics:
         self.n = size_along(x.shape, self.axes)
         self.rows = self.to_rows(x)
         self.perm = np.argsort(self.rows, axis=-1, kind="stable")
-        self.unperm = np.argsort(self.perm, axis=-1)  # where each entry went: a gather undoes the sort
         q = array_or_active(q)  # (a Hessian's dual numbers: the weights carry their derivatives)
         qs = np.ravel(q if q.dtype == np.float64 else q.astype(np.float64))
         pos = qs * (self.n - 1)
         self.lo = np.clip(np.floor(pos).astype(np.intp), 0, max(self.n - 2, 0))
         self.hi = np.minimum(self.lo + 1, self.n - 1)
         frac = pos - self.lo
-        # row k: 1 - frac at lo and frac at hi (the two are one entry when n == 1), built from
-        # masks rather than written in place; no entries, no weights (the quantile is NaN)
-        entries = np.arange(self.n)
-        at_lo, at_hi = entries == self.lo[:, None], entries == self.hi[:, None]
-        self.weights = at_lo * np.expand_dims(1 - frac, -1) + at_hi * np.expand_dims(frac, -1)
+        # row k: 1 - frac at lo and frac at hi (the two are one entry when n == 1); no entries, no
+        # weights (the quantile of no entries is NaN)
+        if isinstance(frac, ActiveValue):  # (a Hessian's dual numbers: from masks, not written in place)
+            entries = np.arange(self.n)
+            at_lo, at_hi = entries == self.lo[:, None], entries == self.hi[:, None]
+            self.weights = at_lo * np.expand_dims(1 - frac, -1) + at_hi * np.expand_dims(frac, -1)
+        else:
+            self.weights = np.zeros((qs.size, self.n))
+            if self.n:
+                np.add.at(self.weights, (np.arange(qs.size), self.lo), 1 - frac)
+                np.add.at(self.weights, (np.arange(qs.size), self.hi), frac)
 
     def to_rows(self, x, lead=()):
         """``x`` (with ``lead`` batch axes in front) as rows of the reduced entries."""
@@ -1002,10 +1008,15 @@ class _OrderStatistics:
         return np.reshape(moved, lead + tuple(self.shape[i] for i in self.others) + (self.n,))
 
     def unsort(self, rows):
-        """Rows in sorted order (with batch axes in front) put back in the order of the entries: a
-        gather, not a write, so that a Hessian's dual numbers pass through."""
-        unperm = np.reshape(self.unperm, np.shape(rows)[-2:])
-        return np.take_along_axis(rows, np.broadcast_to(unperm, np.shape(rows)), axis=-1)
+        """Rows in sorted order (with batch axes in front) put back in the order of the entries."""
+        perm = np.broadcast_to(np.reshape(self.perm, np.shape(rows)[-2:]), np.shape(rows))
+        if isinstance(rows, ActiveValue):  # a Hessian's dual numbers, which a plain array cannot take:
+            unperm = np.empty_like(perm)  # gathered through the inverse permutation
+            np.put_along_axis(unperm, perm, np.broadcast_to(np.arange(self.n), perm.shape), axis=-1)
+            return np.take_along_axis(rows, unperm, axis=-1)
+        unsorted = np.zeros_like(rows)  # (one scatter: cheaper than the gather's two passes)
+        np.put_along_axis(unsorted, perm, rows, axis=-1)
+        return unsorted
 
     def from_rows(self, rows, lead=()):
         """Rows of reduced entries (with ``lead`` batch axes in front) laid out as ``a`` again."""
