@@ -478,11 +478,12 @@ def _rrule_add_values(a, b):
     """``a + b`` for numbers and arrays: each operand's cotangent is ``dy`` brought to its space."""
     y = a + b
     fits_a, fits_b = _fits(a, y), _fits(b, y)
+    array_out = type(y) is np.ndarray  # (a complex number plus a NumPy float is a Python complex)
 
     def add_pullback(dy):
         if type(dy) is not np.ndarray and isinstance(dy, AbstractThunk):
             dy = dy.unthunk()
-        if type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:  # the common cotangent
+        if array_out and type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:  # the common one
             return _NO, (dy if fits_a else _passed_on(a, dy)), (dy if fits_b else _passed_on(b, dy))
         if carries_batch(y, dy):
             return _NO, _passed_on_batch(a, dy), _passed_on_batch(b, dy)
@@ -545,6 +546,7 @@ def rrule_sub(a, b):
         return rrule_user_binary(operator.sub, a, b)
     y = a - b
     fits_a = _fits(a, y)
+    array_out = type(y) is np.ndarray
     # a real array b is summed first and negated after (exactly the same numbers): one pass over
     # the cotangent fewer where b was broadcast
     summed_first = type(b) is np.ndarray and b.dtype.kind == "f"
@@ -552,7 +554,7 @@ def rrule_sub(a, b):
     def sub_pullback(dy):
         if type(dy) is not np.ndarray and isinstance(dy, AbstractThunk):
             dy = dy.unthunk()
-        if type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:  # the common cotangent
+        if array_out and type(dy) is np.ndarray and dy.dtype == y.dtype and dy.shape == y.shape:  # the common one
             if summed_first:
                 return _NO, (dy if fits_a else _passed_on(a, dy)), Thunk(lambda: -match_input(b, dy))
             return _NO, (dy if fits_a else _passed_on(a, dy)), _array_cotangent(b, dy, lambda: match_input(b, -dy))
