@@ -80,3 +80,38 @@ def test_eigenvectors_are_checked_with_their_signs_aligned(monkeypatch):
     finally:
         cr.rrule.unregister(eigh_off)
     assert [kind for kind, _, _ in outcome.failures] == ["wrong numbers (rrule)"]
+
+
+def test_the_second_order_check_passes_good_rules_and_catches_two_kinds_of_bad_ones():
+    """``--hessians``: a rule whose code computes something else on dual numbers than on arrays gives
+    a Hessian that finite differences of its gradient contradict; one that converts them raises."""
+    import numpy as np
+
+    import chainrules as cr
+
+    out = io.StringIO()
+    outcomes = fuzz_rules.fuzz(seed=0, draws=2, only=["numpy.tanh", "numpy.linalg.solve"], out=out, hessians=True)
+    assert all(o.draws > 0 for o in outcomes.values()) and not any(o.failures for o in outcomes.values()), (
+        out.getvalue()
+    )
+
+    def cube(x):
+        return x**3
+
+    def other_on_duals(x):  # 3x^2 on arrays, 2x^2 on an engine's values: right at first order only
+        slope = 3 * x**2 if isinstance(x, np.ndarray) else 2 * x**2
+        return cube(x), lambda dy: (cr.NoTangent(), dy * slope)
+
+    def converting(x):
+        return cube(x), lambda dy: (cr.NoTangent(), dy * 3 * np.asarray(x) ** 2)
+
+    kinds = []
+    for rule in (other_on_duals, converting):
+        cr.rrule.register(cube)(rule)
+        try:
+            outcome = fuzz_rules.Outcome()
+            fuzz_rules.check_hessian(cube, (np.array([0.5, 1.5]),), {}, outcome, "draw 0: cube", 0)
+        finally:
+            cr.rrule.unregister(cube)
+        kinds.append([kind for kind, _, _ in outcome.failures])
+    assert kinds == [["wrong hessian"], ["hessian raises"]]
