@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import scipy.linalg as sla
+import scipy.special as sc
 
 import chainrules as cr
 
@@ -61,6 +62,8 @@ CASES = {
     # a stack of matrices and one matrix of right-hand sides broadcast against it (not a stack of vectors)
     "np.linalg.solve, a stack in a": (lambda a: np.sum(np.linalg.solve(a, RHS) ** 3), STACK),
     "np.linalg.solve, a stack in b": (lambda b: np.sum(np.linalg.solve(STACK, b) ** 3), RHS),
+    # logsumexp of a number: its result is a dual number, not a 0-d array to index
+    "logsumexp of a number": (lambda x: sc.logsumexp(x[0], b=x[1]) ** 3, np.array([0.4, 0.2])),
     # math.log with a base: its twin on dual numbers is log(x) / log(base), not np.log(x, out=base)
     "math.log(x, 2.0)": (lambda x: math.log(x, 2.0) * x, 1.7),
     "math.log(3.0, x)": (lambda x: math.log(3.0, x) * x, 1.7),
@@ -72,6 +75,7 @@ CASES = {
 def test_hessian_through_rule_code_matches_finite_differences(name):
     f, x = CASES[name]
     hessian = np.asarray(cr.hessian(f, x))
+    assert np.all(np.isfinite(hessian))  # (NaN would equal NaN below)
     np.testing.assert_allclose(hessian.reshape(np.size(x), np.size(x)), fd_hessian(f, x), rtol=1e-5, atol=1e-6)
 
 

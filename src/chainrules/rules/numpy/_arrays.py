@@ -131,6 +131,16 @@ def to_input(x, dx):
     return dx  # an object implementing NumPy's protocols: its tangent is an array-like too
 
 
+def scalar_of(y):
+    """A 0-d array as the NumPy scalar it holds; anything else, an engine's number among them (a
+    Hessian's dual number, which has no axes to index), as it is.
+
+    >>> scalar_of(np.array(2.0)), scalar_of(np.ones(2))
+    (np.float64(2.0), array([1., 1.]))
+    """
+    return y[()] if np.ndim(y) == 0 and not isinstance(y, ActiveValue) else y
+
+
 def array_or_active(x):
     """``x`` as an array: an ndarray as it is, and an engine's value (a dual number, where a Hessian
     runs a rule on them) as it is too, since converting it would drop its derivative; anything

@@ -37,7 +37,6 @@ import numpy as np
 import scipy.linalg
 
 from ...core import (
-    ActiveValue,
     Thunk,
     carries_batch,
     conj,
@@ -81,6 +80,7 @@ from ..scipy._lapack import (
     triangular_solve,
     with_batch,
 )
+from ._arrays import scalar_of
 
 linalg = np.linalg
 # NumPy's result namedtuples, whose cotangents are Tangent[...] of the same types
@@ -1341,7 +1341,7 @@ def _norm_setup(x, order, axis, keepdims, matrix_default: bool = False):
 
 def _finish(y, axes, keepdims):
     y = y if keepdims else np.squeeze(y, axis=axes)
-    return y[()] if np.ndim(y) == 0 and not isinstance(y, ActiveValue) else y  # (a dual number is one already)
+    return scalar_of(y)
 
 
 def _norm_rrule(x, y, g, axes, keepdims):

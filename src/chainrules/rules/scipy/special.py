@@ -42,6 +42,7 @@ from ...core import (
     unthunk,
     user_location,
 )
+from ..numpy._arrays import scalar_of
 from ._lapack import as_array, is_batched, is_zero, options, tangent_of
 
 _NO = NoTangent()
@@ -896,7 +897,7 @@ def _logsumexp(a, axis, b, keepdims, return_sign):
     sign = sign_keep if keepdims else np.squeeze(sign_keep, axis=axes)
     if keepdims and a_full.ndim == 0:  # SciPy keeps the dimensions of a number as one axis
         r, sign = np.reshape(r, 1), np.reshape(sign, 1)
-    r, sign = r[()] if np.ndim(r) == 0 else r, sign[()] if np.ndim(sign) == 0 else sign
+    r, sign = scalar_of(r), scalar_of(sign)
     dtype = a_full.dtype if b is None else np.result_type(a_full, b)
     if np.ndim(r) == 0 and r.dtype != dtype and np.iscomplexobj(r) == np.iscomplexobj(dtype.type(0)):
         r = r.astype(dtype)
