@@ -154,7 +154,11 @@ def push(args: tuple, partials: list, y, dxs: tuple):
             continue
         if np.ndim(dx) > np.ndim(x):  # batched (perhaps already aligned with the output)
             batch = np.shape(dx)[0]
-        term = _times(align(x, dx, ndim), _partial_value(p))
+        p = _partial_value(p)
+        aligned = align(x, dx, ndim)
+        # a boolean mask selects (np.where, clip, maximum): an unselected tangent may be inf or NaN
+        # (sqrt's at 0, in np.where(x > 0, np.sqrt(x), 0.0)), which times False would still be NaN
+        term = np.where(p, aligned, 0) if getattr(p, "dtype", None) == np.bool_ else _times(aligned, p)
         dy = term if isinstance(dy, AbstractZero) else dy + term
     if isinstance(dy, AbstractZero):
         return dy
