@@ -70,6 +70,9 @@ CASES = {
     "math.log(x, 2.0)": (lambda x: math.log(x, 2.0) * x, 1.7),
     "math.log(3.0, x)": (lambda x: math.log(3.0, x) * x, 1.7),
     "math.log(x, 2 x)": (lambda x: math.log(x, 2.0 * x) * x, 1.7),
+    # math.modf and math.remainder on dual numbers: x - trunc(x), and x - rint(x / y) y
+    "math.modf": (lambda x: math.modf(x)[0] ** 2 * x + math.modf(x)[1] * x, 1.7),
+    "math.remainder": (lambda x: math.remainder(x, 0.7) * x + math.remainder(3.1, x) ** 2, 1.3),
 }
 
 

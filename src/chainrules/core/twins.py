@@ -351,8 +351,18 @@ def _real_log_twin(run, x, *base):
     return log_x if not base else run(np.true_divide, log_x, run(np.log, base[0]))
 
 
-#: cmath function (and math.log, whose base np.log does not take) -> its twin, a function of
-#: ``run`` and the arguments (see above)
+def _modf_twin(run, x):
+    whole = run(np.trunc, x)
+    return run(np.subtract, x, whole), whole
+
+
+def _remainder_twin(run, x, y):
+    # x - n y with n the integer nearest x / y, ties to even (IEEE 754's remainder, as math.remainder)
+    return run(np.subtract, x, run(np.multiply, run(np.rint, run(np.true_divide, x, y)), y))
+
+
+#: cmath function (and the math functions no NumPy function computes: log with a base, modf,
+#: remainder) -> its twin, a function of ``run`` and the arguments (see above)
 PROGRAM_TWINS: dict = {
     **{
         getattr(cmath, name): _holomorphic(ufunc)
@@ -376,6 +386,8 @@ PROGRAM_TWINS: dict = {
     },
     cmath.log: _log_twin,
     math.log: _real_log_twin,
+    math.modf: _modf_twin,
+    math.remainder: _remainder_twin,
     cmath.phase: _phase_twin,
     cmath.polar: _polar_twin,
     cmath.rect: _rect_twin,
@@ -475,7 +487,8 @@ def register_bridges(value_type: type, innermost) -> None:
             rrule.register(f, *types, functor=False)(_bridge_rrule(f, twin))
             frule.register(f, *types, functor=False)(_bridge_frule(f, twin))
     for f, program in PROGRAM_TWINS.items():
-        signatures = [(value_type,)] + ([(object, value_type)] if f in (cmath.log, math.log, cmath.rect) else [])
+        two = f in (cmath.log, math.log, cmath.rect, math.remainder)  # (a second argument may be the dual)
+        signatures = [(value_type,)] + ([(object, value_type)] if two else [])
         for types in signatures:
             rrule.register(f, *types, functor=False)(_program_rrule(f, program))
             frule.register(f, *types, functor=False)(_program_frule(f, program))

@@ -230,6 +230,7 @@ INLINE_OPS = frozenset({"add", "sub", "mul", "truediv", "neg", "pos", "pow"})
 _NONDIFF_CODE = _nondiff_rrule(len).__code__
 _MATH_INT = frozenset({"floor", "ceil", "trunc", "isqrt", "factorial", "comb", "perm", "gcd", "lcm"})
 _MATH_BOOL = frozenset({"isnan", "isinf", "isfinite", "isclose"})
+_MATH_PAIRS = frozenset({"modf", "frexp"})  # (a tuple: not a real function of reals)
 # attributes of an array that describe its storage, not values with derivatives
 # (their types; ``flags`` is an object of its own, written by ``setflags``)
 _ARRAY_METADATA = {
@@ -597,6 +598,8 @@ class _Analysis:
                 return bool
             if name in _MATH_INT:
                 return int
+            if name in _MATH_PAIRS:
+                return ANY
             return float if all(is_real(t) for t in args) else ANY
         known = {len: int, float: float, int: int, bool: bool, isinstance: bool, range: range, str: str}
         if f in known:
