@@ -73,6 +73,7 @@ CASES = {
     # math.modf and math.remainder on dual numbers: x - trunc(x), and x - rint(x / y) y
     "math.modf": (lambda x: math.modf(x)[0] ** 2 * x + math.modf(x)[1] * x, 1.7),
     "math.remainder": (lambda x: math.remainder(x, 0.7) * x + math.remainder(3.1, x) ** 2, 1.3),
+    "math.frexp": (lambda x: math.frexp(x * x)[0] * x + math.frexp(x)[1] * x, 2.9),
 }
 
 

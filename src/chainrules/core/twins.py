@@ -63,6 +63,7 @@ FUNCTION_TWINS: dict = {
     math.degrees: np.degrees,
     math.radians: np.radians,
     math.ldexp: np.ldexp,
+    math.frexp: np.frexp,
     math.floor: np.floor,
     math.ceil: np.ceil,
     math.trunc: np.trunc,

@@ -1,5 +1,5 @@
 """Rules for ``np.meshgrid`` (both indexings, sparse grids, one to three inputs) and the two-output
-ufuncs ``np.divmod`` and ``np.modf``, which every engine refused with ``NoRuleError``: finite
+ufuncs ``np.divmod``, ``np.modf`` and ``np.frexp``, which every engine refused with ``NoRuleError``: finite
 differences, both reverse engines, forward mode and Hessians through them."""
 
 import numpy as np
@@ -39,6 +39,28 @@ def test_divmod(args):
 def test_modf(x):
     test_rrule(np.modf, x)
     test_frule(np.modf, x)
+
+
+@pytest.mark.parametrize("x", [R.uniform(-5, 5, 4), 2.75, R.uniform(0.1, 9.0, 3).astype(np.float32)])
+def test_frexp(x):
+    tol = {"rtol": 1e-3, "atol": 1e-3} if np.result_type(x) == np.float32 else {}
+    test_rrule(np.frexp, x, **tol)
+    test_frule(np.frexp, x, **tol)
+
+
+def mantissa_energy(z):
+    m, e = np.frexp(z * 3.0 + 0.1)
+    return np.sum(m**2 * z) + np.sum(e * z)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_frexp_through_the_engines(engine):
+    z = np.array([0.4, 1.7, -2.3])
+    expected = crt.fd_jacobian(mantissa_energy, z)[0]
+    crt.assert_approx(cr.gradient(mantissa_energy, z, engine=engine)[0], expected, rtol=1e-6)
+    crt.assert_approx(cr.jacobian(mantissa_energy, z, mode="forward"), expected, rtol=1e-6)
+    H = cr.hessian(mantissa_energy, z, engine=engine)
+    crt.assert_approx(H, crt.fd_jacobian(lambda v: cr.gradient(mantissa_energy, v)[0], z), rtol=1e-5, atol=1e-7)
 
 
 def field_energy(z):

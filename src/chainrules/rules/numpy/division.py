@@ -1,9 +1,10 @@
 """Rules for NumPy's ufuncs with two outputs from a division: ``np.divmod(x, y) = (q, r)`` with
-``q = floor(x / y)`` and ``r = x - q y``, and ``np.modf(x) = (frac, whole)``.
+``q = floor(x / y)`` and ``r = x - q y``, ``np.modf(x) = (frac, whole)``, and
+``np.frexp(x) = (m, e)`` with ``x = m * 2**e``.
 
 The integral parts are piecewise constant: their derivative is zero (where it exists), so the
-cotangent of ``q`` or ``whole`` contributes nothing. ``r`` moves with ``x`` and against ``y``
-scaled by ``q``; ``frac`` moves with ``x``.
+cotangent of ``q``, ``whole`` or ``e`` contributes nothing. ``r`` moves with ``x`` and against
+``y`` scaled by ``q``; ``frac`` moves with ``x``; ``m`` moves with ``x`` scaled by ``2**-e``.
 
 >>> import numpy as np, chainrules as cr
 >>> (q, r), back = cr.rrule(np.divmod, 7.5, 2.0)
@@ -70,3 +71,26 @@ def frule_modf(tangents, x, **kwargs):
     if isinstance(dx, AbstractZero):
         return outputs, dx
     return outputs, Tangent[tuple](dx + np.zeros_like(outputs[0]), _ZERO)
+
+
+@rrule.register(np.frexp)
+def rrule_frexp(x, **kwargs):
+    """``x = m * 2**e``: the mantissa moves with x (``dm/dx = 2**-e``), the integer exponent does not."""
+    mantissa, exponent = outputs = np.frexp(x, **kwargs)
+
+    def frexp_pullback(dys):
+        dm = sequence_items(outputs, dys)[0]
+        if isinstance(dm, AbstractZero):
+            return _NO, _ZERO
+        return _NO, input_matcher(mantissa, dm)(x, np.ldexp(dm, -exponent))
+
+    return outputs, frexp_pullback
+
+
+@frule.register(np.frexp)
+def frule_frexp(tangents, x, **kwargs):
+    outputs = np.frexp(x, **kwargs)
+    dx = unthunk(tangents[1])
+    if isinstance(dx, AbstractZero):
+        return outputs, dx
+    return outputs, Tangent[tuple](np.ldexp(dx + np.zeros_like(outputs[0]), -outputs[1]), _NO)
