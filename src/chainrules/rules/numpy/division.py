@@ -51,46 +51,36 @@ def frule_divmod(tangents, x, y, **kwargs):
     return outputs, Tangent[tuple](_ZERO, dr)
 
 
-@rrule.register(np.modf)
-def rrule_modf(x, **kwargs):
-    frac, whole = outputs = np.modf(x, **kwargs)
+def _register_moving_first_output(f, scaled, flat) -> None:
+    """Rules for a one-input ufunc with two outputs of which the first moves with ``x`` (its
+    tangent is ``scaled(dx, outputs)``, self-adjoint: an elementwise scale) and the second is
+    flat (its tangent is ``flat``: a zero, or ``NoTangent`` for an integer output)."""
 
-    def modf_pullback(dys):
-        dfrac = sequence_items(outputs, dys)[0]
-        if isinstance(dfrac, AbstractZero):
-            return _NO, _ZERO
-        return _NO, input_matcher(frac, dfrac)(x, dfrac)
+    def rrule_moving_first(x, **kwargs):
+        outputs = f(x, **kwargs)
 
-    return outputs, modf_pullback
+        def moving_first_pullback(dys):
+            d = sequence_items(outputs, dys)[0]
+            if isinstance(d, AbstractZero):
+                return _NO, _ZERO
+            return _NO, input_matcher(outputs[0], d)(x, scaled(d, outputs))
 
+        moving_first_pullback.__qualname__ = f"{f.__name__}_pullback"
+        return outputs, moving_first_pullback
 
-@frule.register(np.modf)
-def frule_modf(tangents, x, **kwargs):
-    outputs = np.modf(x, **kwargs)
-    dx = unthunk(tangents[1])
-    if isinstance(dx, AbstractZero):
-        return outputs, dx
-    return outputs, Tangent[tuple](dx + np.zeros_like(outputs[0]), _ZERO)
+    def frule_moving_first(tangents, x, **kwargs):
+        outputs = f(x, **kwargs)
+        dx = unthunk(tangents[1])
+        if isinstance(dx, AbstractZero):
+            return outputs, dx
+        return outputs, Tangent[tuple](scaled(dx + np.zeros_like(outputs[0]), outputs), flat)
 
-
-@rrule.register(np.frexp)
-def rrule_frexp(x, **kwargs):
-    """``x = m * 2**e``: the mantissa moves with x (``dm/dx = 2**-e``), the integer exponent does not."""
-    mantissa, exponent = outputs = np.frexp(x, **kwargs)
-
-    def frexp_pullback(dys):
-        dm = sequence_items(outputs, dys)[0]
-        if isinstance(dm, AbstractZero):
-            return _NO, _ZERO
-        return _NO, input_matcher(mantissa, dm)(x, np.ldexp(dm, -exponent))
-
-    return outputs, frexp_pullback
+    rrule_moving_first.__qualname__, frule_moving_first.__qualname__ = f"rrule_{f.__name__}", f"frule_{f.__name__}"
+    rrule.register(f)(rrule_moving_first)
+    frule.register(f)(frule_moving_first)
 
 
-@frule.register(np.frexp)
-def frule_frexp(tangents, x, **kwargs):
-    outputs = np.frexp(x, **kwargs)
-    dx = unthunk(tangents[1])
-    if isinstance(dx, AbstractZero):
-        return outputs, dx
-    return outputs, Tangent[tuple](np.ldexp(dx + np.zeros_like(outputs[0]), -outputs[1]), _NO)
+# frac = x - whole moves with x; x = m * 2**e: the mantissa moves with x scaled by 2**-e, the
+# integer exponent does not
+_register_moving_first_output(np.modf, lambda d, outputs: d, _ZERO)
+_register_moving_first_output(np.frexp, lambda d, outputs: np.ldexp(d, -outputs[1]), _NO)
