@@ -232,3 +232,14 @@ def test_a_float32_times_an_integer_pulls_back_in_the_outputs_precision(f, a, b,
     assert np.result_type(db) == np.float64
     np.testing.assert_allclose(db, np.float64(a) * 0.1 * np.ones(np.shape(b)), rtol=1e-15)
     batched_pullback(f, a, b, rtol=1e-15)
+
+
+@pytest.mark.parametrize("f", [operator.truediv, np.true_divide], ids=["operator.truediv", "np.true_divide"])
+def test_an_integer_over_a_float32_pulls_back_in_the_outputs_precision(f, batched_pullback):
+    # as for the product: the integer's cotangent dy / b is taken in float64, the output's dtype
+    a, b = np.array(3), np.array(0.2675, np.float32)
+    da = cr.unthunk(cr.rrule(f, a, b)[1](0.1)[1])
+    assert np.result_type(da) == np.float64
+    # (np.true_divide's partial 1 / b is computed in b's float32, as all its elementwise partials)
+    np.testing.assert_allclose(da, 0.1 / np.float64(b), rtol=1e-15 if f is operator.truediv else 2e-7)
+    batched_pullback(f, a, b, rtol=1e-15)

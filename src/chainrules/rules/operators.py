@@ -779,7 +779,7 @@ def rrule_truediv(a, b):
         return y, truediv_pullback
 
     def truediv_pullback(dy):
-        dy = unthunk(dy)
+        dy = numpy_cotangent(y, unthunk(dy))
         if isinstance(dy, AbstractZero):
             return _NO, dy, dy
         da = dy / conj(b)

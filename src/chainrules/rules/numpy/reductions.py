@@ -983,7 +983,7 @@ class _OrderStatistics:
         self.n = size_along(x.shape, self.axes)
         self.rows = self.to_rows(x)
         self.perm = np.argsort(self.rows, axis=-1, kind="stable")
-        q = array_or_active(q)  # (a Hessian's dual numbers: the weights carry their derivatives)
+        # q: an array or number, or a Hessian's dual numbers, whose derivatives the weights carry
         qs = np.ravel(q if q.dtype == np.float64 else q.astype(np.float64))
         pos = qs * (self.n - 1)
         self.lo = np.clip(np.floor(pos).astype(np.intp), 0, max(self.n - 2, 0))
