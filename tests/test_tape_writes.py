@@ -88,7 +88,7 @@ def integer_destination_truncates(x):
     return np.sum(y * x) + np.sum(counts)
 
 
-@program(np.array([0.3, 0.9, 1.4, -0.5]), hessian=True, refuses={"forward": "np.stack"})
+@program(np.array([0.3, 0.9, 1.4, -0.5]), hessian=True)
 def a_list_of_tracked_values_written(x):
     y = x.copy()
     y[1:3] = [x[0] * x[3], np.exp(x[1])]
@@ -113,6 +113,12 @@ def test_forward_mode_matches_finite_differences(name):
 @pytest.mark.parametrize("name", NAMES["hessian"])
 def test_hessian_over_the_tape_matches_finite_differences(name):
     checks.check_hessian(BY_NAME[name], "tape")
+
+
+@pytest.mark.parametrize("name", NAMES["hessian"])
+def test_hessian_over_the_source_engine_matches_finite_differences(name):
+    # on dual numbers, the source engine's writes copy an array forward mode does not own (y = x * 2)
+    checks.check_hessian(BY_NAME[name], "source")
 
 
 @pytest.mark.parametrize("name", NAMES["all"])

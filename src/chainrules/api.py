@@ -35,6 +35,7 @@ from .core import (
     AbstractZero,
     ActiveValue,
     ChainRulesError,
+    DroppedDerivativeError,
     NoTangent,
     Tangent,
     ZeroTangent,
@@ -45,6 +46,7 @@ from .core import (
     unthunk,
     user_location,
 )
+from .core.ruled_calls import IgnoredRuleError
 from .core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from .core.tangents import _is_namedtuple_type
 
@@ -78,6 +80,53 @@ def _forward_engine():
 
 
 _PLAIN = (float, np.ndarray, complex)
+
+#: functions forward mode runs through the source engine's primal (see `_forward`)
+_FORWARD_THROUGH_SOURCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _forward(run: Callable, f: Callable):
+    """``run(f)``, a forward-mode computation. Where dual numbers cannot pass through ``f`` as
+    Python runs it (``math.sin(x)`` and a write into a plain NumPy buffer convert them to floats; a
+    library function with a rule runs its own code on them), ``run`` gets ``f`` as the source
+    engine's primal runs it: every call in ``f``'s code goes to its rule (on dual numbers, the
+    rule's NumPy code or its twin carries the tangents) and writes into buffers ``f`` made are
+    followed. Forward mode still pushes the tangents; the primal's pullbacks are never called.
+    ``f`` is remembered, so later calls do not run it twice."""
+    if _FORWARD_THROUGH_SOURCE and _remembered(_FORWARD_THROUGH_SOURCE, f):
+        return run(_through_source(f))
+    try:
+        return run(f)
+    except (DroppedDerivativeError, IgnoredRuleError) as refusal:
+        try:
+            result = run(_through_source(f))
+        except Exception as error:  # the source engine cannot run f either: the first refusal says why
+            why = f"{type(error).__name__}: {error}"
+            refusal.add_note(f"Run through the source engine's primal, {_callable_label(f)} failed too: {why}")
+            raise refusal from None
+    try:
+        _FORWARD_THROUGH_SOURCE[f] = True
+    except TypeError:  # a callable that cannot be weakly referenced: nothing remembered
+        pass
+    return result
+
+
+def _remembered(table: weakref.WeakKeyDictionary, f) -> bool:
+    try:
+        return f in table
+    except TypeError:
+        return False
+
+
+def _through_source(f: Callable) -> Callable:
+    """``f`` as the source engine's primal runs it (its value, without the pullback)."""
+    run = _reverse_engine("source").pullback_full
+
+    def through_source(*args, **kwargs):
+        return run(f, *args, **kwargs)[0]
+
+    through_source.__qualname__ = _callable_label(f)
+    return through_source
 
 
 def _deep_unthunk(t):
@@ -296,6 +345,11 @@ def gradient(
 def jvp(f: Callable, primals: tuple, tangents: tuple):
     """``(y, dy)``: the output of ``f(*primals)`` and its tangent along ``tangents`` (forward mode).
 
+    Where dual numbers cannot pass through ``f`` as Python runs it (``math.sin(x)``, a write into
+    a plain ``np.zeros(n)``, a library function with a rule), ``f`` runs as the source engine's
+    primal runs it, still in forward mode (see ``_forward``); ``cr.derivative`` and
+    ``cr.jacobian(..., mode="forward")`` do the same.
+
     >>> import chainrules as cr
     >>> cr.jvp(lambda x, y: x * y, (2.0, 3.0), (1.0, 0.0))
     (6.0, 3.0)
@@ -311,7 +365,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
             )
     if any(type(t) not in _PLAIN for t in tangents):  # a structure's tangent may be a value of its own type
         tangents = tuple(t if type(t) in _PLAIN else _structural_cotangent(x, t) for x, t in zip(primals, tangents))
-    y, dy = _forward_engine().jvp(f, primals, tangents)
+    y, dy = _forward(lambda g: _forward_engine().jvp(g, primals, tangents), f)
     return y, _deep_unthunk(dy)
 
 
@@ -371,7 +425,8 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     of those is a ``Tangent[Q]`` of the input's structure, down to blocks of shape
     ``out_leaf.shape + in_leaf.shape``: the same in every mode and engine.
 
-    ``mode="forward"`` pushes tangents forward, ``"reverse"`` pulls cotangents back, ``"auto"``
+    ``mode="forward"`` pushes tangents forward (through the source engine's primal where the
+    duals cannot pass through ``f`` as Python runs it, as ``jvp``), ``"reverse"`` pulls cotangents back, ``"auto"``
     picks forward when the input is smaller than the output and reverse otherwise. To see the
     output, ``"auto"`` runs ``f``'s reverse-mode primal, which reverse mode then uses; it
     remembers its choice per function and input shape and dtype, so a later call goes straight
@@ -397,7 +452,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         y, back_full = _reverse_engine(engine).pullback_full(f, x)
         return _reverse_jacobian(x, _jacobian_output(f, y), back_full, chunk_size)
     if mode == "forward":
-        return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+        return _forward(lambda g: _forward_engine().jacobian(g, x, chunk_size=chunk_size), f)
     if mode != "auto":
         raise ValueError(f"jacobian: mode={mode!r}; choose 'auto', 'forward' or 'reverse'")
     key = _auto_key(x)

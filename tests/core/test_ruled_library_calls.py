@@ -1,7 +1,8 @@
-"""SciPy functions with rules, called inside a differentiated function by forward mode or the tape:
-refused with ``IgnoredRuleError`` naming the function, also where SciPy wraps the function in a
-decorator that repackages its arguments (``_apply_over_batch``); given to the engine itself, the
-rule is used."""
+"""SciPy functions with rules, called inside a differentiated function by the forward engine or
+the tape: refused with ``IgnoredRuleError`` naming the function, also where SciPy wraps the
+function in a decorator that repackages its arguments (``_apply_over_batch``); given to the engine
+itself, the rule is used. ``cr.jvp`` runs a refused function through the source engine's primal,
+which calls the rule."""
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import scipy.linalg as sl
 
 import chainrules as cr
 import chainrules.testing as crt
+from chainrules import forward
 from chainrules.core.ruled_calls import IgnoredRuleError
 
 RNG = np.random.default_rng(11)
@@ -55,9 +57,13 @@ def _message(name):
 def test_a_call_inside_the_function_is_refused_in_forward_mode_naming_it(name):
     f, x, dx = _inside(name)
     with pytest.raises(IgnoredRuleError, match=_message(name)) as info:
-        cr.jvp(f, (x,), (dx,))
+        forward.jvp(f, (x,), (dx,))
     assert info.value.callable is CALLS[name][0]
     assert info.value.location.startswith(__file__)
+    # cr.jvp: through the source engine's primal, which calls the rule
+    y, dy = cr.jvp(f, (x,), (dx,))
+    assert y == pytest.approx(f(x), rel=1e-12)
+    assert dy == pytest.approx(crt.fd_jvp(lambda xs: f(*xs), (x,), (dx,)), rel=1e-6, abs=1e-8)
 
 
 @pytest.mark.parametrize("name", list(CALLS))
@@ -71,7 +77,7 @@ def test_a_call_inside_the_function_is_refused_by_the_tape_naming_it(name):
 
 def test_a_wrapped_function_called_with_keywords_is_refused_naming_it():
     with pytest.raises(IgnoredRuleError, match=_message("cholesky")):
-        cr.jvp(lambda a: sl.cholesky(a=a, lower=True), (A,), (DA,))
+        forward.jvp(lambda a: sl.cholesky(a=a, lower=True), (A,), (DA,))
     with pytest.raises(IgnoredRuleError, match=_message("cholesky")):
         cr.gradient(lambda a: np.sum(sl.cholesky(a=a)), A, engine="tape")
 

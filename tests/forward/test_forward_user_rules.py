@@ -1,9 +1,11 @@
-"""Forward rules for the user's own Python callables: used for the function given, refused inside it.
+"""Forward rules for the user's own Python callables: used for the function given, and inside it.
 
-Duals see operations, not calls of Python functions. ``cr.jvp``, ``cr.derivative`` and
-``cr.jacobian(..., mode="forward")`` use the ``frule`` of the function (or callable object)
-they are given; a call of a ruled callable inside it runs its body, which forward mode detects
-and refuses rather than push the tangent through the body in place of the rule.
+Duals see operations, not calls of Python functions. The forward engine uses the ``frule`` of
+the function (or callable object) it is given; a call of a ruled callable inside it runs its
+body, which the engine detects and refuses rather than push the tangent through the body in
+place of the rule. ``cr.jvp``, ``cr.derivative`` and ``cr.jacobian(..., mode="forward")`` then
+run the function through the source engine's primal, which sees the call and pushes the
+tangents through the rule.
 """
 
 from __future__ import annotations
@@ -38,19 +40,22 @@ def test_the_rule_of_the_function_given_is_used():
     assert dy == 100.0 and np.asarray(dy).dtype == np.float32
 
 
-def test_a_call_inside_the_function_is_refused_naming_the_callable_and_the_line():
+def test_a_call_inside_the_function_is_refused_by_the_engine_and_uses_the_rule_through_the_api():
     def f(x):
         return twice(x) * 3.0  # the call
 
     with pytest.raises(IgnoredRuleError) as info:
-        cr.derivative(f, 1.0)
+        forward.jvp(f, (1.0,), (1.0,))
     lines, first = inspect.getsourcelines(f)
     line = first + next(i for i, text in enumerate(lines) if "# the call" in text)
     message = str(info.value)
     assert message.startswith("test_forward_user_rules.twice has a rule that forward mode cannot use here")
     assert f"{__file__}:{line}" in message
     with pytest.raises(IgnoredRuleError, match="twice has a rule"):
-        cr.jacobian(f, np.array([1.0, 2.0]), mode="forward")
+        forward.jacobian(f, np.array([1.0, 2.0]))
+    # the API runs f through the source engine's primal: the call's tangent is the rule's (100x, not the body's 2x)
+    assert cr.derivative(f, 1.0) == 300.0
+    np.testing.assert_array_equal(cr.jacobian(f, np.array([1.0, 2.0]), mode="forward"), 300.0 * np.eye(2))
     assert cr.derivative(lambda x: twice(2.0) * x, 1.0) == 4.0  # a constant reaches twice: nothing to refuse
 
 
@@ -117,8 +122,9 @@ def test_a_rule_rescues_a_function_whose_body_forward_mode_cannot_run():
 
     assert cr.derivative(norm_to_one, 1.0) == pytest.approx(1 / math.sqrt(2), rel=1e-15)
     with pytest.raises(IgnoredRuleError, match="norm_to_one has a rule that forward mode cannot use") as info:
-        cr.derivative(lambda x: 3.0 * norm_to_one(x), 1.0)
+        forward.jvp(lambda x: 3.0 * norm_to_one(x), (1.0,), (1.0,))
     assert isinstance(info.value.__cause__, TypeError) and "float()" in str(info.value.__cause__)
+    assert cr.derivative(lambda x: 3.0 * norm_to_one(x), 1.0) == pytest.approx(3 / math.sqrt(2), rel=1e-15)
 
 
 @dataclasses.dataclass
@@ -147,9 +153,12 @@ def test_callable_objects_use_their_rule_by_object_then_by_class():
     assert cr.derivative(SPECIAL, 1.0) == 100.0
     assert cr.derivative(ordinary, 1.0) == 10.0
     with pytest.raises(IgnoredRuleError, match="the test_forward_user_rules.Gain instance has a rule"):
-        cr.derivative(lambda x: ordinary(x) + x, 1.0)
-    with pytest.raises(IgnoredRuleError, match="Gain instance has a rule"):
-        cr.jvp(lambda g: g(3.0), (ordinary,), (cr.Tangent[Gain](k=1.0),))  # the object's fields are duals
+        forward.jvp(lambda x: ordinary(x) + x, (1.0,), (1.0,))
+    assert cr.derivative(lambda x: ordinary(x) + x, 1.0) == 11.0  # through the source engine: the class's rule
+    # the object's fields are duals: its rule takes values being differentiated as arguments only
+    with pytest.raises(IgnoredRuleError, match="Gain instance has a rule") as info:
+        cr.jvp(lambda g: g(3.0), (ordinary,), (cr.Tangent[Gain](k=1.0),))
+    assert "not inside structures or the callable object's own fields" in "".join(info.value.__notes__)
 
 
 def test_non_differentiable_user_functions():
@@ -159,7 +168,8 @@ def test_non_differentiable_user_functions():
     cr.non_differentiable(rounded_scale)
     assert cr.derivative(rounded_scale, 1.3) == cr.ZeroTangent()
     with pytest.raises(IgnoredRuleError, match="rounded_scale has a rule"):
-        cr.derivative(lambda x: rounded_scale(x) * x, 1.3)
+        forward.jvp(lambda x: rounded_scale(x) * x, (1.3,), (1.0,))
+    assert cr.derivative(lambda x: rounded_scale(x) * x, 1.3) == 1.25  # the rule's zero: d/dx = rounded_scale(x)
 
 
 def test_a_reverse_rule_alone_does_not_stop_forward_mode():
@@ -192,11 +202,15 @@ def test_a_ruled_library_function_is_named_where_its_body_converts_the_value():
 
     a = np.array([[2.0, 0.3], [0.1, 1.5]])
     with pytest.raises(IgnoredRuleError, match=r"scipy\.linalg\._matfuncs\.expm has a rule") as info:
-        cr.jvp(lambda a: scipy.linalg.expm(a) * 2.0, (a,), (np.eye(2),))
+        forward.jvp(lambda a: scipy.linalg.expm(a) * 2.0, (a,), (np.eye(2),))
     assert "NumPy array" in str(info.value.__cause__)
     y, dy = cr.jvp(scipy.linalg.expm, (a,), (np.eye(2),))  # given to forward mode itself: its rule
     expected = cr.jacobian(scipy.linalg.expm, a, mode="reverse")
     np.testing.assert_allclose(dy, np.einsum("ijkl,kl->ij", expected, np.eye(2)), rtol=1e-10)
+    # called inside, through the API: the source engine's primal calls its rule
+    y2, dy2 = cr.jvp(lambda a: scipy.linalg.expm(a) * 2.0, (a,), (np.eye(2),))
+    np.testing.assert_allclose(y2, 2.0 * y, rtol=1e-15)
+    np.testing.assert_allclose(dy2, 2.0 * dy, rtol=1e-12)
 
 
 def softplus(x):

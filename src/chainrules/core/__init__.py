@@ -6,7 +6,14 @@ The core imports no engine and no rule module; everything else imports it.
 from .accumulation import accumulate, add, iadd, is_inplaceable_destination
 from .active import ActiveValue, active_engine, current_engine, rrule_via_ad
 from .basis import BasisSeed, basis_seed
-from .errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, callable_name, user_location
+from .errors import (
+    ChainRulesError,
+    DroppedDerivativeError,
+    NoRuleError,
+    UnsupportedSyntaxError,
+    callable_name,
+    user_location,
+)
 from .projection import (
     ProjectTo,
     carries_batch,
@@ -41,6 +48,7 @@ __all__ = [
     "AbstractZero",
     "BasisSeed",
     "ChainRulesError",
+    "DroppedDerivativeError",
     "InplaceableThunk",
     "NoRuleError",
     "NoTangent",

@@ -47,6 +47,18 @@ class NoRuleError(ChainRulesError, TypeError):
         super().__init__(message)
 
 
+class DroppedDerivativeError(ChainRulesError, TypeError):
+    """A value an engine follows would lose its derivative: converted to a plain number or array
+    (``float(x)``, ``math.sin(x)``, which calls ``float``, ``out[i] = x`` into a plain NumPy
+    buffer), or written where the engine cannot follow the write (``x += v`` into a plain array,
+    ``y[i] = v`` into an array forward mode does not own). The message says where, and how to
+    write the line instead.
+
+    >>> issubclass(DroppedDerivativeError, TypeError)
+    True
+    """
+
+
 class UnsupportedSyntaxError(ChainRulesError):
     """The source engine met a construct it does not differentiate.
 

@@ -65,7 +65,7 @@ from ..core import (
     user_location,
 )
 from ..core.active import InplaceOperators, _orders
-from ..core.errors import conversion_in_rule, in_percent_formatting
+from ..core.errors import DroppedDerivativeError, conversion_in_rule, in_percent_formatting
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch
@@ -104,7 +104,7 @@ class Tag:
         return f"Tag({self.order}{'' if self.batch is None else f', batch={self.batch}'})"
 
 
-def _conversion_error(kind: str) -> TypeError:
+def _conversion_error(kind: str) -> DroppedDerivativeError:
     where = user_location()
     at = f" at {where}" if where else ""
     advice = (
@@ -117,7 +117,7 @@ def _conversion_error(kind: str) -> TypeError:
             "function instead (np.sin(x), not math.sin(x); on a complex value for cmath's: np.sqrt(x + 0j), "
             "not cmath.sqrt(x))"
         )
-    return TypeError(
+    return DroppedDerivativeError(
         f"{kind}() of a dual number{at} would drop its derivative. {advice}. "
         "A plain NumPy array converts what is stored into it: make a buffer to fill with "
         "np.zeros_like(x), which holds duals. A number meant to be constant must come from non-dual values."
@@ -204,8 +204,16 @@ class Dual(ActiveValue):
         return self.tag.order
 
     def buffer_holding(self, array):
-        if isinstance(self.primal, ActiveValue):
-            return None  # a nested dual's buffer would need partials that hold duals themselves
+        inner = self.primal
+        if isinstance(inner, ActiveValue):
+            # a nested dual's buffer: its value and its partials are buffers of the inner
+            # differentiation, which hold that one's values (a second derivative through a fill)
+            if self.tag.batch is not None or type(array) is not np.ndarray or array.dtype.kind not in "fc":
+                return None
+            held, partials = inner.buffer_holding(array), inner.buffer_holding(np.zeros_like(array))
+            if held is None or partials is None:
+                return None
+            return Dual(held, partials, self.tag, writable=True)
         return _owned_buffer(array, self.tag)
 
     def call_by_rule(self, f, args: tuple, kwargs: dict):
@@ -259,7 +267,7 @@ class Dual(ActiveValue):
         where = user_location()
         raise _refused(
             self,
-            TypeError(
+            DroppedDerivativeError(
                 f"converting a dual number to a NumPy array{' at ' + where if where else ''} would drop its "
                 "derivative: np.array/np.asarray of duals (or of a list holding duals) cannot keep it. "
                 "Use np.stack([...]) to build an array from duals, and NumPy functions, which accept duals."
@@ -415,7 +423,7 @@ class Dual(ActiveValue):
         if "out" in kwargs or method == "at":
             how = "np.{0}.at(...)" if method == "at" else "np.{0}(..., out=...)"
             where = user_location()
-            raise TypeError(
+            raise DroppedDerivativeError(
                 f"{how.format(ufunc.__name__)}{' at ' + where if where else ''} writes in place, which dual numbers do "
                 "not support: assign the result instead (y = np.add(a, b)); `x += v` on a plain NumPy array "
                 "writes into it too: write x = x + v, or make the buffer with np.zeros_like of a dual, which "
@@ -617,11 +625,15 @@ class DualArray(InplaceOperators, Dual):
     def _writable_split(self, value, what: str):
         if not self.writable:
             where = user_location()
-            raise conversion_in_rule(sys._getframe(1), "dual numbers", "writes into them in place") or TypeError(
+            raise conversion_in_rule(
+                sys._getframe(1), "dual numbers", "writes into them in place"
+            ) or DroppedDerivativeError(
                 f"{what} a dual array{' at ' + where if where else ''} is not supported: only a dual made by "
                 "np.zeros_like/ones_like/empty_like/full_like or a copy (x.copy()) owns its values and accepts "
                 "writes; otherwise build a new array (np.where, np.concatenate, np.stack)"
             )
+        if isinstance(value, (list, tuple)) and _has_dual(value, self.tag):
+            value = call(np.asarray, (value,))  # (NumPy would convert the list's duals: its rule stacks them)
         if type(value) in _DUALS:
             if value.tag is self.tag:
                 return value.primal, value.partials

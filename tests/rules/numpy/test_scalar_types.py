@@ -1,12 +1,14 @@
 """Constructing NumPy scalars from differentiated values (``np.float64(x)``, ``np.float32(x)``): the
-rules, the source engine through them (first and second order), and the tape's and forward mode's
-refusal, which names the line."""
+rules, the source engine through them (first and second order), the tape's and the forward
+engine's refusal, which names the line, and forward mode through the API, which runs the
+function as the source engine's primal."""
 
 import numpy as np
 import pytest
 
 import chainrules as cr
 import chainrules.testing as crt
+from chainrules import forward
 from chainrules.testing import test_frule, test_rrule
 
 
@@ -37,5 +39,8 @@ def test_the_tape_and_forward_mode_refuse_the_conversion(run):
         if run == "tape":
             cr.gradient(mixed_precision, x, engine="tape")
         else:
-            cr.jacobian(mixed_precision, x, mode="forward")
+            forward.jacobian(mixed_precision, x)
     assert __file__ in str(info.value)
+    if run == "forward":
+        J = cr.jacobian(mixed_precision, x, mode="forward")
+        crt.assert_approx(J, cr.gradient(mixed_precision, x)[0], rtol=1e-13, atol=1e-15)

@@ -34,7 +34,8 @@ from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
 from ...core.errors import NoRuleError, UnsupportedSyntaxError, user_location
 from ...core.keywords import as_positional
-from ...core.registry import _LEDGER, decline_batch, rrule
+from ...core.registry import _LEDGER, decline_batch, frule, rrule
+from ...core.structures import leaves
 from ...core.tangents import AbstractZero, Tangent, unthunk
 from . import cache, codegen, effects, runtime
 from .parse import NoSourceError, is_library_code
@@ -298,6 +299,49 @@ def _with_keywords(pair, kwargs):
 
 
 def _source(fn: types.FunctionType, args: tuple, kwargs: dict, bound: bool):
+    pushed = _by_forward_rule(fn, args, kwargs, bound)
+    if pushed is not None:
+        return pushed
+    return _transformed_call(fn, args, kwargs, bound)
+
+
+def _by_forward_rule(fn: types.FunctionType, args: tuple, kwargs: dict, bound: bool):
+    """``(y, back)`` for a callable with a forward rule but no reverse rule called on another
+    engine's values (dual numbers: a forward-mode derivative or a Hessian run through this engine):
+    ``y`` is pushed through the forward rule by that engine (``ActiveValue.call_by_rule``), as
+    forward mode does when the callable is the function it is given; ``back`` differentiates the
+    body, which runs again (reverse mode has no rule to use). ``None`` for any other call."""
+    ruled, call_args = fn, args
+    if frule.lookup(fn, args) is None:
+        if not bound or frule.lookup(args[0], args[1:]) is None:  # a callable object's rule: by object or class
+            return None
+        ruled, call_args = args[0], args[1:]
+    owner = next((a for a in (*call_args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
+    if owner is None:
+        if leaves((args, kwargs), _is_engine_value):  # in a structure, or in the callable object's fields
+            raise _no_rule(
+                ruled,
+                call_args,
+                "it has a forward rule, which takes values being differentiated as arguments, not inside "
+                "structures or the callable object's own fields: its body would be differentiated in its place",
+            )
+        return None
+    y = owner.call_by_rule(ruled, call_args, kwargs)
+    if y is NotImplemented:
+        return None
+    decline_batch()
+
+    def body_pullback(dy):
+        return _transformed_call(fn, args, kwargs, bound)[1](dy)
+
+    return y, body_pullback
+
+
+def _is_engine_value(x, top: bool = False) -> bool:
+    return isinstance(x, ActiveValue)
+
+
+def _transformed_call(fn: types.FunctionType, args: tuple, kwargs: dict, bound: bool):
     entry = _TRANSFORMED.get(id(fn.__code__))
     if entry is None:
         if is_library_code(fn.__code__):

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue
-from ...core.errors import UnsupportedSyntaxError
+from ...core.errors import DroppedDerivativeError, UnsupportedSyntaxError
 from ...core.projection import ProjectTo, is_array_of_rows, match_input_batch, rows_cotangent, unbroadcast
 from ...core.registry import rrule
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
@@ -357,16 +357,45 @@ def _discrete_setitem_pullback(dobj, owned):
     return ZERO, dobj, owned
 
 
-def plain_setitem(obj, index, value):
-    """``obj[index] = value`` where the write passes no derivative (the container does not reach
-    the output): ``obj``, or, for a plain array an outer differentiation's value is written into,
-    that engine's writable array in its place (see ``setitem``), so the write does not convert it."""
+def _write(obj, index, value):
+    """``obj[index] = value``, returning the container written: ``obj``, or, where an outer
+    differentiation's value meets an array that differentiation cannot write into, an array of
+    its own in ``obj``'s place. The function made ``obj`` and nothing else refers to it (the
+    ``effects`` pass refuses a write after it was shared), so binding the other array in its
+    place changes nothing the code can see:
+
+    - a plain array that such a value is written into becomes that engine's writable array
+      holding the same numbers (``ActiveValue.buffer_holding``), so the write does not convert it;
+    - an engine's array that the engine does not own (forward mode owns copies and arrays made
+      like its values, not ``y = x * 2``) is copied, and its copy, which it owns, takes the write.
+    """
     if type(obj) is np.ndarray and isinstance(value, ActiveValue):
         buffer = value.buffer_holding(obj)
         if buffer is not None:
             obj = buffer
+    elif isinstance(obj, ActiveValue):
+        try:
+            obj[index] = value
+        except DroppedDerivativeError:
+            obj = obj.copy()
+        else:
+            return obj
     obj[index] = value
     return obj
+
+
+def _nested_shape(value) -> tuple:
+    """``np.shape(value)``, reading a (nested) list or tuple by its lengths: NumPy would convert its
+    items, which an engine's values refuse."""
+    if isinstance(value, (list, tuple)):
+        return (len(value), *(_nested_shape(value[0]) if value else ()))
+    return np.shape(value)
+
+
+def plain_setitem(obj, index, value):
+    """``obj[index] = value`` where the write passes no derivative (the container does not reach
+    the output): the container written (see ``_write``)."""
+    return _write(obj, index, value)
 
 
 def setitem(obj, index, value):
@@ -376,19 +405,15 @@ def setitem(obj, index, value):
     A plain array that an outer differentiation's value is written into (a dual, in a Hessian)
     becomes that engine's writable array holding the same numbers (``ActiveValue.buffer_holding``),
     returned to be bound in ``obj``'s place: the function made it and nothing else refers to it
-    (a write after it was shared is refused), so the value keeps its derivative."""
-    if type(obj) is np.ndarray and isinstance(value, ActiveValue):
-        buffer = value.buffer_holding(obj)
-        if buffer is not None:
-            obj = buffer
-    obj[index] = value
+    (a write after it was shared is refused), so the value keeps its derivative (see ``_write``)."""
+    obj = _write(obj, index, value)
     if isinstance(obj, (np.ndarray, ActiveValue)) and getattr(obj.dtype, "kind", "f") in "biu":
         # an integer or boolean array (or an engine's array holding one) truncates what it stores:
         # no derivative passes
         return obj, _discrete_setitem_pullback
     # a forward-mode dual array that took the write (a copy, in a Hessian) is an array here too
     if isinstance(obj, np.ndarray) or (isinstance(obj, ActiveValue) and np.ndim(obj) >= 1):
-        value_shape = np.shape(value)
+        value_shape = _nested_shape(value)
         value_is_number = isinstance(value, Number)
 
         def array_setitem_pullback(dobj, owned):

@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from ...core.active import ActiveValue, InplaceOperators
-from ...core.errors import conversion_in_rule, in_percent_formatting
+from ...core.errors import DroppedDerivativeError, conversion_in_rule, in_percent_formatting
 from ...core.tangents import NoTangent
 from ...core.twins import call_method
 from . import tracer, writes
@@ -46,7 +46,7 @@ def _at() -> str:
     return (f" (at {where})" if where else "") + library_context()
 
 
-def _lost_derivative(what: str) -> TypeError:
+def _lost_derivative(what: str) -> DroppedDerivativeError:
     module = (
         "Functions of the math module call float() too: use the NumPy function instead (np.sin, np.exp, np.sqrt, ...)"
     )
@@ -56,11 +56,12 @@ def _lost_derivative(what: str) -> TypeError:
             "rules): use the NumPy function instead (np.sin, np.exp, on a complex value for cmath's: "
             "np.sqrt(x + 0j), np.exp(1j * x))"
         )
-    return TypeError(
+    return DroppedDerivativeError(
         f"{what} of a value being differentiated would drop its derivative{_at()}. {module}, which "
         "carries the derivative, or move the conversion out of the function being differentiated. A plain "
         "NumPy array converts what is written into it (out[i] = x): make the buffer with np.zeros_like(x), "
-        "whose writes the tape records, or build arrays with np.stack or np.concatenate."
+        "whose writes the tape records, or build arrays with np.stack or np.concatenate. The default "
+        "engine='source' reads the code: it differentiates math functions and writes into plain buffers as written."
     )
 
 
@@ -218,7 +219,7 @@ class _Operators(Tracked):
     def __array__(self, dtype=None, copy=None):
         raise _refused(
             self,
-            TypeError(
+            DroppedDerivativeError(
                 f"converting a value being differentiated to a plain NumPy array would drop its derivative{_at()}. "
                 "This happens in np.asarray/np.array, when it is written into a plain array (out[i] = x, out += x), "
                 "and in functions that convert their arguments. Make a buffer with np.zeros_like(x), whose writes the "

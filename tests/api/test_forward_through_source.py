@@ -1,0 +1,157 @@
+"""Forward mode where dual numbers cannot pass through the code as Python runs it.
+
+``math.sin(x)`` and ``out[i] = x`` into a plain ``np.zeros(n)`` convert a dual to a float, and a
+library function with a rule would run its own code on duals: the forward engine refuses these.
+``cr.jvp``, ``cr.derivative`` and ``cr.jacobian(..., mode="forward")`` then run the function as
+the source engine's primal runs it (every call through its rule, writes into buffers followed),
+still pushing tangents forward. Each case is checked against finite differences and reverse mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import chainrules as cr
+from chainrules import api, forward
+from chainrules.testing import fd_jacobian
+
+RUNS: list = []
+
+
+def scalar_math(x):
+    RUNS.append(x)
+    return math.sin(x) * math.exp(-x) + math.log1p(x * x) / math.hypot(x, 2.0)
+
+
+def fills_a_buffer(x):
+    out = np.zeros(len(x) + 1)
+    for i in range(len(x)):
+        out[i] = math.tanh(x[i]) * x[(i + 1) % len(x)]
+    out[-1] = out[0] + x.sum()
+    return out
+
+
+def central(f, x, h=1e-6):
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
+def test_math_functions_in_scalar_code():
+    x = 0.7
+    with pytest.raises(cr.DroppedDerivativeError):
+        forward.jvp(scalar_math, (x,), (1.0,))
+    d = cr.derivative(scalar_math, x)
+    assert type(d) is float
+    assert d == pytest.approx(central(scalar_math, x), rel=1e-8)
+    assert d == pytest.approx(cr.gradient(scalar_math, x)[0], rel=1e-14)
+    y, dy = cr.jvp(scalar_math, (x,), (2.0,))
+    assert y == pytest.approx(scalar_math(x), rel=1e-15) and dy == pytest.approx(2.0 * d, rel=1e-14)
+
+
+def test_the_function_is_remembered_so_later_calls_run_it_once():
+    api._FORWARD_THROUGH_SOURCE.pop(scalar_math, None)
+    RUNS.clear()
+    cr.derivative(scalar_math, 0.3)
+    assert len(RUNS) == 2  # the engine's run, refused, then the source engine's primal
+    RUNS.clear()
+    cr.derivative(scalar_math, 0.4)
+    assert len(RUNS) == 1
+
+
+def test_a_buffer_filled_with_plain_writes():
+    x = np.array([0.2, -0.5, 1.1])
+    before = x.copy()
+    J = cr.jacobian(fills_a_buffer, x, mode="forward")
+    np.testing.assert_array_equal(x, before)  # the input is not written into
+    assert J.shape == (4, 3) and J.flags.writeable
+    np.testing.assert_allclose(J, cr.jacobian(fills_a_buffer, x, mode="reverse"), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(J, fd_jacobian(fills_a_buffer, x), rtol=1e-6, atol=1e-8)
+    t = np.array([1.0, -2.0, 0.5])
+    y, dy = cr.jvp(fills_a_buffer, (x,), (t,))
+    np.testing.assert_allclose(y, fills_a_buffer(x), rtol=1e-15)
+    np.testing.assert_allclose(dy, J @ t, rtol=1e-13)
+
+
+def test_a_float32_buffer_keeps_its_dtype():
+    def fill32(x):
+        out = np.zeros(2, dtype=np.float32)
+        out[0] = x[0] * x[1]
+        out[1] = x[1] ** 2
+        return out
+
+    x = np.array([1.5, -2.0], dtype=np.float32)
+    J = cr.jacobian(fill32, x, mode="forward")
+    assert J.dtype == np.float32
+    np.testing.assert_allclose(J, [[-2.0, 1.5], [0.0, -4.0]])
+
+
+def test_a_library_function_with_a_rule_called_inside():
+    upper = np.array([[2.0, 0.5], [0.0, 4.0]])
+
+    def f(x):
+        return scipy.linalg.solve_triangular(upper, x) * math.cos(0.3)
+
+    x = np.array([1.0, -1.0])
+    J = cr.jacobian(f, x, mode="forward")
+    np.testing.assert_allclose(J, np.linalg.inv(upper) * math.cos(0.3), rtol=1e-14)
+
+
+def test_structured_inputs():
+    @dataclasses.dataclass
+    class Params:
+        a: float
+        b: np.ndarray
+
+    def f(p):
+        out = np.zeros(2)
+        out[0] = math.sin(p.a) * p.b[0]
+        out[1] = p.b[1] ** 2
+        return out.sum()
+
+    p = Params(0.4, np.array([2.0, 3.0]))
+    y, dy = cr.jvp(f, (p,), (cr.Tangent[Params](a=1.0, b=np.array([0.5, -1.0])),))
+    expected = math.cos(0.4) * 2.0 + math.sin(0.4) * 0.5 + 2 * 3.0 * -1.0
+    assert y == pytest.approx(f(p)) and dy == pytest.approx(expected, rel=1e-14)
+
+
+def test_derivatives_of_derivatives_through_a_buffer():
+    def fill(x):
+        out = np.zeros(2)
+        out[0] = x * 2.0
+        out[1] = math.sin(x) * x
+        return out.sum()
+
+    def slope(x):
+        return cr.derivative(fill, x)
+
+    x = 1.5
+    assert slope(x) == pytest.approx(2.0 + math.cos(x) * x + math.sin(x), rel=1e-14)
+    assert cr.derivative(slope, x) == pytest.approx(2 * math.cos(x) - math.sin(x) * x, rel=1e-12)
+    assert cr.hessian(fill, x) == pytest.approx(2 * math.cos(x) - math.sin(x) * x, rel=1e-12)
+
+
+def test_perturbation_confusion_through_the_source_engine():
+    # D(x -> x * D(y -> sin(x * y))(1))(1): the inner derivative is x cos(x), the outer 2x cos(x) - x^2 sin(x)
+    def outer(x):
+        return x * cr.derivative(lambda y: math.sin(x * y), 1.0)
+
+    x = 0.7
+    assert cr.derivative(outer, x) == pytest.approx(2 * x * math.cos(x) - x * x * math.sin(x), rel=1e-13)
+
+
+def test_where_the_source_engine_cannot_run_it_either_the_first_refusal_is_raised():
+    def guarded(x):
+        try:
+            return math.sqrt(x)
+        except ValueError:
+            return 0.0
+
+    with pytest.raises(cr.DroppedDerivativeError, match="use the NumPy function") as info:
+        cr.derivative(guarded, 2.0)
+    note = "".join(info.value.__notes__)
+    assert "guarded failed too: UnsupportedSyntaxError" in note and "`try`" in note
+    assert guarded not in api._FORWARD_THROUGH_SOURCE
