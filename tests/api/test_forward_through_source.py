@@ -155,3 +155,38 @@ def test_where_the_source_engine_cannot_run_it_either_the_first_refusal_is_raise
     note = "".join(info.value.__notes__)
     assert "guarded failed too: UnsupportedSyntaxError" in note and "`try`" in note
     assert guarded not in api._FORWARD_THROUGH_SOURCE
+
+
+def updates_an_array_a_view_sees(w):
+    out = np.zeros(2)
+    out[0] = w[0, 1]  # a plain buffer: the forward engine refuses, the source engine's primal is tried
+    v1 = np.square(w)
+    v5 = np.einsum("ij->ji", v1)  # a view of v1: the update below changes it
+    v1 += np.sin(w)
+    return np.sum(v5**2) + out[0]
+
+
+def test_an_update_in_place_that_a_view_sees_is_refused_not_rebound():
+    w = np.array([[0.5, -0.2], [0.3, 0.8]])
+    with pytest.raises(cr.UnsupportedSyntaxError, match="updates the ndarray in place"):
+        cr.gradient(updates_an_array_a_view_sees, w)
+    with pytest.raises(cr.DroppedDerivativeError) as info:  # rebinding v1 would leave v5 without the update
+        cr.jvp(updates_an_array_a_view_sees, (w,), (np.ones_like(w),))
+    assert "updates the ndarray in place" in "".join(info.value.__notes__)
+    with pytest.raises(cr.UnsupportedSyntaxError, match="updates the ndarray in place"):
+        cr.hessian(updates_an_array_a_view_sees, w)
+
+
+def test_an_update_in_place_of_an_array_the_function_made_is_followed():
+    def f(x):
+        y = x * 2.0
+        y += np.sin(x)  # y is new: rebinding it is what the update in place does
+        out = np.zeros(3)
+        out[0] = y[1]
+        return np.sum(y**2) + out[0]
+
+    x = np.array([0.3, -0.6, 1.2])
+    J = cr.jacobian(f, x, mode="forward")
+    np.testing.assert_allclose(J, cr.gradient(f, x)[0], rtol=1e-14)
+    H = cr.hessian(f, x)
+    np.testing.assert_allclose(H, fd_jacobian(lambda z: cr.gradient(f, z)[0], x), rtol=1e-6, atol=1e-8)

@@ -47,7 +47,7 @@ import numpy as np
 from ...core.errors import callable_name
 from ...core.registry import OPT_OUT, rrule
 from . import ir
-from .simplify import _MISSING, ARRAYLIKE, INACTIVE_TYPES, ArrayType, is_real, static_lookup
+from .simplify import _MISSING, INACTIVE_TYPES, ArrayType, is_arraylike, is_real, static_lookup
 
 #: built-in types whose construction copies (or only reads) its arguments
 _PURE_TYPES = frozenset(
@@ -612,11 +612,12 @@ class _Effects:
         return False
 
     def plain_value(self, x) -> bool:
-        """An array, a number or a list: what an operator makes a new object of."""
+        """An array (or an engine's stand-in for one: a dual array), a number or a list: what an
+        operator makes a new object of."""
         if not isinstance(x, str):
             return _number(x) or isinstance(x.value, (list, tuple))
         t = self.a.type_of(x)
-        return isinstance(t, ArrayType) or t is ARRAYLIKE or is_real(t) or t in (list, tuple)
+        return is_arraylike(t) or is_real(t) or t in (list, tuple)
 
     def only_reads(self, stmt, name: str) -> bool:
         """Whether ``stmt`` uses ``name``'s object (an array or a list) without keeping it or handing

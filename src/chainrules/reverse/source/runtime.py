@@ -686,11 +686,12 @@ def iteration_start(iterable) -> int:
 
 
 def check_rebind(x, filename: str, line: int, col: int):
-    """``x op= v`` rebinds ``x`` here; refuse when Python would have updated a mutable ``x`` in place."""
-    if isinstance(x, _MUTABLE):
+    """``x op= v`` rebinds ``x`` here; refuse when Python would have updated a mutable ``x`` in place
+    (an engine's array too: a dual array is updated in place, as the array it stands for)."""
+    if isinstance(x, _MUTABLE) or (isinstance(x, ActiveValue) and np.ndim(x) >= 1):
+        kind = "ndarray" if isinstance(x, ActiveValue) else type(x).__name__  # (what the engine's value stands for)
         raise UnsupportedSyntaxError(
-            f"an augmented assignment updates the {type(x).__name__} in place, which is not supported here; "
-            "write `x = x + ...`",
+            f"an augmented assignment updates the {kind} in place, which is not supported here; write `x = x + ...`",
             filename,
             line,
             col,
@@ -707,7 +708,7 @@ def check_update(x, v, filename: str, line: int, col: int):
     the values."""
     if type(x) is list:
         fits = type(v) is list
-    elif type(x) is np.ndarray:
+    elif type(x) is np.ndarray or (isinstance(x, ActiveValue) and np.ndim(x) >= 1):  # (a dual array: an array)
         fits = isinstance(v, (np.ndarray, Number, np.generic, ActiveValue))
     else:
         return check_rebind(x, filename, line, col)
