@@ -368,3 +368,19 @@ def test_a_list_of_duals_written_into_an_owned_array():
     expected[1] = [x[3], 0.0, 0.0, x[0]]
     expected[2] = 0.0
     np.testing.assert_allclose(J, expected, rtol=1e-15)
+
+
+def test_a_reshape_of_a_copy_sees_a_later_update_in_every_tangent_of_a_jacobian():
+    # the copy's partials are laid out as its values (C order), whatever the seed block's layout:
+    # the reshape views both, and the update in place reaches both
+    def f(w):
+        b = (w + 1.21).copy()
+        flat = b.reshape(-1)
+        b += np.arctan(w)
+        return -flat
+
+    w = np.array([[0.2, -0.5, 0.4], [0.7, 0.1, -0.3]])
+    J = forward.jacobian(f, w)
+    np.testing.assert_allclose(J, crt.fd_jacobian(f, w).reshape(J.shape), rtol=1e-6, atol=1e-9)
+    _, dy = forward.jvp(f, (w,), (np.ones_like(w),))
+    np.testing.assert_allclose(dy, J.reshape(6, 6).sum(axis=1), rtol=1e-13)

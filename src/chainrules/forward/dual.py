@@ -472,9 +472,13 @@ def _owned_copy(out):
     (a rule passes a copy's tangent through as it is)."""
     if type(out) is not DualArray:
         return out  # a constant: a plain array, which takes writes of plain values
-    partials = out.partials
-    owned = np.array(partials) if isinstance(partials, np.ndarray) else partials
-    return Dual(out.primal, owned, out.tag, writable=True)
+    partials, primal = out.partials, out.primal
+    if isinstance(partials, np.ndarray):
+        # in C order where the primal is (x.copy()): a reshape that views the primal then views the
+        # partials too, so that both see a later write (a block of unit tangents is laid out otherwise)
+        c_order = isinstance(primal, np.ndarray) and primal.flags.c_contiguous
+        partials = np.array(partials, order="C" if c_order else "K")
+    return Dual(primal, partials, out.tag, writable=True)
 
 
 _METADATA = frozenset({"itemsize", "nbytes", "strides", "flags", "base", "device"})
