@@ -74,6 +74,12 @@ CASES = {
     "math.modf": (lambda x: math.modf(x)[0] ** 2 * x + math.modf(x)[1] * x, 1.7),
     "math.remainder": (lambda x: math.remainder(x, 0.7) * x + math.remainder(3.1, x) ** 2, 1.3),
     "math.frexp": (lambda x: math.frexp(x * x)[0] * x + math.frexp(x)[1] * x, 2.9),
+    # math.nextafter's twin on dual numbers is np.nextafter (x moved by one ulp)
+    "math.nextafter": (lambda x: math.nextafter(x * x, 5.0) * x + math.nextafter(2.0, x) * x, 1.3),
+    # a NumPy scalar's clip with a dual bound: NumPy's scalar method would convert the bound
+    "np.generic.clip in its bound": (lambda lo: np.float64(0.2).clip(lo, 0.5) * lo + np.float64(0.9).clip(0, lo), 0.3),
+    # SciPy's polygamma converts its argument: on dual numbers its formula from ufuncs
+    "scipy.special.polygamma": (lambda x: np.sum(sc.polygamma(np.array([0, 1, 2]), x) * x), np.array([1.3, 0.7, 2.1])),
 }
 
 

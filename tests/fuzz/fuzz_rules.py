@@ -324,6 +324,7 @@ BINARY_UFUNCS = {
     np.floor_divide: ("any", "pos", False),
     np.copysign: ("signed", "signed", False),
     np.heaviside: ("signed", "any", False),
+    np.nextafter: ("any", "any", False),
     np.equal: ("any", "any", True),
     np.not_equal: ("any", "any", True),
     np.less: ("any", "any", False),

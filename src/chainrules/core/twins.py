@@ -63,6 +63,7 @@ FUNCTION_TWINS: dict = {
     math.degrees: np.degrees,
     math.radians: np.radians,
     math.ldexp: np.ldexp,
+    math.nextafter: np.nextafter,
     math.frexp: np.frexp,
     math.floor: np.floor,
     math.ceil: np.ceil,
@@ -299,7 +300,10 @@ def _bridge_frule(f, twin):
     return frule_via_twin
 
 
-_BINARY = (math.atan2, math.pow, math.hypot, math.copysign, math.fmod, math.ldexp, pow, *_OPERATOR_UFUNCS)
+_BINARY = (
+    *(math.atan2, math.pow, math.hypot, math.copysign, math.fmod, math.ldexp, math.nextafter, pow),
+    *_OPERATOR_UFUNCS,
+)
 
 
 def _is_bridged(f) -> bool:

@@ -140,6 +140,7 @@ BINARY = [
     (np.fmod, ANY, {"lo": 1.1, "hi": 1.9}, False),
     (np.copysign, "signed", "signed", False),
     (np.heaviside, "signed", ANY, False),
+    (np.nextafter, ANY, ANY, False),
 ]
 
 BINARY_SHAPES = [

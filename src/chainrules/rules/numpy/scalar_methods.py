@@ -20,6 +20,7 @@ import numpy as np
 
 from ...core import (
     AbstractZero,
+    ActiveValue,
     NoRuleError,
     NoTangent,
     ZeroTangent,
@@ -39,12 +40,15 @@ def _scalar_method_rules(name: str) -> None:
     array_method = getattr(np.ndarray, name)
 
     def rrule_scalar_method(x, *args, **kwargs):
-        y = scalar_method(x, *args, **kwargs)
         a = np.asarray(x)
         rule = rrule.lookup(array_method, (a, *args))
         if rule is None:
             raise NoRuleError(scalar_method, (x, *args))
-        _, array_pullback = rule(a, *args, **kwargs)
+        y, array_pullback = rule(a, *args, **kwargs)
+        if not any(isinstance(v, ActiveValue) for v in (*args, *kwargs.values())):
+            # the type NumPy returns; its scalar method would convert an engine's value among the
+            # arguments (a dual bound of clip, in a Hessian): the array rule's value stands for it then
+            y = scalar_method(x, *args, **kwargs)
 
         def scalar_method_pullback(dy):
             _, da, *rest = array_pullback(dy)

@@ -490,6 +490,7 @@ for _f in (np.remainder, np.fmod):  # np.mod is np.remainder
     elementwise(_f, lambda a, b: 1.0, _rounded_quotient)
 elementwise(np.copysign, lambda a, b: 1.0 - 2.0 * (np.signbit(a) != np.signbit(b)), lambda a, b: 0.0)
 elementwise(np.heaviside, lambda x, h: 0.0, lambda x, h: x == 0)
+elementwise(np.nextafter, lambda x, y: 1.0, lambda x, y: 0.0)  # x moved by one ulp: x's slope, almost everywhere
 elementwise(np.ldexp, lambda x, e: np.ldexp(1.0, e), None)  # the exponent is an integer
 
 

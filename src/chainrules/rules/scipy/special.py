@@ -28,6 +28,7 @@ import numpy as np
 import scipy.special as sc
 
 from ...core import (
+    ActiveValue,
     NoTangent,
     Thunk,
     ZeroTangent,
@@ -228,7 +229,10 @@ def _digamma(x):
 
 
 def _polygamma_rule(n, x):
-    return sc.polygamma(n, x), (None, _polygamma(np.asarray(n) + 1, x))
+    # SciPy's polygamma converts its arguments (np.asarray): on an engine's value (a dual number, in
+    # a Hessian) the same formula from ufuncs, which dispatch on it
+    y = _polygamma(n, x) if isinstance(x, ActiveValue) else sc.polygamma(n, x)
+    return y, (None, _polygamma(np.asarray(n) + 1, x))
 
 
 def _integer_valued(s) -> bool:
