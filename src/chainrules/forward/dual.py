@@ -1019,6 +1019,11 @@ def _by_partials(f, rule, partials, primals, tangents, tag, kwargs=None, y=_UNSE
             out = _new_object(DualArray)
             out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
             return out
+    elif (ty is float or ty is np.float64) and batch is None and (type(dy) is float or type(dy) is np.float64):
+        # a real number and its real tangent (scalar code): the dual `_partials_output` would make
+        out = _new_object(Dual)
+        out.primal, out.partials, out.tag, out.writable = y, dy, tag, False
+        return out
     return _partials_output(f, y, dy, tag)
 
 
