@@ -83,29 +83,32 @@ _PLAIN = (float, np.ndarray, complex)
 
 #: functions forward mode runs through the source engine's primal (see `_forward`)
 _FORWARD_THROUGH_SOURCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_THROUGH_SOURCE_USED = [False]  # whether a function was ever remembered there (cheaper to test than the table)
 
 
-def _forward(run: Callable, f: Callable):
-    """``run(f)``, a forward-mode computation. Where dual numbers cannot pass through ``f`` as
-    Python runs it (``math.sin(x)`` and a write into a plain NumPy buffer convert them to floats; a
-    library function with a rule runs its own code on them), ``run`` gets ``f`` as the source
-    engine's primal runs it: every call in ``f``'s code goes to its rule (on dual numbers, the
-    rule's NumPy code or its twin carries the tangents) and writes into buffers ``f`` made are
-    followed. Forward mode still pushes the tangents; the primal's pullbacks are never called.
-    ``f`` is remembered, so later calls do not run it twice."""
-    if _FORWARD_THROUGH_SOURCE and _remembered(_FORWARD_THROUGH_SOURCE, f):
-        return run(_through_source(f))
+def _forward(run: Callable, f: Callable, *args):
+    """``run(f, *args)``, a forward-mode computation (the forward engine's ``jvp`` or
+    ``jacobian``). Where dual numbers cannot pass through ``f`` as Python runs it (``math.sin(x)``
+    and a write into a plain NumPy buffer convert them to floats; a library function with a rule
+    runs its own code on them), ``run`` gets ``f`` as the source engine's primal runs it: every
+    call in ``f``'s code goes to its rule (on dual numbers, the rule's NumPy code or its twin
+    carries the tangents) and writes into buffers ``f`` made are followed. Forward mode still
+    pushes the tangents; the primal's pullbacks are never called. ``f`` is remembered, so later
+    calls do not run it twice."""
+    if _THROUGH_SOURCE_USED[0] and _remembered(_FORWARD_THROUGH_SOURCE, f):
+        return run(_through_source(f), *args)
     try:
-        return run(f)
+        return run(f, *args)
     except (DroppedDerivativeError, IgnoredRuleError) as refusal:
         try:
-            result = run(_through_source(f))
+            result = run(_through_source(f), *args)
         except Exception as error:  # the source engine cannot run f either: the first refusal says why
             why = f"{type(error).__name__}: {error}"
             refusal.add_note(f"Run through the source engine's primal, {_callable_label(f)} failed too: {why}")
             raise refusal from None
     try:
         _FORWARD_THROUGH_SOURCE[f] = True
+        _THROUGH_SOURCE_USED[0] = True
     except TypeError:  # a callable that cannot be weakly referenced: nothing remembered
         pass
     return result
@@ -365,7 +368,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
             )
     if any(type(t) not in _PLAIN for t in tangents):  # a structure's tangent may be a value of its own type
         tangents = tuple(t if type(t) in _PLAIN else _structural_cotangent(x, t) for x, t in zip(primals, tangents))
-    y, dy = _forward(lambda g: _forward_engine().jvp(g, primals, tangents), f)
+    y, dy = _forward(_forward_engine().jvp, f, primals, tangents)
     return y, _deep_unthunk(dy)
 
 
@@ -452,7 +455,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         y, back_full = _reverse_engine(engine).pullback_full(f, x)
         return _reverse_jacobian(x, _jacobian_output(f, y), back_full, chunk_size)
     if mode == "forward":
-        return _forward(lambda g: _forward_engine().jacobian(g, x, chunk_size=chunk_size), f)
+        return _forward(_forward_engine().jacobian, f, x, chunk_size)
     if mode != "auto":
         raise ValueError(f"jacobian: mode={mode!r}; choose 'auto', 'forward' or 'reverse'")
     key = _auto_key(x)
