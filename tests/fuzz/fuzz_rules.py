@@ -482,6 +482,8 @@ SCANS = [
     np.flip,
     np.roll,
 ]
+CUMULATIVE = [np.cumulative_sum, np.cumulative_prod] if hasattr(np, "cumulative_sum") else []  # NumPy 2.1
+SCANS += CUMULATIVE
 
 
 @family("reductions", *REDUCTIONS)
@@ -576,8 +578,14 @@ def _scan(d: Draw, f):
         return (x, int(d.rng.integers(-3, 4))), ({"axis": d.axis(x.ndim)} if x.ndim else {})
     if f is np.flip:
         return (x,), ({"axis": d.axis(x.ndim)} if x.ndim else {})
-    if x.ndim == 0 and f in (np.diff, np.trapezoid, np.sort, np.argsort):
+    if x.ndim == 0 and f in (np.diff, np.trapezoid, np.sort, np.argsort, *CUMULATIVE):
         x = x.reshape(1)
+    if f in CUMULATIVE:
+        if x.ndim > 1 or d.chance(0.5):
+            kwargs["axis"] = d.axis(x.ndim, tuples=False, none=False)
+        if d.chance(0.5):
+            kwargs["include_initial"] = True
+        return (x,), kwargs
     if f is np.diff:
         kwargs["n"] = int(d.rng.integers(0, 3))
         kwargs["axis"] = d.axis(x.ndim, tuples=False, none=False)

@@ -70,6 +70,14 @@ def _cases():
     yield from _family(
         [np.cumsum, np.cumprod, np.ndarray.cumsum, np.ndarray.cumprod], [[X]], [{}, {"axis": 0}, {"axis": -1}]
     )
+    if hasattr(np, "cumulative_sum"):  # the array API's scans (NumPy 2.1), with the identity in front or not
+        scans = [np.cumulative_sum, np.cumulative_prod]
+        positive2d = arr(3, 4, lo=0.5, hi=1.5)
+        options = [{"axis": 0}, {"axis": -1, "include_initial": True}, {"axis": 1, "dtype": np.float64}]
+        yield from _family(scans, [[positive2d]], options)
+        yield from _family(scans, [[arr(5, lo=0.5, hi=1.5)]], [{}, {"include_initial": True}], label="-1d")
+        yield from _family(scans, [[X32]], [{"axis": 1, "include_initial": True}], label="-f32")
+        yield from _family(scans, [[arr(3, 4, zeros=2)]], [{"axis": 1, "include_initial": True}], label="-zeros")
     # nan-functions skip NaNs
     for f in (np.nansum, np.nanmean, np.nanmax, np.nanmin, np.nanprod):
         yield from _family([f], [[arr(3, 4, nans=3)]], [{}, {"axis": 0}, {"axis": 1, "keepdims": True}], label="-nans")

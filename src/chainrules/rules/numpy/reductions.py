@@ -592,6 +592,39 @@ _register((np.cumsum, np.ndarray.cumsum), _SCAN, _SCAN_DEFAULTS, _cumsum_plan, b
 _register((np.cumprod, np.ndarray.cumprod), _SCAN, _SCAN_DEFAULTS, _cumprod_plan, batched=True)
 
 
+def _with_initial(scan_plan):
+    """The plan of the array API's scan (``np.cumulative_sum``, ``np.cumulative_prod``) from that of
+    ``np.cumsum`` or ``np.cumprod``: the same scan, which ``include_initial=True`` prefixes with the
+    operation's identity, a constant (its cotangent is dropped, its tangent is zero)."""
+
+    def plan(x, o, primal):
+        y = primal()
+        if not o["include_initial"]:
+            return scan_plan(x, o, lambda: y)
+        axis, _ = _scan_axis(x, o)
+        scanned = np.take(y, np.arange(1, np.shape(y)[axis]), axis=axis)
+        _, back, forward = scan_plan(x, o, lambda: scanned)
+
+        def scan_back(dy, lead=()):
+            return back(np.take(dy, np.arange(1, np.shape(dy)[axis + len(lead)]), axis=axis + len(lead)), lead)
+
+        def scan_forward(dx, batched):
+            t = forward(dx, batched)
+            ax = axis + batched
+            return np.concatenate([np.zeros_like(np.take(t, [0], axis=ax)), t], axis=ax)
+
+        return y, scan_back, scan_forward
+
+    return plan
+
+
+if hasattr(np, "cumulative_sum"):  # NumPy 2.1 and later
+    _CUMULATIVE = ("axis", "dtype", "out", "include_initial")
+    _CUMULATIVE_DEFAULTS = {"axis": None, "dtype": None, "include_initial": False}
+    _register((np.cumulative_sum,), _CUMULATIVE, _CUMULATIVE_DEFAULTS, _with_initial(_cumsum_plan), batched=True)
+    _register((np.cumulative_prod,), _CUMULATIVE, _CUMULATIVE_DEFAULTS, _with_initial(_cumprod_plan), batched=True)
+
+
 # ----- average -----------------------------------------------------------------------------
 
 _AVERAGE = ("axis", "weights", "returned")
