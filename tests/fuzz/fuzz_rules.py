@@ -892,6 +892,7 @@ PRODUCTS = [
     np.matvec,
     np.vecmat,
     np.convolve,
+    np.correlate,
     np.polyval,
     np.polyder,
     np.linalg.multi_dot,
@@ -968,7 +969,7 @@ def _product(d: Draw, f):
         return (a(n, k), b(k)), {}
     if f is np.vecmat:
         return (a(k), b(k, m)), {}
-    if f is np.convolve:
+    if f in (np.convolve, np.correlate):
         return (a(n + 1), b(m)), {"mode": d.pick(["full", "same", "valid"])} if d.chance(0.6) else {}
     if f is np.polyval:
         return (a(n), d.operand("any", other, empty=False)), {}

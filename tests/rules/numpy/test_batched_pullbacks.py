@@ -407,6 +407,9 @@ MORE_PRODUCTS = [
     (np.convolve, (rand(5), rand(3), "same")),
     (np.convolve, (rand(5), rand(3), "valid")),
     (np.convolve, (rand(4, dtype=complex), rand(3))),
+    (np.correlate, (rand(5), rand(3), "full")),
+    (np.correlate, (rand(3), rand(6), "same")),
+    (np.correlate, (rand(4, dtype=complex), rand(3, dtype=complex), "full")),
     (np.cross, (rand(3), rand(3))),
     (np.cross, (rand(4, 3), rand(3))),  # broadcast: the batch axis is never summed
     pytest.param(np.cross, (rand(2), rand(5, 2)), marks=PLANAR),  # 2-vectors: the third component out

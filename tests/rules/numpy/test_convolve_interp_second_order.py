@@ -29,6 +29,14 @@ def test_second_derivatives_through_convolve(mode):
     _check_second_order(smoothed_energy, np.array([0.25, 0.5, -0.25]))
 
 
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_second_derivatives_through_correlate(mode):
+    def matched_filter(kernel):
+        return np.sum(np.correlate(SIGNAL * kernel[0], kernel, mode) ** 3)
+
+    _check_second_order(matched_filter, np.array([0.25, 0.5, -0.25]))
+
+
 KNOTS = np.array([0.0, 0.5, 1.0, 1.5])
 
 

@@ -1474,6 +1474,49 @@ def frule_convolve(tangents, a, v, *args, **kwargs):
     return y, _add_terms(*terms)
 
 
+# np.correlate(a, v, mode) is NumPy's c_k = sum_n a[n+k] conj(v[n]), which is the convolution of a
+# with w = conj(v) reversed, whatever the lengths and the mode: its rules are the convolution's,
+# with v's (co)tangent taken through the reversal and the conjugation (each its own adjoint), and
+# correlate's default mode, "valid" (convolve's is "full").
+
+
+def _reversed_conj(t):
+    """``conj(t)`` reversed along its vector axis (the last: a batch of them keeps its rows)."""
+    t = unthunk(t)
+    if isinstance(t, AbstractZero) or t is NO:
+        return t
+    return np.conj(t)[..., ::-1] if np.ndim(t) else np.conj(t)
+
+
+def _correlate_kernel_cotangent(v, dv):
+    """``dv`` (one cotangent or a batch of them) brought to ``v``'s space."""
+    if isinstance(dv, AbstractZero) or dv is NO or np.ndim(dv) == np.ndim(v):
+        return to_input(v, dv)
+    return batch_to_input(v, dv)
+
+
+def _with_correlate_mode(args: tuple, kwargs: dict) -> dict:
+    return kwargs if args or "mode" in kwargs else {**kwargs, "mode": "valid"}
+
+
+@rrule.register(np.correlate, batched=True)
+def rrule_correlate(a, v, *args, **kwargs):
+    y, convolve_pullback = rrule_convolve(a, _reversed_conj(v), *args, **_with_correlate_mode(args, kwargs))
+
+    def correlate_pullback(dy):
+        _, da, dw, *rest = convolve_pullback(dy)
+        return (NO, da, Thunk(lambda: _correlate_kernel_cotangent(v, _reversed_conj(dw))), *rest)
+
+    return y, correlate_pullback
+
+
+@frule.register(np.correlate, batched=True)
+def frule_correlate(tangents, a, v, *args, **kwargs):
+    dw = _reversed_conj(tangents[2])
+    kwargs = _with_correlate_mode(args, kwargs)
+    return frule_convolve((tangents[0], tangents[1], dw), a, _reversed_conj(v), *args, **kwargs)
+
+
 def _vandermonde(p, x):
     """``x ** (n-1), ..., x, 1`` along a new last axis: ``polyval(p, x) = V @ p``."""
     return np.expand_dims(array_or_active(x), -1) ** np.arange(np.size(p) - 1, -1, -1)
