@@ -895,6 +895,7 @@ PRODUCTS = [
     np.correlate,
     np.polyval,
     np.polyder,
+    np.vander,
     np.linalg.multi_dot,
 ]
 
@@ -973,6 +974,9 @@ def _product(d: Draw, f):
         return (a(n + 1), b(m)), {"mode": d.pick(["full", "same", "valid"])} if d.chance(0.6) else {}
     if f is np.polyval:
         return (a(n), d.operand("any", other, empty=False)), {}
+    if f is np.vander:
+        kwargs = {"N": int(d.rng.integers(0, 5))} if d.chance(0.6) else {}
+        return (a(n),), ({**kwargs, "increasing": True} if d.chance(0.4) else kwargs)
     if f is np.polyder:
         m = int(d.rng.integers(0, n + 2))  # past the degree too: no coefficient kept
         return ((a(n), m), {}) if d.chance(0.5) else ((a(n),), {"m": m} if d.chance(0.5) else {})

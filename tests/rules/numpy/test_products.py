@@ -391,6 +391,40 @@ def test_polyder_rules(args, kwargs, batched_pullback):
     check_batched_frule(np.polyder, plain[0], *(Const(a) for a in plain[1:]), fkwargs=kwargs)
 
 
+VANDER = [
+    ((_r(4),), {}),
+    ((_r(4), ND(3)), {}),
+    ((_r(3), ND(5), ND(True)), {}),
+    ((_r(3),), {"N": 1}),
+    ((_r(3),), {"N": 0}),
+    ((_r(4),), {"increasing": True}),
+    ((np.array([0.0, 1.5, -2.0]),), {}),  # x = 0: the slope of x^k is k x^(k-1), no division
+    ((_r(4, dtype=np.complex128), ND(3)), {}),
+    ((_r(4, dtype=np.float32),), {"N": 3}),
+]
+
+
+@pytest.mark.parametrize("args, kwargs", VANDER, ids=lambda v: str(v))
+def test_vander_rules(args, kwargs, batched_pullback):
+    crt.test_rrule(np.vander, *args, fkwargs=kwargs)
+    crt.test_frule(np.vander, *args, fkwargs=kwargs)
+    plain = tuple(getattr(a, "value", a) for a in args)
+    batched_pullback(np.vander, *plain, kwargs=kwargs)
+    from _array_checks import Const, check_batched_frule
+
+    check_batched_frule(np.vander, plain[0], *(Const(a) for a in plain[1:]), fkwargs=kwargs)
+
+
+def test_vander_second_derivatives():
+    coefficients = np.array([1.0, -2.0, 0.5, 3.0])
+
+    def polynomial(x):
+        return np.sum(np.vander(x, 4) @ coefficients)
+
+    x = np.array([0.3, 1.2, 0.0])
+    np.testing.assert_allclose(cr.hessian(polynomial, x), np.diag(6 * x - 4), atol=1e-12)
+
+
 def test_polyder_refuses_poly1d_coefficients():
     with pytest.raises(TypeError, match="numpy.polyder takes a 1-D array of coefficients"):
         cr.rrule(np.polyder, np.ones((2, 2)))

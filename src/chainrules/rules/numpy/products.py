@@ -1602,3 +1602,49 @@ def frule_polyder(tangents, p, *rest, **kwargs):
     if isinstance(dp, AbstractZero):
         return y, ZERO
     return y, match_output(y, dp[..., : c.size] * c)  # a batch of tangents keeps its leading axis
+
+
+def _vander_slopes(V, increasing: bool):
+    """``dV/dx`` of ``V = np.vander(x, ...)``, row by row: the column of power ``k`` is ``k x^(k-1)``,
+    ``k`` times the column of power ``k - 1`` (no division by ``x``, so ``x = 0`` is fine), and
+    zero for ``k = 0``. Built by joining columns, not by writing them (``V`` may hold duals)."""
+    m, n = np.shape(V)
+    if n == 0:
+        return V
+    zero = np.zeros((m, 1), dtype=np.result_type(V))
+    if increasing:
+        return np.concatenate([zero, V[:, :-1] * np.arange(1, n)], axis=1)
+    return np.concatenate([V[:, 1:] * np.arange(n - 1, 0, -1), zero], axis=1)
+
+
+def _vander_increasing(args: tuple, kwargs: dict) -> bool:
+    return bool(args[1] if len(args) > 1 else kwargs.get("increasing", False))
+
+
+@rrule.register(np.vander, batched=True)
+def rrule_vander(x, *args, **kwargs):
+    """``V[i, k] = x_i^(power k)``: ``x̄_i = sum_k V̄[i, k] conj(dV[i, k]/dx_i)``."""
+    y = np.vander(x, *args, **kwargs)
+    slopes = _vander_slopes(y, _vander_increasing(args, kwargs))
+    order = (NO,) * len(args)
+
+    def vander_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return (NO, dy) + order
+        dx = Thunk(lambda: np.sum(dy * _conj(slopes), axis=-1))
+        if is_batched(y, dy):
+            return (NO, Thunk(lambda: batch_to_input(x, dx.unthunk()))) + order
+        return (NO, Thunk(lambda: to_input(x, dx.unthunk()))) + order
+
+    return y, vander_pullback
+
+
+@frule.register(np.vander, batched=True)
+def frule_vander(tangents, x, *args, **kwargs):
+    y = np.vander(x, *args, **kwargs)
+    dx = unthunk(tangents[1])
+    if isinstance(dx, AbstractZero):
+        return y, ZERO
+    slopes = _vander_slopes(y, _vander_increasing(args, kwargs))
+    return y, match_output(y, np.expand_dims(dx, -1) * slopes)  # a batch of tangents keeps its leading axis
