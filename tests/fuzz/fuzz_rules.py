@@ -1241,6 +1241,12 @@ SPECIAL_UNARY = {
     sp.wofz: "any",
     sp.softplus: "any",
     sp.zeta: "above1",
+    sp.log1p: "pos",
+    sp.expm1: "any",
+    sp.exp2: "any",
+    sp.exp10: "small",
+    sp.cbrt: "pos",
+    np.i0: "any",
 }
 SPECIAL_COMPLEX = {
     sp.erf,
@@ -1257,6 +1263,8 @@ SPECIAL_COMPLEX = {
     sp.expi,
     sp.log_ndtr,
     sp.ndtr,
+    sp.log1p,
+    sp.expm1,
 }
 
 
@@ -1279,6 +1287,12 @@ SPECIAL_BINARY = {
     sp.gammainccinv: ("pos", "prob"),
     sp.kl_div: ("pos", "pos"),
     sp.rel_entr: ("pos", "pos"),
+    sp.boxcox: ("pos", "small"),
+    sp.boxcox1p: ("pos", "small"),
+    sp.inv_boxcox: ("small", "small"),
+    sp.huber: ("pos", "any"),
+    sp.pseudo_huber: ("pos", "any"),
+    sp.binom: ("pos", "pos"),
     sp.jv: ("order", "pos"),
     sp.jve: ("order", "pos"),
     sp.yv: ("order", "pos"),

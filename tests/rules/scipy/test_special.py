@@ -30,6 +30,13 @@ UNARY = [
     (sc.log_ndtr, lambda r: r.standard_normal((3, 4)) * 3),
     (sc.ndtri, lambda r: r.uniform(0.05, 0.95, (3, 4))),
     (sc.entr, lambda r: r.uniform(0.05, 2.0, (3, 4))),
+    # SciPy's own elementary ufuncs (other callables than NumPy's) and NumPy's i0
+    (sc.log1p, lambda r: r.uniform(-0.5, 2.0, (3, 4))),
+    (sc.expm1, lambda r: r.standard_normal((3, 4))),
+    (sc.exp2, lambda r: r.standard_normal((3, 4))),
+    (sc.exp10, lambda r: r.standard_normal((3, 4))),
+    (sc.cbrt, lambda r: r.uniform(0.2, 3.0, (3, 4)) * r.choice([-1.0, 1.0], (3, 4))),
+    (np.i0, lambda r: r.standard_normal((3, 4)) * 2),
 ]
 
 
@@ -43,7 +50,7 @@ def test_unary(f, make, dtype):
     test_frule(f, float(x[0, 1]))  # a Python float
 
 
-@pytest.mark.parametrize("f", [sc.gamma, sc.ndtr], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("f", [sc.gamma, sc.ndtr, sc.log1p, sc.expm1], ids=lambda f: f.__name__)
 def test_holomorphic_rows_take_complex_arguments(f):
     rng = rng_for("complex", f.__name__)
     z = rng.uniform(0.5, 2.0, (2, 3)) + 1j * rng.uniform(-1.0, 1.0, (2, 3))
@@ -80,6 +87,68 @@ def test_binary_with_broadcasting(f, dtype):
     test_rrule(f, a, b)
     test_frule(f, a, b)
     test_rrule(f, float(a[0, 0]), b)
+
+
+TRANSFORMS = [
+    # (function, first argument, second argument): Box-Cox in x and lambda, lambda = 0 included
+    (sc.boxcox, lambda r: r.uniform(0.5, 2.5, (3, 4)), lambda r: r.uniform(-1.0, 1.5, (3, 4))),
+    (sc.boxcox, lambda r: r.uniform(0.5, 2.5, 3), lambda r: np.array([0.0, 0.5, -0.3])),
+    (sc.boxcox1p, lambda r: r.uniform(-0.3, 2.0, (3, 4)), lambda r: r.uniform(-1.0, 1.5, (3, 4))),
+    (sc.boxcox1p, lambda r: r.uniform(-0.3, 2.0, 3), lambda r: np.zeros(3)),
+    (sc.inv_boxcox, lambda r: r.uniform(-0.5, 1.0, (3, 4)), lambda r: r.uniform(-0.5, 1.0, (3, 4))),
+    (sc.inv_boxcox, lambda r: r.uniform(-0.5, 1.0, 3), lambda r: np.zeros(3)),
+    # the Huber losses in delta and r, inside and outside the quadratic zone
+    (sc.huber, lambda r: r.uniform(0.5, 2.5, (3, 4)), lambda r: r.standard_normal((3, 4)) * 2),
+    (sc.pseudo_huber, lambda r: r.uniform(0.5, 2.5, (3, 4)), lambda r: r.standard_normal((3, 4)) * 2),
+    # the binomial coefficient in real n and k, through psi
+    (sc.binom, lambda r: r.uniform(3.0, 6.0, (3, 4)), lambda r: r.uniform(0.5, 2.5, (3, 4))),
+]
+
+
+@pytest.mark.parametrize("f, make_a, make_b", TRANSFORMS, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_transforms_and_losses(f, make_a, make_b, dtype):
+    rng = rng_for("transforms", f.__name__, dtype)
+    a, b = make_a(rng).astype(dtype), make_b(rng).astype(dtype)
+    test_rrule(f, a, b)
+    test_frule(f, a, b)
+
+
+def _hessian_by_differences(f, x, h):
+    def gradient(v):
+        return cr.gradient(f, v)[0]
+
+    return np.array([(gradient(x + h * e) - gradient(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+
+
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        # at lambda = 0 the slope in lambda is a series, whose own derivative is the slope's
+        (lambda v: np.sum(sc.boxcox(v[:2], v[2])), np.array([1.3, 0.7, 0.0])),
+        (lambda v: np.sum(sc.boxcox1p(v[:2], v[2])), np.array([0.3, -0.2, 0.0])),
+        (lambda v: np.sum(sc.inv_boxcox(v[:2], v[2])), np.array([0.4, -0.3, 0.0])),
+        # near lambda = 0 too, where the closed form cancels
+        (lambda v: np.sum(sc.boxcox(v[:2], v[2]) + sc.inv_boxcox(v[:2], v[2])), np.array([1.3, 0.7, 3e-5])),
+    ],
+    ids=["boxcox", "boxcox1p", "inv_boxcox", "near 0"],
+)
+def test_second_derivatives_at_lambda_zero(f, x):
+    np.testing.assert_allclose(cr.hessian(f, x), _hessian_by_differences(f, x, 1e-4), rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize(
+    "f, cross",
+    [(sc.xlogy, lambda y: 1 / y), (sc.xlog1py, lambda y: 1 / (1 + y))],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_the_cross_term_at_x_zero(f, cross):
+    # f(0, y) is constant in y, so its y-partial (x / y, x / (1 + y)) is 0 there; the derivative of
+    # that partial in x is not 0: the Hessian's cross term
+    y = 0.6
+    H = cr.hessian(lambda v: f(v[0], v[1]), np.array([0.0, y]))
+    assert H[0, 1] == pytest.approx(cross(y), rel=1e-14) and H[1, 0] == pytest.approx(cross(y), rel=1e-14)
+    assert H[1, 1] == 0.0
 
 
 def test_log_ndtr_far_left_tail_and_i1_at_zero():

@@ -49,6 +49,7 @@ from ._lapack import as_array, is_batched, is_zero, options, tangent_of
 _NO = NoTangent()
 _ZERO = ZeroTangent()
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2
 _ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
@@ -347,15 +348,16 @@ def _erfcinv(x):
 
 def _xlogy(x, y):
     x, y = _float(x), _float(y)
-    # xlogy(0, y) is 0 for every y: its y-partial vanishes there (no 0/0)
+    # xlogy(0, y) is 0 for every y: its y-partial x / y vanishes there, and at y = 0 too (no 0/0);
+    # elsewhere x / y itself, whose derivative in x is right at x = 0 (a Hessian's cross term)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return sc.xlogy(x, y), (np.log(y) + 0 * x, np.where(x == 0, 0, x / y))
+        return sc.xlogy(x, y), (np.log(y) + 0 * x, np.where((x == 0) & (y == 0), 0, x / y))
 
 
 def _xlog1py(x, y):
     x, y = _float(x), _float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return sc.xlog1py(x, y), (np.log1p(y) + 0 * x, np.where(x == 0, 0, x / (1 + y)))
+        return sc.xlog1py(x, y), (np.log1p(y) + 0 * x, np.where((x == 0) & (y == -1), 0, x / (1 + y)))
 
 
 def _rel_entr(x, y):
@@ -363,7 +365,7 @@ def _rel_entr(x, y):
     value = sc.rel_entr(x, y)  # before _float, which would turn a Python float into a float64 array
     x, y = _float(x), _float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return value, (np.log(x / y) + 1, np.where(x == 0, 0, -x / y))
+        return value, (np.log(x / y) + 1, np.where((x == 0) & (y == 0), 0, -x / y))
 
 
 def _kl_div(x, y):
@@ -371,7 +373,106 @@ def _kl_div(x, y):
     value = sc.kl_div(x, y)
     x, y = _float(x), _float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return value, (np.log(x / y), 1 - np.where(x == 0, 0, x / y))
+        return value, (np.log(x / y), 1 - np.where((x == 0) & (y == 0), 0, x / y))
+
+
+# SciPy's own ufuncs for elementary functions (distinct callables from NumPy's), holomorphic
+def _log1p(x):
+    x = _float(x)
+    return sc.log1p(x), 1.0 / (1.0 + x)
+
+
+def _expm1(x):
+    y = sc.expm1(_float(x))
+    return y, y + 1.0
+
+
+def _exp2(x):
+    y = sc.exp2(_float(x))
+    return y, y * _LN2
+
+
+def _exp10(x):
+    y = sc.exp10(_float(x))
+    return y, y * _LN10
+
+
+def _cbrt(x):
+    y = sc.cbrt(_float(x))
+    return y, 1.0 / (3.0 * y * y)
+
+
+def _numpy_i0(x):
+    # NumPy's modified Bessel function of the first kind, order 0: I0' = I1 (DLMF 10.29.3)
+    x = _float(x)
+    return np.i0(x), sc.i1(x)
+
+
+#: below this |l log u| (Box-Cox) or |l y| (its inverse), the slope in l is its Taylor series: the
+#: closed form cancels there (relative error about 1e-16 / t), the series' next term is about t^3
+_SERIES_BELOW = 1e-4
+
+
+def _boxcox_lambda_slope(u, log_u, y, lmbda):
+    """d/dl of ``y = (u^l - 1) / l`` (``log u`` at ``l = 0``): ``(u^l log u - y) / l``, and near
+    ``l = 0`` its Taylor series ``L^2 (1/2 + t / 3 + t^2 / 8)`` (``L = log u``, ``t = l L``), whose own
+    derivatives there are the slope's: second derivatives (a Hessian) at ``l = 0`` come out right."""
+    t = lmbda * log_u
+    small = np.abs(t) < _SERIES_BELOW
+    series = log_u * log_u * (0.5 + t / 3.0 + t * t / 8.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(small, series, (np.exp(t) * log_u - y) / np.where(small, 1.0, lmbda))
+
+
+def _boxcox(x, lmbda):
+    # y = (x^l - 1) / l, log x at l = 0: dy/dx = x^(l-1)
+    x, lmbda = _float(x), _float(lmbda)
+    y = sc.boxcox(x, lmbda)
+    return y, (np.power(x, lmbda - 1.0), _boxcox_lambda_slope(x, np.log(x), y, lmbda))
+
+
+def _boxcox1p(x, lmbda):
+    # boxcox(1 + x, l)
+    x, lmbda = _float(x), _float(lmbda)
+    y = sc.boxcox1p(x, lmbda)
+    return y, (np.power(1.0 + x, lmbda - 1.0), _boxcox_lambda_slope(1.0 + x, np.log1p(x), y, lmbda))
+
+
+def _inv_boxcox(y, lmbda):
+    # x = exp(g), g = log(1 + t) / l with t = l y (y at l = 0): dx/dy = x^(1 - l);
+    # dx/dl = x g', g' = (t / (1 + t) - log(1 + t)) / l^2, and near l = 0 its Taylor series
+    # y^2 (-1/2 + 2 t / 3 - 3 t^2 / 4) (right second derivatives there, as for boxcox)
+    y, lmbda = _float(y), _float(lmbda)
+    x = sc.inv_boxcox(y, lmbda)
+    t = lmbda * y
+    small = np.abs(t) < _SERIES_BELOW
+    safe = np.where(small, 1.0, lmbda)
+    series = y * y * (-0.5 + t * (2.0 / 3.0) - t * t * 0.75)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dl = x * np.where(small, series, (t / (1.0 + t) - np.log1p(t)) / (safe * safe))
+    return x, (np.power(x, 1.0 - lmbda), dl)
+
+
+def _huber(delta, r):
+    # r^2 / 2 where |r| <= delta, delta (|r| - delta / 2) beyond
+    delta, r = _float(delta), _float(r)
+    inside = np.abs(r) <= delta
+    return sc.huber(delta, r), (np.where(inside, 0.0, np.abs(r) - delta), np.where(inside, r, delta * np.sign(r)))
+
+
+def _pseudo_huber(delta, r):
+    # delta^2 (s - 1), s = sqrt(1 + (r / delta)^2): d/dr = r / s, d/ddelta = 2 delta (s - 1) - r^2 / (delta s)
+    delta, r = _float(delta), _float(r)
+    s = np.sqrt(1.0 + (r / delta) ** 2)
+    return sc.pseudo_huber(delta, r), (2.0 * delta * (s - 1.0) - r * r / (delta * s), r / s)
+
+
+def _binom(n, k):
+    # Gamma(n + 1) / (Gamma(k + 1) Gamma(n - k + 1)): the logarithmic derivatives are differences of psi
+    n, k = _float(n), _float(k)
+    y = sc.binom(n, k)
+    rest = sc.digamma(n - k + 1.0)
+    return y, (y * (sc.digamma(n + 1.0) - rest), y * (rest - sc.digamma(k + 1.0)))
 
 
 def _betaln(a, b):
@@ -400,6 +501,12 @@ for _f, _compute, _name in (
     (sc.erfc, _erfc, "erfc"),
     (sc.erfinv, _erfinv, "erfinv"),
     (sc.erfcinv, _erfcinv, "erfcinv"),
+    (sc.log1p, _log1p, "log1p"),
+    (sc.expm1, _expm1, "expm1"),
+    (sc.exp2, _exp2, "exp2"),
+    (sc.exp10, _exp10, "exp10"),
+    (sc.cbrt, _cbrt, "cbrt"),
+    (np.i0, _numpy_i0, "i0"),
 ):
     _register_elementwise(_f, (lambda c: lambda x: (lambda y, d: (y, (d,)))(*c(x)))(_compute), _name)
 
@@ -414,6 +521,12 @@ _register_elementwise(sc.xlog1py, _xlog1py, "xlog1py")
 _register_elementwise(sc.betaln, _betaln, "betaln")
 _register_elementwise(sc.rel_entr, _rel_entr, "rel_entr")
 _register_elementwise(sc.kl_div, _kl_div, "kl_div")
+_register_elementwise(sc.boxcox, _boxcox, "boxcox")
+_register_elementwise(sc.boxcox1p, _boxcox1p, "boxcox1p")
+_register_elementwise(sc.inv_boxcox, _inv_boxcox, "inv_boxcox")
+_register_elementwise(sc.huber, _huber, "huber")
+_register_elementwise(sc.pseudo_huber, _pseudo_huber, "pseudo_huber")
+_register_elementwise(sc.binom, _binom, "binom")
 
 
 # ----- parameters without closed-form derivatives; gamma and beta families ---------------------
