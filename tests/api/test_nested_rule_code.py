@@ -78,6 +78,10 @@ CASES = {
     "math.nextafter": (lambda x: math.nextafter(x * x, 5.0) * x + math.nextafter(2.0, x) * x, 1.3),
     # a NumPy scalar's clip with a dual bound: NumPy's scalar method would convert the bound
     "np.generic.clip in its bound": (lambda lo: np.float64(0.2).clip(lo, 0.5) * lo + np.float64(0.9).clip(0, lo), 0.3),
+    # partials with a special point: their own derivatives there (sinc''(0) = -pi^2 / 3; the cross
+    # term of a ** b at b = 0 is 1 / a), not a constant put in their place
+    "np.sinc at 0": (lambda x: np.sum(np.sinc(x) * np.array([1.0, 2.0])), np.array([0.0, 0.3])),
+    "a ** b at b = 0": (lambda v: v[0] ** v[1] + np.power(v[0], v[1] * 2.0), np.array([2.0, 0.0])),
     # SciPy's polygamma converts its argument: on dual numbers its formula from ufuncs
     "scipy.special.polygamma": (lambda x: np.sum(sc.polygamma(np.array([0, 1, 2]), x) * x), np.array([1.3, 0.7, 2.1])),
 }

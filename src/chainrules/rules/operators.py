@@ -883,8 +883,8 @@ def pow_partials(a, b, y):
         else:
             da = b * a ** (b - 1)
         return da, y * _log_base(a)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        da = np.where(_as_array(b) == 0, 0.0, b * np.power(a, b - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):  # (only 0 * inf at a = b = 0 set to 0: see _pow_base_partial)
+        da = np.where((_as_array(b) == 0) & (_as_array(a) == 0), 0.0, b * np.power(a, b - 1))
     return da, y * _log_base(a)
 
 
@@ -906,8 +906,10 @@ def _pow_base_partial(a, b):
             return b * np.power(a, b - 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             return b * np.power(a, b - 1)
+    # b a^(b-1) is 0 at b = 0 by itself, except at a = 0 (0 * inf): only that point is set to 0, so
+    # that the partial's own derivative in b at b = 0 (a Hessian's cross term, 1 / a) stays
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(_as_array(b) == 0, 0.0, b * np.power(a, b - 1))
+        return np.where((_as_array(b) == 0) & (_as_array(a) == 0), 0.0, b * np.power(a, b - 1))
 
 
 @rrule.register(operator.pow, batched=True)

@@ -378,8 +378,10 @@ def _power_base_partial(power):
                 return 0.0
             return 2.0 * a if b == 2 else b * power(a, b - 1.0)
         b1 = b - 1.0  # a float exponent: integers to negative integer powers are an error
+        # b a^(b-1) is 0 at b = 0 by itself, except at a = 0 (0 * inf): only that point is set to 0,
+        # so that the partial's own derivative in b at b = 0 (a Hessian's cross term, 1 / a) stays
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(b == 0, 0.0, b * power(a, b1))
+            return np.where((b == 0) & (a == 0), 0.0, b * power(a, b1))
 
     return base_partial
 
@@ -419,10 +421,16 @@ def _abs_partial(x):
     return np.conj(x) / _safe_divisor(r)
 
 
+_PI2 = math.pi * math.pi
+
+
 def _sinc_partial(x):
-    # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, which tends to 0 at x = 0
+    # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, which cancels near x = 0: there its Taylor
+    # series -pi^2 x / 3 + pi^4 x^3 / 30 - pi^6 x^5 / 840 (whose own derivative at 0 is sinc''(0))
     safe = _safe_divisor(x)
-    return np.where(x == 0, 0.0, (np.cos(np.pi * safe) - np.sinc(safe)) / safe)
+    x2 = x * x
+    series = x * _PI2 * (-1.0 / 3.0 + x2 * _PI2 * (1.0 / 30.0 - x2 * _PI2 / 840.0))
+    return np.where(np.abs(x) < 1e-2, series, (np.cos(np.pi * safe) - np.sinc(safe)) / safe)
 
 
 def _hypot_partial(a, b, *, out):
