@@ -82,6 +82,11 @@ CASES = {
     # term of a ** b at b = 0 is 1 / a), not a constant put in their place
     "np.sinc at 0": (lambda x: np.sum(np.sinc(x) * np.array([1.0, 2.0])), np.array([0.0, 0.3])),
     "a ** b at b = 0": (lambda v: v[0] ** v[1] + np.power(v[0], v[1] * 2.0), np.array([2.0, 0.0])),
+    "scipy.special.log_expit at 0": (lambda x: np.sum(sc.log_expit(x) * np.array([1.0, 2.0])), np.array([0.0, 0.4])),
+    # a product with zeros: each entry's partial is the product of the others, whose own derivatives
+    # in the other entries (zeros included) are not 0
+    "np.prod with a zero": (lambda x: np.prod(x) + np.sum(np.prod(x.reshape(2, 2), axis=1)), np.array([0, 2, 3, 0.5])),
+    "np.prod with two zeros": (lambda x: np.prod(x * np.array([1.0, 2.0, 1.0])), np.array([0.0, 0.0, 1.5])),
     # SciPy's polygamma converts its argument: on dual numbers its formula from ufuncs
     "scipy.special.polygamma": (lambda x: np.sum(sc.polygamma(np.array([0, 1, 2]), x) * x), np.array([1.3, 0.7, 2.1])),
 }
@@ -94,6 +99,16 @@ def test_hessian_through_rule_code_matches_finite_differences(name):
         hessian = np.asarray(cr.hessian(f, x))
     assert np.all(np.isfinite(hessian))  # (NaN would equal NaN below)
     np.testing.assert_allclose(hessian.reshape(np.size(x), np.size(x)), fd_hessian(f, x), rtol=1e-5, atol=1e-6)
+
+
+def test_a_running_product_through_a_zero_is_differentiated_once_only():
+    # its pullback at a zero entry masks the zero's neighbours: the masks' own derivatives would be
+    # dropped, so the second order is refused there rather than wrong
+    x = np.array([0.7, 0.0, 2.0])
+    assert np.allclose(cr.gradient(lambda v: np.sum(np.cumprod(v)), x)[0], [1.0, 2.1, 0.0])
+    with pytest.raises(ValueError, match="running product"):
+        cr.hessian(lambda v: np.sum(np.cumprod(v)), x)
+    assert np.all(np.isfinite(cr.hessian(lambda v: np.sum(np.cumprod(v)), x + 0.5)))
 
 
 def test_a_real_input_gets_a_real_hessian_through_complex_constants():

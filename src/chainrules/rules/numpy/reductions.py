@@ -310,16 +310,28 @@ _register((np.nanmean,), _MEAN, _MEAN_DEFAULTS, _mean_plan(nan=True), batched=Tr
 def _others(x, y, axes, keepdims):
     """For every entry, the product of the other entries of its reduced slice: d prod / d x.
 
-    Without zeros that is ``prod / x``. Where a slice has one zero, the zero's entry is the
-    product of the rest and the others are zero; a slice with two zeros is zero everywhere.
+    Without zeros that is ``prod / x``. With zeros it is the product of the entries before and
+    after it along the slice (no division, no case for the zeros: the partials' own derivatives,
+    a Hessian's, are right there too).
     """
-    zero = x == 0
-    if not np.any(zero):
+    if not np.any(x == 0):
         return keep(y, axes, keepdims) / x
-    zeros = np.sum(zero, axis=axes, keepdims=True)
-    safe = np.where(zero, 1, x)
-    rest = np.prod(safe, axis=axes, keepdims=True)  # the product of the nonzero entries
-    return np.where(zero, np.where(zeros == 1, rest, 0), np.where(zeros == 0, rest / safe, 0))
+    return _exclusive_products(x, axes)
+
+
+def _exclusive_products(x, axes: tuple):
+    """The product of the other entries of each entry's slice over ``axes``, from running products."""
+    nd = np.ndim(x)
+    last = tuple(range(nd - len(axes), nd))
+    moved = np.moveaxis(x, axes, last)
+    shape = np.shape(moved)
+    flat = np.reshape(moved, shape[: nd - len(axes)] + (-1,))
+    if np.shape(flat)[-1] == 0:
+        return x
+    ones = np.ones(np.shape(flat)[:-1] + (1,), dtype=flat.dtype)
+    before = np.concatenate([ones, np.cumprod(flat[..., :-1], axis=-1)], axis=-1)
+    after = np.flip(np.concatenate([ones, np.cumprod(np.flip(flat[..., 1:], -1), axis=-1)], axis=-1), -1)
+    return np.moveaxis(np.reshape(before * after, shape), last, axes)
 
 
 def _prod_plan(nan: bool):
@@ -534,6 +546,12 @@ def _cumprod_plan(x, o, primal):
     if not np.any(zero):
         before, first, xs_safe, skip = None, None, xs, None
     else:
+        if isinstance(x, ActiveValue):  # (masks below, whose own derivatives would be dropped)
+            raise ValueError(
+                "the rule for a running product (np.cumprod, np.multiply.accumulate) takes an entry equal to 0 "
+                "to first order only: its second derivative there (a Hessian, forward mode over the pullback) "
+                "is not supported"
+            )
         seen = np.cumsum(zero, axis=axis)
         before = seen == 0
         first = np.logical_and(zero, seen == 1)

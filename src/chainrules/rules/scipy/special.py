@@ -195,15 +195,22 @@ def _expit(x):
     # exp(-|x|) once: expit(x) = 1/(1+e) for x >= 0 and e/(1+e) below; expit' = e/(1+e)^2,
     # accurate in both tails, where y(1 - y) would round to zero.
     x = _float(x)
-    e = np.exp(-np.abs(x))
+    e = _exp_minus_abs(x)
     d = 1 + e
     y = np.where(x >= 0, 1, e) / d
     return _like(y, x), _like(e / (d * d), x)
 
 
+def _exp_minus_abs(x):
+    """``exp(-|x|)``, with ``|x|`` taken as ``x`` at ``x = 0``: the functions built on it are smooth
+    there, and their partials' own derivatives at 0 (a Hessian) come from one side, not from
+    ``|x|``'s zero slope at its kink."""
+    return np.exp(-np.where(x >= 0, x, -x))
+
+
 def _log_expit(x):
     x = _float(x)
-    e = np.exp(-np.abs(x))
+    e = _exp_minus_abs(x)
     y = np.minimum(x, 0) - np.log1p(e)
     return _like(y, x), _like(np.where(x >= 0, e, 1) / (1 + e), x)
 
