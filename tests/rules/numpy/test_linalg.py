@@ -798,3 +798,18 @@ def test_max_norm_of_no_entries_is_zero(x, batched_pullback):
     test_rrule(np.linalg.vector_norm, x, fkwargs=kwargs)
     test_frule(np.linalg.vector_norm, x, fkwargs=kwargs)
     batched_pullback(np.linalg.vector_norm, x, kwargs=kwargs)
+
+
+def test_det_of_a_stack_with_a_singular_matrix():
+    # the stack's gradient is the adjugate of each matrix, also of the singular one (inv would fail)
+    a = np.array([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 0.0], [0.0, 3.0]], [[0.0, 0.0], [0.0, 0.0]]])
+    _, back = cr.rrule(np.linalg.det, a)
+    expected = [[[4.0, -2.0], [-2.0, 1.0]], [[3.0, 0.0], [0.0, 2.0]], np.zeros((2, 2))]
+    np.testing.assert_allclose(back(np.ones(3))[1], expected)
+    test_rrule(np.linalg.det, a)
+    test_frule(np.linalg.det, a)
+
+
+def test_det_second_order_at_a_singular_matrix_is_refused():
+    with pytest.raises(ValueError, match="singular matrix to first order only"):
+        cr.hessian(lambda x: np.linalg.det(x.reshape(2, 2)), np.array([1.0, 2.0, 2.0, 4.0]))

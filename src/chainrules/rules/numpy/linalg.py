@@ -37,6 +37,7 @@ import numpy as np
 import scipy.linalg
 
 from ...core import (
+    ActiveValue,
     Thunk,
     carries_batch,
     conj,
@@ -330,8 +331,19 @@ def _det_setup(a):
 
 def _det_gradient(a, d, lu):
     """``adj(a)^T``, the derivative of ``det`` (``d det = sum(adj(a)^T * da)``)."""
-    if lu is None:
-        return d[..., None, None] * mT(linalg.inv(a)) if np.ndim(d) else d * mT(linalg.inv(a))
+    if lu is None:  # a stack of matrices, or an engine's values (a Hessian's dual numbers)
+        try:
+            inv = linalg.inv(a)
+        except linalg.LinAlgError:  # a singular matrix among them: the adjugate, from an SVD, whatever
+            if isinstance(a, ActiveValue):
+                raise ValueError(
+                    "the rule for the determinant (np.linalg.det, scipy.linalg.det) takes a singular matrix to "
+                    "first order only: its second derivative there (a Hessian, forward mode over the pullback) "
+                    "is not supported"
+                ) from None
+            n = np.shape(a)[-1]
+            return mT(np.reshape([adjugate(m) for m in np.reshape(a, (-1, n, n))], np.shape(a)))
+        return d[..., None, None] * mT(inv) if np.ndim(d) else d * mT(inv)
     if lu.singular:
         return mT(adjugate(lu.a))
     return d * mT(lu.inv())

@@ -629,7 +629,8 @@ def _with_initial(scan_plan):
         def scan_forward(dx, batched):
             t = forward(dx, batched)
             ax = axis + batched
-            return np.concatenate([np.zeros_like(np.take(t, [0], axis=ax)), t], axis=ax)
+            # (the identity's slab, of t's shape with one entry along the axis, which may be empty)
+            return np.concatenate([np.zeros_like(np.sum(t, axis=ax, keepdims=True)), t], axis=ax)
 
         return y, scan_back, scan_forward
 
