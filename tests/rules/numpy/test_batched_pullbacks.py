@@ -409,6 +409,7 @@ MORE_PRODUCTS = [
     (np.convolve, (rand(4, dtype=complex), rand(3))),
     (np.correlate, (rand(5), rand(3), "full")),
     (np.correlate, (rand(3), rand(6), "same")),
+    (np.correlate, (rand(4), rand(5), "same")),
     (np.correlate, (rand(4, dtype=complex), rand(3, dtype=complex), "full")),
     (np.cross, (rand(3), rand(3))),
     (np.cross, (rand(4, 3), rand(3))),  # broadcast: the batch axis is never summed

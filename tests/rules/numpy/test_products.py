@@ -328,6 +328,10 @@ BILINEAR = [
     (np.correlate, (_r(5, dtype=np.float32), _r(2, dtype=np.float32)), {"mode": "full"}),
     (np.correlate, (_r(4, dtype=np.complex128), _r(3, dtype=np.complex128)), {"mode": "full"}),
     (np.correlate, (_r(3, dtype=np.complex128), _r(5, dtype=np.complex128)), {"mode": "same"}),
+    # v the longer and len(a) even: NumPy's "same" window is one entry later than convolve's
+    (np.correlate, (_r(2), _r(3)), {"mode": "same"}),
+    (np.correlate, (_r(4), _r(5), ND("same")), {}),
+    (np.correlate, (_r(2, dtype=np.float32), _r(5, dtype=np.float32)), {"mode": "same"}),
     (np.polyval, (_r(4), _r(3, 2)), {}),
     (np.polyval, (_r(3), 0.7), {}),
     (np.polyval, (_r(1), _r(3)), {}),

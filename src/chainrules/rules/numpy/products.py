@@ -1475,9 +1475,11 @@ def frule_convolve(tangents, a, v, *args, **kwargs):
 
 
 # np.correlate(a, v, mode) is NumPy's c_k = sum_n a[n+k] conj(v[n]), which is the convolution of a
-# with w = conj(v) reversed, whatever the lengths and the mode: its rules are the convolution's,
-# with v's (co)tangent taken through the reversal and the conjugation (each its own adjoint), and
-# correlate's default mode, "valid" (convolve's is "full").
+# with w = conj(v) reversed: its rules are the convolution's, with v's (co)tangent taken through the
+# reversal and the conjugation (each its own adjoint), and correlate's default mode, "valid"
+# (convolve's is "full"). One case differs: in mode "same" with v the longer and len(a) even, NumPy
+# centres the window one entry later than np.convolve does; that case is the full convolution,
+# sliced where NumPy's window is.
 
 
 def _reversed_conj(t):
@@ -1499,13 +1501,34 @@ def _with_correlate_mode(args: tuple, kwargs: dict) -> dict:
     return kwargs if args or "mode" in kwargs else {**kwargs, "mode": "valid"}
 
 
+def _shifted_same_window(a, v, args: tuple, kwargs: dict) -> slice | None:
+    """Where NumPy's ``correlate(a, v, "same")`` sits in the full convolution when it differs from
+    ``convolve``'s "same" (``v`` the longer, ``len(a)`` even); None otherwise."""
+    mode = args[0] if args else kwargs.get("mode", "valid")
+    n_a, n_v = np.size(a), np.size(v)
+    if mode != "same" or n_v <= n_a or n_a % 2:
+        return None
+    return slice(n_a // 2, n_a // 2 + n_v)
+
+
 @rrule.register(np.correlate, batched=True)
 def rrule_correlate(a, v, *args, **kwargs):
-    y, convolve_pullback = rrule_convolve(a, _reversed_conj(v), *args, **_with_correlate_mode(args, kwargs))
+    window = _shifted_same_window(a, v, args, kwargs)
+    if window is None:
+        y, convolve_pullback = rrule_convolve(a, _reversed_conj(v), *args, **_with_correlate_mode(args, kwargs))
+        options = ()
+    else:
+        full, convolve_pullback = rrule_convolve(a, _reversed_conj(v), mode="full")
+        y, options = full[window], (NO,) * len(args)
+        after = np.size(full) - window.stop
 
     def correlate_pullback(dy):
+        if window is not None:  # dy placed in the full convolution (padded: a dual cotangent takes no writes)
+            dy = unthunk(dy)
+            if not isinstance(dy, AbstractZero):
+                dy = np.pad(dy, [(0, 0)] * (np.ndim(dy) - 1) + [(window.start, after)])
         _, da, dw, *rest = convolve_pullback(dy)
-        return (NO, da, Thunk(lambda: _correlate_kernel_cotangent(v, _reversed_conj(dw))), *rest)
+        return (NO, da, Thunk(lambda: _correlate_kernel_cotangent(v, _reversed_conj(dw))), *rest, *options)
 
     return y, correlate_pullback
 
@@ -1513,8 +1536,12 @@ def rrule_correlate(a, v, *args, **kwargs):
 @frule.register(np.correlate, batched=True)
 def frule_correlate(tangents, a, v, *args, **kwargs):
     dw = _reversed_conj(tangents[2])
-    kwargs = _with_correlate_mode(args, kwargs)
-    return frule_convolve((tangents[0], tangents[1], dw), a, _reversed_conj(v), *args, **kwargs)
+    window = _shifted_same_window(a, v, args, kwargs)
+    if window is None:
+        kwargs = _with_correlate_mode(args, kwargs)
+        return frule_convolve((tangents[0], tangents[1], dw), a, _reversed_conj(v), *args, **kwargs)
+    full, dfull = frule_convolve((tangents[0], tangents[1], dw), a, _reversed_conj(v), mode="full")
+    return full[window], dfull if isinstance(dfull, AbstractZero) else dfull[..., window]
 
 
 def _vandermonde(p, x):

@@ -548,9 +548,9 @@ def _cumprod_plan(x, o, primal):
     else:
         if isinstance(x, ActiveValue):  # (masks below, whose own derivatives would be dropped)
             raise ValueError(
-                "the rule for a running product (np.cumprod, np.multiply.accumulate) takes an entry equal to 0 "
-                "to first order only: its second derivative there (a Hessian, forward mode over the pullback) "
-                "is not supported"
+                "the rule for a running product (np.cumprod, np.cumulative_prod, np.multiply.accumulate) takes an "
+                "entry equal to 0 to first order only: its second derivative there (a Hessian, forward mode over "
+                "the pullback) is not supported"
             )
         seen = np.cumsum(zero, axis=axis)
         before = seen == 0
