@@ -437,6 +437,8 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     Where forward mode refuses ``f`` (a ``TypeError``: a call of a library function with a
     rule, such as ``scipy.linalg.solve_triangular``, ``math.sin`` of a dual number, a write into a
     plain NumPy buffer), ``"auto"`` uses reverse mode, and keeps to it for that function and input.
+    Where reverse mode refuses ``f`` (the source engine's ``try``), ``"auto"`` uses forward mode,
+    whatever the sizes; where both refuse it, the reverse engine's refusal is raised.
 
     Reverse mode pulls back a block of unit cotangents at once (rows of the identity, a
     ``BasisSeed``: its products select rows instead of multiplying) when every rule ``f`` calls
@@ -474,10 +476,12 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         return jacobian(f, x, "reverse", engine, chunk_size)
     try:  # the reverse-mode primal gives the output's size, and is reused if reverse mode wins
         pulled = _reverse_engine(engine).pullback_full(f, x)
-    except ChainRulesError:  # reverse mode cannot differentiate f; forward mode may, if it is the one to use
-        if _size(x) < _size(f(x)):
+    except ChainRulesError as refusal:  # reverse mode cannot differentiate f (a `try`): forward mode may
+        try:
             return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
-        raise
+        except Exception as error:
+            refusal.add_note(f"Forward mode could not compute the Jacobian either: {type(error).__name__}: {error}")
+            raise refusal from None
     forward = _size(x) < _size(_jacobian_output(f, pulled[0]))
     if forward or chosen is None:  # a choice of reverse mode that still holds is not written again
         _remember_choice(f, key, _FORWARD if forward else _REVERSE)

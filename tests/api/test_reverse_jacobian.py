@@ -601,3 +601,32 @@ def test_auto_passes_on_an_error_of_the_function_itself():
 
     with pytest.raises((TypeError, np._core._exceptions._UFuncNoLoopError)):
         cr.jacobian(broken, np.ones(2))
+
+
+def guarded_root(x):
+    RUNS.append(1)
+    try:  # the source engine refuses `try`: auto mode takes forward mode, whatever the sizes
+        y = np.sqrt(x)
+    except FloatingPointError:
+        y = x
+    return np.stack([np.sum(y * x[0]), np.prod(y)])
+
+
+def guarded_list(x):
+    try:
+        y = np.sqrt(x)
+    except FloatingPointError:
+        y = x
+    return np.array([np.sum(y), y[0]])  # np.array of dual numbers: forward mode refuses too
+
+
+def test_auto_uses_forward_mode_where_reverse_mode_refuses():
+    x = np.array([0.5, 1.2, 2.0])  # more inputs than outputs: reverse mode would be the choice
+    with pytest.raises(cr.UnsupportedSyntaxError):
+        cr.jacobian(guarded_root, x, mode="reverse")
+    J = cr.jacobian(guarded_root, x)
+    np.testing.assert_allclose(J, fd_jacobian(guarded_root, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(J, cr.jacobian(guarded_root, x, mode="reverse", engine="tape"), rtol=1e-14)
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:  # both refuse: the reverse engine's refusal, and why
+        cr.jacobian(guarded_list, x)
+    assert "Forward mode could not compute the Jacobian either" in "".join(info.value.__notes__)

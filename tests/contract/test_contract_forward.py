@@ -121,7 +121,9 @@ def test_auto_mode_picks_forward_mode_for_fewer_inputs_than_outputs():
     J = cr.jacobian(lambda x: np.concatenate([doubled(x), x]), x)  # 2 inputs, 4 outputs: forward
     np.testing.assert_array_equal(J, [[2.0, 0.0], [0.0, 2.0], [1.0, 0.0], [0.0, 1.0]])
     with pytest.raises(cr.NoRuleError):  # 2 inputs, 1 output: reverse mode, which has no rule here
-        cr.jacobian(lambda x: np.sum(doubled(x)), x)
+        cr.jacobian(lambda x: np.sum(doubled(x)), x, mode="reverse")
+    # auto mode picks reverse mode there, and where it refuses f, takes forward mode
+    np.testing.assert_array_equal(cr.jacobian(lambda x: np.sum(doubled(x)), x), [2.0, 2.0])
 
 
 def test_forward_jacobian_keeps_float32():
