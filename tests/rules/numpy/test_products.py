@@ -384,17 +384,6 @@ POLYDER = [
 ]
 
 
-@pytest.mark.parametrize("args, kwargs", POLYDER, ids=lambda v: str(v))
-def test_polyder_rules(args, kwargs, batched_pullback):
-    crt.test_rrule(np.polyder, *args, fkwargs=kwargs)
-    crt.test_frule(np.polyder, *args, fkwargs=kwargs)
-    plain = tuple(getattr(a, "value", a) for a in args)
-    batched_pullback(np.polyder, *plain, kwargs=kwargs)
-    from _array_checks import Const, check_batched_frule
-
-    check_batched_frule(np.polyder, plain[0], *(Const(a) for a in plain[1:]), fkwargs=kwargs)
-
-
 VANDER = [
     ((_r(4),), {}),
     ((_r(4), ND(3)), {}),
@@ -408,15 +397,19 @@ VANDER = [
 ]
 
 
-@pytest.mark.parametrize("args, kwargs", VANDER, ids=lambda v: str(v))
-def test_vander_rules(args, kwargs, batched_pullback):
-    crt.test_rrule(np.vander, *args, fkwargs=kwargs)
-    crt.test_frule(np.vander, *args, fkwargs=kwargs)
+ONE_ARRAY = [(np.polyder, *case) for case in POLYDER] + [(np.vander, *case) for case in VANDER]
+
+
+@pytest.mark.parametrize("f, args, kwargs", ONE_ARRAY, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_rules_of_one_array_and_options(f, args, kwargs, batched_pullback):
+    """np.polyder and np.vander: finite differences, one cotangent and a batch, one tangent and a batch."""
+    crt.test_rrule(f, *args, fkwargs=kwargs)
+    crt.test_frule(f, *args, fkwargs=kwargs)
     plain = tuple(getattr(a, "value", a) for a in args)
-    batched_pullback(np.vander, *plain, kwargs=kwargs)
+    batched_pullback(f, *plain, kwargs=kwargs)
     from _array_checks import Const, check_batched_frule
 
-    check_batched_frule(np.vander, plain[0], *(Const(a) for a in plain[1:]), fkwargs=kwargs)
+    check_batched_frule(f, plain[0], *(Const(a) for a in plain[1:]), fkwargs=kwargs)
 
 
 def test_vander_second_derivatives():
