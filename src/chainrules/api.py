@@ -36,8 +36,10 @@ from .core import (
     ActiveValue,
     ChainRulesError,
     DroppedDerivativeError,
+    NoRuleError,
     NoTangent,
     Tangent,
+    UnsupportedSyntaxError,
     ZeroTangent,
     add,
     basis_seed,
@@ -693,6 +695,9 @@ def _owns_block(a: np.ndarray) -> bool:
 def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
     """The Hessian of a real-scalar ``f`` at ``x``: forward mode over the reverse-mode gradient.
 
+    Where the reverse engine refuses ``f`` (the source engine's ``try``, a callable with a forward
+    rule only), at a number or an array ``x``, it is forward mode over forward mode.
+
     At a structured ``x`` (tuple, list, dict, namedtuple, dataclass) it is laid out as ``jacobian``
     lays out the Jacobian of the gradient: a ``Tangent`` of ``x``'s structure whose leaves are
     again ``Tangent`` values of ``x``'s structure, down to blocks of shape ``leaf_i.shape + leaf_j.shape``.
@@ -714,7 +719,31 @@ def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
         # an f that does not depend on x has a zero gradient, whose Jacobian is zeros
         return np.zeros(np.shape(z), dtype=_leaf_dtype(z)) if isinstance(g, AbstractZero) else g
 
-    return _as_number_of(x, _forward_engine().jacobian(dense_gradient, x))
+    try:
+        H = _forward_engine().jacobian(dense_gradient, x)
+    except (UnsupportedSyntaxError, NoRuleError) as refusal:
+        H = _forward_over_forward(f, x, refusal)
+    return _as_number_of(x, H)
+
+
+def _forward_over_forward(f: Callable, x, refusal: Exception):
+    """The Hessian of a real-scalar ``f`` by forward mode over forward mode (its gradient a
+    Jacobian of one output), where the reverse engine refuses ``f`` (the source engine's ``try``,
+    a callable with a forward rule only); ``refusal`` is raised where this fails too."""
+    forward = _forward_engine()
+
+    def forward_gradient(z):
+        g = forward.jacobian(f, z)
+        if np.shape(g) != np.shape(z):
+            raise refusal  # f's output is not one number: the reverse engine's refusal stands
+        return g
+
+    try:
+        return forward.jacobian(forward_gradient, x)
+    except Exception as error:
+        if error is not refusal:
+            refusal.add_note(f"Forward mode over forward mode failed too: {type(error).__name__}: {error}")
+        raise refusal from None
 
 
 def _with_leaves(x, t, top: bool = True):

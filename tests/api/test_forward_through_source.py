@@ -190,3 +190,33 @@ def test_an_update_in_place_of_an_array_the_function_made_is_followed():
     np.testing.assert_allclose(J, cr.gradient(f, x)[0], rtol=1e-14)
     H = cr.hessian(f, x)
     np.testing.assert_allclose(H, fd_jacobian(lambda z: cr.gradient(f, z)[0], x), rtol=1e-6, atol=1e-8)
+
+
+def guarded_energy(x):
+    try:  # the source engine refuses `try`: the Hessian is forward mode over forward mode
+        y = np.sqrt(x)
+    except FloatingPointError:
+        y = x
+    return np.sum(y * x) * x[0]
+
+
+def guarded_halves(x):
+    try:
+        y = np.sqrt(x)
+    except FloatingPointError:
+        y = x
+    return y * 0.5  # not one number: no Hessian
+
+
+def test_a_hessian_where_the_reverse_engine_refuses_the_function():
+    x = np.array([0.5, 1.2, 2.0])
+    with pytest.raises(cr.UnsupportedSyntaxError):
+        cr.gradient(guarded_energy, x)
+    H = cr.hessian(guarded_energy, x)
+    np.testing.assert_allclose(H, cr.hessian(guarded_energy, x, engine="tape"), rtol=1e-14)
+    np.testing.assert_allclose(H, fd_jacobian(lambda z: cr.gradient(guarded_energy, z, engine="tape")[0], x), atol=1e-8)
+    assert cr.hessian(lambda t: guarded_energy(np.stack([t, 1.0])), 0.7) == pytest.approx(
+        cr.hessian(lambda t: guarded_energy(np.stack([t, 1.0])), 0.7, engine="tape"), rel=1e-14
+    )
+    with pytest.raises(cr.UnsupportedSyntaxError):  # a vector output keeps the refusal
+        cr.hessian(guarded_halves, x)
