@@ -83,9 +83,9 @@ def _forward_engine():
 
 _PLAIN = (float, np.ndarray, complex)
 
-#: functions forward mode runs through the source engine's primal (see `_forward`)
-_FORWARD_THROUGH_SOURCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_THROUGH_SOURCE_USED = [False]  # whether a function was ever remembered there (cheaper to test than the table)
+#: whether forward mode ever ran a function through the source engine's primal (see `_forward`):
+#: until then it looks up no remembered choice (a weak table's lookup costs a reference)
+_THROUGH_SOURCE_USED = [False]
 
 
 def _forward(run: Callable, f: Callable, *args):
@@ -95,9 +95,9 @@ def _forward(run: Callable, f: Callable, *args):
     runs its own code on them), ``run`` gets ``f`` as the source engine's primal runs it: every
     call in ``f``'s code goes to its rule (on dual numbers, the rule's NumPy code or its twin
     carries the tangents) and writes into buffers ``f`` made are followed. Forward mode still
-    pushes the tangents; the primal's pullbacks are never called. ``f`` is remembered, so later
-    calls do not run it twice."""
-    if _THROUGH_SOURCE_USED[0] and _remembered(_FORWARD_THROUGH_SOURCE, f):
+    pushes the tangents; the primal's pullbacks are never called. ``f`` is remembered (among
+    ``_auto_choices``), so later calls do not run it twice."""
+    if _THROUGH_SOURCE_USED[0] and _chosen_before(f, _THROUGH_SOURCE):
         return run(_through_source(f), *args)
     try:
         return run(f, *args)
@@ -108,19 +108,9 @@ def _forward(run: Callable, f: Callable, *args):
             why = f"{type(error).__name__}: {error}"
             refusal.add_note(f"Run through the source engine's primal, {_callable_label(f)} failed too: {why}")
             raise refusal from None
-    try:
-        _FORWARD_THROUGH_SOURCE[f] = True
-        _THROUGH_SOURCE_USED[0] = True
-    except TypeError:  # a callable that cannot be weakly referenced: nothing remembered
-        pass
+    _remember_choice(f, _THROUGH_SOURCE, _THROUGH_SOURCE)
+    _THROUGH_SOURCE_USED[0] = True
     return result
-
-
-def _remembered(table: weakref.WeakKeyDictionary, f) -> bool:
-    try:
-        return f in table
-    except TypeError:
-        return False
 
 
 def _through_source(f: Callable) -> Callable:
@@ -495,10 +485,12 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     return _reverse_jacobian(x, *pulled, chunk_size)
 
 
-#: ``mode="auto"``'s choices: function -> {(input shape, dtype): one of the three below}
+#: the modes chosen for a function: ``mode="auto"``'s, {(input shape, dtype): one of the three
+#: below}, and forward mode's ``_THROUGH_SOURCE`` under that key
 _auto_choices: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _FORWARD, _REVERSE = "forward", "reverse"
 _FORWARD_REFUSED = "reverse: forward mode refused the function"  # (sizes are not compared again)
+_THROUGH_SOURCE = "forward, through the source engine's primal"
 
 
 def _chosen_before(f, key) -> str | None:

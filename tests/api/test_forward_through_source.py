@@ -53,7 +53,7 @@ def test_math_functions_in_scalar_code():
 
 
 def test_the_function_is_remembered_so_later_calls_run_it_once():
-    api._FORWARD_THROUGH_SOURCE.pop(scalar_math, None)
+    api._auto_choices.pop(scalar_math, None)
     RUNS.clear()
     cr.derivative(scalar_math, 0.3)
     assert len(RUNS) == 2  # the engine's run, refused, then the source engine's primal
@@ -154,7 +154,7 @@ def test_where_the_source_engine_cannot_run_it_either_the_first_refusal_is_raise
         cr.derivative(guarded, 2.0)
     note = "".join(info.value.__notes__)
     assert "guarded failed too: UnsupportedSyntaxError" in note and "`try`" in note
-    assert guarded not in api._FORWARD_THROUGH_SOURCE
+    assert api._chosen_before(guarded, api._THROUGH_SOURCE) is None
 
 
 def updates_an_array_a_view_sees(w):

@@ -357,10 +357,11 @@ def _discrete_setitem_pullback(dobj, owned):
     return ZERO, dobj, owned
 
 
-def _write(obj, index, value):
-    """``obj[index] = value``, returning the container written: ``obj``, or, where an outer
-    differentiation's value meets an array that differentiation cannot write into, an array of
-    its own in ``obj``'s place. The function made ``obj`` and nothing else refers to it (the
+def plain_setitem(obj, index, value):
+    """``obj[index] = value`` where the write passes no derivative (the container does not reach
+    the output; ``setitem`` writes through this too), returning the container written: ``obj``,
+    or, where an outer differentiation's value meets an array that differentiation cannot write
+    into, an array of its own in ``obj``'s place. The function made ``obj`` and nothing else refers to it (the
     ``effects`` pass refuses a write after it was shared), so binding the other array in its
     place changes nothing the code can see:
 
@@ -392,12 +393,6 @@ def _nested_shape(value) -> tuple:
     return np.shape(value)
 
 
-def plain_setitem(obj, index, value):
-    """``obj[index] = value`` where the write passes no derivative (the container does not reach
-    the output): the container written (see ``_write``)."""
-    return _write(obj, index, value)
-
-
 def setitem(obj, index, value):
     """``obj[index] = value`` on a list, dict or array the function made: ``(obj, pullback)``, with
     ``pullback(d_obj, owned) -> (d_value, d_obj, owned)`` taking the element's cotangent out.
@@ -405,8 +400,8 @@ def setitem(obj, index, value):
     A plain array that an outer differentiation's value is written into (a dual, in a Hessian)
     becomes that engine's writable array holding the same numbers (``ActiveValue.buffer_holding``),
     returned to be bound in ``obj``'s place: the function made it and nothing else refers to it
-    (a write after it was shared is refused), so the value keeps its derivative (see ``_write``)."""
-    obj = _write(obj, index, value)
+    (a write after it was shared is refused), so the value keeps its derivative (see ``plain_setitem``)."""
+    obj = plain_setitem(obj, index, value)
     if isinstance(obj, (np.ndarray, ActiveValue)) and getattr(obj.dtype, "kind", "f") in "biu":
         # an integer or boolean array (or an engine's array holding one) truncates what it stores:
         # no derivative passes

@@ -1492,9 +1492,7 @@ def _reversed_conj(t):
 
 def _correlate_kernel_cotangent(v, dv):
     """``dv`` (one cotangent or a batch of them) brought to ``v``'s space."""
-    if isinstance(dv, AbstractZero) or dv is NO or np.ndim(dv) == np.ndim(v):
-        return to_input(v, dv)
-    return batch_to_input(v, dv)
+    return (batch_to_input if is_batched(v, dv) else to_input)(v, dv)
 
 
 def _with_correlate_mode(args: tuple, kwargs: dict) -> dict:
@@ -1659,10 +1657,8 @@ def rrule_vander(x, *args, **kwargs):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return (NO, dy) + order
-        dx = Thunk(lambda: np.sum(dy * _conj(slopes), axis=-1))
-        if is_batched(y, dy):
-            return (NO, Thunk(lambda: batch_to_input(x, dx.unthunk()))) + order
-        return (NO, Thunk(lambda: to_input(x, dx.unthunk()))) + order
+        to_x = batch_to_input if is_batched(y, dy) else to_input
+        return (NO, Thunk(lambda: to_x(x, np.sum(dy * _conj(slopes), axis=-1)))) + order
 
     return y, vander_pullback
 

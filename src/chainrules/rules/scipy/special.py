@@ -44,12 +44,12 @@ from ...core import (
     user_location,
 )
 from ..numpy._arrays import scalar_of
+from ..numpy.ufuncs import _LN10, elementwise
 from ._lapack import as_array, is_batched, is_zero, options, tangent_of
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
-_LN2, _LN10 = math.log(2.0), math.log(10.0)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2
 _ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
@@ -383,32 +383,6 @@ def _kl_div(x, y):
         return value, (np.log(x / y), 1 - np.where((x == 0) & (y == 0), 0, x / y))
 
 
-# SciPy's own ufuncs for elementary functions (distinct callables from NumPy's), holomorphic
-def _log1p(x):
-    x = _float(x)
-    return sc.log1p(x), 1.0 / (1.0 + x)
-
-
-def _expm1(x):
-    y = sc.expm1(_float(x))
-    return y, y + 1.0
-
-
-def _exp2(x):
-    y = sc.exp2(_float(x))
-    return y, y * _LN2
-
-
-def _exp10(x):
-    y = sc.exp10(_float(x))
-    return y, y * _LN10
-
-
-def _cbrt(x):
-    y = sc.cbrt(_float(x))
-    return y, 1.0 / (3.0 * y * y)
-
-
 def _numpy_i0(x):
     # NumPy's modified Bessel function of the first kind, order 0: I0' = I1 (DLMF 10.29.3)
     x = _float(x)
@@ -508,14 +482,15 @@ for _f, _compute, _name in (
     (sc.erfc, _erfc, "erfc"),
     (sc.erfinv, _erfinv, "erfinv"),
     (sc.erfcinv, _erfcinv, "erfcinv"),
-    (sc.log1p, _log1p, "log1p"),
-    (sc.expm1, _expm1, "expm1"),
-    (sc.exp2, _exp2, "exp2"),
-    (sc.exp10, _exp10, "exp10"),
-    (sc.cbrt, _cbrt, "cbrt"),
     (np.i0, _numpy_i0, "i0"),
 ):
     _register_elementwise(_f, (lambda c: lambda x: (lambda y, d: (y, (d,)))(*c(x)))(_compute), _name)
+
+# SciPy's own ufuncs for elementary functions (other callables than NumPy's, the same functions):
+# the NumPy rows, with their partials; exp10, which NumPy lacks, is exp2's with log 10
+for _f, _twin in ((sc.log1p, np.log1p), (sc.expm1, np.expm1), (sc.exp2, np.exp2), (sc.cbrt, np.cbrt)):
+    elementwise(_f, *rrule.lookup(_twin).partials)
+elementwise(sc.exp10, lambda x, *, out: out * _LN10)
 
 _register_elementwise(sc.polygamma, _polygamma_rule, "polygamma")
 _register_elementwise(sc.zeta, _zeta, "zeta")
