@@ -51,3 +51,26 @@ def test_a_scipy_function_in_the_source_engine():
         return sc.logsumexp(X, b=b) + sc.logsumexp(X[:2], axis=0, b=b[:2] ** 2)
 
     crt.assert_approx(cr.gradient(f, W)[0], crt.fd_jacobian(f, W)[0], rtol=1e-7, atol=1e-9)
+
+
+def _act(x, scale=1.0):
+    return np.tanh(x * scale)
+
+
+class _Layer:
+    def __init__(self, act):
+        self.act = act  # a callable in a field
+
+
+def test_method_calls_with_keywords():
+    """A method with a rule (``x.clip(min=lo)``) or a callable held in a field, given a value being
+    differentiated by keyword: the source engine had dropped its cotangent (a zero gradient)."""
+
+    def f(w):
+        layer = _Layer(_act)
+        return np.sum(X.clip(min=w[0], max=2.0)) + layer.act(X[0], scale=w[1]) + np.sum(w.clip(max=w[2] * 2))
+
+    w = np.array([0.9, 0.4, 0.3])
+    for engine in ("source", "tape"):
+        crt.assert_approx(cr.gradient(f, w, engine=engine)[0], crt.fd_jacobian(f, w)[0], rtol=1e-7, atol=1e-9)
+    crt.assert_approx(cr.hessian(f, w), crt.fd_jacobian(lambda v: cr.gradient(f, v)[0], w), rtol=1e-6, atol=1e-8)

@@ -644,6 +644,7 @@ SHAPE_OPS = [
     np.ndarray.astype,
     np.linalg.trace,
     np.ndarray.item,
+    np.ndarray.tolist,
     np.percentile,
     np.quantile,
     np.searchsorted,
@@ -741,6 +742,8 @@ def _shape_op(d: Draw, f):
         return (x, d.pick([np.float32, np.float64, np.complex128])), {}
     if f is np.ndarray.item:
         return (x.reshape(-1)[:1] if x.size else np.ones(1)), {}
+    if f is np.ndarray.tolist:  # nested lists of numbers; a number for a 0-d array
+        return ((x.reshape(-1)[:1].reshape(()) if x.size and d.chance(0.2) else x),), {}
     if f in (np.percentile, np.quantile):
         x = x.real.copy() if x.dtype.kind == "c" else x
         if x.size == 0:
@@ -1505,6 +1508,7 @@ SCALAR_METHODS = {
     "copy": ("", True),
     "astype": ("dtype", True),
     "item": ("", True),
+    "tolist": ("", True),
     "all": ("", True),
     "any": ("", True),
     "argmax": ("", False),

@@ -203,8 +203,8 @@ METHOD_TWINS[np.ndarray.item] = _item_call
 #: NumPy scalar method -> ``call(a, *args, **kwargs)``, as ``METHOD_TWINS`` for arrays: a full
 #: reduction returns a NumPy scalar, whose array methods (``x.sum().reshape(1)``) are those of
 #: ``np.generic``; an engine's number standing for one (nested differentiation) takes them through
-#: the same NumPy functions. A scalar's copy is itself, and ``item`` its value (no conversion: that
-#: would drop the derivative).
+#: the same NumPy functions. A scalar's copy is itself, and ``item`` and ``tolist`` its value (no
+#: conversion: that would drop the derivative).
 SCALAR_METHOD_TWINS: dict = {
     getattr(np.generic, name): method_call
     for name, method_call in (
@@ -214,6 +214,7 @@ SCALAR_METHOD_TWINS: dict = {
         ("transpose", _transpose_call),
         ("copy", _same_call(np.positive)),
         ("item", _item_call),
+        ("tolist", _item_call),
     )
 }
 

@@ -366,6 +366,10 @@ SELECTIONS = [
     (np.ndarray.trace, (C, 1), {}),
     (np.ndarray.item, (X, 5), {}),
     (np.ndarray.item, (X, (1, 2)), {}),
+    (np.ndarray.tolist, (X,), {}),  # nested lists out: a batch at each number
+    (np.ndarray.tolist, (C,), {}),
+    (np.ndarray.tolist, (X3.astype(np.float32),), {}),
+    (np.ndarray.tolist, (np.array(0.5),), {}),  # a number out
 ]
 
 

@@ -1,5 +1,6 @@
 """Indexing and attribute rules (rules/numpy/indexing.py): spec tables and in-place accumulation."""
 
+import math
 import operator
 import tracemalloc
 
@@ -10,6 +11,7 @@ from _array_checks import Const as C
 
 import chainrules as cr
 import chainrules.testing as crt
+from chainrules.core.errors import DroppedDerivativeError
 
 F32, C128 = np.float32, np.complex128
 MASK = rand(3, 4) > 0
@@ -82,6 +84,140 @@ ITEM = [
 def test_item_takes_the_cotangent_of_one_entry(case):
     crt.test_rrule(case.f, *case.testing_args())
     crt.test_frule(case.f, *case.testing_args())
+
+
+TOLIST = [
+    Case(np.ndarray.tolist, rand(4)),
+    Case(np.ndarray.tolist, rand(3, 2)),
+    Case(np.ndarray.tolist, rand(2, 3, 2, dtype=F32)),
+    Case(np.ndarray.tolist, rand(2, 2, dtype=C128)),
+    Case(np.ndarray.tolist, np.array(0.7)),  # a 0-d array: a number
+    Case(np.ndarray.tolist, np.zeros((2, 0))),  # [[], []]
+]
+
+
+@pytest.mark.parametrize("case", TOLIST, ids=str)
+def test_tolist_gives_each_number_the_cotangent_of_its_entry(case):
+    crt.test_rrule(case.f, *case.testing_args())
+    crt.test_frule(case.f, *case.testing_args())
+    check_batched_frule(case.f, *case.args)
+
+
+def test_tolist_takes_plain_lists_zeros_and_thunks_as_cotangents():
+    y, back = cr.rrule(np.ndarray.tolist, np.array([[1.0, 2.0], [3.0, 4.0]]))
+    assert y == [[1.0, 2.0], [3.0, 4.0]]
+    seed = cr.Tangent[list]([0.5, 0.0], cr.Tangent[list](cr.ZeroTangent(), 2.0 + 1.0j))  # real x: real part
+    np.testing.assert_array_equal(back(seed)[1], [[0.5, 0.0], [0.0, 2.0]])
+    np.testing.assert_array_equal(back(cr.Thunk(lambda: [[1.0, 0.0], [0.0, 0.0]]))[1], [[1.0, 0.0], [0.0, 0.0]])
+    assert back(cr.ZeroTangent())[1] == cr.ZeroTangent()
+    assert back([cr.ZeroTangent(), cr.ZeroTangent()])[1] == cr.ZeroTangent()
+    _, back = cr.rrule(np.ndarray.tolist, np.arange(3))  # integers: NoTangent unless given a float
+    assert back(cr.ZeroTangent())[1] == cr.NoTangent()
+    _, back = cr.rrule(np.ndarray.tolist, np.array([True, False]))
+    assert back([1.0, 1.0])[1] == cr.NoTangent()
+
+
+# ----- x.tolist() through the engines -------------------------------------------------------------
+
+
+def _sines(x):  # x 1-D; math.sin of the numbers
+    return sum(math.sin(v) for v in x.tolist())
+
+
+def _corners(x):  # x 2-D
+    rows = x.tolist()
+    return rows[0][1] * rows[1][0] + rows[1][1] ** 3
+
+
+def _rebuilt(x):  # np.array of the lists
+    return np.array(x.tolist()).sum() * x.tolist()[0][0]
+
+
+def _stacked(x):  # np.stack of the numbers: what the tape and forward mode ask for in place of np.array
+    return np.stack([np.stack(row) for row in x.tolist()]).sum() * x.tolist()[0][0]
+
+
+def _cube(x):  # x 0-d: a number
+    return x.tolist() ** 3
+
+
+def _modulus(z):  # z complex
+    u, v = z.tolist()
+    return abs(u * v) ** 2 + (u * u).real
+
+
+def _vector(x):  # a vector out: a reverse Jacobian pulls back a batch through the rule
+    v = x.tolist()
+    return np.stack([v[0] * v[1], np.sin(v[2]), v[2] ** 2])
+
+
+TOLIST_PROGRAMS = {
+    "sines": (_sines, np.array([0.1, 0.2, 0.3])),
+    "corners": (_corners, np.array([[1.0, 2.0], [3.0, 4.0]])),
+    "corners_float32": (_corners, np.array([[1.0, 2.0], [3.0, 4.0]], dtype=F32)),
+    "rebuilt": (_rebuilt, np.array([[1.0, 2.0], [3.0, 4.0]])),
+    "stacked": (_stacked, np.array([[1.0, 2.0], [3.0, 4.0]])),
+    "cube": (_cube, np.array(0.7)),
+}
+# the tape sees values only: math.sin of a tracked number and np.array of a list of them would drop
+# the derivative, and are refused (docs/engines.md); the source engine sees those calls
+TAPE_REFUSES = {"sines", "rebuilt"}
+
+
+def _fd_gradient(f, x):
+    return crt.fd_jacobian(f, x.astype(np.float64)).reshape(x.shape)
+
+
+def _fd_hessian(f, x):
+    x = x.astype(np.float64)
+    return crt.fd_jacobian(lambda t: cr.gradient(f, t, engine="source")[0], x).reshape(x.shape * 2)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+@pytest.mark.parametrize("name", TOLIST_PROGRAMS)
+def test_tolist_gradient_and_hessian_in_reverse_mode(name, engine):
+    f, x = TOLIST_PROGRAMS[name]
+    if engine == "tape" and name in TAPE_REFUSES:
+        with pytest.raises(DroppedDerivativeError, match="drop its derivative"):
+            cr.gradient(f, x, engine=engine)
+        return
+    rtol = 1e-3 if x.dtype == F32 else 1e-7
+    (g,) = cr.gradient(f, x, engine=engine)
+    assert g.dtype == x.dtype
+    np.testing.assert_allclose(g, _fd_gradient(f, x), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(cr.hessian(f, x, engine=engine), _fd_hessian(f, x), rtol=rtol, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", TOLIST_PROGRAMS)
+def test_tolist_jacobian_in_forward_mode(name):
+    f, x = TOLIST_PROGRAMS[name]
+    rtol = 1e-3 if x.dtype == F32 else 1e-7
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), _fd_gradient(f, x), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_tolist_reverse_jacobian_pulls_back_a_batch(engine):
+    x = np.array([0.3, 0.5, 0.9])
+    want = crt.fd_jacobian(_vector, x)
+    np.testing.assert_allclose(cr.jacobian(_vector, x, mode="reverse", engine=engine), want, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(cr.jacobian(_vector, x, mode="forward"), want, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        (_corners, np.array([[1.0, 2.0], [3.0, 4.0]])),
+        (_modulus, np.array([1.0 + 2.0j, 0.5 - 1.0j])),
+        (_cube, np.array(0.7)),
+    ],
+    ids=["corners", "complex", "0-d"],
+)
+def test_tolist_to_second_order_in_every_mode(f, x, engine):
+    checks = crt.check_grads(
+        f, (x,), modes=("forward", "reverse"), order=2, engine=engine, nested_modes=("forward", "reverse")
+    )
+    assert any("order 2" in c for c in checks)
 
 
 # ----- the cotangent of x[i] is an action on the accumulator ------------------------------------

@@ -32,6 +32,8 @@ CASES = [
     ("sum", np.complex128(0.3 - 1.2j), ()),
     ("mean", np.float32(0.25), ()),
     ("item", S, ()),
+    ("tolist", S, ()),  # a Python float, as item()
+    ("tolist", np.complex128(0.3 - 1.2j), ()),
 ]
 
 

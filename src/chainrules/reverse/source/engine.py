@@ -407,57 +407,55 @@ def _class_attribute(cls: type, name: str):
 def pullback_apply(f, args: tuple, kwargs: dict, active: tuple = ()):
     """``f(*args, **kwargs)``; ``back(dy) -> (df, d_args, d_kwargs)``: the cotangents of the
     tuple and of the dict. ``active`` names the keyword arguments that carry derivatives: a rule
-    differentiates positional arguments only (as in ChainRules), so those are refused for it."""
+    differentiates positional arguments only (as in ChainRules), so those are passed to it by
+    position (see ``core.keywords``), or refused where no position can take them."""
     args = tuple(args)
-    rule = rrule.lookup(f, args)
-    if rule is not None:
-        if not getattr(rule, "batched", False):
-            decline_batch()
-        dropped = [k for k in active if _carries_numbers(kwargs.get(k))]
-        if dropped:
-            moved = as_positional(f, args, kwargs, dropped)
-            if moved is None:
-                raise _no_rule(
-                    f,
-                    args,
-                    f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, dropped))} "
-                    "depends on differentiated values, which no position of its signature can take",
-                )
-            return _keywords_by_position(f, rule, args, *moved)
-        if "out" in kwargs:
-            _refuse_output(f, args, kwargs)
-        y, back = rule(*args, **kwargs)
-
-        def apply_rule_pullback(dy):
-            d = back(dy)
-            return d[0], structural_tangent(args, tuple(d[1:])), ZERO
-
-        return y, apply_rule_pullback
-    y, back = _without_rule(f, args, kwargs)
-    n = len(args)
+    y, back = _applied(f, args, kwargs, active)
 
     def apply_pullback(dy):
-        d = back(dy)
-        d_kwargs = d[-1] if kwargs else {}
-        return d[0], structural_tangent(args, tuple(d[1 : 1 + n])), d_kwargs or ZERO
+        df, d_args, d_kwargs = back(dy)
+        return df, structural_tangent(args, d_args), d_kwargs
 
     return y, apply_pullback
 
 
-def _keywords_by_position(f, rule, args: tuple, call_args: tuple, call_kwargs: dict, positions: dict):
-    """``f(*args, **kwargs)`` through its rule, called as ``rule(*call_args, **call_kwargs)``: the
-    keyword arguments carrying derivatives passed at ``positions``, where the rule gives them
-    cotangents, handed back as the dict of keyword cotangents."""
+def _applied(f, args: tuple, kwargs: dict, active: tuple):
+    """``f(*args, **kwargs)``; ``back(dy) -> (df, (d_arg, ...), d_kwargs)``, one cotangent per
+    positional argument (``pullback_apply``'s work, for method calls too)."""
+    n = len(args)
+    rule = rrule.lookup(f, args)
+    if rule is None:
+        y, back = _without_rule(f, args, kwargs)
+
+        def apply_pullback(dy):
+            d = back(dy)
+            return d[0], tuple(d[1 : 1 + n]), (d[-1] if kwargs else None) or ZERO
+
+        return y, apply_pullback
+    if not getattr(rule, "batched", False):
+        decline_batch()
+    positions: dict = {}
+    dropped = [k for k in active if _carries_numbers(kwargs.get(k))]
+    call_args, call_kwargs = args, kwargs
+    if dropped:
+        moved = as_positional(f, args, kwargs, dropped)
+        if moved is None:
+            raise _no_rule(
+                f,
+                args,
+                f"its rule does not differentiate keyword arguments, and {', '.join(map(repr, dropped))} "
+                "depends on differentiated values, which no position of its signature can take",
+            )
+        call_args, call_kwargs, positions = moved
     if "out" in call_kwargs:
         _refuse_output(f, call_args, call_kwargs)
     y, back = rule(*call_args, **call_kwargs)
-    n = len(args)
 
-    def keywords_by_position_pullback(dy):
+    def apply_rule_pullback(dy):
         d = back(dy)
-        return d[0], structural_tangent(args, tuple(d[1 : 1 + n])), {k: d[1 + i] for k, i in positions.items()}
+        return d[0], tuple(d[1 : 1 + n]), {k: d[1 + i] for k, i in positions.items()} if positions else ZERO
 
-    return y, keywords_by_position_pullback
+    return y, apply_rule_pullback
 
 
 # ----- method calls --------------------------------------------------------------------------
@@ -529,8 +527,9 @@ def pullback_method(obj, name: str, *args, **kwargs):
     return y, field_call_pullback
 
 
-def pullback_method_apply(obj, name: str, args: tuple, kwargs: dict):
-    """``obj.name(*args, **kwargs)``; ``back(dy) -> (d_obj, d_args, d_kwargs)``."""
+def pullback_method_apply(obj, name: str, args: tuple, kwargs: dict, active: tuple = ()):
+    """``obj.name(*args, **kwargs)``; ``back(dy) -> (d_obj, d_args, d_kwargs)``. ``active`` names
+    the keyword arguments that carry derivatives, as for ``pullback_apply``."""
     args = tuple(args)
     n = len(args)
     kind, target = _resolve_method(obj, name)
@@ -542,6 +541,25 @@ def pullback_method_apply(obj, name: str, args: tuple, kwargs: dict):
             return d[0], structural_tangent(args, tuple(d[1 : 1 + n])), (d[-1] if kwargs else None) or ZERO
 
         return y, method_keywords_pullback
+    if active and kind in ("function", "descriptor") and type(obj) is not np.ufunc:
+        # a method with a rule, given keyword arguments that carry derivatives: as for a function
+        y, back = _applied(target, (obj, *args), kwargs, active)
+
+        def method_rule_keywords_pullback(dy):
+            _, d_args, d_kwargs = back(dy)
+            return d_args[0], structural_tangent(args, d_args[1:]), d_kwargs
+
+        return y, method_rule_keywords_pullback
+    if active:  # a callable in a field, a module's function, a ufunc's method, a static or class method
+        method, read_back = pullback(getattr, obj, name) if kind == "field" else (getattr(obj, name), None)
+        y, back = _applied(method, args, kwargs, active)
+
+        def bound_keywords_pullback(dy):
+            df, d_args, d_kwargs = back(dy)
+            d_obj = read_back(df)[1] if read_back is not None else df if type(obj) is super else NO
+            return d_obj, structural_tangent(args, d_args), d_kwargs
+
+        return y, bound_keywords_pullback
     y, back = pullback_method(obj, name, *args, **kwargs)
 
     def method_apply_pullback(dy):

@@ -569,7 +569,8 @@ class Primal:
                 return f"{pullback}({callee}{', ' if args else ''}{args})"
             if _is_apply(expr):
                 t, d = self.operand(expr.args[0].value), self.operand(expr.kwargs[0].value)
-                return f"{self.h('pullback_method_apply')}({self.operand(expr.obj)}, {expr.name!r}, {t}, {d})"
+                obj, active = self.operand(expr.obj), self.active_keywords(expr)
+                return f"{self.h('pullback_method_apply')}({obj}, {expr.name!r}, {t}, {d}{active})"
             args = self.args(expr.args, expr.kwargs)
             return f"{self.h('pullback_method')}({self.operand(expr.obj)}, {expr.name!r}{', ' if args else ''}{args})"
         raise TypeError(f"no pullback form for {expr!r}")

@@ -6,6 +6,9 @@ indices and boolean masks, ``np.add.at(acc, index, dy)`` where integer arrays ma
 position; the dense array of zeros is built only if its value is asked for. So the gradient of
 ``for i in range(n): total += X[i]`` costs O(n) time and one accumulator. A batch of cotangents
 (a leading batch axis) scatters the same way into a batch of accumulators.
+
+``x.item(...)`` reads one entry as a Python number and ``x.tolist()`` all of them, as nested lists
+of Python numbers: their cotangents are those of the entries read.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import numpy as np
 
 from ...core import (
     AbstractZero,
+    ActiveValue,
     NoRuleError,
+    Tangent,
     carries_batch,
     frule,
     match_input_batch,
@@ -25,10 +30,12 @@ from ...core import (
     unthunk,
     user_location,
 )
+from ..operators import seq_entries, zero_for
 from ._arrays import (
     NO,
     ZERO,
     element_scatter,
+    has_no_tangent,
     index_has_repeats,
     is_batched,
     scatter_rows,
@@ -184,6 +191,63 @@ def frule_item(tangents, x, *index):
         return y, dx
     dy = dx[_item_index(x, index)]
     return y, dy.item() if isinstance(dy, np.ndarray | np.generic) and type(y) in (float, complex) else dy
+
+
+def _entries(dy, shape: tuple, out: list) -> None:
+    """Append to ``out`` the cotangents of the numbers of nested lists of ``shape`` (in C order)
+    from the cotangent ``dy`` of those lists: a ``Tangent[list]``, a plain list, or a zero."""
+    if not shape:
+        out.append(unthunk(dy))
+    elif isinstance(dy, AbstractZero):
+        out.extend([ZERO] * int(np.prod(shape)))
+    else:
+        for d in seq_entries(dy, shape[0]):
+            _entries(d, shape[1:], out)
+
+
+def _tangent_lists(t, depth: int):
+    """The nested lists (or rows of an array) ``t`` as ``Tangent[list]``s, ``depth`` levels down."""
+    return t if depth == 0 else Tangent[list](*(_tangent_lists(e, depth - 1) for e in t))
+
+
+@rrule.register(np.ndarray.tolist, batched=True)
+def rrule_tolist(x):
+    """``x.tolist()``: the entries as nested lists of Python numbers (a number for a 0-d array);
+    the cotangent of ``x`` holds the entries' cotangents (each a batch of them, in a batch).
+
+    >>> y, back = rrule(np.ndarray.tolist, np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> y, back(Tangent[list](Tangent[list](0.5, ZERO), [0.0, 2.0]))[1]
+    ([[1.0, 2.0], [3.0, 4.0]], array([[0.5, 0. ],
+           [0. , 2. ]]))
+    """
+    y = x.tolist()
+    shape = np.shape(x)
+
+    def tolist_pullback(dy):
+        leaves: list = []
+        _entries(dy, shape, leaves)
+        given = [d for d in leaves if not isinstance(d, AbstractZero)]
+        if not given or has_no_tangent(x):
+            return NO, zero_for(x)  # (NoTangent for integers and booleans)
+        lead = np.shape(given[0])  # (B,) for a batch of cotangents of each number
+        filled = [np.zeros(lead) if isinstance(d, AbstractZero) else d for d in leaves]
+        # an engine's numbers (a Hessian's duals) are stacked, which keeps what they carry
+        dx = np.stack(filled) if any(isinstance(d, ActiveValue) for d in given) else np.array(filled)
+        dx = np.reshape(np.moveaxis(dx, 0, -1), lead + shape)  # (entries[, B]) -> ([B,] *shape)
+        return NO, match_input_batch(x, dx) if lead else to_input(x, dx)
+
+    return y, tolist_pullback
+
+
+@frule.register(np.ndarray.tolist, batched=True)
+def frule_tolist(tangents, x):
+    y = x.tolist()
+    dx = unthunk(tangents[1])
+    if isinstance(dx, AbstractZero):
+        return y, dx
+    if is_batched(x, dx):  # each number's tangent is its entry's batch
+        return y, _tangent_lists(np.moveaxis(dx, 0, -1), np.ndim(x))
+    return y, _tangent_lists(dx.tolist(), np.ndim(x))
 
 
 # ----- attributes -------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def _scalar_method_rules(name: str) -> None:
 _NAMES = (
     "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumprod", "cumsum", "diagonal",
     "flatten", "item", "max", "mean", "min", "nonzero", "prod", "ravel", "repeat", "reshape", "round", "searchsorted",
-    "squeeze", "std", "sum", "swapaxes", "take", "trace", "transpose", "var",
+    "squeeze", "std", "sum", "swapaxes", "take", "tolist", "trace", "transpose", "var",
 )  # fmt: skip
 for _name in _NAMES:
     _scalar_method_rules(_name)

@@ -815,6 +815,8 @@ def _clip_partials(a, lo, hi):
 
 _clip_rules(np.clip, ("a_min", "a_max", "out"), {"a_min": None, "a_max": None, "min": None, "max": None})
 _clip_rules(np.ndarray.clip, ("min", "max", "out"), {"min": None, "max": None})
+# the ufunc behind both (``ndarray.clip`` calls it), which the tape and forward mode see on their values
+_clip_rules(np._core.umath.clip, ("min", "max", "out"), {"min": None, "max": None})
 
 
 def _full_like(a, fill_value, args: tuple, kwargs: dict):
