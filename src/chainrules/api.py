@@ -104,10 +104,16 @@ def _forward(run: Callable, f: Callable, *args):
     except (DroppedDerivativeError, IgnoredRuleError) as refusal:
         try:
             result = run(_through_source(f), *args)
-        except Exception as error:  # the source engine cannot run f either: the first refusal says why
+        except ChainRulesError as error:  # the source engine cannot run f either: the first refusal says why
             why = f"{type(error).__name__}: {error}"
             refusal.add_note(f"Run through the source engine's primal, {_callable_label(f)} failed too: {why}")
             raise refusal from None
+        except Exception as error:  # f ran, and a rule in it refused (a derivative without closed form)
+            error.add_note(
+                f"(forward mode ran {_callable_label(f)} as the source engine's primal runs it, since "
+                f"{type(refusal).__name__}: {refusal})"
+            )
+            raise
     _remember_choice(f, _THROUGH_SOURCE, _THROUGH_SOURCE)
     _THROUGH_SOURCE_USED[0] = True
     return result

@@ -5,25 +5,50 @@ cotangent per positional argument. A call such as ``np.average(x, weights=w)`` o
 ``np.trapezoid(y, x=t)`` with ``w`` or ``t`` being differentiated is the same call as
 ``np.average(x, None, w)``: the engines make it so, from the callable's signature, before calling
 the rule, and refuse only what no position can hold (a keyword-only parameter, a callable without
-a signature).
+a signature). Where a signature hides the positions behind ``*args, **kwds`` (a SciPy
+distribution's methods, whose positions depend on the distribution), the rule set declares them
+with ``declare_parameters``.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _NO_SIGNATURE = ()
 _signatures: dict = {}
+#: callable -> parameters(args): its positional parameters for a call with these arguments
+_declared: dict = {}
 
 
-def _positional_parameters(f: Callable) -> tuple:
+def declare_parameters(f: Callable, parameters: Callable[[tuple], Sequence[inspect.Parameter]]) -> None:
+    """Declare the positional parameters of ``f``, in order, where its signature does not show them:
+    ``parameters(args)`` gives them for a call with positional arguments ``args``. For a class
+    ``f``, they are those of calls of its instances, the instance first (as ``self``).
+
+    >>> import inspect
+    >>> def scaled(x, *args, **kwds):
+    ...     return x * kwds.get("scale", args[0] if args else 1.0)
+    >>> P = inspect.Parameter
+    >>> declare_parameters(scaled, lambda args: (P("x", P.POSITIONAL_ONLY), P("scale", P.POSITIONAL_ONLY, default=1.0)))
+    >>> as_positional(scaled, (2.0,), {"scale": 3.0}, ["scale"])
+    ((2.0, 3.0), {}, {'scale': 1})
+    """
+    _declared[f] = parameters
+
+
+def _positional_parameters(f: Callable, args: tuple) -> tuple:
     """The parameters of ``f`` that may be passed by position, in order (empty when unknown)."""
     try:
-        cached = _signatures.get(f)
+        declared, cached = _declared.get(f), _signatures.get(f)
     except TypeError:  # an unhashable callable
-        cached = None
+        declared = cached = None
+    if declared is not None:
+        return tuple(declared(args))
+    for_instances = _declared.get(type(f)) if _declared else None
+    if for_instances is not None:  # a call of an instance of a declared class: its parameters after self
+        return tuple(for_instances((f, *args)))[1:]
     if cached is not None:
         return cached
     try:
@@ -57,7 +82,7 @@ def as_positional(f: Callable, args: tuple, kwargs: dict, names: Iterable[str]):
     >>> as_positional(np.add, (1.0,), {"out": None}, ["out"]) is None
     True
     """
-    parameters = _positional_parameters(f)
+    parameters = _positional_parameters(f, args)
     index = {p.name: i for i, p in enumerate(parameters)}
     names = list(names)
     if not names or any(n not in index or index[n] < len(args) for n in names):

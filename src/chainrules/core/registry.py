@@ -10,7 +10,9 @@ no engine keeps a derivative table of its own.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -97,6 +99,29 @@ class _Entries:
 
 def _instances_are_callable(cls: type) -> bool:
     return any("__call__" in vars(k) for k in cls.__mro__ if k not in (object, type))
+
+
+#: rule modules waiting for their library to be imported: {library module: rule module}
+_DEFERRED: dict[str, str] = {}
+
+
+def defer_rules(library: str, rules_module: str) -> None:
+    """Import ``rules_module`` only once ``library`` has been imported, by anyone: the rules of a
+    library that is slow to import (``scipy.stats``) cost nothing to a program that never uses it.
+    A lookup that finds no rule loads the modules whose library has appeared since."""
+    if library in sys.modules:
+        importlib.import_module(rules_module)
+    else:
+        _DEFERRED[library] = rules_module
+
+
+def load_deferred_rules(everything: bool = False) -> bool:
+    """Import the deferred rule modules whose library is imported (``everything``: all of them,
+    importing their libraries); whether any was."""
+    ready = [lib for lib in _DEFERRED if everything or lib in sys.modules]
+    for library in ready:
+        importlib.import_module(_DEFERRED.pop(library))
+    return bool(ready)
 
 
 class RuleDispatcher:
@@ -214,6 +239,8 @@ class RuleDispatcher:
             rule = entries.select(args) if entries.typed else entries.untyped
             if rule is not None:
                 return None if rule is OPT_OUT else rule
+        elif _DEFERRED and load_deferred_rules():  # the library has been imported since: its rules now exist
+            return self.lookup(f, args)
         if isinstance(f, type) or not self._for_instances:
             return None
         cls = type(f)
@@ -262,7 +289,9 @@ class RuleDispatcher:
         return out
 
     def registered(self) -> list:
-        """Every callable (and class of callable instances) with at least one rule."""
+        """Every callable (and class of callable instances) with at least one rule (the deferred
+        rule modules' included: their libraries are imported)."""
+        load_deferred_rules(everything=True)
         keys = [k for k, e in self._by_key.items() if _has_real_rule(e)]
         keys += [f for f, e in self._by_id.values() if _has_real_rule(e)]
         keys += [k for k, e in self._for_instances.items() if _has_real_rule(e)]

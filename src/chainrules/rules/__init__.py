@@ -1,6 +1,7 @@
 """The rule set: one module per domain, each registering ``rrule``/``frule`` for its callables.
 
-Importing this package imports every rule module in it, so a new domain is a new file.
+Importing this package imports every rule module in it, so a new domain is a new file; a module
+for a library slow to import waits until that library is imported (``_DEFERRED``).
 """
 
 from __future__ import annotations
@@ -8,12 +9,18 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ..core.registry import frule, rrule
+from ..core.registry import defer_rules, frule, rrule
+
+#: rule modules of libraries slow to import, loaded once the library is: {library: rule module}
+_DEFERRED = {"scipy.stats": f"{__name__}.scipy.stats"}
 
 
 def _import_all() -> None:
     for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
-        importlib.import_module(info.name)
+        if info.name not in _DEFERRED.values():
+            importlib.import_module(info.name)
+    for library, module in _DEFERRED.items():
+        defer_rules(library, module)
 
 
 _import_all()

@@ -133,13 +133,17 @@ def _short(f) -> str:
 
 
 def _snapshot(values: list) -> list:
-    """Deep copies to compare against later (to detect mutation); a value that cannot be copied is kept as it is."""
+    """Deep copies to compare against later (to detect mutation); a value that cannot be copied, or
+    whose copy does not compare identical to it, is kept as it is."""
     out = []
     for v in values:
         try:
-            out.append(copy.deepcopy(v))
+            c = copy.deepcopy(v)
         except Exception:  # a lock, a generator, an open file: only identity can be compared
-            out.append(v)
+            c = v
+        # an object holding bound methods or a random generator (a SciPy distribution): its copy
+        # differs from it already, so only identity can be compared
+        out.append(c if _identical(c, v) else v)
     return out
 
 

@@ -81,7 +81,7 @@ class _NoClosedForm:
     def error(self, location: str | None) -> ValueError:
         where = f" at {location}" if location else ""
         return ValueError(
-            f"scipy.special.{self.name}{where}: the derivative in {self.parameter} has no closed form, so the rule "
+            f"{self.name}{where}: the derivative in {self.parameter} has no closed form, so the rule "
             f"differentiates in the other arguments only and {self.parameter} must be held constant: take it from "
             f"outside the function being differentiated (a closure or a global), not from its arguments"
         )
@@ -104,8 +104,9 @@ def _batch_axes(axes: tuple, y, dy) -> tuple:
     return tuple(a + 1 for a in axes) if carries_batch(y, dy) else axes
 
 
-def _register_elementwise(f, compute, name: str):
-    """``rrule`` and batched ``frule`` for ``f(*args, **kwargs)`` from ``compute(*args, **kwargs) -> (y, partials)``.
+def _register_elementwise(f, compute, name: str, types: tuple = ()):
+    """``rrule`` and batched ``frule`` for ``f(*args, **kwargs)`` from ``compute(*args, **kwargs) -> (y, partials)``
+    (for arguments of these ``types`` only, where given).
 
     ``partials`` holds one derivative per positional argument, ``None`` for an argument that is
     not differentiable (an integer order), or a ``_NoClosedForm``. Complex partials are taken as
@@ -154,8 +155,8 @@ def _register_elementwise(f, compute, name: str):
 
     elementwise_rrule.__qualname__ = f"rrule_{name}"
     elementwise_frule.__qualname__ = f"frule_{name}"
-    rrule.register(f, batched=True)(elementwise_rrule)
-    frule.register(f, batched=True)(elementwise_frule)
+    rrule.register(f, *types, batched=True)(elementwise_rrule)
+    frule.register(f, *types, batched=True)(elementwise_frule)
 
 
 def _in_dtype_of(y, dy):
@@ -248,7 +249,7 @@ def _integer_valued(s) -> bool:
     return s.dtype.kind in "iub" or bool(np.all(s == np.round(s)))
 
 
-_RIEMANN = _NoClosedForm("zeta", "x")  # Riemann's zeta, zeta(x) without q
+_RIEMANN = _NoClosedForm("scipy.special.zeta", "x")  # Riemann's zeta, zeta(x) without q
 
 
 def _zeta(s, q=None):
@@ -531,7 +532,7 @@ def _discrete(v) -> bool:
 def _parameter(name: str, parameter: str, v):
     """The partial in a parameter without a closed-form derivative: ``None`` for an integer-typed
     one, else a ``_NoClosedForm`` (refused only if the parameter is differentiated)."""
-    return None if _discrete(v) else _NoClosedForm(name, parameter)
+    return None if _discrete(v) else _NoClosedForm(f"scipy.special.{name}", parameter)
 
 
 def _order(v):

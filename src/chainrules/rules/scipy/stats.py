@@ -1,0 +1,421 @@
+"""Rules for ``scipy.stats`` distributions: densities, distribution functions and quantiles in
+every real parameter.
+
+A continuous distribution is a standard form in its shapes θ, moved by ``loc`` and stretched by
+``scale``: ``logpdf(x) = g(z; θ) - log(scale)`` and ``cdf(x) = F(z; θ)`` with
+``z = (x - loc) / scale``. Each distribution below gives the partials of g in z and θ, and of F
+in θ where they have a closed form; one rule per method (``logpdf``, ``pdf``, ``cdf``, ``sf``,
+``logcdf``, ``logsf``, ``ppf``, ``isf``) turns them into partials in x, θ, loc and scale. The
+discrete distributions give their mass functions' partials in their real parameters (the
+counts ``k`` and ``n`` and the integer ``loc`` are discrete: ``NoTangent``). Values are SciPy's
+own; an engine's values (a Hessian's dual numbers) are handed to their engine, which runs the
+method through this rule (``call_by_rule``).
+
+Parameters passed by keyword (``norm.logpdf(x, loc=mu, scale=s)``) are differentiated too: the
+methods' ``*args, **kwds`` are declared as the positions SciPy gives them (shapes, then loc and
+scale). A derivative in a shape that has no closed form (the ``a`` of ``gamma.cdf``) is refused
+when that shape is differentiated, never returned as zero.
+
+>>> import numpy as np, scipy.stats as st, chainrules as cr
+>>> float(cr.gradient(lambda mu: st.norm.logpdf(1.5, loc=mu, scale=2.0), 0.5)[0])  # (x - mu) / s^2
+0.25
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import scipy.special as sc
+import scipy.stats as st
+from scipy.stats._distn_infrastructure import (
+    rv_continuous,
+    rv_continuous_frozen,
+    rv_discrete,
+    rv_discrete_frozen,
+)
+
+from ...core import (
+    AbstractZero,
+    ActiveValue,
+    NoRuleError,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    frule,
+    rrule,
+    unthunk,
+    user_location,
+)
+from ...core.errors import callable_name
+from ...core.keywords import declare_parameters
+from .special import _discrete, _NoClosedForm, _register_elementwise
+
+_P = inspect.Parameter
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+
+def _log(z):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(z)
+
+
+# ----- standard forms: d g(z; θ) / dz, d g / dθ, and d F(z; θ) / dθ ---------------------------
+
+
+class _Form(NamedTuple):
+    """A continuous distribution's standard form: ``dlogpdf(z, *θ) -> (g_z, (g_θ, ...))`` and
+    ``dcdf(z, *θ) -> (F_θ, ...)`` (``None``: no closed form in any shape)."""
+
+    dlogpdf: Callable
+    dcdf: Callable | None = None
+
+
+def _t_dlogpdf(z, df):
+    # g = lnΓ((ν+1)/2) - lnΓ(ν/2) - ln(νπ)/2 - (ν+1)/2 ln(1 + z²/ν)
+    z2 = z * z
+    d_df = (
+        0.5 * (sc.digamma(0.5 * (df + 1)) - sc.digamma(0.5 * df))
+        - 0.5 / df
+        - 0.5 * np.log1p(z2 / df)
+        + (df + 1) * z2 / (2 * df * (df + z2))
+    )
+    return -(df + 1) * z / (df + z2), (d_df,)
+
+
+def _beta_dlogpdf(z, a, b):
+    both = sc.digamma(a + b)
+    return (a - 1) / z - (b - 1) / (1 - z), (_log(z) - sc.digamma(a) + both, np.log1p(-z) - sc.digamma(b) + both)
+
+
+def _lognorm_dlogpdf(z, s):
+    # g = -ln(s z √(2π)) - (ln z)² / (2 s²)
+    log_z = _log(z)
+    return -(1 + log_z / (s * s)) / z, (log_z * log_z / (s * s * s) - 1 / s,)
+
+
+def _lognorm_dcdf(z, s):
+    # F = Φ(ln z / s)
+    u = _log(z) / s
+    return (-np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi) * u / s,)
+
+
+def _weibull_min_dlogpdf(z, c):
+    # g = ln c + (c - 1) ln z - z^c
+    zc = np.power(z, c)
+    return (c - 1) / z - c * zc / z, (1 / c + _log(z) * (1 - zc),)
+
+
+def _weibull_min_dcdf(z, c):
+    # F = 1 - exp(-z^c)
+    zc = np.power(z, c)
+    return (np.exp(-zc) * zc * _log(z),)
+
+
+_FORMS: dict[type, _Form] = {
+    type(st.norm): _Form(lambda z: (-z, ())),
+    type(st.halfnorm): _Form(lambda z: (-z, ())),
+    type(st.cauchy): _Form(lambda z: (-2 * z / (1 + z * z), ())),
+    type(st.laplace): _Form(lambda z: (-np.sign(z), ())),
+    type(st.logistic): _Form(lambda z: (-np.tanh(0.5 * z), ())),
+    type(st.gumbel_r): _Form(lambda z: (np.expm1(-z), ())),
+    type(st.expon): _Form(lambda z: (-1.0, ())),
+    type(st.uniform): _Form(lambda z: (0.0, ())),
+    type(st.t): _Form(_t_dlogpdf),
+    type(st.gamma): _Form(lambda z, a: ((a - 1) / z - 1, (_log(z) - sc.digamma(a),))),
+    type(st.chi2): _Form(
+        lambda z, k: ((0.5 * k - 1) / z - 0.5, (0.5 * (_log(z) - np.log(2.0) - sc.digamma(0.5 * k)),))
+    ),
+    type(st.invgamma): _Form(lambda z, a: ((1 / z - (a + 1)) / z, (-_log(z) - sc.digamma(a),))),
+    type(st.beta): _Form(_beta_dlogpdf),
+    type(st.lognorm): _Form(_lognorm_dlogpdf, _lognorm_dcdf),
+    type(st.weibull_min): _Form(_weibull_min_dlogpdf, _weibull_min_dcdf),
+    type(st.pareto): _Form(lambda z, b: (-(b + 1) / z, (1 / b - _log(z),)), lambda z, b: (np.power(z, -b) * _log(z),)),
+}
+
+
+# ----- a call's arguments and values ----------------------------------------------------------
+
+
+def _shape_names(dist) -> list[str]:
+    return [n.strip() for n in dist.shapes.split(",")] if dist.shapes else []
+
+
+def _parameters(first: str | None) -> Callable[[tuple], tuple]:
+    """The positions of ``dist.method(first, *shapes, loc, scale)`` (without ``first`` for freezing
+    the distribution; a discrete distribution has no ``scale``)."""
+
+    def parameters(args: tuple) -> tuple:
+        dist = args[0]
+        names = ["self", *([first] if first else []), *_shape_names(dist)]
+        named = [_P(n, _P.POSITIONAL_ONLY) for n in names]
+        named.append(_P("loc", _P.POSITIONAL_ONLY, default=0))
+        if isinstance(dist, rv_continuous):
+            named.append(_P("scale", _P.POSITIONAL_ONLY, default=1))
+        return tuple(named)
+
+    return parameters
+
+
+def _arguments(method, dist, args: tuple, kwargs: dict, scaled: bool) -> tuple:
+    """``(first, shapes, loc, scale)`` of the call ``method(dist, *args, **kwargs)``."""
+    shape_names = _shape_names(dist)
+    names = ["first", *shape_names, "loc", *(["scale"] if scaled else [])]
+    bound = {"loc": 0, "scale": 1, **dict(zip(names, args)), **kwargs}
+    missing = [n for n in shape_names if n not in bound]
+    if missing or len(args) > len(names):
+        raise TypeError(f"scipy.stats.{dist.name}.{method.__name__}: takes the shapes ({', '.join(shape_names)})")
+    listed = [args[0], *(bound[n] for n in shape_names), bound["loc"], bound["scale"]]
+    first, *shapes, loc, scale = [np.asarray(v) if isinstance(v, (list, tuple)) else v for v in listed]
+    return first, shapes, loc, scale
+
+
+def _value(method, dist, args: tuple, kwargs: dict | None = None):
+    """``method(dist, *args, **kwargs)``; an engine's value among the arguments has its engine run it
+    by its rule (this module's)."""
+    kwargs = kwargs or {}
+    active = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
+    if active is None:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return method(dist, *args, **kwargs)
+    y = active.call_by_rule(method, (dist, *args), kwargs)
+    if y is NotImplemented:
+        raise TypeError(
+            f"{callable_name(method)} of scipy.stats.{dist.name}: this engine cannot run it on its values; "
+            "differentiate it with the source engine (engine='source') or forward mode"
+        )
+    return y
+
+
+def _where(keep, partial):
+    """``partial`` where ``keep``, else 0 (outside the support, where the value is constant)."""
+    return partial if partial is None or isinstance(partial, _NoClosedForm) else np.where(keep, partial, 0.0)
+
+
+def _scaled(partial, factor):
+    """``factor * partial``; a discrete shape's ``None`` and a ``_NoClosedForm`` stay as they are."""
+    return partial if partial is None or isinstance(partial, _NoClosedForm) else factor * partial
+
+
+def _shape_cdf_partials(form: _Form, dist, method, z, shapes) -> list:
+    if not shapes:
+        return []
+    if form.dcdf is None:
+        # (an integer-typed shape is taken as discrete, as scipy.special's orders are: NoTangent)
+        label = f"scipy.stats.{dist.name}.{method.__name__}"
+        return [None if _discrete(v) else _NoClosedForm(label, n) for v, n in zip(shapes, _shape_names(dist))]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return list(form.dcdf(z, *shapes))
+
+
+# ----- continuous distributions ----------------------------------------------------------------
+
+
+def _continuous_partials(method, dist, args, kwargs, y):
+    """The partials of ``y = method(dist, *args, **kwargs)`` in ``(first, *shapes, loc, scale)``."""
+    form = _FORMS[type(dist)]
+    first, shapes, loc, scale = _arguments(method, dist, args, kwargs, True)
+    name = method.__name__
+    if name in ("ppf", "isf"):  # the quantile x: F(z) = q (or 1 - q), z = (x - loc) / scale
+        z = (y - loc) / scale
+        density = _value(rv_continuous.pdf, dist, (y, *shapes, loc, scale))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d_first = (1 if name == "ppf" else -1) / density
+            d_shapes = [_scaled(p, -1 / density) for p in _shape_cdf_partials(form, dist, method, z, shapes)]
+        return d_first, d_shapes, 1.0, z
+    z = (first - loc) / scale
+    if name in ("logpdf", "pdf"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            g_z, g_shapes = form.dlogpdf(z, *shapes)
+            inside = (y != -np.inf) if name == "logpdf" else (y > 0)
+            times = 1.0 if name == "logpdf" else y
+            d_first = _where(inside, times * g_z / scale)
+            d_scale = _where(inside, -times * (g_z * z + 1) / scale)
+            d_shapes = [_where(inside, times * p) for p in g_shapes]
+        return d_first, d_shapes, -d_first, d_scale
+    # cdf, sf, logcdf, logsf: the density over the value for the logarithms
+    log_density = _value(rv_continuous.logpdf, dist, (first, *shapes, loc, scale))
+    lower = name in ("cdf", "logcdf")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        per = np.exp(log_density - y) if name.startswith("log") else np.exp(log_density)
+        per_shape = np.exp(-y) if name.startswith("log") else 1.0
+        inside = log_density != -np.inf
+        sign = 1.0 if lower else -1.0
+        d_first = sign * per
+        d_shapes = [
+            _where(inside, _scaled(p, sign * per_shape)) for p in _shape_cdf_partials(form, dist, method, z, shapes)
+        ]
+    return d_first, d_shapes, -d_first, -d_first * z
+
+
+def _continuous_rule(method):
+    def compute(dist, *args, **kwargs):
+        y = _value(method, dist, args, kwargs)
+        d_first, d_shapes, d_loc, d_scale = _continuous_partials(method, dist, args, kwargs, y)
+        return y, (None, d_first, *d_shapes, d_loc, d_scale)[: 1 + len(args)]
+
+    return compute
+
+
+# ----- discrete distributions: partials in the real parameters -------------------------------
+
+
+_DISCRETE: dict[type, tuple] = {}
+
+
+def _discrete_rule(method):
+    def compute(dist, *args, **kwargs):
+        y = _value(method, dist, args, kwargs)
+        first, shapes, _, _ = _arguments(method, dist, args, kwargs, False)
+        partials = _DISCRETE[type(dist)](method.__name__, dist, y, first, shapes)
+        return y, (None, None, *partials, None)[: 1 + len(args)]
+
+    return compute
+
+
+def _mass(dist, k, *shapes):
+    return _value(rv_discrete.pmf, dist, (k, *shapes))
+
+
+def _discrete_partials(log_mass_partials, cdf_partials):
+    """A discrete distribution's partials: ``log_mass_partials(k, *shapes)`` of ln P(X = k) and
+    ``cdf_partials(k, *shapes)`` of P(X <= k), in each real shape (``None``: a discrete one)."""
+
+    def partials(name, dist, y, k, shapes):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if name in ("logpmf", "pmf"):
+                inside = (y != -np.inf) if name == "logpmf" else (y > 0)
+                times = 1.0 if name == "logpmf" else y
+                return [None if p is None else _where(inside, times * p) for p in log_mass_partials(k, *shapes)]
+            per = 1.0 if name in ("cdf", "sf") else np.exp(-y)
+            sign = 1.0 if name in ("cdf", "logcdf") else -1.0
+            return [_scaled(p, sign * per) for p in cdf_partials(dist, np.floor(k), *shapes)]
+
+    return partials
+
+
+def _binom_cdf_partials(dist, k, n, p):
+    # d/dp P(X <= k) = -n P(Y = k) for Y ~ binom(n - 1, p)
+    return None, -n * _mass(st.binom, k, n - 1, p)
+
+
+def _nbinom_cdf_partials(dist, k, n, p):
+    # P(X <= k) = I_p(n, k + 1): d/dp = p^(n-1) (1-p)^k / B(n, k + 1)
+    d_p = np.where(k >= 0, np.exp(sc.xlogy(n - 1, p) + sc.xlog1py(k, -p) - sc.betaln(n, k + 1)), 0.0)
+    return (None if _discrete(n) else _NoClosedForm("scipy.stats.nbinom.cdf", "n")), d_p
+
+
+_DISCRETE.update(
+    {
+        type(st.poisson): _discrete_partials(
+            lambda k, mu: (np.where(k == 0, -1.0, k / mu - 1),),
+            lambda dist, k, mu: (-_mass(st.poisson, k, mu),),
+        ),
+        type(st.binom): _discrete_partials(
+            lambda k, n, p: (None, np.where(k == 0, 0.0, k / p) - np.where(k == n, 0.0, (n - k) / (1 - p))),
+            _binom_cdf_partials,
+        ),
+        type(st.bernoulli): _discrete_partials(
+            lambda k, p: (np.where(k == 0, 0.0, k / p) - np.where(k == 1, 0.0, (1 - k) / (1 - p)),),
+            lambda dist, k, p: (-_mass(st.binom, k, 0, p),),
+        ),
+        type(st.geom): _discrete_partials(
+            lambda k, p: (1 / p - np.where(k == 1, 0.0, (k - 1) / (1 - p)),),
+            lambda dist, k, p: (np.where(k >= 1, k * np.power(1 - p, k - 1), 0.0),),
+        ),
+        type(st.nbinom): _discrete_partials(
+            lambda k, n, p: (sc.digamma(k + n) - sc.digamma(n) + np.log(p), n / p - np.where(k == 0, 0.0, k / (1 - p))),
+            _nbinom_cdf_partials,
+        ),
+    }
+)
+
+
+# ----- registration ---------------------------------------------------------------------------
+
+_CONTINUOUS_METHODS = ("logpdf", "pdf", "cdf", "sf", "logcdf", "logsf", "ppf", "isf")
+_DISCRETE_METHODS = ("logpmf", "pmf", "cdf", "sf", "logcdf", "logsf")
+
+for _name in _CONTINUOUS_METHODS:
+    _method = getattr(rv_continuous, _name)
+    declare_parameters(_method, _parameters("q" if _name in ("ppf", "isf") else "x"))
+    for _cls in _FORMS:
+        _register_elementwise(_method, _continuous_rule(_method), f"{_name}", (_cls,))
+for _name in _DISCRETE_METHODS:
+    _method = getattr(rv_discrete, _name)
+    declare_parameters(_method, _parameters("k"))
+    for _cls in _DISCRETE:
+        _register_elementwise(_method, _discrete_rule(_method), f"{_name}", (_cls,))
+
+
+# ----- frozen distributions: ``st.norm(mu, s).logpdf(x)`` ---------------------------------------
+# A frozen distribution keeps its parameters in ``args`` (and constants in ``kwds``: the engines
+# pass parameters that carry derivatives by position). Its tangent is ``Tangent[type](args=...)``,
+# one entry per parameter; its methods are the distribution's, through the rules above.
+
+
+def _frozen_args_tangents(d_frozen, n: int) -> tuple:
+    d_frozen = unthunk(d_frozen)
+    d_args = _ZERO if isinstance(d_frozen, AbstractZero) else unthunk(getattr(d_frozen, "args", _ZERO))
+    return tuple(_ZERO if isinstance(d_args, AbstractZero) else d_args[i] for i in range(n))
+
+
+def _rrule_freeze(dist, *args, **kwargs):
+    """``dist(*args, **kwargs)``: a frozen distribution (a rule for calls of the distribution)."""
+    frozen = dist(*args, **kwargs)
+
+    def freeze_pullback(d_frozen):
+        return (_NO, *_frozen_args_tangents(d_frozen, len(args)))
+
+    return frozen, freeze_pullback
+
+
+def _frule_freeze(tangents, dist, *args, **kwargs):
+    frozen = dist(*args, **kwargs)
+    return frozen, Tangent[type(frozen)](args=Tangent[tuple](*tangents[1 : 1 + len(args)]))
+
+
+def _generator_rule(dispatcher, frozen, method_name: str, args: tuple):
+    method = getattr(type(frozen.dist), method_name)
+    call = (frozen.dist, *args, *frozen.args)
+    rule = dispatcher.lookup(method, call)
+    if rule is None:
+        raise NoRuleError(method, call, location=user_location())
+    return rule, call
+
+
+def _frozen_rules(method_name: str):
+    def rrule_frozen(frozen, *args, **kwargs):
+        rule, call = _generator_rule(rrule, frozen, method_name, args)
+        y, back = rule(*call, **frozen.kwds, **kwargs)
+        n = len(args)
+
+        def frozen_pullback(dy):
+            d = back(dy)  # (NoTangent, the distribution's, the arguments', the parameters')
+            return (_NO, Tangent[type(frozen)](args=Tangent[tuple](*d[2 + n :])), *d[2 : 2 + n])
+
+        return y, frozen_pullback
+
+    def frule_frozen(tangents, frozen, *args, **kwargs):
+        rule, call = _generator_rule(frule, frozen, method_name, args)
+        d_params = _frozen_args_tangents(tangents[1], len(frozen.args))
+        return rule((_NO, _NO, *tangents[2:], *d_params), *call, **frozen.kwds, **kwargs)
+
+    rrule_frozen.__qualname__ = f"rrule_frozen_{method_name}"
+    frule_frozen.__qualname__ = f"frule_frozen_{method_name}"
+    return rrule_frozen, frule_frozen
+
+
+for _cls in (*_FORMS, *_DISCRETE):
+    rrule.register(_cls, functor=True)(_rrule_freeze)
+    frule.register(_cls, functor=True)(_frule_freeze)
+    declare_parameters(_cls, _parameters(None))
+for _frozen_type, _names in ((rv_continuous_frozen, _CONTINUOUS_METHODS), (rv_discrete_frozen, _DISCRETE_METHODS)):
+    for _name in _names:
+        _method = getattr(_frozen_type, _name)
+        _rrule_frozen, _frule_frozen = _frozen_rules(_name)
+        rrule.register(_method, batched=True)(_rrule_frozen)
+        frule.register(_method, batched=True)(_frule_frozen)

@@ -1,0 +1,198 @@
+"""Rules for ``scipy.stats`` distributions: every method of every distribution with a rule,
+checked with ``test_rrule``/``test_frule`` against finite differences in the argument, the
+shapes, loc and scale; parameters given by keyword differentiated in the engines; shapes whose
+distribution function has no closed-form derivative refused only when differentiated; values
+outside the support; Hessians; the rules loaded only once ``scipy.stats`` is imported."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.stats as st
+from scipy.stats._distn_infrastructure import rv_continuous, rv_continuous_frozen, rv_discrete, rv_discrete_frozen
+
+import chainrules as cr
+from chainrules.core.ruled_calls import IgnoredRuleError
+from chainrules.testing import nondiff, test_frule, test_rrule
+
+# (distribution, shapes, points inside the support of the standard form, whether F has shape partials)
+CONTINUOUS = [
+    (st.norm, (), np.array([-1.3, 0.2, 1.7]), True),
+    (st.halfnorm, (), np.array([0.2, 0.9, 2.1]), True),
+    (st.cauchy, (), np.array([-2.0, 0.3, 1.1]), True),
+    (st.laplace, (), np.array([-1.2, 0.4, 2.2]), True),
+    (st.logistic, (), np.array([-1.5, 0.1, 2.4]), True),
+    (st.gumbel_r, (), np.array([-0.8, 0.5, 1.9]), True),
+    (st.expon, (), np.array([0.3, 1.0, 2.5]), True),
+    (st.uniform, (), np.array([0.15, 0.5, 0.8]), True),
+    (st.t, (3.5,), np.array([-1.1, 0.4, 2.6]), False),  # (shapes without F's partials: held as integers below)
+    (st.gamma, (2.3,), np.array([0.4, 1.3, 3.1]), False),
+    (st.chi2, (3.4,), np.array([0.6, 2.0, 4.2]), False),
+    (st.invgamma, (2.6,), np.array([0.3, 0.8, 1.9]), False),
+    (st.beta, (2.2, 3.1), np.array([0.15, 0.4, 0.75]), False),
+    (st.lognorm, (0.7,), np.array([0.4, 1.1, 2.3]), True),
+    (st.weibull_min, (1.8,), np.array([0.3, 0.9, 1.7]), True),
+    (st.pareto, (2.7,), np.array([1.2, 1.9, 3.5]), True),
+]
+LOC, SCALE = 0.3, 1.4
+
+
+def _ids(case):
+    return case[0].name
+
+
+@pytest.mark.parametrize("case", CONTINUOUS, ids=_ids)
+@pytest.mark.parametrize("method", ["logpdf", "pdf", "cdf", "sf", "logcdf", "logsf"])
+def test_continuous_in_every_argument(case, method):
+    dist, shapes, z, shape_partials = case
+    x = LOC + SCALE * z
+    f = getattr(rv_continuous, method)
+    differentiated = shape_partials or method in ("logpdf", "pdf")
+    shape_args = shapes if differentiated else tuple(round(s) for s in shapes)  # integer-typed: NoTangent
+    test_rrule(f, nondiff(dist), x, *shape_args, LOC, SCALE)
+    test_frule(f, nondiff(dist), x, *shape_args, LOC, SCALE)
+    test_rrule(f, nondiff(dist), float(x[1]), *shape_args, LOC, SCALE)  # a Python float
+
+
+@pytest.mark.parametrize("case", CONTINUOUS, ids=_ids)
+@pytest.mark.parametrize("method", ["ppf", "isf"])
+def test_quantiles_in_every_argument(case, method):
+    dist, shapes, _, shape_partials = case
+    q = np.array([0.15, 0.45, 0.8])  # (not 0.5: Laplace's quantile has a kink there)
+    shape_args = shapes if shape_partials else tuple(round(s) for s in shapes)
+    test_rrule(getattr(rv_continuous, method), nondiff(dist), q, *shape_args, LOC, SCALE)
+    test_frule(getattr(rv_continuous, method), nondiff(dist), q, *shape_args, LOC, SCALE)
+
+
+def test_broadcast_parameters_and_float32():
+    x = np.linspace(-1.0, 2.0, 6).reshape(2, 3)
+    test_rrule(rv_continuous.logpdf, nondiff(st.t), x, np.array([2.5, 4.0, 7.0]), np.array([[0.1], [-0.2]]), 1.3)
+    test_frule(rv_continuous.cdf, nondiff(st.norm), x, 0.2, np.array([0.8, 1.1, 1.6]))
+    xf = x.astype(np.float32)
+    y, back = cr.rrule(rv_continuous.logpdf, st.norm, xf)  # SciPy's value is float64; x's cotangent is x's dtype
+    assert cr.unthunk(back(np.ones_like(y))[2]).dtype == np.float32
+
+
+# (distribution, discrete arguments, real parameters, counts): the counts and n are NoTangent
+DISCRETE = [
+    (st.poisson, (), (2.3,), np.array([0, 1, 4])),
+    (st.binom, (7,), (0.35,), np.array([0, 2, 7])),
+    (st.bernoulli, (), (0.3,), np.array([0, 1, 1])),
+    (st.geom, (), (0.4,), np.array([1, 2, 5])),
+    (st.nbinom, (), (3.2, 0.45), np.array([0, 2, 6])),
+]
+
+
+@pytest.mark.parametrize("case", DISCRETE, ids=_ids)
+@pytest.mark.parametrize("method", ["logpmf", "pmf", "cdf", "sf", "logcdf", "logsf"])
+def test_discrete_in_real_parameters(case, method):
+    dist, discrete, real, k = case
+    if dist is st.nbinom and method not in ("logpmf", "pmf"):  # cdf in n: no closed form
+        real = (3, *real[1:])
+    if method in ("sf", "logsf"):  # below the top of the support, where log sf is finite
+        k = np.minimum(k, k.max() - 1)
+    f = getattr(rv_discrete, method)
+    args = (nondiff(dist), nondiff(k), *(nondiff(v) for v in discrete), *real)
+    test_rrule(f, *args)
+    test_frule(f, *args)
+    if method in ("cdf", "sf"):  # between the counts, the functions are steps
+        test_rrule(f, nondiff(dist), nondiff(k + 0.5), *(nondiff(v) for v in discrete), *real)
+
+
+def _fd_gradient(f, p, h=1e-6):
+    g = np.zeros_like(p)
+    for i in range(p.size):
+        e = np.zeros_like(p)
+        e[i] = h
+        g[i] = (f(p + e) - f(p - e)) / (2 * h)
+    return g
+
+
+def _fd_hessian(f, p, h=1e-4):
+    return np.array([_fd_gradient(lambda q: _fd_gradient(f, q, h)[i], p, h) for i in range(p.size)])
+
+
+X = np.array([0.3, 1.2, 2.0, 0.7])
+# parameters given by keyword as users write them: the engines pass them to the rules by position
+KEYWORD_PROGRAMS = {
+    "norm logpdf": lambda p: st.norm.logpdf(X, loc=p[0], scale=p[1]).sum(),
+    "norm ppf": lambda p: st.norm.ppf(0.3, loc=p[0], scale=p[1]),
+    "gamma shape by keyword": lambda p: st.gamma.logpdf(X, a=p[0] + 1, scale=p[1]).sum(),
+    "t loc": lambda p: st.t.logpdf(X, p[0] + 3, loc=p[1]).sum(),
+    "lognorm cdf": lambda p: st.lognorm.cdf(X, p[0], scale=p[1]).sum(),
+    "weibull logsf": lambda p: st.weibull_min.logsf(X, p[0] + 1, scale=p[1]).sum(),
+    "poisson likelihood": lambda p: st.poisson.logpmf([0, 1, 3], p[0] + 1).sum() * p[1],
+    "binom sf": lambda p: st.binom.sf([0, 1, 3], 5, p[0] / 2).sum() * p[1],
+    "nbinom logpmf": lambda p: st.nbinom.logpmf([0, 1, 4], p[1] + 1, p[0] / 2).sum(),
+}
+
+
+def test_outside_the_support_the_gradient_is_zero():
+    g = cr.gradient(lambda x: st.gamma.logpdf(x, 2.0).sum() + st.expon.pdf(x).sum(), np.array([-1.0, 0.5, 1.0]))[0]
+    assert g[0] == 0.0 and np.all(np.isfinite(g))
+    np.testing.assert_allclose(g[1:], 1 / np.array([0.5, 1.0]) - 1 - np.exp(-np.array([0.5, 1.0])))
+
+
+def test_a_shape_without_closed_form_is_refused_only_when_differentiated():
+    with pytest.raises(ValueError, match=r"scipy\.stats\.gamma\.cdf at .*: the derivative in a has no closed form"):
+        cr.gradient(lambda a: st.gamma.cdf(1.0, a), 1.3)
+    a = 1.3  # a constant: the rule differentiates in x
+    np.testing.assert_allclose(cr.gradient(lambda x: st.gamma.cdf(x, a), 1.1)[0], st.gamma.pdf(1.1, a))
+    with pytest.raises(ValueError, match=r"derivative in a has no closed form"):
+        cr.jacobian(lambda a: st.gamma.cdf(1.0, a), np.array([1.3]), mode="forward")
+
+
+def test_distributions_without_rules_and_the_tape_are_refused_clearly():
+    with pytest.raises(cr.NoRuleError, match=r"rv_continuous\.logpdf\(.*gompertz_gen"):
+        cr.gradient(lambda a: st.gompertz.logpdf(1.0, a), 1.3)
+    with pytest.raises(IgnoredRuleError, match="engine='source'"):
+        cr.gradient(lambda mu: st.norm.logpdf(1.0, loc=mu), 0.3, engine="tape")
+
+
+def test_rules_wait_for_scipy_stats_to_be_imported(tmp_path):
+    script = tmp_path / "late_import.py"
+    script.write_text(
+        "import sys, chainrules as cr\n"
+        "assert 'scipy.stats' not in sys.modules\n"
+        "import scipy.stats as st\n"
+        "print(cr.gradient(lambda m: st.norm.logpdf(1.5, loc=m), 0.5)[0])\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stdout
+    assert float(out) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("method", ["logpdf", "cdf", "logsf", "ppf"])
+def test_frozen_continuous_methods(method):
+    frozen = st.lognorm(0.7, 0.2, 1.5)  # its parameters get a Tangent[rv_continuous_frozen](args=...)
+    point = np.array([0.3, 0.6]) if method == "ppf" else np.array([0.5, 1.4])
+    test_rrule(getattr(rv_continuous_frozen, method), frozen, point)
+    test_frule(getattr(rv_continuous_frozen, method), frozen, point)
+
+
+def test_frozen_discrete_method():
+    test_rrule(rv_discrete_frozen.logpmf, st.binom(6, 0.3), nondiff(np.array([0, 2, 5])))
+    test_frule(rv_discrete_frozen.cdf, st.poisson(1.7), nondiff(np.array([0, 2, 5])))
+
+
+FROZEN_PROGRAMS = {
+    "norm by position": lambda p: st.norm(p[0], p[1]).logpdf(X).sum(),
+    "norm by keyword": lambda p: st.norm(loc=p[0], scale=p[1]).cdf(X).sum(),
+    "one frozen, two methods": lambda p: (lambda d: d.logpdf(X).sum() + d.ppf(0.3))(st.lognorm(p[0] + 0.2, scale=p[1])),
+    "poisson": lambda p: st.poisson(p[0] + 1).logpmf([0, 2, 3]).sum() * p[1],
+}
+
+
+def test_a_frozen_shape_without_closed_form_is_refused():
+    with pytest.raises(ValueError, match=r"scipy\.stats\.gamma\.ppf at .*: the derivative in a has no closed form"):
+        cr.gradient(lambda a: st.gamma(a).ppf(0.3), 1.4)
+
+
+@pytest.mark.parametrize("name", [*KEYWORD_PROGRAMS, *FROZEN_PROGRAMS])
+def test_engines_against_finite_differences(name):
+    f = {**KEYWORD_PROGRAMS, **FROZEN_PROGRAMS}[name]
+    p = np.array([0.6, 1.3])
+    expected = _fd_gradient(f, p)
+    np.testing.assert_allclose(cr.gradient(f, p)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(f, p, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.hessian(f, p), _fd_hessian(f, p), rtol=1e-4, atol=1e-5)
