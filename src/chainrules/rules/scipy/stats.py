@@ -45,12 +45,14 @@ from ...core import (
     Tangent,
     ZeroTangent,
     frule,
+    match_input,
     rrule,
     unthunk,
     user_location,
 )
 from ...core.errors import callable_name
 from ...core.keywords import declare_parameters
+from ._lapack import fold_onto_triangle, hermitian_from_triangle
 from .special import _discrete, _NoClosedForm, _register_elementwise
 
 _P = inspect.Parameter
@@ -419,3 +421,102 @@ for _frozen_type, _names in ((rv_continuous_frozen, _CONTINUOUS_METHODS), (rv_di
         _rrule_frozen, _frule_frozen = _frozen_rules(_name)
         rrule.register(_method, batched=True)(_rrule_frozen)
         frule.register(_method, batched=True)(_frule_frozen)
+
+
+# ----- multivariate normal ---------------------------------------------------------------------
+# log N(x; m, S) = -(k log 2π + log det S + r' S⁻¹ r) / 2 with r = x - m: in x, -S⁻¹r; in m, S⁻¹r;
+# in S, -(S⁻¹ - S⁻¹ r r' S⁻¹) / 2 (Petersen & Pedersen, The Matrix Cookbook, eqs. 57 and 61). A
+# scalar cov is c I and a vector its diagonal; SciPy reads the lower triangle of a matrix
+# (``eigh``), so its cotangent lies there (``fold_onto_triangle``, as for ``eigh``'s own rule).
+
+_MVN = type(st.multivariate_normal)
+
+
+class _Gaussian(NamedTuple):
+    samples: object  # x as (..., k)
+    inverse: object  # S⁻¹
+    solved: object  # S⁻¹ r per sample, (..., k)
+    cov_kind: int  # the number of axes of cov: 0 (c I), 1 (a diagonal) or 2
+
+
+def _covariance_matrix(cov, k: int):
+    """The k × k matrix a ``cov`` argument stands for (or a tangent of it)."""
+    if np.ndim(cov) == 0:
+        return cov * np.eye(k)
+    return np.diag(cov) if np.ndim(cov) == 1 else hermitian_from_triangle(cov, True)
+
+
+def _gaussian(x, mean, cov) -> _Gaussian:
+    k = np.shape(mean)[-1] if mean is not None and np.ndim(mean) else np.shape(cov)[0] if np.ndim(cov) else 1
+    # (SciPy reads a vector as samples when k = 1)
+    samples = np.reshape(x, np.shape(x) + (1,)) if k == 1 and np.ndim(x) <= 1 else x
+    try:
+        inverse = np.linalg.inv(_covariance_matrix(cov, k))
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            "scipy.stats.multivariate_normal: the covariance is singular, where the density has no derivative"
+        ) from None
+    r = samples if mean is None else samples - mean
+    return _Gaussian(samples, inverse, r @ inverse, np.ndim(cov))
+
+
+def _mvn_rules(method_name: str):
+    method = getattr(_MVN, method_name)
+    scaled = method_name == "pdf"  # the pdf's partials are the logpdf's times the pdf
+
+    signature = inspect.signature(method)
+
+    def arguments(dist, args: tuple, kwargs: dict) -> tuple:
+        bound = signature.bind(dist, *args, **kwargs)
+        bound.apply_defaults()
+        return tuple(bound.arguments[n] for n in ("x", "mean", "cov", "allow_singular"))
+
+    def rrule_mvn(dist, *args, **kwargs):
+        x, mean, cov, allow_singular = arguments(dist, args, kwargs)
+        y = _value(method, dist, (x, mean, cov, allow_singular))
+        n = 2 + len(args)  # cotangents: of the method, the distribution and each positional argument
+        g = _gaussian(x, mean, cov)
+
+        def mvn_pullback(dy):
+            dy = unthunk(dy)
+            if isinstance(dy, AbstractZero):
+                return (_NO, _NO, dy, dy, dy, _NO)[:n]
+            w = np.reshape(dy * y if scaled else dy, np.shape(g.solved)[:-1])
+            wu = g.solved * w[..., None]
+            d_x = match_input(x, np.reshape(-wu, np.shape(x)))
+            d_mean = _ZERO if mean is None else match_input(mean, np.sum(np.reshape(wu, (-1, wu.shape[-1])), axis=0))
+            flat_u, flat_w = np.reshape(g.solved, (-1, wu.shape[-1])), np.reshape(w, -1)
+            G = -0.5 * (np.sum(flat_w) * g.inverse - (flat_u * flat_w[:, None]).T @ flat_u)
+            d_cov = (
+                np.trace(G) if g.cov_kind == 0 else np.diagonal(G) if g.cov_kind == 1 else fold_onto_triangle(G, True)
+            )
+            return (_NO, _NO, d_x, d_mean, match_input(cov, d_cov), _NO)[:n]
+
+        return y, mvn_pullback
+
+    def frule_mvn(tangents, dist, *args, **kwargs):
+        x, mean, cov, allow_singular = arguments(dist, args, kwargs)
+        y = _value(method, dist, (x, mean, cov, allow_singular))
+        dx, d_mean, d_cov = (unthunk(t) for t in (*tangents, _ZERO, _ZERO, _ZERO)[2:5])
+        g = _gaussian(x, mean, cov)
+        dy = _ZERO
+        if not isinstance(dx, AbstractZero):
+            dy = -np.sum(g.solved * np.reshape(dx, np.shape(g.samples)), axis=-1)
+        if mean is not None and not isinstance(d_mean, AbstractZero):
+            dy = dy + np.sum(g.solved * d_mean, axis=-1)
+        if not isinstance(d_cov, AbstractZero):
+            dS = _covariance_matrix(d_cov, g.inverse.shape[0])
+            dy = dy - 0.5 * np.sum(g.inverse * dS) + 0.5 * np.sum((g.solved @ dS) * g.solved, axis=-1)
+        if isinstance(dy, AbstractZero):
+            return y, dy
+        dy = np.reshape(dy, np.shape(y))
+        return y, dy * y if scaled else dy
+
+    rrule_mvn.__qualname__ = f"rrule_multivariate_normal_{method_name}"
+    frule_mvn.__qualname__ = f"frule_multivariate_normal_{method_name}"
+    rrule.register(method, _MVN)(rrule_mvn)
+    frule.register(method, _MVN)(frule_mvn)
+
+
+_mvn_rules("logpdf")
+_mvn_rules("pdf")

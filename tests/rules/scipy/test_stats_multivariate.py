@@ -1,0 +1,68 @@
+"""Rules for ``scipy.stats.multivariate_normal``'s ``logpdf`` and ``pdf`` in the points, the mean
+and the covariance (a matrix, of which SciPy reads the lower triangle; a diagonal; a number),
+against finite differences, through the engines, to second order."""
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+import chainrules as cr
+from chainrules.testing import nondiff, test_frule, test_rrule
+
+MVN = type(st.multivariate_normal)
+_rng = np.random.default_rng(11)
+_A = _rng.standard_normal((3, 3))
+S = _A @ _A.T + 3 * np.eye(3)
+X = _rng.standard_normal((4, 3))
+M = _rng.standard_normal(3)
+
+CALLS = {
+    "samples, full cov": (X, M, S),
+    "one point": (X[0], M, S),
+    "a lower-triangular cov (SciPy reads that triangle)": (X, M, np.tril(S)),
+    "diagonal cov": (X, M, np.array([1.5, 2.0, 0.7])),
+    "scalar cov": (X, M, 1.7),
+    "one dimension, samples": (np.array([0.3, -0.5]), 0.2, 1.4),
+    "one dimension, one number": (0.3, 0.2, 1.4),
+    "standard, one dimension": (X[:, 0],),
+}
+
+
+@pytest.mark.parametrize("method", [MVN.logpdf, MVN.pdf], ids=["logpdf", "pdf"])
+@pytest.mark.parametrize("name", list(CALLS))
+def test_rules(method, name):
+    args = CALLS[name]
+    test_rrule(method, nondiff(st.multivariate_normal), *args)
+    test_frule(method, nondiff(st.multivariate_normal), *args)
+
+
+def _fd_gradient(f, p, h=1e-6):
+    g = np.zeros_like(p)
+    for i in range(p.size):
+        e = np.zeros_like(p)
+        e[i] = h
+        g[i] = (f(p + e) - f(p - e)) / (2 * h)
+    return g
+
+
+def test_engines_with_a_cholesky_parametrized_covariance():
+    """Mean and cov by keyword, the covariance built as L L' (symmetric, so both triangles move)."""
+
+    def log_likelihood(p):
+        L = np.array([[p[0], 0.0], [p[1], p[2]]])
+        return st.multivariate_normal.logpdf(X[:, :2], mean=p[3:5], cov=L @ L.T).sum()
+
+    p = np.array([1.2, 0.3, 0.9, 0.1, -0.2])
+    expected = _fd_gradient(log_likelihood, p)
+    np.testing.assert_allclose(cr.gradient(log_likelihood, p)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(log_likelihood, p, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+    H = cr.hessian(log_likelihood, p)
+    H_fd = np.array([_fd_gradient(lambda q: _fd_gradient(log_likelihood, q, 1e-4)[i], p, 1e-4) for i in range(p.size)])
+    np.testing.assert_allclose(H, H_fd, rtol=1e-4, atol=1e-5)
+
+
+def test_a_singular_covariance_is_refused():
+    with pytest.raises(ValueError, match="covariance is singular"):
+        cr.gradient(
+            lambda m: st.multivariate_normal.logpdf(X[:, :2], m, np.ones((2, 2)), allow_singular=True).sum(), M[:2]
+        )
