@@ -309,3 +309,17 @@ def test_numpy_float32_in_python_float_out(f):
     )
     test_rrule(f, x)
     test_frule(f, x)
+
+
+def test_fsum_of_values_being_differentiated_twice_or_forward():
+    """``math.fsum`` of a Hessian's dual numbers, or of forward mode's run through the source
+    engine: the rule adds them in order (fsum would convert them to floats, and had raised)."""
+    x = np.array([0.3, -1.2, 2.0])
+
+    def f(v):
+        return math.fsum([v[0] * v[1], v[2] ** 3, math.sin(v[0])])
+
+    expected = np.array([x[1] + math.cos(x[0]), x[0], 3 * x[2] ** 2])
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-12)
+    H = np.array([[-math.sin(x[0]), 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 6 * x[2]]])
+    np.testing.assert_allclose(cr.hessian(f, x), H, rtol=1e-12, atol=1e-15)

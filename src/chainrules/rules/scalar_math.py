@@ -28,6 +28,7 @@ from scipy.special import digamma
 
 from ..core import (
     AbstractZero,
+    ActiveValue,
     NoRuleError,
     NoTangent,
     Tangent,
@@ -270,6 +271,14 @@ def frule_dist(tangents, p, q):
     return d, dd
 
 
+def _fsum(items):
+    """``math.fsum(items)``; an engine's numbers among them (a Hessian's, forward mode's run
+    through the source engine) are added in order, since fsum would convert them to floats."""
+    if any(isinstance(v, ActiveValue) for v in items):
+        return sum(items[1:], items[0])
+    return math.fsum(items)
+
+
 @rrule.register(math.fsum)
 def rrule_fsum(xs):
     items = _sequence(math.fsum, xs)
@@ -278,7 +287,7 @@ def rrule_fsum(xs):
     def fsum_pullback(dy):
         return _NO, seq_tangent(xs, (real_cotangent(dy),) * n)
 
-    return math.fsum(items), fsum_pullback
+    return _fsum(items), fsum_pullback
 
 
 @frule.register(math.fsum)
@@ -287,7 +296,7 @@ def frule_fsum(tangents, xs):
     dy = _ZERO
     for e in seq_entries(tangents[1], len(items)):
         dy = dy + e
-    return math.fsum(items), dy
+    return _fsum(items), dy
 
 
 @rrule.register(math.prod)
