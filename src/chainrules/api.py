@@ -70,6 +70,42 @@ def _reverse_engine(engine: str):
     return module
 
 
+def _pullback_full(engine: str, f: Callable, *args, **kwargs):
+    """``(y, back_full)`` from the reverse engine ``engine``. Where the source engine refuses the
+    Python ``f`` is written in (``try``, a generator, a list reversed in place: an
+    ``UnsupportedSyntaxError``), the tape, which follows what runs, differentiates ``f``; it is
+    remembered (beside ``_auto_choices``), so later calls go to the tape directly. Where the tape
+    refuses ``f`` too, the source engine's refusal is raised, with a note saying why the tape failed."""
+    if _ON_THE_TAPE_USED[0]:
+        engine = _remembered_engine(engine, f)
+    try:
+        return _reverse_engine(engine).pullback_full(f, *args, **kwargs)
+    except UnsupportedSyntaxError as refusal:
+        if engine != "source":
+            raise
+        return _on_the_tape(refusal, f, args, kwargs)
+
+
+def _remembered_engine(engine: str, f: Callable) -> str:
+    return "tape" if engine == "source" and _chosen_before(f, _ON_THE_TAPE) else engine
+
+
+def _on_the_tape(refusal: UnsupportedSyntaxError, f: Callable, args: tuple, kwargs: dict):
+    """``f`` on the tape, where the source engine refused it with ``refusal`` (see ``_pullback_full``)."""
+    try:
+        pulled = _reverse_engine("tape").pullback_full(f, *args, **kwargs)
+    except (ChainRulesError, TypeError) as error:
+        refusal.add_note(f"The tape engine could not differentiate {_callable_label(f)} either: {error}")
+        raise refusal from None
+    _remember_choice(f, _ON_THE_TAPE, _ON_THE_TAPE)
+    _ON_THE_TAPE_USED[0] = True
+    return pulled
+
+
+#: whether any function went to the tape in ``_pullback_full`` (so that others skip the lookup)
+_ON_THE_TAPE_USED = [False]
+
+
 def _callable_label(f) -> str:
     """How errors name ``f``: its qualified name, or its class's for a callable object."""
     return getattr(f, "__qualname__", type(f).__name__)
@@ -165,7 +201,7 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
     >>> y, back(1.0)
     (6.0, (3.0, 2.0))
     """
-    y, back_full = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
+    y, back_full = _pullback_full(engine, f, *args, **kwargs)
 
     def back(dy):
         if type(dy) is np.ndarray and dy.ndim and _is_numeric(y) and dy.shape != np.shape(y):
@@ -291,7 +327,9 @@ def value_and_gradient(
 
 
 def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
-    run = _reverse_engine(engine).pullback_full
+    if _ON_THE_TAPE_USED[0]:
+        engine = _remembered_engine(engine, f)
+    run = _reverse_engine(engine).pullback_full  # (``_pullback_full``, without a call on this path)
     # The cyclic garbage collector is paused from the forward pass to the end of the sweep: a
     # pullback holds a few small objects per operation (closures, boxes, tape entries), freed by
     # reference counting as the sweep runs; a collection in between would traverse all of them
@@ -300,7 +338,12 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
     if pause_gc:
         gc.disable()
     try:
-        y, back_full = run(f, *args, **kwargs)
+        try:
+            y, back_full = run(f, *args, **kwargs)
+        except UnsupportedSyntaxError as refusal:
+            if engine != "source":
+                raise
+            y, back_full = _on_the_tape(refusal, f, args, kwargs)
         if has_aux:
             # f itself is differentiated (a wrapper would be library code to the source engine),
             # with a zero cotangent for aux
@@ -452,7 +495,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     Tangent[tuple](array([1., 0.]), array([0., 2.]))
     """
     if mode == "reverse":
-        y, back_full = _reverse_engine(engine).pullback_full(f, x)
+        y, back_full = _pullback_full(engine, f, x)
         return _reverse_jacobian(x, _jacobian_output(f, y), back_full, chunk_size)
     if mode == "forward":
         return _forward(_forward_engine().jacobian, f, x, chunk_size)
@@ -473,7 +516,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     if chosen == _FORWARD_REFUSED:
         return jacobian(f, x, "reverse", engine, chunk_size)
     try:  # the reverse-mode primal gives the output's size, and is reused if reverse mode wins
-        pulled = _reverse_engine(engine).pullback_full(f, x)
+        pulled = _pullback_full(engine, f, x)
     except ChainRulesError as refusal:  # reverse mode cannot differentiate f (a `try`): forward mode may
         try:
             return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
@@ -492,11 +535,12 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
 
 
 #: the modes chosen for a function: ``mode="auto"``'s, {(input shape, dtype): one of the three
-#: below}, and forward mode's ``_THROUGH_SOURCE`` under that key
+#: below}, forward mode's ``_THROUGH_SOURCE`` and reverse mode's ``_ON_THE_TAPE`` under their own keys
 _auto_choices: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _FORWARD, _REVERSE = "forward", "reverse"
 _FORWARD_REFUSED = "reverse: forward mode refused the function"  # (sizes are not compared again)
 _THROUGH_SOURCE = "forward, through the source engine's primal"
+_ON_THE_TAPE = "reverse, on the tape: the source engine refused the function's syntax"
 
 
 def _chosen_before(f, key) -> str | None:
@@ -824,7 +868,7 @@ def _is_zero(d) -> bool:
 def _full_cotangents(engine: str, f: Callable, args: tuple, kwargs: dict, seed) -> tuple:
     """``(df, dx1, ..., dxn)``: the full pullback of ``f`` at ``args`` along ``seed`` (``seed(y)``
     for a seed that depends on the output), unthunked; run by the forward engine's duals too."""
-    y, back = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
+    y, back = _pullback_full(engine, f, *args, **kwargs)
     return tuple(_deep_unthunk(d) for d in back(seed(y) if callable(seed) else seed))
 
 
@@ -864,7 +908,7 @@ def _scalar_part(has_aux: bool):
 def _nested_gradient_rule(f, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
     """``(value, grads)`` as ``value_and_gradient`` returns them, and ``pull(d_value, d_grads)``
     giving the cotangents ``(df, dx1, ...)``."""
-    y, back = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
+    y, back = _pullback_full(engine, f, *args, **kwargs)
     seed = _scalar_part(has_aux)
     full = tuple(_deep_unthunk(d) for d in back(seed(y)))
     grads = _gradients(full, args, argnums)
@@ -928,7 +972,7 @@ class NestedPullback:
 
 def rrule_pullback(f, *args, engine=DEFAULT_ENGINE, **kwargs):
     """``pullback`` inside a function being differentiated: ``(y, back)`` where ``back`` has a rule."""
-    y, back = _reverse_engine(engine).pullback_full(f, *args, **kwargs)
+    y, back = _pullback_full(engine, f, *args, **kwargs)
     nested = NestedPullback(f, args, kwargs, engine, back)
 
     def pullback_pullback(d_out):
@@ -1034,7 +1078,7 @@ def _innermost_value(x):
 
 def _jacobian_cotangents(f, x, dJ, mode: str, engine: str, chunk_size) -> tuple:
     """``(df, dx)``: the pullback of ``jacobian(f, x)`` along ``dJ`` (see the section's comment)."""
-    y, back = _reverse_engine(engine).pullback_full(f, x)
+    y, back = _pullback_full(engine, f, x)
     y_shape, x_shape = np.shape(y), np.shape(x)
     m, n = math.prod(y_shape), math.prod(x_shape)
     if m == 0 or n == 0:  # an empty Jacobian

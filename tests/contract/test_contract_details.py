@@ -715,9 +715,14 @@ def uses_yield(x):
 
 @pytest.mark.parametrize("f, line", [(uses_try, 1), (uses_yield, 1)], ids=["try", "yield"])
 def test_unsupported_syntax_error_has_the_file_and_line_of_the_construct(f, line):
-    with pytest.raises(cr.UnsupportedSyntaxError) as info:
-        cr.gradient(f, 1.5)
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:  # (cr.gradient takes the tape there)
+        cr.show(f, 1.5)
     assert f"{__file__}:{f.__code__.co_firstlineno + line}" in str(info.value)
+
+
+def test_the_tape_differentiates_what_the_source_engine_refuses():
+    assert cr.gradient(uses_try, 1.5) == (2.0,)
+    assert cr.gradient(uses_try, 1.5, engine="tape") == (2.0,)
 
 
 def test_show_returns_compilable_source_naming_the_function():

@@ -1,0 +1,85 @@
+"""Where the source engine refuses a function's Python (``try``, a generator, a list reversed in
+place, ``nonlocal`` state: ``cr.UnsupportedSyntaxError``), the reverse entry points differentiate it
+on the tape, which follows what runs, and remember that choice for the function; where the tape
+refuses it too, the source engine's refusal is raised with a note saying why the tape failed."""
+
+import math
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules import api
+from chainrules.reverse import source
+from chainrules.testing import fd_jacobian
+
+X = np.array([0.4, 1.3, 2.2])
+
+
+def with_try(x):
+    try:
+        y = np.log(x)
+    except FloatingPointError:
+        y = x
+    return np.sum(y * x)
+
+
+def with_a_generator(x):
+    def squares():
+        for v in x:
+            yield v * v
+
+    return sum(squares()) * x[0]
+
+
+def reversed_in_place(x):
+    out = [v**3 for v in x]
+    out.reverse()
+    return out[0] * x[1] + out[2]
+
+
+def with_nonlocal_state(x):
+    total = 0.0
+
+    def add(v):
+        nonlocal total
+        total = total + np.sin(v)
+
+    for v in x:
+        add(v)
+    return total * x[2]
+
+
+@pytest.mark.parametrize("f", [with_try, with_a_generator, reversed_in_place, with_nonlocal_state])
+def test_the_entry_points_take_the_tape(f):
+    with pytest.raises(cr.UnsupportedSyntaxError):
+        source.pullback_full(f, X)
+    expected = fd_jacobian(f, X)[0].ravel()
+    np.testing.assert_allclose(cr.gradient(f, X)[0], expected, rtol=1e-7, atol=1e-9)
+    value, (grad,) = cr.value_and_gradient(f, X)
+    assert value == pytest.approx(f(X), rel=1e-14)
+    np.testing.assert_allclose(grad, cr.gradient(f, X, engine="tape")[0], rtol=1e-14)
+    np.testing.assert_allclose(cr.pullback(f, X)[1](2.0)[0], 2 * expected, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(cr.jacobian(f, X, mode="reverse"), expected, rtol=1e-7, atol=1e-9)
+    H = cr.hessian(f, X)
+    np.testing.assert_allclose(H, fd_jacobian(lambda z: cr.gradient(f, z, engine="tape")[0], X), atol=1e-7)
+    assert api._chosen_before(f, api._ON_THE_TAPE)  # later calls go to the tape directly
+
+
+def test_where_the_tape_refuses_too_the_source_engines_refusal_is_raised():
+    def careful_sine(x):
+        try:
+            return math.sin(x)  # the tape cannot take math.sin of its values
+        except ValueError:
+            return 0.0
+
+    with pytest.raises(cr.UnsupportedSyntaxError, match="`try` is not supported") as info:
+        cr.gradient(careful_sine, 0.3)
+    assert "The tape engine could not differentiate" in "".join(info.value.__notes__)
+    assert "math" in "".join(info.value.__notes__)
+    assert not api._chosen_before(careful_sine, api._ON_THE_TAPE)
+
+
+def test_show_keeps_the_refusal():
+    with pytest.raises(cr.UnsupportedSyntaxError, match="`try` is not supported"):
+        cr.show(with_try, X)
