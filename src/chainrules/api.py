@@ -478,8 +478,9 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     Where forward mode refuses ``f`` (a ``TypeError``: a call of a library function with a
     rule, such as ``scipy.linalg.solve_triangular``, ``math.sin`` of a dual number, a write into a
     plain NumPy buffer), ``"auto"`` uses reverse mode, and keeps to it for that function and input.
-    Where reverse mode refuses ``f`` (the source engine's ``try``), ``"auto"`` uses forward mode,
-    whatever the sizes; where both refuse it, the reverse engine's refusal is raised.
+    Where reverse mode refuses ``f`` (a callable with a forward rule only; where the source engine
+    refuses ``f``'s Python, reverse mode is the tape's), ``"auto"`` uses forward mode, whatever the
+    sizes; where both refuse it, the reverse engine's refusal is raised.
 
     Reverse mode pulls back a block of unit cotangents at once (rows of the identity, a
     ``BasisSeed``: its products select rows instead of multiplying) when every rule ``f`` calls
@@ -517,7 +518,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         return jacobian(f, x, "reverse", engine, chunk_size)
     try:  # the reverse-mode primal gives the output's size, and is reused if reverse mode wins
         pulled = _pullback_full(engine, f, x)
-    except ChainRulesError as refusal:  # reverse mode cannot differentiate f (a `try`): forward mode may
+    except ChainRulesError as refusal:  # reverse mode cannot differentiate f: forward mode may
         try:
             return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
         except Exception as error:
@@ -737,8 +738,9 @@ def _owns_block(a: np.ndarray) -> bool:
 def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
     """The Hessian of a real-scalar ``f`` at ``x``: forward mode over the reverse-mode gradient.
 
-    Where the reverse engine refuses ``f`` (the source engine's ``try``, a callable with a forward
-    rule only), at a number or an array ``x``, it is forward mode over forward mode.
+    Where the reverse engine refuses ``f`` (a callable with a forward rule only; where the source
+    engine refuses ``f``'s Python, the gradient is the tape's), at a number or an array ``x``, it is
+    forward mode over forward mode.
 
     At a structured ``x`` (tuple, list, dict, namedtuple, dataclass) it is laid out as ``jacobian``
     lays out the Jacobian of the gradient: a ``Tangent`` of ``x``'s structure whose leaves are
@@ -770,8 +772,8 @@ def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
 
 def _forward_over_forward(f: Callable, x, refusal: Exception):
     """The Hessian of a real-scalar ``f`` by forward mode over forward mode (its gradient a
-    Jacobian of one output), where the reverse engine refuses ``f`` (the source engine's ``try``,
-    a callable with a forward rule only); ``refusal`` is raised where this fails too."""
+    Jacobian of one output), where the reverse engine refuses ``f`` (a callable with a forward rule
+    only; ``try`` where the tape refuses too); ``refusal`` is raised where this fails too."""
     forward = _forward_engine()
 
     def forward_gradient(z):
