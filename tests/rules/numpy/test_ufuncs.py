@@ -519,3 +519,26 @@ def test_interp_differentiates_the_sample_points(batched_pullback):
     _, back = cr.rrule(np.interp, 0.25, np.array([0.0, 1.0]), np.array([0.0, 2.0]))
     assert back(1.0)[2].tolist() == [-1.5, -0.5]  # y = 2 (x - xp0) / (xp1 - xp0)
     assert back(1.0)[2] is not None and cr.rrule(np.interp, 0.25, np.array([0, 1]), fp[:2])[1](1.0)[2] == cr.NoTangent()
+
+
+@pytest.mark.parametrize(
+    "f, args, expected",
+    [
+        (np.log, (0.0,), (np.inf,)),
+        (np.log2, (0.0,), (np.inf,)),
+        (np.log10, (-0.0,), (-np.inf,)),
+        (np.log1p, (-1.0,), (np.inf,)),
+        (np.arctanh, (1.0,), (np.inf,)),
+        (np.divide, (1.0, 0.0), (np.inf, -np.inf)),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_partials_at_a_python_zero_divide_as_numpy_does(f, args, expected):
+    """A partial dividing by a Python number equal to 0 had raised ZeroDivisionError (forward mode's
+    scalar path and the reverse rules get Python floats as they are): it is NumPy's inf, as for
+    NumPy's numbers and arrays."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        assert cr.gradient(f, *args) == expected
+        assert cr.gradient(f, *(np.float64(a) for a in args)) == expected
+        if len(args) == 1:  # (a zero tangent times an infinite partial is nan, as in any forward mode)
+            assert cr.jvp(f, args, (1.0,))[1] == expected[0]

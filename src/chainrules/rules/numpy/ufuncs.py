@@ -441,6 +441,16 @@ def _hypot_partial_b(a, b, *, out):
     return b / _safe_divisor(out)
 
 
+def _ratio(n, d):
+    """``n / d``, with NumPy's inf or nan where ``d`` is a Python number equal to 0 (Python raises
+    ``ZeroDivisionError`` there; NumPy's numbers, arrays and an engine's values never do)."""
+    try:
+        return n / d
+    except ZeroDivisionError:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(n, np.float64(d))
+
+
 # ----- the rows ----------------------------------------------------------------------------
 
 # unary, holomorphic where NumPy takes complex input
@@ -452,10 +462,10 @@ elementwise(np.reciprocal, lambda x, *, out: -(out * out))
 elementwise(np.exp, lambda x, *, out: out)
 elementwise(np.exp2, lambda x, *, out: out * _LN2)
 elementwise(np.expm1, lambda x, *, out: out + 1.0)
-elementwise(np.log, lambda x: 1.0 / x)
-elementwise(np.log2, lambda x: 1.0 / (x * _LN2))
-elementwise(np.log10, lambda x: 1.0 / (x * _LN10))
-elementwise(np.log1p, lambda x: 1.0 / (x + 1.0))
+elementwise(np.log, lambda x: _ratio(1.0, x))
+elementwise(np.log2, lambda x: _ratio(1.0, x * _LN2))
+elementwise(np.log10, lambda x: _ratio(1.0, x * _LN10))
+elementwise(np.log1p, lambda x: _ratio(1.0, x + 1.0))
 elementwise(np.sqrt, lambda x, *, out: 0.5 / out)
 elementwise(np.cbrt, lambda x, *, out: 1.0 / (3.0 * out * out))
 elementwise(np.square, lambda x: 2.0 * x)
@@ -470,7 +480,7 @@ elementwise(np.cosh, np.sinh)
 elementwise(np.tanh, lambda x, *, out: 1.0 - out * out)
 elementwise(np.arcsinh, lambda x: 1.0 / np.sqrt(x * x + 1.0))
 elementwise(np.arccosh, lambda x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))  # right branch for complex x
-elementwise(np.arctanh, lambda x: 1.0 / (1.0 - x * x))
+elementwise(np.arctanh, lambda x: _ratio(1.0, 1.0 - x * x))
 for _f in (np.deg2rad, np.radians):
     elementwise(_f, lambda x: math.pi / 180.0)
 for _f in (np.rad2deg, np.degrees):
@@ -483,10 +493,10 @@ elementwise(np.imag, lambda x: -1j if np.iscomplexobj(x) else 0.0)  # dy = imag(
 elementwise(np.add, lambda a, b: 1.0, lambda a, b: 1.0)
 elementwise(np.subtract, lambda a, b: 1.0, lambda a, b: -1.0)
 elementwise(np.multiply, lambda a, b: b, lambda a, b: a)
-elementwise(np.divide, lambda a, b: 1.0 / b, lambda a, b, *, out: -out / b)  # np.true_divide
+elementwise(np.divide, lambda a, b: _ratio(1.0, b), lambda a, b, *, out: _ratio(-out, b))  # np.true_divide
 elementwise(np.power, _power_base_partial(np.power), lambda a, b, *, out: out * _log_abs_base(a))
 elementwise(np.float_power, _power_base_partial(np.float_power), lambda a, b, *, out: out * _log_abs_base(a))
-elementwise(np.arctan2, lambda y, x: x / (x * x + y * y), lambda y, x: -y / (x * x + y * y))
+elementwise(np.arctan2, lambda y, x: _ratio(x, x * x + y * y), lambda y, x: _ratio(-y, x * x + y * y))
 elementwise(np.hypot, _hypot_partial, _hypot_partial_b)
 elementwise(np.logaddexp, lambda a, b, *, out: np.exp(a - out), lambda a, b, *, out: np.exp(b - out))
 elementwise(np.logaddexp2, lambda a, b, *, out: np.exp2(a - out), lambda a, b, *, out: np.exp2(b - out))
