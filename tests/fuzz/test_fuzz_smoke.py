@@ -18,6 +18,19 @@ def test_the_fuzzer_checks_three_rules():
     assert "callables with a rule and no generator here" in out.getvalue()
 
 
+def test_the_fuzzer_checks_distributions_by_name():
+    """One callable, ``rv_continuous.cdf``, is fuzzed once per distribution under a name of its own;
+    a frozen distribution's parameters are differentiated (its cotangent an object's, batched too)."""
+    names = ["scipy.stats.gamma.cdf", "scipy.stats.binom.logpmf", "scipy.stats._distn_infrastructure.rv_frozen.ppf"]
+    out = io.StringIO()
+    outcomes = fuzz_rules.fuzz(seed=0, draws=3, only=names, out=out, hessians=True)
+    assert sorted(outcomes) == sorted(names)
+    assert all(o.draws > 0 for o in outcomes.values()) and not any(o.failures for o in outcomes.values()), (
+        out.getvalue()
+    )
+    assert "rv_continuous.cdf" not in out.getvalue().split("no generator here --")[1]
+
+
 def test_the_fuzzer_reports_a_wrong_rule():
     """A rule with a wrong derivative is caught, and shown with the draw that shows it."""
     import numpy as np

@@ -39,6 +39,11 @@ def _same(got, expected, batch: int, k: int, what: str, rtol: float):
     if isinstance(expected, cr.Tangent):  # a list's or tuple's cotangent: each element's batch in turn
         assert type(got) is type(expected), f"{what}: {got!r} where one cotangent gives {expected!r}"
         assert len(got.backing) == len(expected.backing), f"{what}: {len(got.backing)} elements"
+        if isinstance(expected.backing, dict):  # an object's cotangent: each field's batch in turn
+            assert got.backing.keys() == expected.backing.keys(), f"{what}: fields {list(got.backing)}"
+            for name, e in expected.backing.items():
+                _same(got.backing[name], e, batch, k, f"{what}, field {name}", rtol)
+            return
         for i, (g, e) in enumerate(zip(got.backing, expected.backing)):
             _same(g, e, batch, k, f"{what}, element {i}", rtol)
         return

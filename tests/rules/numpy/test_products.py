@@ -3,6 +3,7 @@
 import itertools
 import operator
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -434,6 +435,124 @@ def test_a_polynomial_s_derivative_is_differentiated_in_its_coefficients(engine)
 
     p, x = _r(4), _r(6)
     crt.check_grads(slope_energy, (p, x), engine=engine)
+
+
+# ----- polyfit ----------------------------------------------------------------------------------
+
+_PX = np.linspace(-1.0, 1.0, 7) + 0.05 * _r(7)  # distinct points: every fit below has full rank
+_PW = np.abs(_r(7)) + 0.5
+POLYFIT = [
+    ((_PX, _r(7), ND(2)), {}),
+    ((_PX, _r(7, 3), ND(3)), {}),  # one fit per column
+    ((_PX, _r(7), ND(0)), {}),
+    ((_PX, _r(7), ND(6)), {}),  # as many coefficients as points: interpolation
+    ((_PX, _r(7), ND(2), ND(None), ND(False), _PW), {}),  # weights by position: differentiated
+    ((_PX, _r(7, 2), ND(1), ND(None), ND(False), _PW), {}),
+    ((_PX, _r(7), ND(2)), {"w": _PW}),  # by keyword: a constant
+    ((_PX, _r(7), ND(2), ND(1e-10)), {}),
+    ((list(_PX[:4]), [1.0, -0.5, 2.0, 0.25], ND(1)), {}),
+    ((_PX.astype(np.float32), _r(7, dtype=np.float32), ND(2)), {}),
+    ((_PX.astype(np.float32), _r(7), ND(1), ND(None), ND(False), _PW), {}),  # mixed: NumPy's in-place casts
+    ((_PX.astype(np.float32), _r(7, 2, dtype=np.float32), ND(1), ND(None), ND(False), _PW.astype(np.float32)), {}),
+    ((_PX + 0.3j * _r(7), _r(7, dtype=np.complex128), ND(2)), {}),
+    ((_PX + 0.3j * _r(7), _r(7, 2, dtype=np.complex128), ND(2), ND(None), ND(False), _PW + 0.2j * _r(7)), {}),
+]
+
+
+def _polyfit_id(case):
+    args, kwargs = case
+    return "-".join(f"{np.shape(getattr(a, 'value', a))}{np.asarray(getattr(a, 'value', a)).dtype}" for a in args[:2])
+
+
+@pytest.mark.parametrize("args, kwargs", POLYFIT, ids=[_polyfit_id(c) for c in POLYFIT])
+def test_polyfit_rules(args, kwargs, batched_pullback):
+    """Finite differences for x, y and w; a batch of cotangents and of tangents equals them row by row."""
+    crt.test_rrule(np.polyfit, *args, fkwargs=kwargs)
+    crt.test_frule(np.polyfit, *args, fkwargs=kwargs)
+    plain = tuple(getattr(a, "value", a) for a in args)
+    batched_pullback(np.polyfit, *plain, kwargs=kwargs, rtol=1e-5)
+    from _array_checks import Const, check_batched_frule
+
+    wrapped = [a if i in (0, 1, 5) else Const(a) for i, a in enumerate(plain)]
+    check_batched_frule(np.polyfit, *wrapped, fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("args, kwargs", POLYFIT, ids=[_polyfit_id(c) for c in POLYFIT])
+def test_polyfit_primal_is_numpy_s_to_the_bit(args, kwargs):
+    plain = tuple(getattr(a, "value", a) for a in args)
+    for rule in (cr.rrule(np.polyfit, *plain, **kwargs), cr.frule((cr.NoTangent(),) * 7, np.polyfit, *plain, **kwargs)):
+        want = np.polyfit(*plain, **kwargs)
+        assert rule[0].dtype == want.dtype and np.array_equal(rule[0], want)
+
+
+def test_polyfit_gradient_in_y_is_a_row_of_the_pseudo_inverse():
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    _, back = cr.rrule(np.polyfit, x, 2.0 * x + 1.0, 1)
+    np.testing.assert_allclose(cr.unthunk(back(np.array([0.0, 1.0]))[2]), np.linalg.pinv(np.vander(x, 2))[1])
+
+
+@pytest.mark.parametrize("option", [{"full": True}, {"cov": True}, {"cov": "unscaled"}])
+def test_polyfit_refuses_full_and_cov(option):
+    name = next(iter(option))
+    for call in (
+        lambda: cr.rrule(np.polyfit, _PX, _r(7), 2, **option),
+        lambda: cr.frule(
+            (cr.NoTangent(), np.ones(7), cr.ZeroTangent(), cr.NoTangent()), np.polyfit, _PX, _r(7), 2, **option
+        ),
+        lambda: cr.gradient(lambda x: np.sum(np.polyfit(x, x**2, 2, **option)[0]), _PX),
+    ):
+        with pytest.raises(cr.NoRuleError, match=f"numpy.polyfit.*{name}="):
+            call()
+
+
+def test_polyfit_refuses_a_rank_deficient_fit():
+    # three distinct points, a quadratic asked of two of them: NumPy warns and returns a minimum-norm fit
+    x, y = np.array([0.0, 0.0, 1.0]), np.array([1.0, 2.0, 0.5])
+    with pytest.warns(np.exceptions.RankWarning):
+        c, back = cr.rrule(np.polyfit, x, y, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.RankWarning)
+        np.testing.assert_array_equal(c, np.polyfit(x, y, 2))
+        with pytest.raises(np.linalg.LinAlgError, match="numpy.polyfit: the fit has rank 2 < deg \\+ 1 = 3"):
+            back(np.ones(3))
+        with pytest.raises(np.linalg.LinAlgError, match="full-rank fits only"):
+            cr.frule((cr.NoTangent(), np.ones(3), cr.ZeroTangent(), cr.NoTangent()), np.polyfit, x, y, 2)
+        with pytest.raises(np.linalg.LinAlgError, match="rank 2"):
+            cr.gradient(lambda x: np.sum(np.polyfit(x, y, 2)), x)
+
+
+def _polyfit_program(x, y, w):
+    # the weights by keyword, differentiated: the engines pass them by position
+    c = np.polyfit(x, np.stack([y, np.sin(y)], axis=1), 2, w=w)
+    return np.sum(np.polyval(c[:, 0], x) ** 2) + np.sum(c[:, 1] ** 3)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_polyfit_gradients_through_the_engines(engine):
+    crt.check_grads(_polyfit_program, (_PX, _r(7), _PW), engine=engine)
+
+
+def test_polyfit_forward_jacobian():
+    def coefficients(t):
+        x, y, w = t[:7], t[7:14], t[14:]
+        return np.polyfit(x, y, 3, w=w)
+
+    t = np.concatenate([_PX, _r(7), _PW])
+    want = np.stack([(coefficients(t + 1e-6 * e) - coefficients(t - 1e-6 * e)) / 2e-6 for e in np.eye(t.size)], -1)
+    np.testing.assert_allclose(cr.jacobian(coefficients, t, mode="forward"), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(cr.jacobian(coefficients, t), want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_polyfit_hessian(engine):
+    # forward over reverse runs the rule, its pullback included, on dual numbers
+    def energy(t):
+        return _polyfit_program(t[:7], t[7:14], t[14:])
+
+    t = np.concatenate([_PX, _r(7), _PW])
+    np.testing.assert_allclose(
+        np.asarray(cr.hessian(energy, t, engine=engine)), _fd_hessian(energy, t), rtol=1e-5, atol=1e-6
+    )
 
 
 def _fd_hessian(f, x, h=1e-5):

@@ -313,7 +313,7 @@ def test_the_primal_takes_the_sum_dtype():
     assert back(np.ones(2))[1].dtype == np.float32
 
 
-# ----- diff, trapezoid: several differentiated arguments -------------------------------------
+# ----- diff, ediff1d, trapezoid: several differentiated arguments -------------------------------------
 
 R = np.random.default_rng(7)
 
@@ -337,6 +337,16 @@ SEVERAL = [
     (np.diff, (_r(3, 4), ND(1), ND(1), 0.5, _r(3, 2)), {}),  # prepend (a scalar) and append, positional
     (np.diff, (_r(3, 4), ND(2), ND(0), _r(2, 4)), {}),
     (np.diff, (_r(3, 4),), {"prepend": 0.0, "append": np.ones((3, 1))}),  # by keyword: constants
+    (np.ediff1d, (_r(5),), {}),
+    (np.ediff1d, (_r(2, 3), _r(2), 0.5), {}),  # to_end, to_begin (a scalar) by position; ary flattened
+    (np.ediff1d, (_r(3, 2), ND(None), _r(2, 2)), {}),
+    (np.ediff1d, (_r(4), 1.5), {"to_begin": np.ones(2)}),  # by keyword: a constant
+    (np.ediff1d, (_r(1), _r(2), _r(1)), {}),  # no differences left, only the ends
+    (np.ediff1d, (np.zeros(0), _r(2), _r(1)), {}),
+    (np.ediff1d, ([1.0, 3.0, 2.5], [0.5, 2.0]), {}),  # lists
+    (np.ediff1d, (_r(4, dtype=np.float32), _r(2, dtype=np.float32)), {}),
+    (np.ediff1d, (_r(4, dtype=np.float32), _r(2)), {}),  # to_end cast to ary's float32
+    (np.ediff1d, (_r(2, 2, dtype=np.complex128), _r(3, dtype=np.complex128)), {}),
     (np.trapezoid, (_r(6),), {}),
     (np.trapezoid, (_r(3, 5),), {"axis": 0}),
     (np.trapezoid, (_r(3, 5), np.sort(_r(5))), {}),
@@ -383,6 +393,56 @@ def test_several_arguments_batched_frule(case):
 def test_diff_batched_pullback(case, batched_pullback):
     f, args, kwargs = case
     batched_pullback(f, *(crt_unwrap(a) for a in args), kwargs=kwargs, rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", [c for c in SEVERAL if c[0] is np.ediff1d], ids=_several_id)
+def test_ediff1d_batched_pullback(case, batched_pullback):
+    f, args, kwargs = case
+    batched_pullback(f, *(crt_unwrap(a) for a in args), kwargs=kwargs, rtol=1e-5)
+
+
+def test_ediff1d_pullback_splits_the_cotangent():
+    # ediff1d([1, 4, 2], to_end=[5], to_begin=7) = [7, 3, -2, 5]
+    y, back = cr.rrule(np.ediff1d, np.array([1.0, 4.0, 2.0]), np.array([5.0]), 7.0)
+    np.testing.assert_array_equal(y, [7.0, 3.0, -2.0, 5.0])
+    _, d_ary, d_end, d_begin = back(np.array([1000.0, 1.0, 10.0, 100.0]))
+    np.testing.assert_array_equal(d_ary, [-1.0, -9.0, 10.0])
+    np.testing.assert_array_equal(d_end, [100.0])
+    assert d_begin == 1000.0 and type(d_begin) is float
+
+
+def _ediff1d_program(x, t):
+    # to_begin and to_end by keyword, differentiated: the engines pass them by position
+    d = np.ediff1d(x**2, to_begin=t[0] * x[0], to_end=np.sin(t))
+    return np.sum(d**3) + d[1] * t[1]
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_ediff1d_gradients_through_the_engines(engine):
+    x, t = _r(2, 3), _r(2)
+    crt.check_grads(_ediff1d_program, (x, t), engine=engine)
+
+
+def _fd_jacobian(f, x, h=1e-6):
+    return np.stack([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)], axis=-1)
+
+
+def test_ediff1d_forward_jacobian_and_hessian():
+    x = _r(5)
+
+    def vector(x):
+        return np.ediff1d(x**3, to_end=x[:2] ** 2, to_begin=np.cos(x[0]))
+
+    np.testing.assert_allclose(cr.jacobian(vector, x, mode="forward"), _fd_jacobian(vector, x), rtol=1e-6, atol=1e-8)
+
+    def scalar(x):
+        return _ediff1d_program(x, x[:2])
+
+    gradient = lambda v: cr.gradient(scalar, v)[0]  # noqa: E731
+    for engine in ("source", "tape"):
+        np.testing.assert_allclose(
+            np.asarray(cr.hessian(scalar, x, engine=engine)), _fd_jacobian(gradient, x), rtol=1e-5, atol=1e-6
+        )
 
 
 def test_diff_pullback_is_the_adjoint_of_differencing():

@@ -100,6 +100,31 @@ def test_discrete_in_real_parameters(case, method):
         test_rrule(f, nondiff(dist), nondiff(k + 0.5), *(nondiff(v) for v in discrete), *real)
 
 
+@pytest.mark.parametrize("method", ["logpmf", "pmf", "cdf", "logsf"])
+def test_discrete_shifted_by_loc(method):
+    """The partials are taken at the count k - loc (they had been at k: wrong wherever loc != 0)."""
+    f = getattr(rv_discrete, method)
+    k = np.array([2, 4, 6])
+    test_rrule(f, nondiff(st.poisson), nondiff(k), 2.3, nondiff(2))
+    test_frule(f, nondiff(st.nbinom), nondiff(k), 3, 0.45, nondiff(-1))
+    test_rrule(f, nondiff(st.binom), nondiff(k), nondiff(6), 0.35, nondiff(1))
+
+
+def test_a_discrete_refusal_names_its_method():
+    with pytest.raises(ValueError, match=r"scipy\.stats\.nbinom\.sf at .*: the derivative in n has no closed form"):
+        cr.gradient(lambda n: st.nbinom.sf(2, n, 0.4), 3.2)
+
+
+def test_python_numbers_at_the_edges_of_the_support_and_parameters():
+    """Python numbers divide as NumPy's do there (to an inf the partials mask or never reach); a
+    ZeroDivisionError had been raised."""
+    assert cr.gradient(lambda x: st.gamma.logpdf(x, 2.0), 0.0)[0] == 0.0  # -inf at the edge of the support
+    assert cr.gradient(lambda x: st.lognorm.logpdf(x, 0.5, scale=2.0), 0.0)[0] == 0.0
+    assert cr.gradient(lambda mu: st.poisson.logpmf(0, mu), 0.0)[0] == -1.0  # -mu
+    assert cr.gradient(lambda p: st.binom.logpmf(0, 3, p), 0.0)[0] == -3.0  # 3 ln(1 - p)
+    assert cr.gradient(lambda p: st.geom.logpmf(1, p), 1.0)[0] == 1.0  # ln p
+
+
 def _fd_gradient(f, p, h=1e-6):
     g = np.zeros_like(p)
     for i in range(p.size):
@@ -196,3 +221,26 @@ def test_engines_against_finite_differences(name):
     np.testing.assert_allclose(cr.gradient(f, p)[0], expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(cr.jacobian(f, p, mode="forward"), expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(cr.hessian(f, p), _fd_hessian(f, p), rtol=1e-4, atol=1e-5)
+
+
+EDGES = [
+    # (function of one parameter, the parameter at the edge of its range, the one-sided slope there)
+    (lambda p: st.bernoulli.pmf(1, p), 0.0, 1.0),
+    (lambda mu: st.poisson.pmf(1, mu), 0.0, 1.0),
+    (lambda p: st.geom.pmf(2, p), 1.0, -1.0),
+    (lambda p: st.binom.pmf(1, 3, p), 0.0, 3.0),
+    (lambda p: st.binom.pmf(3, 3, p), 1.0, 3.0),
+    (lambda p: st.nbinom.pmf(0, 1, p), 0.0, 1.0),
+    (lambda p: st.bernoulli.logpmf(1, p), 0.0, np.inf),
+    (lambda mu: st.poisson.pmf(-1, mu), 0.7, 0.0),  # outside the support: 0 for every mu
+    (lambda mu: st.poisson.pmf(1.5, mu), 0.7, 0.0),
+]
+
+
+@pytest.mark.parametrize("f, at, slope", EDGES)
+def test_mass_functions_at_the_edge_of_a_parameter(f, at, slope):
+    """Where the mass is 0 at the edge of a parameter's range it still moves with the parameter:
+    the slope had been set to 0 wherever the mass was 0 (outside the support only, now)."""
+    with np.errstate(divide="ignore"):
+        assert cr.gradient(f, at)[0] == slope
+        assert cr.derivative(f, at) == slope

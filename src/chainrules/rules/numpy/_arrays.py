@@ -232,6 +232,23 @@ def dense_tangent(x, dx, batch: int | None):
     return dx
 
 
+def tangent_array(x, dx):
+    """The tangent ``dx`` of ``x`` as an array where ``x`` is a (nested) list or tuple of numbers
+    whose tangent is a ``Tangent[list]``/``Tangent[tuple]`` (of single tangents, or of batches of
+    them: the batch axis stays in front), zeros materialized; any other tangent as it is.
+
+    >>> import chainrules as cr
+    >>> tangent_array([1.0, 2.0], cr.Tangent[list](3.0, cr.ZeroTangent()))
+    array([3., 0.])
+    """
+    if not (isinstance(x, (list, tuple)) and isinstance(dx, Tangent)):
+        return dx
+    items = [unthunk(t) for t in sequence_items(x, dx)]
+    items = [t if isinstance(t, AbstractZero) else np.asarray(tangent_array(e, t)) for e, t in zip(x, items)]
+    batch = batch_size(list(zip(x, items)))
+    return np.stack([dense_tangent(e, t, batch) for e, t in zip(x, items)], axis=0 if batch is None else 1)
+
+
 def normalize_axis(axis: int, ndim: int) -> int:
     """``axis`` as a non-negative index into ``ndim`` dimensions (NumPy's error when out of range)."""
     return int(np.lib.array_utils.normalize_axis_index(axis, ndim))

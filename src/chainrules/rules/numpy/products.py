@@ -1,5 +1,6 @@
 """Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``,
-``vecdot``, ``matvec``, ``vecmat``, ``multi_dot``.
+``vecdot``, ``matvec``, ``vecmat``, ``multi_dot``; and the polynomial functions built on them (``polyval``,
+``polyder``, ``vander``, ``polyfit``).
 
 Matrix-like products are written as one 2-D product of reshaped operands (``tensordot``'s own
 method), computed with BLAS (see ``_blas``); two matrices skip the reshaping. Their cotangents are
@@ -20,6 +21,7 @@ from __future__ import annotations
 import math
 import operator
 import string
+import warnings
 from numbers import Integral
 
 import numpy as np
@@ -28,6 +30,7 @@ from ...core import (
     AbstractThunk,
     AbstractZero,
     InplaceableThunk,
+    NoRuleError,
     Thunk,
     ZeroTangent,
     carries_batch,
@@ -37,6 +40,7 @@ from ...core import (
     rrule,
     unbroadcast_batch,
     unthunk,
+    user_location,
 )
 from ...core.basis import BasisSeed, seed_times_transposed, structured_matmul
 from ..operators import _is_user_object, rrule_user_binary
@@ -57,6 +61,7 @@ from ._arrays import (
     sequence_cotangent,
     sequence_items,
     sum_to,
+    tangent_array,
     to_input,
 )
 from ._blas import apply_op, muladd, product
@@ -1671,3 +1676,190 @@ def frule_vander(tangents, x, *args, **kwargs):
         return y, ZERO
     slopes = _vander_slopes(y, _vander_increasing(args, kwargs))
     return y, match_output(y, np.expand_dims(dx, -1) * slopes)  # a batch of tangents keeps its leading axis
+
+
+# ----- polyfit --------------------------------------------------------------------------------
+#
+# np.polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False) solves min ||A c - b|| with
+# A = diag(w) V, V = np.vander(x, deg + 1) and b = diag(w) y (one fit per column of a 2-D y), after
+# scaling A's columns to unit norm: A = As D, D = diag(scale), c = D^-1 lstsq(As, b). At full column
+# rank, c = (A^H A)^-1 A^H b and (the least-squares perturbation, Golub & Van Loan, Matrix Computations, §5.3)
+#     dc = (A^H A)^-1 (dA^H r + A^H (db - dA c)),    r = b - A c,
+# with (A^H A)^-1 = D^-1 R^-1 R^-H conj(D)^-1 from As = Q R. Its adjoint: with G = (A^H A)^-1 c̄,
+#     b̄ = A G = Q R^-H conj(D)^-1 c̄,    Ā = r G^H - b̄ c^H,
+# and through A_ij = w_i V_ij(x_i), b = w y (S = dV/dx, row by row; e = y - V c):
+#     x̄ = conj(w) sum_k (r conj(S G) - b̄ conj(S c)),  w̄ = sum_k (r conj(V G) + b̄ conj(e)),  ȳ = conj(w) b̄.
+_POLYFIT = ("rcond", "full", "w", "cov")
+
+
+class _PolyFit:
+    """The fit NumPy's ``polyfit`` computes, step by step as NumPy does (the same coefficients to the
+    bit, its checks, its ``RankWarning``), keeping what the derivatives need. Every step is a NumPy
+    function with a forward rule, so it also runs on dual numbers (a Hessian)."""
+
+    def __init__(self, x, y, deg, rest: tuple, kwargs: dict):
+        o = {"rcond": None, "full": False, "w": None, "cov": False, **dict(zip(_POLYFIT, rest)), **kwargs}
+        for name in ("full", "cov"):
+            if o[name]:  # (NumPy's own test)
+                raise NoRuleError(
+                    np.polyfit,
+                    (x, y, deg),
+                    location=user_location(),
+                    reason=f"{name}={o[name]!r}: the rule differentiates the coefficients alone, with "
+                    "full=False and cov=False; call np.polyfit again with those for the other outputs",
+                )
+        self.order = order = int(deg) + 1
+        x, y = array_or_active(x) + 0.0, array_or_active(y) + 0.0
+        if deg < 0:
+            raise ValueError("expected deg >= 0")
+        if np.ndim(x) != 1:
+            raise TypeError("expected 1D vector for x")
+        if np.shape(x)[0] == 0:
+            raise TypeError("expected non-empty vector for x")
+        if np.ndim(y) < 1 or np.ndim(y) > 2:
+            raise TypeError("expected 1D or 2D array for y")
+        if np.shape(x)[0] != np.shape(y)[0]:
+            raise TypeError("expected x and y to have same length")
+        rcond = o["rcond"]
+        if rcond is None:
+            rcond = np.shape(x)[0] * np.finfo(x.dtype).eps
+        self.V = V = np.vander(x, order)
+        self.vector = np.ndim(y) == 1
+        w = o["w"]
+        if w is not None:
+            w = array_or_active(w) + 0.0
+            if np.ndim(w) != 1:
+                raise TypeError("expected a 1-d array for weights")
+            if np.shape(w)[0] != np.shape(y)[0]:
+                raise TypeError("expected w and y to have the same length")
+            a, b = _in_dtype(V, V * w[:, None]), _in_dtype(y, y * (w if self.vector else w[:, None]))
+        else:
+            a, b = V, y
+        self.w = w
+        self.scale = scale = np.sqrt(np.sum(a * a, axis=0))
+        self.scaled = scaled = a / scale
+        cs, _, self.rank, _ = np.linalg.lstsq(scaled, b, rcond)
+        self.c = (cs.T / scale).T
+        if self.rank != order:
+            warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning, stacklevel=3)
+        # as columns (one per fit); the weighted and the plain residuals
+        self.cols = self.c[:, None] if self.vector else self.c
+        self.r = _columns(b, self.vector) - scaled @ _columns(cs, self.vector)
+        self.e = _columns(y, self.vector) - V @ self.cols
+        self.slopes = _vander_slopes(V, increasing=False)
+        self.factors = None
+
+    def qr(self):
+        """``(Q, R)`` of the scaled matrix (computed once); refused where the fit is rank-deficient."""
+        if self.rank != self.order:
+            raise np.linalg.LinAlgError(
+                f"numpy.polyfit: the fit has rank {self.rank} < deg + 1 = {self.order} (NumPy warned 'Polyfit "
+                "may be poorly conditioned'): the coefficients, a minimum-norm solution there, have no "
+                "derivative the rule computes; it differentiates full-rank fits only (fewer coefficients, "
+                "more distinct points)"
+            )
+        if self.factors is None:
+            self.factors = np.linalg.qr(self.scaled)
+        return self.factors
+
+    def pullback(self, dc):
+        """``(g, b̄)`` of ``dc`` (one column per fit, possibly a leading batch axis): ``G = (A^H A)^-1 c̄``
+        and ``b̄ = A G``, from which the cotangents below are read."""
+        q, R = self.qr()
+        u = np.linalg.solve(_mH(R), dc / _conj(self.scale)[:, None])
+        return np.linalg.solve(R, u) / self.scale[:, None], q @ u
+
+    def dx(self, g, db):
+        dx = np.sum(self.r * _conj(self.slopes @ g) - db * _conj(self.slopes @ self.cols), axis=-1)
+        return dx if self.w is None else _conj(self.w) * dx
+
+    def dy(self, db):
+        dy = db if self.w is None else _conj(self.w)[:, None] * db
+        return dy[..., 0] if self.vector else dy
+
+    def dw(self, g, db):
+        return np.sum(self.r * _conj(self.V @ g) + db * _conj(self.e), axis=-1)
+
+    def tangent(self, dx, dy, dw):
+        """``dc`` (one column per fit; a leading batch axis where a tangent has one) of the tangents
+        ``dx``, ``dy`` (one column per fit) and ``dw``, each possibly zero."""
+        _, R = self.qr()
+        z = t = ZERO
+        if not isinstance(dy, AbstractZero):
+            t = self.weighted(dy)
+        if not isinstance(dw, AbstractZero):
+            dw = dw[..., None]
+            t = _add_terms(t, dw * self.e)
+            z = _mH(self.V) @ (_conj(dw) * self.r)
+        if not isinstance(dx, AbstractZero):
+            wdx = self.weighted(dx[..., None])
+            t = _add_terms(t, -(wdx * (self.slopes @ self.cols)))
+            z = _add_terms(z, _mH(self.slopes) @ (_conj(wdx) * self.r))
+        if not isinstance(t, AbstractZero):
+            z = _add_terms(z, _mH(self.V) @ (t if self.w is None else _conj(self.w)[:, None] * t))
+        return np.linalg.solve(R, np.linalg.solve(_mH(R), z / _conj(self.scale)[:, None])) / self.scale[:, None]
+
+    def weighted(self, v):
+        """``w v``, ``v`` holding one column per fit along its last axis."""
+        return v if self.w is None else self.w[:, None] * v
+
+
+def _in_dtype(like, value):
+    """``value`` in ``like``'s dtype, as NumPy's in-place ``like *= factor`` leaves it (arrays only:
+    dual numbers keep NumPy's promotion)."""
+    if type(value) is np.ndarray and type(like) is np.ndarray and value.dtype != like.dtype:
+        return value.astype(like.dtype)
+    return value
+
+
+def _columns(v, vector: bool):
+    return v[:, None] if vector else v
+
+
+def _mH(m):
+    return _conj(np.swapaxes(m, -1, -2))
+
+
+@rrule.register(np.polyfit, batched=True)
+def rrule_polyfit(x, y, deg, *rest, **kwargs):
+    """The least-squares coefficients (``full=False``, ``cov=False``), differentiated in ``x``, ``y``
+    and the weights ``w`` at full column rank (the derivation is above).
+
+    >>> import numpy as np, chainrules as cr
+    >>> x = np.array([0.0, 1.0, 2.0, 3.0])
+    >>> c, back = cr.rrule(np.polyfit, x, 2.0 * x + 1.0, 1)
+    >>> c, cr.unthunk(back(np.array([0.0, 1.0]))[2])  # the intercept's gradient in y: a row of A^+
+    (array([2., 1.]), array([ 0.7,  0.4,  0.1, -0.2]))
+    """
+    fit = _PolyFit(x, y, deg, rest, kwargs)
+    c = fit.c
+    w_slot = 2 if len(rest) > 2 and rest[2] is not None else None  # w's place in rest (by keyword: a constant)
+
+    def polyfit_pullback(dc):
+        dc = unthunk(dc)
+        grads = [NO] * len(rest)
+        if isinstance(dc, AbstractZero):
+            if w_slot is not None:
+                grads[w_slot] = dc
+            return (NO, dc, dc, NO, *grads)
+        to_x = batch_to_input if carries_batch(c, dc) else to_input
+        g, db = fit.pullback(dc[..., None] if fit.vector else dc)
+        if w_slot is not None:
+            grads[w_slot] = Thunk(lambda: to_x(rest[w_slot], fit.dw(g, db)))
+        dx = Thunk(lambda: to_x(x, fit.dx(g, db)))
+        return (NO, dx, Thunk(lambda: to_x(y, fit.dy(db))), NO, *grads)
+
+    return c, polyfit_pullback
+
+
+@frule.register(np.polyfit, batched=True)
+def frule_polyfit(tangents, x, y, deg, *rest, **kwargs):
+    fit = _PolyFit(x, y, deg, rest, kwargs)
+    dx, dy = tangent_array(x, unthunk(tangents[1])), tangent_array(y, unthunk(tangents[2]))
+    dw = tangent_array(rest[2], unthunk(tangents[6])) if len(rest) > 2 and rest[2] is not None else ZERO
+    if all(isinstance(d, AbstractZero) for d in (dx, dy, dw)):
+        return fit.c, ZERO
+    if not isinstance(dy, AbstractZero) and fit.vector:
+        dy = dy[..., None]
+    dc = fit.tangent(*(d if isinstance(d, AbstractZero) else array_or_active(d) for d in (dx, dy, dw)))
+    return fit.c, match_output(fit.c, dc[..., 0] if fit.vector else dc)

@@ -19,6 +19,7 @@ block of cotangents back through them at once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -37,7 +38,7 @@ from ...core import (
     unbroadcast_batch,
     unthunk,
 )
-from ._arrays import array_or_active, sum_to
+from ._arrays import array_or_active, batch_to_input, sum_to, tangent_array, to_input
 from ._util import align, axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
 
 _NO = NoTangent()
@@ -878,6 +879,89 @@ def frule_diff(tangents, a, *args, **kwargs):
                 )
             )
     return y, match_output(y, np.diff(np.concatenate(parts, axis=axis + len(lead)), n, axis=axis + len(lead)))
+
+
+# np.ediff1d(ary, to_end=None, to_begin=None) is [ravel(to_begin), diff(ravel(ary)), ravel(to_end)]
+# in ary's dtype: linear in all three. Positionally to_end comes before to_begin.
+_EDIFF1D = ("to_end", "to_begin")
+
+
+def _ediff1d_layout(ary, args: tuple, kwargs: dict):
+    """``(pieces, slots, sizes)`` of ``np.ediff1d``: the three values its output joins (to_begin,
+    ary, to_end; None where not given), the position of each among the positional arguments (None
+    for one given by keyword, a constant), and the length of each part of the output (``ary``'s is
+    that of its differences)."""
+    o = {"to_end": None, "to_begin": None, **dict(zip(_EDIFF1D, args)), **kwargs}
+    pieces = [o["to_begin"], ary, o["to_end"]]
+    slots = [2 if len(args) > 1 else None, 0, 1 if args else None]
+    sizes = [0 if p is None else math.prod(np.shape(p)) for p in pieces]
+    sizes[1] = max(sizes[1] - 1, 0)
+    return pieces, slots, sizes
+
+
+def _flat_tangent(x, dx, lead: tuple):
+    """``dx`` flattened after the batch axis ``lead`` (broadcast along it when unbatched)."""
+    if lead and not is_batched(x, dx):
+        return np.broadcast_to(np.reshape(dx, (-1,)), lead + (math.prod(np.shape(x)),))
+    return np.reshape(dx, lead + (-1,))
+
+
+@rrule.register(np.ediff1d, batched=True)
+def rrule_ediff1d(ary, *args, **kwargs):
+    """``y = [to_begin, D a, to_end]`` (all flattened) is linear: the cotangent is split into its three
+    parts; ``D``, the first difference, has the adjoint ``-D`` of the cotangent padded with a zero at
+    both ends (``ā_i = ȳ_{i-1} - ȳ_i``), reshaped as ``ary``.
+
+    >>> import numpy as np, chainrules as cr
+    >>> y, back = cr.rrule(np.ediff1d, np.array([1.0, 4.0, 2.0]), np.array([5.0]))
+    >>> y, back(np.array([1.0, 10.0, 100.0]))[1:]
+    (array([ 3., -2.,  5.]), (array([-1., -9., 10.]), array([100.])))
+    """
+    y = np.ediff1d(ary, *args, **kwargs)
+    pieces, slots, sizes = _ediff1d_layout(ary, args, kwargs)
+    bounds = (sizes[0], sizes[0] + sizes[1])
+
+    def ediff1d_pullback(dy):
+        dy = unthunk(dy)
+        grads = [_NO] * (len(args) + 1)
+        if isinstance(dy, AbstractZero):
+            for piece, slot in zip(pieces, slots):
+                if slot is not None and piece is not None:
+                    grads[slot] = dy
+            return (_NO, *grads)
+        lead = np.shape(dy)[:1] if carries_batch(y, dy) else ()
+        to_x = batch_to_input if lead else to_input
+        begin, middle, end = dy[..., : bounds[0]], dy[..., bounds[0] : bounds[1]], dy[..., bounds[1] :]
+        if sizes[1] or math.prod(np.shape(ary)):  # ary's part: -D' of the differences' cotangent
+            middle = -np.diff(np.pad(middle, [(0, 0)] * len(lead) + [(1, 1)]), axis=-1)
+        for piece, slot, part in zip(pieces, slots, (begin, middle, end)):
+            if slot is not None and piece is not None:
+                grads[slot] = to_x(piece, np.reshape(part, lead + np.shape(piece)))
+        return (_NO, *grads)
+
+    return y, ediff1d_pullback
+
+
+@frule.register(np.ediff1d, batched=True)
+def frule_ediff1d(tangents, ary, *args, **kwargs):
+    y = np.ediff1d(ary, *args, **kwargs)
+    pieces, slots, sizes = _ediff1d_layout(ary, args, kwargs)
+    dxs = [
+        _ZERO if s is None or p is None else tangent_array(p, unthunk(tangents[s + 1])) for p, s in zip(pieces, slots)
+    ]
+    if all(isinstance(d, AbstractZero) for d in dxs):
+        return y, _ZERO
+    batches = {np.shape(d)[0] for p, d in zip(pieces, dxs) if not isinstance(d, AbstractZero) and is_batched(p, d)}
+    lead = (batches.pop(),) if batches else ()
+    parts = []
+    for k, (piece, d) in enumerate(zip(pieces, dxs)):
+        if isinstance(d, AbstractZero):
+            parts.append(np.zeros(lead + (sizes[k],), dtype=real_dtype(y)))
+        elif k == 1:
+            parts.append(np.diff(_flat_tangent(piece, d, lead), axis=-1))
+        else:
+            parts.append(_flat_tangent(piece, d, lead))
+    return y, match_output(y, np.concatenate(parts, axis=-1))
 
 
 def _trapezoid_parts(y, x, dx, axis):

@@ -171,7 +171,8 @@ def _arguments(method, dist, args: tuple, kwargs: dict, scaled: bool) -> tuple:
     if missing or len(args) > len(names):
         raise TypeError(f"scipy.stats.{dist.name}.{method.__name__}: takes the shapes ({', '.join(shape_names)})")
     listed = [args[0], *(bound[n] for n in shape_names), bound["loc"], bound["scale"]]
-    first, *shapes, loc, scale = [np.asarray(v) if isinstance(v, (list, tuple)) else v for v in listed]
+    # (Python numbers as NumPy's: a division by a zero, at the edge of a support, is inf, not a ZeroDivisionError)
+    first, *shapes, loc, scale = [np.asarray(v) if isinstance(v, (list, tuple, int, float)) else v for v in listed]
     return first, shapes, loc, scale
 
 
@@ -271,8 +272,8 @@ _DISCRETE: dict[type, tuple] = {}
 def _discrete_rule(method):
     def compute(dist, *args, **kwargs):
         y = _value(method, dist, args, kwargs)
-        first, shapes, _, _ = _arguments(method, dist, args, kwargs, False)
-        partials = _DISCRETE[type(dist)](method.__name__, dist, y, first, shapes)
+        first, shapes, loc, _ = _arguments(method, dist, args, kwargs, False)
+        partials = _DISCRETE[type(dist)](method.__name__, dist, y, first - loc, shapes)  # (k - loc: the count)
         return y, (None, None, *partials, None)[: 1 + len(args)]
 
     return compute
@@ -282,54 +283,89 @@ def _mass(dist, k, *shapes):
     return _value(rv_discrete.pmf, dist, (k, *shapes))
 
 
-def _discrete_partials(log_mass_partials, cdf_partials):
-    """A discrete distribution's partials: ``log_mass_partials(k, *shapes)`` of ln P(X = k) and
-    ``cdf_partials(k, *shapes)`` of P(X <= k), in each real shape (``None``: a discrete one)."""
+def _discrete_partials(support, log_mass_partials, mass_partials, cdf_partials):
+    """A discrete distribution's partials in each real shape (``None``: a discrete one), from
+    ``support(k, *shapes)`` (whether ``k`` is a count the distribution takes), ``log_mass_partials(k,
+    *shapes)`` of ln P(X = k), ``mass_partials(y, k, *shapes)`` of P(X = k) = y, written to hold where
+    y = 0 at the edge of a parameter (``poisson.pmf(1, mu)`` at mu = 0 has slope 1), and
+    ``cdf_partials(label, k, *shapes)`` of P(X <= k) (``label``, the method's name, for a refusal).
+    Outside the support the mass is 0 for all parameters: its partials are 0."""
 
     def partials(name, dist, y, k, shapes):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if name in ("logpmf", "pmf"):
-                inside = (y != -np.inf) if name == "logpmf" else (y > 0)
-                times = 1.0 if name == "logpmf" else y
-                return [None if p is None else _where(inside, times * p) for p in log_mass_partials(k, *shapes)]
+                inside = support(k, *shapes) & (k == np.floor(k))
+                found = log_mass_partials(k, *shapes) if name == "logpmf" else mass_partials(y, k, *shapes)
+                return [_where(inside, p) for p in found]
             per = 1.0 if name in ("cdf", "sf") else np.exp(-y)
             sign = 1.0 if name in ("cdf", "logcdf") else -1.0
-            return [_scaled(p, sign * per) for p in cdf_partials(dist, np.floor(k), *shapes)]
+            label = f"scipy.stats.{dist.name}.{name}"
+            return [_scaled(p, sign * per) for p in cdf_partials(label, np.floor(k), *shapes)]
 
     return partials
 
 
-def _binom_cdf_partials(dist, k, n, p):
-    # d/dp P(X <= k) = -n P(Y = k) for Y ~ binom(n - 1, p)
-    return None, -n * _mass(st.binom, k, n - 1, p)
+def _binom_mass_partials(y, k, n, p):
+    # d/dp P(X = k) = n (P(Y = k - 1) - P(Y = k)) for Y ~ binom(n - 1, p); 0 for n = 0 (no Y)
+    return None, np.where(n == 0, 0.0, n * (_mass(st.binom, k - 1, n - 1, p) - _mass(st.binom, k, n - 1, p)))
 
 
-def _nbinom_cdf_partials(dist, k, n, p):
+def _binom_cdf_partials(label, k, n, p):
+    # d/dp P(X <= k) = -n P(Y = k) for Y ~ binom(n - 1, p); 0 for n = 0 (no Y)
+    return None, np.where(n == 0, 0.0, -n * _mass(st.binom, k, n - 1, p))
+
+
+def _geom_mass_partials(y, k, p):
+    # P(X = k) = (1 - p)^(k - 1) p
+    return (np.where(k == 1, 1.0, np.power(1 - p, k - 1) - (k - 1) * p * np.power(1 - p, k - 2)),)
+
+
+def _nbinom_mass_partials(y, k, n, p):
+    # P(X = k) = C(k + n - 1, k) p^n (1 - p)^k; in n it is y (ψ(k + n) - ψ(n) + ln p), 0 where y is
+    log_c = sc.gammaln(k + n) - sc.gammaln(n) - sc.gammaln(k + 1)
+    d_n = y * (sc.digamma(k + n) - sc.digamma(n)) + sc.xlogy(y, p)
+    d_p = np.exp(log_c) * (
+        n * np.power(p, n - 1) * np.power(1 - p, k) - np.where(k == 0, 0.0, k * np.power(p, n) * np.power(1 - p, k - 1))
+    )
+    return d_n, d_p
+
+
+def _nbinom_cdf_partials(label, k, n, p):
     # P(X <= k) = I_p(n, k + 1): d/dp = p^(n-1) (1-p)^k / B(n, k + 1)
     d_p = np.where(k >= 0, np.exp(sc.xlogy(n - 1, p) + sc.xlog1py(k, -p) - sc.betaln(n, k + 1)), 0.0)
-    return (None if _discrete(n) else _NoClosedForm("scipy.stats.nbinom.cdf", "n")), d_p
+    return (None if _discrete(n) else _NoClosedForm(label, "n")), d_p
 
 
 _DISCRETE.update(
     {
         type(st.poisson): _discrete_partials(
+            lambda k, mu: k >= 0,
             lambda k, mu: (np.where(k == 0, -1.0, k / mu - 1),),
-            lambda dist, k, mu: (-_mass(st.poisson, k, mu),),
+            lambda y, k, mu: (_mass(st.poisson, k - 1, mu) - y,),  # P(k - 1) - P(k)
+            lambda label, k, mu: (-_mass(st.poisson, k, mu),),
         ),
         type(st.binom): _discrete_partials(
+            lambda k, n, p: (k >= 0) & (k <= n),
             lambda k, n, p: (None, np.where(k == 0, 0.0, k / p) - np.where(k == n, 0.0, (n - k) / (1 - p))),
+            _binom_mass_partials,
             _binom_cdf_partials,
         ),
         type(st.bernoulli): _discrete_partials(
+            lambda k, p: (k >= 0) & (k <= 1),
             lambda k, p: (np.where(k == 0, 0.0, k / p) - np.where(k == 1, 0.0, (1 - k) / (1 - p)),),
-            lambda dist, k, p: (-_mass(st.binom, k, 0, p),),
+            lambda y, k, p: _binom_mass_partials(y, k, 1, p)[1:],
+            lambda label, k, p: (-_mass(st.binom, k, 0, p),),
         ),
         type(st.geom): _discrete_partials(
+            lambda k, p: k >= 1,
             lambda k, p: (1 / p - np.where(k == 1, 0.0, (k - 1) / (1 - p)),),
-            lambda dist, k, p: (np.where(k >= 1, k * np.power(1 - p, k - 1), 0.0),),
+            _geom_mass_partials,
+            lambda label, k, p: (np.where(k >= 1, k * np.power(1 - p, k - 1), 0.0),),
         ),
         type(st.nbinom): _discrete_partials(
+            lambda k, n, p: k >= 0,
             lambda k, n, p: (sc.digamma(k + n) - sc.digamma(n) + np.log(p), n / p - np.where(k == 0, 0.0, k / (1 - p))),
+            _nbinom_mass_partials,
             _nbinom_cdf_partials,
         ),
     }
@@ -520,3 +556,61 @@ def _mvn_rules(method_name: str):
 
 _mvn_rules("logpdf")
 _mvn_rules("pdf")
+
+
+# A frozen multivariate normal (``st.multivariate_normal(mean, cov)``) keeps the processed mean
+# and a covariance object; its tangent is ``Tangent[type](mean=..., cov_object=Tangent[...](
+# _covariance=...))``, the covariance's cotangent as the rule above gives it for the 2-D matrix
+# (in its lower triangle), which freezing takes back to the form ``cov`` was given in.
+_MVN_FROZEN = type(st.multivariate_normal(mean=[0.0]))
+
+
+def _rrule_freeze_mvn(dist, *args, **kwargs):
+    frozen = dist(*args, **kwargs)
+    bound = inspect.signature(dist).bind(*args, **kwargs)
+    bound.apply_defaults()
+    mean, cov = bound.arguments["mean"], bound.arguments["cov"]
+
+    def freeze_mvn_pullback(d_frozen):
+        d_frozen = unthunk(d_frozen)
+        d_mean = d_cov = _ZERO
+        if not isinstance(d_frozen, AbstractZero):
+            d_mean = unthunk(getattr(d_frozen, "mean", _ZERO))
+            d_cov = unthunk(getattr(unthunk(getattr(d_frozen, "cov_object", _ZERO)), "_covariance", _ZERO))
+        if mean is None or isinstance(d_mean, AbstractZero):
+            d_mean = _NO if mean is None else _ZERO
+        else:
+            d_mean = match_input(mean, np.sum(d_mean) if np.ndim(mean) == 0 else np.reshape(d_mean, np.shape(mean)))
+        if not isinstance(d_cov, AbstractZero):  # the 2-D cotangent, taken back to cov's form
+            d_cov = match_input(
+                cov, np.trace(d_cov) if np.ndim(cov) == 0 else np.diagonal(d_cov) if np.ndim(cov) == 1 else d_cov
+            )
+        return (_NO, d_mean, d_cov, *(_NO,) * (len(args) - 2))[: 1 + len(args)]
+
+    return frozen, freeze_mvn_pullback
+
+
+def _rrule_frozen_mvn(method_name: str):
+    method = getattr(_MVN, method_name)
+
+    def rrule_frozen_mvn(frozen, x):
+        covariance = frozen.cov_object.covariance
+        rule = rrule.lookup(method, (frozen._dist, x, frozen.mean, covariance))
+        y, back = rule(frozen._dist, x, frozen.mean, covariance)
+
+        def frozen_mvn_pullback(dy):
+            _, _, d_x, d_mean, d_cov = back(dy)
+            d_frozen = Tangent[type(frozen)](
+                mean=d_mean, cov_object=Tangent[type(frozen.cov_object)](_covariance=d_cov)
+            )
+            return _NO, d_frozen, d_x
+
+        return y, frozen_mvn_pullback
+
+    rrule_frozen_mvn.__qualname__ = f"rrule_frozen_multivariate_normal_{method_name}"
+    rrule.register(getattr(_MVN_FROZEN, method_name))(rrule_frozen_mvn)
+
+
+rrule.register(_MVN, functor=True)(_rrule_freeze_mvn)
+_rrule_frozen_mvn("logpdf")
+_rrule_frozen_mvn("pdf")
