@@ -3,7 +3,7 @@
 Every rule takes ``axis`` (None, an int, a negative int, a tuple) and ``keepdims`` where NumPy
 does, ``dtype=`` where NumPy does, and serves both the function (``np.sum(x, axis=0)``) and the
 ndarray method (``x.sum(axis=0)``, called as ``np.ndarray.sum(x, axis=0)``). Arguments the rule
-cannot differentiate correctly (``out=``, ``where=`` outside sum/mean, var's ``mean=``) are refused
+cannot differentiate correctly (``out=``, ``where=`` in var/std, var's ``mean=``) are refused
 with an error rather than given a wrong derivative.
 
 Conventions: ``max``/``min`` (and ``amax``, ``amin``, ``nanmax``, ``nanmin``, ``ptp``) split the
@@ -341,7 +341,10 @@ def _prod_plan(nan: bool):
         axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
         valid = _mask(x, o, nan)
         xs = x if valid is None else np.where(valid, x, 1)
-        others = _others(xs, y, axes, keepdims)
+        if o["initial"] is None:
+            others = _others(xs, y, axes, keepdims)
+        else:  # y = initial times the product: the others' product without it, then times it
+            others = _others(xs, np.prod(xs, axis=axes, keepdims=keepdims), axes, keepdims) * o["initial"]
         if valid is not None:
             others = others * valid
 
@@ -356,8 +359,8 @@ def _prod_plan(nan: bool):
     return plan
 
 
-_PROD = ("axis", "dtype", "out", "keepdims")
-_PROD_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False}
+_PROD = ("axis", "dtype", "out", "keepdims", "initial", "where")
+_PROD_DEFAULTS = {"axis": None, "dtype": None, "keepdims": False, "initial": None, "where": True}
 _register((np.prod, np.ndarray.prod), _PROD, _PROD_DEFAULTS, _prod_plan(nan=False), batched=True)
 _register((np.nanprod,), _PROD, _PROD_DEFAULTS, _prod_plan(nan=True), batched=True)
 
@@ -365,12 +368,12 @@ _register((np.nanprod,), _PROD, _PROD_DEFAULTS, _prod_plan(nan=True), batched=Tr
 # ----- max, min, ptp -----------------------------------------------------------------------
 
 
-def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True):
+def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True, mask=None):
     """Where max/min is attained, and by how many entries of each slice (None when by one each).
 
     A NaN result of max/min (``nan_wins``) comes from the NaN entries; nanmax/nanmin skip them,
     and an all-NaN slice there has no winner. ``attained``: no ``initial=`` value could be the
-    result, so every slice without NaN has a winner.
+    result, so every slice without NaN has a winner. ``mask``: only these entries take part.
     """
     yk = keep(y, axes, keepdims)
     hit = x == yk
@@ -380,6 +383,8 @@ def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True):
         nan = np.any(np.isnan(y))
     if nan_wins and nan:
         hit = np.logical_or(hit, np.isnan(x))
+    if mask is not None:
+        hit = np.logical_and(hit, mask)
     if attained and not nan and np.count_nonzero(hit) == (y.size if type(y) is np.ndarray else np.size(y)):
         return hit, None  # every slice has a winner and there are as many as slices: one each
     count = np.sum(hit, axis=axes, keepdims=True)
@@ -417,10 +422,11 @@ def _extremum_plan(nan_wins: bool):
     def plan(x, o, primal):
         y = primal()
         axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
-        attained = o["initial"] is None
+        attained = o["initial"] is None  # (NumPy needs initial= with where=)
+        mask = _mask(x, o, nan=False)
 
         def winners():
-            return _winners(x, y, axes, keepdims, nan_wins, attained)
+            return _winners(x, y, axes, keepdims, nan_wins, attained, mask)
 
         return (y, *_selection_back_forward(winners, axes, keepdims))
 
@@ -443,8 +449,8 @@ def _ptp_plan(x, o, primal):
     return y, ptp_back, ptp_forward
 
 
-_MAX = ("axis", "out", "keepdims", "initial")
-_MAX_DEFAULTS = {"axis": None, "keepdims": False, "initial": None}
+_MAX = ("axis", "out", "keepdims", "initial", "where")
+_MAX_DEFAULTS = {"axis": None, "keepdims": False, "initial": None, "where": True}
 _EXTREMA = (np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min)
 _register(_EXTREMA, _MAX, _MAX_DEFAULTS, _extremum_plan(nan_wins=True), batched=True)
 _register((np.nanmax, np.nanmin), _MAX, _MAX_DEFAULTS, _extremum_plan(nan_wins=False), batched=True)
