@@ -84,6 +84,16 @@ def _cases():
     # where= for sum, mean, prod, max and min (with the initial= NumPy needs there), initial= for sum, prod and max
     mask = np.array([[True, False, True, True], [False, False, True, False], [True, True, True, True]])
     yield from _family([np.sum, np.mean, np.prod], [[arr(3, 4)]], [{"where": mask}, {"where": mask, "axis": 1}])
+    yield from _family(
+        [np.var, np.std],
+        [[arr(3, 4)]],
+        [
+            {"where": mask},
+            {"where": mask, "axis": 1, "keepdims": True},
+            {"where": mask, "ddof": 1},
+            {"where": mask, "axis": 0},
+        ],
+    )
     yield from _family([np.sum, np.max], [[arr(3, 4)]], [{"initial": 0.5}, {"initial": -5.0, "axis": 0}])
     yield from _family([np.prod, np.nanprod], [[arr(3, 4)]], [{"initial": 1.7}, {"initial": -0.5, "axis": 0}])
     yield from _family([np.prod], [[arr(3, 4, zeros=2)]], [{"initial": 2.5, "axis": 1}], label="-zeros")
@@ -272,7 +282,6 @@ def test_pullback_does_not_mutate_its_cotangent():
     [
         (lambda: cr.rrule(np.sum, np.ones(2), out=np.empty(())), "out="),
         (lambda: cr.rrule(np.ndarray.sum, np.ones(2), 0, None, np.empty(())), "out="),
-        (lambda: cr.rrule(np.var, np.ones(2), where=np.ones(2, bool)), "where="),
         (lambda: cr.rrule(np.var, np.ones(2), mean=np.ones(1)), "mean="),
         (lambda: cr.rrule(np.average, np.ones(2), returned=True), "returned=True"),
         (lambda: cr.frule((None, np.ones(2)), np.cumsum, np.ones(2), out=np.empty(2)), "out="),
@@ -609,13 +618,14 @@ def test_log_sum_of_exponentials_through_the_engines(engine):
 
 
 def test_masked_reductions_through_the_engines():
-    """A masked maximum (NumPy's idiom ``np.max(x, where=mask, initial=-np.inf)``) and a masked
-    product, which had been refused, against finite differences to second order."""
+    """A masked maximum (NumPy's idiom ``np.max(x, where=mask, initial=-np.inf)``), a masked product
+    and masked moments, which had been refused, against finite differences to second order."""
     mask = np.array([[True, False, True], [False, True, True]])
 
     def f(x):
         top = np.max(x, axis=1, where=mask, initial=-np.inf)
-        return np.sum(top**2) + np.prod(x, where=mask, initial=1.5) + np.min(x, where=~mask, initial=np.inf)
+        spread = np.sum(np.std(x, axis=1, where=mask)) + np.var(x, where=mask, ddof=1)
+        return np.sum(top**2) + np.prod(x, where=mask, initial=1.5) + np.min(x, where=~mask, initial=np.inf) + spread
 
     x = np.array([[0.3, 1.2, -0.4], [0.9, -1.1, 0.5]])
     expected = crt.fd_jacobian(f, x)[0].reshape(x.shape)

@@ -3,7 +3,7 @@
 Every rule takes ``axis`` (None, an int, a negative int, a tuple) and ``keepdims`` where NumPy
 does, ``dtype=`` where NumPy does, and serves both the function (``np.sum(x, axis=0)``) and the
 ndarray method (``x.sum(axis=0)``, called as ``np.ndarray.sum(x, axis=0)``). Arguments the rule
-cannot differentiate correctly (``out=``, ``where=`` in var/std, var's ``mean=``) are refused
+cannot differentiate correctly (``out=``, var's ``mean=``) are refused
 with an error rather than given a wrong derivative.
 
 Conventions: ``max``/``min`` (and ``amax``, ``amin``, ``nanmax``, ``nanmin``, ``ptp``) split the
@@ -468,9 +468,15 @@ def _moments(x, o, primal):
     """
     axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
     ddof = o["ddof"] if o["correction"] is None else o["correction"]
-    centred = x - np.mean(x, axis=axes, dtype=o["dtype"], keepdims=True)
-    divisor = size_along(np.shape(x), axes) - ddof
-    if divisor <= 0:
+    mask = _mask(x, o, nan=False)
+    if mask is None:
+        centred = x - np.mean(x, axis=axes, dtype=o["dtype"], keepdims=True)
+        divisor = size_along(np.shape(x), axes) - ddof
+    else:  # only the entries of where= take part (the others' centred value is 0); n per slice
+        kept = np.sum(np.where(mask, x, 0), axis=axes, dtype=o["dtype"], keepdims=True)
+        centred = np.where(mask, x - kept / np.sum(mask, axis=axes, keepdims=True), 0)
+        divisor = np.sum(mask, axis=axes, keepdims=keepdims) - ddof  # (the output's shape)
+    if np.any(divisor <= 0):
         return axes, keepdims, centred, np.nan, primal()
     squares = np.real(centred * conj(centred)) if np.iscomplexobj(centred) else centred * centred
     variance = np.sum(squares, axis=axes, dtype=o["dtype"], keepdims=keepdims) / divisor
@@ -482,7 +488,7 @@ def _var_plan(x, o, primal):
     axes, keepdims, centred, divisor, y = _moments(x, o, primal)
 
     def var_back(dy, lead=()):
-        return centred * ((2.0 / divisor) * keep(dy, shift(axes, bool(lead)), keepdims))
+        return centred * keep((2.0 / divisor) * dy, shift(axes, bool(lead)), keepdims)
 
     def var_forward(dx, batched):
         return (2.0 / divisor) * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
@@ -505,7 +511,7 @@ def _std_plan(x, o, primal):
 
 
 _VAR = ("axis", "dtype", "out", "ddof", "keepdims")
-_VAR_DEFAULTS = {"axis": None, "dtype": None, "ddof": 0, "keepdims": False, "correction": None}
+_VAR_DEFAULTS = {"axis": None, "dtype": None, "ddof": 0, "keepdims": False, "correction": None, "where": True}
 _register((np.var, np.ndarray.var), _VAR, _VAR_DEFAULTS, _var_plan, batched=True)
 _register((np.std, np.ndarray.std), _VAR, _VAR_DEFAULTS, _std_plan, batched=True)
 
