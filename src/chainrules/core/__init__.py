@@ -4,7 +4,7 @@ The core imports no engine and no rule module; everything else imports it.
 """
 
 from .accumulation import accumulate, add, iadd, is_inplaceable_destination
-from .active import ActiveValue, active_engine, current_engine, rrule_via_ad
+from .active import ActiveValue, active_engine, call_by_engine, current_engine, rrule_via_ad
 from .basis import BasisSeed, basis_seed
 from .errors import (
     ChainRulesError,
@@ -44,6 +44,7 @@ from .tangents import (
 __all__ = [
     "AbstractTangent",
     "ActiveValue",
+    "call_by_engine",
     "AbstractThunk",
     "AbstractZero",
     "BasisSeed",

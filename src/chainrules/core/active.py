@@ -54,6 +54,28 @@ class ActiveValue:
         return NotImplemented
 
 
+def call_by_engine(f: Callable[..., Any], args: tuple, kwargs: dict, name: str) -> Any:
+    """``f(*args, **kwargs)``, for a rule computing its primal with a library function ``f`` that
+    converts its arguments to arrays (SciPy's): an engine's value among them (a Hessian's dual
+    number) has its engine run ``f`` through ``f``'s rule (``ActiveValue.call_by_rule``), which keeps
+    what the value carries. ``name`` names ``f`` in the error where that engine cannot.
+
+    >>> import math
+    >>> call_by_engine(math.hypot, (3.0, 4.0), {}, "math.hypot")
+    5.0
+    """
+    active = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
+    if active is None:
+        return f(*args, **kwargs)
+    out = active.call_by_rule(f, args, kwargs)
+    if out is NotImplemented:
+        raise TypeError(
+            f"{name}: this engine cannot run it on its values; differentiate it with the source engine "
+            "(engine='source') or forward mode"
+        )
+    return out
+
+
 _orders = itertools.count(1)
 
 

@@ -12,7 +12,12 @@ import pkgutil
 from ..core.registry import defer_rules, frule, rrule
 
 #: rule modules of libraries slow to import, loaded once the library is: {library: rule module}
-_DEFERRED = {"scipy.stats": f"{__name__}.scipy.stats"}
+_DEFERRED = {
+    "scipy.stats": f"{__name__}.scipy.stats",
+    "scipy.spatial": f"{__name__}.scipy.spatial",
+    "scipy.integrate": f"{__name__}.scipy.integrate",
+    "scipy.signal": f"{__name__}.scipy.signal",
+}
 
 
 def _import_all() -> None:

@@ -39,11 +39,11 @@ from scipy.stats._distn_infrastructure import (
 
 from ...core import (
     AbstractZero,
-    ActiveValue,
     NoRuleError,
     NoTangent,
     Tangent,
     ZeroTangent,
+    call_by_engine,
     frule,
     match_input,
     rrule,
@@ -179,18 +179,13 @@ def _arguments(method, dist, args: tuple, kwargs: dict, scaled: bool) -> tuple:
 def _value(method, dist, args: tuple, kwargs: dict | None = None):
     """``method(dist, *args, **kwargs)``; an engine's value among the arguments has its engine run it
     by its rule (this module's)."""
-    kwargs = kwargs or {}
-    active = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
-    if active is None:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return method(dist, *args, **kwargs)
-    y = active.call_by_rule(method, (dist, *args), kwargs)
-    if y is NotImplemented:
-        raise TypeError(
-            f"{callable_name(method)} of scipy.stats.{dist.name}: this engine cannot run it on its values; "
-            "differentiate it with the source engine (engine='source') or forward mode"
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return call_by_engine(
+            method,
+            (dist, *args),
+            kwargs or {},
+            f"{callable_name(method)} of scipy.stats.{getattr(dist, 'name', type(dist).__name__)}",
         )
-    return y
 
 
 def _where(keep, partial):

@@ -1,0 +1,320 @@
+"""Rules for ``scipy.integrate``'s quadratures of sampled values: ``trapezoid``,
+``cumulative_trapezoid`` and ``simpson``.
+
+All three are linear in the samples ``y``. ``trapezoid`` is ``np.trapezoid`` (its rules are the
+NumPy function's, with an N-D ``x`` broadcast to ``y``'s shape first, as SciPy does), and
+``cumulative_trapezoid`` the running sum of the same trapezoids, ``cumsum(diff(x) * mean(y))``:
+both are differentiated in ``y`` and in the spacing (``x``, or ``dx`` when ``x`` is None) when
+that is given by position. ``simpson``'s weights are rational functions of the spacings
+(Cartwright 2017, and the irregular composite rule in Wikipedia's "Simpson's rule" article, as
+SciPy computes them); it is differentiated in ``y`` only: a differentiated ``x`` is refused
+(its cotangent raises when an engine reads it, its tangent makes the ``frule`` raise), never a
+silent zero.
+
+The pullbacks are written with NumPy functions that have rules (``cumsum``, ``flip``, ``pad``,
+``diff``), so second derivatives work; an engine's value among the primal arguments (a Hessian's
+dual numbers) has its engine run the SciPy function by its rule.
+
+>>> import numpy as np, scipy.integrate as si, chainrules as cr
+>>> y, back = cr.rrule(si.cumulative_trapezoid, np.array([1.0, 2.0, 4.0]))
+>>> y, cr.unthunk(back(np.array([1.0, 1.0]))[1])
+(array([1.5, 4.5]), array([1. , 1.5, 0.5]))
+>>> _, back = cr.rrule(si.simpson, np.array([1.0, 2.0, 4.0]))
+>>> cr.unthunk(back(1.0)[1])  # the weights dx/3 * (1, 4, 1)
+array([0.33333333, 1.33333333, 0.33333333])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.integrate as si
+
+from ...core import (
+    AbstractZero,
+    ActiveValue,
+    NoTangent,
+    Thunk,
+    ZeroTangent,
+    call_by_engine,
+    carries_batch,
+    conj,
+    frule,
+    match_input,
+    match_input_batch,
+    rrule,
+    unthunk,
+)
+from ..numpy._arrays import cotangent_array
+from ..numpy._util import axes_of, is_batched, match_output
+from ..numpy.reductions import _diff_adjoint, _mean_adjoint, frule_trapezoid, rrule_trapezoid
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+
+def _by_rule(f, args: tuple, kwargs: dict):
+    """``f(*args, **kwargs)``, an engine's values run by their engine through this module's rule."""
+    return call_by_engine(f, args, kwargs, f"scipy.integrate.{f.__name__}")
+
+
+# ----- trapezoid ----------------------------------------------------------------------------
+
+
+def _broadcast_points(y, args: tuple, kwargs: dict):
+    """``(args, kwargs, x)``: SciPy broadcasts an N-D ``x`` to ``y``'s shape before it takes its
+    differences (NumPy does not); the arguments with ``x`` so broadcast, and the original ``x``
+    where that changed its shape (None otherwise)."""
+    x = args[0] if args else kwargs.get("x")
+    if x is None or np.ndim(x) <= 1 or np.shape(x) == np.shape(y):
+        return args, kwargs, None
+    wide = np.broadcast_to(x, np.shape(y))
+    if args:
+        return (wide, *args[1:]), kwargs, x
+    return args, {**kwargs, "x": wide}, x
+
+
+@rrule.register(si.trapezoid, batched=True)
+def rrule_trapezoid_scipy(y, *args, **kwargs):
+    """``np.trapezoid``'s rule (the same function, sum of ``step * mean`` along the axis), with an
+    N-D ``x`` broadcast to ``y``'s shape as SciPy does, its cotangent summed back to its shape."""
+    args, kwargs, x = _broadcast_points(y, args, kwargs)
+    out, pullback = rrule_trapezoid(y, *args, **kwargs)
+    if x is None or not args:  # x by keyword is not differentiated
+        return out, pullback
+
+    def trapezoid_scipy_pullback(dout):
+        df, dy, dx, *rest = pullback(dout)
+        if isinstance(dx, AbstractZero):
+            return (df, dy, dx, *rest)
+        dx = (match_input_batch if carries_batch(out, unthunk(dout)) else match_input)(x, dx)
+        return (df, dy, dx, *rest)
+
+    return out, trapezoid_scipy_pullback
+
+
+@frule.register(si.trapezoid, batched=True)
+def frule_trapezoid_scipy(tangents, y, *args, **kwargs):
+    args, kwargs, x = _broadcast_points(y, args, kwargs)
+    if x is not None and args and len(tangents) > 2:
+        dx = unthunk(tangents[2])
+        if not isinstance(dx, AbstractZero):
+            lead = np.shape(dx)[:1] if is_batched(x, dx) else ()
+            dx = np.broadcast_to(dx, lead + np.shape(y))
+        tangents = (*tangents[:2], dx, *tangents[3:])
+    return frule_trapezoid(tangents, y, *args, **kwargs)
+
+
+# ----- cumulative_trapezoid -----------------------------------------------------------------
+
+
+def _cumulative_options(y, args: tuple, kwargs: dict):
+    o = {"x": None, "dx": 1.0, "axis": -1, "initial": None}
+    o.update(zip(("x", "dx", "axis", "initial"), args), **kwargs)
+    return o["x"], o["dx"], axes_of(o["axis"], np.ndim(y))[0], o["initial"]
+
+
+def _along(axis: int, ndim: int, index) -> tuple:
+    key = [slice(None)] * ndim
+    key[axis] = index
+    return tuple(key)
+
+
+def _cumulative_parts(y, x, dx, axis: int):
+    """``(mean, step)``: the means of neighbouring samples along ``axis`` and the widths of the
+    trapezoids, placed to broadcast against them (``dx``, or ``diff(x)``)."""
+    ndim = np.ndim(y)
+    mean = (y[_along(axis, ndim, slice(1, None))] + y[_along(axis, ndim, slice(None, -1))]) / 2
+    return mean, _cumulative_steps(x, dx, ndim, axis)
+
+
+def _cumulative_steps(x, dx, ndim: int, axis: int, lead: int = 0, points=None):
+    """``diff(x)`` as ``cumulative_trapezoid`` places it (``dx`` when ``x`` is None); ``x`` may be a
+    batch of tangents (``lead`` leading axes) of the sample points ``points``."""
+    if x is None:
+        return dx
+    if np.ndim(x if points is None else points) == 1:
+        shape = [1] * ndim
+        shape[axis] = -1
+        return np.reshape(np.diff(x, axis=-1), np.shape(x)[:lead] + tuple(shape))
+    return np.diff(x, axis=axis + lead)
+
+
+def _reverse_cumsum(g, axis: int):
+    """The adjoint of ``cumsum`` along ``axis``: sums from each entry to the end."""
+    return np.flip(np.cumsum(np.flip(g, axis=axis), axis=axis), axis=axis)
+
+
+@rrule.register(si.cumulative_trapezoid)
+def rrule_cumulative_trapezoid(y, *args, **kwargs):
+    """``cumsum(step * mean)`` along the axis (after a 0 with ``initial=0``): linear in ``y`` and in
+    the steps; the adjoint of the running sum is the running sum from the end. ``x`` and ``dx`` get
+    cotangents when given by position."""
+    out = _by_rule(si.cumulative_trapezoid, (y, *args), kwargs)
+    x, dx, axis, initial = _cumulative_options(y, args, kwargs)
+    mean, step = _cumulative_parts(y, x, dx, axis)
+    n = np.shape(y)[axis]
+    slot = 0 if x is not None else 1  # the positional slot that carries the spacing
+    differentiated = len(args) > slot
+
+    def cumulative_trapezoid_pullback(dout):
+        grads = [_NO] * len(args)
+        dout = cotangent_array(out, dout)
+        if isinstance(dout, AbstractZero):
+            if differentiated:
+                grads[slot] = dout
+            return (_NO, dout, *grads)
+        if initial is not None:  # the leading 0 depends on nothing
+            dout = dout[_along(axis, np.ndim(dout), slice(1, None))]
+        g = _reverse_cumsum(dout, axis)
+        dy = Thunk(lambda: match_input(y, _mean_adjoint(_summed_to(g * conj(step), np.shape(mean)), axis, n)))
+        if differentiated:
+            through = g * conj(mean)  # the cotangent of the steps
+            if x is not None and np.ndim(x) == 1:
+                others = tuple(i for i in range(np.ndim(through)) if i != axis)
+                grads[0] = Thunk(lambda: match_input(x, _diff_adjoint(np.sum(through, axis=others), 0, np.size(x))))
+            elif x is not None:
+                grads[0] = Thunk(
+                    lambda: match_input(x, _diff_adjoint(_summed_to(through, np.shape(step)), axis, np.shape(x)[axis]))
+                )
+            else:
+                grads[1] = Thunk(lambda: match_input(dx, through))
+        return (_NO, dy, *grads)
+
+    return out, cumulative_trapezoid_pullback
+
+
+def _summed_to(g, shape: tuple):
+    """``g`` summed over the axes along which an array of ``shape`` (of as many axes) was broadcast."""
+    axes = tuple(i for i, (m, k) in enumerate(zip(np.shape(g), shape, strict=True)) if k == 1 and m != 1)
+    return np.sum(g, axis=axes, keepdims=True) if axes else g
+
+
+@frule.register(si.cumulative_trapezoid)
+def frule_cumulative_trapezoid(tangents, y, *args, **kwargs):
+    out = _by_rule(si.cumulative_trapezoid, (y, *args), kwargs)
+    x, dx, axis, initial = _cumulative_options(y, args, kwargs)
+    mean, step = _cumulative_parts(y, x, dx, axis)
+    dy = unthunk(tangents[1])
+    slot = 0 if x is not None else 1
+    dspacing = unthunk(tangents[slot + 2]) if len(tangents) > slot + 2 else _ZERO
+    terms = []
+    if not isinstance(dy, AbstractZero):
+        terms.append(step * _cumulative_parts(dy, None, None, axis)[0])
+    if not isinstance(dspacing, AbstractZero):
+        dstep = dspacing if x is None else _cumulative_steps(dspacing, None, np.ndim(y), axis, 0, x)
+        terms.append(dstep * mean)
+    if not terms:
+        return out, _ZERO
+    dout = np.cumsum(sum(terms[1:], terms[0]), axis=axis)
+    if initial is not None:
+        widths = [(0, 0)] * np.ndim(dout)
+        widths[axis] = (1, 0)
+        dout = np.pad(dout, widths)
+    return out, match_output(out, dout)
+
+
+# ----- simpson ------------------------------------------------------------------------------
+
+
+def _ratio(a, b):
+    """``a / b``, 0 where ``b`` is 0 (SciPy's guard against repeated sample points)."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    return np.divide(a, b, out=np.zeros_like(a), where=b != 0)
+
+
+def _simpson_weights(h):
+    """The weights ``w`` (along the last axis, one per sample) with ``simpson(y) = sum(w * y)``, for
+    the spacings ``h`` along the last axis (``n - 1`` of them for ``n`` samples), as
+    ``scipy.integrate.simpson`` combines them: Simpson's rule on pairs of intervals (with the
+    irregular-spacing weights), and for an even ``n`` Cartwright's correction of the last interval
+    (the trapezoid for ``n = 2``)."""
+    h = np.asarray(h, dtype=float)
+    n = np.shape(h)[-1] + 1
+    w = np.zeros(np.shape(h)[:-1] + (n,))
+    if n == 2:
+        w[..., :] = 0.5 * h
+        return w
+    pairs = n - 1 if n % 2 else n - 2  # the samples the pairs of intervals cover, less one
+    h0, h1 = h[..., 0:pairs:2], h[..., 1:pairs:2]
+    hsum = h0 + h1
+    h0_over_h1 = _ratio(h0, h1)
+    w[..., 0:pairs:2] += hsum / 6 * (2 - _ratio(1, h0_over_h1))
+    w[..., 1 : pairs + 1 : 2] += hsum / 6 * (hsum * _ratio(hsum, h0 * h1))
+    w[..., 2 : pairs + 2 : 2] += hsum / 6 * (2 - h0_over_h1)
+    if n % 2 == 0:  # the last interval (h[-1]) after the pairs, from the last three samples
+        a, b = h[..., -2], h[..., -1]
+        w[..., -1] += _ratio(2 * b**2 + 3 * a * b, 6 * (b + a))
+        w[..., -2] += _ratio(b**2 + 3 * a * b, 6 * a)
+        w[..., -3] -= _ratio(b**3, 6 * a * (a + b))
+    return w
+
+
+def _simpson_options(y, args: tuple, kwargs: dict):
+    x = args[0] if args else kwargs.get("x")
+    return x, kwargs.get("dx", 1.0), axes_of(kwargs.get("axis", -1), np.ndim(y))[0]
+
+
+def _simpson_weights_for(y, x, dx, axis: int):
+    """``simpson``'s weights placed to broadcast against ``y`` (``x`` and ``dx`` plain values)."""
+    if isinstance(x, ActiveValue) or isinstance(dx, ActiveValue):
+        raise ValueError(_simpson_refusal())
+    ndim, n = np.ndim(y), np.shape(y)[axis]
+    if x is None and np.ndim(dx) == 0 or x is not None and np.ndim(x) == 1:
+        h = np.full(n - 1, float(dx)) if x is None else np.diff(np.asarray(x, dtype=float))
+        shape = [1] * ndim
+        shape[axis] = n
+        return np.reshape(_simpson_weights(h), shape)
+    if x is None:  # an array dx: one spacing per lane
+        lanes = np.shape(y)[:axis] + np.shape(y)[axis + 1 :]
+        h = np.broadcast_to(np.expand_dims(np.asarray(dx, dtype=float), -1), lanes + (n - 1,))
+    else:
+        h = np.diff(np.moveaxis(np.asarray(x, dtype=float), axis, -1), axis=-1)
+    return np.moveaxis(_simpson_weights(h), -1, axis)
+
+
+def _simpson_refusal() -> str:
+    return (
+        "scipy.integrate.simpson: the rule differentiates in the samples y only (simpson's weights are "
+        "rational functions of the spacings, whose derivative it does not implement), so the sample "
+        "points x must be held constant: take them from outside the function being differentiated, "
+        "or use scipy.integrate.trapezoid, which is differentiated in x too"
+    )
+
+
+def _refused_points() -> Thunk:
+    def points_not_differentiated():
+        raise ValueError(_simpson_refusal())
+
+    return Thunk(points_not_differentiated)
+
+
+@rrule.register(si.simpson)
+def rrule_simpson(y, *args, **kwargs):
+    """``sum(w * y)`` along the axis, for the weights ``w`` of the spacings: ``ȳ = w ȳ_out``. A
+    differentiated ``x`` is refused (its cotangent raises when evaluated)."""
+    out = _by_rule(si.simpson, (y, *args), kwargs)
+    x, dx, axis = _simpson_options(y, args, kwargs)
+    if np.shape(y)[axis] == 0:
+        raise ValueError("scipy.integrate.simpson: no samples along the axis")
+    weights = _simpson_weights_for(y, x, dx, axis)
+
+    def simpson_pullback(dout):
+        dout = cotangent_array(out, dout)
+        if isinstance(dout, AbstractZero):
+            return (_NO, dout, *(_refused_points() for _ in args))
+        dy = Thunk(lambda: match_input(y, weights * np.expand_dims(dout, axis)))
+        return (_NO, dy, *(_refused_points() for _ in args))
+
+    return out, simpson_pullback
+
+
+@frule.register(si.simpson)
+def frule_simpson(tangents, y, *args, **kwargs):
+    out = _by_rule(si.simpson, (y, *args), kwargs)
+    x, dx, axis = _simpson_options(y, args, kwargs)
+    if len(tangents) > 2 and not isinstance(unthunk(tangents[2]), AbstractZero):
+        raise ValueError(_simpson_refusal())
+    dy = unthunk(tangents[1])
+    if isinstance(dy, AbstractZero):
+        return out, _ZERO
+    return out, match_output(out, np.sum(_simpson_weights_for(y, x, dx, axis) * dy, axis=axis))
