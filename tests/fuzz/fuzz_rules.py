@@ -38,7 +38,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import scipy.integrate as si
 import scipy.linalg as sla
+import scipy.signal as ss
+import scipy.spatial.distance as ssd
 import scipy.special as sp
 import scipy.stats as st
 from scipy.stats._distn_infrastructure import rv_continuous, rv_continuous_frozen, rv_discrete, rv_discrete_frozen
@@ -1845,6 +1848,110 @@ def _stats_frozen(d: Draw, f):
     return (frozen, crt.nondiff(first) if not continuous else first), {}
 
 
+# ----- scipy.spatial.distance, scipy.integrate, scipy.signal -----------------------------------------
+
+SPATIAL = [ssd.cdist, ssd.pdist, ssd.squareform, ssd.euclidean, ssd.sqeuclidean, ssd.cityblock]
+
+
+def _distinct_points(d: Draw, n: int, k: int, dtype) -> np.ndarray:
+    """``n`` points in ``k`` dimensions, every two apart in every coordinate (a euclidean distance
+    has a derivative only between distinct points, a cityblock one only off the coordinate planes
+    through the other point), 0 in none of them, so that the Hessian check's special point (an
+    entry set to 0) keeps them apart."""
+    columns = [d.rng.permutation(np.linspace(0.3, 0.3 + 0.45 * (n - 1), n)) for _ in range(k)]
+    signs = d.rng.choice([-1.0, 1.0], k)
+    x = np.stack(columns, axis=-1).reshape(n, k) * signs + 0.05 * d.values((n, k), "small")
+    x = x.astype(dtype)
+    return d.pick([x, x, np.asfortranarray(x), np.repeat(x, 2, axis=0)[::2]])
+
+
+@family("scipy.spatial", *SPATIAL)
+def _spatial(d: Draw, f):
+    dtype = d.pick([np.float64, np.float64, np.float32])
+    metric = d.pick(["euclidean", "sqeuclidean", "cityblock", "sqe", "cblock"])
+    k = int(d.rng.integers(1, 4))
+    weights = d.values((k,), "pos") if d.chance(0.3) else None
+    if f in (ssd.cdist, ssd.pdist):
+        kwargs = {} if weights is None else {"w": weights}
+        if f is ssd.cdist:
+            m, n = int(d.rng.integers(1, 4)), int(d.rng.integers(1, 4))
+            points = _distinct_points(d, m + n, k, dtype)
+            first = (points[:m], points[m:])
+        else:
+            first = (_distinct_points(d, int(d.rng.integers(1, 5)), k, dtype),)
+        if d.chance(0.2) and weights is None:  # the default metric
+            return first, kwargs
+        return ((*first, metric), kwargs) if d.chance(0.5) else (first, {**kwargs, "metric": metric})
+    if f is ssd.squareform:
+        n = int(d.rng.integers(1, 5))
+        if d.chance(0.5):  # a condensed vector to a matrix
+            v = d.array((n * (n - 1) // 2,), "any", d.pick([dtype, np.complex128]))
+            return ((v,), {"force": "tomatrix"}) if d.chance(0.3) else ((v,), {})
+        # a square matrix, read above its diagonal: without checks (finite differences break symmetry)
+        return (d.array((n, n), "any", dtype),), d.pick([{"checks": False}, {"checks": False, "force": "tovector"}])
+    u, v = _distinct_points(d, 2, k, dtype)
+    if weights is None:
+        return (u, v), {}
+    return d.pick([((u, v, weights.astype(dtype)), {}), ((u, v), {"w": weights})])
+
+
+INTEGRATE = [si.trapezoid, si.cumulative_trapezoid, si.simpson]
+
+
+@family("scipy.integrate", *INTEGRATE)
+def _integrate(d: Draw, f):
+    dtype = d.dtype()
+    shape = d.shape(1, 3)
+    axis = int(d.rng.integers(len(shape)))
+    n = shape[axis]
+    if f is si.simpson and d.chance(0.5):  # samples enough for Simpson's pairs and Cartwright's last interval
+        n = int(d.rng.integers(3, 7))
+        shape = (*shape[:axis], n, *shape[axis + 1 :])
+    y = d.array(shape, "any", dtype)
+    kwargs = {} if axis == len(shape) - 1 and d.chance(0.5) else {"axis": d.pick([axis, axis - len(shape)])}
+    if f is si.cumulative_trapezoid and d.chance(0.4):
+        kwargs["initial"] = 0
+    # increasing sample points, apart: 1-D along the axis, or one set per lane
+    layout = d.pick(["1-d", "1-d", "lanes"] + (["broadcast"] if f is si.trapezoid else []))
+    x_shape = {"1-d": (n,), "lanes": shape, "broadcast": tuple(m if i == axis else 1 for i, m in enumerate(shape))}
+    x = np.cumsum(d.values(x_shape[layout], "pos"), axis=0 if layout == "1-d" else axis) - 1.0
+    spacing = d.pick(["none", "x", "x", "dx"])
+    if spacing == "none":
+        return (y,), kwargs
+    if spacing == "dx":
+        dx = d.number("pos")
+        if f is si.simpson:  # keyword-only: a constant
+            return (y,), {**kwargs, "dx": dx}
+        return ((y, None, dx), kwargs) if d.chance(0.6) else ((y,), {**kwargs, "dx": dx})
+    if f is si.simpson:  # x held constant: simpson is differentiated in y only
+        return ((y, crt.nondiff(x)), kwargs) if d.chance(0.6) else ((y,), {**kwargs, "x": x})
+    return ((y, x), kwargs) if d.chance(0.7) else ((y,), {**kwargs, "x": x})
+
+
+SIGNAL = [ss.convolve, ss.correlate, ss.fftconvolve]
+
+
+@family("scipy.signal", *SIGNAL)
+def _signal(d: Draw, f):
+    dtype = d.dtype()
+    other = d.pick([dtype, np.float64, np.complex128])
+    ndim = int(d.rng.integers(0, 4))
+    mode = d.pick(["full", "same", "valid"])
+    s1 = [int(d.rng.integers(1, 4)) for _ in range(ndim)]
+    s2 = [int(d.rng.integers(1, 4)) for _ in range(ndim)]
+    if mode == "valid":  # one operand at least as large as the other along every axis
+        big, small = (s1, s2) if d.chance(0.5) else (s2, s1)
+        for i in range(ndim):
+            big[i], small[i] = max(big[i], small[i]), min(big[i], small[i])
+    a, b = d.array(tuple(s1), "any", dtype), d.array(tuple(s2), "any", other)
+    if f is ss.fftconvolve:
+        options = d.pick([((), {}), ((mode,), {}), ((), {"mode": mode}), ((), {"mode": mode, "axes": None})])
+    else:
+        method = d.pick(["auto", "direct", "fft"])
+        options = d.pick([((), {}), ((mode,), {}), ((mode, method), {}), ((), {"mode": mode, "method": method})])
+    return (a, b, *options[0]), options[1]
+
+
 # ----- running the checks -------------------------------------------------------------------------
 
 
@@ -2273,7 +2380,8 @@ def main(argv: list[str] | None = None) -> int:
         "--family",
         action="append",
         help="elementwise, reductions, shapes, indexing, products, "
-        "linalg, fft, scipy.special, stats, math/cmath/operator/builtins",
+        "linalg, fft, scipy.special, stats, scipy.spatial, scipy.integrate, scipy.signal, "
+        "math/cmath/operator/builtins",
     )
     parser.add_argument("--hessians", action="store_true", help="check second derivatives too (slower)")
     options = parser.parse_args(argv)

@@ -128,3 +128,14 @@ def test_the_second_order_check_passes_good_rules_and_catches_two_kinds_of_bad_o
             cr.rrule.unregister(cube)
         kinds.append([kind for kind, _, _ in outcome.failures])
     assert kinds == [["wrong hessian"], ["hessian raises"]]
+
+
+def test_the_fuzzer_checks_the_scipy_spatial_integrate_and_signal_rules():
+    """The families of scipy.spatial.distance, scipy.integrate and scipy.signal draw valid calls
+    (distinct points, constant simpson points, operands the mode admits) that their rules pass."""
+    out = io.StringIO()
+    families = ["scipy.spatial", "scipy.integrate", "scipy.signal"]
+    outcomes = fuzz_rules.fuzz(seed=0, draws=2, families=families, out=out, hessians=True)
+    assert len(outcomes) == 12, sorted(outcomes)
+    assert all(o.draws > 0 for o in outcomes.values()), out.getvalue()
+    assert not any(o.failures for o in outcomes.values()), out.getvalue()

@@ -56,6 +56,26 @@ def test_trapezoid_broadcasts_an_n_d_x_as_scipy_does():
     test_frule(si.trapezoid, y, x, fkwargs={"axis": 1})
 
 
+@pytest.mark.parametrize("spacing", [{"x": np.array([0.0, 0.5, 1.5])}, {"dx": 0.5}], ids=["x", "dx"])
+@pytest.mark.parametrize("by_position", [False, True])
+def test_trapezoid_of_float32_samples_and_float64_spacing_is_float32(spacing, by_position):
+    """SciPy sums in the samples' floating dtype (np.trapezoid in the promoted one): the rules give
+    its float32 primal and tangent (the fuzzer's draw trapezoid(float32[3], float64[3], axis=0))."""
+    y = np.array([1.0, 2.0, 4.0], dtype=np.float32)
+    positional = (y, *([None] if "dx" in spacing else []), *spacing.values())
+    args, kwargs = (positional, {}) if by_position else ((y,), spacing)
+    expected = si.trapezoid(*args, **kwargs)
+    assert expected.dtype == np.float32
+    out, back = cr.rrule(si.trapezoid, *args, **kwargs)
+    assert type(out) is type(expected) and out.dtype == np.float32 and out == expected
+    assert cr.unthunk(back(np.float32(1.0))[1]).dtype == np.float32
+    tangents = (cr.NoTangent(), np.ones(3, np.float32), *(cr.NoTangent() for _ in args[1:]))
+    out, dout = cr.frule(tangents, si.trapezoid, *args, **kwargs)
+    assert out.dtype == np.float32 and dout.dtype == np.float32
+    test_rrule(si.trapezoid, *args, fkwargs=kwargs, rtol=2e-3, atol=2e-3)
+    test_frule(si.trapezoid, *args, fkwargs=kwargs, rtol=2e-3, atol=2e-3)
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7])
 @pytest.mark.parametrize("spaced", [False, True])
 def test_simpson_weights_reproduce_scipy(n, spaced):

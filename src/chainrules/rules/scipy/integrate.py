@@ -2,14 +2,14 @@
 ``cumulative_trapezoid`` and ``simpson``.
 
 All three are linear in the samples ``y``. ``trapezoid`` is ``np.trapezoid`` (its rules are the
-NumPy function's, with an N-D ``x`` broadcast to ``y``'s shape first, as SciPy does), and
-``cumulative_trapezoid`` the running sum of the same trapezoids, ``cumsum(diff(x) * mean(y))``:
-both are differentiated in ``y`` and in the spacing (``x``, or ``dx`` when ``x`` is None) when
-that is given by position. ``simpson``'s weights are rational functions of the spacings
-(Cartwright 2017, and the irregular composite rule in Wikipedia's "Simpson's rule" article, as
-SciPy computes them); it is differentiated in ``y`` only: a differentiated ``x`` is refused
-(its cotangent raises when an engine reads it, its tangent makes the ``frule`` raise), never a
-silent zero.
+NumPy function's, with an N-D ``x`` broadcast to ``y``'s shape first and the result in ``y``'s
+floating dtype, as SciPy does), and ``cumulative_trapezoid`` the running sum of the same
+trapezoids, ``cumsum(diff(x) * mean(y))``: both are differentiated in ``y`` and in the spacing
+(``x``, or ``dx`` when ``x`` is None) when that is given by position. ``simpson``'s weights are
+rational functions of the spacings (Cartwright 2017, and the irregular composite rule in
+Wikipedia's "Simpson's rule" article, as SciPy computes them); it is differentiated in ``y`` only:
+a differentiated ``x`` is refused (its cotangent raises when an engine reads it, its tangent makes
+the ``frule`` raise), never a silent zero.
 
 The pullbacks are written with NumPy functions that have rules (``cumsum``, ``flip``, ``pad``,
 ``diff``), so second derivatives work; an engine's value among the primal arguments (a Hessian's
@@ -73,12 +73,26 @@ def _broadcast_points(y, args: tuple, kwargs: dict):
     return args, {**kwargs, "x": wide}, x
 
 
+def _in_samples_dtype(out, y):
+    """``np.trapezoid``'s result in SciPy's dtype: SciPy sums in the samples' floating dtype (a
+    float32 ``y`` with a float64 ``x`` gives float32), NumPy in the one ``y`` and the steps promote to."""
+    if not isinstance(out, (np.ndarray, np.generic)):
+        return out  # an engine's value
+    dtype = np.result_type(y)
+    dtype = dtype if dtype.kind in "fc" else np.dtype(np.float64)
+    if out.dtype == dtype:
+        return out
+    return out.astype(dtype) if isinstance(out, np.ndarray) else dtype.type(out)
+
+
 @rrule.register(si.trapezoid, batched=True)
 def rrule_trapezoid_scipy(y, *args, **kwargs):
     """``np.trapezoid``'s rule (the same function, sum of ``step * mean`` along the axis), with an
-    N-D ``x`` broadcast to ``y``'s shape as SciPy does, its cotangent summed back to its shape."""
+    N-D ``x`` broadcast to ``y``'s shape as SciPy does, its cotangent summed back to its shape, and
+    the result in ``y``'s floating dtype, as SciPy gives it."""
     args, kwargs, x = _broadcast_points(y, args, kwargs)
     out, pullback = rrule_trapezoid(y, *args, **kwargs)
+    out = _in_samples_dtype(out, y)
     if x is None or not args:  # x by keyword is not differentiated
         return out, pullback
 
@@ -101,7 +115,9 @@ def frule_trapezoid_scipy(tangents, y, *args, **kwargs):
             lead = np.shape(dx)[:1] if is_batched(x, dx) else ()
             dx = np.broadcast_to(dx, lead + np.shape(y))
         tangents = (*tangents[:2], dx, *tangents[3:])
-    return frule_trapezoid(tangents, y, *args, **kwargs)
+    out, dout = frule_trapezoid(tangents, y, *args, **kwargs)
+    out = _in_samples_dtype(out, y)
+    return out, dout if isinstance(dout, AbstractZero) else match_output(out, dout)
 
 
 # ----- cumulative_trapezoid -----------------------------------------------------------------
