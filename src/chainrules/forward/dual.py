@@ -889,7 +889,7 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
             if pusher is None:
                 pusher = pusher_for(f, primals)
                 if pusher is None:
-                    return _without_rule(f, primals, _NO_KWARGS)
+                    return _without_rule(f, primals, _NO_KWARGS, tag)
             how, rule, partials = pusher
             return how(f, rule, partials, primals, tangents, tag)
     return _call_general(f, args, kwargs, sys._getframe(1))
@@ -945,7 +945,7 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
             tangents.append(_ZERO)
     pusher = pusher_for(f, primals)
     if pusher is None:
-        return _without_rule(f, primals, kwargs)
+        return _without_rule(f, primals, kwargs, tag)
     return push(f, pusher, primals, tangents, kwargs, tag)
 
 
@@ -1214,16 +1214,18 @@ def _name(f) -> str:
 _WRITERS = frozenset({np.copyto, np.place, np.put, np.putmask, np.fill_diagonal, np.put_along_axis})
 
 
-def _without_rule(f, primals, kwargs):
+def _without_rule(f, primals, kwargs, tag):
     """A call with no rule: fine when its result is discrete (shapes, booleans, integers), else loud.
+    In the body of a Python callable with a rule that received duals of ``tag`` (a library
+    function's), the error says forward mode cannot use that rule, as for a refused conversion.
 
     Array methods without a rule are not run at all (``x.sort()`` would sort the primal in place)."""
-    if any(f is w for w in _WRITERS) or isinstance(f, (types.MethodDescriptorType, types.WrapperDescriptorType)):
-        raise NoRuleError(f, tuple(primals), location=user_location(), reason="forward mode needs an frule")
-    y = f(*primals, **kwargs)
-    if _is_discrete(y):
-        return y
-    raise NoRuleError(f, tuple(primals), location=user_location(), reason="forward mode needs an frule")
+    if not (any(f is w for w in _WRITERS) or isinstance(f, (types.MethodDescriptorType, types.WrapperDescriptorType))):
+        y = f(*primals, **kwargs)
+        if _is_discrete(y):
+            return y
+    error = NoRuleError(f, tuple(primals), location=user_location(), reason="forward mode needs an frule")
+    raise RULED_CALLS.refused(tag, sys._getframe(1), error)
 
 
 def _is_discrete(y) -> bool:

@@ -244,3 +244,29 @@ def test_mass_functions_at_the_edge_of_a_parameter(f, at, slope):
     with np.errstate(divide="ignore"):
         assert cr.gradient(f, at)[0] == slope
         assert cr.derivative(f, at) == slope
+
+
+def test_samples_in_loc_and_scale():
+    """``rvs`` is loc + scale z with the draw z held fixed (a seeded random state): the pathwise
+    ("reparameterization") gradient, 1 in loc and z in scale. A shape changes the draw: refused."""
+    from scipy.stats._distn_infrastructure import rv_generic
+
+    seeded = {"size": 4, "random_state": 5}
+    test_rrule(rv_generic.rvs, nondiff(st.norm), 0.3, 1.4, fkwargs=seeded)
+    test_frule(rv_generic.rvs, nondiff(st.norm), 0.3, 1.4, fkwargs=seeded)
+    test_rrule(rv_generic.rvs, nondiff(st.t), 4, np.array([0.1, 0.2, 0.3, 0.4]), 1.4, fkwargs=seeded)
+    test_rrule(rv_continuous_frozen.rvs, st.norm(0.2, 1.3), fkwargs=seeded)
+
+    def energy(p):  # keyword parameters, a frozen distribution and a shape held as an integer
+        a = st.norm.rvs(loc=p[0], scale=p[1], size=5, random_state=3)
+        b = st.norm(p[0], p[1]).rvs(size=4, random_state=7)
+        c = st.gamma.rvs(2, loc=p[0], scale=p[1], size=6, random_state=1)
+        return np.sum(a**2) + np.sum(np.sin(b)) + np.mean(c) * p[1]
+
+    p = np.array([0.3, 1.4])
+    expected = _fd_gradient(energy, p)
+    np.testing.assert_allclose(cr.gradient(energy, p)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(energy, p, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.hessian(energy, p), _fd_hessian(energy, p), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match=r"scipy\.stats\.gamma\.rvs at .*: the derivative in a has no closed form"):
+        cr.gradient(lambda q: np.mean(st.gamma.rvs(q[0] + 2, scale=q[1], size=6, random_state=1)), p)

@@ -35,6 +35,7 @@ from scipy.stats._distn_infrastructure import (
     rv_continuous_frozen,
     rv_discrete,
     rv_discrete_frozen,
+    rv_generic,
 )
 
 from ...core import (
@@ -258,6 +259,19 @@ def _continuous_rule(method):
     return compute
 
 
+def _rvs(dist, *args, **kwargs):
+    """``dist.rvs(*shapes, loc, scale, size=..., random_state=...)`` is ``loc + scale * z``, z drawn
+    from the standard form: with the draw held fixed (the random state's), its derivative is 1 in
+    loc and z in scale, the pathwise ("reparameterization") gradient (Kingma & Welling, Auto-Encoding
+    Variational Bayes, 2014, §2.4). A shape changes the draw itself: refused when differentiated."""
+    y = _value(rv_generic.rvs, dist, args, kwargs)
+    names = _shape_names(dist)
+    bound = {"loc": 0, "scale": 1, **dict(zip([*names, "loc", "scale"], args)), **kwargs}
+    label = f"scipy.stats.{dist.name}.rvs"
+    d_shapes = [None if _discrete(bound.get(n)) else _NoClosedForm(label, n) for n in names]
+    return y, (None, *d_shapes, 1.0, (y - bound["loc"]) / bound["scale"])[: 1 + len(args)]
+
+
 # ----- discrete distributions: partials in the real parameters -------------------------------
 
 
@@ -377,6 +391,9 @@ for _name in _CONTINUOUS_METHODS:
     declare_parameters(_method, _parameters("q" if _name in ("ppf", "isf") else "x"))
     for _cls in _FORMS:
         _register_elementwise(_method, _continuous_rule(_method), f"{_name}", (_cls,))
+declare_parameters(rv_generic.rvs, _parameters(None))
+for _cls in _FORMS:
+    _register_elementwise(rv_generic.rvs, _rvs, "rvs", (_cls,))
 for _name in _DISCRETE_METHODS:
     _method = getattr(rv_discrete, _name)
     declare_parameters(_method, _parameters("k"))
@@ -446,7 +463,10 @@ for _cls in (*_FORMS, *_DISCRETE):
     rrule.register(_cls, functor=True)(_rrule_freeze)
     frule.register(_cls, functor=True)(_frule_freeze)
     declare_parameters(_cls, _parameters(None))
-for _frozen_type, _names in ((rv_continuous_frozen, _CONTINUOUS_METHODS), (rv_discrete_frozen, _DISCRETE_METHODS)):
+for _frozen_type, _names in (
+    (rv_continuous_frozen, (*_CONTINUOUS_METHODS, "rvs")),
+    (rv_discrete_frozen, _DISCRETE_METHODS),
+):
     for _name in _names:
         _method = getattr(_frozen_type, _name)
         _rrule_frozen, _frule_frozen = _frozen_rules(_name)
