@@ -46,7 +46,7 @@ from ...core import (
 )
 from ..numpy._arrays import cotangent_array
 from ..numpy._util import axes_of, is_batched, match_output
-from ..numpy.reductions import _diff_adjoint, _mean_adjoint, frule_trapezoid, rrule_trapezoid
+from ..numpy.reductions import _diff_adjoint, _mean_adjoint, _reverse_cumsum, frule_trapezoid, rrule_trapezoid
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -153,11 +153,6 @@ def _cumulative_steps(x, dx, ndim: int, axis: int, lead: int = 0, points=None):
         shape[axis] = -1
         return np.reshape(np.diff(x, axis=-1), np.shape(x)[:lead] + tuple(shape))
     return np.diff(x, axis=axis + lead)
-
-
-def _reverse_cumsum(g, axis: int):
-    """The adjoint of ``cumsum`` along ``axis``: sums from each entry to the end."""
-    return np.flip(np.cumsum(np.flip(g, axis=axis), axis=axis), axis=axis)
 
 
 @rrule.register(si.cumulative_trapezoid)
