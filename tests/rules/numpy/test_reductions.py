@@ -634,3 +634,12 @@ def test_masked_reductions_through_the_engines():
     np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-7, atol=1e-9)
     H = cr.hessian(f, x)
     np.testing.assert_allclose(H, crt.fd_jacobian(lambda z: cr.gradient(f, z)[0], x).reshape(H.shape), atol=1e-7)
+
+
+def test_masked_moments_keep_float32():
+    """The masked var/std counted their entries in int64, which promoted a float32 result to float64."""
+    x = np.linspace(-1.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
+    mask = np.array([[True, False, True], [True, True, False]])
+    for f in (np.var, np.std):
+        crt.test_rrule(f, x, fkwargs={"where": mask, "axis": 1})
+        crt.test_frule(f, x, fkwargs={"where": mask, "ddof": 1})

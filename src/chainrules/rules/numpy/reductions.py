@@ -473,9 +473,10 @@ def _moments(x, o, primal):
         centred = x - np.mean(x, axis=axes, dtype=o["dtype"], keepdims=True)
         divisor = size_along(np.shape(x), axes) - ddof
     else:  # only the entries of where= take part (the others' centred value is 0); n per slice
+        counting = o["dtype"] or real_dtype(x)  # (counts in the data's dtype: no promotion to float64)
         kept = np.sum(np.where(mask, x, 0), axis=axes, dtype=o["dtype"], keepdims=True)
-        centred = np.where(mask, x - kept / np.sum(mask, axis=axes, keepdims=True), 0)
-        divisor = np.sum(mask, axis=axes, keepdims=keepdims) - ddof  # (the output's shape)
+        centred = np.where(mask, x - kept / np.sum(mask, axis=axes, keepdims=True, dtype=counting), 0)
+        divisor = np.sum(mask, axis=axes, keepdims=keepdims, dtype=counting) - ddof  # (the output's shape)
     if np.any(divisor <= 0):
         return axes, keepdims, centred, np.nan, primal()
     squares = np.real(centred * conj(centred)) if np.iscomplexobj(centred) else centred * centred
