@@ -54,11 +54,12 @@ class ActiveValue:
         return NotImplemented
 
 
-def call_by_engine(f: Callable[..., Any], args: tuple, kwargs: dict, name: str) -> Any:
+def call_by_engine(f: Callable[..., Any], args: tuple, kwargs: dict, name: str | Callable[[], str]) -> Any:
     """``f(*args, **kwargs)``, for a rule computing its primal with a library function ``f`` that
     converts its arguments to arrays (SciPy's): an engine's value among them (a Hessian's dual
     number) has its engine run ``f`` through ``f``'s rule (``ActiveValue.call_by_rule``), which keeps
-    what the value carries. ``name`` names ``f`` in the error where that engine cannot.
+    what the value carries. ``name`` names ``f`` in the error where that engine cannot (a function
+    making the name is called only then).
 
     >>> import math
     >>> call_by_engine(math.hypot, (3.0, 4.0), {}, "math.hypot")
@@ -70,8 +71,8 @@ def call_by_engine(f: Callable[..., Any], args: tuple, kwargs: dict, name: str) 
     out = active.call_by_rule(f, args, kwargs)
     if out is NotImplemented:
         raise TypeError(
-            f"{name}: this engine cannot run it on its values; differentiate it with the source engine "
-            "(engine='source') or forward mode"
+            f"{name if isinstance(name, str) else name()}: this engine cannot run it on its values; "
+            "differentiate it with the source engine (engine='source') or forward mode"
         )
     return out
 

@@ -555,9 +555,8 @@ def test_polyfit_hessian(engine):
     )
 
 
-def _fd_hessian(f, x, h=1e-5):
-    gradient = lambda v: cr.gradient(f, v)[0]  # noqa: E731
-    return np.array([(gradient(x + h * e) - gradient(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+def _fd_hessian(f, x):
+    return crt.fd_jacobian(lambda v: cr.gradient(f, v)[0], x)
 
 
 @pytest.mark.parametrize(

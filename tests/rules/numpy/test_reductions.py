@@ -440,17 +440,13 @@ def test_ediff1d_gradients_through_the_engines(engine):
     crt.check_grads(_ediff1d_program, (x, t), engine=engine)
 
 
-def _fd_jacobian(f, x, h=1e-6):
-    return np.stack([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)], axis=-1)
-
-
 def test_ediff1d_forward_jacobian_and_hessian():
     x = _r(5)
 
     def vector(x):
         return np.ediff1d(x**3, to_end=x[:2] ** 2, to_begin=np.cos(x[0]))
 
-    np.testing.assert_allclose(cr.jacobian(vector, x, mode="forward"), _fd_jacobian(vector, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(vector, x, mode="forward"), crt.fd_jacobian(vector, x), rtol=1e-6, atol=1e-8)
 
     def scalar(x):
         return _ediff1d_program(x, x[:2])
@@ -458,7 +454,7 @@ def test_ediff1d_forward_jacobian_and_hessian():
     gradient = lambda v: cr.gradient(scalar, v)[0]  # noqa: E731
     for engine in ("source", "tape"):
         np.testing.assert_allclose(
-            np.asarray(cr.hessian(scalar, x, engine=engine)), _fd_jacobian(gradient, x), rtol=1e-5, atol=1e-6
+            np.asarray(cr.hessian(scalar, x, engine=engine)), crt.fd_jacobian(gradient, x), rtol=1e-5, atol=1e-6
         )
 
 

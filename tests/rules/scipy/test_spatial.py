@@ -7,7 +7,7 @@ import pytest
 from scipy.spatial.distance import cdist, cityblock, euclidean, pdist, sqeuclidean, squareform
 
 import chainrules as cr
-from chainrules.testing import check_grads, test_frule, test_rrule
+from chainrules.testing import check_grads, fd_jacobian, test_frule, test_rrule
 
 METRICS = ["euclidean", "sqeuclidean", "cityblock"]
 DTYPES = [np.float64, np.float32]
@@ -17,23 +17,12 @@ def _points(seed, *shape, dtype=np.float64):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
-def _fd_gradient(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
+def _fd_gradient(f, x):
+    return fd_jacobian(f, x).reshape(x.shape)
 
 
-def _fd_hessian(f, x, eps=1e-5):
-    def grad(z):
-        return cr.gradient(f, z, engine="source")[0]
-
-    rows = [
-        (grad(x + eps * e.reshape(x.shape)) - grad(x - eps * e.reshape(x.shape))) / (2 * eps) for e in np.eye(x.size)
-    ]
-    return np.reshape(np.stack(rows), x.shape + x.shape)
+def _fd_hessian(f, x):
+    return fd_jacobian(lambda z: cr.gradient(f, z, engine="source")[0], x).reshape(x.shape + x.shape)
 
 
 # ----- the rules against finite differences -------------------------------------------------

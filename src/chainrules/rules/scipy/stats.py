@@ -164,7 +164,8 @@ def _parameters(first: str | None) -> Callable[[tuple], tuple]:
 
 
 def _arguments(method, dist, args: tuple, kwargs: dict, scaled: bool) -> tuple:
-    """``(first, shapes, loc, scale)`` of the call ``method(dist, *args, **kwargs)``."""
+    """``(first, shapes, loc, scale)`` of the call ``method(dist, *args, **kwargs)`` (``rvs``, which
+    takes no first argument, is read with ``None`` in its place)."""
     shape_names = _shape_names(dist)
     names = ["first", *shape_names, "loc", *(["scale"] if scaled else [])]
     bound = {"loc": 0, "scale": 1, **dict(zip(names, args)), **kwargs}
@@ -185,7 +186,7 @@ def _value(method, dist, args: tuple, kwargs: dict | None = None):
             method,
             (dist, *args),
             kwargs or {},
-            f"{callable_name(method)} of scipy.stats.{getattr(dist, 'name', type(dist).__name__)}",
+            lambda: f"{callable_name(method)} of scipy.stats.{getattr(dist, 'name', type(dist).__name__)}",
         )
 
 
@@ -265,11 +266,10 @@ def _rvs(dist, *args, **kwargs):
     loc and z in scale, the pathwise ("reparameterization") gradient (Kingma & Welling, Auto-Encoding
     Variational Bayes, 2014, §2.4). A shape changes the draw itself: refused when differentiated."""
     y = _value(rv_generic.rvs, dist, args, kwargs)
-    names = _shape_names(dist)
-    bound = {"loc": 0, "scale": 1, **dict(zip([*names, "loc", "scale"], args)), **kwargs}
+    _, shapes, loc, scale = _arguments(rv_generic.rvs, dist, (None, *args), kwargs, True)
     label = f"scipy.stats.{dist.name}.rvs"
-    d_shapes = [None if _discrete(bound.get(n)) else _NoClosedForm(label, n) for n in names]
-    return y, (None, *d_shapes, 1.0, (y - bound["loc"]) / bound["scale"])[: 1 + len(args)]
+    d_shapes = [None if _discrete(v) else _NoClosedForm(label, n) for v, n in zip(shapes, _shape_names(dist))]
+    return y, (None, *d_shapes, 1.0, (y - loc) / scale)[: 1 + len(args)]
 
 
 # ----- discrete distributions: partials in the real parameters -------------------------------
