@@ -798,3 +798,45 @@ def masks_with_where_and_select(x):
     selected = np.select([x < -1, x > 2], [np.exp(x), np.log(np.abs(x))], default=0.5 * x)
     mask = (x > -0.5) & (x < 2.0)
     return np.sum(piecewise) + np.sum(selected**2) + np.sum(x[mask] ** 3)
+
+
+# ----- a variable rebound to a constant inside a branch, a loop or a block -----------------------
+# The value bound before is gone on the paths that rebind it: its cotangent must not flow back
+# through them (the source engine's adjoint resets it inside the branch, loop or block).
+
+
+@program(np.array([0.7, 2.5, -0.4]), hessian=True, nested=True)
+def clipped_to_a_constant_in_a_branch(x):
+    total = 0.0
+    for i in range(3):
+        y = x[i] ** 2
+        if x[i] > 2.0:
+            y = 4.0  # a cap: no derivative past it
+        total = total + y * x[0]
+    return total
+
+
+@program(1.3, hessian=True, nested=True)
+def reset_on_one_iteration(x):
+    y = x * 2.0
+    for i in range(3):
+        if i == 1:
+            y = 1.0
+        y = y * x
+    return y
+
+
+@program(np.array([0.5, 1.5]), hessian=True, nested=True)
+def rebound_in_a_with_block(x):
+    y = np.sum(x**3)
+    with np.errstate(invalid="ignore"):
+        y = 2.0
+    return y * np.sum(x)
+
+
+@program(np.array([0.3, -1.2, 0.8]), hessian=True)
+def fallback_array_in_a_branch(x):
+    s = x * 3.0
+    if np.sum(x) < 0.0:
+        s = np.zeros(3)
+    return np.sum(s * x)

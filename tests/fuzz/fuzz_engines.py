@@ -298,6 +298,7 @@ class Program:
             self.s_nested_loops,
             self.s_recursion,
             self.s_comprehension,
+            self.s_rebind_constant,
         ]
         self.pick(kinds)(body, indent)
 
@@ -454,6 +455,28 @@ class Program:
         self.returns.append(self.expr(v.shape))
         body.append(f"{indent}    return FINISH{len(self.returns) - 1}")
         self.uses.add("early return")
+
+    def s_rebind_constant(self, body, indent):
+        """A value rebound to a constant on some paths (a cap in a branch, a reset on one
+        iteration of a loop, a fallback in a ``with`` block): no derivative flows back past it."""
+        v = self.var()
+        acc = self.define(body, indent, v.shape, self.expr(v.shape, 1), owned=False)
+        acc.rebound = True
+        constant = "0.5" if not v.shape else f"np.full({v.shape}, 0.5)"
+        style = self.pick(["branch", "loop", "with"])
+        if style == "branch":
+            body.append(f"{indent}if {self.condition()}:")
+            body.append(f"{indent}    {acc.name} = {constant}")
+        elif style == "loop":
+            n = int(self.rng.integers(2, 4))
+            body.append(f"{indent}for i in range({n}):")
+            body.append(f"{indent}    if i == {int(self.rng.integers(0, n))}:")
+            body.append(f"{indent}        {acc.name} = {constant}")
+            body.append(f"{indent}    {acc.name} = {acc.name} * 0.9 + np.sin({v.name})")
+        else:
+            body.append(f'{indent}with np.errstate(invalid="ignore"):')
+            body.append(f"{indent}    {acc.name} = {constant}")
+        self.uses.add("rebound to a constant")
 
     def s_tuple(self, body, indent):
         a, b = self.var(), self.var()

@@ -1069,17 +1069,29 @@ class _Analysis:
         mode: dict[int, str] = {}
         for stmt in stmts:
             mode[stmt.index] = self.mode(stmt, useful)
-        # a compound statement needs its adjoint when anything inside it has one
+        # a compound statement needs its adjoint when anything inside it has one, or when it
+        # rebinds a variable whose cotangent is live (`y = 0.0` in a branch): on the paths
+        # through it, the adjoint resets that cotangent, as the earlier value of `y` is gone
         compound = {ir.If: "branch", ir.For: "loop", ir.While: "loop", ir.With: "block"}
         for stmt in reversed(stmts):
             kind = compound.get(type(stmt))
             if kind is not None:
                 inner = [s for block in stmt.blocks() for s in ir.walk(block)]
-                if any(mode[s.index] != "plain" for s in inner):
+                if any(mode[s.index] != "plain" or self.rebinds_live(s, useful) for s in inner):
                     mode[stmt.index] = kind
                 if isinstance(stmt, ir.While) and any(mode[s.index] != "plain" for s in ir.walk(stmt.test_block)):
                     self.refuse(stmt, "the condition of a `while` loop computes a value the result depends on")
         return mode
+
+    def rebinds_live(self, stmt, useful) -> bool:
+        """Whether ``stmt`` binds a variable that is also bound elsewhere (or again in a loop) and
+        whose cotangent may reach the result: its adjoint must reset that cotangent there."""
+        if isinstance(stmt, (ir.SetItem, ir.Mutate)):
+            return False  # a write changes a container, whose cotangent the write's own adjoint takes
+        return any(
+            name in self.active and name in useful and (self.counts.get(name, 0) > 1 or self.loops_of.get(stmt.index))
+            for name in stmt.targets()
+        )
 
     def mode(self, stmt, useful) -> str:
         if isinstance(stmt, ir.Return):
