@@ -34,7 +34,6 @@ REVERSE = ("source", "tape")
 MATH_ON_TAPE = "use the NumPy function instead"  # math.sin(x) converts x with float()
 MATH_FORWARD = "use the NumPy function instead"
 ARRAY_OF_TRACKED = "would drop its derivative"  # np.array([...]) or out[i] = x of a tracked value
-TRY_IN_SOURCE = "`try` is not supported by the source engine"
 SCIPY_WRAPPER = "has a rule that the tape engine cannot use here"
 SCIPY_WRAPPER_FORWARD = "has a rule that forward mode cannot use here"
 

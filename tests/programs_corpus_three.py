@@ -840,3 +840,31 @@ def fallback_array_in_a_branch(x):
     if np.sum(x) < 0.0:
         s = np.zeros(3)
     return np.sum(s * x)
+
+
+# ----- exceptions: the reverse pass goes back through what ran -----------------------------------
+
+
+@program(np.array([[2.0, 0.3], [0.3, 1.0]]), np.array([1.0, -0.5]), hessian=True, nested=True)
+def cholesky_with_a_ridge_fallback(A, b):
+    try:
+        L = np.linalg.cholesky(A - 1.5 * np.eye(2))  # not definite: LinAlgError
+        z = np.linalg.solve(L, b)
+    except np.linalg.LinAlgError:
+        z = np.linalg.solve(A + 0.1 * np.eye(2), b)
+    return np.sum(z**2) + z[0] * A[0, 1]
+
+
+@program(np.array([0.4, 1.7, 2.6, 0.9]), hessian=True, nested=True)
+def guarded_ratios_in_a_loop(x):
+    total = 0.0
+    with np.errstate(divide="raise"):
+        for i in range(4):
+            try:
+                r = x[i] / np.maximum(x[i] - 1.0, 0.0)
+                total = total + r * x[0]
+            except FloatingPointError:
+                total = total + x[i] ** 2
+            finally:
+                total = total * 1.05
+    return total

@@ -72,7 +72,7 @@ def _reverse_engine(engine: str):
 
 def _pullback_full(engine: str, f: Callable, *args, **kwargs):
     """``(y, back_full)`` from the reverse engine ``engine``. Where the source engine refuses the
-    Python ``f`` is written in (``try``, a generator, a list reversed in place: an
+    Python ``f`` is written in (a generator, a list reversed in place: an
     ``UnsupportedSyntaxError``), the tape, which follows what runs, differentiates ``f``; it is
     remembered (beside ``_auto_choices``), so later calls go to the tape directly. Where the tape
     refuses ``f`` too, the source engine's refusal is raised, with a note saying why the tape failed."""

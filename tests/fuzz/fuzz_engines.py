@@ -299,6 +299,7 @@ class Program:
             self.s_recursion,
             self.s_comprehension,
             self.s_rebind_constant,
+            self.s_try,
         ]
         self.pick(kinds)(body, indent)
 
@@ -477,6 +478,27 @@ class Program:
             body.append(f'{indent}with np.errstate(invalid="ignore"):')
             body.append(f"{indent}    {acc.name} = {constant}")
         self.uses.add("rebound to a constant")
+
+    def s_try(self, body, indent):
+        """``try`` whose body may raise after some of its statements ran (``if ...: raise``), with a
+        handler, and ``else``/``finally`` blocks at random."""
+        v = self.var()
+        name = self.fresh()
+        body.append(f"{indent}try:")
+        body.append(f"{indent}    {name} = {self.expr(v.shape)}")
+        body.append(f"{indent}    if {self.condition()}:")
+        body.append(f"{indent}        raise ValueError")
+        body.append(f"{indent}    {name} = {name} * 0.9 + {self.expr(v.shape)}")
+        body.append(f"{indent}except ValueError:")
+        body.append(f"{indent}    {name} = {name} * 0.5 + {self.expr(v.shape)}")
+        if self.chance(0.4):
+            body.append(f"{indent}else:")
+            body.append(f"{indent}    {name} = {name} + 0.25")
+        if self.chance(0.4):
+            body.append(f"{indent}finally:")
+            body.append(f"{indent}    {name} = {name} * 1.1")
+        self.vars.append(Var(name, v.shape, False, rebound=True))
+        self.uses.add("try")
 
     def s_tuple(self, body, indent):
         a, b = self.var(), self.var()
@@ -1089,7 +1111,7 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
         value, dy = cr.jvp(f, args, tangents)
         want = sum(float(np.sum(g * np.asarray(t, dtype=np.float64))) for g, t in zip(fd, tangents))
         bad = close(value, y, 1e-5 if program.dtype is np.float32 else 1e-10)
-        return f"value: {bad}" if bad else close(dy, want, rtol)
+        return f"value: {bad}" if bad else close(dense(dy, value), want, rtol)
 
     def first_argument(g: Callable) -> Callable:
         return lambda z: g(z, *rest)
@@ -1174,7 +1196,7 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
         value, dy = cr.jvp(module.f_struct, (p,), (tangent,))
         want = sum(float(np.sum(g * np.asarray(t, dtype=np.float64))) for g, t in zip(fd, tangents))
         bad = close(value, y, 1e-5 if program.dtype is np.float32 else 1e-10)
-        return f"value: {bad}" if bad else close(dy, want, rtol)
+        return f"value: {bad}" if bad else close(dense(dy, value), want, rtol)
 
     jacobians_in = []
 

@@ -78,11 +78,20 @@ def uses_yield(x):
     yield x  # <- yield
 
 
-def uses_try(x):
+def uses_except_star(x):
+    y = x
     try:  # <- try
-        return x
-    except ValueError:
-        return 0.0
+        y = x * 2.0
+    except* ValueError:
+        y = 0.0
+    return y
+
+
+def returns_inside_finally(x):
+    try:
+        x = x * 2.0
+    finally:
+        return x  # noqa: B012  <- return in finally
 
 
 def assigns_into_an_argument(x):
@@ -130,8 +139,9 @@ def defines_a_class(x):
     "fn, marker, column, phrase",
     [
         (uses_yield, "<- yield", 5, "`yield` is not supported"),
-        (uses_try, "<- try", 5, "`try` is not supported by the source engine"),
-        (uses_try, "<- try", 5, 'differentiate the function with engine="tape"'),
+        (uses_except_star, "<- try", 5, "`try`/`except*` is not supported by the source engine"),
+        (uses_except_star, "<- try", 5, 'differentiate the function with engine="tape"'),
+        (returns_inside_finally, "<- return in finally", 9, "`return` inside `finally` is not supported"),
         (assigns_into_an_argument, "<- item assignment", 5, "writing into the argument `x` in place"),
         (assigns_an_attribute, "<- attribute assignment", 5, "assigning to an attribute"),
         (uses_global_write, "<- global write", 5, "the global variable `SOMETHING`"),

@@ -169,6 +169,17 @@ class Adjoint:
             self.statement(stmt, indent)
 
     def statement(self, stmt: ir.Stmt, indent: int):
+        ran = self.saved.get(stmt.index, {}).get("ran")
+        if ran is None:
+            self.unguarded(stmt, indent)
+            return
+        # a statement of a `try` body: its adjoint runs if it ran (see `primal.tracked`)
+        owner, number = ran
+        outer = dict(self.state), dict(self.owned)
+        self.guarded(f"{self.saved[owner]['progress']} >= {number}", [stmt], indent, outer, unguarded=True)
+        self.state, self.owned = outer
+
+    def unguarded(self, stmt: ir.Stmt, indent: int):
         mode = self.plan.mode.get(stmt.index, "plain")
         if mode == "return":
             return
@@ -184,7 +195,9 @@ class Adjoint:
         elif isinstance(stmt, (ir.For, ir.While)):
             self.loop(stmt, indent)
         elif isinstance(stmt, ir.With):
-            self.block(stmt.body, indent)
+            self.block(stmt.body, indent)  # (the primal refuses a body stopped half way)
+        elif isinstance(stmt, ir.Try):
+            self.try_statement(stmt, indent)
         elif isinstance(stmt, (ir.SetItem, ir.Mutate)):
             self.write(stmt, indent)
         elif isinstance(stmt, ir.Unpack) and mode == "element":
@@ -524,6 +537,40 @@ class Adjoint:
         for v in touched:
             self.state[v], self.owned[v] = SET, ("flag" if not self.real(v) else False)
 
+    def try_statement(self, stmt: ir.Try, indent: int):
+        """Back through what ran, last first: the ``finally`` block; the ``else`` block if the body
+        ran to its end; the handler that ran; the body's statements that ran (each under its test:
+        see ``statement``). The cotangents of every variable inside are given a value first,
+        temporaries too: a statement's adjoint may run while a later one's, which would have set
+        them, did not."""
+        saved = self.saved.get(stmt.index, {})
+        touched = self.touched(stmt, temporaries=True)
+        for v in sorted(touched):
+            self.materialize(v, indent, stmt.line)
+        outer = dict(self.state), dict(self.owned)
+        self.guarded(None, stmt.finalbody, indent, outer)
+        self.guarded(f"{saved['progress']} == {saved['complete']}", stmt.orelse, indent, outer)
+        for i, handler in enumerate(stmt.handlers, 1):
+            self.guarded(f"{saved['handled']} == {i}", handler.body, indent, outer)
+        self.guarded(None, stmt.body, indent, outer)
+        self.state, self.owned = outer
+        for v in touched:
+            self.state[v], self.owned[v] = SET, ("flag" if not self.real(v) else False)
+
+    def guarded(self, test: str | None, block: list[ir.Stmt], indent: int, outer, unguarded: bool = False):
+        """The adjoint of ``block`` under ``if test:`` (``None``: always), left out when it does
+        nothing; ``unguarded``: of its one statement, without that statement's own test."""
+        start = len(self.lines)
+        if test is not None:
+            self.emit(indent, f"if {test}:", 0)
+        self.state, self.owned = dict(outer[0]), dict(outer[1])
+        if unguarded:
+            self.unguarded(block[0], indent + 1)
+        else:
+            self.block(block, indent + (test is not None))
+        if test is not None and len(self.lines) == start + 1:
+            self.lines.pop()
+
     def branch_block(self, block, indent, outer):
         self.state, self.owned = dict(outer[0]), dict(outer[1])
         start = len(self.lines)
@@ -544,9 +591,10 @@ class Adjoint:
         self.state[v], self.owned[v] = SET, ("flag" if not self.real(v) else False)
         self.dynamic.add(v)
 
-    def touched(self, stmt) -> set[str]:
+    def touched(self, stmt, temporaries: bool = False) -> set[str]:
         """Active variables whose cotangents the body of an ``if`` or a loop changes and that
-        live on after it: all but the temporaries bound only inside (they live in one pass)."""
+        live on after it: all but the temporaries bound only inside (they live in one pass),
+        unless ``temporaries``."""
         inside = [s for block in stmt.blocks() for s in ir.walk(block)]
         counts: dict[str, int] = {}
         found: set[str] = set()
@@ -571,6 +619,8 @@ class Adjoint:
             found.add(stmt.iterable) if isinstance(stmt.iterable, str) else None
         temps = self.plan.fn.temps
         local = {v for v, n in counts.items() if v in temps and n == self.plan.assignments.get(v, 0)}
+        if temporaries:
+            local = set()
         return {v for v in found if self.wants(v) and v not in local}
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
-from ...core.errors import NoRuleError, UnsupportedSyntaxError, user_location
+from ...core.errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, user_location
 from ...core.keywords import as_positional
 from ...core.registry import _LEDGER, decline_batch, frule, rrule
 from ...core.structures import leaves
@@ -716,6 +716,8 @@ cache.RUNTIME.update(
     append_pullback=runtime.append_pullback,
     extend=runtime.extend,
     refuse_write=runtime.refuse_write,
+    stopped_inside=runtime.stopped_inside,
+    ChainRulesError=ChainRulesError,
     check_new=runtime.check_new,
     check_metadata=runtime.check_metadata,
     is_view=runtime.is_view,

@@ -22,13 +22,8 @@ import ast
 from ...core.errors import UnsupportedSyntaxError
 from .effects import DELETE_ADVICE
 
-_TRY_HINT = (
-    "an exception can leave any statement half done, which the reverse pass cannot follow; "
-    'differentiate the function with engine="tape", or move the `try` out of the differentiated code'
-)
 _STATEMENTS = {
     ast.AsyncFor: ("`async for`", "a coroutine cannot be differentiated"),
-    ast.Try: ("`try`", _TRY_HINT),
     ast.AsyncWith: ("`async with`", "a coroutine cannot be differentiated"),
     ast.AsyncFunctionDef: ("`async def`", "a coroutine cannot be differentiated"),
     ast.ClassDef: ("a class definition inside a differentiated function", "define the class outside"),
@@ -36,7 +31,10 @@ _STATEMENTS = {
     ast.Match: ("`match`", "write it with `if`/`elif`"),
 }
 if hasattr(ast, "TryStar"):
-    _STATEMENTS[ast.TryStar] = ("`try`/`except*`", _TRY_HINT)
+    _STATEMENTS[ast.TryStar] = (
+        "`try`/`except*`",
+        'an exception group is not followed; differentiate the function with engine="tape", or write `except`',
+    )
 
 _EXPRESSIONS = {
     ast.Yield: ("`yield`", "a generator cannot be differentiated; return a list instead"),
@@ -139,6 +137,16 @@ class _Fence(ast.NodeVisitor):
                 self.target(item.optional_vars)
         for stmt in node.body:
             self.visit(stmt)
+
+    def visit_Try(self, node: ast.Try):
+        jump = _jump_out_of(node.finalbody)
+        if jump is not None:
+            self.refuse(
+                jump,
+                f"`{type(jump).__name__.lower()}` inside `finally` is not supported by the source engine: it would "
+                "discard the exception being raised; move it after the `try` statement",
+            )
+        self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call):
         func = node.func
@@ -248,3 +256,18 @@ def check(
                 f"`{name}` is read by a nested function and bound more than once; a closure sees the "
                 "variable, not its value when the closure was made: bind it once",
             )
+
+
+def _jump_out_of(block: list[ast.stmt]) -> ast.stmt | None:
+    """A ``return``, or a ``break``/``continue`` of an enclosing loop, in ``block`` (outside
+    nested functions and, for ``break``/``continue``, outside loops of its own)."""
+    stack = [(stmt, False) for stmt in block]
+    while stack:
+        node, in_loop = stack.pop()
+        if isinstance(node, ast.Return) or (isinstance(node, (ast.Break, ast.Continue)) and not in_loop):
+            return node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        inner = in_loop or isinstance(node, (ast.For, ast.While, ast.AsyncFor))
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return None

@@ -9,7 +9,7 @@ Every statement does one thing to operands that are variable names or constants:
 - ``Unpack(targets, value)``: ``a, *b, c = value``;
 - ``If(test, body, orelse)``; ``For(target, iterable, body)``; ``While(test_block, test, body)``
   (``test_block`` computes ``test`` before each iteration); ``Break`` (only last in a branch);
-  ``With(contexts, body)``;
+  ``With(contexts, body)``; ``Try(body, handlers, orelse, finalbody)``;
 - ``SetItem(obj, key, value)`` and ``Mutate(obj, "append" | "extend", value)``: writes into a
   list, dict or array the function created;
 - ``Return(value)`` (only as the last statement of the function); ``Raise`` and ``Plain``
@@ -411,6 +411,45 @@ class With(Stmt):
         return f"with {items}:"
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Handler:
+    """``except kind as name: body``; ``kind`` (an operand computed before the ``try``) and ``name``
+    may be None. The exception carries no derivative."""
+
+    kind: Operand | None
+    name: str | None
+    body: list[Stmt]
+    line: int = 0
+
+
+@dataclasses.dataclass(eq=False)
+class Try(Stmt):
+    """``try: body`` with its ``except`` handlers, ``else`` and ``finally`` blocks."""
+
+    body: list[Stmt] = dataclasses.field(default_factory=list)
+    handlers: tuple[Handler, ...] = ()
+    orelse: list[Stmt] = dataclasses.field(default_factory=list)
+    finalbody: list[Stmt] = dataclasses.field(default_factory=list)
+
+    def blocks(self) -> tuple[list[Stmt], ...]:
+        return (self.body, *(h.body for h in self.handlers), self.orelse, self.finalbody)
+
+    def operands(self) -> tuple[Operand, ...]:
+        return tuple(h.kind for h in self.handlers if h.kind is not None)
+
+    def targets(self) -> tuple[str, ...]:
+        return tuple(h.name for h in self.handlers if h.name)
+
+    def __str__(self) -> str:
+        return "try:"
+
+
+def handler_header(handler: Handler) -> str:
+    """``except kind as name:`` as Python."""
+    kind = "" if handler.kind is None else f" {operand_str(handler.kind)}"
+    return f"except{kind}" + (f" as {handler.name}:" if handler.name else ":")
+
+
 @dataclasses.dataclass(eq=False)
 class Return(Stmt):
     value: Operand = Const(None)
@@ -500,11 +539,18 @@ def format_block(block: list[Stmt], indent: int = 1) -> list[str]:
             lines += format_block(stmt.body, indent + 1)
             continue
         lines.append(f"{pad}{stmt}")
-        if isinstance(stmt, (If, For, With)):
+        if isinstance(stmt, (If, For, With, Try)):
             lines += format_block(stmt.body, indent + 1) or [f"{pad}    pass"]
-        if isinstance(stmt, If) and stmt.orelse:
+        if isinstance(stmt, Try):
+            for handler in stmt.handlers:
+                lines.append(f"{pad}{handler_header(handler)}")
+                lines += format_block(handler.body, indent + 1) or [f"{pad}    pass"]
+        if isinstance(stmt, (If, Try)) and stmt.orelse:
             lines.append(f"{pad}else:")
             lines += format_block(stmt.orelse, indent + 1)
+        if isinstance(stmt, Try) and stmt.finalbody:
+            lines.append(f"{pad}finally:")
+            lines += format_block(stmt.finalbody, indent + 1)
     return lines
 
 

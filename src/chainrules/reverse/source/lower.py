@@ -381,6 +381,18 @@ class _Lowerer:
             block = self.nested(node.body)
             self.line = node.lineno
             self.emit(ir.With(contexts=tuple(contexts), body=block, line=node.lineno, index=index))
+        elif isinstance(node, ast.Try):
+            # the handlers' exception classes are looked up before the `try` (a name or an
+            # attribute: Python would look them up only when an exception reaches them)
+            kinds = [None if h.type is None else self.atom(h.type) for h in node.handlers]
+            index = self.number()
+            body = self.nested(node.body)
+            handlers = tuple(ir.Handler(k, h.name, self.nested(h.body), h.lineno) for k, h in zip(kinds, node.handlers))
+            orelse, finalbody = self.nested(node.orelse), self.nested(node.finalbody)
+            self.line = node.lineno
+            self.emit(
+                ir.Try(body=body, handlers=handlers, orelse=orelse, finalbody=finalbody, line=node.lineno, index=index)
+            )
         elif isinstance(node, ast.If):
             test = self.atom(node.test)
             index = self.number()

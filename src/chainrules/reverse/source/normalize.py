@@ -13,8 +13,9 @@ same meaning as the original, in which:
   branch always jumps takes the rest of the block into its other branch; where jumps are
   nested deeper, flags guard the statements after them (``returned`` for the function,
   ``skip``/``stop`` for a loop, reset at each iteration); so does a jump out of a ``with``
-  block, which then runs to its end. The returned value is held in a variable (``retval``); a
-  loop's ``else`` runs under ``not stop``.
+  or ``try`` block, which then runs to its end (a ``try``'s ``else`` block is skipped). The
+  returned value is held in a variable (``retval``); a loop's ``else`` runs under ``not stop``.
+  A ``raise`` is left as it is: Python skips what follows it by itself.
 
 Every new statement carries the line and column of the original statement it replaces.
 """
@@ -29,7 +30,10 @@ from .names import Namer
 NEVER, ALWAYS, MAYBE = "never", "always", "maybe"
 _LOOPS = (ast.For, ast.While)
 FUNCTION_JUMPS = (ast.Return, ast.Raise)
-LOOP_JUMPS = (ast.Return, ast.Raise, ast.Break, ast.Continue)
+# the jumps that `jumps` rewrites: a `raise` needs no flags, as Python skips what follows it (to
+# a handler, or out of the function) by itself
+REWRITTEN_JUMPS = (ast.Return,)
+REWRITTEN_LOOP_JUMPS = (ast.Return, ast.Break, ast.Continue)
 
 
 def _has_loop_else(node: ast.AST) -> bool:
@@ -72,10 +76,27 @@ def _exits(block: list[ast.stmt], kinds: tuple = FUNCTION_JUMPS) -> str:
             found = found or body != NEVER or orelse != NEVER
         elif isinstance(stmt, _LOOPS) and ast.Return in kinds and _contains(stmt, ast.Return):
             found = True
-        elif isinstance(stmt, ast.With):
-            # a jump out of a `with` block runs to the block's end under flags (see `jumps`)
-            found = found or _exits(stmt.body, kinds) != NEVER
+        elif isinstance(stmt, (ast.With, ast.Try)):
+            # a jump out of a `with` or `try` block runs to the block's end under flags (see `jumps`)
+            found = found or any(_exits(block, kinds) != NEVER for block in _blocks(stmt))
     return MAYBE if found else NEVER
+
+
+def _blocks(stmt: ast.With | ast.Try) -> list[list[ast.stmt]]:
+    """The blocks of a ``with`` or ``try`` statement (a ``finally`` block has no jumps: see the fence)."""
+    if isinstance(stmt, ast.With):
+        return [stmt.body]
+    return [stmt.body, *(h.body for h in stmt.handlers), stmt.orelse]
+
+
+def _set_blocks(stmt: ast.With | ast.Try, blocks: list[list[ast.stmt]]) -> None:
+    """Put the normalized ``blocks`` (as ``_blocks`` lists them) back; an empty one gets a ``pass``."""
+    blocks = [block or [ast.copy_location(ast.Pass(), stmt)] for block in blocks]
+    stmt.body = blocks[0]
+    if isinstance(stmt, ast.Try):
+        for handler, block in zip(stmt.handlers, blocks[1:]):
+            handler.body = block
+        stmt.orelse = blocks[-1] if stmt.orelse else []
 
 
 class _Loop:
@@ -141,10 +162,15 @@ class _Normalizer:
                 value = ast.copy_location(ast.Name(holder, ast.Load()), stmt)
                 out.append(ast.copy_location(ast.Assign(targets=[target], value=value), stmt))
             return out
-        if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With)):
+        if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
             stmt.body = self.block(stmt.body)
             if not isinstance(stmt, ast.With):
                 stmt.orelse = self.block(stmt.orelse)
+            if isinstance(stmt, ast.Try):
+                for handler in stmt.handlers:
+                    handler.body = self.block(handler.body) or [ast.copy_location(ast.Pass(), handler)]
+                stmt.finalbody = self.block(stmt.finalbody)
+                stmt.body = stmt.body or [ast.copy_location(ast.Pass(), stmt)]
             return [stmt]
         return [stmt]
 
@@ -157,7 +183,7 @@ class _Normalizer:
         jump ends its branch, and the statements after a possible jump move into the branch
         that does not jump or run under a flag. ``flagged``: a jump must set the flags, because
         the statements after the enclosing ``if`` are guarded by them."""
-        kinds = LOOP_JUMPS if loop is not None else FUNCTION_JUMPS
+        kinds = REWRITTEN_LOOP_JUMPS if loop is not None else REWRITTEN_JUMPS
         out: list[ast.stmt] = []
         for i, stmt in enumerate(block):
             rest = block[i + 1 :]
@@ -179,26 +205,37 @@ class _Normalizer:
                     out += self.guarded(rest, self._flag(), loop, flagged, stmt)
                     return out
                 continue
-            if isinstance(stmt, ast.With) and _exits(stmt.body, kinds) != NEVER:
+            if isinstance(stmt, (ast.With, ast.Try)) and _exits([stmt], kinds) != NEVER:
                 # a jump out of the block: it sets the flags and the block runs to its end (so its
-                # context manager exits, as Python's jump makes it), then the flags guard the rest
-                stmt.body = self.jumps(stmt.body, loop, True) or [ast.copy_location(ast.Pass(), stmt)]
+                # context manager exits, or its `finally` block runs, as Python's jump makes it),
+                # then the flags guard the rest; a `try`'s `else` block does not run after a jump
+                flag = loop.skip_flag() if loop is not None else self._flag()
+                body_jumps = _exits(stmt.body, kinds) != NEVER  # (before `jumps` rewrites the jumps)
+                blocks = [self.jumps(block, loop, True) for block in _blocks(stmt)]
+                if isinstance(stmt, ast.Try) and stmt.orelse and body_jumps:
+                    blocks[-1] = [
+                        ast.copy_location(ast.If(test=_not(flag), body=blocks[-1], orelse=[]), stmt.orelse[0])
+                    ]
+                _set_blocks(stmt, blocks)
                 out.append(stmt)
                 if rest:
-                    flag = loop.skip_flag() if loop is not None else self._flag()
                     out += self.guarded(rest, flag, loop, flagged, rest[0])
                 return out
             if not isinstance(stmt, ast.If) or _exits([stmt], kinds) == NEVER:
                 if (
-                    isinstance(stmt, (ast.If, ast.With))
+                    isinstance(stmt, (ast.If, ast.With, ast.Try))
                     and _exits(stmt.body, kinds) == NEVER
                     and _contains(stmt, _LOOPS)
                 ):
                     # no jump leaves this block, but a loop inside it gets its own jumps and
                     # `else` normalized, as a loop here does
-                    stmt.body = self.jumps(stmt.body, loop, flagged) or [ast.copy_location(ast.Pass(), stmt)]
                     if isinstance(stmt, ast.If):
+                        stmt.body = self.jumps(stmt.body, loop, flagged) or [ast.copy_location(ast.Pass(), stmt)]
                         stmt.orelse = self.jumps(stmt.orelse, loop, flagged)
+                    else:
+                        _set_blocks(stmt, [self.jumps(block, loop, flagged) for block in _blocks(stmt)])
+                        if isinstance(stmt, ast.Try):
+                            stmt.finalbody = self.jumps(stmt.finalbody, loop, flagged)
                 out.append(stmt)
                 continue
             body, orelse = _exits(stmt.body, kinds), _exits(stmt.orelse, kinds)

@@ -93,9 +93,20 @@ def _use_of(stmt, name: str, plan) -> str | None:
             return None
     if isinstance(stmt, ir.For) and stmt.iterable == name:
         return "maybe_view"
-    if isinstance(stmt, (ir.If, ir.While)):
-        return None  # the test's truth value
+    if isinstance(stmt, (ir.If, ir.While, ir.Try)):
+        return None  # the test's truth value; a handler's exception class
     return "escape"
+
+
+class _Track:
+    """The counter of a ``try`` body's statements that ran, and the ``try``'s statement index."""
+
+    def __init__(self, counter: str, owner: int):
+        self.counter, self.owner, self.count = counter, owner, 0
+
+    def next(self) -> int:
+        self.count += 1
+        return self.count
 
 
 class Helpers:
@@ -156,6 +167,10 @@ class Primal:
         self.definitions = {s.target: s for s in ir.walk(plan.fn.body) if isinstance(s, ir.Assign)}
         self.loops: list = []
         self.stacks: list[Stacked] = []
+        #: the counter of the `try` body being emitted (see `tracked`), and whether a simple
+        #: statement of it is
+        self.track: _Track | None = None
+        self.deferring = False
         # containers written in place whose writes must not reach what a pullback holds: those
         # carrying derivatives, and those the effects pass found a pullback may hold
         watched = [name for name in plan.buffers if name in plan.active or name in plan.effects.flagged]
@@ -261,6 +276,10 @@ class Primal:
         name = stem if stem.startswith("pb_") or stem.startswith("n_") else self.namer.fresh(f"{stem}_{stmt.index}")
         stacked = Stacked(self.namer.fresh(f"{name}_stack"), name, self.namer.fresh(f"{name}_rev"))
         self.stacks.append(stacked)
+        if before and self.deferring:  # held now, pushed once the statement ran (see `tracked`)
+            held = self.namer.fresh(f"{name}_held")
+            self.emit(indent, f"{held} = {value}", stmt.line)
+            value, before = held, False
         line = (indent, f"{stacked.stack}.append({value})", stmt.line)
         self.emit(*line) if before else self._after.append(line)
         return stacked
@@ -272,8 +291,11 @@ class Primal:
 
     def block(self, block: list[ir.Stmt], indent: int):
         start = len(self.lines)
-        for stmt in block:
-            self.statement(stmt, indent)
+        if self.track is not None:
+            self.tracked(block, indent)
+        else:
+            for stmt in block:
+                self.statement(stmt, indent)
         if len(self.lines) == start:
             self.emit(indent, "pass", 0)
 
@@ -288,6 +310,8 @@ class Primal:
             test = self.operand(stmt.test)
             if mode == "branch" and isinstance(stmt.test, str):
                 saved["test"] = self.keep(stmt, stmt.test, indent)
+            if self.track is not None:  # a branch of a `try` body starts (see `tracked`)
+                self.emit(indent, f"{self.track.counter} = {saved['ran'][1]}", 0)
             self.emit(indent, f"if {test}:", line)
             self.block(stmt.body, indent + 1)
             if stmt.orelse:
@@ -298,9 +322,21 @@ class Primal:
             self.loop(stmt, mode, saved, indent)
             return
         if isinstance(stmt, ir.With):
+            # a context manager may suppress an exception that stopped the body half way: the
+            # adjoint follows a body that ran to its end, and any other is refused
+            ran = None if mode == "plain" else self.namer.fresh(f"ran_{stmt.index}")
+            if ran is not None:
+                self.emit(indent, f"{ran} = 0", line)
             items = ", ".join(self.operand(c) + (f" as {n}" if n else "") for c, n in stmt.contexts)
             self.emit(indent, f"with {items}:", line)
             self.block(stmt.body, indent + 1)
+            if ran is not None:
+                self.emit(indent + 1, f"{ran} = 1", 0)
+                self.emit(indent, f"if {ran} != 1:", 0)
+                self.emit(indent + 1, f"{self.h('stopped_inside')}({self.plan.fn.filename!r}, {line}, 0)", 0)
+            return
+        if isinstance(stmt, ir.Try):
+            self.try_statement(stmt, mode, saved, indent)
             return
         if isinstance(stmt, ir.Break):
             self.emit(indent, "break", line)
@@ -340,6 +376,75 @@ class Primal:
             if name in self.cells:
                 self.emit(indent, f"{self.cells[name]}.cell_contents = {name}", line)
         self.escapes(stmt, indent)
+
+    # -- blocks an exception may stop: `try` and `with` --
+    def try_statement(self, stmt: ir.Try, mode: str, saved: dict, indent: int):
+        """``try`` as written, keeping for the adjoint how far the body ran (see ``tracked``) and
+        which handler ran; the engine's own errors (a missing rule, say) pass through the user's
+        handlers."""
+        if mode == "plain":
+            ran = handled = None
+        else:
+            ran = self.namer.fresh(f"ran_{stmt.index}")
+            self.emit(indent, f"{ran} = 0", stmt.line)
+            handled = self.namer.fresh(f"handled_{stmt.index}") if stmt.handlers else None
+            if handled:
+                self.emit(indent, f"{handled} = 0", stmt.line)
+        self.emit(indent, "try:", stmt.line)
+        outer, self.track = self.track, (None if ran is None else _Track(ran, stmt.index))
+        self.block(stmt.body, indent + 1)
+        if ran is not None:
+            saved["complete"] = self.track.next()
+            self.emit(indent + 1, f"{ran} = {saved['complete']}", 0)
+        self.track = None  # (what the handlers, `else` and `finally` run is followed as a whole)
+        if handled:
+            self.emit(indent, f"except {self.h('ChainRulesError')}:", 0)
+            self.emit(indent + 1, "raise", 0)
+        for i, handler in enumerate(stmt.handlers, 1):
+            kind = "" if handler.kind is None else f" {self.operand(handler.kind)}"
+            self.emit(indent, f"except{kind}" + (f" as {handler.name}:" if handler.name else ":"), handler.line)
+            if handled:
+                self.emit(indent + 1, f"{handled} = {i}", 0)
+            self.block(handler.body, indent + 1)
+        if stmt.orelse:
+            self.emit(indent, "else:", 0)
+            self.block(stmt.orelse, indent + 1)
+        if stmt.finalbody:
+            self.emit(indent, "finally:", 0)
+            self.block(stmt.finalbody, indent + 1)
+        self.track = outer
+        if ran is None:
+            return
+        where = f"{self.plan.fn.filename!r}, {stmt.line}"
+        self.emit(indent, f"if {ran} < 0:", 0)
+        self.emit(indent + 1, f"{self.h('stopped_inside')}({where}, {ran})", 0)
+        for role, name in (("progress", ran), ("handled", handled)):
+            if name:
+                saved[role] = self.push(stmt, name, name, indent) if self.loops else name
+
+    def tracked(self, block: list[ir.Stmt], indent: int):
+        """A block of a ``try`` body, numbering its statements in the order they run (a branch's
+        after its ``if``) and setting the body's counter to each one's number once it ran, so
+        that the adjoint goes back through those that ran: the statements of a branch are
+        numbered too, as ``if`` starts (``if bad: raise ...`` stops the body inside a branch).
+        A loop, ``with`` or ``try`` is numbered as a whole, its counter negative while it runs:
+        stopped half way, it is refused after the ``try``. A statement's values kept in a loop
+        are pushed once it ran, so that a stopped one pushes nothing."""
+        track = self.track
+        for stmt in block:
+            mode = self.plan.mode.get(stmt.index, "plain")
+            number = track.next()
+            self.saved.setdefault(stmt.index, {})["ran"] = (track.owner, number)
+            if isinstance(stmt, ir.If) and mode != "plain":
+                self.statement(stmt, indent)  # (it sets the counter as it starts: see `statement`)
+                continue
+            whole = bool(stmt.blocks())
+            if whole and mode != "plain":
+                self.emit(indent, f"{track.counter} = {-number}", 0)
+            self.track, self.deferring = None, not whole
+            self.statement(stmt, indent)
+            self.track, self.deferring = track, False
+            self.emit(indent, f"{track.counter} = {number}", 0)
 
     # -- loops --
     def loop(self, stmt, mode: str, saved: dict, indent: int):

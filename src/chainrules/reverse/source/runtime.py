@@ -514,6 +514,24 @@ def _user_file() -> str:
     return LINE_MAP.get(generated, (generated,))[0]
 
 
+def stopped_inside(filename: str, line: int, progress: int):
+    """An exception stopped the ``try`` body at ``line`` inside its ``-progress``-th statement, a
+    loop, branch or block, and was caught (or, ``progress == 0``, stopped the ``with`` body at
+    ``line`` and was suppressed): which parts ran is not known, so the reverse pass cannot follow
+    them. (The API then differentiates the function on the tape, which follows what ran.)"""
+    if progress == 0:
+        what = "an exception stopped the `with` block half way, and its context manager suppressed it"
+    else:
+        what = f"an exception stopped statement {-progress} of the `try` block (a loop, branch or block) half way"
+    raise UnsupportedSyntaxError(
+        f'{what}: the source engine cannot tell which of its parts ran; use engine="tape", or catch the '
+        "exception inside that statement",
+        filename,
+        line,
+        1,
+    )
+
+
 def refuse_write(name: str, line: int, col: int):
     filename = _user_file()
     raise UnsupportedSyntaxError(

@@ -1000,7 +1000,7 @@ class _Analysis:
                             f"`{name}` is written in place later, so it must be bound to a new object here "
                             f"(for example `{name} = ....copy()`), not to an existing one",
                         )
-                elif isinstance(stmt, (ir.Unpack, ir.For, ir.With, ir.Plain)) and name in stmt.targets():
+                elif isinstance(stmt, (ir.Unpack, ir.For, ir.With, ir.Try, ir.Plain)) and name in stmt.targets():
                     self.refuse(stmt, f"`{name}` is written in place later, so it must be bound to a new object")
             found[name] = "new"
         return found
@@ -1031,8 +1031,8 @@ class _Analysis:
         if isinstance(stmt, (ir.SetItem, ir.Mutate)):
             # a write makes the container active when the value is; its type stays
             return [(stmt.obj, self.types.get(stmt.obj), self.is_active(stmt.value))]
-        if isinstance(stmt, ir.With):
-            return [(name, ANY, False) for name in stmt.targets()]
+        if isinstance(stmt, (ir.With, ir.Try)):
+            return [(name, ANY, False) for name in stmt.targets()]  # a context, an exception
         return []
 
     def usefulness(self, stmts) -> set[str]:
@@ -1072,7 +1072,7 @@ class _Analysis:
         # a compound statement needs its adjoint when anything inside it has one, or when it
         # rebinds a variable whose cotangent is live (`y = 0.0` in a branch): on the paths
         # through it, the adjoint resets that cotangent, as the earlier value of `y` is gone
-        compound = {ir.If: "branch", ir.For: "loop", ir.While: "loop", ir.With: "block"}
+        compound = {ir.If: "branch", ir.For: "loop", ir.While: "loop", ir.With: "block", ir.Try: "block"}
         for stmt in reversed(stmts):
             kind = compound.get(type(stmt))
             if kind is not None:
