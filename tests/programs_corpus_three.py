@@ -868,3 +868,17 @@ def guarded_ratios_in_a_loop(x):
             finally:
                 total = total * 1.05
     return total
+
+
+@program(np.array([1.6, 2.4, 0.9]), hessian=True, nested=True)
+def fixed_point_with_a_divergence_fallback(x):
+    z = np.zeros(3) + 0.1
+    try:
+        for _ in range(6):
+            z = np.tanh(x * z + 0.5)
+            if np.max(np.abs(z)) > 0.95:
+                raise FloatingPointError  # in the second iteration, at the corpus point
+            z = z * 0.9
+    except FloatingPointError:
+        z = z * 0.5
+    return np.sum(z**2) + z @ x

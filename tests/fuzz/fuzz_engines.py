@@ -486,9 +486,14 @@ class Program:
         name = self.fresh()
         body.append(f"{indent}try:")
         body.append(f"{indent}    {name} = {self.expr(v.shape)}")
-        body.append(f"{indent}    if {self.condition()}:")
-        body.append(f"{indent}        raise ValueError")
-        body.append(f"{indent}    {name} = {name} * 0.9 + {self.expr(v.shape)}")
+        inner = indent + "    "
+        if self.chance(0.5):  # the exception may stop a loop in any iteration
+            body.append(f"{inner}for i in range({int(self.rng.integers(1, 4))}):")
+            inner += "    "
+            body.append(f"{inner}{name} = {name} * 0.8 + np.sin({v.name} + 0.5 * i)")
+        body.append(f"{inner}if {self.condition()}:")
+        body.append(f"{inner}    raise ValueError")
+        body.append(f"{inner}{name} = {name} * 0.9 + {self.expr(v.shape)}")
         body.append(f"{indent}except ValueError:")
         body.append(f"{indent}    {name} = {name} * 0.5 + {self.expr(v.shape)}")
         if self.chance(0.4):

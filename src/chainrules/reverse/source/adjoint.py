@@ -396,7 +396,14 @@ class Adjoint:
     def loop(self, stmt, indent: int):
         saved = self.saved.get(stmt.index, {})
         line = stmt.line
-        touched = self.touched(stmt)
+        # in a `try` body (see `primal.tracked`), the statements of the last iteration that ran
+        # may be a part of the body: the first iteration backwards tests each one
+        progress = saved.get("progress")
+        if progress is not None:  # a local of the reverse pass, which sets it once the first iteration is done
+            left = saved["progress"] = self.namer.fresh(f"{progress}_left")
+            self.emit(indent, f"{left} = {progress}", line)
+            progress = left
+        touched = self.touched(stmt, temporaries=progress is not None)
         for v in sorted(touched):
             self.materialize(v, indent, line)
         count = saved["count"]
@@ -439,6 +446,8 @@ class Adjoint:
         outer = dict(self.state), dict(self.owned)
         start = len(self.lines)
         self.block(stmt.body, indent + 1)
+        if progress is not None and len(self.lines) > start:
+            self.emit(indent + 1, f"{progress} = {saved['complete']}", 0)  # earlier iterations ran to their end
         if routed:
             target = self.d(stmt.target)
             self.emit(indent + 1, f"{items}.put({position}, {target})", line)

@@ -99,14 +99,24 @@ def _use_of(stmt, name: str, plan) -> str | None:
 
 
 class _Track:
-    """The counter of a ``try`` body's statements that ran, and the ``try``'s statement index."""
+    """The counter of the statements that ran in a ``try`` body (or in an iteration of a loop in
+    one: ``parent`` is then the enclosing counter, and ``number`` the loop's own number there),
+    and the index of the ``try`` or loop statement it belongs to."""
 
-    def __init__(self, counter: str, owner: int):
-        self.counter, self.owner, self.count = counter, owner, 0
+    def __init__(self, counter: str, owner: int, parent: _Track | None = None, number: int = 0):
+        self.counter, self.owner, self.parent, self.number, self.count = counter, owner, parent, number, 0
 
     def next(self) -> int:
         self.count += 1
         return self.count
+
+    def root(self) -> tuple[_Track, int | None]:
+        """The ``try``'s counter, and the number there of the statement this one is inside (None
+        for the ``try``'s own)."""
+        track, top = self, None
+        while track.parent is not None:
+            track, top = track.parent, track.number
+        return track, top
 
 
 class Helpers:
@@ -328,6 +338,8 @@ class Primal:
             if ran is not None:
                 self.emit(indent, f"{ran} = 0", line)
             items = ", ".join(self.operand(c) + (f" as {n}" if n else "") for c, n in stmt.contexts)
+            if self.track is not None:  # a block of a `try` body starts (see `tracked`)
+                self.emit(indent, f"{self.track.counter} = {saved['ran'][1]}", 0)
             self.emit(indent, f"with {items}:", line)
             self.block(stmt.body, indent + 1)
             if ran is not None:
@@ -426,24 +438,29 @@ class Primal:
         """A block of a ``try`` body, numbering its statements in the order they run (a branch's
         after its ``if``) and setting the body's counter to each one's number once it ran, so
         that the adjoint goes back through those that ran: the statements of a branch are
-        numbered too, as ``if`` starts (``if bad: raise ...`` stops the body inside a branch).
-        A loop, ``with`` or ``try`` is numbered as a whole, its counter negative while it runs:
-        stopped half way, it is refused after the ``try``. A statement's values kept in a loop
-        are pushed once it ran, so that a stopped one pushes nothing."""
+        numbered too, as ``if`` starts (``if bad: raise ...`` stops the body inside a branch), and
+        so are a ``with`` block's; a loop's body has a counter of its own, reset at each iteration
+        (see ``loop``). A ``try`` inside is numbered as a whole, the outer ``try``'s counter
+        negative while it runs: stopped half way, it is refused after the outer ``try``. A
+        statement's values kept in a loop are pushed once it ran, so that a stopped one pushes
+        nothing."""
         track = self.track
+        root, top = track.root()
         for stmt in block:
             mode = self.plan.mode.get(stmt.index, "plain")
             number = track.next()
             self.saved.setdefault(stmt.index, {})["ran"] = (track.owner, number)
-            if isinstance(stmt, ir.If) and mode != "plain":
-                self.statement(stmt, indent)  # (it sets the counter as it starts: see `statement`)
+            if isinstance(stmt, (ir.If, ir.For, ir.While, ir.With)) and mode != "plain":
+                self.statement(stmt, indent)  # (it sets the counter as it starts: see `statement`, `loop`)
                 continue
             whole = bool(stmt.blocks())
-            if whole and mode != "plain":
-                self.emit(indent, f"{track.counter} = {-number}", 0)
+            if whole and mode != "plain":  # (the `try`'s own counter is what is checked after it)
+                self.emit(indent, f"{root.counter} = {-(top or number)}", 0)
             self.track, self.deferring = None, not whole
             self.statement(stmt, indent)
             self.track, self.deferring = track, False
+            if whole and mode != "plain" and top is not None:
+                self.emit(indent, f"{root.counter} = {top}", 0)
             self.emit(indent, f"{track.counter} = {number}", 0)
 
     # -- loops --
@@ -463,7 +480,20 @@ class Primal:
         if isinstance(stmt, ir.For) and stmt.iterable in self.buffers:
             flag = self.buffers[stmt.iterable]
             self.emit(indent, f"{flag} = {flag} or {self.h('iterates_views')}({stmt.iterable})", line)
+        # in a `try` body, an exception may stop the loop in any iteration: each iteration counts
+        # the statements of its body that ran (see `tracked`), and the count of iterations and
+        # the last one's progress are kept however the loop ends
+        outer, step = self.track, None
+        if counted and outer is not None:
+            step = self.namer.fresh(f"step_{stmt.index}")
+            self.emit(indent, f"{step} = 0", 0)
+            self.emit(indent, f"{outer.counter} = {saved['ran'][1]}", 0)
+            kept = (("count", count), ("progress", step))
+            if self.loops:
+                self.emit(indent, "try:", 0)
+                indent += 1
         self.loops.append(stmt)
+        self.track = None  # (a `while` test has no derivative)
         if isinstance(stmt, ir.For):
             self.emit(indent, f"for {stmt.target} in {self.operand(stmt.iterable)}:", line)
         elif stmt.test_block:
@@ -475,9 +505,23 @@ class Primal:
             self.emit(indent, f"while {self.operand(stmt.test)}:", line)
         if counted:
             self.emit(indent + 1, f"{count} += 1", line)
+        if step is not None:
+            self.emit(indent + 1, f"{step} = 0", 0)
+            self.track = _Track(step, stmt.index, outer, saved["ran"][1])
         self.block(stmt.body, indent + 1)
+        if step is not None:
+            saved["complete"] = self.track.next()
+        self.track = outer
         self.loops.pop()
-        if counted and self.loops:
+        if step is not None:
+            if self.loops:
+                indent -= 1
+                self.emit(indent, "finally:", 0)
+                for role, name in kept:
+                    saved[role] = self.push(stmt, name, name, indent + 1)
+            else:
+                saved["count"], saved["progress"] = count, step
+        elif counted and self.loops:
             saved["count"] = self.push(stmt, count, count, indent)
         elif counted:
             saved["count"] = count
