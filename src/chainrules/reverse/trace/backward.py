@@ -94,7 +94,7 @@ def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
         if type(out) is int:
             dy = pop(out, None)
             td = type(dy)
-            if td is not float and td is not _F64:  # real numbers first: a scalar chain's common case
+            if td is not float and td is not _F64 and td is not _ARRAY:  # numbers and arrays need no checks
                 if dy is None or isinstance(dy, AbstractZero):
                     continue
                 if isinstance(dy, AbstractThunk):

@@ -363,7 +363,7 @@ def pullback_full(f: Callable, *args, **kwargs):
     [0.0744, -0.0992]
     """
     # arguments of an outer differentiation are looked up by their plain values
-    rule = rrule.lookup(f, tuple(tracer.deep_primal(a) for a in args))
+    rule = rrule.lookup(f, tuple(map(tracer.deep_primal, args)))
     if rule is not None:
         with active_engine(pullback_full):
             y, pullback = rule(*args, **kwargs)
@@ -407,10 +407,13 @@ def pullback_full(f: Callable, *args, **kwargs):
         trace.entry = trace.clean_frames = None
     y, out_template = unbox_output(out, trace)
     batchable = type(out_template) is int and batch_declines() == declines and _is_number_or_array(y)
-    return y, TapePullback(trace, f, f_template, args, templates, out_template, np.ndim(y) if batchable else None)
+    # (`getattr` rather than `np.ndim`, whose dispatch costs as much as the rest of this line)
+    batch_ndim = getattr(y, "ndim", 0) if batchable else None
+    return y, TapePullback(trace, f, f_template, args, templates, out_template, batch_ndim)
 
 
 def _is_number_or_array(y) -> bool:
+    """Whether ``y`` is a number or an array, with ``ndim`` where it is not a Python number."""
     return isinstance(y, (float, complex, np.ndarray, np.number))
 
 

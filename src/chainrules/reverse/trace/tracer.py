@@ -55,10 +55,10 @@ class Trace:
     Each tape entry is ``(pullback, out, f, first, second)``: ``out`` is the output slot (an int)
     or a template of slots for an operation with several outputs. The hot paths, for one or two
     top-level arguments, write the slots of the first and second argument (``-1`` for one that
-    is not tracked). Every other operation writes ``first = PAIRS`` and ``second`` a list of
-    ``(position, slot)`` for every argument the trace tracks, where position indexes the
-    pullback's result (``0`` is ``f`` itself) or is a path ``(position, key, ...)`` into a
-    structured argument.
+    is not tracked) when the result is a float number or array. Every other operation writes
+    ``first = PAIRS`` and ``second`` a list of ``(position, slot)`` for every argument the trace
+    tracks, where position indexes the pullback's result (``0`` is ``f`` itself) or is a path
+    ``(position, key, ...)`` into a structured argument.
     """
 
     __slots__ = ("tape", "n_slots", "parent", "order", "sweeping", "entry", "clean_frames", "__weakref__")
@@ -235,6 +235,7 @@ class Tracked(ActiveValue):
 
 
 _new = object.__new__
+_getitem = operator.getitem
 _float64 = np.float64
 #: the other types of numbers the hot paths box inline, as `_record_output` boxes them (the
 #: elements of float32 and complex arrays: x[i] of such an array, and arithmetic on them)
@@ -243,22 +244,26 @@ _getframe = sys._getframe
 
 
 def box(value, trace: Trace, slot: int, number_type: type, array_type: type) -> Tracked:
-    inner = deep_primal(value)
-    cls = (
-        array_type
-        if isinstance(inner, np.ndarray) or (isinstance(inner, ActiveValue) and np.ndim(inner))
-        else number_type
-    )
-    t = _new(cls)
+    inner = value if type(value) is np.ndarray else deep_primal(value)
+    if isinstance(inner, np.ndarray) or (isinstance(inner, ActiveValue) and np.ndim(inner)):
+        return _array_box(array_type, value, trace, slot)
+    t = _new(number_type)
     t._value = value
     t._trace = trace
     t._slot = slot
-    if cls is array_type:
-        t._aliased = False  # or True, or "argument": takes no writes (see `_mark_shared_memory`)
-        t._writable = False  # whether the box owns its array, which writes may then go into (writes.py)
-        t._owned_at = 0  # the tape's length when it last wrote into the array it owns
-        t._views = None  # weak references to the boxes of its views by basic indexing
-        t._view_of = None  # (array box, key) for such a view
+    return t
+
+
+def _array_box(array_type: type, value, trace: Trace, slot: int) -> Tracked:
+    t = _new(array_type)
+    t._value = value
+    t._trace = trace
+    t._slot = slot
+    t._aliased = False  # or True, or "argument": takes no writes (see `_mark_shared_memory`)
+    t._writable = False  # whether the box owns its array, which writes may then go into (writes.py)
+    t._owned_at = 0  # the tape's length when it last wrote into the array it owns
+    t._views = None  # weak references to the boxes of its views by basic indexing
+    t._view_of = None  # (array box, key) for such a view
     return t
 
 
@@ -431,7 +436,7 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
     if not getattr(rule, "batched", False):
         decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
     y, pullback = rule(*plain, **kwargs)
-    return _record_output(trace, f, y, pullback, parents, plain, args)
+    return _record_output(trace, f, y, pullback, PAIRS, parents, plain, args)
 
 
 def _name(f) -> str:
@@ -440,7 +445,19 @@ def _name(f) -> str:
     return callable_name(f)
 
 
-def _record_output(trace: Trace, f, y, pullback, parents: list, plain: list, args: tuple):
+def _record_output(trace: Trace, f, y, pullback, first: int, second, plain, args: tuple):
+    """Box the result ``y`` of ``f``'s rule and record its tape entry; ``first`` and ``second`` are
+    the entry's (two argument slots, or ``PAIRS`` and a list of pairs: see `Trace`)."""
+    if type(y) is np.ndarray and y.dtype.kind in "fc":
+        # the common result, boxed without the general walk below (the hot paths box numbers themselves)
+        slot = trace.n_slots
+        trace.n_slots = slot + 1
+        out = _array_box(TrackedArray, y, trace, slot)
+        if y.base is not None or f is _getitem or _is_argument(y, plain):  # else it shares no memory
+            _mark_shared_memory(out, plain, args, f)
+        trace.tape.append((pullback, slot, f, first, second))
+        return out
+    parents = second if first == PAIRS else _pairs(first, second)
     if isinstance(y, Tracked) and y._trace is trace:
         y, pullback, parents = _through_hidden(y, pullback, parents, len(plain))
     kind = _differentiable_kind(y)
@@ -515,7 +532,7 @@ def _mark_shared_memory(out: Tracked, plain: list, args: tuple, f=None) -> None:
     """
     if f in RESULT_IS_ITS_OWN:
         return
-    if f is operator.getitem and type(args[0]) is TrackedArray and not args[0]._aliased:
+    if f is _getitem and type(args[0]) is TrackedArray and not args[0]._aliased:
         base = args[0]
         if base._writable:
             out._value = np.copy(out._value)
@@ -537,12 +554,20 @@ def _mark_shared_memory(out: Tracked, plain: list, args: tuple, f=None) -> None:
             return  # advanced indexing: a copy
     y = deep_primal(out)
     # (another engine's array, a dual holding an outer tape's values, has no memory of its own to share)
-    if (type(y) is not np.ndarray or y.base is None) and not any(y is deep_primal(p) for p in plain):
+    if (type(y) is not np.ndarray or y.base is None) and not _is_argument(y, plain):
         return
     _alias(out)
     for a in args:
         if type(a) is TrackedArray:
             _alias(a)
+
+
+def _is_argument(y, plain) -> bool:
+    """Whether ``y`` is one of the plain arguments ``plain`` or the primal inside one."""
+    for p in plain:
+        if y is p or (isinstance(p, Tracked) and y is deep_primal(p)):
+            return True
+    return False
 
 
 def _alias(box) -> None:
@@ -692,7 +717,7 @@ def binary_operation(f):
             out._slot = slot
             trace.tape.append((pullback, slot, f, first, second))
             return out
-        return _record_output(trace, f, y, pullback, _pairs(first, second), [pa, pb], (a, b))
+        return _record_output(trace, f, y, pullback, first, second, (pa, pb), (a, b))
 
     op.__qualname__ = op.__name__ = f"traced_{getattr(f, '__name__', 'operation')}"
     return op
@@ -710,17 +735,22 @@ def binary(f, a, b):
 
 
 def unary_operation(f):
-    """The function ``op(a) = f(a)`` for a tracked ``a``: ``apply``'s hot path for one argument."""
+    """The function ``op(a, kwargs=None) = f(a, **kwargs)`` for a tracked ``a``: ``apply``'s hot path
+    for one argument, with options by keyword (``np.sum(x, axis=0)``)."""
     cache: dict = {}
     version = -1
     watch = False
 
-    def op(a):
+    def op(a, kwargs=None):
         nonlocal version, watch
         trace = _current.get()
         ta = type(a)
         if (ta is not TrackedNumber and ta is not TrackedArray) or a._trace is not trace or trace.parent is not None:
-            return apply(f, (a,), {})
+            return apply(f, (a,), kwargs or {})
+        if kwargs:
+            for value in kwargs.values():
+                if _owns_any(value, trace):  # `record` passes it by its position
+                    return apply(f, (a,), kwargs)
         pa = a._value
         if version != rrule.version:
             cache.clear()
@@ -738,7 +768,7 @@ def unary_operation(f):
             raise NoRuleError(f, (pa,), location=user_location())
         if not batched:
             decline_batch()
-        y, pullback = rule(pa)
+        y, pullback = rule(pa, **kwargs) if kwargs else rule(pa)
         ty = type(y)
         if ty is float or ty is _float64 or ty in _NUMBERS:
             slot = trace.n_slots
@@ -749,7 +779,7 @@ def unary_operation(f):
             out._slot = slot
             trace.tape.append((pullback, slot, f, a._slot, -1))
             return out
-        return _record_output(trace, f, y, pullback, [(1, a._slot)], [pa], (a,))
+        return _record_output(trace, f, y, pullback, a._slot, -1, (pa,), (a,))
 
     op.__qualname__ = op.__name__ = f"traced_{getattr(f, '__name__', 'operation')}"
     return op
@@ -758,9 +788,10 @@ def unary_operation(f):
 unary_operations: dict = {}
 
 
-def unary(f, a):
-    """``f(a)`` for a unary operator or a one-argument ufunc (``-x``, ``abs(x)``, ``np.sin(x)``)."""
+def unary(f, a, kwargs=None):
+    """``f(a, **kwargs)`` for a unary operator, a one-argument ufunc or a NumPy function of one
+    array (``-x``, ``abs(x)``, ``np.sin(x)``, ``np.sum(x, axis=0)``)."""
     op = unary_operations.get(f)
     if op is None:
         op = unary_operations[f] = unary_operation(f)
-    return op(a)
+    return op(a, kwargs)

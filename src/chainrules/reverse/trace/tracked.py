@@ -258,6 +258,9 @@ class _Operators(Tracked):
             return func(deep_primal(args[0]))  # np.shape(x) is x.shape: metadata, not an operation
         if func in _MEMORY:  # whether arrays overlap: the primals' memory
             return func(*[deep_primal(a) for a in args], **kwargs)
+        if len(args) == 1 and args[0] is self:  # np.sum(x, axis=0): the hot path of one argument
+            op = unary_operations.get(func)
+            return op(self, kwargs) if op is not None else unary(func, self, kwargs)
         return apply(func, args, kwargs)
 
     def __format__(self, spec: str) -> str:
