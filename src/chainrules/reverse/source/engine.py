@@ -716,7 +716,7 @@ cache.RUNTIME.update(
     append_pullback=runtime.append_pullback,
     extend=runtime.extend,
     refuse_write=runtime.refuse_write,
-    stopped_inside=runtime.stopped_inside,
+    suppressed_inside=runtime.suppressed_inside,
     ChainRulesError=ChainRulesError,
     check_new=runtime.check_new,
     check_metadata=runtime.check_metadata,

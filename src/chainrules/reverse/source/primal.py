@@ -100,23 +100,14 @@ def _use_of(stmt, name: str, plan) -> str | None:
 
 class _Track:
     """The counter of the statements that ran in a ``try`` body (or in an iteration of a loop in
-    one: ``parent`` is then the enclosing counter, and ``number`` the loop's own number there),
-    and the index of the ``try`` or loop statement it belongs to."""
+    one), and the index of the ``try`` or loop statement it belongs to."""
 
-    def __init__(self, counter: str, owner: int, parent: _Track | None = None, number: int = 0):
-        self.counter, self.owner, self.parent, self.number, self.count = counter, owner, parent, number, 0
+    def __init__(self, counter: str, owner: int):
+        self.counter, self.owner, self.count = counter, owner, 0
 
     def next(self) -> int:
         self.count += 1
         return self.count
-
-    def root(self) -> tuple[_Track, int | None]:
-        """The ``try``'s counter, and the number there of the statement this one is inside (None
-        for the ``try``'s own)."""
-        track, top = self, None
-        while track.parent is not None:
-            track, top = track.parent, track.number
-        return track, top
 
 
 class Helpers:
@@ -345,7 +336,7 @@ class Primal:
             if ran is not None:
                 self.emit(indent + 1, f"{ran} = 1", 0)
                 self.emit(indent, f"if {ran} != 1:", 0)
-                self.emit(indent + 1, f"{self.h('stopped_inside')}({self.plan.fn.filename!r}, {line}, 0)", 0)
+                self.emit(indent + 1, f"{self.h('suppressed_inside')}({self.plan.fn.filename!r}, {line})", 0)
             return
         if isinstance(stmt, ir.Try):
             self.try_statement(stmt, mode, saved, indent)
@@ -393,7 +384,10 @@ class Primal:
     def try_statement(self, stmt: ir.Try, mode: str, saved: dict, indent: int):
         """``try`` as written, keeping for the adjoint how far the body ran (see ``tracked``) and
         which handler ran; the engine's own errors (a missing rule, say) pass through the user's
-        handlers."""
+        handlers. Inside the body of another ``try``, its handlers, ``else`` and ``finally``
+        blocks count their statements with that one's counter, and what it keeps is pushed (in a
+        loop) as ``finally`` starts, however the ``try`` ends."""
+        outer = self.track
         if mode == "plain":
             ran = handled = None
         else:
@@ -402,13 +396,21 @@ class Primal:
             handled = self.namer.fresh(f"handled_{stmt.index}") if stmt.handlers else None
             if handled:
                 self.emit(indent, f"{handled} = 0", stmt.line)
+            if outer is not None:  # (see `tracked`)
+                self.emit(indent, f"{outer.counter} = {saved['ran'][1]}", 0)
+        kept = [(role, name) for role, name in (("progress", ran), ("handled", handled)) if name]
+        pushed_finally = outer is not None and bool(self.loops) and bool(kept)
         self.emit(indent, "try:", stmt.line)
-        outer, self.track = self.track, (None if ran is None else _Track(ran, stmt.index))
+        self.track = None if ran is None else _Track(ran, stmt.index)
         self.block(stmt.body, indent + 1)
         if ran is not None:
-            saved["complete"] = self.track.next()
-            self.emit(indent + 1, f"{ran} = {saved['complete']}", 0)
-        self.track = None  # (what the handlers, `else` and `finally` run is followed as a whole)
+            last = self.lines[-1]
+            if last.indent == indent + 1 and last.text == f"{ran} = {self.track.count}":
+                saved["complete"] = self.track.count  # the body's last statement, which has the highest number
+            else:
+                saved["complete"] = self.track.next()
+                self.emit(indent + 1, f"{ran} = {saved['complete']}", 0)
+        self.track = outer
         if handled:
             self.emit(indent, f"except {self.h('ChainRulesError')}:", 0)
             self.emit(indent + 1, "raise", 0)
@@ -421,46 +423,37 @@ class Primal:
         if stmt.orelse:
             self.emit(indent, "else:", 0)
             self.block(stmt.orelse, indent + 1)
-        if stmt.finalbody:
+        if stmt.finalbody or pushed_finally:
             self.emit(indent, "finally:", 0)
-            self.block(stmt.finalbody, indent + 1)
-        self.track = outer
-        if ran is None:
-            return
-        where = f"{self.plan.fn.filename!r}, {stmt.line}"
-        self.emit(indent, f"if {ran} < 0:", 0)
-        self.emit(indent + 1, f"{self.h('stopped_inside')}({where}, {ran})", 0)
-        for role, name in (("progress", ran), ("handled", handled)):
-            if name:
+            if pushed_finally:
+                for role, name in kept:
+                    saved[role] = self.push(stmt, name, name, indent + 1)
+            if stmt.finalbody:
+                self.block(stmt.finalbody, indent + 1)
+        if not pushed_finally:
+            for role, name in kept:
                 saved[role] = self.push(stmt, name, name, indent) if self.loops else name
 
     def tracked(self, block: list[ir.Stmt], indent: int):
-        """A block of a ``try`` body, numbering its statements in the order they run (a branch's
-        after its ``if``) and setting the body's counter to each one's number once it ran, so
-        that the adjoint goes back through those that ran: the statements of a branch are
-        numbered too, as ``if`` starts (``if bad: raise ...`` stops the body inside a branch), and
-        so are a ``with`` block's; a loop's body has a counter of its own, reset at each iteration
-        (see ``loop``). A ``try`` inside is numbered as a whole, the outer ``try``'s counter
-        negative while it runs: stopped half way, it is refused after the outer ``try``. A
-        statement's values kept in a loop are pushed once it ran, so that a stopped one pushes
-        nothing."""
+        """A block of a ``try`` body, numbering its statements in the order they run and setting
+        the body's counter to each one's number once it ran, so that the adjoint goes back
+        through those that ran. A compound statement sets the counter to its number as it
+        starts; the statements of its blocks are numbered after it: a branch's (``if bad: raise
+        ...`` stops the body inside one), a ``with`` block's, a nested ``try``'s handlers, ``else``
+        and ``finally`` (its body has a counter of its own), and a loop's body has a counter of
+        its own, reset at each iteration (see ``loop``). A statement's values kept in a loop are
+        pushed once it ran, so that a stopped one pushes nothing."""
         track = self.track
-        root, top = track.root()
         for stmt in block:
             mode = self.plan.mode.get(stmt.index, "plain")
             number = track.next()
             self.saved.setdefault(stmt.index, {})["ran"] = (track.owner, number)
-            if isinstance(stmt, (ir.If, ir.For, ir.While, ir.With)) and mode != "plain":
-                self.statement(stmt, indent)  # (it sets the counter as it starts: see `statement`, `loop`)
+            if stmt.blocks() and mode != "plain":
+                self.statement(stmt, indent)  # (it sets the counter as it starts: `statement`, `loop`, ...)
                 continue
-            whole = bool(stmt.blocks())
-            if whole and mode != "plain":  # (the `try`'s own counter is what is checked after it)
-                self.emit(indent, f"{root.counter} = {-(top or number)}", 0)
-            self.track, self.deferring = None, not whole
+            self.track, self.deferring = None, not stmt.blocks()
             self.statement(stmt, indent)
             self.track, self.deferring = track, False
-            if whole and mode != "plain" and top is not None:
-                self.emit(indent, f"{root.counter} = {top}", 0)
             self.emit(indent, f"{track.counter} = {number}", 0)
 
     # -- loops --
@@ -507,7 +500,7 @@ class Primal:
             self.emit(indent + 1, f"{count} += 1", line)
         if step is not None:
             self.emit(indent + 1, f"{step} = 0", 0)
-            self.track = _Track(step, stmt.index, outer, saved["ran"][1])
+            self.track = _Track(step, stmt.index)
         self.block(stmt.body, indent + 1)
         if step is not None:
             saved["complete"] = self.track.next()

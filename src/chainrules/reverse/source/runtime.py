@@ -514,22 +514,13 @@ def _user_file() -> str:
     return LINE_MAP.get(generated, (generated,))[0]
 
 
-def stopped_inside(filename: str, line: int, progress: int):
-    """An exception stopped a ``try`` statement nested in the ``-progress``-th statement of the
-    ``try`` body at ``line`` half way, and was caught (or, ``progress == 0``, stopped the ``with``
-    body at ``line`` and was suppressed): which parts of it ran is not known, so the reverse pass
-    cannot follow it. (The API then differentiates the function on the tape, which follows what
-    ran.)"""
-    if progress == 0:
-        what = "an exception stopped the `with` block half way, and its context manager suppressed it"
-    else:
-        what = (
-            f"an exception left a `try` statement inside statement {-progress} of the `try` block half way "
-            "(from its handler, `else` or `finally` block, or one it did not catch), and was caught"
-        )
+def suppressed_inside(filename: str, line: int):
+    """An exception stopped the ``with`` body at ``line`` half way, and its context manager
+    suppressed it: which of its statements ran is not known, so the reverse pass cannot follow
+    it. (The API then differentiates the function on the tape, which follows what ran.)"""
     raise UnsupportedSyntaxError(
-        f'{what}: the source engine cannot tell which of its parts ran; use engine="tape", or catch the '
-        "exception in the inner `try`",
+        "an exception stopped the `with` block half way, and its context manager suppressed it: the source "
+        'engine cannot tell which of its statements ran; use engine="tape", or catch the exception with `try`',
         filename,
         line,
         1,
