@@ -47,6 +47,18 @@ class NoRuleError(ChainRulesError, TypeError):
         super().__init__(message)
 
 
+def raise_swallowed(error: ChainRulesError, f) -> None:
+    """Raise ``error``, which an engine raised while ``f`` ran (a value being differentiated
+    converted with ``float()``, say) and which an exception handler in ``f``, or in code it
+    called, caught: ``f`` went on and returned a result that would silently lack that
+    derivative. Engines call this once ``f`` has returned."""
+    error.add_note(
+        f"{callable_name(f)} caught this error in an `except` clause and went on, so its result would have silently "
+        "lacked the derivative; it is raised again now that the function has returned"
+    )
+    raise error
+
+
 class DroppedDerivativeError(ChainRulesError, TypeError):
     """A value an engine follows would lose its derivative: converted to a plain number or array
     (``float(x)``, ``math.sin(x)``, which calls ``float``, ``out[i] = x`` into a plain NumPy

@@ -90,7 +90,7 @@ class Tag:
     (True, 3)
     """
 
-    __slots__ = ("order", "batch", "entry", "clean_frames")
+    __slots__ = ("order", "batch", "entry", "clean_frames", "refused")
 
     def __init__(self, batch: int | None = None):
         self.order = next(_orders)  # next_order(), without its call
@@ -99,6 +99,8 @@ class Tag:
         #: code known to run no ruled callable on this tag's duals (see `RULED_CALLS`)
         self.entry = None
         self.clean_frames: dict | None = None
+        #: the first refusal raised on this tag's duals (a conversion with float(), say)
+        self.refused: Exception | None = None
 
     def __repr__(self) -> str:
         return f"Tag({self.order}{'' if self.batch is None else f', batch={self.batch}'})"
@@ -150,9 +152,11 @@ def _refused(value, error: Exception) -> Exception:
     frule that received ``value``, the error that says forward mode cannot use that rule, or, in a
     rule's own code, the error that says that rule does not take dual numbers."""
     frame = sys._getframe(1)
-    return conversion_in_rule(frame, "dual numbers") or RULED_CALLS.refused(
-        value.tag if type(value) in _DUALS else None, frame, error
-    )
+    tag = value.tag if type(value) in _DUALS else None
+    error = conversion_in_rule(frame, "dual numbers") or RULED_CALLS.refused(tag, frame, error)
+    if tag is not None and tag.refused is None:  # raised again if the function catches it (see `raise_swallowed`)
+        tag.refused = error
+    return error
 
 
 class Dual(ActiveValue):

@@ -38,6 +38,7 @@ from ..core import (
     unthunk,
 )
 from ..core.active import ActiveValue
+from ..core.errors import raise_swallowed
 from ..core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from ..core.tangents import _is_namedtuple_type
 from .dual import _DUALS, Dual, DualArray, Tag, _innermost, _new_object, push, pusher_for
@@ -177,6 +178,8 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
             out = f(*(_seed(x, t, tag) for x, t in zip(primals, tangents)))
     finally:
         tag.entry = tag.clean_frames = None
+    if tag.refused is not None:
+        raise_swallowed(tag.refused, f)
     y, dy = _read(out, tag)
     return y, _plain_tangent(dy)
 
@@ -317,6 +320,8 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
                 out = f(Dual(x, seed, tag) if plain else _seed(x, seed, tag))
         finally:
             tag.entry = tag.clean_frames = None
+        if tag.refused is not None:
+            raise_swallowed(tag.refused, f)
         y, dy = (out.primal, out.partials) if type(out) in _DUALS and out.tag is tag else _read(out, tag)
         tangents.append(dy)
         batches.append(batch)
@@ -357,6 +362,8 @@ def _one_pass_jacobian(f: Callable, x: np.ndarray):
             out = push(f, pusher, [x], [_NO, seed], _NO_KWARGS, tag)
     finally:
         tag.entry = tag.clean_frames = None
+    if tag.refused is not None:
+        raise_swallowed(tag.refused, f)
     if type(out) is DualArray and out.tag is tag:
         dy = out.partials
         if isinstance(dy, np.ndarray) and out.primal.ndim == 1:

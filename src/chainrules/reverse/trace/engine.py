@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...core.active import ActiveValue, active_engine
-from ...core.errors import ChainRulesError
+from ...core.errors import ChainRulesError, raise_swallowed
 from ...core.projection import ProjectTo
 from ...core.registry import batch_declines, rrule
 from ...core.tangents import AbstractThunk, AbstractZero, NoTangent, Tangent, Thunk, ZeroTangent, unthunk
@@ -405,6 +405,8 @@ def pullback_full(f: Callable, *args, **kwargs):
             gc.enable()
         _current.reset(token)
         trace.entry = trace.clean_frames = None
+    if trace.refused is not None:
+        raise_swallowed(trace.refused, f)
     y, out_template = unbox_output(out, trace)
     batchable = type(out_template) is int and batch_declines() == declines and _is_number_or_array(y)
     # (`getattr` rather than `np.ndim`, whose dispatch costs as much as the rest of this line)

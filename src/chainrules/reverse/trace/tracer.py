@@ -61,7 +61,7 @@ class Trace:
     ``(position, key, ...)`` into a structured argument.
     """
 
-    __slots__ = ("tape", "n_slots", "parent", "order", "sweeping", "entry", "clean_frames", "__weakref__")
+    __slots__ = ("tape", "n_slots", "parent", "order", "sweeping", "entry", "clean_frames", "refused", "__weakref__")
 
     def __init__(self, parent: Trace | None):
         self.tape: list = []
@@ -76,6 +76,8 @@ class Trace:
         #: code known to run no ruled callable on this trace's values (see `RULED_CALLS`)
         self.entry = None
         self.clean_frames: dict | None = None
+        #: the first refusal raised on this trace's values (a conversion with float(), say)
+        self.refused: Exception | None = None
 
     def __repr__(self) -> str:
         return f"<Trace of {len(self.tape)} operations, {self.n_slots} slots>"

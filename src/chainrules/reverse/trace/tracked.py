@@ -70,7 +70,10 @@ def _refused(value, error: Exception) -> Exception:
     rule that received ``value``, the error that says the tape cannot use that rule, or, in a
     rule's own code, the error that says that rule does not take tracked values."""
     frame = sys._getframe(1)
-    return conversion_in_rule(frame, "tracked values") or tracer.RULED_CALLS.refused(value._trace, frame, error)
+    error = conversion_in_rule(frame, "tracked values") or tracer.RULED_CALLS.refused(value._trace, frame, error)
+    if value._trace.refused is None:  # raised again if the function catches it (see `raise_swallowed`)
+        value._trace.refused = error
+    return error
 
 
 # the operators' hot paths, one closure each (see tracer.binary_operation)
