@@ -76,3 +76,23 @@ def test_a_refusal_an_inner_differentiation_handles_is_not_raised_again():
 
     x = 0.7
     assert cr.derivative(outer, x) == pytest.approx(2 * x * math.cos(x) - x * x * math.sin(x), rel=1e-13)
+
+
+UNRULED = np.frompyfunc(lambda t: t * 2.0, 1, 1)  # no rule in any engine
+
+
+def without_a_rule_or_fallback(x):
+    try:
+        y = UNRULED(x)
+    except TypeError:  # what a missing rule raises (cr.NoRuleError is a TypeError)
+        y = x * 5.0
+    return y * x
+
+
+@pytest.mark.parametrize("engine", ["forward", "source", "tape"])
+def test_a_missing_rule_the_function_catches_is_raised(engine):
+    with pytest.raises(cr.NoRuleError):
+        if engine == "forward":
+            cr.derivative(without_a_rule_or_fallback, 1.5)
+        else:
+            cr.gradient(without_a_rule_or_fallback, 1.5, engine=engine)

@@ -153,8 +153,13 @@ def _refused(value, error: Exception) -> Exception:
     rule's own code, the error that says that rule does not take dual numbers."""
     frame = sys._getframe(1)
     tag = value.tag if type(value) in _DUALS else None
-    error = conversion_in_rule(frame, "dual numbers") or RULED_CALLS.refused(tag, frame, error)
-    if tag is not None and tag.refused is None:  # raised again if the function catches it (see `raise_swallowed`)
+    return _kept(tag, conversion_in_rule(frame, "dual numbers") or RULED_CALLS.refused(tag, frame, error))
+
+
+def _kept(tag: Tag | None, error: Exception) -> Exception:
+    """``error``, kept as ``tag``'s first refusal: raised again if the function catches it (see
+    ``raise_swallowed``)."""
+    if tag is not None and tag.refused is None:
         tag.refused = error
     return error
 
@@ -1229,7 +1234,7 @@ def _without_rule(f, primals, kwargs, tag):
         if _is_discrete(y):
             return y
     error = NoRuleError(f, tuple(primals), location=user_location(), reason="forward mode needs an frule")
-    raise RULED_CALLS.refused(tag, sys._getframe(1), error)
+    raise _kept(tag, RULED_CALLS.refused(tag, sys._getframe(1), error))
 
 
 def _is_discrete(y) -> bool:

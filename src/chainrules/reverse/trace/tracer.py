@@ -434,11 +434,19 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
         lookup_args = plain if trace.parent is None or _is_array_method(f) else _lookup_args(plain)
         rule = lookup(f, lookup_args)
         if rule is None:
-            raise NoRuleError(f, tuple(lookup_args), location=user_location())
+            raise kept(trace, NoRuleError(f, tuple(lookup_args), location=user_location()))
     if not getattr(rule, "batched", False):
         decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
     y, pullback = rule(*plain, **kwargs)
     return _record_output(trace, f, y, pullback, PAIRS, parents, plain, args)
+
+
+def kept(trace: Trace, error: Exception) -> Exception:
+    """``error``, kept as ``trace``'s first refusal: raised again if the function catches it (see
+    ``raise_swallowed``)."""
+    if trace.refused is None:
+        trace.refused = error
+    return error
 
 
 def _name(f) -> str:
@@ -705,7 +713,7 @@ def binary_operation(f):
             batched = getattr(rule, "batched", False)
             cache.setdefault(type(pa), {})[type(pb)] = (rule, batched)
         if rule is None:
-            raise NoRuleError(f, (pa, pb), location=user_location())
+            raise kept(trace, NoRuleError(f, (pa, pb), location=user_location()))
         if not batched:
             decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
         y, pullback = rule(pa, pb)
@@ -767,7 +775,7 @@ def unary_operation(f):
             batched = getattr(rule, "batched", False)
             cache[type(pa)] = (rule, batched)
         if rule is None:
-            raise NoRuleError(f, (pa,), location=user_location())
+            raise kept(trace, NoRuleError(f, (pa,), location=user_location()))
         if not batched:
             decline_batch()
         y, pullback = rule(pa, **kwargs) if kwargs else rule(pa)

@@ -71,9 +71,7 @@ def _refused(value, error: Exception) -> Exception:
     rule's own code, the error that says that rule does not take tracked values."""
     frame = sys._getframe(1)
     error = conversion_in_rule(frame, "tracked values") or tracer.RULED_CALLS.refused(value._trace, frame, error)
-    if value._trace.refused is None:  # raised again if the function catches it (see `raise_swallowed`)
-        value._trace.refused = error
-    return error
+    return tracer.kept(value._trace, error)
 
 
 # the operators' hot paths, one closure each (see tracer.binary_operation)
