@@ -300,6 +300,7 @@ class Program:
             self.s_comprehension,
             self.s_rebind_constant,
             self.s_try,
+            self.s_guarded_conversion,
         ]
         self.pick(kinds)(body, indent)
 
@@ -504,6 +505,21 @@ class Program:
             body.append(f"{indent}    {name} = {name} * 1.1")
         self.vars.append(Var(name, v.shape, False, rebound=True))
         self.uses.add("try")
+
+    def s_guarded_conversion(self, body, indent):
+        """A conversion that a dual number or a tracked value refuses (``math.sqrt``, ``float``),
+        inside ``try`` with a handler that catches the ``TypeError``: Python takes the first path,
+        which every engine must follow or refuse, never the handler's."""
+        v = self.var(ndim=0)
+        if v is None:
+            return
+        name = self.fresh()
+        body.append(f"{indent}try:")
+        body.append(f"{indent}    {name} = math.sqrt(float({v.name}) ** 2 + 1.0) * {v.name}")
+        body.append(f"{indent}except TypeError:")
+        body.append(f"{indent}    {name} = {v.name} * 0.0")
+        self.vars.append(Var(name, (), False, rebound=True))
+        self.uses.add("guarded conversion")
 
     def s_tuple(self, body, indent):
         a, b = self.var(), self.var()
@@ -892,7 +908,7 @@ class Program:
     # -- the module
     def source(self) -> str:
         finish_scalar = self.pick(["np.sum(({e}) ** 2)", "np.sum(np.sin({e}))", "np.mean(np.tanh({e})) * 3.0"])
-        lines = ["import numpy as np", "from scipy.special import expit, gammaln, logsumexp", "", ""]
+        lines = ["import math", "import numpy as np", "from scipy.special import expit, gammaln, logsumexp", "", ""]
         for helper in self.helpers:
             lines += [helper, ""]
         for name, finish in (("f", finish_scalar), ("f_vec", "np.ravel({e})")):
