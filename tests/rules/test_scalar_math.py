@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import chainrules as cr
-from chainrules.testing import test_frule, test_rrule, test_scalar
+from chainrules.testing import fd_jacobian, test_frule, test_rrule, test_scalar
 
 # function, points (each a tuple of arguments)
 REAL = [
@@ -323,3 +323,20 @@ def test_fsum_of_values_being_differentiated_twice_or_forward():
     np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-12)
     H = np.array([[-math.sin(x[0]), 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 6 * x[2]]])
     np.testing.assert_allclose(cr.hessian(f, x), H, rtol=1e-12, atol=1e-15)
+
+
+def test_dist_of_values_being_differentiated_twice_or_forward():
+    """``math.dist`` of a Hessian's dual numbers, or of forward mode's run through the source
+    engine: the rule takes the norm of the differences by their own arithmetic (math.dist would
+    convert them to floats, and had raised)."""
+    x = np.array([0.3, 1.0, -0.4])
+
+    def f(v):
+        return math.dist((v[0], v[1]), (v[2], 0.5))
+
+    d = math.dist((x[0], x[1]), (x[2], 0.5))
+    u = np.array([x[0] - x[2], x[1] - 0.5]) / d
+    expected = np.array([u[0], u[1], -u[0]])
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-12)
+    np.testing.assert_allclose(cr.gradient(f, x)[0], expected, rtol=1e-12)
+    np.testing.assert_allclose(cr.hessian(f, x), fd_jacobian(lambda z: cr.gradient(f, z)[0], x), rtol=1e-6, atol=1e-8)

@@ -245,10 +245,20 @@ def _sequence(f, xs):
     raise NoRuleError(f, (xs,), location=user_location(), reason="the rule takes a tuple or a list")
 
 
+def _distance(differences: list):
+    """The Euclidean norm of ``differences``: ``math.hypot``'s for real numbers; for an engine's
+    numbers (a Hessian's dual numbers), which ``math`` functions would convert, by their own
+    arithmetic."""
+    if all(type(c) in (float, int) for c in differences):
+        return math.hypot(*differences)
+    return sum(c * c for c in differences) ** 0.5
+
+
 @rrule.register(math.dist)
 def rrule_dist(p, q):
-    d = math.dist(p, q)
-    g = _unit([a - b for a, b in zip(_sequence(math.dist, p), _sequence(math.dist, q))], d)
+    differences = [a - b for a, b in zip(_sequence(math.dist, p), _sequence(math.dist, q))]
+    d = _distance(differences)
+    g = _unit(differences, d)
 
     def dist_pullback(dy):
         dy = real_cotangent(dy)
