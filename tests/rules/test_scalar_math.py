@@ -340,3 +340,20 @@ def test_dist_of_values_being_differentiated_twice_or_forward():
     np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-12)
     np.testing.assert_allclose(cr.gradient(f, x)[0], expected, rtol=1e-12)
     np.testing.assert_allclose(cr.hessian(f, x), fd_jacobian(lambda z: cr.gradient(f, z)[0], x), rtol=1e-6, atol=1e-8)
+
+
+def test_hypot_of_three_and_rounding_of_values_being_differentiated_twice_or_forward():
+    """``math.hypot(x, y, z)`` on dual numbers is NumPy's two-argument hypot folded over the
+    arguments (its rule had been given z as ``out=``), and ``math.trunc``/``floor``/``ceil`` of a
+    dual number are integers, as their rules give (math.trunc had raised: a dual had no ``__trunc__``)."""
+    x = np.array([0.3, 1.1, -0.7])
+
+    def f(v):
+        return math.hypot(v[0], 2.0 * v[1], v[2]) * v[0] + math.trunc(3.0 * v[1]) * v[2] + math.ceil(v[2]) * v[0]
+
+    h = math.hypot(x[0], 2.0 * x[1], x[2])
+    expected = np.array([x[0] ** 2 / h + h + math.ceil(x[2]), 4.0 * x[1] * x[0] / h, x[2] * x[0] / h + 3.0])
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-12)
+    np.testing.assert_allclose(cr.gradient(f, x)[0], expected, rtol=1e-12)
+    np.testing.assert_allclose(cr.hessian(f, x), fd_jacobian(lambda z: cr.gradient(f, z)[0], x), rtol=1e-6, atol=1e-8)
+    assert type(cr.jvp(math.floor, (2.5,), (1.0,))[0]) is int

@@ -279,6 +279,8 @@ def twin_of(f):
 
 def _bridge_rrule(f, twin):
     def rrule_via_twin(*args, **kwargs):
+        if f in _FOLDED and len(args) > 2 and not kwargs:
+            return _folded_rrule(twin, args)
         out = rrule(twin, *args, **kwargs)
         if out is None:
             raise NoRuleError(f, args, reason=f"on dual numbers it is served by {callable_name(twin)}, which has none")
@@ -291,6 +293,8 @@ def _bridge_rrule(f, twin):
 
 def _bridge_frule(f, twin):
     def frule_via_twin(tangents, *args, **kwargs):
+        if f in _FOLDED and len(args) > 2 and not kwargs:
+            return _folded_frule(twin, tangents, args)
         out = frule(tangents, twin, *args, **kwargs)
         if out is None:
             raise NoRuleError(f, args, reason=f"on dual numbers it is served by {callable_name(twin)}, which has none")
@@ -299,6 +303,37 @@ def _bridge_frule(f, twin):
     frule_via_twin.__qualname__ = f"frule_{getattr(f, '__name__', 'f')}_on_duals"
     frule_via_twin.on_engine_values = True  # (forward mode prefers it to the rule for plain numbers)
     return frule_via_twin
+
+
+#: functions of any number of arguments whose twin takes two: ``f(a, b, c)`` is ``twin(twin(a, b), c)``
+#: (math.hypot(x, y, z), the norm of a 3-vector)
+_FOLDED = frozenset({math.hypot})
+
+
+def _folded_rrule(twin, args: tuple):
+    """The rule of ``twin`` folded over ``args`` (see ``_FOLDED``): its pullback goes back
+    through each step."""
+    y, pullbacks = args[0], []
+    for a in args[1:]:
+        y, pullback = rrule(twin, y, a)
+        pullbacks.append(pullback)
+
+    def folded_pullback(dy):
+        cotangents = []
+        for pullback in reversed(pullbacks):
+            _, dy, da = pullback(dy)
+            cotangents.append(da)
+        return (NoTangent(), dy, *reversed(cotangents))
+
+    return y, folded_pullback
+
+
+def _folded_frule(twin, tangents: tuple, args: tuple):
+    """The forward rule of ``twin`` folded over ``args`` (see ``_FOLDED``)."""
+    y, dy = args[0], tangents[1]
+    for a, da in zip(args[1:], tangents[2:]):
+        y, dy = frule((NoTangent(), dy, da), twin, y, a)
+    return y, dy
 
 
 _BINARY = (

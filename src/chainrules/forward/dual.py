@@ -44,6 +44,7 @@ Invariants:
 from __future__ import annotations
 
 import inspect
+import math
 import operator
 import sys
 import types
@@ -392,6 +393,16 @@ class Dual(ActiveValue):
 
     def __round__(self, ndigits=None):
         return call(round, (self,) if ndigits is None else (self, ndigits))
+
+    # math.trunc, math.floor, math.ceil: integers, whose derivative is zero (as their rules give)
+    def __trunc__(self):
+        return math.trunc(self.primal)
+
+    def __floor__(self):
+        return math.floor(self.primal)
+
+    def __ceil__(self):
+        return math.ceil(self.primal)
 
     def conjugate(self):
         return call(np.conjugate, (self,))
