@@ -53,7 +53,7 @@ class Transformed:
         self.ir = lower.lower(self.normalized, self.namer, self.source.filename, code, root=node)
         self.ir.name = self.source.name
         self.freevars = tuple(code.co_freevars)
-        self.signature = inspect.signature(fn)
+        self.signature = inspect.signature(fn, follow_wrapped=False)  # the code's own, not a decorated function's
         self.specializations: dict[tuple, Specialization] = {}
         #: number of positional arguments -> the last call's (function, rule version, defaults,
         #: generated function, specialization if it has global guards, whether it calls out)
@@ -130,7 +130,9 @@ class Specialization:
         try:
             # (the defaults of this function object: a nested function's differ from call to call)
             signature = (
-                entry.signature if fn.__defaults__ is None and fn.__kwdefaults__ is None else inspect.signature(fn)
+                entry.signature
+                if fn.__defaults__ is None and fn.__kwdefaults__ is None
+                else inspect.signature(fn, follow_wrapped=False)
             )
             bound_args = signature.bind(*args, **kwargs)
         except TypeError as exc:  # what calling fn would say, with its name
