@@ -8,13 +8,15 @@ it. Engines install themselves with ``active_engine`` while they run user code; 
 
 from __future__ import annotations
 
+import abc
 import itertools
 import operator
+import sys
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from .errors import ChainRulesError, callable_name
+from .errors import ChainRulesError, callable_name, is_internal_file, is_library
 
 
 class ActiveValue:
@@ -36,6 +38,37 @@ class ActiveValue:
         """The order of the differentiation this value belongs to (see ``next_order``)."""
         return 0
 
+    def stands_for(self) -> Any:
+        """The value this one stands for, one level down (a dual number's primal, which may be
+        another engine's value)."""
+        raise NotImplementedError
+
+    @property
+    def __class__(self) -> type:
+        """To the user's code, the class of the plain number or array this value stands for, so
+        that ``isinstance(x, float)`` (or ``np.ndarray``, ``numbers.Real``) takes the branch it
+        takes on the plain value; to chainrules and the libraries it calls, its own class.
+        (``isinstance`` asks ``__class__`` only where the type itself does not match; ``type(x)``
+        is the engine's class everywhere.)"""
+        code = sys._getframe(1).f_code
+        if code is _ABC_INSTANCECHECK:  # isinstance(x, numbers.Real): whoever asked the abstract class
+            code = sys._getframe(2).f_code
+        if not _in_users_code(code):
+            return type(self)
+        return type(stood_for(self))
+
+
+def stood_for(value: Any) -> Any:
+    """The plain number or array an engine's value stands for (through any number of engines'
+    values: a dual number of a tape's); any other value itself.
+
+    >>> stood_for(2.0)
+    2.0
+    """
+    while isinstance(value, ActiveValue):
+        value = value.stands_for()
+    return value
+
     def buffer_holding(self, array: Any) -> Any:
         """A writable array of this value's differentiation that holds the plain ``array`` (fresh,
         the caller's to give away) with a zero derivative, so that values like this one can be
@@ -52,6 +85,25 @@ class ActiveValue:
         body instead. A callable of chainrules' own whose call an engine cannot see (``checkpoint``'s
         wrapper) hands its calls over with this."""
         return NotImplemented
+
+
+#: code object -> whether it is the user's (see ``ActiveValue.__class__``)
+_USERS_CODE: dict = {}
+_ABC_INSTANCECHECK = abc.ABCMeta.__instancecheck__.__code__
+
+
+def _in_users_code(code) -> bool:
+    """Whether ``code`` is the user's: neither chainrules' nor a library's (the standard library,
+    installed packages); code the source engine generated from the user's counts as the user's."""
+    known = _USERS_CODE.get(code)
+    if known is None:
+        filename = code.co_filename
+        library = is_internal_file(filename) or is_library(filename) or filename.startswith("<frozen")
+        known = filename.startswith("<chainrules-source") or not library
+        if len(_USERS_CODE) >= 4096:
+            _USERS_CODE.clear()
+        _USERS_CODE[code] = known
+    return known
 
 
 def call_by_engine(f: Callable[..., Any], args: tuple, kwargs: dict, name: str | Callable[[], str]) -> Any:

@@ -142,7 +142,11 @@ def _type_name(t: type) -> str:
 
 def is_internal_frame(frame: FrameType) -> bool:
     """Whether a frame belongs to chainrules itself (library frames are skipped in messages)."""
-    filename = frame.f_code.co_filename
+    return is_internal_file(frame.f_code.co_filename)
+
+
+def is_internal_file(filename: str) -> bool:
+    """Whether ``filename`` is chainrules' own, or code an engine generated (``<chainrules-...>``)."""
     return filename.startswith(_PACKAGE_DIR) or filename.startswith("<chainrules")
 
 

@@ -207,6 +207,9 @@ class Dual(ActiveValue):
         self.writable = writable
         return self
 
+    def stands_for(self):
+        return self.primal
+
     def __repr__(self) -> str:
         return f"Dual({self.primal!r}, {self.partials!r})"
 

@@ -57,6 +57,7 @@ from ..core import (
     unthunk,
     user_location,
 )
+from ..core.active import stood_for
 from ..core.tangents import _rebuild as _rebuild_tangent
 from .operators import (
     dict_entry,
@@ -819,6 +820,23 @@ def frule_attrgetter(tangents, getter, obj):
 
 # ----- no derivative ------------------------------------------------------------------------------
 
+
+# isinstance of an engine's value is that of the plain value it stands for, as the user's code sees
+# it (see ActiveValue.__class__): the source engine runs the user's isinstance through this rule
+@rrule.register(isinstance)
+def rrule_isinstance(obj, classes):
+    return isinstance(stood_for(obj), classes), _isinstance_pullback
+
+
+def _isinstance_pullback(dy):
+    return _NO, _NO, _NO
+
+
+@frule.register(isinstance)
+def frule_isinstance(tangents, obj, classes):
+    return isinstance(stood_for(obj), classes), NoTangent()
+
+
 non_differentiable(
     round,
     int,
@@ -826,7 +844,6 @@ non_differentiable(
     len,
     range,
     slice,
-    isinstance,
     issubclass,
     type,
     id,

@@ -232,6 +232,9 @@ class Tracked(ActiveValue):
     def differentiation_order(self) -> int:
         return self._trace.order
 
+    def stands_for(self):
+        return self._value
+
     def call_by_rule(self, f, args: tuple, kwargs: dict):
         return apply(f, args, kwargs)
 
