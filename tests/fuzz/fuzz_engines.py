@@ -301,6 +301,7 @@ class Program:
             self.s_rebind_constant,
             self.s_try,
             self.s_guarded_conversion,
+            self.s_isinstance,
         ]
         self.pick(kinds)(body, indent)
 
@@ -520,6 +521,19 @@ class Program:
         body.append(f"{indent}    {name} = {v.name} * 0.0")
         self.vars.append(Var(name, (), False, rebound=True))
         self.uses.add("guarded conversion")
+
+    def s_isinstance(self, body, indent):
+        """A branch on the class of a value being differentiated (``isinstance(v, np.ndarray)``,
+        ``isinstance(v, float)``): every engine's own values must take the plain value's branch."""
+        v = self.var()
+        name = self.fresh()
+        kind = "np.ndarray" if v.shape else self.pick(["float", "(float, np.floating)"])
+        body.append(f"{indent}if isinstance({v.name}, {kind}):")
+        body.append(f"{indent}    {name} = {self.expr(v.shape)}")
+        body.append(f"{indent}else:")
+        body.append(f"{indent}    {name} = {v.name} * 0.0")
+        self.vars.append(Var(name, v.shape, False, rebound=True))
+        self.uses.add("isinstance")
 
     def s_tuple(self, body, indent):
         a, b = self.var(), self.var()
