@@ -198,10 +198,11 @@ def test_numpy_array_of_duals_raises_with_a_fix():
         np.asarray(x)
 
 
-def test_truth_of_a_dual_array_is_an_error():
-    with pytest.raises(TypeError, match="ambiguous"):
+def test_truth_of_a_dual_array_is_numpys():
+    with pytest.raises(ValueError, match="ambiguous"):  # NumPy's error, as for the plain array
         bool(dual(np.array([1.0, 2.0]), np.ones(2)))
     assert bool(dual(np.array(1.0), np.array(1.0)))
+    assert bool(dual(np.array([2.0]), np.ones((1, 1)))) and not bool(dual(np.array([0.0]), np.ones((1, 1))))
 
 
 def test_writing_into_a_dual_or_with_out_is_refused():

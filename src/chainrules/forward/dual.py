@@ -288,13 +288,9 @@ class Dual(ActiveValue):
         )
 
     def __bool__(self) -> bool:
-        primal = self.primal
-        if np.ndim(primal) == 0:
-            return bool(primal)
-        raise TypeError(
-            f"the truth value of a dual array of shape {np.shape(primal)} is ambiguous; "
-            "use (x > 0).any() or (x > 0).all() (comparisons give the primal's booleans)"
-        )
+        # the primal's truth, as NumPy has it (its ValueError for an array of several entries,
+        # which the user's code may catch as it would for the plain array)
+        return bool(self.primal)
 
     # -- comparisons: on primal values, so control flow follows the primal --
     def __lt__(self, other):
