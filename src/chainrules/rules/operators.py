@@ -539,11 +539,19 @@ del _ta, _tb
 
 @rrule.register(operator.sub, batched=True)
 def rrule_sub(a, b):
+    if type(a) is _NDARRAY and type(b) is _NDARRAY:  # two arrays: no other kind of operand to rule out
+        return _rrule_sub_values(a, b)
     pullback = _SUB_SCALAR_PULLBACKS.get((type(a), type(b)))
     if pullback is not None:
         return a - b, pullback
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.sub, a, b)
+    return _rrule_sub_values(a, b)
+
+
+def _rrule_sub_values(a, b):
+    """``a - b`` for numbers and arrays: ``a``'s cotangent is ``dy`` brought to its space, ``b``'s
+    is ``-dy``."""
     y = a - b
     fits_a = _fits(a, y)
     array_out = type(y) is np.ndarray
@@ -659,6 +667,8 @@ def frule_pos(tangents, a):
 
 @rrule.register(operator.mul, batched=True)
 def rrule_mul(a, b):
+    if type(a) is _NDARRAY and type(b) is _NDARRAY:  # two arrays: no other kind of operand to rule out
+        return _rrule_mul_values(a, b)
     if type(a) in _REAL and type(b) in _REAL:
 
         def mul_pullback(dy):
@@ -688,6 +698,11 @@ def rrule_mul(a, b):
         return a * b, _no_tangents(2)
     if _is_user_object(a) or _is_user_object(b):
         return rrule_user_binary(operator.mul, a, b)
+    return _rrule_mul_values(a, b)
+
+
+def _rrule_mul_values(a, b):
+    """``a * b`` for numbers and arrays: each operand's cotangent is ``dy`` times the other's conjugate."""
     y = a * b
     # a real array operand of the output's shape and dtype (see `_fits`): its cotangent of a
     # cotangent of that shape and dtype is `dy * other` as it is (real, nothing to sum or cast)

@@ -249,7 +249,7 @@ def _distance(differences: list):
     """The Euclidean norm of ``differences``: ``math.hypot``'s for real numbers; for an engine's
     numbers (a Hessian's dual numbers), which ``math`` functions would convert, by their own
     arithmetic."""
-    if all(type(c) in (float, int) for c in differences):
+    if not any(isinstance(c, ActiveValue) for c in differences):  # (NumPy floats too: math.dist gives a float)
         return math.hypot(*differences)
     return sum(c * c for c in differences) ** 0.5
 

@@ -378,7 +378,7 @@ def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True, mask=N
     yk = keep(y, axes, keepdims)
     hit = x == yk
     if type(y) is np.ndarray:
-        nan = bool(np.logical_or.reduce(np.isnan(y), None))  # (ndarray.any's Python wrapper costs as much)
+        nan = np.count_nonzero(np.isnan(y)) > 0  # (count_nonzero is C code: half what any() costs)
     else:
         nan = np.any(np.isnan(y))
     if nan_wins and nan:

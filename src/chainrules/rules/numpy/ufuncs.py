@@ -256,14 +256,12 @@ def _rules(
 def _real_partial(x, p, y) -> bool:
     """Whether the one input ``x`` and the output ``y`` are real arrays of one shape and dtype,
     with an array partial ``p`` of that dtype: then ``p * dy`` is the input's cotangent as it is."""
-    return (
-        type(x) is np.ndarray
-        and type(y) is np.ndarray
-        and type(p) is np.ndarray
-        and y.dtype.kind == "f"
-        and x.dtype == y.dtype == p.dtype
-        and x.shape == y.shape == p.shape
-    )
+    if type(x) is not np.ndarray or type(y) is not np.ndarray or type(p) is not np.ndarray:
+        return False
+    dtype, shape = y.dtype, y.shape
+    if p is not y and (p.dtype != dtype or p.shape != shape):  # (exp's partial is its output)
+        return False
+    return dtype.kind == "f" and x.dtype == dtype and x.shape == shape
 
 
 def _real_array_pullback(p, y, name: str):
@@ -448,7 +446,34 @@ def _ratio(n, d):
         return n / d
     except ZeroDivisionError:
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.divide(n, np.float64(d))
+            # (np.divide, not np.float64(d): d may be an engine's number, a dual of a Python 0.0)
+            return np.divide(n, d)
+
+
+#: 1 as a read-only 0-d array of each float and complex dtype (see ``_one``)
+_ONES = {
+    np.dtype(t): np.ones((), t)
+    for t in (np.float16, np.float32, np.float64, np.longdouble, np.complex64, np.complex128, np.clongdouble)
+}
+for _one_array in _ONES.values():
+    _one_array.setflags(write=False)
+
+
+def _one(v):
+    """The 1 of a partial such as ``1 - v * v``: a 0-d array of ``v``'s dtype for a float or
+    complex ndarray ``v``, else ``1.0``. The numbers are the same (NumPy casts a Python float to
+    the array's dtype), but with a small array ``one - v`` costs half what ``1.0 - v`` does:
+    NumPy converts a Python float on every call."""
+    if type(v) is np.ndarray:
+        one = _ONES.get(v.dtype)
+        if one is not None:
+            return one
+    return 1.0
+
+
+def _reciprocal(d):
+    """``1 / d``, as ``_ratio`` gives it, with ``_one``'s 1."""
+    return _ratio(_one(d), d)
 
 
 # ----- the rows ----------------------------------------------------------------------------
@@ -462,22 +487,22 @@ elementwise(np.reciprocal, lambda x, *, out: -(out * out))
 elementwise(np.exp, lambda x, *, out: out)
 elementwise(np.exp2, lambda x, *, out: out * _LN2)
 elementwise(np.expm1, lambda x, *, out: out + 1.0)
-elementwise(np.log, lambda x: _ratio(1.0, x))
-elementwise(np.log2, lambda x: _ratio(1.0, x * _LN2))
-elementwise(np.log10, lambda x: _ratio(1.0, x * _LN10))
-elementwise(np.log1p, lambda x: _ratio(1.0, x + 1.0))
+elementwise(np.log, _reciprocal)
+elementwise(np.log2, lambda x: _reciprocal(x * _LN2))
+elementwise(np.log10, lambda x: _reciprocal(x * _LN10))
+elementwise(np.log1p, lambda x: _reciprocal(x + _one(x)))
 elementwise(np.sqrt, lambda x, *, out: 0.5 / out)
 elementwise(np.cbrt, lambda x, *, out: 1.0 / (3.0 * out * out))
 elementwise(np.square, lambda x: 2.0 * x)
 elementwise(np.sin, np.cos)
 elementwise(np.cos, lambda x: -np.sin(x))
-elementwise(np.tan, lambda x, *, out: 1.0 + out * out)
+elementwise(np.tan, lambda x, *, out: _one(out) + out * out)
 elementwise(np.arcsin, lambda x: 1.0 / np.sqrt(1.0 - x * x))
 elementwise(np.arccos, lambda x: -1.0 / np.sqrt(1.0 - x * x))
 elementwise(np.arctan, lambda x: 1.0 / (1.0 + x * x))
 elementwise(np.sinh, np.cosh)
 elementwise(np.cosh, np.sinh)
-elementwise(np.tanh, lambda x, *, out: 1.0 - out * out)
+elementwise(np.tanh, lambda x, *, out: _one(out) - out * out)
 elementwise(np.arcsinh, lambda x: 1.0 / np.sqrt(x * x + 1.0))
 elementwise(np.arccosh, lambda x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))  # right branch for complex x
 elementwise(np.arctanh, lambda x: _ratio(1.0, 1.0 - x * x))
@@ -493,7 +518,7 @@ elementwise(np.imag, lambda x: -1j if np.iscomplexobj(x) else 0.0)  # dy = imag(
 elementwise(np.add, lambda a, b: 1.0, lambda a, b: 1.0)
 elementwise(np.subtract, lambda a, b: 1.0, lambda a, b: -1.0)
 elementwise(np.multiply, lambda a, b: b, lambda a, b: a)
-elementwise(np.divide, lambda a, b: _ratio(1.0, b), lambda a, b, *, out: _ratio(-out, b))  # np.true_divide
+elementwise(np.divide, lambda a, b: _reciprocal(b), lambda a, b, *, out: _ratio(-out, b))  # np.true_divide
 elementwise(np.power, _power_base_partial(np.power), lambda a, b, *, out: out * _log_abs_base(a))
 elementwise(np.float_power, _power_base_partial(np.float_power), lambda a, b, *, out: out * _log_abs_base(a))
 elementwise(np.arctan2, lambda y, x: _ratio(x, x * x + y * y), lambda y, x: _ratio(-y, x * x + y * y))
