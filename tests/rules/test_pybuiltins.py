@@ -1,6 +1,7 @@
 """The builtins' rules against finite differences: numbers, selection, reduction, containers, attributes."""
 
 import collections
+import copy
 import dataclasses
 import math
 
@@ -243,3 +244,32 @@ def test_sum_of_arrays_returns_shaped_cotangents():
 def test_float_of_a_numpy_float32_has_a_float_tangent():
     assert type(cr.frule((cr.NoTangent(), np.float32(1.0)), float, np.float32(1.5))[1]) is float
     test_frule(float, np.float32(1.5))
+
+
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy])
+@pytest.mark.parametrize(
+    "x", [np.array([0.3, -1.2, 2.0]), 1.5, [0.4, np.array([1.0, 2.0])]], ids=["array", "float", "list"]
+)
+def test_copies(copier, x):
+    test_rrule(copier, x)
+    test_frule(copier, x)
+
+
+def test_a_parameter_dict_copied_before_an_update_in_every_engine():
+    """``copy.deepcopy`` of a dict of values being differentiated, and ``copy.copy`` of an array
+    then written into: the source engine's rules, forward mode's and the tape's own copies."""
+
+    def f(x):
+        params = {"w": x, "b": x[0] * 2.0}
+        saved = copy.deepcopy(params)
+        params["w"] = params["w"] * 3.0
+        shallow = copy.copy(saved["w"])
+        shallow[0] = 5.0
+        return np.sum(saved["w"] ** 2) + saved["b"] * np.sum(params["w"]) + np.sum(shallow)
+
+    x = np.array([0.3, 1.2])
+    expected = np.array([2 * x[0] + 12 * x[0] + 6 * x[1], 2 * x[1] + 6 * x[0] + 1.0])
+    np.testing.assert_allclose(cr.gradient(f, x)[0], expected, rtol=1e-12)
+    np.testing.assert_allclose(cr.gradient(f, x, engine="tape")[0], expected, rtol=1e-12)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-12)
+    np.testing.assert_allclose(cr.hessian(f, x), [[14.0, 6.0], [6.0, 2.0]], rtol=1e-12)

@@ -97,7 +97,9 @@ def watched(dispatcher: RuleDispatcher) -> dict:
         if matcher not in matchers:
             matchers.append(matcher)
 
-    for key, for_instances, _ in dispatcher.registrations():
+    for key, for_instances, rules in dispatcher.registrations():
+        if all(getattr(rule, "body_takes_engine_values", False) for rule in rules):
+            continue  # its own code is right on an engine's values too (copy.deepcopy: they copy themselves)
         if for_instances:  # calls of the instances of a class (and of its subclasses)
             for cls in _with_subclasses(key):
                 code = _call_code(cls)

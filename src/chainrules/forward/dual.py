@@ -393,6 +393,13 @@ class Dual(ActiveValue):
     def __round__(self, ndigits=None):
         return call(round, (self,) if ndigits is None else (self, ndigits))
 
+    # copy.copy and copy.deepcopy (a parameter dict copied in the user's code): a number is immutable
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
     # math.trunc, math.floor, math.ceil: integers, whose derivative is zero (as their rules give)
     def __trunc__(self):
         return math.trunc(self.primal)
@@ -511,6 +518,13 @@ class DualArray(InplaceOperators, Dual):
     """
 
     __slots__ = ()
+
+    # copy.copy and copy.deepcopy: its own array and partials, as a copy of an array is (np.copy's)
+    def __copy__(self):
+        return np.copy(self)
+
+    def __deepcopy__(self, memo):
+        return np.copy(self)
 
     # A dual of an array is never a number: its operators are the NumPy ufuncs (see `_binary`).
     def __add__(self, other):

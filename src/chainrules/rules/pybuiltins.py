@@ -30,6 +30,7 @@ structure of such batches for a container's) as they take one, each entry matche
 
 from __future__ import annotations
 
+import copy
 import inspect
 import operator
 import types
@@ -452,6 +453,31 @@ def _sequence_rules(P: type):
 
 _sequence_rules(tuple)
 _sequence_rules(list)
+
+
+# copy.copy and copy.deepcopy (a parameter dict copied before an update): the copy holds the
+# values again, so its cotangent, shaped like it, is the original's; an engine's value copies
+# itself (a dual array as np.copy does)
+def _copy_rules(copier):
+    def rrule_copy(x, *memo):
+        def copy_pullback(dy):
+            return (_NO, dy, *(_NO for _ in memo))
+
+        return copier(x, *memo), copy_pullback
+
+    def frule_copy(tangents, x, *memo):
+        return copier(x, *memo), tangents[1]
+
+    rrule_copy.__qualname__ = f"rrule_{copier.__name__}"
+    frule_copy.__qualname__ = f"frule_{copier.__name__}"
+    # (the tape and forward mode may run copier's own code: their values copy themselves)
+    rrule_copy.body_takes_engine_values = frule_copy.body_takes_engine_values = True
+    rrule.register(copier, batched=True)(rrule_copy)
+    frule.register(copier)(frule_copy)
+
+
+_copy_rules(copy.copy)
+_copy_rules(copy.deepcopy)
 
 
 def _dict_entries(dt) -> dict:

@@ -47,7 +47,7 @@ import numpy as np
 from ...core.errors import callable_name
 from ...core.registry import OPT_OUT, rrule
 from . import ir
-from .simplify import _MISSING, INACTIVE_TYPES, ArrayType, is_arraylike, is_real, static_lookup
+from .simplify import _MISSING, INACTIVE_TYPES, ArrayType, is_arraylike, is_real, reads_only, static_lookup
 
 #: built-in types whose construction copies (or only reads) its arguments
 _PURE_TYPES = frozenset(
@@ -639,7 +639,7 @@ class _Effects:
             f = self.a.call_target(expr)  # `np.sin(x)` is a method call on the module
             if isinstance(f, np.ufunc):  # it returns a new array and keeps none of its arguments
                 return not expr.kwargs and not any(a.starred for a in expr.args)
-            return isinstance(expr, ir.Call) and f is len and len(expr.args) == 1 and not expr.kwargs
+            return reads_only(f) and len(expr.args) == 1 and not expr.kwargs
         return False
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from . import ir
 from .codegen import Line
 from .names import Namer
-from .simplify import NONDIFF_OPS, ArrayType, StructType
+from .simplify import NONDIFF_OPS, ArrayType, StructType, reads_only
 
 LITERALS = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
@@ -89,8 +89,8 @@ def _use_of(stmt, name: str, plan) -> str | None:
             return "maybe_view"
         if isinstance(expr, ir.GetAttr) and expr.name in _SHAPE_ATTRIBUTES:
             return None
-        if isinstance(expr, ir.Call) and plan.static.get(expr.func) is len:
-            return None
+        if isinstance(expr, (ir.Call, ir.MethodCall)) and reads_only(plan.call_target(expr)) and len(expr.args) == 1:
+            return None  # its length, or a copy
     if isinstance(stmt, ir.For) and stmt.iterable == name:
         return "maybe_view"
     if isinstance(stmt, (ir.If, ir.While, ir.Try)):

@@ -30,6 +30,7 @@ only while they stay bound to the same objects (``guards``).
 from __future__ import annotations
 
 import builtins
+import copy
 import dataclasses
 import functools
 import itertools
@@ -44,6 +45,12 @@ from ...core.active import ActiveValue
 from ...core.errors import UnsupportedSyntaxError
 from ...core.registry import OPT_OUT, _nondiff_rrule, frule, rrule
 from . import ir
+
+
+def reads_only(f) -> bool:
+    """Whether a call ``f(x)`` keeps no reference to the container ``x`` in what it returns: its
+    length, or a copy (which holds the values again, not the container)."""
+    return f is len or f is copy.copy or f is copy.deepcopy
 
 
 class _Real:
@@ -904,6 +911,7 @@ class _Analysis:
         plan.available = self.available
         plan.buffers = buffers
         plan.direct = self.direct
+        plan.call_target = self.call_target
         plan.relied = self.relied
         plan.elements, plan.element_keys = elements, element_keys
         plan.metadata_checks = {
