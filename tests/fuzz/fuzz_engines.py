@@ -527,7 +527,8 @@ class Program:
         ``isinstance(v, float)``): every engine's own values must take the plain value's branch."""
         v = self.var()
         name = self.fresh()
-        kind = "np.ndarray" if v.shape else self.pick(["float", "(float, np.floating)"])
+        # (a number's test holds for float32 and float64 alike: finite differences run in float64)
+        kind = "np.ndarray" if v.shape else "(float, np.floating)"
         body.append(f"{indent}if isinstance({v.name}, {kind}):")
         body.append(f"{indent}    {name} = {self.expr(v.shape)}")
         body.append(f"{indent}else:")
