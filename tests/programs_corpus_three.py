@@ -12,12 +12,14 @@ support by design is listed in ``refuses`` (``program_checks.py`` says how).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
 import scipy.special
-from program_checks import ARRAY_OF_TRACKED, SCIPY_WRAPPER, SCIPY_WRAPPER_FORWARD, new_corpus
+from program_checks import ARRAY_OF_TRACKED, MATH_ON_TAPE, SCIPY_WRAPPER, SCIPY_WRAPPER_FORWARD, new_corpus
 
 import chainrules as cr
 
@@ -882,3 +884,48 @@ def fixed_point_with_a_divergence_fallback(x):
     except FloatingPointError:
         z = z * 0.5
     return np.sum(z**2) + z @ x
+
+
+# ----- an adaptive integrator: try/except with continue in a while loop, a decorator, dataclass
+# state, an isinstance test and a math function, together -----------------------------------------
+
+
+@dataclasses.dataclass
+class OscillatorState:
+    t: float
+    y: np.ndarray
+
+
+def damped_rhs(y, k):
+    return np.stack([y[1], -k[0] * y[0] - k[1] * y[1] * np.abs(y[1])])
+
+
+def passed_through(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@program(np.array([2.0, 0.3]), hessian=True, nested=True, refuses={"tape": MATH_ON_TAPE})
+@passed_through
+def adaptive_heun_steps(k, h0=0.1, t_end=1.0):
+    s = OscillatorState(0.0, np.array([1.0, 0.0]))
+    h = h0
+    steps = 0
+    while s.t < t_end and steps < 50:
+        try:
+            k1 = damped_rhs(s.y, k)
+            k2 = damped_rhs(s.y + h * k1, k)
+            if np.max(np.abs(h * (k2 - k1) / 2)) > 0.05:
+                raise ArithmeticError  # the step is too long: halve it and try again
+        except ArithmeticError:
+            h = h * 0.5
+            steps += 1
+            continue
+        s = dataclasses.replace(s, t=s.t + h, y=s.y + h / 2 * (k1 + k2))
+        if isinstance(s.t, float) and s.t + h > t_end:
+            h = max(t_end - s.t, 1e-3)
+        steps += 1
+    return s.y[0] ** 2 + math.sin(s.y[1])
