@@ -54,3 +54,15 @@ def test_the_engines_own_class_elsewhere():
     assert isinstance(d, np.ndarray) and d.__class__ is np.ndarray  # here: the user's code
     assert type(d) is not np.ndarray and isinstance(d, Dual)  # type() and the engine's class are the engine's
     assert not np.isscalar(Dual(2.0, 1.0, Tag()))  # NumPy's code sees the engine's class
+
+
+def test_an_engine_value_that_stands_for_nothing_else_keeps_its_class_and_the_defaults():
+    from chainrules.core import ActiveValue
+
+    class Box(ActiveValue):  # an engine's value that overrides nothing
+        __slots__ = ()
+
+    box = Box()
+    assert not isinstance(box, float) and box.__class__ is Box  # it stands for itself
+    assert box.buffer_holding(np.zeros(2)) is None  # the base class's defaults
+    assert box.call_by_rule(np.sin, (box,), {}) is NotImplemented

@@ -40,8 +40,8 @@ class ActiveValue:
 
     def stands_for(self) -> Any:
         """The value this one stands for, one level down (a dual number's primal, which may be
-        another engine's value)."""
-        raise NotImplementedError
+        another engine's value); itself for a value that stands for nothing else."""
+        return self
 
     @property
     def __class__(self) -> type:
@@ -56,18 +56,6 @@ class ActiveValue:
         if not _in_users_code(code):
             return type(self)
         return type(stood_for(self))
-
-
-def stood_for(value: Any) -> Any:
-    """The plain number or array an engine's value stands for (through any number of engines'
-    values: a dual number of a tape's); any other value itself.
-
-    >>> stood_for(2.0)
-    2.0
-    """
-    while isinstance(value, ActiveValue):
-        value = value.stands_for()
-    return value
 
     def buffer_holding(self, array: Any) -> Any:
         """A writable array of this value's differentiation that holds the plain ``array`` (fresh,
@@ -85,6 +73,22 @@ def stood_for(value: Any) -> Any:
         body instead. A callable of chainrules' own whose call an engine cannot see (``checkpoint``'s
         wrapper) hands its calls over with this."""
         return NotImplemented
+
+
+def stood_for(value: Any) -> Any:
+    """The plain number or array an engine's value stands for (through any number of engines'
+    values: a dual number of a tape's); any other value, or an engine's value that stands for
+    nothing else, itself.
+
+    >>> stood_for(2.0)
+    2.0
+    """
+    while isinstance(value, ActiveValue):
+        inner = value.stands_for()
+        if inner is value:
+            break
+        value = inner
+    return value
 
 
 #: code object -> whether it is the user's (see ``ActiveValue.__class__``)
