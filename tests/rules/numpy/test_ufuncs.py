@@ -1,5 +1,8 @@
 """Rules of NumPy's elementwise functions, checked against finite differences from spec tables."""
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 
@@ -298,6 +301,7 @@ KINKS = [
     (np.absolute, (np.array([0.0, -2.0]),), ([0.0, -1.0],)),
     (np.absolute, (np.array([0j, 3 + 4j]),), ([0.0, 0.6 + 0.8j],)),
     (np.hypot, (np.array([0.0]), np.array([0.0])), ([0.0], [0.0])),
+    (np.arctan2, (np.array([0.0, 1.0]), np.array([0.0, 1.0])), ([0.0, 0.5], [0.0, -0.5])),  # as math.atan2's
     (np.sinc, (np.array([0.0]),), ([0.0],)),
     (np.power, (np.array([0.0, 0.0, 2.0]), np.array([2.0, 0.0, 0.0])), ([0.0, 0.0, 0.0], [0.0, 0.0, np.log(2.0)])),
     (np.power, (np.array([0.0, 1.0]), np.array([1.0, 2.0])), ([1.0, 2.0], [0.0, 0.0])),
@@ -321,6 +325,27 @@ def test_conventions(f, args, expected):
     got = _grads(f, *args, dy=np.ones(np.broadcast_shapes(*(np.shape(a) for a in args))))
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, atol=1e-15)
+
+
+def test_arctan2_at_the_origin_is_zero_in_every_engine():
+    """np.arctan2 and math.atan2 have no derivative at the origin; every engine gives 0 there, with
+    no warning, as math.atan2's rule (and ChainRules.jl's atan) does, not nan."""
+
+    def numpy_angle(v):
+        return np.sum(np.arctan2(v[:2], v[2:]))
+
+    def math_angle(v):
+        return math.atan2(v[0], v[2]) + math.atan2(v[1], v[3])
+
+    v = np.array([0.0, 1.0, 0.0, 1.0])
+    expected = [0.0, 0.5, 0.0, -0.5]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for f in (numpy_angle, math_angle):
+            np.testing.assert_allclose(cr.gradient(f, v)[0], expected, atol=1e-15)
+            np.testing.assert_allclose(cr.jacobian(f, v, mode="forward"), expected, atol=1e-15)
+            assert np.isfinite(cr.hessian(f, v)).all()
+        np.testing.assert_allclose(cr.gradient(numpy_angle, v, engine="tape")[0], expected, atol=1e-15)
 
 
 def test_maximum_tie_pushforward_averages():

@@ -476,6 +476,18 @@ def _reciprocal(d):
     return _ratio(_one(d), d)
 
 
+def _over_squared_norm(n, y, x):
+    """``n / (x² + y²)``, an arctan2 partial, and 0 at the origin, where arctan2 has no derivative
+    (ChainRules.jl's convention for ``atan(y, x)``, and ``math.atan2``'s rule's)."""
+    u = x * x + y * y
+    at_origin = u == 0
+    if np.ndim(at_origin) == 0:
+        return 0.0 if at_origin else n / u
+    if np.any(at_origin):
+        return np.where(at_origin, 0.0, n / np.where(at_origin, 1.0, u))
+    return n / u
+
+
 # ----- the rows ----------------------------------------------------------------------------
 
 # unary, holomorphic where NumPy takes complex input
@@ -521,7 +533,7 @@ elementwise(np.multiply, lambda a, b: b, lambda a, b: a)
 elementwise(np.divide, lambda a, b: _reciprocal(b), lambda a, b, *, out: _ratio(-out, b))  # np.true_divide
 elementwise(np.power, _power_base_partial(np.power), lambda a, b, *, out: out * _log_abs_base(a))
 elementwise(np.float_power, _power_base_partial(np.float_power), lambda a, b, *, out: out * _log_abs_base(a))
-elementwise(np.arctan2, lambda y, x: _ratio(x, x * x + y * y), lambda y, x: _ratio(-y, x * x + y * y))
+elementwise(np.arctan2, lambda y, x: _over_squared_norm(x, y, x), lambda y, x: _over_squared_norm(-y, y, x))
 elementwise(np.hypot, _hypot_partial, _hypot_partial_b)
 elementwise(np.logaddexp, lambda a, b, *, out: np.exp(a - out), lambda a, b, *, out: np.exp(b - out))
 elementwise(np.logaddexp2, lambda a, b, *, out: np.exp2(a - out), lambda a, b, *, out: np.exp2(b - out))
