@@ -929,3 +929,53 @@ def adaptive_heun_steps(k, h0=0.1, t_end=1.0):
             h = max(t_end - s.t, 1e-3)
         steps += 1
     return s.y[0] ** 2 + math.sin(s.y[1])
+
+
+# ----- a loop's variable and its `else` after the loop -------------------------------------------
+
+
+@program(np.array([0.8, 1.9, 2.7, 0.4]), hessian=True, nested=True)
+def first_entry_past_a_threshold(x):
+    for v in x:  # `v` outlives the loop: the entry the search stopped at carries the derivative
+        if v > 1.5:
+            break
+    return v**2 * x[0]
+
+
+@program(np.array([0.6, -0.2, 1.1]), hessian=True, nested=True)
+def last_row_of_a_reshaped_loop(x):
+    y = x * 2.0
+    for row in np.stack([x, x**2]):  # noqa: B007  (the last row is used after the loop)
+        pass
+    for y in [0.5, 1.5]:  # noqa: B007  (rebound to a constant: the earlier `y` no longer counts)
+        pass
+    return np.sum(row * x) + y * x[1]
+
+
+@program(np.array([0.4, 1.2, 0.7]), hessian=True, nested=True)
+def search_with_a_loop_else_return(x):
+    for v in x:
+        if v > 2.0:
+            break
+    else:
+        return np.sum(x**2) * x[1]  # no entry above 2: the loop ran to its end
+    return v * 3.0
+
+
+@program(np.array([0.4, 1.2, 0.7]), hessian=True, nested=True)
+def while_else_return_after_a_nested_search(x):
+    i = 0
+    total = 0.0
+    while i < 3:
+        for j in range(3):
+            if x[j] * i > 4.0:
+                break
+        else:
+            total = total + x[i] * x[j]
+            i += 1
+            continue
+        return total + x[j]
+    else:
+        if total > 0.5:
+            return total * x[0]
+    return total

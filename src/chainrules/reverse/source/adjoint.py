@@ -452,6 +452,8 @@ class Adjoint:
             target = self.d(stmt.target)
             self.emit(indent + 1, f"{items}.put({position}, {target})", line)
             self.emit(indent + 1, f"{target} = {self.zero()}", line)
+        elif isinstance(stmt, ir.For):  # each iteration bound the target to a constant
+            self.reset(stmt.target, indent + 1, line, stmt.index)
         if len(self.lines) == start:
             self.emit(indent + 1, "pass", 0)
         self.state, self.owned = outer

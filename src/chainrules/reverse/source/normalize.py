@@ -195,7 +195,9 @@ class _Normalizer:
                 return out
             if isinstance(stmt, _LOOPS):
                 may_return = _contains(stmt, ast.Return)
-                out += self.loop(stmt)
+                normalized, after = self.loop(stmt)
+                out += normalized
+                rest = after + rest  # the loop's `else`, whose jumps are the enclosing block's
                 if may_return and loop is not None:
                     # a return in the inner loop leaves this loop too: `if returned: break`
                     leave = ast.If(test=ast.Name(self._flag(), ast.Load()), body=[ast.Break()], orelse=rest)
@@ -203,6 +205,9 @@ class _Normalizer:
                     return out
                 if rest and may_return:  # the loop may have returned
                     out += self.guarded(rest, self._flag(), loop, flagged, stmt)
+                    return out
+                if after:
+                    out += self.jumps(rest, loop, flagged)
                     return out
                 continue
             if isinstance(stmt, (ast.With, ast.Try)) and _exits([stmt], kinds) != NEVER:
@@ -289,8 +294,9 @@ class _Normalizer:
             out.append(ast.copy_location(ast.Break(), stmt))
         return out
 
-    def loop(self, stmt: ast.For | ast.While) -> list[ast.stmt]:
-        """The loop with its body normalized, its flags set up and its ``else`` after it."""
+    def loop(self, stmt: ast.For | ast.While) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """The loop with its body normalized and its flags set up, and its ``else`` as the
+        statements to run after it (under ``not stop`` where a ``break`` may skip them)."""
         loop = _Loop(self.namer, bool(stmt.orelse))
         body = self.jumps(stmt.body, loop, False)
         if loop.skip is not None:
@@ -305,12 +311,9 @@ class _Normalizer:
         if loop.stop is not None:
             out.append(_assign(loop.stop, False, stmt))
         out.append(stmt)
-        if orelse:
-            if loop.stop is not None:
-                out.append(ast.copy_location(ast.If(test=_not(loop.stop), body=orelse, orelse=[]), orelse[0]))
-            else:
-                out += orelse
-        return out
+        if orelse and loop.stop is not None:
+            return out, [ast.copy_location(ast.If(test=_not(loop.stop), body=orelse, orelse=[]), orelse[0])]
+        return out, orelse
 
     def _retval(self) -> str:
         if self.retval is None:

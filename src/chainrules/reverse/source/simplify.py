@@ -1085,7 +1085,9 @@ class _Analysis:
             kind = compound.get(type(stmt))
             if kind is not None:
                 inner = [s for block in stmt.blocks() for s in ir.walk(block)]
-                if any(mode[s.index] != "plain" or self.rebinds_live(s, useful) for s in inner):
+                if any(mode[s.index] != "plain" or self.rebinds_live(s, useful) for s in inner) or (
+                    isinstance(stmt, ir.For) and self.binds_live_target(stmt, useful)
+                ):
                     mode[stmt.index] = kind
                 if isinstance(stmt, ir.While) and any(mode[s.index] != "plain" for s in ir.walk(stmt.test_block)):
                     self.refuse(stmt, "the condition of a `while` loop computes a value the result depends on")
@@ -1100,6 +1102,12 @@ class _Analysis:
             name in self.active and name in useful and (self.counts.get(name, 0) > 1 or self.loops_of.get(stmt.index))
             for name in stmt.targets()
         )
+
+    def binds_live_target(self, stmt: ir.For, useful) -> bool:
+        """Whether the loop's target carries a cotangent out of it (`for v in x: ...` then `v * 2.0`
+        after the loop: the last item's), or rebinds a variable whose cotangent is live."""
+        target = stmt.target
+        return target in useful and (self.is_active(stmt.iterable) or self.rebinds_live(stmt, useful))
 
     def mode(self, stmt, useful) -> str:
         if isinstance(stmt, ir.Return):
