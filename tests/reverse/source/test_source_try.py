@@ -172,8 +172,21 @@ def nested_in_a_loop(x):
     return total
 
 
+def returns_through_an_empty_finally(x):
+    total = 0.0
+    try:
+        for i in range(3):
+            total = total + x**i
+            if total > 2.0:
+                return total * x  # through a `finally` that does nothing
+    finally:
+        pass
+    return total
+
+
 POINTS = [
     (log_or_square, [1.3, 6.0]),
+    (returns_through_an_empty_finally, [0.5, 1.5]),
     (all_four_blocks, [0.5, 2.5]),
     (reciprocals_in_a_loop, [1.0, 1.1, 2.5]),
     (returns_from_each_block, [0.5, 1.5, 3.0]),

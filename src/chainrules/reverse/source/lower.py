@@ -169,6 +169,13 @@ class _Lowerer:
             return ir.Copy(value)
         if isinstance(node, ast.JoinedStr):
             return self.fstring(node)
+        if isinstance(node, ast.GeneratorExp) and not getattr(node, "consumed_by_call", False):
+            self.refuse(
+                node,
+                "a generator expression computes its values as they are consumed, which the source engine "
+                "follows only where they are consumed at once, by a call (sum(v * v for v in xs)) or an "
+                "unpacking (a, b = (...)): pass it to the call, or make it a list comprehension",
+            )
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
             return ir.Copy(self.comprehension(node))
         if isinstance(node, ast.Starred):
@@ -213,6 +220,11 @@ class _Lowerer:
     def arguments(self, node: ast.Call):
         """Positional and keyword arguments; with ``*``, ``**`` or a keyword whose value is a
         variable (it may need a cotangent), the call takes the form ``f(*args, **kwargs)``."""
+        for value in (*node.args, *(k.value for k in node.keywords)):
+            value = value.value if isinstance(value, ast.Starred) else value
+            if isinstance(value, ast.GeneratorExp):
+                # the call consumes it before anything else runs: a list of its values is the same
+                value.consumed_by_call = True
         args = self.items(node.args)
         kwargs = tuple(ir.Kwarg(k.arg, self.keyword_value(k.value)) for k in node.keywords)
         if any(a.starred for a in args) or any(k.name is None or isinstance(k.value, str) for k in kwargs):
@@ -451,6 +463,8 @@ class _Lowerer:
                 self.block[-1].col = node.col_offset + 1
             return
         if isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, ast.GeneratorExp):
+                value.consumed_by_call = True  # unpacked at once, as a call consumes it
             self.unpack(target, self.atom(value))
             return
         self.refuse(target, f"cannot assign to {type(target).__name__}")

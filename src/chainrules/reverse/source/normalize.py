@@ -4,7 +4,8 @@ The result is an ordinary ``ast.FunctionDef`` that prints (``ast.unparse``) as P
 same meaning as the original, in which:
 
 - a ``lambda`` is a ``def`` whose body is one ``return``;
-- docstrings, ``pass`` and annotations without value are gone; ``x: T = v`` is ``x = v``;
+- docstrings, ``pass`` and annotations without value are gone; ``x: T = v`` is ``x = v``; a
+  ``try`` without handlers whose ``finally`` block is empty is its body;
 - ``x op= v`` on a name is ``x = x op v`` (the node is marked ``augmented`` so that the engine
   can refuse an in-place update of a mutable value that something else refers to);
 - ``a = b = v`` is ``a = v`` followed by ``b = a``;
@@ -170,6 +171,8 @@ class _Normalizer:
                 for handler in stmt.handlers:
                     handler.body = self.block(handler.body) or [ast.copy_location(ast.Pass(), handler)]
                 stmt.finalbody = self.block(stmt.finalbody)
+                if not stmt.handlers and not stmt.finalbody:
+                    return stmt.body  # `try: ... finally: pass` is its body
                 stmt.body = stmt.body or [ast.copy_location(ast.Pass(), stmt)]
             return [stmt]
         return [stmt]
