@@ -82,3 +82,31 @@ def test_hessian_of_nested_tuples():
     H = cr.hessian(lambda t: t[0][0] * t[0][1] * t[1], x)
     # d2/dx0 dx1 = x2, d2/dx0 dx2 = x1, d2/dx1 dx2 = x0
     assert H[0][0][0][1] == 3.0 and H[0][0][1] == 2.0 and H[0][1][1] == 1.0 and H[1][1] == 0.0
+
+
+@dataclasses.dataclass
+class Scaled:
+    """A user's class with its own operators, which Python calls before NumPy's."""
+
+    a: float
+    v: np.ndarray
+
+    def __mul__(self, s):
+        return Scaled(self.a * s, self.v * s)
+
+    def __add__(self, other):
+        return Scaled(self.a + other.a, self.v + other.v)
+
+
+def _through_user_operators(b):
+    p = Scaled(2.0, np.array([1.0, -3.0])) * b + Scaled(b**2, np.ones(2)) * 0.5
+    return p.a * b + np.sum(p.v**2)
+
+
+def test_second_derivatives_through_a_user_class_operators():
+    """The reverse pass run on dual numbers calls the class's ``__mul__`` with a dual, as Python
+    does, not NumPy's multiply (which made a dual holding the object, without its fields)."""
+    for b in (1.5, -0.4):
+        expected = fd_jacobian(lambda t: cr.gradient(_through_user_operators, t)[0], b).item()
+        assert cr.hessian(_through_user_operators, b) == pytest.approx(expected, rel=1e-6)
+        assert cr.hessian(_through_user_operators, b, engine="tape") == pytest.approx(expected, rel=1e-6)

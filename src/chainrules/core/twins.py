@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import cmath
 import math
+import numbers
 import operator
 
 import numpy as np
@@ -277,8 +278,24 @@ def twin_of(f):
         return None
 
 
+#: the operands a NumPy twin of an operator takes; another class's object implements the operator itself
+_TWIN_OPERANDS = (np.ndarray, np.generic, numbers.Number, ActiveValue, list, tuple)
+
+
+def _own_operator_rule(dispatcher, f, args: tuple):
+    """For an operator ``f`` with an operand of a class of its own (a user's vector class, whose
+    ``__mul__`` Python calls, not NumPy's twin): the rule for the plain values, which runs that
+    method; else ``None``."""
+    if f not in _OPERATOR_UFUNCS or all(isinstance(a, _TWIN_OPERANDS) for a in args):
+        return None
+    return dispatcher.lookup(f, tuple(_plain_value(a) for a in args))
+
+
 def _bridge_rrule(f, twin):
     def rrule_via_twin(*args, **kwargs):
+        own = _own_operator_rule(rrule, f, args)
+        if own is not None:
+            return own(*args, **kwargs)
         if f in _FOLDED and len(args) > 2 and not kwargs:
             return _folded_rrule(twin, args)
         out = rrule(twin, *args, **kwargs)
@@ -293,6 +310,9 @@ def _bridge_rrule(f, twin):
 
 def _bridge_frule(f, twin):
     def frule_via_twin(tangents, *args, **kwargs):
+        own = _own_operator_rule(frule, f, args)
+        if own is not None:
+            return own(tangents, *args, **kwargs)
         if f in _FOLDED and len(args) > 2 and not kwargs:
             return _folded_frule(twin, tangents, args)
         out = frule(tangents, twin, *args, **kwargs)

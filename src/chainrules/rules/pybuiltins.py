@@ -878,6 +878,7 @@ non_differentiable(
     repr,
     ascii,
     format,
+    str.format,
     print,
     ord,
     chr,

@@ -5,6 +5,7 @@ differentiates correctly (finite differences, and every reverse engine)."""
 import dataclasses
 import heapq
 import pathlib
+import struct
 
 import numpy as np
 import pytest
@@ -568,3 +569,30 @@ def test_a_known_writing_call_reached_at_run_time_gets_the_same_advice():
     line = where("<- runtime pop", "lst.pop").split(":")[1]
     assert f"{HERE}:{line}" in message
     assert "`lst.pop(i)` changes a container in place" in message and "build `lst = lst[:i] + lst[i + 1:]`" in message
+
+
+def formatted_in_an_enumerate_loop(x):
+    s = 0.0
+    for i, v in enumerate(x):
+        label = "{:.1e}".format(v)  # noqa: UP032  (str.format itself: text, no derivative, no writes)
+        s = s + v * len(label) + i
+    return s
+
+
+def packed_in_an_enumerate_loop(x):
+    s = 0.0
+    for _, v in enumerate(x):
+        s = s + v * len(struct.pack("d", v))
+    return s
+
+
+def test_str_format_of_a_loop_item_is_followed():
+    (grad,) = pullback_full(formatted_in_an_enumerate_loop, X)[1](1.0)[1:]
+    np.testing.assert_allclose(grad, [len(f"{v:.1e}") for v in X])
+
+
+def test_a_refusal_names_the_users_variables_only():
+    """The tuple an `enumerate` loop unpacks is the engine's own variable: not named."""
+    with pytest.raises(cr.NoRuleError, match=r"it may change `v`, `x` in place") as refusal:
+        pullback_full(packed_in_an_enumerate_loop, X)
+    assert "`item`" not in str(refusal.value)

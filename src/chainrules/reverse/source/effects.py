@@ -473,7 +473,7 @@ class _Effects:
                     self.a.refuse(stmt, known)
                 # the object whose method it is first: the container a known writing method changes
                 first = stmt.expr.obj if isinstance(stmt.expr, ir.MethodCall) else None
-                shown = sorted((n != first, n) for n in roots if n not in self.temps)
+                shown = sorted((n != first, n) for n in roots if n not in self.temps and n not in self.a.fn.made)
                 out.dispatched[stmt.index] = tuple(n for _, n in shown)
         for stmt in self.stmts:
             if isinstance(stmt, (ir.SetItem, ir.Mutate)) and stmt.obj not in self.buffers:

@@ -504,6 +504,8 @@ class Function:
     temps: frozenset[str] = frozenset()
     #: the sets that set comprehensions fill (their elements are added one by one)
     set_comprehensions: frozenset[str] = frozenset()
+    #: the variables the passes made (``item`` for a tuple target, ``retval``): not the user's
+    made: frozenset[str] = frozenset()
 
     def params(self) -> list[str]:
         """Every parameter name, in signature order (``*args`` and ``**kwargs`` included)."""

@@ -576,7 +576,14 @@ def lower(
     lowerer.name_counts = _name_counts(fn)
     body = lowerer.nested(fn.body)
     return ir.Function(
-        fn.name, fn.args, body, filename, fn.lineno, frozenset(lowerer.temps), frozenset(lowerer.set_comprehensions)
+        fn.name,
+        fn.args,
+        body,
+        filename,
+        fn.lineno,
+        frozenset(lowerer.temps),
+        frozenset(lowerer.set_comprehensions),
+        frozenset(namer.made),
     )
 
 

@@ -38,6 +38,8 @@ class Namer:
 
     def __init__(self, taken: set[str]):
         self.taken = set(taken)
+        #: the names handed out (the passes', not the user's)
+        self.made: set[str] = set()
         self._temps = 0
 
     @classmethod
@@ -51,6 +53,7 @@ class Namer:
             k += 1
             name = f"{stem}_{k}"
         self.taken.add(name)
+        self.made.add(name)
         return name
 
     def temp(self) -> str:
@@ -60,4 +63,5 @@ class Namer:
             name = f"y_{self._temps}"
             if name not in self.taken:
                 self.taken.add(name)
+                self.made.add(name)
                 return name
