@@ -430,9 +430,6 @@ class Dual(ActiveValue):
             owner = np.ndarray if np.ndim(inner) else (np.generic if hasattr(inner, name) else None)
         member = getattr(owner, name, None)
         if member is None:
-            if owner is type(inner) and hasattr(inner, name):
-                # a field of the object inside (a dual of a user's class, which its operator made): getattr's rule
-                return call(getattr, (self, name))
             raise AttributeError(f"{type(inner).__name__} (the primal of a dual) has no attribute {name!r}")
         if callable(member) and not isinstance(member, type):
             return _BoundMethod(member, self)
