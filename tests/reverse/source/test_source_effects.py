@@ -596,3 +596,19 @@ def test_a_refusal_names_the_users_variables_only():
     with pytest.raises(cr.NoRuleError, match=r"it may change `v`, `x` in place") as refusal:
         pullback_full(packed_in_an_enumerate_loop, X)
     assert "`item`" not in str(refusal.value)
+
+
+def rebuilt_then_written(x):
+    out = np.ones(3)
+    held = [out]  # the first array escapes; the one `out` is rebound to is new
+    out = out + 1.0
+    out[0] = x[0]
+    return np.sum(out * x) + np.sum(held[0])
+
+
+def test_writing_into_an_array_rebuilt_by_arithmetic_is_followed():
+    """`out = out + 1.0` binds `out` to a new array: a write into it is not a write into the
+    array that escaped before (it had been refused)."""
+    (grad,) = pullback_full(rebuilt_then_written, X)[1](1.0)[1:]
+    np.testing.assert_allclose(grad, crt.fd_jacobian(rebuilt_then_written, X).reshape(-1), rtol=1e-7)
+    np.testing.assert_allclose(grad, cr.jacobian(rebuilt_then_written, X, mode="forward"), rtol=1e-13)

@@ -576,9 +576,10 @@ class Primal:
             # so the write is not refused
             self.emit(indent, f"{stmt.target} = {self.h('copy_if_view')}({stmt.target})", line)
             return
+        rebound = stmt.target if isinstance(stmt, ir.Assign) and isinstance(stmt.expr, ir.Op) else None
         for name, flag in self.buffers.items():
             kind = _use_of(stmt, name, self.plan)
-            if kind == "escape":
+            if kind == "escape" and name != rebound:  # (`out = out + 1.0`: the old array escapes, not the new)
                 self.emit(indent, f"{flag} = True", line)
             elif kind == "maybe_view":
                 self.emit(indent, f"{flag} = {flag} or {self.h('is_view')}({stmt.target}, {name})", line)
