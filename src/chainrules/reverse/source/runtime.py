@@ -7,6 +7,7 @@ handled here, with ``Tangent[P]`` cotangents.
 
 from __future__ import annotations
 
+import math
 import operator
 import sys
 import types
@@ -393,6 +394,35 @@ def _nested_shape(value) -> tuple:
     return np.shape(value)
 
 
+def _overwritten(shape: tuple, index):
+    """Which elements of ``obj[index]`` (a mask of that selection's shape) a later element of the
+    same write ``obj[index] = value`` wrote over, for an ``obj`` of ``shape``; ``None`` where none was.
+
+    Only an integer array in the index can repeat a position (slices, integers and boolean masks
+    select each once), so an index without one of two or more elements is not looked at further.
+    NumPy keeps one write to a repeated position, the last in practice, but does not document which
+    ("for advanced assignments, there is in general no guarantee for the iteration order", Indexing
+    on ndarrays, Detailed notes): the same write of each element's number into a scratch array, read
+    back, says which stayed."""
+    for part in index if type(index) is tuple else (index,):
+        if isinstance(part, (list, np.ndarray)):
+            part = np.asarray(part)
+            if part.size > 1 and part.dtype.kind in "iu":
+                break
+    else:
+        return None
+    # the scratch arrays are touched only at the selected positions, but each touched page costs: the
+    # selection's shape comes from one of bytes, and the numbers take the narrowest type that counts them
+    selected = np.empty(shape, dtype=np.bool_)[index].shape
+    count = math.prod(selected)
+    dtype = np.int32 if count < 2**31 else np.intp
+    slots = np.empty(shape, dtype=dtype)
+    numbers = np.arange(count, dtype=dtype).reshape(selected)
+    slots[index] = numbers
+    overwritten = slots[index] != numbers
+    return overwritten if np.count_nonzero(overwritten) else None
+
+
 def setitem(obj, index, value):
     """``obj[index] = value`` on a list, dict or array the function made: ``(obj, pullback)``, with
     ``pullback(d_obj, owned) -> (d_value, d_obj, owned)`` taking the element's cotangent out.
@@ -410,16 +440,21 @@ def setitem(obj, index, value):
     if isinstance(obj, np.ndarray) or (isinstance(obj, ActiveValue) and np.ndim(obj) >= 1):
         value_shape = _nested_shape(value)
         value_is_number = isinstance(value, Number)
+        # a repeated position holds one element's write: the others' cotangents are zero
+        overwritten = _overwritten(obj.shape, index)
 
         def array_setitem_pullback(dobj, owned):
             if isinstance(unthunk(dobj), AbstractZero):
                 return ZERO, dobj, owned
             dobj = _owned_array(dobj, obj, owned)
             if np.ndim(dobj) == np.ndim(obj) + 1:  # a batch of cotangents: the element at [:, index]
-                return _batch_setitem_pullback(dobj, index, value_shape, value_is_number and not np.iscomplexobj(value))
+                real_number = value_is_number and not np.iscomplexobj(value)
+                return _batch_setitem_pullback(dobj, index, value_shape, real_number, overwritten)
             piece = dobj[index]
             # a slice is a view, which the write of zeros below would clear
             dvalue = piece.copy() if isinstance(piece, np.ndarray) or np.ndim(piece) else piece
+            if overwritten is not None:
+                dvalue[overwritten] = 0
             dobj[index] = 0
             if np.shape(dvalue) != value_shape:  # the value was broadcast into the slice
                 dvalue = unbroadcast(np.zeros(value_shape), dvalue)
@@ -457,12 +492,14 @@ def setitem(obj, index, value):
     raise TypeError(f"writing an element of a {type(obj).__name__} is not supported under differentiation")
 
 
-def _batch_setitem_pullback(dobj: np.ndarray, index, value_shape: tuple, real_number: bool):
+def _batch_setitem_pullback(dobj: np.ndarray, index, value_shape: tuple, real_number: bool, overwritten):
     """``array_setitem_pullback`` for a batch of cotangents of the array (a leading batch axis):
-    the written element's cotangents are taken out of every row, and summed over the axes the
-    value was broadcast along; a real number's are real."""
+    the written element's cotangents are taken out of every row (zero where ``overwritten``, see
+    ``_overwritten``), and summed over the axes the value was broadcast along; a real number's are real."""
     at = (slice(None), *index) if type(index) is tuple else (slice(None), index)
     dvalue = np.array(dobj[at], copy=True)  # a slice is a view, which the write of zeros would clear
+    if overwritten is not None:
+        dvalue[:, overwritten] = 0
     dobj[at] = 0
     if dvalue.shape[1:] != value_shape:  # the value was broadcast into the slice
         dvalue = match_input_batch(np.zeros(value_shape), dvalue)
