@@ -121,12 +121,12 @@ ENGINES = {"source": source, "tape": trace}
 
 def on_the_tape(p: Program, engine: str) -> bool:
     """Whether the API differentiates ``p`` on the tape where ``engine`` refuses it: the source
-    engine's refusal of its Python, where the tape takes it."""
+    engine's refusal of its Python or of a call with no rule, where the tape takes it."""
     if engine != "source" or engine not in p.refuses or "tape" in p.refuses:
         return False
     args = copy.deepcopy(p.args)
     refusal = check_refused(p, engine, lambda: source.pullback_full(p.f, *args, **p.kwargs)[1](1.0))
-    return isinstance(refusal, cr.UnsupportedSyntaxError)
+    return isinstance(refusal, (cr.UnsupportedSyntaxError, cr.NoRuleError))
 
 
 def check_reverse(p: Program, engine: str) -> None:

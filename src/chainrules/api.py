@@ -73,14 +73,15 @@ def _reverse_engine(engine: str):
 def _pullback_full(engine: str, f: Callable, *args, **kwargs):
     """``(y, back_full)`` from the reverse engine ``engine``. Where the source engine refuses the
     Python ``f`` is written in (a generator, a list reversed in place: an
-    ``UnsupportedSyntaxError``), the tape, which follows what runs, differentiates ``f``; it is
+    ``UnsupportedSyntaxError``) or a call in it with no rule (a plain class built: a
+    ``NoRuleError``), the tape, which follows what runs, differentiates ``f``; it is
     remembered (beside ``_auto_choices``), so later calls go to the tape directly. Where the tape
     refuses ``f`` too, the source engine's refusal is raised, with a note saying why the tape failed."""
     if _ON_THE_TAPE_USED[0]:
         engine = _remembered_engine(engine, f)
     try:
         return _reverse_engine(engine).pullback_full(f, *args, **kwargs)
-    except UnsupportedSyntaxError as refusal:
+    except (UnsupportedSyntaxError, NoRuleError) as refusal:
         if engine != "source":
             raise
         return _on_the_tape(refusal, f, args, kwargs)
@@ -90,7 +91,7 @@ def _remembered_engine(engine: str, f: Callable) -> str:
     return "tape" if engine == "source" and _chosen_before(f, _ON_THE_TAPE) else engine
 
 
-def _on_the_tape(refusal: UnsupportedSyntaxError, f: Callable, args: tuple, kwargs: dict):
+def _on_the_tape(refusal: UnsupportedSyntaxError | NoRuleError, f: Callable, args: tuple, kwargs: dict):
     """``f`` on the tape, where the source engine refused it with ``refusal`` (see ``_pullback_full``)."""
     try:
         pulled = _reverse_engine("tape").pullback_full(f, *args, **kwargs)
@@ -340,7 +341,7 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
     try:
         try:
             y, back_full = run(f, *args, **kwargs)
-        except UnsupportedSyntaxError as refusal:
+        except (UnsupportedSyntaxError, NoRuleError) as refusal:
             if engine != "source":
                 raise
             y, back_full = _on_the_tape(refusal, f, args, kwargs)
@@ -541,7 +542,7 @@ _auto_choices: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _FORWARD, _REVERSE = "forward", "reverse"
 _FORWARD_REFUSED = "reverse: forward mode refused the function"  # (sizes are not compared again)
 _THROUGH_SOURCE = "forward, through the source engine's primal"
-_ON_THE_TAPE = "reverse, on the tape: the source engine refused the function's syntax"
+_ON_THE_TAPE = "reverse, on the tape: the source engine refused the function"
 
 
 def _chosen_before(f, key) -> str | None:

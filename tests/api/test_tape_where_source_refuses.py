@@ -1,11 +1,16 @@
 """Where the source engine refuses a function's Python (a generator, a list reversed in place,
 ``nonlocal`` state, an exception suppressed half way through a ``with`` block:
-``cr.UnsupportedSyntaxError``), the reverse entry points differentiate it
+``cr.UnsupportedSyntaxError``) or a call in it that has no rule (a plain class built, a library
+function that rebuilds its arguments: ``cr.NoRuleError``), the reverse entry points differentiate it
 on the tape, which follows what runs, and remember that choice for the function; where the tape
 refuses it too, the source engine's refusal is raised with a note saying why the tape failed."""
 
+import collections
 import contextlib
+import functools
+import itertools
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -52,9 +57,41 @@ def with_nonlocal_state(x):
     return total * x[2]
 
 
-@pytest.mark.parametrize("f", [with_a_suppressed_exception, with_a_generator, reversed_in_place, with_nonlocal_state])
+class Vector:
+    """A plain class (not a dataclass): building one has no rule."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __add__(self, other):
+        return Vector(self.a + other.a, self.b + other.b)
+
+    def scaled(self, s):
+        return Vector(self.a * s, self.b * s)
+
+
+def with_a_plain_class(x):
+    v = Vector(x[0], x[1]).scaled(2.0) + Vector(x[1], np.sin(x[2]))
+    return v.a**2 + v.b**2
+
+
+Pair = collections.namedtuple("Pair", "u v")
+
+
+def with_library_calls_without_rules(x):
+    picked = operator.itemgetter(0, 2)(x)
+    pair = Pair(x[0], x[1])._replace(v=x[2] * 3.0)
+    kernel = functools.partial(np.power, x[1:])
+    products = itertools.accumulate(x[1:], operator.mul, initial=x[0])
+    return np.sum(np.stack(picked) ** 2) + pair.u * pair.v + np.sum(kernel(2.0)) + sum(products)
+
+
+SYNTAX = [with_a_suppressed_exception, with_a_generator, reversed_in_place, with_nonlocal_state]
+
+
+@pytest.mark.parametrize("f", [*SYNTAX, with_a_plain_class, with_library_calls_without_rules])
 def test_the_entry_points_take_the_tape(f):
-    with pytest.raises(cr.UnsupportedSyntaxError):
+    with pytest.raises(cr.UnsupportedSyntaxError if f in SYNTAX else cr.NoRuleError):
         source.pullback_full(f, X)
     expected = fd_jacobian(f, X)[0].ravel()
     np.testing.assert_allclose(cr.gradient(f, X)[0], expected, rtol=1e-7, atol=1e-9)

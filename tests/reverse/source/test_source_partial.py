@@ -85,7 +85,8 @@ def keyword_only(x):
 
 def test_a_stored_keyword_only_number_is_refused_loudly():
     with pytest.raises(cr.NoRuleError) as info:
-        cr.gradient(keyword_only, 1.5)
+        pullback_full(keyword_only, 1.5)
+    assert cr.gradient(keyword_only, 1.5) == (6.0,)  # the entry points take the tape, which follows the call
     message = str(info.value)
     assert "functools.partial" in message and "'scale'" in message and "positional" in message
     line = next(i for i, text in enumerate(open(HERE), 1) if "<- keyword-only number" in text)
