@@ -15,7 +15,9 @@ The source engine lowers ``a + b`` to ``operator.add(a, b)`` and ``xs[i]`` to
   of inputs). The pushforwards are elementwise, so they take a leading batch axis of tangents
   as it is (``batched=True``).
 - Sequences: ``+`` concatenates tuples and lists and ``*`` repeats them; their cotangents are
-  structural (``Tangent[tuple]``, ``Tangent[list]``). Strings carry no tangent.
+  structural (``Tangent[tuple]``, ``Tangent[list]``). Strings carry no tangent. Next to an array
+  NumPy broadcasts a list or tuple instead (``x * [1.0, 2.0]``): the rule runs on the array
+  NumPy makes of it (``rrule_on_arrays``), and its cotangent is structural all the same.
 - Complex numbers follow ChainRules' convention: the pullback of a holomorphic operation
   multiplies by the conjugate derivative.
 
@@ -67,6 +69,7 @@ from ..core import (
 from ..core.errors import callable_name
 from ..core.projection import numpy_cotangent
 from ..core.tangents import _rebuild as _rebuild_tangent
+from .numpy._arrays import batch_to_input, tangent_array, to_input
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -294,11 +297,67 @@ def _no_tangents(n: int):
     return nondiff_pullback
 
 
+# ----- lists and tuples as NumPy operands -----------------------------------------------------
+
+
+def _as_operand(x):
+    """A list or tuple operand as the array NumPy makes of it; any other operand as it is."""
+    return np.asarray(x) if isinstance(x, _SEQUENCES) else x
+
+
+def _sequence_cotangent(xs, array, dx):
+    """The cotangent of the sequence operand ``xs`` from that of ``array``, the array NumPy made of
+    it (a batch of them included): structural, and lazy, since building it is a Python loop over
+    the entries and the sequence is mostly a constant's (the list of ``x * [1.0, 2.0]``)."""
+    if isinstance(dx, AbstractZero):
+        return dx
+
+    def sequence_cotangent():
+        d = unthunk(dx)
+        if isinstance(d, AbstractZero):
+            return d
+        return batch_to_input(xs, d) if carries_batch(array, d) else to_input(xs, d)
+
+    return Thunk(sequence_cotangent)
+
+
+def rrule_on_arrays(rule, args: tuple, kwargs: dict | None = None) -> tuple:
+    """``rule(*args, **kwargs)`` for a NumPy operation, run on the arrays NumPy makes of its list
+    and tuple operands, so that the rule's partials see what the primal sees; each such operand
+    gets a structural cotangent (``Tangent[list]``), as for a list anywhere else.
+
+    >>> y, back = rrule_on_arrays(_rrule_pow_values, (np.array([2.0, 3.0]), [2.0, 1.0]))
+    >>> y, unthunk(back(np.ones(2))[2])
+    (array([4., 3.]), Tangent[list](2.772588722239781, 3.295836866004329))
+    """
+    arrays = tuple(map(_as_operand, args))
+    y, pullback = rule(*arrays, **(kwargs or {}))
+
+    def sequence_operands_pullback(dy):
+        grads = pullback(dy)
+        pairs = zip(args, arrays, grads[1:])
+        return (grads[0], *(g if x is v else _sequence_cotangent(x, v, g) for x, v, g in pairs))
+
+    return y, sequence_operands_pullback
+
+
+def frule_on_arrays(rule, tangents: tuple, args: tuple, kwargs: dict | None = None) -> tuple:
+    """``rule`` (an ``frule``) run as ``rrule_on_arrays`` runs an rrule: on the arrays NumPy makes
+    of the list and tuple operands, with their structural tangents as arrays too."""
+    arrays = tuple(map(_as_operand, args))
+    pairs = zip(args, arrays, tangents[1:])
+    dargs = tuple(t if x is v else tangent_array(x, unthunk(t)) for x, v, t in pairs)
+    return rule((tangents[0], *dargs), *arrays, **(kwargs or {}))
+
+
 # ----- operators defined by the user's own classes -----------------------------------------------
 
 #: operand types whose operators these rules differentiate themselves
 # Engine values (tracked numbers, duals) compute with operators themselves: never user objects here.
 _NATIVE = (np.ndarray, float, int, complex, np.generic, str, bytes, bytearray, tuple, list, Number, ActiveValue)
+#: the native operand types less lists and tuples: an operand of none of them is a user's object or a
+#: sequence, told apart by `_rrule_other` (one test for both, where the rules test for user objects)
+_NOT_SEQUENCES = tuple(t for t in _NATIVE if t is not tuple and t is not list)
 _BINARY_METHODS = {
     operator.add: ("__add__", "__radd__"),
     operator.sub: ("__sub__", "__rsub__"),
@@ -360,6 +419,22 @@ def rrule_user_binary(op, a, b):
         return y, user_operator_pullback
     op(a, b)  # every method declined: Python's own TypeError ("unsupported operand type(s)")
     raise _no_operator_rule(op, (a, b))
+
+
+def _rrule_other(op, rule, a, b):
+    """``op(a, b)`` where an operand is a user's object (see ``rrule_user_binary``) or a list or tuple,
+    which NumPy broadcasts next to an array: ``rule``, the one for numbers and arrays, then runs on
+    the array NumPy makes of it (``rrule_on_arrays``)."""
+    if _is_user_object(a) or _is_user_object(b):
+        return rrule_user_binary(op, a, b)
+    op(a, b)  # Python's own error where NumPy takes no part ([1.0] - 2.0): the arrays would not raise it
+    return rrule_on_arrays(rule, (a, b))
+
+
+def _frule_other(op, rule, tangents, a, b):
+    """``frule`` of ``op(a, b)`` where a list or tuple operand is broadcast (see ``_rrule_other``)."""
+    op(a, b)  # (Python's own error, as in `_rrule_other`)
+    return frule_on_arrays(rule, tangents, (a, b))
 
 
 # (untyped: the rules for arrays, in rules/numpy/products.py, are typed and so come first)
@@ -469,8 +544,8 @@ def rrule_add(a, b):
         return _rrule_concat(a, b)
     if isinstance(a, _TEXT):
         return a + b, _no_tangents(2)
-    if _is_user_object(a) or _is_user_object(b):
-        return rrule_user_binary(operator.add, a, b)
+    if not isinstance(a, _NOT_SEQUENCES) or not isinstance(b, _NOT_SEQUENCES):
+        return _rrule_other(operator.add, _rrule_add_values, a, b)
     return _rrule_add_values(a, b)
 
 
@@ -508,8 +583,10 @@ def frule_add(tangents, a, b):
     _, da, db = tangents
     if type(a) not in _REAL or type(b) not in _REAL:
         check_native_frule(operator.add, a, b)
-    if isinstance(a, _SEQUENCES):
+    if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
         y = a + b
+        if not isinstance(y, _SEQUENCES):  # a sequence NumPy broadcasts
+            return frule_on_arrays(frule_add, tangents, (a, b))
         entries = seq_entries(da, len(a)) + seq_entries(db, len(b))
         return y, seq_tangent(y, entries)
     if isinstance(a, _TEXT):
@@ -544,8 +621,8 @@ def rrule_sub(a, b):
     pullback = _SUB_SCALAR_PULLBACKS.get((type(a), type(b)))
     if pullback is not None:
         return a - b, pullback
-    if _is_user_object(a) or _is_user_object(b):
-        return rrule_user_binary(operator.sub, a, b)
+    if not isinstance(a, _NOT_SEQUENCES) or not isinstance(b, _NOT_SEQUENCES):
+        return _rrule_other(operator.sub, _rrule_sub_values, a, b)
     return _rrule_sub_values(a, b)
 
 
@@ -581,6 +658,8 @@ def frule_sub(tangents, a, b):
     _, da, db = tangents
     if type(a) not in _REAL or type(b) not in _REAL:
         check_native_frule(operator.sub, a, b)
+        if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
+            return _frule_other(operator.sub, frule_sub, tangents, a, b)
     y = a - b
     return y, da - db if type(y) is float else _fit_tangent(y, da - db)
 
@@ -693,7 +772,12 @@ def rrule_mul(a, b):
 
         return a * b, mul_pullback
     if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
-        return _rrule_repeat(a, b)
+        if _is_user_object(a) or _is_user_object(b):
+            return rrule_user_binary(operator.mul, a, b)
+        y = a * b
+        if isinstance(y, _SEQUENCES):  # Python repeats the sequence ([0.0] * n)
+            return _rrule_repeat(a, b, y)
+        return rrule_on_arrays(_rrule_mul_values, (a, b))  # NumPy broadcasts it (x * [1.0, 2.0])
     if isinstance(a, _TEXT) or isinstance(b, _TEXT):
         return a * b, _no_tangents(2)
     if _is_user_object(a) or _is_user_object(b):
@@ -736,7 +820,8 @@ def _repeat_entries(dy, xs, times: int) -> list:
     return entries
 
 
-def _rrule_repeat(a, b):
+def _rrule_repeat(a, b, y):
+    """``y = a * b``, a sequence repeated."""
     decline_batch()  # the cotangents of sequences are structures, one cotangent at a time
     xs, times = (a, b) if isinstance(a, _SEQUENCES) else (b, a)
 
@@ -744,7 +829,7 @@ def _rrule_repeat(a, b):
         dxs = seq_tangent(xs, _repeat_entries(dy, xs, times))
         return (_NO, dxs, _NO) if xs is a else (_NO, _NO, dxs)
 
-    return a * b, repeat_pullback
+    return y, repeat_pullback
 
 
 @frule.register(operator.mul, batched=True)
@@ -753,8 +838,10 @@ def frule_mul(tangents, a, b):
     if type(a) not in _REAL or type(b) not in _REAL:
         check_native_frule(operator.mul, a, b)
     if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
-        (xs, dxs, times) = (a, da, b) if isinstance(a, _SEQUENCES) else (b, db, a)
         y = a * b
+        if not isinstance(y, _SEQUENCES):  # a sequence NumPy broadcasts
+            return frule_on_arrays(frule_mul, tangents, (a, b))
+        (xs, dxs, times) = (a, da, b) if isinstance(a, _SEQUENCES) else (b, db, a)
         return y, seq_tangent(y, seq_entries(dxs, len(xs)) * max(times, 0))
     if isinstance(a, _TEXT) or isinstance(b, _TEXT):
         return a * b, _NO
@@ -779,8 +866,10 @@ def rrule_truediv(a, b):
             return _NO, match(a, da), match(b, -da * y)
 
         return y, truediv_pullback
-    if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
-        return rrule_user_binary(operator.truediv, a, b)
+    if (type(a) not in _REAL or type(b) not in _REAL) and (
+        not isinstance(a, _NOT_SEQUENCES) or not isinstance(b, _NOT_SEQUENCES)
+    ):
+        return _rrule_other(operator.truediv, rrule_truediv, a, b)
     y = a / b
     if type(a) in _REAL and type(b) in _REAL:
 
@@ -810,6 +899,8 @@ def frule_truediv(tangents, a, b):
     _, da, db = tangents
     if type(a) not in _REAL or type(b) not in _REAL:
         check_native_frule(operator.truediv, a, b)
+        if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
+            return _frule_other(operator.truediv, frule_truediv, tangents, a, b)
     y = a / b
     return y, (da - y * db) / b
 
@@ -840,8 +931,8 @@ def frule_floordiv(tangents, a, b):
 def rrule_mod(a, b):
     if isinstance(a, _TEXT):  # string formatting, "%.3f" % x
         return a % b, _no_tangents(2)
-    if _is_user_object(a) or _is_user_object(b):
-        return rrule_user_binary(operator.mod, a, b)
+    if not isinstance(a, _NOT_SEQUENCES) or not isinstance(b, _NOT_SEQUENCES):
+        return _rrule_other(operator.mod, rrule_mod, a, b)
     y = a % b
 
     def mod_pullback(dy):
@@ -859,6 +950,8 @@ def frule_mod(tangents, a, b):
     if isinstance(a, _TEXT):
         return a % b, _NO
     check_native_frule(operator.mod, a, b)
+    if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
+        return _frule_other(operator.mod, frule_mod, tangents, a, b)
     _, da, db = tangents
     y = a % b
     return y, _fit_tangent(y, da - (a // b) * db)
@@ -931,8 +1024,10 @@ def _pow_base_partial(a, b):
 def rrule_pow(a, b):
     if type(a) is _NDARRAY and (type(b) in _REAL or type(b) is _NDARRAY):  # arrays: no user object to rule out
         return _rrule_pow_values(a, b)
-    if (type(a) not in _REAL or type(b) not in _REAL) and (_is_user_object(a) or _is_user_object(b)):
-        return rrule_user_binary(operator.pow, a, b)
+    if (type(a) not in _REAL or type(b) not in _REAL) and (
+        not isinstance(a, _NOT_SEQUENCES) or not isinstance(b, _NOT_SEQUENCES)
+    ):
+        return _rrule_other(operator.pow, _rrule_pow_values, a, b)
     if type(a) in _REAL and type(b) in _REAL:
         y = a**b
         if type(y) is not complex:
@@ -978,6 +1073,8 @@ def frule_pow(tangents, a, b):
     _, da, db = tangents
     if type(a) not in _REAL or type(b) not in _REAL:
         check_native_frule(operator.pow, a, b)
+        if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
+            return _frule_other(operator.pow, frule_pow, tangents, a, b)
     y = a**b
     if isinstance(db, AbstractZero):  # a constant exponent (x ** 2): no y log|a| to compute
         return y, _pow_base_partial(a, b) * da

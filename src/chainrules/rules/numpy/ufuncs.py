@@ -7,6 +7,9 @@ convention: a holomorphic function's pullback multiplies by the conjugate partia
 with a real output of a complex input is written with the partial ``p`` for which
 ``dy = real(p * dz)`` (``abs``: ``conj(z) / |z|``), and the same rows then serve it.
 
+A list or tuple operand is the array NumPy makes of it (``np.power(x, [1.0, 2.0])``): the rules
+run on that array (``rrule_on_arrays``), and the operand's cotangent is structural (``Tangent[list]``).
+
 Ufunc keywords: ``dtype=`` (and ``casting=``, ``order=``, ...) pass through to the primal;
 ``where=`` gives a zero derivative where it is false; ``out=`` is refused with a clear error,
 since writing into an existing array is mutation, which rules do not differentiate.
@@ -18,6 +21,7 @@ cotangent to ``a`` when ``a`` equals a bound.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable
@@ -42,7 +46,7 @@ from ...core import (
     unthunk,
 )
 from ...core.projection import numpy_cotangent
-from ..operators import _array_cotangent
+from ..operators import _array_cotangent, frule_on_arrays, rrule_on_arrays
 from ._arrays import array_or_active
 from ._util import align, bind, match_output, raise_out
 
@@ -51,6 +55,8 @@ _ZERO = ZeroTangent()
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _F64 = np.float64
+_NDARRAY = np.ndarray
+_SEQUENCES = (list, tuple)
 
 
 # ----- the row machinery -------------------------------------------------------------------
@@ -78,19 +84,15 @@ def _times(d, p):
     return p * d
 
 
-class _Deferred:
-    """A partial not computed yet: ``compute()`` makes it when its argument's cotangent (or
-    tangent) is asked for. An argument of ``x ** 2.0`` or ``x / 3.0`` that is a constant never
-    needs its partial (``y log|x|``, ``-y / 3``), a pass or several over the array."""
-
-    __slots__ = ("compute",)
-
-    def __init__(self, compute: Callable):
-        self.compute = compute
+#: a partial not computed yet: the row's partial bound to the arguments (made in C, cheaper than a
+#: closure), called when its argument's cotangent (or tangent) is asked for. An argument of
+#: ``x ** 2.0`` or ``x / 3.0`` that is a constant never needs its partial (``y log|x|``, ``-y / 3``),
+#: a pass or several over the array.
+_Deferred = functools.partial
 
 
 def _partial_value(p):
-    return p.compute() if type(p) is _Deferred else p
+    return p() if type(p) is _Deferred else p
 
 
 def pull(args: tuple, partials: list, y, dy) -> tuple:
@@ -128,7 +130,7 @@ def _lazy_back_to(x, dy, p):
 
 def _batch_back_to(x, dy, p):
     if type(p) is _Deferred:
-        return Thunk(lambda: match_input_batch(x, _times(dy, conj(p.compute()))))
+        return Thunk(lambda: match_input_batch(x, _times(dy, conj(p()))))
     return match_input_batch(x, _times(dy, conj(p)))
 
 
@@ -223,6 +225,10 @@ def _rules(
                 p = scalar_partial(x, y)
                 if type(p) is float or type(p) is _F64:
                     return y, _scalar_pullback(x, tx, p, y, pullback_name)
+        for x in args:  # a list or tuple operand: the partials take NumPy's array of it too
+            tx = type(x)
+            if tx is not _NDARRAY and tx is not float and isinstance(x, _SEQUENCES):
+                return rrule_on_arrays(elementwise_rrule, args, kwargs)
         if not kwargs and len(args) == nin:  # the common call: no where=, out= or extra arguments
             y = f(*args)
             ps = derivatives(args, y) if deferred is None or type(y) is not np.ndarray else deferred(args, y)
@@ -315,6 +321,17 @@ def _register(
     rrule.register(f, batched=True)(r)
     frule.register(f, batched=True)(fw)
 
+    def sequence_frule(tangents, *args, **kwargs):
+        return frule_on_arrays(fw, tangents, args, kwargs)
+
+    # A list or tuple operand gets an frule of its own, typed, which runs `fw` on NumPy's array of
+    # it: the dual engine would hand `fw.partials` the list as it is. (The rrule tests for one
+    # itself, past its fast paths: an rrule is looked up at every call, and a typed lookup costs more.)
+    sequence_frule.__qualname__ = f"{fw.__qualname__}_of_sequences"
+    for i in range(nin):
+        for P in _SEQUENCES:
+            frule.register(f, *(object,) * i, P, batched=True)(sequence_frule)
+
 
 def elementwise(f, *partials: Callable | None) -> None:
     """Register ``rrule`` and ``frule`` for an elementwise ``f`` from one partial per argument.
@@ -336,18 +353,16 @@ def elementwise(f, *partials: Callable | None) -> None:
         return [None if p is None else p(*args, out=y) if w else p(*args) for p, w in zip(partials, wants_out)]
 
     def deferred(args, y):
-        return [None if p is None else _Deferred(_bound(p, w, args, y)) for p, w in zip(partials, wants_out)]
+        return [
+            None if p is None else _Deferred(p, *args, out=y) if w else _Deferred(p, *args)
+            for p, w in zip(partials, wants_out)
+        ]
 
     scalar_partial = None
     if len(partials) == 1 and partials[0] is not None:
         partial = partials[0]
         scalar_partial = (lambda x, y: partial(x, out=y)) if wants_out[0] else (lambda x, y: partial(x))
     _register(f, len(partials), derivatives, partials, scalar_partial, deferred if len(partials) > 1 else None)
-
-
-def _bound(partial: Callable, wants_out: bool, args: tuple, y) -> Callable:
-    """``partial`` at ``args`` (and the output ``y``), to be called later."""
-    return (lambda: partial(*args, out=y)) if wants_out else (lambda: partial(*args))
 
 
 def elementwise_joint(f, nin: int, derivatives: Callable) -> None:
