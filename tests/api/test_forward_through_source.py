@@ -235,3 +235,42 @@ def test_hessians_where_the_source_engine_refuses_the_function():
     with pytest.raises(cr.NoRuleError):
         cr.gradient(energy, x)
     np.testing.assert_allclose(cr.hessian(energy, x), np.diag(3 * x), rtol=1e-14)
+
+
+def straight_through_round(x):
+    return np.round(x)
+
+
+@cr.rrule.register(straight_through_round)
+def _rrule_straight_through_round(x):
+    return np.round(x), lambda dy: (cr.NoTangent(), dy)
+
+
+@cr.frule.register(straight_through_round)
+def _frule_straight_through_round(tangents, x):
+    return np.round(x), tangents[1]
+
+
+def squared_by_hand(x):
+    return x * x
+
+
+cr.scalar_rule(squared_by_hand, lambda x: 7.0 * x)  # deliberately not the body's derivative: which one ran shows
+
+
+def test_a_function_with_both_rules_called_inside_is_pushed_by_its_forward_rule():
+    """The straight-through estimator's rules, not its body's ``np.round`` (whose derivative is 0):
+    run through the source engine's primal, forward mode must use the forward rule, not push the
+    duals through the reverse rule's own primal code."""
+
+    def f(x):
+        return x * straight_through_round(x) + squared_by_hand(x)
+
+    x = 1.3
+    expected = np.round(x) + x + 7.0 * x
+    assert cr.gradient(f, x) == pytest.approx((expected,), rel=1e-14)
+    assert cr.derivative(f, x) == pytest.approx(expected, rel=1e-14)
+    assert cr.jvp(f, (x,), (2.0,))[1] == pytest.approx(2 * expected, rel=1e-14)
+    xs = np.array([1.3, 2.6])
+    np.testing.assert_allclose(np.diag(cr.jacobian(f, xs, mode="forward")), np.round(xs) + 8.0 * xs, rtol=1e-14)
+    assert cr.hessian(f, x) == pytest.approx(2.0 + 7.0, rel=1e-14)  # d/dx (round(x) + x + 7x) by the rules

@@ -80,6 +80,10 @@ def pullback(f, *args, **kwargs):
             _LEDGER.declines += 1  # decline_batch(), inlined on this hot path
         if kwargs and "out" in kwargs:
             _refuse_output(f, args, kwargs)
+        if type(f) is _FUNCTION and not getattr(rule, "on_engine_values", False):
+            owner = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
+            if owner is not None:
+                return _by_both_rules(owner, f, rule, args, kwargs)
         return rule(*args, **kwargs)
     y, back = _without_rule(f, args, kwargs)
     if kwargs:
@@ -335,6 +339,18 @@ def _by_forward_rule(fn: types.FunctionType, args: tuple, kwargs: dict, bound: b
         return _transformed_call(fn, args, kwargs, bound)[1](dy)
 
     return y, body_pullback
+
+
+def _by_both_rules(owner: ActiveValue, f, rule, args: tuple, kwargs: dict):
+    """``(y, back)`` for a Python function with a reverse rule called on another engine's values
+    (dual numbers: forward mode run through this engine, a Hessian): ``y`` from that engine's own
+    rule, where it has one (``ActiveValue.call_by_rule``: the forward rule pushes the tangents), and
+    ``back`` from the reverse rule. The reverse rule's primal code alone would carry the tangents
+    through ``f``'s operations, not through the rule (a straight-through estimator's ``np.round``)."""
+    y = owner.call_by_rule(f, args, kwargs)
+    if y is NotImplemented:
+        return rule(*args, **kwargs)
+    return y, rule(*args, **kwargs)[1]
 
 
 def _is_engine_value(x, top: bool = False) -> bool:
