@@ -979,3 +979,41 @@ def while_else_return_after_a_nested_search(x):
         if total > 0.5:
             return total * x[0]
     return total
+
+
+# ----- a number on the left of a user class's reflected operators -------------------------------
+# Python calls `V.__rmul__(a)` where `a * V(...)`'s number declines; an engine's number declines
+# too, so the method runs on it and carries its derivative.
+
+
+@dataclasses.dataclass
+class Charge:
+    q: float
+
+    def __rmul__(self, s):
+        return Charge(s * self.q)
+
+    def __radd__(self, s):
+        return Charge(s + self.q)
+
+
+@program(np.array([0.6, -1.4, 2.0]), hessian=True, nested=True)
+def numbers_times_a_dataclass(x):
+    scaled = x[0] * Charge(x[1])  # a NumPy float on the left
+    shifted = 2.5 + Charge(x[2] * x[0])  # a Python float on the left
+    return scaled.q * shifted.q + 3.0 * Charge(x[1]).q  # (3.0 on the left too)
+
+
+class Mass:
+    """A plain class: building one has no rule, so the entry points take the tape."""
+
+    def __init__(self, m):
+        self.m = m
+
+    def __rmul__(self, s):
+        return Mass(s * self.m)
+
+
+@program(np.array([0.9, 1.7]), hessian=True, refuses={"source": "no differentiation rule for"})
+def numbers_times_a_plain_class(x):
+    return (x[0] * Mass(x[1])).m ** 2 + (x[1] * Mass(3.0)).m

@@ -12,11 +12,13 @@ import abc
 import itertools
 import operator
 import sys
+import types
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
 from .errors import ChainRulesError, callable_name, is_internal_file, is_library
+from .tangents import AbstractTangent
 
 
 class ActiveValue:
@@ -73,6 +75,39 @@ class ActiveValue:
         body instead. A callable of chainrules' own whose call an engine cannot see (``checkpoint``'s
         wrapper) hands its calls over with this."""
         return NotImplemented
+
+
+#: each binary operator's reflected method, which Python calls on the right operand where the left declines
+_REFLECTED = {
+    operator.add: "__radd__",
+    operator.sub: "__rsub__",
+    operator.mul: "__rmul__",
+    operator.truediv: "__rtruediv__",
+    operator.floordiv: "__rfloordiv__",
+    operator.mod: "__rmod__",
+    operator.pow: "__rpow__",
+    operator.matmul: "__rmatmul__",
+}
+
+
+def reflected_by_its_class(op: Callable[[Any, Any], Any], other: Any) -> bool:
+    """Whether ``other``, the right operand of the operator ``op`` beside an engine's number, has
+    a class that implements ``op``'s reflected method in Python (a user's ``V.__rmul__``). A plain
+    number's operator declines such an operand, and Python calls that method; an engine's number
+    declines it too (``NotImplemented``), so the method runs on the engine's value, which carries
+    the derivative through it.
+
+    >>> import operator
+    >>> class Scaled:
+    ...     def __rmul__(self, s):
+    ...         return Scaled()
+    >>> reflected_by_its_class(operator.mul, Scaled()), reflected_by_its_class(operator.mul, 2.0)
+    (True, False)
+    """
+    name = _REFLECTED.get(op)
+    if name is None or isinstance(other, (ActiveValue, AbstractTangent)):  # (chainrules' own: they handle it)
+        return False
+    return type(getattr(type(other), name, None)) is types.FunctionType
 
 
 def stood_for(value: Any) -> Any:

@@ -65,7 +65,7 @@ from ..core import (
     unthunk,
     user_location,
 )
-from ..core.active import InplaceOperators, _orders
+from ..core.active import InplaceOperators, _orders, reflected_by_its_class
 from ..core.errors import DroppedDerivativeError, conversion_in_rule, in_percent_formatting
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
@@ -785,6 +785,8 @@ def _binary(op, ufunc, a, b):
             numbers = type(a.primal) in _NUMBERS
         elif isinstance(b, AbstractTangent):
             return NotImplemented  # a zero (an engine's cotangent, in a Hessian): its own operators answer
+        elif reflected_by_its_class(op, b):
+            return NotImplemented  # Python calls the user's `b.__rmul__(a)`, as with a plain number
         else:
             numbers = False
     elif isinstance(a, AbstractTangent):

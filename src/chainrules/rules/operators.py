@@ -66,6 +66,7 @@ from ..core import (
     unthunk,
     user_location,
 )
+from ..core.active import reflected_by_its_class
 from ..core.errors import callable_name
 from ..core.projection import numpy_cotangent
 from ..core.tangents import _rebuild as _rebuild_tangent
@@ -407,6 +408,8 @@ def rrule_user_binary(op, a, b):
         if not isinstance(method, types.FunctionType):
             if method(obj, other) is NotImplemented:  # C code that declines, like float.__add__(2.0, Vec)
                 continue
+            if not swapped and isinstance(obj, np.generic) and reflected_by_its_class(op, other):
+                continue  # a NumPy scalar computes with an object by calling its Python `__rmul__`
             raise _no_operator_rule(op, (a, b))  # C code computed it: nothing to look inside
         y, method_pullback = rrule_via_ad(method, obj, other)
         if y is NotImplemented:

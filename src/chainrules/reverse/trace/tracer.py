@@ -32,7 +32,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ...core.active import ActiveValue, next_order
+from ...core.active import ActiveValue, next_order, reflected_by_its_class
 from ...core.errors import GENERATED_LINES, NoRuleError, is_library
 from ...core.keywords import as_positional
 from ...core.registry import decline_batch, rrule
@@ -688,6 +688,8 @@ def binary_operation(f):
                     and b.differentiation_order() > trace.order
                 ):
                     return NotImplemented  # a dual of a differentiation nested inside this one: its operation
+                if ta is TrackedNumber and tb is not float and tb is not int and reflected_by_its_class(f, b):
+                    return NotImplemented  # Python calls the user's `b.__rmul__(a)`, as with a plain number
                 pb = b
                 second = -1
         elif tb is TrackedNumber or tb is TrackedArray:
