@@ -15,7 +15,14 @@ generator in ``sum``, over ``enumerate``/``zip`` of arrays), helper functions (w
 arguments, recursive with a depth bound) and closures, ``+=`` on the function's own arrays,
 buffers filled by index, ``np.linalg`` (``solve``, ``inv``, ``det``, ``slogdet``, ``norm``) on
 well-conditioned matrices, ``scipy.special`` (``logsumexp``, ``expit``, ``gammaln``), ``np.cumsum``,
-``np.sort``, ``np.clip`` and ``np.einsum`` with fixed specs.
+``np.sort``, ``np.clip`` and ``np.einsum`` with fixed specs; a loop's variable read after the
+loop (over an array, a reshaped array's rows, a list, an empty sequence, constants that rebind
+it), ``for``/``while`` with ``else`` (a ``break`` skips it; it may return), writes through an
+integer-array index that repeats a position, a list or tuple of constants beside an array in a
+NumPy operation, generator expressions consumed at once (``sum``, ``max(..., key=abs)``, an
+unpacking) or kept and consumed after a value they read was rebound, an early return in
+``try``/``finally: pass``, and a plain class of the module built from values being differentiated
+(the source engine refuses a kept generator and a plain class, and the entry points take the tape).
 
 The same body also makes ``f_struct(p)``, whose inputs come in one structure (a tuple, dict,
 dataclass or namedtuple), ``f_struct_out(p)``, which returns a tuple or dict (the raveled output
@@ -48,7 +55,8 @@ What each program must satisfy at a random input (``CHECKS`` names each check):
   a NumPy scalar or a 0-d array).
 
 An engine may refuse a program only as docs/engines.md says it does (``DOCUMENTED_REFUSALS``),
-with a ``TypeError`` or ``cr.ChainRulesError`` whose message names the program's file and line.
+with a ``TypeError`` or ``cr.ChainRulesError`` (the tape's repeated-position write: a ``ValueError``)
+whose message names the program's file and line.
 A draw where finite differences at two steps disagree (the input sits on a kink: a branch, a
 ``max``) is dropped. Failures are printed with the program's source, the input and the checks
 that disagree; the seed reproduces everything.
@@ -100,6 +108,9 @@ _SOURCE_REFUSALS = (
     "must be bound to a new object here",  # a write through a second name or a view
     "writes its result into an existing array",  # an `out=` argument
     "is read by a nested function and bound",  # a closure over a variable bound twice or in a loop
+    # refusals the entry points hand to the tape, raised where the tape refuses the function too:
+    "a generator expression computes its values as they are consumed",  # one kept, consumed later
+    "constructing it has no rule",  # a plain class built (NoRuleError)
 )
 _TAPE_REFUSALS = (
     "would drop its derivative",  # out[i] = tracked value into a plain array, float(x)
@@ -107,7 +118,10 @@ _TAPE_REFUSALS = (
     "writes into an array in place",  # `v += tracked` into a plain array
     "may share memory",  # `v += w` on an array that may be a view
     "has a rule that the tape engine cannot use here",  # a ruled library function (logsumexp) inside f
+    "a write whose index repeats a position",  # buf[[0, 0]] = v (a ValueError, as documented)
 )
+# the documented refusals raised as a ValueError, not a TypeError or cr.ChainRulesError
+_VALUE_ERROR_REFUSALS = ("a write whose index repeats a position",)
 # a dual stored into a plain np.zeros buffer, `v += dual` into a plain array
 _FORWARD_REFUSALS = (
     "would drop its derivative",
@@ -302,6 +316,13 @@ class Program:
             self.s_try,
             self.s_guarded_conversion,
             self.s_isinstance,
+            self.s_loop_variable,
+            self.s_loop_else,
+            self.s_scatter,
+            self.s_list_operand,
+            self.s_generator,
+            self.s_try_finally_return,
+            self.s_plain_class,
         ]
         self.pick(kinds)(body, indent)
 
@@ -535,6 +556,228 @@ class Program:
         body.append(f"{indent}    {name} = {v.name} * 0.0")
         self.vars.append(Var(name, v.shape, False, rebound=True))
         self.uses.add("isinstance")
+
+    def s_loop_variable(self, body, indent):
+        """A loop's variable read after the loop: the last item, or the one a ``break`` stopped at
+        (over an array, a reshaped array's rows, a list of values); a variable bound before a loop
+        over an empty sequence, which leaves it; one that a loop over constants rebinds."""
+        v = self.var()
+        item, k = self.fresh("t"), float(np.round(self.rng.uniform(0.5, 1.5), 2))
+        style = self.pick(["array", "array", "reshape", "list", "empty", "constants"])
+        if style in ("array", "reshape") and not v.shape:
+            style = "list"
+        self.uses.add(f"loop variable ({style})")
+        if style in ("empty", "constants"):
+            body.append(f"{indent}{item} = {self.expr(v.shape, 1)}")
+            if style == "empty":  # the loop binds nothing: the value before it stays
+                empty = ["[]", "()"] + ([f"{v.name}[:0]"] if v.shape else [])
+                body.append(f"{indent}for {item} in {self.pick(empty)}:")
+                body.append(f"{indent}    pass")
+                self.vars.append(Var(item, v.shape, False, rebound=True))
+                self.define(body, indent, v.shape, f"np.sin({item}) * {k}")
+                return
+            name = self.fresh()  # the active value is read, then rebound to 0.5, then to 1.5
+            body.append(f"{indent}{name} = np.sin({item})")
+            body.append(f"{indent}for {item} in {self.pick(['[0.5, 1.5]', '(0.5, 1.5)'])}:")
+            body.append(f"{indent}    {name} = {name} * {item}" if self.chance(0.5) else f"{indent}    pass")
+            self.vars += [Var(item, (), False, rebound=True), Var(name, v.shape, False, rebound=True)]
+            return
+        if style == "array":
+            iterable, shape = v.name, v.shape[1:]
+        elif style == "reshape":
+            size = int(np.prod(v.shape))
+            rows = self.pick([d for d in range(1, size + 1) if size % d == 0])
+            iterable, shape = f"{v.name}.reshape({rows}, -1)", (size // rows,)
+        else:
+            same = self.of_shape(v.shape)
+            iterable, shape = (
+                f"[{', '.join(self.pick(same).name for _ in range(int(self.rng.integers(1, 4))))}]",
+                v.shape,
+            )
+        acc = self.define(body, indent, (), "0.0", owned=False)
+        acc.rebound = True
+        body.append(f"{indent}for {item} in {iterable}:")
+        work = self.pick(["pass", "acc", "break", "acc break"])
+        if "acc" in work:
+            body.append(f"{indent}    {acc.name} = {acc.name} * 0.8 + np.sum({self.pick(UNARY).format(a=item)})")
+        if "break" in work:
+            total = f"np.sum({item})" if shape else item
+            body.append(f"{indent}    if {total} > {float(np.round(self.rng.uniform(-0.5, 0.5), 2))}:")
+            body.append(f"{indent}        break")
+        elif work == "pass":
+            body.append(f"{indent}    pass")
+        self.vars.append(Var(item, shape, False, rebound=True))
+        self.define(body, indent, shape, f"{acc.name} + {item} * {k}")
+
+    def s_loop_else(self, body, indent):
+        """``for ... else`` and ``while ... else``: a ``break`` skips the ``else`` block, which
+        updates a value or returns early."""
+        v = self.var()
+        acc = self.define(body, indent, v.shape, self.expr(v.shape, 1), owned=False)
+        acc.rebound = True
+        n, inner = int(self.rng.integers(1, 4)), indent + "    "
+        if self.chance(0.5):
+            body.append(f"{indent}for i in range({n}):")
+            body.append(f"{inner}{acc.name} = {acc.name} * 0.7 + np.sin({v.name} * (i + 1))")
+        else:
+            counter = self.fresh("k")
+            body.append(f"{indent}{counter} = 0")
+            body.append(f"{indent}while {counter} < {n}:")
+            body.append(f"{inner}{acc.name} = {acc.name} * 1.3 + {v.name} * 0.2")
+            body.append(f"{inner}{counter} += 1")
+        if self.chance(0.8):
+            body.append(f"{inner}if np.sum(np.abs({acc.name})) > {float(np.round(self.rng.uniform(0.5, 3.0), 2))}:")
+            body.append(f"{inner}    break")
+        body.append(f"{indent}else:")
+        if self.chance(0.35):
+            self.returns.append(f"{acc.name} * 0.5 + {self.expr(v.shape, 1)}")
+            body.append(f"{inner}return FINISH{len(self.returns) - 1}")
+            self.uses.add("loop else (return)")
+        else:
+            body.append(f"{inner}{acc.name} = {acc.name} * 0.5 + {self.expr(v.shape, 1)}")
+            self.uses.add("loop else")
+
+    def s_scatter(self, body, indent):
+        """Writes through an integer-array index that repeats a position (``buf[[0, 0, 2]] = vals``,
+        ``buf[idx] += v``: NumPy keeps one of the values, adds once) into a buffer the function made,
+        1-D or 2-D (by rows or by pairs of indexes); the tape and forward mode refuse a plain
+        ``np.zeros`` buffer by design."""
+        u = self.var(min_len=2)
+        if u is None or not u.shape:
+            return self.s_buffer(body, indent)
+        n, buf = u.shape[0], self.fresh("out")
+        if self.chance(0.5):
+            body.append(f"{indent}{buf} = np.zeros_like({u.name})")
+            self.uses.add("scatter zeros_like")
+        else:
+            dtype = "" if self.dtype is np.float64 else f", dtype={u.name}.dtype"
+            body.append(f"{indent}{buf} = np.zeros({n if len(u.shape) == 1 else u.shape}{dtype})")
+            self.uses.add("scatter zeros")
+        rows = [int(i) for i in self.rng.integers(0, n, int(self.rng.integers(2, 4)))]
+        at = int(self.rng.integers(len(rows) + 1))
+        rows.insert(at, rows[0])  # a repeated position
+        rows = [i - n if self.chance(0.2) else i for i in rows]  # (maybe a negative alias of it)
+        picked = [int(i) for i in self.rng.integers(0, n, len(rows))]  # the rows of u written
+        j = int(self.rng.integers(n))
+        if len(u.shape) == 2 and self.chance(0.4):  # buf[[i, i, k], [c, c, d]]: elements
+            cols = [int(i) for i in self.rng.integers(0, u.shape[1], len(rows))]
+            cols[at] = cols[0]
+            index, array = f"{rows}, {cols}", f"(np.array({rows}), np.array({cols}))"
+            block, single = f"{u.name}[{picked}, {cols}]", f"{u.name}[{j}, {cols[0]}]"
+        else:
+            index, array = str(rows), f"np.array({rows})"
+            block, single = f"{u.name}[{picked}]", f"{u.name}[{j}]"  # (a row, broadcast)
+        if self.chance(0.3):  # the index held in a variable
+            idx = self.fresh("idx")
+            body.append(f"{indent}{idx} = {array}")
+            index = idx
+        values = [self.pick(UNARY).format(a=block), f"{single} * 1.5"]
+        values += [f"{s.name} * 0.5" for s in self.of_shape(())]  # a scalar, broadcast
+        for op in self.pick([["="], ["+="], ["=", "+="], ["=", "-="]]):
+            body.append(f"{indent}{buf}[{index}] {op} {self.pick(values)}")
+        self.vars.append(Var(buf, u.shape, False))
+        self.uses.add("scatter " + ("pairs" if "," in index and "idx" not in index else "rows"))
+
+    def s_list_operand(self, body, indent):
+        """A Python list or tuple of constants beside an array in a NumPy binary operation
+        (``x * [1.0, 2.0]``, ``x ** [...]``, ``np.divide(x, (...))``, ``[...] - x``): NumPy makes an
+        array of it (float64: a float32 program's value is promoted)."""
+        v = self.var()
+        if not v.shape:
+            return self.s_binary(body, indent)
+
+        def constants(low: float, high: float) -> str:
+            shape = v.shape if len(v.shape) == 2 and self.chance(0.3) else v.shape[-1:]
+            values = np.round(self.rng.uniform(low, high, shape), 2).tolist()
+            if self.chance(0.3) and len(shape) == 1:  # a tuple
+                return f"({', '.join(map(str, values))}{',' if len(values) == 1 else ''})"
+            return str(values)
+
+        a = v.name if self.chance(0.6) else self.pick(UNARY).format(a=v.name)
+        options = [
+            f"{a} * {constants(-1.5, 1.5)}",
+            f"{constants(-1.5, 1.5)} * {a}",
+            f"{constants(-1.0, 1.0)} - {a}",
+            f"{a} + {constants(-1.0, 1.0)}",
+            f"({v.name} * {v.name} + 0.5) ** {constants(0.5, 2.5)}",
+            f"np.power(np.abs({v.name}) + 0.5, {constants(0.5, 2.5)})",
+            f"np.divide({a}, {constants(0.5, 2.0)})",
+            f"np.divide({constants(0.5, 2.0)}, {v.name} * {v.name} + 1.0)",
+            f"np.arctan2({a}, {constants(0.5, 2.0)})",
+            f"np.arctan2({constants(0.5, 2.0)}, {a})",
+            f"np.multiply({constants(-1.5, 1.5)}, {a})",
+        ]
+        self.define(body, indent, v.shape, self.pick(options))
+        self.uses.add("list operand")
+
+    def s_generator(self, body, indent):
+        """Generator expressions consumed at once by a call (``sum``, ``max(..., key=abs)``) or an
+        unpacking, and one kept in a variable and consumed later, after a value it reads was rebound
+        (the source engine refuses that: the entry points take the tape)."""
+        u = self.var()
+        style = self.pick(["sum", "max", "unpack", "later"])
+        if style == "unpack" or not u.shape:
+            w = self.var()
+            a, b = self.fresh("a"), self.fresh("b")
+            pair = self.pick([f"({u.name}, {w.name})", f"[{u.name}, {w.name}]"])
+            body.append(f"{indent}{a}, {b} = ({self.pick(UNARY).format(a='t')} for t in {pair})")
+            self.vars += [Var(a, u.shape, False), Var(b, w.shape, False)]
+            self.uses.add("generator (unpack)")
+            return
+        term = self.pick(UNARY).format(a="t")
+        if style == "sum":
+            self.define(body, indent, u.shape[1:], f"sum({term} * 0.5 for t in {u.name})", owned=False)
+        elif style == "max" and len(u.shape) == 1:
+            op = self.pick(["max", "min"])
+            self.define(body, indent, (), f"{op}(({term} for t in {u.name}), key=abs)", owned=False)
+        else:
+            style = "later"
+            k, g = self.fresh("k"), self.fresh("g")
+            scalars = [s for s in self.of_shape(()) if s.name != "s" or self.chance(0.5)]
+            body.append(f"{indent}{k} = {self.pick(scalars).name + ' * 0.5' if scalars else '0.5'}")
+            body.append(f"{indent}{g} = ({term} * {k} for t in {u.name})")
+            body.append(f"{indent}{k} = {self.pick([f'{k} * 2.0', '2.0', f'np.cos({k})'])}")
+            self.define(body, indent, u.shape[1:], f"sum({g})", owned=False)
+            self.vars.append(Var(k, (), False, rebound=True))
+        self.uses.add(f"generator ({style})")
+
+    def s_try_finally_return(self, body, indent):
+        """``try`` with an early ``return`` in its body and an empty ``finally``."""
+        v = self.var()
+        name = self.fresh()
+        body.append(f"{indent}try:")
+        body.append(f"{indent}    {name} = {self.expr(v.shape)}")
+        body.append(f"{indent}    if {self.condition()}:")
+        self.returns.append(f"{name} * 0.5 + {self.expr(v.shape, 1)}")
+        body.append(f"{indent}        return FINISH{len(self.returns) - 1}")
+        if self.chance(0.5):
+            body.append(f"{indent}    {name} = {name} * 0.9 + {self.expr(v.shape, 1)}")
+        body.append(f"{indent}finally:")
+        body.append(f"{indent}    pass")
+        self.vars.append(Var(name, v.shape, False, rebound=True))
+        self.uses.add("try/finally return")
+
+    def s_plain_class(self, body, indent):
+        """A plain class (not a dataclass) of the module, built in the function from values being
+        differentiated, with a method and ``__mul__``: the source engine refuses building it
+        (``NoRuleError``), and the entry points differentiate the function on the tape."""
+        if self.chance(0.6):  # (drawn less: a program with one is no longer the source engine's)
+            return self.s_binary(body, indent)
+        name = f"Scaled{len(self.helpers)}"
+        self.helpers.append(
+            f"class {name}:\n"
+            "    def __init__(self, a, b):\n        self.a = a\n        self.b = b\n\n"
+            f"    def combine(self):\n        return {self.pick(UNARY).format(a='self.a')} * self.b + self.a\n\n"
+            f"    def __mul__(self, other):\n        return {name}(self.a * other, self.b)\n"
+        )
+        v = self.var()
+        factor = self.pick(self.of_shape(()) + self.of_shape(v.shape) + [Var("0.7", (), False)]).name
+        obj = self.fresh("obj")
+        body.append(f"{indent}{obj} = {name}({v.name}, {factor})")
+        other = self.pick(self.of_shape(()) + self.of_shape(v.shape)).name
+        text = self.pick([f"{obj}.combine()", f"({obj} * 1.5).combine()", f"({obj} * {other}).a", f"{obj}.a * {obj}.b"])
+        self.define(body, indent, v.shape, text, owned=False)
+        self.uses.add("plain class")
 
     def s_tuple(self, body, indent):
         a, b = self.var(), self.var()
@@ -1071,8 +1314,11 @@ def run_check(check: str, body: Callable, path: str, outcome: Outcome, problems:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             message = body()
-    except (TypeError, cr.ChainRulesError) as err:
+    except (TypeError, ValueError, cr.ChainRulesError) as err:
         text = str(err)
+        if isinstance(err, ValueError) and not any(fragment in text for fragment in _VALUE_ERROR_REFUSALS):
+            problems.append((check, f"crash: {type(err).__name__}: {err}\n{traceback.format_exc()[-1500:]}"))
+            return
         documented = any(fragment in text for fragment in DOCUMENTED_REFUSALS[check])
         if documented and path in text:
             outcome.count(check, 1)
