@@ -306,3 +306,24 @@ def test_a_number_meeting_an_integer_array_has_a_tangent_of_the_arrays_shape():
     assert cr.derivative(lambda t: np.sum(t - ints), 0.8) == 3.0
     assert cr.derivative(lambda t: np.sum(ints + t), 0.8) == 3.0
     np.testing.assert_array_equal(cr.jacobian(lambda t: t - ints, 0.8, mode="forward"), [1.0, 1.0, 1.0])
+
+
+def _overwritten_copy(x):
+    b = x.copy()
+    b[0] = 5  # written over: the entry no longer depends on x[0]
+    return b * x[2]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_a_copy_of_an_integer_input_written_over_in_every_engine(dtype):
+    """An integer array truncates what it stores, so a write carries no derivative, and the entries
+    it replaced pass none back either (forward mode and the source engine had kept them)."""
+    x = np.array([1, 2, 3], dtype=dtype)
+    expected = np.array([[0.0, 0.0, 5.0], [0.0, x[2], x[1]], [0.0, 0.0, 2.0 * x[2]]])
+    for J in (
+        cr.jacobian(_overwritten_copy, x, mode="forward"),
+        cr.jacobian(_overwritten_copy, x, mode="reverse"),
+        cr.jacobian(_overwritten_copy, x, mode="reverse", engine="tape"),
+    ):
+        np.testing.assert_allclose(J, expected, rtol=1e-14)
+    np.testing.assert_allclose(cr.gradient(lambda x: np.sum(_overwritten_copy(x)), x)[0], expected.sum(axis=0))

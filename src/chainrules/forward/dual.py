@@ -631,7 +631,7 @@ class DualArray(InplaceOperators, Dual):
         v, dv = self._writable_split(value, "assigning into")
         self.primal[key] = v
         if type(self.primal) is np.ndarray and self.primal.dtype.kind not in "fc":
-            return  # an integer or boolean array truncates what it stores: no derivative passes
+            dv = _ZERO  # an integer or boolean array truncates what it stores: no derivative passes
         target = self._partials_buffer(dv)
         if target is None:
             return

@@ -354,8 +354,20 @@ def _owned_items(d, n: int, owned: bool) -> list:
     return items
 
 
-def _discrete_setitem_pullback(dobj, owned):
-    return ZERO, dobj, owned
+def _discrete_setitem_pullback(obj: np.ndarray, index):
+    """The pullback of a write into an integer or boolean array, which truncates the value: none
+    of its derivative passes, and the elements written over pass none back either (an integer
+    input's copy, whose cotangent is a float array, ``b = x.copy(); b[0] = 5``)."""
+
+    def discrete_setitem_pullback(dobj, owned):
+        if isinstance(unthunk(dobj), AbstractZero):
+            return ZERO, dobj, owned
+        dobj = _owned_array(dobj, obj, owned)
+        batched = np.ndim(dobj) == np.ndim(obj) + 1  # a batch of cotangents: the element at [:, index]
+        dobj[((slice(None), *index) if type(index) is tuple else (slice(None), index)) if batched else index] = 0
+        return ZERO, dobj, True
+
+    return discrete_setitem_pullback
 
 
 def plain_setitem(obj, index, value):
@@ -435,7 +447,7 @@ def setitem(obj, index, value):
     if isinstance(obj, (np.ndarray, ActiveValue)) and getattr(obj.dtype, "kind", "f") in "biu":
         # an integer or boolean array (or an engine's array holding one) truncates what it stores:
         # no derivative passes
-        return obj, _discrete_setitem_pullback
+        return obj, _discrete_setitem_pullback(obj, index)
     # a forward-mode dual array that took the write (a copy, in a Hessian) is an array here too
     if isinstance(obj, np.ndarray) or (isinstance(obj, ActiveValue) and np.ndim(obj) >= 1):
         value_shape = _nested_shape(value)
