@@ -176,6 +176,21 @@ def test_values_that_escape_their_differentiation_raise_when_used():
         pullback_full(lambda y: y * kept[0], 1.0)
 
 
+@pytest.mark.parametrize("escaping", [lambda x: x * 2.0, lambda x: x[0] * 0.0], ids=["array", "zero"])
+def test_escaped_values_whose_truth_is_ambiguous_or_false_raise_too(escaping):
+    """An array's truth is ambiguous and a zero's is False: neither may decide whether it escaped
+    (the array raised NumPy's ValueError, the zero was taken for a constant)."""
+    kept = []
+
+    def f(x):
+        kept.append(escaping(x))
+        return np.sum(x**2)
+
+    pullback_full(f, np.ones(2))
+    with pytest.raises(TypeError, match="escaped"):
+        kept[0] + 1.0
+
+
 def test_truth_of_an_array_follows_numpy():
     with pytest.raises(ValueError, match="ambiguous"):
         pullback_full(lambda x: x if x else -x, np.ones(2))
@@ -203,3 +218,10 @@ def test_conversions_inside_a_library_function_name_it_and_the_users_line():
         pullback_full(f, 1.0)
     line = int(re.search(HERE + r":(\d+)", str(info.value)).group(1))
     assert "the user's line" in open(__file__).read().splitlines()[line - 1]
+
+
+def test_a_cotangent_with_too_few_items_for_a_tuple_output_is_a_clear_error():
+    y, back = pullback_full(lambda a: (a, a * 2.0), np.ones(2))
+    with pytest.raises(ValueError, match="a cotangent of 1 items for a tuple of 2"):
+        back((np.ones(2),))
+    np.testing.assert_allclose(back((np.ones(2), np.ones(2)))[1], np.full(2, 3.0))

@@ -249,6 +249,12 @@ def _seed(template, dy, cts: dict, owned: set) -> None:
         acc = cts.get(template)
         cts[template] = dy if acc is None else add_to(acc, template, dy, owned)  # the first is borrowed
         return
+    if template.type in (tuple, list) and isinstance(dy, (tuple, list, Tangent)):
+        items = dy.backing if isinstance(dy, Tangent) else dy
+        if isinstance(items, (tuple, list)) and len(items) != len(template.children):
+            raise ValueError(
+                f"a cotangent of {len(items)} items for a {template.type.__name__} of {len(template.children)}"
+            )
     for key, index, child in template.children:
         if child is not None:
             _seed(child, part(dy, key, index), cts, owned)

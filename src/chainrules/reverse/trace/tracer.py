@@ -371,7 +371,9 @@ def apply(f, args: tuple, kwargs: dict, rule=None):
             return record(trace, f, plain, kwargs, parents, args, rule)
         # None of the arguments is this trace's: the operation belongs to an outer differentiation.
         trace = trace.parent
-    stray = _first_stray(args) or _first_stray(list(kwargs.values()))
+    stray = _first_stray(args)
+    if stray is None:  # (not `or`: a stray value's truth is its primal's, an array's ambiguous or a zero's False)
+        stray = _first_stray(list(kwargs.values()))
     if stray is not None:
         raise escaped_error(stray)
     # every tracked argument belongs to a trace whose own pullback is running: plain arithmetic
