@@ -134,3 +134,17 @@ def test_a_third_derivative_through_a_filled_buffer_is_refused_with_the_line():
     line = recurrence.__code__.co_firstlineno + 4
     with pytest.raises(TypeError, match=rf"dual number at {__file__}:{line}"):
         cr.jacobian(lambda x: cr.hessian(recurrence, x)[0], X, mode="forward")
+
+
+def zero_dimensional_buffer(x):
+    b = np.zeros_like(x[0])  # a 0-d array, written whole
+    b[...] = x[1] * x[0]
+    return b * x[1]
+
+
+def test_a_zero_dimensional_buffer_to_second_order():
+    """In a Hessian the buffer is forward mode's 0-d array: its write is followed (it had been
+    refused), and the pullback copies the written element before clearing it (a 0-d view)."""
+    x = np.array([2.0, 3.0])
+    np.testing.assert_allclose(cr.gradient(zero_dimensional_buffer, x)[0], [x[1] ** 2, 2 * x[0] * x[1]])
+    np.testing.assert_allclose(cr.hessian(zero_dimensional_buffer, x), [[0.0, 2 * x[1]], [2 * x[1], 2 * x[0]]])

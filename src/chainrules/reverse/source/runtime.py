@@ -16,7 +16,7 @@ from numbers import Number
 import numpy as np
 
 from ...core.accumulation import accumulate
-from ...core.active import ActiveValue
+from ...core.active import ActiveValue, stood_for
 from ...core.errors import DroppedDerivativeError, UnsupportedSyntaxError
 from ...core.projection import ProjectTo, is_array_of_rows, match_input_batch, rows_cotangent, unbroadcast
 from ...core.registry import rrule
@@ -449,7 +449,7 @@ def setitem(obj, index, value):
         # no derivative passes
         return obj, _discrete_setitem_pullback(obj, index)
     # a forward-mode dual array that took the write (a copy, in a Hessian) is an array here too
-    if isinstance(obj, np.ndarray) or (isinstance(obj, ActiveValue) and np.ndim(obj) >= 1):
+    if isinstance(obj, np.ndarray) or (isinstance(obj, ActiveValue) and isinstance(stood_for(obj), np.ndarray)):
         value_shape = _nested_shape(value)
         value_is_number = isinstance(value, Number)
         # a repeated position holds one element's write: the others' cotangents are zero
@@ -463,8 +463,9 @@ def setitem(obj, index, value):
                 real_number = value_is_number and not np.iscomplexobj(value)
                 return _batch_setitem_pullback(dobj, index, value_shape, real_number, overwritten)
             piece = dobj[index]
-            # a slice is a view, which the write of zeros below would clear
-            dvalue = piece.copy() if isinstance(piece, np.ndarray) or np.ndim(piece) else piece
+            # a slice is a view, which the write of zeros below would clear (`b[...]` of a 0-d
+            # array too, and of an engine's 0-d array in a Hessian)
+            dvalue = piece.copy() if isinstance(piece, (np.ndarray, ActiveValue)) or np.ndim(piece) else piece
             if overwritten is not None:
                 dvalue[overwritten] = 0
             dobj[index] = 0
