@@ -221,3 +221,18 @@ def test_tangent_deepcopy_and_pickle():
     t2 = copy.deepcopy(t)
     assert t2 == t and type(t2) is type(t)
     assert pickle.loads(pickle.dumps(cr.Tangent[tuple](1.0, 2.0))) == cr.Tangent[tuple](1.0, 2.0)
+
+
+def test_a_namedtuple_tangent_is_indexed_by_position_as_the_namedtuple_is():
+    Pair = namedtuple("Pair", "a b")
+    t = cr.Tangent[Pair](a=1.0)
+    assert t[0] == 1.0 and t[1] == cr.ZeroTangent() and t["a"] == 1.0
+
+
+def test_a_field_the_primal_lacks_is_refused_when_the_tangent_is_made():
+    @dataclasses.dataclass
+    class Model:
+        w: float
+
+    with pytest.raises(TypeError, match="Model has no field 'typo'; its fields are w"):
+        cr.Tangent[Model](w=1.0, typo=5.0)

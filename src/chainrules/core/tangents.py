@@ -382,6 +382,12 @@ class Tangent(AbstractTangent, metaclass=_TangentMeta):
                     name = P.__qualname__
                     raise TypeError(f"Tangent[{name}] takes keyword fields, e.g. Tangent[{name}](w=1.0)")
                 kwargs = {**dict(zip(fields, args)), **kwargs}
+            fields = _known_fields(P)
+            unknown = [] if fields is None else [k for k in kwargs if k not in fields]
+            if unknown:  # (a typo would fail only later, at x + t)
+                name = P.__qualname__
+                listed = ", ".join(fields)
+                raise TypeError(f"Tangent[{name}]: {name} has no field {unknown[0]!r}; its fields are {listed}")
             backing = dict(kwargs)
         object.__setattr__(self, "_backing", backing)
 
@@ -412,9 +418,12 @@ class Tangent(AbstractTangent, metaclass=_TangentMeta):
         backing = self._backing
         if isinstance(backing, tuple):
             return backing[key]
+        P = type(self).primal_type
+        if type(key) is int and _is_namedtuple_type(P):  # a namedtuple's field by position, as P's own
+            key = P._fields[key]
         if key in backing:
             return backing[key]
-        if type(self).primal_type is dict or self._may_have_field(key):
+        if P is dict or self._may_have_field(key):
             return ZeroTangent()
         raise KeyError(key)
 
