@@ -95,7 +95,7 @@ def _on_the_tape(refusal: UnsupportedSyntaxError | NoRuleError, f: Callable, arg
     """``f`` on the tape, where the source engine refused it with ``refusal`` (see ``_pullback_full``)."""
     try:
         pulled = _reverse_engine("tape").pullback_full(f, *args, **kwargs)
-    except (ChainRulesError, TypeError) as error:
+    except (ChainRulesError, TypeError, ValueError) as error:  # (a write repeating a position: ValueError)
         refusal.add_note(f"The tape engine could not differentiate {_callable_label(f)} either: {error}")
         raise refusal from None
     _remember_choice(f, _ON_THE_TAPE, _ON_THE_TAPE)
@@ -470,6 +470,9 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     of those is a ``Tangent[Q]`` of the input's structure, down to blocks of shape
     ``out_leaf.shape + in_leaf.shape``: the same in every mode and engine.
 
+    For complex values, column ``k`` is the derivative along the real unit ``e_k`` (forward mode's
+    pushforward of ``e_k``): ``f'(z)`` for a holomorphic ``f``, real for a real output.
+
     ``mode="forward"`` pushes tangents forward (through the source engine's primal where the
     duals cannot pass through ``f`` as Python runs it, as ``jvp``), ``"reverse"`` pulls cotangents back, ``"auto"``
     picks forward when the input is smaller than the output and reverse otherwise. To see the
@@ -606,17 +609,32 @@ def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
     if m > 1 and getattr(back_full, "batched", False) and isinstance(x, (np.ndarray, float, complex)):
         y_shape, x_shape = y_arr.shape, x_arr.shape
         if chunk_size is None and m * max(m, x_arr.size) <= REVERSE_BATCH_BUDGET:  # one block: the common case
-            J = back_full(basis_seed(m, y_shape, 0, dtype))[1]
-            if type(J) is not np.ndarray:
-                J = _block_cotangent(x, x_shape, J, m, dtype)
-            # a fresh, writeable array of the result dtype (a pass may return a view of an operand)
-            if J.dtype != dtype or not J.flags.writeable or (J.base is not None and not _owns_block(J)):
-                J = np.array(J, dtype=dtype)
+            seed = basis_seed(m, y_shape, 0, dtype)
+            if dtype.kind == "c":  # complex values: real parts of pullbacks (see `_complex_rows`)
+                J = np.empty((m, *x_shape), dtype=dtype)
+                _complex_rows(J, x, x_shape, back_full, seed, y_arr.dtype.kind == "c")
+            else:
+                J = back_full(seed)[1]
+                if type(J) is not np.ndarray:
+                    J = _block_cotangent(x, x_shape, J, m, dtype)
+                # a fresh, writeable array of the result dtype (a pass may return a view of an operand)
+                if J.dtype != dtype or not J.flags.writeable or (J.base is not None and not _owns_block(J)):
+                    J = np.array(J, dtype=dtype)
             return J if J.shape == y_shape + x_shape else J.reshape(y_shape + x_shape)
-        return _batched_jacobian(x, y_shape, x_shape, back_full, dtype, chunk_size)
+        return _batched_jacobian(x, y_shape, x_shape, back_full, dtype, chunk_size, y_arr.dtype.kind == "c")
     J = np.zeros(y_arr.shape + x_arr.shape, dtype=dtype)
     seed = np.zeros(y_arr.shape, dtype=dtype)
     flat_J = J.reshape(m, *x_arr.shape)
+    if dtype.kind == "c":  # complex values: real parts of pullbacks (see `_complex_rows`)
+        units = ((1.0, flat_J.real), (1j, flat_J.imag)) if y_arr.dtype.kind == "c" else ((1.0, flat_J.real),)
+        for i in range(m):
+            for unit, part in units:
+                seed.reshape(-1)[i] = unit
+                dx = _unthunked(back_full(seed if y_arr.ndim else seed[()]), (x,))[0]
+                if not isinstance(dx, AbstractZero):
+                    part[i] = np.real(dx)
+            seed.reshape(-1)[i] = 0.0
+        return J
     for i in range(m):  # one sweep per output entry: some rule on the way takes one cotangent at a time
         seed.reshape(-1)[i] = 1.0
         dx = _unthunked(back_full(seed if y_arr.ndim else seed[()]), (x,))[0]
@@ -626,32 +644,74 @@ def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
     return J
 
 
+# ----- complex values -------------------------------------------------------------------------
+# The Jacobian is forward mode's: column k is the pushforward of the real unit tangent e_k,
+# J[i, k] = df_i(x; e_k) (f'(z) for a holomorphic f; the derivative along the real axis of x_k
+# for a non-holomorphic one). A pullback is the adjoint L^T of the real-linear pushforward L under
+# the real inner product <u, v> = Re(sum(conj(u) * v)), so for any cotangent u, as e_k is real,
+#     Re(conj(u) * L(e_k)) = <u, L(e_k)> = <L^T(u), e_k> = Re(conj(L^T(u)_k)) = Re(L^T(u)_k).
+# With u = e_i this is Re(J[i, k]) = Re(pullback(e_i)_k); with u = 1j * e_i it is
+# Re(-1j * J[i, k]) = Im(J[i, k]) = Re(pullback(1j * e_i)_k). So
+#     J[i, k] = Re(pullback(e_i)_k) + 1j * Re(pullback(1j * e_i)_k),
+# the second sweep only for a complex output (a real output's J is Re(pullback(e_i)), real).
+# (The pullbacks of real unit cotangents stacked as they are would be conj(J) for a holomorphic f
+# and would drop the imaginary part of a complex output's derivative.)
+
+
+def _complex_rows(out: np.ndarray, x, x_shape: tuple, back_full, seed, complex_output: bool) -> None:
+    """Write the Jacobian rows of a block of unit cotangents ``seed`` into the complex array ``out``
+    of shape ``(rows, *x_shape)``: the real parts of the pullbacks of ``seed`` and, for a complex
+    output, of ``1j * seed`` (a scaled block: its units stay units), as the section's comment derives."""
+    rows = out.shape[0]
+    out.real[...] = np.real(_block_cotangent(x, x_shape, back_full(seed)[1], rows, out.dtype))
+    if complex_output:
+        out.imag[...] = np.real(_block_cotangent(x, x_shape, back_full(seed * 1j)[1], rows, out.dtype))
+    else:
+        out.imag[...] = 0.0
+
+
 def _stacked_reverse_jacobian(x, y, back_full):
     """The Jacobian at another engine's values (the duals of an outer forward differentiation, an
     outer tape's tracked values): one sweep per output entry, the rows stacked, since a plain
     array would drop what they carry."""
     y_shape, x_shape = np.shape(y), np.shape(x)
-    dtype = np.complex128 if np.iscomplexobj(y) else np.float64
+    complex_output = np.iscomplexobj(y)
+    dtype = np.complex128 if complex_output else np.float64
+    complex_input = np.iscomplexobj(x)
     rows = []
     for i in range(math.prod(y_shape)):
         seed = np.zeros(y_shape, dtype=dtype)
         seed.reshape(-1)[i] = 1.0
         dx = _unthunked(back_full(seed if y_shape else seed[()]), (x,))[0]
-        rows.append(np.zeros(x_shape) if isinstance(dx, AbstractZero) else dx)
+        row = np.zeros(x_shape) if isinstance(dx, AbstractZero) else dx
+        if complex_output or complex_input:  # complex values: real parts of pullbacks (see `_complex_rows`)
+            row = np.real(row)
+            if complex_output:  # a new seed: an outer tape may have kept the first one
+                seed = np.zeros(y_shape, dtype=dtype)
+                seed.reshape(-1)[i] = 1j
+                dx = _unthunked(back_full(seed if y_shape else seed[()]), (x,))[0]
+                if not isinstance(dx, AbstractZero):
+                    row = row + 1j * np.real(dx)
+            if not np.iscomplexobj(row):  # complex, as forward mode's Jacobian of complex values
+                row = row + 0j
+        rows.append(row)
     return np.reshape(np.stack(rows), y_shape + x_shape)
 
 
-def _batched_jacobian(x, y_shape: tuple, x_shape: tuple, back_full, dtype, chunk_size):
+def _batched_jacobian(x, y_shape: tuple, x_shape: tuple, back_full, dtype, chunk_size, complex_output=False):
     """The Jacobian from blocks of unit cotangents, each pulled back in one call of ``back_full``
-    (``_reverse_jacobian`` pulls back a Jacobian that fits in one block itself)."""
+    (``_reverse_jacobian`` pulls back a Jacobian that fits in one block itself); for complex
+    values, a block's rows are ``_complex_rows``."""
     m = math.prod(y_shape)
     chunk = _reverse_chunk(m, max(m, math.prod(x_shape)), chunk_size)
     J = np.empty((m, *x_shape), dtype=dtype)
     for first in range(0, m, chunk):
         rows = min(chunk, m - first)
-        J[first : first + rows] = _block_cotangent(
-            x, x_shape, back_full(basis_seed(rows, y_shape, first, dtype))[1], rows, dtype
-        )
+        seed = basis_seed(rows, y_shape, first, dtype)
+        if dtype.kind == "c":
+            _complex_rows(J[first : first + rows], x, x_shape, back_full, seed, complex_output)
+        else:
+            J[first : first + rows] = _block_cotangent(x, x_shape, back_full(seed)[1], rows, dtype)
     return J.reshape(y_shape + x_shape)
 
 
@@ -717,14 +777,21 @@ def _structured_reverse_jacobian(x, y, back_full):
         if _is_inexact(out):  # an integer output has no derivative: its blocks stay zero
             flat = [block.reshape(-1, *np.shape(v)) for block, v in zip(row, ins)]
             seed = np.zeros(out_shape, dtype=out_dtype)
+            # complex values: real parts of pullbacks, of e_i and, for a complex output, of 1j * e_i
+            # (see `_complex_rows`); a real block is the pullback of e_i itself
+            units = [(1.0, [block.real if block.dtype.kind == "c" else block for block in flat])]
+            if out_dtype.kind == "c":
+                units.append((1j, [block.imag for block in flat]))
             for i in range(seed.size):  # a Python number output takes a scalar cotangent
-                seed.reshape(-1)[i] = 1.0
-                cotangents = [ZeroTangent()] * len(outs)
-                cotangents[k] = seed if seed.ndim else seed[()]
-                dx = back_full(tangent_like(y, lambda v, top: _is_number(v), cotangents, NoTangent()))[1]
-                for rows, part in zip(flat, _tangent_leaves(dx, x)):
-                    if not isinstance(part, AbstractZero):
-                        rows[i] = _deep_unthunk(part)
+                for unit, parts in units:
+                    seed.reshape(-1)[i] = unit
+                    cotangents = [ZeroTangent()] * len(outs)
+                    cotangents[k] = seed if seed.ndim else seed[()]
+                    dx = back_full(tangent_like(y, lambda v, top: _is_number(v), cotangents, NoTangent()))[1]
+                    for rows, part in zip(parts, _tangent_leaves(dx, x)):
+                        if not isinstance(part, AbstractZero):
+                            part = _deep_unthunk(part)
+                            rows[i] = np.real(part) if np.iscomplexobj(part) else part
                 seed.reshape(-1)[i] = 0.0
         blocks.append(tangent_like(x, _is_input_leaf, row, NoTangent()))
     return tangent_like(y, lambda v, top: _is_number(v), blocks, NoTangent())
@@ -1025,6 +1092,10 @@ rrule.register(NestedPullback)(rrule_call_nested_pullback)
 # gets its cotangent from the same products (as for `gradient` above). When f captured nothing that
 # is differentiated (its pullback gives f itself no tangent), the sum is instead the gradient of the
 # scalar ⟨dJ, J(z)⟩ by forward mode over the Jacobian: one chunked pass for all of it.
+# For complex values, row i of J is Re(pullback(e_i)) + 1j Re(pullback(1j e_i)) (see `_complex_rows`),
+# so ⟨dJ_i, J_i⟩ = ⟨Re dJ_i, pullback(e_i)⟩ + ⟨Im dJ_i, pullback(1j e_i)⟩: a row takes two products
+# (seed e_i, direction Re dJ_i; seed 1j e_i, direction Im dJ_i); a column's seed dJ[:, k] is as above,
+# since Σ_i Re(dJ_ik) pullback(e_i) + Im(dJ_ik) pullback(1j e_i) = pullback(dJ[:, k]).
 # `jvp(f, primals, tangents)` is J v; its pullback along (dy, d_Jv) gives v the cotangent Jᵀ d_Jv and
 # the primals f's pullback of dy plus the Hessian-vector product of ⟨d_Jv, f⟩ along v.
 
@@ -1103,10 +1174,20 @@ def _jacobian_cotangents(f, x, dJ, mode: str, engine: str, chunk_size) -> tuple:
         part = flat[i] if by_rows else flat[:, i]
         if not np.any(part != 0):
             continue
+        if by_rows and not real:  # complex values: rows of real parts (see `_complex_rows`), two products
+            unit = _unit(y_shape, i, y)
+            products = [(unit, np.real(part))]
+            if np.iscomplexobj(y) and np.any(np.imag(part) != 0):
+                products.append((1j * unit, np.imag(part)))
+            for seed, direction in products:
+                direction = np.reshape(direction, x_shape)
+                total = _sum_cotangents(total, _hessian_vector(engine, f, (x,), {}, seed, [direction]))
+            continue
         if by_rows:
             seed, direction = _unit(y_shape, i, y), np.reshape(part, x_shape)
-        else:
-            seed, direction = np.reshape(part, y_shape), _unit(x_shape, i, x)
+        else:  # (a real output's J is real: the imaginary part of dJ meets nothing)
+            seed = np.reshape(part if real or np.iscomplexobj(y) else np.real(part), y_shape)
+            direction = _unit(x_shape, i, x)
         total = _sum_cotangents(total, _hessian_vector(engine, f, (x,), {}, seed, [direction]))
     return total
 

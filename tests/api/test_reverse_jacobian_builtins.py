@@ -175,12 +175,12 @@ def test_complex_entries_take_a_batch(engine):
     assert back.batched
     J = cr.jacobian(complex_entries, z, mode="reverse", engine=engine)
     np.testing.assert_allclose(J, loop_jacobian(engine, complex_entries, z), rtol=1e-13)
-    # holomorphic: the Jacobian's row k is the conjugate of d y_k / d z (ChainRules' convention)
+    # holomorphic: the Jacobian's row k is d y_k / d z, as forward mode gives it
     eps = 1e-7
     for j in range(2):
         dz = np.zeros(2, complex)
         dz[j] = eps
-        np.testing.assert_allclose(J[:, j], np.conj((complex_entries(z + dz) - complex_entries(z - dz)) / (2 * eps)))
+        np.testing.assert_allclose(J[:, j], (complex_entries(z + dz) - complex_entries(z - dz)) / (2 * eps))
 
 
 # ----- where a callable's pullback takes one cotangent at a time: the rule declines the batch ------
