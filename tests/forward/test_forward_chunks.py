@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+import scipy.integrate as si
+import scipy.linalg as sl
 
 import chainrules as cr
 import chainrules.testing as crt
@@ -196,3 +198,34 @@ def test_batched_calls_see_the_batch_on_the_tag():
     x = Dual(np.ones(2), np.ones((3, 2)), tag)
     y = call(np.multiply, (x, 2.0))
     assert y.partials.shape == (3, 2)
+
+
+# ----- batched rules at the shapes their batch axis is easiest to misplace ------------------------
+
+_rng = np.random.default_rng(31)
+_STACK = _rng.normal(size=(2, 3, 3)) + 3 * np.eye(3)
+_VECTOR = _rng.normal(size=3)
+_SAMPLES = _rng.normal(size=(2, 3, 4))
+_POINTS = np.cumsum(_rng.uniform(0.5, 1.0, size=(3, 4)), axis=-1)
+_BLOCKS = _rng.normal(size=(2, 1, 2))
+
+BATCH_AXIS_CASES = {
+    # one vector b against a stack of matrices: b's tangents meet the stack's axes
+    "solve-stack-vector": lambda t: np.linalg.solve(_STACK * t[0], _VECTOR * t[1]),
+    # a number scanned along axis 0 is scanned flattened, its tangents too
+    "cumsum-number": lambda t: np.cumsum(t[0] * t[1], axis=0),
+    "cumprod-number": lambda t: np.cumprod(t[0] * t[1], axis=0),
+    # SciPy broadcasts an N-D x to y's shape: x's new axes go after the batch axis
+    "trapezoid-points": lambda t: si.trapezoid(_SAMPLES * t[0], _POINTS * t[1], axis=-1),
+    # blocks with fewer stack axes than others: the batch axis stays in front of them all
+    "block_diag-stack": lambda t: sl.block_diag(_BLOCKS * t[0], np.array([1.0, 2.0]) * t[1], np.eye(2) * t[0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BATCH_AXIS_CASES))
+def test_batched_rules_give_the_jacobian_at_their_awkward_shapes(name):
+    f = BATCH_AXIS_CASES[name]
+    t = np.array([1.3, 0.7])
+    J = cr.jacobian(f, t, mode="forward")
+    np.testing.assert_allclose(J, fd_jacobian_shaped(f, t), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(J, cr.jacobian(f, t, mode="reverse"), rtol=1e-10, atol=1e-12)

@@ -15,6 +15,10 @@ repeat-call checks):
 6. Calling the pullback again gives the same result, a ``Thunk``-wrapped seed gives the same
    result, twice the seed gives twice the cotangents, a ``ZeroTangent()`` seed gives zeros;
    nothing the rule returned, nor its inputs, the seed or ``y``, was mutated by the pullback.
+7. For a rule registered ``batched=True`` (that did not ``decline_batch()`` for these
+   arguments): the pullback given a batch of cotangents at once (random ones, and the
+   ``BasisSeed`` blocks ``cr.jacobian`` seeds with) gives, row by row, what it gives each row
+   alone (``batched_checks``). ``test_frule`` checks a batched pushforward alike.
 
 How the finite-difference reference is formed: an argument with at most ``FULL_FD_MAX`` reals
 gets its full cotangent ``J^T dy`` one Jacobian column at a time (about 11 calls of ``f`` per real)
@@ -46,12 +50,14 @@ from ..core import (
     ZeroTangent,
     active_engine,
     add,
+    batch_declines,
     callable_name,
     frule,
     iadd,
     rrule,
     unthunk,
 )
+from .batched_checks import batched_pullback_problems, batched_pushforward_problems
 from .checks import (
     approx_problems,
     deep_unthunk,
@@ -254,6 +260,13 @@ class _Report:
             return False, None
 
 
+def _batched_rule(dispatcher, rule, f, primals: list):
+    """The rule registered ``batched=True`` that the tester runs for ``f`` at ``primals``, else None:
+    the one ``dispatcher`` (``rrule`` or ``frule``) finds, or a ``rule=`` given with a true ``.batched``."""
+    found = dispatcher.lookup(f, tuple(primals)) if rule is dispatcher else rule
+    return found if getattr(found, "batched", False) else None
+
+
 def _check_primal(report: _Report, y, y_expected, tol: float) -> None:
     report.add(_kind_problems(y, y_expected, "the primal y"))
     why = "the rule's primal must equal f(*args) to rounding"
@@ -288,6 +301,16 @@ def test_rrule(
     another way. Raises ``AssertionError`` listing every failed check; a mismatch with finite differences that
     disagree as much among themselves (at other steps) is marked unsteady: ``f`` is not smooth there.
 
+    When the rule is registered ``batched=True`` (``rule.batched``; for a ``rule`` given here,
+    its own ``.batched``) and did not call ``decline_batch()`` for these arguments, its pullback
+    is also given batches of cotangents with a leading batch axis, as the engines give them for
+    Jacobians: random cotangents (with unit ones after them), a ``BasisSeed`` block of unit
+    cotangents and that block scaled per row, one call each; each random row must match the
+    pullback of that row alone, and the blocks what the plain batch gave their rows, within
+    ``rtol``/``atol`` ("batched pullback mismatch"). This is done for a number or array output
+    and for tuples, lists, dicts and namedtuples of them (other structured outputs are skipped;
+    the blocks only for a number or array output). See ``chainrules.testing.batched_checks``.
+
     >>> import operator
     >>> from chainrules.testing import test_rrule, nondiff
     >>> test_rrule(operator.mul, 2.0, 3.0)
@@ -308,9 +331,11 @@ def test_rrule(
     ok, y_expected = report.run(f"calling {_short(f)} itself", f, *copy.deepcopy(primals), **copy.deepcopy(fkwargs))
     if not ok:
         report.finish()
+    declines = batch_declines()
     ok, result = report.run("the rule", rule, f, *primals, **fkwargs)
     if not ok:
         report.finish()
+    declined = batch_declines() != declines  # the rule said its pullback cannot take a batch for these arguments
     if result is None:
         report.fatal(f"there is no rrule for {callable_name(f)}({', '.join(type(p).__name__ for p in primals)})")
     if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):
@@ -417,6 +442,14 @@ def test_rrule(
     for i, t in enumerate(zeros or ()):
         if not is_zero_tangent(t):
             report.add([f"{labels[i]}: a ZeroTangent() seed must give a zero cotangent, got {describe(unthunk(t))}"])
+    batched = _batched_rule(rrule, rule, f, primals)
+    if batched is not None and not declined:
+        # a batch of cotangents at once must give, row by row, what each row alone gives
+        known = (dy, cotangents) if output_tangent is None else None  # the tester's random seed: the first row
+        found = batched_pullback_problems(
+            report.run, pullback, batched, y_expected, inputs, labels, rtol, atol, rng, known
+        )
+        report.add(found)
 
     report.add(_mutation_problems(inputs_before, inputs, labels, "by the pullback"))
     report.add(_mutation_problems(dy_before, [dy], seed_label, "by the pullback"))
@@ -539,6 +572,21 @@ def test_frule(
     in ``test_rrule``). A mismatch with
     finite differences that disagree as much among themselves is marked unsteady, as in ``test_rrule``.
 
+    When the rule is registered ``batched=True`` (``rule.batched``; for a ``rule`` given here,
+    its own ``.batched``), it is also given batches of tangents with a leading batch axis, as the
+    forward engine gives them: random tangents per perturbed argument (with unit ones after
+    them), the ``BasisSeed`` blocks of unit tangents ``cr.jacobian`` seeds the number and array
+    arguments with, and those blocks scaled per row, one call each (``NoTangent()`` for the
+    tangent of ``f`` itself); each random row of the output tangent must match the rule given
+    that row alone, and the blocks what the plain batch gave their rows, within
+    ``rtol``/``atol`` ("batched pushforward mismatch"). Arguments that are numbers, arrays, or
+    tuples, lists, dicts and namedtuples of them are batched (others get a zero tangent; the
+    blocks go to number and array arguments only). As the forward engine does, an output tangent
+    left broadcastable is broadcast, one that lost the batch axis is not compared (the engine
+    pushes such a rule's rows one at a time), and an operator's rule (``operator.mul``, ``pow``,
+    ...) is given batches at Python numbers only (on NumPy values the engine runs the ufunc's
+    rule). See ``chainrules.testing.batched_checks``.
+
     >>> import math
     >>> from chainrules.testing import test_frule
     >>> test_frule(math.sin, 0.5)
@@ -625,6 +673,14 @@ def test_frule(
         if ok_add and ok_iadd:
             why = "iadd of dy into an owned accumulator must equal add"
             report.add(approx_problems(got, want, tol, tol, "the output tangent dy", why))
+
+    batched = _batched_rule(frule, rule, f, primals)
+    if batched is not None:
+        # a batch of tangents at once must give, row by row, what each row alone gives
+        found = batched_pushforward_problems(
+            report.run, rule, batched, f, primals, fkwargs, all_tangents, marked, y_expected, rtol, atol, rng, dy
+        )
+        report.add(found)
     report.finish()
 
 

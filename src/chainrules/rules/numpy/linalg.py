@@ -152,6 +152,11 @@ def frule_solve(tangents, a, b):
     x, lu, vector = _solve_setup(a, b, "numpy.linalg.solve")
     batch = batch_size((da, db), (a, b))
     rhs = with_batch(db, b, batch)
+    if vector and np.ndim(x) > 1 and not is_zero(rhs):  # one vector b, a stack of matrices: b's tangent for each
+        if batch is not None:  # the stack's axes go between the batch axis and b's
+            rhs = np.broadcast_to(np.expand_dims(rhs, tuple(range(1, np.ndim(x)))), (batch, *np.shape(x)))
+        else:
+            rhs = np.broadcast_to(rhs, np.shape(x))
     if not is_zero(da):
         dax = mm(da, x[..., None])[..., 0] if vector else mm(da, x)
         rhs = -dax if is_zero(rhs) else rhs - dax

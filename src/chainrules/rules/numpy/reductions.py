@@ -529,7 +529,7 @@ def _scan_axis(x, o):
 
 def _scan_tangent(x, dx, batched, axis):
     """A tangent of x laid out like the scanned array (flattened, keeping a batch axis)."""
-    if axis is not None:
+    if axis is not None and np.ndim(x) > 0:
         return dx
     return np.reshape(dx, (np.shape(dx)[0], -1)) if batched else np.reshape(dx, (-1,))
 

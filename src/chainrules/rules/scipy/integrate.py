@@ -112,7 +112,8 @@ def frule_trapezoid_scipy(tangents, y, *args, **kwargs):
     if x is not None and args and len(tangents) > 2:
         dx = unthunk(tangents[2])
         if not isinstance(dx, AbstractZero):
-            lead = np.shape(dx)[:1] if is_batched(x, dx) else ()
+            lead = np.shape(dx)[:1] if is_batched(x, dx) else ()  # (x's new axes go after the batch axis)
+            dx = np.reshape(dx, (*lead, *(1,) * (np.ndim(y) - np.ndim(x)), *np.shape(x)))
             dx = np.broadcast_to(dx, lead + np.shape(y))
         tangents = (*tangents[:2], dx, *tangents[3:])
     out, dout = frule_trapezoid(tangents, y, *args, **kwargs)

@@ -316,12 +316,13 @@ def frule_block_diag(tangents, *arrs):
     y = _block_diag(*arrs)
     if all(is_zero(t) for t in tangents):
         return y, ZERO
-    blocks = []
+    blocks, stack_rank = [], max(len(_block_shape(x)) for x in arrs) - 2
     for dx, x in zip(tangents, arrs):
         if is_zero(dx):
             blocks.append(np.zeros(_block_shape(x), dtype=y.dtype))
-        elif is_batched(dx, x):  # the batch axis in front of the block's own axes
-            blocks.append(np.reshape(dx, np.shape(dx)[:1] + _block_shape(x)))
+        elif is_batched(dx, x):  # the batch axis in front of all the stack axes, then the block's own
+            shape = _block_shape(x)
+            blocks.append(np.reshape(dx, (np.shape(dx)[0], *(1,) * (stack_rank + 2 - len(shape)), *shape)))
         else:
             blocks.append(np.reshape(dx, _block_shape(x)))
     return y, _block_diag(*blocks)
