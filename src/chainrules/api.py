@@ -181,6 +181,50 @@ def _deep_unthunk(t):
     return t
 
 
+def _arrays_in(t) -> list:
+    """The NumPy arrays in a value the user gave (a seed): itself, or those in its tuples, lists,
+    dicts and ``Tangent`` fields."""
+    if isinstance(t, np.ndarray):
+        return [t]
+    if isinstance(t, Tangent):
+        t = t.backing
+    if isinstance(t, dict):
+        t = t.values()
+    elif not isinstance(t, (tuple, list)):
+        return []
+    return [a for v in t for a in _arrays_in(v)]
+
+
+def _unaliased(result, given):
+    """``result`` (unthunked) with each of its arrays that may share memory with an array of
+    ``given``, the user's seed, copied: a pullback or pushforward passes its seed on unchanged
+    through an identity, a reshape or a transpose, and what the user gets back is theirs to change.
+
+    >>> dy = np.ones(2)
+    >>> _unaliased((dy.reshape(2, 1), 3.0), dy)[0] is dy
+    False
+    """
+    seeds = _arrays_in(given)
+    if not seeds:
+        return result
+
+    def own(v):
+        if isinstance(v, np.ndarray):
+            return v.copy() if any(np.may_share_memory(v, s) for s in seeds) else v
+        if type(v) is tuple:
+            return tuple(own(u) for u in v)
+        if isinstance(v, Tangent):
+            backing = v.backing
+            if isinstance(backing, tuple):
+                return type(v)(*(own(u) for u in backing))
+            if type(v).primal_type is dict:
+                return type(v)({k: own(u) for k, u in backing.items()})
+            return type(v)(**{k: own(u) for k, u in backing.items()})
+        return v
+
+    return own(result)
+
+
 def _unthunked(cotangents: tuple, args: tuple) -> tuple:
     """The user's view of a full pullback's result: no tangent for ``f``, nothing lazy."""
     grads = cotangents[1:]
@@ -210,7 +254,7 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
             raise ValueError(f"pullback of {name}: a cotangent of shape {dy.shape} for an output of shape {shape}")
         if type(dy) not in _PLAIN:
             dy = _structural_cotangent(y, dy)
-        return _unthunked(back_full(dy), args)
+        return _unaliased(_unthunked(back_full(dy), args), dy)
 
     return y, back
 
@@ -411,7 +455,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     if any(type(t) not in _PLAIN for t in tangents):  # a structure's tangent may be a value of its own type
         tangents = tuple(t if type(t) in _PLAIN else _structural_cotangent(x, t) for x, t in zip(primals, tangents))
     y, dy = _forward(_forward_engine().jvp, f, primals, tangents)
-    return y, _deep_unthunk(dy)
+    return y, _unaliased(_deep_unthunk(dy), tangents)
 
 
 def derivative(f: Callable, x):
