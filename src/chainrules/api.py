@@ -437,7 +437,8 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     Where dual numbers cannot pass through ``f`` as Python runs it (``math.sin(x)``, a write into
     a plain ``np.zeros(n)``, a library function with a rule), ``f`` runs as the source engine's
     primal runs it, still in forward mode (see ``_forward``); ``cr.derivative`` and
-    ``cr.jacobian(..., mode="forward")`` do the same.
+    ``cr.jacobian(..., mode="forward")`` do the same. Each tangent has its primal's shape, and is
+    real for a real primal (a complex one is refused: a real input moves along real directions).
 
     >>> import chainrules as cr
     >>> cr.jvp(lambda x, y: x * y, (2.0, 3.0), (1.0, 0.0))
@@ -451,6 +452,11 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
         if isinstance(t, (np.ndarray, float, int, complex)) and np.shape(t) != np.shape(x) and _is_numeric(x):
             raise ValueError(
                 f"jvp({_callable_label(f)}, ...): tangent {i} has shape {np.shape(t)}, its primal {np.shape(x)}"
+            )
+        if _is_numeric(t) and _is_numeric(x) and np.iscomplexobj(t) and not np.iscomplexobj(x):
+            raise ValueError(
+                f"jvp({_callable_label(f)}, ...): tangent {i} is complex and its primal is real; a real input "
+                "moves along real directions only (for a complex direction, make the input complex: x + 0j)"
             )
     if any(type(t) not in _PLAIN for t in tangents):  # a structure's tangent may be a value of its own type
         tangents = tuple(t if type(t) in _PLAIN else _structural_cotangent(x, t) for x, t in zip(primals, tangents))

@@ -58,3 +58,17 @@ def test_a_cotangent_of_the_wrong_shape_names_the_function(engine):
     np.testing.assert_allclose(back(np.ones(3))[0], np.cos(np.ones(3)))
     y, back = cr.pullback(total_sine, np.ones(3), engine=engine)
     np.testing.assert_allclose(back(1.0)[0], np.cos(np.ones(3)))
+
+
+@pytest.mark.parametrize(
+    "primal, tangent",
+    [(1.0, 1j), (np.ones(2), np.full(2, 1j)), (np.float32(1.0), np.complex64(1.0)), (np.ones(2), np.zeros(2, complex))],
+)
+def test_jvp_refuses_a_complex_tangent_of_a_real_input(primal, tangent):
+    # a real input's tangent is real: the imaginary part would be dropped, a derivative of 0 without warning
+    with pytest.raises(ValueError, match="tangent 0 is complex and its primal is real"):
+        cr.jvp(lambda x: 2.0 * x, (primal,), (tangent,))
+
+
+def test_jvp_takes_a_real_tangent_of_a_complex_input():
+    assert cr.jvp(lambda z: z * z, (1j,), (1.0,)) == (-1 + 0j, 2j)
