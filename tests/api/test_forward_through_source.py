@@ -274,3 +274,18 @@ def test_a_function_with_both_rules_called_inside_is_pushed_by_its_forward_rule(
     xs = np.array([1.3, 2.6])
     np.testing.assert_allclose(np.diag(cr.jacobian(f, xs, mode="forward")), np.round(xs) + 8.0 * xs, rtol=1e-14)
     assert cr.hessian(f, x) == pytest.approx(2.0 + 7.0, rel=1e-14)  # d/dx (round(x) + x + 7x) by the rules
+
+
+def norm_of_a_zero_vector(x):
+    v = x * 0.0  # zero, with a zero tangent: np.linalg.norm's forward rule takes it; sqrt(0)'s 1/0 would not
+    return math.sin(x[0]) + np.linalg.norm(v) + np.linalg.norm(x[1:] - x[1:])
+
+
+def test_numpys_python_functions_push_tangents_by_their_forward_rule():
+    x = np.array([0.5, 1.0, 2.0])
+    with np.errstate(all="ignore"):  # (the reverse rule also runs on the duals, for a pullback)
+        J = cr.jacobian(norm_of_a_zero_vector, x, mode="forward")
+        _, t = cr.jvp(norm_of_a_zero_vector, (x,), (np.ones(3),))
+    np.testing.assert_allclose(J, [math.cos(0.5), 0.0, 0.0], rtol=1e-12)
+    np.testing.assert_allclose(J, cr.jacobian(norm_of_a_zero_vector, x, mode="reverse"), rtol=1e-12)
+    assert t == pytest.approx(math.cos(0.5), rel=1e-12)

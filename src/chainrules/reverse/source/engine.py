@@ -42,6 +42,9 @@ from .parse import NoSourceError, is_library_code
 from .runtime import NO, ZERO, split, structural_tangent
 
 _FUNCTION = types.FunctionType
+#: callables whose rules may compute in Python on another engine's values (see `_by_both_rules`):
+#: Python functions and NumPy's functions written in Python (``np.linalg.norm``)
+_WITH_PYTHON_BODIES = (_FUNCTION, type(np.linalg.norm))
 _MODULE = types.ModuleType
 _TRANSFORMED = cache._transformed
 
@@ -80,7 +83,7 @@ def pullback(f, *args, **kwargs):
             _LEDGER.declines += 1  # decline_batch(), inlined on this hot path
         if kwargs and "out" in kwargs:
             _refuse_output(f, args, kwargs)
-        if type(f) is _FUNCTION and not getattr(rule, "on_engine_values", False):
+        if type(f) in _WITH_PYTHON_BODIES and not getattr(rule, "on_engine_values", False):
             owner = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
             if owner is not None:
                 return _by_both_rules(owner, f, rule, args, kwargs)
@@ -342,11 +345,13 @@ def _by_forward_rule(fn: types.FunctionType, args: tuple, kwargs: dict, bound: b
 
 
 def _by_both_rules(owner: ActiveValue, f, rule, args: tuple, kwargs: dict):
-    """``(y, back)`` for a Python function with a reverse rule called on another engine's values
-    (dual numbers: forward mode run through this engine, a Hessian): ``y`` from that engine's own
-    rule, where it has one (``ActiveValue.call_by_rule``: the forward rule pushes the tangents), and
-    ``back`` from the reverse rule. The reverse rule's primal code alone would carry the tangents
-    through ``f``'s operations, not through the rule (a straight-through estimator's ``np.round``)."""
+    """``(y, back)`` for a Python function (a user's, or NumPy's ``np.linalg.norm``) with a reverse
+    rule called on another engine's values (dual numbers: forward mode run through this engine, a
+    Hessian): ``y`` from that engine's own rule, where it has one (``ActiveValue.call_by_rule``: the
+    forward rule pushes the tangents), and ``back`` from the reverse rule. The reverse rule's primal
+    code alone would carry the tangents through ``f``'s operations, not through the rule (a
+    straight-through estimator's ``np.round``; ``sqrt`` at 0 in a norm's formula, whose forward
+    rule takes the zero vector)."""
     y = owner.call_by_rule(f, args, kwargs)
     if y is NotImplemented:
         return rule(*args, **kwargs)
