@@ -662,7 +662,8 @@ def _power_partial(a: str, exponent: ir.Operand, b: str) -> str | None:
         if k == 2:
             return f"2 * {a}"
         return f"{k} * {a} ** {k - 1}"
-    return f"{b} * {a} ** ({b} - 1)"
+    # k = 0 (a loop's first power) has partial 0, not 0 * a ** -1: nan, or a ZeroDivisionError, at a = 0
+    return f"(0 if {b} == 0 else {b} * {a} ** ({b} - 1))"
 
 
 def param_cotangent(adj: Adjoint, name: str) -> str:

@@ -443,6 +443,8 @@ def setitem(obj, index, value):
     becomes that engine's writable array holding the same numbers (``ActiveValue.buffer_holding``),
     returned to be bound in ``obj``'s place: the function made it and nothing else refers to it
     (a write after it was shared is refused), so the value keeps its derivative (see ``plain_setitem``)."""
+    if type(index) is slice and isinstance(obj, list):
+        return _list_slice_setitem(obj, index, value)
     obj = plain_setitem(obj, index, value)
     if isinstance(obj, (np.ndarray, ActiveValue)) and getattr(obj.dtype, "kind", "f") in "biu":
         # an integer or boolean array (or an engine's array holding one) truncates what it stores:
@@ -478,8 +480,13 @@ def setitem(obj, index, value):
 
         return obj, array_setitem_pullback
     if isinstance(obj, list):
-        if not isinstance(index, int):
-            raise TypeError("only an integer index can be written into a list under differentiation")
+        try:
+            index = operator.index(index)  # (an np.int64 from np.argmax, say)
+        except TypeError:
+            raise TypeError(
+                f"a list is indexed by integers or slices, not {type(index).__name__} (writing into a list under "
+                "differentiation)"
+            ) from None
         n = len(obj)
 
         def list_setitem_pullback(dobj, owned):
@@ -503,6 +510,39 @@ def setitem(obj, index, value):
 
         return obj, dict_setitem_pullback
     raise TypeError(f"writing an element of a {type(obj).__name__} is not supported under differentiation")
+
+
+def _list_slice_setitem(obj: list, index: slice, value):
+    """``obj[index] = value`` for a list and a slice (which may change the list's length):
+    ``(obj, pullback)``. The value's items take the cotangents of the positions they came to, the
+    items written over get none, and the others keep theirs, at their old positions."""
+    replaced = range(*index.indices(len(obj)))
+    given = value if isinstance(value, (list, tuple)) else list(value)  # (any iterable: Python takes its items)
+    obj[index] = given  # (Python's own checks: an extended slice takes as many items as it selects)
+    before = len(obj) - len(given) + len(replaced)
+    if index.step not in (None, 1):  # an extended slice: the same positions, one for one
+        written = list(replaced)
+    else:
+        written = list(range(replaced.start, replaced.start + len(given)))
+    n = len(obj)
+    as_value = (lambda items: Tangent[tuple](*items)) if type(given) is tuple else list
+
+    def list_slice_setitem_pullback(dobj, owned):
+        if isinstance(unthunk(dobj), AbstractZero):
+            return ZERO, dobj, owned
+        items = _owned_items(dobj, n, owned)
+        dvalue = as_value([items[i] for i in written])
+        if index.step not in (None, 1):
+            for i in written:
+                items[i] = ZERO
+            return dvalue, items, True
+        start = replaced.start  # the list before the write: the head, zeros for the items replaced, the tail
+        old = items[:start] + [ZERO] * len(replaced) + items[start + len(given) :]
+        if len(old) != before:
+            raise AssertionError(f"list slice write: {len(old)} cotangents for a list of {before}")
+        return dvalue, old, True
+
+    return obj, list_slice_setitem_pullback
 
 
 def _batch_setitem_pullback(dobj: np.ndarray, index, value_shape: tuple, real_number: bool, overwritten):
