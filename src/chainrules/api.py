@@ -195,22 +195,28 @@ def _arrays_in(t) -> list:
     return [a for v in t for a in _arrays_in(v)]
 
 
-def _unaliased(result, given):
-    """``result`` (unthunked) with each of its arrays that may share memory with an array of
-    ``given``, the user's seed, copied: a pullback or pushforward passes its seed on unchanged
-    through an identity, a reshape or a transpose, and what the user gets back is theirs to change.
+def _owned(result, given: tuple = ()):
+    """``result`` (unthunked) with each of its arrays that the user could not change on its own
+    copied: a read-only array (a reduction's pullback spreads its cotangent as a broadcast view), one
+    that may share memory with an array of ``given`` (the user's seed, passed on unchanged by an
+    identity, a reshape or a transpose; the inputs) or with an array met before it in ``result``
+    (one cotangent given to both operands of a sum). What the user gets back is theirs to change.
 
     >>> dy = np.ones(2)
-    >>> _unaliased((dy.reshape(2, 1), 3.0), dy)[0] is dy
+    >>> _owned((dy.reshape(2, 1), 3.0), (dy,))[0] is dy
     False
     """
-    seeds = _arrays_in(given)
-    if not seeds:
+    t = type(result)
+    if t is float or (t is tuple and all(type(v) is float for v in result)):  # scalar code: nothing to copy
         return result
+    seen = _arrays_in(given)
 
     def own(v):
         if isinstance(v, np.ndarray):
-            return v.copy() if any(np.may_share_memory(v, s) for s in seeds) else v
+            if not v.flags.writeable or any(np.may_share_memory(v, s) for s in seen):
+                v = np.array(v)
+            seen.append(v)
+            return v
         if type(v) is tuple:
             return tuple(own(u) for u in v)
         if isinstance(v, Tangent):
@@ -249,14 +255,38 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
     y, back_full = _pullback_full(engine, f, *args, **kwargs)
 
     def back(dy):
-        if type(dy) is np.ndarray and dy.ndim and _is_numeric(y) and dy.shape != np.shape(y):
-            name, shape = _callable_label(f), np.shape(y)
-            raise ValueError(f"pullback of {name}: a cotangent of shape {dy.shape} for an output of shape {shape}")
-        if type(dy) not in _PLAIN:
+        if _is_numeric(y) and not isinstance(dy, (AbstractTangent, ActiveValue)):
+            dy = _numeric_cotangent(f, y, dy)
+        elif type(dy) not in _PLAIN:
             dy = _structural_cotangent(y, dy)
-        return _unaliased(_unthunked(back_full(dy), args), dy)
+        return _owned(_unthunked(back_full(dy), args), (dy, args))
 
     return y, back
+
+
+def _numeric_cotangent(f: Callable, y, dy):
+    """The user's cotangent ``dy`` of a number or array output ``y``, checked: a number or an array
+    of ``y``'s shape (a list or tuple of numbers is taken as an array), else a ValueError or
+    TypeError naming ``f`` (a cotangent of another shape would be broadcast into a wrong result).
+
+    >>> _numeric_cotangent(len, np.zeros(2), [1.0, 2.0])
+    array([1., 2.])
+    """
+    if isinstance(dy, (list, tuple)):
+        dy = np.asarray(dy)
+    elif not (_is_numeric(dy) or isinstance(dy, np.ndarray)):
+        raise TypeError(
+            f"pullback of {_callable_label(f)}: the cotangent must be a number or an array like the output, "
+            f"got {type(dy).__name__}"
+        )
+    if np.shape(dy) != np.shape(y):
+        raise ValueError(
+            f"pullback of {_callable_label(f)}: a cotangent of shape {np.shape(dy)} for an output of shape "
+            f"{np.shape(y)}"
+        )
+    if isinstance(dy, np.ndarray) and dy.dtype.kind not in "fciu":
+        raise TypeError(f"pullback of {_callable_label(f)}: a cotangent of dtype {dy.dtype}; give numbers")
+    return dy
 
 
 def _structural_cotangent(y, dy):
@@ -315,17 +345,17 @@ def _gradients(cotangents: tuple, args: tuple, argnums: int | Sequence[int] | No
     """The user's gradients from a full pullback's result, for the arguments ``argnums`` selects:
     only those are unthunked (an unselected thunk may be costly and is never computed)."""
     if argnums is None:
-        return _unthunked(cotangents, args)
+        return _owned(_unthunked(cotangents, args), args)
     positions = range(len(args))
     try:
-        if isinstance(argnums, int):
+        if isinstance(argnums, (int, np.integer)):
             i = positions[argnums]
-            return _as_returned(args[i], cotangents[1 + i])
+            return _owned(_as_returned(args[i], cotangents[1 + i]), args)
         chosen = [positions[j] for j in argnums]
     except (IndexError, TypeError) as exc:
         what = f"argnums={argnums!r} does not select among the {len(args)} positional argument(s) given"
         raise type(exc)(what + ("" if isinstance(exc, IndexError) else ": give an int or a sequence of ints")) from None
-    return tuple(_as_returned(args[i], cotangents[1 + i]) for i in chosen)
+    return _owned(tuple(_as_returned(args[i], cotangents[1 + i]) for i in chosen), args)
 
 
 def _seed_for(y, f: Callable):
@@ -461,7 +491,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     if any(type(t) not in _PLAIN for t in tangents):  # a structure's tangent may be a value of its own type
         tangents = tuple(t if type(t) in _PLAIN else _structural_cotangent(x, t) for x, t in zip(primals, tangents))
     y, dy = _forward(_forward_engine().jvp, f, primals, tangents)
-    return y, _unaliased(_deep_unthunk(dy), tangents)
+    return y, _owned(_deep_unthunk(dy), (tangents, primals))
 
 
 def derivative(f: Callable, x):

@@ -72,3 +72,30 @@ def test_jvp_refuses_a_complex_tangent_of_a_real_input(primal, tangent):
 
 def test_jvp_takes_a_real_tangent_of_a_complex_input():
     assert cr.jvp(lambda z: z * z, (1j,), (1.0,)) == (-1 + 0j, 2j)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_a_pullback_takes_a_list_cotangent_as_an_array(engine):
+    _, back = cr.pullback(lambda x: 2.0 * x, np.ones(2), engine=engine)
+    (dx,) = back([1.0, 3.0])  # (a Python list times 2 would repeat it)
+    assert type(dx) is np.ndarray
+    np.testing.assert_array_equal(dx, [2.0, 6.0])
+    np.testing.assert_array_equal(back((1.0, 1.0))[0], [2.0, 2.0])
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+@pytest.mark.parametrize(
+    "dy, error, match",
+    [
+        ([1.0], ValueError, r"cotangent of shape \(1,\) for an output of shape \(2,\)"),
+        (1.0, ValueError, r"cotangent of shape \(\) for an output of shape \(2,\)"),
+        ([[1.0, 1.0]], ValueError, r"shape \(1, 2\)"),
+        (None, TypeError, "must be a number or an array like the output, got NoneType"),
+        ("a", TypeError, "got str"),
+        (["a", "b"], TypeError, "dtype <U1"),
+    ],
+)
+def test_a_pullback_refuses_a_cotangent_unlike_the_output(engine, dy, error, match):
+    _, back = cr.pullback(lambda x: 2.0 * x, np.ones(2), engine=engine)
+    with pytest.raises(error, match=match):
+        back(dy)

@@ -50,3 +50,26 @@ def test_a_structured_seed_is_not_aliased_either():
     dt[1][...] = 0.0
     np.testing.assert_array_equal(dy[0], np.full(2, 2.0))
     np.testing.assert_array_equal(dy[1], np.full(3, 3.0))
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_gradients_are_writeable_and_do_not_share_memory(engine):
+    # a sum's pullback spreads its cotangent as a read-only broadcast view; an addition gives both
+    # operands one cotangent: the user gets arrays of their own (an optimizer's g *= lr)
+    (g,) = cr.gradient(lambda x: np.sum(x), np.ones(3), engine=engine)
+    g *= 2.0
+    np.testing.assert_array_equal(g, [2.0, 2.0, 2.0])
+    gx, gz = cr.gradient(lambda x, z: np.mean(x + z), np.ones(3), np.ones(3), engine=engine)
+    assert gx.flags.writeable and gz.flags.writeable and not np.shares_memory(gx, gz)
+    gz[...] = 0.0
+    np.testing.assert_allclose(gx, np.full(3, 1 / 3))
+    (_, (ga, gb)) = cr.value_and_gradient(lambda a, b: np.sum(a + b), np.ones(2), np.ones(2), engine=engine)
+    assert ga.flags.writeable and not np.shares_memory(ga, gb)
+    gc = cr.gradient(lambda a, b: np.sum(a) * b, np.ones(2), 2.0, engine=engine, argnums=0)
+    gc += 1.0
+    np.testing.assert_array_equal(gc, [3.0, 3.0])
+
+
+def test_argnums_takes_numpy_integers():
+    assert cr.gradient(lambda a, b: a * b, 2.0, 3.0, argnums=np.int64(0)) == 3.0
+    assert cr.gradient(lambda a, b: a * b, 2.0, 3.0, argnums=(np.int32(1), 0)) == (2.0, 3.0)

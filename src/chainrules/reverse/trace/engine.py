@@ -94,17 +94,20 @@ def _with_fields(value, new: dict):
 # ----- inputs ------------------------------------------------------------------------------
 
 
-def box_input(value, trace: Trace):
+def box_input(value, trace: Trace, top: bool = True):
     """``(boxed, template)``: ``value`` with its differentiable leaves tracked by ``trace``.
 
-    ``template`` is a slot (a leaf), a ``_Structure``, or ``None`` (nothing tracked).
+    ``template`` is a slot (a leaf), a ``_Structure``, or ``None`` (nothing tracked). An integer
+    number is tracked as an argument of its own (used arithmetically, it gets a float gradient),
+    not inside a structure, where it is a setting (a count, a size: ``NoTangent()``), as the
+    source engine, ``cr.jacobian`` and ``to_vec`` take it.
     """
     if type(value) is float:
         slot = trace.n_slots
         trace.n_slots = slot + 1
         return tracer.box(value, trace, slot, TrackedNumber, TrackedArray), slot
     kind = tracer._differentiable_kind(value)
-    if kind is not None:
+    if kind is not None and (top or kind != "i" or isinstance(value, np.ndarray)):
         slot = trace.n_slots
         trace.n_slots = slot + 1
         boxed = tracer.box(value, trace, slot, TrackedNumber, TrackedArray)
@@ -115,7 +118,7 @@ def box_input(value, trace: Trace):
         items, children = [], []
         fields = type(value)._fields if _is_namedtuple(value) else None
         for i, item in enumerate(value):
-            b, t = box_input(item, trace)
+            b, t = box_input(item, trace, False)
             items.append(b)
             children.append((fields[i] if fields else i, i, t))
         if all(t is None for _, _, t in children):
@@ -125,7 +128,7 @@ def box_input(value, trace: Trace):
     if isinstance(value, dict):
         new, children = {}, []
         for i, (k, item) in enumerate(value.items()):
-            new[k], t = box_input(item, trace)
+            new[k], t = box_input(item, trace, False)
             children.append((k, i, t))
         if all(t is None for _, _, t in children):
             return value, None
@@ -137,7 +140,7 @@ def box_input(value, trace: Trace):
         new, children = {}, []
         for i, name in enumerate(fields):
             item = getattr(value, name)
-            b, t = box_input(item, trace)
+            b, t = box_input(item, trace, False)
             if t is not None:
                 new[name] = b
             children.append((name, i, t))
