@@ -22,6 +22,8 @@ import types
 
 import numpy as np
 
+from ...core.active import ActiveValue
+from ...core.errors import UnsupportedSyntaxError
 from ...core.registry import rrule
 from . import adjoint as adjoint_pass
 from . import codegen, fence, ir, lower, normalize, parse, primal
@@ -119,6 +121,23 @@ def call_key(fn, args: tuple, kwargs: dict, bound: bool) -> tuple:
     return (bound, key)
 
 
+def _refuse_methods_of_values(entry: Transformed, fn, arguments: dict) -> None:
+    """A method of a NumPy array or number passed as an argument (``apply(x.max)``) has the type
+    of a built-in function, which the analysis takes as carrying no derivative: refused, so that
+    the entry points take the tape (a method read and called in place, ``m = x.max; m()``, is
+    followed)."""
+    for name, value in arguments.items():
+        if type(value) is types.BuiltinMethodType and isinstance(value.__self__, (np.ndarray, np.generic, ActiveValue)):
+            raise UnsupportedSyntaxError(
+                f"the argument `{name}` of {fn.__qualname__} is the method {value.__name__} of an array or number, "
+                "whose derivative the engine does not follow into a function; pass a lambda "
+                f"(lambda *a: x.{value.__name__}(*a)) or call the method where it is read",
+                entry.source.filename,
+                fn.__code__.co_firstlineno,
+                0,
+            )
+
+
 class Specialization:
     """The compiled primal/pullback of one function for one call signature."""
 
@@ -138,6 +157,7 @@ class Specialization:
         except TypeError as exc:  # what calling fn would say, with its name
             raise TypeError(f"{fn.__qualname__}(): {exc}") from None
         bound_args.apply_defaults()
+        _refuse_methods_of_values(entry, fn, bound_args.arguments)
         result = self._result(entry, args, kwargs, bound)
         # (``*args`` and ``**kwargs`` are not checked by the guard: their elements are not typed)
         unchecked = (result["varargs_param"], result["varkw"])

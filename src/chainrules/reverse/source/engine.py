@@ -172,6 +172,11 @@ def _without_rule(f, args: tuple, kwargs: dict, library_refused: str = ""):
             decline_batch()
             return replace_fields(*args, **kwargs)
         return _source(f, args, kwargs, False)
+    if _is_bound_method_of(f):
+        # a bound method called as a value (m = x.sum; m()) runs as the call x.sum() would: by its
+        # rule, or its Python code; the callable's cotangent is its object's
+        y, back = pullback_method(f.__self__, f.__name__, *args, **kwargs)
+        return _with_keywords((y, back), kwargs)
     if kind is types.MethodType and type(f.__func__) is _FUNCTION:
         return _source(f.__func__, (f.__self__, *args), kwargs, True)
     if f is getattr:
@@ -192,6 +197,22 @@ def _without_rule(f, args: tuple, kwargs: dict, library_refused: str = ""):
         raise _no_rule(f, args, library_refused)
     # no derivative at all (what it may change holds none: `rng.normal(size=n)`): any batch of cotangents fits
     return _discrete_call(f, args, kwargs)
+
+
+def _is_bound_method_of(f) -> bool:
+    """Whether ``f`` is a method bound to an object (a Python method, or a method of a type written
+    in C: ``x.sum`` of an array), the one that object's attribute of that name gives."""
+    if type(f) is not types.MethodType and type(f) is not types.BuiltinMethodType:
+        return False
+    owner = f.__self__
+    if owner is None or isinstance(owner, (types.ModuleType, type, np.ufunc, super)):
+        return False  # a function of a module (len), a class method, a ufunc's (np.add.reduce: rules per ufunc)
+    try:
+        if getattr(owner, f.__name__) != f:
+            return False
+    except Exception:  # (an attribute that cannot be read again: not a plain method)
+        return False
+    return _resolve_method(owner, f.__name__)[0] in ("function", "descriptor")  # (not a field's callable)
 
 
 # ----- calls that may write into containers ------------------------------------------------------

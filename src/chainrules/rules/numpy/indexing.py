@@ -290,9 +290,9 @@ def rrule_getattr(x, name, *default):
         return y, _no_tangent_of_attribute
     pull = _attribute_pullback(x, name)
     if pull is None:
-        if name in _NONDIFFERENTIABLE_ATTRIBUTES or callable(y):
-            # shapes and dtypes carry no derivative; a bound method neither: the call of
-            # np.ndarray.<method>(x, ...) that follows carries x's derivative
+        if callable(y):  # a bound method (m = x.sum): its cotangent, from its call, is x's
+            return y, _method_pullback(len(default))
+        if name in _NONDIFFERENTIABLE_ATTRIBUTES:  # shapes and dtypes carry no derivative
             return y, _no_tangents(len(default))
         raise _no_attribute_rule(x, name)
 
@@ -317,6 +317,16 @@ def _no_tangents(n_default: int):
 
 
 _no_tangent_of_attribute = _no_tangents(0)
+
+
+def _method_pullback(n_default: int):
+    """The pullback of reading a bound method: the method's cotangent (what its calls gave their
+    object, or a batch of them) is the object's."""
+
+    def bound_method_pullback(dy):
+        return (NO, unthunk(dy), NO, *(NO for _ in range(n_default)))
+
+    return bound_method_pullback
 
 
 @frule.register(getattr, np.ndarray, str, batched=True)

@@ -110,7 +110,9 @@ def rrule_scalar_getattr(x, name, *default):
     rest = (_NO,) * len(default)
     adjoint = _VALUE_ATTRIBUTE_ADJOINTS.get(name)
     if adjoint is None:
-        if callable(y) or isinstance(y, (tuple, int, np.dtype)):  # a method, the shape, dtype, size
+        if callable(y):  # a bound method (m = s.conjugate): its cotangent, from its call, is the number's
+            return y, lambda dy: (_NO, unthunk(dy), _NO, *rest)
+        if isinstance(y, (tuple, int, np.dtype)):  # the shape, dtype, size
             return y, lambda dy: (_NO, _NO, _NO, *rest)
         return rrule.lookup(getattr, (_ANY_OBJECT, name))(x, name, *default)
 
