@@ -500,6 +500,26 @@ def test_order_statistics_batched_frule(case):
     check_batched_frule(f, *(Const(crt_unwrap(a)) if a is not crt_unwrap(a) else a for a in args), fkwargs=kwargs)
 
 
+def test_median_of_complex_entries_keeps_the_imaginary_part_of_its_cotangent():
+    """NumPy's median takes complex entries (ordered by real part, then imaginary part); its
+    cotangent had been cut to its real part, as if the output were real."""
+    z = np.array([1 + 2j, 3 - 1j, 2 + 0.5j])
+    zs = np.array([[1 + 2j, 3 - 1j, 2 + 0.5j, 0.5 + 3j], [-1 + 1j, 2 - 2j, 0.3 + 0.1j, 1.5 - 0.4j]])
+    crt.test_rrule(np.median, z)
+    crt.test_frule(np.median, z)
+    crt.test_rrule(np.median, zs, fkwargs={"axis": 1})
+    crt.test_frule(np.median, zs, fkwargs={"axis": 1})
+
+    def g(z):
+        return np.abs(np.median(z)) ** 2
+
+    fd = crt.fd_jacobian(g, z)[0]  # columns: the real and imaginary part of each entry
+    for engine in ("source", "tape"):
+        np.testing.assert_allclose(cr.gradient(g, z, engine=engine)[0], fd[0::2] + 1j * fd[1::2], atol=1e-6)
+    np.testing.assert_allclose(cr.jacobian(g, z, mode="forward"), fd[0::2], atol=1e-6)  # (real directions)
+    np.testing.assert_allclose(cr.jvp(g, (z,), (np.array([0, 0, 1j]),))[1], fd[5], atol=1e-6)
+
+
 def test_median_and_quantile_conventions():
     # even length: the two middle entries share the cotangent; ties: tied entries keep their order
     # (a stable sort), so the median of [2, 5, 2] is the second 2
@@ -584,6 +604,50 @@ def test_a_running_maximum_sends_each_cotangent_to_the_entry_that_holds_it():
     np.testing.assert_array_equal(back(np.arange(1.0, 7.0))[1], [1.0, 2.0 + 3.0, 0.0, 4.0, 5.0 + 6.0, 0.0])
     _, dy = cr.frule((cr.NoTangent(), np.arange(1.0, 7.0)), np.minimum.accumulate, -x)
     np.testing.assert_array_equal(dy, [1.0, 2.0, 2.0, 4.0, 5.0, 5.0])
+
+
+_CAST_EXTREMA = [np.maximum.reduce, np.minimum.reduce, np.fmax.reduce, np.fmin.reduce]
+_CAST_EXTREMA += [np.maximum.accumulate, np.minimum.accumulate]
+
+
+@pytest.mark.parametrize("f", _CAST_EXTREMA, ids=lambda f: f"{f.__self__.__name__}.{f.__name__}")
+@pytest.mark.parametrize(
+    "x, kwargs",
+    [(np.array([0.3, 2.1, 5.7]), {}), (np.array([[0.3, 2.1, 5.7], [1.1, 0.2, 0.4]]), {"axis": 1})],
+    ids=["1d", "2d-axis1"],
+)
+def test_extrema_cast_by_dtype_pick_the_entries_numpy_picked(f, x, kwargs):
+    """With dtype=np.float32 NumPy compares the float64 entries cast to float32: no entry equals the
+    float32 result, which had left no winner (zero derivatives; a running one's all on entry 0)."""
+    kwargs = {**kwargs, "dtype": np.float32}
+    crt.test_rrule(f, x, fkwargs=kwargs)
+    crt.test_frule(f, x, fkwargs=kwargs)
+
+    def g(x):
+        return np.sum(np.sin(f(x, **kwargs)))
+
+    expected = crt.fd_jacobian(g, x)[0].reshape(x.shape)
+    for engine in ("source", "tape"):
+        np.testing.assert_allclose(cr.gradient(g, x, engine=engine)[0], expected, rtol=1e-4, atol=1e-4)
+    jacobian = cr.jacobian(lambda x: f(x, **kwargs), x, mode="forward")
+    fd = crt.fd_jacobian(lambda x: f(x, **kwargs), x)
+    np.testing.assert_allclose(np.reshape(jacobian, fd.shape), fd, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("f", [np.maximum.accumulate, np.minimum.accumulate], ids=["maximum", "minimum"])
+@pytest.mark.parametrize("x, kwargs", [(np.zeros(0), {}), (np.zeros((3, 0)), {"axis": 1})], ids=["0", "3x0"])
+def test_running_extrema_of_no_entries(f, x, kwargs, batched_pullback):
+    """An empty scan's pullback had reshaped its cotangent to rows of length 0 with -1 (an error)."""
+    crt.test_rrule(f, x, fkwargs=kwargs)
+    crt.test_frule(f, x, fkwargs=kwargs)
+    batched_pullback(f, x, kwargs=kwargs)
+
+    def g(x):
+        return np.sum(f(x, **kwargs))
+
+    for engine in ("source", "tape"):
+        np.testing.assert_array_equal(cr.gradient(g, x, engine=engine)[0], np.zeros(x.shape))
+    assert np.size(cr.jacobian(lambda x: f(x, **kwargs), x, mode="forward")) == 0
 
 
 def test_log_sums_of_exponentials_weigh_each_entry_by_its_softmax_share():

@@ -354,6 +354,30 @@ def test_maximum_tie_pushforward_averages():
     np.testing.assert_allclose(got, [3.0, 2.0])
 
 
+@pytest.mark.parametrize("f", [np.maximum, np.minimum, np.fmax, np.fmin])
+def test_extrema_cast_by_dtype_pick_the_entries_numpy_picked(f):
+    """With dtype=np.float32 NumPy compares float64 inputs cast to float32: no input equals the
+    float32 output, which had left every winner mask empty (zero derivatives)."""
+    a, b = np.array([0.3, 2.1, 5.7]), np.array([1.1, 0.2, 0.4])
+    crt.test_rrule(f, a, b, fkwargs={"dtype": np.float32})
+    crt.test_frule(f, a, b, fkwargs={"dtype": np.float32})
+
+    def g(a):
+        return np.sum(np.sin(f(a, b, dtype=np.float32)))
+
+    expected = crt.fd_jacobian(g, a)[0]
+    for engine in ("source", "tape"):
+        np.testing.assert_allclose(cr.gradient(g, a, engine=engine)[0], expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        cr.jacobian(lambda a: f(a, b, dtype=np.float32), a, mode="forward"),
+        crt.fd_jacobian(lambda a: f(a, b, dtype=np.float32), a),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    # tied in float32 though not in float64: tied as NumPy compared them, the cotangent is shared
+    np.testing.assert_array_equal(_grads(f, np.array([0.1]), np.array([0.1 + 1e-12]), dtype=np.float32), [[0.5], [0.5]])
+
+
 def test_where_one_argument_has_no_derivative():
     y, back = cr.rrule(np.where, np.array([True, False, True]))
     np.testing.assert_array_equal(y[0], [0, 2])
@@ -425,6 +449,22 @@ def test_out_is_refused(call):
 def test_nan_to_num_without_copy_is_refused():
     with pytest.raises(TypeError, match="copy=False"):
         cr.rrule(np.nan_to_num, np.ones(2), copy=False)
+
+
+@pytest.mark.parametrize("f", [np.imag, np.real, np.conjugate, np.angle, np.absolute])
+def test_complex64_scalars_get_complex64_cotangents(f):
+    """A complex64 scalar's cotangent stays complex64: np.imag's partial, the Python constant -1j,
+    had promoted it to complex128 (match_input keeps a NumPy scalar's type as it comes)."""
+    z = np.complex64(0.3 + 0.2j)
+    crt.test_rrule(f, z)
+    crt.test_frule(f, z)
+    _, back = cr.rrule(f, z)
+    assert type(back(f(z) ** 0)[1]) is np.complex64  # (a seed of the output's type: float32 or complex64)
+    for engine in ("source", "tape"):
+        assert type(cr.gradient(lambda z: np.real(f(z)), z, engine=engine)[0]) is np.complex64
+    fd = crt.fd_jacobian(lambda z: np.real(f(z)), z)[0]
+    np.testing.assert_allclose(cr.gradient(lambda z: np.real(f(z)), z)[0], fd[0] + 1j * fd[1], rtol=1e-3, atol=1e-5)
+    np.testing.assert_allclose(cr.jacobian(lambda z: np.real(f(z)), z, mode="forward"), fd[0], rtol=1e-3, atol=1e-5)
 
 
 def test_primal_of_rrule_is_the_plain_call():

@@ -40,6 +40,7 @@ from ...core import (
 )
 from ._arrays import array_or_active, batch_to_input, sum_to, tangent_array, to_input
 from ._util import align, axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
+from .ufuncs import as_computed
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -376,6 +377,7 @@ def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True, mask=N
     result, so every slice without NaN has a winner. ``mask``: only these entries take part.
     """
     yk = keep(y, axes, keepdims)
+    x = as_computed(x, y)  # (dtype=np.float32: NumPy compared the entries cast to float32)
     hit = x == yk
     if type(y) is np.ndarray:
         nan = np.count_nonzero(np.isnan(y)) > 0  # (count_nonzero is C code: half what any() costs)
@@ -596,6 +598,7 @@ def _running_extremum_plan(x, o, primal):
     # tie any of them is a subgradient's choice): dx_j is the sum of dy_i over the i with w(i) = j
     y = primal()
     axis, xs = _scan_axis(x, o)
+    xs = as_computed(xs, y)  # (dtype=np.float32: NumPy compared the entries cast to float32)
     at_record = (xs == y) | (np.isnan(xs) & np.isnan(y))  # NumPy's maximum and minimum propagate NaN
     positions = np.arange(np.shape(xs)[axis]).reshape((-1,) + (1,) * (np.ndim(xs) - 1 - axis))
     winners = np.maximum.accumulate(np.where(at_record, positions, 0), axis=axis)
@@ -605,9 +608,9 @@ def _running_extremum_plan(x, o, primal):
         rows = np.moveaxis(dy, ax, -1)
         dx = np.zeros(rows.shape, dtype=np.result_type(rows, y))
         picks = np.broadcast_to(np.moveaxis(winners, axis, -1), rows.shape)
-        n = rows.shape[-1]
-        flat = np.reshape(dx, (-1, n))
-        np.add.at(flat, (np.arange(flat.shape[0])[:, None], np.reshape(picks, (-1, n))), np.reshape(rows, (-1, n)))
+        table = (math.prod(rows.shape[:-1]), rows.shape[-1])  # (not -1, which rows of length 0 leave open)
+        flat = np.reshape(dx, table)
+        np.add.at(flat, (np.arange(table[0])[:, None], np.reshape(picks, table)), np.reshape(rows, table))
         return np.reshape(np.moveaxis(flat.reshape(rows.shape), -1, ax), lead + np.shape(x))
 
     def running_extremum_forward(dx, batched):
@@ -1186,7 +1189,7 @@ class _OrderStatistics:
 def _quantile_batch(a, q, stats, scale, dy, q_given):
     """The cotangents of ``a`` (and of ``q`` when ``q_given``) for a batch ``dy`` of cotangents."""
     lead = np.shape(dy)[:1]
-    rows_dy = np.reshape(np.real(dy), lead + (stats.weights.shape[0], -1))  # (B, Q, rows)
+    rows_dy = np.reshape(dy, lead + (stats.weights.shape[0], -1))  # (B, Q, rows)
     sorted_cotangent = np.swapaxes(rows_dy, -1, -2) @ stats.weights  # (B, rows, n), in sorted order
     da = match_input_batch(a, stats.from_rows(stats.unsort(sorted_cotangent), lead))
     if not q_given:
@@ -1215,15 +1218,18 @@ def _quantile_rules(f, scale: float, fixed_q=None):
     def rrule_quantile(a, *args, **kwargs):
         y, q, stats = setup(a, args, kwargs)
         q_given = fixed_q is None and bool(args)  # q by position gets a cotangent
+        real = not _complex(y)  # (np.median takes complex entries, quantile and percentile do not)
 
         def quantile_pullback(dy):
             dy = unthunk(dy)
             rest = (_NO,) * (len(args) - q_given)
             if isinstance(dy, AbstractZero):
                 return (_NO, dy, *((dy,) if q_given else ()), *rest)
+            if real:
+                dy = np.real(dy)  # a real output's cotangent is real; a complex median's keeps its imaginary part
             if carries_batch(y, dy):
                 return (_NO, *_quantile_batch(a, q, stats, scale, dy, q_given), *rest)
-            rows_dy = np.reshape(np.real(dy), (stats.weights.shape[0], -1))  # (Q, rows)
+            rows_dy = np.reshape(dy, (stats.weights.shape[0], -1))  # (Q, rows)
             sorted_cotangent = rows_dy.T @ stats.weights  # (rows, n), in sorted order
             da = match_input(a, stats.from_rows(stats.unsort(sorted_cotangent)))
             if not q_given:

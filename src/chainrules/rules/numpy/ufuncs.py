@@ -15,8 +15,9 @@ Ufunc keywords: ``dtype=`` (and ``casting=``, ``order=``, ...) pass through to t
 since writing into an existing array is mutation, which rules do not differentiate.
 
 Conventions at kinks: ``maximum``/``minimum``/``fmax``/``fmin`` split the cotangent equally
-between tied arguments; ``abs`` and ``hypot`` have derivative zero at zero; ``clip`` passes the
-cotangent to ``a`` when ``a`` equals a bound.
+between tied arguments (tied as NumPy compared them: cast to the ``dtype=`` given); ``abs`` and
+``hypot`` have derivative zero at zero; ``clip`` passes the cotangent to ``a`` when ``a`` equals
+a bound.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ...core import (
     rrule,
     unthunk,
 )
+from ...core.active import stood_for
 from ...core.projection import numpy_cotangent
 from ..operators import _array_cotangent, frule_on_arrays, rrule_on_arrays
 from ._arrays import array_or_active
@@ -399,6 +401,29 @@ def _power_base_partial(power):
     return base_partial
 
 
+def as_computed(v, y):
+    """``v``, an input of an extremum with the output ``y``, cast to ``y``'s dtype where comparing
+    them would not: ``dtype=np.float32`` has NumPy cast float64 inputs before it picks the result,
+    which then equals the cast input only. Comparisons promote, so a Python number, an input of
+    ``y``'s dtype and one safely cast to it (float32 to float64) are compared as they are.
+
+    >>> import numpy as np
+    >>> a = np.array([0.3, 2.1])
+    >>> y = np.maximum(a, 1.0, dtype=np.float32)
+    >>> a == y, as_computed(a, y) == y
+    (array([False, False]), array([False,  True]))
+    """
+    tv = type(v)
+    if tv is float or tv is int or (tv is np.ndarray and v.dtype == getattr(y, "dtype", None)):
+        return v  # (the common calls: maximum(x, 0.0), max(x))
+    dtype = getattr(stood_for(y), "dtype", None)
+    plain = stood_for(v)
+    own = getattr(plain, "dtype", None)
+    if not isinstance(dtype, np.dtype) or not isinstance(own, np.dtype) or own == dtype or np.can_cast(own, dtype):
+        return v
+    return np.asarray(plain).astype(dtype)  # (a mask's values only: an engine's derivative is of no use)
+
+
 def _select_partials(nan_wins: bool):
     """Partials of maximum/minimum (``nan_wins``: a NaN propagates) and fmax/fmin (a NaN loses).
 
@@ -407,7 +432,9 @@ def _select_partials(nan_wins: bool):
     """
 
     def select_partials(args, y):
-        a, b = args
+        # the inputs as NumPy compared them: dtype=np.float32 casts float64 inputs first, and
+        # a float64 input equals no float32 output (ties too are those of the cast values)
+        a, b = (as_computed(v, y) for v in args)
         won = a == y
         if nan_wins:
             won = np.logical_or(won, a != a)
@@ -503,6 +530,13 @@ def _over_squared_norm(n, y, x):
     return n / u
 
 
+def _in_scalar_dtype(x, c):
+    """The constant partial ``c`` of a NumPy complex scalar ``x`` in its dtype, else ``c``. Such a
+    scalar's cotangent keeps the type the product gives it (``match_input`` casts arrays only):
+    a Python ``-1j`` would make a complex64 one's complex128, and ``1.0`` a float32."""
+    return x.dtype.type(c) if isinstance(x, np.complexfloating) else c
+
+
 # ----- the rows ----------------------------------------------------------------------------
 
 # unary, holomorphic where NumPy takes complex input
@@ -538,8 +572,8 @@ for _f in (np.deg2rad, np.radians):
 for _f in (np.rad2deg, np.degrees):
     elementwise(_f, lambda x: 180.0 / math.pi)
 elementwise(np.sinc, _sinc_partial)
-elementwise(np.real, lambda x: 1.0)  # dy = real(dz)
-elementwise(np.imag, lambda x: -1j if np.iscomplexobj(x) else 0.0)  # dy = imag(dz) = real(-i dz)
+elementwise(np.real, lambda x: _in_scalar_dtype(x, 1.0))  # dy = real(dz)
+elementwise(np.imag, lambda x: _in_scalar_dtype(x, -1j) if np.iscomplexobj(x) else 0.0)  # dy = real(-i dz)
 
 # binary
 elementwise(np.add, lambda a, b: 1.0, lambda a, b: 1.0)
