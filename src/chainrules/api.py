@@ -195,40 +195,62 @@ def _arrays_in(t) -> list:
     return [a for v in t for a in _arrays_in(v)]
 
 
-def _owned(result, given: tuple = ()):
+def _owned(result, given=None):
     """``result`` (unthunked) with each of its arrays that the user could not change on its own
     copied: a read-only array (a reduction's pullback spreads its cotangent as a broadcast view), one
     that may share memory with an array of ``given`` (the user's seed, passed on unchanged by an
-    identity, a reshape or a transpose; the inputs) or with an array met before it in ``result``
-    (one cotangent given to both operands of a sum). What the user gets back is theirs to change.
+    identity, a reshape or a transpose) or with an array met before it in ``result`` (one
+    cotangent given to both operands of a sum). What the user gets back is theirs to change.
 
     >>> dy = np.ones(2)
-    >>> _owned((dy.reshape(2, 1), 3.0), (dy,))[0] is dy
+    >>> _owned((dy.reshape(2, 1), 3.0), dy)[0] is dy
     False
     """
-    t = type(result)
-    if t is float or (t is tuple and all(type(v) is float for v in result)):  # scalar code: nothing to copy
+    if type(result) is float:
         return result
-    seen = _arrays_in(given)
-
-    def own(v):
-        if isinstance(v, np.ndarray):
-            if not v.flags.writeable or any(np.may_share_memory(v, s) for s in seen):
-                v = np.array(v)
+    single = type(result) is not tuple
+    if not single:
+        for v in result:
+            if type(v) is not float:
+                break
+        else:  # (scalar code: nothing to look at)
+            return result
+    items = (result,) if single else result
+    seen = [] if given is None else _arrays_in(given)
+    changed = None
+    for i, v in enumerate(items):
+        tv = type(v)
+        if tv is float:
+            continue
+        if tv is np.ndarray and not seen and v.flags.writeable:  # the common gradient: one fresh array
             seen.append(v)
-            return v
-        if type(v) is tuple:
-            return tuple(own(u) for u in v)
-        if isinstance(v, Tangent):
-            backing = v.backing
-            if isinstance(backing, tuple):
-                return type(v)(*(own(u) for u in backing))
-            if type(v).primal_type is dict:
-                return type(v)({k: own(u) for k, u in backing.items()})
-            return type(v)(**{k: own(u) for k, u in backing.items()})
-        return v
+            continue
+        mine = _own(v, seen)
+        if mine is not v:
+            changed = changed or list(items)
+            changed[i] = mine
+    if changed is None:
+        return result
+    return changed[0] if single else tuple(changed)
 
-    return own(result)
+
+def _own(v, seen: list):
+    """``v`` with its arrays copied where ``_owned`` says, each array then added to ``seen``."""
+    if isinstance(v, np.ndarray):
+        if not v.flags.writeable or any(np.may_share_memory(v, s) for s in seen):
+            v = np.array(v)
+        seen.append(v)
+        return v
+    if type(v) is tuple:
+        return tuple(_own(u, seen) for u in v)
+    if isinstance(v, Tangent):
+        backing = v.backing
+        if isinstance(backing, tuple):
+            return type(v)(*(_own(u, seen) for u in backing))
+        if type(v).primal_type is dict:
+            return type(v)({k: _own(u, seen) for k, u in backing.items()})
+        return type(v)(**{k: _own(u, seen) for k, u in backing.items()})
+    return v
 
 
 def _unthunked(cotangents: tuple, args: tuple) -> tuple:
@@ -259,7 +281,7 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
             dy = _numeric_cotangent(f, y, dy)
         elif type(dy) not in _PLAIN:
             dy = _structural_cotangent(y, dy)
-        return _owned(_unthunked(back_full(dy), args), (dy, args))
+        return _owned(_unthunked(back_full(dy), args), dy)
 
     return y, back
 
@@ -345,17 +367,17 @@ def _gradients(cotangents: tuple, args: tuple, argnums: int | Sequence[int] | No
     """The user's gradients from a full pullback's result, for the arguments ``argnums`` selects:
     only those are unthunked (an unselected thunk may be costly and is never computed)."""
     if argnums is None:
-        return _owned(_unthunked(cotangents, args), args)
+        return _owned(_unthunked(cotangents, args))
     positions = range(len(args))
     try:
         if isinstance(argnums, (int, np.integer)):
             i = positions[argnums]
-            return _owned(_as_returned(args[i], cotangents[1 + i]), args)
+            return _owned(_as_returned(args[i], cotangents[1 + i]))
         chosen = [positions[j] for j in argnums]
     except (IndexError, TypeError) as exc:
         what = f"argnums={argnums!r} does not select among the {len(args)} positional argument(s) given"
         raise type(exc)(what + ("" if isinstance(exc, IndexError) else ": give an int or a sequence of ints")) from None
-    return _owned(tuple(_as_returned(args[i], cotangents[1 + i]) for i in chosen), args)
+    return _owned(tuple(_as_returned(args[i], cotangents[1 + i]) for i in chosen))
 
 
 def _seed_for(y, f: Callable):
@@ -491,7 +513,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     if any(type(t) not in _PLAIN for t in tangents):  # a structure's tangent may be a value of its own type
         tangents = tuple(t if type(t) in _PLAIN else _structural_cotangent(x, t) for x, t in zip(primals, tangents))
     y, dy = _forward(_forward_engine().jvp, f, primals, tangents)
-    return y, _owned(_deep_unthunk(dy), (tangents, primals))
+    return y, _owned(_deep_unthunk(dy), tangents)
 
 
 def derivative(f: Callable, x):

@@ -173,10 +173,7 @@ def _without_rule(f, args: tuple, kwargs: dict, library_refused: str = ""):
             return replace_fields(*args, **kwargs)
         return _source(f, args, kwargs, False)
     if _is_bound_method_of(f):
-        # a bound method called as a value (m = x.sum; m()) runs as the call x.sum() would: by its
-        # rule, or its Python code; the callable's cotangent is its object's
-        y, back = pullback_method(f.__self__, f.__name__, *args, **kwargs)
-        return _with_keywords((y, back), kwargs)
+        return _bound_method_call(f, args, kwargs)
     if kind is types.MethodType and type(f.__func__) is _FUNCTION:
         return _source(f.__func__, (f.__self__, *args), kwargs, True)
     if f is getattr:
@@ -213,6 +210,23 @@ def _is_bound_method_of(f) -> bool:
     except Exception:  # (an attribute that cannot be read again: not a plain method)
         return False
     return _resolve_method(owner, f.__name__)[0] in ("function", "descriptor")  # (not a field's callable)
+
+
+def _bound_method_call(f, args: tuple, kwargs: dict):
+    """``_without_rule`` for a bound method called as a value (``m = x.sum; m()``): as the call
+    ``x.sum()`` would run, by its rule (keyword arguments that carry numbers passed by position, as
+    for any call) or its Python code; the callable's cotangent is its object's."""
+    obj = f.__self__
+    kind, target = _resolve_method(obj, f.__name__)
+    if kind == "function" and rrule.lookup(target, (obj, *args)) is None:
+        return _source(target, (obj, *args), kwargs, True)
+    y, back = _applied(target, (obj, *args), kwargs, tuple(k for k, v in kwargs.items() if _carries_numbers(v)))
+
+    def bound_method_pullback(dy):
+        _, d_args, d_kwargs = back(dy)
+        return (*d_args, d_kwargs) if kwargs else d_args
+
+    return y, bound_method_pullback
 
 
 # ----- calls that may write into containers ------------------------------------------------------
