@@ -72,6 +72,49 @@ def test_solve(dtype, vector):
     test_frule(np.linalg.solve, a, b)
 
 
+# a's and b's stacks broadcast against each other (found by fuzzing): the batched pushforward had
+# broadcast a batch axis in front of one operand's stack against the other's stack axes
+SOLVE_BROADCASTS = {
+    "matrix a, stacked b": ((3, 3), (2, 3, 1)),
+    "stacked a, matrix b": ((2, 3, 3), (3, 2)),
+    "stacked a, matrix b (fuzz)": ((3, 2, 2), (2, 1)),
+    "stacked a, square b (fuzz)": ((2, 2, 2), (2, 2)),
+    "stacks broadcast": ((2, 1, 3, 3), (4, 3, 2)),
+}
+
+
+def _flat_jacobian(jacobian, args):
+    """A Jacobian with respect to a tuple of arrays as one (outputs, inputs) matrix, as ``fd_jacobian``'s."""
+    return np.concatenate([np.reshape(j, (-1, np.size(x))) for j, x in zip(jacobian, args)], axis=1)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", SOLVE_BROADCASTS.values(), ids=SOLVE_BROADCASTS.keys())
+def test_solve_with_broadcasting_stacks(a_shape, b_shape):
+    rng = rng_for("solve broadcast", a_shape, b_shape)
+    a = rng.standard_normal(a_shape) + 3 * np.eye(a_shape[-1])
+    b = rng.standard_normal(b_shape)
+    test_rrule(np.linalg.solve, a, b)
+    test_frule(np.linalg.solve, a, b)
+
+    def both(p):
+        return np.linalg.solve(p[0], np.sin(p[1]))
+
+    def of_a(a):
+        return np.linalg.solve(a, b)
+
+    def loss(a):
+        return np.sum(np.linalg.solve(a, b) ** 2)
+
+    want_both, want_a = cr.testing.fd_jacobian(both, (a, b)), cr.testing.fd_jacobian(of_a, a)
+    tol = {"rtol": 1e-6, "atol": 1e-8}
+    np.testing.assert_allclose(_flat_jacobian(cr.jacobian(both, (a, b), mode="forward"), (a, b)), want_both, **tol)
+    np.testing.assert_allclose(np.reshape(cr.jacobian(of_a, a, mode="forward"), want_a.shape), want_a, **tol)
+    for engine in ("source", "tape"):
+        np.testing.assert_allclose(_flat_jacobian(cr.jacobian(both, (a, b), engine=engine), (a, b)), want_both, **tol)
+        grad = cr.gradient(loss, a, engine=engine)[0]
+        np.testing.assert_allclose(grad.ravel(), cr.testing.fd_jacobian(loss, a).ravel(), **tol)
+
+
 @pytest.mark.parametrize("dtype", ALL)
 @pytest.mark.parametrize(
     "a_shape, b_shape, axes", [((2, 3, 6), (2, 3), None), ((2, 3, 2, 3), (2, 3), None), ((2, 3, 3, 2), (3, 2), (1, 0))]
@@ -687,6 +730,31 @@ def test_det_of_a_singular_matrix_has_the_adjugate_as_gradient():
     np.testing.assert_allclose(back(1.0)[1], np.zeros((3, 3)), atol=1e-12)
     y, dy = cr.frule((cr.NoTangent(), np.eye(3)), np.linalg.det, a_int.astype(float))
     np.testing.assert_allclose(dy, np.trace(cofactor.T), atol=1e-10)
+
+
+@pytest.mark.parametrize("f", [np.linalg.det, np.linalg.slogdet])
+def test_det_and_slogdet_of_a_0x0_matrix(f, capfd):
+    """NumPy's det of a 0x0 matrix is 1 (log|det| 0); the rules had passed it to LAPACK's GETRF,
+    which refuses n = 0 (printing an illegal-value message) and left no factors to read."""
+    empty = np.zeros((0, 0))
+    test_rrule(f, empty)
+    test_frule(f, empty)
+    assert cr.rrule(f, empty)[0] == f(empty)
+    assert "illegal value" not in capfd.readouterr().err
+
+    def g(m):
+        return np.linalg.det(m) if f is np.linalg.det else np.linalg.slogdet(m)[1]
+
+    fd = cr.testing.fd_jacobian(g, empty)  # (1, 0): no entries to perturb
+    for engine in ("source", "tape"):
+        grad = cr.gradient(g, empty, engine=engine)[0]
+        assert grad.shape == (0, 0)
+        np.testing.assert_array_equal(grad.reshape(fd.shape), fd)
+    y, dy = cr.jvp(g, (empty,), (empty,))
+    assert y == g(empty) and dy == 0
+    jac = cr.jacobian(g, empty, mode="forward")
+    assert np.shape(jac) == (0, 0)
+    np.testing.assert_array_equal(np.reshape(jac, fd.shape), fd)
 
 
 def test_singular_matrices_raise_where_no_derivative_exists():

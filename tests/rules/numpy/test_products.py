@@ -96,6 +96,10 @@ EINSUM = [
     Case(np.einsum, rand(3, 4), C([0, 1]), rand(4, 5), C([1, 2]), C([0, 2])),
     Case(np.einsum, rand(3, 3), C([0, 0])),
     Case(np.einsum, rand(2, 3), C([Ellipsis, 1]), rand(3), C([1]), C([Ellipsis])),
+    # dtype= sets the output's dtype, and so its tangent's
+    Case(np.einsum, C("ij->j"), rand(2, 2, dtype=F32), dtype=np.float64),
+    Case(np.einsum, C("ij,jk->ik"), rand(2, 3, dtype=F32), rand(3, 2, dtype=F32), dtype=np.float64),
+    Case(np.einsum, C("ij->i"), rand(2, 3), dtype=np.float32, casting="same_kind"),
 ]
 
 KRON = [
@@ -743,3 +747,18 @@ def test_multi_dot_of_a_stacked_array_and_with_a_constant_factor():
 def test_multi_dot_refuses_out():
     with pytest.raises(TypeError, match="out="):
         cr.rrule(np.linalg.multi_dot, [_r(2, 2), _r(2, 2)], out=np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_einsum_tangent_in_the_dtype_given(engine):
+    """``dtype=float64`` on float32 operands: the forward rule's tangent had stayed float32."""
+
+    def f(a):
+        return np.einsum("ij,jk->k", a, np.sin(a), dtype=np.float64)
+
+    a = rand(2, 2, dtype=F32)
+    y, dy = cr.jvp(f, (a,), (np.ones_like(a),))
+    assert y.dtype == np.float64 and dy.dtype == np.float64
+    want = crt.fd_jacobian(f, a)
+    crt.assert_approx(cr.jacobian(f, a, mode="forward").reshape(want.shape), want, rtol=2e-3, atol=2e-3)
+    crt.assert_approx(cr.jacobian(f, a, engine=engine).reshape(want.shape), want, rtol=2e-3, atol=2e-3)

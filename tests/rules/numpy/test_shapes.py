@@ -125,6 +125,12 @@ JOINING = [
     Case(np.append, rand(2, 3), rand(4)),
     Case(np.append, rand(2, 3), rand(1, 3), C(0)),
     Case(np.append, rand(2, dtype=F32), rand(2, dtype=F32), axis=0),
+    # dtype= sets the output's dtype, and so its tangent's
+    Case(np.concatenate, [rand(2, dtype=F32), rand(3, dtype=F32)], dtype=np.float64),
+    Case(np.concatenate, [rand(2), rand(3)], dtype=F32),
+    Case(np.stack, [rand(2, dtype=F32), rand(2, dtype=F32)], dtype=np.float64),
+    Case(np.vstack, [rand(2, dtype=F32), rand(2, dtype=F32)], dtype=np.float64),
+    Case(np.hstack, [rand(2, dtype=F32), rand(2, dtype=F32)], dtype=np.float64),
 ]
 
 SPLITTING = [
@@ -148,6 +154,9 @@ SELECTING = [
     Case(np.take_along_axis, rand(3, 4), C(np.array([[0, 0], [1, 3], [2, 2]])), C(1)),
     Case(np.take_along_axis, rand(3, 4), C(np.array([[0, 0, 2, 1]])), axis=0),
     Case(np.take_along_axis, rand(3, 4), C(np.array([5, 5, -1])), C(None)),
+    # indices that broadcast against the array along the other axes
+    Case(np.take_along_axis, rand(3, 4), C(np.array([[0, 3]])), C(1)),
+    Case(np.take_along_axis, rand(2, 3, 4), C(np.array([[[2], [-1]]])), axis=1),
     Case(np.sort, rand(3, 4)),
     Case(np.sort, rand(3, 4, dtype=F32), C(0)),
     Case(np.sort, rand(3, 4), C(None)),
@@ -163,6 +172,9 @@ SELECTING = [
     Case(np.trace, rand(2, 3, 4), C(0), C(1), C(2)),
     Case(np.trace, rand(3, 3, dtype=C128), offset=-1),
     Case(np.ndarray.trace, rand(3, 4), C(1)),
+    Case(np.trace, rand(2, 2, dtype=F32), dtype=np.float64),
+    Case(np.trace, rand(2, 3, 3, dtype=F32), C(0), C(1), C(2), C(np.float64)),
+    Case(np.ndarray.trace, rand(3, 3, dtype=F32), dtype=np.float64),
     Case(np.triu, rand(3, 4)),
     Case(np.tril, rand(2, 3, 3), C(-1)),
     Case(np.triu, rand(3), C(1)),
@@ -334,3 +346,45 @@ def test_array_of_a_number_has_an_array_tangent(f, x):
     assert type(dy) is np.ndarray and dy.shape == () and dy.dtype == y.dtype
     crt.test_frule(f, x)
     crt.test_rrule(f, x)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_take_along_axis_with_indices_broadcasting_against_the_array(engine):
+    """indices of shape (1, 2) along axis 1 of a (3, 4) array pick those columns in every row: the
+    pullback scattered into a grid of the indices' shape, which fails to broadcast."""
+    idx = np.array([[0, 3]])
+
+    def f(a):
+        return np.take_along_axis(a, idx, axis=1) * np.arange(1.0, 4.0)[:, None]
+
+    def loss(a):
+        return np.sum(np.sin(f(a)))
+
+    a = rand(3, 4)
+    grad = cr.gradient(loss, a, engine=engine)[0]
+    crt.assert_approx(grad, crt.fd_jacobian(loss, a)[0].reshape(3, 4), rtol=1e-7, atol=1e-9)
+    want = crt.fd_jacobian(f, a)
+    crt.assert_approx(cr.jacobian(f, a, engine=engine).reshape(want.shape), want, rtol=1e-7, atol=1e-9)
+    crt.assert_approx(cr.jacobian(f, a, mode="forward").reshape(want.shape), want, rtol=1e-7, atol=1e-9)
+
+
+DTYPE_PROGRAMS = {
+    "concatenate": lambda a: np.concatenate([a[0], np.sin(a[1])], dtype=np.float64),
+    "stack": lambda a: np.stack([a[0], np.sin(a[1])], dtype=np.float64),
+    "vstack": lambda a: np.vstack([a[0], np.sin(a[1])], dtype=np.float64),
+    "hstack": lambda a: np.hstack([a[0], np.sin(a[1])], dtype=np.float64),
+    "trace": lambda a: np.trace(a * a, dtype=np.float64),
+}
+
+
+@pytest.mark.parametrize("name", list(DTYPE_PROGRAMS))
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_joins_and_trace_tangents_in_the_dtype_given(name, engine):
+    """``dtype=float64`` on float32 arrays: the forward rules' tangents had stayed float32."""
+    f = DTYPE_PROGRAMS[name]
+    a = rand(2, 2, dtype=F32)
+    y, dy = cr.jvp(f, (a,), (np.ones_like(a),))
+    assert np.result_type(y) == np.float64 and np.result_type(dy) == np.float64
+    want = crt.fd_jacobian(f, a)
+    crt.assert_approx(cr.jacobian(f, a, mode="forward").reshape(want.shape), want, rtol=2e-3, atol=2e-3)
+    crt.assert_approx(cr.jacobian(f, a, engine=engine).reshape(want.shape), want, rtol=2e-3, atol=2e-3)

@@ -358,3 +358,39 @@ def test_digamma_of_a_complex_number_is_refused_by_name():
     for rule in (lambda z: cr.rrule(sc.psi, z), lambda z: cr.frule((cr.NoTangent(), 1.0), sc.psi, z)):
         with pytest.raises(TypeError, match=r"scipy\.special\.digamma \(psi\).*real arguments only"):
             rule(1.0 + 1.0j)
+
+
+# ----- a partial that is a number: the tangent still has the output's shape -------------------
+
+QUANTILE_POINTS = {"three": np.array([0.15, 0.45, 0.8]), "empty": np.zeros(0), "scalar": 0.3}
+
+
+@pytest.mark.parametrize("method", ["ppf", "isf"])
+@pytest.mark.parametrize("q", QUANTILE_POINTS.values(), ids=QUANTILE_POINTS.keys())
+def test_quantile_tangent_in_loc_alone_has_the_outputs_shape(method, q):
+    """The quantiles' partial in loc is the number 1: with loc alone perturbed, the elementwise
+    forward rule had returned the tangent 1.0 for an output of shape (3,) or (0,)."""
+    import scipy.stats as st
+    from scipy.stats._distn_infrastructure import rv_continuous
+
+    f = getattr(rv_continuous, method)
+    scale = np.full(np.shape(q), 1.4)
+    y, dy = cr.frule(
+        (cr.NoTangent(), cr.NoTangent(), cr.ZeroTangent(), 1.0, cr.ZeroTangent()), f, st.uniform, q, -0.63, scale
+    )
+    assert np.shape(dy) == np.shape(y)
+    test_frule(f, nondiff(st.uniform), nondiff(q), -0.63, nondiff(scale))  # loc's tangent alone
+    test_rrule(f, nondiff(st.uniform), q, -0.63, scale)
+
+    # (the method written out: the tape engine refuses a method with a rule, by design)
+    g = {
+        "ppf": lambda loc: st.uniform.ppf(q, loc=loc, scale=scale),
+        "isf": lambda loc: st.uniform.isf(q, loc=loc, scale=scale),
+    }[method]
+    want = cr.testing.fd_jacobian(g, -0.63).reshape(np.shape(y))
+    np.testing.assert_allclose(cr.jacobian(g, -0.63, mode="forward"), want, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(cr.jacobian(g, -0.63, engine="source"), want, rtol=1e-8, atol=1e-10)
+    grad = cr.gradient(lambda loc: np.sum(g(loc)), -0.63)[0]
+    np.testing.assert_allclose(
+        grad, cr.testing.fd_jacobian(lambda loc: np.sum(g(loc)), -0.63)[0, 0], rtol=1e-8, atol=1e-10
+    )

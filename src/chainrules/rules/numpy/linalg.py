@@ -82,6 +82,7 @@ from ..scipy._lapack import (
     with_batch,
 )
 from ._arrays import scalar_of
+from ._util import align
 
 linalg = np.linalg
 # NumPy's result namedtuples, whose cotangents are Tangent[...] of the same types
@@ -151,13 +152,14 @@ def frule_solve(tangents, a, b):
     da, db = _tangents(tangents)
     x, lu, vector = _solve_setup(a, b, "numpy.linalg.solve")
     batch = batch_size((da, db), (a, b))
+    shape = np.shape(x) if batch is None else (batch, *np.shape(x))
+    # a's and b's stacks broadcast against each other: both terms are brought to x's shape, stack
+    # axes that only the other operand has going after a batch axis (`align`), not in front of it
     rhs = with_batch(db, b, batch)
-    if vector and np.ndim(x) > 1 and not is_zero(rhs):  # one vector b, a stack of matrices: b's tangent for each
-        if batch is not None:  # the stack's axes go between the batch axis and b's
-            rhs = np.broadcast_to(np.expand_dims(rhs, tuple(range(1, np.ndim(x)))), (batch, *np.shape(x)))
-        else:
-            rhs = np.broadcast_to(rhs, np.shape(x))
+    if not is_zero(rhs) and np.shape(rhs) != shape:
+        rhs = np.broadcast_to(align(b, rhs, np.ndim(x)), shape)
     if not is_zero(da):
+        da = align(a, da, np.ndim(x) + vector)
         dax = mm(da, x[..., None])[..., 0] if vector else mm(da, x)
         rhs = -dax if is_zero(rhs) else rhs - dax
     if is_zero(rhs):
@@ -325,8 +327,15 @@ def adjugate(a):
     return phase * mm(mH(vh) * others, u, "N", "C")
 
 
-def _det_setup(a):
+def _factorizable(a):
+    """``a`` as a plain matrix for GETRF, or None: a stack, another array type, or a 0x0 matrix,
+    which GETRF refuses and NumPy takes (its determinant is 1), go to NumPy."""
     plain = _plain_matrix(as_array(a))
+    return None if plain is None or plain[0].size == 0 else plain
+
+
+def _det_setup(a):
+    plain = _factorizable(a)
     if plain is not None:
         (a,) = plain
         lu = LU(a)
@@ -382,7 +391,7 @@ def frule_det(tangents, a):
 
 
 def _slogdet_setup(a):
-    plain = _plain_matrix(as_array(a))
+    plain = _factorizable(a)
     if plain is not None:
         (a,) = plain
         lu = LU(a)

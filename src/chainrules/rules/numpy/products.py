@@ -1239,7 +1239,7 @@ def frule_einsum(tangents, *args, **kwargs):
         output = (batch_label if batched else "") + spec.output
         values = [dx if j == i else op for j, op in enumerate(operands)]
         terms.append(np.einsum(",".join(inputs) + "->" + output, *values, optimize=optimize))
-    return y, _add_terms(*terms)
+    return y, match_output(y, _add_terms(*terms))  # in the dtype= given, as the primal
 
 
 # ----- kron ------------------------------------------------------------------------------------

@@ -34,14 +34,17 @@ def _taken(condlist, shape: tuple) -> list:
 
 
 @rrule.register(np.select, batched=True)
-def rrule_select(condlist, choicelist, default=0):
+def rrule_select(condlist, choicelist, *positional, default=0):
+    # a default given by keyword (or not at all) has no cotangent slot: one entry per positional argument
+    if positional:
+        (default,) = positional
     y = np.select(condlist, choicelist, default)
     choices = as_sequence(choicelist, np.select)
     masks = _taken(condlist, np.shape(y))
 
     def select_pullback(dy):
         *d_choices, d_default = pull((*choices, default), masks, y, dy)
-        return _NO, _NO, sequence_cotangent(choicelist, d_choices), d_default
+        return _NO, _NO, sequence_cotangent(choicelist, d_choices), *((d_default,) if positional else ())
 
     return y, select_pullback
 

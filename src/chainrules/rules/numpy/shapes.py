@@ -58,6 +58,7 @@ from ._arrays import (
     to_input,
     zeros_tangent,
 )
+from ._util import match_output
 
 
 def _linear(*fs, batched: bool = False, value=None):
@@ -682,7 +683,8 @@ def _register_join(f, layout):
         y = f(arrays, *args, **kwargs)
         pieces = as_sequence(arrays, f)
         shapes, axis = layout(_measurable(pieces), args[0] if args else kwargs.get("axis", 0))
-        return y, _join_push(pieces, sequence_items(arrays, tangents[1]), shapes, axis)
+        # (in the dtype= given, as the primal)
+        return y, match_output(y, _join_push(pieces, sequence_items(arrays, tangents[1]), shapes, axis))
 
     rrule_join.__name__ = rrule_join.__qualname__ = f"rrule_{name}"
     frule_join.__name__ = frule_join.__qualname__ = f"frule_{name}"
@@ -1017,8 +1019,9 @@ for _f in (np.take, np.ndarray.take):
 def _along_axis_index(shape, indices, axis):
     """The fancy index that ``np.take_along_axis(x, indices, axis)`` reads (``x`` of ``shape``)."""
     indices = np.asarray(indices)
-    grids = np.ogrid[tuple(slice(n) for n in indices.shape)]
-    index = list(grids)
+    # the indices broadcast against ``x`` along the other axes: the grids span the output's shape
+    out = np.broadcast_shapes(indices.shape, (*shape[:axis], 1, *shape[axis + 1 :]))
+    index = list(np.ogrid[tuple(slice(n) for n in out)])
     index[axis] = np.where(indices < 0, indices + shape[axis], indices)
     return tuple(index)
 
@@ -1205,7 +1208,8 @@ def _register_trace(f):
             return y, dx
         lead = len(_lead(a, dx))
         ndim = np.ndim(a)
-        return y, np.trace(dx, offset, normalize_axis(axis1, ndim) + lead, normalize_axis(axis2, ndim) + lead)
+        dy = np.trace(dx, offset, normalize_axis(axis1, ndim) + lead, normalize_axis(axis2, ndim) + lead)
+        return y, match_output(y, dy)  # in the dtype= given, as the primal
 
     rrule.register(f, batched=True)(rrule_trace)
     frule.register(f, batched=True)(frule_trace)

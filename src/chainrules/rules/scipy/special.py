@@ -138,7 +138,7 @@ def _register_elementwise(f, compute, name: str, types: tuple = ()):
     def elementwise_frule(tangents, *args, **kwargs):
         y, partials = compute(*args, **kwargs)
         out_ndim = np.ndim(y)
-        dy = _ZERO
+        dy, lead = _ZERO, ()
         for x, p, dx in zip(args, partials, tangents[1:]):
             dx = unthunk(dx)
             if p is None or is_zero(dx):
@@ -147,9 +147,16 @@ def _register_elementwise(f, compute, name: str, types: tuple = ()):
                 if _all_zero(dx):
                     continue  # a finite derivative times zero (a constant seeded with a zero tangent)
                 raise p.error(user_location())
+            if is_batched(dx, x):
+                lead = np.shape(dx)[:1]
             term = p * _lift(dx, x, out_ndim)
             dy = term if is_zero(dy) else dy + term
-        if not is_zero(dy) and np.iscomplexobj(dy) and not np.iscomplexobj(y):
+        if is_zero(dy):
+            return y, dy
+        if np.shape(dy) != (*lead, *np.shape(y)):
+            # a partial that is a number (the quantiles' 1 in loc) times a tangent of a number
+            dy = dy + np.zeros((*lead, *np.shape(y)))
+        if np.iscomplexobj(dy) and not np.iscomplexobj(y):
             dy = np.real(dy)
         return y, _in_dtype_of(y, dy)
 
