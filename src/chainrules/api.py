@@ -22,6 +22,7 @@ import gc
 import importlib
 import inspect
 import math
+import operator
 import sys
 import weakref
 from collections.abc import Callable, Sequence
@@ -105,6 +106,26 @@ def _on_the_tape(refusal: UnsupportedSyntaxError | NoRuleError, f: Callable, arg
 
 #: whether any function went to the tape in ``_pullback_full`` (so that others skip the lookup)
 _ON_THE_TAPE_USED = [False]
+
+
+def _check_callable(f, entry: str) -> None:
+    """A TypeError naming the entry point when ``f`` cannot be called (the engines would say
+    there is no rule for it, or fail inside)."""
+    if not callable(f):
+        raise TypeError(f"{entry}(f, ...): f must be a callable, got {type(f).__name__} {f!r:.60}")
+
+
+def _checked_chunk_size(chunk_size) -> int | None:
+    """``chunk_size`` as given to ``jacobian``: None (chosen) or an integer of at least 1."""
+    if chunk_size is None:
+        return None
+    try:
+        size = operator.index(chunk_size)
+    except TypeError:
+        raise TypeError(f"jacobian: chunk_size must be an integer, got {chunk_size!r}") from None
+    if size < 1:
+        raise ValueError(f"jacobian: chunk_size must be at least 1, got {size}")
+    return size
 
 
 def _callable_label(f) -> str:
@@ -274,6 +295,7 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
     >>> y, back(1.0)
     (6.0, (3.0, 2.0))
     """
+    _check_callable(f, "pullback")
     y, back_full = _pullback_full(engine, f, *args, **kwargs)
 
     def back(dy):
@@ -424,6 +446,7 @@ def value_and_gradient(
 
 
 def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
+    _check_callable(f, "gradient")
     if _ON_THE_TAPE_USED[0]:
         engine = _remembered_engine(engine, f)
     run = _reverse_engine(engine).pullback_full  # (``_pullback_full``, without a call on this path)
@@ -496,6 +519,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     >>> cr.jvp(lambda x, y: x * y, (2.0, 3.0), (1.0, 0.0))
     (6.0, 3.0)
     """
+    _check_callable(f, "jvp")
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError("jvp(f, primals, tangents): primals and tangents must be tuples")
     if len(primals) != len(tangents):
@@ -523,6 +547,7 @@ def derivative(f: Callable, x):
     >>> cr.derivative(lambda x: x ** 3, 2.0)
     12.0
     """
+    _check_callable(f, "derivative")
     if type(x) is not float and np.ndim(x) != 0:
         raise ValueError(
             f"derivative({_callable_label(f)}, x) is for a scalar x, got an array of shape {np.shape(x)}; "
@@ -601,6 +626,8 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     >>> cr.jacobian(lambda x: (x[0], 2.0 * x[1]), np.ones(2), mode="reverse")
     Tangent[tuple](array([1., 0.]), array([0., 2.]))
     """
+    _check_callable(f, "jacobian")
+    chunk_size = _checked_chunk_size(chunk_size)
     if mode == "reverse":
         y, back_full = _pullback_full(engine, f, x)
         return _reverse_jacobian(x, _jacobian_output(f, y), back_full, chunk_size)
@@ -923,6 +950,7 @@ def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
     >>> cr.hessian(lambda t: t[0] ** 2 * t[1], (1.0, 3.0))
     Tangent[tuple](Tangent[tuple](array(6.), array(2.)), Tangent[tuple](array(2.), array(0.)))
     """
+    _check_callable(f, "hessian")
     if not _is_numeric(x) and is_structure(x):
         # the gradient at a structured x is a Tangent of x's structure: read it back into that
         # structure, whose Jacobian forward mode lays out as it lays out any structured output

@@ -99,3 +99,30 @@ def test_a_pullback_refuses_a_cotangent_unlike_the_output(engine, dy, error, mat
     _, back = cr.pullback(lambda x: 2.0 * x, np.ones(2), engine=engine)
     with pytest.raises(error, match=match):
         back(dy)
+
+
+@pytest.mark.parametrize(
+    "call, entry",
+    [
+        (lambda: cr.gradient(3.0, 1.0), "gradient"),
+        (lambda: cr.value_and_gradient(None, 1.0), "gradient"),
+        (lambda: cr.pullback(3.0, 1.0), "pullback"),
+        (lambda: cr.jvp("f", (1.0,), (1.0,)), "jvp"),
+        (lambda: cr.derivative(None, 1.0), "derivative"),
+        (lambda: cr.jacobian(3.0, np.ones(2)), "jacobian"),
+        (lambda: cr.hessian(3.0, np.ones(2)), "hessian"),
+    ],
+)
+def test_a_function_that_is_not_callable_is_named_as_such(call, entry):
+    with pytest.raises(TypeError, match=rf"{entry}\(f, \.\.\.\): f must be a callable"):
+        call()
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "auto"])
+def test_jacobian_checks_its_chunk_size_in_every_mode(mode):
+    f = lambda x: 2.0 * x  # noqa: E731
+    with pytest.raises(ValueError, match="chunk_size must be at least 1, got 0"):
+        cr.jacobian(f, np.ones(3), mode=mode, chunk_size=0)
+    with pytest.raises(TypeError, match="chunk_size must be an integer, got 1.5"):
+        cr.jacobian(f, np.ones(3), mode=mode, chunk_size=1.5)
+    np.testing.assert_array_equal(cr.jacobian(f, np.ones(3), mode=mode, chunk_size=np.int64(2)), 2.0 * np.eye(3))
