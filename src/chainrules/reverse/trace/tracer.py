@@ -32,7 +32,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ...core.active import ActiveValue, next_order, reflected_by_its_class
+from ...core.active import ActiveValue, next_order, reflected_by_its_class, stood_for
 from ...core.errors import GENERATED_LINES, NoRuleError, is_library
 from ...core.keywords import as_positional
 from ...core.registry import decline_batch, rrule
@@ -250,7 +250,8 @@ _getframe = sys._getframe
 
 def box(value, trace: Trace, slot: int, number_type: type, array_type: type) -> Tracked:
     inner = value if type(value) is np.ndarray else deep_primal(value)
-    if isinstance(inner, np.ndarray) or (isinstance(inner, ActiveValue) and np.ndim(inner)):
+    # (another engine's array is an array, 0-d too: a dual made by np.zeros_like(x) of a number x takes writes)
+    if isinstance(inner, np.ndarray) or (isinstance(inner, ActiveValue) and isinstance(stood_for(inner), np.ndarray)):
         return _array_box(array_type, value, trace, slot)
     t = _new(number_type)
     t._value = value

@@ -115,7 +115,8 @@ def write_rule(in_place: bool):
             keep[key] = False
             if batch:
                 raise TypeError("a batch of cotangents of another engine's array through a write")
-            dvalue = _ZERO if truncates else match_input(value_like, dy[key])
+            piece = dy[key] if shape else dy  # (a 0-d array's cotangent may be a dual number, written whole)
+            dvalue = _ZERO if truncates else match_input(value_like, piece)
             return (_NO, dy * keep, _NO, dvalue), False
 
         return out, write_into_pullback
