@@ -30,7 +30,7 @@ import numpy as np
 from . import ir
 from .codegen import Line
 from .names import Namer
-from .simplify import NONDIFF_OPS, ArrayType, StructType, reads_only
+from .simplify import NONDIFF_OPS, ArrayType, StructType, class_of, reads_only
 
 LITERALS = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
@@ -87,6 +87,8 @@ def _use_of(stmt, name: str, plan) -> str | None:
             return None  # a comparison or a membership test
         if isinstance(expr, ir.GetItem) and expr.obj == name and expr.index != name:
             return "maybe_view"
+        if _element_read(expr, name, plan):
+            return "maybe_view"  # d.get(key, default): an element, as d[key] reads it
         if isinstance(expr, ir.GetAttr) and expr.name in _SHAPE_ATTRIBUTES:
             return None
         if isinstance(expr, (ir.Call, ir.MethodCall)) and reads_only(plan.call_target(expr)) and len(expr.args) == 1:
@@ -96,6 +98,20 @@ def _use_of(stmt, name: str, plan) -> str | None:
     if isinstance(stmt, (ir.If, ir.While, ir.Try)):
         return None  # the test's truth value; a handler's exception class
     return "escape"
+
+
+def _element_read(expr, name: str, plan) -> bool:
+    """Whether ``expr`` is ``name.get(key[, default])`` on a dict: it reads an element (or gives the
+    default), keeping no reference to the dict."""
+    return (
+        isinstance(expr, ir.MethodCall)
+        and expr.obj == name
+        and expr.name == "get"
+        and 1 <= len(expr.args) <= 2
+        and not expr.kwargs
+        and not any(a.starred or a.value == name for a in expr.args)
+        and class_of(plan.types.get(name)) is dict
+    )
 
 
 class _Track:
