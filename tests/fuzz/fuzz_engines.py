@@ -323,6 +323,10 @@ class Program:
             self.s_generator,
             self.s_try_finally_return,
             self.s_plain_class,
+            self.s_bound_method,
+            self.s_list_slice_write,
+            self.s_dict_get,
+            self.s_power_by_counter,
         ]
         self.pick(kinds)(body, indent)
 
@@ -778,6 +782,60 @@ class Program:
         text = self.pick([f"{obj}.combine()", f"({obj} * 1.5).combine()", f"({obj} * {other}).a", f"{obj}.a * {obj}.b"])
         self.define(body, indent, v.shape, text, owned=False)
         self.uses.add("plain class")
+
+    def s_bound_method(self, body, indent):
+        """A method of an array read as a value and called later (``m = v.sum; m()``), or one of
+        a list of methods picked by position."""
+        v = self.var()
+        if not v.shape:
+            return self.s_unary(body, indent)
+        m = self.fresh("m")
+        style = self.pick(["sum", "mean", "pick", "reshape"])
+        self.uses.add(f"bound method ({style})")
+        if style == "pick":
+            body.append(f"{indent}{m} = [{v.name}.sum, {v.name}.max, {v.name}.mean][{self.pick([0, 2])}]")
+            self.define(body, indent, (), f"{m}() * 0.5")
+        elif style == "reshape":
+            body.append(f"{indent}{m} = {v.name}.reshape")
+            self.define(body, indent, v.shape, f"{m}({v.shape}) * 1.5")
+        else:
+            body.append(f"{indent}{m} = {v.name}.{style}")
+            self.define(body, indent, (), f"{m}() + 0.25")
+
+    def s_list_slice_write(self, body, indent):
+        """Items of a list written through a slice (replacing, shrinking, inserting) and read back."""
+        v = self.var()
+        a, b = self.expr(v.shape, 1), self.expr(v.shape, 1)
+        items = self.fresh("items")
+        body.append(f"{indent}{items} = [{v.name}, {a}, {b}]")
+        slot, value = self.pick(
+            [("1:3", f"[{b} * 2.0, {v.name}]"), ("1:3", f"({a} * {a},)"), ("1:1", f"[{b}]"), ("::2", f"[{b}, {a}]")]
+        )
+        self.uses.add(f"list slice write [{slot}]")
+        body.append(f"{indent}{items}[{slot}] = {value}")
+        self.define(body, indent, v.shape, f"{items}[0] * {items}[1] + {items}[-1]")
+
+    def s_dict_get(self, body, indent):
+        """Sums by key in a dict the function made, read back with ``d.get(key, 0.0)``."""
+        v = self.var()
+        d, k = self.fresh("d"), self.fresh("k")
+        self.uses.add("dict get accumulation")
+        body.append(f"{indent}{d} = {{}}")
+        body.append(f"{indent}for {k} in range(3):")
+        body.append(f"{indent}    {d}[{k} % 2] = {d}.get({k} % 2, 0.0) + {v.name} * ({k} + 1.0)")
+        self.define(body, indent, v.shape, f"{d}[0] * {d}.get(1, 1.0)")
+
+    def s_power_by_counter(self, body, indent):
+        """A polynomial in a value by a loop counter's powers (``x ** k``, the first power 0), at
+        a value that may be 0 (its elements clipped to a grid that holds 0)."""
+        v = self.var()
+        x, s, k = self.fresh("z"), self.fresh("s"), self.fresh("k")
+        self.uses.add("power by loop counter")
+        body.append(f"{indent}{x} = {v.name} * {self.pick(['0.0', '1.0', '0.5'])}")
+        body.append(f"{indent}{s} = {x} * 0.0")
+        body.append(f"{indent}for {k} in range({self.pick([3, 4])}):")
+        body.append(f"{indent}    {s} = {s} + {x} ** {k} * 0.5")
+        self.vars.append(Var(s, v.shape, False, rebound=True))
 
     def s_tuple(self, body, indent):
         a, b = self.var(), self.var()
