@@ -30,7 +30,7 @@ import numpy as np
 from . import ir
 from .codegen import Line
 from .names import Namer
-from .simplify import NONDIFF_OPS, ArrayType, StructType, class_of, reads_only
+from .simplify import INACTIVE_TYPES, NONDIFF_OPS, ArrayType, StructType, class_of, is_real, reads_only
 
 LITERALS = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
@@ -98,6 +98,12 @@ def _use_of(stmt, name: str, plan) -> str | None:
     if isinstance(stmt, (ir.If, ir.While, ir.Try)):
         return None  # the test's truth value; a handler's exception class
     return "escape"
+
+
+def _may_hold_memory(t) -> bool:
+    """Whether a value of the analysis type ``t`` may be an array whose memory a view shares (not a
+    number, a string, a shape or a module)."""
+    return t is not None and not is_real(t) and t not in INACTIVE_TYPES and t not in (int, tuple)
 
 
 def _element_read(expr, name: str, plan) -> bool:
@@ -581,7 +587,10 @@ class Primal:
             flag = self.buffers[stmt.target]
             self.emit(indent, f"{flag} = False", line)
             if isinstance(stmt.expr, (ir.Call, ir.MethodCall)):
-                params = [p for p in self.plan.fn.params()]
+                # the arguments, and the call's own operands: a view of either is no new object
+                types = self.plan.types
+                given = [x for x in stmt.expr.operands() if isinstance(x, str) and _may_hold_memory(types.get(x))]
+                params = list(dict.fromkeys([*self.plan.fn.params(), *given]))
                 args = f"({', '.join(params)}{',' if len(params) == 1 else ''})"
                 where = f"{stmt.target!r}, {line}, {stmt.col or 1}"
                 self.emit(indent, f"{self.h('check_new')}({stmt.target}, {args}, {where})", line)

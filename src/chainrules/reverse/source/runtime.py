@@ -653,15 +653,15 @@ def check_metadata(value, owner: str, name: str, line: int, col: int):
 
 
 def check_new(value, arguments: tuple, name: str, line: int, col: int):
-    """A container the function writes into must not be (or share memory with) an argument."""
+    """A container the function writes into must not be (or share memory with) an argument, nor
+    with what the call that made it was given (``v = out.reshape(2, 2)``, ``np.asarray(out)``: a
+    view of another container, whose writes the engine would not see in it)."""
     for arg in arguments:
-        shared = value is arg or (
-            isinstance(value, np.ndarray) and isinstance(arg, np.ndarray) and np.may_share_memory(value, arg)
-        )
+        shared = value is arg or is_view(value, arg)
         if shared:
             raise UnsupportedSyntaxError(
-                f"`{name}` is written in place later, but here it is an argument or shares its memory; "
-                f"write into a copy (`.copy()`) instead",
+                f"`{name}` is written in place later, but here it is an argument or shares its memory (or that of "
+                f"an array the call was given: a view); write into a copy (`.copy()`) instead",
                 _user_file(),
                 line,
                 col,

@@ -569,8 +569,10 @@ def _mark_shared_memory(out: Tracked, plain: list, args: tuple, f=None) -> None:
         if type(y) is np.ndarray and type(b) is np.ndarray and not np.may_share_memory(y, b):
             return  # advanced indexing: a copy
     y = deep_primal(out)
-    # (another engine's array, a dual holding an outer tape's values, has no memory of its own to share)
-    if (type(y) is not np.ndarray or y.base is None) and not _is_argument(y, plain):
+    # another engine's array (a dual, in a Hessian) shares memory as the array it stands for does:
+    # a reshape of a buffer made by np.zeros_like(x) is a view of it
+    values = stood_for(y) if isinstance(y, ActiveValue) else y
+    if (type(values) is not np.ndarray or values.base is None) and not _is_argument(y, plain):
         return
     _alias(out)
     for a in args:
