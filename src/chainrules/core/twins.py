@@ -27,7 +27,7 @@ import numpy as np
 import scipy.special
 
 from .accumulation import add
-from .active import ActiveValue
+from .active import ActiveValue, stood_for
 from .errors import NoRuleError, callable_name
 from .registry import frule, rrule
 from .tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
@@ -291,8 +291,30 @@ def _own_operator_rule(dispatcher, f, args: tuple):
     return dispatcher.lookup(f, tuple(_plain_value(a) for a in args))
 
 
+#: operators that raise on Python numbers where NumPy gives inf or nan (1.0 / 0.0)
+_RAISING_OPERATORS = frozenset({operator.truediv, operator.floordiv, operator.mod, operator.pow, pow})
+
+
+def _raise_as_python(f, args: tuple) -> None:
+    """Raise what ``f`` raises at the plain numbers its arguments stand for: ``math.log(-1.0)``'s
+    ValueError, ``math.exp(1e3)``'s OverflowError, ``1.0 / 0.0``'s ZeroDivisionError. The NumPy twin
+    gives nan or inf with a warning, and a ``try``/``except`` in the code would take another branch
+    on dual numbers than on numbers."""
+    module = getattr(f, "__module__", None)
+    if module != "math" and module != "cmath" and f not in _RAISING_OPERATORS:
+        return
+    plain = [stood_for(a) for a in args]
+    if module is None or module not in ("math", "cmath"):  # an operator: Python's numbers only (NumPy's do not raise)
+        if not all(type(p) in (float, int, complex) for p in plain):
+            return
+    elif not all(isinstance(p, numbers.Number) for p in plain):
+        return
+    f(*plain)
+
+
 def _bridge_rrule(f, twin):
     def rrule_via_twin(*args, **kwargs):
+        _raise_as_python(f, args)
         own = _own_operator_rule(rrule, f, args)
         if own is not None:
             return own(*args, **kwargs)
@@ -310,6 +332,7 @@ def _bridge_rrule(f, twin):
 
 def _bridge_frule(f, twin):
     def frule_via_twin(tangents, *args, **kwargs):
+        _raise_as_python(f, args)
         own = _own_operator_rule(frule, f, args)
         if own is not None:
             return own(tangents, *args, **kwargs)
@@ -470,6 +493,7 @@ def _outputs(out) -> tuple:
 
 def _program_rrule(f, program):
     def rrule_via_numpy_calls(*args):
+        _raise_as_python(f, args)
         values = list(args)
         calls = []  # (pullback, operands), one per call, in order
 
@@ -506,6 +530,7 @@ def _program_rrule(f, program):
 
 def _program_frule(f, program):
     def frule_via_numpy_calls(tangents, *args):
+        _raise_as_python(f, args)
         values, derivatives = list(args), list(tangents[1:])
 
         def run(function, *operands):
