@@ -259,6 +259,13 @@ def _central_grid(p: int) -> tuple[int, ...]:
     return tuple([*range(-half, 0), *range(1, half + 1)])
 
 
+def _check_orders(name: str, p: int, q: int) -> None:
+    if q < 1:
+        raise ValueError(f"{name}({p}, {q}): the order q of the derivative is at least 1")
+    if p <= q:
+        raise ValueError(f"{name}({p}, {q}): a {q}-th derivative needs more than {q} points")
+
+
 def central_fdm(p: int, q: int, *, adapt: int = 1, max_range: float = math.inf, **options) -> FiniteDifferenceMethod:
     """A ``p``-point central method for the ``q``-th derivative with an adaptive step.
 
@@ -275,8 +282,7 @@ def central_fdm(p: int, q: int, *, adapt: int = 1, max_range: float = math.inf, 
     >>> [round(float(c), 4) for c in m.coefs]
     [0.0833, -0.6667, 0.0, 0.6667, -0.0833]
     """
-    if p <= q:
-        raise ValueError(f"central_fdm({p}, {q}): a {q}-th derivative needs more than {q} points")
+    _check_orders("central_fdm", p, q)
     return FiniteDifferenceMethod(_central_grid(p), q, adapt=adapt, max_range=max_range, **options)
 
 
@@ -288,8 +294,7 @@ def forward_fdm(p: int, q: int, *, adapt: int = 1, max_range: float = math.inf, 
     >>> abs(forward_fdm(6, 1)(math.sqrt, 0.25) - 1.0) < 1e-8
     True
     """
-    if p <= q:
-        raise ValueError(f"forward_fdm({p}, {q}): a {q}-th derivative needs more than {q} points")
+    _check_orders("forward_fdm", p, q)
     return FiniteDifferenceMethod(tuple(range(p)), q, adapt=adapt, max_range=max_range, **options)
 
 
@@ -301,8 +306,7 @@ def backward_fdm(p: int, q: int, *, adapt: int = 1, max_range: float = math.inf,
     >>> abs(backward_fdm(6, 1)(lambda x: math.sqrt(-x), -0.25) + 1.0) < 1e-8
     True
     """
-    if p <= q:
-        raise ValueError(f"backward_fdm({p}, {q}): a {q}-th derivative needs more than {q} points")
+    _check_orders("backward_fdm", p, q)
     return FiniteDifferenceMethod(tuple(range(1 - p, 1)), q, adapt=adapt, max_range=max_range, **options)
 
 
