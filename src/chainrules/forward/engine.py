@@ -116,6 +116,8 @@ def _read(y, tag: Tag):
         return y, _ZERO
     if isinstance(y, Tangent):  # a tangent computed by the function (a nested jvp): read field by field
         return _read_tangent(y, tag)
+    if isinstance(y, AbstractZero):  # a zero computed by the function (a nested derivative of a constant)
+        return y, _ZERO
     if isinstance(y, (bool, str, bytes, type(None))) or not is_structure(y):
         return y, _NO
     P = type(y)
