@@ -685,7 +685,12 @@ class DualArray(InplaceOperators, Dual):
             if isinstance(dv, AbstractZero):
                 return None
             shape = _shape(self.primal) if self.tag.batch is None else (self.tag.batch, *_shape(self.primal))
-            target = self.partials = np.zeros(shape, dtype=_tangent_dtype(self.primal))
+            target = np.zeros(shape, dtype=_tangent_dtype(self.primal))
+            if isinstance(self.primal, ActiveValue):  # a nested dual: the tangents written are the outer one's values
+                target = self.primal.buffer_holding(target)
+                if target is None:
+                    return None
+            self.partials = target
         return target
 
     def _add_at(self, index, value):
