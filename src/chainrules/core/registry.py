@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .active import ActiveValue, stood_for
 from .projection import carries_batch, conj, match_input, match_input_batch
 from .tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
 
@@ -82,11 +83,24 @@ class _Entries:
             key = tuple(map(type, args[: self._depth]))
         chosen = self._chosen.get(key, self)
         if chosen is self:
-            chosen = self._chosen[key] = self._choose(args)
+            chosen = self._choose(args)
+            if chosen is not _BY_VALUE:
+                self._chosen[key] = chosen
+                return chosen
+            # an engine's values (a dual in a Hessian) that no rule is typed on: the rule typed on
+            # the values they stand for (a user's rule for float), chosen anew each call
+            plain = tuple(type(stood_for(a)) if isinstance(a, ActiveValue) else type(a) for a in args[: self._depth])
+            return self.choose_for_classes(plain)
         return chosen
 
     def _choose(self, args: tuple):
-        return self.choose_for_classes(tuple(map(type, args[: self._depth])))
+        classes = tuple(map(type, args[: self._depth]))
+        chosen = self.choose_for_classes(classes)
+        if chosen is self.untyped and any(issubclass(c, ActiveValue) for c in classes):
+            plain = tuple(type(stood_for(a)) if isinstance(a, ActiveValue) else type(a) for a in args[: self._depth])
+            if self.choose_for_classes(plain) is not self.untyped:
+                return _BY_VALUE
+        return chosen
 
     def choose_for_classes(self, classes: tuple[type, ...]):
         """The rule for arguments of these classes: the first (most specific) typed one they
@@ -95,6 +109,10 @@ class _Entries:
             if len(classes) >= len(types) and all(issubclass(c, t) for c, t in zip(classes, types)):
                 return rule
         return self.untyped
+
+
+#: (``_Entries._choose``: the rule depends on the values an engine's values stand for, not their classes)
+_BY_VALUE = object()
 
 
 def _instances_are_callable(cls: type) -> bool:
