@@ -2,8 +2,10 @@
 on numbers, ``math.log(-1.0)``'s ValueError, ``math.exp(1e3)``'s OverflowError, rather than give
 its NumPy twin's nan or inf: a ``try``/``except`` in the code takes the branch Python takes."""
 
+import cmath
 import math
 
+import numpy as np
 import pytest
 
 import chainrules as cr
@@ -49,3 +51,24 @@ def test_a_math_error_takes_the_handler_on_dual_numbers(f, first, second):
 def test_a_math_function_in_its_domain_is_unchanged():
     assert cr.derivative(lambda x: math.log(x) + math.sqrt(x), 4.0) == pytest.approx(0.25 + 0.25, rel=1e-14)
     assert cr.hessian(lambda x: math.exp(x), 0.5) == pytest.approx(math.exp(0.5), rel=1e-14)
+
+
+def test_a_math_function_of_a_float32_number_computes_in_double_as_math_does():
+    f = lambda x: math.exp(x) * 2.0  # noqa: E731
+    x = np.float32(0.7)
+    y, dy = cr.jvp(f, (x,), (np.float32(1.0),))
+    assert y == pytest.approx(f(x), rel=1e-15) and dy == pytest.approx(2.0 * math.exp(float(x)), rel=1e-15)
+    assert cr.jacobian(f, x, mode="forward").dtype == cr.jacobian(f, x, mode="reverse").dtype == np.float64
+
+
+def test_cmath_keeps_the_side_of_a_branch_cut_that_a_negative_zero_names():
+    def root(w):
+        return cmath.sqrt(w)
+
+    below = complex(-0.4, -0.0)  # on the cut, approached from below: cmath.sqrt gives -0.632j
+    y, dy = cr.jvp(root, (below,), (1.0,))
+    assert y == root(below)
+    assert dy == pytest.approx(cr.jacobian(root, below, mode="reverse"), rel=1e-14)
+    assert dy == pytest.approx(1.0 / (2.0 * root(below)), rel=1e-14)
+    y, dy = cr.jvp(root, (-0.4,), (1.0,))  # a real number is x + 0j, above the cut
+    assert y == root(-0.4) and dy == pytest.approx(1.0 / (2.0 * root(-0.4)), rel=1e-14)

@@ -295,6 +295,20 @@ def _own_operator_rule(dispatcher, f, args: tuple):
 _RAISING_OPERATORS = frozenset({operator.truediv, operator.floordiv, operator.mod, operator.pow, pow})
 
 
+def _in_double(f, args: tuple) -> tuple:
+    """The arguments of a ``math`` function, computed in double precision as ``math`` computes
+    (``math.exp(np.float32(0.7))`` is a Python float): a float32 or float16 value times a float64 one."""
+    if getattr(f, "__module__", None) != "math":
+        return args
+    return tuple(
+        np.multiply(a, np.float64(1.0)) if getattr(stood_for(a), "dtype", np.float64) in _LOW_PRECISION else a
+        for a in args
+    )
+
+
+_LOW_PRECISION = (np.dtype(np.float32), np.dtype(np.float16))
+
+
 def _raise_as_python(f, args: tuple) -> None:
     """Raise what ``f`` raises at the plain numbers its arguments stand for: ``math.log(-1.0)``'s
     ValueError, ``math.exp(1e3)``'s OverflowError, ``1.0 / 0.0``'s ZeroDivisionError. The NumPy twin
@@ -315,6 +329,7 @@ def _raise_as_python(f, args: tuple) -> None:
 def _bridge_rrule(f, twin):
     def rrule_via_twin(*args, **kwargs):
         _raise_as_python(f, args)
+        args = _in_double(f, args)
         own = _own_operator_rule(rrule, f, args)
         if own is not None:
             return own(*args, **kwargs)
@@ -402,7 +417,10 @@ def _is_bridged(f) -> bool:
 
 
 def _complex(run, z):
-    return run(np.add, z, 0j)
+    # times a complex128 one: as cmath takes it, a real x is x + 0j and a complex z keeps the sign
+    # of a zero imaginary part (adding 0j would turn -0j into +0j: the other side of a branch cut),
+    # in double precision (cmath's) whatever the argument's
+    return run(np.multiply, z, np.complex128(1.0))
 
 
 def _holomorphic(ufunc):
