@@ -6,7 +6,7 @@ import pytest
 import scipy.linalg as sl
 
 import chainrules as cr
-from chainrules.testing import test_frule, test_rrule
+from chainrules.testing import fd_jacobian, test_frule, test_rrule
 
 # finite differences call SciPy's own logm, which warns about its accuracy estimate
 pytestmark = pytest.mark.filterwarnings("ignore:logm result may be inaccurate:RuntimeWarning")
@@ -165,6 +165,36 @@ def test_lstsq_outputs_match_scipy():
     for x, y in zip(ours, theirs):
         np.testing.assert_allclose(x, y, rtol=1e-12)
     assert np.ndim(ours[1]) == 0  # a scalar residual for a vector b, as SciPy returns it
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("vector", [False, True])
+def test_lstsq_gelsy(dtype, vector):
+    # gelsy computes no residues: SciPy returns an empty array (of the input's dtype) for them
+    rng = rng_for("sp-lstsq-gelsy", dtype, vector)
+    a = wellcond(5, 3, dtype=dtype, rng=rng)
+    b = rng.standard_normal((5,) if vector else (5, 2)).astype(dtype)
+    options = {"lapack_driver": "gelsy"}
+    ours, theirs = cr.rrule(sl.lstsq, a, b, **options)[0], sl.lstsq(a, b, **options)
+    assert ours[1].shape == theirs[1].shape == (0,) and ours[1].dtype == theirs[1].dtype
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5 if dtype in (np.float32, np.complex64) else 1e-12)
+    assert ours[3] is None and theirs[3] is None
+    test_rrule(sl.lstsq, a, b, fkwargs=options)
+    test_frule(sl.lstsq, a, b, fkwargs=options)
+
+
+def test_lstsq_gelsy_gradient():
+    rng = rng_for("sp-lstsq-gelsy-gradient")
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal(5)
+
+    def f(a):
+        x, res, _, _ = sl.lstsq(a, b, lapack_driver="gelsy")
+        return np.sum(x) + np.sum(res)  # the empty residues add nothing
+
+    value, (grad,) = cr.value_and_gradient(f, a)
+    np.testing.assert_allclose(value, f(a), rtol=1e-12)
+    np.testing.assert_allclose(grad, np.reshape(fd_jacobian(f, a), a.shape), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(f, a, mode="forward"), grad, rtol=1e-10)
 
 
 @pytest.mark.parametrize("dtype", ALL)

@@ -100,6 +100,47 @@ def test_vector_distances(f, dtype):
     test_frule(f, u, v, w)
 
 
+# SciPy broadcasts u - v (and w) like NumPy: each cotangent is summed back to its argument's shape
+BROADCAST_SHAPES = [((2,), (1,), None), ((1,), (3,), None), ((3,), (3,), (1,)), ((1,), (1,), (3,)), ((1,), (3,), (3,))]
+
+
+@pytest.mark.parametrize("shapes", BROADCAST_SHAPES, ids=str)
+@pytest.mark.parametrize("f", [euclidean, sqeuclidean, cityblock])
+def test_vector_distances_broadcast(f, shapes):
+    rng = np.random.default_rng(16)
+    args = [rng.uniform(0.5, 2.0, s) * (1 + i) for i, s in enumerate(shapes) if s is not None]
+    try:
+        expected = f(*args)
+    except ValueError:  # (sqeuclidean's np.dot takes no w longer than u - v)
+        pytest.skip("SciPy refuses these shapes")
+    assert cr.rrule(f, *args)[0] == expected
+    test_rrule(f, *args)
+    test_frule(f, *args)
+    y, back = cr.rrule(f, *args)  # a batch of cotangents, summed back row by row
+    batch = back(np.array([1.0, -2.0, 0.5]))
+    for i, seed in enumerate([1.0, -2.0, 0.5]):
+        for c, c1 in zip(batch[1:], back(seed)[1:]):
+            np.testing.assert_allclose(cr.unthunk(c)[i], cr.unthunk(c1), rtol=1e-13)
+    for k in range(len(args)):  # each argument differentiated through the engines
+
+        def g(x, k=k):
+            return f(*args[:k], x, *args[k + 1 :])
+
+        expected = _fd_gradient(g, args[k])
+        np.testing.assert_allclose(cr.gradient(g, args[k], engine="source")[0], expected, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(cr.jacobian(g, args[k], mode="forward"), expected, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(cr.hessian(g, args[k]), _fd_hessian(g, args[k]), rtol=1e-5, atol=1e-6)
+
+
+def test_euclidean_broadcast_gradient():
+    def f(u):
+        return euclidean(u, np.array([0.5]))
+
+    u = np.array([1.0, 2.0])
+    np.testing.assert_allclose(cr.gradient(f, u)[0], _fd_gradient(f, u), rtol=1e-7)
+    np.testing.assert_allclose(cr.gradient(f, u)[0], cr.jacobian(f, u, mode="forward"), rtol=1e-13)
+
+
 @pytest.mark.parametrize("metric", METRICS)
 def test_batched_rules_equal_row_by_row(metric):
     A, B, X = _points(12, 3, 2), _points(13, 4, 2), _points(14, 4, 2)

@@ -13,8 +13,9 @@ import scipy.stats as st
 from scipy.stats._distn_infrastructure import rv_continuous, rv_continuous_frozen, rv_discrete, rv_discrete_frozen
 
 import chainrules as cr
+from chainrules.core import ActiveValue
 from chainrules.core.ruled_calls import IgnoredRuleError
-from chainrules.testing import nondiff, test_frule, test_rrule
+from chainrules.testing import fd_jacobian, nondiff, test_frule, test_rrule
 
 # (distribution, shapes, points inside the support of the standard form, whether F has shape partials)
 CONTINUOUS = [
@@ -206,6 +207,59 @@ FROZEN_PROGRAMS = {
     "one frozen, two methods": lambda p: (lambda d: d.logpdf(X).sum() + d.ppf(0.3))(st.lognorm(p[0] + 0.2, scale=p[1])),
     "poisson": lambda p: st.poisson(p[0] + 1).logpmf([0, 2, 3]).sum() * p[1],
 }
+
+
+# The point and the frozen parameters both depend on the input: in forward mode SciPy freezes the
+# dual numbers themselves, which the frozen method's rule then hands to the distribution's with
+# the point's (they had been taken for constants: a wrong derivative, a leaked dual number).
+FROZEN_WITH_THE_POINT = {
+    "norm logpdf by position": (lambda x: st.norm(x, 2.0).logpdf(0.5 * x), -0.3 / 16),
+    "gamma cdf, scale by keyword": (lambda x: st.gamma(2.0, scale=x).cdf(1.5 * x), 0.0),  # constant in x
+    "norm logpdf by keyword": (lambda x: st.norm(loc=x, scale=2.0).logpdf(0.5 * x), -0.3 / 16),
+    "norm ppf": (lambda x: st.norm(x, 2.0).ppf(0.25 + 0.1 * x), None),
+    "t logpdf": (lambda x: st.t(3.0 + x, loc=x).logpdf(2 * x), None),
+    "beta cdf, loc and scale by keyword": (lambda x: st.beta(2.0, 3.0, loc=x - 1, scale=1 + x).cdf(x * x), None),
+    "poisson logpmf, loc": (lambda x: st.poisson(1.5 + x, loc=0).logpmf(2.0 + 0 * x), None),
+}
+
+
+@pytest.mark.parametrize("name", list(FROZEN_WITH_THE_POINT))
+def test_frozen_parameters_and_point_from_one_input(name):
+    f, exact = FROZEN_WITH_THE_POINT[name]
+    x = 0.3
+    expected = fd_jacobian(f, x)
+    if exact is not None:
+        np.testing.assert_allclose(expected, exact, atol=1e-8)
+    for d in (cr.derivative(f, x), cr.jvp(f, (x,), (1.0,))[1], cr.gradient(f, x)[0]):
+        assert not isinstance(d, ActiveValue)  # a plain number, never a dual number
+        np.testing.assert_allclose(d, expected, rtol=1e-6, atol=1e-8)
+    assert not isinstance(cr.jvp(f, (x,), (1.0,))[0], ActiveValue)
+    np.testing.assert_allclose(cr.hessian(f, x), fd_jacobian(lambda z: cr.gradient(f, z)[0], x), rtol=1e-5, atol=1e-7)
+
+
+def test_frozen_parameters_and_points_from_one_array_in_every_mode():
+    def f(p):
+        return st.norm(p[2:], 2.0).logpdf(p[:2]) + st.gamma(2.5, scale=p[3] + 1).cdf(p[1:3] + 1)
+
+    p = np.array([0.1, 0.4, -0.3, 0.2])
+    expected = fd_jacobian(f, p)
+    for J in (
+        cr.jacobian(f, p, mode="forward"),
+        cr.jacobian(f, p, mode="forward", chunk_size=1),
+        cr.jacobian(f, p, mode="forward", chunk_size=3),
+        cr.jacobian(f, p),
+        cr.jacobian(f, p, mode="reverse"),
+    ):
+        assert type(J) is np.ndarray
+        np.testing.assert_allclose(J, expected, rtol=1e-6, atol=1e-8)
+    jvp = cr.jvp(f, (p,), (np.array([1.0, -1.0, 0.5, 2.0]),))
+    assert all(type(v) is np.ndarray for v in jvp)
+    np.testing.assert_allclose(jvp[1], expected @ np.array([1.0, -1.0, 0.5, 2.0]), rtol=1e-6)
+
+    def g(p):
+        return np.sum(f(p))
+
+    np.testing.assert_allclose(cr.hessian(g, p), _fd_hessian(g, p), rtol=1e-4, atol=1e-5)
 
 
 def test_a_frozen_shape_without_closed_form_is_refused():

@@ -7,7 +7,7 @@ import pytest
 import scipy.stats as st
 
 import chainrules as cr
-from chainrules.testing import nondiff, test_frule, test_rrule
+from chainrules.testing import fd_jacobian, nondiff, test_frule, test_rrule
 
 from .test_stats import _fd_gradient, _fd_hessian
 
@@ -79,6 +79,50 @@ def test_frozen_distributions(name):
     back to the form ``cov`` was given in; checked end to end against finite differences."""
     f = FROZEN[name]
     p = np.array([1.2, 0.3, 0.9, 0.1, -0.2])
-    np.testing.assert_allclose(cr.gradient(f, p)[0], _fd_gradient(f, p), rtol=1e-6, atol=1e-8)
-    with pytest.raises(TypeError, match="cannot take dual numbers"):  # SciPy converts what it freezes
-        cr.hessian(f, p)
+    expected = _fd_gradient(f, p)
+    np.testing.assert_allclose(cr.gradient(f, p)[0], expected, rtol=1e-6, atol=1e-8)
+    # SciPy converts what it freezes: dual numbers (forward mode, a Hessian) are frozen on their
+    # values, then put back into the frozen object's mean and covariance
+    forward = cr.jacobian(f, p, mode="forward")
+    assert type(forward) is np.ndarray
+    np.testing.assert_allclose(forward, expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(f, p, mode="forward", chunk_size=2), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.hessian(f, p), _fd_hessian(f, p), rtol=1e-4, atol=1e-5)
+
+
+FROZEN_IN_FORWARD_MODE = {
+    "mean": (lambda mu: st.multivariate_normal(mu, np.eye(2)).logpdf(np.zeros(2)), np.array([0.1, 0.2])),
+    "mean and point": (lambda mu: st.multivariate_normal(mu, S[:2, :2]).logpdf(0.5 * mu + 1), np.array([0.1, 0.2])),
+    "scalar cov, pdf": (lambda c: st.multivariate_normal(np.zeros(2), c).pdf(X[0, :2]), 1.3),
+    "diagonal cov by keyword": (
+        lambda c: st.multivariate_normal(cov=c, mean=M[:2]).logpdf(X[:, :2]),
+        np.array([1.3, 0.7]),
+    ),
+    "one dimension": (lambda p: st.multivariate_normal(p[0], p[1]).logpdf(0.3 * p[0]), np.array([0.3, 1.2])),
+}
+
+
+@pytest.mark.parametrize("name", list(FROZEN_IN_FORWARD_MODE))
+def test_frozen_distributions_in_forward_mode(name):
+    """Forward mode had refused to freeze dual numbers, with a message about a Hessian."""
+    f, x = FROZEN_IN_FORWARD_MODE[name]
+    expected = np.reshape(fd_jacobian(f, x), np.shape(f(x)) + np.shape(x))
+    dx = np.ones_like(x)
+    y, dy = cr.jvp(f, (x,), (dx,))
+    np.testing.assert_allclose(y, f(x), rtol=1e-12)
+    np.testing.assert_allclose(dy, expected @ dx if np.ndim(x) else expected * dx, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="reverse"), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_hessian_of_the_density_at_one_point():
+    """The pdf at one point is a number: in a Hessian its pullback weights a dual number (it had
+    been indexed as an array)."""
+
+    def f(p):
+        return st.multivariate_normal.pdf(X[0, :2], p[:2], p[2] ** 2 + 0.5) + st.multivariate_normal(p[:2], p[2]).pdf(
+            X[1, :2]
+        )
+
+    p = np.array([0.1, -0.2, 1.3])
+    np.testing.assert_allclose(cr.hessian(f, p), _fd_hessian(f, p), rtol=1e-4, atol=1e-6)

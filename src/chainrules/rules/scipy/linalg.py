@@ -943,9 +943,12 @@ def _lstsq_setup(a, b, opts):
     cond = opts["cond"]
     # LAPACK's default cutoff (cond=None) is the machine epsilon
     result, ctx = lstsq_setup(a, b, -1 if cond is None else cond, SCIPY, _svd, vector_residual=True, rank_type=int)
-    if np.size(result[1]) == 0:  # SciPy's empty residues carry the input's dtype
+    # SciPy's empty residues carry the input's dtype; gelsy computes none (nor singular values),
+    # whatever the shapes: its empty residues, which the derivatives then leave out
+    gelsy = opts["lapack_driver"] == "gelsy"
+    if gelsy or np.size(result[1]) == 0:
         result = (result[0], np.empty(0, dtype=ctx["a"].dtype)) + result[2:]
-    if opts["lapack_driver"] == "gelsy":
+    if gelsy:
         result = result[:3] + (None,)
     return result, ctx
 

@@ -39,7 +39,18 @@ from __future__ import annotations
 import numpy as np
 import scipy.spatial.distance as ssd
 
-from ...core import NoRuleError, Thunk, callable_name, carries_batch, frule, rrule, unthunk, user_location
+from ...core import (
+    NoRuleError,
+    Thunk,
+    callable_name,
+    carries_batch,
+    frule,
+    rrule,
+    unbroadcast,
+    unbroadcast_batch,
+    unthunk,
+    user_location,
+)
 from ._lapack import NO, ZERO, as_array, is_active, is_batched, is_zero, plain, projector, through_rules
 
 _METRICS = ("euclidean", "sqeuclidean", "cityblock")
@@ -329,6 +340,8 @@ def _distance_rules(f, name: str):
         """``(g_u, g_w)``: the partials of the distance in ``u`` (in ``v``: ``-g_u``) and in ``w``."""
         r = u - v
         weights = 1.0 if w is None else w
+        if w is not None and np.shape(w) != np.shape(r):  # SciPy broadcasts u, v and w together
+            r = r + np.zeros(np.broadcast_shapes(np.shape(r), np.shape(w)))
         if name == "sqeuclidean":
             return 2 * weights * r, r * r
         if name == "cityblock":
@@ -347,9 +360,17 @@ def _distance_rules(f, name: str):
                 return (NO, ZERO, ZERO, *(ZERO,) * n_rest)
             if carries_batch(y, dy):
                 dy = _row(plain(dy))
-                d_u, d_v, d_w = project_u.batch(dy * g_u), project_v.batch(-dy * g_u), project_w.batch(dy * g_w)
+                d_u, d_v, d_w = (
+                    project_u.batch(unbroadcast_batch(u, dy * g_u)),
+                    project_v.batch(unbroadcast_batch(v, -dy * g_u)),
+                    project_w.batch(unbroadcast_batch(w, dy * g_w)),
+                )
             else:
-                d_u, d_v, d_w = project_u(dy * g_u), project_v(-dy * g_u), project_w(dy * g_w)
+                d_u, d_v, d_w = (
+                    project_u(unbroadcast(u, dy * g_u)),
+                    project_v(unbroadcast(v, -dy * g_u)),
+                    project_w(unbroadcast(w, dy * g_w)),
+                )
             return (NO, d_u, d_v, *(d_w if w is not None else NO,)[:n_rest])
 
         return y, distance_pullback

@@ -40,6 +40,7 @@ from scipy.stats._distn_infrastructure import (
 
 from ...core import (
     AbstractZero,
+    ActiveValue,
     NoRuleError,
     NoTangent,
     Tangent,
@@ -51,6 +52,7 @@ from ...core import (
     unthunk,
     user_location,
 )
+from ...core.active import stood_for
 from ...core.errors import callable_name
 from ...core.keywords import declare_parameters
 from ._lapack import fold_onto_triangle, hermitian_from_triangle
@@ -456,6 +458,11 @@ def _frozen_rules(method_name: str):
 
     rrule_frozen.__qualname__ = f"rrule_frozen_{method_name}"
     frule_frozen.__qualname__ = f"frule_frozen_{method_name}"
+    # An engine's values (dual numbers) reach the reverse rule as they are: a distribution frozen
+    # on them (``st.norm(mu, s)`` in forward mode run through the source engine, or in a Hessian)
+    # holds them in ``args``, which the distribution's method then takes with ``x``'s, through the
+    # rules above; the forward rule would take them for constants of the dual numbers it pushes.
+    rrule_frozen.on_engine_values = True
     return rrule_frozen, frule_frozen
 
 
@@ -533,7 +540,7 @@ def _mvn_rules(method_name: str):
             if isinstance(dy, AbstractZero):
                 return (_NO, _NO, dy, dy, dy, _NO)[:n]
             w = np.reshape(dy * y if scaled else dy, np.shape(g.solved)[:-1])
-            wu = g.solved * w[..., None]
+            wu = g.solved * np.expand_dims(w, -1)  # (not w[..., None]: a Hessian's w is a dual number)
             d_x = match_input(x, np.reshape(-wu, np.shape(x)))
             d_mean = _ZERO if mean is None else match_input(mean, np.sum(np.reshape(wu, (-1, wu.shape[-1])), axis=0))
             flat_u, flat_w = np.reshape(g.solved, (-1, wu.shape[-1])), np.reshape(w, -1)
@@ -580,11 +587,31 @@ _mvn_rules("pdf")
 _MVN_FROZEN = type(st.multivariate_normal(mean=[0.0]))
 
 
+def _freeze_mvn_on_engine_values(dist, bound: inspect.BoundArguments):
+    """``dist(mean, cov, ...)`` where ``mean`` or ``cov`` is an engine's value (a dual number: forward
+    mode, a Hessian), which SciPy's freezing converts to a plain array: frozen on the plain values,
+    then given the engine's values in the processed forms SciPy keeps (``mean`` a vector, the
+    covariance a matrix), which the rules of its methods take."""
+    mean, cov = bound.arguments["mean"], bound.arguments["cov"]
+    plain = inspect.BoundArguments(bound.signature, bound.arguments | {"mean": stood_for(mean), "cov": stood_for(cov)})
+    frozen = dist(*plain.args, **plain.kwargs)
+    if isinstance(mean, ActiveValue):
+        frozen.mean = np.reshape(mean, (frozen.dim,))
+    if isinstance(cov, ActiveValue):
+        frozen.cov_object._covariance = (
+            cov * np.eye(frozen.dim) if np.ndim(cov) == 0 else np.diag(cov) if np.ndim(cov) == 1 else cov
+        )
+    return frozen
+
+
 def _rrule_freeze_mvn(dist, *args, **kwargs):
-    frozen = dist(*args, **kwargs)
     bound = inspect.signature(dist).bind(*args, **kwargs)
     bound.apply_defaults()
     mean, cov = bound.arguments["mean"], bound.arguments["cov"]
+    if isinstance(mean, ActiveValue) or isinstance(cov, ActiveValue):
+        frozen = _freeze_mvn_on_engine_values(dist, bound)
+    else:
+        frozen = dist(*args, **kwargs)
 
     def freeze_mvn_pullback(d_frozen):
         d_frozen = unthunk(d_frozen)
