@@ -357,3 +357,59 @@ def test_hypot_of_three_and_rounding_of_values_being_differentiated_twice_or_for
     np.testing.assert_allclose(cr.gradient(f, x)[0], expected, rtol=1e-12)
     np.testing.assert_allclose(cr.hessian(f, x), fd_jacobian(lambda z: cr.gradient(f, z)[0], x), rtol=1e-6, atol=1e-8)
     assert type(cr.jvp(math.floor, (2.5,), (1.0,))[0]) is int
+
+
+# ----- cmath.asin, cmath.acos (and asinh, acosh) on their branch cuts ---------------------------
+
+
+def _fd_along(f, z: complex, d: complex, h: float = 1e-6) -> complex:
+    """The derivative of ``f`` at ``z`` along ``d`` (1 or 1j), moving only that part of ``z``: the
+    other keeps its sign of zero, and so its side of a branch cut."""
+
+    def moved(t):
+        return complex(z.real + t, z.imag) if d == 1 else complex(z.real, z.imag + t)
+
+    return (f(moved(h)) - f(moved(-h))) / (2 * h)
+
+
+_CUT_POINTS = [(x, im) for x in (1.4, -1.4, 0.3) for im in (0.0, -0.0, 1e-9, -1e-9)]
+
+
+@pytest.mark.parametrize("f", [cmath.asin, cmath.acos, cmath.acosh, cmath.asinh, cmath.atanh])
+@pytest.mark.parametrize("x, im", _CUT_POINTS, ids=lambda v: repr(v))
+def test_cmath_inverse_trig_derivatives_on_both_sides_of_the_cuts(f, x, im):
+    """Along the cut (the real axis; the imaginary one for asinh), the derivative of the side that
+    cmath's value is on: ``x + 0j`` and ``x - 0j`` are on opposite sides for ``|x| > 1``."""
+    d = 1j if f is cmath.asinh else 1
+    z = complex(im, x) if f is cmath.asinh else complex(x, im)
+    want = _fd_along(f, z, d)
+    assert cmath.isclose(cr.derivative(f, z) * d, want, rel_tol=1e-6)
+    assert cmath.isclose(cr.frule((cr.NoTangent(), d), f, z)[1], want, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("f", [cmath.asin, cmath.acos, cmath.acosh])
+@pytest.mark.parametrize("x", [1.4, -1.4, 0.3, 2.5, -3.0])
+def test_cmath_inverse_trig_of_a_real_float(f, x):
+    """A float ``x`` is ``x + 0j`` to cmath: past +-1 the upper side of the cut, whose derivative
+    the finite differences along the real axis give (``cmath.acos(1.4)``: -1.02j, not +1.02j)."""
+    h = 1e-6
+    want = (f(x + h) - f(x - h)) / (2 * h)
+    assert cmath.isclose(cr.derivative(f, x), want, rel_tol=1e-6)
+    assert cmath.isclose(cr.frule((cr.NoTangent(), 1.0), f, x)[1], want, rel_tol=1e-6)
+    fd = fd_jacobian(lambda t: f(t), x)  # (re, im) of the output along x
+    assert cmath.isclose(cr.derivative(f, x), complex(fd[0, 0], fd[1, 0]), rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("f", [cmath.asin, cmath.acos])
+@pytest.mark.parametrize("z", [1.4 + 0.1j, -1.4 - 0.1j, 1.4 - 0.1j, -1.4 + 0.1j])
+def test_cmath_asin_acos_rules_near_the_cuts(f, z):
+    test_rrule(f, z)
+    test_frule(f, z)
+
+
+def test_cmath_acos_gradient_of_a_real_loss_on_the_cut():
+    """The gradient of ``Im acos(x)`` at a real float ``x > 1``: d/dx Im acos(x + 0j) = -1/sqrt(x^2 - 1)."""
+    g = cr.gradient(lambda x: cmath.acos(x).imag, 1.4)[0]
+    assert math.isclose(g, -1 / math.sqrt(1.4**2 - 1), rel_tol=1e-12)
+    g = cr.gradient(lambda x: cmath.asin(x).imag, 1.4)[0]
+    assert math.isclose(g, 1 / math.sqrt(1.4**2 - 1), rel_tol=1e-12)

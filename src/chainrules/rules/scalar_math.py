@@ -402,21 +402,40 @@ non_differentiable(
 
 # ----- cmath: holomorphic functions, and the real-valued phase ----------------------------------
 
+
+def _complex(z) -> complex:
+    """``z`` as cmath takes it: a real ``x`` is ``x + 0j``, on the upper side of a branch cut."""
+    return z if type(z) is complex else complex(z)
+
+
+def _asin_root(z) -> complex:
+    """``sqrt(1 - z^2)`` on the branch of ``cmath.asin`` and ``cmath.acos``: ``sqrt(1 - z) sqrt(1 + z)``.
+
+    On a cut it is the side the functions take: ``cmath.asin(1.4)`` is the limit from above,
+    ``pi/2 + 0.87j``, where ``sqrt(1 - z^2)`` is ``-0.98j`` (``cmath.sqrt(1 - 1.4 ** 2)`` gives
+    ``+0.98j``). That needs the sign of a zero imaginary part kept: ``1.0 - z`` and ``z + 1.0``
+    would make ``-0.0`` a ``+0.0``, so they are written ``-(z - 1.0)`` and ``z - (-1.0)``.
+    """
+    z = _complex(z)
+    return cmath.sqrt(-(z - 1.0)) * cmath.sqrt(z - (-1.0))
+
+
 scalar_rule(cmath.exp, lambda z, *, out: out)
 scalar_rule(cmath.log10, lambda z: 1.0 / (z * _LN10))
 scalar_rule(cmath.sqrt, lambda z, *, out: 0.5 / out if out != 0 else complex(math.inf))
 scalar_rule(cmath.sin, lambda z: cmath.cos(z))
 scalar_rule(cmath.cos, lambda z: -cmath.sin(z))
 scalar_rule(cmath.tan, lambda z, *, out: 1.0 + out * out)
-scalar_rule(cmath.asin, lambda z: 1.0 / cmath.sqrt(1.0 - z * z))
-scalar_rule(cmath.acos, lambda z: -1.0 / cmath.sqrt(1.0 - z * z))
+scalar_rule(cmath.asin, lambda z: 1.0 / _asin_root(z))
+scalar_rule(cmath.acos, lambda z: -1.0 / _asin_root(z))
 scalar_rule(cmath.atan, lambda z: 1.0 / (1.0 + z * z))
 scalar_rule(cmath.sinh, lambda z: cmath.cosh(z))
 scalar_rule(cmath.cosh, lambda z: cmath.sinh(z))
 scalar_rule(cmath.tanh, lambda z, *, out: 1.0 - out * out)
-scalar_rule(cmath.asinh, lambda z: 1.0 / cmath.sqrt(z * z + 1.0))
+# (z * z - (-1.0) is z * z + 1.0, keeping the sign of a zero imaginary part: see _asin_root)
+scalar_rule(cmath.asinh, lambda z: 1.0 / cmath.sqrt(_complex(z) * _complex(z) - (-1.0)))
 # acosh(z) = log(z + sqrt(z - 1) sqrt(z + 1)) on the principal branch, whose derivative is this product
-scalar_rule(cmath.acosh, lambda z: 1.0 / (cmath.sqrt(z - 1.0) * cmath.sqrt(z + 1.0)))
+scalar_rule(cmath.acosh, lambda z: 1.0 / (cmath.sqrt(_complex(z) - 1.0) * cmath.sqrt(_complex(z) - (-1.0))))
 scalar_rule(cmath.atanh, lambda z: 1.0 / (1.0 - z * z))
 # phase(z) = atan2(y, x) is real: its gradient is (-y + i x) / |z|^2 = i z / |z|^2, and scalar_rule
 # multiplies the cotangent by the conjugate of the partial, so the partial is its conjugate, -i / z.

@@ -762,3 +762,61 @@ def test_einsum_tangent_in_the_dtype_given(engine):
     want = crt.fd_jacobian(f, a)
     crt.assert_approx(cr.jacobian(f, a, mode="forward").reshape(want.shape), want, rtol=2e-3, atol=2e-3)
     crt.assert_approx(cr.jacobian(f, a, engine=engine).reshape(want.shape), want, rtol=2e-3, atol=2e-3)
+
+
+# ----- convolve and correlate with a list or tuple operand -------------------------------------
+
+_X3 = np.array([1.0, 2.0, 3.0])
+_SEQUENCE_OPERANDS = [
+    (np.convolve, lambda x: np.convolve(x, [1.0, 2.0])),
+    (np.convolve, lambda x: np.convolve(x, (1.0, 2.0))),
+    (np.convolve, lambda x: np.convolve([1.0, 2.0], x)),
+    (np.convolve, lambda x: np.convolve(x, [1.0j, 2.0 - 1j], "same")),
+    (np.convolve, lambda x: np.convolve((0.5, 1.0j, -2.0, 1.0), x, "valid")),
+    (np.correlate, lambda x: np.correlate([1.0, 2.0], x, "full")),
+    (np.correlate, lambda x: np.correlate(x, (1.0, 2.0), "full")),
+    (np.correlate, lambda x: np.correlate([1.0j, 2.0, 0.5], x, "same")),
+    (np.correlate, lambda x: np.correlate(x, [1.0j, 2.0 - 1j])),
+]
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+@pytest.mark.parametrize("case", range(len(_SEQUENCE_OPERANDS)))
+def test_convolve_jacobian_with_a_sequence_operand(case, mode):
+    """A list or tuple operand had np.result_type read as a dtype spec in the batched pullback."""
+    _, f = _SEQUENCE_OPERANDS[case]
+    J = np.asarray(cr.jacobian(f, _X3, mode=mode))
+    fd = crt.fd_jacobian(f, _X3)  # the output's (re, im) interleaved where it is complex
+    if np.iscomplexobj(J):
+        J = np.stack([J.real, J.imag], axis=1).reshape(-1, _X3.size)
+    np.testing.assert_allclose(J, fd, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "f, args, kwargs",
+    [
+        (np.convolve, (_X3, [1.0, 2.0]), {}),
+        (np.convolve, ([1.0, 2.0], _X3), {}),
+        (np.convolve, (_X3, (1.0, 2.0)), {"mode": "same"}),
+        (np.convolve, (_X3 + 0.5j, [1.0j, 2.0]), {}),
+        (np.correlate, ([1.0, 2.0], _X3), {"mode": "full"}),
+        (np.correlate, ((1.0j, 2.0, 0.5, 1.0), _X3 - 1j), {}),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_convolve_rules_with_a_sequence_operand(f, args, kwargs, batched_pullback):
+    crt.test_rrule(f, *args, fkwargs=kwargs)
+    crt.test_frule(f, *args, fkwargs=kwargs)
+    batched_pullback(f, *args, kwargs=kwargs)
+
+
+def test_convolve_gradient_with_a_sequence_operand():
+    w = np.array([0.3, -1.0, 2.0, 0.5])
+
+    def loss(x):
+        return np.sum(np.abs(np.convolve([1.0j, 2.0], x)) * w)
+
+    fd = crt.fd_jacobian(loss, _X3)[0]
+    np.testing.assert_allclose(cr.gradient(loss, _X3)[0], fd, atol=1e-9)
+    g = cr.gradient(lambda v: np.sum(np.convolve(_X3, v) * w), [1.0, 2.0])[0]  # the list differentiated
+    np.testing.assert_allclose(list(g), [w[:3] @ _X3, w[1:] @ _X3])

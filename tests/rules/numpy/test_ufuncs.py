@@ -191,6 +191,10 @@ def _other_cases():
     yield pytest.param(np.multiply, [fixed(np.array([1, 2, 3])), real(3)], {}, id="multiply-int")
     yield pytest.param(np.sqrt, [real(2, 2, lo=0.5)], {"casting": "same_kind"}, id="sqrt-casting")
     yield pytest.param(np.sin, [real(3)], {"out": None}, id="sin-out-None")
+    # np.sign(z) = z / |z| for complex z (NumPy 2): smooth away from 0, and not holomorphic
+    yield pytest.param(np.sign, [cplx(3, lo=0.3)], {}, id="sign-complex")
+    yield pytest.param(np.sign, [cplx(2, 3, lo=0.3)], {}, id="sign-complex-2d")
+    yield pytest.param(np.sign, [cplx(4, lo=0.3, dtype=np.complex64)], {}, id="sign-complex64")
 
 
 CASES = list(_unary_cases()) + list(_binary_cases()) + list(_other_cases())
@@ -607,3 +611,119 @@ def test_partials_at_a_python_zero_divide_as_numpy_does(f, args, expected):
         assert cr.gradient(f, *(np.float64(a) for a in args)) == expected
         if len(args) == 1:  # (a zero tangent times an infinite partial is nan, as in any forward mode)
             assert cr.jvp(f, args, (1.0,))[1] == expected[0]
+
+
+# ----- sign of complex input ------------------------------------------------------------------
+
+_Z = np.array([3 + 4j, 1 - 1j, -0.5 + 2j, -2.0 - 0.1j])
+
+
+def _fd_along_real_units(f, z):
+    """Finite differences of ``f`` at complex ``z`` along each real unit: ``cr.jacobian``'s columns."""
+    J = crt.fd_jacobian(f, z)  # (re, im) interleaved on both sides
+    return J[0::2, 0::2] + 1j * J[1::2, 0::2]
+
+
+@pytest.mark.parametrize("z", [np.complex128(1 - 2j), 0.6 - 0.8j, [3 + 4j, -1j]], ids=["numpy", "python", "list"])
+def test_sign_of_complex_scalars_and_lists(z):
+    crt.test_rrule(np.sign, z)
+    crt.test_frule(np.sign, z)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_sign_jacobian_of_complex_input_matches_finite_differences(mode):
+    J = cr.jacobian(np.sign, _Z, mode=mode)
+    np.testing.assert_allclose(J, _fd_along_real_units(np.sign, _Z), atol=1e-9)
+    np.testing.assert_allclose(J[0, 0], 0.128 - 0.096j)  # d sign(z) / d Re z at 3 + 4j
+
+
+def test_sign_gradient_of_a_real_loss_of_complex_input():
+    w = np.array([1 + 2j, -1j, 0.5, 2 - 1j])
+
+    def loss(z):
+        return np.sum(np.real(w * np.sign(z)))
+
+    fd = crt.fd_jacobian(loss, _Z)[0]
+    np.testing.assert_allclose(cr.gradient(loss, _Z)[0], fd[0::2] + 1j * fd[1::2], atol=1e-9)
+
+
+def test_sign_derivative_is_zero_at_zero_where_unselected_and_for_real_input():
+    z = np.array([0j, 1j, 2 + 0j])
+    _, back = cr.rrule(np.sign, z)
+    assert back(np.ones(3))[1][0] == 0
+    _, back = cr.rrule(np.sign, _Z, where=np.array([True, False, True, False]), out=None)
+    dz = back(np.ones(4))[1]
+    assert dz[1] == 0 and dz[3] == 0 and dz[0] != 0
+    _, dy = cr.frule(
+        (cr.NoTangent(), np.ones(4) + 0j), np.sign, _Z, where=np.array([False, True, True, True]), out=None
+    )
+    assert dy[0] == 0 and dy[1] != 0
+    x = np.array([0.5, -1.5, 2.5])
+    assert cr.rrule(np.sign, x)[1](np.ones(3)) == (cr.NoTangent(), cr.NoTangent())
+    assert cr.frule((cr.NoTangent(), np.ones(3)), np.sign, x)[1] == cr.NoTangent()
+    for mode in ("forward", "reverse"):
+        np.testing.assert_array_equal(cr.jacobian(np.sign, x, mode=mode), np.zeros((3, 3)))
+
+
+def test_sign_batched_pullback_of_complex_input(batched_pullback):
+    batched_pullback(np.sign, _Z)
+    batched_pullback(np.sign, _Z.reshape(2, 2))
+
+
+# ----- arcsin and arccos (and arcsinh, arccosh) on their branch cuts ---------------------------
+
+
+def _on_axis(re, im):
+    """A complex array of one entry, its parts set one by one: ``re + im * 1j`` would make the
+    imaginary part ``-0.0`` a ``+0.0``."""
+    z = np.zeros(1, dtype=np.complex128)
+    z.real, z.imag = re, im
+    return z
+
+
+def _fd_along(f, z, d, h=1e-6):
+    """The derivative of ``f`` at ``z`` along ``d`` (1 or 1j), moving only that part of ``z``: the
+    other keeps its sign of zero, and so its side of a branch cut."""
+
+    def moved(t):
+        w = z.copy()
+        if d == 1:
+            w.real += t
+        else:
+            w.imag += t
+        return w
+
+    return (f(moved(h)) - f(moved(-h))) / (2 * h)
+
+
+_CUT_POINTS = [(x, im) for x in (1.4, -1.4, 0.3) for im in (0.0, -0.0, 1e-9, -1e-9)]
+
+
+@pytest.mark.parametrize("f", [np.arcsin, np.arccos, np.arccosh, np.arcsinh, np.arctanh])
+@pytest.mark.parametrize("x, im", _CUT_POINTS, ids=lambda v: repr(v))
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_inverse_trig_derivatives_on_both_sides_of_the_cuts(f, x, im, mode):
+    """The derivative along the cut (the real axis; the imaginary one for arcsinh) is the one of
+    the side NumPy's value is on: ``x + 0j`` and ``x - 0j`` are on opposite sides for ``|x| > 1``."""
+    d = 1j if f is np.arcsinh else 1
+    z = _on_axis(im, x) if f is np.arcsinh else _on_axis(x, im)
+    got = cr.jacobian(f, z, mode=mode)[0, 0] * d  # (the derivative along 1 is f'(z))
+    np.testing.assert_allclose(got, _fd_along(f, z, d)[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("f", [np.arcsin, np.arccos])
+@pytest.mark.parametrize("z", [np.array([1.4 + 0.1j, -1.4 - 0.1j]), np.array([1.4 - 0.1j, -1.4 + 0.1j])])
+def test_arcsin_arccos_rules_near_the_cuts(f, z):
+    crt.test_rrule(f, z)
+    crt.test_frule(f, z)
+
+
+def test_arccos_of_a_real_point_past_one_as_complex():
+    """The reported case: arccos(1.4 + 0j) is -0.87j, the upper side's value, whose slope is -1.02j."""
+    z = np.array([1.4 + 0j])
+    slope = -1j / math.sqrt(1.4**2 - 1)
+    for mode in ("forward", "reverse"):
+        np.testing.assert_allclose(cr.jacobian(np.arccos, z, mode=mode)[0, 0], slope)
+        np.testing.assert_allclose(cr.jacobian(np.arcsin, z, mode=mode)[0, 0], -slope)
+    # the gradient of Im arccos(z): d/dRe Im f + i d/dIm Im f = Im f' + i Re f' (one-sided across the cut)
+    np.testing.assert_allclose(cr.gradient(lambda z: np.sum(np.imag(np.arccos(z))), z)[0], [slope.imag])

@@ -1492,7 +1492,9 @@ def _convolve_batch(a, v, window, dys):
     convolution: each row's correlation ``sum_j full[i + j] conj(v[j])`` as one product of the
     rows' sliding windows with ``conj(v)``."""
     n_a, n_v = np.size(a), np.size(v)
-    full = np.zeros((len(dys), n_a + n_v - 1), dtype=np.result_type(dys, a, v))
+    # (a list or tuple operand as NumPy's array of it: np.result_type reads a list as a dtype spec)
+    dtype = np.result_type(*(array_or_active(t) for t in (dys, a, v)))
+    full = np.zeros((len(dys), n_a + n_v - 1), dtype=dtype)
     full[:, window] = dys
     windows = np.lib.stride_tricks.sliding_window_view
 
@@ -1509,7 +1511,9 @@ def frule_convolve(tangents, a, v, *args, **kwargs):
     mode = args[0] if args else kwargs.get("mode", "full")
     window = _convolution_window(np.size(a), np.size(v), mode)
     terms = []
-    for x, dx, other in ((a, unthunk(tangents[1]), v), (v, unthunk(tangents[2]), a)):
+    # (a list or tuple operand's tangent, a Tangent[list] of numbers or of batches, as an array)
+    da, dv = (tangent_array(x, unthunk(t)) for x, t in ((a, tangents[1]), (v, tangents[2])))
+    for x, dx, other in ((a, da, v), (v, dv, a)):
         if isinstance(dx, AbstractZero):
             continue
         rows = dx if is_batched(x, dx) else [dx]  # np.convolve takes one pair of vectors
@@ -1581,7 +1585,7 @@ def rrule_correlate(a, v, *args, **kwargs):
 
 @frule.register(np.correlate, batched=True)
 def frule_correlate(tangents, a, v, *args, **kwargs):
-    dw = _reversed_conj(tangents[2])
+    dw = _reversed_conj(tangent_array(v, unthunk(tangents[2])))
     window = _shifted_same_window(a, v, args, kwargs)
     if window is None:
         kwargs = _with_correlate_mode(args, kwargs)

@@ -530,6 +530,21 @@ def _over_squared_norm(n, y, x):
     return n / u
 
 
+def _asin_root(x):
+    """``sqrt(1 - x^2)``, arcsin's derivative's denominator (and minus arccos's).
+
+    For complex ``x`` it is ``sqrt(1 - x) sqrt(1 + x)``, the branch that arcsin and arccos
+    themselves take, on their cuts too: at ``x = 1.4 + 0j`` NumPy's arcsin is the limit from
+    above, ``pi/2 + 0.87j``, where ``sqrt(1 - x^2)`` is ``-0.98j``, and ``sqrt(-0.96 + 0j)`` would
+    give ``+0.98j``. That needs the sign of a zero imaginary part kept: ``1.0 - x`` and
+    ``x + 1.0`` would make ``-0.0`` a ``+0.0`` (1.0 is ``1 + 0j`` to NumPy), so they are written
+    ``-(x - 1.0)`` and ``x - (-1.0)``, whose imaginary parts are ``-imag(x)`` and ``imag(x)``.
+    """
+    if type(x) is float or not np.iscomplexobj(x):
+        return np.sqrt(1.0 - x * x)
+    return np.sqrt(-(x - 1.0)) * np.sqrt(x - (-1.0))
+
+
 def _in_scalar_dtype(x, c):
     """The constant partial ``c`` of a NumPy complex scalar ``x`` in its dtype, else ``c``. Such a
     scalar's cotangent keeps the type the product gives it (``match_input`` casts arrays only):
@@ -558,14 +573,16 @@ elementwise(np.square, lambda x: 2.0 * x)
 elementwise(np.sin, np.cos)
 elementwise(np.cos, lambda x: -np.sin(x))
 elementwise(np.tan, lambda x, *, out: _one(out) + out * out)
-elementwise(np.arcsin, lambda x: 1.0 / np.sqrt(1.0 - x * x))
-elementwise(np.arccos, lambda x: -1.0 / np.sqrt(1.0 - x * x))
+elementwise(np.arcsin, lambda x: 1.0 / _asin_root(x))
+elementwise(np.arccos, lambda x: -1.0 / _asin_root(x))
 elementwise(np.arctan, lambda x: 1.0 / (1.0 + x * x))
 elementwise(np.sinh, np.cosh)
 elementwise(np.cosh, np.sinh)
 elementwise(np.tanh, lambda x, *, out: _one(out) - out * out)
-elementwise(np.arcsinh, lambda x: 1.0 / np.sqrt(x * x + 1.0))
-elementwise(np.arccosh, lambda x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))  # right branch for complex x
+# (x * x - (-1.0) is x * x + 1.0, keeping the sign of a zero imaginary part: see _asin_root)
+elementwise(np.arcsinh, lambda x: 1.0 / np.sqrt(x * x - (-1.0)))
+# sqrt(x - 1) sqrt(x + 1): arccosh's own branch for complex x, on its cut too (see _asin_root)
+elementwise(np.arccosh, lambda x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x - (-1.0))))
 elementwise(np.arctanh, lambda x: _ratio(1.0, 1.0 - x * x))
 for _f in (np.deg2rad, np.radians):
     elementwise(_f, lambda x: math.pi / 180.0)
@@ -657,6 +674,65 @@ def _angle_partial(z, deg):
         return 0.0
     p = -1j * np.conj(z) / _safe_divisor(np.real(z * np.conj(z)))
     return p * (180.0 / math.pi) if deg else p
+
+
+def _sign_parts(z, args: tuple, kwargs: dict):
+    """``np.sign(z)`` and, for complex ``z``, ``(s, 1/|z|)`` of its derivative (None for real ``z``).
+
+    Since NumPy 2 the sign of a complex ``z`` is ``s = z / |z|`` (0 at 0), smooth away from 0:
+    ``ds = (dz - s Re(conj(s) dz)) / |z|`` (``dz`` less its part along ``s``, which only scales
+    ``z``), a map that is its own adjoint under the real inner product; zero at ``z = 0`` and
+    where ``where=`` is false. A real ``z``'s sign is piecewise constant: no derivative.
+    """
+    where = _ufunc_call(np.sign, args, kwargs, 0)
+    y = np.sign(z, **kwargs)
+    if not np.iscomplexobj(z):
+        return y, None
+    r = np.abs(z)
+    zero = r == 0
+    inv = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, r))
+    if where is not None:
+        inv = np.where(where, inv, 0.0)
+    return y, (z * inv, inv)
+
+
+def _sign_map(parts, d):
+    """``(d - s Re(conj(s) d)) / |z|`` (see ``_sign_parts``); a batch of ``d`` broadcasts along its leading axis."""
+    s, inv = parts
+    return (d - s * np.real(np.conj(s) * d)) * inv
+
+
+@rrule.register(np.sign, batched=True)
+def rrule_sign(z, *args, **kwargs):
+    if isinstance(z, _SEQUENCES):  # a list of complex numbers: the rule runs on NumPy's array of it
+        return rrule_on_arrays(rrule_sign, (z, *args), kwargs)
+    y, parts = _sign_parts(z, args, kwargs)
+    n = len(args)
+
+    def sign_pullback(dy):
+        dy = unthunk(dy)
+        if parts is None:
+            return (_NO,) * (n + 2)
+        if isinstance(dy, AbstractZero):
+            return (_NO, _ZERO) + (_NO,) * n
+        if carries_batch(y, dy):
+            return (_NO, match_input_batch(z, _sign_map(parts, dy))) + (_NO,) * n
+        return (_NO, match_input(z, _sign_map(parts, numpy_cotangent(y, dy)))) + (_NO,) * n
+
+    return y, sign_pullback
+
+
+@frule.register(np.sign, batched=True)
+def frule_sign(tangents, z, *args, **kwargs):
+    if isinstance(z, _SEQUENCES):
+        return frule_on_arrays(frule_sign, tangents, (z, *args), kwargs)
+    y, parts = _sign_parts(z, args, kwargs)
+    dz = unthunk(tangents[1])
+    if parts is None:
+        return y, _NO
+    if isinstance(dz, AbstractZero):
+        return y, _ZERO
+    return y, match_output(y, _sign_map(parts, dz))
 
 
 @rrule.register(np.real_if_close, batched=True)
@@ -944,7 +1020,7 @@ def frule_full_like(tangents, a, fill_value, *args, **kwargs):
 
 non_differentiable(
     # ufuncs with piecewise-constant, boolean or integer results
-    np.sign, np.floor, np.ceil, np.rint, np.trunc, np.signbit, np.floor_divide,
+    np.floor, np.ceil, np.rint, np.trunc, np.signbit, np.floor_divide,
     np.isnan, np.isinf, np.isfinite, np.isnat,
     np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
     np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
