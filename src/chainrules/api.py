@@ -274,6 +274,44 @@ def _own(v, seen: list):
     return v
 
 
+def _checked(f: Callable, cotangents, args: tuple):
+    """A full pullback's result as ``f``'s rule (or its engine) must give it: a tuple of one tangent
+    for ``f`` and one per argument, an array argument's of its shape; else a ChainRulesError naming
+    ``f``, where the mistake (a rule's) would have reached the user as a gradient.
+
+    >>> _checked(len, (NoTangent(), 1.0), (2.0,))
+    (NoTangent(), 1.0)
+    """
+    if type(cotangents) is not tuple or len(cotangents) != len(args) + 1:
+        got = f"{len(cotangents)} values" if isinstance(cotangents, tuple) else f"a {type(cotangents).__name__}"
+        raise ChainRulesError(
+            f"the pullback of {_callable_label(f)} returned {got} for {len(args)} argument(s): a pullback returns "
+            f"a tuple of {len(args) + 1}, the tangent of the function itself first (check its rule)"
+        )
+    for i, (a, c) in enumerate(zip(args, cotangents[1:])):
+        ta, tc = type(a), type(c)
+        if ta is np.ndarray:
+            shape = a.shape
+        elif ta is float or ta is int or ta is complex or isinstance(a, np.number):
+            shape = ()
+        else:
+            continue  # (a structure's, an engine's value's: their own rules check them)
+        if tc is np.ndarray:
+            if c.shape == shape:
+                continue
+        elif tc is float or tc is complex:
+            if not shape:
+                continue
+        elif isinstance(c, (AbstractTangent, ActiveValue)) or (isinstance(c, np.number) and not shape):
+            continue
+        what = f"shape {np.shape(c)}" if isinstance(c, (np.ndarray, float, complex, np.number)) else repr(c)[:40]
+        raise ChainRulesError(
+            f"the pullback of {_callable_label(f)} returned {what} as the cotangent of argument {i + 1}, a "
+            f"{ta.__name__}{' of shape ' + str(shape) if ta is np.ndarray else ''} (check its rule)"
+        )
+    return cotangents
+
+
 def _unthunked(cotangents: tuple, args: tuple) -> tuple:
     """The user's view of a full pullback's result: no tangent for ``f``, nothing lazy."""
     grads = cotangents[1:]
@@ -303,7 +341,7 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
             dy = _numeric_cotangent(f, y, dy)
         elif type(dy) not in _PLAIN:
             dy = _structural_cotangent(y, dy)
-        return _owned(_unthunked(back_full(dy), args), dy)
+        return _owned(_unthunked(_checked(f, back_full(dy), args), args), dy)
 
     return y, back
 
@@ -472,8 +510,9 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
                     f"has_aux=True needs {_callable_label(f)} to return a pair (value, aux), got {type(y).__name__}"
                 )
             seed = Tangent[type(y)](_seed_for(y[0], f), ZeroTangent())
-            return (y[0], y[1]), _gradients(_once(back_full)(seed), args, argnums)
-        return y, _gradients(_once(back_full)(1.0 if type(y) is float else _seed_for(y, f)), args, argnums)
+            return (y[0], y[1]), _gradients(_checked(f, _once(back_full)(seed), args), args, argnums)
+        seed = 1.0 if type(y) is float else _seed_for(y, f)
+        return y, _gradients(_checked(f, _once(back_full)(seed), args), args, argnums)
     finally:
         if pause_gc:
             gc.enable()
