@@ -48,7 +48,7 @@ def rrule_triple_none(x):
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda e: cr.gradient(total, np.ones(2), engine=e), r"total returned shape \(\) as the cotangent of argument 1"),
+        (lambda e: cr.gradient(total, np.ones(2), engine=e), r"total returned shape \(\) as the cotangent of argument"),
         (lambda e: cr.pullback(total, np.ones(2), engine=e)[1](1.0), r"shape \(\) as the cotangent"),
         (lambda e: cr.gradient(double, 1.0, engine=e), "double returned 3 values for 1 argument"),
         (lambda e: cr.gradient(product, 1.0, 2.0, engine=e, argnums=1), "product returned 2 values for 2 argument"),
