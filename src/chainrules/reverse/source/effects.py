@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import operator
 import types
 
 import numpy as np
@@ -118,7 +119,32 @@ KNOWN_WRITES = {
     set.remove: Write("s.remove(v)", -1, "build `s = s - {v}`"),
     set.pop: Write("s.pop()", -1, "build a new set without the element"),
     set.clear: Write("s.clear()", -1, "bind a new set, `s = set()`"),
+    # the functions of augmented assignment change an array, list or dict in place (a number they
+    # only compute with, see `known_entry`); `x op= v` itself is followed
+    **{
+        getattr(operator, f"i{name}"): Write(
+            f"operator.i{name}(x, v)", 0, f"write `x = x {symbol} v` (or `x {symbol}= v`)"
+        )
+        for name, symbol in (
+            ("add", "+"),
+            ("sub", "-"),
+            ("mul", "*"),
+            ("truediv", "/"),
+            ("floordiv", "//"),
+            ("mod", "%"),
+            ("pow", "**"),
+            ("matmul", "@"),
+            ("and", "&"),
+            ("or", "|"),
+            ("xor", "^"),
+            ("lshift", "<<"),
+            ("rshift", ">>"),
+            ("concat", "+"),
+        )
+    },
 }
+_AUGMENTED = frozenset(f for f in KNOWN_WRITES if getattr(f, "__module__", None) in ("operator", "_operator"))
+
 #: ``del x[i]`` (refused by the fence, which knows no types)
 DELETE_ADVICE = (
     "`del x[i]` changes `x` in place, which the reverse pass would not follow: build `x = x[:i] + x[i + 1:]` "
@@ -379,6 +405,8 @@ class _Effects:
             return False
         if isinstance(f, type):
             return f in _PURE_TYPES or _is_record_type(f)
+        if _hashable(f) and f in _AUGMENTED:  # (its rule computes the new value, not the write)
+            return self.known_entry(expr)[0] is None
         return _has_pure_rule(f, [self.a.type_of(a.value) for a in expr.args])
 
     def arguments(self, expr) -> tuple[list | None, dict | None]:
@@ -429,7 +457,10 @@ class _Effects:
         if entry.target < 0:
             return entry, expr.obj
         positional = self.arguments(expr)[0] or ()
-        return entry, positional[entry.target] if entry.target < len(positional) else None
+        written = positional[entry.target] if entry.target < len(positional) else None
+        if f in _AUGMENTED and (not isinstance(written, str) or is_real(self.a.type_of(written))):
+            return None, None  # (operator.imul(2.0, x): a number is not changed, the result is new)
+        return entry, written
 
     def known(self, expr) -> str | None:
         """Why the call is refused when its write could matter: it is in ``KNOWN_WRITES`` or it
