@@ -66,3 +66,15 @@ def test_an_engine_value_that_stands_for_nothing_else_keeps_its_class_and_the_de
     assert not isinstance(box, float) and box.__class__ is Box  # it stands for itself
     assert box.buffer_holding(np.zeros(2)) is None  # the base class's defaults
     assert box.call_by_rule(np.sin, (box,), {}) is NotImplemented
+
+
+def _length_of_its_text(x):
+    return x * len(str(x)) + x * len("%s" % x)  # noqa: UP031 (the percent form is what is tested)
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_str_of_an_engine_value_is_the_plain_values_text(engine):
+    # str(x) reads '0.5' on every engine's value, as on the number: the function's value is unchanged
+    assert cr.value_and_gradient(_length_of_its_text, 0.5, engine=engine) == (3.0, (6.0,))
+    assert cr.derivative(_length_of_its_text, 0.5) == 6.0
+    assert cr.hessian(lambda x: x * _length_of_its_text(x), 0.5, engine=engine) == pytest.approx(12.0)

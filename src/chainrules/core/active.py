@@ -40,6 +40,11 @@ class ActiveValue:
         """The order of the differentiation this value belongs to (see ``next_order``)."""
         return 0
 
+    def __str__(self) -> str:
+        """The text of the value this one stands for (``str(x)``, ``print(x)``, ``"%s" % x``): the
+        user's code reads what it reads on the plain value (``repr`` names the engine's value)."""
+        return str(stood_for(self))
+
     def stands_for(self) -> Any:
         """The value this one stands for, one level down (a dual number's primal, which may be
         another engine's value); itself for a value that stands for nothing else."""
