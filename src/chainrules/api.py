@@ -18,6 +18,7 @@ What the API returns is unthunked; the function's own tangent and keyword argume
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import importlib
 import inspect
@@ -96,7 +97,8 @@ def _on_the_tape(refusal: UnsupportedSyntaxError | NoRuleError, f: Callable, arg
     """``f`` on the tape, where the source engine refused it with ``refusal`` (see ``_pullback_full``)."""
     try:
         pulled = _reverse_engine("tape").pullback_full(f, *args, **kwargs)
-    except (ChainRulesError, TypeError, ValueError) as error:  # (a write repeating a position: ValueError)
+    # (a write repeating a position: ValueError; a C function given a tracked value: ctypes.ArgumentError)
+    except (ChainRulesError, TypeError, ValueError, ctypes.ArgumentError) as error:
         refusal.add_note(f"The tape engine could not differentiate {_callable_label(f)} either: {error}")
         raise refusal from None
     _remember_choice(f, _ON_THE_TAPE, _ON_THE_TAPE)

@@ -60,6 +60,13 @@ class Checkpointed:
                 break
         return self.f(*args, **kwargs)
 
+    def __get__(self, obj, owner=None):
+        """As a method (``@cr.checkpoint`` on ``def __call__(self, h)``): the checkpoint of the method
+        bound to ``obj``."""
+        if obj is None:
+            return self
+        return Checkpointed(self.f.__get__(obj, owner))
+
     def __repr__(self) -> str:
         return f"checkpoint({getattr(self.f, '__qualname__', self.f)!r})"
 

@@ -126,3 +126,18 @@ def test_jacobian_checks_its_chunk_size_in_every_mode(mode):
     with pytest.raises(TypeError, match="chunk_size must be an integer, got 1.5"):
         cr.jacobian(f, np.ones(3), mode=mode, chunk_size=1.5)
     np.testing.assert_array_equal(cr.jacobian(f, np.ones(3), mode=mode, chunk_size=np.int64(2)), 2.0 * np.eye(3))
+
+
+def test_a_rule_for_something_that_is_not_callable_is_refused():
+    with pytest.raises(TypeError, match=r"rrule.register\(3\): rules are for callables"):
+        cr.rrule.register(3)
+
+
+def test_rounding_gives_an_int_on_engine_values_too():
+    # round(x), math.floor(x) index and count in a Hessian as in a gradient (their derivative is 0)
+    def f(x):
+        return [x, 2 * x, 3 * x][round(x)] * x + sum(x for _ in range(round(3 * x))) + round(x, None)
+
+    for engine in ("source", "tape"):
+        assert cr.hessian(f, 1.3, engine=engine) == pytest.approx(4.0)
+    assert cr.gradient(f, 1.3)[0] == pytest.approx(4 * 1.3 + 4)

@@ -137,3 +137,21 @@ def test_where_the_tape_refuses_with_a_value_error_the_source_engines_refusal_is
     with pytest.raises(cr.UnsupportedSyntaxError, match="default value of the nested function") as info:
         cr.gradient(repeated_write, X, 0.7)
     assert "repeats a position" in "".join(info.value.__notes__)
+
+
+def test_a_c_function_called_through_ctypes_raises_the_source_engines_refusal():
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("m")
+    if name is None:
+        pytest.skip("no C math library to call")
+    libm = ctypes.CDLL(name)
+    libm.cos.restype, libm.cos.argtypes = ctypes.c_double, [ctypes.c_double]
+
+    def ccall(x):
+        return libm.cos(x) * x
+
+    # the tape's ctypes.ArgumentError (a tracked value for a C double) is noted on the refusal
+    with pytest.raises(cr.NoRuleError, match="tape engine could not differentiate"):
+        cr.gradient(ccall, 1.0)

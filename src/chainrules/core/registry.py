@@ -187,6 +187,8 @@ class RuleDispatcher:
         >>> y, back(1.0)
         (6.0, (NoTangent(), 2.0))
         """
+        if not callable(f):
+            raise TypeError(f"{self.__name__}.register({f!r}): rules are for callables, got a {type(f).__name__}")
         for t in types:
             if not isinstance(t, type):
                 raise TypeError(f"{self.__name__}.register({f!r}, ...): argument types must be classes, got {t!r}")

@@ -326,9 +326,25 @@ def _raise_as_python(f, args: tuple) -> None:
     f(*plain)
 
 
+#: functions that give a Python int (round with no digits, math.floor/ceil/trunc): on an engine's
+#: number too, so that the result indexes and counts (their derivative is zero)
+_TO_INT = frozenset({round, math.floor, math.ceil, math.trunc})
+
+
+def _as_int(f, args: tuple, kwargs: dict):
+    """``f(*args)`` as a Python int where ``f`` gives one on numbers (see ``_TO_INT``), else None."""
+    if f not in _TO_INT or kwargs or not args or (len(args) == 2 and args[1] is not None) or len(args) > 2:
+        return None
+    plain = stood_for(args[0])
+    return f(plain) if isinstance(plain, numbers.Real) else None
+
+
 def _bridge_rrule(f, twin):
     def rrule_via_twin(*args, **kwargs):
         _raise_as_python(f, args)
+        whole = _as_int(f, args, kwargs)
+        if whole is not None:
+            return whole, lambda dy: (NoTangent(), *(ZeroTangent() for _ in args))
         args = _in_double(f, args)
         own = _own_operator_rule(rrule, f, args)
         if own is not None:
@@ -348,6 +364,9 @@ def _bridge_rrule(f, twin):
 def _bridge_frule(f, twin):
     def frule_via_twin(tangents, *args, **kwargs):
         _raise_as_python(f, args)
+        whole = _as_int(f, args, kwargs)
+        if whole is not None:
+            return whole, ZeroTangent()
         own = _own_operator_rule(frule, f, args)
         if own is not None:
             return own(tangents, *args, **kwargs)
