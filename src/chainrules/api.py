@@ -442,7 +442,7 @@ def _gradients(cotangents: tuple, args: tuple, argnums: int | Sequence[int] | No
     return _owned(tuple(_as_returned(args[i], cotangents[1 + i]) for i in chosen))
 
 
-def _seed_for(y, f: Callable):
+def _seed_for(y, f: Callable, entry: str = "gradient"):
     if type(y) is float:
         return 1.0
     if isinstance(y, (float, int, np.floating, np.integer)) and not isinstance(y, bool):
@@ -458,7 +458,7 @@ def _seed_for(y, f: Callable):
     shape = getattr(y, "shape", None)
     kind = "an array" if isinstance(shape, tuple) and isinstance(y, ActiveValue) else type(y).__name__
     raise ChainRulesError(
-        f"gradient needs {name} to return a real scalar, got {kind}"
+        f"{entry} needs {name} to return a real scalar, got {kind}"
         f"{' of shape ' + str(shape) if isinstance(shape, tuple) and shape else ''}; "
         "reduce the output to a scalar (e.g. .sum()), or use cr.jacobian or cr.pullback"
     )
@@ -485,8 +485,10 @@ def value_and_gradient(
     return _value_and_gradient(f, args, kwargs, engine, argnums, has_aux)
 
 
-def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
-    _check_callable(f, "gradient")
+def _value_and_gradient(
+    f: Callable, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool, entry: str = "gradient"
+):
+    _check_callable(f, entry)
     if _ON_THE_TAPE_USED[0]:
         engine = _remembered_engine(engine, f)
     run = _reverse_engine(engine).pullback_full  # (``_pullback_full``, without a call on this path)
@@ -511,9 +513,9 @@ def _value_and_gradient(f: Callable, args: tuple, kwargs: dict, engine: str, arg
                 raise ChainRulesError(
                     f"has_aux=True needs {_callable_label(f)} to return a pair (value, aux), got {type(y).__name__}"
                 )
-            seed = Tangent[type(y)](_seed_for(y[0], f), ZeroTangent())
+            seed = Tangent[type(y)](_seed_for(y[0], f, entry), ZeroTangent())
             return (y[0], y[1]), _gradients(_checked(f, _once(back_full)(seed), args), args, argnums)
-        seed = 1.0 if type(y) is float else _seed_for(y, f)
+        seed = 1.0 if type(y) is float else _seed_for(y, f, entry)
         return y, _gradients(_checked(f, _once(back_full)(seed), args), args, argnums)
     finally:
         if pause_gc:
@@ -995,10 +997,10 @@ def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
     if not _is_numeric(x) and is_structure(x):
         # the gradient at a structured x is a Tangent of x's structure: read it back into that
         # structure, whose Jacobian forward mode lays out as it lays out any structured output
-        return _forward_engine().jacobian(lambda z: _with_leaves(z, gradient(f, z, engine=engine)[0]), x)
+        return _forward_engine().jacobian(lambda z: _with_leaves(z, _hessian_gradient(f, z, engine)), x)
 
     def dense_gradient(z):
-        g = gradient(f, z, engine=engine)[0]
+        g = _hessian_gradient(f, z, engine)
         # an f that does not depend on x has a zero gradient, whose Jacobian is zeros
         return np.zeros(np.shape(z), dtype=_leaf_dtype(z)) if isinstance(g, AbstractZero) else g
 
@@ -1007,6 +1009,11 @@ def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
     except (UnsupportedSyntaxError, NoRuleError) as refusal:
         H = _forward_over_forward(f, x, refusal)
     return _as_number_of(x, H)
+
+
+def _hessian_gradient(f: Callable, z, engine: str):
+    """``cr.gradient(f, z)[0]``, its errors naming ``hessian``."""
+    return _value_and_gradient(f, (z,), {}, engine, None, False, "hessian")[1][0]
 
 
 def _forward_over_forward(f: Callable, x, refusal: Exception):

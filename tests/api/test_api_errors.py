@@ -141,3 +141,8 @@ def test_rounding_gives_an_int_on_engine_values_too():
     for engine in ("source", "tape"):
         assert cr.hessian(f, 1.3, engine=engine) == pytest.approx(4.0)
     assert cr.gradient(f, 1.3)[0] == pytest.approx(4 * 1.3 + 4)
+
+
+def test_hessian_of_a_vector_function_names_hessian():
+    with pytest.raises(cr.ChainRulesError, match=r"^hessian needs <lambda> to return a real scalar"):
+        cr.hessian(lambda x: x * 2.0, np.ones(2))
