@@ -298,3 +298,14 @@ def test_show_without_the_call_s_arguments_says_what_it_needs():
     with pytest.raises(TypeError, match=r"show\(f, \*args\) needs the arguments of a call of two_arguments"):
         show(two_arguments)
     assert "two_arguments_primal" in show(two_arguments, 1.0, 2.0)
+
+
+def test_the_users_own_exception_notes_the_users_line():
+    def reads_a_missing_key(x):
+        d = {}
+        return d["missing"] * x
+
+    with pytest.raises(KeyError) as caught:
+        cr.gradient(reads_a_missing_key, 1.0)
+    line = reads_a_missing_key.__code__.co_firstlineno + 2
+    assert any(f"test_source_errors.py:{line}," in note for note in caught.value.__notes__)

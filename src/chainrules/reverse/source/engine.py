@@ -105,24 +105,42 @@ def pullback_full(f, *args, **kwargs):
     >>> round(y, 4), [round(d, 4) for d in back(1.0)[1:]]
     (0.1818, [0.0744, -0.0992])
     """
-    if not kwargs and type(f) is _FUNCTION:
-        # the fast path of `pullback`, repeated here to save a call: a generated function that
-        # calls nothing through the dispatcher needs no engine installed
-        entry = _TRANSFORMED.get(id(f.__code__))
-        if entry is not None:
-            hit = entry.fast.get(len(args))
-            if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
-                if hit[4] is None or hit[4].valid(f):
-                    if not hit[5]:
-                        y, back = hit[3](*args)
-                        if hit[6] and isinstance(y, np.ndarray):  # made of batched rules' pullbacks only
-                            _mark_batched(back)
-                        return y, back
-                    if current_engine() is not pullback_full:
-                        return _run_installed(hit[3], args, {}, hit[6])
-    if current_engine() is pullback_full:
-        return pullback(f, *args, **kwargs)
-    return _run_installed(pullback, (f, *args), kwargs, True)
+    try:
+        if not kwargs and type(f) is _FUNCTION:
+            # the fast path of `pullback`, repeated here to save a call: a generated function that
+            # calls nothing through the dispatcher needs no engine installed
+            entry = _TRANSFORMED.get(id(f.__code__))
+            if entry is not None:
+                hit = entry.fast.get(len(args))
+                if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
+                    if hit[4] is None or hit[4].valid(f):
+                        if not hit[5]:
+                            y, back = hit[3](*args)
+                            if hit[6] and isinstance(y, np.ndarray):  # made of batched rules' pullbacks only
+                                _mark_batched(back)
+                            return y, back
+                        if current_engine() is not pullback_full:
+                            return _run_installed(hit[3], args, {}, hit[6])
+        if current_engine() is pullback_full:
+            return pullback(f, *args, **kwargs)
+        return _run_installed(pullback, (f, *args), kwargs, True)
+    except Exception as error:  # the user's own exception (a KeyError in f): the line of f it came from
+        if not isinstance(error, ChainRulesError):
+            _note_user_line(error)
+        raise
+
+
+def _note_user_line(error: Exception) -> None:
+    """Add the user's ``file:line`` where ``error`` was raised in generated code (whose traceback
+    shows the generated line, which the default hook does not print)."""
+    location, tb = None, error.__traceback__
+    while tb is not None:  # the innermost generated frame
+        found = codegen.user_location(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        location = found or location
+        tb = tb.tb_next
+    note = f"(raised at {location}, in the code the source engine generated for it)"
+    if location is not None and note not in getattr(error, "__notes__", ()):
+        error.add_note(note)
 
 
 def _run_installed(primal, args: tuple, kwargs: dict, batched: bool):
