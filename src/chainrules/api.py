@@ -284,34 +284,48 @@ def _checked(f: Callable, cotangents, args: tuple):
     >>> _checked(len, (NoTangent(), 1.0), (2.0,))
     (NoTangent(), 1.0)
     """
-    if type(cotangents) is not tuple or len(cotangents) != len(args) + 1:
+    if type(cotangents) is not tuple or len(cotangents) != len(args) + 1:  # (then each argument's)
         got = f"{len(cotangents)} values" if isinstance(cotangents, tuple) else f"a {type(cotangents).__name__}"
         raise ChainRulesError(
             f"the pullback of {_callable_label(f)} returned {got} for {len(args)} argument(s): a pullback returns "
             f"a tuple of {len(args) + 1}, the tangent of the function itself first (check its rule)"
         )
-    for i, (a, c) in enumerate(zip(args, cotangents[1:])):
-        ta, tc = type(a), type(c)
-        if ta is np.ndarray:
-            shape = a.shape
-        elif ta is float or ta is int or ta is complex or isinstance(a, np.number):
-            shape = ()
-        else:
-            continue  # (a structure's, an engine's value's: their own rules check them)
-        if tc is np.ndarray:
-            if c.shape == shape:
+    i = 0
+    for a in args:
+        i += 1
+        c = cotangents[i]
+        tc = type(c)
+        if tc is float:
+            if type(a) is float:
                 continue
-        elif tc is float or tc is complex:
-            if not shape:
-                continue
-        elif isinstance(c, (AbstractTangent, ActiveValue)) or (isinstance(c, np.number) and not shape):
+        elif tc is np.ndarray and type(a) is np.ndarray and c.shape == a.shape:
             continue
-        what = f"shape {np.shape(c)}" if isinstance(c, (np.ndarray, float, complex, np.number)) else repr(c)[:40]
-        raise ChainRulesError(
-            f"the pullback of {_callable_label(f)} returned {what} as the cotangent of argument {i + 1}, a "
-            f"{ta.__name__}{' of shape ' + str(shape) if ta is np.ndarray else ''} (check its rule)"
-        )
+        _check_cotangent(f, i, a, c)
     return cotangents
+
+
+def _check_cotangent(f: Callable, i: int, a, c) -> None:
+    """``_checked`` for the cotangent ``c`` of argument ``i`` (from 1), ``a``, past its fast cases."""
+    ta, tc = type(a), type(c)
+    if ta is np.ndarray:
+        shape = a.shape
+    elif ta is float or ta is int or ta is complex or isinstance(a, np.number):
+        shape = ()
+    else:
+        return  # (a structure's, an engine's value's: their own rules check them)
+    if tc is np.ndarray:
+        if c.shape == shape:
+            return
+    elif tc is float or tc is complex:
+        if not shape:
+            return
+    elif isinstance(c, (AbstractTangent, ActiveValue)) or (isinstance(c, np.number) and not shape):
+        return
+    what = f"shape {np.shape(c)}" if isinstance(c, (np.ndarray, float, complex, np.number)) else repr(c)[:40]
+    raise ChainRulesError(
+        f"the pullback of {_callable_label(f)} returned {what} as the cotangent of argument {i}, a "
+        f"{ta.__name__}{' of shape ' + str(shape) if ta is np.ndarray else ''} (check its rule)"
+    )
 
 
 def _unthunked(cotangents: tuple, args: tuple) -> tuple:
@@ -425,9 +439,19 @@ def _is_inexact(x) -> bool:
     return isinstance(x, (float, complex, np.inexact))
 
 
-def _gradients(cotangents: tuple, args: tuple, argnums: int | Sequence[int] | None):
-    """The user's gradients from a full pullback's result, for the arguments ``argnums`` selects:
-    only those are unthunked (an unselected thunk may be costly and is never computed)."""
+def _gradients(f: Callable, cotangents: tuple, args: tuple, argnums: int | Sequence[int] | None):
+    """The user's gradients from ``f``'s full pullback's result (checked, see ``_checked``), for the
+    arguments ``argnums`` selects: only those are unthunked (an unselected thunk may be costly and
+    is never computed)."""
+    if argnums is None and type(cotangents) is tuple and len(cotangents) == len(args) + 1:
+        i = 0
+        for a in args:  # scalar code: plain floats for floats, as they are
+            i += 1
+            if type(cotangents[i]) is not float or type(a) is not float:
+                break
+        else:
+            return cotangents[1:]
+    _checked(f, cotangents, args)
     if argnums is None:
         return _owned(_unthunked(cotangents, args))
     positions = range(len(args))
@@ -514,9 +538,9 @@ def _value_and_gradient(
                     f"has_aux=True needs {_callable_label(f)} to return a pair (value, aux), got {type(y).__name__}"
                 )
             seed = Tangent[type(y)](_seed_for(y[0], f, entry), ZeroTangent())
-            return (y[0], y[1]), _gradients(_checked(f, _once(back_full)(seed), args), args, argnums)
+            return (y[0], y[1]), _gradients(f, _once(back_full)(seed), args, argnums)
         seed = 1.0 if type(y) is float else _seed_for(y, f, entry)
-        return y, _gradients(_checked(f, _once(back_full)(seed), args), args, argnums)
+        return y, _gradients(f, _once(back_full)(seed), args, argnums)
     finally:
         if pause_gc:
             gc.enable()
@@ -1159,7 +1183,7 @@ def _nested_gradient_rule(f, args: tuple, kwargs: dict, engine: str, argnums, ha
     y, back = _pullback_full(engine, f, *args, **kwargs)
     seed = _scalar_part(has_aux)
     full = tuple(_deep_unthunk(d) for d in back(seed(y)))
-    grads = _gradients(full, args, argnums)
+    grads = _gradients(f, full, args, argnums)
     positions = range(len(args))
     selected = [positions[argnums]] if isinstance(argnums, int) else [positions[i] for i in (argnums or positions)]
 
