@@ -145,11 +145,16 @@ KNOWN_WRITES = {
 }
 _AUGMENTED = frozenset(f for f in KNOWN_WRITES if getattr(f, "__module__", None) in ("operator", "_operator"))
 
-#: ``del x[i]`` (refused by the fence, which knows no types)
-DELETE_ADVICE = (
-    "`del x[i]` changes `x` in place, which the reverse pass would not follow: build `x = x[:i] + x[i + 1:]` "
-    "(a list) or `x = np.delete(x, i)` (an array), or rebind the name"
-)
+
+def delete_advice(name: str) -> str:
+    """The refusal of ``del name[key]`` (by the fence, which knows no types: the advice names each kind)."""
+    return (
+        f"`del {name}[...]` changes `{name}` in place, which the reverse pass would not follow: build a new "
+        f"one, `{name} = {name}[:i] + {name}[i + 1:]` (a list), `{name} = np.delete({name}, i)` (an array) or "
+        f"`{name} = {{k: v for k, v in {name}.items() if k != key}}` (a dict), or rebind the name"
+    )
+
+
 #: a call given an output argument (``out=``, or a ufunc's outputs positionally)
 OUTPUT_ADVICE = (
     "assign the result instead (`buf = np.sin(x)`, or `buf[...] = np.sin(x)` into an array the function made)"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 
 from ...core.errors import UnsupportedSyntaxError
-from .effects import DELETE_ADVICE
+from .effects import delete_advice
 
 _STATEMENTS = {
     ast.AsyncFor: ("`async for`", "a coroutine cannot be differentiated"),
@@ -77,8 +77,9 @@ class _Fence(ast.NodeVisitor):
             self.visit(default)
 
     def visit_Delete(self, node: ast.Delete):
-        if any(isinstance(t, ast.Subscript) for t in node.targets):
-            self.refuse(node, DELETE_ADVICE)
+        for target in node.targets:
+            if isinstance(target, ast.Subscript):
+                self.refuse(node, delete_advice(ast.unparse(target.value)))
         self.generic_visit(node)
 
     def generic_visit(self, node: ast.AST):
