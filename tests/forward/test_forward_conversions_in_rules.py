@@ -118,3 +118,10 @@ def test_a_rule_writing_into_an_outer_differentiations_buffer_is_named(example_r
             cr.gradient(lambda z: np.sum(cr.gradient(f, z)[0]), x, engine="tape")
     assert f"(called at {__file__}:{line})" in str(info.value)
     np.testing.assert_allclose(cr.gradient(f, x)[0], [6.0, 12.0, 0.0])
+
+
+def test_dual_numbers_in_a_list_a_rule_takes_as_a_constant_are_named_as_such():
+    # first order: the rule meets the duals because they are inside a list, not in a second derivative
+    with pytest.raises(TypeError, match=r"passes them inside a list or another container \(pass an array"):
+        cr.derivative(lambda x: np.interp(0.5, [0.0, 1.0], [x, 2 * x]), 1.0)
+    assert cr.derivative(lambda x: np.interp(0.5, [0.0, 1.0], np.stack([x, 2 * x])), 1.0) == pytest.approx(1.5)

@@ -215,8 +215,9 @@ def conversion_in_rule(
     chainrules or NumPy/SciPy; ``None`` when it is the user's doing (their code, or a library function
     their code called).
 
-    A rule computes on the values of an outer differentiation only when a function is
-    differentiated twice (a Hessian, a gradient of a gradient); a rule whose code converts them
+    A rule computes on an engine's values when a function is differentiated twice (a Hessian, a
+    gradient of a gradient: the outer differentiation's values), or when they reach it inside a
+    container it takes as a constant (a list of dual numbers); a rule whose code converts them
     does not support that, which the user could not tell from advice about their own code.
     """
     while frame is not None:
@@ -226,9 +227,10 @@ def conversion_in_rule(
             rule = f"{frame.f_globals.get('__name__', '?')}.{frame.f_code.co_qualname}"
             return TypeError(
                 f"the rule code {rule} ({os.path.basename(filename)}:{frame.f_lineno}) cannot take {values}: it "
-                f"{doing}. The function it differentiates"
-                f"{' (called at ' + where + ')' if where else ''} is being differentiated twice (a Hessian, a gradient "
-                "of a gradient), which that rule does not support; differentiate it once, or write that step with "
+                f"{doing}. It met them as values: the function it differentiates"
+                f"{' (called at ' + where + ')' if where else ''} passes them inside a list or another container "
+                "(pass an array: np.stack of them), or is being differentiated twice (a Hessian, a gradient of a "
+                "gradient), which that rule does not support: differentiate it once, or write that step with "
                 "functions whose rules do"
             )
         if not (is_internal_frame(frame) or frame.f_globals.get("__name__", "").partition(".")[0] in _NUMERICAL):
