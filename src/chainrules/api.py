@@ -625,12 +625,15 @@ def derivative(f: Callable, x):
 
 def _as_number_of(x, d):
     """A derivative at a Python number ``x`` as a Python number: NumPy's functions compute in NumPy
-    scalars and 0-d arrays, and a float input gets a float derivative, however it was nested."""
+    scalars and 0-d arrays, and a float input gets a float derivative, however it was nested; at a
+    NumPy number, a NumPy number (np.float32 in, np.float32 out, as ``gradient`` gives it)."""
     if type(x) in (float, int, complex) and (
         type(d) in (np.float64, np.complex128)
         or (type(d) is np.ndarray and d.shape == () and d.dtype in (np.float64, np.complex128))
     ):
         return d.item()
+    if isinstance(x, np.generic) and type(d) is np.ndarray and d.shape == ():
+        return d.item() if isinstance(x, np.integer) else d[()]  # (an integer's is a float, as gradient's)
     return d
 
 

@@ -146,3 +146,9 @@ def test_rounding_gives_an_int_on_engine_values_too():
 def test_hessian_of_a_vector_function_names_hessian():
     with pytest.raises(cr.ChainRulesError, match=r"^hessian needs \S*<lambda> to return a real scalar"):
         cr.hessian(lambda x: x * 2.0, np.ones(2))
+
+
+@pytest.mark.parametrize("x", [np.float32(2.0), np.float64(2.0), np.int64(2), 2.0])
+def test_hessian_at_a_number_is_a_number_of_the_gradients_type(x):
+    h, g = cr.hessian(lambda x: x**3, x), cr.gradient(lambda x: x**3, x)[0]
+    assert type(h) is type(g) and h == 12.0
