@@ -425,6 +425,8 @@ def _as_returned(arg, cotangent):
     cotangent = _deep_unthunk(cotangent)
     if isinstance(cotangent, NoTangent) and _is_inexact(arg):
         return ZeroTangent()
+    if type(arg) is float and type(cotangent) is np.float64:  # (a float's gradient is a float, however computed)
+        return float(cotangent)
     return cotangent
 
 

@@ -152,3 +152,13 @@ def test_hessian_of_a_vector_function_names_hessian():
 def test_hessian_at_a_number_is_a_number_of_the_gradients_type(x):
     h, g = cr.hessian(lambda x: x**3, x), cr.gradient(lambda x: x**3, x)[0]
     assert type(h) is type(g) and h == 12.0
+
+
+def test_the_gradient_of_a_float_is_a_float_however_it_was_computed():
+    # (a nested gradient's real part: NumPy numbers on the way)
+    def outer(x):
+        return cr.gradient(lambda w: abs(w) ** 2 * x, x * (1 + 1j))[0].real
+
+    for engine in ("source", "tape"):
+        (g,) = cr.gradient(outer, 1.0, engine=engine)
+        assert type(g) is float and g == 4.0
