@@ -267,12 +267,7 @@ def _own(v, seen: list):
     if type(v) is tuple:
         return tuple(_own(u, seen) for u in v)
     if isinstance(v, Tangent):
-        backing = v.backing
-        if isinstance(backing, tuple):
-            return type(v)(*(_own(u, seen) for u in backing))
-        if type(v).primal_type is dict:
-            return type(v)({k: _own(u, seen) for k, u in backing.items()})
-        return type(v)(**{k: _own(u, seen) for k, u in backing.items()})
+        return v._map(lambda u: _own(u, seen))
     return v
 
 

@@ -58,6 +58,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core import AbstractZero, NoTangent, Tangent, ZeroTangent, basis_seed, callable_name, unthunk
+from ..forward.dual import _fit as engine_fit  # (the check takes tangents as the engine takes them)
 from .checks import approx_problems, deep_unthunk, must_be_no_tangent
 from .random_tangents import rand_tangent
 from .to_vec import describe, layout
@@ -331,41 +332,19 @@ def _row_problems(got, expected_rows: list, batch: int, rtol: float, atol: float
 
 
 def _fit_batch(y, dy, batch: int):
-    """A batched output tangent as the forward engine takes it (``forward.dual._fit``): ``(batch,
-    *y.shape)``, or broadcast to it when the rule left it broadcastable with the batch axis in
-    front; ``None`` when the batch axis got lost (the engine then runs the rule row by row)."""
-    dy = unthunk(dy)
-    if isinstance(dy, AbstractZero):
-        return dy
-    if isinstance(y, (tuple, list)):
-        items = dy.backing if isinstance(dy, Tangent) else dy
-        if isinstance(items, dict):  # a namedtuple's tangent, by field
-            items = [items.get(k, _ZERO) for k in y._fields]
-        fitted = [_fit_batch(yi, di, batch) for yi, di in zip(y, items)]
-        return None if any(d is None for d in fitted) else Tangent[type(y)](*fitted)
-    if not isinstance(y, (np.ndarray, np.generic, float, complex)):
-        return dy
-    want, have = (batch, *np.shape(y)), np.shape(dy)
-    if have == want:
-        return dy
-    if len(have) == len(want) and have[0] == batch:
-        try:
-            if np.broadcast_shapes(have, want) == want:
-                return np.broadcast_to(dy, want)
-        except ValueError:
-            pass
-    return None
+    """A batched output tangent as the forward engine takes it: ``(batch, *y.shape)``, or broadcast
+    to it when the rule left it broadcastable with the batch axis in front; ``None`` when the batch
+    axis got lost (the engine then runs the rule row by row)."""
+    return engine_fit(None, y, unthunk(dy), batch)
 
 
 def _fit_single(y, dy):
-    """A single output tangent as the forward engine takes it: broadcast to ``y``'s shape where it can be."""
-    if isinstance(y, (np.ndarray, np.generic)) and isinstance(dy, (np.ndarray, np.generic)):
-        if np.shape(dy) != np.shape(y) and np.ndim(dy) <= np.ndim(y):
-            try:
-                return np.broadcast_to(dy, np.shape(y))
-            except ValueError:
-                pass
-    return dy
+    """A single output tangent as the forward engine takes it: broadcast to ``y``'s shape where it
+    can be, else as it is (the comparison then reports it)."""
+    try:
+        return engine_fit(None, y, dy, None)
+    except ValueError:
+        return dy
 
 
 def _rule_name(rule) -> str:
