@@ -49,3 +49,12 @@ def test_a_rule_typed_on_arrays_in_a_hessian():
     for engine in ("source", "tape"):
         H = cr.hessian(summed_square, np.array([1.0, 2.0]), engine=engine)
         np.testing.assert_allclose(H, 20.0 * np.eye(2), rtol=1e-14)
+
+
+def test_the_choice_by_value_is_made_per_call_not_by_the_first_values_class():
+    from chainrules.forward import Dual, Tag
+
+    # a dual of a complex number first (no rule is typed on complex: none), then one of a float,
+    # of the same class Dual: the rule typed on float
+    assert cr.rrule.lookup(cube, (Dual(1j, 1.0, Tag()),)) is None
+    assert cr.rrule.lookup(cube, (Dual(1.5, 1.0, Tag()),)) is rrule_cube_of_a_float

@@ -83,23 +83,20 @@ class _Entries:
             key = tuple(map(type, args[: self._depth]))
         chosen = self._chosen.get(key, self)
         if chosen is self:
-            chosen = self._choose(args)
-            if chosen is not _BY_VALUE:
-                self._chosen[key] = chosen
-                return chosen
+            chosen = self._chosen[key] = self._choose(args)
+        if chosen is _BY_VALUE:
             # an engine's values (a dual in a Hessian) that no rule is typed on: the rule typed on
             # the values they stand for (a user's rule for float), chosen anew each call
-            plain = tuple(type(stood_for(a)) if isinstance(a, ActiveValue) else type(a) for a in args[: self._depth])
-            return self.choose_for_classes(plain)
+            return self.choose_for_classes(
+                tuple(type(stood_for(a)) if isinstance(a, ActiveValue) else type(a) for a in args[: self._depth])
+            )
         return chosen
 
     def _choose(self, args: tuple):
         classes = tuple(map(type, args[: self._depth]))
         chosen = self.choose_for_classes(classes)
-        if chosen is self.untyped and any(issubclass(c, ActiveValue) for c in classes):
-            plain = tuple(type(stood_for(a)) if isinstance(a, ActiveValue) else type(a) for a in args[: self._depth])
-            if self.choose_for_classes(plain) is not self.untyped:
-                return _BY_VALUE
+        if chosen is self.untyped and self.typed and any(issubclass(c, ActiveValue) for c in classes):
+            return _BY_VALUE  # (which typed rule fits depends on the values stood for, not these classes)
         return chosen
 
     def choose_for_classes(self, classes: tuple[type, ...]):
