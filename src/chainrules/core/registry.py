@@ -466,7 +466,7 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
         if len(args) == 1 and len(partials) == 1:
             return _unary_rrule(args[0], kwargs)
         _check_arity(f, partials, args)
-        y = f(*args, **kwargs)
+        y = _primal(f, args, kwargs)
         ps = derivatives(args, y)
 
         def scalar_pullback(dy):
@@ -484,7 +484,7 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
     partial, partial_takes_out = (partials[0], wants_out[0]) if len(partials) == 1 else (None, False)
 
     def _unary_rrule(x, kwargs):
-        y = f(x, **kwargs)
+        y = _primal(f, (x,), kwargs) if isinstance(x, ActiveValue) else f(x, **kwargs)
         d = partial(x, out=y) if partial_takes_out else partial(x)
 
         def scalar_pullback(dy):
@@ -509,7 +509,7 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
                 dy = np.real(dy)
             return y, dy
         _check_arity(f, partials, args)
-        y = f(*args, **kwargs)
+        y = _primal(f, args, kwargs)
         ps = derivatives(args, y)
         dy = _ZERO
         out_ndim = None  # found only when a tangent is not a float (a float tangent carries no batch)
@@ -542,6 +542,18 @@ def scalar_rule(f: Callable, *partials: Callable) -> None:
     # elementwise: partials broadcast against a leading batch axis of the (co)tangents
     rrule.register(f, batched=True)(scalar_rrule)
     frule.register(f, batched=True)(scalar_frule)
+
+
+def _primal(f: Callable, args: tuple, kwargs: dict):
+    """``f(*args, **kwargs)`` for a rule made from partials; on an engine's values (a Hessian's
+    dual numbers), computed by that engine through ``f``'s forward rule, as a ``math`` function
+    refuses them (``math.exp`` with a rule registered again by ``scalar_rule``)."""
+    owner = next((a for a in args if isinstance(a, ActiveValue)), None)
+    if owner is not None:
+        y = owner.call_by_rule(f, args, kwargs)
+        if y is not NotImplemented:
+            return y
+    return f(*args, **kwargs)
 
 
 def _check_arity(f, partials, args):

@@ -28,7 +28,7 @@ import scipy.special
 
 from .accumulation import add
 from .active import ActiveValue, stood_for
-from .errors import NoRuleError, callable_name
+from .errors import NoRuleError, callable_name, is_internal_file
 from .registry import frule, rrule
 from .tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 
@@ -349,6 +349,9 @@ def _bridge_rrule(f, twin):
         own = _own_operator_rule(rrule, f, args)
         if own is not None:
             return own(*args, **kwargs)
+        users_reverse = _users_rule(rrule, f, args)
+        if users_reverse is not None or _users_rule(frule, f, args) is not None:
+            return _by_users_rules(f, twin, users_reverse, args, kwargs)
         if f in _FOLDED and len(args) > 2 and not kwargs:
             return _folded_rrule(twin, args)
         out = rrule(twin, *args, **kwargs)
@@ -367,7 +370,7 @@ def _bridge_frule(f, twin):
         whole = _as_int(f, args, kwargs)
         if whole is not None:
             return whole, ZeroTangent()
-        own = _own_operator_rule(frule, f, args)
+        own = _own_operator_rule(frule, f, args) or _users_rule(frule, f, args)
         if own is not None:
             return own(tangents, *args, **kwargs)
         if f in _FOLDED and len(args) > 2 and not kwargs:
@@ -380,6 +383,54 @@ def _bridge_frule(f, twin):
     frule_via_twin.__qualname__ = f"frule_{getattr(f, '__name__', 'f')}_on_duals"
     frule_via_twin.on_engine_values = True  # (forward mode prefers it to the rule for plain numbers)
     return frule_via_twin
+
+
+def _users_rule(dispatcher, f, args: tuple):
+    """The rule a user registered for ``f`` at the plain values ``args`` stand for, in place of
+    chainrules' own (``rrule.register(math.exp)`` again), or ``None``: the user's rule, not the
+    twin's, is then ``f``'s derivative on an engine's values too. Cached per registry version."""
+    key = (dispatcher, f, dispatcher.version, *(type(stood_for(a)) for a in args))
+    try:
+        return _USERS_RULES[key]
+    except KeyError:
+        pass
+    rule = dispatcher.lookup(f, tuple(stood_for(a) for a in args))
+    found = rule if rule is not None and _written_by_user(rule) else None
+    if len(_USERS_RULES) >= 1024:
+        _USERS_RULES.clear()
+    _USERS_RULES[key] = found
+    return found
+
+
+_USERS_RULES: dict = {}
+
+
+def _written_by_user(rule) -> bool:
+    """Whether ``rule``'s code (for a rule ``scalar_rule`` made, its partials') is not chainrules' own."""
+    for part in getattr(rule, "partials", None) or (rule,):
+        code = getattr(part, "__code__", None) or getattr(type(part).__call__, "__code__", None)
+        if code is not None and not is_internal_file(code.co_filename):
+            return True
+    return False
+
+
+def _by_users_rules(f, twin, users_reverse, args: tuple, kwargs: dict):
+    """``(y, back)`` for a function with a twin whose rule for plain values a user registered,
+    called on an engine's values: ``y`` from that engine running ``f``'s forward rule (the
+    user's, where they registered one: forward mode through the source engine), ``back`` from
+    the user's reverse rule run on those values (a Hessian), else the twin's. The user's reverse
+    rule runs only when the pullback is asked for, so a first-order forward pass never calls it."""
+    owner = next(a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue))
+    y = owner.call_by_rule(f, args, kwargs)
+    if y is NotImplemented:
+        y = twin(*args, **kwargs)
+    if users_reverse is None:
+        return y, rrule(twin, *args, **kwargs)[1]
+
+    def users_pullback(dy):
+        return users_reverse(*args, **kwargs)[1](dy)
+
+    return y, users_pullback
 
 
 #: functions of any number of arguments whose twin takes two: ``f(a, b, c)`` is ``twin(twin(a, b), c)``

@@ -1202,7 +1202,7 @@ class _Analysis:
         forward, reverse = static_lookup(frule, f, ts), static_lookup(rrule, f, ts)
         if forward in (None, _MISSING) or reverse in (None, _MISSING):
             return None
-        if getattr(reverse, "__code__", None) is _NONDIFF_CODE:
+        if getattr(reverse, "__code__", None) is _NONDIFF_CODE or not _one_derivative(forward, reverse):
             return None
         return forward
 
@@ -1399,6 +1399,17 @@ def has_typed_rules(f) -> bool:
 
 def _has_keywords(expr) -> bool:
     return bool(expr.kwargs)
+
+
+def _one_derivative(forward, reverse) -> bool:
+    """Whether a forward and a reverse rule state one derivative, so that the pushforward may
+    stand for the pullback: made together by ``scalar_rule`` (the same partials), or both
+    chainrules' own. A rule a user registered again for one direction (a clipped or
+    straight-through ``rrule`` for ``math.floor``) is its own derivative."""
+    partials = getattr(forward, "partials", None)
+    if partials is not None and getattr(reverse, "partials", None) is partials:
+        return True
+    return all(getattr(rule, "__module__", "").startswith("chainrules.rules.") for rule in (forward, reverse))
 
 
 def _stock_rule(op: str, ts: list) -> bool:
