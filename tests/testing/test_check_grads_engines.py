@@ -1,6 +1,8 @@
 """check_grads on the real engines: every installed reverse engine (and the forward engine, once
 installed) must pass on ordinary NumPy functions."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -107,3 +109,34 @@ def test_reverse_over_reverse_through_an_integer_power():
     assert len(done) == 2
     H = cr.jacobian(lambda z: cr.gradient(lambda x: np.sum(x**3), z, engine="tape")[0], x, engine="tape")
     np.testing.assert_allclose(H, np.diag(6.0 * x), rtol=1e-14)
+
+
+def sine(x):
+    return np.sin(x)
+
+
+def test_an_engine_that_refuses_the_function_by_design_is_skipped_by_default(monkeypatch):
+    # a call of a function with a rule inside the function: the tape refuses it (IgnoredRuleError)
+    @cr.rrule.register(sine)
+    def rrule_sine(x):
+        return np.sin(x), lambda dy: (cr.NoTangent(), np.cos(x) * dy)
+
+    def energy(x):
+        return np.sum(sine(x) * x)
+
+    x = np.array([0.1, 0.2])
+    try:
+        performed = check_grads(energy, (x,), order=1)
+        assert any(check.startswith("reverse[source] order 1") for check in performed)
+        assert any(
+            "engine='tape'" in check and "skipped" in check and "IgnoredRuleError" in check for check in performed
+        )
+        with pytest.raises(AssertionError, match="IgnoredRuleError"):  # named, the engine must check it
+            check_grads(energy, (x,), order=1, engine="tape")
+        # with the tape the only engine installed, nothing is checked: an error, not an empty list
+        module = importlib.import_module("chainrules.testing.check_grads")
+        monkeypatch.setattr(module, "available_reverse_engines", lambda: ["tape"])
+        with pytest.raises(AssertionError, match="every engine refused it"):
+            check_grads(energy, (x,), modes=("reverse",), order=1)
+    finally:
+        cr.rrule.unregister(sine)

@@ -144,3 +144,19 @@ def test_rand_tangent_types():
     assert isinstance(rand_tangent({"a": 1.0}, rng), cr.Tangent[dict])
     assert isinstance(rand_tangent(Point(1.0, 2.0), rng), cr.Tangent[Point])
     assert rand_tangent(1.0, 7) == rand_tangent(1.0, 7)
+
+
+def test_perturbed_inputs_keep_the_memory_layout_of_the_input():
+    from chainrules.testing import fd_vjp, test_frule, test_rrule
+
+    fortran = np.arange(6.0).reshape(2, 3).T  # a transpose: Fortran order
+    vec, back = to_vec(fortran)
+    rebuilt = back(vec)
+    assert rebuilt.flags.f_contiguous and np.array_equal(rebuilt, fortran)
+    # np.ravel(order="K") reads memory order: finite differences must see the input as the rule does
+    dy = np.arange(6.0) * 10
+    # (the element at memory position k of `fortran` holds k, and order="K" puts it at output k)
+    np.testing.assert_allclose(fd_vjp(lambda x: np.ravel(x, order="K"), dy, fortran), 10.0 * fortran, atol=1e-6)
+    test_rrule(np.ravel, fortran, fkwargs={"order": "K"}, output_tangent=dy)
+    test_frule(np.ravel, fortran, fkwargs={"order": "K"})
+    test_rrule(np.reshape, fortran, (6,), fkwargs={"order": "A"})

@@ -21,6 +21,8 @@ import numpy as np
 
 from .. import api
 from ..core import AbstractZero, NoRuleError, callable_name
+from ..core.errors import DroppedDerivativeError, UnsupportedSyntaxError
+from ..core.ruled_calls import IgnoredRuleError
 from .checks import approx_problems, deep_unthunk, default_tolerances, primal_tolerance, tangent_problems
 from .finite_differences import FiniteDifferenceMethod, default_fdm, fd_jvp
 from .random_tangents import as_rng, rand_tangent
@@ -115,10 +117,19 @@ def forward_engine_available() -> bool:
 # through cr.pullback itself (a rule table used as the engine)
 _NESTING_ENGINE = "tape"
 
+#: what an engine raises for code it refuses by design (its documented limits: a ruled function
+#: called inside the function on the tape, a conversion that would drop a derivative)
+_REFUSALS = (IgnoredRuleError, DroppedDerivativeError, UnsupportedSyntaxError)
+
 
 class _Checker:
-    def __init__(self, rtol, atol, fdm, rng, nested_modes, forward_available, performed, reverse_engines):
+    def __init__(
+        self, rtol, atol, fdm, rng, nested_modes, forward_available, performed, reverse_engines, skip_refusals
+    ):
         self.rtol, self.atol, self.fdm, self.rng = rtol, atol, fdm, rng
+        #: engines checked by default (``engine=None``) skip a function they refuse by design
+        self.skip_refusals = skip_refusals
+        self.skipped = 0
         self.nested_modes = tuple(nested_modes)
         self.forward_available = forward_available
         self.performed = performed
@@ -176,6 +187,14 @@ class _Checker:
         try:
             y, back = engine_pullback(f, args, engine)
             return y, back, engine
+        except _REFUSALS as exc:
+            if not self.skip_refusals:
+                raise AssertionError(
+                    f"check_grads({context}) failed: cr.pullback raised {type(exc).__name__}: {exc}"
+                ) from exc
+            self.performed.append(f"{context}: skipped, the engine refuses it ({type(exc).__name__})")
+            self.skipped += 1
+            return None, None, engine
         except NoRuleError as exc:
             nested = isinstance(f, (PullbackFunction, JVPFunction)) and (
                 exc.callable is f or exc.callable in (api.pullback, api.jvp)
@@ -204,7 +223,7 @@ class _Checker:
         nesting engine stood in for ``engine`` and was already checked on ``f``."""
         context = f"reverse, engine={_engine_name(engine)!r}, order {level}: {_name(f)}"
         y, back, engine = self.pullback(context, f, args, engine)
-        if engine in checked:
+        if back is None or engine in checked:
             return None, engine
         context = f"reverse, engine={_engine_name(engine)!r}, order {level}: {_name(f)}"
         problems = self._primal_problems(y, y_ref, args)
@@ -286,11 +305,12 @@ def check_grads(
     (``reverse[tape] order 2: pullback[rrule](f)``); without the forward engine installed,
     nested forward mode gives way to nested reverse mode, so ``order=2`` is never dropped;
     ``engine`` names one reverse engine, ``None`` means every one in ``cr.api.REVERSE_ENGINES``
-    that is installed (an engine or the forward engine that is not installed is skipped;
-    checking nothing at all is an error); a callable with the engine protocol's signature
-    (``pullback_full``) is used as the engine itself. ``rtol``/``atol`` default by dtype, ten times looser
-    in ``rtol`` than ``test_rrule``'s. Returns the list of checks performed; raises
-    ``AssertionError`` naming the mode, engine and order that failed.
+    that is installed (an engine or the forward engine that is not installed is skipped, and so
+    is an engine that refuses ``f`` by design, as the tape refuses a call of a function with a
+    rule inside ``f``: the list of checks says so; checking nothing at all is an error); a
+    callable with the engine protocol's signature (``pullback_full``) is used as the engine itself.
+    ``rtol``/``atol`` default by dtype, ten times looser in ``rtol`` than ``test_rrule``'s. Returns
+    the list of checks performed; raises ``AssertionError`` naming the mode, engine and order that failed.
 
     Here the "engine" is ``cr.rrule`` itself, which differentiates functions that have a rule:
 
@@ -326,9 +346,19 @@ def check_grads(
         )
     performed: list[str] = []
     checker = _Checker(
-        rtol, atol, fdm or default_fdm(), as_rng(rng), nested_modes, forward_available, performed, reverse_engines
+        rtol,
+        atol,
+        fdm or default_fdm(),
+        as_rng(rng),
+        nested_modes,
+        forward_available,
+        performed,
+        reverse_engines,
+        skip_refusals=engine is None,
     )
     checker.check(f, args, order, reverse, forward, 1)
+    if checker.skipped == len(performed):
+        raise AssertionError(f"check_grads({callable_name(f)}): every engine refused it: {performed}")
     return performed
 
 

@@ -203,7 +203,14 @@ class _Array(Layout):
             part = part[0::2] + 1j * part[1::2]
         return part.reshape(self.shape).astype(self.dtype)
 
-    primal = tangent = _read
+    tangent = _read
+
+    def primal(self, vec, i):
+        # in the input's memory layout (Fortran order, a transpose's strides): a function may read
+        # it (np.ravel(x, order="K")), and finite differences must see the input as the rule does
+        out = np.empty_like(self.value, dtype=self.dtype)
+        out[...] = self._read(vec, i)
+        return out
 
     def _pack(self, t, vec, i, path):
         if isinstance(t, Tangent) or np.shape(t) != self.shape:
