@@ -541,9 +541,13 @@ class Adjoint:
         outer = dict(self.state), dict(self.owned)
         self.emit(indent, f"if {test}:", stmt.line)
         self.branch_block(stmt.body, indent + 1, outer)
-        if any(self.plan.mode.get(s.index, "plain") != "plain" for s in ir.walk(stmt.orelse)):
-            self.emit(indent, "else:", 0)
-            self.branch_block(stmt.orelse, indent + 1, outer)
+        # the else block's adjoint even where its statements are all plain: a constant bound
+        # there (`a = 0.0`) resets a cotangent that a later iteration of a loop may have left
+        start = len(self.lines)
+        self.emit(indent, "else:", 0)
+        self.branch_block(stmt.orelse, indent + 1, outer)
+        if len(self.lines) == start + 2 and self.lines[-1].text == "pass":
+            del self.lines[start:]
         self.state, self.owned = outer
         for v in touched:
             self.state[v], self.owned[v] = SET, ("flag" if not self.real(v) else False)
