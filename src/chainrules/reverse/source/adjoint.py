@@ -126,11 +126,13 @@ class Adjoint:
         self.emit(indent, f"{dv}, {flag} = {self.h('accumulate')}({dv}, {owned}, {expr})", line)
         self.state[v], self.owned[v] = SET, "flag"
 
-    def reset(self, v: str, indent: int, line: int, index: int = 0):
-        """``v`` is bound here: its earlier value is another variable, whose cotangent starts at zero."""
+    def reset(self, v: str, indent: int, line: int, index: int = 0, each_iteration: bool = False):
+        """``v`` is bound here: its earlier value is another variable, whose cotangent starts at zero.
+        ``each_iteration``: by a loop's own target, bound again at every iteration of that loop."""
         if self.plan.stable(v) or not self.wants(v):
             return
-        if self.first.get(v) == index and v not in self.inputs and not self.plan.loops_of.get(index):
+        repeated = each_iteration or self.plan.loops_of.get(index)
+        if self.first.get(v) == index and v not in self.inputs and not repeated:
             return  # no earlier value: nothing reads this cotangent again (outside loops)
         if v in self.dynamic:
             self.emit(indent, f"{self.d(v)} = {self.zero()}", line)
@@ -453,7 +455,7 @@ class Adjoint:
             self.emit(indent + 1, f"{items}.put({position}, {target})", line)
             self.emit(indent + 1, f"{target} = {self.zero()}", line)
         elif isinstance(stmt, ir.For):  # each iteration bound the target to a constant
-            self.reset(stmt.target, indent + 1, line, stmt.index)
+            self.reset(stmt.target, indent + 1, line, stmt.index, each_iteration=True)
         if len(self.lines) == start:
             self.emit(indent + 1, "pass", 0)
         self.state, self.owned = outer
