@@ -121,6 +121,11 @@ def _reshape_call(a, *shape, order="C"):
     return np.reshape, (a, shape[0] if len(shape) == 1 else shape), {"order": order}
 
 
+def _copy_call(a, order="C"):
+    # (the method copies in C order by default, np.copy in the input's memory order)
+    return np.copy, (a,), {"order": order}
+
+
 def _transpose_call(a, *axes):
     return np.transpose, (a, axes[0] if len(axes) == 1 else (axes or None)), {}
 
@@ -177,6 +182,7 @@ _SCALAR_SAME_NAMES = (
 )  # fmt: skip
 METHOD_TWINS[np.ndarray.reshape] = _reshape_call
 METHOD_TWINS[np.ndarray.transpose] = _transpose_call
+METHOD_TWINS[np.ndarray.copy] = _copy_call
 
 
 def _item_call(a, *index):

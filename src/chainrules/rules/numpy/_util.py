@@ -106,9 +106,10 @@ def keep(y, axes: tuple[int, ...], keepdims: bool):
 
 
 def broadcast_view(v, shape: tuple):
-    """``np.broadcast_to(v, shape)``: a read-only view, made directly with zero strides for a
-    number or a C-contiguous array of as many axes as ``shape`` (``broadcast_to``'s checks cost
-    several times as much for a small array, and a pullback spreads a cotangent every call).
+    """``np.broadcast_to(v, shape)``: a read-only view, made directly for an array of ``shape``
+    (whatever its strides), and with zero strides for a number or a C-contiguous array of as many
+    axes as ``shape`` (``broadcast_to``'s checks cost several times as much for a small array, and
+    a pullback spreads a cotangent every call).
 
     >>> broadcast_view(np.array([[1.0], [2.0]]), (2, 3)).tolist()
     [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]
@@ -119,19 +120,20 @@ def broadcast_view(v, shape: tuple):
         v = np.array(v)
     vshape = v.shape
     if vshape == shape:
-        strides = v.strides
-    elif not vshape:
-        strides = (0,) * len(shape)
-    elif len(vshape) == len(shape) and v.flags.c_contiguous:
-        strides = list(v.strides)
-        for i, n in enumerate(vshape):
-            if n != shape[i]:
-                if n != 1:
-                    return np.broadcast_to(v, shape)  # its error message
-                strides[i] = 0
+        view = v.view()  # (reversed or gapped strides too: as a buffer below, v must be contiguous)
     else:
-        return np.broadcast_to(v, shape)
-    view = np.ndarray(shape, v.dtype, v, 0, strides)
+        if not vshape:
+            strides = (0,) * len(shape)
+        elif len(vshape) == len(shape) and v.flags.c_contiguous:
+            strides = list(v.strides)
+            for i, n in enumerate(vshape):
+                if n != shape[i]:
+                    if n != 1:
+                        return np.broadcast_to(v, shape)  # its error message
+                    strides[i] = 0
+        else:
+            return np.broadcast_to(v, shape)
+        view = np.ndarray(shape, v.dtype, v, 0, strides)
     view.setflags(write=False)
     return view
 

@@ -30,6 +30,7 @@ from ...core import (
     unthunk,
     user_location,
 )
+from ...core.active import stood_for
 from ..operators import seq_entries, zero_for
 from ._arrays import (
     NO,
@@ -49,6 +50,8 @@ _F64 = np.float64
 
 @rrule.register(operator.getitem, np.ndarray, batched=True)
 def rrule_getitem(x, index):
+    if type(index) is not int:
+        index = _plain_index(index)
     y = x[index]
     if (type(index) is int or (type(index) is tuple and _all_ints(index))) and x.dtype.kind in "fc":
         # a loop's x[i] or A[i, j]: a real number's cotangent is an ElementScatter, made without
@@ -67,6 +70,18 @@ def rrule_getitem(x, index):
         return NO, _scattered(x, index, y, dy), NO
 
     return y, getitem_pullback
+
+
+def _plain_index(index):
+    """``index`` with an engine's value standing for integers or booleans in it (a dual of an index
+    array, in a Jacobian or a Hessian in a structure's integer arrays) replaced by that value:
+    indexing has no derivative in its index."""
+    if isinstance(index, ActiveValue):
+        plain = stood_for(index)
+        return plain if np.asarray(plain).dtype.kind in "iub" else index
+    if type(index) is tuple and any(isinstance(p, ActiveValue) for p in index):
+        return tuple(_plain_index(p) for p in index)
+    return index
 
 
 def _all_ints(index: tuple) -> bool:
@@ -151,6 +166,7 @@ def batched_getitem(dx, index, ndim: int):
 
 @frule.register(operator.getitem, np.ndarray, batched=True)
 def frule_getitem(tangents, x, index):
+    index = _plain_index(index)
     dx = unthunk(tangents[1])
     y = x[index]
     if isinstance(dx, AbstractZero):
@@ -158,6 +174,49 @@ def frule_getitem(tangents, x, index):
     if is_batched(x, dx):
         return y, batched_getitem(dx, index, x.ndim)
     return y, dx[index]
+
+
+# ----- NumPy numbers ------------------------------------------------------------------------------
+
+
+def _number_entries(x, index):
+    """``x[index]`` of a NumPy number (``s[None]``, ``s[()]``, ``s[...]``): the number itself, or an
+    array of copies of it. An engine's number (a Hessian's dual) has no ``[]``: it is reshaped to
+    the shape NumPy gives the number it stands for."""
+    if not isinstance(x, ActiveValue):
+        return x[index]
+    like = stood_for(x)[index]
+    if not isinstance(like, np.ndarray):
+        return x
+    return np.reshape(x, like.shape) if like.size else like  # (s[False] holds no copy of it)
+
+
+@rrule.register(operator.getitem, np.number)
+@rrule.register(operator.getitem, np.bool_)
+@rrule.register(np.generic.__getitem__)
+def rrule_number_getitem(x, index):
+    y = _number_entries(x, index)
+
+    def number_getitem_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero) or has_no_tangent(x):
+            return NO, NO if has_no_tangent(x) else dy, NO
+        return NO, to_input(x, np.sum(dy)), NO  # every entry of y is x
+
+    return y, number_getitem_pullback
+
+
+@frule.register(operator.getitem, np.number, batched=True)
+@frule.register(operator.getitem, np.bool_, batched=True)
+@frule.register(np.generic.__getitem__, batched=True)
+def frule_number_getitem(tangents, x, index):
+    dx = unthunk(tangents[1])
+    y = _number_entries(x, index)
+    if isinstance(dx, AbstractZero):
+        return y, dx
+    if is_batched(x, dx):
+        return y, batched_getitem(dx, index, 0)
+    return y, np.asarray(dx)[index]  # (a 0-d array's entries are laid out as the number's)
 
 
 def _item_index(x, index: tuple) -> tuple:

@@ -1542,9 +1542,11 @@ def rrule_trace(x, *, offset=0, dtype=None):
         if is_zero(dy):
             return NO, ZERO
         eye = np.eye(shape[-2], shape[-1], k=offset, dtype=np.result_type(dy, float))
+        # each trace's cotangent on its matrix's diagonal (reshaped: np.asarray would drop a dual's derivative)
+        spread = np.reshape(dy, np.shape(dy) + (1, 1)) * eye
         if carries_batch(y, dy):  # (a leading batch axis stays in front of the stacked matrices)
-            return NO, match_input_batch(x, np.asarray(dy)[..., None, None] * eye)
-        return NO, project(np.asarray(dy)[..., None, None] * eye)
+            return NO, match_input_batch(x, spread)
+        return NO, project(spread)
 
     return y, trace_pullback
 

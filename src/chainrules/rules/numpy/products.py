@@ -30,6 +30,7 @@ import numpy as np
 from ...core import (
     AbstractThunk,
     AbstractZero,
+    ActiveValue,
     InplaceableThunk,
     NoRuleError,
     Thunk,
@@ -63,6 +64,7 @@ from ._arrays import (
     sequence_items,
     sum_to,
     tangent_array,
+    tangent_dtype,
     to_input,
 )
 from ._blas import apply_op, muladd, product
@@ -73,11 +75,18 @@ _PASSIVE_KWARGS = frozenset({"casting", "order", "subok", "dtype"})
 
 def _check_kwargs(f, kwargs, allowed=_PASSIVE_KWARGS):
     extra = set(kwargs) - allowed
+    if "out" in extra and _writes_nowhere(kwargs["out"]):  # NumPy's default: a new array, no mutation
+        extra.discard("out")
     if extra:
         raise TypeError(
             f"the rule for numpy.{f.__name__} does not support the keyword argument(s) {sorted(extra)}"
             + (" (writing into out= is a mutation; assign the result instead)" if "out" in extra else "")
         )
+
+
+def _writes_nowhere(out) -> bool:
+    """Whether ``out=`` asks for a new array: ``None``, or a ufunc's tuple of ``None``s."""
+    return out is None or (isinstance(out, tuple) and all(o is None for o in out))
 
 
 def _conj(x):
@@ -257,6 +266,9 @@ def _product_cotangent(x, perm, matrix_shape, p, op_p, q, op_q):
 
     if type(x) is not np.ndarray:
         return product_value()
+    if isinstance(p, ActiveValue) or isinstance(q, ActiveValue):
+        # an engine's values (a Hessian's duals): a plain accumulator cannot take them in place
+        return Thunk(product_value)
     return _inplaceable_product(Thunk(product_value), perm, matrix_shape, p, op_p, q, op_q)
 
 
@@ -343,7 +355,8 @@ def _matmul_stacked_rrule(a, b):
         def db_value():
             return to_input(b, np.reshape(sum_to(np.matmul(apply_op(A, "C"), dY), np.shape(B)), np.shape(b)))
 
-        if type(a) is np.ndarray and type(b) is np.ndarray:
+        # (an engine's cotangent, a Hessian's dual, makes values a plain accumulator cannot take in place)
+        if type(a) is np.ndarray and type(b) is np.ndarray and not isinstance(dY, ActiveValue):
             return inplaceable(da_value), inplaceable(db_value)
         return da_value(), db_value()
 
@@ -500,12 +513,16 @@ def _matmul_rrule(a, b):
 @rrule.register(np.linalg.matmul, batched=True)  # the array API's name: another callable, the same product
 @rrule.register(np.matmul, batched=True)
 def rrule_matmul(a, b, **kwargs):
+    if kwargs:
+        kwargs = _matmul_kwargs(a, b, kwargs)
     if not kwargs:
         common = _common_matmul_rrule(a, b)
         if common is not None:
             return common
-    _check_kwargs(np.matmul, kwargs, frozenset())
-    y, pullback = _matmul_rrule(a, b)
+        y, pullback = _matmul_rrule(a, b)
+    else:  # NumPy's product, in the dtype and layout asked for; its derivative is the product's
+        _, pullback = _matmul_rrule(a, b)
+        y = np.matmul(a, b, **kwargs)
 
     def matmul_pullback(dy):
         return (NO, *pullback(dy))
@@ -593,10 +610,25 @@ def _matmul_pushforward(a, b, da, db):
 @frule.register(np.linalg.matmul, batched=True)
 @frule.register(np.matmul, batched=True)
 def frule_matmul(tangents, a, b, **kwargs):
-    if kwargs:
-        _check_kwargs(np.matmul, kwargs, frozenset())
     _, da, db = tangents
+    if kwargs:
+        y = np.matmul(a, b, **_matmul_kwargs(a, b, kwargs))
+        return y, match_output(y, _matmul_pushforward(a, b, da, db))  # (in the dtype= given)
     return np.matmul(a, b), _matmul_pushforward(a, b, da, db)
+
+
+def _matmul_kwargs(a, b, kwargs: dict) -> dict:
+    """The keywords of ``np.matmul`` that its rules pass on (``dtype``, ``casting``, ``order``,
+    ``subok``), ``out=None`` dropped; ``axes``/``axis`` refused, with what to write instead."""
+    if "axes" in kwargs or "axis" in kwargs:
+        raise NoRuleError(
+            np.matmul,
+            (a, b),
+            location=user_location(),
+            reason="axes=/axis= pick the axes of the matrices; move them last with np.moveaxis and call it without",
+        )
+    _check_kwargs(np.matmul, kwargs)
+    return {k: v for k, v in kwargs.items() if k != "out"}
 
 
 @frule.register(operator.matmul, ArrayLike, batched=True)
@@ -1189,10 +1221,25 @@ def _einsum_cotangent(spec: _EinsumSpec, i: int, operands: list, dy, optimize, b
             [*lead, *(spec.sizes[c] for c in unique)],
         )
     if len(unique) < len(labels):  # a repeated label: only the diagonal was read
-        full = np.zeros(lead + np.shape(x), dtype=np.result_type(g))
-        np.einsum(f"{z}{labels}->{z}{unique}", full)[...] = g  # a writeable view of the diagonal
-        g = full
+        g = _on_diagonal(g, z, unique, labels, spec, tangent_dtype(x))
     return match_input_batch(x, g) if batched else to_input(x, g)
+
+
+def _on_diagonal(g, z: str, unique: str, labels: str, spec: _EinsumSpec, dtype):
+    """``g`` (labelled ``z + unique``) on the diagonal of an array labelled ``z + labels``, zeros
+    elsewhere: each repeat of a label is a fresh one, tied to the first by an identity matrix. An
+    einsum, not a write into zeros, so that an engine's values (a Hessian's duals) fill it too."""
+    fresh = iter(spec.spare[:-1])  # (the last spare label is a batch's, ``z``)
+    spread, ties = [], []
+    for k, c in enumerate(labels):
+        if c in labels[:k]:
+            d = next(fresh)
+            spread.append(d)
+            ties.append((c + d, np.eye(spec.sizes[c], dtype=dtype)))
+        else:
+            spread.append(c)
+    terms = ",".join([z + unique] + [t for t, _ in ties])
+    return np.einsum(f"{terms}->{z}{''.join(spread)}", g, *(eye for _, eye in ties))
 
 
 @rrule.register(np.einsum, batched=True)

@@ -35,6 +35,7 @@ from ...core import (
     unbroadcast_batch,
     unthunk,
 )
+from ...core.active import stood_for
 from ._arrays import (
     NO,
     ZERO,
@@ -64,12 +65,12 @@ from ._util import match_output
 def _linear(*fs, batched: bool = False, value=None):
     """Register ``rrule`` and batched ``frule`` for the unary linear functions ``fs`` from a spec;
     ``batched=True``: the spec's ``adjoint(dy, lead)`` takes a batch of cotangents too;
-    ``value(f, x, *args, **kwargs)``, when given, computes ``f``'s value in the rrule."""
+    ``value(f, x, *args, **kwargs)``, when given, computes ``f``'s value."""
 
     def decorator(spec):
         for f in fs:
             rrule.register(f, batched=batched)(_linear_rrule(f, spec, batched, value))
-            frule.register(f, batched=True)(_linear_frule(f, spec))
+            frule.register(f, batched=True)(_linear_frule(f, spec, value))
         return spec
 
     return decorator
@@ -106,9 +107,9 @@ def _linear_rrule(f, spec, batched: bool = False, value=None):
     return linear_rrule
 
 
-def _linear_frule(f, spec):
+def _linear_frule(f, spec, value=None):
     def linear_frule(tangents, x, *args, **kwargs):
-        y = f(x, *args, **kwargs)
+        y = f(x, *args, **kwargs) if value is None else value(f, x, *args, **kwargs)
         dx = unthunk(tangents[1])
         if isinstance(dx, AbstractZero):
             return y, dx
@@ -168,14 +169,15 @@ def _positions_laid_out_like(x):
 
 def _reshape_spec(y, x, order):
     """Adjoint and pushforward of any function that only reshapes (in the given memory order)."""
-    resolved = _memory_order(x, order)
+    laid_out = stood_for(x)  # an engine's array (a Hessian's dual) is laid out as the array it stands for
+    resolved = _memory_order(laid_out, order)
     if resolved is None:  # ravel in memory order of a strided array: a permutation of the elements
-        perm = np.ravel(_positions_laid_out_like(x), order="K")
+        perm = np.ravel(_positions_laid_out_like(laid_out), order="K")
+        unperm = np.argsort(perm)
 
         def strided_adjoint(dy, lead=()):
-            flat = np.zeros((*lead, x.size), dtype=np.result_type(dy))
-            flat[..., perm] = np.reshape(dy, (*lead, -1))
-            return flat.reshape((*lead, *x.shape))
+            # the inverse permutation, gathered: an engine's values (a Hessian's duals) cannot be written into zeros
+            return np.reshape(np.reshape(dy, (*lead, -1))[..., unperm], (*lead, *np.shape(x)))
 
         return strided_adjoint, lambda dx, lead: np.reshape(dx, (*lead, -1))[..., perm]
 
@@ -490,7 +492,15 @@ def _conversion_spec(y, x):
     return (lambda dy, lead=(): dy), conversion_push
 
 
-@_linear(np.ndarray.astype, np.astype, batched=True)
+def _astype_value(f, x, dtype, *args, **kwargs):
+    """``np.astype(x, dtype, ...)``, also with the arguments of the method ``x.astype`` (order,
+    casting, subok), which an engine's array hands on to ``np.astype`` (see core/twins.py)."""
+    if f is np.astype and (args or set(kwargs) - {"copy", "device"}):
+        return x.astype(dtype, *args, **kwargs)
+    return f(x, dtype, *args, **kwargs)
+
+
+@_linear(np.ndarray.astype, np.astype, batched=True, value=_astype_value)
 def _astype(y, x, dtype, *args, **kwargs):
     return _conversion_spec(y, x)
 
@@ -511,21 +521,30 @@ def _stacked(x):
 
 
 def _array_value(f, x, *args, **kwargs):
-    """``np.array(x, ...)``, where an engine's stand-in (a dual number, when forward mode
-    differentiates the reverse pass) is not converted, which would drop what it carries: one is
-    passed on (copied by ``np.array``), and a list holding them is stacked, a new array as
-    ``np.array``'s is; ``dtype`` and ``ndmin`` are applied."""
-    if isinstance(x, ActiveValue):  # a stand-in for an array: np.array copies it, the others pass it on
-        y = np.copy(x) if f is np.array else x
-        ndmin = kwargs.get("ndmin", 0)
-        if ndmin > np.ndim(y):
-            y = np.reshape(y, (1,) * (ndmin - np.ndim(y)) + np.shape(y))
-    elif isinstance(x, (list, tuple)) and _holds_stand_ins(x):
+    """``np.array(x, ...)`` (or a sibling), where an engine's stand-in (a dual number, when forward
+    mode differentiates the reverse pass) is not converted, which would drop what it carries: it
+    is passed on or copied as NumPy treats the array it stands for, and a list holding them is
+    stacked, a new array as ``np.array``'s is, with ``dtype`` applied."""
+    if isinstance(x, ActiveValue):
+        # f's result on the array x stands for tells whether f copies, and the copy's layout,
+        # shape (ndmin, ascontiguousarray's one axis) and dtype: the stand-in gets the same
+        plain = stood_for(x)
+        like = f(plain, *args, **kwargs)
+        y = x if like is plain else np.copy(x, order=_memory_order_of(like))
+        if np.ndim(like) > np.ndim(y):
+            y = np.reshape(y, np.shape(like))
+        return y if y.dtype == like.dtype else y.astype(like.dtype)
+    if isinstance(x, (list, tuple)) and _holds_stand_ins(x):
         y = _stacked(x)
-    else:
-        return f(x, *args, **kwargs)
-    dtype = args[0] if args else kwargs.get("dtype")
-    return y if dtype is None else y.astype(dtype)
+        dtype = args[0] if args else kwargs.get("dtype")
+        return y if dtype is None else y.astype(dtype)
+    return f(x, *args, **kwargs)
+
+
+def _memory_order_of(y) -> str:
+    """The memory order of the array ``y``: 'C' or 'F' where it has one, else 'K' (a copy that
+    keeps it)."""
+    return "C" if y.flags.c_contiguous else "F" if y.flags.f_contiguous else "K"
 
 
 @_linear(np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, batched=True, value=_array_value)
@@ -533,7 +552,8 @@ def _array(y, x, *args, **kwargs):
     """``np.array`` of an array (a copy) or of nested lists/tuples of numbers and arrays; the
     cotangent of a list is a ``Tangent[list]`` with one cotangent per element."""
     convert_adjoint, convert_push = _conversion_spec(y, x)
-    shape = np.shape(y) if _holds_stand_ins(x) else np.shape(x)  # (the stack's: x's own would convert it)
+    stacked = isinstance(x, (list, tuple)) and _holds_stand_ins(x)
+    shape = np.shape(y) if stacked else np.shape(x)  # (the stack's: a list's own would convert it)
 
     def array_adjoint(dy, lead=()):
         # ndmin may have added leading axes; to_input splits a nested list into its elements
