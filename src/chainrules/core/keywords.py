@@ -13,6 +13,7 @@ with ``declare_parameters``.
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable, Iterable, Sequence
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -49,6 +50,8 @@ def _positional_parameters(f: Callable, args: tuple) -> tuple:
     for_instances = _declared.get(type(f)) if _declared else None
     if for_instances is not None:  # a call of an instance of a declared class: its parameters after self
         return tuple(for_instances((f, *args)))[1:]
+    if type(f) is types.MethodType:  # a bound method: its function's parameters after self
+        return _positional_parameters(f.__func__, (f.__self__, *args))[1:]
     if cached is not None:
         return cached
     try:

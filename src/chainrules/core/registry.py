@@ -14,6 +14,7 @@ import importlib
 import inspect
 import sys
 from collections.abc import Callable
+from types import MethodType
 from typing import Any
 
 import numpy as np
@@ -242,7 +243,14 @@ class RuleDispatcher:
     # -- lookup --
     def lookup(self, f, args: tuple = ()) -> Callable | None:
         """The rule for ``f(*args)`` as a callable taking the arguments (and, for ``frule``, the
-        tangents first), or ``None``. For a callable instance the rule is bound to the instance."""
+        tangents first), or ``None``. For a callable instance the rule is bound to the instance.
+
+        A bound method ``m.q`` without a rule of its own takes the rule of its function ``M.q``,
+        called with ``m`` first. The method stands for its object: where ``M.q``'s pullback returns
+        ``(d_function, d_self, dx1, ...)``, ``m.q``'s returns ``(d_self, dx1, ...)``, and ``m.q``'s
+        tangent ``(d_self, dx1, ...)`` reaches ``M.q``'s frule as ``(NoTangent(), d_self, dx1, ...)``.
+        So every engine given ``m.q`` uses the rule, as for a call ``m.q(x)`` in the source engine.
+        """
         if type(f).__hash__ is None:  # e.g. a dataclass instance: keyed by identity
             pair = self._by_id.get(id(f))
             entries = pair[1] if pair else None
@@ -258,6 +266,9 @@ class RuleDispatcher:
                 return None if rule is OPT_OUT else rule
         elif _DEFERRED and load_deferred_rules():  # the library has been imported since: its rules now exist
             return self.lookup(f, args)
+        if type(f) is MethodType:  # m.q: the rule of M.q, called with m first
+            rule = self.lookup(f.__func__, (f.__self__, *args))
+            return None if rule is None else self._bind_method(rule, f.__self__)
         if isinstance(f, type) or not self._for_instances:
             return None
         cls = type(f)
@@ -276,6 +287,20 @@ class RuleDispatcher:
         bound = functools.partial(rule, f)
         bound.batched = rule.batched  # (the rule's flag, read by engines, holds for its bound form)
         return bound
+
+    def _bind_method(self, rule, owner):
+        # the rule of the function M.q pulls back (d_function, d_self, d_x, ...); the bound
+        # method m.q stands for its object, so d_self is the callable's cotangent
+        def bound_method_rrule(*args, **kwargs):
+            y, pullback = rule(owner, *args, **kwargs)
+
+            def bound_method_pullback(dy):
+                return pullback(dy)[1:]
+
+            return y, bound_method_pullback
+
+        bound_method_rrule.batched = getattr(rule, "batched", False)
+        return bound_method_rrule
 
     def has_rule(self, f, *args) -> bool:
         """Whether ``f(*args)`` has a rule."""
@@ -378,6 +403,14 @@ class _FRule(RuleDispatcher):
 
         bound.batched = rule.batched
         return bound
+
+    def _bind_method(self, rule, owner):
+        # the tangent of the bound method m.q is its object's: the d_self of M.q's rule
+        def bound_method_frule(tangents, *args, **kwargs):
+            return rule((_NO, *tangents), owner, *args, **kwargs)
+
+        bound_method_frule.batched = getattr(rule, "batched", False)
+        return bound_method_frule
 
 
 rrule = _RRule(

@@ -28,6 +28,9 @@ Invariants:
   is run: from its partials, with the batch, or per batch element) is looked up once and kept
   as a *pusher* until the registry changes; a callable without a rule is remembered weakly.
 - A rule whose output tangent is a zero gives a plain (non-dual) value: a constant.
+- A rule's output that is a tuple, list, dict, namedtuple or dataclass becomes that structure
+  of duals, item by item (its tangent a ``Tangent`` of it or a plain container), as ``jvp`` seeds
+  structured inputs; a chunk of tangents is stacked item by item.
 - Duals are read-only, except those made by ``np.zeros_like``/``ones_like``/``empty_like``/
   ``full_like`` of a dual and copies (``np.copy(x)``, ``x.copy()``, whose partials are copied
   too): they own their values, so ``x[i] = v`` and ``np.add.at`` store the value's primal and
@@ -43,6 +46,8 @@ Invariants:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import inspect
 import math
 import operator
@@ -70,6 +75,7 @@ from ..core.errors import DroppedDerivativeError, conversion_in_rule, in_percent
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch
+from ..core.structures import item_tangents, structure_items, with_fields
 from ..core.tangents import _is_namedtuple_type
 from ..core.twins import ATTRIBUTE_TWINS, call_method, call_twin, method_twin, twin_of
 
@@ -902,8 +908,10 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
             elif ta is np.ndarray or ta is float:  # a constant, without the tests below
                 primals.append(a)
                 tangents.append(_ZERO)
-            elif ta is list or ta is tuple or isinstance(a, tuple) or isinstance(a, ActiveValue):
-                break  # a container may hold duals; another engine's value may be an inner differentiation's
+            elif (
+                ta is list or ta is tuple or isinstance(a, tuple) or isinstance(a, (ActiveValue, AbstractTangent))
+            ):  # a container may hold duals; another engine's value may be an inner differentiation's; a
+                break  # tangent (a pullback's cotangent in a Hessian) is its value, or a zero that takes the operation
             else:
                 primals.append(a)
                 tangents.append(_ZERO)
@@ -937,6 +945,12 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
 
 def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
     """``call`` with keyword arguments, containers among the arguments, or duals of several tags."""
+    if any(isinstance(a, AbstractTangent) for a in args):
+        if any(isinstance(a, AbstractZero) for a in args):
+            return NotImplemented  # the zero's operator takes it (``x * ZeroTangent()``), as beside an array
+        # a lazy cotangent (a pullback's, in a Hessian) is the value it computes: without it, the
+        # rule would compute with the thunk as a constant, whose value is a dual of this very tag
+        return call(f, tuple(unthunk(a) for a in args), kwargs)
     tag = None
     for a in args:
         if type(a) in _DUALS:
@@ -1284,16 +1298,55 @@ def _wrap(y, dy, tag: Tag):
     dy = unthunk(dy)
     if isinstance(dy, AbstractZero):
         return y
-    if isinstance(y, (tuple, list)):
-        items = dy.backing if isinstance(dy, Tangent) else dy
-        if isinstance(items, dict):  # a namedtuple's tangent, by field
-            items = [items.get(k, _ZERO) for k in y._fields]
-        wrapped = [_wrap(yi, di, tag) for yi, di in zip(y, items)]
-        P = type(y)
-        return P(*wrapped) if _is_namedtuple_type(P) else P(wrapped)
+    if _is_structured(y):
+        return _rebuilt(y, {k: _wrap(v, d, tag) for k, (v, d) in _items_and_tangents(y, dy).items()})
     if isinstance(y, (np.ndarray, np.generic)) and y.dtype.kind not in "fciu":
         return y  # boolean results carry no derivative; integers used arithmetically do (their rules say when not)
     return Dual(y, dy, tag)
+
+
+def _is_structured(y) -> bool:
+    """Whether a rule's output is a structure of duals, item by item, as the inputs of ``jvp`` are
+    seeded: a tuple, list, dict, namedtuple or dataclass, whose items the user's code reads by
+    indexing or attribute. Any other object stays one dual, whose attributes and methods run their
+    rules (a frozen SciPy distribution's ``logpdf``)."""
+    return isinstance(y, (tuple, list, dict)) or (dataclasses.is_dataclass(y) and not isinstance(y, type))
+
+
+def _items_and_tangents(y, dy) -> dict:
+    """``{key: (item, tangent)}`` of the structured output ``y`` and its tangent ``dy`` (a ``Tangent``,
+    a plain container, a zero), keyed as ``structure_items`` (positions for tuples and lists); a
+    ``TypeError`` or ``ValueError`` where ``dy`` is no tangent of ``y``."""
+    dy = unthunk(dy)
+    if isinstance(y, dict) and not isinstance(dy, (Tangent, dict, AbstractZero)):  # (item_tangents reads a mapping)
+        raise TypeError(f"a {type(dy).__name__} is not a tangent of a {type(y).__qualname__}")
+    items, tangents = structure_items(y), item_tangents(dy, y)
+    if isinstance(items, list):
+        return {i: (v, d) for i, (v, d) in enumerate(zip(items, tangents))}
+    return {k: (v, tangents[k]) for k, v in items.items()}
+
+
+def _rebuilt(y, new: dict):
+    """The structure ``y`` with its items replaced by ``new`` (keyed as ``_items_and_tangents``)."""
+    P = type(y)
+    if isinstance(y, dict):
+        out = copy.copy(y)  # (a dict subclass stays one)
+        out.update(new)
+        return out
+    if _is_namedtuple_type(P):
+        return y._replace(**new)
+    if isinstance(y, (tuple, list)):
+        return P(new.values())
+    return with_fields(y, new)
+
+
+def _structural_tangent(y, tangents: dict) -> Tangent:
+    """The ``Tangent`` of the structure ``y`` with these item tangents (keyed as ``_items_and_tangents``)."""
+    if isinstance(y, (tuple, list)) and not _is_namedtuple_type(type(y)):
+        return Tangent[type(y)](*tangents.values())
+    if isinstance(y, dict):
+        return Tangent[dict](tangents)
+    return Tangent[type(y)](**tangents)
 
 
 # ----- chunks: batched rules, and the loop for the others -----------------------------------
@@ -1315,17 +1368,25 @@ def _fit(f, y, dy, batch: int | None):
         elif (ty is float or ty is np.float64) and dy.shape == (() if batch is None else (batch,)):
             return dy
     elif batch is None and type(y) is not np.ndarray and (tdy is float or (tdy is np.float64 and type(y) is float)):
-        return dy  # (a number's tangent for an array, from a number meeting an array, is spread below)
+        if type(y) is float or not _is_structured(y):  # (a structure's is checked below)
+            return dy  # (a number's tangent for an array, from a number meeting an array, is spread below)
     if isinstance(dy, AbstractZero):
         return dy
-    if isinstance(y, (tuple, list)):
-        items = dy.backing if isinstance(dy, Tangent) else dy
-        if isinstance(items, dict):  # a namedtuple's tangent, by field
-            items = [items.get(k, _ZERO) for k in y._fields]
-        fitted = [_fit(f, yi, di, batch) for yi, di in zip(y, items)]
-        if any(d is None for d in fitted):
+    if _is_structured(y):
+        try:
+            pairs = _items_and_tangents(y, dy)
+        except (TypeError, ValueError) as error:
+            if batch is not None:
+                return None  # (as for a shape: the rule is run one tangent at a time, which says what is wrong)
+            where = user_location()
+            raise TypeError(
+                f"the frule for {_name(f)}{' (called at ' + where + ')' if where else ''} returned a tangent "
+                f"that does not fit its output: {error}"
+            ) from None
+        fitted = {k: _fit(f, v, d, batch) for k, (v, d) in pairs.items()}
+        if any(d is None for d in fitted.values()):
             return None
-        return Tangent[type(y)](*fitted)
+        return _structural_tangent(y, fitted)
     dy = unthunk(dy)
     if isinstance(dy, AbstractZero) or not isinstance(y, (np.ndarray, np.generic, float, complex, Dual)):
         return dy
@@ -1392,22 +1453,12 @@ def _stack(y, outs: list):
     outs = [unthunk(o) for o in outs]
     if all(isinstance(o, AbstractZero) for o in outs):
         return _ZERO
-    if isinstance(y, (tuple, list)):
-        per_item = []
-        for i, yi in enumerate(y):
-            per_item.append(_stack(yi, [_field(o, i, y) for o in outs]))
-        return Tangent[type(y)](*per_item)
+    if _is_structured(y):
+        per_out = [_items_and_tangents(y, o) for o in outs]
+        stacked = {k: _stack(v, [pairs[k][1] for pairs in per_out]) for k, (v, _) in per_out[0].items()}
+        return _structural_tangent(y, stacked)
     filled = [np.zeros(np.shape(y), dtype=_tangent_dtype(y)) if isinstance(o, AbstractZero) else o for o in outs]
     return np.stack(filled)
-
-
-def _field(t, i: int, y):
-    if isinstance(t, AbstractZero):
-        return t
-    if isinstance(t, Tangent):
-        backing = t.backing
-        return backing[i] if isinstance(backing, tuple) else backing.get(y._fields[i], _ZERO)
-    return t[i]
 
 
 def _tangent_dtype(y):

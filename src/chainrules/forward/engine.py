@@ -206,7 +206,7 @@ def _rule_tangent(x, t):
     t = unthunk(t)
     if isinstance(t, AbstractZero):
         return t
-    if isinstance(x, Dual) or _is_number_leaf(x):
+    if isinstance(x, ActiveValue) or _is_number_leaf(x):  # a dual, or another engine's value (a tracked array)
         return ProjectTo(_innermost(x))(t)
     if not is_structure(x) or isinstance(t, Tangent):
         return t

@@ -192,8 +192,8 @@ def collect(template, value, cts: dict, batch: bool = False, lazy: bool = False)
     if all(isinstance(t, AbstractZero) for _, t in items):
         return _ZERO
     P = template.type
-    if issubclass(P, dict):
-        return Tangent[P](dict(items))
+    if issubclass(P, dict):  # (a dict subclass's too: an OrderedDict, a defaultdict, as the source engine's)
+        return Tangent[dict](dict(items))
     if issubclass(P, (tuple, list)) and not hasattr(P, "_fields"):
         return Tangent[P](*(t for _, t in items))
     return Tangent[P](**dict(items))
@@ -439,12 +439,15 @@ def _box_callable(f, trace: Trace):
 
 def _box_function(f, trace: Trace):
     """A closure with its captured numbers and arrays tracked, and a bound method with its object's
-    fields tracked (as a callable object's are), so that ``df`` carries their cotangents as the
-    source engine's does: ``Tangent[function]`` by captured name, the object's tangent for a
-    method. A differentiation around this one (the rule for ``gradient``) needs them."""
+    fields (a container subclass's items) tracked, as a callable object's are, so that ``df``
+    carries their cotangents as the source engine's does: ``Tangent[function]`` by captured name,
+    the object's tangent for a method. A differentiation around this one (the rule for
+    ``gradient``) needs them."""
     if type(f) is types.MethodType:
         owner = f.__self__
-        if isinstance(owner, (Tracked, type, types.ModuleType)) or not (_fields_of(owner) or _is_namedtuple(owner)):
+        if isinstance(owner, (Tracked, type, types.ModuleType)) or not (
+            _fields_of(owner) or isinstance(owner, (tuple, list, dict))
+        ):
             return f, None
         boxed, template = box_input(owner, trace)
         return (f, None) if template is None else (types.MethodType(f.__func__, boxed), template)
