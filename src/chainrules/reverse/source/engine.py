@@ -42,9 +42,8 @@ from .parse import NoSourceError, is_library_code
 from .runtime import NO, ZERO, split, structural_tangent
 
 _FUNCTION = types.FunctionType
-#: callables whose rules may compute in Python on another engine's values (see `_by_both_rules`):
-#: Python functions and NumPy's functions written in Python (``np.linalg.norm``)
-_WITH_PYTHON_BODIES = (_FUNCTION, type(np.linalg.norm))
+#: the type of a callable (a class, for a constructor) -> whether it runs Python code (see `_has_python_body`)
+_PYTHON_BODIES: dict[type, bool] = {_FUNCTION: True, type(np.linalg.norm): True}
 _MODULE = types.ModuleType
 _TRANSFORMED = cache._transformed
 
@@ -83,11 +82,7 @@ def pullback(f, *args, **kwargs):
             _LEDGER.declines += 1  # decline_batch(), inlined on this hot path
         if kwargs and "out" in kwargs:
             _refuse_output(f, args, kwargs)
-        if type(f) in _WITH_PYTHON_BODIES and not getattr(rule, "on_engine_values", False):
-            owner = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
-            if owner is not None:
-                return _by_both_rules(owner, f, rule, args, kwargs)
-        return rule(*args, **kwargs)
+        return _by_rule(f, rule, args, kwargs)
     y, back = _without_rule(f, args, kwargs)
     if kwargs:
         return y, _positional_only(back)
@@ -104,8 +99,12 @@ def pullback_full(f, *args, **kwargs):
     >>> y, back = pullback_full(f, 2.0, 3.0)
     >>> round(y, 4), [round(d, 4) for d in back(1.0)[1:]]
     (0.1818, [0.0744, -0.0992])
+
+    The cotangent of a tuple, list, dict or dataclass passed in has every item, in its order
+    (``runtime.input_cotangent``), as the tape gives it.
     """
     try:
+        pulled = None
         if not kwargs and type(f) is _FUNCTION:
             # the fast path of `pullback`, repeated here to save a call: a generated function that
             # calls nothing through the dispatcher needs no engine installed
@@ -115,19 +114,39 @@ def pullback_full(f, *args, **kwargs):
                 if hit is not None and hit[0] is f and hit[1] == rrule.version and f.__defaults__ is hit[2]:
                     if hit[4] is None or hit[4].valid(f):
                         if not hit[5]:
-                            y, back = hit[3](*args)
-                            if hit[6] and isinstance(y, np.ndarray):  # made of batched rules' pullbacks only
-                                _mark_batched(back)
-                            return y, back
-                        if current_engine() is not pullback_full:
-                            return _run_installed(hit[3], args, {}, hit[6])
-        if current_engine() is pullback_full:
-            return pullback(f, *args, **kwargs)
-        return _run_installed(pullback, (f, *args), kwargs, True)
+                            pulled = hit[3](*args)
+                            if hit[6] and isinstance(pulled[0], np.ndarray):  # made of batched rules' pullbacks only
+                                _mark_batched(pulled[1])
+                        elif current_engine() is not pullback_full:
+                            pulled = _run_installed(hit[3], args, {}, hit[6])
+        if pulled is None:
+            if current_engine() is pullback_full:
+                pulled = pullback(f, *args, **kwargs)
+            else:
+                pulled = _run_installed(pullback, (f, *args), kwargs, True)
     except Exception as error:  # the user's own exception (a KeyError in f): the line of f it came from
         if not isinstance(error, ChainRulesError):
             _note_user_line(error)
         raise
+    for a in args:
+        if type(a) is not float and type(a) is not np.ndarray and runtime.is_input_structure(a):
+            return pulled[0], _laid_out_as_inputs(pulled[1], args)
+    return pulled
+
+
+def _laid_out_as_inputs(back, args: tuple):
+    """``back`` with the cotangent of each structure in ``args`` laid out as the structure
+    (``runtime.input_cotangent``); batched where ``back`` is (zeros fit any batch)."""
+
+    def input_pullback(dy):
+        d = back(dy)
+        laid_out = (
+            runtime.input_cotangent(a, da) if runtime.is_input_structure(a) else da for a, da in zip(args, d[1:])
+        )
+        return (d[0], *laid_out, *d[1 + len(args) :])
+
+    input_pullback.batched = getattr(back, "batched", False)
+    return input_pullback
 
 
 def _note_user_line(error: Exception) -> None:
@@ -397,18 +416,51 @@ def _by_forward_rule(fn: types.FunctionType, args: tuple, kwargs: dict, bound: b
     return y, body_pullback
 
 
+def _by_rule(f, rule, args: tuple, kwargs: dict):
+    """``rule(*args, **kwargs)``: ``(y, back)`` for a call of ``f`` by its reverse rule; on another
+    engine's values, by both rules where the reverse rule may compute in Python (``_by_both_rules``)."""
+    if not getattr(rule, "on_engine_values", False) and _has_python_body(f):
+        owner = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
+        if owner is not None:
+            return _by_both_rules(owner, f, rule, args, kwargs)
+    return rule(*args, **kwargs)
+
+
+def _has_python_body(f) -> bool:
+    """Whether ``f`` runs Python code, which its rules may compute with too: a Python function, one
+    of NumPy's functions written in Python (``np.linalg.norm``), a class with methods written in
+    Python (a constructor), an object of one, or a bound method, of the user's own classes; not a
+    ufunc or a built-in (``zip``), whose rules' NumPy calls dispatch on another engine's values."""
+    if type(f) is types.MethodType:  # a bound method of the user's (its rule is its function's)
+        return type(f.__func__) is _FUNCTION and not is_library_code(f.__func__.__code__)
+    key = f if isinstance(f, type) else type(f)
+    found = _PYTHON_BODIES.get(key)
+    if found is None:  # (a library's class, SciPy's distributions, makes objects its rules know how to use)
+        found = any(
+            type(v) is _FUNCTION and not is_library_code(v.__code__) for cls in key.__mro__ for v in vars(cls).values()
+        )
+        _PYTHON_BODIES[key] = found
+    return found
+
+
 def _by_both_rules(owner: ActiveValue, f, rule, args: tuple, kwargs: dict):
-    """``(y, back)`` for a Python function (a user's, or NumPy's ``np.linalg.norm``) with a reverse
-    rule called on another engine's values (dual numbers: forward mode run through this engine, a
+    """``(y, back)`` for a callable with a Python body (see ``_has_python_body``) and a reverse rule
+    called on another engine's values (dual numbers: forward mode run through this engine, a
     Hessian): ``y`` from that engine's own rule, where it has one (``ActiveValue.call_by_rule``: the
     forward rule pushes the tangents), and ``back`` from the reverse rule. The reverse rule's primal
     code alone would carry the tangents through ``f``'s operations, not through the rule (a
     straight-through estimator's ``np.round``; ``sqrt`` at 0 in a norm's formula, whose forward
-    rule takes the zero vector)."""
+    rule takes the zero vector). The reverse rule runs only when the pullback is called (as
+    ``core.twins._by_users_rules`` runs a user's), so a first-order forward pass never calls it:
+    it may compute what the other engine's values refuse (``math.exp`` of a dual)."""
     y = owner.call_by_rule(f, args, kwargs)
     if y is NotImplemented:
         return rule(*args, **kwargs)
-    return y, rule(*args, **kwargs)[1]
+
+    def reverse_rule_pullback(dy):
+        return rule(*args, **kwargs)[1](dy)
+
+    return y, reverse_rule_pullback
 
 
 def _is_engine_value(x, top: bool = False) -> bool:
@@ -523,7 +575,7 @@ def _applied(f, args: tuple, kwargs: dict, active: tuple):
         call_args, call_kwargs, positions = moved
     if "out" in call_kwargs:
         _refuse_output(f, call_args, call_kwargs)
-    y, back = rule(*call_args, **call_kwargs)
+    y, back = _by_rule(f, rule, call_args, call_kwargs)
 
     def apply_rule_pullback(dy):
         d = back(dy)
@@ -780,6 +832,7 @@ cache.RUNTIME.update(
     closure_tangent=runtime.closure_tangent,
     project_real=runtime.project_real,
     check_rebind=runtime.check_rebind,
+    check_item_update=runtime.check_item_update,
     check_rebound=runtime.check_rebound,
     check_update=runtime.check_update,
     integer_cotangent=runtime.integer_cotangent,

@@ -482,8 +482,10 @@ class _Lowerer:
     def augmented_item(self, node: ast.AugAssign):
         """``x[i] op= v``: ``x[i] = x[i] op v``, with ``x`` and ``i`` evaluated once."""
         obj, index = self.subscript_target(node.target)
-        old = self.assign(ir.GetItem(obj, index))
-        self.block[-1].augmented_read = True  # read, changed and written back: a copy will do
+        old = self.assign(ir.GetItem(obj, index), col=node.target.col_offset + 1)
+        # read, changed and written back: a copy will do, unless Python would update the element
+        # in place (the primal checks that it does not: `check_item_update`)
+        self.block[-1].augmented_read = True
         new = self.assign(ir.Op(BINARY[type(node.op)], (old, self.atom(node.value))))
         self.emit(ir.SetItem(obj=obj, key=index, value=new, col=node.target.col_offset + 1))
 

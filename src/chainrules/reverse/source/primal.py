@@ -30,7 +30,7 @@ import numpy as np
 from . import ir
 from .codegen import Line
 from .names import Namer
-from .simplify import INACTIVE_TYPES, NONDIFF_OPS, ArrayType, StructType, class_of, is_real, reads_only
+from .simplify import INACTIVE_TYPES, NONDIFF_OPS, ArrayType, StructType, class_of, is_arraylike, is_real, reads_only
 
 LITERALS = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
@@ -395,6 +395,8 @@ class Primal:
                 )
         elif isinstance(stmt, ir.Assign):
             self.assign(stmt, mode, saved, indent)
+            if getattr(stmt, "augmented_read", False):
+                self.item_update_check(stmt, indent)
         for entry in self._after:
             self.emit(*entry)
         for name in stmt.targets():
@@ -682,6 +684,15 @@ class Primal:
         pb, saved["pb"] = self.pullback_name(stmt, indent)
         self.emit(indent, f"{target}, {pb} = {self.pullback_call(expr, stmt)}", line)
 
+    def item_update_check(self, stmt: ir.Assign, indent: int):
+        """``x[i] op= v`` reads ``x[i]`` (``stmt``) to write ``x[i] op v`` back: checked where the
+        element may be a mutable object that Python would update in place (see ``check_item_update``)."""
+        obj = stmt.expr.obj  # (a variable: `subscript_target`)
+        if _real(self.plan.types.get(stmt.target)) or is_arraylike(self.plan.types.get(obj)):
+            return
+        where = f"{self.plan.fn.filename!r}, {stmt.line}, {stmt.col or 1}"
+        self.emit(indent, f"{self.h('check_item_update')}({obj}, {stmt.target}, {where})", stmt.line)
+
     def dispatch_call(self, expr, where: tuple) -> str:
         """The call through the dispatcher, keeping only its value (see ``effects``)."""
         args = self.args(expr.args, expr.kwargs)
@@ -694,12 +705,17 @@ class Primal:
 
     def active_keywords(self, expr) -> str:
         """``, ('name', ...)``: the keyword arguments whose values are active (a rule would
-        ignore them, which the dispatcher refuses), or nothing."""
+        ignore them, which the dispatcher refuses), or nothing. The keys of an active mapping
+        passed with ``**`` are known only when the call runs: ``(..., *mapping)``."""
         built = self.definitions.get(expr.kwargs[0].value)
         if not isinstance(built, ir.Assign) or not isinstance(built.expr, ir.BuildDict):
             return ""
-        names = [k.value for k, v in built.expr.items if isinstance(k, ir.Const) and self.plan.is_active(v)]
-        return f", {tuple(names)!r}" if names else ""
+        names = [
+            repr(k.value) if isinstance(k, ir.Const) else f"*{self.operand(v)}"
+            for k, v in built.expr.items
+            if (k is None or isinstance(k, ir.Const)) and self.plan.is_active(v)
+        ]
+        return f", ({', '.join(names)},)" if names else ""
 
     def pullback_call(self, expr, stmt=None) -> str:
         pullback = self.h("pullback")

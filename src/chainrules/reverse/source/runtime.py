@@ -20,6 +20,7 @@ from ...core.active import ActiveValue, stood_for
 from ...core.errors import DroppedDerivativeError, UnsupportedSyntaxError
 from ...core.projection import ProjectTo, is_array_of_rows, match_input_batch, rows_cotangent, unbroadcast
 from ...core.registry import rrule
+from ...core.structures import item_tangents, structure_items
 from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
 from ...rules.operators import entry_cotangent
 
@@ -115,6 +116,78 @@ def struct_cotangent(xs, keys: tuple, elements: tuple, cotangents: tuple, all_fi
             return Tangent[P](**{field: matched.get(i, ZERO) for i, field in enumerate(P._fields)})
         return Tangent[P](**{P._fields[i]: dy for i, dy in matched.items()})
     return _rebuild(Tangent[P], matched)  # a dataclass instance's fields
+
+
+def is_input_structure(x) -> bool:
+    """A tuple, list, dict or dataclass instance: a structure whose cotangent ``input_cotangent`` lays out."""
+    return _item_kind(type(x)) == "structure"
+
+
+def input_cotangent(x, dx):
+    """The cotangent of the structure ``x`` passed in, laid out as the tape lays it out: a
+    ``Tangent`` with every item of ``x``, in ``x``'s order, where an integer number, a bool, a
+    string or ``None`` has ``NoTangent()`` (an integer in a structure is a setting:
+    docs/tangents.md), and an item nothing flowed back to has ``ZeroTangent()`` where it could
+    carry a derivative and ``NoTangent()`` elsewhere; ``NoTangent()`` or ``ZeroTangent()`` when
+    every item has. A dataclass's items are its fields: an attribute its ``__post_init__`` set is
+    a constant of the object (as the tape, ``to_vec`` and finite differences take it), whose
+    cotangent goes nowhere. A cotangent of another form (a rule's array for a tuple of numbers)
+    is left as it is.
+
+    >>> input_cotangent({"b": 2.0, "n": 3, "a": 1.0}, Tangent[dict]({"a": 0.5}))
+    Tangent[dict]({'b': ZeroTangent(), 'n': NoTangent(), 'a': 0.5})
+    >>> input_cotangent((3, "s"), ZERO), input_cotangent((), ZERO), input_cotangent((1.0,), ZERO)
+    (NoTangent(), NoTangent(), ZeroTangent())
+    """
+    dx = unthunk(dx)
+    if not isinstance(dx, (Tangent, AbstractZero)):
+        return dx
+    items = structure_items(x)
+    parts = item_tangents(dx, x)
+    keys = range(len(items)) if isinstance(items, list) else items
+    laid_out = [_item_cotangent(items[k], parts[k]) for k in keys]
+    if all(d is NO for d in laid_out):
+        return NO
+    if all(isinstance(d, AbstractZero) for d in laid_out):
+        return ZERO
+    P = type(x)
+    if isinstance(x, dict):  # (a dict subclass's too, as the tape's)
+        return _rebuild(Tangent[dict], dict(zip(keys, laid_out)))
+    if isinstance(items, list):
+        return _rebuild(Tangent[P], tuple(laid_out))
+    return _rebuild(Tangent[P], dict(zip(keys, laid_out)))
+
+
+def _item_cotangent(x, dx):
+    """The cotangent of ``x``, an item of a structure passed in (see ``input_cotangent``)."""
+    kind = _item_kind(type(x))
+    if kind == "setting":
+        return NO
+    if kind == "structure":
+        return input_cotangent(x, dx)
+    if not isinstance(dx, AbstractZero):
+        return dx
+    number_kind = getattr(getattr(x, "dtype", None), "kind", None)  # (an array, a NumPy number, an engine's value)
+    return ZERO if isinstance(x, (float, complex)) or number_kind in ("f", "c") else NO
+
+
+#: a type -> what its values are as items of a structure passed in (see `_item_kind`)
+_ITEM_KINDS: dict[type, str] = {float: "value", np.ndarray: "value"}
+
+
+def _item_kind(t: type) -> str:
+    """``"structure"`` (a tuple, list, dict or dataclass), ``"setting"`` (an integer number, a bool,
+    a string, ``None``: no derivative) or ``"value"``, for values of the type ``t``."""
+    kind = _ITEM_KINDS.get(t)
+    if kind is None:
+        if issubclass(t, (tuple, list, dict)) or hasattr(t, "__dataclass_fields__"):
+            kind = "structure"
+        elif issubclass(t, (int, np.integer, np.bool_, str, bytes, type(None))):
+            kind = "setting"
+        else:
+            kind = "value"
+        _ITEM_KINDS[t] = kind
+    return kind
 
 
 # ----- unpacking --------------------------------------------------------------------------------
@@ -783,18 +856,28 @@ def iteration_start(iterable) -> int:
     return getattr(iterable, "position", 0) if hasattr(iterable, "items") and hasattr(iterable, "position") else 0
 
 
-def check_rebind(x, filename: str, line: int, col: int):
+def check_rebind(x, filename: str, line: int, col: int, instead: str = "x = x + ..."):
     """``x op= v`` rebinds ``x`` here; refuse when Python would have updated a mutable ``x`` in place
     (an engine's array too: a dual array is updated in place, as the array it stands for)."""
     if isinstance(x, _MUTABLE) or (isinstance(x, ActiveValue) and np.ndim(x) >= 1):
         kind = "ndarray" if isinstance(x, ActiveValue) else type(x).__name__  # (what the engine's value stands for)
         raise UnsupportedSyntaxError(
-            f"an augmented assignment updates the {kind} in place, which is not supported here; write `x = x + ...`",
+            f"an augmented assignment updates the {kind} in place, which is not supported here; write `{instead}`",
             filename,
             line,
             col,
         )
     return x
+
+
+def check_item_update(x, item, filename: str, line: int, col: int):
+    """``x[i] op= v`` is ``x[i] = x[i] op v`` here. An element of an array is a number or a new
+    view, which the write back puts into the array as Python's update in place does; a mutable
+    element of a list, dict or object (an array) Python updates in place, which every other
+    holder of it sees, and the write back would not: refused, as ``check_rebind`` refuses ``x op= v``."""
+    if isinstance(x, np.ndarray) or (isinstance(x, ActiveValue) and np.ndim(x) >= 1):
+        return item
+    return check_rebind(item, filename, line, col, "x[i] = x[i] + ...")
 
 
 def check_update(x, v, filename: str, line: int, col: int):
