@@ -19,6 +19,7 @@ What the API returns is unthunked; the function's own tangent and keyword argume
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import importlib
 import inspect
@@ -52,7 +53,7 @@ from .core import (
 )
 from .core.ruled_calls import IgnoredRuleError
 from .core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
-from .core.tangents import _is_namedtuple_type
+from .core.tangents import _is_namedtuple_type, _rebuild
 
 REVERSE_ENGINES = {"source": "chainrules.reverse.source", "tape": "chainrules.reverse.trace"}
 DEFAULT_ENGINE = "source"
@@ -326,10 +327,12 @@ def _check_cotangent(f: Callable, i: int, a, c) -> None:
 def _unthunked(cotangents: tuple, args: tuple) -> tuple:
     """The user's view of a full pullback's result: no tangent for ``f``, nothing lazy."""
     grads = cotangents[1:]
-    # the common result, plain floats and arrays, is returned as it is, without a new tuple
-    for c in grads:
-        if type(c) not in _PLAIN:
-            return tuple([c if type(c) in _PLAIN else _as_returned(a, c) for a, c in zip(args, grads)])
+    # the common result, plain floats and arrays for plain floats and arrays, is returned as it is,
+    # without a new tuple
+    for a, c in zip(args, grads):
+        tc = type(c)
+        if tc not in _PLAIN or (tc is not type(a) and tc is not np.ndarray):
+            return tuple([_as_returned(a, c) for a, c in zip(args, grads)])
     return grads
 
 
@@ -337,7 +340,9 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
     """``(y, back)`` where ``y = f(*args, **kwargs)`` and ``back(dy)`` returns one cotangent per
     positional argument (nothing for ``f`` itself or for keyword arguments).
 
-    ``back`` may be called more than once, with different cotangents.
+    ``back`` may be called more than once, with different cotangents. The cotangent of a
+    structured output is a ``Tangent`` or a value laid out as the output (a tuple, a dict, a value
+    of its own type), each number or array of it of its part's shape.
 
     >>> import chainrules as cr
     >>> y, back = cr.pullback(lambda a, b: a * b, 2.0, 3.0)
@@ -347,20 +352,23 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
     _check_callable(f, "pullback")
     y, back_full = _pullback_full(engine, f, *args, **kwargs)
 
+    structured = _is_structured(y)
+
     def back(dy):
         if _is_numeric(y) and not isinstance(dy, (AbstractTangent, ActiveValue)):
             dy = _numeric_cotangent(f, y, dy)
-        elif type(dy) not in _PLAIN:
-            dy = _structural_cotangent(y, dy)
+        elif structured:
+            dy = _structural_cotangent(f, y, dy)
         return _owned(_unthunked(_checked(f, back_full(dy), args), args), dy)
 
     return y, back
 
 
-def _numeric_cotangent(f: Callable, y, dy):
-    """The user's cotangent ``dy`` of a number or array output ``y``, checked: a number or an array
-    of ``y``'s shape (a list or tuple of numbers is taken as an array), else a ValueError or
-    TypeError naming ``f`` (a cotangent of another shape would be broadcast into a wrong result).
+def _numeric_cotangent(f: Callable, y, dy, path: str | None = None):
+    """The user's cotangent ``dy`` of a number or array output ``y`` (the part ``path`` of a
+    structured output, such as ``output[0]``), checked: a number or an array of ``y``'s shape (a
+    list or tuple of numbers is taken as an array), else a ValueError or TypeError naming ``f``
+    (a cotangent of another shape would be broadcast into a wrong result).
 
     >>> _numeric_cotangent(len, np.zeros(2), [1.0, 2.0])
     array([1., 2.])
@@ -369,49 +377,118 @@ def _numeric_cotangent(f: Callable, y, dy):
         dy = np.asarray(dy)
     elif not (_is_numeric(dy) or isinstance(dy, np.ndarray)):
         raise TypeError(
-            f"pullback of {_callable_label(f)}: the cotangent must be a number or an array like the output, "
-            f"got {type(dy).__name__}"
+            f"pullback of {_callable_label(f)}: the cotangent must be a number or an array like "
+            f"{path or 'the output'}, got {type(dy).__name__}"
         )
     if np.shape(dy) != np.shape(y):
         raise ValueError(
-            f"pullback of {_callable_label(f)}: a cotangent of shape {np.shape(dy)} for an output of shape "
-            f"{np.shape(y)}"
+            f"pullback of {_callable_label(f)}: a cotangent of shape {np.shape(dy)} for "
+            f"{path or 'an output'} of shape {np.shape(y)}"
         )
     if isinstance(dy, np.ndarray) and dy.dtype.kind not in "fciu":
-        raise TypeError(f"pullback of {_callable_label(f)}: a cotangent of dtype {dy.dtype}; give numbers")
+        raise TypeError(
+            f"pullback of {_callable_label(f)}: a cotangent of dtype {dy.dtype}{' for ' + path if path else ''}; "
+            "give numbers"
+        )
     return dy
 
 
-def _structural_cotangent(y, dy):
-    """``dy`` with every part that is a value of its output part's own type (a dataclass or object
-    with fields, given as the cotangent of one) turned into ``Tangent[P]`` of its fields: what the
-    engines take. Numbers and arrays stay, other field values (strings, ``None``) carry nothing.
+def _structural_cotangent(f: Callable, y, dy):
+    """The user's cotangent ``dy`` of a structured output ``y`` as the engines take it (see
+    ``_structural_seed``), each of its numbers and arrays checked as ``_numeric_cotangent`` checks
+    the cotangent of a whole output.
 
     >>> import dataclasses, numpy as np
     >>> @dataclasses.dataclass
     ... class P:
     ...     a: np.ndarray
     ...     b: float
-    >>> _structural_cotangent(P(np.zeros(2), 0.0), P(np.ones(2), 1.0))
+    >>> _structural_cotangent(len, P(np.zeros(2), 0.0), P(np.ones(2), 1.0))
     Tangent[P](a=array([1., 1.]), b=1.0)
     """
-    if isinstance(dy, (AbstractTangent, ActiveValue, *_PLAIN)) or isinstance(y, ActiveValue) or not is_structure(y):
-        return dy  # (an engine's value, a dual or a tracked array, is a number or an array)
-    if isinstance(dy, (tuple, list)) and isinstance(y, (tuple, list)) and len(dy) == len(y):
-        items = [_structural_cotangent(v, d) for v, d in zip(y, dy)]
-        return dy if all(a is b for a, b in zip(items, dy)) else type(dy)(items) if type(dy) is list else tuple(items)
-    if isinstance(dy, dict) and isinstance(y, dict):
-        return {k: _structural_cotangent(y[k], d) if k in y else d for k, d in dy.items()}
-    if type(dy) is not type(y) or isinstance(dy, (tuple, list, dict)):
-        return dy
-    fields, given = {}, structure_items(dy)
-    for name, value in structure_items(y).items():
-        d = given.get(name)
-        if is_structure(value):
-            fields[name] = _structural_cotangent(value, d)
-        elif _is_number(d) or isinstance(d, (AbstractTangent, ActiveValue)):
-            fields[name] = d
-    return Tangent[type(y)](**fields)
+    checked = functools.partial(_numeric_cotangent, f)
+    return _structural_seed(f"pullback of {_callable_label(f)}", "cotangent", y, dy, "output", checked)
+
+
+def _structural_tangent(f: Callable, i: int, x, t):
+    """The user's tangent ``t`` of the structured argument ``x`` (argument ``i`` of ``f``) as the
+    forward engine takes it (see ``_structural_seed``), with no tangent for the integer numbers
+    in ``x``: settings, whatever was given for them; the others are checked as ``jvp`` checks a
+    whole argument's.
+
+    >>> _structural_tangent(len, 0, (2.0, 3), (1.0, 1.0))
+    Tangent[tuple](1.0, NoTangent())
+    """
+
+    def setting_or_tangent(leaf, d, path: str):
+        if not (_is_input_leaf(leaf, False) or isinstance(leaf, ActiveValue)):
+            return NoTangent()
+        _check_tangent(f, f"the tangent of {path}", leaf, d)
+        return d
+
+    return _structural_seed(f"jvp({_callable_label(f)}, ...)", "tangent", x, t, f"primals[{i}]", setting_or_tangent)
+
+
+def _structural_seed(entry: str, noun: str, y, dy, path: str, at_leaf: Callable):
+    """``dy``, the user's tangent of the structure ``y`` (the cotangent of an output, the tangent
+    of an argument), as a ``Tangent`` of ``y``'s structure: ``dy`` may be a ``Tangent``, a tuple,
+    list or dict, or a value of ``y``'s own type (a dataclass instance), laid out as ``y``, with
+    fields that are not given zero. At a number or an array of ``y`` (the part ``path``, such as
+    ``output[0].w``), it is ``at_leaf(leaf, part, path)``; strings, bools and ``None`` in ``y``
+    take nothing, whatever is given for them. Where ``dy`` is not laid out as ``y`` (another
+    length, a key or field ``y`` has not), a ValueError or TypeError starting with ``entry``."""
+    dy = unthunk(dy)
+    if _is_number(y) or isinstance(y, ActiveValue):
+        return dy if isinstance(dy, (AbstractTangent, ActiveValue)) else at_leaf(y, dy, path)
+    if isinstance(dy, AbstractZero) or isinstance(y, AbstractTangent):
+        return dy  # (a tangent output, a derivative's: its tangent is taken as given)
+    if not is_structure(y):
+        return NoTangent()
+    items = structure_items(y)
+    parts = _seed_items(entry, noun, y, dy, path)
+    keys = range(len(items)) if isinstance(items, list) else list(items)
+    seeds = {k: _structural_seed(entry, noun, items[k], parts[k], _item_path(path, y, k), at_leaf) for k in keys}
+    if isinstance(items, list):
+        return Tangent[type(y)](*seeds.values())
+    return Tangent[dict](seeds) if isinstance(y, dict) else Tangent[type(y)](**seeds)
+
+
+def _item_path(path: str, y, key) -> str:
+    """How errors name the item ``key`` of the part ``path`` of a structure: ``output[0]``,
+    ``output['a']``, ``output.w`` (a field)."""
+    named = _is_namedtuple_type(type(y)) or not isinstance(y, (tuple, list, dict))
+    return f"{path}.{key}" if named else f"{path}[{key!r}]"
+
+
+def _seed_items(entry: str, noun: str, y, dy, path: str):
+    """The parts of ``dy`` (see ``_structural_seed``) for the items of the structure ``y``, laid
+    out as ``structure_items(y)``: a list, or a dict by key or field (zeros where not given)."""
+    items = structure_items(y)
+    if isinstance(dy, Tangent):
+        given = dy.backing
+    elif isinstance(dy, (tuple, list)):
+        given = tuple(dy)
+    elif isinstance(dy, dict) or type(dy) is type(y):
+        given = structure_items(dy)
+    else:
+        given = None
+    by_position = isinstance(given, tuple)
+    # (a namedtuple's fields are named, and positional too)
+    if given is None or (by_position != isinstance(items, list) and not _is_namedtuple_type(type(y))):
+        raise TypeError(
+            f"{entry}: the {noun} of {path}, a {type(y).__name__}, must be laid out as it (or a cr.Tangent), "
+            f"got {type(dy).__name__}"
+        )
+    if by_position:
+        if len(given) != len(items):
+            raise ValueError(
+                f"{entry}: a {noun} of length {len(given)} for {path}, a {type(y).__name__} of length {len(items)}"
+            )
+        return list(given) if isinstance(items, list) else dict(zip(items, given))
+    for key in given:
+        if key not in items:
+            raise ValueError(f"{entry}: a {noun} for {_item_path(path, y, key)}, which {path} does not have")
+    return {k: given.get(k, ZeroTangent()) for k in items}
 
 
 def _as_returned(arg, cotangent):
@@ -420,14 +497,47 @@ def _as_returned(arg, cotangent):
     cotangent = _deep_unthunk(cotangent)
     if isinstance(cotangent, NoTangent) and _is_inexact(arg):
         return ZeroTangent()
-    if type(arg) is float and type(cotangent) is np.float64:  # (a float's gradient is a float, however computed)
-        return float(cotangent)
-    return cotangent
+    return _typed_like(arg, cotangent)
+
+
+def _typed_like(arg, cotangent):
+    """``cotangent`` with the gradient of each real or complex number of ``arg`` (itself, or one
+    inside the structure ``arg``) in that number's own type, however the engine computed it: a
+    float's a float, a NumPy number's that NumPy type (np.complex128 in, np.complex128 out).
+
+    >>> type(_typed_like(np.complex128(1j), 2.0 + 0j)).__name__
+    'complex128'
+    >>> _typed_like((1.0, "a"), Tangent[tuple](np.float64(2.0), NoTangent()))
+    Tangent[tuple](2.0, NoTangent())
+    """
+    if type(arg) is float:
+        return float(cotangent) if type(cotangent) is np.float64 else cotangent
+    if isinstance(arg, np.inexact):
+        if type(cotangent) is type(arg) or not _is_numeric(cotangent) or np.ndim(cotangent) != 0:
+            return cotangent
+        return type(arg)(cotangent)
+    if not isinstance(cotangent, Tangent) or not _is_structured(arg):
+        return cotangent
+    items = structure_items(arg)
+    parts = item_tangents(cotangent, arg)
+    keys = range(len(items)) if isinstance(items, list) else list(items)
+    backing = list(cotangent.backing) if isinstance(cotangent.backing, tuple) else dict(cotangent.backing)
+    changed = False
+    for position, key in enumerate(keys):
+        typed = _typed_like(items[key], parts[key])
+        if typed is not parts[key]:  # (a namedtuple's tangent may hold its fields by position)
+            backing[position if isinstance(backing, list) else key], changed = typed, True
+    return _rebuild(type(cotangent), tuple(backing) if isinstance(backing, list) else backing) if changed else cotangent
 
 
 def _is_numeric(x) -> bool:
     """A plain number or NumPy array (not a structure, not an engine's value)."""
     return type(x) in (float, int, complex, np.ndarray) or isinstance(x, np.number)
+
+
+def _is_structured(x) -> bool:
+    """A structure of values (a tuple, a dataclass instance), not a number, an array or an engine's value."""
+    return not (_is_numeric(x) or isinstance(x, ActiveValue)) and is_structure(x)
 
 
 def _is_inexact(x) -> bool:
@@ -477,7 +587,9 @@ def _seed_for(y, f: Callable, entry: str = "gradient"):
         return dtype.type(1.0) if dtype.kind == "f" and dtype != np.float64 else 1.0
     name = _callable_label(f)
     shape = getattr(y, "shape", None)
-    kind = "an array" if isinstance(shape, tuple) and isinstance(y, ActiveValue) else type(y).__name__
+    kind = type(y).__name__
+    if isinstance(y, ActiveValue) and isinstance(shape, tuple):  # an engine's value: say what it carries
+        kind = "an array" if shape else "complex" if getattr(dtype, "kind", None) == "c" else kind
     raise ChainRulesError(
         f"{entry} needs {name} to return a real scalar, got {kind}"
         f"{' of shape ' + str(shape) if isinstance(shape, tuple) and shape else ''}; "
@@ -578,6 +690,8 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     primal runs it, still in forward mode (see ``_forward``); ``cr.derivative`` and
     ``cr.jacobian(..., mode="forward")`` do the same. Each tangent has its primal's shape, and is
     real for a real primal (a complex one is refused: a real input moves along real directions).
+    A structured primal's tangent is a ``Tangent`` or a value laid out as the primal; an integer
+    number inside it is a setting, whose tangent is ignored.
 
     >>> import chainrules as cr
     >>> cr.jvp(lambda x, y: x * y, (2.0, 3.0), (1.0, 0.0))
@@ -589,19 +703,26 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     for i, (x, t) in enumerate(zip(primals, tangents)):
-        if isinstance(t, (np.ndarray, float, int, complex)) and np.shape(t) != np.shape(x) and _is_numeric(x):
-            raise ValueError(
-                f"jvp({_callable_label(f)}, ...): tangent {i} has shape {np.shape(t)}, its primal {np.shape(x)}"
-            )
-        if _is_numeric(t) and _is_numeric(x) and np.iscomplexobj(t) and not np.iscomplexobj(x):
-            raise ValueError(
-                f"jvp({_callable_label(f)}, ...): tangent {i} is complex and its primal is real; a real input "
-                "moves along real directions only (for a complex direction, make the input complex: x + 0j)"
-            )
-    if any(type(t) not in _PLAIN for t in tangents):  # a structure's tangent may be a value of its own type
-        tangents = tuple(t if type(t) in _PLAIN else _structural_cotangent(x, t) for x, t in zip(primals, tangents))
+        _check_tangent(f, f"tangent {i}", x, t)
+    if any(type(x) not in _PLAIN for x in primals):  # (scalar code: nothing to look at)
+        tangents = tuple(
+            _structural_tangent(f, i, x, t) if _is_structured(x) else t
+            for i, (x, t) in enumerate(zip(primals, tangents))
+        )
     y, dy = _forward(_forward_engine().jvp, f, primals, tangents)
     return y, _owned(_deep_unthunk(dy), tangents)
+
+
+def _check_tangent(f: Callable, what: str, x, t) -> None:
+    """A ValueError naming ``f`` where the tangent ``t`` (``what``: ``tangent 0``) does not fit its
+    number or array primal ``x``: another shape, or complex for a real ``x``."""
+    if isinstance(t, (np.ndarray, float, int, complex)) and np.shape(t) != np.shape(x) and _is_numeric(x):
+        raise ValueError(f"jvp({_callable_label(f)}, ...): {what} has shape {np.shape(t)}, its primal {np.shape(x)}")
+    if _is_numeric(t) and _is_numeric(x) and np.iscomplexobj(t) and not np.iscomplexobj(x):
+        raise ValueError(
+            f"jvp({_callable_label(f)}, ...): {what} is complex and its primal is real; a real input "
+            "moves along real directions only (for a complex direction, make the input complex: x + 0j)"
+        )
 
 
 def derivative(f: Callable, x):
@@ -662,7 +783,9 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     For a structured output (tuple, list, dict, namedtuple, dataclass) it is a ``Tangent[P]``
     holding the Jacobian of each number or array of the output, and for a structured input each
     of those is a ``Tangent[Q]`` of the input's structure, down to blocks of shape
-    ``out_leaf.shape + in_leaf.shape``: the same in every mode and engine.
+    ``out_leaf.shape + in_leaf.shape``: the same in every mode and engine. An integer array in the
+    input gets a float block; an integer number in it is a setting, ``NoTangent()``, and so is an
+    input with nothing to differentiate (a tuple of settings).
 
     For complex values, column ``k`` is the derivative along the real unit ``e_k`` (forward mode's
     pushforward of ``e_k``): ``f'(z)`` for a holomorphic ``f``, real for a real output.
@@ -699,14 +822,14 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         y, back_full = _pullback_full(engine, f, x)
         return _reverse_jacobian(x, _jacobian_output(f, y), back_full, chunk_size)
     if mode == "forward":
-        return _forward(_forward_engine().jacobian, f, x, chunk_size)
+        return _forward(_forward_jacobian, f, x, chunk_size)
     if mode != "auto":
         raise ValueError(f"jacobian: mode={mode!r}; choose 'auto', 'forward' or 'reverse'")
     key = _auto_key(x)
     chosen = _chosen_before(f, key)
     if chosen == _FORWARD:
         try:
-            J = _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+            J = _forward_jacobian(f, x, chunk_size)
         except TypeError:  # forward mode refuses f here (another branch than before): reverse mode, from now on
             J = jacobian(f, x, "reverse", engine, chunk_size)
             _remember_choice(f, key, _FORWARD_REFUSED)
@@ -720,7 +843,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         pulled = _pullback_full(engine, f, x)
     except ChainRulesError as refusal:  # reverse mode cannot differentiate f: forward mode may
         try:
-            return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+            return _forward_jacobian(f, x, chunk_size)
         except Exception as error:
             refusal.add_note(f"Forward mode could not compute the Jacobian either: {type(error).__name__}: {error}")
             raise refusal from None
@@ -729,10 +852,51 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         _remember_choice(f, key, _FORWARD if forward else _REVERSE)
     if forward:
         try:
-            return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
+            return _forward_jacobian(f, x, chunk_size)
         except TypeError:  # forward mode refuses what reverse mode ran: the pullback at hand gives the Jacobian
             _remember_choice(f, key, _FORWARD_REFUSED)
     return _reverse_jacobian(x, *pulled, chunk_size)
+
+
+def _forward_jacobian(f: Callable, x, chunk_size: int | None = None):
+    """The forward engine's Jacobian of ``f`` at ``x``, where the engine leaves the integer arrays
+    inside a structured ``x`` alone (as it leaves integer numbers there, which are settings): each
+    such array gets its blocks from a forward Jacobian of its own, at the array as the whole input,
+    so that they are differentiated as reverse mode and ``gradient`` differentiate them."""
+    engine = _forward_engine()
+    J = engine.jacobian(f, x, chunk_size=chunk_size)
+    if not _is_structured(x):
+        return J
+    inputs = leaves(x, _is_forward_leaf)
+    positions = [i for i, v in enumerate(inputs) if type(v) is np.ndarray and not _is_inexact(v)]
+    if not positions:
+        return J
+    per_array = []
+    for i in positions:
+
+        def at_array(a, i=i):
+            moved = [ZeroTangent()] * len(inputs)
+            moved[i] = a
+            return f(_with_leaves(x, tangent_like(x, _is_forward_leaf, moved, ZeroTangent()), keep_others=True))
+
+        per_array.append(engine.jacobian(at_array, inputs[i], chunk_size=chunk_size))
+    return _with_array_blocks(J, per_array, x, positions)
+
+
+def _with_array_blocks(J, per_array: list, x, positions: list):
+    """The forward engine's Jacobian ``J`` at the structure ``x`` with the blocks of the integer
+    arrays at ``positions`` among ``x``'s input leaves taken from ``per_array``, their own Jacobians."""
+    first = per_array[0]
+    if isinstance(first, Tangent):  # a structured output: the Jacobian of each of its leaves
+        keys = [k for k, _ in first.items()]
+        parts = [_with_array_blocks(J[k], [p[k] for p in per_array], x, positions) for k in keys]
+        return _rebuild(type(first), tuple(parts) if isinstance(first.backing, tuple) else dict(zip(keys, parts)))
+    if isinstance(first, NoTangent):  # an output that is not a number (a string, a bool)
+        return J
+    blocks = _tangent_leaves(J, x, _is_forward_leaf)
+    for i, block in zip(positions, per_array):
+        blocks[i] = block
+    return tangent_like(x, _is_forward_leaf, blocks, NoTangent())
 
 
 #: the modes chosen for a function: ``mode="auto"``'s, {(input shape, dtype): one of the three
@@ -938,23 +1102,30 @@ def _is_number(x) -> bool:
 
 
 def _is_input_leaf(x, top: bool) -> bool:
-    """A leaf of ``x`` differentiated with respect to: a bare number, or an inexact one inside a
-    structure (integers inside structures are left alone, as finite differences leave them)."""
-    return _is_number(x) and (top or _is_inexact(x))
+    """A leaf of ``x`` differentiated with respect to: a bare number, an array, or an inexact number
+    inside a structure (an integer number inside one is a setting, a count or a size: docs/tangents.md)."""
+    return _is_number(x) and (top or isinstance(x, np.ndarray) or _is_inexact(x))
 
 
-def _tangent_leaves(t, x, top: bool = True) -> list:
-    """The parts of the tangent ``t`` of ``x`` at ``x``'s input leaves, in leaf order (zeros where missing)."""
+def _is_forward_leaf(x, top: bool) -> bool:
+    """A leaf of ``x`` that forward mode seeds: an input leaf, or an engine's value (a dual of an
+    outer differentiation, or one forward mode seeded)."""
+    return isinstance(x, ActiveValue) or _is_input_leaf(x, top)
+
+
+def _tangent_leaves(t, x, is_leaf: Callable = _is_input_leaf, top: bool = True) -> list:
+    """The parts of the tangent ``t`` of ``x`` at ``x``'s leaves (input leaves unless ``is_leaf``
+    says), in leaf order (zeros where missing)."""
     t = unthunk(t)
-    if _is_input_leaf(x, top):
+    if is_leaf(x, top):
         return [t]
     if not is_structure(x):
         return []
     items = structure_items(x)
     parts = item_tangents(t, x)
     if isinstance(items, list):
-        return [leaf for v, dv in zip(items, parts) for leaf in _tangent_leaves(dv, v, False)]
-    return [leaf for k, v in items.items() for leaf in _tangent_leaves(parts[k], v, False)]
+        return [leaf for v, dv in zip(items, parts) for leaf in _tangent_leaves(dv, v, is_leaf, False)]
+    return [leaf for k, v in items.items() for leaf in _tangent_leaves(parts[k], v, is_leaf, False)]
 
 
 def _leaf_dtype(x) -> np.dtype:
@@ -971,7 +1142,8 @@ def _structured_reverse_jacobian(x, y, back_full):
         out_shape, out_dtype = np.shape(out), _leaf_dtype(out)
         row = [np.zeros(out_shape + np.shape(v), dtype=np.promote_types(out_dtype, _leaf_dtype(v))) for v in ins]
         if _is_inexact(out):  # an integer output has no derivative: its blocks stay zero
-            flat = [block.reshape(-1, *np.shape(v)) for block, v in zip(row, ins)]
+            # (the number of rows is given: -1 is ambiguous for a block of size 0)
+            flat = [block.reshape(math.prod(out_shape), *np.shape(v)) for block, v in zip(row, ins)]
             seed = np.zeros(out_shape, dtype=out_dtype)
             # complex values: real parts of pullbacks, of e_i and, for a complex output, of 1j * e_i
             # (see `_complex_rows`); a real block is the pullback of e_i itself
@@ -989,7 +1161,9 @@ def _structured_reverse_jacobian(x, y, back_full):
                             part = _deep_unthunk(part)
                             rows[i] = np.real(part) if np.iscomplexobj(part) else part
                 seed.reshape(-1)[i] = 0.0
-        blocks.append(tangent_like(x, _is_input_leaf, row, NoTangent()))
+        # an input with nothing to differentiate (a tuple of integer settings) has no derivative at
+        # all, as its gradient and forward mode say
+        blocks.append(tangent_like(x, _is_input_leaf, row, NoTangent()) if ins else NoTangent())
     return tangent_like(y, lambda v, top: _is_number(v), blocks, NoTangent())
 
 
@@ -1021,7 +1195,7 @@ def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
     if not _is_numeric(x) and is_structure(x):
         # the gradient at a structured x is a Tangent of x's structure: read it back into that
         # structure, whose Jacobian forward mode lays out as it lays out any structured output
-        return _forward_engine().jacobian(lambda z: _with_leaves(z, _hessian_gradient(f, z, engine)), x)
+        return _forward_jacobian(lambda z: _with_leaves(z, _hessian_gradient(f, z, engine)), x)
 
     def dense_gradient(z):
         g = _hessian_gradient(f, z, engine)
@@ -1060,20 +1234,24 @@ def _forward_over_forward(f: Callable, x, refusal: Exception):
         raise refusal from None
 
 
-def _with_leaves(x, t, top: bool = True):
-    """A value of ``x``'s structure holding the tangent ``t`` of ``x`` at its input leaves (zeros of
-    the leaf's shape where ``t`` is zero); other leaves keep ``x``'s values, which no derivative reaches."""
-    if isinstance(x, ActiveValue) or _is_input_leaf(x, top):  # (a leaf forward mode seeded is a dual)
+def _with_leaves(x, t, keep_others: bool = False, top: bool = True):
+    """A value of ``x``'s structure holding the tangent ``t`` of ``x`` at its leaves (see
+    ``_is_forward_leaf``), zeros of the leaf's shape where ``t`` is zero, and ``NoTangent()`` at its
+    other parts (strings, bools, integer numbers: no derivative reaches them); with ``keep_others``,
+    ``x``'s own values wherever ``t`` gives none (``x`` with some of its leaves replaced)."""
+    if _is_forward_leaf(x, top):
         t = unthunk(t)
-        return np.zeros(np.shape(x), dtype=_leaf_dtype(x))[()] if isinstance(t, AbstractZero) else t
+        if not isinstance(t, AbstractZero):
+            return t
+        return x if keep_others else np.zeros(np.shape(x), dtype=_leaf_dtype(x))[()]
     if not is_structure(x):
-        return x
+        return x if keep_others else NoTangent()
     items = structure_items(x)
     parts = item_tangents(t, x)
     if isinstance(items, list):
-        values = [_with_leaves(v, d, False) for v, d in zip(items, parts)]
+        values = [_with_leaves(v, d, keep_others, False) for v, d in zip(items, parts)]
         return type(x)(values) if type(x) in (tuple, list) else type(x)(*values)
-    values = {k: _with_leaves(v, parts[k], False) for k, v in items.items()}
+    values = {k: _with_leaves(v, parts[k], keep_others, False) for k, v in items.items()}
     if type(x) is dict:
         return values
     if _is_namedtuple_type(type(x)):
