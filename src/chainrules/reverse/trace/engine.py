@@ -27,7 +27,14 @@ from collections.abc import Callable
 import numpy as np
 
 from ...core.active import ActiveValue, active_engine
-from ...core.errors import ChainRulesError, raise_swallowed
+from ...core.errors import (
+    ChainRulesError,
+    DroppedDerivativeError,
+    callable_name,
+    is_internal_file,
+    is_library,
+    raise_swallowed,
+)
 from ...core.projection import ProjectTo
 from ...core.registry import batch_declines, rrule
 from ...core.tangents import AbstractThunk, AbstractZero, NoTangent, Tangent, Thunk, ZeroTangent, unthunk
@@ -409,11 +416,16 @@ def pullback_full(f: Callable, *args, **kwargs):
     try:
         with active_engine(pullback_full):
             out = boxed_f(*boxed, **kwargs)
+    except ValueError as error:
+        if trace.constants and "read-only" in str(error):
+            raise _changed_constant(f, error) from error
+        raise
     finally:
         if pause_gc:
             gc.enable()
         _current.reset(token)
         trace.entry = trace.clean_frames = None
+        tracer.release_constants(trace)
     if trace.refused is not None:
         raise_swallowed(trace.refused, f)
     y, out_template = unbox_output(out, trace)
@@ -421,6 +433,22 @@ def pullback_full(f: Callable, *args, **kwargs):
     # (`getattr` rather than `np.ndim`, whose dispatch costs as much as the rest of this line)
     batch_ndim = getattr(y, "ndim", 0) if batchable else None
     return y, TapePullback(trace, f, f_template, args, templates, out_template, batch_ndim)
+
+
+def _changed_constant(f, error: ValueError) -> DroppedDerivativeError:
+    """The refusal of a write into a plain array after a recorded operation took it (held
+    read-only by `tracer.hold_constant`), naming the user's line of the write."""
+    where, tb = None, error.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not is_internal_file(filename) and not is_library(filename):
+            where = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return DroppedDerivativeError(
+        f"{callable_name(f)} writes into an array{' at ' + where if where else ''} after an operation being "
+        "differentiated read it: the reverse pass would read the changed values. Write into a copy "
+        "(c = c.copy()) before changing it, or change it before it is used"
+    )
 
 
 def _is_number_or_array(y) -> bool:

@@ -61,7 +61,18 @@ class Trace:
     ``(position, key, ...)`` into a structured argument.
     """
 
-    __slots__ = ("tape", "n_slots", "parent", "order", "sweeping", "entry", "clean_frames", "refused", "__weakref__")
+    __slots__ = (
+        "tape",
+        "n_slots",
+        "parent",
+        "order",
+        "sweeping",
+        "entry",
+        "clean_frames",
+        "refused",
+        "constants",
+        "__weakref__",
+    )
 
     def __init__(self, parent: Trace | None):
         self.tape: list = []
@@ -78,6 +89,9 @@ class Trace:
         self.clean_frames: dict | None = None
         #: the first refusal raised on this trace's values (a conversion with float(), say)
         self.refused: Exception | None = None
+        #: the plain arrays that recorded operations took as constants, read-only while recording
+        #: (see `hold_constant`)
+        self.constants: list = []
 
     def __repr__(self) -> str:
         return f"<Trace of {len(self.tape)} operations, {self.n_slots} slots>"
@@ -443,6 +457,9 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
             raise kept(trace, NoRuleError(f, tuple(lookup_args), location=user_location()))
     if not getattr(rule, "batched", False):
         decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
+    for a in args:
+        if type(a) is np.ndarray:
+            hold_constant(trace, a)
     y, pullback = rule(*plain, **kwargs)
     return _record_output(trace, f, y, pullback, PAIRS, parents, plain, args)
 
@@ -637,6 +654,32 @@ def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple):
     return OutputTemplate(T, children), boxed
 
 
+def hold_constant(trace: Trace, a: np.ndarray) -> None:
+    """Make the plain array ``a``, an operand of a recorded operation, read-only until the
+    recording ends: a pullback may read it, and a later write into it by the function (``c[0] =
+    5.0`` after ``c * x``) would change what the pullback reads. The write raises instead, and the
+    tape refuses the function (`release_constants`)."""
+    if a.flags.writeable:
+        a.flags.writeable = False
+        trace.constants.append(a)
+
+
+def release_constants(trace: Trace) -> None:
+    """Make the arrays `hold_constant` held writable again (a view only once its base is)."""
+    pending = trace.constants
+    trace.constants = []
+    while pending:
+        left = []
+        for a in pending:
+            try:
+                a.flags.writeable = True
+            except ValueError:  # (its base is still held)
+                left.append(a)
+        if len(left) == len(pending):
+            break
+        pending = left
+
+
 #: the ``first`` field of a tape entry whose ``second`` lists (position, slot) pairs
 PAIRS = -2
 #: the ``first`` field of a write's entry (writes.py): ``second`` lists pairs as for ``PAIRS``, and
@@ -726,6 +769,11 @@ def binary_operation(f):
             raise kept(trace, NoRuleError(f, (pa, pb), location=user_location()))
         if not batched:
             decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
+        if first == -1:
+            if ta is np.ndarray:
+                hold_constant(trace, pa)
+        elif second == -1 and tb is np.ndarray:
+            hold_constant(trace, pb)
         y, pullback = rule(pa, pb)
         ty = type(y)
         if ty is float or ty is _float64 or ty in _NUMBERS:

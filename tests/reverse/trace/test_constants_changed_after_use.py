@@ -1,0 +1,83 @@
+"""A plain array that a recorded operation took as a constant, changed in place later by the
+function: the pullback would read the changed values. The tape holds such arrays read-only while
+it records, and refuses the write naming its line; they are writable again afterwards."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+
+X = np.array([0.3, 1.2])
+WEIGHTS = np.ones(2)
+
+
+def written_after_use(x):
+    c = np.ones(2)
+    y = np.sum(c * x)
+    c[0] = 5.0  # the line the refusal names
+    return y
+
+
+def masked_in_a_loop(x):
+    w = np.ones(2)
+    s = 0.0
+    for k in range(3):
+        s = s + np.dot(w, x)
+        if k == 0:
+            w[1] = 0.0
+    return s
+
+
+def filled_after_use(x):
+    c = np.ones(2)
+    y = np.sum(c * x)
+    c.fill(5.0)
+    return y
+
+
+def scaled_in_place_after_use(x):
+    c = np.ones(2)
+    y = np.sum(c * x)
+    c *= 5.0
+    return y
+
+
+@pytest.mark.parametrize("f", [written_after_use, masked_in_a_loop, filled_after_use, scaled_in_place_after_use])
+def test_a_write_after_use_is_refused_by_the_tape(f):
+    with pytest.raises(cr.DroppedDerivativeError, match=rf"{__file__}:\d+ after an operation being differentiated"):
+        cr.gradient(f, X, engine="tape")
+
+
+def test_the_refusal_names_the_line_of_the_write():
+    line = written_after_use.__code__.co_firstlineno + 3
+    with pytest.raises(cr.DroppedDerivativeError, match=f"{__file__}:{line} "):
+        cr.gradient(written_after_use, X, engine="tape")
+
+
+def test_the_default_engine_refuses_rather_than_give_the_tapes_wrong_gradient():
+    with pytest.raises(cr.ChainRulesError):
+        cr.gradient(masked_in_a_loop, X)
+    with pytest.raises(cr.ChainRulesError):
+        cr.jacobian(written_after_use, X, mode="reverse")
+
+
+def test_a_write_before_use_and_constants_never_written_are_differentiated():
+    def written_before_use(x):
+        c = np.ones(2)
+        c[0] = 5.0
+        return np.sum(c * x)
+
+    np.testing.assert_array_equal(cr.gradient(written_before_use, X, engine="tape")[0], [5.0, 1.0])
+    np.testing.assert_array_equal(cr.gradient(lambda x: np.sum(WEIGHTS * x), X, engine="tape")[0], [1.0, 1.0])
+
+
+def test_constants_are_writable_again_after_the_recording():
+    view = WEIGHTS[:1]
+    y, back = cr.pullback(lambda x: np.sum(WEIGHTS * x) + np.sum(view * x[:1]), X, engine="tape")
+    assert WEIGHTS.flags.writeable and view.flags.writeable
+    np.testing.assert_array_equal(back(1.0)[0], [2.0, 1.0])
+    with pytest.raises(cr.DroppedDerivativeError):
+        cr.gradient(written_after_use, X, engine="tape")
+    assert WEIGHTS.flags.writeable
