@@ -516,7 +516,7 @@ def _typed_like(arg, cotangent):
         if type(cotangent) is type(arg) or not _is_numeric(cotangent) or np.ndim(cotangent) != 0:
             return cotangent
         return type(arg)(cotangent)
-    if not isinstance(cotangent, Tangent) or not _is_structured(arg):
+    if not isinstance(cotangent, Tangent) or not _is_structured(arg) or _of_floats_and_arrays(arg):
         return cotangent
     items = structure_items(arg)
     parts = item_tangents(cotangent, arg)
@@ -528,6 +528,18 @@ def _typed_like(arg, cotangent):
         if typed is not parts[key]:  # (a namedtuple's tangent may hold its fields by position)
             backing[position if isinstance(backing, list) else key], changed = typed, True
     return _rebuild(type(cotangent), tuple(backing) if isinstance(backing, list) else backing) if changed else cotangent
+
+
+def _of_floats_and_arrays(arg) -> bool:
+    """Whether ``arg`` is a tuple, list or dict of floats and arrays only, the common structure,
+    whose gradients the engines give in their types already (no NumPy number to type)."""
+    values = arg.values() if type(arg) is dict else arg if type(arg) in (tuple, list) else None
+    if values is None:
+        return False
+    for v in values:
+        if type(v) is not float and type(v) is not np.ndarray:
+            return False
+    return True
 
 
 def _is_numeric(x) -> bool:
