@@ -307,8 +307,18 @@ class _Effects:
             owner = self.a.type_of(expr.obj)
             if owner in (list, dict, set) or isinstance(owner, ArrayType):
                 arrays = [x for x in _call_arguments(expr) if isinstance(self.a.type_of(x), ArrayType)]
-                return self.names([expr.obj, *arrays])
+                return self.names([expr.obj, *arrays, *self.held_by(expr.obj, later)])
         return [v for v in self.reach(self.names(self.call_operands(stmt)), later) if self.mutable(v)]
+
+    def held_by(self, name: str, later: frozenset) -> list[str]:
+        """For ``name`` read out of a list, tuple, dict or object (``row = rows[0]``, ``rows[0].reverse()``):
+        every variable whose object that container may hold, any of which ``name``'s may be."""
+        held = []
+        for binding in self.bindings.get(name, ()):
+            expr = getattr(binding, "expr", None)
+            if isinstance(expr, (ir.GetItem, ir.GetAttr)) and not isinstance(self.a.type_of(expr.obj), ArrayType):
+                held.extend(self.reach(self.names([expr.obj]), later))
+        return held
 
     def call_operands(self, stmt) -> tuple:
         """The operands whose objects the callee of ``stmt`` receives (the callee itself included: a
@@ -498,7 +508,11 @@ class _Effects:
                 continue
             entry, written = self.known_entry(stmt.expr)
             later = self.bound_later(stmt)
-            roots = self.names([written]) if entry is not None else self.roots(stmt, later)
+            if entry is not None:
+                held = self.held_by(written, later) if isinstance(written, str) else []
+                roots = self.names([written, *held])
+            else:
+                roots = self.roots(stmt, later)
             if not roots:
                 continue
             changed = self.affected(roots, later)

@@ -591,7 +591,11 @@ class Primal:
             if isinstance(stmt.expr, (ir.Call, ir.MethodCall)):
                 # the arguments, and the call's own operands: a view of either is no new object
                 types = self.plan.types
-                given = [x for x in stmt.expr.operands() if isinstance(x, str) and _may_hold_memory(types.get(x))]
+                given = [
+                    x
+                    for x in stmt.expr.operands()
+                    if isinstance(x, str) and (_may_hold_memory(types.get(x)) or types.get(x) is tuple)
+                ]
                 params = list(dict.fromkeys([*self.plan.fn.params(), *given]))
                 args = f"({', '.join(params)}{',' if len(params) == 1 else ''})"
                 where = f"{stmt.target!r}, {line}, {stmt.col or 1}"

@@ -755,7 +755,7 @@ def check_new(value, arguments: tuple, name: str, line: int, col: int):
     with what the call that made it was given (``v = out.reshape(2, 2)``, ``np.asarray(out)``: a
     view of another container, whose writes the engine would not see in it)."""
     for arg in arguments:
-        shared = value is arg or is_view(value, arg)
+        shared = value is arg or is_view(value, arg) or _holds(arg, value)
         if shared:
             raise UnsupportedSyntaxError(
                 f"`{name}` is written in place later, but here it is an argument or shares its memory (or that of "
@@ -764,6 +764,18 @@ def check_new(value, arguments: tuple, name: str, line: int, col: int):
                 line,
                 col,
             )
+
+
+def _holds(container, value, depth: int = 0) -> bool:
+    """Whether ``value`` is an item of the list, tuple or dict ``container``, or of one it holds
+    (``operator.getitem(m, 0)``, ``d.get(k)``, ``max(a, b, key=len)`` return such an item)."""
+    if isinstance(container, dict):
+        items = container.values()
+    elif isinstance(container, (list, tuple)) and depth < 8:
+        items = container
+    else:
+        return False
+    return any(item is value or _holds(item, value, depth + 1) for item in items)
 
 
 def _is_array(x) -> bool:
