@@ -500,10 +500,11 @@ def _as_returned(arg, cotangent):
     return _typed_like(arg, cotangent)
 
 
-def _typed_like(arg, cotangent):
+def _typed_like(arg, cotangent, top: bool = True):
     """``cotangent`` with the gradient of each real or complex number of ``arg`` (itself, or one
     inside the structure ``arg``) in that number's own type, however the engine computed it: a
-    float's a float, a NumPy number's that NumPy type (np.complex128 in, np.complex128 out).
+    float's a float, a NumPy number's that NumPy type (np.complex128 in, np.complex128 out); an
+    integer array inside ``arg`` is a setting, with ``NoTangent()``.
 
     >>> type(_typed_like(np.complex128(1j), 2.0 + 0j)).__name__
     'complex128'
@@ -512,6 +513,8 @@ def _typed_like(arg, cotangent):
     """
     if type(arg) is float:
         return float(cotangent) if type(cotangent) is np.float64 else cotangent
+    if not top and isinstance(arg, np.ndarray) and not _is_inexact(arg):
+        return NoTangent()  # an integer array inside a structure is a setting (an index, a count, a shape)
     if isinstance(arg, np.inexact):
         if type(cotangent) is type(arg) or not _is_numeric(cotangent) or np.ndim(cotangent) != 0:
             return cotangent
@@ -524,7 +527,7 @@ def _typed_like(arg, cotangent):
     backing = list(cotangent.backing) if isinstance(cotangent.backing, tuple) else dict(cotangent.backing)
     changed = False
     for position, key in enumerate(keys):
-        typed = _typed_like(items[key], parts[key])
+        typed = _typed_like(items[key], parts[key], False)
         if typed is not parts[key]:  # (a namedtuple's tangent may hold its fields by position)
             backing[position if isinstance(backing, list) else key], changed = typed, True
     return _rebuild(type(cotangent), tuple(backing) if isinstance(backing, list) else backing) if changed else cotangent
@@ -537,7 +540,7 @@ def _of_floats_and_arrays(arg) -> bool:
     if values is None:
         return False
     for v in values:
-        if type(v) is not float and type(v) is not np.ndarray:
+        if type(v) is not float and (type(v) is not np.ndarray or v.dtype.kind not in "fc"):
             return False
     return True
 
@@ -871,44 +874,8 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
 
 
 def _forward_jacobian(f: Callable, x, chunk_size: int | None = None):
-    """The forward engine's Jacobian of ``f`` at ``x``, where the engine leaves the integer arrays
-    inside a structured ``x`` alone (as it leaves integer numbers there, which are settings): each
-    such array gets its blocks from a forward Jacobian of its own, at the array as the whole input,
-    so that they are differentiated as reverse mode and ``gradient`` differentiate them."""
-    engine = _forward_engine()
-    J = engine.jacobian(f, x, chunk_size=chunk_size)
-    if not _is_structured(x):
-        return J
-    inputs = leaves(x, _is_forward_leaf)
-    positions = [i for i, v in enumerate(inputs) if type(v) is np.ndarray and not _is_inexact(v)]
-    if not positions:
-        return J
-    per_array = []
-    for i in positions:
-
-        def at_array(a, i=i):
-            moved = [ZeroTangent()] * len(inputs)
-            moved[i] = a
-            return f(_with_leaves(x, tangent_like(x, _is_forward_leaf, moved, ZeroTangent()), keep_others=True))
-
-        per_array.append(engine.jacobian(at_array, inputs[i], chunk_size=chunk_size))
-    return _with_array_blocks(J, per_array, x, positions)
-
-
-def _with_array_blocks(J, per_array: list, x, positions: list):
-    """The forward engine's Jacobian ``J`` at the structure ``x`` with the blocks of the integer
-    arrays at ``positions`` among ``x``'s input leaves taken from ``per_array``, their own Jacobians."""
-    first = per_array[0]
-    if isinstance(first, Tangent):  # a structured output: the Jacobian of each of its leaves
-        keys = [k for k, _ in first.items()]
-        parts = [_with_array_blocks(J[k], [p[k] for p in per_array], x, positions) for k in keys]
-        return _rebuild(type(first), tuple(parts) if isinstance(first.backing, tuple) else dict(zip(keys, parts)))
-    if isinstance(first, NoTangent):  # an output that is not a number (a string, a bool)
-        return J
-    blocks = _tangent_leaves(J, x, _is_forward_leaf)
-    for i, block in zip(positions, per_array):
-        blocks[i] = block
-    return tangent_like(x, _is_forward_leaf, blocks, NoTangent())
+    """The forward engine's Jacobian of ``f`` at ``x``."""
+    return _forward_engine().jacobian(f, x, chunk_size=chunk_size)
 
 
 #: the modes chosen for a function: ``mode="auto"``'s, {(input shape, dtype): one of the three
@@ -1114,9 +1081,10 @@ def _is_number(x) -> bool:
 
 
 def _is_input_leaf(x, top: bool) -> bool:
-    """A leaf of ``x`` differentiated with respect to: a bare number, an array, or an inexact number
-    inside a structure (an integer number inside one is a setting, a count or a size: docs/tangents.md)."""
-    return _is_number(x) and (top or isinstance(x, np.ndarray) or _is_inexact(x))
+    """A leaf of ``x`` differentiated with respect to: a bare number or array, or an inexact one
+    inside a structure (an integer number or array inside one is a setting, a count, a size or an
+    index: docs/tangents.md)."""
+    return _is_number(x) and (top or _is_inexact(x))
 
 
 def _is_forward_leaf(x, top: bool) -> bool:
@@ -1125,19 +1093,18 @@ def _is_forward_leaf(x, top: bool) -> bool:
     return isinstance(x, ActiveValue) or _is_input_leaf(x, top)
 
 
-def _tangent_leaves(t, x, is_leaf: Callable = _is_input_leaf, top: bool = True) -> list:
-    """The parts of the tangent ``t`` of ``x`` at ``x``'s leaves (input leaves unless ``is_leaf``
-    says), in leaf order (zeros where missing)."""
+def _tangent_leaves(t, x, top: bool = True) -> list:
+    """The parts of the tangent ``t`` of ``x`` at ``x``'s input leaves, in leaf order (zeros where missing)."""
     t = unthunk(t)
-    if is_leaf(x, top):
+    if _is_input_leaf(x, top):
         return [t]
     if not is_structure(x):
         return []
     items = structure_items(x)
     parts = item_tangents(t, x)
     if isinstance(items, list):
-        return [leaf for v, dv in zip(items, parts) for leaf in _tangent_leaves(dv, v, is_leaf, False)]
-    return [leaf for k, v in items.items() for leaf in _tangent_leaves(parts[k], v, is_leaf, False)]
+        return [leaf for v, dv in zip(items, parts) for leaf in _tangent_leaves(dv, v, False)]
+    return [leaf for k, v in items.items() for leaf in _tangent_leaves(parts[k], v, False)]
 
 
 def _leaf_dtype(x) -> np.dtype:
@@ -1246,24 +1213,23 @@ def _forward_over_forward(f: Callable, x, refusal: Exception):
         raise refusal from None
 
 
-def _with_leaves(x, t, keep_others: bool = False, top: bool = True):
+def _with_leaves(x, t, top: bool = True):
     """A value of ``x``'s structure holding the tangent ``t`` of ``x`` at its leaves (see
     ``_is_forward_leaf``), zeros of the leaf's shape where ``t`` is zero, and ``NoTangent()`` at its
-    other parts (strings, bools, integer numbers: no derivative reaches them); with ``keep_others``,
-    ``x``'s own values wherever ``t`` gives none (``x`` with some of its leaves replaced)."""
+    other parts (strings, bools, integers: no derivative reaches them)."""
     if _is_forward_leaf(x, top):
         t = unthunk(t)
         if not isinstance(t, AbstractZero):
             return t
-        return x if keep_others else np.zeros(np.shape(x), dtype=_leaf_dtype(x))[()]
+        return np.zeros(np.shape(x), dtype=_leaf_dtype(x))[()]
     if not is_structure(x):
-        return x if keep_others else NoTangent()
+        return NoTangent()
     items = structure_items(x)
     parts = item_tangents(t, x)
     if isinstance(items, list):
-        values = [_with_leaves(v, d, keep_others, False) for v, d in zip(items, parts)]
+        values = [_with_leaves(v, d, False) for v, d in zip(items, parts)]
         return type(x)(values) if type(x) in (tuple, list) else type(x)(*values)
-    values = {k: _with_leaves(v, parts[k], keep_others, False) for k, v in items.items()}
+    values = {k: _with_leaves(v, parts[k], False) for k, v in items.items()}
     if type(x) is dict:
         return values
     if _is_namedtuple_type(type(x)):
