@@ -432,12 +432,15 @@ def _structural_tangent(f: Callable, i: int, x, t):
 def _structural_seed(entry: str, noun: str, y, dy, path: str, at_leaf: Callable):
     """``dy``, the user's tangent of the structure ``y`` (the cotangent of an output, the tangent
     of an argument), as a ``Tangent`` of ``y``'s structure: ``dy`` may be a ``Tangent``, a tuple,
-    list or dict, or a value of ``y``'s own type (a dataclass instance), laid out as ``y``, with
-    fields that are not given zero. At a number or an array of ``y`` (the part ``path``, such as
-    ``output[0].w``), it is ``at_leaf(leaf, part, path)``; strings, bools and ``None`` in ``y``
-    take nothing, whatever is given for them. Where ``dy`` is not laid out as ``y`` (another
-    length, a key or field ``y`` has not), a ValueError or TypeError starting with ``entry``."""
+    list or dict (an array, for a tuple or list of numbers), or a value of ``y``'s own type (a
+    dataclass instance), laid out as ``y``, with fields that are not given zero, and ``None`` for
+    a part a zero. At a number or an array of ``y`` (the part ``path``, such as ``output[0].w``),
+    it is ``at_leaf(leaf, part, path)``; strings, bools and ``None`` in ``y`` take nothing,
+    whatever is given for them. Where ``dy`` is not laid out as ``y`` (another length, a key or
+    field ``y`` has not), a ValueError or TypeError starting with ``entry``."""
     dy = unthunk(dy)
+    if dy is None:  # (nothing given for this part: a zero)
+        return ZeroTangent()
     if _is_number(y) or isinstance(y, ActiveValue):
         return dy if isinstance(dy, (AbstractTangent, ActiveValue)) else at_leaf(y, dy, path)
     if isinstance(dy, AbstractZero) or isinstance(y, AbstractTangent):
@@ -466,8 +469,8 @@ def _seed_items(entry: str, noun: str, y, dy, path: str):
     items = structure_items(y)
     if isinstance(dy, Tangent):
         given = dy.backing
-    elif isinstance(dy, (tuple, list)):
-        given = tuple(dy)
+    elif isinstance(dy, (tuple, list)) or (isinstance(dy, np.ndarray) and dy.ndim and isinstance(items, list)):
+        given = tuple(dy)  # (an array's rows for a tuple's items: a tuple of numbers seeded by an array)
     elif isinstance(dy, dict) or type(dy) is type(y):
         given = structure_items(dy)
     else:

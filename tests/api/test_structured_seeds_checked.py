@@ -40,7 +40,7 @@ def fit_value(p):
         ((1.0, 0.0), ValueError, r"scaled_and_total: a cotangent of shape \(\) for output\[0\] of shape \(2,\)"),
         ((np.ones(1), 0.0), ValueError, r"a cotangent of shape \(1,\) for output\[0\] of shape \(2,\)"),
         ((np.ones(2), np.ones(2)), ValueError, r"a cotangent of shape \(2,\) for output\[1\] of shape \(\)"),
-        ((np.ones(2), None), TypeError, r"must be a number or an array like output\[1\], got NoneType"),
+        ((np.ones(2), "one"), TypeError, r"must be a number or an array like output\[1\], got str"),
         ((["a", "b"], 0.0), TypeError, r"a cotangent of dtype <U1 for output\[0\]; give numbers"),
         ((np.ones(2),), ValueError, "a cotangent of length 1 for output, a tuple of length 2"),
         (1.0, TypeError, "the cotangent of output, a tuple, must be laid out as it"),
@@ -126,3 +126,20 @@ def test_seeds_of_engine_values_inside_a_differentiated_function(outer):
 
     assert _pulled_back_by_a_list(3.0) == 12.0 and derivative(_pulled_back_by_a_list, 3.0) == 2.0
     assert _pushed_inside(3.0) == 12.0 and derivative(_pushed_inside, 3.0) == 4.0
+
+
+def test_none_for_a_part_is_a_zero_and_an_array_may_seed_a_tuple_of_numbers():
+    x = np.array([1.0, 2.0])
+
+    class Opaque:
+        pass
+
+    for f, seed in (
+        (lambda x: (np.sum(x), 3), (1.0, None)),
+        (lambda x: (np.sum(x), Opaque()), (1.0, None)),
+        (lambda x: {"y": np.sum(x), "n": 3}, {"y": 1.0, "n": None}),
+        (lambda x: (np.sum(x), np.sum(x**2)), np.array([1.0, 0.0])),
+    ):
+        np.testing.assert_array_equal(cr.pullback(f, x)[1](seed)[0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="length 3"):
+        cr.pullback(lambda x: (np.sum(x), np.sum(x**2)), x)[1](np.array([1.0, 0.0, 0.0]))

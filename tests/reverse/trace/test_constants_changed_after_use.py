@@ -81,3 +81,28 @@ def test_constants_are_writable_again_after_the_recording():
     with pytest.raises(cr.DroppedDerivativeError):
         cr.gradient(written_after_use, X, engine="tape")
     assert WEIGHTS.flags.writeable
+
+
+DATA = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+
+
+def test_a_buffer_refilled_after_a_sum_or_difference_is_differentiated():
+    # a sum's or a difference's pullback reads no operand: the buffer is not held
+    def refilled(x):
+        buf = np.zeros(2)
+        total = 0.0
+        for row in DATA:
+            buf[:] = row
+            total = total + np.sum(x - buf) + np.sum(buf + x)
+        return total
+
+    np.testing.assert_array_equal(cr.gradient(refilled, X, engine="tape")[0], [6.0, 6.0])
+
+
+def test_the_users_own_read_only_errors_pass_through():
+    def complains(x):
+        np.sum(WEIGHTS * x)  # (a constant held while the tape records)
+        raise ValueError("the configuration is read-only")
+
+    with pytest.raises(ValueError, match="configuration is read-only"):
+        cr.gradient(complains, X, engine="tape")

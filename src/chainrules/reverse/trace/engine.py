@@ -417,7 +417,7 @@ def pullback_full(f: Callable, *args, **kwargs):
         with active_engine(pullback_full):
             out = boxed_f(*boxed, **kwargs)
     except ValueError as error:
-        if trace.constants and "read-only" in str(error):
+        if trace.constants and str(error) in _NUMPY_READ_ONLY:
             raise _changed_constant(f, error) from error
         raise
     finally:
@@ -435,13 +435,17 @@ def pullback_full(f: Callable, *args, **kwargs):
     return y, TapePullback(trace, f, f_template, args, templates, out_template, batch_ndim)
 
 
+#: NumPy's errors for a write into a read-only array
+_NUMPY_READ_ONLY = frozenset({"assignment destination is read-only", "output array is read-only"})
+
+
 def _changed_constant(f, error: ValueError) -> DroppedDerivativeError:
     """The refusal of a write into a plain array after a recorded operation took it (held
     read-only by `tracer.hold_constant`), naming the user's line of the write."""
     where, tb = None, error.__traceback__
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if not is_internal_file(filename) and not is_library(filename):
+        if not (is_internal_file(filename) or is_library(filename) or filename.endswith(".pyx")):
             where = f"{filename}:{tb.tb_lineno}"
         tb = tb.tb_next
     return DroppedDerivativeError(

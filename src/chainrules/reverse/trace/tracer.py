@@ -457,9 +457,10 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
             raise kept(trace, NoRuleError(f, tuple(lookup_args), location=user_location()))
     if not getattr(rule, "batched", False):
         decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
-    for a in args:
-        if type(a) is np.ndarray:
-            hold_constant(trace, a)
+    if f not in _READ_BY_NO_PULLBACK:
+        for a in args:
+            if type(a) is np.ndarray:
+                hold_constant(trace, a)
     y, pullback = rule(*plain, **kwargs)
     return _record_output(trace, f, y, pullback, PAIRS, parents, plain, args)
 
@@ -654,6 +655,12 @@ def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple):
     return OutputTemplate(T, children), boxed
 
 
+#: operations whose pullbacks never read their operands' values (a sum's cotangent is the output's
+#: for each operand): a plain array added or subtracted may be changed afterwards (a buffer
+#: refilled in a loop), so `hold_constant` leaves it alone
+_READ_BY_NO_PULLBACK = frozenset({operator.add, operator.sub, np.add, np.subtract})
+
+
 def hold_constant(trace: Trace, a: np.ndarray) -> None:
     """Make the plain array ``a``, an operand of a recorded operation, read-only until the
     recording ends: a pullback may read it, and a later write into it by the function (``c[0] =
@@ -702,6 +709,7 @@ def binary_operation(f):
     cache: dict = {}
     version = -1
     watch = False
+    holds = f not in _READ_BY_NO_PULLBACK  # (see `hold_constant`)
 
     def op(a, b):
         nonlocal version, watch
@@ -769,11 +777,12 @@ def binary_operation(f):
             raise kept(trace, NoRuleError(f, (pa, pb), location=user_location()))
         if not batched:
             decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
-        if first == -1:
-            if ta is np.ndarray:
-                hold_constant(trace, pa)
-        elif second == -1 and tb is np.ndarray:
-            hold_constant(trace, pb)
+        if holds:
+            if first == -1:
+                if ta is np.ndarray:
+                    hold_constant(trace, pa)
+            elif second == -1 and tb is np.ndarray:
+                hold_constant(trace, pb)
         y, pullback = rule(pa, pb)
         ty = type(y)
         if ty is float or ty is _float64 or ty in _NUMBERS:
