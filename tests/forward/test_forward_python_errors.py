@@ -72,3 +72,27 @@ def test_cmath_keeps_the_side_of_a_branch_cut_that_a_negative_zero_names():
     assert dy == pytest.approx(1.0 / (2.0 * root(below)), rel=1e-14)
     y, dy = cr.jvp(root, (-0.4,), (1.0,))  # a real number is x + 0j, above the cut
     assert y == root(-0.4) and dy == pytest.approx(1.0 / (2.0 * root(-0.4)), rel=1e-14)
+
+
+def divided_by_zero_after_a_product(x):
+    try:
+        y = x * x / 0.0  # the product of the engine's numbers: a Python float, as Python's
+    except ZeroDivisionError:
+        y = x * x * x
+    return y
+
+
+def sum_with_a_zero_divisor(x):
+    r = 0.0
+    for d in (1.0, 0.0, 2.0):
+        try:
+            r = r + x * x / d
+        except ZeroDivisionError:
+            r = r + x
+    return r
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+@pytest.mark.parametrize("f, expected", [(divided_by_zero_after_a_product, 7.8), (sum_with_a_zero_divisor, 3.0)])
+def test_a_zero_division_of_an_intermediate_takes_the_handler_in_a_hessian(f, expected, engine):
+    assert cr.hessian(f, 1.3, engine=engine) == pytest.approx(expected)

@@ -345,6 +345,9 @@ def _as_int(f, args: tuple, kwargs: dict):
     return f(plain) if isinstance(plain, numbers.Real) else None
 
 
+_PYTHON_NUMBERS = (float, int, complex)
+
+
 def _bridge_rrule(f, twin):
     def rrule_via_twin(*args, **kwargs):
         _raise_as_python(f, args)
@@ -363,6 +366,10 @@ def _bridge_rrule(f, twin):
         out = rrule(twin, *args, **kwargs)
         if out is None:
             raise NoRuleError(f, args, reason=f"on dual numbers it is served by {callable_name(twin)}, which has none")
+        if f in _OPERATOR_UFUNCS and not kwargs and all(type(stood_for(a)) in _PYTHON_NUMBERS for a in args):
+            # the operator of the engine's values keeps Python's numbers (the twin's would give a NumPy
+            # float, on which a later `/ 0.0` gives inf where Python raises ZeroDivisionError)
+            return f(*args), out[1]
         return out
 
     rrule_via_twin.__qualname__ = f"rrule_{getattr(f, '__name__', 'f')}_on_duals"

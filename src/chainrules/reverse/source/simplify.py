@@ -1039,8 +1039,20 @@ class _Analysis:
         if isinstance(stmt, (ir.SetItem, ir.Mutate)):
             # a write makes the container active when the value is; its type stays
             return [(stmt.obj, self.types.get(stmt.obj), self.is_active(stmt.value))]
-        if isinstance(stmt, (ir.With, ir.Try)):
-            return [(name, ANY, False) for name in stmt.targets()]  # a context, an exception
+        if isinstance(stmt, ir.With):
+            for context, name in stmt.contexts:
+                if name and self.is_active(context):
+                    self.refuse(
+                        stmt,
+                        f"`with ... as {name}` binds what the context manager's __enter__ returns, which depends "
+                        "on differentiated values here and which the engine cannot differentiate; bind the value "
+                        "before the `with` statement",
+                    )
+            return [(name, ANY, False) for name in stmt.targets()]  # a context
+        if isinstance(stmt, ir.Try):
+            # an exception, which may carry differentiated values (`raise Found(t)`): what is read
+            # out of it goes through rules, which refuse it, rather than count as a constant
+            return [(name, ANY, True) for name in stmt.targets()]
         return []
 
     def usefulness(self, stmts) -> set[str]:
