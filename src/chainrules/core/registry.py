@@ -14,7 +14,7 @@ import importlib
 import inspect
 import sys
 from collections.abc import Callable
-from types import MethodType
+from types import MethodDescriptorType, MethodType
 from typing import Any
 
 import numpy as np
@@ -617,9 +617,18 @@ def non_differentiable(*fs: Callable) -> None:
         frule.register(f, functor=False, batched=True)(_nondiff_frule(f))
 
 
+def _plain_self(f, args: tuple) -> tuple:
+    """The arguments for a method of a type written in C (``np.ndarray.searchsorted``), which takes
+    an instance of that type only: an engine's value standing for one gives the value (a function
+    without a derivative computes on the values alone)."""
+    if type(f) is MethodDescriptorType and args and isinstance(args[0], ActiveValue):
+        return (stood_for(args[0]), *args[1:])
+    return args
+
+
 def _nondiff_rrule(f):
     def nondiff_rrule(*args, **kwargs):
-        y = f(*args, **kwargs)
+        y = f(*_plain_self(f, args), **kwargs)
         n = len(args)
 
         def nondiff_pullback(dy):
@@ -633,7 +642,7 @@ def _nondiff_rrule(f):
 
 def _nondiff_frule(f):
     def nondiff_frule(tangents, *args, **kwargs):
-        return f(*args, **kwargs), _NO
+        return f(*_plain_self(f, args), **kwargs), _NO
 
     nondiff_frule.__qualname__ = f"frule_{getattr(f, '__name__', 'f')}"
     return nondiff_frule

@@ -106,3 +106,82 @@ def test_the_users_own_read_only_errors_pass_through():
 
     with pytest.raises(ValueError, match="configuration is read-only"):
         cr.gradient(complains, X, engine="tape")
+
+
+X3 = np.array([1.0, 2.0, 3.0])
+
+
+def written_through_the_base_of_a_view(x):
+    W = np.ones((2, 3))
+    y = x * W[0]
+    W[0, 0] = 5.0
+    return y.sum()
+
+
+def written_through_the_base_of_a_transpose(x):
+    W = np.ones((3, 3))
+    y = W.T @ x
+    W[0, 1] = 5.0
+    return y.sum()
+
+
+def weights_by_keyword_written(x):
+    c = np.array([1.0, 2.0, 3.0])
+    y = np.average(x * x, weights=c)
+    c[0] = 10.0
+    return y
+
+
+def written_after_use_inside_a_list(x):
+    c = np.ones(3)
+    y = np.linalg.multi_dot([c, x])
+    c[0] = 5.0
+    return y
+
+
+def index_written_after_use_inside_a_key(x):
+    stacked = np.stack([x, x * x])
+    idx = np.array([0, 1])
+    y = stacked[1, idx]
+    idx[0] = 2
+    return (y * y).sum()
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        written_through_the_base_of_a_view,
+        written_through_the_base_of_a_transpose,
+        weights_by_keyword_written,
+        written_after_use_inside_a_list,
+        index_written_after_use_inside_a_key,
+    ],
+)
+def test_a_write_reaching_a_constant_by_another_route_is_refused(f):
+    with pytest.raises(cr.DroppedDerivativeError, match=rf"{__file__}:\d+ after an operation being differentiated"):
+        cr.gradient(f, X3, engine="tape")
+
+
+GRID = np.ones((2, 3))
+ROW = GRID[0]  # (a global: a closure's captured arrays are tracked, not constants)
+INDEX = np.array([0, 2])
+
+
+def test_bases_keywords_and_list_items_are_writable_again_after_the_recording():
+    def reads_them(x):
+        stacked = np.stack([x, x])
+        return np.sum(x * ROW) + np.average(x, weights=ROW) + np.linalg.multi_dot([ROW, x]) + np.sum(stacked[1, INDEX])
+
+    cr.gradient(reads_them, X3, engine="tape")
+    assert GRID.flags.writeable and ROW.flags.writeable and INDEX.flags.writeable
+    with pytest.raises(cr.DroppedDerivativeError):
+        cr.gradient(written_through_the_base_of_a_view, X3, engine="tape")
+
+    def refused(x):
+        y = np.sum(x * ROW) + np.sum(x[INDEX])
+        GRID[0, 0] = 2.0
+        return y
+
+    with pytest.raises(cr.DroppedDerivativeError):
+        cr.gradient(refused, X3, engine="tape")
+    assert GRID.flags.writeable and ROW.flags.writeable and INDEX.flags.writeable

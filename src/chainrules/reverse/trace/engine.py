@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core.active import ActiveValue, active_engine
+from ...core.active import active_engine, stood_for
 from ...core.errors import (
     ChainRulesError,
     DroppedDerivativeError,
@@ -390,6 +390,7 @@ def pullback_full(f: Callable, *args, **kwargs):
         boxed_f, f_template = _box_function(f, trace)
     else:
         boxed_f, f_template = _box_callable(f, trace)
+    copied_objects = _copied_objects(boxed_f, f_template, []) if f_template is not None else None
     boxed, templates = [], []
     for a in args:
         if type(a) is float:  # the common leaf, boxed here without the general walk
@@ -428,6 +429,8 @@ def pullback_full(f: Callable, *args, **kwargs):
         tracer.release_constants(trace)
     if trace.refused is not None:
         raise_swallowed(trace.refused, f)
+    if copied_objects:
+        _refuse_changed_fields(f, copied_objects)
     y, out_template = unbox_output(out, trace)
     batchable = type(out_template) is int and batch_declines() == declines and _is_number_or_array(y)
     # (`getattr` rather than `np.ndim`, whose dispatch costs as much as the rest of this line)
@@ -453,6 +456,37 @@ def _changed_constant(f, error: ValueError) -> DroppedDerivativeError:
         "differentiated read it: the reverse pass would read the changed values. Write into a copy "
         "(c = c.copy()) before changing it, or change it before it is used"
     )
+
+
+def _copied_objects(value, template, out: list) -> list:
+    """``(copy, its fields)`` for each object that boxing ``f`` copied (``_with_fields``): its
+    own for a method or a callable object, and those in its fields. (A closure's boxed cells need
+    no check: a captured name the function rebinds is not boxed, see `_rebound_names`.)"""
+    if not isinstance(template, _Structure):
+        return out
+    if type(value) is types.MethodType:
+        value = value.__self__
+    if not isinstance(value, (tuple, list, dict, types.FunctionType)):
+        out.append((value, dict(vars(value))))
+    for key, index, child in template.children:
+        if child is not None:
+            _copied_objects(_field_of(value, key, index), child, out)
+    return out
+
+
+def _refuse_changed_fields(f, copied_objects: list) -> None:
+    """Refuse ``f`` when it rebound, added or deleted a field of an object it ran on a copy of:
+    the caller's object would silently keep its old state."""
+    for copy_, fields in copied_objects:
+        now = vars(copy_)
+        changed = [name for name in now if name not in fields or now[name] is not fields[name]]
+        changed += [name for name in fields if name not in now]
+        if changed:
+            raise DroppedDerivativeError(
+                f"{callable_name(f)} sets the field {changed[0]!r} of its {type(copy_).__name__} object: the tape "
+                "engine differentiates a copy of the object (to track its fields), so the state it changes would "
+                "be lost. Pass the state in as an argument and return the new state"
+            )
 
 
 def _is_number_or_array(y) -> bool:
@@ -493,10 +527,12 @@ def _box_function(f, trace: Trace):
             value = cell.cell_contents
         except ValueError:  # a cell not yet filled (a function defined before the name it uses)
             continue
-        # only a plain number or array: rebinding must reach the caller's cell, integers are counts,
+        # only a number or an array: rebinding must reach the caller's cell, integers are counts,
         # a captured object or container keeps its identity (rules, writes by others), and an
-        # engine's value (an outer tape's, a dual) is already followed by that engine
-        if name in rebound or isinstance(value, ActiveValue) or tracer._differentiable_kind(value) != "f":
+        # outer tape's value is already followed by that tape. A dual (a Hessian's) is tracked:
+        # the captured value's cotangent is the mixed term of the Hessian-vector product that
+        # differentiates this gradient inside another reverse engine's function
+        if name in rebound or isinstance(value, Tracked) or tracer._differentiable_kind(stood_for(value)) != "f":
             continue
         boxed, slot = box_input(value, trace)
         new_cells[i] = types.CellType(boxed)

@@ -458,9 +458,9 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
     if not getattr(rule, "batched", False):
         decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
     if f not in _READ_BY_NO_PULLBACK:
-        for a in args:
-            if type(a) is np.ndarray:
-                hold_constant(trace, a)
+        _hold_operands(trace, args)
+        if kwargs:
+            _hold_operands(trace, kwargs.values())
     y, pullback = rule(*plain, **kwargs)
     return _record_output(trace, f, y, pullback, PAIRS, parents, plain, args)
 
@@ -665,10 +665,34 @@ def hold_constant(trace: Trace, a: np.ndarray) -> None:
     """Make the plain array ``a``, an operand of a recorded operation, read-only until the
     recording ends: a pullback may read it, and a later write into it by the function (``c[0] =
     5.0`` after ``c * x``) would change what the pullback reads. The write raises instead, and the
-    tape refuses the function (`release_constants`)."""
-    if a.flags.writeable:
-        a.flags.writeable = False
-        trace.constants.append(a)
+    tape refuses the function (`release_constants`).
+
+    A view holds its bases too (``W[0, 0] = 5.0`` after ``x * W[0]`` writes through ``W``). Views
+    of ``a`` made before the hold keep their own flag and are not reached: ``v = c[1:]``, then
+    ``c * x``, then ``v[0] = 5.0`` goes unnoticed."""
+    while True:
+        if a.flags.writeable:
+            a.flags.writeable = False
+            trace.constants.append(a)
+        a = a.base
+        if not isinstance(a, np.ndarray):  # (the chain may end in a bytes object, an mmap)
+            return
+
+
+def _hold_operands(trace: Trace, operands) -> None:
+    """`hold_constant` for the plain arrays among ``operands`` and inside their lists and tuples
+    (two levels: ``multi_dot([c, x])``, the index key ``(1, idx)`` of ``X[1, idx]``)."""
+    for a in operands:
+        if type(a) is np.ndarray:
+            hold_constant(trace, a)
+        elif type(a) is tuple or type(a) is list:
+            for item in a:
+                if type(item) is np.ndarray:
+                    hold_constant(trace, item)
+                elif type(item) is tuple or type(item) is list:
+                    for inner in item:
+                        if type(inner) is np.ndarray:
+                            hold_constant(trace, inner)
 
 
 def release_constants(trace: Trace) -> None:
@@ -817,6 +841,7 @@ def unary_operation(f):
     cache: dict = {}
     version = -1
     watch = False
+    holds = f not in _READ_BY_NO_PULLBACK  # (see `hold_constant`)
 
     def op(a, kwargs=None):
         nonlocal version, watch
@@ -845,6 +870,8 @@ def unary_operation(f):
             raise kept(trace, NoRuleError(f, (pa,), location=user_location()))
         if not batched:
             decline_batch()
+        if kwargs and holds:
+            _hold_operands(trace, kwargs.values())  # (weights=c of np.average)
         y, pullback = rule(pa, **kwargs) if kwargs else rule(pa)
         ty = type(y)
         if ty is float or ty is _float64 or ty in _NUMBERS:
