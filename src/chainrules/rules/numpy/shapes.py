@@ -1273,7 +1273,8 @@ def frule_diag(tangents, v, *args, **kwargs):
     lead = _lead(v, dv)
     if np.ndim(v) == 2:
         return y, np.diagonal(dv, k, len(lead), len(lead) + 1)
-    out = np.zeros((*lead, *np.shape(y)), dtype=np.result_type(dv))
+    # (a buffer made from dv takes its values: a dual tangent, in forward over forward, too)
+    out = np.zeros_like(dv, shape=(*lead, *np.shape(y)))
     rows, cols = _diagonal_positions(np.shape(y), k, 0, 1)
     out[..., rows, cols] = dv
     return y, out
