@@ -1,6 +1,7 @@
 """A plain array that a recorded operation took as a constant, changed in place later by the
-function: the pullback would read the changed values. The tape holds such arrays read-only while
-it records, and refuses the write naming its line; they are writable again afterwards."""
+function: the pullback would read the changed values. The tape keeps the values of such arrays
+and, when the function returns, refuses it if one changed; the arrays themselves are left as they
+are (writable, views of them too)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 import chainrules as cr
 
 X = np.array([0.3, 1.2])
+CHANGED = r"changed in place an array .* after an operation being differentiated"
 WEIGHTS = np.ones(2)
 
 
@@ -46,13 +48,13 @@ def scaled_in_place_after_use(x):
 
 @pytest.mark.parametrize("f", [written_after_use, masked_in_a_loop, filled_after_use, scaled_in_place_after_use])
 def test_a_write_after_use_is_refused_by_the_tape(f):
-    with pytest.raises(cr.DroppedDerivativeError, match=rf"{__file__}:\d+ after an operation being differentiated"):
+    with pytest.raises(cr.DroppedDerivativeError, match=CHANGED):
         cr.gradient(f, X, engine="tape")
 
 
-def test_the_refusal_names_the_line_of_the_write():
-    line = written_after_use.__code__.co_firstlineno + 3
-    with pytest.raises(cr.DroppedDerivativeError, match=f"{__file__}:{line} "):
+def test_the_refusal_names_the_function_and_the_array():
+    named = r"written_after_use changed in place an array \(of shape \(2,\)"
+    with pytest.raises(cr.DroppedDerivativeError, match=named):
         cr.gradient(written_after_use, X, engine="tape")
 
 
@@ -158,7 +160,7 @@ def index_written_after_use_inside_a_key(x):
     ],
 )
 def test_a_write_reaching_a_constant_by_another_route_is_refused(f):
-    with pytest.raises(cr.DroppedDerivativeError, match=rf"{__file__}:\d+ after an operation being differentiated"):
+    with pytest.raises(cr.DroppedDerivativeError, match=CHANGED):
         cr.gradient(f, X3, engine="tape")
 
 
@@ -185,3 +187,27 @@ def test_bases_keywords_and_list_items_are_writable_again_after_the_recording():
     with pytest.raises(cr.DroppedDerivativeError):
         cr.gradient(refused, X3, engine="tape")
     assert GRID.flags.writeable and ROW.flags.writeable and INDEX.flags.writeable
+
+
+def test_views_made_while_recording_and_rows_not_read_stay_as_they_are():
+    c = np.arange(4.0)
+
+    def with_a_view(x):
+        return np.sum(x * c), c[:2]  # a view of a constant, returned as aux
+
+    (g,), aux = cr.gradient(with_a_view, np.ones(4), has_aux=True, engine="tape")
+    aux[0] = 100.0  # the caller writes into it
+    assert c[0] == 100.0 and g.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+    np.testing.assert_array_equal(cr.gradient(rows_filled_as_read, np.ones(2), engine="tape")[0], [6.0, 6.0])
+
+
+ROWS = np.ones((3, 2))  # (a module's array: a constant to the tape, which tracks what closures capture)
+
+
+def rows_filled_as_read(x):
+    total = 0.0
+    for i in range(3):
+        ROWS[i] = i + 1.0  # a row not read before
+        total = total + np.sum(x * ROWS[i])
+    return total

@@ -4,6 +4,9 @@ tape refuses it; a method that only reads its fields is differentiated."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import numpy as np
 import pytest
 
@@ -63,3 +66,35 @@ def test_the_default_engine_refuses_rather_than_lose_the_state():
 def test_a_method_reading_its_object_is_differentiated():
     model = Recurrent()
     np.testing.assert_allclose(cr.gradient(model.loss, X, engine="tape")[0], 2 * model.w * X)
+
+
+@dataclasses.dataclass(slots=True)
+class Slotted:
+    w: np.ndarray
+
+    def loss(self, x):
+        return np.sum(self.w * x**2)
+
+    def scale(self, x):
+        self.w = self.w * x
+        return np.sum(self.w)
+
+
+class Cached:
+    def __init__(self, w):
+        self.w = w
+
+    @functools.cached_property
+    def doubled(self):
+        return self.w * 2.0
+
+    def loss(self, x):
+        return np.sum(self.doubled * x**2)
+
+
+def test_slotted_objects_and_cached_properties_are_read_as_fields():
+    ones = np.ones(2)
+    np.testing.assert_array_equal(cr.gradient(Slotted(np.array([1.0, 2.0])).loss, ones, engine="tape")[0], [2.0, 4.0])
+    np.testing.assert_array_equal(cr.gradient(Cached(np.array([1.0, 2.0])).loss, ones, engine="tape")[0], [4.0, 8.0])
+    with pytest.raises(cr.DroppedDerivativeError, match="sets the field 'w'"):
+        cr.gradient(Slotted(np.array([1.0, 2.0])).scale, 3.0, engine="tape")

@@ -31,8 +31,6 @@ from ...core.errors import (
     ChainRulesError,
     DroppedDerivativeError,
     callable_name,
-    is_internal_file,
-    is_library,
     raise_swallowed,
 )
 from ...core.projection import ProjectTo
@@ -417,18 +415,20 @@ def pullback_full(f: Callable, *args, **kwargs):
     try:
         with active_engine(pullback_full):
             out = boxed_f(*boxed, **kwargs)
-    except ValueError as error:
-        if trace.constants and str(error) in _NUMPY_READ_ONLY:
-            raise _changed_constant(f, error) from error
-        raise
     finally:
         if pause_gc:
             gc.enable()
         _current.reset(token)
         trace.entry = trace.clean_frames = None
-        tracer.release_constants(trace)
+        changed = tracer.changed_constant(trace)
     if trace.refused is not None:
         raise_swallowed(trace.refused, f)
+    if changed is not None:
+        raise DroppedDerivativeError(
+            f"{callable_name(f)} changed in place an array (of shape {changed.shape}) after an operation being "
+            "differentiated read it: the reverse pass would read the changed values. Write into a copy "
+            "(c = c.copy()) before changing it, or change it before it is used"
+        )
     if copied_objects:
         _refuse_changed_fields(f, copied_objects)
     y, out_template = unbox_output(out, trace)
@@ -436,26 +436,6 @@ def pullback_full(f: Callable, *args, **kwargs):
     # (`getattr` rather than `np.ndim`, whose dispatch costs as much as the rest of this line)
     batch_ndim = getattr(y, "ndim", 0) if batchable else None
     return y, TapePullback(trace, f, f_template, args, templates, out_template, batch_ndim)
-
-
-#: NumPy's errors for a write into a read-only array
-_NUMPY_READ_ONLY = frozenset({"assignment destination is read-only", "output array is read-only"})
-
-
-def _changed_constant(f, error: ValueError) -> DroppedDerivativeError:
-    """The refusal of a write into a plain array after a recorded operation took it (held
-    read-only by `tracer.hold_constant`), naming the user's line of the write."""
-    where, tb = None, error.__traceback__
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if not (is_internal_file(filename) or is_library(filename) or filename.endswith(".pyx")):
-            where = f"{filename}:{tb.tb_lineno}"
-        tb = tb.tb_next
-    return DroppedDerivativeError(
-        f"{callable_name(f)} writes into an array{' at ' + where if where else ''} after an operation being "
-        "differentiated read it: the reverse pass would read the changed values. Write into a copy "
-        "(c = c.copy()) before changing it, or change it before it is used"
-    )
 
 
 def _copied_objects(value, template, out: list) -> list:
@@ -467,20 +447,33 @@ def _copied_objects(value, template, out: list) -> list:
     if type(value) is types.MethodType:
         value = value.__self__
     if not isinstance(value, (tuple, list, dict, types.FunctionType)):
-        out.append((value, dict(vars(value))))
+        out.append((value, _field_values(value)))
     for key, index, child in template.children:
         if child is not None:
             _copied_objects(_field_of(value, key, index), child, out)
     return out
 
 
+_CACHED = functools.cached_property
+
+
+def _field_values(obj) -> dict:
+    """``{name: value}`` of the object's fields: its ``__dict__``, or a slotted dataclass's fields."""
+    d = getattr(obj, "__dict__", None)
+    if isinstance(d, dict):
+        return dict(d)
+    return {name: getattr(obj, name) for name in _fields_of(obj) or () if hasattr(obj, name)}
+
+
 def _refuse_changed_fields(f, copied_objects: list) -> None:
     """Refuse ``f`` when it rebound, added or deleted a field of an object it ran on a copy of:
     the caller's object would silently keep its old state."""
     for copy_, fields in copied_objects:
-        now = vars(copy_)
+        now = _field_values(copy_)
         changed = [name for name in now if name not in fields or now[name] is not fields[name]]
         changed += [name for name in fields if name not in now]
+        # (a functools.cached_property computed for the first time stores its value: no state)
+        changed = [name for name in changed if not isinstance(getattr(type(copy_), name, None), _CACHED)]
         if changed:
             raise DroppedDerivativeError(
                 f"{callable_name(f)} sets the field {changed[0]!r} of its {type(copy_).__name__} object: the tape "

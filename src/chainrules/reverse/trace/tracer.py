@@ -89,9 +89,9 @@ class Trace:
         self.clean_frames: dict | None = None
         #: the first refusal raised on this trace's values (a conversion with float(), say)
         self.refused: Exception | None = None
-        #: the plain arrays that recorded operations took as constants, read-only while recording
-        #: (see `hold_constant`)
-        self.constants: list = []
+        #: the plain arrays that recorded operations took as constants, by id: (array, its values
+        #: when taken), checked when the recording ends (see `hold_constant`)
+        self.constants: dict = {}
 
     def __repr__(self) -> str:
         return f"<Trace of {len(self.tape)} operations, {self.n_slots} slots>"
@@ -661,22 +661,19 @@ def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple):
 _READ_BY_NO_PULLBACK = frozenset({operator.add, operator.sub, np.add, np.subtract})
 
 
-def hold_constant(trace: Trace, a: np.ndarray) -> None:
-    """Make the plain array ``a``, an operand of a recorded operation, read-only until the
-    recording ends: a pullback may read it, and a later write into it by the function (``c[0] =
-    5.0`` after ``c * x``) would change what the pullback reads. The write raises instead, and the
-    tape refuses the function (`release_constants`).
+#: the most entries of a constant whose values `hold_constant` copies (512 KB of float64); a larger
+#: one (a data matrix) is taken to be left alone
+_COPIED_AT_MOST = 1 << 16
 
-    A view holds its bases too (``W[0, 0] = 5.0`` after ``x * W[0]`` writes through ``W``). Views
-    of ``a`` made before the hold keep their own flag and are not reached: ``v = c[1:]``, then
-    ``c * x``, then ``v[0] = 5.0`` goes unnoticed."""
-    while True:
-        if a.flags.writeable:
-            a.flags.writeable = False
-            trace.constants.append(a)
-        a = a.base
-        if not isinstance(a, np.ndarray):  # (the chain may end in a bytes object, an mmap)
-            return
+
+def hold_constant(trace: Trace, a: np.ndarray) -> None:
+    """Keep the values of the plain array ``a``, an operand of a recorded operation, to check when
+    the recording ends (`changed_constant`) that the function did not change it in place after
+    the operation (``c[0] = 5.0`` after ``c * x``, or through a view or the array a view is of):
+    the pullback may read it, and would read the changed values. Arrays of more than
+    ``_COPIED_AT_MOST`` entries are not checked."""
+    if a.size <= _COPIED_AT_MOST and id(a) not in trace.constants:
+        trace.constants[id(a)] = (a, a.copy())
 
 
 def _hold_operands(trace: Trace, operands) -> None:
@@ -695,20 +692,14 @@ def _hold_operands(trace: Trace, operands) -> None:
                             hold_constant(trace, inner)
 
 
-def release_constants(trace: Trace) -> None:
-    """Make the arrays `hold_constant` held writable again (a view only once its base is)."""
-    pending = trace.constants
-    trace.constants = []
-    while pending:
-        left = []
-        for a in pending:
-            try:
-                a.flags.writeable = True
-            except ValueError:  # (its base is still held)
-                left.append(a)
-        if len(left) == len(pending):
-            break
-        pending = left
+def changed_constant(trace: Trace) -> np.ndarray | None:
+    """A constant `hold_constant` kept whose values the function changed since, or ``None``; the
+    kept copies are let go."""
+    kept, trace.constants = trace.constants, {}
+    for a, values in kept.values():
+        if not np.array_equal(a, values, equal_nan=a.dtype.kind in "fc"):
+            return a
+    return None
 
 
 #: the ``first`` field of a tape entry whose ``second`` lists (position, slot) pairs
