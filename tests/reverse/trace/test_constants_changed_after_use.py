@@ -211,3 +211,15 @@ def rows_filled_as_read(x):
         ROWS[i] = i + 1.0  # a row not read before
         total = total + np.sum(x * ROWS[i])
     return total
+
+
+def test_a_buffer_refilled_after_a_concatenation_is_differentiated():
+    def joined(x):
+        buf = np.zeros(2)
+        total = 0.0
+        for i in range(3):
+            buf[:] = i
+            total = total + np.sum(np.concatenate([x, buf]) ** 2) + np.sum(np.stack([x, buf]))
+        return total
+
+    np.testing.assert_allclose(cr.gradient(joined, X, engine="tape")[0], 6.0 * X + 3.0)
