@@ -67,6 +67,7 @@ from ..core import (
     Tangent,
     ZeroTangent,
     frule,
+    rrule,
     unthunk,
     user_location,
 )
@@ -761,6 +762,20 @@ class _BoundMethod:
 
     def __repr__(self) -> str:
         return f"<method {getattr(self.method, '__qualname__', self.method)} of {self.dual!r}>"
+
+
+@rrule.register(_BoundMethod)
+def rrule_bound_method_call(bound: _BoundMethod, *args, **kwargs):
+    """A dual's method called as a value (``m = x.sum``, then ``m()``) in code a reverse engine runs
+    on duals (a Hessian): the method's rule on the dual; the callable's cotangent is the dual's,
+    as a bound method's is its object's."""
+    y, pullback = rrule(bound.method, bound.dual, *args, **kwargs)
+
+    def bound_method_pullback(dy):
+        _, d_self, *d_args = pullback(dy)
+        return (d_self, *d_args)
+
+    return y, bound_method_pullback
 
 
 def _nested_argument_refused(method) -> TypeError:
