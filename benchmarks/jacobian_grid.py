@@ -3,7 +3,7 @@
 Every method computes the M×N Jacobian at the same point and is checked against the NumPy analytic
 Jacobian ``2 (W x + b)[:, None] * W`` (the baseline, 1.0) before it is timed:
 
-- ours: ``cr.jacobian(f, x)`` with ``mode="auto"`` (forward when N < M, reverse otherwise, the
+- ours: ``cr.jacobian(f, x)`` with ``mode="auto"`` (forward when N ≤ M, reverse otherwise, the
   default engine), ``mode="forward"``, and ``mode="reverse"`` with each reverse engine; ``f`` is a
   closure over W and b, as a user writes it;
 - the same rules chained by hand: ``W @ x``, ``+ b`` and ``** 2``'s rrules and their pullbacks called

@@ -810,7 +810,9 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
 
     ``mode="forward"`` pushes tangents forward (through the source engine's primal where the
     duals cannot pass through ``f`` as Python runs it, as ``jvp``), ``"reverse"`` pulls cotangents back, ``"auto"``
-    picks forward when the input is smaller than the output and reverse otherwise. To see the
+    picks forward when the input is no larger than the output and reverse otherwise (for a square
+    Jacobian both modes take as many tangents as cotangents, and a forward pass keeps no pullbacks:
+    forward mode, as JAX's autodiff cookbook advises for near-square Jacobians). To see the
     output, ``"auto"`` runs ``f``'s reverse-mode primal, which reverse mode then uses; it
     remembers its choice per function and input shape and dtype, so a later call goes straight
     to the mode chosen (either mode gives the same Jacobian; the choice is only about speed).
@@ -852,7 +854,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
             J = jacobian(f, x, "reverse", engine, chunk_size)
             _remember_choice(f, key, _FORWARD_REFUSED)
             return J
-        if not _size(x) < _size(J) // max(_size(x), 1):  # the output shrank: reverse mode next time
+        if not _size(x) <= _size(J) // max(_size(x), 1):  # the output shrank: reverse mode next time
             _remember_choice(f, key, _REVERSE)
         return J
     if chosen == _FORWARD_REFUSED:
@@ -865,7 +867,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         except Exception as error:
             refusal.add_note(f"Forward mode could not compute the Jacobian either: {type(error).__name__}: {error}")
             raise refusal from None
-    forward = _size(x) < _size(_jacobian_output(f, pulled[0]))
+    forward = _size(x) <= _size(_jacobian_output(f, pulled[0]))
     if forward or chosen is None:  # a choice of reverse mode that still holds is not written again
         _remember_choice(f, key, _FORWARD if forward else _REVERSE)
     if forward:

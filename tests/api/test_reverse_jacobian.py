@@ -547,6 +547,24 @@ def test_auto_picks_forward_for_more_outputs_and_remembers_it():
     np.testing.assert_allclose(J, fd_jacobian(wide, x), rtol=1e-6, atol=1e-8)
 
 
+def square(x):
+    RUNS.append(1)
+    return (W[:3, :3] @ x + 1.0) ** 2
+
+
+def test_auto_picks_forward_for_a_square_jacobian(monkeypatch):
+    x = RNG.standard_normal(3)
+    api._auto_choices.pop(square, None)
+    J = cr.jacobian(square, x)
+    assert api._auto_choices[square][api._auto_key(x)] == "forward"
+    calls = []
+    monkeypatch.setattr(api, "_reverse_jacobian", lambda *args: calls.append(args))
+    RUNS.clear()
+    np.testing.assert_allclose(cr.jacobian(square, x), J, rtol=1e-15)
+    assert len(RUNS) == 1 and not calls  # forward mode straight away
+    np.testing.assert_allclose(J, 2.0 * (W[:3, :3] @ x + 1.0)[:, None] * W[:3, :3], rtol=1e-12)
+
+
 UPPER = np.triu(RNG.standard_normal((3, 3))) + 3.0 * np.eye(3)
 
 
