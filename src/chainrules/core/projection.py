@@ -307,7 +307,7 @@ def numpy_cotangent(y, dy):
     """A Python number ``dy``, the cotangent of a NumPy output ``y``, as a NumPy scalar of
     ``y``'s dtype; any other ``dy`` as it is.
 
-    NumPy gives a Python float no precision of its own: a float32 partial times it is float32,
+    NumPy gives a Python float (or complex) no precision of its own: a float32 partial times it is float32,
     even where the output (and so its cotangent) is float64. A pullback that multiplies a
     single cotangent by partials converts it first, so that it computes what it computes for
     a batch of cotangents (arrays of the output's dtype).
@@ -316,9 +316,10 @@ def numpy_cotangent(y, dy):
     >>> np.float32(0.1) * numpy_cotangent(np.float64(1.0), 3.0)  # float64, as for an array cotangent
     np.float64(0.30000000447034836)
     """
-    if (type(dy) is float or type(dy) is int) and type(y) is not float and isinstance(y, (np.ndarray, np.generic)):
+    tdy = type(dy)
+    if (tdy is float or tdy is int or tdy is complex) and isinstance(y, (np.ndarray, np.generic)):
         dtype = y.dtype
-        if dtype.kind in "fc":
+        if dtype.kind == "c" or (dtype.kind == "f" and tdy is not complex):  # (a real output's is made real first)
             return dtype.type(dy)
     return dy
 

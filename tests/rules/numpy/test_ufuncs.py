@@ -727,3 +727,17 @@ def test_arccos_of_a_real_point_past_one_as_complex():
         np.testing.assert_allclose(cr.jacobian(np.arcsin, z, mode=mode)[0, 0], -slope)
     # the gradient of Im arccos(z): d/dRe Im f + i d/dIm Im f = Im f' + i Re f' (one-sided across the cut)
     np.testing.assert_allclose(cr.gradient(lambda z: np.sum(np.imag(np.arccos(z))), z)[0], [slope.imag])
+
+
+@pytest.mark.parametrize("b", [np.array(3), np.int64(3)])
+def test_a_python_complex_cotangent_keeps_the_complex_outputs_precision(b, batched_pullback):
+    """A Python complex cotangent of a complex128 output is complex128: times a float32 partial
+    it would be complex64 (NumPy gives Python numbers no precision), so an integer input's
+    cotangent would be float32 alone and float64 in a batch."""
+    a = np.array(1.5, dtype=np.float32)
+    _, back = cr.rrule(np.multiply, a, b, dtype=np.complex128)
+    dy = 0.1234567891 + 0.3j
+    db = cr.unthunk(back(dy)[2])
+    assert np.asarray(db).dtype == np.float64
+    assert float(db) == 1.5 * 0.1234567891
+    batched_pullback(np.multiply, a, b, kwargs={"dtype": np.complex128})
