@@ -238,7 +238,7 @@ def main() -> str:
         timings = grid[n, m] = measure(methods)
         print(f"{n}x{m} done after {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         auto = timings["ours, auto"].ratio
-        picks = "forward" if n < m else "reverse"
+        picks = "forward" if n <= m else "reverse"  # (as cr.jacobian chooses: see its docstring)
         cells = [f"{n}×{m}", picks, common.ms(timings["plain f(x)"].seconds), common.ms(timings[BASELINE].seconds)]
         cells.append(f"**{common.ratio(auto)}**")
         cells += [common.ratio(timings[c].ratio) if c in timings else common.NOT_INSTALLED for c in COLUMNS[1:]]
