@@ -496,7 +496,7 @@ class Primal:
                 saved["start"] = self.push(stmt, start, start, indent) if self.loops else start
         if isinstance(stmt, ir.For) and stmt.iterable in self.buffers:
             flag = self.buffers[stmt.iterable]
-            self.emit(indent, f"{flag} = {flag} or {self.h('iterates_views')}({stmt.iterable})", line)
+            self.emit(indent, f"{flag} = True if {self.h('iterates_views')}({stmt.iterable}) else {flag}", line)
         # in a `try` body, an exception may stop the loop in any iteration: each iteration counts
         # the statements of its body that ran (see `tracked`), and the count of iterations and
         # the last one's progress are kept however the loop ends
@@ -549,7 +549,12 @@ class Primal:
         value = self.operand(stmt.value)
         if obj in self.buffers:
             where = f"{obj!r}, {line}, {stmt.col or 1}"
-            self.emit(indent, f"if {self.buffers[obj]}:", line)
+            flag = self.buffers[obj]
+            if isinstance(stmt, ir.SetItem):  # refused where it overwrites a part a read viewed
+                key = self.operand(stmt.key)
+                self.emit(indent, f"if {flag} and {self.h('writes_viewed')}({flag}, {obj}, {key}):", line)
+            else:
+                self.emit(indent, f"if {flag}:", line)
             self.emit(indent + 1, f"{self.h('refuse_write')}({where})", line)
         if mode == "plain":
             if isinstance(stmt, ir.SetItem):
@@ -581,7 +586,8 @@ class Primal:
 
     def escapes(self, stmt, indent: int):
         """Keep track of whether a container written in place may be seen through another
-        reference (passed to a call, stored, viewed): writing into it then is refused."""
+        reference (passed to a call, stored: writing into it then is refused) or which parts of it
+        reads viewed (``runtime.ViewedParts``: writing into those is refused)."""
         if not self.buffers:
             return
         line = stmt.line
@@ -613,7 +619,7 @@ class Primal:
             if kind == "escape" and name != rebound:  # (`out = out + 1.0`: the old array escapes, not the new)
                 self.emit(indent, f"{flag} = True", line)
             elif kind == "maybe_view":
-                self.emit(indent, f"{flag} = {flag} or {self.h('is_view')}({stmt.target}, {name})", line)
+                self.emit(indent, f"{flag} = {self.h('viewed')}({flag}, {stmt.target}, {name})", line)
 
     def assign(self, stmt: ir.Assign, mode: str, saved: dict, indent: int):
         expr, target, line = stmt.expr, stmt.target, stmt.line
