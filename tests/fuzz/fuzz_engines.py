@@ -327,6 +327,7 @@ class Program:
             self.s_list_slice_write,
             self.s_dict_get,
             self.s_power_by_counter,
+            self.s_time_steps,
         ]
         self.pick(kinds)(body, indent)
 
@@ -921,6 +922,33 @@ class Program:
                     value += f" + ({buf}[i - 1] if i > 0 else 0.0)"
                 body.append(f"{indent}    {buf}[i] = {value}")
         self.vars.append(Var(buf, (n,), False))
+
+    def s_time_steps(self, body, indent):
+        """Rows of a buffer filled one after another from the rows before (an explicit Euler
+        scheme), through a helper or inline, sometimes with a running sum over the rows written."""
+        u = self.var(ndim=1)
+        if u is None:
+            return self.s_buffer(body, indent)
+        n, steps = u.shape[0], int(self.rng.integers(2, 5))
+        buf = self.fresh("traj")
+        dtype = "" if self.dtype is np.float64 else f", dtype={u.name}.dtype"
+        body.append(f"{indent}{buf} = np.zeros(({steps}, {n}){dtype})")
+        body.append(f"{indent}{buf}[0] = {u.name}")
+        if self.chance(0.5):
+            name = f"helper{len(self.helpers)}"
+            self.helpers.append(f"def {name}(u, c=0.7):\n    {self.pick(HELPERS)}\n")
+            step = f"{name}({buf}[t])"
+        else:
+            step = self.pick(UNARY).format(a=f"{buf}[t]")
+        total = self.define(body, indent, (), "0.0", owned=False) if self.chance(0.5) else None
+        body.append(f"{indent}for t in range({steps - 1}):")
+        body.append(f"{indent}    {buf}[t + 1] = {buf}[t] * 0.9 + 0.1 * {step}")
+        if total is not None:
+            total.rebound = True
+            row = self.pick(UNARY).format(a=f"{buf}[t + 1]")
+            body.append(f"{indent}    {total.name} = {total.name} + np.sum({row})")
+        self.define(body, indent, (n,), f"{buf}[-1] + 0.5 * np.sum({buf}, axis=0)")
+        self.uses.add("time steps")
 
     def s_rows(self, body, indent):
         m = self.var(ndim=2)

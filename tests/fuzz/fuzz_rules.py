@@ -311,7 +311,23 @@ def _unary(d: Draw, f):
         kwargs = {}
     if f in (np.around, np.round) and d.chance(0.5):
         kwargs = {"decimals": int(d.rng.integers(-1, 3))}
+    if f in ROUNDING:
+        x = _off_the_jumps(d, x, kwargs.get("decimals", 0))
     return (x,), kwargs
+
+
+def _off_the_jumps(d: Draw, x, decimals: int):
+    """``x`` (float entries) moved to 0.1-0.4 of a rounding unit above a multiple of it, away from
+    the jumps of rounding (at multiples and half multiples of ``10**-decimals``) and of ``sign``
+    (at 0), where a finite-difference step would cross one. An array keeps its layout."""
+    if np.asarray(x).dtype.kind != "f":
+        return x
+    scale = 10.0**decimals
+    moved = (np.floor(np.asarray(x) * scale) + d.rng.uniform(0.1, 0.4, np.shape(x))) / scale
+    if isinstance(x, np.ndarray) and x.ndim:
+        x[...] = moved
+        return x
+    return type(x)(moved) if isinstance(x, (float, np.floating)) else np.asarray(moved, dtype=x.dtype)
 
 
 BINARY_UFUNCS = {
@@ -1582,7 +1598,8 @@ def _array_method(d: Draw, f):
     # (float64 for round: a float32 finite-difference step crosses its jumps, as for the ROUNDING ufuncs)
     x = d.array(d.shape(1, 3), "signed", np.float64 if f is np.ndarray.round else d.pick([np.float64, np.float32]))
     if f is np.ndarray.round:
-        return (x,), {"decimals": int(d.rng.integers(0, 3))} if d.chance(0.5) else {}
+        kwargs = {"decimals": int(d.rng.integers(0, 3))} if d.chance(0.5) else {}
+        return (_off_the_jumps(d, x, kwargs.get("decimals", 0)),), kwargs
     if f is np.ndarray.searchsorted:
         return (np.sort(x.reshape(-1)), d.operand("any", np.float64)), {}
     if f is np.ndarray.argpartition:
