@@ -195,14 +195,18 @@ def _deep_unthunk(t):
     if type(t) in _PLAIN:
         return t
     t = unthunk(t)
-    if isinstance(t, Tangent):
-        backing = t.backing
-        if isinstance(backing, tuple):
-            return type(t)(*(_deep_unthunk(v) for v in backing))
-        if type(t).primal_type is dict:
-            return type(t)({k: _deep_unthunk(v) for k, v in backing.items()})
-        return type(t)(**{k: _deep_unthunk(v) for k, v in backing.items()})
-    return t
+    return _fields_mapped(t, _deep_unthunk) if isinstance(t, Tangent) else t
+
+
+def _fields_mapped(t: Tangent, fn: Callable) -> Tangent:
+    """``t`` with ``fn`` applied to each field's tangent: ``t`` itself where ``fn`` changes none
+    (a gradient of plain floats and arrays, returned without rebuilding it)."""
+    backing = t.backing
+    items = backing if isinstance(backing, tuple) else backing.values()
+    mapped = [fn(v) for v in items]
+    if all(m is v for m, v in zip(mapped, items)):
+        return t
+    return _rebuild(type(t), tuple(mapped) if isinstance(backing, tuple) else dict(zip(backing, mapped)))
 
 
 def _arrays_in(t) -> list:
@@ -249,6 +253,8 @@ def _owned(result, given=None):
         if tv is np.ndarray and not seen and v.flags.writeable:  # the common gradient: one fresh array
             seen.append(v)
             continue
+        if isinstance(v, Tangent) and all(type(u) is float for _, u in v.items()):  # (scalar code's structure)
+            continue
         mine = _own(v, seen)
         if mine is not v:
             changed = changed or list(items)
@@ -268,7 +274,7 @@ def _own(v, seen: list):
     if type(v) is tuple:
         return tuple(_own(u, seen) for u in v)
     if isinstance(v, Tangent):
-        return v._map(lambda u: _own(u, seen))
+        return _fields_mapped(v, lambda u: _own(u, seen))
     return v
 
 
@@ -331,9 +337,21 @@ def _unthunked(cotangents: tuple, args: tuple) -> tuple:
     # without a new tuple
     for a, c in zip(args, grads):
         tc = type(c)
-        if tc not in _PLAIN or (tc is not type(a) and tc is not np.ndarray):
-            return tuple([_as_returned(a, c) for a, c in zip(args, grads)])
+        if tc in _PLAIN and (tc is type(a) or tc is np.ndarray):
+            continue
+        if isinstance(c, Tangent) and _of_floats_and_arrays(a) and _plain_fields(c):
+            continue  # (a tuple, list or dict of floats and arrays: its tangent is the user's as it is)
+        return tuple([_as_returned(a, c) for a, c in zip(args, grads)])
     return grads
+
+
+def _plain_fields(t: Tangent) -> bool:
+    """Whether every field of ``t`` is a float or an array: nothing to unthunk or to type."""
+    backing = t.backing
+    for v in backing if isinstance(backing, tuple) else backing.values():
+        if type(v) is not float and type(v) is not np.ndarray:
+            return False
+    return True
 
 
 def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tuple[Any, Callable]:
