@@ -202,6 +202,27 @@ class InplaceOperators:
         return self._inplace(operator.matmul, other)
 
 
+class NumberIndexing:
+    """``s[None]``, ``s[()]`` and ``s[...]`` of an engine's number: a NumPy scalar indexes as a 0-d
+    array does, through ``operator.getitem``'s rule run by the value's engine (``call_by_rule``);
+    a Python number is not subscriptable, as Python says for the plain number. (NumPy then takes
+    such a number for a sequence where a conversion fails: ``out[i] = x`` into a plain array raises
+    its "setting an array element with a sequence" from the engine's refusal, which the engines
+    raise in its place: ``errors.raise_converted``.)"""
+
+    __slots__ = ()
+
+    # a number is not iterable: without this, ``iter(x)`` would fall back on ``x[0]``, ``x[1]``...
+    # (and ``np.iterable(x)`` say yes)
+    __iter__ = None
+
+    def __getitem__(self, key):
+        number = stood_for(self)
+        if not hasattr(type(number), "__getitem__"):
+            raise TypeError(f"{type(number).__name__!r} object is not subscriptable")
+        return self.call_by_rule(operator.getitem, (self, key), {})
+
+
 def next_order() -> int:
     """A number larger than every one handed out before: each differentiation that wraps values
     (a forward-mode tag, a tape's trace) takes one as it starts, so that an inner one has the larger.

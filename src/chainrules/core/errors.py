@@ -59,6 +59,21 @@ def raise_swallowed(error: ChainRulesError, f) -> None:
     raise error
 
 
+def raise_converted(error: BaseException, refused: Exception | None) -> None:
+    """Raise an engine's refusal ``refused`` where ``error``, which ended the function being
+    differentiated, was made from it: a library turned the refusal into its own error (NumPy's
+    "setting an array element with a sequence" for ``out[i] = x`` of a number that indexes like a
+    NumPy scalar), whose message would not say what to write instead. Otherwise return, and the
+    engine re-raises ``error``."""
+    if refused is None or error is refused:
+        return
+    link, depth = error, 0
+    while link is not None and depth < 8:
+        link, depth = link.__cause__ or link.__context__, depth + 1
+        if link is refused:
+            raise refused from None
+
+
 class DroppedDerivativeError(ChainRulesError, TypeError):
     """A value an engine follows would lose its derivative: converted to a plain number or array
     (``float(x)``, ``math.sin(x)``, which calls ``float``, ``out[i] = x`` into a plain NumPy

@@ -71,7 +71,7 @@ from ..core import (
     unthunk,
     user_location,
 )
-from ..core.active import InplaceOperators, _orders, reflected_by_its_class
+from ..core.active import InplaceOperators, NumberIndexing, _orders, reflected_by_its_class
 from ..core.errors import DroppedDerivativeError, conversion_in_rule, in_percent_formatting
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
@@ -172,7 +172,7 @@ def _kept(tag: Tag | None, error: Exception) -> Exception:
     return error
 
 
-class Dual(ActiveValue):
+class Dual(NumberIndexing, ActiveValue):
     """A primal value and its partials under one ``Tag``.
 
     Arithmetic, NumPy functions and array methods on duals go through the ``frule`` registry;

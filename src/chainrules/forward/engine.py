@@ -38,7 +38,7 @@ from ..core import (
     unthunk,
 )
 from ..core.active import ActiveValue
-from ..core.errors import raise_swallowed
+from ..core.errors import raise_converted, raise_swallowed
 from ..core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from ..core.tangents import _is_namedtuple_type
 from .dual import _DUALS, Dual, DualArray, Tag, _innermost, _new_object, push, pusher_for
@@ -178,6 +178,9 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
             out = push(f, pusher, list(primals), ts, _NO_KWARGS, tag)
         else:
             out = f(*(_seed(x, t, tag) for x, t in zip(primals, tangents)))
+    except Exception as error:
+        raise_converted(error, tag.refused)
+        raise
     finally:
         tag.entry = tag.clean_frames = None
     if tag.refused is not None:
@@ -320,6 +323,9 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
                 out = push(f, pusher, [x], [_NO, seed], _NO_KWARGS, tag)
             else:
                 out = f(Dual(x, seed, tag) if plain else _seed(x, seed, tag))
+        except Exception as error:
+            raise_converted(error, tag.refused)
+            raise
         finally:
             tag.entry = tag.clean_frames = None
         if tag.refused is not None:
@@ -362,6 +368,9 @@ def _one_pass_jacobian(f: Callable, x: np.ndarray):
             out = f(dual)
         else:  # the rule pushes the block (or, unbatched, each of its tangents) forward
             out = push(f, pusher, [x], [_NO, seed], _NO_KWARGS, tag)
+    except Exception as error:
+        raise_converted(error, tag.refused)
+        raise
     finally:
         tag.entry = tag.clean_frames = None
     if tag.refused is not None:

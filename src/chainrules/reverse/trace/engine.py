@@ -31,6 +31,7 @@ from ...core.errors import (
     ChainRulesError,
     DroppedDerivativeError,
     callable_name,
+    raise_converted,
     raise_swallowed,
 )
 from ...core.projection import ProjectTo
@@ -415,6 +416,9 @@ def pullback_full(f: Callable, *args, **kwargs):
     try:
         with active_engine(pullback_full):
             out = boxed_f(*boxed, **kwargs)
+    except Exception as error:
+        raise_converted(error, trace.refused)
+        raise
     finally:
         if pause_gc:
             gc.enable()

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from ...core.active import ActiveValue, InplaceOperators
+from ...core.active import ActiveValue, InplaceOperators, NumberIndexing
 from ...core.errors import DroppedDerivativeError, conversion_in_rule, in_percent_formatting
 from ...core.tangents import NoTangent
 from ...core.twins import call_method
@@ -304,7 +304,7 @@ def _constant_pullback(dy):
 _NO = NoTangent()
 
 
-class TrackedNumber(_Operators):
+class TrackedNumber(NumberIndexing, _Operators):
     """A Python or NumPy number followed by the trace: behaves as the number in arithmetic,
     comparisons and NumPy calls, and records every operation on it.
 

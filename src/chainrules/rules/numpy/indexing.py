@@ -181,8 +181,8 @@ def frule_getitem(tangents, x, index):
 
 def _number_entries(x, index):
     """``x[index]`` of a NumPy number (``s[None]``, ``s[()]``, ``s[...]``): the number itself, or an
-    array of copies of it. An engine's number (a Hessian's dual) has no ``[]``: it is reshaped to
-    the shape NumPy gives the number it stands for."""
+    array of copies of it. An engine's number (a Hessian's dual) is reshaped to the shape NumPy
+    gives the number it stands for, which its engine follows."""
     if not isinstance(x, ActiveValue):
         return x[index]
     like = stood_for(x)[index]
@@ -216,7 +216,8 @@ def frule_number_getitem(tangents, x, index):
         return y, dx
     if is_batched(x, dx):
         return y, batched_getitem(dx, index, 0)
-    return y, np.asarray(dx)[index]  # (a 0-d array's entries are laid out as the number's)
+    # (a 0-d array's entries are laid out as the number's; np.reshape keeps a dual tangent's derivative)
+    return y, np.reshape(dx, ())[index]
 
 
 def _item_index(x, index: tuple) -> tuple:
