@@ -126,6 +126,33 @@ def _copy_call(a, order="C"):
     return np.copy, (a,), {"order": order}
 
 
+def _astype_call(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    # (np.astype takes no order, casting or subok: NumPy's check of the cast first, then the layout)
+    if not np.can_cast(a.dtype, dtype, casting):
+        target = np.dtype(dtype)
+        raise TypeError(f"Cannot cast array data from {a.dtype!r} to {target!r} according to the rule {casting!r}")
+    return astype_in_order, (a, dtype, order, copy), {}
+
+
+def astype_in_order(a, dtype, order: str, copy: bool):
+    """``a.astype(dtype, order=order, copy=copy)`` by functions NumPy hands to an engine's array:
+    ``np.astype`` keeps the layout, ``np.copy`` makes the one ``order`` asks for (its rules are
+    ``np.astype``'s, in rules/numpy/shapes.py).
+
+    >>> astype_in_order(np.ones((2, 3)), np.float32, "F", True).flags.f_contiguous
+    True
+    """
+    y = np.astype(a, dtype, copy=copy)
+    flags = getattr(y, "flags", None)
+    if flags is None:  # a duck array: no memory layout to arrange
+        return y
+    if order == "A":
+        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+    if (order == "C" and not flags.c_contiguous) or (order == "F" and not flags.f_contiguous):
+        y = np.copy(y, order=order)
+    return y
+
+
 def _transpose_call(a, *axes):
     return np.transpose, (a, axes[0] if len(axes) == 1 else (axes or None)), {}
 
@@ -183,6 +210,7 @@ _SCALAR_SAME_NAMES = (
 METHOD_TWINS[np.ndarray.reshape] = _reshape_call
 METHOD_TWINS[np.ndarray.transpose] = _transpose_call
 METHOD_TWINS[np.ndarray.copy] = _copy_call
+METHOD_TWINS[np.ndarray.astype] = _astype_call
 
 
 def _item_call(a, *index):

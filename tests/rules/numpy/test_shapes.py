@@ -16,6 +16,7 @@ from _array_checks import Const as C
 import chainrules as cr
 import chainrules.testing as crt
 from chainrules.core import callable_name
+from chainrules.core.twins import astype_in_order
 
 F32, C128 = np.float32, np.complex128
 
@@ -90,6 +91,8 @@ CONVERTING = [
     Case(np.ndarray.astype, rand(2, 3), C(np.complex128)),
     Case(np.ndarray.astype, rand(2, 3, dtype=C128), C(np.complex64)),
     Case(np.astype, rand(2, 3, dtype=F32), C(np.float64)),
+    Case(astype_in_order, rand(2, 3), C(np.float32), C("F"), C(True)),
+    Case(astype_in_order, rand(3, 2).T, C(np.complex128), C("A"), C(False)),
     Case(np.copy, rand(2, 3)),
     Case(np.ndarray.copy, rand(2, 3, dtype=C128)),
     Case(np.array, [1.0, 2.0, 3.0]),

@@ -36,6 +36,7 @@ from ...core import (
     unthunk,
 )
 from ...core.active import stood_for
+from ...core.twins import astype_in_order
 from ._arrays import (
     NO,
     ZERO,
@@ -500,7 +501,7 @@ def _astype_value(f, x, dtype, *args, **kwargs):
     return f(x, dtype, *args, **kwargs)
 
 
-@_linear(np.ndarray.astype, np.astype, batched=True, value=_astype_value)
+@_linear(np.ndarray.astype, np.astype, astype_in_order, batched=True, value=_astype_value)
 def _astype(y, x, dtype, *args, **kwargs):
     return _conversion_spec(y, x)
 
