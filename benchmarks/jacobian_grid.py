@@ -34,7 +34,7 @@ THREADS_NOTE = common.pin_threads(1)  # before NumPy's first BLAS call and befor
 import numpy as np  # noqa: E402
 
 import chainrules as cr  # noqa: E402
-from chainrules.api import DEFAULT_ENGINE, REVERSE_ENGINES  # noqa: E402
+from chainrules.api import DEFAULT_ENGINE, REVERSE_ENGINES, auto_picks_forward  # noqa: E402
 from chainrules.core import basis_seed  # noqa: E402
 
 SIZES = [10, 100, 1000]
@@ -238,7 +238,7 @@ def main() -> str:
         timings = grid[n, m] = measure(methods)
         print(f"{n}x{m} done after {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         auto = timings["ours, auto"].ratio
-        picks = "forward" if n <= m else "reverse"  # (as cr.jacobian chooses: see its docstring)
+        picks = "forward" if auto_picks_forward(n, m) else "reverse"
         cells = [f"{n}×{m}", picks, common.ms(timings["plain f(x)"].seconds), common.ms(timings[BASELINE].seconds)]
         cells.append(f"**{common.ratio(auto)}**")
         cells += [common.ratio(timings[c].ratio) if c in timings else common.NOT_INSTALLED for c in COLUMNS[1:]]

@@ -872,7 +872,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
             J = jacobian(f, x, "reverse", engine, chunk_size)
             _remember_choice(f, key, _FORWARD_REFUSED)
             return J
-        if not _size(x) <= _size(J) // max(_size(x), 1):  # the output shrank: reverse mode next time
+        if not auto_picks_forward(_size(x), _size(J) // max(_size(x), 1)):  # the output shrank: reverse next time
             _remember_choice(f, key, _REVERSE)
         return J
     if chosen == _FORWARD_REFUSED:
@@ -885,7 +885,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         except Exception as error:
             refusal.add_note(f"Forward mode could not compute the Jacobian either: {type(error).__name__}: {error}")
             raise refusal from None
-    forward = _size(x) <= _size(_jacobian_output(f, pulled[0]))
+    forward = auto_picks_forward(_size(x), _size(_jacobian_output(f, pulled[0])))
     if forward or chosen is None:  # a choice of reverse mode that still holds is not written again
         _remember_choice(f, key, _FORWARD if forward else _REVERSE)
     if forward:
@@ -894,6 +894,18 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
         except TypeError:  # forward mode refuses what reverse mode ran: the pullback at hand gives the Jacobian
             _remember_choice(f, key, _FORWARD_REFUSED)
     return _reverse_jacobian(x, *pulled, chunk_size)
+
+
+def auto_picks_forward(inputs: int, outputs: int) -> bool:
+    """Whether ``jacobian(mode="auto")`` takes forward mode for a function of ``inputs`` numbers
+    to ``outputs`` numbers: where the input is no larger than the output (a square Jacobian too:
+    as many tangents as cotangents, and a forward pass keeps no pullbacks, as JAX's autodiff
+    cookbook advises for near-square Jacobians).
+
+    >>> auto_picks_forward(10, 10), auto_picks_forward(1000, 10)
+    (True, False)
+    """
+    return inputs <= outputs
 
 
 def _forward_jacobian(f: Callable, x, chunk_size: int | None = None):

@@ -18,6 +18,8 @@ import numpy as np
 
 import chainrules as cr
 
+from .api import auto_picks_forward
+
 WIDTH = 78
 
 
@@ -177,7 +179,7 @@ def seed_jacobian() -> None:
         t_an = median_time(analytic, number=5)
         t_fwd = median_time(lambda: cr.jacobian(g, x, mode="forward"), repeats=5)
         t_rev = median_time(lambda: cr.jacobian(g, x, mode="reverse"), repeats=5)
-        picks = "forward" if n < m else "reverse"
+        picks = "forward" if auto_picks_forward(n, m) else "reverse"
         print(f"{n:>9} {m:>10} {t_an * 1e3:>8.2f}ms {t_fwd * 1e3:>8.2f}ms {t_rev * 1e3:>8.2f}ms {picks:>11}")
     print("(all three agree with 2 (W x + b)[:, None] * W to 1e-8)")
 

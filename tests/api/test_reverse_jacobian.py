@@ -557,6 +557,7 @@ def test_auto_picks_forward_for_a_square_jacobian(monkeypatch):
     api._auto_choices.pop(square, None)
     J = cr.jacobian(square, x)
     assert api._auto_choices[square][api._auto_key(x)] == "forward"
+    assert api.auto_picks_forward(3, 3) and not api.auto_picks_forward(4, 2)  # (what the demo reports)
     calls = []
     monkeypatch.setattr(api, "_reverse_jacobian", lambda *args: calls.append(args))
     RUNS.clear()
