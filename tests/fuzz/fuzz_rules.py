@@ -50,6 +50,7 @@ from scipy.stats._distn_infrastructure import rv_continuous, rv_continuous_froze
 import chainrules as cr
 import chainrules.testing as crt
 from chainrules.core.errors import NoRuleError, callable_name
+from chainrules.core.twins import astype_in_order
 
 _HERE = Path(__file__).resolve().parent
 
@@ -676,6 +677,7 @@ SHAPE_OPS = [
     np.ndarray.clip,
     np.astype,
     np.ndarray.astype,
+    astype_in_order,
     np.linalg.trace,
     np.ndarray.item,
     np.ndarray.tolist,
@@ -774,6 +776,8 @@ def _shape_op(d: Draw, f):
         return (x, lo, hi), {}
     if f in (np.astype, np.ndarray.astype):
         return (x, d.pick([np.float32, np.float64, np.complex128])), {}
+    if f is astype_in_order:  # (a nested dual's x.astype(dtype, order=..., copy=...))
+        return (x, d.pick([np.float32, np.float64, np.complex128]), d.pick("KACF"), d.chance(0.5)), {}
     if f is np.ndarray.item:
         return (x.reshape(-1)[:1] if x.size else np.ones(1)), {}
     if f is np.ndarray.tolist:  # nested lists of numbers; a number for a 0-d array
