@@ -593,6 +593,17 @@ def _reduction(d: Draw, f):
     return (x,), kwargs
 
 
+@family("reductions", np.bincount)
+def _bincount(d: Draw, f):
+    n = int(d.rng.integers(0, 7))
+    bins = d.rng.integers(0, 5, n)
+    weights = d.array((n,), "any", d.dtype(False))
+    args = (bins, weights) if d.chance(0.8) else (bins,)
+    if d.chance(0.3):
+        return (*args, int(d.rng.integers(0, 8))) if len(args) == 2 else args, {}
+    return args, ({"minlength": int(d.rng.integers(0, 8))} if d.chance(0.3) else {})
+
+
 @family("reductions", *SCANS)
 def _scan(d: Draw, f):
     complex_ok = f not in (np.sort, np.argsort, sp.softmax, sp.log_softmax)

@@ -88,7 +88,10 @@ KNOWN_WRITES = {
     np.place: Write("np.place(a, mask, v)", 0, "build `a = np.where(mask, v, a)`"),
     np.putmask: Write("np.putmask(a, mask, v)", 0, "build `a = np.where(mask, v, a)`"),
     np.ufunc.at: Write(
-        "ufunc.at(a, idx, v)", 0, "write the loop it stands for, `for j in range(len(idx)): a[idx[j]] += v[j]`"
+        "ufunc.at(a, idx, v)",
+        0,
+        "write the loop it stands for, `for j in range(len(idx)): a[idx[j]] += v[j]` (for np.add.at into a 1-d "
+        "array, `a = a + np.bincount(idx, weights=v, minlength=a.size)`)",
     ),
     np.ndarray.fill: Write("a.fill(v)", -1, "write `a[...] = v`"),
     np.ndarray.sort: Write("a.sort()", -1, "build `a = np.sort(a)`"),

@@ -249,7 +249,8 @@ class _Operators(Tracked):
         if method == "at":
             raise TypeError(
                 f"np.{ufunc.__name__}.at(...) writes into an array in place{_at()}, which the tape engine does not "
-                "do: build the result out of place (for sums by index, `np.eye(n)[idx].T @ v`)"
+                "do: build the result out of place (for sums by index into a 1-d array, "
+                "`a = a + np.bincount(idx, weights=v, minlength=a.size)`)"
             )
         f = ufunc if method == "__call__" else getattr(ufunc, method)
         return apply(f, inputs, kwargs)

@@ -1269,3 +1269,56 @@ def _quantile_rules(f, scale: float, fixed_q=None):
 _quantile_rules(np.quantile, 1.0)
 _quantile_rules(np.percentile, 0.01)
 _quantile_rules(np.median, 1.0, fixed_q=0.5)
+
+
+# ----- grouped sums --------------------------------------------------------------------------
+
+
+def _bincount_weights(args: tuple, kwargs: dict):
+    """``np.bincount(x, weights, minlength)``'s weights, positional or keyword (None: counting)."""
+    return args[0] if args else kwargs.get("weights")
+
+
+@rrule.register(np.bincount, batched=True)
+def rrule_bincount(x, *args, **kwargs):
+    """``y[k] = Σ_{j: x_j = k} w_j`` is linear in the weights ``w`` (the integer ``x`` and
+    ``minlength`` are settings; without weights ``y`` counts): the weights' cotangent gathers the
+    output's at the bins, ``w̄_j = ȳ[x_j]`` (a sum with an index array, as ``np.add.at``'s).
+
+    >>> import numpy as np, chainrules as cr
+    >>> y, back = cr.rrule(np.bincount, np.array([0, 2, 0]), np.array([1.0, 2.0, 3.0]))
+    >>> y, back(np.array([10.0, 20.0, 30.0]))[2]
+    (array([4., 0., 2.]), array([10., 30., 10.]))
+    """
+    y = np.bincount(x, *args, **kwargs)
+    weights = _bincount_weights(args, kwargs)
+    bins = np.asarray(x)
+
+    def bincount_pullback(dy):
+        dy = unthunk(dy)
+        rest = [_NO] * len(args)
+        if weights is not None and args and not isinstance(dy, AbstractZero):
+            if carries_batch(y, dy):
+                rest[0] = batch_to_input(weights, dy[:, bins])
+            else:
+                rest[0] = to_input(weights, dy[bins])
+        return (_NO, _NO, *rest)
+
+    return y, bincount_pullback
+
+
+@frule.register(np.bincount, batched=True)
+def frule_bincount(tangents, x, *args, **kwargs):
+    y = np.bincount(x, *args, **kwargs)
+    weights = _bincount_weights(args, kwargs)
+    dw = unthunk(tangents[2]) if args and len(tangents) > 2 else _ZERO
+    if y.dtype.kind not in "fc":  # counts (and NumPy's integer zeros for no bins at all): no derivative
+        return y, _NO
+    if weights is None or isinstance(dw, AbstractZero):
+        return y, _ZERO
+    bins = np.asarray(x)
+    if is_batched(weights, dw):  # each tangent of the batch summed into the bins: one scatter
+        dy = np.zeros((np.shape(dw)[0], y.size), dtype=np.result_type(dw, y))
+        np.add.at(dy, (slice(None), bins), dw)
+        return y, dy
+    return y, np.bincount(bins, dw, y.size)
