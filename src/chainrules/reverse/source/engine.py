@@ -226,6 +226,8 @@ def _without_rule(f, args: tuple, kwargs: dict, library_refused: str = ""):
         return construct(f, args, kwargs)
     call = _class_attribute(kind, "__call__")
     if type(call) is _FUNCTION:
+        if rrule.lookup(call, (f, *args)) is not None:  # a rule for its class's call (np.vectorize's)
+            return _method_by_rule(call, f, args, kwargs)
         return _source(call, (f, *args), kwargs, True)
     if library_refused and not (all(map(_is_discrete, args)) and all(map(_is_discrete, kwargs.values()))):
         raise _no_rule(f, args, library_refused)
@@ -257,13 +259,20 @@ def _bound_method_call(f, args: tuple, kwargs: dict):
     kind, target = _resolve_method(obj, f.__name__)
     if kind == "function" and rrule.lookup(target, (obj, *args)) is None:
         return _source(target, (obj, *args), kwargs, True)
+    return _method_by_rule(target, obj, args, kwargs)
+
+
+def _method_by_rule(target, obj, args: tuple, kwargs: dict):
+    """``target(obj, *args, **kwargs)``, the call of a method of ``obj`` (or of ``obj`` itself,
+    ``target`` its class's ``__call__``), by the rule of ``target``; the callable's cotangent is
+    ``obj``'s."""
     y, back = _applied(target, (obj, *args), kwargs, tuple(k for k, v in kwargs.items() if _carries_numbers(v)))
 
-    def bound_method_pullback(dy):
+    def method_pullback(dy):
         _, d_args, d_kwargs = back(dy)
         return (*d_args, d_kwargs) if kwargs else d_args
 
-    return y, bound_method_pullback
+    return y, method_pullback
 
 
 # ----- calls that may write into containers ------------------------------------------------------
