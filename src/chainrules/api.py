@@ -51,6 +51,7 @@ from .core import (
     unthunk,
     user_location,
 )
+from .core.errors import NoForwardRuleError
 from .core.ruled_calls import IgnoredRuleError
 from .core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from .core.tangents import _is_namedtuple_type, _rebuild
@@ -155,14 +156,15 @@ def _forward(run: Callable, f: Callable, *args):
     and a write into a plain NumPy buffer convert them to floats; a library function with a rule
     runs its own code on them), ``run`` gets ``f`` as the source engine's primal runs it: every
     call in ``f``'s code goes to its rule (on dual numbers, the rule's NumPy code or its twin
-    carries the tangents) and writes into buffers ``f`` made are followed. Forward mode still
+    carries the tangents; a callable with a reverse rule only, ``np.apply_along_axis``, is served
+    by that rule) and writes into buffers ``f`` made are followed. Forward mode still
     pushes the tangents; the primal's pullbacks are never called. ``f`` is remembered (among
     ``_auto_choices``), so later calls do not run it twice."""
     if _THROUGH_SOURCE_USED[0] and _chosen_before(f, _THROUGH_SOURCE):
         return run(_through_source(f), *args)
     try:
         return run(f, *args)
-    except (DroppedDerivativeError, IgnoredRuleError) as refusal:
+    except (DroppedDerivativeError, IgnoredRuleError, NoForwardRuleError) as refusal:
         try:
             result = run(_through_source(f), *args)
         except ChainRulesError as error:  # the source engine cannot run f either: the first refusal says why

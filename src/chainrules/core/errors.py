@@ -47,6 +47,16 @@ class NoRuleError(ChainRulesError, TypeError):
         super().__init__(message)
 
 
+class NoForwardRuleError(NoRuleError):
+    """Forward mode met a call, on dual numbers, of a callable without a forward rule
+    (``frule``); a reverse rule, if it has one, serves the source engine's primal, through which
+    the entry points run the function then.
+
+    >>> issubclass(NoForwardRuleError, NoRuleError)
+    True
+    """
+
+
 def raise_swallowed(error: ChainRulesError, f) -> None:
     """Raise ``error``, which an engine raised while ``f`` ran (a value being differentiated
     converted with ``float()``, say) and which an exception handler in ``f``, or in code it

@@ -62,7 +62,6 @@ from ..core import (
     AbstractTangent,
     AbstractZero,
     ActiveValue,
-    NoRuleError,
     NoTangent,
     Tangent,
     ZeroTangent,
@@ -72,7 +71,7 @@ from ..core import (
     user_location,
 )
 from ..core.active import InplaceOperators, NumberIndexing, _orders, reflected_by_its_class
-from ..core.errors import DroppedDerivativeError, conversion_in_rule, in_percent_formatting
+from ..core.errors import DroppedDerivativeError, NoForwardRuleError, conversion_in_rule, in_percent_formatting
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch
@@ -1293,7 +1292,7 @@ def _without_rule(f, primals, kwargs, tag):
         y = f(*primals, **kwargs)
         if _is_discrete(y):
             return y
-    error = NoRuleError(f, tuple(primals), location=user_location(), reason="forward mode needs an frule")
+    error = NoForwardRuleError(f, tuple(primals), location=user_location(), reason="forward mode needs an frule")
     raise _kept(tag, RULED_CALLS.refused(tag, sys._getframe(1), error))
 
 

@@ -125,3 +125,18 @@ def test_vectorize_refuses_what_its_rule_does_not_take_naming_it():
         cr.gradient(lambda v: np.sum(np.vectorize(smooth, excluded={1})(v, 2.0)), W)
     with pytest.raises(cr.NoRuleError, match="several outputs"):
         cr.gradient(lambda v: np.sum(np.vectorize(lambda t: (t, t * t))(v)[0]), W)
+
+
+def test_forward_mode_runs_them_through_the_source_engines_primal():
+    # (no forward rules: the entry points run f as the source engine's primal, whose reverse rules
+    # take the dual numbers)
+    vectorized = np.vectorize(smooth)
+
+    def f(x):
+        return np.apply_along_axis(lambda r: np.sin(r) * r[0], 1, np.outer(x, x)).ravel() + vectorized(x[0], x).sum()
+
+    x = W[:3]
+    J = cr.jacobian(f, x, mode="forward")
+    np.testing.assert_allclose(J, cr.jacobian(f, x, mode="reverse"), rtol=1e-12, atol=1e-14)
+    y, dy = cr.jvp(f, (x,), (np.ones(3),))
+    np.testing.assert_allclose(dy, J @ np.ones(3), rtol=1e-12, atol=1e-14)

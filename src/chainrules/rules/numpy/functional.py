@@ -4,8 +4,9 @@
 The user's callable is differentiated once per slice (or element), by its rule if it has one,
 else by the running reverse engine (``rrule_via_ad``), as ``map``'s is (rules/pyfunctional.py).
 The results are laid out as NumPy lays them out; the pullback hands each call's pullback its
-part of the cotangent and gathers the parts of the inputs' cotangents. Forward mode has no rule
-here (the callable would have to run on dual numbers): it refuses these calls, naming them.
+part of the cotangent and gathers the parts of the inputs' cotangents. There is no forward rule
+(it would run the callable on dual numbers itself): forward mode (``cr.jvp``, ``cr.jacobian``)
+runs the function as the source engine's primal, where these rules run on the dual numbers.
 """
 
 from __future__ import annotations
