@@ -698,7 +698,7 @@ class Program:
                 return f"({', '.join(map(str, values))}{',' if len(values) == 1 else ''})"
             return str(values)
 
-        a = v.name if self.chance(0.6) else self.pick(UNARY).format(a=v.name)
+        a = v.name if self.chance(0.6) else f"({self.pick(UNARY).format(a=v.name)})"  # (an operand of * and -)
         options = [
             f"{a} * {constants(-1.5, 1.5)}",
             f"{constants(-1.5, 1.5)} * {a}",
