@@ -140,3 +140,12 @@ def test_forward_mode_runs_them_through_the_source_engines_primal():
     np.testing.assert_allclose(J, cr.jacobian(f, x, mode="reverse"), rtol=1e-12, atol=1e-14)
     y, dy = cr.jvp(f, (x,), (np.ones(3),))
     np.testing.assert_allclose(dy, J @ np.ones(3), rtol=1e-12, atol=1e-14)
+
+
+def test_forward_mode_names_the_call_where_the_source_engine_cannot_run_the_function_either():
+    namespace = {"np": np}
+    exec("def no_source(x):\n    return np.apply_along_axis(lambda r: r * r, 0, x)\n", namespace)  # (no file)
+    with pytest.raises(cr.NoRuleError, match="numpy.apply_along_axis") as info:
+        cr.jvp(namespace["no_source"], (W,), (np.ones(4),))
+    assert "forward mode needs an frule" in str(info.value)
+    assert any("source engine's primal" in note for note in info.value.__notes__)
