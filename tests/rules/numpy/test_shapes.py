@@ -148,6 +148,11 @@ SPLITTING = [
 ]
 
 SELECTING = [
+    Case(np.compress, C(np.array([True, False, True])), rand(3, 4), C(0)),
+    Case(np.compress, C([False, True]), rand(3, 4, dtype=C128), axis=1),
+    Case(np.compress, C([0, 1, 1, 0, 1]), rand(3, 4)),
+    Case(np.extract, C(np.array([[True, False], [False, True]])), rand(2, 2)),
+    Case(np.extract, C(np.arange(6) % 3), rand(2, 3, dtype=F32)),
     Case(np.take, rand(5), C([0, 2, 2, -1])),
     Case(np.take, rand(3, 4), C([[0, 1], [1, 1]]), C(1)),
     Case(np.take, rand(3, 4), C(2), C(0)),

@@ -1037,6 +1037,49 @@ for _f in (np.take, np.ndarray.take):
     _take_rule(_f)
 
 
+# compress and extract select what np.take selects at the condition's nonzero positions: take's
+# rules, with no cotangent for the condition
+
+
+def _compress_options(args: tuple, kwargs: dict):
+    options = dict(zip(("axis", "out"), args), **kwargs)
+    if options.get("out") is not None:
+        raise TypeError("the rule for numpy.compress does not write into out=; assign the result instead")
+    return options.get("axis")
+
+
+@rrule.register(np.compress, batched=True)
+def rrule_compress(condition, a, *args, **kwargs):
+    """``np.compress(condition, a, axis)`` is ``np.take(a, np.flatnonzero(condition), axis)``.
+
+    >>> import numpy as np, chainrules as cr
+    >>> y, back = cr.rrule(np.compress, [True, False, True], np.array([1.0, 2.0, 3.0]))
+    >>> y, cr.unthunk(back(np.array([10.0, 20.0]))[2])
+    (array([1., 3.]), array([10.,  0., 20.]))
+    """
+    axis = _compress_options(args, kwargs)
+    y, take_pullback = rrule(np.take, a, np.flatnonzero(condition), axis=axis)
+    return y, lambda dy: (NO, NO, take_pullback(dy)[1], *(NO for _ in args))
+
+
+@frule.register(np.compress, batched=True)
+def frule_compress(tangents, condition, a, *args, **kwargs):
+    axis = _compress_options(args, kwargs)
+    return frule((NO, tangents[2], NO), np.take, a, np.flatnonzero(condition), axis=axis)
+
+
+@rrule.register(np.extract, batched=True)
+def rrule_extract(condition, arr):
+    """``np.extract(condition, arr)`` is ``np.take(arr, np.flatnonzero(condition))`` (flat positions)."""
+    y, take_pullback = rrule(np.take, arr, np.flatnonzero(condition))
+    return y, lambda dy: (NO, NO, take_pullback(dy)[1])
+
+
+@frule.register(np.extract, batched=True)
+def frule_extract(tangents, condition, arr):
+    return frule((NO, tangents[2], NO), np.take, arr, np.flatnonzero(condition))
+
+
 def _along_axis_index(shape, indices, axis):
     """The fancy index that ``np.take_along_axis(x, indices, axis)`` reads (``x`` of ``shape``)."""
     indices = np.asarray(indices)
