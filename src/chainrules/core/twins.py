@@ -28,7 +28,7 @@ import scipy.special
 
 from .accumulation import add
 from .active import ActiveValue, stood_for
-from .errors import NoRuleError, callable_name, is_internal_file
+from .errors import ChainRulesError, NoRuleError, callable_name, is_internal_file
 from .registry import frule, rrule
 from .tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 
@@ -153,6 +153,12 @@ def astype_in_order(a, dtype, order: str, copy: bool):
     return y
 
 
+def _compress_call(a, condition, axis=None, out=None):
+    # (np.take at the condition's nonzero positions, which is what np.compress selects: the array
+    # stays the first argument, whose tangent the method's is)
+    return np.take, (a, np.flatnonzero(condition)), {"axis": axis, "out": out}
+
+
 def _transpose_call(a, *axes):
     return np.transpose, (a, axes[0] if len(axes) == 1 else (axes or None)), {}
 
@@ -165,7 +171,8 @@ def _same_call(function):
 
 
 #: array method -> ``call(a, *args, **kwargs) -> (function, args, kwargs)``: the NumPy function
-#: call that computes ``a.method(*args, **kwargs)`` (NumPy functions dispatch on duals)
+#: call that computes ``a.method(*args, **kwargs)`` (NumPy functions dispatch on duals), with
+#: ``a`` its first argument: the method's tangent is that argument's (``_method_rrule``)
 METHOD_TWINS: dict = {
     getattr(np.ndarray, name): _same_call(getattr(np, name))
     for name in (
@@ -211,6 +218,7 @@ METHOD_TWINS[np.ndarray.reshape] = _reshape_call
 METHOD_TWINS[np.ndarray.transpose] = _transpose_call
 METHOD_TWINS[np.ndarray.copy] = _copy_call
 METHOD_TWINS[np.ndarray.astype] = _astype_call
+METHOD_TWINS[np.ndarray.compress] = _compress_call
 
 
 def _item_call(a, *index):
@@ -732,6 +740,8 @@ def register_structural_bridges(value_type: type, innermost) -> None:
 def _method_rrule(method, method_call):
     def rrule_method_on_engine_value(x, *args, **kwargs):
         function, call_args, call_kwargs = method_call(x, *args, **kwargs)
+        if not call_args or call_args[0] is not x:  # (x's cotangent is read from the first position)
+            raise ChainRulesError(f"the NumPy twin of {callable_name(method)} must take the array first")
         out = rrule(function, *call_args, **call_kwargs)
         if out is None:
             raise NoRuleError(

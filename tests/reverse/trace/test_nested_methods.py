@@ -74,7 +74,7 @@ HERE = r"test_nested_methods\.py:\d+"
 NO_RULE = {
     r"ndarray\.tobytes.*" + HERE: lambda x: x.sum(axis=0).tobytes(),
     r"ndarray\.view.*" + HERE: lambda x: x.T.view().sum(),
-    r"ndarray\.compress.*" + HERE: lambda x: x.T.compress([True, False, True], axis=1).sum(),
+    r"ndarray\.byteswap.*" + HERE: lambda x: x.T.byteswap().sum(),
     r"getattr\(numpy\.ndarray, str\) at .*" + HERE + r" \(ndarray\.flat": lambda x: sum(x.T.flat),
     r"getattr\(numpy\.ndarray, str\) at .*" + HERE + r" \(ndarray\.base": lambda x: x.T.base.sum(),
 }

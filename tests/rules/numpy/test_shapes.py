@@ -152,6 +152,11 @@ SELECTING = [
     Case(np.compress, C([False, True]), rand(3, 4, dtype=C128), axis=1),
     Case(np.compress, C([0, 1, 1, 0, 1]), rand(3, 4)),
     Case(np.extract, C(np.array([[True, False], [False, True]])), rand(2, 2)),
+    Case(np.ndarray.compress, rand(3, 4), C([True, False, True]), C(0)),
+    Case(np.ndarray.compress, rand(3, 4, dtype=F32), C([1, 0, 1, 1])),
+    Case(np.diagflat, rand(2, 2)),
+    Case(np.diagflat, rand(3, dtype=C128), C(-1)),
+    Case(np.diagflat, rand(1, 2), k=2),
     Case(np.extract, C(np.arange(6) % 3), rand(2, 3, dtype=F32)),
     Case(np.take, rand(5), C([0, 2, 2, -1])),
     Case(np.take, rand(3, 4), C([[0, 1], [1, 1]]), C(1)),
@@ -225,7 +230,7 @@ def test_layout_dependent_rules(case):
 @pytest.mark.parametrize("case", SELECTING, ids=str)
 def test_selections_accumulate_into_every_layout(case):
     assert check_accumulation_layouts(case.f, *case.args, fkwargs=case.kwargs) == (
-        0 if case.f in (np.triu, np.tril) or (case.f is np.diag and case.args[0].ndim == 1) else 1
+        0 if case.f in (np.triu, np.tril, np.diagflat) or (case.f is np.diag and case.args[0].ndim == 1) else 1
     )
 
 

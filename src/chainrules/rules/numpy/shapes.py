@@ -1068,6 +1068,18 @@ def frule_compress(tangents, condition, a, *args, **kwargs):
     return frule((NO, tangents[2], NO), np.take, a, np.flatnonzero(condition), axis=axis)
 
 
+@rrule.register(np.ndarray.compress, batched=True)
+def rrule_compress_method(a, condition, *args, **kwargs):
+    """``a.compress(condition, axis)``: ``np.compress``'s rule, its arguments in the method's order."""
+    y, pullback = rrule_compress(condition, a, *args, **kwargs)
+    return y, lambda dy: (NO, pullback(dy)[2], NO, *(NO for _ in args))
+
+
+@frule.register(np.ndarray.compress, batched=True)
+def frule_compress_method(tangents, a, condition, *args, **kwargs):
+    return frule_compress((NO, NO, tangents[1]), condition, a, *args, **kwargs)
+
+
 @rrule.register(np.extract, batched=True)
 def rrule_extract(condition, arr):
     """``np.extract(condition, arr)`` is ``np.take(arr, np.flatnonzero(condition))`` (flat positions)."""
@@ -1322,6 +1334,27 @@ def frule_diag(tangents, v, *args, **kwargs):
     rows, cols = _diagonal_positions(np.shape(y), k, 0, 1)
     out[..., rows, cols] = dv
     return y, out
+
+
+@rrule.register(np.diagflat, batched=True)
+def rrule_diagflat(v, *args, **kwargs):
+    """``np.diagflat(v, k)`` is ``np.diag(np.ravel(v), k)``: the two rules chained.
+
+    >>> import numpy as np, chainrules as cr
+    >>> y, back = cr.rrule(np.diagflat, np.array([[1.0, 2.0]]))
+    >>> y, back(np.array([[1.0, 5.0], [6.0, 2.0]]))[1]
+    (array([[1., 0.],
+           [0., 2.]]), array([[1., 2.]]))
+    """
+    flat, ravel_pullback = rrule(np.ravel, v)
+    y, diag_pullback = rrule(np.diag, flat, *args, **kwargs)
+    return y, lambda dy: (NO, ravel_pullback(diag_pullback(dy)[1])[1], *(NO for _ in args))
+
+
+@frule.register(np.diagflat, batched=True)
+def frule_diagflat(tangents, v, *args, **kwargs):
+    flat, dflat = frule((NO, tangents[1]), np.ravel, v)
+    return frule((NO, dflat, *(NO for _ in args)), np.diag, flat, *args, **kwargs)
 
 
 def _register_triangle(f):
