@@ -484,6 +484,8 @@ REDUCTIONS = {
     np.var: "wkd",
     np.ndarray.std: "wkd",
     np.ndarray.var: "wkd",
+    np.nanstd: "kd",
+    np.nanvar: "kd",
     np.ptp: "k",
     np.median: "k",
     np.average: "k",
@@ -495,6 +497,7 @@ REDUCTIONS = {
     np.linalg.vector_norm: "k",
     sp.logsumexp: "k",
 }
+_NAN_REDUCTIONS = (np.nansum, np.nanmean, np.nanprod, np.nanmax, np.nanmin, np.nanstd, np.nanvar)
 SCANS = [
     np.cumsum,
     np.cumprod,
@@ -547,7 +550,7 @@ def _reduction(d: Draw, f):
     else:
         domain = "any"
     x = d.array(d.shape(empty=True), domain, dtype)
-    if f in (np.nansum, np.nanmean, np.nanprod, np.nanmax, np.nanmin) and x.size > 1 and x.dtype.kind == "f":
+    if f in _NAN_REDUCTIONS and x.size > 1 and x.dtype.kind == "f":
         x = x.copy()
         x.flat[int(d.rng.integers(x.size))] = np.nan
     kwargs = {}

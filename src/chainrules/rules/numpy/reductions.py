@@ -462,15 +462,16 @@ _register((np.ptp,), ("axis", "out", "keepdims"), {"axis": None, "keepdims": Fal
 # ----- var, std ----------------------------------------------------------------------------
 
 
-def _moments(x, o, primal):
-    """axes, keepdims, the centred data, the divisor n - ddof, and the variance of var/std.
+def _moments(x, o, primal, nan: bool = False):
+    """axes, keepdims, the centred data, the divisor n - ddof, and the variance of var/std (of
+    nanvar/nanstd with ``nan``: NaN entries take no part, as entries outside ``where=`` do).
 
     The variance is computed from the centred data the derivative needs anyway (NumPy's own
     algorithm), except where n - ddof <= 0: there NumPy's call gives its warning and inf/nan.
     """
     axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
     ddof = o["ddof"] if o["correction"] is None else o["correction"]
-    mask = _mask(x, o, nan=False)
+    mask = _mask(x, o, nan)
     if mask is None:
         centred = x - np.mean(x, axis=axes, dtype=o["dtype"], keepdims=True)
         divisor = size_along(np.shape(x), axes) - ddof
@@ -486,9 +487,9 @@ def _moments(x, o, primal):
     return axes, keepdims, centred, divisor, variance
 
 
-def _var_plan(x, o, primal):
+def _var_plan(x, o, primal, nan: bool = False):
     # d var = 2 real(sum(conj(x - mean) dx)) / (n - ddof): the mean's own change sums to zero
-    axes, keepdims, centred, divisor, y = _moments(x, o, primal)
+    axes, keepdims, centred, divisor, y = _moments(x, o, primal, nan)
 
     def var_back(dy, lead=()):
         return centred * keep((2.0 / divisor) * dy, shift(axes, bool(lead)), keepdims)
@@ -499,8 +500,8 @@ def _var_plan(x, o, primal):
     return y, var_back, var_forward
 
 
-def _std_plan(x, o, primal):
-    axes, keepdims, centred, divisor, variance = _moments(x, o, lambda: np.square(primal()))
+def _std_plan(x, o, primal, nan: bool = False):
+    axes, keepdims, centred, divisor, variance = _moments(x, o, lambda: np.square(primal()), nan)
     y = np.sqrt(variance)
     scale = 1.0 / (divisor * _safe(y))  # std = 0 only where every centred entry is 0
 
@@ -517,6 +518,8 @@ _VAR = ("axis", "dtype", "out", "ddof", "keepdims")
 _VAR_DEFAULTS = {"axis": None, "dtype": None, "ddof": 0, "keepdims": False, "correction": None, "where": True}
 _register((np.var, np.ndarray.var), _VAR, _VAR_DEFAULTS, _var_plan, batched=True)
 _register((np.std, np.ndarray.std), _VAR, _VAR_DEFAULTS, _std_plan, batched=True)
+_register((np.nanvar,), _VAR, _VAR_DEFAULTS, lambda x, o, primal: _var_plan(x, o, primal, nan=True), batched=True)
+_register((np.nanstd,), _VAR, _VAR_DEFAULTS, lambda x, o, primal: _std_plan(x, o, primal, nan=True), batched=True)
 
 
 # ----- cumsum, cumprod ---------------------------------------------------------------------
