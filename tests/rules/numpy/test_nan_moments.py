@@ -1,5 +1,5 @@
-"""``np.nanvar`` and ``np.nanstd``: ``var``/``std`` of the entries that are not NaN (as of those
-inside ``where=``); a NaN entry gets no cotangent."""
+"""``np.nanvar``, ``np.nanstd`` and ``np.nancumsum``: ``var``/``std``/``cumsum`` of the entries
+that are not NaN (as of those inside ``where=``); a NaN entry gets no cotangent."""
 
 from __future__ import annotations
 
@@ -48,3 +48,21 @@ def masked_spread(x):
 def test_every_engine_differentiates_moments_of_data_with_missing_entries():
     checks = crt.check_grads(masked_spread, (X,), order=2)
     assert any(c.startswith("reverse[tape]") for c in checks) and any(c.startswith("forward") for c in checks)
+
+
+@pytest.mark.parametrize("args", [(), (1,), (0,)], ids=["flat", "axis-1", "axis-0"])
+def test_nancumsum_against_finite_differences_and_with_nans(args, batched_pullback):
+    crt.test_rrule(np.nancumsum, X, *args)
+    crt.test_frule(np.nancumsum, X, *args)
+    batched_pullback(np.nancumsum, X, *args)
+    with_nans = np.where(MISSING, np.nan, X)
+    y, back = cr.rrule(np.nancumsum, with_nans, *args)
+    np.testing.assert_array_equal(y, np.nancumsum(with_nans, *args))
+    dy = np.arange(1.0, y.size + 1).reshape(y.shape)
+    dx = cr.unthunk(back(dy)[1])
+    _, plain_back = cr.rrule(np.cumsum, np.where(MISSING, 0.0, X), *args)
+    np.testing.assert_array_equal(dx, np.where(MISSING, 0.0, cr.unthunk(plain_back(dy)[1])))
+
+
+def test_every_engine_differentiates_a_running_total_with_missing_entries():
+    crt.check_grads(lambda x: np.sum(np.nancumsum(np.where(MISSING, np.nan, x), axis=1) ** 2), (X,), order=2)

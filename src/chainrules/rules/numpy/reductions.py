@@ -543,14 +543,19 @@ def _reverse_cumsum(d, axis):
     return np.flip(np.cumsum(np.flip(d, axis), axis=axis), axis)
 
 
-def _cumsum_plan(x, o, primal):
+def _cumsum_plan(x, o, primal, nan: bool = False):
+    # (nancumsum with ``nan``: a NaN entry adds zero, so it has no derivative)
     y = primal()
     axis, _ = _scan_axis(x, o)
+    mask = _mask(x, {}, nan)
 
     def cumsum_back(dy, lead=()):
-        return np.reshape(_reverse_cumsum(dy, axis + len(lead)), lead + np.shape(x))
+        dx = np.reshape(_reverse_cumsum(dy, axis + len(lead)), lead + np.shape(x))
+        return dx if mask is None else dx * mask
 
     def cumsum_forward(dx, batched):
+        if mask is not None:
+            dx = dx * mask
         return np.cumsum(_scan_tangent(x, dx, batched, o["axis"]), axis=axis + batched, dtype=o["dtype"])
 
     return y, cumsum_back, cumsum_forward
@@ -627,6 +632,7 @@ def _running_extremum_plan(x, o, primal):
 _SCAN = ("axis", "dtype", "out")
 _SCAN_DEFAULTS = {"axis": None, "dtype": None}
 _register((np.cumsum, np.ndarray.cumsum), _SCAN, _SCAN_DEFAULTS, _cumsum_plan, batched=True)
+_register((np.nancumsum,), _SCAN, _SCAN_DEFAULTS, lambda x, o, p: _cumsum_plan(x, o, p, nan=True), batched=True)
 _register((np.cumprod, np.ndarray.cumprod), _SCAN, _SCAN_DEFAULTS, _cumprod_plan, batched=True)
 
 
