@@ -19,6 +19,7 @@ block of cotangents back through them at once.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -518,8 +519,8 @@ _VAR = ("axis", "dtype", "out", "ddof", "keepdims")
 _VAR_DEFAULTS = {"axis": None, "dtype": None, "ddof": 0, "keepdims": False, "correction": None, "where": True}
 _register((np.var, np.ndarray.var), _VAR, _VAR_DEFAULTS, _var_plan, batched=True)
 _register((np.std, np.ndarray.std), _VAR, _VAR_DEFAULTS, _std_plan, batched=True)
-_register((np.nanvar,), _VAR, _VAR_DEFAULTS, lambda x, o, primal: _var_plan(x, o, primal, nan=True), batched=True)
-_register((np.nanstd,), _VAR, _VAR_DEFAULTS, lambda x, o, primal: _std_plan(x, o, primal, nan=True), batched=True)
+_register((np.nanvar,), _VAR, _VAR_DEFAULTS, functools.partial(_var_plan, nan=True), batched=True)
+_register((np.nanstd,), _VAR, _VAR_DEFAULTS, functools.partial(_std_plan, nan=True), batched=True)
 
 
 # ----- cumsum, cumprod ---------------------------------------------------------------------
@@ -632,7 +633,7 @@ def _running_extremum_plan(x, o, primal):
 _SCAN = ("axis", "dtype", "out")
 _SCAN_DEFAULTS = {"axis": None, "dtype": None}
 _register((np.cumsum, np.ndarray.cumsum), _SCAN, _SCAN_DEFAULTS, _cumsum_plan, batched=True)
-_register((np.nancumsum,), _SCAN, _SCAN_DEFAULTS, lambda x, o, p: _cumsum_plan(x, o, p, nan=True), batched=True)
+_register((np.nancumsum,), _SCAN, _SCAN_DEFAULTS, functools.partial(_cumsum_plan, nan=True), batched=True)
 _register((np.cumprod, np.ndarray.cumprod), _SCAN, _SCAN_DEFAULTS, _cumprod_plan, batched=True)
 
 
