@@ -91,3 +91,28 @@ def test_a_number_that_indexes_is_still_not_iterable():
         cr.gradient(f, X, engine=engine)
     cr.jvp(f, (X,), (np.ones(3),))
     assert seen == [False, False, False]
+
+
+def converts_then_fails(x):
+    """What a C library does with a refused conversion (MINPACK behind scipy.optimize.fsolve): it
+    clears the refusal and raises an error of its own, which does not chain it."""
+    try:
+        float(np.sum(x))
+        failed = False
+    except TypeError:
+        failed = True
+    if failed:
+        raise RuntimeError("Result from function call is not a proper array of floats.")
+    return x
+
+
+@pytest.mark.parametrize("run", ["tape", "forward"])
+def test_a_librarys_own_error_after_a_refusal_raises_the_refusal_with_it_as_a_note(run):
+    with pytest.raises(cr.DroppedDerivativeError, match="would drop its derivative") as info:
+        if run == "tape":
+            trace.pullback_full(converts_then_fails, X)
+        else:
+            from chainrules import forward
+
+            forward.jvp(converts_then_fails, (X,), (np.ones(3),))
+    assert any("RuntimeError: Result from function call" in note for note in info.value.__notes__)

@@ -71,10 +71,11 @@ def raise_swallowed(error: ChainRulesError, f) -> None:
 
 def raise_converted(error: BaseException, refused: Exception | None) -> None:
     """Raise an engine's refusal ``refused`` where ``error``, which ended the function being
-    differentiated, was made from it: a library turned the refusal into its own error (NumPy's
+    differentiated, followed it: a library turned the refusal into its own error (NumPy's
     "setting an array element with a sequence" for ``out[i] = x`` of a number that indexes like a
-    NumPy scalar), whose message would not say what to write instead. Otherwise return, and the
-    engine re-raises ``error``."""
+    NumPy scalar; a C solver's "not a proper array of floats", which does not even chain it),
+    whose message would not say what to write instead. The library's error is kept as a note
+    where it does not chain the refusal. Without a refusal, return: the engine re-raises ``error``."""
     if refused is None or error is refused:
         return
     link, depth = error, 0
@@ -82,6 +83,8 @@ def raise_converted(error: BaseException, refused: Exception | None) -> None:
         link, depth = link.__cause__ or link.__context__, depth + 1
         if link is refused:
             raise refused from None
+    refused.add_note(f"(then the function failed with {type(error).__name__}: {error})")
+    raise refused from None
 
 
 class DroppedDerivativeError(ChainRulesError, TypeError):

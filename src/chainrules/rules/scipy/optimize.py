@@ -1,0 +1,339 @@
+"""Rules for ``scipy.optimize``'s root finders, by the implicit function theorem.
+
+The root ``x`` of ``F(x, *args) = 0`` that a solver returns moves with ``args`` (and with what
+``F`` closes over) through the equation alone, not through the solver's steps: with
+``J = ∂F/∂x`` at the root, ``dx = -J⁻¹ (∂F/∂args · d args)`` (the implicit function theorem, as
+in Griewank & Walther, "Evaluating Derivatives", 2nd ed., ch. 15, and Blondel et al. 2022,
+"Efficient and modular implicit differentiation"). Each rule runs the solver as SciPy does, then
+differentiates ``F`` at the root, by its rule or else by the running reverse engine (as ``map``'s
+callable is). ``J`` comes from pullbacks of ``F``: one for a scalar root, one in all for
+``newton``'s elementwise roots of an array, one per entry for ``fsolve`` and ``root``. The
+pullback of ``x̄`` solves ``Jᵀ λ = x̄`` and pulls ``-λ`` back through ``F``, which gives the
+cotangents of ``args`` and of ``F`` itself (what it closes over). The bracket, the starting
+point and the solver's settings get none: the root does not move with them.
+
+Where ``F``'s values carry an outer differentiation's derivatives (forward mode, which runs a
+function calling a solver as the source engine's primal; a Hessian's dual numbers), the solver
+runs on their plain values and Newton steps from its root, ``x - J⁻¹ F(x)`` computed on the
+engine's values, give the root its derivatives: exactly, since ``F(x) = 0`` at the root (one
+step for first derivatives; each step doubles the order that is exact, so two serve up to third
+derivatives). The pullback differentiates ``F`` at that root, so Hessians are exact as well.
+
+A solver that reports no convergence returns no root: differentiating its result raises,
+naming the solver, rather than giving a derivative of the equation at a point that is not a
+root. So does a root where ``J`` is singular (a double root), where ``x`` does not move smoothly.
+
+>>> import scipy.optimize as so, chainrules as cr
+>>> def cube_root(c):
+...     return so.brentq(lambda x, c: x**3 - c, 0.0, 3.0, args=(c,))
+>>> g, = cr.gradient(cube_root, 8.0)  # d c^(1/3) / dc = 1 / (3 c^(2/3)) = 1/12 at c = 8
+>>> round(g, 10)
+0.0833333333
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+import scipy.optimize as so
+
+from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
+from ...core.active import ActiveValue, stood_for
+from ...core.errors import ChainRulesError, user_location
+from ..pyfunctional import _pullback_of
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+
+# ----- the root of F(x, *args) = 0 and its derivatives ----------------------------------------
+
+
+def _depth(value) -> int:
+    """How many engines' values ``value`` is wrapped in (a Hessian's dual of a tracked array: 2)."""
+    depth = 0
+    while isinstance(value, ActiveValue):
+        inner = value.stands_for()
+        if inner is value:
+            break
+        value, depth = inner, depth + 1
+    return depth
+
+
+class _Linearized:
+    """``F`` at ``x``: its value ``y``, its pullback, and ``J = ∂F/∂x`` read from pullbacks (a number
+    for a scalar root, the diagonal for elementwise roots, else the matrix ``J[i] = ∂F_i/∂x``),
+    computed when first needed."""
+
+    def __init__(self, solver, F, x, args: tuple, layout: str, pair: bool = False):
+        self.solver, self.layout, self.x = solver, layout, x
+        self.y, self.back = _pullback_of(F, x, *args)
+        if pair:  # F returns (F(x), J(x)) (``root``'s ``jac=True``): its first output is the equation
+            self.y, back = self.y[0], self.back
+            self.back = lambda dy: back(Tangent[tuple](dy, _ZERO))
+        if np.shape(self.y) != np.shape(x) and not (layout == "dense" and np.size(self.y) == np.size(x)):
+            raise ValueError(
+                f"{_name(solver)}: the function returned shape {np.shape(self.y)} at a root of shape "
+                f"{np.shape(x)}; a root of F(x) = 0 needs as many equations as unknowns"
+            )
+        self._J = None
+
+    def _dx(self, cotangent):
+        d = unthunk(self.back(cotangent)[1])
+        return np.zeros(np.shape(self.x)) if isinstance(d, AbstractZero) else d
+
+    @property
+    def J(self):
+        if self._J is None:
+            if self.layout == "scalar":
+                self._J = self._dx(1.0)
+            elif self.layout == "elementwise":
+                self._J = self._dx(np.ones(np.shape(self.y)))
+            else:
+                n, shape = int(np.size(self.y)), np.shape(self.y)
+                units = np.eye(n)
+                self._J = np.stack([np.reshape(self._dx(np.reshape(units[i], shape)), (n,)) for i in range(n)])
+            self._check_regular()
+        return self._J
+
+    def _check_regular(self) -> None:
+        J = stood_for(self._J)
+        if self.layout == "dense":
+            regular = bool(np.all(np.isfinite(J))) and np.linalg.cond(J) < 1 / np.finfo(float).eps
+        else:
+            regular = bool(np.all(np.isfinite(J)) and np.all(J != 0))
+        if not regular:
+            raise ChainRulesError(
+                f"{_name(self.solver)}{_at_user()}: ∂F/∂x is singular at the root (a multiple root, or an "
+                "equation that does not depend on x there), so the root does not move smoothly with the arguments"
+            )
+
+    def solve(self, r, transposed: bool = False):
+        """``J⁻¹ r`` (``J⁻ᵀ r`` when ``transposed``), shaped like the root."""
+        J = self.J
+        if self.layout != "dense":
+            return r / J
+        n = int(np.size(self.x))
+        return np.reshape(np.linalg.solve(J.T if transposed else J, np.reshape(r, (n,))), np.shape(self.x))
+
+
+def _name(solver) -> str:
+    return f"scipy.optimize.{solver.__name__}"
+
+
+def _at_user() -> str:
+    where = user_location()
+    return f" at {where}" if where else ""
+
+
+def _differentiated_root(solver, F, x, args: tuple, layout: str, pair: bool):
+    """``(x, pullback)``: the solver's root ``x`` of ``F(x, *args) = 0`` (plain) with the derivatives
+    the arguments' engines carry, and ``pullback(x̄) -> (dF, d_args)``, ``d_args`` a tuple; ``pair``:
+    ``F`` returns ``(F(x), J(x))``."""
+    at = _Linearized(solver, F, x, args, layout, pair)
+    for _ in range(math.ceil(math.log2(_depth(at.y) + 1))):  # Newton steps: see the module docstring
+        x = x - at.solve(at.y)
+        at = _Linearized(solver, F, x, args, layout, pair)
+
+    def root_pullback(dx):
+        dx = unthunk(dx)
+        if isinstance(dx, AbstractZero):
+            return _NO, (_ZERO,) * len(args)
+        d = at.back(-at.solve(dx, transposed=True))
+        return d[0], tuple(d[2 : 2 + len(args)])
+
+    return x, root_pullback
+
+
+def _not_converged(solver, why: str):
+    def refused_pullback(dx):
+        raise ChainRulesError(
+            f"{_name(solver)}{_at_user()} did not converge ({why}): its result is not a root of the "
+            "equation, so the implicit function theorem gives it no derivative; tighten the solver's settings "
+            "or start it closer to the root"
+        )
+
+    return refused_pullback
+
+
+# ----- the solvers' calls: arguments, settings, results ----------------------------------------
+
+
+class _Call:
+    """A solver's call as given: the arguments bound to its signature, the extra arguments
+    ``args`` of ``F`` as a tuple, and how to run the solver on plain values."""
+
+    def __init__(self, solver, F, rest: tuple, keywords: dict):
+        self.solver = solver
+        self.parameters = list(inspect.signature(solver).parameters)
+        self.positional = 1 + len(rest)
+        self.bound = inspect.signature(solver).bind(F, *rest, **keywords).arguments
+        given = self.bound.get("args", ())
+        self.single = not isinstance(given, tuple)  # scipy takes ``args=c`` as ``args=(c,)``
+        self.args = (given,) if self.single else given
+        self.F = F
+
+    def run(self, **settings):
+        """The solver on plain values: ``F``'s outputs and the arguments unwrapped from any engine's
+        values (the derivatives come from the root, not from the solver's steps)."""
+        call = dict(self.bound)
+        F = self.F
+        call[self.parameters[0]] = lambda x, *args: _plain(F(x, *args))
+        if "args" in call:
+            call["args"] = tuple(stood_for(a) for a in self.args)
+        for name in ("x0", "bracket", "a", "b", "x1"):
+            if name in call:
+                call[name] = _plain(call[name])
+        call.update(settings)
+        return self.solver(**call)
+
+    def setting(self, name: str):
+        return self.bound.get(name, inspect.signature(self.solver).parameters[name].default)
+
+    def cotangents(self, dF, dargs: tuple) -> tuple:
+        """The pullback's tuple: one cotangent per positional argument given, ``args``'s where it stands."""
+        if all(isinstance(unthunk(d), AbstractZero) for d in dargs):
+            d_args = _ZERO
+        else:
+            d_args = dargs[0] if self.single else Tangent[tuple](*dargs)
+        rest = [
+            d_args if name == "args" else _ZERO if _is_number(self.bound[name]) else _NO
+            for name in self.parameters[1 : self.positional]
+        ]
+        return (_NO, dF, *rest)
+
+
+def _is_number(value) -> bool:
+    """A number or an array of numbers (a bracket end, a start, a tolerance: the root does not move with
+    them, a zero derivative), not a setting such as a callable, a flag or a method's name."""
+    value = stood_for(value)
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    return isinstance(value, (int, float, complex, np.number)) or (
+        isinstance(value, np.ndarray) and value.dtype.kind in "iufc"
+    )
+
+
+def _plain(value):
+    """``value`` with every engine's value in it unwrapped (a tuple of them: ``root(jac=True)``'s output)."""
+    if isinstance(value, tuple):
+        return type(value)(_plain(v) for v in value)
+    return stood_for(value)
+
+
+def _root_rule(solver, call: _Call, x, converged: bool, why: str, layout: str, pair: bool = False):
+    """``(x, pullback)`` for the root ``x`` a solver returned, ``pullback(x̄)`` giving the call's cotangents."""
+    if not converged:
+        return x, _not_converged(solver, why)
+    x, back = _differentiated_root(solver, call.F, x, call.args, layout, pair)
+
+    def solver_pullback(dx):
+        return call.cotangents(*back(dx))
+
+    return x, solver_pullback
+
+
+def _field(dy, name: str):
+    """The cotangent of a result's field (``RootResults.root``, ``OptimizeResult.x``)."""
+    dy = unthunk(dy)
+    if isinstance(dy, AbstractZero):
+        return dy
+    return getattr(dy, name) if isinstance(dy, Tangent) else dy[name]
+
+
+# ----- the rules -----------------------------------------------------------------------------
+
+
+def _bracketing_rule(solver):
+    def rrule_bracketing(f, *rest, **keywords):
+        """A root of ``f(x, *args)`` in the bracket ``[a, b]``, a float (with ``full_output=True``,
+        ``(x, RootResults)``); differentiated in ``args`` and what ``f`` closes over."""
+        call = _Call(solver, f, rest, keywords)
+        x, r = call.run(full_output=True)
+        x, back = _root_rule(solver, call, x, r.converged, r.flag, "scalar")
+        if not call.setting("full_output"):
+            return x, back
+        return (x, r), lambda dy: back(_items(dy)[0])
+
+    rrule_bracketing.__name__ = f"rrule_{solver.__name__}"
+    return rrule_bracketing
+
+
+def _items(dy) -> list:
+    dy = unthunk(dy)
+    if isinstance(dy, AbstractZero):
+        return [dy, dy]
+    return list(dy.backing if isinstance(dy, Tangent) else dy)
+
+
+for _solver in (so.brentq, so.brenth, so.ridder, so.bisect, so.toms748):
+    rrule.register(_solver)(_bracketing_rule(_solver))
+
+
+@rrule.register(so.newton)
+def rrule_newton(func, *rest, **keywords):
+    """``newton``'s root of ``func(x, *args)``: a number, or for an array ``x0`` the elementwise roots
+    of an elementwise ``func`` (SciPy's vectorized Newton), each differentiated on its own."""
+    call = _Call(so.newton, func, rest, keywords)
+    scalar = np.ndim(stood_for(call.bound["x0"])) == 0
+    found = call.run(full_output=True)
+    if scalar:
+        x, r = found
+        converged, why = r.converged, r.flag
+    else:
+        x, converged, _ = found
+        converged, why = bool(np.all(converged)), f"{int(np.sum(~converged))} of {np.size(x)} roots unconverged"
+    x, back = _root_rule(so.newton, call, x, converged, why, "scalar" if scalar else "elementwise")
+    if not call.setting("full_output"):
+        return x, back
+    return (x, *found[1:]), lambda dy: back(_items(dy)[0])
+
+
+@rrule.register(so.root_scalar)
+def rrule_root_scalar(f, *rest, **keywords):
+    """``root_scalar``'s ``RootResults``: its ``root`` differentiated in ``args`` and what ``f`` closes over."""
+    call = _Call(so.root_scalar, f, rest, keywords)
+    r = call.run()
+    x, back = _root_rule(so.root_scalar, call, r.root, r.converged, r.flag, "scalar")
+    r.root = x
+    return r, lambda dy: back(_field(dy, "root"))
+
+
+@rrule.register(so.fsolve)
+def rrule_fsolve(func, *rest, **keywords):
+    """``fsolve``'s root of ``func(x, *args)`` (a 1-d array, as SciPy returns it; with
+    ``full_output``, ``(x, infodict, ier, mesg)``)."""
+    call = _Call(so.fsolve, func, rest, keywords)
+    x, info, ier, message = call.run(full_output=True)
+    x, back = _root_rule(so.fsolve, call, x, ier == 1, message, "dense")
+    if not call.setting("full_output"):
+        return x, back
+    return (x, info, ier, message), lambda dy: back(_items(dy)[0])
+
+
+@rrule.register(so.root)
+def rrule_root(fun, *rest, **keywords):
+    """``root``'s ``OptimizeResult``: its ``x`` differentiated in ``args`` and what ``fun`` closes over
+    (with ``jac=True``, ``fun`` returns ``(F, J)``; ``F`` is differentiated)."""
+    call = _Call(so.root, fun, rest, keywords)
+    result = call.run()
+    pair = call.setting("jac") is True
+    x, back = _root_rule(so.root, call, result.x, bool(result.success), result.message, "dense", pair)
+    result.x = x
+    return result, lambda dy: back(_field(dy, "x"))
+
+
+@rrule.register(so.OptimizeResult.__getattr__)
+def rrule_result_field(result, name: str):
+    """A field of a SciPy result read as an attribute (``OptimizeResult.x``, ``RootResults.root``):
+    the item of the dict the result is."""
+    y = result[name]
+
+    def result_field_pullback(dy):
+        dy = unthunk(dy)
+        d_result = dy if isinstance(dy, AbstractZero) else Tangent[type(result)](**{name: dy})
+        return _NO, d_result, _NO
+
+    return y, result_field_pullback
