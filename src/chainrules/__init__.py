@@ -16,6 +16,7 @@ from .core import (
     ChainRulesError,
     DroppedDerivativeError,
     InplaceableThunk,
+    NoDerivativeError,
     NoRuleError,
     NoTangent,
     ProjectTo,
@@ -38,6 +39,10 @@ from .core import (
     unbroadcast,
     unthunk,
 )
+from .core.registry import defer_rules
+
+# scipy.optimize.minimize's rules differentiate the gradient (cr.gradient's rule): they live beside the API
+defer_rules("scipy.optimize", f"{__name__}.minimizers")
 
 __version__ = "0.1.0"
 
@@ -66,6 +71,7 @@ __all__ = [
     "AbstractZero",
     "ChainRulesError",
     "DroppedDerivativeError",
+    "NoDerivativeError",
     "InplaceableThunk",
     "NoRuleError",
     "NoTangent",

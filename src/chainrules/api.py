@@ -51,7 +51,7 @@ from .core import (
     unthunk,
     user_location,
 )
-from .core.errors import NoForwardRuleError
+from .core.errors import NoDerivativeError, NoForwardRuleError
 from .core.ruled_calls import IgnoredRuleError
 from .core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from .core.tangents import _is_namedtuple_type, _rebuild
@@ -167,11 +167,13 @@ def _forward(run: Callable, f: Callable, *args):
     except (DroppedDerivativeError, IgnoredRuleError, NoForwardRuleError) as refusal:
         try:
             result = run(_through_source(f), *args)
-        except ChainRulesError as error:  # the source engine cannot run f either: the first refusal says why
-            why = f"{type(error).__name__}: {error}"
-            refusal.add_note(f"Run through the source engine's primal, {_callable_label(f)} failed too: {why}")
-            raise refusal from None
-        except Exception as error:  # f ran, and a rule in it refused (a derivative without closed form)
+        except Exception as error:
+            if isinstance(error, ChainRulesError) and not isinstance(error, NoDerivativeError):
+                # the source engine cannot run f either: the first refusal says why
+                why = f"{type(error).__name__}: {error}"
+                refusal.add_note(f"Run through the source engine's primal, {_callable_label(f)} failed too: {why}")
+                raise refusal from None
+            # f ran, and a rule in it refused (a derivative without closed form, a solver that did not converge)
             error.add_note(
                 f"(forward mode ran {_callable_label(f)} as the source engine's primal runs it, since "
                 f"{type(refusal).__name__}: {refusal})"

@@ -102,3 +102,16 @@ def test_the_function_given_to_the_tape_uses_its_rule(name):
     _, back_source = cr.pullback(fn, *args)
     for got, want in zip(back(dy), back_source(dy)):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_library_function_without_a_rule_branches_on_the_engines_values():
+    import colorsys
+
+    def value(r):  # colorsys's Python compares its arguments: v = max(r, g, b), and `if minc == maxc`
+        return colorsys.rgb_to_hsv(r, 0.2, 0.1)[2] + colorsys.rgb_to_hsv(r, 0.2, 0.1)[1]
+
+    # s = (maxc - minc) / maxc = 1 - 0.1 / r for r the largest
+    expected = 1.0 + 0.1 / 0.5**2
+    assert cr.derivative(value, 0.5) == pytest.approx(expected, rel=1e-12)
+    assert cr.gradient(value, 0.5, engine="tape")[0] == pytest.approx(expected, rel=1e-12)
+    assert cr.gradient(value, 0.5)[0] == pytest.approx(expected, rel=1e-12)

@@ -9,6 +9,7 @@ from .basis import BasisSeed, basis_seed
 from .errors import (
     ChainRulesError,
     DroppedDerivativeError,
+    NoDerivativeError,
     NoRuleError,
     UnsupportedSyntaxError,
     callable_name,
@@ -50,6 +51,7 @@ __all__ = [
     "BasisSeed",
     "ChainRulesError",
     "DroppedDerivativeError",
+    "NoDerivativeError",
     "InplaceableThunk",
     "NoRuleError",
     "NoTangent",

@@ -99,6 +99,17 @@ class DroppedDerivativeError(ChainRulesError, TypeError):
     """
 
 
+class NoDerivativeError(ChainRulesError, ValueError):
+    """A rule met values at which it has no derivative to give: a solver's result that is not a
+    root (it did not converge), a root where the Jacobian is singular, an optimum held by a bound.
+    The message names the callable and the line of its call. Unlike the engines' refusals, it
+    does not depend on the engine: every mode raises it.
+
+    >>> issubclass(NoDerivativeError, ValueError)
+    True
+    """
+
+
 class UnsupportedSyntaxError(ChainRulesError):
     """The source engine met a construct it does not differentiate.
 

@@ -117,8 +117,8 @@ def _instances_are_callable(cls: type) -> bool:
     return any("__call__" in vars(k) for k in cls.__mro__ if k not in (object, type))
 
 
-#: rule modules waiting for their library to be imported: {library module: rule module}
-_DEFERRED: dict[str, str] = {}
+#: rule modules waiting for their library to be imported: {library module: [rule modules]}
+_DEFERRED: dict[str, list[str]] = {}
 
 
 def defer_rules(library: str, rules_module: str) -> None:
@@ -128,7 +128,7 @@ def defer_rules(library: str, rules_module: str) -> None:
     if library in sys.modules:
         importlib.import_module(rules_module)
     else:
-        _DEFERRED[library] = rules_module
+        _DEFERRED.setdefault(library, []).append(rules_module)
 
 
 def load_deferred_rules(everything: bool = False) -> bool:
@@ -136,7 +136,8 @@ def load_deferred_rules(everything: bool = False) -> bool:
     importing their libraries); whether any was."""
     ready = [lib for lib in _DEFERRED if everything or lib in sys.modules]
     for library in ready:
-        importlib.import_module(_DEFERRED.pop(library))
+        for rules_module in _DEFERRED.pop(library):
+            importlib.import_module(rules_module)
     return bool(ready)
 
 

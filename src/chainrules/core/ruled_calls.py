@@ -189,6 +189,7 @@ def ignored_rule(
     key: Any,
     primal: Callable[[Any], Any],
     entry=None,
+    held_anywhere: bool = False,
 ):
     """``(found, clean)``: a call of a callable with a rule in ``dispatcher`` that is running on
     the stack from ``frame`` up to ``entry`` and received values for which ``owns(value, key)``
@@ -205,6 +206,8 @@ def ignored_rule(
     engine that walks from every operation pays for a new frame once, and otherwise for the
     frames of chainrules between the operation and the user's code. The caller keeps the
     returned dict and drops it when its differentiation ends (it holds frames alive).
+    ``held_anywhere``: the values may be in any of the callable's variables, not only in its
+    arguments (a value its code computed from them, or from what a function argument closes over).
     """
     f = frame
     while f is not None and f is not entry and _runs_rules(f.f_code):  # to the user's code
@@ -221,7 +224,7 @@ def ignored_rule(
         code = f.f_code
         ruled = table.get(id(code))
         if ruled is not None and ruled[0] is code:
-            found = _ruled_call(dispatcher, f, ruled[1], owns, key, primal)
+            found = _ruled_call(dispatcher, f, ruled[1], owns, key, primal, held_anywhere)
             if found is not None:
                 return found, clean
         if not code.co_flags & _RESUMABLE and not _runs_rules(code):
@@ -259,12 +262,12 @@ def _runs_rules(code: types.CodeType) -> bool:
     return False
 
 
-def _ruled_call(dispatcher, frame, matchers, owns, key, primal):
+def _ruled_call(dispatcher, frame, matchers, owns, key, primal, held_anywhere: bool = False):
     positional, keywords = _arguments(frame)
     if not any(_holds(v, owns, key, 3) for v in (*positional, *keywords)) and not (
         # a decorator's wrapper may move its arguments into other variables before it fails
         # (SciPy's batching wrapper pops array keywords into a list): a wrapper's locals count
-        any(kind == "function" and hasattr(fn, "__wrapped__") for kind, fn in matchers)
+        (held_anywhere or any(kind == "function" and hasattr(fn, "__wrapped__") for kind, fn in matchers))
         and any(_holds(v, owns, key, 3) for v in frame.f_locals.values())
     ):
         return None
@@ -289,6 +292,21 @@ def _ruled_call(dispatcher, frame, matchers, owns, key, primal):
         if dispatcher.lookup(candidate, tuple(primal(a) for a in args)) is not None:
             return candidate, frame
     return None
+
+
+_library_code: dict = {}  # id(code) -> (code, whether it is a library's), bounded as _user_code
+
+
+def in_library_code(code: types.CodeType) -> bool:
+    """Whether ``code`` is an installed library's or the standard library's (not chainrules'), remembered by id."""
+    hit = _library_code.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    if len(_library_code) > 10_000:
+        _library_code.clear()
+    answer = is_library(code.co_filename)
+    _library_code[id(code)] = (code, answer)
+    return answer
 
 
 def _arguments(frame) -> tuple[list, list]:
@@ -425,6 +443,18 @@ class RuledCallWatch:
         )
         if found is not None:
             raise ignored_rule_error(found[0], found[1], self.engine, self.advice)
+
+    def branched(self, owner, frame) -> IgnoredRuleError | None:
+        """At a comparison or truth test of ``owner``'s value in ``frame``: the ``IgnoredRuleError``
+        to raise where a library's code branches on it inside a call of a callable with a reverse
+        rule (the rule set's: an iterative solver such as ``scipy.optimize.newton``), whose
+        iterations the engine would otherwise differentiate in place of the rule, silently, as no
+        conversion shows it; ``None`` elsewhere. The user's code branches freely: a frame of its
+        code costs one lookup (``in_library_code``)."""
+        if owner is None or not in_library_code(frame.f_code):
+            return None
+        found, _ = ignored_rule(rrule, frame, None, self.owns, owner, self.primal, owner.entry, held_anywhere=True)
+        return None if found is None else ignored_rule_error(found[0], found[1], self.engine, self.advice)
 
     def refused(self, owner, frame, error: Exception) -> Exception:
         """The error for a refused conversion of ``owner``'s value at ``frame``: ``error``, or, when

@@ -367,10 +367,10 @@ class Tangent(AbstractTangent, metaclass=_TangentMeta):
         P = type(self).primal_type
         if type(self) is Tangent:
             raise TypeError("write Tangent[P](...) with the primal type P, e.g. Tangent[MyClass](w=1.0)")
-        if P is dict:
-            if kwargs or len(args) > 1:
+        if issubclass(P, dict):  # (a dict subclass, whose items read as attributes too, takes keywords as well)
+            if (P is dict and kwargs) or len(args) > 1:
                 raise TypeError("Tangent[dict] takes one mapping: Tangent[dict]({'a': 1.0})")
-            backing = dict(args[0]) if args else {}
+            backing = {**(dict(args[0]) if args else {}), **kwargs}
         elif issubclass(P, (tuple, list)) and not _is_namedtuple_type(P):
             if kwargs:
                 raise TypeError(f"Tangent[{P.__name__}] takes positional fields, got keywords {sorted(kwargs)}")

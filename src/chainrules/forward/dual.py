@@ -74,7 +74,7 @@ from ..core.active import InplaceOperators, NumberIndexing, _orders, reflected_b
 from ..core.errors import DroppedDerivativeError, NoForwardRuleError, conversion_in_rule, in_percent_formatting
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
-from ..core.ruled_calls import RuledCallWatch
+from ..core.ruled_calls import RuledCallWatch, in_library_code
 from ..core.structures import item_tangents, structure_items, with_fields
 from ..core.tangents import _is_namedtuple_type
 from ..core.twins import ATTRIBUTE_TWINS, call_method, call_twin, method_twin, twin_of
@@ -161,6 +161,16 @@ def _refused(value, error: Exception) -> Exception:
     frame = sys._getframe(1)
     tag = value.tag if type(value) in _DUALS else None
     return _kept(tag, conversion_in_rule(frame, "dual numbers") or RULED_CALLS.refused(tag, frame, error))
+
+
+def _branching(value) -> None:
+    """A comparison or truth test of ``value`` by its caller: refused where a library's code
+    iterates on it inside a ruled callable (``RuledCallWatch.branched``)."""
+    frame = sys._getframe(2)
+    if in_library_code(frame.f_code):
+        error = RULED_CALLS.branched(value.tag, frame)
+        if error is not None:
+            raise _kept(value.tag, error)
 
 
 def _kept(tag: Tag | None, error: Exception) -> Exception:
@@ -296,25 +306,32 @@ class Dual(NumberIndexing, ActiveValue):
     def __bool__(self) -> bool:
         # the primal's truth, as NumPy has it (its ValueError for an array of several entries,
         # which the user's code may catch as it would for the plain array)
+        _branching(self)
         return bool(self.primal)
 
     # -- comparisons: on primal values, so control flow follows the primal --
     def __lt__(self, other):
+        _branching(self)
         return self.primal < _primal(other)
 
     def __le__(self, other):
+        _branching(self)
         return self.primal <= _primal(other)
 
     def __gt__(self, other):
+        _branching(self)
         return self.primal > _primal(other)
 
     def __ge__(self, other):
+        _branching(self)
         return self.primal >= _primal(other)
 
     def __eq__(self, other):
+        _branching(self)
         return self.primal == _primal(other)
 
     def __ne__(self, other):
+        _branching(self)
         return self.primal != _primal(other)
 
     def __hash__(self) -> int:

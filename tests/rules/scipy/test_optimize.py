@@ -193,6 +193,9 @@ def test_unconverged_and_singular_roots_refuse_a_derivative():
 
     with pytest.raises(cr.ChainRulesError, match=r"scipy.optimize.newton at .*test_optimize.py:\d+ did not converge"):
         cr.gradient(unconverged, 1.0)
+    with pytest.raises(cr.ChainRulesError, match="did not converge"):  # forward mode: at once, not a zero tangent
+        cr.derivative(unconverged, 1.0)
+    assert so.newton(lambda x: x**2 + 1.0, 1.0, disp=False) == cr.pullback(unconverged, 1.0)[0]  # the primal runs
 
     def raising(c):  # disp=True: SciPy's own error, as without differentiation
         return so.newton(lambda x: x**2 + c, 1.0)
@@ -213,3 +216,25 @@ def test_optimize_result_fields_read_by_attribute_and_by_key():
         return np.sum(result.x * result["x"])
 
     np.testing.assert_allclose(cr.gradient(f, THETA)[0], fd(f, THETA), rtol=1e-6)
+
+
+SOLVED_IN_PYTHON = {  # solvers whose iterations run in Python on the values they get
+    "newton, secant": lambda c: so.newton(lambda x: x**3 - c, 1.0),
+    "newton, fprime": lambda c: so.newton(lambda x: x**3 - c, 1.0, fprime=lambda x: 3 * x**2),
+    "root_scalar, secant": lambda c: so.root_scalar(lambda x: x**3 - c, x0=1.0, x1=2.0).root,
+    "root_scalar, halley": lambda c: so.root_scalar(
+        lambda x: x**3 - c, x0=1.0, fprime=lambda x: 3 * x**2, fprime2=lambda x: 6 * x
+    ).root,
+}
+
+
+@pytest.mark.parametrize("name", list(SOLVED_IN_PYTHON))
+def test_forward_mode_and_the_tape_never_differentiate_a_solvers_iterations(name):
+    # Forward mode notices the solver branching on its dual numbers (a comparison in its code) and runs
+    # the function through the source engine's primal, where the rule differentiates the root (through
+    # the secant's iterations, root_scalar's derivative was 0.041 for 1/12); the tape refuses, naming it.
+    f = SOLVED_IN_PYTHON[name]
+    assert cr.derivative(f, 8.0) == pytest.approx(1 / 12, rel=1e-12)
+    assert cr.gradient(f, 8.0)[0] == pytest.approx(1 / 12, rel=1e-12)
+    with pytest.raises(IgnoredRuleError, match=r"scipy\.optimize\.\S+ has a rule that the tape engine cannot use"):
+        cr.gradient(f, 8.0, engine="tape")

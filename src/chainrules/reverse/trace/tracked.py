@@ -24,6 +24,7 @@ import numpy as np
 
 from ...core.active import ActiveValue, InplaceOperators, NumberIndexing
 from ...core.errors import DroppedDerivativeError, conversion_in_rule, in_percent_formatting
+from ...core.ruled_calls import in_library_code
 from ...core.tangents import NoTangent
 from ...core.twins import call_method
 from . import tracer, writes
@@ -72,6 +73,16 @@ def _refused(value, error: Exception) -> Exception:
     frame = sys._getframe(1)
     error = conversion_in_rule(frame, "tracked values") or tracer.RULED_CALLS.refused(value._trace, frame, error)
     return tracer.kept(value._trace, error)
+
+
+def _branching(value) -> None:
+    """A comparison or truth test of ``value`` by its caller: refused where a library's code
+    iterates on it inside a ruled callable (``RuledCallWatch.branched``)."""
+    frame = sys._getframe(2)
+    if in_library_code(frame.f_code):
+        error = tracer.RULED_CALLS.branched(value._trace, frame)
+        if error is not None:
+            raise tracer.kept(value._trace, error)
 
 
 # the operators' hot paths, one closure each (see tracer.binary_operation)
@@ -183,24 +194,31 @@ class _Operators(Tracked):
 
     # comparisons and truth read the primal values: control flow runs as it would untraced
     def __lt__(self, other):
+        _branching(self)
         return deep_primal(self) < deep_primal(other)
 
     def __le__(self, other):
+        _branching(self)
         return deep_primal(self) <= deep_primal(other)
 
     def __gt__(self, other):
+        _branching(self)
         return deep_primal(self) > deep_primal(other)
 
     def __ge__(self, other):
+        _branching(self)
         return deep_primal(self) >= deep_primal(other)
 
     def __eq__(self, other):
+        _branching(self)
         return deep_primal(self) == deep_primal(other)
 
     def __ne__(self, other):
+        _branching(self)
         return deep_primal(self) != deep_primal(other)
 
     def __bool__(self):
+        _branching(self)
         return bool(deep_primal(self))
 
     # conversions that would drop the derivative, except to print the value ("%.3f" % x)

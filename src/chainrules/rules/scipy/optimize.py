@@ -33,6 +33,7 @@ root. So does a root where ``J`` is singular (a double root), where ``x`` does n
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 
@@ -41,7 +42,7 @@ import scipy.optimize as so
 
 from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
 from ...core.active import ActiveValue, stood_for
-from ...core.errors import ChainRulesError, user_location
+from ...core.errors import NoDerivativeError, user_location
 from ..pyfunctional import _pullback_of
 
 _NO = NoTangent()
@@ -105,7 +106,7 @@ class _Linearized:
         else:
             regular = bool(np.all(np.isfinite(J)) and np.all(J != 0))
         if not regular:
-            raise ChainRulesError(
+            raise NoDerivativeError(
                 f"{_name(self.solver)}{_at_user()}: ∂F/∂x is singular at the root (a multiple root, or an "
                 "equation that does not depend on x there), so the root does not move smoothly with the arguments"
             )
@@ -128,11 +129,21 @@ def _at_user() -> str:
     return f" at {where}" if where else ""
 
 
-def _differentiated_root(solver, F, x, args: tuple, layout: str, pair: bool):
+def _differentiated_root(solver, F, x, args: tuple, layout: str, pair: bool, unconverged: str | None = None):
     """``(x, pullback)``: the solver's root ``x`` of ``F(x, *args) = 0`` (plain) with the derivatives
     the arguments' engines carry, and ``pullback(x̄) -> (dF, d_args)``, ``d_args`` a tuple; ``pair``:
-    ``F`` returns ``(F(x), J(x))``."""
+    ``F`` returns ``(F(x), J(x))``. ``unconverged``: why the solver failed, which refuses the
+    derivatives (at once where an engine's values want them now: forward mode, a Hessian)."""
     at = _Linearized(solver, F, x, args, layout, pair)
+    if unconverged is not None:
+        error = _not_converged(solver, unconverged)
+        if _depth(at.y):
+            raise error
+
+        def refused_pullback(dx):
+            raise error
+
+        return x, refused_pullback
     for _ in range(math.ceil(math.log2(_depth(at.y) + 1))):  # Newton steps: see the module docstring
         x = x - at.solve(at.y)
         at = _Linearized(solver, F, x, args, layout, pair)
@@ -147,15 +158,12 @@ def _differentiated_root(solver, F, x, args: tuple, layout: str, pair: bool):
     return x, root_pullback
 
 
-def _not_converged(solver, why: str):
-    def refused_pullback(dx):
-        raise ChainRulesError(
-            f"{_name(solver)}{_at_user()} did not converge ({why}): its result is not a root of the "
-            "equation, so the implicit function theorem gives it no derivative; tighten the solver's settings "
-            "or start it closer to the root"
-        )
-
-    return refused_pullback
+def _not_converged(solver, why: str) -> NoDerivativeError:
+    return NoDerivativeError(
+        f"{_name(solver)}{_at_user()} did not converge ({why}): its result is not a root of the equation, so "
+        "the implicit function theorem gives it no derivative; give the solver a tolerance it can reach or start it "
+        "closer to the root"
+    )
 
 
 # ----- the solvers' calls: arguments, settings, results ----------------------------------------
@@ -181,6 +189,10 @@ class _Call:
         call = dict(self.bound)
         F = self.F
         call[self.parameters[0]] = lambda x, *args: _plain(F(x, *args))
+        for name in _CALLBACKS:  # the user's derivatives for the solver (its ``fprime``, ``jac``)
+            given = call.get(name)
+            if callable(given):
+                call[name] = functools.partial(_plain_output, given)
         if "args" in call:
             call["args"] = tuple(stood_for(a) for a in self.args)
         for name in ("x0", "bracket", "a", "b", "x1"):
@@ -216,6 +228,14 @@ def _is_number(value) -> bool:
     )
 
 
+#: settings that are the user's callables, which the solver calls with ``x`` and ``args``
+_CALLBACKS = ("fprime", "fprime2", "jac", "hess", "hessp")
+
+
+def _plain_output(f, *args):
+    return _plain(f(*args))
+
+
 def _plain(value):
     """``value`` with every engine's value in it unwrapped (a tuple of them: ``root(jac=True)``'s output)."""
     if isinstance(value, tuple):
@@ -225,9 +245,7 @@ def _plain(value):
 
 def _root_rule(solver, call: _Call, x, converged: bool, why: str, layout: str, pair: bool = False):
     """``(x, pullback)`` for the root ``x`` a solver returned, ``pullback(x̄)`` giving the call's cotangents."""
-    if not converged:
-        return x, _not_converged(solver, why)
-    x, back = _differentiated_root(solver, call.F, x, call.args, layout, pair)
+    x, back = _differentiated_root(solver, call.F, x, call.args, layout, pair, None if converged else why)
 
     def solver_pullback(dx):
         return call.cotangents(*back(dx))

@@ -1,0 +1,154 @@
+"""Rules for ``scipy.optimize.minimize`` and ``minimize_scalar``: the optimum is a root of the gradient.
+
+At an unconstrained minimum ``x`` of ``fun(x, *args)`` the gradient ``G(x) = ∇ₓ fun(x, *args)``
+is zero, so ``x`` moves with ``args`` (and with what ``fun`` closes over) as the root of
+``G(x) = 0`` does: the root finders' implicit differentiation (``rules/scipy/optimize.py``)
+with ``G`` for the equation. ``∂G/∂x`` is the Hessian of ``fun``, read from Hessian-vector
+products, and the pullback of ``x̄`` pulls ``-H⁻¹ x̄`` back through ``G``: mixed second
+derivatives of ``fun``, which ``cr.gradient``'s own rule gives (reverse over reverse, its
+pullbacks forward over reverse), hence this module beside the API rather than among the rules.
+The optimal value ``result.fun`` is differentiated as ``fun`` at the optimum (its ``x`` part,
+zero at an exact optimum, included).
+
+Refused with a message naming the line: constraints, a bound that holds at the optimum (the
+optimum then moves along the bound, not as a root of the gradient), a solver that reports no
+success, a singular Hessian, and a cotangent on another field of the result (``jac``,
+``hess_inv``).
+
+>>> import numpy as np, scipy.optimize as so, chainrules as cr
+>>> def ridge(lam):  # argmin_x |A x - b|^2 + lam |x|^2
+...     A, b = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 1.0])
+...     loss = lambda x, lam: np.sum((A @ x - b) ** 2) + lam * np.sum(x**2)
+...     return so.minimize(loss, np.zeros(2), args=(lam,), tol=1e-12).x
+>>> dx = cr.jacobian(ridge, 0.5)  # d/dlam of (AᵀA + lam I)⁻¹ Aᵀ b
+>>> A, b = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 1.0])
+>>> M = np.linalg.inv(A.T @ A + 0.5 * np.eye(2))
+>>> np.allclose(dx, -M @ M @ A.T @ b, atol=1e-6)
+True
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import scipy.optimize as so
+
+from .api import gradient
+from .core import AbstractZero, NoTangent, Tangent, ZeroTangent, add, iszero, rrule, unthunk
+from .core.active import stood_for
+from .core.errors import NoDerivativeError
+from .rules.pyfunctional import _pullback_of
+from .rules.scipy.optimize import _at_user, _Call, _differentiated_root, _name
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+_DIFFERENTIATED = ("x", "fun")
+
+
+def _refuse(solver, why: str):
+    raise NoDerivativeError(f"{_name(solver)}{_at_user()}: {why}")
+
+
+def _check_bounds(solver, x, bounds) -> None:
+    """Refuse a bound that holds at the optimum ``x``; one that does not leaves the optimum interior."""
+    if bounds is None:
+        return
+    if isinstance(bounds, so.Bounds):
+        lower, upper = bounds.lb, bounds.ub
+    else:
+        pairs = np.reshape(np.array(bounds, dtype=object), (-1, 2))
+        lower = np.array([-np.inf if lo is None else lo for lo in pairs[:, 0]], dtype=float)
+        upper = np.array([np.inf if hi is None else hi for hi in pairs[:, 1]], dtype=float)
+    x = np.asarray(x, dtype=float)
+    lower, upper = np.broadcast_to(lower, x.shape), np.broadcast_to(upper, x.shape)
+    held = np.isclose(x, lower, rtol=1e-12, atol=1e-12) | np.isclose(x, upper, rtol=1e-12, atol=1e-12)
+    if np.any(held):
+        i = int(np.flatnonzero(held)[0])
+        _refuse(
+            solver,
+            f"a bound holds at the optimum (x[{i}] = {float(x.flat[i])!r}), which then moves along the bound rather "
+            "than as a root of the gradient; differentiate a problem whose optimum is interior, or put the bound in",
+        )
+
+
+def _optimum_rule(solver, call: _Call, result, layout: str):
+    """``(result, pullback)``: ``result.x`` and ``result.fun`` with their derivatives, the pullback
+    taking a cotangent of the result (a ``Tangent[OptimizeResult]``)."""
+    fun, args = call.F, call.args
+    pair = call.setting("jac") is True if "jac" in call.parameters else False  # fun returns (value, gradient)
+    stationarity = functools.partial(gradient, fun, argnums=0, has_aux=pair)
+    unconverged = None if result.success else str(result.message)
+    x, root_back = _differentiated_root(solver, stationarity, result.x, args, layout, pair, unconverged)
+    if unconverged is not None:
+        return result, root_back
+    value, value_back = _pullback_of(fun, x, *args)
+    if pair:
+        value, pair_back = value[0], value_back
+        value_back = lambda d: pair_back(Tangent[tuple](d, _ZERO))  # noqa: E731
+    result.x, result.fun = x, value
+
+    def optimum_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return call.cotangents(_NO, (_ZERO,) * len(args))
+        fields = dy.backing if isinstance(dy, Tangent) else dict(dy)
+        others = [k for k, d in fields.items() if k not in _DIFFERENTIATED and not iszero(unthunk(d))]
+        if others:
+            _refuse(solver, f"the result's {others[0]!r} is not differentiated, only {' and '.join(_DIFFERENTIATED)}")
+        dx, dvalue = (unthunk(fields.get(k, _ZERO)) for k in _DIFFERENTIATED)
+        dfun, dargs = _NO, (_ZERO,) * len(args)
+        if not isinstance(dvalue, AbstractZero):  # the value at the optimum: fun's pullback there
+            d = value_back(dvalue)
+            dfun, dargs = d[0], tuple(d[2 : 2 + len(args)])
+            dx = add(dx, d[1])
+        if not isinstance(unthunk(dx), AbstractZero):
+            d_stationarity, d_root_args = root_back(dx)
+            dfun = _function_sum(dfun, _function_cotangent(d_stationarity))
+            dargs = tuple(add(a, b) for a, b in zip(dargs, d_root_args))
+        return call.cotangents(dfun, dargs)
+
+    return result, optimum_pullback
+
+
+def _function_sum(a, b):
+    """Two cotangents of ``fun``: ``NoTangent`` (a function with nothing to differentiate) only if both are."""
+    if isinstance(a, NoTangent):
+        return b
+    return a if isinstance(b, NoTangent) else add(a, b)
+
+
+def _function_cotangent(d_partial):
+    """The cotangent of ``fun`` inside ``partial(gradient, fun, ...)``'s: what it closes over."""
+    d_partial = unthunk(d_partial)
+    d_args = d_partial if isinstance(d_partial, AbstractZero) else unthunk(d_partial.args)
+    d_fun = d_args if isinstance(d_args, AbstractZero) else unthunk(d_args[0])
+    return _NO if isinstance(d_fun, AbstractZero) else d_fun  # (zero: nothing in fun is differentiated)
+
+
+@rrule.register(so.minimize)
+def rrule_minimize(fun, *rest, **keywords):
+    """``minimize``'s ``OptimizeResult``: ``x`` and ``fun`` differentiated in ``args`` and what
+    ``fun`` closes over (with ``jac=True``, ``fun`` returns ``(value, gradient)``)."""
+    call = _Call(so.minimize, fun, rest, keywords)
+    if call.setting("constraints"):
+        _refuse(so.minimize, "constraints are not differentiated (the optimum solves the KKT conditions, not ∇f = 0)")
+    result = call.run()
+    if result.success:
+        _check_bounds(so.minimize, result.x, call.setting("bounds"))
+    return _optimum_rule(so.minimize, call, result, "dense")
+
+
+@rrule.register(so.minimize_scalar)
+def rrule_minimize_scalar(fun, *rest, **keywords):
+    """``minimize_scalar``'s ``OptimizeResult``: ``x`` and ``fun`` differentiated in ``args`` and
+    what ``fun`` closes over."""
+    call = _Call(so.minimize_scalar, fun, rest, keywords)
+    result = call.run()
+    if result.success:
+        _check_bounds(so.minimize_scalar, np.array([stood_for(result.x)]), _scalar_bounds(call.setting("bounds")))
+    return _optimum_rule(so.minimize_scalar, call, result, "scalar")
+
+
+def _scalar_bounds(bounds):
+    return None if bounds is None else [tuple(bounds)]

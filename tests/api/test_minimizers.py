@@ -1,0 +1,163 @@
+"""``scipy.optimize.minimize`` and ``minimize_scalar``: the optimum differentiated as the root of
+the gradient (implicit differentiation with the Hessian), and the optimal value as the function
+at the optimum; checked against closed forms, finite differences, forward against reverse mode,
+to second order; what it cannot differentiate is refused, naming the line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.optimize as so
+
+import chainrules as cr
+import chainrules.testing as crt
+
+A = np.array([[1.0, 2.0], [3.0, 4.0], [0.5, -1.0]])
+B = np.array([1.0, 1.0, 2.0])
+
+
+def ridge_solution(lam):
+    """argmin_x |A x - B|² + lam |x|², in closed form."""
+    return np.linalg.solve(A.T @ A + lam * np.eye(2), A.T @ B)
+
+
+def ridge_derivative(lam):
+    M = np.linalg.inv(A.T @ A + lam * np.eye(2))
+    return -M @ ridge_solution(lam)
+
+
+def ridge_loss(x, lam):
+    return np.sum((A @ x - B) ** 2) + lam * np.sum(x**2)
+
+
+def ridge_loss_and_gradient(x, lam):
+    r = A @ x - B
+    return np.sum(r**2) + lam * np.sum(x**2), 2 * A.T @ r + 2 * lam * x
+
+
+TIGHT = {"tol": 1e-12}
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        {"method": "BFGS"},
+        {"method": "L-BFGS-B", "bounds": [(-10, 10), (None, 5.0)]},  # bounds that do not hold at the optimum
+        {"method": "Newton-CG", "jac": True, "fun": ridge_loss_and_gradient},
+        {"method": "CG", "jac": lambda x, lam: ridge_loss_and_gradient(x, lam)[1], "tol": 1e-6},
+    ],
+    ids=["BFGS", "L-BFGS-B", "Newton-CG-jac-True", "CG-jac"],
+)
+def test_minimize_optimum_in_args_every_mode(how):
+    how = dict(how)
+    fun = how.pop("fun", ridge_loss)
+
+    def optimum(lam):
+        return so.minimize(fun, np.zeros(2), args=(lam,), **{**TIGHT, **how}).x
+
+    lam = 0.5
+    assert np.allclose(optimum(lam), ridge_solution(lam), atol=1e-6)
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(cr.jacobian(optimum, lam, mode=mode), ridge_derivative(lam), rtol=1e-5, atol=1e-7)
+
+
+def test_minimize_optimum_and_value_through_a_closure():
+    def value(lam):
+        return so.minimize(lambda x: ridge_loss(x, lam), np.zeros(2), **TIGHT).fun
+
+    def norm_of_optimum(lam):
+        return np.sum(so.minimize(lambda x: ridge_loss(x, lam), np.zeros(2), **TIGHT).x ** 2)
+
+    lam = 0.7
+    x = ridge_solution(lam)
+    assert cr.gradient(value, lam)[0] == pytest.approx(np.sum(x**2), rel=1e-6)  # the envelope theorem
+    assert cr.gradient(norm_of_optimum, lam)[0] == pytest.approx(2 * x @ ridge_derivative(lam), rel=1e-5)
+    assert cr.derivative(norm_of_optimum, lam) == pytest.approx(2 * x @ ridge_derivative(lam), rel=1e-5)
+
+
+def test_minimize_hessian_against_finite_differences_of_the_gradient():
+    def f(lam):
+        return np.sum(so.minimize(ridge_loss, np.zeros(2), args=(lam,), **TIGHT).x ** 2)
+
+    def closed_form(lam):
+        return np.sum(ridge_solution(lam) ** 2)
+
+    lam, h = 0.5, 1e-4
+    second = (closed_form(lam + h) - 2 * closed_form(lam) + closed_form(lam - h)) / h**2
+    assert cr.hessian(f, lam) == pytest.approx(second, rel=1e-5)
+
+
+def quartic(x, c):
+    return (x - c) ** 2 + x**4
+
+
+cr.scalar_rule(quartic, lambda x, c: 2 * (x - c) + 4 * x**3, lambda x, c: -2 * (x - c))
+
+
+def quartic_minimum(c):
+    """The minimum of quartic, the real root of its derivative 2 (x - c) + 4 x³ (to machine precision)."""
+    roots = np.roots([4.0, 0.0, 2.0, -2.0 * c])
+    return float(np.real(roots[np.argmin(np.abs(np.imag(roots)))]))
+
+
+def quartic_derivative(c):
+    """dx/dc at the minimum of quartic: 1 / (1 + 6 x²)."""
+    return 1 / (1 + 6 * quartic_minimum(c) ** 2)
+
+
+def quartic_second_derivative(c):
+    """d²x/dc² at the minimum of quartic: -12 x / (1 + 6 x²)³."""
+    x = quartic_minimum(c)
+    return -12 * x / (1 + 6 * x**2) ** 3
+
+
+def test_minimize_scalar_against_the_closed_form_and_finite_differences():
+    crt.test_rrule(so.minimize_scalar, crt.nondiff(quartic), None, None, (1.0,), rtol=1e-4, atol=1e-6)
+
+    def by_closure(c):
+        return so.minimize_scalar(lambda x: (x - c) ** 2 + x**4).x
+
+    def bounded(c):
+        return so.minimize_scalar(quartic, bounds=(-3.0, 3.0), args=(c,), method="bounded", options={"xatol": 1e-12}).x
+
+    for f in (by_closure, bounded):
+        assert cr.gradient(f, 1.0)[0] == pytest.approx(quartic_derivative(1.0), rel=1e-6)
+        assert cr.derivative(f, 1.0) == pytest.approx(quartic_derivative(1.0), rel=1e-6)
+    second = quartic_second_derivative(1.0)
+    assert cr.derivative(lambda c: cr.derivative(by_closure, c), 1.0) == pytest.approx(second, rel=1e-6)
+    assert cr.hessian(bounded, 1.0) == pytest.approx(second, rel=1e-6)
+
+
+def test_refusals_name_the_solver_and_the_line():
+    def constrained(lam):
+        cons = {"type": "eq", "fun": lambda x: x[0] - x[1]}
+        return so.minimize(ridge_loss, np.zeros(2), args=(lam,), constraints=cons).x
+
+    with pytest.raises(cr.ChainRulesError, match=r"scipy.optimize.minimize at .*test_minimizers.py:\d+: constraints"):
+        cr.jacobian(constrained, 0.5, mode="reverse")
+
+    def at_a_bound(lam):
+        return so.minimize(ridge_loss, np.zeros(2), args=(lam,), bounds=[(None, None), (0.0, None)]).x
+
+    with pytest.raises(cr.ChainRulesError, match=r"a bound holds at the optimum \(x\[1\] = 0.0\)"):
+        cr.jacobian(at_a_bound, 0.5, mode="reverse")
+
+    def unfinished(lam):
+        return so.minimize(ridge_loss, np.array([5.0, -5.0]), args=(lam,), options={"maxiter": 1}).x
+
+    for mode in ("reverse", "forward"):  # (forward mode: at once, rather than a zero tangent)
+        with pytest.raises(cr.ChainRulesError, match="did not converge"):
+            cr.jacobian(unfinished, 0.5, mode=mode)
+
+    def gradient_field(lam):
+        return np.sum(so.minimize(ridge_loss, np.zeros(2), args=(lam,)).jac)
+
+    with pytest.raises(cr.ChainRulesError, match="the result's 'jac' is not differentiated"):
+        cr.gradient(gradient_field, 0.5)
+
+
+def test_inputs_are_not_mutated_and_the_primal_is_scipys():
+    start = np.zeros(2)
+    result, _ = cr.pullback(lambda lam: so.minimize(ridge_loss, start, args=(lam,)).x, 0.5)
+    np.testing.assert_array_equal(result, so.minimize(ridge_loss, np.zeros(2), args=(0.5,)).x)
+    np.testing.assert_array_equal(start, np.zeros(2))
