@@ -39,7 +39,8 @@ from .core import AbstractZero, NoTangent, Tangent, ZeroTangent, add, iszero, rr
 from .core.active import stood_for
 from .core.errors import NoDerivativeError
 from .rules.pyfunctional import _pullback_of
-from .rules.scipy.optimize import _at_user, _Call, _differentiated_root, _name
+from .rules.scipy._functionals import FunctionalCall
+from .rules.scipy.optimize import _at_user, _differentiated_root, _name
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -72,7 +73,7 @@ def _check_bounds(solver, x, bounds) -> None:
         )
 
 
-def _optimum_rule(solver, call: _Call, result, layout: str):
+def _optimum_rule(solver, call: FunctionalCall, result, layout: str):
     """``(result, pullback)``: ``result.x`` and ``result.fun`` with their derivatives, the pullback
     taking a cotangent of the result (a ``Tangent[OptimizeResult]``)."""
     fun, args = call.F, call.args
@@ -130,7 +131,7 @@ def _function_cotangent(d_partial):
 def rrule_minimize(fun, *rest, **keywords):
     """``minimize``'s ``OptimizeResult``: ``x`` and ``fun`` differentiated in ``args`` and what
     ``fun`` closes over (with ``jac=True``, ``fun`` returns ``(value, gradient)``)."""
-    call = _Call(so.minimize, fun, rest, keywords)
+    call = FunctionalCall(so.minimize, fun, rest, keywords)
     if call.setting("constraints"):
         _refuse(so.minimize, "constraints are not differentiated (the optimum solves the KKT conditions, not ∇f = 0)")
     result = call.run()
@@ -143,7 +144,7 @@ def rrule_minimize(fun, *rest, **keywords):
 def rrule_minimize_scalar(fun, *rest, **keywords):
     """``minimize_scalar``'s ``OptimizeResult``: ``x`` and ``fun`` differentiated in ``args`` and
     what ``fun`` closes over."""
-    call = _Call(so.minimize_scalar, fun, rest, keywords)
+    call = FunctionalCall(so.minimize_scalar, fun, rest, keywords)
     result = call.run()
     if result.success:
         _check_bounds(so.minimize_scalar, np.array([stood_for(result.x)]), _scalar_bounds(call.setting("bounds")))

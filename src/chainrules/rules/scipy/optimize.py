@@ -33,8 +33,6 @@ root. So does a root where ``J`` is singular (a double root), where ``x`` does n
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 
 import numpy as np
@@ -44,6 +42,7 @@ from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthun
 from ...core.active import ActiveValue, stood_for
 from ...core.errors import NoDerivativeError, user_location
 from ..pyfunctional import _pullback_of
+from ._functionals import FunctionalCall
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -169,81 +168,7 @@ def _not_converged(solver, why: str) -> NoDerivativeError:
 # ----- the solvers' calls: arguments, settings, results ----------------------------------------
 
 
-class _Call:
-    """A solver's call as given: the arguments bound to its signature, the extra arguments
-    ``args`` of ``F`` as a tuple, and how to run the solver on plain values."""
-
-    def __init__(self, solver, F, rest: tuple, keywords: dict):
-        self.solver = solver
-        self.parameters = list(inspect.signature(solver).parameters)
-        self.positional = 1 + len(rest)
-        self.bound = inspect.signature(solver).bind(F, *rest, **keywords).arguments
-        given = self.bound.get("args", ())
-        self.single = not isinstance(given, tuple)  # scipy takes ``args=c`` as ``args=(c,)``
-        self.args = (given,) if self.single else given
-        self.F = F
-
-    def run(self, **settings):
-        """The solver on plain values: ``F``'s outputs and the arguments unwrapped from any engine's
-        values (the derivatives come from the root, not from the solver's steps)."""
-        call = dict(self.bound)
-        F = self.F
-        call[self.parameters[0]] = lambda x, *args: _plain(F(x, *args))
-        for name in _CALLBACKS:  # the user's derivatives for the solver (its ``fprime``, ``jac``)
-            given = call.get(name)
-            if callable(given):
-                call[name] = functools.partial(_plain_output, given)
-        if "args" in call:
-            call["args"] = tuple(stood_for(a) for a in self.args)
-        for name in ("x0", "bracket", "a", "b", "x1"):
-            if name in call:
-                call[name] = _plain(call[name])
-        call.update(settings)
-        return self.solver(**call)
-
-    def setting(self, name: str):
-        return self.bound.get(name, inspect.signature(self.solver).parameters[name].default)
-
-    def cotangents(self, dF, dargs: tuple) -> tuple:
-        """The pullback's tuple: one cotangent per positional argument given, ``args``'s where it stands."""
-        if all(isinstance(unthunk(d), AbstractZero) for d in dargs):
-            d_args = _ZERO
-        else:
-            d_args = dargs[0] if self.single else Tangent[tuple](*dargs)
-        rest = [
-            d_args if name == "args" else _ZERO if _is_number(self.bound[name]) else _NO
-            for name in self.parameters[1 : self.positional]
-        ]
-        return (_NO, dF, *rest)
-
-
-def _is_number(value) -> bool:
-    """A number or an array of numbers (a bracket end, a start, a tolerance: the root does not move with
-    them, a zero derivative), not a setting such as a callable, a flag or a method's name."""
-    value = stood_for(value)
-    if isinstance(value, (bool, np.bool_)):
-        return False
-    return isinstance(value, (int, float, complex, np.number)) or (
-        isinstance(value, np.ndarray) and value.dtype.kind in "iufc"
-    )
-
-
-#: settings that are the user's callables, which the solver calls with ``x`` and ``args``
-_CALLBACKS = ("fprime", "fprime2", "jac", "hess", "hessp")
-
-
-def _plain_output(f, *args):
-    return _plain(f(*args))
-
-
-def _plain(value):
-    """``value`` with every engine's value in it unwrapped (a tuple of them: ``root(jac=True)``'s output)."""
-    if isinstance(value, tuple):
-        return type(value)(_plain(v) for v in value)
-    return stood_for(value)
-
-
-def _root_rule(solver, call: _Call, x, converged: bool, why: str, layout: str, pair: bool = False):
+def _root_rule(solver, call: FunctionalCall, x, converged: bool, why: str, layout: str, pair: bool = False):
     """``(x, pullback)`` for the root ``x`` a solver returned, ``pullback(x̄)`` giving the call's cotangents."""
     x, back = _differentiated_root(solver, call.F, x, call.args, layout, pair, None if converged else why)
 
@@ -268,7 +193,7 @@ def _bracketing_rule(solver):
     def rrule_bracketing(f, *rest, **keywords):
         """A root of ``f(x, *args)`` in the bracket ``[a, b]``, a float (with ``full_output=True``,
         ``(x, RootResults)``); differentiated in ``args`` and what ``f`` closes over."""
-        call = _Call(solver, f, rest, keywords)
+        call = FunctionalCall(solver, f, rest, keywords)
         x, r = call.run(full_output=True)
         x, back = _root_rule(solver, call, x, r.converged, r.flag, "scalar")
         if not call.setting("full_output"):
@@ -294,7 +219,7 @@ for _solver in (so.brentq, so.brenth, so.ridder, so.bisect, so.toms748):
 def rrule_newton(func, *rest, **keywords):
     """``newton``'s root of ``func(x, *args)``: a number, or for an array ``x0`` the elementwise roots
     of an elementwise ``func`` (SciPy's vectorized Newton), each differentiated on its own."""
-    call = _Call(so.newton, func, rest, keywords)
+    call = FunctionalCall(so.newton, func, rest, keywords)
     scalar = np.ndim(stood_for(call.bound["x0"])) == 0
     found = call.run(full_output=True)
     if scalar:
@@ -312,7 +237,7 @@ def rrule_newton(func, *rest, **keywords):
 @rrule.register(so.root_scalar)
 def rrule_root_scalar(f, *rest, **keywords):
     """``root_scalar``'s ``RootResults``: its ``root`` differentiated in ``args`` and what ``f`` closes over."""
-    call = _Call(so.root_scalar, f, rest, keywords)
+    call = FunctionalCall(so.root_scalar, f, rest, keywords)
     r = call.run()
     x, back = _root_rule(so.root_scalar, call, r.root, r.converged, r.flag, "scalar")
     r.root = x
@@ -323,7 +248,7 @@ def rrule_root_scalar(f, *rest, **keywords):
 def rrule_fsolve(func, *rest, **keywords):
     """``fsolve``'s root of ``func(x, *args)`` (a 1-d array, as SciPy returns it; with
     ``full_output``, ``(x, infodict, ier, mesg)``)."""
-    call = _Call(so.fsolve, func, rest, keywords)
+    call = FunctionalCall(so.fsolve, func, rest, keywords)
     x, info, ier, message = call.run(full_output=True)
     x, back = _root_rule(so.fsolve, call, x, ier == 1, message, "dense")
     if not call.setting("full_output"):
@@ -335,7 +260,7 @@ def rrule_fsolve(func, *rest, **keywords):
 def rrule_root(fun, *rest, **keywords):
     """``root``'s ``OptimizeResult``: its ``x`` differentiated in ``args`` and what ``fun`` closes over
     (with ``jac=True``, ``fun`` returns ``(F, J)``; ``F`` is differentiated)."""
-    call = _Call(so.root, fun, rest, keywords)
+    call = FunctionalCall(so.root, fun, rest, keywords)
     result = call.run()
     pair = call.setting("jac") is True
     x, back = _root_rule(so.root, call, result.x, bool(result.success), result.message, "dense", pair)

@@ -1,0 +1,104 @@
+"""The call of a SciPy function that takes the user's function ``F(x, *args)`` and its extra
+arguments ``args`` (a root finder, a minimizer, ``quad``), as its rule sees it.
+
+The rules of such functions run them on plain values (``FunctionalCall.run``: ``F``'s outputs and
+the arguments unwrapped from any engine's values), then differentiate ``F`` themselves where the
+result says how (a root, an optimum, quadrature nodes): the function's own steps are never
+differentiated. The pullback returns one cotangent per positional argument given, the tuple
+``args``'s where it stands (``FunctionalCall.cotangents``).
+
+>>> import scipy.optimize as so
+>>> call = FunctionalCall(so.brentq, lambda x, c: x * x - c, (0.0, 3.0), {"args": (4.0,)})
+>>> call.run(), call.args, call.setting("xtol")
+(2.0, (4.0,), 2e-12)
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
+from ...core.active import stood_for
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+#: settings that are the user's callables, which the SciPy function calls with ``x`` and ``args``
+CALLBACKS = ("fprime", "fprime2", "jac", "hess", "hessp")
+#: settings that are numbers the SciPy function starts from or stays within
+STARTS = ("x0", "x1", "bracket", "a", "b")
+
+
+class FunctionalCall:
+    """A SciPy function's call as given: the arguments bound to its signature, the extra arguments
+    ``args`` of ``F`` as a tuple, and how to run it on plain values."""
+
+    def __init__(self, function, F, rest: tuple, keywords: dict):
+        self.function = function
+        self.signature = inspect.signature(function)
+        self.parameters = list(self.signature.parameters)
+        self.positional = 1 + len(rest)
+        self.bound = self.signature.bind(F, *rest, **keywords).arguments
+        given = self.bound.get("args", ())
+        self.single = not isinstance(given, tuple)  # SciPy takes ``args=c`` as ``args=(c,)``
+        self.args = (given,) if self.single else given
+        self.F = F
+
+    def run(self, **settings):
+        """The function on plain values, ``settings`` overriding the call's: ``F``'s outputs, the
+        user's other callables' and the arguments unwrapped from any engine's values."""
+        call = dict(self.bound)
+        call[self.parameters[0]] = functools.partial(_plain_output, self.F)
+        for name in CALLBACKS:
+            given = call.get(name)
+            if callable(given):
+                call[name] = functools.partial(_plain_output, given)
+        if "args" in call:
+            call["args"] = tuple(stood_for(a) for a in self.args)
+        for name in STARTS:
+            if name in call:
+                call[name] = plain(call[name])
+        call.update(settings)
+        return self.function(**call)
+
+    def setting(self, name: str):
+        """The value given for the parameter ``name``, or its default."""
+        return self.bound.get(name, self.signature.parameters[name].default)
+
+    def cotangents(self, dF, dargs: tuple) -> tuple:
+        """The pullback's tuple: one cotangent per positional argument given, ``args``'s where it
+        stands; a number among the others (a bracket end, a start, a tolerance) gets a zero, a
+        setting (a callable, a flag, a method's name) ``NoTangent``."""
+        if all(isinstance(unthunk(d), AbstractZero) for d in dargs):
+            d_args = _ZERO
+        else:
+            d_args = dargs[0] if self.single else Tangent[tuple](*dargs)
+        rest = [
+            d_args if name == "args" else _ZERO if is_number(self.bound[name]) else _NO
+            for name in self.parameters[1 : self.positional]
+        ]
+        return (_NO, dF, *rest)
+
+
+def is_number(value) -> bool:
+    """A number or an array of numbers, not a flag."""
+    value = stood_for(value)
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    return isinstance(value, (int, float, complex, np.number)) or (
+        isinstance(value, np.ndarray) and value.dtype.kind in "iufc"
+    )
+
+
+def _plain_output(f, *args):
+    return plain(f(*args))
+
+
+def plain(value):
+    """``value`` with every engine's value in it unwrapped (a tuple of them too: ``root(jac=True)``'s output)."""
+    if isinstance(value, tuple):
+        return type(value)(plain(v) for v in value)
+    return stood_for(value)
