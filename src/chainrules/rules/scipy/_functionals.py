@@ -20,7 +20,7 @@ import inspect
 
 import numpy as np
 
-from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
+from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent
 from ...core.active import stood_for
 
 _NO = NoTangent()
@@ -68,16 +68,18 @@ class FunctionalCall:
         """The value given for the parameter ``name``, or its default."""
         return self.bound.get(name, self.signature.parameters[name].default)
 
-    def cotangents(self, dF, dargs: tuple) -> tuple:
+    def cotangents(self, dF, dargs: tuple, **by_name) -> tuple:
         """The pullback's tuple: one cotangent per positional argument given, ``args``'s where it
-        stands; a number among the others (a bracket end, a start, a tolerance) gets a zero, a
-        setting (a callable, a flag, a method's name) ``NoTangent``."""
-        if all(isinstance(unthunk(d), AbstractZero) for d in dargs):
+        stands and ``by_name``'s (``a=``: an end of an integral); a number among the others (a
+        bracket end, a start, a tolerance) gets a zero, a setting (a callable, a flag, a method's
+        name) ``NoTangent``."""
+        if all(isinstance(d, AbstractZero) for d in dargs):
             d_args = _ZERO
         else:
             d_args = dargs[0] if self.single else Tangent[tuple](*dargs)
+        by_name["args"] = d_args
         rest = [
-            d_args if name == "args" else _ZERO if is_number(self.bound[name]) else _NO
+            by_name[name] if name in by_name else _ZERO if is_number(self.bound[name]) else _NO
             for name in self.parameters[1 : self.positional]
         ]
         return (_NO, dF, *rest)
