@@ -168,12 +168,13 @@ def _forward(run: Callable, f: Callable, *args):
         try:
             result = run(_through_source(f), *args)
         except Exception as error:
-            if isinstance(error, ChainRulesError) and not isinstance(error, NoDerivativeError):
+            if isinstance(error, ChainRulesError) and not isinstance(error, (NoDerivativeError, NoForwardRuleError)):
                 # the source engine cannot run f either: the first refusal says why
                 why = f"{type(error).__name__}: {error}"
                 refusal.add_note(f"Run through the source engine's primal, {_callable_label(f)} failed too: {why}")
                 raise refusal from None
-            # f ran, and a rule in it refused (a derivative without closed form, a solver that did not converge)
+            # f ran, and a rule in it refused (a derivative without closed form, a solver that did not converge,
+            # a rule for reverse mode only: solve_ivp's adjoint)
             error.add_note(
                 f"(forward mode ran {_callable_label(f)} as the source engine's primal runs it, since "
                 f"{type(refusal).__name__}: {refusal})"

@@ -35,11 +35,11 @@ import numpy as np
 import scipy.optimize as so
 
 from .api import gradient
-from .core import AbstractZero, NoTangent, Tangent, ZeroTangent, add, iszero, rrule, unthunk
+from .core import AbstractZero, NoTangent, Tangent, ZeroTangent, add, rrule, unthunk
 from .core.active import stood_for
 from .core.errors import NoDerivativeError
 from .rules.pyfunctional import _pullback_of
-from .rules.scipy._functionals import FunctionalCall
+from .rules.scipy._functionals import FunctionalCall, undifferentiated_fields
 from .rules.scipy.optimize import _at_user, _differentiated_root, _name
 
 _NO = NoTangent()
@@ -94,7 +94,7 @@ def _optimum_rule(solver, call: FunctionalCall, result, layout: str):
         if isinstance(dy, AbstractZero):
             return call.cotangents(_NO, (_ZERO,) * len(args))
         fields = dy.backing if isinstance(dy, Tangent) else dict(dy)
-        others = [k for k, d in fields.items() if k not in _DIFFERENTIATED and not iszero(unthunk(d))]
+        others = undifferentiated_fields(fields, _DIFFERENTIATED)
         if others:
             _refuse(solver, f"the result's {others[0]!r} is not differentiated, only {' and '.join(_DIFFERENTIATED)}")
         dx, dvalue = (unthunk(fields.get(k, _ZERO)) for k in _DIFFERENTIATED)

@@ -38,23 +38,38 @@ class NoRuleError(ChainRulesError, TypeError):
         where = f" at {location}" if location else ""
         why = f" ({reason})" if reason else ""
         name = callable_name(f)
-        message = (
-            f"no differentiation rule for {name}({types}){where}{why}.\n"
-            f"Register one with @chainrules.rrule.register({_short_name(f)}) "
-            f"(and @chainrules.frule.register for forward mode), or mark it with "
-            f"chainrules.non_differentiable({_short_name(f)}) if it has no derivative."
+        super().__init__(f"no {self._missing} for {name}({types}){where}{why}.\n{self._advice(_short_name(f))}")
+
+    _missing = "differentiation rule"
+
+    @staticmethod
+    def _advice(short: str) -> str:
+        return (
+            f"Register one with @chainrules.rrule.register({short}) (and @chainrules.frule.register for forward "
+            f"mode), or mark it with chainrules.non_differentiable({short}) if it has no derivative."
         )
-        super().__init__(message)
 
 
 class NoForwardRuleError(NoRuleError):
     """Forward mode met a call, on dual numbers, of a callable without a forward rule
     (``frule``); a reverse rule, if it has one, serves the source engine's primal, through which
-    the entry points run the function then.
+    the entry points run the function then (a reverse rule may refuse that too: ``solve_ivp``'s
+    adjoint).
 
     >>> issubclass(NoForwardRuleError, NoRuleError)
     True
+    >>> str(NoForwardRuleError(len, ([1],))).splitlines()[0]
+    'no forward rule for builtins.len(list).'
     """
+
+    _missing = "forward rule"
+
+    @staticmethod
+    def _advice(short: str) -> str:
+        return (
+            f"Register one with @chainrules.frule.register({short}), or differentiate in reverse mode "
+            "(cr.gradient, cr.jacobian(..., mode='reverse'))."
+        )
 
 
 def raise_swallowed(error: ChainRulesError, f) -> None:

@@ -52,6 +52,7 @@ from ..core import (
     unthunk,
 )
 from ..core.accumulation import accumulate as _accumulate
+from ..core.active import current_engine
 from ..core.errors import user_location
 from .operators import match_arg, match_entry
 
@@ -182,6 +183,23 @@ def _pullback_of(f, *args, **kwargs):
     if getattr(back, "batched", True) is False:  # the tape's pullback of a function with a structured output
         decline_batch()
     return y, back
+
+
+def later_pullbacks():
+    """``_pullback_of`` for a rule's pullback, which must differentiate a user callable at points
+    the primal did not see (an ODE's adjoint at the solver's times): the engine running now is kept,
+    as the reverse pass may run after it stopped (checkpointing's pullback does the same)."""
+    engine = current_engine()
+
+    def pullback_of(f, *args):
+        rule = rrule.lookup(f, args)
+        if rule is not None:
+            return rule(*args)
+        if engine is None:
+            return rrule_via_ad(f, *args)  # (no engine: its error)
+        return engine(f, *args)
+
+    return pullback_of
 
 
 # ----- map, zip, enumerate, filter, reversed ---------------------------------------------------

@@ -20,7 +20,7 @@ import inspect
 
 import numpy as np
 
-from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent
+from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 from ...core.active import stood_for
 
 _NO = NoTangent()
@@ -29,7 +29,7 @@ _ZERO = ZeroTangent()
 #: settings that are the user's callables, which the SciPy function calls with ``x`` and ``args``
 CALLBACKS = ("fprime", "fprime2", "jac", "hess", "hessp")
 #: settings that are numbers the SciPy function starts from or stays within
-STARTS = ("x0", "x1", "bracket", "a", "b")
+STARTS = ("x0", "x1", "bracket", "a", "b", "y0", "t_span", "t_eval")
 
 
 class FunctionalCall:
@@ -41,8 +41,12 @@ class FunctionalCall:
         self.signature = inspect.signature(function)
         self.parameters = list(self.signature.parameters)
         self.positional = 1 + len(rest)
-        self.bound = self.signature.bind(F, *rest, **keywords).arguments
+        self.bound = dict(self.signature.bind(F, *rest, **keywords).arguments)
+        for name, parameter in self.signature.parameters.items():
+            if parameter.kind is inspect.Parameter.VAR_KEYWORD:  # (solve_ivp's ``**options``) by their names
+                self.bound.update(self.bound.pop(name, {}))
         given = self.bound.get("args", ())
+        given = () if given is None else given
         self.single = not isinstance(given, tuple)  # SciPy takes ``args=c`` as ``args=(c,)``
         self.args = (given,) if self.single else given
         self.F = F
@@ -64,9 +68,10 @@ class FunctionalCall:
         call.update(settings)
         return self.function(**call)
 
-    def setting(self, name: str):
-        """The value given for the parameter ``name``, or its default."""
-        return self.bound.get(name, self.signature.parameters[name].default)
+    def setting(self, name: str, default=None):
+        """The value given for the parameter (or option) ``name``, or its default."""
+        parameter = self.signature.parameters.get(name)
+        return self.bound.get(name, default if parameter is None else parameter.default)
 
     def cotangents(self, dF, dargs: tuple, **by_name) -> tuple:
         """The pullback's tuple: one cotangent per positional argument given, ``args``'s where it
@@ -104,3 +109,20 @@ def plain(value):
     if isinstance(value, tuple):
         return type(value)(plain(v) for v in value)
     return stood_for(value)
+
+
+def undifferentiated_fields(d_result, differentiated: tuple) -> list:
+    """The fields of a result's cotangent (a ``Tangent`` of an ``OptimizeResult`` or ``OdeResult``)
+    outside ``differentiated`` that carry a nonzero cotangent: a rule that does not differentiate
+    them refuses these (zeros, dense or not, are fine)."""
+    fields = d_result.backing if isinstance(d_result, Tangent) else dict(d_result)
+    found = []
+    for name, d in fields.items():
+        d = unthunk(d)
+        if name in differentiated or isinstance(d, AbstractZero):
+            continue
+        if is_number(d) and not np.any(d):
+            continue
+        found.append(name)
+    return found
+

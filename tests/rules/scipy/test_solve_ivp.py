@@ -1,0 +1,114 @@
+"""``scipy.integrate.solve_ivp`` by the adjoint method: ``result.y`` differentiated in ``y0``,
+``args``, closures and the times, for explicit and implicit methods; checked against closed forms,
+finite differences of SciPy's solutions and ``test_rrule``; forward mode and the tape refuse it,
+naming what to use."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.integrate as si
+
+import chainrules as cr
+import chainrules.testing as crt
+
+TIGHT = {"rtol": 1e-10, "atol": 1e-12}
+
+
+def decay(t, y, k):
+    return -k * y
+
+
+cr.scalar_rule(decay, lambda t, y, k: 0.0 * y, lambda t, y, k: -k + 0.0 * y, lambda t, y, k: -y)
+
+
+def test_solve_ivp_rule_against_finite_differences():
+    y0, t_eval = np.array([1.0, 2.0]), np.array([0.3, 0.7, 0.9])  # (inside t_span as it is perturbed)
+    result = si.solve_ivp(decay, (0.0, 1.0), y0, t_eval=t_eval, args=(0.8,), **TIGHT)
+    seed = cr.Tangent[type(result)](y=np.random.default_rng(3).standard_normal(result.y.shape))
+    crt.test_rrule(
+        si.solve_ivp,
+        crt.nondiff(decay),
+        (0.0, 1.0),
+        y0,
+        fkwargs={"t_eval": t_eval, "args": (0.8,), **TIGHT},
+        output_tangent=seed,
+        rtol=1e-6,
+        atol=1e-8,
+    )
+
+
+def test_exponential_decay_in_the_rate_the_start_and_the_times():
+    def final(k, y0, t0, T):  # y(T) = y0 exp(-k (T - t0))
+        return si.solve_ivp(lambda t, y: -k * y, (t0, T), np.array([y0]), **TIGHT).y[0, -1]
+
+    k, y0, t0, T = 0.5, 2.0, 0.2, 1.3
+    value = y0 * np.exp(-k * (T - t0))
+    expected = (-(T - t0) * value, value / y0, k * value, -k * value)
+    np.testing.assert_allclose(cr.gradient(final, k, y0, t0, T), expected, rtol=1e-8)
+
+
+def oscillator(t, y, w, g):
+    return np.array([y[1], -(w**2) * y[0] - g * y[1]])
+
+
+@pytest.mark.parametrize("method", ["RK45", "DOP853", "Radau", "BDF", "LSODA"])
+def test_damped_oscillator_against_finite_differences(method):
+    t_eval = np.linspace(0.5, 2.0, 4)
+
+    def loss(theta, y0):
+        sol = si.solve_ivp(oscillator, (0.0, 2.0), y0, method=method, t_eval=t_eval, args=tuple(theta), **TIGHT)
+        return np.sum(sol.y[0] ** 2) + sol.y[1, -1]
+
+    theta, y0, h = np.array([1.3, 0.2]), np.array([1.0, 0.0]), 1e-6
+    d_theta, d_y0 = cr.gradient(loss, theta, y0)
+    fd_theta = [(loss(theta + h * e, y0) - loss(theta - h * e, y0)) / (2 * h) for e in np.eye(2)]
+    fd_y0 = [(loss(theta, y0 + h * e) - loss(theta, y0 - h * e)) / (2 * h) for e in np.eye(2)]
+    rtol = 1e-6 if method in ("RK45", "DOP853") else 1e-4  # (the implicit methods' error estimates are looser)
+    np.testing.assert_allclose(d_theta, fd_theta, rtol=rtol, atol=1e-7)
+    np.testing.assert_allclose(d_y0, fd_y0, rtol=rtol, atol=1e-7)
+
+
+def test_the_output_times_and_a_vector_output():
+    def at_times(t_eval):  # y = exp(sin t): y(t_i) moves with t_i at y'(t_i) = cos(t_i) y(t_i)
+        return si.solve_ivp(lambda t, y: np.cos(t) * y, (0.0, 2.0), np.array([1.0]), t_eval=t_eval, **TIGHT).y[0]
+
+    t_eval = np.array([0.5, 1.5, 2.0])
+    expected = np.diag(np.cos(t_eval) * np.exp(np.sin(t_eval)))
+    np.testing.assert_allclose(cr.jacobian(at_times, t_eval), expected, rtol=1e-8)
+
+    def trajectory(k):  # one input, many outputs: "auto" takes forward mode, which refuses, then reverse
+        return si.solve_ivp(lambda t, y: -k * y, (0.0, 1.0), np.array([1.0, 2.0]), t_eval=[0.5, 1.0], **TIGHT).y.ravel()
+
+    t, y0 = np.array([0.5, 1.0, 0.5, 1.0]), np.array([1.0, 1.0, 2.0, 2.0])  # y = y0 exp(-k t), row by row
+    expected = -t * y0 * np.exp(-0.5 * t)
+    np.testing.assert_allclose(cr.jacobian(trajectory, 0.5), expected, rtol=1e-8)
+
+
+def test_refusals():
+    def decayed(k, engine_kwargs=None):
+        return si.solve_ivp(lambda t, y: -k * y, (0.0, 1.0), np.array([1.0]), **TIGHT).y[0, -1]
+
+    with pytest.raises(cr.NoRuleError, match=r"no forward rule for .*solve_ivp.*adjoint method"):
+        cr.derivative(decayed, 0.5)
+    with pytest.raises(cr.DroppedDerivativeError, match="inside scipy.integrate._ivp.ivp.solve_ivp.*engine='source'"):
+        cr.gradient(decayed, 0.5, engine="tape")
+
+    def with_event(k):
+        return si.solve_ivp(lambda t, y: -k * y, (0.0, 1.0), np.array([1.0]), events=lambda t, y: y[0] - 0.5).y[0, -1]
+
+    with pytest.raises(cr.NoRuleError, match="events= are not differentiated"):
+        cr.gradient(with_event, 0.5)
+
+    def dense(k):
+        return si.solve_ivp(lambda t, y: -k * y, (0.0, 1.0), np.array([1.0]), dense_output=True).sol(0.5)[0]
+
+    with pytest.raises(cr.NoRuleError, match="OdeSolution.__call__"):
+        cr.gradient(dense, 0.5)
+
+
+def test_the_primal_is_scipys_and_inputs_are_not_mutated():
+    y0 = np.array([1.0, 0.5])
+    result, _ = cr.pullback(lambda w: si.solve_ivp(oscillator, (0.0, 1.0), y0, args=(w, 0.1)).y, 1.2)
+    np.testing.assert_array_equal(result, si.solve_ivp(oscillator, (0.0, 1.0), np.array([1.0, 0.5]), args=(1.2, 0.1)).y)
+    np.testing.assert_array_equal(y0, [1.0, 0.5])
