@@ -21,6 +21,7 @@ def test_demo_runs_and_reproduces_the_seed_figures(tmp_path):
     assert "Tangent[Polynomial](weights=array([  4.,  10.,  30., 100.]))" in out
     assert "gradient == ones: True" in out  # seed 004
     assert "agree with 2 (W x + b)[:, None] * W" in out  # seed 003
+    assert "all agree with the closed forms: True" in out  # SciPy's solvers
     for line in out.splitlines():
         if line.startswith("max |"):
             assert float(line.rsplit(":", 1)[1]) < 1e-8  # babysqrt's derivative

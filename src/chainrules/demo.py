@@ -15,6 +15,8 @@ import time
 import tracemalloc
 
 import numpy as np
+import scipy.integrate
+import scipy.optimize
 
 import chainrules as cr
 
@@ -208,8 +210,44 @@ def seed_mysum() -> None:
     print(f"peak memory during the gradient: {peak / 1e6:.2f} MB = {peak / X.nbytes:.1f} arrays of n floats")
 
 
+# ----- beyond the seeds: SciPy's solvers, differentiated by their mathematics ----------------
+
+
+def cube_root(c):
+    return scipy.optimize.brentq(lambda x: x**3 - c, 0.0, 10.0, xtol=1e-14)
+
+
+def ridge(lam, A, y):
+    def loss(w):
+        return np.sum((A @ w - y) ** 2) + lam * np.sum(w**2)
+
+    return scipy.optimize.minimize(loss, np.zeros(A.shape[1]), tol=1e-12).x
+
+
+def decayed(k):
+    tight = {"rtol": 1e-10, "atol": 1e-12}
+    return scipy.integrate.solve_ivp(lambda t, u: -k * u, (0.0, 1.0), np.array([1.0]), **tight).y[0, -1]
+
+
+def solvers() -> None:
+    heading("7. Through SciPy's solvers: the root, the optimum, the ODE's solution")
+    print("Each rule runs SciPy, then differentiates the mathematics, not the iterations:")
+    g = cr.gradient(cube_root, 8.0)[0]
+    print(f"brentq root of x^3 = c, d/dc at c = 8:    {g:.12f}  (1/12 = {1 / 12:.12f})")
+    A, y = np.array([[1.0, 2.0], [3.0, 4.0], [0.5, -1.0]]), np.array([1.0, 1.0, 2.0])
+    dw = cr.jacobian(lambda lam: ridge(lam, A, y), 0.5)
+    M = np.linalg.inv(A.T @ A + 0.5 * np.eye(2))
+    closed = -M @ M @ A.T @ y
+    print(f"minimize (ridge regression), dw/dlam:     {np.array2string(dw, precision=8)}")
+    print(f"  closed form -(A'A + lam I)^-2 A'y:       {np.array2string(closed, precision=8)}")
+    dk = cr.gradient(decayed, 0.5)[0]
+    print(f"solve_ivp u' = -k u, du(1)/dk at k = 0.5: {dk:.10f}  (-exp(-k) = {-math.exp(-0.5):.10f})")
+    agree = abs(g - 1 / 12) < 1e-10 and np.allclose(dw, closed, atol=1e-6) and abs(dk + math.exp(-0.5)) < 1e-8
+    print(f"(implicit function theorem and adjoint method; all agree with the closed forms: {agree})")
+
+
 def main() -> None:
     start = time.perf_counter()
-    for section in (seed_pullback, seed_rule, seed_polynomial, seed_babysqrt, seed_jacobian, seed_mysum):
+    for section in (seed_pullback, seed_rule, seed_polynomial, seed_babysqrt, seed_jacobian, seed_mysum, solvers):
         section()
     print(f"\nThe tour took {time.perf_counter() - start:.1f} s.")
