@@ -10,10 +10,10 @@ pullbacks forward over reverse), hence this module beside the API rather than am
 The optimal value ``result.fun`` is differentiated as ``fun`` at the optimum (its ``x`` part,
 zero at an exact optimum, included).
 
-Refused with a message naming the line: constraints, a bound that holds at the optimum (the
-optimum then moves along the bound, not as a root of the gradient), a solver that reports no
-success, a singular Hessian, and a cotangent on another field of the result (``jac``,
-``hess_inv``).
+An entry that a bound holds at the optimum stays there as the arguments move (its equation is
+the bound's, in place of its gradient component: strict complementarity assumed). Refused with a
+message naming the line: constraints, a solver that reports no success, a singular Hessian, and a
+cotangent on another field of the result (``jac``, ``hess_inv``).
 
 >>> import numpy as np, scipy.optimize as so, chainrules as cr
 >>> def ridge(lam):  # argmin_x |A x - b|^2 + lam |x|^2
@@ -51,36 +51,40 @@ def _refuse(solver, why: str):
     raise NoDerivativeError(f"{_name(solver)}{_at_user()}: {why}")
 
 
-def _check_bounds(solver, x, bounds) -> None:
-    """Refuse a bound that holds at the optimum ``x``; one that does not leaves the optimum interior."""
+def _held_by_bounds(call: FunctionalCall, x, bounds, reach: float):
+    """The mask of ``x``'s entries that a bound holds at the optimum (``None`` without bounds): those
+    within ``reach`` (relative) of a bound that the gradient pushes against. They stay at the bound
+    as the arguments move (strict complementarity); the others are the root of their components
+    of the gradient."""
     if bounds is None:
-        return
+        return None
+    shape = np.shape(stood_for(x))
+    x = np.atleast_1d(np.asarray(stood_for(x), dtype=float))
     if isinstance(bounds, so.Bounds):
         lower, upper = bounds.lb, bounds.ub
     else:
         pairs = np.reshape(np.array(bounds, dtype=object), (-1, 2))
         lower = np.array([-np.inf if lo is None else lo for lo in pairs[:, 0]], dtype=float)
         upper = np.array([np.inf if hi is None else hi for hi in pairs[:, 1]], dtype=float)
-    x = np.asarray(x, dtype=float)
-    lower, upper = np.broadcast_to(lower, x.shape), np.broadcast_to(upper, x.shape)
-    held = np.isclose(x, lower, rtol=1e-12, atol=1e-12) | np.isclose(x, upper, rtol=1e-12, atol=1e-12)
-    if np.any(held):
-        i = int(np.flatnonzero(held)[0])
-        _refuse(
-            solver,
-            f"a bound holds at the optimum (x[{i}] = {float(x.flat[i])!r}), which then moves along the bound rather "
-            "than as a root of the gradient; differentiate a problem whose optimum is interior, or put the bound in",
-        )
+    lower, upper = np.broadcast_to(lower, np.shape(x)), np.broadcast_to(upper, np.shape(x))
+    pair = call.setting("jac", None) is True
+    at = np.reshape(x, shape) if shape else float(x[0])
+    g = gradient(call.F, at, *(stood_for(a) for a in call.args), argnums=0, has_aux=pair)
+    g = np.atleast_1d(np.asarray(stood_for(g[0] if pair else g), dtype=float))
+    with np.errstate(invalid="ignore"):  # (infinite bounds)
+        at_lower = np.isfinite(lower) & (np.abs(x - lower) <= reach * (1 + np.abs(lower))) & (g > 0)
+        at_upper = np.isfinite(upper) & (np.abs(x - upper) <= reach * (1 + np.abs(upper))) & (g < 0)
+    return np.reshape(at_lower | at_upper, shape)
 
 
-def _optimum_rule(solver, call: FunctionalCall, result, layout: str):
+def _optimum_rule(solver, call: FunctionalCall, result, layout: str, held=None):
     """``(result, pullback)``: ``result.x`` and ``result.fun`` with their derivatives, the pullback
     taking a cotangent of the result (a ``Tangent[OptimizeResult]``)."""
     fun, args = call.F, call.args
     pair = call.setting("jac") is True if "jac" in call.parameters else False  # fun returns (value, gradient)
     stationarity = functools.partial(gradient, fun, argnums=0, has_aux=pair)
     unconverged = None if result.success else str(result.message)
-    x, root_back = _differentiated_root(solver, stationarity, result.x, args, layout, pair, unconverged)
+    x, root_back = _differentiated_root(solver, stationarity, result.x, args, layout, pair, unconverged, held)
     if unconverged is not None:
         return result, root_back
     value, value_back = _pullback_of(fun, x, *args)
@@ -135,9 +139,8 @@ def rrule_minimize(fun, *rest, **keywords):
     if call.setting("constraints"):
         _refuse(so.minimize, "constraints are not differentiated (the optimum solves the KKT conditions, not ∇f = 0)")
     result = call.run()
-    if result.success:
-        _check_bounds(so.minimize, result.x, call.setting("bounds"))
-    return _optimum_rule(so.minimize, call, result, "dense")
+    held = _held_by_bounds(call, result.x, call.setting("bounds"), 1e-8)  # (projected methods land on a bound)
+    return _optimum_rule(so.minimize, call, result, "dense", held)
 
 
 @rrule.register(so.minimize_scalar)
@@ -146,10 +149,7 @@ def rrule_minimize_scalar(fun, *rest, **keywords):
     what ``fun`` closes over."""
     call = FunctionalCall(so.minimize_scalar, fun, rest, keywords)
     result = call.run()
-    if result.success:
-        _check_bounds(so.minimize_scalar, np.array([stood_for(result.x)]), _scalar_bounds(call.setting("bounds")))
-    return _optimum_rule(so.minimize_scalar, call, result, "scalar")
-
-
-def _scalar_bounds(bounds):
-    return None if bounds is None else [tuple(bounds)]
+    reach = 10 * (call.setting("options") or {}).get("xatol", 1e-5)  # (the bounded method's tolerance in x)
+    bounds = call.setting("bounds")
+    held = _held_by_bounds(call, result.x, None if bounds is None else [tuple(bounds)], reach)
+    return _optimum_rule(so.minimize_scalar, call, result, "scalar", None if held is None else bool(held))

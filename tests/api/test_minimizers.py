@@ -136,12 +136,6 @@ def test_refusals_name_the_solver_and_the_line():
     with pytest.raises(cr.ChainRulesError, match=r"scipy.optimize.minimize at .*test_minimizers.py:\d+: constraints"):
         cr.jacobian(constrained, 0.5, mode="reverse")
 
-    def at_a_bound(lam):
-        return so.minimize(ridge_loss, np.zeros(2), args=(lam,), bounds=[(None, None), (0.0, None)]).x
-
-    with pytest.raises(cr.ChainRulesError, match=r"a bound holds at the optimum \(x\[1\] = 0.0\)"):
-        cr.jacobian(at_a_bound, 0.5, mode="reverse")
-
     def unfinished(lam):
         return so.minimize(ridge_loss, np.array([5.0, -5.0]), args=(lam,), options={"maxiter": 1}).x
 
@@ -161,3 +155,24 @@ def test_inputs_are_not_mutated_and_the_primal_is_scipys():
     result, _ = cr.pullback(lambda lam: so.minimize(ridge_loss, start, args=(lam,)).x, 0.5)
     np.testing.assert_array_equal(result, so.minimize(ridge_loss, np.zeros(2), args=(0.5,)).x)
     np.testing.assert_array_equal(start, np.zeros(2))
+
+
+def test_an_entry_held_by_a_bound_stays_the_others_move():
+    def at_a_bound(lam):  # the unconstrained optimum has x[1] < 0: the bound x[1] >= 0 holds it at 0
+        return so.minimize(ridge_loss, np.zeros(2), args=(lam,), bounds=[(None, None), (0.0, None)], tol=1e-12).x
+
+    lam, a0 = 0.5, A[:, 0]
+    x = at_a_bound(lam)
+    assert x[1] == 0.0 and x[0] == pytest.approx(a0 @ B / (a0 @ a0 + lam), rel=1e-6)
+    expected = [-(a0 @ B) / (a0 @ a0 + lam) ** 2, 0.0]  # x[0] = a0·B / (a0·a0 + lam), x[1] = 0
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(cr.jacobian(at_a_bound, lam, mode=mode), expected, rtol=1e-5, atol=1e-9)
+
+    def clipped(c):  # argmin over [0, 1] of (x - c)^2: c inside, then the bound 1
+        return so.minimize_scalar(lambda x: (x - c) ** 2, bounds=(0.0, 1.0), method="bounded").x
+
+    assert cr.gradient(clipped, 0.4)[0] == pytest.approx(1.0, rel=1e-6)
+    assert clipped(1.4) == pytest.approx(1.0, abs=1e-4)  # (the bounded method stops near the bound, not on it)
+    assert cr.gradient(clipped, 1.4)[0] == 0.0
+    assert cr.derivative(clipped, 1.4) == 0.0
+

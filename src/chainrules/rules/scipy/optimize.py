@@ -65,14 +65,23 @@ def _depth(value) -> int:
 class _Linearized:
     """``F`` at ``x``: its value ``y``, its pullback, and ``J = ∂F/∂x`` read from pullbacks (a number
     for a scalar root, the diagonal for elementwise roots, else the matrix ``J[i] = ∂F_i/∂x``),
-    computed when first needed."""
+    computed when first needed.
 
-    def __init__(self, solver, F, x, args: tuple, layout: str, pair: bool = False):
+    ``fixed`` (a mask of ``x``'s entries, or a bool for a number) marks entries held where they are
+    (a minimizer's bound that holds at the optimum): their equations are ``x_i = x*_i`` in place of
+    ``F_i = 0``, so they do not move and ``F_i`` takes no part."""
+
+    def __init__(self, solver, F, x, args: tuple, layout: str, pair: bool = False, fixed=None):
         self.solver, self.layout, self.x = solver, layout, x
         self.y, self.back = _pullback_of(F, x, *args)
         if pair:  # F returns (F(x), J(x)) (``root``'s ``jac=True``): its first output is the equation
             self.y, back = self.y[0], self.back
             self.back = lambda dy: back(Tangent[tuple](dy, _ZERO))
+        self.fixed = None if fixed is None or not np.any(fixed) else np.asarray(fixed, dtype=float)
+        if self.fixed is not None:
+            free, back = 1.0 - self.fixed, self.back
+            self.y = self.y * free
+            self.back = lambda dy: back(dy * free)
         if np.shape(self.y) != np.shape(x) and not (layout == "dense" and np.size(self.y) == np.size(x)):
             raise ValueError(
                 f"{_name(solver)}: the function returned shape {np.shape(self.y)} at a root of shape "
@@ -95,6 +104,8 @@ class _Linearized:
                 n, shape = int(np.size(self.y)), np.shape(self.y)
                 units = np.eye(n)
                 self._J = np.stack([np.reshape(self._dx(np.reshape(units[i], shape)), (n,)) for i in range(n)])
+            if self.fixed is not None:  # a held entry's equation x_i = x*_i: a unit row
+                self._J = self._J + (np.diag(np.ravel(self.fixed)) if self.layout == "dense" else self.fixed)
             self._check_regular()
         return self._J
 
@@ -128,12 +139,15 @@ def _at_user() -> str:
     return f" at {where}" if where else ""
 
 
-def _differentiated_root(solver, F, x, args: tuple, layout: str, pair: bool, unconverged: str | None = None):
+def _differentiated_root(
+    solver, F, x, args: tuple, layout: str, pair: bool, unconverged: str | None = None, fixed=None
+):
     """``(x, pullback)``: the solver's root ``x`` of ``F(x, *args) = 0`` (plain) with the derivatives
     the arguments' engines carry, and ``pullback(x̄) -> (dF, d_args)``, ``d_args`` a tuple; ``pair``:
     ``F`` returns ``(F(x), J(x))``. ``unconverged``: why the solver failed, which refuses the
-    derivatives (at once where an engine's values want them now: forward mode, a Hessian)."""
-    at = _Linearized(solver, F, x, args, layout, pair)
+    derivatives (at once where an engine's values want them now: forward mode, a Hessian).
+    ``fixed``: entries held where they are (see ``_Linearized``)."""
+    at = _Linearized(solver, F, x, args, layout, pair, fixed)
     if unconverged is not None:
         error = _not_converged(solver, unconverged)
         if _depth(at.y):
@@ -145,7 +159,7 @@ def _differentiated_root(solver, F, x, args: tuple, layout: str, pair: bool, unc
         return x, refused_pullback
     for _ in range(math.ceil(math.log2(_depth(at.y) + 1))):  # Newton steps: see the module docstring
         x = x - at.solve(at.y)
-        at = _Linearized(solver, F, x, args, layout, pair)
+        at = _Linearized(solver, F, x, args, layout, pair, fixed)
 
     def root_pullback(dx):
         dx = unthunk(dx)
