@@ -488,6 +488,7 @@ REDUCTIONS = {
     np.nanvar: "kd",
     np.ptp: "k",
     np.median: "k",
+    np.nanmedian: "k",
     np.average: "k",
     np.all: "k",
     np.any: "k",
@@ -497,7 +498,7 @@ REDUCTIONS = {
     np.linalg.vector_norm: "k",
     sp.logsumexp: "k",
 }
-_NAN_REDUCTIONS = (np.nansum, np.nanmean, np.nanprod, np.nanmax, np.nanmin, np.nanstd, np.nanvar)
+_NAN_REDUCTIONS = (np.nansum, np.nanmean, np.nanprod, np.nanmax, np.nanmin, np.nanstd, np.nanvar, np.nanmedian)
 SCANS = [
     np.cumsum,
     np.cumprod,
@@ -537,6 +538,7 @@ def _reduction(d: Draw, f):
         np.nanmin,
         np.ptp,
         np.median,
+        np.nanmedian,
         np.argmax,
         np.argmin,
     )
@@ -697,6 +699,8 @@ SHAPE_OPS = [
     np.ndarray.tolist,
     np.percentile,
     np.quantile,
+    np.nanpercentile,
+    np.nanquantile,
     np.searchsorted,
     np.nonzero,
     np.flatnonzero,
@@ -796,12 +800,16 @@ def _shape_op(d: Draw, f):
         return (x.reshape(-1)[:1] if x.size else np.ones(1)), {}
     if f is np.ndarray.tolist:  # nested lists of numbers; a number for a 0-d array
         return ((x.reshape(-1)[:1].reshape(()) if x.size and d.chance(0.2) else x),), {}
-    if f in (np.percentile, np.quantile):
+    if f in (np.percentile, np.quantile, np.nanpercentile, np.nanquantile):
         x = x.real.copy() if x.dtype.kind == "c" else x
         if x.size == 0:
             raise Skip("quantile of nothing")
         q = d.pick([0.3, [0.1, 0.9]])
-        q = np.asarray(q) * (100 if f is np.percentile else 1)
+        if f in (np.nanpercentile, np.nanquantile) and x.size > 1 and x.dtype.kind == "f":
+            x = x.copy()
+            x.flat[int(d.rng.integers(x.size))] = np.nan  # (an entry that takes no part)
+            q = d.pick([0.37, [0.13, 0.87]])  # (off the kinks q (n - 1) = k of the entries left)
+        q = np.asarray(q) * (100 if f in (np.percentile, np.nanpercentile) else 1)
         kw = {"axis": d.axis(nd)} if d.chance(0.5) else {}
         if d.chance(0.3):
             kw["method"] = d.pick(["linear", "nearest", "midpoint", "lower", "higher"])

@@ -466,6 +466,50 @@ def test_diff_pullback_is_the_adjoint_of_differencing():
     assert back(np.array([1.0, 2.0, 3.0]))[4] == -1.0  # the prepended value enters once, negated
 
 
+# ----- unwrap: the identity up to multiples of the period ------------------------------------
+
+_PHASE = np.cumsum(np.random.default_rng(17).uniform(-1.0, 2.5, (3, 8)), axis=1)  # steps below pi: recovered
+_WRAPPED = np.angle(np.exp(1j * _PHASE))
+UNWRAPS = [
+    (np.unwrap, (_WRAPPED,), {}),
+    (np.unwrap, (_WRAPPED, ND(2.0)), {}),
+    (np.unwrap, (_WRAPPED.T, ND(None), ND(0)), {}),
+    (np.unwrap, (_WRAPPED,), {"period": 3.0, "axis": 0}),
+    (np.unwrap, (_WRAPPED[0].astype(np.float32),), {}),
+]
+
+
+@pytest.mark.parametrize("case", UNWRAPS, ids=_several_id)
+def test_unwrap(case, batched_pullback):
+    from _array_checks import Const, check_batched_frule
+
+    f, args, kwargs = case
+    tol = {"rtol": 1e-3, "atol": 1e-3} if crt_unwrap(args[0]).dtype == np.float32 else {}
+    crt.test_rrule(f, *args, fkwargs=kwargs, **tol)
+    crt.test_frule(f, *args, fkwargs=kwargs, **tol)
+    batched_pullback(f, *(crt_unwrap(a) for a in args), kwargs=kwargs)
+    check_batched_frule(f, *(Const(crt_unwrap(a)) if a is not crt_unwrap(a) else a for a in args), fkwargs=kwargs)
+
+
+def _unwrapped_energy(x):
+    return np.sum(np.unwrap(np.angle(np.exp(1j * x)), axis=0) ** 2 * np.cos(x))
+
+
+def test_unwrap_through_every_engine():
+    x = _PHASE.T[:, :2].copy()
+    crt.check_grads(_unwrapped_energy, (x,), order=2)
+    expected = crt.fd_jacobian(_unwrapped_energy, x)[0].reshape(x.shape)
+    for engine in ("source", "tape"):
+        crt.assert_approx(cr.gradient(_unwrapped_energy, x, engine=engine)[0], expected, rtol=1e-6)
+    crt.assert_approx(cr.jacobian(_unwrapped_energy, x, mode="forward").reshape(x.shape), expected, rtol=1e-6)
+
+
+def test_unwrap_refuses_a_differentiated_period():
+    """The period is a setting (a keyword: no position of the signature takes it), and the engines say so."""
+    with pytest.raises((TypeError, cr.NoRuleError), match="period"):
+        cr.gradient(lambda p: np.sum(np.unwrap(_WRAPPED[0], period=p)), 3.0)
+
+
 # ----- median, quantile, percentile -----------------------------------------------------------
 
 _DISTINCT = R.permutation(24).reshape(2, 3, 4) / 7.0  # no ties: the derivative exists everywhere

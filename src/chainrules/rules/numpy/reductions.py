@@ -39,6 +39,7 @@ from ...core import (
     unbroadcast_batch,
     unthunk,
 )
+from ...core.active import stood_for
 from ._arrays import array_or_active, batch_to_input, sum_to, tangent_array, to_input
 from ._util import align, axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
 from .ufuncs import as_computed
@@ -1115,6 +1116,31 @@ def frule_trapezoid(tangents, y, *args, **kwargs):
     return out, match_output(out, sum(terms[1:], terms[0]))
 
 
+# ----- unwrap --------------------------------------------------------------------------------
+
+
+def _unwrap_plan(x, o, primal):
+    """``np.unwrap`` adds to each entry a multiple of the period that is constant between the jumps
+    it removes: its derivative is the identity (``discont`` and ``period`` are settings).
+
+    >>> import chainrules as cr
+    >>> y, back = cr.rrule(np.unwrap, np.array([3.0, -3.0]))
+    >>> y, back(np.array([1.0, 2.0]))
+    (array([3.        , 3.28318531]), (NoTangent(), array([1., 2.])))
+    """
+
+    def unwrap_back(dy, lead=()):
+        return dy
+
+    def unwrap_forward(dx, batched):
+        return dx
+
+    return primal(), unwrap_back, unwrap_forward
+
+
+_register((np.unwrap,), ("discont", "axis"), {"discont": None, "axis": -1, "period": 2 * np.pi}, _unwrap_plan, True)
+
+
 # ----- median, quantile, percentile ----------------------------------------------------------
 
 _QUANTILE = ("q", "axis", "out", "overwrite_input", "method", "keepdims")
@@ -1133,35 +1159,45 @@ class _OrderStatistics:
     sorting permutation, and the weights of the linear method: output ``k`` of a row ``s`` (sorted)
     is ``(1 - f) s[lo] + f s[lo + 1]`` at ``lo + f = q_k (n - 1)``.
 
+    With ``nan`` (``np.nanmedian``, ``np.nanquantile``, ``np.nanpercentile``) a row's NaN entries
+    take no part: they sort last, ``n`` is each row's count of the others, and the positions and
+    weights are each row's own (a NaN entry's weight, and so its cotangent, is zero; a row of NaNs,
+    whose quantile is NaN, has no weights and no slope in ``q``).
+
     Ties take the order of a stable sort: the cotangent of the selected value goes to one of the
     tied entries (the first for the lower one), one valid subgradient of a piecewise linear map.
     """
 
-    def __init__(self, a, q, axis):
+    def __init__(self, a, q, axis, nan: bool = False):
         x = array_or_active(a)  # (a Hessian's dual numbers: the permutation is of their values)
         self.axes = axes_of(axis, x.ndim)
         self.others = [i for i in range(x.ndim) if i not in self.axes]
         self.shape = x.shape
         self.n = size_along(x.shape, self.axes)
         self.rows = self.to_rows(x)
-        self.perm = np.argsort(self.rows, axis=-1, kind="stable")
+        self.perm = np.argsort(self.rows, axis=-1, kind="stable")  # (NaNs last)
+        # each row's count of entries taking part: (*rest, 1) without NaNs, else n for every row
+        self.counts = np.sum(~np.isnan(stood_for(self.rows)), axis=-1, keepdims=True) if nan else self.n
         # q: an array or number, or a Hessian's dual numbers, whose derivatives the weights carry
         qs = np.ravel(q if q.dtype == np.float64 else q.astype(np.float64))
-        pos = qs * (self.n - 1)
-        self.lo = np.clip(np.floor(pos).astype(np.intp), 0, max(self.n - 2, 0))
-        self.hi = np.minimum(self.lo + 1, self.n - 1)
+        pos = qs * (self.counts - 1)  # (Q,), or (*rest, Q) for rows of their own counts
+        self.lo = np.clip(np.floor(pos).astype(np.intp), 0, np.maximum(self.counts - 2, 0))
+        self.hi = np.minimum(self.lo + 1, self.counts - 1)
         frac = pos - self.lo
+        if nan:  # a row of NaNs: no position (-1 selects no entry)
+            self.lo = np.where(self.counts > 0, self.lo, -1)
         # row k: 1 - frac at lo and frac at hi (the two are one entry when n == 1); no entries, no
-        # weights (the quantile of no entries is NaN)
-        if isinstance(frac, ActiveValue):  # (a Hessian's dual numbers: from masks, not written in place)
+        # weights (the quantile of no entries is NaN); (Q, n), or (*rest, Q, n) with ``nan``
+        if nan or isinstance(frac, ActiveValue):  # (a Hessian's dual numbers: from masks, not written in place)
             entries = np.arange(self.n)
-            at_lo, at_hi = entries == self.lo[:, None], entries == self.hi[:, None]
+            at_lo, at_hi = entries == self.lo[..., None], entries == self.hi[..., None]
             self.weights = at_lo * np.expand_dims(1 - frac, -1) + at_hi * np.expand_dims(frac, -1)
         else:
             self.weights = np.zeros((qs.size, self.n))
             if self.n:
                 np.add.at(self.weights, (np.arange(qs.size), self.lo), 1 - frac)
                 np.add.at(self.weights, (np.arange(qs.size), self.hi), frac)
+        self.size, self.nan = qs.size, nan  # (Q)
 
     def to_rows(self, x, lead=()):
         """``x`` (with ``lead`` batch axes in front) as rows of the reduced entries."""
@@ -1188,29 +1224,58 @@ class _OrderStatistics:
             moved, tuple(range(k)) + tuple(int(i) + k for i in np.argsort(self.others + list(self.axes)))
         )
 
+    def pull(self, rows_dy):
+        """The cotangents of the sorted entries, ``(*lead, rows, n)``, from the outputs' ``(*lead, Q, rows)``."""
+        dy = np.swapaxes(rows_dy, -1, -2)
+        if not self.nan:
+            return dy @ self.weights
+        weights = np.reshape(self.weights, (math.prod(self.rows.shape[:-1]), self.size, self.n))  # (rows, Q, n)
+        return (dy[..., None, :] @ weights)[..., 0, :]
+
+    def push(self, rows):
+        """The outputs' tangents, ``(*lead, *rest, Q)``, from the entries' as rows ``(*lead, *rest, n)``."""
+        picked = np.take_along_axis(rows, np.broadcast_to(self.perm, np.shape(rows)), axis=-1)
+        if not self.nan:
+            return picked @ self.weights.T
+        # a NaN entry's tangent (NaN itself where the NaN was computed) takes no part
+        picked = np.where(np.arange(self.n) < self.counts, picked, 0)
+        return (picked[..., None, :] @ np.swapaxes(self.weights, -1, -2))[..., 0, :]
+
     def slopes(self):
         """``d y_k / d q_k`` for every row: ``(n - 1) (s[hi] - s[lo])``, shape ``(Q, *rest)``."""
         if not self.n:  # NaN, as the quantile of no entries is
-            return np.full((self.weights.shape[0], *self.rows.shape[:-1]), np.nan)
+            return np.full((self.size, *self.rows.shape[:-1]), np.nan)
         s = np.take_along_axis(self.rows, self.perm, axis=-1)
-        return np.moveaxis((self.n - 1) * (s[..., self.hi] - s[..., self.lo]), -1, 0)
+        at = self.rows.shape[:-1] + (self.size,)
+        hi = np.take_along_axis(s, np.broadcast_to(self.hi, at), axis=-1)
+        lo = np.take_along_axis(s, np.broadcast_to(self.lo, at), axis=-1)
+        slopes = (self.counts - 1) * (hi - lo)
+        if self.nan:  # a row of NaNs: its NaN moves with nothing (a NaN slope would reach past np.nansum)
+            slopes = np.where(self.counts > 0, slopes, 0)
+        return np.moveaxis(slopes, -1, 0)
 
 
 def _quantile_batch(a, q, stats, scale, dy, q_given):
     """The cotangents of ``a`` (and of ``q`` when ``q_given``) for a batch ``dy`` of cotangents."""
     lead = np.shape(dy)[:1]
-    rows_dy = np.reshape(dy, lead + (stats.weights.shape[0], -1))  # (B, Q, rows)
-    sorted_cotangent = np.swapaxes(rows_dy, -1, -2) @ stats.weights  # (B, rows, n), in sorted order
-    da = match_input_batch(a, stats.from_rows(stats.unsort(sorted_cotangent), lead))
+    rows_dy = np.reshape(dy, lead + (stats.size, -1))  # (B, Q, rows)
+    da = match_input_batch(a, stats.from_rows(stats.unsort(stats.pull(rows_dy)), lead))
     if not q_given:
         return (da,)
     dq = scale * np.sum(np.reshape(stats.slopes(), np.shape(rows_dy)[1:]) * rows_dy, axis=-1)
     return da, match_input_batch(q, np.reshape(dq, lead + np.shape(q)))
 
 
-def _quantile_rules(f, scale: float, fixed_q=None):
+def _quantile_rules(f, scale: float, fixed_q=None, nan: bool = False) -> None:
     """Rules for ``np.quantile``/``np.percentile`` (``q`` in ``[0, 1]``, ``scale`` ``1/100`` for
-    percent) and ``np.median`` (``fixed_q = 0.5``), for the linear method."""
+    percent) and ``np.median`` (``fixed_q = 0.5``), for the linear method; with ``nan``, for their
+    nan variants, whose NaN entries take no part (and get zero cotangents).
+
+    >>> import chainrules as cr
+    >>> y, back = cr.rrule(np.nanmedian, np.array([3.0, np.nan, 1.0, 2.0]))
+    >>> y, back(1.0)
+    (np.float64(2.0), (NoTangent(), array([0., 0., 0., 1.])))
+    """
     names = _QUANTILE if fixed_q is None else tuple(n for n in _QUANTILE if n not in ("q", "method"))
 
     def setup(a, args, kwargs):
@@ -1223,7 +1288,9 @@ def _quantile_rules(f, scale: float, fixed_q=None):
             )
         options = {"axis": o["axis"], "keepdims": o["keepdims"]}
         y = f(a, options["axis"], keepdims=o["keepdims"]) if fixed_q is not None else f(a, q, **options)
-        return y, q, _OrderStatistics(a, array_or_active(q) * scale, o["axis"])
+        if nan and np.size(a) == 0:  # NumPy's nan variants of no entries: nanmean's NaNs (without q's axes)
+            return y, q, None
+        return y, q, _OrderStatistics(a, array_or_active(q) * scale, o["axis"], nan)
 
     def rrule_quantile(a, *args, **kwargs):
         y, q, stats = setup(a, args, kwargs)
@@ -1233,15 +1300,15 @@ def _quantile_rules(f, scale: float, fixed_q=None):
         def quantile_pullback(dy):
             dy = unthunk(dy)
             rest = (_NO,) * (len(args) - q_given)
-            if isinstance(dy, AbstractZero):
+            if isinstance(dy, AbstractZero) or stats is None:  # (None: a constant of no entries)
+                dy = dy if isinstance(dy, AbstractZero) else _ZERO
                 return (_NO, dy, *((dy,) if q_given else ()), *rest)
             if real:
                 dy = np.real(dy)  # a real output's cotangent is real; a complex median's keeps its imaginary part
             if carries_batch(y, dy):
                 return (_NO, *_quantile_batch(a, q, stats, scale, dy, q_given), *rest)
-            rows_dy = np.reshape(dy, (stats.weights.shape[0], -1))  # (Q, rows)
-            sorted_cotangent = rows_dy.T @ stats.weights  # (rows, n), in sorted order
-            da = match_input(a, stats.from_rows(stats.unsort(sorted_cotangent)))
+            rows_dy = np.reshape(dy, (stats.size, -1))  # (Q, rows)
+            da = match_input(a, stats.from_rows(stats.unsort(stats.pull(rows_dy))))
             if not q_given:
                 return (_NO, da, *rest)
             dq = scale * np.sum(np.reshape(stats.slopes(), rows_dy.shape) * rows_dy, axis=1)
@@ -1254,13 +1321,13 @@ def _quantile_rules(f, scale: float, fixed_q=None):
         y, q, stats = setup(a, args, kwargs)
         da = unthunk(tangents[1])
         dq = unthunk(tangents[2]) if fixed_q is None and args and len(tangents) > 2 else _ZERO
+        if stats is None:
+            return y, _ZERO
         out_shape = np.shape(y)
         terms = []
         if not isinstance(da, AbstractZero):
             lead = np.shape(da)[:1] if is_batched(a, da) else ()
-            rows = stats.to_rows(da, lead)
-            perm = np.broadcast_to(stats.perm, np.shape(rows))
-            picked = np.take_along_axis(rows, perm, axis=-1) @ stats.weights.T  # (*lead, *rest, Q)
+            picked = stats.push(stats.to_rows(da, lead))  # (*lead, *rest, Q)
             terms.append(np.reshape(np.moveaxis(picked, -1, len(lead)), lead + out_shape))
         if not isinstance(dq, AbstractZero):
             lead = np.shape(dq)[:1] if is_batched(q, dq) else ()
@@ -1279,6 +1346,9 @@ def _quantile_rules(f, scale: float, fixed_q=None):
 _quantile_rules(np.quantile, 1.0)
 _quantile_rules(np.percentile, 0.01)
 _quantile_rules(np.median, 1.0, fixed_q=0.5)
+_quantile_rules(np.nanquantile, 1.0, nan=True)
+_quantile_rules(np.nanpercentile, 0.01, nan=True)
+_quantile_rules(np.nanmedian, 1.0, fixed_q=0.5, nan=True)
 
 
 # ----- grouped sums --------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Rules for ``np.select``: each output entry is that of the first choice whose condition holds
-there, or the default's; so its derivative is the chosen array's, and the conditions have none.
+"""Rules for ``np.select`` and ``np.choose``: each output entry is that of the first choice whose
+condition holds there, or the default's (``np.choose``: that of the choice its index names); so
+its derivative is the chosen array's, and the conditions (the index array) have none.
 
 The choices and the default are the arguments of an elementwise function whose partials are the
 masks of where each one is taken (``pull``/``push``, as for ``np.where``), with batches of
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import NoTangent, ZeroTangent, frule, rrule
+from ...core import NoTangent, ZeroTangent, carries_batch, frule, rrule, unthunk
 from ._arrays import as_sequence, sequence_cotangent, sequence_items
+from ._util import raise_out
 from .ufuncs import pull, push
 
 _NO = NoTangent()
@@ -57,3 +59,47 @@ def frule_select(tangents, condlist, choicelist, default=0):
     choices = as_sequence(choicelist, np.select)
     d_choices = sequence_items(choices, d_choicelist)
     return y, push((*choices, default), _taken(condlist, np.shape(y)), y, (*d_choices, d_default))
+
+
+def _chosen(a, choices: list, args: tuple, kwargs: dict) -> list:
+    """Where each choice is taken: ``a`` (made an index by ``mode``) equals its position."""
+    options = dict(zip(("out", "mode"), args), **kwargs)
+    if options.get("out") is not None:
+        raise_out(np.choose)
+    index, n = np.asarray(a), len(choices)
+    mode = options.get("mode", "raise")
+    if mode == "wrap":
+        index = index % n
+    elif mode == "clip":
+        index = np.clip(index, 0, n - 1)
+    return [index == k for k in range(n)]
+
+
+@rrule.register(np.choose, batched=True)
+def rrule_choose(a, choices, *args, **kwargs):
+    """``y = choices[a]`` entry by entry (broadcast together): each choice's cotangent is the
+    output's where ``a`` chose it, zero elsewhere; the index array ``a`` gets none.
+
+    >>> import numpy as np, chainrules as cr
+    >>> y, back = cr.rrule(np.choose, np.array([1, 0, 1]), [np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0, 30.0])])
+    >>> y, [cr.unthunk(d) for d in back(np.array([1.0, 2.0, 3.0]))[2]]
+    (array([10.,  2., 30.]), [array([0., 2., 0.]), array([1., 0., 3.])])
+    """
+    y = np.choose(a, choices, *args, **kwargs)
+    items = as_sequence(choices, np.choose)
+    masks = _chosen(a, items, args, kwargs)
+
+    def choose_pullback(dy):
+        dy = unthunk(dy)
+        pieces = list(pull(tuple(items), masks, y, dy))
+        batch = np.shape(dy)[0] if carries_batch(y, dy) else None
+        return _NO, _NO, sequence_cotangent(choices, pieces, batch), *((_NO,) * len(args))
+
+    return y, choose_pullback
+
+
+@frule.register(np.choose, batched=True)
+def frule_choose(tangents, a, choices, *args, **kwargs):
+    y = np.choose(a, choices, *args, **kwargs)
+    items = as_sequence(choices, np.choose)
+    return y, push(tuple(items), _chosen(a, items, args, kwargs), y, tuple(sequence_items(choices, tangents[2])))
