@@ -131,6 +131,22 @@ def stood_for(value: Any) -> Any:
     return value
 
 
+def nesting_depth(value: Any) -> int:
+    """How many engines' values ``value`` is wrapped in: 0 for a plain value, 1 for a dual number
+    or a tracked value, 2 for a Hessian's dual number of a tracked value.
+
+    >>> nesting_depth(2.0)
+    0
+    """
+    depth = 0
+    while isinstance(value, ActiveValue):
+        inner = value.stands_for()
+        if inner is value:
+            break
+        value, depth = inner, depth + 1
+    return depth
+
+
 #: code object -> whether it is the user's (see ``ActiveValue.__class__``)
 _USERS_CODE: dict = {}
 _ABC_INSTANCECHECK = abc.ABCMeta.__instancecheck__.__code__

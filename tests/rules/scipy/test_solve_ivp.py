@@ -89,8 +89,10 @@ def test_refusals():
     def decayed(k, engine_kwargs=None):
         return si.solve_ivp(lambda t, y: -k * y, (0.0, 1.0), np.array([1.0]), **TIGHT).y[0, -1]
 
-    with pytest.raises(cr.NoRuleError, match=r"no forward rule for .*solve_ivp.*adjoint method"):
-        cr.derivative(decayed, 0.5)
+    with pytest.raises(cr.NoRuleError, match=r"no forward rule for .*solve_ivp.*a Hessian"):
+        cr.hessian(decayed, 0.5)
+    with pytest.raises(cr.NoRuleError, match=r"no forward rule for .*solve_ivp.*first derivatives only"):
+        cr.derivative(lambda k: cr.derivative(decayed, k), 0.5)
     with pytest.raises(cr.DroppedDerivativeError, match="inside scipy.integrate._ivp.ivp.solve_ivp.*engine='source'"):
         cr.gradient(decayed, 0.5, engine="tape")
 
@@ -112,3 +114,22 @@ def test_the_primal_is_scipys_and_inputs_are_not_mutated():
     result, _ = cr.pullback(lambda w: si.solve_ivp(oscillator, (0.0, 1.0), y0, args=(w, 0.1)).y, 1.2)
     np.testing.assert_array_equal(result, si.solve_ivp(oscillator, (0.0, 1.0), np.array([1.0, 0.5]), args=(1.2, 0.1)).y)
     np.testing.assert_array_equal(y0, [1.0, 0.5])
+
+
+def test_forward_mode_pairs_each_entrys_adjoint_with_what_moves():
+    t_eval = np.linspace(0.5, 2.0, 4)
+
+    def trajectory(theta, y0):
+        return si.solve_ivp(oscillator, (0.0, 2.0), y0, t_eval=t_eval, args=tuple(theta), **TIGHT).y.ravel()
+
+    def closure(k):  # y(1) = exp(-k), the rate captured
+        return si.solve_ivp(lambda t, y: -k * y, (0.0, 1.0), np.array([1.0]), **TIGHT).y[0, -1]
+
+    theta, y0 = np.array([1.3, 0.2]), np.array([1.0, 0.0])
+    for f, x in ((lambda th: trajectory(th, y0), theta), (lambda y: trajectory(theta, y), y0)):
+        forward, reverse = cr.jacobian(f, x, mode="forward"), cr.jacobian(f, x, mode="reverse")
+        np.testing.assert_allclose(forward, reverse, rtol=1e-10, atol=1e-12)
+    assert cr.derivative(closure, 0.5) == pytest.approx(-np.exp(-0.5), rel=1e-8)
+    _, tangent = cr.jvp(lambda th: trajectory(th, y0), (theta,), (np.array([1.0, -2.0]),))
+    np.testing.assert_allclose(tangent, cr.jacobian(lambda th: trajectory(th, y0), theta) @ [1.0, -2.0], rtol=1e-9)
+

@@ -50,7 +50,7 @@ from ...core import (
     rrule,
     unthunk,
 )
-from ...core.active import stood_for
+from ...core.active import nesting_depth, stood_for
 from ...core.errors import NoDerivativeError, NoForwardRuleError, user_location
 from ..numpy._arrays import cotangent_array, to_input
 from ..numpy._util import axes_of, is_batched, match_output
@@ -489,6 +489,72 @@ def _where() -> str:
     return f" at {where}" if where else ""
 
 
+class _Adjoint:
+    """The adjoint method on ``solve_ivp``'s forward solution: ``solve(dY)`` integrates
+    ``λ' = -(∂fun/∂y)ᵀ λ`` backwards from the last output time, adding each time's column of the
+    cotangent ``dY`` as it passes it, and returns ``λ(t0)`` (``y0``'s cotangent) with the nodes and
+    weighted adjoints ``[(s, w λ(s))]`` of the parameters' integral ``∫ (∂fun/∂θ)ᵀ λ dt``."""
+
+    def __init__(self, call: FunctionalCall, found, solution, t0: float):
+        self.call, self.found, self.solution, self.t0 = call, found, solution, t0
+        self.pullback_of = later_pullbacks()
+        self.method = call.setting("method")
+        self.tolerances = {k: call.setting(k) for k in ("rtol", "atol") if k in call.bound}
+
+    def vjp(self, t, lam):
+        """The pullback of ``fun`` at ``(t, y(t))`` along ``λ``: ``(dfun, dt, dy, *dargs)``."""
+        call = self.call
+        _, back = self.pullback_of(call.F, t, self.solution(t), *call.args)
+        return back(lam)
+
+    def _rhs(self, t, lam):
+        d = unthunk(self.vjp(t, lam)[2])  # (its plain value, where forward mode's dual numbers ride along)
+        return np.zeros_like(lam) if isinstance(d, AbstractZero) else -np.asarray(stood_for(d), dtype=float)
+
+    def solve(self, dY) -> tuple:
+        times, nodes = self.found.t, []
+        lam = np.zeros(np.shape(dY)[0])
+        for i in range(len(times) - 1, -1, -1):
+            lam = lam + dY[:, i]
+            earlier = times[i - 1] if i > 0 else self.t0
+            if earlier == times[i] or not np.any(lam):  # (a zero adjoint stays zero)
+                continue
+            segment = si.solve_ivp(
+                self._rhs, (times[i], earlier), lam, method=self.method, dense_output=True, **self.tolerances
+            )
+            if not segment.success:
+                raise NoDerivativeError(f"scipy.integrate.solve_ivp{_where()}: its adjoint failed ({segment.message})")
+            s, w = _gauss_on_steps(segment.t)  # ∫ from earlier to times[i]: minus this direction's sum
+            nodes.extend(zip(s, -w[:, None] * segment.sol(s).T))
+            lam = segment.y[:, -1]
+        return lam, nodes
+
+
+def _forward_tangent(adjoint: _Adjoint, y0):
+    """``result.y`` with the derivatives an engine's values carry (forward mode runs the function as
+    the source engine's primal): each entry's adjoint paired with what moves, ``y0``'s perturbation
+    and ``fun``'s at the forward solution, ``fun(s, y(s), *args)`` on the engine's values minus its
+    plain value (first order: one adjoint solve per entry of the output)."""
+    call, found = adjoint.call, adjoint.found
+    moved = {}  # node -> fun's perturbation there
+
+    def perturbation(s):
+        if s not in moved:  # (run by the engine: fun's code may build arrays of the dual numbers)
+            value = adjoint.pullback_of(call.F, s, adjoint.solution(s), *call.args)[0]
+            moved[s] = value - stood_for(value)
+        return moved[s]
+
+    d_y0 = y0 - stood_for(y0) if isinstance(y0, ActiveValue) else None
+    shape, entries = found.y.shape, []
+    for k in range(found.y.size):
+        unit = np.zeros(found.y.size)
+        unit[k] = 1.0
+        lam0, nodes = adjoint.solve(np.reshape(unit, shape))
+        total = sum((np.dot(weighted, perturbation(s)) for s, weighted in nodes), 0.0)
+        entries.append(total + (np.dot(lam0, d_y0) if d_y0 is not None else 0.0))
+    return found.y + np.reshape(np.stack(entries), shape)
+
+
 @rrule.register(si.solve_ivp)
 def rrule_solve_ivp(fun, *rest, **keywords):
     """``solve_ivp``'s solution of ``y' = fun(t, y, *args)``: ``result.y`` differentiated in ``y0``,
@@ -504,8 +570,10 @@ def rrule_solve_ivp(fun, *rest, **keywords):
     equations"). Each value of ``(∂fun/∂y)ᵀ λ`` is one pullback of ``fun``. So the gradient is the
     exact solution's, to the solver's tolerances, not the discretization's.
 
-    ``events`` are refused, and so are an engine's values among the inputs (forward mode, a
-    Hessian): the rule is reverse mode's. ``result.sol`` (``dense_output=True``) is not
+    Forward mode (its dual numbers among ``y0``, ``args`` or what ``fun`` closes over) gets each
+    entry's tangent from that entry's adjoint (``_forward_tangent``). Refused: ``events``, times
+    that forward mode moves, and second derivatives (a Hessian, nested forward mode), which the
+    adjoint of the plain solution does not give. ``result.sol`` (``dense_output=True``) is not
     differentiated: read the solution at the times of ``t_eval``.
 
     >>> import numpy as np, scipy.integrate as si, chainrules as cr
@@ -520,24 +588,30 @@ def rrule_solve_ivp(fun, *rest, **keywords):
     args = call.args
     found = call.run(dense_output=True)
     y0 = call.bound["y0"]
-    if any(isinstance(v, ActiveValue) for v in (*args, y0, *np.atleast_1d(call.bound["t_span"]))) or (
-        isinstance(fun(float(found.t[0]), found.y[:, 0], *args), ActiveValue)  # what fun closes over
-    ):
-        raise NoForwardRuleError(
-            si.solve_ivp,
-            (fun, *rest),
-            location=user_location(),
-            reason="its rule is reverse mode's, the adjoint method",
-        )
     solution = found.sol
     if not call.setting("dense_output"):
         found.sol = None
-    pullback_of = later_pullbacks()
-    method = call.setting("method")
-    tolerances = {k: call.setting(k) for k in ("rtol", "atol") if k in call.bound}
     t0 = float(stood_for(call.bound["t_span"][0]))
+    adjoint = _Adjoint(call, found, solution, t0)
+    probe = adjoint.pullback_of(fun, float(found.t[0]), found.y[:, 0], *args)[0]  # (engine values fun closes over)
+    active = [v for v in (*args, y0, probe) if isinstance(v, ActiveValue)]
+    first_order = None
+    if active:
+        t_eval = call.setting("t_eval")
+        times = [call.bound["t_span"], *(() if t_eval is None else [t_eval])]
+        why = None
+        if any(_holds_active(t) for t in times):
+            why = "forward mode does not move its times"
+        elif max(nesting_depth(v) for v in active) > 1 or not found.success:
+            why = "its adjoint gives first derivatives only" if found.success else f"it failed: {found.message}"
+        if why is not None:
+            raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=why)
+        first_order = "second derivatives (a Hessian) through solve_ivp: its adjoint gives first derivatives only"
+        found.y = _forward_tangent(adjoint, y0)
 
     def solve_ivp_pullback(d_result):
+        if first_order is not None:
+            raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=first_order)
         d_result = unthunk(d_result)
         fields = {} if isinstance(d_result, AbstractZero) else dict(getattr(d_result, "backing", d_result))
         others = undifferentiated_fields(fields, ("y",))
@@ -549,34 +623,21 @@ def rrule_solve_ivp(fun, *rest, **keywords):
             return call.cotangents(_NO, (_ZERO,) * len(args))
         if not found.success:
             raise NoDerivativeError(f"scipy.integrate.solve_ivp{_where()} did not succeed ({found.message})")
+        lam, nodes = adjoint.solve(dY)
         df, owned = _NO, False
         dargs = [_ZERO] * len(args)
-
-        def vjp(t, lam):  # (∂fun/∂y)ᵀ λ at (t, y(t)), the parameters' parts gathered when asked
-            _, back = pullback_of(fun, t, solution(t), *args)
-            return back(lam)
-
-        def adjoint(t, lam):
-            d = unthunk(vjp(t, lam)[2])
-            return -np.zeros_like(lam) if isinstance(d, AbstractZero) else -np.asarray(d, dtype=float)
-
-        times = found.t
-        lam = np.zeros(np.shape(dY)[0])
-        for i in range(len(times) - 1, -1, -1):
-            lam = lam + dY[:, i]
-            earlier = times[i - 1] if i > 0 else t0
-            if earlier == times[i]:
-                continue
-            segment = si.solve_ivp(adjoint, (times[i], earlier), lam, method=method, dense_output=True, **tolerances)
-            if not segment.success:
-                raise NoDerivativeError(f"scipy.integrate.solve_ivp{_where()}: its adjoint failed ({segment.message})")
-            nodes, weights = _gauss_on_steps(segment.t)  # ∫ from earlier to times[i] = -(this direction's)
-            for s, w in zip(nodes, weights):
-                d = vjp(s, -w * segment.sol(s))
-                df, owned = _add_function_tangent(df, owned, d[0])
-                dargs = [add(total, part) for total, part in zip(dargs, d[3 : 3 + len(args)])]
-            lam = segment.y[:, -1]
+        for s, weighted in nodes:
+            d = adjoint.vjp(s, weighted)
+            df, owned = _add_function_tangent(df, owned, d[0])
+            dargs = [add(total, part) for total, part in zip(dargs, d[3 : 3 + len(args)])]
         times_cotangents = _time_cotangents(call, found, dY, lam, solution, t0)
         return call.cotangents(df, tuple(dargs), y0=to_input(y0, lam), **times_cotangents)
 
     return found, solve_ivp_pullback
+
+
+def _holds_active(value) -> bool:
+    """Whether ``value`` is an engine's value, or a tuple or list holding one."""
+    if isinstance(value, (tuple, list)):
+        return any(_holds_active(v) for v in value)
+    return isinstance(value, ActiveValue)

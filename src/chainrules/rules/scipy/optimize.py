@@ -39,7 +39,7 @@ import numpy as np
 import scipy.optimize as so
 
 from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
-from ...core.active import ActiveValue, stood_for
+from ...core.active import nesting_depth, stood_for
 from ...core.errors import NoDerivativeError, user_location
 from ..pyfunctional import _pullback_of
 from ._functionals import FunctionalCall
@@ -49,17 +49,6 @@ _ZERO = ZeroTangent()
 
 
 # ----- the root of F(x, *args) = 0 and its derivatives ----------------------------------------
-
-
-def _depth(value) -> int:
-    """How many engines' values ``value`` is wrapped in (a Hessian's dual of a tracked array: 2)."""
-    depth = 0
-    while isinstance(value, ActiveValue):
-        inner = value.stands_for()
-        if inner is value:
-            break
-        value, depth = inner, depth + 1
-    return depth
 
 
 class _Linearized:
@@ -150,14 +139,14 @@ def _differentiated_root(
     at = _Linearized(solver, F, x, args, layout, pair, fixed)
     if unconverged is not None:
         error = _not_converged(solver, unconverged)
-        if _depth(at.y):
+        if nesting_depth(at.y):
             raise error
 
         def refused_pullback(dx):
             raise error
 
         return x, refused_pullback
-    for _ in range(math.ceil(math.log2(_depth(at.y) + 1))):  # Newton steps: see the module docstring
+    for _ in range(math.ceil(math.log2(nesting_depth(at.y) + 1))):  # Newton steps: see the module docstring
         x = x - at.solve(at.y)
         at = _Linearized(solver, F, x, args, layout, pair, fixed)
 
