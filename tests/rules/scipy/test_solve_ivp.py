@@ -133,3 +133,42 @@ def test_forward_mode_pairs_each_entrys_adjoint_with_what_moves():
     _, tangent = cr.jvp(lambda th: trajectory(th, y0), (theta,), (np.array([1.0, -2.0]),))
     np.testing.assert_allclose(tangent, cr.jacobian(lambda th: trajectory(th, y0), theta) @ [1.0, -2.0], rtol=1e-9)
 
+
+
+def odeint_oscillator(theta, y0, t):
+    return si.odeint(lambda y, t, w, g: oscillator(t, y, w, g), y0, t, args=tuple(theta), rtol=1e-11, atol=1e-12)
+
+
+def test_odeint_against_finite_differences_in_every_argument():
+    def loss(theta, y0, t):
+        y = odeint_oscillator(theta, y0, t)
+        return np.sum(y[:, 0] ** 2) + y[-1, 1]
+
+    theta, y0, t, h = np.array([1.3, 0.2]), np.array([1.0, 0.0]), np.linspace(0.0, 2.0, 5), 1e-6
+    gradients = cr.gradient(loss, theta, y0, t)
+    for k, x in enumerate((theta, y0, t)):
+        def moved(dx, k=k):
+            parts = [theta, y0, t]
+            parts[k] = parts[k] + dx
+            return loss(*parts)
+
+        fd = [(moved(h * e) - moved(-h * e)) / (2 * h) for e in np.eye(x.size)]
+        np.testing.assert_allclose(gradients[k], fd, rtol=1e-6, atol=1e-7)
+
+
+def test_odeint_forward_mode_tfirst_and_full_output():
+    theta, y0, t = np.array([1.3, 0.2]), np.array([1.0, 0.0]), np.linspace(0.0, 2.0, 5)
+    forward = cr.jacobian(lambda th: odeint_oscillator(th, y0, t).ravel(), theta, mode="forward")
+    reverse = cr.jacobian(lambda th: odeint_oscillator(th, y0, t).ravel(), theta, mode="reverse")
+    np.testing.assert_allclose(forward, reverse, rtol=1e-10, atol=1e-12)
+
+    def decayed(k):  # y(1) = exp(-k), with func(t, y) and the info dict
+        settings = {"tfirst": True, "full_output": True, "rtol": 1e-11, "atol": 1e-12}
+        y, info = si.odeint(lambda t, y: -k * y, np.array([1.0]), [0.0, 1.0], **settings)
+        assert info["message"] == "Integration successful."
+        return y[-1, 0]
+
+    assert cr.gradient(decayed, 0.5)[0] == pytest.approx(-np.exp(-0.5), rel=1e-8)
+    assert cr.derivative(decayed, 0.5) == pytest.approx(-np.exp(-0.5), rel=1e-8)
+    with pytest.raises(cr.NoRuleError, match="a Hessian"):
+        cr.hessian(decayed, 0.5)

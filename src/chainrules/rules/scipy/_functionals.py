@@ -27,9 +27,9 @@ _NO = NoTangent()
 _ZERO = ZeroTangent()
 
 #: settings that are the user's callables, which the SciPy function calls with ``x`` and ``args``
-CALLBACKS = ("fprime", "fprime2", "jac", "hess", "hessp")
+CALLBACKS = ("fprime", "fprime2", "jac", "hess", "hessp", "Dfun")
 #: settings that are numbers the SciPy function starts from or stays within
-STARTS = ("x0", "x1", "bracket", "a", "b", "y0", "t_span", "t_eval")
+STARTS = ("x0", "x1", "bracket", "a", "b", "y0", "t_span", "t_eval", "t")
 
 
 class FunctionalCall:

@@ -56,7 +56,7 @@ from ..numpy._arrays import cotangent_array, to_input
 from ..numpy._util import axes_of, is_batched, match_output
 from ..numpy.reductions import _diff_adjoint, _mean_adjoint, _reverse_cumsum, frule_trapezoid, rrule_trapezoid
 from ..pyfunctional import _add_function_tangent, _pullback_of, later_pullbacks
-from ._functionals import FunctionalCall, undifferentiated_fields
+from ._functionals import FunctionalCall, plain, undifferentiated_fields
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -490,29 +490,33 @@ def _where() -> str:
 
 
 class _Adjoint:
-    """The adjoint method on ``solve_ivp``'s forward solution: ``solve(dY)`` integrates
-    ``λ' = -(∂fun/∂y)ᵀ λ`` backwards from the last output time, adding each time's column of the
-    cotangent ``dY`` as it passes it, and returns ``λ(t0)`` (``y0``'s cotangent) with the nodes and
-    weighted adjoints ``[(s, w λ(s))]`` of the parameters' integral ``∫ (∂fun/∂θ)ᵀ λ dt``."""
+    """The adjoint method on an ODE's forward solution (``solution(t)``, dense; outputs at ``times``):
+    ``solve(dY)`` integrates ``λ' = -(∂fun/∂y)ᵀ λ`` backwards from the last output time, adding each
+    time's column of the cotangent ``dY`` (states × times) as it passes it, and returns ``λ(t0)``
+    (``y0``'s cotangent) with the nodes and weighted adjoints ``[(s, w λ(s))]`` of the parameters'
+    integral ``∫ (∂fun/∂θ)ᵀ λ dt``. ``fun`` takes ``(t, y, *args)``, or ``(y, t, *args)`` where not
+    ``tfirst`` (``odeint``'s)."""
 
-    def __init__(self, call: FunctionalCall, found, solution, t0: float):
-        self.call, self.found, self.solution, self.t0 = call, found, solution, t0
+    def __init__(self, call: FunctionalCall, times, solution, t0: float, method, tolerances: dict, tfirst=True):
+        self.call, self.times, self.solution, self.t0 = call, times, solution, t0
+        self.method, self.tolerances, self.tfirst = method, tolerances, tfirst
         self.pullback_of = later_pullbacks()
-        self.method = call.setting("method")
-        self.tolerances = {k: call.setting(k) for k in ("rtol", "atol") if k in call.bound}
+
+    def evaluate(self, t):
+        """``(fun(t, y(t), *args), its pullback)``, by its rule or the engine that ran the primal."""
+        y = self.solution(t)
+        return self.pullback_of(self.call.F, *((t, y) if self.tfirst else (y, t)), *self.call.args)
 
     def vjp(self, t, lam):
-        """The pullback of ``fun`` at ``(t, y(t))`` along ``λ``: ``(dfun, dt, dy, *dargs)``."""
-        call = self.call
-        _, back = self.pullback_of(call.F, t, self.solution(t), *call.args)
-        return back(lam)
+        """The pullback of ``fun`` at ``(t, y(t))`` along ``λ``: ``(dfun, d_first, d_second, *dargs)``."""
+        return self.evaluate(t)[1](lam)
 
     def _rhs(self, t, lam):
-        d = unthunk(self.vjp(t, lam)[2])  # (its plain value, where forward mode's dual numbers ride along)
+        d = unthunk(self.vjp(t, lam)[2 if self.tfirst else 1])  # (plain: forward mode's duals ride along)
         return np.zeros_like(lam) if isinstance(d, AbstractZero) else -np.asarray(stood_for(d), dtype=float)
 
     def solve(self, dY) -> tuple:
-        times, nodes = self.found.t, []
+        times, nodes = self.times, []
         lam = np.zeros(np.shape(dY)[0])
         for i in range(len(times) - 1, -1, -1):
             lam = lam + dY[:, i]
@@ -523,36 +527,59 @@ class _Adjoint:
                 self._rhs, (times[i], earlier), lam, method=self.method, dense_output=True, **self.tolerances
             )
             if not segment.success:
-                raise NoDerivativeError(f"scipy.integrate.solve_ivp{_where()}: its adjoint failed ({segment.message})")
+                raise NoDerivativeError(f"scipy.integrate{_where()}: the adjoint's solve failed ({segment.message})")
             s, w = _gauss_on_steps(segment.t)  # ∫ from earlier to times[i]: minus this direction's sum
             nodes.extend(zip(s, -w[:, None] * segment.sol(s).T))
             lam = segment.y[:, -1]
         return lam, nodes
 
+    def parameters(self, nodes) -> tuple:
+        """``(dfun, dargs)``: the parameters' integral, summed over the nodes' pullbacks."""
+        df, owned = _NO, False
+        dargs = [_ZERO] * len(self.call.args)
+        for s, weighted in nodes:
+            d = self.vjp(s, weighted)
+            df, owned = _add_function_tangent(df, owned, d[0])
+            dargs = [add(total, part) for total, part in zip(dargs, d[3 : 3 + len(dargs)])]
+        return df, tuple(dargs)
 
-def _forward_tangent(adjoint: _Adjoint, y0):
-    """``result.y`` with the derivatives an engine's values carry (forward mode runs the function as
-    the source engine's primal): each entry's adjoint paired with what moves, ``y0``'s perturbation
-    and ``fun``'s at the forward solution, ``fun(s, y(s), *args)`` on the engine's values minus its
+
+def _forward_tangent(adjoint: _Adjoint, Y, y0):
+    """``Y`` (states × times) with the derivatives an engine's values carry (forward mode runs the
+    function as the source engine's primal): each entry's adjoint paired with what moves, ``y0``'s
+    perturbation and ``fun``'s at the forward solution, ``fun`` on the engine's values minus its
     plain value (first order: one adjoint solve per entry of the output)."""
-    call, found = adjoint.call, adjoint.found
     moved = {}  # node -> fun's perturbation there
 
     def perturbation(s):
         if s not in moved:  # (run by the engine: fun's code may build arrays of the dual numbers)
-            value = adjoint.pullback_of(call.F, s, adjoint.solution(s), *call.args)[0]
+            value = adjoint.evaluate(s)[0]
             moved[s] = value - stood_for(value)
         return moved[s]
 
     d_y0 = y0 - stood_for(y0) if isinstance(y0, ActiveValue) else None
-    shape, entries = found.y.shape, []
-    for k in range(found.y.size):
-        unit = np.zeros(found.y.size)
+    entries = []
+    for k in range(Y.size):
+        unit = np.zeros(Y.size)
         unit[k] = 1.0
-        lam0, nodes = adjoint.solve(np.reshape(unit, shape))
+        lam0, nodes = adjoint.solve(np.reshape(unit, Y.shape))
         total = sum((np.dot(weighted, perturbation(s)) for s, weighted in nodes), 0.0)
         entries.append(total + (np.dot(lam0, d_y0) if d_y0 is not None else 0.0))
-    return found.y + np.reshape(np.stack(entries), shape)
+    return Y + np.reshape(np.stack(entries), Y.shape)
+
+
+def _refused_forward(active: list, moved_times: bool, failed: str | None) -> str | None:
+    """Why forward mode cannot have an ODE's solution (``None``: it can)."""
+    if moved_times:
+        return "forward mode does not move its times"
+    if failed is not None:
+        return f"it failed: {failed}"
+    if max(nesting_depth(v) for v in active) > 1:
+        return "its adjoint gives first derivatives only"
+    return None
+
+
+_SECOND_ORDER = "second derivatives (a Hessian) through an ODE's solution: its adjoint gives first derivatives only"
 
 
 @rrule.register(si.solve_ivp)
@@ -592,26 +619,21 @@ def rrule_solve_ivp(fun, *rest, **keywords):
     if not call.setting("dense_output"):
         found.sol = None
     t0 = float(stood_for(call.bound["t_span"][0]))
-    adjoint = _Adjoint(call, found, solution, t0)
-    probe = adjoint.pullback_of(fun, float(found.t[0]), found.y[:, 0], *args)[0]  # (engine values fun closes over)
+    tolerances = {k: call.setting(k) for k in ("rtol", "atol") if k in call.bound}
+    adjoint = _Adjoint(call, found.t, solution, t0, call.setting("method"), tolerances)
+    probe = adjoint.evaluate(float(found.t[0]))[0]  # (an engine's values that fun closes over)
     active = [v for v in (*args, y0, probe) if isinstance(v, ActiveValue)]
-    first_order = None
     if active:
         t_eval = call.setting("t_eval")
-        times = [call.bound["t_span"], *(() if t_eval is None else [t_eval])]
-        why = None
-        if any(_holds_active(t) for t in times):
-            why = "forward mode does not move its times"
-        elif max(nesting_depth(v) for v in active) > 1 or not found.success:
-            why = "its adjoint gives first derivatives only" if found.success else f"it failed: {found.message}"
+        moved_times = any(_holds_active(t) for t in (call.bound["t_span"], t_eval))
+        why = _refused_forward(active, moved_times, None if found.success else found.message)
         if why is not None:
             raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=why)
-        first_order = "second derivatives (a Hessian) through solve_ivp: its adjoint gives first derivatives only"
-        found.y = _forward_tangent(adjoint, y0)
+        found.y = _forward_tangent(adjoint, found.y, y0)
 
     def solve_ivp_pullback(d_result):
-        if first_order is not None:
-            raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=first_order)
+        if active:
+            raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=_SECOND_ORDER)
         d_result = unthunk(d_result)
         fields = {} if isinstance(d_result, AbstractZero) else dict(getattr(d_result, "backing", d_result))
         others = undifferentiated_fields(fields, ("y",))
@@ -624,14 +646,9 @@ def rrule_solve_ivp(fun, *rest, **keywords):
         if not found.success:
             raise NoDerivativeError(f"scipy.integrate.solve_ivp{_where()} did not succeed ({found.message})")
         lam, nodes = adjoint.solve(dY)
-        df, owned = _NO, False
-        dargs = [_ZERO] * len(args)
-        for s, weighted in nodes:
-            d = adjoint.vjp(s, weighted)
-            df, owned = _add_function_tangent(df, owned, d[0])
-            dargs = [add(total, part) for total, part in zip(dargs, d[3 : 3 + len(args)])]
+        df, dargs = adjoint.parameters(nodes)
         times_cotangents = _time_cotangents(call, found, dY, lam, solution, t0)
-        return call.cotangents(df, tuple(dargs), y0=to_input(y0, lam), **times_cotangents)
+        return call.cotangents(df, dargs, y0=to_input(y0, lam), **times_cotangents)
 
     return found, solve_ivp_pullback
 
@@ -641,3 +658,74 @@ def _holds_active(value) -> bool:
     if isinstance(value, (tuple, list)):
         return any(_holds_active(v) for v in value)
     return isinstance(value, ActiveValue)
+
+
+@rrule.register(si.odeint)
+def rrule_odeint(func, *rest, **keywords):
+    """``odeint``'s solution of ``y' = func(y, t, *args)`` (``tfirst=True``: ``func(t, y, *args)``) at
+    the times ``t``, one row each: differentiated in ``y0``, ``args``, what ``func`` closes over and
+    ``t``, by ``solve_ivp``'s adjoint method. LSODA's dense output at odeint's tolerances stands for
+    the solution between the times; forward mode pairs each entry's adjoint with what its dual
+    numbers move. ``full_output=True`` gives ``(y, infodict)``, whose ``infodict`` is not
+    differentiated; second derivatives through it are refused.
+
+    >>> import numpy as np, scipy.integrate as si, chainrules as cr
+    >>> def decayed(k):  # y(1) = exp(-k)
+    ...     return si.odeint(lambda y, t: -k * y, np.array([1.0]), [0.0, 1.0], rtol=1e-10, atol=1e-12)[-1, 0]
+    >>> bool(np.isclose(cr.gradient(decayed, 0.5)[0], -np.exp(-0.5)))
+    True
+    """
+    call = FunctionalCall(si.odeint, func, rest, keywords)
+    args, y0, tfirst = call.args, call.bound["y0"], bool(call.setting("tfirst"))
+    found = call.run()
+    Y = found[0] if call.setting("full_output") else found  # (times, states)
+    times = np.asarray(plain(call.bound["t"]), dtype=float)
+    rtol, atol = call.setting("rtol") or 1.49012e-8, call.setting("atol") or 1.49012e-8  # (odeint's defaults)
+    plain_args = tuple(stood_for(a) for a in args)
+
+    def rate(t, y):  # the plain right-hand side, for the dense solution between the times
+        return plain(func(t, y, *plain_args) if tfirst else func(y, t, *plain_args))
+
+    solution = si.solve_ivp(rate, (times[0], times[-1]), Y[0], method="LSODA", dense_output=True, rtol=rtol, atol=atol)
+    if not solution.success:
+        raise NoDerivativeError(f"scipy.integrate.odeint{_where()}: its dense solution failed ({solution.message})")
+    adjoint = _Adjoint(call, times, solution.sol, float(times[0]), "LSODA", {"rtol": rtol, "atol": atol}, tfirst)
+    active = [v for v in (*args, y0, adjoint.evaluate(float(times[0]))[0]) if isinstance(v, ActiveValue)]
+    if active:
+        why = _refused_forward(active, _holds_active(call.bound["t"]), None)
+        if why is not None:
+            raise NoForwardRuleError(si.odeint, (func, *rest), location=user_location(), reason=why)
+        Y = _forward_tangent(adjoint, Y.T, y0).T
+        found = (Y, found[1]) if call.setting("full_output") else Y
+
+    def odeint_pullback(d_out):
+        if active:
+            raise NoForwardRuleError(si.odeint, (func, *rest), location=user_location(), reason=_SECOND_ORDER)
+        dY = unthunk(d_out)
+        if call.setting("full_output") and not isinstance(dY, AbstractZero):
+            dY = unthunk(dY[0])
+        if isinstance(dY, AbstractZero):
+            return call.cotangents(_NO, (_ZERO,) * len(args))
+        dY = np.asarray(dY, dtype=float).T  # (states, times)
+        lam, nodes = adjoint.solve(dY)
+        df, dargs = adjoint.parameters(nodes)
+        return call.cotangents(df, dargs, y0=to_input(y0, lam), t=_odeint_times_cotangent(adjoint, dY, lam))
+
+    return found, odeint_pullback
+
+
+def _odeint_times_cotangent(adjoint: _Adjoint, dY, lam):
+    """``t``'s cotangent: a later start moves the later rows back along ``func``,
+    ``-(λ(t0) - ȳ_0)·func(t0, y0)`` (the first row is ``y0`` itself); a later time moves its row along
+    ``func`` there, ``ȳ_i·func(t_i, y_i)``. Computed when read."""
+
+    def along(t, d):
+        return float(np.dot(d, stood_for(adjoint.evaluate(t)[0])))
+
+    def times_cotangent():
+        times = adjoint.times
+        out = np.array([along(t, dY[:, i]) for i, t in enumerate(times)])
+        out[0] = -along(times[0], lam - dY[:, 0])
+        return to_input(adjoint.call.bound["t"], out)
+
+    return Thunk(times_cotangent)
