@@ -115,3 +115,16 @@ def test_choose_through_every_engine_to_second_order():
     crt.check_grads(
         lambda v: np.sum(CHOOSE_PROGRAMS["array, clip"](v) ** 3), (np.array([0.5, -1.0, 1.5, 2.0]),), order=2
     )
+
+
+def test_the_method_choose_on_an_index_array():
+    index = np.array([1, 0, 2, 1])
+
+    def f(v):  # the index array's method: the choices are what is differentiated
+        return np.sum(index.choose([v, 2.0 * v, v**2]) ** 2)
+
+    v = np.array([0.5, -1.0, 1.5, 2.0])
+    expected = 2 * index.choose([v, 2.0 * v, v**2]) * index.choose([np.ones(4), 2.0 * np.ones(4), 2 * v])
+    crt.assert_approx(cr.gradient(f, v)[0], expected, rtol=1e-12, atol=1e-12)
+    crt.assert_approx(cr.jacobian(f, v, mode="forward"), expected, rtol=1e-12, atol=1e-12)
+    crt.test_rrule(np.ndarray.choose, crt.nondiff(np.array([1, 0, 0, 1])), [v, 2.0 * v])

@@ -75,6 +75,7 @@ def _chosen(a, choices: list, args: tuple, kwargs: dict) -> list:
     return [index == k for k in range(n)]
 
 
+@rrule.register(np.ndarray.choose, batched=True)  # (``a.choose(choices)``: the index array is the object)
 @rrule.register(np.choose, batched=True)
 def rrule_choose(a, choices, *args, **kwargs):
     """``y = choices[a]`` entry by entry (broadcast together): each choice's cotangent is the
@@ -98,6 +99,7 @@ def rrule_choose(a, choices, *args, **kwargs):
     return y, choose_pullback
 
 
+@frule.register(np.ndarray.choose, batched=True)
 @frule.register(np.choose, batched=True)
 def frule_choose(tangents, a, choices, *args, **kwargs):
     y = np.choose(a, choices, *args, **kwargs)
