@@ -1,4 +1,5 @@
-"""Rules for ``scipy.optimize.minimize`` and ``minimize_scalar``: the optimum is a root of the gradient.
+"""Rules for ``scipy.optimize.minimize``, ``minimize_scalar`` and ``least_squares``: the optimum is a
+root of the gradient.
 
 At an unconstrained minimum ``x`` of ``fun(x, *args)`` the gradient ``G(x) = ∇ₓ fun(x, *args)``
 is zero, so ``x`` moves with ``args`` (and with what ``fun`` closes over) as the root of
@@ -39,12 +40,11 @@ from .core import AbstractZero, NoTangent, Tangent, ZeroTangent, add, rrule, unt
 from .core.active import stood_for
 from .core.errors import NoDerivativeError
 from .rules.pyfunctional import _pullback_of
-from .rules.scipy._functionals import FunctionalCall, undifferentiated_fields
+from .rules.scipy._functionals import FunctionalCall, holds_active, undifferentiated_fields
 from .rules.scipy.optimize import _at_user, _differentiated_root, _name
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
-_DIFFERENTIATED = ("x", "fun")
 
 
 def _refuse(solver, why: str):
@@ -77,43 +77,56 @@ def _held_by_bounds(call: FunctionalCall, x, bounds, reach: float):
     return np.reshape(at_lower | at_upper, shape)
 
 
-def _optimum_rule(solver, call: FunctionalCall, result, layout: str, held=None):
-    """``(result, pullback)``: ``result.x`` and ``result.fun`` with their derivatives, the pullback
-    taking a cotangent of the result (a ``Tangent[OptimizeResult]``)."""
+def _optimum_rule(solver, call: FunctionalCall, result, layout: str, held=None, objective=None, values=None):
+    """``(result, pullback)``: ``result.x`` and the result's values at the optimum with their
+    derivatives, the pullback taking a cotangent of the result (a ``Tangent[OptimizeResult]``).
+    ``objective`` is minimized (``call.F`` unless given); ``values`` maps the fields that hold a
+    function's value at the optimum to that function (``{"fun": call.F}`` unless given)."""
     fun, args = call.F, call.args
+    objective = fun if objective is None else objective
     pair = call.setting("jac") is True if "jac" in call.parameters else False  # fun returns (value, gradient)
-    stationarity = functools.partial(gradient, fun, argnums=0, has_aux=pair)
+    stationarity = functools.partial(gradient, objective, argnums=0, has_aux=pair)
     unconverged = None if result.success else str(result.message)
     x, root_back = _differentiated_root(solver, stationarity, result.x, args, layout, pair, unconverged, held)
     if unconverged is not None:
         return result, root_back
-    value, value_back = _pullback_of(fun, x, *args)
-    if pair:
-        value, pair_back = value[0], value_back
-        value_back = lambda d: pair_back(Tangent[tuple](d, _ZERO))  # noqa: E731
-    result.x, result.fun = x, value
+    result.x = x
+    value_backs = {}
+    for name, f in (values or {"fun": fun}).items():
+        value, back = _pullback_of(f, x, *args)
+        if pair:  # (value, gradient): the value's pullback
+            value, back = value[0], functools.partial(_first_of_pair, back)
+        result[name], value_backs[name] = value, back
+    differentiated = ("x", *value_backs)
 
     def optimum_pullback(dy):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return call.cotangents(_NO, (_ZERO,) * len(args))
         fields = dy.backing if isinstance(dy, Tangent) else dict(dy)
-        others = undifferentiated_fields(fields, _DIFFERENTIATED)
+        others = undifferentiated_fields(fields, differentiated)
         if others:
-            _refuse(solver, f"the result's {others[0]!r} is not differentiated, only {' and '.join(_DIFFERENTIATED)}")
-        dx, dvalue = (unthunk(fields.get(k, _ZERO)) for k in _DIFFERENTIATED)
+            _refuse(solver, f"the result's {others[0]!r} is not differentiated, only {', '.join(differentiated)}")
+        dx = unthunk(fields.get("x", _ZERO))
         dfun, dargs = _NO, (_ZERO,) * len(args)
-        if not isinstance(dvalue, AbstractZero):  # the value at the optimum: fun's pullback there
-            d = value_back(dvalue)
-            dfun, dargs = d[0], tuple(d[2 : 2 + len(args)])
-            dx = add(dx, d[1])
+        for name, back in value_backs.items():  # a value at the optimum: its function's pullback there
+            dvalue = unthunk(fields.get(name, _ZERO))
+            if not isinstance(dvalue, AbstractZero):
+                d = back(dvalue)
+                dfun = _function_sum(dfun, _user_function_cotangent(d[0]))
+                dargs = tuple(add(a, b) for a, b in zip(dargs, d[2 : 2 + len(args)]))
+                dx = add(dx, d[1])
         if not isinstance(unthunk(dx), AbstractZero):
             d_stationarity, d_root_args = root_back(dx)
-            dfun = _function_sum(dfun, _function_cotangent(d_stationarity))
+            dfun = _function_sum(dfun, _user_function_cotangent(_function_cotangent(d_stationarity)))
             dargs = tuple(add(a, b) for a, b in zip(dargs, d_root_args))
         return call.cotangents(dfun, dargs)
 
     return result, optimum_pullback
+
+
+def _first_of_pair(back, d):
+    return back(Tangent[tuple](d, _ZERO))
 
 
 def _function_sum(a, b):
@@ -153,3 +166,72 @@ def rrule_minimize_scalar(fun, *rest, **keywords):
     bounds = call.setting("bounds")
     held = _held_by_bounds(call, result.x, None if bounds is None else [tuple(bounds)], reach)
     return _optimum_rule(so.minimize_scalar, call, result, "scalar", None if held is None else bool(held))
+
+
+# ----- least_squares: the minimum of half the squared norm of the residuals ---------------------
+
+
+class _HalfSquaredNorm:
+    """``½ |fun(x, *args)|²``, the objective ``least_squares`` minimizes: a callable whose rule
+    differentiates the user's ``fun`` (by its rule or the running engine), so that ``cr.gradient``
+    of it, and that gradient's Hessian-vector products, reach ``fun``."""
+
+    def __init__(self, fun):
+        self.fun = fun
+
+    def __call__(self, x, *args):
+        r = self.fun(x, *args)
+        return 0.5 * np.sum(r * r)
+
+
+@rrule.register(_HalfSquaredNorm)
+def rrule_half_squared_norm(objective: _HalfSquaredNorm, x, *args):
+    r, back = _pullback_of(objective.fun, x, *args)
+
+    def half_squared_norm_pullback(dy):
+        dy = unthunk(dy)
+        if isinstance(dy, AbstractZero):
+            return (_NO, dy, *(dy for _ in args))
+        d = back(dy * r)
+        d_fun = unthunk(d[0])
+        d_objective = d_fun if isinstance(d_fun, AbstractZero) else Tangent[_HalfSquaredNorm](fun=d_fun)
+        return (d_objective, *d[1 : 2 + len(args)])
+
+    return 0.5 * np.sum(r * r), half_squared_norm_pullback
+
+
+def _user_function_cotangent(d):
+    """The user's function's cotangent inside ``_HalfSquaredNorm``'s (itself elsewhere)."""
+    d = unthunk(d)
+    if isinstance(d, Tangent) and type(d).primal_type is _HalfSquaredNorm:
+        return unthunk(d.fun)
+    return d
+
+
+@rrule.register(so.least_squares)
+def rrule_least_squares(fun, *rest, **keywords):
+    """``least_squares``'s ``OptimizeResult``: ``x``, ``cost`` (``½ |fun(x)|²``) and ``fun`` (the
+    residuals at ``x``) differentiated in ``args`` and what ``fun`` closes over, the optimum as the
+    root of the gradient of the cost (its Hessian, second derivatives of ``fun`` included, not
+    Gauss-Newton's). Entries the bounds hold (``active_mask``) stay there. A robust ``loss`` and
+    differentiated ``kwargs`` are refused.
+
+    >>> import numpy as np, scipy.optimize as so, chainrules as cr
+    >>> t = np.array([0.0, 1.0, 2.0, 3.0])
+    >>> def fitted_rate(y):  # fit y ≈ exp(-k t): d k / d y
+    ...     return so.least_squares(lambda k, y: np.exp(-k[0] * t) - y, np.array([0.5]), args=(y,)).x[0]
+    >>> y = np.exp(-0.7 * t)
+    >>> g = cr.gradient(fitted_rate, y)[0]
+    >>> bool(np.allclose(g, -(t * np.exp(-0.7 * t)) / np.sum((t * np.exp(-0.7 * t)) ** 2), atol=1e-6))
+    True
+    """
+    call = FunctionalCall(so.least_squares, fun, rest, keywords)
+    if call.setting("loss") != "linear":
+        _refuse(so.least_squares, f"loss={call.setting('loss')!r} is not differentiated (only 'linear')")
+    if holds_active(call.setting("kwargs")):
+        _refuse(so.least_squares, "kwargs= is not differentiated: pass what it holds in args=")
+    result = call.run()
+    held = np.asarray(result.active_mask) != 0
+    objective = _HalfSquaredNorm(fun)
+    values = {"cost": objective, "fun": fun}
+    return _optimum_rule(so.least_squares, call, result, "dense", held, objective, values)

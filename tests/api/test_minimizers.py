@@ -176,3 +176,77 @@ def test_an_entry_held_by_a_bound_stays_the_others_move():
     assert cr.gradient(clipped, 1.4)[0] == 0.0
     assert cr.derivative(clipped, 1.4) == 0.0
 
+
+
+T = np.linspace(0.0, 3.0, 7)
+Y = np.exp(-0.7 * T) + 0.05 * np.sin(5 * T)  # not an exact fit: the residuals' second derivatives count
+
+
+def decay_residuals(p, y):
+    return p[1] * np.exp(-p[0] * T) - y
+
+
+def fitted(y, start=(0.5, 1.0), **settings):
+    tight = {"xtol": 1e-14, "ftol": 1e-14, "gtol": 1e-14}
+    return so.least_squares(decay_residuals, np.array(start), args=(y,), **tight, **settings)
+
+
+def polished(y):
+    """The least-squares optimum to machine precision: Newton's method on the gradient of ½|r|²,
+    with exact first and second derivatives of the residuals (the reference for finite differences,
+    as the solver's own stopping point is looser)."""
+    p = so.least_squares(decay_residuals, np.array([0.5, 1.0]), args=(y,), method="lm").x
+    for _ in range(20):
+        e, r = np.exp(-p[0] * T), decay_residuals(p, y)
+        J = np.stack([-p[1] * T * e, e], axis=1)
+        mixed = np.sum(r * -T * e)
+        H = J.T @ J + np.array([[np.sum(r * p[1] * T**2 * e), mixed], [mixed, 0.0]])
+        p = p - np.linalg.solve(H, J.T @ r)
+    return p
+
+
+def test_least_squares_optimum_cost_and_residuals_against_finite_differences():
+    h = 1e-5
+    references = {
+        "x": polished,
+        "cost": lambda y: np.atleast_1d(0.5 * np.sum(decay_residuals(polished(y), y) ** 2)),
+        "fun": lambda y: decay_residuals(polished(y), y),
+    }
+    for field, reference in references.items():
+        expected = np.array([(reference(Y + h * e) - reference(Y - h * e)) / (2 * h) for e in np.eye(Y.size)]).T
+
+        def f(y, field=field):
+            return np.atleast_1d(getattr(fitted(y), field))
+
+        for mode in ("reverse", "forward"):
+            np.testing.assert_allclose(cr.jacobian(f, Y, mode=mode), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_least_squares_closure_bounds_and_refusals():
+    def by_closure(y):
+        return so.least_squares(lambda p: p[1] * np.exp(-p[0] * T) - y, np.array([0.5, 1.0]), xtol=1e-14,
+                                ftol=1e-14, gtol=1e-14).x
+
+    np.testing.assert_allclose(cr.jacobian(by_closure, Y), cr.jacobian(lambda y: fitted(y).x, Y), rtol=1e-8, atol=1e-10)
+
+    def capped(y):  # the amplitude held at its bound 0.9: only the rate moves, along its own equation
+        return fitted(y, start=(0.5, 0.5), bounds=([0.0, 0.0], [np.inf, 0.9])).x
+
+    assert fitted(Y, start=(0.5, 0.5), bounds=([0.0, 0.0], [np.inf, 0.9])).active_mask.tolist() == [0, 1]
+    J = cr.jacobian(capped, Y)
+    np.testing.assert_allclose(J[1], 0.0)
+
+    def rate(y):  # the rate alone with the amplitude fixed at 0.9, polished by Newton's method
+        k = capped(y)[0]
+        for _ in range(20):
+            e = np.exp(-k * T)
+            r, dr, d2r = 0.9 * e - y, -0.9 * T * e, 0.9 * T**2 * e
+            k = k - np.sum(r * dr) / np.sum(dr * dr + r * d2r)
+        return k
+
+    h = 1e-5
+    fd = np.array([(rate(Y + h * e) - rate(Y - h * e)) / (2 * h) for e in np.eye(Y.size)])
+    np.testing.assert_allclose(J[0], fd, rtol=1e-6, atol=1e-8)
+
+    with pytest.raises(cr.NoDerivativeError, match=r"least_squares at .*test_minimizers.py:\d+: loss='soft_l1'"):
+        cr.jacobian(lambda y: fitted(y, loss="soft_l1").x, Y, mode="reverse")

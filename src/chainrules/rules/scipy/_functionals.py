@@ -21,7 +21,7 @@ import inspect
 import numpy as np
 
 from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
-from ...core.active import stood_for
+from ...core.active import ActiveValue, stood_for
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -125,4 +125,13 @@ def undifferentiated_fields(d_result, differentiated: tuple) -> list:
             continue
         found.append(name)
     return found
+
+
+def holds_active(value) -> bool:
+    """Whether ``value`` is an engine's value, or a tuple, list or dict holding one."""
+    if isinstance(value, dict):
+        return any(holds_active(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return any(holds_active(v) for v in value)
+    return isinstance(value, ActiveValue)
 

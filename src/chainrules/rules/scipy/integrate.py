@@ -56,7 +56,7 @@ from ..numpy._arrays import cotangent_array, to_input
 from ..numpy._util import axes_of, is_batched, match_output
 from ..numpy.reductions import _diff_adjoint, _mean_adjoint, _reverse_cumsum, frule_trapezoid, rrule_trapezoid
 from ..pyfunctional import _add_function_tangent, _pullback_of, later_pullbacks
-from ._functionals import FunctionalCall, plain, undifferentiated_fields
+from ._functionals import FunctionalCall, holds_active, plain, undifferentiated_fields
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -625,7 +625,7 @@ def rrule_solve_ivp(fun, *rest, **keywords):
     active = [v for v in (*args, y0, probe) if isinstance(v, ActiveValue)]
     if active:
         t_eval = call.setting("t_eval")
-        moved_times = any(_holds_active(t) for t in (call.bound["t_span"], t_eval))
+        moved_times = any(holds_active(t) for t in (call.bound["t_span"], t_eval))
         why = _refused_forward(active, moved_times, None if found.success else found.message)
         if why is not None:
             raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=why)
@@ -652,12 +652,6 @@ def rrule_solve_ivp(fun, *rest, **keywords):
 
     return found, solve_ivp_pullback
 
-
-def _holds_active(value) -> bool:
-    """Whether ``value`` is an engine's value, or a tuple or list holding one."""
-    if isinstance(value, (tuple, list)):
-        return any(_holds_active(v) for v in value)
-    return isinstance(value, ActiveValue)
 
 
 @rrule.register(si.odeint)
@@ -692,7 +686,7 @@ def rrule_odeint(func, *rest, **keywords):
     adjoint = _Adjoint(call, times, solution.sol, float(times[0]), "LSODA", {"rtol": rtol, "atol": atol}, tfirst)
     active = [v for v in (*args, y0, adjoint.evaluate(float(times[0]))[0]) if isinstance(v, ActiveValue)]
     if active:
-        why = _refused_forward(active, _holds_active(call.bound["t"]), None)
+        why = _refused_forward(active, holds_active(call.bound["t"]), None)
         if why is not None:
             raise NoForwardRuleError(si.odeint, (func, *rest), location=user_location(), reason=why)
         Y = _forward_tangent(adjoint, Y.T, y0).T
