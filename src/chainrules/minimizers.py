@@ -1,5 +1,5 @@
-"""Rules for ``scipy.optimize.minimize``, ``minimize_scalar`` and ``least_squares``: the optimum is a
-root of the gradient.
+"""Rules for ``scipy.optimize.minimize``, ``minimize_scalar``, ``least_squares`` and ``curve_fit``:
+the optimum is a root of the gradient.
 
 At an unconstrained minimum ``x`` of ``fun(x, *args)`` the gradient ``G(x) = ∇ₓ fun(x, *args)``
 is zero, so ``x`` moves with ``args`` (and with what ``fun`` closes over) as the root of
@@ -31,6 +31,7 @@ True
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 import scipy.optimize as so
@@ -40,7 +41,7 @@ from .core import AbstractZero, NoTangent, Tangent, ZeroTangent, add, rrule, unt
 from .core.active import stood_for
 from .core.errors import NoDerivativeError
 from .rules.pyfunctional import _pullback_of
-from .rules.scipy._functionals import FunctionalCall, holds_active, undifferentiated_fields
+from .rules.scipy._functionals import FunctionalCall, holds_active, is_number, plain, undifferentiated_fields
 from .rules.scipy.optimize import _at_user, _differentiated_root, _name
 
 _NO = NoTangent()
@@ -201,10 +202,12 @@ def rrule_half_squared_norm(objective: _HalfSquaredNorm, x, *args):
 
 
 def _user_function_cotangent(d):
-    """The user's function's cotangent inside ``_HalfSquaredNorm``'s (itself elsewhere)."""
+    """The user's function's cotangent inside ``_HalfSquaredNorm``'s or ``_Misfit``'s (itself elsewhere)."""
     d = unthunk(d)
     if isinstance(d, Tangent) and type(d).primal_type is _HalfSquaredNorm:
         return unthunk(d.fun)
+    if isinstance(d, Tangent) and type(d).primal_type is _Misfit:
+        return unthunk(d.f)
     return d
 
 
@@ -235,3 +238,93 @@ def rrule_least_squares(fun, *rest, **keywords):
     objective = _HalfSquaredNorm(fun)
     values = {"cost": objective, "fun": fun}
     return _optimum_rule(so.least_squares, call, result, "dense", held, objective, values)
+
+
+# ----- curve_fit: least squares of a model's misfit ---------------------------------------------
+
+
+class _Misfit:
+    """``(f(xdata, *p) - ydata) / sigma``: ``curve_fit``'s residuals as a function of the parameters
+    ``p`` and of the data, whose rule differentiates the user's model ``f``."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __call__(self, p, xdata, ydata, sigma):
+        return (self.f(xdata, *p) - ydata) / sigma
+
+
+@rrule.register(_Misfit)
+def rrule_misfit(misfit: _Misfit, p, xdata, ydata, sigma):
+    model, back = _pullback_of(misfit.f, xdata, *(p[i] for i in range(len(p))))
+    r = (model - ydata) / sigma
+
+    def misfit_pullback(dr):
+        dr = unthunk(dr)
+        if isinstance(dr, AbstractZero):
+            return (_NO, dr, dr, dr, dr)
+        scaled = dr / sigma
+        d = back(scaled)
+        parts = [unthunk(di) for di in d[2 : 2 + len(p)]]
+        dp = np.stack([0.0 if isinstance(di, AbstractZero) else di for di in parts])
+        d_f = unthunk(d[0])
+        d_misfit = d_f if isinstance(d_f, AbstractZero) else Tangent[_Misfit](f=d_f)
+        d_sigma = -scaled * r
+        return (d_misfit, dp, d[1], -scaled, np.sum(d_sigma) if np.ndim(sigma) == 0 else d_sigma)
+
+    return r, misfit_pullback
+
+
+@rrule.register(so.curve_fit)
+def rrule_curve_fit(f, xdata, ydata, *rest, **keywords):
+    """``curve_fit``'s ``(popt, pcov)``: ``popt`` differentiated in ``xdata``, ``ydata``, ``sigma`` and
+    what the model ``f`` closes over, as the minimum of half the squared misfit
+    ``(f(xdata, *p) - ydata) / sigma`` (its full Hessian: the root of its gradient). ``pcov`` is not
+    differentiated; bounds, a 2-d ``sigma`` and extra keywords for the solver are refused.
+
+    >>> import numpy as np, scipy.optimize as so, chainrules as cr
+    >>> x = np.array([0.0, 1.0, 2.0, 3.0])
+    >>> def slope(y):  # a line fitted to y: the slope is linear in y
+    ...     return so.curve_fit(lambda x, a, b: a * x + b, x, y)[0][0]
+    >>> cr.gradient(slope, np.array([1.0, 3.0, 2.0, 5.0]))[0]  # (x - mean x) / Σ (x - mean x)²
+    array([-0.3, -0.1,  0.1,  0.3])
+    """
+    bound = inspect.signature(so.curve_fit).bind(f, xdata, ydata, *rest, **keywords).arguments
+    extra = bound.get("kwargs", {})
+    sigma = bound.get("sigma")
+    tolerances = ("xtol", "ftol", "gtol", "maxfev", "max_nfev")
+    if np.ndim(stood_for(sigma)) > 1 or any(k not in tolerances for k in extra):
+        _refuse(so.curve_fit, "a 2-d sigma, or keywords for the solver besides its tolerances, are not differentiated")
+    if not np.all(np.isinf(np.asarray(bound.get("bounds", (-np.inf, np.inf)), dtype=float))):
+        _refuse(so.curve_fit, "bounds= are not differentiated")
+    plain_bound = {k: plain(v) for k, v in bound.items() if k not in ("f", "kwargs")}
+    if plain_bound.get("p0") is None:  # (SciPy counts f's parameters, which the plain model's wrapper hides)
+        plain_bound["p0"] = np.ones(len(inspect.signature(f).parameters) - 1)
+    found = so.curve_fit(functools.partial(_plain_model, f), **plain_bound, **extra)
+    popt = found[0]
+    data = (xdata, ydata, 1.0 if sigma is None else sigma)
+    objective = _HalfSquaredNorm(_Misfit(f))
+    stationarity = functools.partial(gradient, objective, argnums=0)
+    p, root_back = _differentiated_root(so.curve_fit, stationarity, popt, data, "dense", False)
+    out = (p, *found[1:])
+    positions = list(inspect.signature(so.curve_fit).parameters)[: 3 + len(rest)]
+
+    def curve_fit_pullback(d_out):
+        d_out = unthunk(d_out)
+        items = [_ZERO] * len(out) if isinstance(d_out, AbstractZero) else [unthunk(d) for d in d_out]
+        if any(not isinstance(d, AbstractZero) and np.any(d) for d in items[1:]):
+            _refuse(so.curve_fit, "only popt is differentiated, not pcov (or the other outputs)")
+        if isinstance(items[0], AbstractZero):
+            return (_NO, _NO, *(_ZERO for _ in positions[1:]))
+        d_stationarity, (dx, dy, dsigma) = root_back(items[0])
+        d_model = _user_function_cotangent(_user_function_cotangent(_function_cotangent(d_stationarity)))
+        by_name = {"xdata": dx, "ydata": dy, "sigma": dsigma if sigma is not None else _ZERO}
+        rest_cotangents = [by_name.get(name, _ZERO if is_number(bound.get(name)) else _NO) for name in positions[1:]]
+        return (_NO, d_model, *rest_cotangents)
+
+    return out, curve_fit_pullback
+
+
+def _plain_model(f, x, *p):
+    return plain(f(x, *p))
+

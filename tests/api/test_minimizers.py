@@ -191,16 +191,17 @@ def fitted(y, start=(0.5, 1.0), **settings):
     return so.least_squares(decay_residuals, np.array(start), args=(y,), **tight, **settings)
 
 
-def polished(y):
-    """The least-squares optimum to machine precision: Newton's method on the gradient of ½|r|²,
-    with exact first and second derivatives of the residuals (the reference for finite differences,
-    as the solver's own stopping point is looser)."""
-    p = so.least_squares(decay_residuals, np.array([0.5, 1.0]), args=(y,), method="lm").x
+def polished(y, sigma=1.0, t=T):
+    """The least-squares optimum of the misfit (p[1] exp(-p[0] t) - y) / sigma to machine precision:
+    Newton's method on the gradient of ½|r|², with exact first and second derivatives of the
+    residuals (the reference for finite differences, as a solver's own stopping point is looser)."""
+    p = so.least_squares(lambda p: (p[1] * np.exp(-p[0] * t) - y) / sigma, np.array([0.5, 1.0]), method="lm").x
     for _ in range(20):
-        e, r = np.exp(-p[0] * T), decay_residuals(p, y)
-        J = np.stack([-p[1] * T * e, e], axis=1)
-        mixed = np.sum(r * -T * e)
-        H = J.T @ J + np.array([[np.sum(r * p[1] * T**2 * e), mixed], [mixed, 0.0]])
+        e = np.exp(-p[0] * t) / sigma
+        r = p[1] * e - y / sigma
+        J = np.stack([-p[1] * t * e, e], axis=1)
+        mixed = np.sum(r * -t * e)
+        H = J.T @ J + np.array([[np.sum(r * p[1] * t**2 * e), mixed], [mixed, 0.0]])
         p = p - np.linalg.solve(H, J.T @ r)
     return p
 
@@ -250,3 +251,36 @@ def test_least_squares_closure_bounds_and_refusals():
 
     with pytest.raises(cr.NoDerivativeError, match=r"least_squares at .*test_minimizers.py:\d+: loss='soft_l1'"):
         cr.jacobian(lambda y: fitted(y, loss="soft_l1").x, Y, mode="reverse")
+
+
+def decay_model(t, k, a):
+    return a * np.exp(-k * t)
+
+
+def test_curve_fit_parameters_in_the_data_the_weights_and_the_model():
+    def fit(y, sigma=None, t=T):
+        tight = {"xtol": 1e-14, "ftol": 1e-14, "gtol": 1e-14}
+        return so.curve_fit(decay_model, t, y, p0=[0.5, 1.0], sigma=sigma, **tight)[0]
+
+    h = 1e-5
+    expected = np.array([(polished(Y + h * e) - polished(Y - h * e)) / (2 * h) for e in np.eye(Y.size)]).T
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(cr.jacobian(fit, Y, mode=mode), expected, rtol=1e-6, atol=1e-8)
+
+    sigma = np.linspace(0.5, 1.5, Y.size)
+    d_y, d_sigma, d_t = cr.gradient(lambda y, s, t: fit(y, s, t)[0], Y, sigma, T)
+    moves = {
+        "y": (d_y, lambda e: polished(Y + e, sigma)),
+        "sigma": (d_sigma, lambda e: polished(Y, sigma + e)),
+        "t": (d_t, lambda e: polished(Y, sigma, T + e)),
+    }
+    for got, moved in moves.values():
+        fd = np.array([(moved(h * e)[0] - moved(-h * e)[0]) / (2 * h) for e in np.eye(Y.size)])
+        np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)
+
+    def by_closure(scale):  # the model closes over what is differentiated
+        return so.curve_fit(lambda t, k, a: scale * a * np.exp(-k * t), T, Y, p0=[0.5, 1.0])[0]
+
+    np.testing.assert_allclose(cr.jacobian(by_closure, 2.0), [0.0, -polished(Y)[1] / 4.0], atol=1e-6)
+    with pytest.raises(cr.NoDerivativeError, match="not pcov"):
+        cr.gradient(lambda y: np.sum(so.curve_fit(decay_model, T, y, p0=[0.5, 1.0])[1]), Y)
