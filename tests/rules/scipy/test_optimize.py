@@ -238,3 +238,26 @@ def test_forward_mode_and_the_tape_never_differentiate_a_solvers_iterations(name
     assert cr.gradient(f, 8.0)[0] == pytest.approx(1 / 12, rel=1e-12)
     with pytest.raises(IgnoredRuleError, match=r"scipy\.optimize\.\S+ has a rule that the tape engine cannot use"):
         cr.gradient(f, 8.0, engine="tape")
+
+
+def test_fixed_point_scalar_and_coupled_maps():
+    def dottie(c):  # x = c cos x: dx/dc = cos x / (1 + c sin x)
+        return so.fixed_point(lambda x, c: c * np.cos(x), 0.5, args=(c,), xtol=1e-14)
+
+    c = 1.0
+    x = float(dottie(c))
+    expected = np.cos(x) / (1 + c * np.sin(x))
+    assert cr.gradient(dottie, c)[0] == pytest.approx(expected, rel=1e-10)
+    assert cr.derivative(dottie, c) == pytest.approx(expected, rel=1e-10)
+    h = 1e-5
+    second = (cr.gradient(dottie, c + h)[0] - cr.gradient(dottie, c - h)[0]) / (2 * h)
+    assert cr.hessian(dottie, c) == pytest.approx(second, rel=1e-6)
+
+    def coupled_map(theta):  # x = 0.5 tanh(A x) + theta, a contraction
+        A = np.array([[0.3, -0.2, 0.1], [0.1, 0.4, -0.3], [-0.2, 0.1, 0.2]])
+        return so.fixed_point(lambda x: 0.5 * np.tanh(A @ x) + theta, np.zeros(3), xtol=1e-14)
+
+    theta = np.array([0.2, -0.1, 0.4])
+    fd = np.array([(coupled_map(theta + h * e) - coupled_map(theta - h * e)) / (2 * h) for e in np.eye(3)]).T
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(cr.jacobian(coupled_map, theta, mode=mode), fd, rtol=1e-7, atol=1e-9)

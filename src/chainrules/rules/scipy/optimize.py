@@ -33,6 +33,7 @@ root. So does a root where ``J`` is singular (a double root), where ``x`` does n
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -60,12 +61,15 @@ class _Linearized:
     (a minimizer's bound that holds at the optimum): their equations are ``x_i = x*_i`` in place of
     ``F_i = 0``, so they do not move and ``F_i`` takes no part."""
 
-    def __init__(self, solver, F, x, args: tuple, layout: str, pair: bool = False, fixed=None):
+    def __init__(self, solver, F, x, args: tuple, layout: str, pair: bool = False, fixed=None, mapping=False):
         self.solver, self.layout, self.x = solver, layout, x
         self.y, self.back = _pullback_of(F, x, *args)
         if pair:  # F returns (F(x), J(x)) (``root``'s ``jac=True``): its first output is the equation
             self.y, back = self.y[0], self.back
             self.back = lambda dy: back(Tangent[tuple](dy, _ZERO))
+        if mapping:  # F is a map whose fixed point is sought: the equation is F(x) - x = 0
+            self.y, back = self.y - x, self.back
+            self.back = functools.partial(_minus_identity, back)
         self.fixed = None if fixed is None or not np.any(fixed) else np.asarray(fixed, dtype=float)
         if self.fixed is not None:
             free, back = 1.0 - self.fixed, self.back
@@ -119,6 +123,14 @@ class _Linearized:
         return np.reshape(np.linalg.solve(J.T if transposed else J, np.reshape(r, (n,))), np.shape(self.x))
 
 
+def _minus_identity(back, dy) -> tuple:
+    """The pullback of ``F(x) - x`` from ``F``'s: ``x``'s cotangent less ``dy``."""
+    d = list(back(dy))
+    dx = unthunk(d[1])
+    d[1] = -dy if isinstance(dx, AbstractZero) else dx - dy
+    return tuple(d)
+
+
 def _name(solver) -> str:
     return f"scipy.optimize.{solver.__name__}"
 
@@ -129,14 +141,15 @@ def _at_user() -> str:
 
 
 def _differentiated_root(
-    solver, F, x, args: tuple, layout: str, pair: bool, unconverged: str | None = None, fixed=None
+    solver, F, x, args: tuple, layout: str, pair: bool, unconverged: str | None = None, fixed=None, mapping=False
 ):
     """``(x, pullback)``: the solver's root ``x`` of ``F(x, *args) = 0`` (plain) with the derivatives
     the arguments' engines carry, and ``pullback(x̄) -> (dF, d_args)``, ``d_args`` a tuple; ``pair``:
     ``F`` returns ``(F(x), J(x))``. ``unconverged``: why the solver failed, which refuses the
     derivatives (at once where an engine's values want them now: forward mode, a Hessian).
-    ``fixed``: entries held where they are (see ``_Linearized``)."""
-    at = _Linearized(solver, F, x, args, layout, pair, fixed)
+    ``fixed``: entries held where they are (see ``_Linearized``); ``mapping``: ``F`` is a map whose
+    fixed point ``x`` is (``F(x) - x = 0``)."""
+    at = _Linearized(solver, F, x, args, layout, pair, fixed, mapping)
     if unconverged is not None:
         error = _not_converged(solver, unconverged)
         if nesting_depth(at.y):
@@ -148,7 +161,7 @@ def _differentiated_root(
         return x, refused_pullback
     for _ in range(math.ceil(math.log2(nesting_depth(at.y) + 1))):  # Newton steps: see the module docstring
         x = x - at.solve(at.y)
-        at = _Linearized(solver, F, x, args, layout, pair, fixed)
+        at = _Linearized(solver, F, x, args, layout, pair, fixed, mapping)
 
     def root_pullback(dx):
         dx = unthunk(dx)
@@ -171,9 +184,12 @@ def _not_converged(solver, why: str) -> NoDerivativeError:
 # ----- the solvers' calls: arguments, settings, results ----------------------------------------
 
 
-def _root_rule(solver, call: FunctionalCall, x, converged: bool, why: str, layout: str, pair: bool = False):
+def _root_rule(
+    solver, call: FunctionalCall, x, converged: bool, why: str, layout: str, pair: bool = False, mapping=False
+):
     """``(x, pullback)`` for the root ``x`` a solver returned, ``pullback(x̄)`` giving the call's cotangents."""
-    x, back = _differentiated_root(solver, call.F, x, call.args, layout, pair, None if converged else why)
+    unconverged = None if converged else why
+    x, back = _differentiated_root(solver, call.F, x, call.args, layout, pair, unconverged, None, mapping)
 
     def solver_pullback(dx):
         return call.cotangents(*back(dx))
@@ -283,3 +299,23 @@ def rrule_result_field(result, name: str):
         return _NO, d_result, _NO
 
     return y, result_field_pullback
+
+
+@rrule.register(so.fixed_point)
+def rrule_fixed_point(func, *rest, **keywords):
+    """``fixed_point``'s ``x = func(x, *args)`` (a number, or an array of a coupled map), the root of
+    ``func(x) - x``: differentiated in ``args`` and what ``func`` closes over. SciPy raises its own
+    error where the iteration does not converge.
+
+    >>> import numpy as np, scipy.optimize as so, chainrules as cr
+    >>> def dottie(c):  # x = c cos x
+    ...     return so.fixed_point(lambda x, c: c * np.cos(x), 0.5, args=(c,))
+    >>> x = dottie(1.0)
+    >>> bool(np.isclose(cr.gradient(dottie, 1.0)[0], np.cos(x) / (1 + np.sin(x))))
+    True
+    """
+    call = FunctionalCall(so.fixed_point, func, rest, keywords)
+    x = call.run()
+    layout = "scalar" if np.ndim(x) == 0 else "dense"
+    return _root_rule(so.fixed_point, call, x, True, "", layout, mapping=True)
+
