@@ -40,16 +40,17 @@ from .api import gradient
 from .core import AbstractZero, NoTangent, Tangent, ZeroTangent, add, rrule, unthunk
 from .core.active import stood_for
 from .core.errors import NoDerivativeError
-from .rules.pyfunctional import _pullback_of
-from .rules.scipy._functionals import FunctionalCall, holds_active, is_number, plain, undifferentiated_fields
-from .rules.scipy.optimize import _at_user, _differentiated_root, _name
+from .core.structures import item_tangents
+from .rules.pyfunctional import _add_function_tangent, _pullback_of
+from .rules.scipy._functionals import FunctionalCall, at_user, holds_active, undifferentiated_fields
+from .rules.scipy.optimize import _differentiated_root, _name, first_of_pair
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
 
 
 def _refuse(solver, why: str):
-    raise NoDerivativeError(f"{_name(solver)}{_at_user()}: {why}")
+    raise NoDerivativeError(f"{_name(solver)}{at_user()}: {why}")
 
 
 def _held_by_bounds(call: FunctionalCall, x, bounds, reach: float):
@@ -96,7 +97,7 @@ def _optimum_rule(solver, call: FunctionalCall, result, layout: str, held=None, 
     for name, f in (values or {"fun": fun}).items():
         value, back = _pullback_of(f, x, *args)
         if pair:  # (value, gradient): the value's pullback
-            value, back = value[0], functools.partial(_first_of_pair, back)
+            value, back = value[0], functools.partial(first_of_pair, back)
         result[name], value_backs[name] = value, back
     differentiated = ("x", *value_backs)
 
@@ -104,37 +105,27 @@ def _optimum_rule(solver, call: FunctionalCall, result, layout: str, held=None, 
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return call.cotangents(_NO, (_ZERO,) * len(args))
-        fields = dy.backing if isinstance(dy, Tangent) else dict(dy)
+        fields = item_tangents(dy, result)
         others = undifferentiated_fields(fields, differentiated)
         if others:
             _refuse(solver, f"the result's {others[0]!r} is not differentiated, only {', '.join(differentiated)}")
-        dx = unthunk(fields.get("x", _ZERO))
-        dfun, dargs = _NO, (_ZERO,) * len(args)
+        dx = unthunk(fields["x"])
+        (dfun, owned), dargs = (_NO, False), (_ZERO,) * len(args)
         for name, back in value_backs.items():  # a value at the optimum: its function's pullback there
-            dvalue = unthunk(fields.get(name, _ZERO))
+            dvalue = unthunk(fields[name])
             if not isinstance(dvalue, AbstractZero):
                 d = back(dvalue)
-                dfun = _function_sum(dfun, _user_function_cotangent(d[0]))
+                dfun, owned = _add_function_tangent(dfun, owned, _user_function_cotangent(d[0]))
                 dargs = tuple(add(a, b) for a, b in zip(dargs, d[2 : 2 + len(args)]))
                 dx = add(dx, d[1])
         if not isinstance(unthunk(dx), AbstractZero):
             d_stationarity, d_root_args = root_back(dx)
-            dfun = _function_sum(dfun, _user_function_cotangent(_function_cotangent(d_stationarity)))
+            d_fun = _user_function_cotangent(_function_cotangent(d_stationarity))
+            dfun, owned = _add_function_tangent(dfun, owned, d_fun)
             dargs = tuple(add(a, b) for a, b in zip(dargs, d_root_args))
         return call.cotangents(dfun, dargs)
 
     return result, optimum_pullback
-
-
-def _first_of_pair(back, d):
-    return back(Tangent[tuple](d, _ZERO))
-
-
-def _function_sum(a, b):
-    """Two cotangents of ``fun``: ``NoTangent`` (a function with nothing to differentiate) only if both are."""
-    if isinstance(a, NoTangent):
-        return b
-    return a if isinstance(b, NoTangent) else add(a, b)
 
 
 def _function_cotangent(d_partial):
@@ -289,42 +280,30 @@ def rrule_curve_fit(f, xdata, ydata, *rest, **keywords):
     >>> cr.gradient(slope, np.array([1.0, 3.0, 2.0, 5.0]))[0]  # (x - mean x) / Σ (x - mean x)²
     array([-0.3, -0.1,  0.1,  0.3])
     """
-    bound = inspect.signature(so.curve_fit).bind(f, xdata, ydata, *rest, **keywords).arguments
-    extra = bound.get("kwargs", {})
-    sigma = bound.get("sigma")
+    call = FunctionalCall(so.curve_fit, f, (xdata, ydata, *rest), keywords)
+    sigma = call.setting("sigma")
     tolerances = ("xtol", "ftol", "gtol", "maxfev", "max_nfev")
-    if np.ndim(stood_for(sigma)) > 1 or any(k not in tolerances for k in extra):
+    solver_keywords = [k for k in call.bound if k not in call.parameters and k not in tolerances]
+    if np.ndim(stood_for(sigma)) > 1 or solver_keywords:
         _refuse(so.curve_fit, "a 2-d sigma, or keywords for the solver besides its tolerances, are not differentiated")
-    if not np.all(np.isinf(np.asarray(bound.get("bounds", (-np.inf, np.inf)), dtype=float))):
+    if not np.all(np.isinf(np.asarray(call.setting("bounds"), dtype=float))):
         _refuse(so.curve_fit, "bounds= are not differentiated")
-    plain_bound = {k: plain(v) for k, v in bound.items() if k not in ("f", "kwargs")}
-    if plain_bound.get("p0") is None:  # (SciPy counts f's parameters, which the plain model's wrapper hides)
-        plain_bound["p0"] = np.ones(len(inspect.signature(f).parameters) - 1)
-    found = so.curve_fit(functools.partial(_plain_model, f), **plain_bound, **extra)
-    popt = found[0]
+    # (SciPy counts f's parameters when p0 is not given, which the plain model's wrapper hides)
+    start = {} if call.setting("p0") is not None else {"p0": np.ones(len(inspect.signature(f).parameters) - 1)}
+    found = call.run(**start)
     data = (xdata, ydata, 1.0 if sigma is None else sigma)
-    objective = _HalfSquaredNorm(_Misfit(f))
-    stationarity = functools.partial(gradient, objective, argnums=0)
-    p, root_back = _differentiated_root(so.curve_fit, stationarity, popt, data, "dense", False)
+    stationarity = functools.partial(gradient, _HalfSquaredNorm(_Misfit(f)), argnums=0)
+    p, root_back = _differentiated_root(so.curve_fit, stationarity, found[0], data, "dense", False)
     out = (p, *found[1:])
-    positions = list(inspect.signature(so.curve_fit).parameters)[: 3 + len(rest)]
 
     def curve_fit_pullback(d_out):
-        d_out = unthunk(d_out)
-        items = [_ZERO] * len(out) if isinstance(d_out, AbstractZero) else [unthunk(d) for d in d_out]
+        items = [unthunk(d) for d in item_tangents(d_out, out)]
         if any(not isinstance(d, AbstractZero) and np.any(d) for d in items[1:]):
             _refuse(so.curve_fit, "only popt is differentiated, not pcov (or the other outputs)")
         if isinstance(items[0], AbstractZero):
-            return (_NO, _NO, *(_ZERO for _ in positions[1:]))
+            return call.cotangents(_NO, ())
         d_stationarity, (dx, dy, dsigma) = root_back(items[0])
         d_model = _user_function_cotangent(_user_function_cotangent(_function_cotangent(d_stationarity)))
-        by_name = {"xdata": dx, "ydata": dy, "sigma": dsigma if sigma is not None else _ZERO}
-        rest_cotangents = [by_name.get(name, _ZERO if is_number(bound.get(name)) else _NO) for name in positions[1:]]
-        return (_NO, d_model, *rest_cotangents)
+        return call.cotangents(d_model, (), xdata=dx, ydata=dy, sigma=dsigma if sigma is not None else _ZERO)
 
     return out, curve_fit_pullback
-
-
-def _plain_model(f, x, *p):
-    return plain(f(x, *p))
-

@@ -22,14 +22,13 @@ import numpy as np
 
 from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 from ...core.active import ActiveValue, stood_for
+from ...core.errors import user_location
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
 
 #: settings that are the user's callables, which the SciPy function calls with ``x`` and ``args``
 CALLBACKS = ("fprime", "fprime2", "jac", "hess", "hessp", "Dfun")
-#: settings that are numbers the SciPy function starts from or stays within
-STARTS = ("x0", "x1", "bracket", "a", "b", "y0", "t_span", "t_eval", "t")
 
 
 class FunctionalCall:
@@ -54,17 +53,12 @@ class FunctionalCall:
     def run(self, **settings):
         """The function on plain values, ``settings`` overriding the call's: ``F``'s outputs, the
         user's other callables' and the arguments unwrapped from any engine's values."""
-        call = dict(self.bound)
+        call = {name: plain(value) for name, value in self.bound.items()}
         call[self.parameters[0]] = functools.partial(_plain_output, self.F)
         for name in CALLBACKS:
             given = call.get(name)
             if callable(given):
                 call[name] = functools.partial(_plain_output, given)
-        if "args" in call:
-            call["args"] = tuple(stood_for(a) for a in self.args)
-        for name in STARTS:
-            if name in call:
-                call[name] = plain(call[name])
         call.update(settings)
         return self.function(**call)
 
@@ -105,17 +99,23 @@ def _plain_output(f, *args):
 
 
 def plain(value):
-    """``value`` with every engine's value in it unwrapped (a tuple of them too: ``root(jac=True)``'s output)."""
-    if isinstance(value, tuple):
+    """``value`` with every engine's value in it unwrapped, in tuples and lists too (``args``, a
+    ``t_span``, ``root(jac=True)``'s output)."""
+    if isinstance(value, (tuple, list)):
         return type(value)(plain(v) for v in value)
     return stood_for(value)
 
 
-def undifferentiated_fields(d_result, differentiated: tuple) -> list:
-    """The fields of a result's cotangent (a ``Tangent`` of an ``OptimizeResult`` or ``OdeResult``)
+def at_user() -> str:
+    """`` at file:line`` of the user's call, for an error's message (empty where unknown)."""
+    where = user_location()
+    return f" at {where}" if where else ""
+
+
+def undifferentiated_fields(fields: dict, differentiated: tuple) -> list:
+    """The fields of a result's cotangent (``item_tangents`` of an ``OptimizeResult`` or ``OdeResult``)
     outside ``differentiated`` that carry a nonzero cotangent: a rule that does not differentiate
     them refuses these (zeros, dense or not, are fine)."""
-    fields = d_result.backing if isinstance(d_result, Tangent) else dict(d_result)
     found = []
     for name, d in fields.items():
         d = unthunk(d)

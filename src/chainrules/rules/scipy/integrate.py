@@ -52,11 +52,12 @@ from ...core import (
 )
 from ...core.active import nesting_depth, stood_for
 from ...core.errors import NoDerivativeError, NoForwardRuleError, user_location
+from ...core.structures import item_tangents
 from ..numpy._arrays import cotangent_array, to_input
 from ..numpy._util import axes_of, is_batched, match_output
 from ..numpy.reductions import _diff_adjoint, _mean_adjoint, _reverse_cumsum, frule_trapezoid, rrule_trapezoid
 from ..pyfunctional import _add_function_tangent, _pullback_of, later_pullbacks
-from ._functionals import FunctionalCall, holds_active, plain, undifferentiated_fields
+from ._functionals import FunctionalCall, at_user, holds_active, plain, undifferentiated_fields
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -424,8 +425,7 @@ def rrule_quad(func, *rest, **keywords):
     out = (value, *found[1:]) if call.setting("full_output") else (value, found[1])
 
     def quad_pullback(d_out):
-        dy = unthunk(d_out)
-        dy = dy if isinstance(dy, AbstractZero) else unthunk(dy[0])
+        dy = unthunk(item_tangents(d_out, out)[0])
         if isinstance(dy, AbstractZero):
             return call.cotangents(_NO, (_ZERO,) * len(args))
         df, owned = _NO, False
@@ -465,28 +465,20 @@ def _gauss_on_steps(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ((hi + lo) / 2 + half * _STEP_NODES).ravel(), (half * _STEP_WEIGHTS).ravel()
 
 
-def _time_cotangents(call: FunctionalCall, found, dY, lam, solution, t0: float) -> dict:
+def _time_cotangents(call: FunctionalCall, adjoint: _Adjoint, dY, lam) -> dict:
     """The cotangents of ``t_span`` and ``t_eval``: a later start moves every output back along
     ``fun``, ``-λ(t0)·fun(t0, y0)``; an output time moves its column along ``fun`` there (the last
     step's, ``t_span``'s end, where ``t_eval`` is not given). Computed when read."""
-    fun, args, times = call.F, call.args, found.t
-
-    def moved(i):  # ȳ_i · fun(t_i, y_i)
-        return float(np.dot(dY[:, i], fun(float(times[i]), found.y[:, i], *args)))
-
-    start = Thunk(lambda: -float(np.dot(lam, fun(t0, solution(t0), *args))))
+    times = adjoint.times
+    start = Thunk(lambda: -adjoint.along(adjoint.t0, lam))
     t_eval = call.setting("t_eval")
-    end = _ZERO if t_eval is not None else Thunk(lambda: moved(len(times) - 1))
+    end = _ZERO if t_eval is not None else Thunk(lambda: adjoint.along(times[-1], dY[:, -1]))
     t_span = call.bound["t_span"]
     cotangents = {"t_span": Tangent[type(t_span)](start, end) if isinstance(t_span, (tuple, list)) else _ZERO}
     if t_eval is not None:
-        cotangents["t_eval"] = Thunk(lambda: to_input(t_eval, np.array([moved(i) for i in range(len(times))])))
+        moved = Thunk(lambda: to_input(t_eval, np.array([adjoint.along(t, dY[:, i]) for i, t in enumerate(times)])))
+        cotangents["t_eval"] = moved
     return cotangents
-
-
-def _where() -> str:
-    where = user_location()
-    return f" at {where}" if where else ""
 
 
 class _Adjoint:
@@ -506,6 +498,10 @@ class _Adjoint:
         """``(fun(t, y(t), *args), its pullback)``, by its rule or the engine that ran the primal."""
         y = self.solution(t)
         return self.pullback_of(self.call.F, *((t, y) if self.tfirst else (y, t)), *self.call.args)
+
+    def along(self, t, d) -> float:
+        """``d · fun(t, y(t))``: how far an output moves along the solution, ``d`` its cotangent."""
+        return float(np.dot(d, stood_for(self.evaluate(t)[0])))
 
     def vjp(self, t, lam):
         """The pullback of ``fun`` at ``(t, y(t))`` along ``λ``: ``(dfun, d_first, d_second, *dargs)``."""
@@ -527,7 +523,7 @@ class _Adjoint:
                 self._rhs, (times[i], earlier), lam, method=self.method, dense_output=True, **self.tolerances
             )
             if not segment.success:
-                raise NoDerivativeError(f"scipy.integrate{_where()}: the adjoint's solve failed ({segment.message})")
+                raise NoDerivativeError(f"scipy.integrate{at_user()}: the adjoint's solve failed ({segment.message})")
             s, w = _gauss_on_steps(segment.t)  # ∫ from earlier to times[i]: minus this direction's sum
             nodes.extend(zip(s, -w[:, None] * segment.sol(s).T))
             lam = segment.y[:, -1]
@@ -634,20 +630,19 @@ def rrule_solve_ivp(fun, *rest, **keywords):
     def solve_ivp_pullback(d_result):
         if active:
             raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=_SECOND_ORDER)
-        d_result = unthunk(d_result)
-        fields = {} if isinstance(d_result, AbstractZero) else dict(getattr(d_result, "backing", d_result))
+        fields = item_tangents(d_result, found)
         others = undifferentiated_fields(fields, ("y",))
         if others:
             reason = f"the result's {others[0]!r} is not differentiated"
             raise NoRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=reason)
-        dY = unthunk(fields.get("y", _ZERO))
+        dY = unthunk(fields["y"])
         if isinstance(dY, AbstractZero):
             return call.cotangents(_NO, (_ZERO,) * len(args))
         if not found.success:
-            raise NoDerivativeError(f"scipy.integrate.solve_ivp{_where()} did not succeed ({found.message})")
+            raise NoDerivativeError(f"scipy.integrate.solve_ivp{at_user()} did not succeed ({found.message})")
         lam, nodes = adjoint.solve(dY)
         df, dargs = adjoint.parameters(nodes)
-        times_cotangents = _time_cotangents(call, found, dY, lam, solution, t0)
+        times_cotangents = _time_cotangents(call, adjoint, dY, lam)
         return call.cotangents(df, dargs, y0=to_input(y0, lam), **times_cotangents)
 
     return found, solve_ivp_pullback
@@ -682,7 +677,7 @@ def rrule_odeint(func, *rest, **keywords):
 
     solution = si.solve_ivp(rate, (times[0], times[-1]), Y[0], method="LSODA", dense_output=True, rtol=rtol, atol=atol)
     if not solution.success:
-        raise NoDerivativeError(f"scipy.integrate.odeint{_where()}: its dense solution failed ({solution.message})")
+        raise NoDerivativeError(f"scipy.integrate.odeint{at_user()}: its dense solution failed ({solution.message})")
     adjoint = _Adjoint(call, times, solution.sol, float(times[0]), "LSODA", {"rtol": rtol, "atol": atol}, tfirst)
     active = [v for v in (*args, y0, adjoint.evaluate(float(times[0]))[0]) if isinstance(v, ActiveValue)]
     if active:
@@ -695,9 +690,7 @@ def rrule_odeint(func, *rest, **keywords):
     def odeint_pullback(d_out):
         if active:
             raise NoForwardRuleError(si.odeint, (func, *rest), location=user_location(), reason=_SECOND_ORDER)
-        dY = unthunk(d_out)
-        if call.setting("full_output") and not isinstance(dY, AbstractZero):
-            dY = unthunk(dY[0])
+        dY = unthunk(item_tangents(d_out, found)[0] if call.setting("full_output") else d_out)
         if isinstance(dY, AbstractZero):
             return call.cotangents(_NO, (_ZERO,) * len(args))
         dY = np.asarray(dY, dtype=float).T  # (states, times)
@@ -713,13 +706,10 @@ def _odeint_times_cotangent(adjoint: _Adjoint, dY, lam):
     ``-(λ(t0) - ȳ_0)·func(t0, y0)`` (the first row is ``y0`` itself); a later time moves its row along
     ``func`` there, ``ȳ_i·func(t_i, y_i)``. Computed when read."""
 
-    def along(t, d):
-        return float(np.dot(d, stood_for(adjoint.evaluate(t)[0])))
-
     def times_cotangent():
         times = adjoint.times
-        out = np.array([along(t, dY[:, i]) for i, t in enumerate(times)])
-        out[0] = -along(times[0], lam - dY[:, 0])
+        out = np.array([adjoint.along(t, dY[:, i]) for i, t in enumerate(times)])
+        out[0] = -adjoint.along(times[0], lam - dY[:, 0])
         return to_input(adjoint.call.bound["t"], out)
 
     return Thunk(times_cotangent)

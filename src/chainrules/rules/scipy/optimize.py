@@ -41,9 +41,10 @@ import scipy.optimize as so
 
 from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
 from ...core.active import nesting_depth, stood_for
-from ...core.errors import NoDerivativeError, user_location
+from ...core.errors import NoDerivativeError
+from ...core.structures import item_tangents
 from ..pyfunctional import _pullback_of
-from ._functionals import FunctionalCall
+from ._functionals import FunctionalCall, at_user
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -65,8 +66,7 @@ class _Linearized:
         self.solver, self.layout, self.x = solver, layout, x
         self.y, self.back = _pullback_of(F, x, *args)
         if pair:  # F returns (F(x), J(x)) (``root``'s ``jac=True``): its first output is the equation
-            self.y, back = self.y[0], self.back
-            self.back = lambda dy: back(Tangent[tuple](dy, _ZERO))
+            self.y, self.back = self.y[0], functools.partial(first_of_pair, self.back)
         if mapping:  # F is a map whose fixed point is sought: the equation is F(x) - x = 0
             self.y, back = self.y - x, self.back
             self.back = functools.partial(_minus_identity, back)
@@ -110,7 +110,7 @@ class _Linearized:
             regular = bool(np.all(np.isfinite(J)) and np.all(J != 0))
         if not regular:
             raise NoDerivativeError(
-                f"{_name(self.solver)}{_at_user()}: ∂F/∂x is singular at the root (a multiple root, or an "
+                f"{_name(self.solver)}{at_user()}: ∂F/∂x is singular at the root (a multiple root, or an "
                 "equation that does not depend on x there), so the root does not move smoothly with the arguments"
             )
 
@@ -123,6 +123,11 @@ class _Linearized:
         return np.reshape(np.linalg.solve(J.T if transposed else J, np.reshape(r, (n,))), np.shape(self.x))
 
 
+def first_of_pair(back, dy) -> tuple:
+    """The pullback of a pair's first output from the pair's (``(F(x), J(x))``, ``(f(x), ∇f(x))``)."""
+    return back(Tangent[tuple](dy, _ZERO))
+
+
 def _minus_identity(back, dy) -> tuple:
     """The pullback of ``F(x) - x`` from ``F``'s: ``x``'s cotangent less ``dy``."""
     d = list(back(dy))
@@ -133,11 +138,6 @@ def _minus_identity(back, dy) -> tuple:
 
 def _name(solver) -> str:
     return f"scipy.optimize.{solver.__name__}"
-
-
-def _at_user() -> str:
-    where = user_location()
-    return f" at {where}" if where else ""
 
 
 def _differentiated_root(
@@ -175,7 +175,7 @@ def _differentiated_root(
 
 def _not_converged(solver, why: str) -> NoDerivativeError:
     return NoDerivativeError(
-        f"{_name(solver)}{_at_user()} did not converge ({why}): its result is not a root of the equation, so "
+        f"{_name(solver)}{at_user()} did not converge ({why}): its result is not a root of the equation, so "
         "the implicit function theorem gives it no derivative; give the solver a tolerance it can reach or start it "
         "closer to the root"
     )
@@ -197,14 +197,6 @@ def _root_rule(
     return x, solver_pullback
 
 
-def _field(dy, name: str):
-    """The cotangent of a result's field (``RootResults.root``, ``OptimizeResult.x``)."""
-    dy = unthunk(dy)
-    if isinstance(dy, AbstractZero):
-        return dy
-    return getattr(dy, name) if isinstance(dy, Tangent) else dy[name]
-
-
 # ----- the rules -----------------------------------------------------------------------------
 
 
@@ -217,17 +209,11 @@ def _bracketing_rule(solver):
         x, back = _root_rule(solver, call, x, r.converged, r.flag, "scalar")
         if not call.setting("full_output"):
             return x, back
-        return (x, r), lambda dy: back(_items(dy)[0])
+        out = (x, r)
+        return out, lambda dy: back(item_tangents(dy, out)[0])
 
     rrule_bracketing.__name__ = f"rrule_{solver.__name__}"
     return rrule_bracketing
-
-
-def _items(dy) -> list:
-    dy = unthunk(dy)
-    if isinstance(dy, AbstractZero):
-        return [dy, dy]
-    return list(dy.backing if isinstance(dy, Tangent) else dy)
 
 
 for _solver in (so.brentq, so.brenth, so.ridder, so.bisect, so.toms748):
@@ -250,7 +236,8 @@ def rrule_newton(func, *rest, **keywords):
     x, back = _root_rule(so.newton, call, x, converged, why, "scalar" if scalar else "elementwise")
     if not call.setting("full_output"):
         return x, back
-    return (x, *found[1:]), lambda dy: back(_items(dy)[0])
+    out = (x, *found[1:])
+    return out, lambda dy: back(item_tangents(dy, out)[0])
 
 
 @rrule.register(so.root_scalar)
@@ -260,7 +247,7 @@ def rrule_root_scalar(f, *rest, **keywords):
     r = call.run()
     x, back = _root_rule(so.root_scalar, call, r.root, r.converged, r.flag, "scalar")
     r.root = x
-    return r, lambda dy: back(_field(dy, "root"))
+    return r, lambda dy: back(item_tangents(dy, r)["root"])
 
 
 @rrule.register(so.fsolve)
@@ -272,7 +259,8 @@ def rrule_fsolve(func, *rest, **keywords):
     x, back = _root_rule(so.fsolve, call, x, ier == 1, message, "dense")
     if not call.setting("full_output"):
         return x, back
-    return (x, info, ier, message), lambda dy: back(_items(dy)[0])
+    out = (x, info, ier, message)
+    return out, lambda dy: back(item_tangents(dy, out)[0])
 
 
 @rrule.register(so.root)
@@ -284,7 +272,7 @@ def rrule_root(fun, *rest, **keywords):
     pair = call.setting("jac") is True
     x, back = _root_rule(so.root, call, result.x, bool(result.success), result.message, "dense", pair)
     result.x = x
-    return result, lambda dy: back(_field(dy, "x"))
+    return result, lambda dy: back(item_tangents(dy, result)["x"])
 
 
 @rrule.register(so.OptimizeResult.__getattr__)
