@@ -198,6 +198,9 @@ class Effects:
     #: augmented assignments ``x op= v`` on an array or list the function made and nothing else
     #: holds, where rebinding ``x`` gives what updating it in place would (see ``_Effects.fresh_rebinds``)
     fresh_rebinds: set[int] = dataclasses.field(default_factory=set)
+    #: the element reads of the updates ``x[k] op= v`` among ``fresh_rebinds`` (``x`` a list or dict
+    #: the function made, whose elements nothing else holds: see ``_Effects.fresh_item_updates``)
+    fresh_items: set[int] = dataclasses.field(default_factory=set)
 
 
 def _immutable_type(t) -> bool:
@@ -548,6 +551,9 @@ class _Effects:
                     out.flagged.add(name)
         out.copied_reads = self.copied_reads(untrusted)
         out.fresh_rebinds = self.fresh_rebinds()
+        for update, read in self.fresh_item_updates():
+            out.fresh_rebinds.add(update.index)
+            out.fresh_items.add(read.index)
         for stmt in self.stmts:
             if isinstance(stmt, ir.Assign) and getattr(stmt, "augmented", False) and stmt.expr.operands():
                 old = stmt.expr.operands()[0]
@@ -638,6 +644,144 @@ class _Effects:
                 fresh.add(index)
         return fresh
 
+    def fresh_item_updates(self) -> list[tuple]:
+        """The element updates ``x[k] op= v`` (here ``t = x[k]``, ``u = t op v``, ``x[k] = u``, the
+        ``(u, t)`` statements returned) where writing ``u`` back gives what Python's update of the
+        element in place would, as ``fresh_rebinds`` does for a variable: no one else can hold the
+        element when the update runs.
+
+        - ``x`` is a local list or dict that every binding makes new: a display (a comprehension's
+          list) whose elements are fresh, or a variable handed over to it (``xs = [... for ...]``);
+        - every element put into it (display items, ``append``, ``x[j] = w``, the updates' results) is
+          fresh: a number, or a variable every binding of which makes a new array or list and which
+          nothing but the store (and writes into it) uses;
+        - every statement that may run before the update (earlier, or in a loop around it) and uses
+          ``x`` only reads it: its length, a test, a dict's keys, or an element into a temporary of
+          one statement that only operators, ufuncs and the like read (they make new values).
+
+        The generated code checks, when it runs, what ``fresh_rebinds`` checks: ``v`` fits the element
+        and the result keeps its type, shape and dtype."""
+        captured = {
+            name
+            for s in self.stmts
+            if isinstance(s, ir.Assign) and isinstance(s.expr, ir.MakeFunction)
+            for name in s.expr.captures
+        }
+        found, verdicts = [], {}
+        for update in self.stmts:
+            if not getattr(update, "item_update", False):
+                continue
+            reads = self.bindings.get(update.expr.operands()[0], ())
+            if len(reads) != 1:
+                continue
+            read = reads[0]
+            container = read.expr.obj
+            if container not in verdicts:
+                verdicts[container] = self.fresh_container(container, captured)
+            group = verdicts[container]
+            if group is None:
+                continue
+            here, around = self.position[update.index], self.loop_body(update)
+            before = [
+                (name, u)
+                for name in group
+                for u in self.users.get(name, ())
+                if u.index in around or self.position[u.index] < here
+            ]
+            # the elements read out of it are new arrays, lists or numbers (see `fresh_container`)
+            elements = frozenset(
+                u.target for name in group for u in self.users.get(name, ()) if _reads_element_of(u, name)
+            )
+            if all(self.reads_elements_only(u, name, group, elements) for name, u in before):
+                found.append((update, read))
+        return found
+
+    def fresh_container(self, name: str, captured: set) -> set[str] | None:
+        """The variables that held the object of ``name`` (a list or dict the function made, whose
+        elements are fresh: see ``fresh_item_updates``) before ``name`` did; None when it is not one."""
+        group, todo = set(), [name]
+        while todo:
+            n = todo.pop()
+            if n in group:
+                continue
+            if n in captured or n not in self.a.local or self.seen_outside({n}):
+                return None
+            if self.a.type_of(n) not in (list, dict):
+                return None
+            group.add(n)
+            for binding in self.bindings.get(n, ()):
+                if isinstance(binding, (ir.SetItem, ir.Mutate)):
+                    stored = binding.value
+                    if (isinstance(binding, ir.Mutate) and binding.method != "append") or n in (
+                        stored,
+                        getattr(binding, "key", None),
+                    ):
+                        return None
+                    if not self.fresh_element(stored, binding, captured):
+                        return None
+                    continue
+                expr = getattr(binding, "expr", None)
+                if isinstance(binding, ir.Assign) and isinstance(expr, ir.Copy) and isinstance(expr.value, str):
+                    if self.users.get(expr.value) != [binding] and not all(
+                        u is binding or (isinstance(u, (ir.SetItem, ir.Mutate)) and u.obj == expr.value)
+                        for u in self.users.get(expr.value, ())
+                    ):
+                        return None  # (another holder of the object)
+                    todo.append(expr.value)
+                    continue
+                if isinstance(expr, ir.Build) and expr.kind == "list" and not any(a.starred for a in expr.items):
+                    items = [a.value for a in expr.items]
+                elif isinstance(expr, ir.BuildDict) and all(k is not None for k, _ in expr.items):
+                    items = [v for _, v in expr.items]
+                else:
+                    return None
+                if not all(self.fresh_element(v, binding, captured) for v in items):
+                    return None
+        return group
+
+    def fresh_element(self, value, store, captured: set) -> bool:
+        """Whether ``value``, which ``store`` puts into a container, is a number or a new array or
+        list that nothing but ``store`` (and writes into it) uses."""
+        if not isinstance(value, str):
+            return _number(value)
+        if is_real(self.a.type_of(value)):
+            return True
+        if value in captured or value not in self.a.local or self.seen_outside({value}):
+            return False
+        users = self.users.get(value, ())
+        if sum(1 for u in users if u is store) != 1 or store in (getattr(store, "key", None),):
+            return False
+        if not all(u is store or (isinstance(u, (ir.SetItem, ir.Mutate)) and u.obj == value) for u in users):
+            return False
+        # an update's result is checked to be new when it runs (see `fresh_item_updates`)
+        return all(getattr(b, "item_update", False) or self.makes_new(b, value) for b in self.bindings.get(value, ()))
+
+    def reads_elements_only(self, stmt, name: str, group: set, elements: frozenset) -> bool:
+        """Whether ``stmt`` uses the container ``name`` without keeping it or an element of it (see
+        ``fresh_item_updates``): writes into it are checked there."""
+        if isinstance(stmt, (ir.SetItem, ir.Mutate)) and stmt.obj == name:
+            return name not in (getattr(stmt, "key", None), stmt.value)
+        if isinstance(stmt, (ir.If, ir.While)):
+            return True
+        if isinstance(stmt, ir.For):
+            return stmt.iterable == name and self.a.type_of(name) is dict  # (its keys)
+        if not isinstance(stmt, ir.Assign):
+            return False
+        expr = stmt.expr
+        if isinstance(expr, ir.Copy):
+            return stmt.target in group  # (the hand-over to the container's variable)
+        if _reads_element_of(stmt, name):
+            element = stmt.target
+            return element in self.temps and all(
+                self.only_reads(u, element, elements)
+                # another update's `t op v`: checked when it runs to be an operator on arrays or numbers
+                or (getattr(u, "item_update", False) and u.expr.operands()[0] == element)
+                for u in self.users.get(element, ())
+            )
+        if isinstance(expr, ir.Call):
+            return self.a.call_target(expr) is len and len(expr.args) == 1 and not expr.kwargs
+        return False
+
     def makes_new(self, stmt, name: str) -> bool:
         """Whether ``stmt``, a binding of ``name`` (or a write into it), binds it to a new array or
         list."""
@@ -672,9 +816,9 @@ class _Effects:
         t = self.a.type_of(x)
         return is_arraylike(t) or is_real(t) or t in (list, tuple)
 
-    def only_reads(self, stmt, name: str) -> bool:
+    def only_reads(self, stmt, name: str, plain: frozenset = frozenset()) -> bool:
         """Whether ``stmt`` uses ``name``'s object (an array or a list) without keeping it or handing
-        it on."""
+        it on (``plain``: more variables known to hold arrays, numbers or lists)."""
         if isinstance(stmt, (ir.SetItem, ir.Mutate)):
             return stmt.obj == name and name not in (getattr(stmt, "key", None), stmt.value)
         if isinstance(stmt, (ir.If, ir.While)):
@@ -683,7 +827,7 @@ class _Effects:
             return False
         expr = stmt.expr
         if isinstance(expr, ir.Op):
-            return all(x == name or self.plain_value(x) for x in expr.operands())
+            return all(x == name or x in plain or self.plain_value(x) for x in expr.operands())
         if isinstance(expr, ir.GetAttr):
             return expr.name in ("shape", "ndim", "size", "dtype")
         if isinstance(expr, ir.GetItem):
@@ -707,6 +851,16 @@ _NEW_ARRAYS = frozenset(
     {np.stack, np.concatenate, np.vstack, np.hstack, np.where, np.dot, np.outer, np.inner, np.einsum}
     | {np.sum, np.mean, np.max, np.min, np.prod, np.cumsum, np.cumprod}
 )
+
+
+def _reads_element_of(stmt, name: str) -> bool:
+    """Whether ``stmt`` is ``t = name[k]``."""
+    return (
+        isinstance(stmt, ir.Assign)
+        and isinstance(stmt.expr, ir.GetItem)
+        and stmt.expr.obj == name
+        and stmt.expr.index != name
+    )
 
 
 def _hashable(f) -> bool:

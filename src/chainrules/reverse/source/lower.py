@@ -487,6 +487,8 @@ class _Lowerer:
         # in place (the primal checks that it does not: `check_item_update`)
         self.block[-1].augmented_read = True
         new = self.assign(ir.Op(BINARY[type(node.op)], (old, self.atom(node.value))))
+        self.block[-1].item_update = True  # (see `effects.fresh_item_updates`)
+        self.block[-1].col = node.target.col_offset + 1
         self.emit(ir.SetItem(obj=obj, key=index, value=new, col=node.target.col_offset + 1))
 
     def comprehension(self, node) -> str:

@@ -698,6 +698,8 @@ class Primal:
         """``x[i] op= v`` reads ``x[i]`` (``stmt``) to write ``x[i] op v`` back: checked where the
         element may be a mutable object that Python would update in place (see ``check_item_update``)."""
         obj = stmt.expr.obj  # (a variable: `subscript_target`)
+        if stmt.index in self.plan.effects.fresh_items:
+            return  # rebinding the element is the update in place (the update's own checks follow)
         if _real(self.plan.types.get(stmt.target)) or is_arraylike(self.plan.types.get(obj)):
             return
         where = f"{self.plan.fn.filename!r}, {stmt.line}, {stmt.col or 1}"

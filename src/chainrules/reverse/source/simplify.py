@@ -1002,7 +1002,9 @@ class _Analysis:
                 )
             for stmt in stmts:
                 if isinstance(stmt, ir.Assign) and stmt.target == name:
-                    if not isinstance(stmt.expr, (ir.Call, ir.MethodCall, ir.Op, ir.Build, ir.BuildDict)):
+                    if not isinstance(
+                        stmt.expr, (ir.Call, ir.MethodCall, ir.Op, ir.Build, ir.BuildDict)
+                    ) and not self.handed_over(stmt, stmts):
                         self.refuse(
                             stmt,
                             f"`{name}` is written in place later, so it must be bound to a new object here "
@@ -1012,6 +1014,27 @@ class _Analysis:
                     self.refuse(stmt, f"`{name}` is written in place later, so it must be bound to a new object")
             found[name] = "new"
         return found
+
+    def handed_over(self, binding: ir.Assign, stmts) -> bool:
+        """Whether ``binding`` is ``name = other`` where ``other`` is a local variable bound only to
+        new containers (a comprehension's list, ``[]``, ``{}``) that nothing but writes into it and
+        this binding uses: ``name`` becomes the one holder of the object (``xs = [... for ...]``)."""
+        other = binding.expr.value if isinstance(binding.expr, ir.Copy) else None
+        if not isinstance(other, str) or other in self.fn.params() or other in self.freevars or other not in self.local:
+            return False
+        for stmt in stmts:
+            if stmt is binding:
+                continue
+            if isinstance(stmt, (ir.SetItem, ir.Mutate)) and stmt.obj == other:
+                if other in (getattr(stmt, "key", None), stmt.value):
+                    return False
+                continue
+            if other in stmt.targets():
+                if not (isinstance(stmt, ir.Assign) and isinstance(stmt.expr, (ir.Build, ir.BuildDict))):
+                    return False
+            elif other in stmt.operands():
+                return False
+        return True
 
     def effects(self, stmt):
         if isinstance(stmt, ir.Assign):
