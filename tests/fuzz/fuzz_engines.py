@@ -12,7 +12,8 @@ float, drawn from a small grammar: elementwise ufuncs on safe domains, ``@``/``n
 value, ``for`` loops over ``range`` accumulating, ``while`` loops with a counter, with ``break``
 and ``continue``, nested loops, early returns, tuples and lists, comprehensions (a list, a
 generator in ``sum``, over ``enumerate``/``zip`` of arrays), helper functions (with default
-arguments, recursive with a depth bound) and closures, ``+=`` on the function's own arrays,
+arguments, recursive with a depth bound) and closures, ``+=`` on the function's own arrays and
+on the arrays in its own lists and dicts,
 buffers filled by index, ``np.linalg`` (``solve``, ``inv``, ``det``, ``slogdet``, ``norm``) on
 well-conditioned matrices, ``scipy.special`` (``logsumexp``, ``expit``, ``gammaln``), ``np.cumsum``,
 ``np.sort``, ``np.clip`` and ``np.einsum`` with fixed specs; a loop's variable read after the
@@ -328,6 +329,7 @@ class Program:
             self.s_dict_get,
             self.s_power_by_counter,
             self.s_time_steps,
+            self.s_element_updates,
         ]
         self.pick(kinds)(body, indent)
 
@@ -825,6 +827,27 @@ class Program:
         body.append(f"{indent}for {k} in range(3):")
         body.append(f"{indent}    {d}[{k} % 2] = {d}.get({k} % 2, 0.0) + {v.name} * ({k} + 1.0)")
         self.define(body, indent, v.shape, f"{d}[0] * {d}.get(1, 1.0)")
+
+    def s_element_updates(self, body, indent):
+        """Accumulators in a list or dict the function made (a display, a comprehension), updated
+        in place by ``acc[k] += ...`` in a loop (the source engine writes the result back)."""
+        v = self.var()
+        acc, k = self.fresh("acc"), self.fresh("k")
+        zeros = f"np.zeros({v.shape}, dtype={v.name}.dtype)" if v.shape else "0.0"
+        kind = self.pick(["display", "comprehension", "dict"])
+        self.uses.add(f"element updates ({kind})")
+        keys = ["0", "1"] if kind != "dict" else ["'a'", "'b'"]
+        if kind == "display":
+            body.append(f"{indent}{acc} = [{zeros}, {zeros}]")
+        elif kind == "comprehension":
+            body.append(f"{indent}{acc} = [{zeros} for _ in range(2)]")
+        else:
+            body.append(f"{indent}{acc} = {{'a': {zeros}, 'b': {zeros}}}")
+        body.append(f"{indent}for {k} in range({self.pick([2, 3])}):")
+        key = f"{keys[0]} if {k} % 2 == 0 else {keys[1]}"
+        body.append(f"{indent}    {acc}[{key}] {self.pick(['+=', '-='])} np.sin({v.name} * ({k} + 1.0))")
+        body.append(f"{indent}    {acc}[{keys[1]}] *= 0.5")
+        self.define(body, indent, v.shape, f"{acc}[{keys[0]}] * 0.7 + {acc}[{keys[1]}]")
 
     def s_power_by_counter(self, body, indent):
         """A polynomial in a value by a loop counter's powers (``x ** k``, the first power 0), at

@@ -101,7 +101,7 @@ X = np.array([0.5, -1.5, 2.0])
 
 
 def accumulates_into_a_list_display(x):
-    acc = [np.zeros(3), np.zeros(3)]
+    acc = [np.zeros(3), np.zeros(3, dtype=x.dtype)]  # (a call whose arguments the lowering packs)
     for i in range(4):
         acc[i % 2] += x * (i + 1)
     return np.sum(acc[0] * acc[1])
@@ -127,6 +127,12 @@ def adds_weight_decay_to_a_dict(x):
     for k in grads:  # its keys
         grads[k] /= len(grads)
     return np.sum(grads["w"]) + np.sum(grads["b"] ** 2)
+
+
+def adds_into_its_own_typed_array(x):
+    y = np.zeros_like(x, dtype=x.dtype)
+    y += x * x
+    return np.sum(y * x)
 
 
 def reads_an_element_in_the_update(x):
@@ -170,6 +176,7 @@ def writes_into_a_comprehension_s_list(x):
 
 
 UPDATES = [
+    adds_into_its_own_typed_array,
     writes_into_a_comprehension_s_list,
     accumulates_into_a_list_display,
     accumulates_pairwise_forces,

@@ -798,14 +798,16 @@ class _Effects:
         if isinstance(expr, ir.MethodCall) and expr.name == "copy" and not expr.args and not expr.kwargs:
             owner = self.a.type_of(expr.obj) if isinstance(expr.obj, str) else None
             return isinstance(owner, ArrayType) or owner is list
-        if isinstance(expr, (ir.Call, ir.MethodCall)) and not any(a.starred for a in expr.args):
+        if isinstance(expr, (ir.Call, ir.MethodCall)):
             f = self.a.call_target(expr)  # `np.zeros(n)` is a method call on the module
-            if f is _MISSING or not _hashable(f):
+            # (arguments the lowering packed are looked into; a user's `*args` or `**options` may hold `out=`)
+            positional, keywords = self.arguments(expr)
+            if f is _MISSING or not _hashable(f) or positional is None or keywords is None:
                 return False
-            if f in _NEW_ARRAYS:  # with any keyword but `out=` (and `**options`, which may hold it)
-                return all(k.name not in (None, "out") for k in expr.kwargs)
-            # a ufunc without `out=` returns a new array (or an immutable scalar): `y = np.cos(x)`
-            return not expr.kwargs and (isinstance(f, np.ufunc) or f in _ALLOCATORS)
+            if f in _NEW_ARRAYS or f in _ALLOCATORS:  # with any keyword but `out=`
+                return "out" not in keywords
+            # a ufunc without an output argument returns a new array (or an immutable scalar): `y = np.cos(x)`
+            return isinstance(f, np.ufunc) and not keywords and len(positional) <= f.nin
         return False
 
     def plain_value(self, x) -> bool:
