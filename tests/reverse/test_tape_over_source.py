@@ -44,3 +44,24 @@ def test_the_example_of_a_product_of_two_entries():
     x0 = np.array([1.0, 2.0])
     g = cr.gradient(lambda x: cr.gradient(lambda y: y[0] * y[1], x)[0].sum(), x0, engine="tape")[0]
     np.testing.assert_allclose(g, [1.0, 1.0])
+
+
+def scaled_by_a_constant_twice(c, x):
+    return np.sum(c * x) * x + np.polyval(c, x) * x  # x's cotangent: two terms, a rule's lazily
+
+
+def test_a_lazy_cotangent_added_to_a_tracked_number_is_its_value():
+    """The inner pullback adds two cotangents of the constant ``x`` (``dx + dx_1``, one a rule's
+    ``Thunk``): on the outer tape, an operator with a lazy operand computes with its value."""
+    c = np.array([0.5, -0.2, 0.3])
+
+    def inner_in_both(z):
+        dc, dx = cr.gradient(scaled_by_a_constant_twice, z[:3], z[3])
+        return np.sum(dc * W[0]) + dx
+
+    z = np.append(c, 0.7)
+    outer = cr.gradient(inner_in_both, z, engine="tape")[0]
+    np.testing.assert_allclose(outer, fd_jacobian(inner_in_both, z).ravel(), rtol=1e-6, atol=1e-8)
+    assert cr.gradient(lambda k: np.sum(cr.gradient(scaled_by_a_constant_twice, k, 0.7)[0]), c, engine="tape") == (
+        cr.ZeroTangent(),
+    )

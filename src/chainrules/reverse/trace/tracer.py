@@ -37,6 +37,7 @@ from ...core.errors import GENERATED_LINES, NoRuleError, is_library
 from ...core.keywords import as_positional
 from ...core.registry import decline_batch, rrule
 from ...core.ruled_calls import RuledCallWatch
+from ...core.tangents import AbstractTangent, AbstractZero, unthunk
 from ...core.twins import method_twin
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -376,6 +377,11 @@ def apply(f, args: tuple, kwargs: dict, rule=None):
     NumPy's protocols and Python's operators then hand the operation to that value, which treats
     the tracked values as constants. (Method calls go to their NumPy functions first: ``method``.)
     """
+    if any(isinstance(a, AbstractTangent) for a in args):
+        if any(isinstance(a, AbstractZero) for a in args):
+            return NotImplemented  # the zero's operator takes it (`x * ZeroTangent()`), as beside an array
+        # a lazy cotangent (a pullback's, under an outer tape) is the value it computes, which may be tracked
+        return apply(f, tuple(unthunk(a) for a in args), kwargs, rule)
     trace = _current.get()
     while trace is not None:
         parents: list = []
@@ -764,6 +770,8 @@ def binary_operation(f):
                     return NotImplemented  # a dual of a differentiation nested inside this one: its operation
                 if ta is TrackedNumber and tb is not float and tb is not int and reflected_by_its_class(f, b):
                     return NotImplemented  # Python calls the user's `b.__rmul__(a)`, as with a plain number
+                if isinstance(b, AbstractTangent):
+                    return apply(f, (a, b), {})
                 pb = b
                 second = -1
         elif tb is TrackedNumber or tb is TrackedArray:
@@ -771,6 +779,8 @@ def binary_operation(f):
                 return apply(f, (a, b), {})
             if ta is not float and isinstance(a, ActiveValue) and a.differentiation_order() > trace.order:
                 return NotImplemented
+            if isinstance(a, AbstractTangent):
+                return apply(f, (a, b), {})
             pa = a
             pb = b._value
             first = -1
