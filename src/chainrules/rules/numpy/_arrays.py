@@ -397,21 +397,47 @@ def scatter_rows(shape: tuple, dtype: np.dtype, index, dy, view, repeats: bool) 
         # an array-like implementing NumPy's protocols: let it make its own zeros and scatter
         return scatter_add_into(np.zeros_like(dy, shape=shape))
 
-    def scatter_active():
-        # an engine's value (an outer tape's, a dual) may refuse writes: a product with a plain
-        # 0/1 matrix puts each entry of dy at its position (summing repeats), through rules
-        positions = np.arange(math.prod(shape)).reshape(shape)
-        selected = (positions if view is None else view(positions))[index]
-        positions = selected.reshape(-1)
-        onehot = np.zeros((math.prod(shape), positions.size), dtype=dtype)
-        onehot[positions, np.arange(positions.size)] = 1.0
-        # dy may broadcast over the selected entries (np.trace's scalar over the diagonal)
-        spread = dy if np.shape(dy) == selected.shape else dy + np.zeros(selected.shape, dtype=dtype)
-        return (onehot @ np.reshape(spread, (positions.size,))).reshape(shape)
-
     if isinstance(dy, ActiveValue):  # (dual numbers, say): a plain accumulator cannot take them in place
-        return Thunk(scatter_active)
+        return Thunk(lambda: scatter_add(shape, index, dy, view, dtype))
     return InplaceableThunk(scatter_add_into, Thunk(scatter_value))
+
+
+def scatter_add(shape: tuple, index, values, view=None, dtype=None):
+    """Zeros of ``shape`` with ``values`` added at ``index`` of them (of ``view(zeros)``, a view of
+    an array of ``shape`` that ``index`` applies to), summed where the index repeats a position, as
+    ``np.add.at`` sums; ``values`` broadcast against the selected entries. A new array.
+
+    A pullback that scatters calls it: an engine's values (a Hessian's dual numbers, an outer
+    tape's tracked arrays), which a plain array cannot take in place, are summed by ``np.bincount``
+    over their positions, whose rule carries their derivatives.
+
+    >>> scatter_add((3,), np.array([0, 2, 0]), np.array([1.0, 2.0, 3.0]))
+    array([4., 0., 2.])
+    """
+    if dtype is None:
+        dtype = getattr(values, "dtype", None)
+        dtype = np.result_type(values) if dtype is None else np.dtype(dtype)
+    if not isinstance(values, ActiveValue):
+        if isinstance(values, np.ndarray | np.generic | int | float | complex):
+            out = np.zeros(shape, dtype=dtype)
+        else:  # an array-like implementing NumPy's protocols: its own zeros, which it scatters into
+            out = np.zeros_like(values, shape=shape, dtype=dtype)
+        np.add.at(out if view is None else view(out), index, values)
+        return out
+    size = math.prod(shape)
+    positions = np.arange(size).reshape(shape)
+    selected = (positions if view is None else view(positions))[index]
+    if np.shape(values) != selected.shape:  # (np.trace's scalar over the diagonal)
+        values = values + np.zeros(selected.shape, dtype=dtype)
+    flat, weights = selected.reshape(-1), np.reshape(values, (-1,))
+
+    def counted(w):
+        return np.bincount(flat, w, size)
+
+    summed = counted(np.real(weights)) + 1j * counted(np.imag(weights)) if dtype.kind == "c" else counted(weights)
+    if summed.dtype != dtype:
+        summed = summed.astype(dtype)
+    return np.reshape(summed, shape)
 
 
 def scatter_batch_thunk(x, index: tuple, dys, view=None, unique: bool | None = None):

@@ -40,7 +40,7 @@ from ...core import (
     unthunk,
 )
 from ...core.active import stood_for
-from ._arrays import array_or_active, batch_to_input, sum_to, tangent_array, to_input
+from ._arrays import array_or_active, batch_to_input, scatter_add, sum_to, tangent_array, to_input
 from ._util import align, axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
 from .ufuncs import as_computed
 
@@ -616,11 +616,11 @@ def _running_extremum_plan(x, o, primal):
     def running_extremum_back(dy, lead=()):
         ax = axis + len(lead)
         rows = np.moveaxis(dy, ax, -1)
-        dx = np.zeros(rows.shape, dtype=np.result_type(rows, y))
         picks = np.broadcast_to(np.moveaxis(winners, axis, -1), rows.shape)
         table = (math.prod(rows.shape[:-1]), rows.shape[-1])  # (not -1, which rows of length 0 leave open)
-        flat = np.reshape(dx, table)
-        np.add.at(flat, (np.arange(table[0])[:, None], np.reshape(picks, table)), np.reshape(rows, table))
+        dtype = np.result_type(rows.dtype, y)
+        index = (np.arange(table[0])[:, None], np.reshape(picks, table))
+        flat = scatter_add(table, index, np.reshape(rows, table), dtype=dtype)
         return np.reshape(np.moveaxis(flat.reshape(rows.shape), -1, ax), lead + np.shape(x))
 
     def running_extremum_forward(dx, batched):
@@ -1398,7 +1398,6 @@ def frule_bincount(tangents, x, *args, **kwargs):
         return y, _ZERO
     bins = np.asarray(x)
     if is_batched(weights, dw):  # each tangent of the batch summed into the bins: one scatter
-        dy = np.zeros((np.shape(dw)[0], y.size), dtype=np.result_type(dw, y))
-        np.add.at(dy, (slice(None), bins), dw)
-        return y, dy
+        dtype = np.result_type(dw.dtype if isinstance(dw, ActiveValue) else dw, y)
+        return y, scatter_add((np.shape(dw)[0], y.size), (slice(None), bins), dw, dtype=dtype)
     return y, np.bincount(bins, dw, y.size)

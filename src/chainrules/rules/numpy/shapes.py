@@ -51,6 +51,7 @@ from ._arrays import (
     is_batched,
     normalize_axes,
     normalize_axis,
+    scatter_add,
     scatter_batch_thunk,
     scatter_thunk,
     sequence_cotangent,
@@ -416,9 +417,8 @@ def _repeat(y, x, repeats, axis=None):
             grouped = np.reshape(dy, (*lead, *shape[:k], shape[k], r, *shape[k + 1 :]))
             dx = np.sum(grouped, axis=j + 1)
         else:
-            dx = np.zeros_like(dy, shape=lead + shape)
             source = np.repeat(np.arange(shape[k]), counts)
-            np.add.at(np.moveaxis(dx, j, 0), source, np.moveaxis(dy, j, 0))
+            dx = scatter_add(lead + shape, source, np.moveaxis(dy, j, 0), view=lambda a: np.moveaxis(a, j, 0))
         return np.reshape(dx, lead + np.shape(x))
 
     def repeat_push(dx, lead):
@@ -451,13 +451,10 @@ def _pad(y, x, pad_width, mode="constant", **kwargs):
         source = np.pad(np.arange(np.size(x)).reshape(np.shape(x)), widths.tolist(), mode=mode)
 
         def gather_adjoint(dy, lead=()):
-            if lead:  # the positions index the last axis; np.add.at adds along it row by row
-                flat = np.zeros_like(dy, shape=(*lead, np.size(x)))
-                np.add.at(flat, (slice(None), source.ravel()), np.reshape(dy, (*lead, -1)))
-                return np.reshape(flat, (*lead, *np.shape(x)))
-            flat = np.zeros_like(dy, shape=np.size(x))
-            np.add.at(flat, source.ravel(), np.ravel(dy))
-            return np.reshape(flat, np.shape(x))
+            # (with a batch, the positions index the last axis: the scatter adds along it row by row)
+            index = (slice(None), source.ravel()) if lead else source.ravel()
+            flat = scatter_add((*lead, np.size(x)), index, np.reshape(dy, (*lead, -1)))
+            return np.reshape(flat, (*lead, *np.shape(x)))
 
         return gather_adjoint, lambda dx, lead: np.reshape(dx, (*lead, -1))[..., source]
     raise NoRuleError(np.pad, (x, pad_width), reason=f"mode={mode!r} with {kwargs} is not a copy of input entries")

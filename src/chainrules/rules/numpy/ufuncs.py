@@ -49,7 +49,7 @@ from ...core import (
 from ...core.active import stood_for
 from ...core.projection import numpy_cotangent
 from ..operators import _array_cotangent, frule_on_arrays, rrule_on_arrays
-from ._arrays import array_or_active
+from ._arrays import array_or_active, scatter_add
 from ._util import align, bind, match_output, raise_out
 
 _NO = NoTangent()
@@ -838,16 +838,8 @@ def _interp_parts(x, xp, fp, args, kwargs):
 
 
 def _scatter_sum(shape: tuple, indices: tuple, values: tuple):
-    """Zeros of ``shape`` with each of ``values`` added at its ``indices`` (repeats summed). An
-    engine's values (the weights are duals in a Hessian) cannot be added into a plain array in
-    place: their sum is a product with a 0/1 matrix instead."""
-    if not any(isinstance(v, ActiveValue) for v in values):
-        out = np.zeros(shape, dtype=np.result_type(*values))
-        for index, v in zip(indices, values):
-            np.add.at(out, index, v)
-        return out
-    positions = np.arange(math.prod(shape))
-    return sum(np.ravel(v) @ (np.ravel(i)[:, None] == positions) for i, v in zip(indices, values)).reshape(shape)
+    """Zeros of ``shape`` with each of ``values`` added at its ``indices`` (repeats summed)."""
+    return sum(scatter_add(shape, index, v) for index, v in zip(indices, values))
 
 
 @rrule.register(np.interp, batched=True)
