@@ -95,10 +95,17 @@ def _remembered_engine(engine: str, f: Callable) -> str:
     return "tape" if engine == "source" and _chosen_before(f, _ON_THE_TAPE) else engine
 
 
-def _on_the_tape(refusal: UnsupportedSyntaxError | NoRuleError, f: Callable, args: tuple, kwargs: dict):
-    """``f`` on the tape, where the source engine refused it with ``refusal`` (see ``_pullback_full``)."""
+#: no positions: every argument is differentiated
+_NONE = frozenset()
+
+
+def _on_the_tape(
+    refusal: UnsupportedSyntaxError | NoRuleError, f: Callable, args: tuple, kwargs: dict, constants: frozenset = _NONE
+):
+    """``f`` on the tape, where the source engine refused it with ``refusal`` (see ``_pullback_full``);
+    the arguments at ``constants`` carry no derivative (see ``_run_reverse``)."""
     try:
-        pulled = _reverse_engine("tape").pullback_full(f, *args, **kwargs)
+        pulled = _run_reverse(_reverse_engine("tape"), f, args, kwargs, constants)
     # (a write repeating a position: ValueError; a C function given a tracked value: ctypes.ArgumentError)
     except (ChainRulesError, TypeError, ValueError, ctypes.ArgumentError) as error:
         refusal.add_note(f"The tape engine could not differentiate {_callable_label(f)} either: {error}")
@@ -110,6 +117,30 @@ def _on_the_tape(refusal: UnsupportedSyntaxError | NoRuleError, f: Callable, arg
 
 #: whether any function went to the tape in ``_pullback_full`` (so that others skip the lookup)
 _ON_THE_TAPE_USED = [False]
+
+
+def _run_reverse(module, f: Callable, args: tuple, kwargs: dict, constants: frozenset):
+    """The engine ``module``'s ``(y, back_full)`` for ``f(*args, **kwargs)``, the positional
+    arguments at ``constants`` (those ``argnums`` leaves out) taken as constants where the engine
+    can (``pullback_with_constants``): code with no rule may then read them."""
+    if constants:
+        with_constants = getattr(module, "pullback_with_constants", None)
+        if with_constants is not None:
+            return with_constants(f, args, kwargs, constants)
+    return module.pullback_full(f, *args, **kwargs)
+
+
+def _unselected(argnums, n: int) -> frozenset:
+    """The positions among ``n`` positional arguments that ``argnums`` does not select (none for
+    ``None``, or for an ``argnums`` that selects nothing valid: ``_gradients`` says why)."""
+    if argnums is None:
+        return _NONE
+    positions = range(n)
+    try:
+        chosen = {positions[argnums]} if isinstance(argnums, (int, np.integer)) else {positions[j] for j in argnums}
+    except (IndexError, TypeError):
+        return _NONE
+    return frozenset(positions) - chosen
 
 
 def _check_callable(f, entry: str) -> None:
@@ -648,7 +679,8 @@ def value_and_gradient(
 ):
     """``(y, grads)`` for a real-scalar ``f``: ``grads`` has one gradient per positional argument.
 
-    ``argnums`` selects arguments (an int gives one gradient, a sequence a tuple). With
+    ``argnums`` selects arguments (an int gives one gradient, a sequence a tuple); the others
+    are constants, as values ``f`` closes over are, so code with no rule may read them. With
     ``has_aux=True``, ``f`` returns ``(y, aux)`` and the result is ``((y, aux), grads)``; only
     ``y`` is differentiated.
 
@@ -665,7 +697,8 @@ def _value_and_gradient(
     _check_callable(f, entry)
     if _ON_THE_TAPE_USED[0]:
         engine = _remembered_engine(engine, f)
-    run = _reverse_engine(engine).pullback_full  # (``_pullback_full``, without a call on this path)
+    module = _reverse_engine(engine)
+    constants = _unselected(argnums, len(args))
     # The cyclic garbage collector is paused from the forward pass to the end of the sweep: a
     # pullback holds a few small objects per operation (closures, boxes, tape entries), freed by
     # reference counting as the sweep runs; a collection in between would traverse all of them
@@ -675,11 +708,14 @@ def _value_and_gradient(
         gc.disable()
     try:
         try:
-            y, back_full = run(f, *args, **kwargs)
+            if constants:
+                y, back_full = _run_reverse(module, f, args, kwargs, constants)
+            else:  # (``_pullback_full``, without a call on this path)
+                y, back_full = module.pullback_full(f, *args, **kwargs)
         except (UnsupportedSyntaxError, NoRuleError) as refusal:
             if engine != "source":
                 raise
-            y, back_full = _on_the_tape(refusal, f, args, kwargs)
+            y, back_full = _on_the_tape(refusal, f, args, kwargs, constants)
         if has_aux:
             # f itself is differentiated (a wrapper would be library code to the source engine),
             # with a zero cotangent for aux

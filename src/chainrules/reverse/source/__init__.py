@@ -23,7 +23,7 @@ it refuses with ``chainrules.UnsupportedSyntaxError`` and the file, line and col
 
 from __future__ import annotations
 
-from .engine import pullback_full
+from .engine import pullback_full, pullback_with_constants
 from .show import show
 
-__all__ = ["pullback_full", "show"]
+__all__ = ["pullback_full", "pullback_with_constants", "show"]

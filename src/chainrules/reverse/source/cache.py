@@ -61,10 +61,14 @@ class Transformed:
         #: generated function, specialization if it has global guards, whether it calls out)
         self.fast: dict[int, tuple] = {}
 
-    def specialization(self, fn, args: tuple, kwargs: dict, bound: bool, key: tuple) -> Specialization:
+    def specialization(
+        self, fn, args: tuple, kwargs: dict, bound: bool, key: tuple, constants: frozenset = frozenset()
+    ) -> Specialization:
+        """The specialization for ``key`` (``call_key``'s, with ``constants``, the positions of the
+        arguments that carry no derivative, where there are any)."""
         spec = self.specializations.get(key)
         if spec is None or not spec.valid(fn):
-            spec = Specialization(self, fn, args, kwargs, bound)
+            spec = Specialization(self, fn, args, kwargs, bound, constants)
             self.specializations[key] = spec
         return spec
 
@@ -141,7 +145,7 @@ def _refuse_methods_of_values(entry: Transformed, fn, arguments: dict) -> None:
 class Specialization:
     """The compiled primal/pullback of one function for one call signature."""
 
-    def __init__(self, entry: Transformed, fn, args: tuple, kwargs: dict, bound: bool):
+    def __init__(self, entry: Transformed, fn, args: tuple, kwargs: dict, bound: bool, constants: frozenset):
         stats["compiled"] += 1
         self.entry = entry
         self.version = rrule.version
@@ -168,7 +172,11 @@ class Specialization:
         free_types = {}
         for name, cell in zip(entry.freevars, fn.__closure__ or ()):
             free_types[name] = _cell_type(cell)
-        self.plan = analyze(fn_ir, param_types, free_types, fn.__globals__, entry.source.filename)
+        #: the positions of the arguments that carry no derivative (``argnums`` left them out)
+        self.constants = constants
+        named = result["positional"]
+        constant_params = frozenset(named[i] for i in constants if i < len(named))
+        self.plan = analyze(fn_ir, param_types, free_types, fn.__globals__, entry.source.filename, constant_params)
         self.globals_id = id(fn.__globals__)
         self.bound = bound
         self.calls_out = any(mode == "pullback" for mode in self.plan.mode.values())
@@ -255,7 +263,11 @@ class Specialization:
         if self.self_fn_name:
             cells[self.self_fn_name] = types.CellType(fn)
         if self.respecialize_name:
-            respecialize = functools.partial(RUNTIME["respecialize"], fn, self.bound)
+            respecialize = (
+                functools.partial(RUNTIME["respecialize_constants"], fn, self.bound, self.constants)
+                if self.constants
+                else functools.partial(RUNTIME["respecialize"], fn, self.bound)
+            )
             cells[self.respecialize_name] = types.CellType(respecialize)
         if closure:
             cells.update(zip(self.entry.freevars, closure))

@@ -42,6 +42,7 @@ from .parse import NoSourceError, is_library_code
 from .runtime import NO, ZERO, split, structural_tangent
 
 _FUNCTION = types.FunctionType
+_NONE = frozenset()
 #: the type of a callable (a class, for a constructor) -> whether it runs Python code (see `_has_python_body`)
 _PYTHON_BODIES: dict[type, bool] = {_FUNCTION: True, type(np.linalg.norm): True}
 _MODULE = types.ModuleType
@@ -128,6 +129,38 @@ def pullback_full(f, *args, **kwargs):
         if not isinstance(error, ChainRulesError):
             _note_user_line(error)
         raise
+    return _with_input_cotangents(pulled, args)
+
+
+def pullback_with_constants(f, args: tuple, kwargs: dict, constants: frozenset):
+    """``pullback_full(f, *args, **kwargs)`` where the positional arguments at the positions
+    ``constants`` carry no derivative (``argnums`` left them out): they are constants to the
+    analysis, so code that has no rule may read them (a library's filter of data), and their
+    cotangents are zeros.
+
+    >>> def f(w, data):
+    ...     return w * float(len(data))  # (a differentiated data would be refused: float() of an array)
+    >>> y, back = pullback_with_constants(f, (2.0, [1.0, 2.0]), {}, frozenset({1}))
+    >>> y, back(1.0)[1]
+    (4.0, 2.0)
+    """
+    if type(f) is not _FUNCTION or rrule.lookup(f, args) is not None or frule.lookup(f, args) is not None:
+        return pullback_full(f, *args, **kwargs)  # (a rule, or a callable object: every argument is differentiated)
+    try:
+        call = (f, args, kwargs, False, frozenset(constants))
+        if current_engine() is pullback_full:
+            pulled = _transformed_call(*call)
+        else:
+            pulled = _run_installed(_transformed_call, call, {}, True)
+    except Exception as error:
+        if not isinstance(error, ChainRulesError):
+            _note_user_line(error)
+        raise
+    return _with_input_cotangents(pulled, args)
+
+
+def _with_input_cotangents(pulled: tuple, args: tuple) -> tuple:
+    """``(y, back)`` with the cotangent of each structure in ``args`` laid out as the structure."""
     for a in args:
         if type(a) is not float and type(a) is not np.ndarray and runtime.is_input_structure(a):
             return pulled[0], _laid_out_as_inputs(pulled[1], args)
@@ -476,7 +509,7 @@ def _is_engine_value(x, top: bool = False) -> bool:
     return isinstance(x, ActiveValue)
 
 
-def _transformed_call(fn: types.FunctionType, args: tuple, kwargs: dict, bound: bool):
+def _transformed_call(fn: types.FunctionType, args: tuple, kwargs: dict, bound: bool, constants: frozenset = _NONE):
     entry = _TRANSFORMED.get(id(fn.__code__))
     if entry is None:
         if is_library_code(fn.__code__):
@@ -486,9 +519,11 @@ def _transformed_call(fn: types.FunctionType, args: tuple, kwargs: dict, bound: 
         except NoSourceError as err:
             raise _no_rule(fn, args, f"its source is not available: {err}") from None
     key = cache.call_key(fn, args, kwargs, bound)
-    spec = entry.specialization(fn, args, kwargs, bound, key)
+    if constants:
+        key = (key, constants)
+    spec = entry.specialization(fn, args, kwargs, bound, key, constants)
     instance = spec.instance(fn)
-    if not kwargs and not bound and _cells_filled(fn.__closure__) and not _has_typed_rules(fn):
+    if not constants and not kwargs and not bound and _cells_filled(fn.__closure__) and not _has_typed_rules(fn):
         _remember(entry, fn, args, spec, instance)
     if not spec.batched:
         decline_batch()
@@ -527,6 +562,11 @@ def _remember(entry, fn, args: tuple, spec, instance):
 def respecialize(fn, bound: bool, *args, **kwargs):
     """A generated function met arguments of other types than it was made for."""
     return _source(fn, args, kwargs, bound)
+
+
+def respecialize_constants(fn, bound: bool, constants: frozenset, *args, **kwargs):
+    """``respecialize`` for a specialization whose arguments at ``constants`` carry no derivative."""
+    return _transformed_call(fn, args, kwargs, bound, constants)
 
 
 def _class_attribute(cls: type, name: str):
@@ -864,6 +904,7 @@ cache.RUNTIME.update(
     add_at=runtime.add_at,
     iteration_start=runtime.iteration_start,
     respecialize=respecialize,
+    respecialize_constants=respecialize_constants,
     dispatch=dispatch,
     dispatch_method=dispatch_method,
 )

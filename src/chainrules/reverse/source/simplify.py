@@ -417,7 +417,15 @@ def _annotated(block, mode, indent) -> list[str]:
 
 
 class _Analysis:
-    def __init__(self, fn: ir.Function, param_types: dict, free_types: dict, globals_: dict, filename: str):
+    def __init__(
+        self,
+        fn: ir.Function,
+        param_types: dict,
+        free_types: dict,
+        globals_: dict,
+        filename: str,
+        constants: frozenset = frozenset(),
+    ):
         self.fn = fn
         self.freevars = set(free_types)
         self.filename = filename
@@ -438,7 +446,7 @@ class _Analysis:
             if isinstance(t, StructType):
                 self.structs[name], self.origin[name] = t, (name, ())
             self.types[name] = class_of(t)
-            if t not in INACTIVE_TYPES:
+            if t not in INACTIVE_TYPES and name not in constants:
                 self.active.add(name)
         # no argument or captured value is an engine's stand-in (a dual number), so no value here is
         # one either: rules typed on stand-ins are never selected (see `_untyped_only`)
@@ -1453,8 +1461,17 @@ def _stock_rule(op: str, ts: list) -> bool:
     return getattr(rule, "__module__", None) == "chainrules.rules.operators"
 
 
-def analyze(fn: ir.Function, param_types: dict, free_types: dict, globals_: dict, filename: str) -> Plan:
-    """The plan for ``fn`` called with arguments of ``param_types`` and captured values of ``free_types``.
+def analyze(
+    fn: ir.Function,
+    param_types: dict,
+    free_types: dict,
+    globals_: dict,
+    filename: str,
+    constants: frozenset = frozenset(),
+) -> Plan:
+    """The plan for ``fn`` called with arguments of ``param_types`` and captured values of
+    ``free_types``; the parameters named in ``constants`` carry no derivative (the caller's
+    ``argnums`` left them out).
 
     >>> import ast
     >>> from chainrules.reverse.source.names import Namer
@@ -1469,7 +1486,7 @@ def analyze(fn: ir.Function, param_types: dict, free_types: dict, globals_: dict
         return y_3                                      # return
     # active: a: float, b: float, y_1: float, y_2: float, y_3: float
     """
-    plan = _Analysis(fn, param_types, free_types, globals_, filename).run()
+    plan = _Analysis(fn, param_types, free_types, globals_, filename, constants).run()
     plan.freevars = tuple(free_types)
     plan.param_types = dict(param_types)
     return plan

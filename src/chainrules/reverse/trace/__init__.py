@@ -21,7 +21,7 @@ with ``chainrules.accumulate``.
 """
 
 from ...core.twins import register_bridges
-from .engine import TapePullback, pullback_full
+from .engine import TapePullback, pullback_full, pullback_with_constants
 from .tracer import current_trace, deep_primal
 from .tracked import TrackedArray, TrackedNumber
 
@@ -31,4 +31,4 @@ from .tracked import TrackedArray, TrackedNumber
 for _tracked_type in (TrackedNumber, TrackedArray):
     register_bridges(_tracked_type, deep_primal)
 
-__all__ = ["TapePullback", "TrackedArray", "TrackedNumber", "current_trace", "pullback_full"]
+__all__ = ["TapePullback", "TrackedArray", "TrackedNumber", "current_trace", "pullback_full", "pullback_with_constants"]

@@ -377,6 +377,22 @@ def pullback_full(f: Callable, *args, **kwargs):
     >>> [round(d, 4) for d in back(1.0)[1:]]
     [0.0744, -0.0992]
     """
+    return pullback_with_constants(f, args, kwargs, _NO_CONSTANTS)
+
+
+_NO_CONSTANTS = frozenset()
+
+
+def pullback_with_constants(f: Callable, args: tuple, kwargs: dict, constants: frozenset):
+    """``pullback_full(f, *args, **kwargs)`` where the positional arguments at the positions
+    ``constants`` carry no derivative (``argnums`` left them out): they are not tracked, so code
+    that converts them (a library's filter of data) runs, and their cotangents are zeros.
+
+    >>> from chainrules.reverse.trace import pullback_with_constants
+    >>> y, back = pullback_with_constants(lambda w, n: w * float(n), (2.0, 3.0), {}, frozenset({1}))
+    >>> back(1.0)[1:]
+    (3.0, NoTangent())
+    """
     # arguments of an outer differentiation are looked up by their plain values
     rule = rrule.lookup(f, tuple(map(tracer.deep_primal, args)))
     if rule is not None:
@@ -391,7 +407,11 @@ def pullback_full(f: Callable, *args, **kwargs):
         boxed_f, f_template = _box_callable(f, trace)
     copied_objects = _copied_objects(boxed_f, f_template, []) if f_template is not None else None
     boxed, templates = [], []
-    for a in args:
+    for i, a in enumerate(args):
+        if constants and i in constants:
+            boxed.append(a)
+            templates.append(None)
+            continue
         if type(a) is float:  # the common leaf, boxed here without the general walk
             slot = trace.n_slots
             trace.n_slots = slot + 1
