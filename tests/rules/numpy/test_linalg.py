@@ -7,9 +7,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import chainrules as cr
-from chainrules.testing import nondiff, test_frule, test_rrule
+from chainrules.testing import fd_jacobian, nondiff, test_frule, test_rrule
 
 REAL = [np.float64, np.float32]
 ALL = [np.float64, np.float32, np.complex128]
@@ -881,3 +882,31 @@ def test_det_of_a_stack_with_a_singular_matrix():
 def test_det_second_order_at_a_singular_matrix_is_refused():
     with pytest.raises(ValueError, match="singular matrix to first order only"):
         cr.hessian(lambda x: np.linalg.det(x.reshape(2, 2)), np.array([1.0, 2.0, 2.0, 4.0]))
+
+
+def _spectral_radius_penalty(eigvals):
+    def penalty(A):
+        return np.sum(np.abs(eigvals(A)) ** 2 * np.array([1.0, 0.5]))
+
+    return penalty
+
+
+@pytest.mark.parametrize(
+    "eigvals",
+    [np.linalg.eigvals, lambda A: np.linalg.eig(A)[0], scipy.linalg.eigvals, lambda A: scipy.linalg.eig(A)[0]],
+    ids=["np.linalg.eigvals", "np.linalg.eig", "scipy.linalg.eigvals", "scipy.linalg.eig"],
+)
+def test_second_derivatives_of_a_real_matrix_with_complex_eigenvalues_are_real(eigvals):
+    """A real matrix's eigenvalues may be complex; the Hessian of a real function of them is real,
+    under forward over reverse and under a tape over the source engine (the complex cotangent of
+    the engine's real matrix keeps its real part, as ProjectTo of a plain one does)."""
+    A = np.array([[0.5, -0.6], [0.7, 0.2]])  # eigenvalues 0.35 ± 0.63i
+    penalty = _spectral_radius_penalty(eigvals)
+    expected = fd_jacobian(lambda M: cr.gradient(penalty, M)[0], A).reshape(2, 2, 2, 2)
+    H = cr.hessian(penalty, A)
+    assert H.dtype == np.float64
+    np.testing.assert_allclose(H, expected, rtol=1e-6, atol=1e-8)
+    weights = np.array([[1.0, -0.5], [0.25, 2.0]])
+    by_tape = cr.gradient(lambda M: np.sum(cr.gradient(penalty, M)[0] * weights), A, engine="tape")[0]
+    assert by_tape.dtype == np.float64
+    np.testing.assert_allclose(by_tape, np.tensordot(weights, expected, axes=2), rtol=1e-6, atol=1e-8)

@@ -133,11 +133,29 @@ class _Unprojected:
 _UNPROJECTED = _Unprojected()
 
 
+class _RealPart(_Unprojected):
+    """The projector of an engine's real value (a Hessian's dual array, an outer tape's array): a
+    complex tangent (an eigendecomposition's) keeps its real part, as ``ProjectTo`` of a real array's."""
+
+    __slots__ = ()
+
+    def __call__(self, dx):
+        return np.real(dx) if np.iscomplexobj(dx) else dx
+
+    batch = __call__
+
+
+_REAL_PART = _RealPart()
+
+
 def projector(x):
-    """``ProjectTo(x)`` for arrays and numbers; other primals (dual numbers) are left alone.
-    ``projector(x).batch`` projects a batch of cotangents (a leading batch axis)."""
+    """``ProjectTo(x)`` for arrays and numbers; an engine's value (a dual array) keeps a real
+    tangent real and is otherwise left alone. ``projector(x).batch`` projects a batch of
+    cotangents (a leading batch axis)."""
     if isinstance(x, (np.ndarray, np.generic, int, float, complex)):
         return ProjectTo(x)
+    if getattr(getattr(x, "dtype", None), "kind", None) == "f":
+        return _REAL_PART
     return _UNPROJECTED
 
 
