@@ -290,3 +290,24 @@ def test_hessian_of_float32_stays_float32(engine):
     np.testing.assert_allclose(H, expected, rtol=1e-4, atol=1e-4)
     _, dg = cr.jvp(lambda z: cr.gradient(f, z, engine=engine)[0], (x,), (np.ones(3, np.float32),))
     assert dg.dtype == np.float32
+
+
+def dirichlet_log_normaliser(alpha):
+    s = float(np.sum(alpha))  # a plain float where alpha is plain; the dual itself under a Hessian
+    return math.lgamma(s) - sum(math.lgamma(a) for a in alpha) + math.exp(float(alpha[0]) / 4)
+
+
+def test_math_of_float_of_a_value_being_differentiated_in_every_mode():
+    """The source engine takes float() of an engine's value (a dual, a tracked number) as that
+    value, so the math call after it goes through its rule: Hessians, forward mode and a tape over
+    the source engine differentiate it (a plain float there was converted, and refused)."""
+    from scipy.special import polygamma
+
+    alpha = np.array([1.5, 2.5, 0.7])
+    grad = cr.gradient(dirichlet_log_normaliser, alpha)[0]
+    expected_hessian = polygamma(1, alpha.sum()) - np.diag(polygamma(1, alpha))
+    expected_hessian[0, 0] += math.exp(alpha[0] / 4) / 16
+    np.testing.assert_allclose(cr.jacobian(dirichlet_log_normaliser, alpha, mode="forward"), grad, rtol=1e-12)
+    np.testing.assert_allclose(cr.hessian(dirichlet_log_normaliser, alpha), expected_hessian, rtol=1e-10)
+    by_tape = cr.gradient(lambda a: np.sum(cr.gradient(dirichlet_log_normaliser, a)[0]), alpha, engine="tape")[0]
+    np.testing.assert_allclose(by_tape, expected_hessian.sum(axis=0), rtol=1e-10)

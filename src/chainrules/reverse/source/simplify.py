@@ -617,6 +617,8 @@ class _Analysis:
                 return ANY
             return float if all(is_real(t) for t in args) else ANY
         known = {len: int, float: float, int: int, bool: bool, isinstance: bool, range: range, str: str}
+        if f is float and not self.plain_inputs and any(self.is_active(a.value) for a in expr.args):
+            return ANY  # (float() of an engine's value, a dual under a Hessian, is that value: see rrule_float)
         if f in known:
             return known[f]
         if f is abs and len(args) == 1 and is_real(args[0]):
