@@ -309,3 +309,50 @@ def test_the_users_own_exception_notes_the_users_line():
         cr.gradient(reads_a_missing_key, 1.0)
     line = reads_a_missing_key.__code__.co_firstlineno + 2
     assert any(f"test_source_errors.py:{line}," in note for note in caught.value.__notes__)
+
+
+class Recorder:
+    def __init__(self):
+        self.items = []
+
+    def append(self, v):
+        self.items.append(v)
+
+
+def records_into_an_object(x):
+    rec = Recorder()
+    for v in x:
+        rec.append(v * 2.0)  # <- append on a Recorder
+    return sum(v**2 for v in rec.items)
+
+
+def slides_a_window(x):
+    import collections
+
+    window = collections.deque(maxlen=2)
+    total = 0.0
+    for v in x:
+        window.append(v)  # <- append on a deque
+        total = total + sum(window) ** 2
+    return total
+
+
+@pytest.mark.parametrize(
+    "fn, marker, kind",
+    [
+        (records_into_an_object, "<- append on a Recorder", "Recorder"),
+        (slides_a_window, "<- append on a deque", "deque"),
+    ],
+)
+def test_append_on_an_object_that_is_not_a_list_is_refused_and_the_tape_takes_it(fn, marker, kind):
+    """The source engine follows a list's appends: on another object it refuses naming the line, and
+    the entry points differentiate the function on the tape, which follows the object's method."""
+    x = np.array([0.3, -0.2, 0.5])
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(fn, x)
+    assert str(info.value).startswith(f"{HERE}:{line_of(marker)}:"), str(info.value)
+    assert f"on a {kind}" in str(info.value)
+    eps = 1e-6
+    expected = [(fn(x + eps * e) - fn(x - eps * e)) / (2 * eps) for e in np.eye(3)]
+    np.testing.assert_allclose(cr.gradient(fn, x)[0], expected, rtol=1e-7)
+    np.testing.assert_allclose(cr.hessian(fn, x), cr.hessian(fn, x, engine="tape"), rtol=1e-12)

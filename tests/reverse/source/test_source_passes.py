@@ -502,7 +502,7 @@ def test_runtime_writes_and_their_pullbacks():
     d = {}
     written, back = runtime.setitem(d, "k", 1.0)
     assert written is d and back({"k": 7.0, "j": 1.0}, False) == (7.0, {"j": 1.0}, True)
-    with pytest.raises(TypeError, match="lists"):
+    with pytest.raises(cr.UnsupportedSyntaxError, match="on a tuple: the source engine follows the appends of a list"):
         runtime.append((1.0,), 2.0)
 
 

@@ -661,8 +661,26 @@ def _batch_setitem_pullback(dobj: np.ndarray, index, value_shape: tuple, real_nu
 def append(lst, value):
     """``lst.append(value)`` on a list the function made."""
     if type(lst) is not list:
-        raise TypeError(f"`.append` under differentiation is supported on lists, not on a {type(lst).__name__}")
+        raise _not_a_list(lst, "append")
     lst.append(value)
+
+
+def _not_a_list(obj, method: str) -> UnsupportedSyntaxError:
+    """``obj.append(v)`` (or ``extend``) on an object that is not a list (a ``collections.deque``,
+    an object of the user's): the engine follows a list's, not another object's, which the entry
+    points then differentiate on the tape."""
+    from .codegen import LINE_MAP
+
+    frame = sys._getframe(2)  # the generated code that called the helper
+    user_file, lines = LINE_MAP.get(frame.f_code.co_filename, (frame.f_code.co_filename, {}))
+    return UnsupportedSyntaxError(
+        f"`.{method}(...)` on a {type(obj).__name__}: the source engine follows the {method}s of a list the "
+        f"function made, not another object's; build a list, or differentiate on the tape (engine='tape'), "
+        "which follows what the object's method does",
+        user_file,
+        lines.get(frame.f_lineno, 0),
+        1,
+    )
 
 
 def append_pullback(dlst, owned):
@@ -677,7 +695,7 @@ def append_pullback(dlst, owned):
 def extend(lst, values):
     """``lst.extend(values)`` on a list the function made, with its pullback."""
     if type(lst) is not list:
-        raise TypeError(f"`.extend` under differentiation is supported on lists, not on a {type(lst).__name__}")
+        raise _not_a_list(lst, "extend")
     added = list(values)
     lst.extend(added)
     template = values if isinstance(values, (tuple, list, np.ndarray)) else added
