@@ -158,3 +158,34 @@ def test_spaced_samples_gradients_and_forward_jacobians_agree(engine):
     gradient = cr.gradient(spaced_energy, v, engine=engine)[0]
     crt.assert_approx(gradient, crt.fd_jacobian(spaced_energy, v)[0], rtol=1e-6)
     crt.assert_approx(cr.jacobian(spaced_energy, v, mode="forward"), gradient, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(0.3, 2.2, 0.25), (0.3, 2.05), (1.5, 0.2, -0.3), (np.float32(0.5), 3.2, np.float32(0.5)), (0.5, 4, 1)],
+    ids=["start-stop-step", "start-stop", "descending", "float32", "integer-stop-and-step"],
+)
+def test_arange_in_its_start_and_step(args, batched_pullback):
+    tol = {"rtol": 1e-3, "atol": 1e-3} if any(np.asarray(a).dtype == np.float32 for a in args) else {}
+    test_rrule(np.arange, *(a if np.asarray(a).dtype.kind == "f" else crt.nondiff(a) for a in args), **tol)
+    test_frule(np.arange, *(a if np.asarray(a).dtype.kind == "f" else crt.nondiff(a) for a in args), **tol)
+    batched_pullback(np.arange, *args, rtol=1e-6)
+
+
+def test_arange_of_integers_has_no_derivative():
+    _, back = cr.rrule(np.arange, 2, 9, 3)
+    assert back(np.ones(3)) == (cr.NoTangent(),) * 4
+    _, back = cr.rrule(np.arange, 4.0)  # a lone stop: where the samples end
+    assert back(np.ones(4)) == (cr.NoTangent(), cr.ZeroTangent())
+
+
+def sampled_ramp(v):
+    t = np.arange(v[0], 3.0, v[1])  # 0.2 + k 0.33, k < 9: away from the jump at (3 - 0.2) / 0.33 = 8.48
+    return np.sum(np.sin(t) * t**2)
+
+
+def test_arange_through_the_source_engine_and_forward_mode_to_second_order():
+    v = np.array([0.2, 0.33])
+    checks = crt.check_grads(sampled_ramp, (v,), modes=("reverse",), order=2, engine="source")
+    assert checks
+    crt.assert_approx(cr.jacobian(sampled_ramp, v, mode="forward"), cr.gradient(sampled_ramp, v)[0], rtol=1e-12)

@@ -85,6 +85,23 @@ def _branching(value) -> None:
             raise tracer.kept(value._trace, error)
 
 
+def _is_integer(value) -> bool:
+    """An integer number or array (what the tape tracks only in case it is used arithmetically):
+    converted to an integer or an integer array (``np.arange(n)``, ``int(n)``), as it is used as an
+    index, it is a count, through which no derivative flows."""
+    value = deep_primal(value)
+    if type(value) is np.ndarray:
+        return value.dtype.kind in "iu"
+    return type(value) is int or isinstance(value, np.integer)
+
+
+def _library_converts_integer(value) -> bool:
+    """Whether library code (``np.hanning(n)``'s) converts ``value``, an integer, to a float: a
+    setting, as the source engine takes a library call of integers, with no derivative (the user's
+    own ``float(n)`` is refused, as for any value being differentiated)."""
+    return _is_integer(value) and in_library_code(sys._getframe(2).f_code)
+
+
 # the operators' hot paths, one closure each (see tracer.binary_operation)
 _add = binary_operation(operator.add)
 _sub = binary_operation(operator.sub)
@@ -108,6 +125,10 @@ class _Operators(Tracked):
     __slots__ = ()
 
     def __hash__(self):
+        # an integer argument (a count, a size, a key: tracked in case it is used arithmetically) hashes
+        # as itself: a setting looked up in a table (its derivative is NoTangent() wherever it is only a key)
+        if _is_integer(self) and np.ndim(self._value) == 0:
+            return hash(self._value)
         # like arrays: a tracked value is not a dictionary key (caches would mix traces, or find values
         # computed without the derivative)
         raise TypeError(
@@ -223,12 +244,12 @@ class _Operators(Tracked):
 
     # conversions that would drop the derivative, except to print the value ("%.3f" % x)
     def __float__(self):
-        if in_percent_formatting(sys._getframe(1)):
+        if in_percent_formatting(sys._getframe(1)) or _library_converts_integer(self):
             return float(deep_primal(self))
         raise _refused(self, _lost_derivative("float()"))
 
     def __int__(self):
-        if in_percent_formatting(sys._getframe(1)):
+        if in_percent_formatting(sys._getframe(1)) or _is_integer(self):
             return int(deep_primal(self))
         raise _refused(self, _lost_derivative("int()"))
 
@@ -236,6 +257,8 @@ class _Operators(Tracked):
         raise _refused(self, _lost_derivative("complex()"))
 
     def __array__(self, dtype=None, copy=None):
+        if _is_integer(self):  # (a length, indices)
+            return np.array(deep_primal(self), dtype=dtype, copy=True if copy is None else copy)
         raise _refused(
             self,
             DroppedDerivativeError(

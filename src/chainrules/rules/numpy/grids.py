@@ -1,7 +1,8 @@
 """Rules for ``np.meshgrid``: coordinate arrays from coordinate vectors, each input laid along its
 own axis and broadcast over the others (``indexing="xy"`` swaps the first two axes, ``sparse``
 keeps the broadcast axes at length one); and for the spaced samples ``np.linspace``,
-``np.logspace`` and ``np.geomspace``, differentiated in their ends (and ``logspace``'s base).
+``np.logspace`` and ``np.geomspace``, differentiated in their ends (and ``logspace``'s base), and
+``np.arange``, in its start and step.
 
 The pullback of each output sums its cotangent over the axes it was broadcast along; the
 pushforward is ``np.meshgrid`` of the tangents, built with reshapes and ``np.broadcast_to`` so that
@@ -28,6 +29,7 @@ import numpy as np
 
 from ...core import (
     AbstractZero,
+    ActiveValue,
     NoTangent,
     Tangent,
     ZeroTangent,
@@ -38,6 +40,7 @@ from ...core import (
     unbroadcast_batch,
     unthunk,
 )
+from ...core.active import stood_for
 from ._arrays import (
     batch_to_input,
     cotangent_array,
@@ -252,3 +255,66 @@ _spacing_rules(
 _LOGSPACE = ("num", "endpoint", "base", "dtype", "axis")
 _spacing_rules(np.logspace, _LOGSPACE, {**_DEFAULTS, "base": 10.0}, _logspace_partials, (0, 1, 4))
 _spacing_rules(np.geomspace, ("num", "endpoint", "dtype", "axis"), _DEFAULTS, _geomspace_partials, (0, 1))
+
+
+# ----- arange -------------------------------------------------------------------------------------
+
+
+def _arange(args: tuple, kwargs: dict):
+    """``np.arange(*args, **kwargs)``; where ``start`` or ``step`` is an engine's value (a dual number
+    of a Hessian), ``start + k step`` computed from it, which carries its derivatives."""
+    y = np.arange(*(stood_for(a) for a in args), **kwargs)
+    if len(args) > 1 and any(isinstance(a, ActiveValue) for a in args):
+        k = np.arange(y.size, dtype=y.dtype)
+        return args[0] + (k * args[2] if len(args) > 2 else k), y
+    return y, y
+
+
+def _arange_partials(args: tuple, y) -> dict:
+    """Sample ``k`` of ``np.arange(start, stop, step)`` is ``start + k step``: its partial in
+    ``start`` is 1 and in ``step`` is ``k``; ``stop`` only says where the samples end (a zero
+    derivative between the jumps), as does a lone ``stop``. Integer samples have none, and
+    integer arguments are settings."""
+    if y.dtype.kind not in "fc" or len(args) < 2:
+        return {}
+    partials = {0: np.ones(y.shape, dtype=y.dtype)}
+    if len(args) > 2:
+        partials[2] = np.arange(y.size, dtype=y.dtype)
+    return {i: p for i, p in partials.items() if np.result_type(stood_for(args[i])).kind in "fc"}
+
+
+@rrule.register(np.arange, batched=True)
+def rrule_arange(*args, **kwargs):
+    """``np.arange(start, stop, step)``, differentiated in ``start`` and ``step`` (positional).
+
+    >>> y, back = rrule(np.arange, 1.0, 2.0, 0.25)
+    >>> back(np.ones(4))
+    (NoTangent(), 4.0, ZeroTangent(), 6.0)
+    """
+    y, plain = _arange(args, kwargs)
+    partials = _arange_partials(args, plain)
+
+    def arange_pullback(dy):
+        dy = unthunk(dy)
+        # (a real `stop`: a zero derivative between the jumps; an integer: a setting)
+        grads = [_ZERO if np.result_type(stood_for(a)).kind in "fc" else _NO for a in args]
+        if not isinstance(dy, AbstractZero):
+            lead = np.ndim(dy) == 2  # a batch of cotangents (a leading batch axis)
+            for i, p in partials.items():
+                g = np.sum(dy * p, axis=-1)
+                grads[i] = batch_to_input(args[i], g) if lead else to_input(args[i], g)
+        return (_NO, *grads)
+
+    return y, arange_pullback
+
+
+@frule.register(np.arange, batched=True)
+def frule_arange(tangents, *args, **kwargs):
+    y, plain = _arange(args, kwargs)
+    dy = _ZERO
+    for i, p in _arange_partials(args, plain).items():
+        d = unthunk(tangents[i + 1]) if i + 1 < len(tangents) else _ZERO
+        if not isinstance(d, AbstractZero):
+            term = np.expand_dims(d, -1) * p  # (a batch of tangents: its axis first)
+            dy = term if isinstance(dy, AbstractZero) else dy + term
+    return y, dy if isinstance(dy, AbstractZero) else match_output(y, dy)
