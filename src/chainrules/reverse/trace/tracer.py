@@ -596,12 +596,26 @@ def _mark_shared_memory(out: Tracked, plain: list, args: tuple, f=None) -> None:
     # another engine's array (a dual, in a Hessian) shares memory as the array it stands for does:
     # a reshape of a buffer made by np.zeros_like(x) is a view of it
     values = stood_for(y) if isinstance(y, ActiveValue) else y
-    if (type(values) is not np.ndarray or values.base is None) and not _is_argument(y, plain):
+    if not _is_argument(y, plain) and not (type(values) is np.ndarray and _views_an_operand(values, plain)):
         return
     _alias(out)
     for a in args:
         if type(a) is TrackedArray:
             _alias(a)
+
+
+def _views_an_operand(values: np.ndarray, plain) -> bool:
+    """Whether ``values``, a view (an array that does not own its memory), may share memory with
+    an operand's array (a view of anything else, a dual's 0-d primal of a product, is new memory to
+    the tape)."""
+    if values.base is None:
+        return False
+    for p in plain:
+        p = deep_primal(p) if isinstance(p, Tracked) else p
+        p = stood_for(p) if isinstance(p, ActiveValue) else p
+        if type(p) is np.ndarray and np.may_share_memory(values, p):
+            return True
+    return False
 
 
 def _is_argument(y, plain) -> bool:
