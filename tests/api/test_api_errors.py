@@ -162,3 +162,25 @@ def test_the_gradient_of_a_float_is_a_float_however_it_was_computed():
     for engine in ("source", "tape"):
         (g,) = cr.gradient(outer, 1.0, engine=engine)
         assert type(g) is float and g == 4.0
+
+
+def interpolated_with_a_period(x):
+    return np.sum(np.interp(x, np.array([0.0, 0.5]), np.array([1.0, 2.0]), period=1.0))  # <- refused option
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda x: cr.gradient(interpolated_with_a_period, x, engine="tape"),
+        lambda x: cr.gradient(interpolated_with_a_period, x, engine="source"),
+        lambda x: cr.jacobian(interpolated_with_a_period, x, mode="forward"),
+    ],
+    ids=["tape", "source", "forward"],
+)
+def test_a_rules_refusal_of_an_option_notes_the_users_line(run):
+    """A rule refuses an option it does not differentiate inside itself; every engine notes the
+    user's line that called it."""
+    line = interpolated_with_a_period.__code__.co_firstlineno + 1
+    with pytest.raises(TypeError, match="does not support period=") as info:
+        run(np.array([0.2, 0.7, 0.4]))
+    assert any(f"{__file__}:{line}" in note for note in info.value.__notes__), info.value.__notes__

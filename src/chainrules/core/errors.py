@@ -90,8 +90,10 @@ def raise_converted(error: BaseException, refused: Exception | None) -> None:
     "setting an array element with a sequence" for ``out[i] = x`` of a number that indexes like a
     NumPy scalar; a C solver's "not a proper array of floats", which does not even chain it),
     whose message would not say what to write instead. The library's error is kept as a note
-    where it does not chain the refusal. Without a refusal, return: the engine re-raises ``error``."""
+    where it does not chain the refusal. Without a refusal, return: the engine re-raises ``error``,
+    noted with the user's line it came from (``note_user_line``)."""
     if refused is None or error is refused:
+        note_user_line(error)
         return
     link, depth = error, 0
     while link is not None and depth < 8:
@@ -212,6 +214,25 @@ GENERATED_LINES: dict[str, tuple[str, dict[int, int]]] = {}
 #: the standard library and installed packages: a library function the user's code called (NumPy's
 #: ``np.mean`` converting a list of an engine's numbers) is not where the user should look
 _LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def note_user_line(error: BaseException) -> None:
+    """Add to ``error`` a note with the user's ``file:line`` it was raised under (the innermost frame
+    of its traceback outside chainrules and the libraries, or the user's line of generated code),
+    unless its message or notes name it already: a rule's refusal of an option (``np.interp``'s
+    ``period=``) is raised inside the rule, far from the call that passed it."""
+    location, tb = None, error.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        generated = GENERATED_LINES.get(filename)
+        if generated is not None and tb.tb_lineno in generated[1]:
+            location = f"{generated[0]}:{generated[1][tb.tb_lineno]}"
+        elif not is_internal_file(filename) and not is_library(filename):
+            location = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    if location is None or location in str(error) or any(location in n for n in getattr(error, "__notes__", ())):
+        return
+    error.add_note(f"(raised at {location})")
 
 
 def is_library(filename: str) -> bool:

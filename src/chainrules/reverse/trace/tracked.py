@@ -285,7 +285,9 @@ class _Operators(Tracked):
             raise TypeError(
                 f"{ufunc.__name__}(..., out=...) writes into an array in place{_at()}; with a value being "
                 "differentiated, assign the result instead (y = np.add(a, b)). `x += v` on a plain NumPy array "
-                "writes into it too: write x = x + v"
+                "writes into it too: write x = x + v; and `buf[i] += v` into a plain buffer (np.zeros(n)) would "
+                "store the value without its derivative: make the buffer with np.zeros_like(v, shape=n), whose "
+                "writes the tape records"
             )
         if method == "at":
             raise TypeError(
