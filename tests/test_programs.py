@@ -1,5 +1,5 @@
-"""Whole scientific programs (``programs_corpus.py``, ``programs_corpus_two.py``, ``programs_corpus_three.py``)
-through every engine and mode.
+"""Whole scientific programs (``programs_corpus.py``, ``programs_corpus_two.py``, ``programs_corpus_three.py``,
+``programs_corpus_four.py``, ``programs_corpus_five.py``) through every engine and mode.
 
 For each program: both reverse engines against finite differences (the value, the cotangent of
 every argument, valid tangent types, arguments left as they were), forward mode's Jacobian in the
@@ -13,15 +13,19 @@ from __future__ import annotations
 import program_checks as checks
 import pytest
 from programs_corpus import PROGRAMS as FIRST
+from programs_corpus_five import PROGRAMS as FIFTH
+from programs_corpus_four import PROGRAMS as FOURTH
 from programs_corpus_three import PROGRAMS as THIRD
 from programs_corpus_two import PROGRAMS as SECOND
 
-PROGRAMS = FIRST + SECOND + THIRD
+PROGRAMS = FIRST + SECOND + THIRD + FOURTH + FIFTH
 BY_NAME = {p.name: p for p in PROGRAMS}
 NAMES = checks.parameters(PROGRAMS)
 
 
-@pytest.mark.parametrize("corpus", [FIRST, SECOND, THIRD], ids=["first", "second", "third"])
+@pytest.mark.parametrize(
+    "corpus", [FIRST, SECOND, THIRD, FOURTH, FIFTH], ids=["first", "second", "third", "fourth", "fifth"]
+)
 def test_each_corpus_is_large_and_varied(corpus):
     assert len(corpus) >= 40
     assert sum(p.hessian for p in corpus) >= 15 and sum(p.nested for p in corpus) >= 10
