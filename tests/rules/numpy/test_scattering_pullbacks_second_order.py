@@ -95,3 +95,12 @@ def test_scatter_add_sums_repeats_for_plain_and_engine_values():
     complex_values = values * (1 + 2j)
     by_dual = cr.jvp(lambda v: scatter_add((3,), index, v * (1 + 2j)), (values,), (np.ones(5),))[1]
     np.testing.assert_allclose(by_dual, scatter_add((3,), index, complex_values / values))
+
+
+def test_second_derivatives_through_delete_resize_and_full():
+    def trimmed(v):
+        kept = np.delete(v.reshape(2, 3), [0, 4])  # flat positions
+        tiled = np.resize(v[:4], (3, 3))  # entries copied more than once
+        return np.sum(kept**3) + np.sum(tiled**2 * v[1]) + np.sum(np.full((2, 2), v[0]) ** 3)
+
+    _check_second_order(trimmed, PRICES)

@@ -83,6 +83,15 @@ REPEATING = [
     Case(np.pad, rand(3, 3), C(2), mode="wrap"),
     Case(np.pad, rand(3, dtype=C128), C(2), C("edge")),
     Case(np.pad, rand(3, 2), C((1, 2)), C("symmetric")),
+    Case(np.resize, rand(2, 3), C((4, 4))),  # the flat entries again and again
+    Case(np.resize, rand(3, dtype=C128), C(2)),
+]
+
+DELETING = [
+    Case(np.delete, rand(3, 4), C(1), C(1)),
+    Case(np.delete, rand(3, 4), C([0, 5, 7])),  # flat positions, without an axis
+    Case(np.delete, rand(4, 2, dtype=F32), C(slice(0, 3, 2)), axis=0),
+    Case(np.delete, rand(5, dtype=C128), C([True, False, True, False, False])),  # a mask
 ]
 
 CONVERTING = [
@@ -195,7 +204,7 @@ SELECTING = [
     Case(np.triu, rand(3, 3, dtype=C128), k=-1),
 ]
 
-CASES = RESHAPING + PERMUTING + REPEATING + CONVERTING + JOINING + SPLITTING + SELECTING
+CASES = RESHAPING + PERMUTING + REPEATING + DELETING + CONVERTING + JOINING + SPLITTING + SELECTING
 
 # orders that follow the memory layout: checked with finite differences that keep the layout
 LAYOUT_DEPENDENT = [
@@ -339,7 +348,7 @@ def test_every_shape_function_has_both_rules():
 # selections scatter into a NumPy array, and order="K"/"A" read a memory layout: both need arrays
 LAYOUT_FREE = [
     c
-    for c in RESHAPING + PERMUTING + REPEATING + JOINING + SPLITTING + [CONVERTING[5], CONVERTING[6]]
+    for c in RESHAPING + PERMUTING + REPEATING + DELETING + JOINING + SPLITTING + [CONVERTING[5], CONVERTING[6]]
     if "order" not in c.kwargs
     and not any(isinstance(a, C) and a.value in ("K", "A") for a in c.args)
     and getattr(c.f, "__objclass__", None) is not np.ndarray  # methods apply to arrays only

@@ -185,6 +185,8 @@ def _other_cases():
     yield pytest.param(np.ldexp, [real(2, 3), fixed(np.array([1, -2, 3]))], {}, id="ldexp")
     yield pytest.param(np.full_like, [real(2, 3), real(3)], {}, id="full_like")
     yield pytest.param(np.full_like, [real(2, 3), real("scalar")], {}, id="full_like-scalar")
+    yield pytest.param(np.full, [fixed((2, 3)), real(3)], {}, id="full")
+    yield pytest.param(np.full, [fixed(4), real("scalar")], {"dtype": np.float32}, id="full-scalar-f32")
     yield pytest.param(np.exp, [real(3, dtype=np.float32)], {"dtype": np.float64}, id="exp-dtype")
     yield pytest.param(np.add, [real(3), real(2, 1)], {"dtype": np.complex128}, id="add-dtype-complex")
     yield pytest.param(np.exp, [fixed(np.array([1, 2, 3]))], {}, id="exp-int")
@@ -213,7 +215,7 @@ def _diff_mask(f, args):
         return [True, False]
     if f is np.angle:
         return [True, False][: len(args)]
-    if f is np.full_like:
+    if f is np.full_like or f is np.full:
         return [False, True]
     return [a is not None for a in args]
 

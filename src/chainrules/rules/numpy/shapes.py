@@ -448,16 +448,41 @@ def _pad(y, x, pad_width, mode="constant", **kwargs):
         return (lambda dy, lead=(): dy[inner_rows] if lead else dy[inner]), pad_push
     if mode in _GATHER_PAD_MODES and kwargs.get("reflect_type", "even") == "even":
         # every output entry copies one input entry: pad the positions, then gather and scatter
-        source = np.pad(np.arange(np.size(x)).reshape(np.shape(x)), widths.tolist(), mode=mode)
-
-        def gather_adjoint(dy, lead=()):
-            # (with a batch, the positions index the last axis: the scatter adds along it row by row)
-            index = (slice(None), source.ravel()) if lead else source.ravel()
-            flat = scatter_add((*lead, np.size(x)), index, np.reshape(dy, (*lead, -1)))
-            return np.reshape(flat, (*lead, *np.shape(x)))
-
-        return gather_adjoint, lambda dx, lead: np.reshape(dx, (*lead, -1))[..., source]
+        return _gather(x, np.pad(_positions(x), widths.tolist(), mode=mode))
     raise NoRuleError(np.pad, (x, pad_width), reason=f"mode={mode!r} with {kwargs} is not a copy of input entries")
+
+
+def _positions(x) -> np.ndarray:
+    """The flat position of each entry of ``x``, laid out as ``x``."""
+    return np.arange(np.size(x)).reshape(np.shape(x))
+
+
+def _gather(x, source: np.ndarray):
+    """``(adjoint, push)`` of a function whose output copies input entries: ``source`` holds, for
+    each output entry, the flat position of the input entry it copies (``np.pad`` of the positions,
+    ``np.delete`` of them). The pushforward gathers the tangent's entries; the adjoint scatters the
+    cotangent back, summing where an input entry was copied more than once."""
+    flat_source = source.ravel()
+
+    def gather_adjoint(dy, lead=()):
+        # (with a batch, the positions index the last axis: the scatter adds along it row by row)
+        index = (slice(None), flat_source) if lead else flat_source
+        flat = scatter_add((*lead, np.size(x)), index, np.reshape(dy, (*lead, -1)))
+        return np.reshape(flat, (*lead, *np.shape(x)))
+
+    return gather_adjoint, lambda dx, lead: np.reshape(dx, (*lead, -1))[..., source]
+
+
+@_linear(np.delete, batched=True)
+def _delete(y, x, obj, axis=None):
+    """The entries ``np.delete`` keeps, by their positions."""
+    return _gather(x, np.delete(_positions(x), obj, axis))
+
+
+@_linear(np.resize, batched=True)
+def _resize(y, x, new_shape):
+    """``np.resize`` repeats the flat entries cyclically: each output entry copies one."""
+    return _gather(x, np.resize(_positions(x), new_shape))
 
 
 # ----- conversions ----------------------------------------------------------------------------

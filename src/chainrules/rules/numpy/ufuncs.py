@@ -1008,6 +1008,39 @@ def frule_full_like(tangents, a, fill_value, *args, **kwargs):
     return y, push((fill_value,), [1.0], y, tangents[2:3])
 
 
+def _full(shape, fill_value, args: tuple, kwargs: dict):
+    """``np.full``; for an engine's fill value, the same array made from it as in ``_full_like``."""
+    if not isinstance(fill_value, ActiveValue):
+        return np.full(shape, fill_value, *args, **kwargs)
+    dtype = args[0] if args else kwargs.get("dtype")
+    dtype = np.result_type(stood_for(fill_value)) if dtype is None else np.dtype(dtype)
+    zeros = np.zeros(shape, dtype=dtype, order=args[1] if len(args) > 1 else kwargs.get("order", "C"))
+    return (zeros + fill_value).astype(dtype)
+
+
+@rrule.register(np.full, batched=True)
+def rrule_full(shape, fill_value, *args, **kwargs):
+    """``np.full(shape, fill_value)``: every entry is the fill value (broadcast), whose cotangent
+    sums the output's.
+
+    >>> y, back = rrule(np.full, (2, 3), 1.5)
+    >>> back(np.ones((2, 3)))
+    (NoTangent(), NoTangent(), 6.0)
+    """
+    y = _full(shape, fill_value, args, kwargs)
+
+    def full_pullback(dy):
+        return (_NO, _NO) + pull((fill_value,), [1.0], y, dy) + (_NO,) * len(args)
+
+    return y, full_pullback
+
+
+@frule.register(np.full, batched=True)
+def frule_full(tangents, shape, fill_value, *args, **kwargs):
+    y = _full(shape, fill_value, args, kwargs)
+    return y, push((fill_value,), [1.0], y, tangents[2:3])
+
+
 # ----- no derivative -----------------------------------------------------------------------
 
 non_differentiable(
