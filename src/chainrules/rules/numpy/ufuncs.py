@@ -992,22 +992,6 @@ def _full_like(a, fill_value, args: tuple, kwargs: dict):
     return (zeros + fill_value).astype(zeros.dtype)
 
 
-@rrule.register(np.full_like, batched=True)
-def rrule_full_like(a, fill_value, *args, **kwargs):
-    y = _full_like(a, fill_value, args, kwargs)
-
-    def full_like_pullback(dy):
-        return (_NO, _NO) + pull((fill_value,), [1.0], y, dy) + (_NO,) * len(args)
-
-    return y, full_like_pullback
-
-
-@frule.register(np.full_like, batched=True)
-def frule_full_like(tangents, a, fill_value, *args, **kwargs):
-    y = _full_like(a, fill_value, args, kwargs)
-    return y, push((fill_value,), [1.0], y, tangents[2:3])
-
-
 def _full(shape, fill_value, args: tuple, kwargs: dict):
     """``np.full``; for an engine's fill value, the same array made from it as in ``_full_like``."""
     if not isinstance(fill_value, ActiveValue):
@@ -1018,27 +1002,37 @@ def _full(shape, fill_value, args: tuple, kwargs: dict):
     return (zeros + fill_value).astype(dtype)
 
 
-@rrule.register(np.full, batched=True)
-def rrule_full(shape, fill_value, *args, **kwargs):
-    """``np.full(shape, fill_value)``: every entry is the fill value (broadcast), whose cotangent
-    sums the output's.
+def _fill_rules(f, make) -> None:
+    """Rules for ``f(like, fill_value, *settings)`` (``np.full``, ``np.full_like``): every entry is the
+    fill value (broadcast), whose cotangent sums the output's; ``make(like, fill_value, args,
+    kwargs)`` computes the output.
 
     >>> y, back = rrule(np.full, (2, 3), 1.5)
     >>> back(np.ones((2, 3)))
     (NoTangent(), NoTangent(), 6.0)
     """
-    y = _full(shape, fill_value, args, kwargs)
+    name = f.__name__
 
-    def full_pullback(dy):
-        return (_NO, _NO) + pull((fill_value,), [1.0], y, dy) + (_NO,) * len(args)
+    def fill_rrule(like, fill_value, *args, **kwargs):
+        y = make(like, fill_value, args, kwargs)
 
-    return y, full_pullback
+        def fill_pullback(dy):
+            return (_NO, _NO) + pull((fill_value,), [1.0], y, dy) + (_NO,) * len(args)
+
+        fill_pullback.__qualname__ = f"{name}_pullback"
+        return y, fill_pullback
+
+    def fill_frule(tangents, like, fill_value, *args, **kwargs):
+        y = make(like, fill_value, args, kwargs)
+        return y, push((fill_value,), [1.0], y, tangents[2:3])
+
+    fill_rrule.__qualname__, fill_frule.__qualname__ = f"rrule_{name}", f"frule_{name}"
+    rrule.register(f, batched=True)(fill_rrule)
+    frule.register(f, batched=True)(fill_frule)
 
 
-@frule.register(np.full, batched=True)
-def frule_full(tangents, shape, fill_value, *args, **kwargs):
-    y = _full(shape, fill_value, args, kwargs)
-    return y, push((fill_value,), [1.0], y, tangents[2:3])
+_fill_rules(np.full_like, _full_like)
+_fill_rules(np.full, _full)
 
 
 # ----- no derivative -----------------------------------------------------------------------
