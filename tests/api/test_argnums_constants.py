@@ -64,3 +64,23 @@ def test_a_selected_argument_is_still_differentiated_through_every_engine():
     """With every argument selected, nothing is a constant: the library filter is refused as before."""
     with pytest.raises(cr.NoRuleError, match="lfilter"):
         cr.gradient(spectral_model, W, DATA, 8, argnums=(0, 1))
+
+
+def scaled_model(w, x, nfft, scale=1.0, offset=0.0):
+    return scale * spectral_model(w, x, nfft) + offset
+
+
+def scaled_product(x, w, scale=1.0):
+    return np.sum(x * w) * scale
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+def test_argnums_with_keyword_arguments(engine):
+    """Keyword arguments are constants too; the cotangents come one per positional argument."""
+    grad = cr.gradient(scaled_model, W, DATA, 8, scale=2.0, offset=1.0, argnums=0, engine=engine)
+    np.testing.assert_allclose(grad, 2.0 * expected_gradient(W), rtol=1e-6)
+    grads = cr.gradient(scaled_model, W, DATA, 8, scale=2.0, argnums=(0,), engine=engine)
+    np.testing.assert_allclose(grads[0], 2.0 * expected_gradient(W), rtol=1e-6)
+    x = np.array([0.8, 0.4])
+    np.testing.assert_allclose(cr.gradient(scaled_product, x, 0.8, scale=0.5, argnums=0, engine=engine), [0.4, 0.4])
+    assert cr.gradient(scaled_product, x, 0.8, scale=0.5, argnums=1, engine=engine) == pytest.approx(0.6)

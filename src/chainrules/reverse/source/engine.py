@@ -156,6 +156,8 @@ def pullback_with_constants(f, args: tuple, kwargs: dict, constants: frozenset):
         if not isinstance(error, ChainRulesError):
             _note_user_line(error)
         raise
+    if kwargs:  # (the keywords' cotangents come last: as `pullback_full`'s, one per positional argument)
+        pulled = pulled[0], _positional_only(pulled[1])
     return _with_input_cotangents(pulled, args)
 
 
