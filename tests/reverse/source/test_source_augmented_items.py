@@ -300,3 +300,64 @@ def test_an_element_update_whose_result_differs_from_the_update_in_place_is_refu
         pullback_full(fn, X.copy())
     assert str(info.value).startswith(f"{HERE}:{line_of(marker)}:5: "), str(info.value)
     assert "would change them" in str(info.value)
+
+
+# ----- objects of the user's with an in-place operator ----------------------------------------------
+
+
+class Accumulator:
+    """``+`` makes a new accumulator, ``+=`` adds into this one (what Python calls for ``a += v``)."""
+
+    def __init__(self, total):
+        self.total = total
+
+    def __add__(self, other):
+        return Accumulator(self.total + other)
+
+    def __iadd__(self, other):
+        self.total = self.total + other
+        return self
+
+
+class InPlaceOnly:
+    def __init__(self, total):
+        self.total = total
+
+    def __iadd__(self, other):
+        self.total = self.total + other
+        return self
+
+
+def accumulates_into_a_shared_object(x):
+    a = Accumulator(np.zeros(3))
+    held = [a]
+    for k in range(3):
+        a += x * (k + 1)  # <- Accumulator.__iadd__
+    return np.sum(held[0].total ** 2)
+
+
+def accumulates_in_place_only(x):
+    a = InPlaceOnly(np.zeros(3))
+    for k in range(3):
+        a += x * (k + 1)  # <- InPlaceOnly.__iadd__
+    return np.sum(a.total**2)
+
+
+@pytest.mark.parametrize(
+    "f, marker, kind",
+    [
+        (accumulates_into_a_shared_object, "<- Accumulator.__iadd__", "Accumulator"),
+        (accumulates_in_place_only, "<- InPlaceOnly.__iadd__", "InPlaceOnly"),
+    ],
+)
+def test_an_in_place_operator_of_the_users_class_is_refused_and_the_tape_takes_it(f, marker, kind):
+    """Python's ``a += v`` calls ``a.__iadd__(v)``, which the source engine's ``a = a + v`` would
+    not (a holder of ``a`` would miss the update, or ``+`` does not exist): refused at the line, and
+    the entry points differentiate the function on the tape."""
+    x = np.array([0.5, -1.0, 0.8])
+    where = rf"{HERE}:{line_of(marker)}:\d+: .*updates the {kind} in place"
+    with pytest.raises(cr.UnsupportedSyntaxError, match=where):
+        pullback_full(f, x)
+    value, (grad,) = cr.value_and_gradient(f, x)
+    assert value == pytest.approx(f(x.copy()))
+    np.testing.assert_allclose(grad, 2.0 * 6.0 * 6.0 * x)  # total = 6 x

@@ -22,7 +22,7 @@ from ...core.errors import DroppedDerivativeError, UnsupportedSyntaxError
 from ...core.projection import ProjectTo, is_array_of_rows, match_input_batch, rows_cotangent, unbroadcast
 from ...core.registry import rrule
 from ...core.structures import item_tangents, structure_items
-from ...core.tangents import AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
+from ...core.tangents import AbstractTangent, AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
 from ...rules.operators import entry_cotangent
 
 NO = NoTangent()
@@ -883,8 +883,13 @@ def writes_viewed(flag, container, key) -> bool:
 
 
 def copy_if_view(element):
-    """``element`` itself, or a copy when it is an array that views another one."""
-    return element.copy() if _is_array(element) and element.base is not None else element
+    """``element`` itself, or a copy when it is an array that views another one; an outer
+    differentiation's array (a tracked array under a tape over this engine) is copied too: its
+    engine may follow a write into the array it was read from into it (the tape rebinds a read of
+    ``out[:]`` to the values written after it), where the pullbacks need the values read."""
+    if isinstance(element, ActiveValue):
+        return element.copy() if np.ndim(element) > 0 else element
+    return element.copy() if isinstance(element, np.ndarray) and element.base is not None else element
 
 
 def iterates_views(container) -> bool:
@@ -987,10 +992,27 @@ def iteration_start(iterable) -> int:
     return getattr(iterable, "position", 0) if hasattr(iterable, "items") and hasattr(iterable, "position") else 0
 
 
-def check_rebind(x, filename: str, line: int, col: int, instead: str = "x = x + ..."):
-    """``x op= v`` rebinds ``x`` here; refuse when Python would have updated a mutable ``x`` in place
-    (an engine's array too: a dual array is updated in place, as the array it stands for)."""
+_IN_PLACE_METHODS = tuple(
+    f"__i{name}__"
+    for name in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow")
+    + ("and", "or", "xor", "lshift", "rshift")
+)
+
+
+def _updated_in_place(x) -> bool:
+    """Whether ``x op= v`` may update ``x`` in place: a mutable container or array (an engine's
+    array too: a dual array is updated in place, as the array it stands for), or an object of a
+    class of the user's with an in-place operator (``__iadd__``), which Python calls for ``+=``."""
     if isinstance(x, _MUTABLE) or (isinstance(x, ActiveValue) and np.ndim(x) >= 1):
+        return True
+    if isinstance(x, (Number, np.generic, ActiveValue, AbstractTangent, str, bytes, tuple, frozenset)):
+        return False
+    return any(hasattr(type(x), name) for name in _IN_PLACE_METHODS)
+
+
+def check_rebind(x, filename: str, line: int, col: int, instead: str = "x = x + ..."):
+    """``x op= v`` rebinds ``x`` here; refuse when Python would have updated ``x`` in place."""
+    if _updated_in_place(x):
         kind = "ndarray" if isinstance(x, ActiveValue) else type(x).__name__  # (what the engine's value stands for)
         raise UnsupportedSyntaxError(
             f"an augmented assignment updates the {kind} in place, which is not supported here; write `{instead}`",
