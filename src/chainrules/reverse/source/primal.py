@@ -603,6 +603,8 @@ class Primal:
                     if isinstance(x, str) and (_may_hold_memory(types.get(x)) or types.get(x) is tuple)
                 ]
                 params = list(dict.fromkeys([*self.plan.fn.params(), *given]))
+                if stmt.target in params:  # (an argument bound to its copy, `A = A.copy()`: the name is the copy now)
+                    params.remove(stmt.target)
                 args = f"({', '.join(params)}{',' if len(params) == 1 else ''})"
                 where = f"{stmt.target!r}, {line}, {stmt.col or 1}"
                 self.emit(indent, f"{self.h('check_new')}({stmt.target}, {args}, {where})", line)
@@ -613,10 +615,10 @@ class Primal:
             # so the write is not refused
             self.emit(indent, f"{stmt.target} = {self.h('copy_if_view')}({stmt.target})", line)
             return
-        rebound = stmt.target if isinstance(stmt, ir.Assign) and isinstance(stmt.expr, ir.Op) else None
+        rebound = stmt.target if isinstance(stmt, ir.Assign) and _new_value_of_itself(stmt) else None
         for name, flag in self.buffers.items():
             kind = _use_of(stmt, name, self.plan)
-            if kind == "escape" and name != rebound:  # (`out = out + 1.0`: the old array escapes, not the new)
+            if kind == "escape" and name != rebound:  # (`out = out + 1.0`, `A = A.copy()`: the old array escapes)
                 self.emit(indent, f"{flag} = True", line)
             elif kind == "maybe_view":
                 self.emit(indent, f"{flag} = {self.h('viewed')}({flag}, {stmt.target}, {name})", line)
@@ -851,3 +853,12 @@ def generate(plan, namer: Namer, helpers: Helpers, cellvars=(), freevars=(), gua
     # the stacks of this call: one per value saved inside a loop
     primal.lines[start:start] = [Line(1, f"{s.stack} = []", 0) for s in primal.stacks]
     return primal
+
+
+def _new_value_of_itself(stmt: ir.Assign) -> bool:
+    """``x = x op v`` or ``x = x.copy()``: ``x`` is bound to a new object made from its old one,
+    which is what the statement hands on."""
+    expr = stmt.expr
+    if isinstance(expr, ir.Op):
+        return True
+    return isinstance(expr, ir.MethodCall) and expr.name == "copy" and expr.obj == stmt.target and not expr.args

@@ -1003,7 +1003,7 @@ class _Analysis:
                 # a global container (a log, a cache): written as it is; the effects pass refuses
                 # the write where the function reads it back or a pullback may hold it
                 continue
-            if name in params or name not in bound or name in self.freevars:
+            if (name in params and not self.copied_first(name, stmts)) or name not in bound or name in self.freevars:
                 what = "argument" if name in params else "captured or global variable"
                 self.refuse(
                     write,
@@ -1024,6 +1024,21 @@ class _Analysis:
                     self.refuse(stmt, f"`{name}` is written in place later, so it must be bound to a new object")
             found[name] = "new"
         return found
+
+    def copied_first(self, name: str, stmts) -> bool:
+        """Whether the parameter ``name`` is bound to its copy (``A = A.copy()``) by a statement of the
+        function's own body (in no branch or loop) before every write into it: the writes go into
+        the copy, never into the caller's argument."""
+        first = next((s for s in self.fn.body if isinstance(s, ir.Assign) and s.target == name), None)
+        copy = None if first is None else first.expr
+        if not (isinstance(copy, ir.MethodCall) and copy.obj == name and copy.name == "copy" and not copy.args):
+            return False
+        for stmt in stmts:
+            if stmt is first:
+                return True
+            if isinstance(stmt, (ir.SetItem, ir.Mutate)) and stmt.obj == name:
+                return False
+        return False
 
     def handed_over(self, binding: ir.Assign, stmts) -> bool:
         """Whether ``binding`` is ``name = other`` where ``other`` is a local variable bound only to
