@@ -311,3 +311,29 @@ def test_math_of_float_of_a_value_being_differentiated_in_every_mode():
     np.testing.assert_allclose(cr.hessian(dirichlet_log_normaliser, alpha), expected_hessian, rtol=1e-10)
     by_tape = cr.gradient(lambda a: np.sum(cr.gradient(dirichlet_log_normaliser, a)[0]), alpha, engine="tape")[0]
     np.testing.assert_allclose(by_tape, expected_hessian.sum(axis=0), rtol=1e-10)
+
+
+TABLE = np.array([0.0, 1.0, 4.0, 9.0, 16.0])
+
+
+def table_lookup(t):  # linear interpolation in a lookup table: int() picks the segment
+    i = int(t)
+    frac = t - i
+    return TABLE[i] * (1 - frac) + TABLE[i + 1] * frac
+
+
+def babylonian(c):  # iterated until math.isclose says it converged
+    z, z_old = c, 0.0
+    while not math.isclose(z, z_old, rel_tol=1e-14):
+        z_old = z
+        z = 0.5 * (z + c / z)
+    return z
+
+
+def test_functions_without_a_derivative_compute_on_an_engines_values():
+    """``int(t)`` and ``math.isclose`` carry no derivative: under a Hessian and forward mode (the
+    source engine's primal on dual numbers) they compute on the values, as in reverse mode."""
+    assert cr.derivative(table_lookup, 2.3) == pytest.approx(5.0)
+    assert cr.hessian(table_lookup, 2.3) == pytest.approx(0.0)
+    assert cr.derivative(babylonian, 2.0) == pytest.approx(0.5 / math.sqrt(2.0))
+    assert cr.hessian(babylonian, 2.0) == pytest.approx(-0.25 * 2.0**-1.5)

@@ -599,11 +599,13 @@ def _check_arity(f, partials, args):
         )
 
 
-def non_differentiable(*fs: Callable) -> None:
+def non_differentiable(*fs: Callable, like_arguments: bool = False) -> None:
     """Register rules for callables whose outputs carry no derivative (``len``, ``np.argmax``, ...).
 
     The pullback returns ``NoTangent()`` for the callable and every argument; the pushforward
-    returns ``NoTangent()``.
+    returns ``NoTangent()``. The callable computes on the values an engine's arguments stand for
+    (``int(t)`` of a dual number is ``int`` of its value), unless ``like_arguments``: its result is
+    made like its arguments (``np.zeros_like``: an engine's value gives a buffer of its own kind).
 
     >>> import chainrules as cr
     >>> def count(xs):
@@ -614,22 +616,28 @@ def non_differentiable(*fs: Callable) -> None:
     (2, (NoTangent(), NoTangent()))
     """
     for f in fs:
-        rrule.register(f, functor=False, batched=True)(_nondiff_rrule(f))  # NoTangents fit any batch
-        frule.register(f, functor=False, batched=True)(_nondiff_frule(f))
+        rrule.register(f, functor=False, batched=True)(_nondiff_rrule(f, like_arguments))  # NoTangents fit any batch
+        frule.register(f, functor=False, batched=True)(_nondiff_frule(f, like_arguments))
 
 
-def _plain_self(f, args: tuple) -> tuple:
-    """The arguments for a method of a type written in C (``np.ndarray.searchsorted``), which takes
-    an instance of that type only: an engine's value standing for one gives the value (a function
-    without a derivative computes on the values alone)."""
-    if type(f) is MethodDescriptorType and args and isinstance(args[0], ActiveValue):
-        return (stood_for(args[0]), *args[1:])
-    return args
+def _plain(f, args: tuple, like_arguments: bool) -> tuple:
+    """The arguments of a function without a derivative, which computes on the values alone: an
+    engine's value (a dual number, a tracked array) gives the value it stands for, so that
+    ``int(t)`` and ``math.isclose(z, w)`` run under every engine; for a function whose result is
+    made like its arguments, only the instance a method of a type written in C takes
+    (``np.ndarray.searchsorted``'s)."""
+    if like_arguments:
+        if type(f) is MethodDescriptorType and args and isinstance(args[0], ActiveValue):
+            return (stood_for(args[0]), *args[1:])
+        return args
+    if not any(isinstance(a, ActiveValue) for a in args):
+        return args
+    return tuple(stood_for(a) if isinstance(a, ActiveValue) else a for a in args)
 
 
-def _nondiff_rrule(f):
+def _nondiff_rrule(f, like_arguments: bool):
     def nondiff_rrule(*args, **kwargs):
-        y = f(*_plain_self(f, args), **kwargs)
+        y = f(*_plain(f, args, like_arguments), **kwargs)
         n = len(args)
 
         def nondiff_pullback(dy):
@@ -641,9 +649,9 @@ def _nondiff_rrule(f):
     return nondiff_rrule
 
 
-def _nondiff_frule(f):
+def _nondiff_frule(f, like_arguments: bool):
     def nondiff_frule(tangents, *args, **kwargs):
-        return f(*_plain_self(f, args), **kwargs), _NO
+        return f(*_plain(f, args, like_arguments), **kwargs), _NO
 
     nondiff_frule.__qualname__ = f"frule_{getattr(f, '__name__', 'f')}"
     return nondiff_frule

@@ -66,7 +66,7 @@ from ..core import (
     unthunk,
     user_location,
 )
-from ..core.active import reflected_by_its_class
+from ..core.active import reflected_by_its_class, stood_for
 from ..core.errors import callable_name
 from ..core.projection import numpy_cotangent
 from ..core.tangents import _rebuild as _rebuild_tangent
@@ -403,7 +403,7 @@ def rrule_user_binary(op, a, b):
             order.reverse()  # a subclass's reflected method goes first
     for obj, other, name, swapped in order:
         method = getattr(type(obj), name, None)
-        if method is None:
+        if method is None or isinstance(obj, ActiveValue):  # (an engine's operator would come back here)
             continue
         if not isinstance(method, types.FunctionType):
             if method(obj, other) is NotImplemented:  # C code that declines, like float.__add__(2.0, Vec)
@@ -420,7 +420,7 @@ def rrule_user_binary(op, a, b):
             return (_NO, dother, dobj) if swapped else (_NO, dobj, dother)
 
         return y, user_operator_pullback
-    op(a, b)  # every method declined: Python's own TypeError ("unsupported operand type(s)")
+    op(stood_for(a), stood_for(b))  # every method declined: Python's own TypeError ("unsupported operand type(s)")
     raise _no_operator_rule(op, (a, b))
 
 

@@ -162,3 +162,19 @@ def test_a_closures_tangent_is_computed_only_when_asked_for():
     np.testing.assert_allclose(cr.unthunk(df.W), np.einsum("ij,k->ijk", np.diag(2 * z), x))
     df1, _ = back(np.ones(4))
     np.testing.assert_allclose(cr.unthunk(df1.W), np.outer(2 * z, x))
+
+
+def with_a_missing_reading(x):
+    reading = None
+    try:
+        return x * x + reading
+    except TypeError:  # Python's: unsupported operand type(s) for +
+        return x**3
+
+
+@pytest.mark.parametrize("inner", ["tape", "source"])
+def test_an_unsupported_operand_raises_pythons_type_error_at_every_order(inner):
+    """``x + None`` on an outer tape's value inside an inner differentiation raises the TypeError
+    Python raises (it recursed through the engine's own operator), which the function catches."""
+    second = cr.gradient(lambda z: cr.gradient(with_a_missing_reading, z, engine=inner)[0], 1.5, engine="tape")
+    assert second == (pytest.approx(9.0),)

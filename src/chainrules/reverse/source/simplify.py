@@ -234,7 +234,7 @@ NONDIFF_OPS = frozenset(
     | {"lshift", "rshift"}
 )
 INLINE_OPS = frozenset({"add", "sub", "mul", "truediv", "neg", "pos", "pow"})
-_NONDIFF_CODE = _nondiff_rrule(len).__code__
+_NONDIFF_CODE = _nondiff_rrule(len, False).__code__
 _MATH_INT = frozenset({"floor", "ceil", "trunc", "isqrt", "factorial", "comb", "perm", "gcd", "lcm"})
 _MATH_BOOL = frozenset({"isnan", "isinf", "isfinite", "isclose"})
 _MATH_PAIRS = frozenset({"modf", "frexp"})  # (a tuple: not a real function of reals)

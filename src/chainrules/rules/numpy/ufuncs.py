@@ -1048,9 +1048,11 @@ non_differentiable(
     np.round, np.around, np.fix, np.isneginf, np.isposinf, np.isclose, np.allclose, np.array_equal,
     np.array_equiv, np.iscomplex, np.iscomplexobj, np.isreal, np.isrealobj, np.isscalar, np.all, np.any,
     np.argmax, np.argmin, np.argsort, np.argpartition, np.argwhere, np.nonzero, np.flatnonzero,
-    np.count_nonzero, np.searchsorted, np.zeros_like, np.ones_like, np.empty_like,
+    np.count_nonzero, np.searchsorted,
     np.shape, np.ndim, np.size, np.result_type,
     # the same as ndarray methods
     np.ndarray.round, np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.argpartition,
     np.ndarray.nonzero, np.ndarray.searchsorted, np.ndarray.all, np.ndarray.any,
 )  # fmt: skip
+# buffers made like their argument: an engine's value gives one of its own kind, which holds its values
+non_differentiable(np.zeros_like, np.ones_like, np.empty_like, like_arguments=True)
