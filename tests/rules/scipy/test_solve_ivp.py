@@ -172,3 +172,26 @@ def test_odeint_forward_mode_tfirst_and_full_output():
     assert cr.derivative(decayed, 0.5) == pytest.approx(-np.exp(-0.5), rel=1e-8)
     with pytest.raises(cr.NoRuleError, match="a Hessian"):
         cr.hessian(decayed, 0.5)
+
+
+def oscillator_at(t_end):  # y'' = -y from (1, 0): y(T) = cos(T)
+    sol = si.solve_ivp(lambda t, y: np.stack([y[1], -y[0]]), (0.0, t_end), np.array([1.0, 0.0]), rtol=1e-11, atol=1e-12)
+    return sol.y[0, -1]
+
+
+def oscillator_sampled(t):  # odeint at the times t: sum cos(t_i)
+    path = si.odeint(lambda y, s: np.stack([y[1], -y[0]]), np.array([1.0, 0.0]), t, rtol=1e-11, atol=1e-12)
+    return np.sum(path[:, 0])
+
+
+def test_forward_mode_in_the_times_alone_is_refused_not_zero():
+    """Dual numbers in the times only (t_span's end, odeint's t) are refused by forward mode and
+    Hessians, as beside other dual numbers (their derivative came out 0); reverse mode moves them."""
+    assert cr.gradient(oscillator_at, 1.2)[0] == pytest.approx(-np.sin(1.2), rel=1e-6)
+    for run in (
+        lambda: cr.derivative(oscillator_at, 1.2),
+        lambda: cr.hessian(oscillator_at, 1.2),
+        lambda: cr.jacobian(oscillator_sampled, np.array([0.0, 0.7, 1.4]), mode="forward"),
+    ):
+        with pytest.raises(cr.NoRuleError, match="forward mode does not move its times|first derivatives only"):
+            run()

@@ -619,9 +619,8 @@ def rrule_solve_ivp(fun, *rest, **keywords):
     adjoint = _Adjoint(call, found.t, solution, t0, call.setting("method"), tolerances)
     probe = adjoint.evaluate(float(found.t[0]))[0]  # (an engine's values that fun closes over)
     active = [v for v in (*args, y0, probe) if isinstance(v, ActiveValue)]
-    if active:
-        t_eval = call.setting("t_eval")
-        moved_times = any(holds_active(t) for t in (call.bound["t_span"], t_eval))
+    moved_times = any(holds_active(t) for t in (call.bound["t_span"], call.setting("t_eval")))
+    if active or moved_times:  # (dual times alone: refused too, not a zero derivative)
         why = _refused_forward(active, moved_times, None if found.success else found.message)
         if why is not None:
             raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=why)
@@ -680,8 +679,9 @@ def rrule_odeint(func, *rest, **keywords):
         raise NoDerivativeError(f"scipy.integrate.odeint{at_user()}: its dense solution failed ({solution.message})")
     adjoint = _Adjoint(call, times, solution.sol, float(times[0]), "LSODA", {"rtol": rtol, "atol": atol}, tfirst)
     active = [v for v in (*args, y0, adjoint.evaluate(float(times[0]))[0]) if isinstance(v, ActiveValue)]
-    if active:
-        why = _refused_forward(active, holds_active(call.bound["t"]), None)
+    moved_times = holds_active(call.bound["t"])
+    if active or moved_times:  # (dual times alone: refused too, not a zero derivative)
+        why = _refused_forward(active, moved_times, None)
         if why is not None:
             raise NoForwardRuleError(si.odeint, (func, *rest), location=user_location(), reason=why)
         Y = _forward_tangent(adjoint, Y.T, y0).T
