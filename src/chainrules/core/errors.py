@@ -221,18 +221,20 @@ def note_user_line(error: BaseException) -> None:
     of its traceback outside chainrules and the libraries, or the user's line of generated code),
     unless its message or notes name it already: a rule's refusal of an option (``np.interp``'s
     ``period=``) is raised inside the rule, far from the call that passed it."""
-    location, tb = None, error.__traceback__
+    location, where, tb = None, "", error.__traceback__
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         generated = GENERATED_LINES.get(filename)
         if generated is not None and tb.tb_lineno in generated[1]:
+            # (a traceback shows the generated line, which the default hook does not print)
             location = f"{generated[0]}:{generated[1][tb.tb_lineno]}"
+            where = ", in the code generated from it"
         elif not is_internal_file(filename) and not is_library(filename):
-            location = f"{filename}:{tb.tb_lineno}"
+            location, where = f"{filename}:{tb.tb_lineno}", ""
         tb = tb.tb_next
     if location is None or location in str(error) or any(location in n for n in getattr(error, "__notes__", ())):
         return
-    error.add_note(f"(raised at {location})")
+    error.add_note(f"(raised at {location}{where})")
 
 
 def is_library(filename: str) -> bool:

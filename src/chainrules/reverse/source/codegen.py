@@ -112,14 +112,20 @@ def compile_function(
     return inner, filename
 
 
-def user_location(generated_file: str, lineno: int) -> str | None:
-    """``file:line`` in the user's source of a line of generated code."""
+def user_position(generated_file: str, lineno: int) -> tuple[str, int] | None:
+    """``(file, line)`` in the user's source of a line of generated code."""
     entry = LINE_MAP.get(generated_file)
     if entry is None:
         return None
     user_file, lines = entry
     origin = lines.get(lineno)
-    return f"{user_file}:{origin}" if origin else None
+    return (user_file, origin) if origin else None
+
+
+def user_location(generated_file: str, lineno: int) -> str | None:
+    """``file:line`` in the user's source of a line of generated code."""
+    position = user_position(generated_file, lineno)
+    return None if position is None else f"{position[0]}:{position[1]}"
 
 
 def calling_location(skip: int = 1) -> str | None:

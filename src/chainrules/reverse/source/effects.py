@@ -597,6 +597,15 @@ class _Effects:
                 copied.add(stmt.index)
         return copied
 
+    def captured(self) -> set[str]:
+        """The variables a nested function (a lambda, a ``def``) captures: it may read their objects later."""
+        return {
+            name
+            for s in self.stmts
+            if isinstance(s, ir.Assign) and isinstance(s.expr, ir.MakeFunction)
+            for name in s.expr.captures
+        }
+
     def fresh_rebinds(self) -> set[int]:
         """The augmented assignments ``x op= v`` (``x = x op v`` here, marked ``augmented``) where
         rebinding ``x`` gives what Python's update in place would: ``x`` is a local array or list
@@ -615,12 +624,7 @@ class _Effects:
         The generated code checks, when it runs, that ``v`` is an array or a number (for an array)
         or a list (for a list), so that ``x op v`` means what ``x op= v`` does, and that the result
         keeps ``x``'s shape and dtype (in place, NumPy would have cast it or refused)."""
-        captured = {
-            name
-            for s in self.stmts
-            if isinstance(s, ir.Assign) and isinstance(s.expr, ir.MakeFunction)
-            for name in s.expr.captures
-        }
+        captured = self.captured()
         candidates = {}
         for stmt in self.stmts:
             if not (isinstance(stmt, ir.Assign) and getattr(stmt, "augmented", False)):
@@ -661,12 +665,7 @@ class _Effects:
 
         The generated code checks, when it runs, what ``fresh_rebinds`` checks: ``v`` fits the element
         and the result keeps its type, shape and dtype."""
-        captured = {
-            name
-            for s in self.stmts
-            if isinstance(s, ir.Assign) and isinstance(s.expr, ir.MakeFunction)
-            for name in s.expr.captures
-        }
+        captured = self.captured()
         found, verdicts = [], {}
         for update in self.stmts:
             if not getattr(update, "item_update", False):
@@ -677,22 +676,22 @@ class _Effects:
             read = reads[0]
             container = read.expr.obj
             if container not in verdicts:
-                verdicts[container] = self.fresh_container(container, captured)
-            group = verdicts[container]
+                group = self.fresh_container(container, captured)
+                # the elements read out of it are new arrays, lists or numbers (see `fresh_container`)
+                elements = frozenset(
+                    u.target for name in group or () for u in self.users.get(name, ()) if _reads_element_of(u, name)
+                )
+                verdicts[container] = group, elements
+            group, elements = verdicts[container]
             if group is None:
                 continue
             here, around = self.position[update.index], self.loop_body(update)
-            before = [
-                (name, u)
+            if all(
+                self.reads_elements_only(u, name, group, elements)
                 for name in group
                 for u in self.users.get(name, ())
                 if u.index in around or self.position[u.index] < here
-            ]
-            # the elements read out of it are new arrays, lists or numbers (see `fresh_container`)
-            elements = frozenset(
-                u.target for name in group for u in self.users.get(name, ()) if _reads_element_of(u, name)
-            )
-            if all(self.reads_elements_only(u, name, group, elements) for name, u in before):
+            ):
                 found.append((update, read))
         return found
 
@@ -722,7 +721,7 @@ class _Effects:
                     continue
                 expr = getattr(binding, "expr", None)
                 if isinstance(binding, ir.Assign) and isinstance(expr, ir.Copy) and isinstance(expr.value, str):
-                    if self.users.get(expr.value) != [binding] and not all(
+                    if not all(
                         u is binding or (isinstance(u, (ir.SetItem, ir.Mutate)) and u.obj == expr.value)
                         for u in self.users.get(expr.value, ())
                     ):
@@ -749,7 +748,7 @@ class _Effects:
         if value in captured or value not in self.a.local or self.seen_outside({value}):
             return False
         users = self.users.get(value, ())
-        if sum(1 for u in users if u is store) != 1 or store in (getattr(store, "key", None),):
+        if sum(1 for u in users if u is store) != 1:  # (stored once, not also as the key)
             return False
         if not all(u is store or (isinstance(u, (ir.SetItem, ir.Mutate)) and u.obj == value) for u in users):
             return False

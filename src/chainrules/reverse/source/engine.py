@@ -32,7 +32,7 @@ import numpy as np
 
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
-from ...core.errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, user_location
+from ...core.errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, note_user_line, user_location
 from ...core.keywords import as_positional
 from ...core.registry import _LEDGER, decline_batch, frule, rrule
 from ...core.structures import leaves
@@ -121,13 +121,10 @@ def pullback_full(f, *args, **kwargs):
                         elif current_engine() is not pullback_full:
                             pulled = _run_installed(hit[3], args, {}, hit[6])
         if pulled is None:
-            if current_engine() is pullback_full:
-                pulled = pullback(f, *args, **kwargs)
-            else:
-                pulled = _run_installed(pullback, (f, *args), kwargs, True)
+            pulled = _installed_call(pullback, (f, *args), kwargs)
     except Exception as error:  # the user's own exception (a KeyError in f): the line of f it came from
         if not isinstance(error, ChainRulesError):
-            _note_user_line(error)
+            note_user_line(error)
         raise
     return _with_input_cotangents(pulled, args)
 
@@ -147,14 +144,10 @@ def pullback_with_constants(f, args: tuple, kwargs: dict, constants: frozenset):
     if type(f) is not _FUNCTION or rrule.lookup(f, args) is not None or frule.lookup(f, args) is not None:
         return pullback_full(f, *args, **kwargs)  # (a rule, or a callable object: every argument is differentiated)
     try:
-        call = (f, args, kwargs, False, frozenset(constants))
-        if current_engine() is pullback_full:
-            pulled = _transformed_call(*call)
-        else:
-            pulled = _run_installed(_transformed_call, call, {}, True)
+        pulled = _installed_call(_transformed_call, (f, args, kwargs, False, frozenset(constants)), {})
     except Exception as error:
         if not isinstance(error, ChainRulesError):
-            _note_user_line(error)
+            note_user_line(error)
         raise
     if kwargs:  # (the keywords' cotangents come last: as `pullback_full`'s, one per positional argument)
         pulled = pulled[0], _positional_only(pulled[1])
@@ -184,17 +177,12 @@ def _laid_out_as_inputs(back, args: tuple):
     return input_pullback
 
 
-def _note_user_line(error: Exception) -> None:
-    """Add the user's ``file:line`` where ``error`` was raised in generated code (whose traceback
-    shows the generated line, which the default hook does not print)."""
-    location, tb = None, error.__traceback__
-    while tb is not None:  # the innermost generated frame
-        found = codegen.user_location(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-        location = found or location
-        tb = tb.tb_next
-    note = f"(raised at {location}, in the code the source engine generated for it)"
-    if location is not None and note not in getattr(error, "__notes__", ()):
-        error.add_note(note)
+def _installed_call(primal, args: tuple, kwargs: dict):
+    """``primal(*args, **kwargs)`` with this engine installed (``_run_installed``), or as it is while
+    this engine runs."""
+    if current_engine() is pullback_full:
+        return primal(*args, **kwargs)
+    return _run_installed(primal, args, kwargs, True)
 
 
 def _run_installed(primal, args: tuple, kwargs: dict, batched: bool):

@@ -522,6 +522,14 @@ class Function:
         return "\n".join(format_function(self))
 
 
+def copies_itself(stmt: Stmt) -> bool:
+    """Whether ``stmt`` is ``x = x.copy()``: ``x`` is bound to a new object made from its old one."""
+    if not isinstance(stmt, Assign):
+        return False
+    expr = stmt.expr
+    return isinstance(expr, MethodCall) and expr.name == "copy" and expr.obj == stmt.target and not expr.args
+
+
 def walk(block: list[Stmt]) -> Iterator[Stmt]:
     """Every statement of a block, nested blocks included, in source order."""
     for stmt in block:

@@ -615,10 +615,13 @@ class Primal:
             # so the write is not refused
             self.emit(indent, f"{stmt.target} = {self.h('copy_if_view')}({stmt.target})", line)
             return
-        rebound = stmt.target if isinstance(stmt, ir.Assign) and _new_value_of_itself(stmt) else None
+        # (`out = out + 1.0`, `A = A.copy()`: the old array escapes, not the new)
+        rebound = None
+        if isinstance(stmt, ir.Assign) and (isinstance(stmt.expr, ir.Op) or ir.copies_itself(stmt)):
+            rebound = stmt.target
         for name, flag in self.buffers.items():
             kind = _use_of(stmt, name, self.plan)
-            if kind == "escape" and name != rebound:  # (`out = out + 1.0`, `A = A.copy()`: the old array escapes)
+            if kind == "escape" and name != rebound:
                 self.emit(indent, f"{flag} = True", line)
             elif kind == "maybe_view":
                 self.emit(indent, f"{flag} = {self.h('viewed')}({flag}, {stmt.target}, {name})", line)
@@ -853,12 +856,3 @@ def generate(plan, namer: Namer, helpers: Helpers, cellvars=(), freevars=(), gua
     # the stacks of this call: one per value saved inside a loop
     primal.lines[start:start] = [Line(1, f"{s.stack} = []", 0) for s in primal.stacks]
     return primal
-
-
-def _new_value_of_itself(stmt: ir.Assign) -> bool:
-    """``x = x op v`` or ``x = x.copy()``: ``x`` is bound to a new object made from its old one,
-    which is what the statement hands on."""
-    expr = stmt.expr
-    if isinstance(expr, ir.Op):
-        return True
-    return isinstance(expr, ir.MethodCall) and expr.name == "copy" and expr.obj == stmt.target and not expr.args

@@ -669,16 +669,16 @@ def _not_a_list(obj, method: str) -> UnsupportedSyntaxError:
     """``obj.append(v)`` (or ``extend``) on an object that is not a list (a ``collections.deque``,
     an object of the user's): the engine follows a list's, not another object's, which the entry
     points then differentiate on the tape."""
-    from .codegen import LINE_MAP
+    from .codegen import user_position
 
     frame = sys._getframe(2)  # the generated code that called the helper
-    user_file, lines = LINE_MAP.get(frame.f_code.co_filename, (frame.f_code.co_filename, {}))
+    filename, line = user_position(frame.f_code.co_filename, frame.f_lineno) or (frame.f_code.co_filename, 0)
     return UnsupportedSyntaxError(
         f"`.{method}(...)` on a {type(obj).__name__}: the source engine follows the {method}s of a list the "
         f"function made, not another object's; build a list, or differentiate on the tape (engine='tape'), "
         "which follows what the object's method does",
-        user_file,
-        lines.get(frame.f_lineno, 0),
+        filename,
+        line,
         1,
     )
 

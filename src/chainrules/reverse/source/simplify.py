@@ -1030,8 +1030,7 @@ class _Analysis:
         function's own body (in no branch or loop) before every write into it: the writes go into
         the copy, never into the caller's argument."""
         first = next((s for s in self.fn.body if isinstance(s, ir.Assign) and s.target == name), None)
-        copy = None if first is None else first.expr
-        if not (isinstance(copy, ir.MethodCall) and copy.obj == name and copy.name == "copy" and not copy.args):
+        if first is None or not ir.copies_itself(first):
             return False
         for stmt in stmts:
             if stmt is first:

@@ -377,11 +377,12 @@ def apply(f, args: tuple, kwargs: dict, rule=None):
     NumPy's protocols and Python's operators then hand the operation to that value, which treats
     the tracked values as constants. (Method calls go to their NumPy functions first: ``method``.)
     """
-    if any(isinstance(a, AbstractTangent) for a in args):
-        if any(isinstance(a, AbstractZero) for a in args):
-            return NotImplemented  # the zero's operator takes it (`x * ZeroTangent()`), as beside an array
-        # a lazy cotangent (a pullback's, under an outer tape) is the value it computes, which may be tracked
-        return apply(f, tuple(unthunk(a) for a in args), kwargs, rule)
+    for a in args:
+        if isinstance(a, AbstractTangent):
+            if any(isinstance(b, AbstractZero) for b in args):
+                return NotImplemented  # the zero's operator takes it (`x * ZeroTangent()`), as beside an array
+            # a lazy cotangent (a pullback's, under an outer tape) is the value it computes, which may be tracked
+            return apply(f, tuple(unthunk(b) for b in args), kwargs, rule)
     trace = _current.get()
     while trace is not None:
         parents: list = []
