@@ -55,9 +55,11 @@ def _refuse(solver, why: str):
 
 def _held_by_bounds(call: FunctionalCall, x, bounds, reach: float):
     """The mask of ``x``'s entries that a bound holds at the optimum (``None`` without bounds): those
-    within ``reach`` (relative) of a bound that the gradient pushes against. They stay at the bound
-    as the arguments move (strict complementarity); the others are the root of their components
-    of the gradient."""
+    within ``reach`` (relative) of a bound where the gradient, taken at the bound itself, pushes
+    against it. They stay at the bound as the arguments move (strict complementarity); the others
+    are the root of their components of the gradient. (The gradient at ``x`` would not tell: an
+    interior optimum closer to a bound than the solver's tolerance leaves a small gradient of
+    either sign there; at the bound, it points into the interval.)"""
     if bounds is None:
         return None
     shape = np.shape(stood_for(x))
@@ -69,14 +71,17 @@ def _held_by_bounds(call: FunctionalCall, x, bounds, reach: float):
         lower = np.array([-np.inf if lo is None else lo for lo in pairs[:, 0]], dtype=float)
         upper = np.array([np.inf if hi is None else hi for hi in pairs[:, 1]], dtype=float)
     lower, upper = np.broadcast_to(lower, np.shape(x)), np.broadcast_to(upper, np.shape(x))
+    with np.errstate(invalid="ignore"):  # (infinite bounds)
+        near_lower = np.isfinite(lower) & (np.abs(x - lower) <= reach * (1 + np.abs(lower)))
+        near_upper = np.isfinite(upper) & (np.abs(x - upper) <= reach * (1 + np.abs(upper)))
+    if not (near_lower.any() or near_upper.any()):
+        return np.zeros(shape, dtype=bool)
+    snapped = np.where(near_lower, lower, np.where(near_upper, upper, x))
     pair = call.setting("jac", None) is True
-    at = np.reshape(x, shape) if shape else float(x[0])
+    at = np.reshape(snapped, shape) if shape else float(snapped[0])
     g = gradient(call.F, at, *(stood_for(a) for a in call.args), argnums=0, has_aux=pair)
     g = np.atleast_1d(np.asarray(stood_for(g[0] if pair else g), dtype=float))
-    with np.errstate(invalid="ignore"):  # (infinite bounds)
-        at_lower = np.isfinite(lower) & (np.abs(x - lower) <= reach * (1 + np.abs(lower))) & (g > 0)
-        at_upper = np.isfinite(upper) & (np.abs(x - upper) <= reach * (1 + np.abs(upper))) & (g < 0)
-    return np.reshape(at_lower | at_upper, shape)
+    return np.reshape((near_lower & (g > 0)) | (near_upper & (g < 0)), shape)
 
 
 def _optimum_rule(solver, call: FunctionalCall, result, layout: str, held=None, objective=None, values=None):

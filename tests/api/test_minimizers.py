@@ -177,6 +177,18 @@ def test_an_entry_held_by_a_bound_stays_the_others_move():
     assert cr.derivative(clipped, 1.4) == 0.0
 
 
+def test_an_interior_optimum_within_the_tolerance_of_a_bound_is_not_held_by_it():
+    def argmin(c):  # interior optimum x* = c(1 - ...) a few xatol from the bound 0: dx*/dc ≈ 1
+        return so.minimize_scalar(lambda x: (x - c) ** 2 + 0.1 * x**3, bounds=(0.0, 1.0), method="bounded").x
+
+    c, h = 5e-5, 1e-7
+    assert argmin(c) == pytest.approx(c, rel=1e-2)
+    slope = (argmin(c + h) - argmin(c - h)) / (2 * h)
+    assert cr.gradient(argmin, c)[0] == pytest.approx(slope, rel=1e-3)
+    assert cr.derivative(argmin, c) == pytest.approx(slope, rel=1e-3)
+    assert cr.gradient(argmin, -1e-3)[0] == 0.0  # beyond the bound: the bound holds it
+
+
 
 T = np.linspace(0.0, 3.0, 7)
 Y = np.exp(-0.7 * T) + 0.05 * np.sin(5 * T)  # not an exact fit: the residuals' second derivatives count
