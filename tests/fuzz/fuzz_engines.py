@@ -1613,8 +1613,8 @@ def check_program(program: Program, directory: Path, label: str, outcome: Outcom
         H = cr.hessian(module.f_struct, p)
         for i, arg in enumerate(args):
 
-            def gradient_in(*values, i=i):  # the source engine's gradient in argument i, as an array
-                g = cr.gradient(f, *values, argnums=i)
+            def gradient_in(*values, i=i):  # the gradient in argument i, as an array, as the Hessian takes it:
+                g = cr.gradient(f, *values)[i]  # every argument differentiated (argnums=i makes the others constants)
                 return np.zeros(np.shape(values[i])) if isinstance(g, cr.AbstractZero) else g
 
             for j, other in enumerate(args):
