@@ -4,7 +4,15 @@ The core imports no engine and no rule module; everything else imports it.
 """
 
 from .accumulation import accumulate, add, iadd, is_inplaceable_destination
-from .active import ActiveValue, active_engine, call_by_engine, current_engine, rrule_via_ad
+from .active import (
+    ActiveValue,
+    active_engine,
+    active_forward_engine,
+    call_by_engine,
+    current_engine,
+    frule_via_ad,
+    rrule_via_ad,
+)
 from .basis import BasisSeed, basis_seed
 from .errors import (
     ChainRulesError,
@@ -62,6 +70,7 @@ __all__ = [
     "ZeroTangent",
     "accumulate",
     "active_engine",
+    "active_forward_engine",
     "add",
     "basis_seed",
     "batch_declines",
@@ -71,6 +80,7 @@ __all__ = [
     "current_engine",
     "decline_batch",
     "frule",
+    "frule_via_ad",
     "iadd",
     "is_array_of_rows",
     "is_inplaceable_destination",

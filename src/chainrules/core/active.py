@@ -273,6 +273,30 @@ def rrule_via_ad(f: Callable, *args, **kwargs):
     return engine(f, *args, **kwargs)
 
 
+_active_forward: ContextVar[Callable[..., Any] | None] = ContextVar("chainrules_active_forward_engine", default=None)
+
+
+def frule_via_ad(tangents: tuple, f: Callable, *args, **kwargs):
+    """``(y, dy)`` for ``f(*args, **kwargs)`` pushed forward along ``tangents`` (``(df, dx1, ...)``,
+    one tangent each, as an frule takes them) by the forward-mode engine that is running: the
+    forward rule of a higher-order function (``np.piecewise``) pushes a *user* callable with it, as
+    its reverse rule pulls back with ``rrule_via_ad``. It raises while no engine is differentiating.
+
+    >>> import chainrules as cr
+    >>> cr.frule_via_ad((cr.NoTangent(), 1.0), abs, -1.0)
+    Traceback (most recent call last):
+    ...
+    chainrules.core.errors.ChainRulesError: frule_via_ad(builtins.abs) was called while no forward-mode ...
+    """
+    engine = _active_forward.get()
+    if engine is None:
+        raise ChainRulesError(
+            f"frule_via_ad({callable_name(f)}) was called while no forward-mode engine is running; "
+            "call it from inside a rule, while cr.jvp or cr.jacobian(..., mode='forward') differentiates"
+        )
+    return engine(tangents, f, *args, **kwargs)
+
+
 class active_engine:  # lower case: it is used like a function, ``with active_engine(engine):``
     """Make ``pullback_full(f, *args, **kwargs) -> (y, pullback)`` the engine behind ``rrule_via_ad``.
 
@@ -280,15 +304,23 @@ class active_engine:  # lower case: it is used like a function, ``with active_en
     """
 
     __slots__ = ("_engine", "_token")
+    _variable = _active
 
     def __init__(self, pullback_full: Callable[..., Any]):
         self._engine = pullback_full
 
     def __enter__(self) -> None:
-        self._token = _active.set(self._engine)
+        self._token = self._variable.set(self._engine)
 
     def __exit__(self, *exc_info) -> None:
-        _active.reset(self._token)
+        self._variable.reset(self._token)
+
+
+class active_forward_engine(active_engine):
+    """Make ``pushforward_full(tangents, f, *args, **kwargs) -> (y, dy)`` the engine behind ``frule_via_ad``."""
+
+    __slots__ = ()
+    _variable = _active_forward
 
 
 def current_engine() -> Callable[..., Any] | None:

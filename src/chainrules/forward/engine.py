@@ -37,8 +37,8 @@ from ..core import (
     frule,
     unthunk,
 )
-from ..core.active import ActiveValue
-from ..core.errors import raise_converted, raise_swallowed
+from ..core.active import ActiveValue, active_forward_engine
+from ..core.errors import NoForwardRuleError, raise_converted, raise_swallowed, user_location
 from ..core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from ..core.tangents import _is_namedtuple_type
 from .dual import _DUALS, Dual, DualArray, Tag, _innermost, _new_object, push, pusher_for
@@ -169,15 +169,46 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     >>> float(y), float(dy)
     (0.0, 2.0)
     """
+    with active_forward_engine(pushforward_full):
+        return _pushed(f, primals, tangents, _NO_KWARGS)
+
+
+def pushforward_full(tangents: tuple, f: Callable, *args, **kwargs):
+    """``(y, dy)``: ``f(*args, **kwargs)`` pushed forward along ``tangents`` (``(df, dx1, ...)``) by
+    dual numbers of a differentiation of its own; the engine behind ``chainrules.frule_via_ad``.
+    A tangent of ``f`` itself has no dual to carry it, nor have the values of an enclosing
+    differentiation that ``f`` captured (a closure over the duals the calling rule was given the
+    primals of): both are refused (the entry points run the function through the source engine's
+    primal then, where the reverse rule differentiates ``f`` with those values)."""
+    if isinstance(unthunk(tangents[0]), AbstractZero):
+        y, dy = _pushed(f, args, tangents[1:], kwargs)
+        if _orders_in((y, dy)) <= _orders_in((args, kwargs, tangents)):
+            return y, dy
+    raise NoForwardRuleError(
+        f, args, location=user_location(), reason="forward mode pushes no tangent of values the callable captured"
+    )
+
+
+def _orders_in(x) -> set:
+    """The differentiations (``differentiation_order()``) whose values ``x`` holds, nested ones too."""
+    found = set()
+    for leaf in leaves(x, lambda v, top: isinstance(v, ActiveValue)):
+        while isinstance(leaf, ActiveValue) and leaf.differentiation_order() not in found:
+            found.add(leaf.differentiation_order())
+            leaf = leaf.stands_for()
+    return found
+
+
+def _pushed(f: Callable, primals: tuple, tangents: tuple, kwargs: dict):
     tag = Tag()
     tag.entry = sys._getframe(0)  # where a walk for calls of ruled callables stops
     pusher = _own_pusher(f, primals)
     try:
         if pusher is not None:
             ts = [_NO, *(_rule_tangent(x, t) for x, t in zip(primals, tangents))]
-            out = push(f, pusher, list(primals), ts, _NO_KWARGS, tag)
+            out = push(f, pusher, list(primals), ts, kwargs, tag)
         else:
-            out = f(*(_seed(x, t, tag) for x, t in zip(primals, tangents)))
+            out = f(*(_seed(x, t, tag) for x, t in zip(primals, tangents)), **kwargs)
     except Exception as error:
         raise_converted(error, tag.refused)
         raise
@@ -281,6 +312,11 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
            [ 72.,  96.],
            [180., 216.]])
     """
+    with active_forward_engine(pushforward_full):
+        return _jacobian(f, x, chunk_size)
+
+
+def _jacobian(f: Callable, x, chunk_size: int | None):
     plain = type(x) is np.ndarray and x.dtype.kind in "fc"  # the common case, without walking a structure
     if plain and chunk_size is None and 1 < x.size and x.size * x.size <= SEED_BUDGET:
         J = _one_pass_jacobian(f, x)

@@ -28,7 +28,7 @@ from .finite_differences import (
     forward_fdm,
 )
 from .random_tangents import rand_tangent
-from .testers import fd_pullback_full, test_frule, test_rrule, test_scalar
+from .testers import fd_pullback_full, fd_pushforward_full, test_frule, test_rrule, test_scalar
 from .to_vec import NonDifferentiable, nondiff, to_vec
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "fd_jacobian",
     "fd_jvp",
     "fd_pullback_full",
+    "fd_pushforward_full",
     "fd_vjp",
     "fdm_coefficients",
     "forward_fdm",

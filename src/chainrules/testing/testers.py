@@ -28,7 +28,8 @@ directions ``u``, comparing ``<dy, J u>`` (one finite-difference JVP each) with
 arguments for large ones, at the price of a less specific message for large arguments.
 
 Rules that call ``cr.rrule_via_ad`` (``map``, ``sorted`` with a key) run under a test engine,
-``fd_pullback_full``: ``cr.rrule`` for callables with a rule, finite differences for the rest.
+``fd_pullback_full``: ``cr.rrule`` for callables with a rule, finite differences for the rest;
+those that call ``cr.frule_via_ad`` (``np.piecewise``) under ``fd_pushforward_full``, its forward twin.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from ..core import (
     Thunk,
     ZeroTangent,
     active_engine,
+    active_forward_engine,
     add,
     batch_declines,
     callable_name,
@@ -110,6 +112,24 @@ def fd_pullback_full(g: Callable, *args, **kwargs):
         return tuple(t.backing)
 
     return y, fd_pullback
+
+
+def fd_pushforward_full(tangents: tuple, g: Callable, *args, **kwargs):
+    """The forward "engine" for testing higher-order rules: ``cr.frule`` where ``g`` has one, else finite differences.
+
+    It has the engine protocol's signature (``(y, dy)`` for ``tangents = (dg, dx1, ...)``), so
+    ``cr.frule_via_ad`` reaches it while ``test_frule`` runs a rule.
+
+    >>> import chainrules as cr
+    >>> from chainrules.testing import fd_pushforward_full
+    >>> y, dy = fd_pushforward_full((cr.NoTangent(), 1.0), lambda x: x ** 3, 2.0)
+    >>> y, round(dy, 8)
+    (8.0, 12.0)
+    """
+    result = frule(tangents, g, *args, **kwargs)
+    if result is not None:
+        return result
+    return g(*args, **kwargs), fd_jvp(lambda values: values[0](*values[1:], **kwargs), (g, *args), tuple(tangents))
 
 
 # ----- helpers ---------------------------------------------------------------------------------
@@ -253,7 +273,7 @@ class _Report:
     def run(self, what: str, fn: Callable, *args, **kwargs):
         """``(True, fn(...))``, or ``(False, None)`` with the exception recorded as a problem."""
         try:
-            with active_engine(fd_pullback_full):
+            with active_engine(fd_pullback_full), active_forward_engine(fd_pushforward_full):
                 return True, fn(*args, **kwargs)
         except Exception as exc:
             self.problems.append(f"{what} raised {type(exc).__name__}: {exc}")
@@ -732,4 +752,12 @@ def test_scalar(
 
 test_scalar.__test__ = False
 
-__all__ = ["FULL_FD_MAX", "RANDOM_PROJECTIONS", "fd_pullback_full", "test_frule", "test_rrule", "test_scalar"]
+__all__ = [
+    "FULL_FD_MAX",
+    "RANDOM_PROJECTIONS",
+    "fd_pullback_full",
+    "fd_pushforward_full",
+    "test_frule",
+    "test_rrule",
+    "test_scalar",
+]

@@ -7,9 +7,8 @@ engine (``chainrules.rrule_via_ad``), like ``map``: the cotangent of the entries
 back through that call, into ``x[cond]`` and the extra positional ``args``; what a later piece
 overwrote gets nothing. A constant piece gets the sum of the cotangent of the entries it kept,
 and a closure over differentiated values passes its tangent to ``funclist``.
-Forward mode has no engine to call from a rule: it pushes tangents through the callables' own
-frules (``np.sin``, ``np.exp``, a function with a registered frule) and refuses a callable without
-one with ``NoRuleError`` naming it; ``np.where`` or ``np.select`` compute the same in forward mode.
+Forward mode pushes each callable's tangent by its frule (``np.sin``, ``np.exp``), else by the
+running forward engine (``chainrules.frule_via_ad``), which runs it on dual numbers.
 (The tape sees ``np.piecewise`` only when ``x`` is tracked; with a plain ``x`` and callables that
 capture tracked values, NumPy's own code writes them into a plain array, which is refused.)
 
@@ -26,17 +25,18 @@ import numpy as np
 
 from ...core import (
     AbstractZero,
-    NoRuleError,
     NoTangent,
     Tangent,
     ZeroTangent,
+    add,
     frule,
+    frule_via_ad,
     match_input,
     rrule,
     unthunk,
 )
 from ..pyfunctional import _add_function_tangent, _pullback_of
-from ._arrays import array_or_active, sequence_items
+from ._arrays import array_or_active, scatter_add, sequence_items
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -84,7 +84,7 @@ def rrule_piecewise(x, condlist, funclist, *args, **kw):
             kept.append(remaining[cond])
             remaining[cond] = 0
         kept.reverse()
-        dx = np.zeros_like(remaining) if differentiable else _NO
+        dx = _ZERO
         dargs = [_ZERO] * len(args)
         dfuncs = [_ZERO] * len(funclist)
         any_dfunc = False
@@ -97,14 +97,20 @@ def rrule_piecewise(x, condlist, funclist, *args, **kw):
             if not isinstance(d[0], (NoTangent, ZeroTangent)):
                 dfuncs[k], _ = _add_function_tangent(_NO, False, d[0])
                 any_dfunc = True
-            if differentiable and not isinstance(unthunk(d[1]), AbstractZero):
-                dx[conds[k]] += unthunk(d[1])
+            dvals = unthunk(d[1])
+            if differentiable and not isinstance(dvals, AbstractZero):  # (a Hessian's duals: no writes in place)
+                dx = add(dx, scatter_add(x.shape, conds[k], dvals))
             for i, da in enumerate(d[2 : 2 + len(args)]):
                 dargs[i] = da if isinstance(dargs[i], AbstractZero) else dargs[i] + unthunk(da)
         dfunclist = Tangent[type(funclist)](*dfuncs) if any_dfunc and isinstance(funclist, (list, tuple)) else _NO
-        return (_NO, dx, _NO, dfunclist, *dargs)
+        return (_NO, dx if differentiable else _NO, _NO, dfunclist, *dargs)
 
     return y, piecewise_pullback
+
+
+# on an engine's values (a Hessian's duals), the primal above carries them through the callables,
+# which are differentiated with them (as a closure's captured duals), so engines run it there
+rrule_piecewise.on_engine_values = True
 
 
 @frule.register(np.piecewise)
@@ -127,11 +133,12 @@ def frule_piecewise(tangents, x, condlist, funclist, *args, **kw):
         vals = x[cond]
         if not vals.size:
             continue
+        dvals = dx if isinstance(dx, AbstractZero) else dx[cond]
         rule = frule.lookup(func, (vals, *args))
         if rule is None:
-            raise NoRuleError(func, (vals, *args))
-        dvals = dx if isinstance(dx, AbstractZero) else dx[cond]
-        y_piece, dy_piece = rule((_NO, dvals, *dargs), vals, *args, **kw)
+            y_piece, dy_piece = frule_via_ad((dfunc, dvals, *dargs), func, vals, *args, **kw)
+        else:
+            y_piece, dy_piece = rule((dfunc, dvals, *dargs), vals, *args, **kw)
         y[cond] = y_piece
         if dy is not None:
             dy[cond] = 0.0 if isinstance(unthunk(dy_piece), AbstractZero) else unthunk(dy_piece)
