@@ -1007,9 +1007,9 @@ def _jacobian_output(f: Callable, y):
 
 
 def _reverse_jacobian(x, y, back_full, chunk_size: int | None = None):
-    if isinstance(x, ActiveValue) or isinstance(y, ActiveValue):
-        return _stacked_reverse_jacobian(x, y, back_full)
-    if not (_is_numeric(y) and _is_numeric(x)) and (is_structure(y) or is_structure(x)):
+    if not (_is_numeric(y) and _is_numeric(x)) and (
+        isinstance(x, ActiveValue) or isinstance(y, ActiveValue) or is_structure(y) or is_structure(x)
+    ):
         return _structured_reverse_jacobian(x, y, back_full)
     if type(y) is np.ndarray and type(x) is np.ndarray:  # the common case, without the conversions
         y_arr, x_arr = y, x
@@ -1085,34 +1085,6 @@ def _complex_rows(out: np.ndarray, x, x_shape: tuple, back_full, seed, complex_o
         out.imag[...] = 0.0
 
 
-def _stacked_reverse_jacobian(x, y, back_full):
-    """The Jacobian at another engine's values (the duals of an outer forward differentiation, an
-    outer tape's tracked values): one sweep per output entry, the rows stacked, since a plain
-    array would drop what they carry."""
-    y_shape, x_shape = np.shape(y), np.shape(x)
-    complex_output = np.iscomplexobj(y)
-    dtype = np.complex128 if complex_output else np.float64
-    complex_input = np.iscomplexobj(x)
-    rows = []
-    for i in range(math.prod(y_shape)):
-        seed = np.zeros(y_shape, dtype=dtype)
-        seed.reshape(-1)[i] = 1.0
-        dx = _unthunked(back_full(seed if y_shape else seed[()]), (x,))[0]
-        row = np.zeros(x_shape) if isinstance(dx, AbstractZero) else dx
-        if complex_output or complex_input:  # complex values: real parts of pullbacks (see `_complex_rows`)
-            row = np.real(row)
-            if complex_output:  # a new seed: an outer tape may have kept the first one
-                seed = np.zeros(y_shape, dtype=dtype)
-                seed.reshape(-1)[i] = 1j
-                dx = _unthunked(back_full(seed if y_shape else seed[()]), (x,))[0]
-                if not isinstance(dx, AbstractZero):
-                    row = row + 1j * np.real(dx)
-            if not np.iscomplexobj(row):  # complex, as forward mode's Jacobian of complex values
-                row = row + 0j
-        rows.append(row)
-    return np.reshape(np.stack(rows), y_shape + x_shape)
-
-
 def _batched_jacobian(x, y_shape: tuple, x_shape: tuple, back_full, dtype, chunk_size, complex_output=False):
     """The Jacobian from blocks of unit cotangents, each pulled back in one call of ``back_full``
     (``_reverse_jacobian`` pulls back a Jacobian that fits in one block itself); for complex
@@ -1164,62 +1136,92 @@ def _is_input_leaf(x, top: bool) -> bool:
 
 
 def _is_forward_leaf(x, top: bool) -> bool:
-    """A leaf of ``x`` that forward mode seeds: an input leaf, or an engine's value (a dual of an
-    outer differentiation, or one forward mode seeded)."""
+    """A leaf of ``x`` that forward mode seeds, and a reverse-mode Jacobian gives a block: an input
+    leaf, or an engine's value (a dual of an outer differentiation, or one forward mode seeded)."""
     return isinstance(x, ActiveValue) or _is_input_leaf(x, top)
 
 
-def _tangent_leaves(t, x, top: bool = True) -> list:
-    """The parts of the tangent ``t`` of ``x`` at ``x``'s input leaves, in leaf order (zeros where missing)."""
+def _tangent_leaves(t, x, is_leaf: Callable = _is_forward_leaf, top: bool = True) -> list:
+    """The parts of the tangent ``t`` of ``x`` at its leaves (``is_leaf``), in leaf order (zeros where missing)."""
     t = unthunk(t)
-    if _is_input_leaf(x, top):
+    if is_leaf(x, top):
         return [t]
     if not is_structure(x):
         return []
     items = structure_items(x)
     parts = item_tangents(t, x)
     if isinstance(items, list):
-        return [leaf for v, dv in zip(items, parts) for leaf in _tangent_leaves(dv, v, False)]
-    return [leaf for k, v in items.items() for leaf in _tangent_leaves(parts[k], v, False)]
+        return [leaf for v, dv in zip(items, parts) for leaf in _tangent_leaves(dv, v, is_leaf, False)]
+    return [leaf for k, v in items.items() for leaf in _tangent_leaves(parts[k], v, is_leaf, False)]
 
 
 def _leaf_dtype(x) -> np.dtype:
-    dtype = np.result_type(x)
+    dtype = np.result_type(_innermost_value(x))
     return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
+def _is_output_leaf(y, top: bool) -> bool:
+    """A leaf of a Jacobian's output: a number or an array, or an engine's value (a dual of an outer
+    differentiation, an outer tape's tracked value)."""
+    return _is_number(y) or isinstance(y, ActiveValue)
+
+
 def _structured_reverse_jacobian(x, y, back_full):
-    """The Jacobian of a structured output, or at a structured input, one pullback per output entry."""
-    ins = leaves(x, _is_input_leaf)
-    outs = leaves(y, lambda v, top: _is_number(v))
+    """The Jacobian of a structured output, at a structured input, or at another engine's values,
+    one pullback per output entry. Each block stacks its rows, as an outer differentiation's values
+    written into a plain array would drop what they carry."""
+    ins = leaves(x, _is_forward_leaf)
+    outs = leaves(y, _is_output_leaf)
     blocks = []
     for k, out in enumerate(outs):
         out_shape, out_dtype = np.shape(out), _leaf_dtype(out)
-        row = [np.zeros(out_shape + np.shape(v), dtype=np.promote_types(out_dtype, _leaf_dtype(v))) for v in ins]
-        if _is_inexact(out):  # an integer output has no derivative: its blocks stay zero
-            # (the number of rows is given: -1 is ambiguous for a block of size 0)
-            flat = [block.reshape(math.prod(out_shape), *np.shape(v)) for block, v in zip(row, ins)]
-            seed = np.zeros(out_shape, dtype=out_dtype)
+        dtypes = [np.promote_types(out_dtype, _leaf_dtype(v)) for v in ins]
+        rows = [[] for _ in ins]
+        # an integer output has no derivative: its blocks stay zero
+        for i in range(math.prod(out_shape) if _is_inexact(_innermost_value(out)) else 0):
             # complex values: real parts of pullbacks, of e_i and, for a complex output, of 1j * e_i
-            # (see `_complex_rows`); a real block is the pullback of e_i itself
-            units = [(1.0, [block.real if block.dtype.kind == "c" else block for block in flat])]
-            if out_dtype.kind == "c":
-                units.append((1j, [block.imag for block in flat]))
-            for i in range(seed.size):  # a Python number output takes a scalar cotangent
-                for unit, parts in units:
-                    seed.reshape(-1)[i] = unit
-                    cotangents = [ZeroTangent()] * len(outs)
-                    cotangents[k] = seed if seed.ndim else seed[()]
-                    dx = back_full(tangent_like(y, lambda v, top: _is_number(v), cotangents, NoTangent()))[1]
-                    for rows, part in zip(parts, _tangent_leaves(dx, x)):
-                        if not isinstance(part, AbstractZero):
-                            part = _deep_unthunk(part)
-                            rows[i] = np.real(part) if np.iscomplexobj(part) else part
-                seed.reshape(-1)[i] = 0.0
+            # (see `_complex_rows`)
+            real = _pulled_back_unit(x, y, outs, k, i, 1.0, back_full)
+            imag = _pulled_back_unit(x, y, outs, k, i, 1j, back_full) if out_dtype.kind == "c" else None
+            for j, v in enumerate(ins):
+                rows[j].append(_jacobian_row(real[j], None if imag is None else imag[j], np.shape(v), dtypes[j]))
+        row = [_stacked_block(r, out_shape + np.shape(v), dtype) for r, v, dtype in zip(rows, ins, dtypes)]
         # an input with nothing to differentiate (a tuple of integer settings) has no derivative at
         # all, as its gradient and forward mode say
-        blocks.append(tangent_like(x, _is_input_leaf, row, NoTangent()) if ins else NoTangent())
-    return tangent_like(y, lambda v, top: _is_number(v), blocks, NoTangent())
+        blocks.append(tangent_like(x, _is_forward_leaf, row, NoTangent()) if ins else NoTangent())
+    return tangent_like(y, _is_output_leaf, blocks, NoTangent())
+
+
+def _pulled_back_unit(x, y, outs: list, k: int, i: int, unit, back_full) -> list:
+    """The cotangents of ``x``'s leaves from the pullback of ``unit`` at entry ``i`` of output leaf ``k``."""
+    seed = np.zeros(np.shape(outs[k]), dtype=_leaf_dtype(outs[k]))  # fresh: an outer tape may keep it
+    seed.reshape(-1)[i] = unit
+    cotangents = [ZeroTangent()] * len(outs)
+    cotangents[k] = seed if seed.ndim else seed[()]  # a Python number output takes a scalar cotangent
+    dx = back_full(tangent_like(y, _is_output_leaf, cotangents, NoTangent()))[1]
+    return [part if isinstance(part, AbstractZero) else _deep_unthunk(part) for part in _tangent_leaves(dx, x)]
+
+
+def _jacobian_row(real, imag, shape: tuple, dtype):
+    """A Jacobian row from the pullbacks of a unit ``real`` and of ``1j`` times it ``imag`` (``None``
+    for a real output): the real part of the first plus ``1j`` times that of the second."""
+    row = np.zeros(shape, dtype=dtype) if isinstance(real, AbstractZero) else real
+    if np.iscomplexobj(row):
+        row = np.real(row)
+    if imag is not None and not isinstance(imag, AbstractZero):
+        row = row + 1j * np.real(imag)
+    return row
+
+
+def _stacked_block(rows: list, shape: tuple, dtype):
+    """A Jacobian's block of ``shape`` from its rows: a plain array of ``dtype``, or an engine's value
+    where the rows are (complex, as forward mode's Jacobian of complex values)."""
+    if not rows:
+        return np.zeros(shape, dtype=dtype)
+    block = np.reshape(np.stack(rows), shape)
+    if not isinstance(block, ActiveValue):
+        return block.astype(dtype, copy=False)
+    return block + 0j if dtype.kind == "c" and not np.iscomplexobj(block) else block
 
 
 def _owns_block(a: np.ndarray) -> bool:
@@ -1548,12 +1550,12 @@ def _is_array_value(x) -> bool:
 def rrule_jacobian(f, x, *options, **keywords):
     """``jacobian`` inside a function being differentiated: its pullback is a sum of Hessian-vector products."""
     J = jacobian(f, x, *options, **keywords)
-    if not (_is_array_value(x) and _is_array_value(J)):
+    if not _is_array_value(x):
         where = user_location()
         raise ChainRulesError(
             f"cr.jacobian({_callable_label(f)}, x) inside a function being differentiated"
-            f"{' (at ' + where + ')' if where else ''} takes a number or an array x and a function returning one; "
-            "its Jacobian at structured inputs or outputs has no rule: pass the arrays themselves"
+            f"{' (at ' + where + ')' if where else ''} takes a number or an array x; "
+            "its Jacobian at a structured input has no rule: pass the arrays themselves"
         )
     chosen = _JACOBIAN_PARAMETERS.bind(f, x, *options, **keywords)
     chosen.apply_defaults()
@@ -1584,22 +1586,74 @@ def _innermost_value(x):
     return np.zeros((), dtype=x.dtype) if isinstance(x, ActiveValue) else x
 
 
+class _OutputRows:
+    """The rows of the Jacobian of an output ``y`` (an array, or a structure of them): the entries of
+    its leaves with a derivative (not integer ones), in leaf order, and cotangents of ``y`` made of rows.
+
+    >>> rows = _OutputRows({"a": np.zeros(2), "n": 3, "b": 1.0})
+    >>> rows.size, rows.cotangent(np.array([1.0, 2.0, 3.0]))
+    (3, Tangent[dict]({'a': array([1., 2.]), 'n': ZeroTangent(), 'b': array(3.)}))
+    """
+
+    def __init__(self, y):
+        self.y, self.outs = y, leaves(y, _is_output_leaf)
+        self.differentiable = [_is_inexact(_innermost_value(out)) for out in self.outs]
+        self.starts, self.size = [], 0
+        for out, inexact in zip(self.outs, self.differentiable):
+            self.starts.append(self.size)
+            self.size += math.prod(np.shape(out)) if inexact else 0
+
+    def is_complex(self) -> bool:
+        return any(np.iscomplexobj(out) for out in self.outs)
+
+    def flat(self, J, n: int):
+        """The Jacobian ``J`` (or a cotangent of it) with ``n`` columns, as a matrix of these rows."""
+        parts = []
+        for out, block, inexact in zip(self.outs, _tangent_leaves(J, self.y, _is_output_leaf), self.differentiable):
+            if inexact:
+                shape = (math.prod(np.shape(out)), n)
+                zero = isinstance(block, AbstractZero)
+                parts.append(np.zeros(shape, _leaf_dtype(out)) if zero else np.reshape(block, shape))
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _cotangent(self, pieces: list):
+        return tangent_like(self.y, _is_output_leaf, pieces, NoTangent())
+
+    def unit(self, i: int, scale=1.0):
+        """The cotangent of ``y`` pulling back row ``i`` (times ``scale``), and whether that row is complex."""
+        k = max(k for k, start in enumerate(self.starts) if start <= i and self.differentiable[k])
+        out = self.outs[k]
+        pieces = [ZeroTangent()] * len(self.outs)
+        pieces[k] = scale * _unit(np.shape(out), i - self.starts[k], out)
+        return self._cotangent(pieces), np.iscomplexobj(out)
+
+    def cotangent(self, column):
+        """The cotangent of ``y`` holding ``column``, one entry per row (a real leaf takes the real part)."""
+        pieces = []
+        for out, start, inexact in zip(self.outs, self.starts, self.differentiable):
+            part = column[start : start + math.prod(np.shape(out))] if inexact else None
+            if part is None:
+                pieces.append(ZeroTangent())
+            else:
+                pieces.append(np.reshape(part if np.iscomplexobj(out) else np.real(part), np.shape(out)))
+        return self._cotangent(pieces)
+
+
 def _jacobian_cotangents(f, x, dJ, mode: str, engine: str, chunk_size) -> tuple:
     """``(df, dx)``: the pullback of ``jacobian(f, x)`` along ``dJ`` (see the section's comment)."""
     y, back = _pullback_full(engine, f, x)
-    y_shape, x_shape = np.shape(y), np.shape(x)
-    m, n = math.prod(y_shape), math.prod(x_shape)
+    rows, x_shape = _OutputRows(y), np.shape(x)
+    m, n = rows.size, math.prod(x_shape)
     if m == 0 or n == 0:  # an empty Jacobian
         return ZeroTangent(), ZeroTangent()
-    flat = np.reshape(dJ, (m, n))
-    real = not (np.iscomplexobj(y) or np.iscomplexobj(x) or np.iscomplexobj(dJ))
+    flat = rows.flat(dJ, n)
+    real = not (rows.is_complex() or np.iscomplexobj(x) or np.iscomplexobj(flat))
     if real and m * n * n <= NESTED_JACOBIAN_BUDGET:
-        captured = unthunk(back(_unit(y_shape, 0, y))[0])
+        captured = unthunk(back(rows.unit(0)[0])[0])
         if isinstance(captured, AbstractZero):  # f captured nothing differentiated: one forward pass
-            weights = dJ
 
             def paired_with_jacobian(z):
-                return np.sum(weights * jacobian(f, z, mode=mode, engine=engine, chunk_size=chunk_size))
+                return np.sum(flat * rows.flat(jacobian(f, z, mode=mode, engine=engine, chunk_size=chunk_size), n))
 
             return ZeroTangent(), _forward_engine().jacobian(paired_with_jacobian, x)
     total = (ZeroTangent(), ZeroTangent())
@@ -1609,19 +1663,18 @@ def _jacobian_cotangents(f, x, dJ, mode: str, engine: str, chunk_size) -> tuple:
         if not np.any(part != 0):
             continue
         if by_rows and not real:  # complex values: rows of real parts (see `_complex_rows`), two products
-            unit = _unit(y_shape, i, y)
+            unit, complex_row = rows.unit(i)
             products = [(unit, np.real(part))]
-            if np.iscomplexobj(y) and np.any(np.imag(part) != 0):
-                products.append((1j * unit, np.imag(part)))
+            if complex_row and np.any(np.imag(part) != 0):
+                products.append((rows.unit(i, 1j)[0], np.imag(part)))
             for seed, direction in products:
                 direction = np.reshape(direction, x_shape)
                 total = _sum_cotangents(total, _hessian_vector(engine, f, (x,), {}, seed, [direction]))
             continue
         if by_rows:
-            seed, direction = _unit(y_shape, i, y), np.reshape(part, x_shape)
+            seed, direction = rows.unit(i)[0], np.reshape(part, x_shape)
         else:  # (a real output's J is real: the imaginary part of dJ meets nothing)
-            seed = np.reshape(part if real or np.iscomplexobj(y) else np.real(part), y_shape)
-            direction = _unit(x_shape, i, x)
+            seed, direction = rows.cotangent(part), _unit(x_shape, i, x)
         total = _sum_cotangents(total, _hessian_vector(engine, f, (x,), {}, seed, [direction]))
     return total
 
