@@ -95,6 +95,26 @@ def a_list_of_tracked_values_written(x):
     return np.sum(y**2)
 
 
+@program(np.array([0.3, 0.9, 1.4, -0.5]), hessian=True)
+def a_write_beside_a_reshaped_view(x):
+    y = x * 2.0
+    col = y[:2].reshape(2, 1)  # shares y's first two entries, which no write below touches
+    y[3] = x[0] * col[1, 0]
+    return np.sum(col * x[:2, None]) + np.sum(y**2)
+
+
+@program(np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]]), hessian=True, nested=True)
+def cholesky_filled_entry_by_entry(A):
+    # each entry reads the rows written before it, which the matrix product's rule reshapes
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for i in range(n):
+        for j in range(i + 1):
+            s = A[i, j] - L[i, :j] @ L[j, :j]
+            L[i, j] = np.sqrt(s) if i == j else s / L[j, j]
+    return np.sum(L**3) + np.sum(np.log(np.diag(L)))
+
+
 NAMES = checks.parameters(PROGRAMS)
 BY_NAME = {p.name: p for p in PROGRAMS}
 
@@ -119,6 +139,12 @@ def test_hessian_over_the_tape_matches_finite_differences(name):
 def test_hessian_over_the_source_engine_matches_finite_differences(name):
     # on dual numbers, the source engine's writes copy an array forward mode does not own (y = x * 2)
     checks.check_hessian(BY_NAME[name], "source")
+
+
+@pytest.mark.parametrize("name", NAMES["nested"])
+def test_tape_over_a_source_gradient_matches_finite_differences(name):
+    # the source engine's primal runs on the tape's arrays: its rules' reshapes of views are the tape's
+    checks.check_tape_over_source(BY_NAME[name])
 
 
 @pytest.mark.parametrize("name", NAMES["all"])
@@ -230,6 +256,61 @@ def test_a_write_after_a_reshape_shares_the_memory_is_refused_with_the_line():
 
     with pytest.raises(TypeError, match="after another array came to share its memory.*" + _line_of(f, 3)):
         cr.gradient(f, np.ones(2), engine="tape")
+
+
+def _write_into_a_reshaped_view(x):
+    y = x * 2.0
+    col = y[:2].reshape(2, 1)
+    y[1] = 1.0
+    return np.sum(col)
+
+
+def _write_through_a_view_into_a_reshaped_view(x):
+    y = x * 2.0
+    col = y[1:][:2].reshape(2, 1)
+    y[1:][0] = 1.0
+    return np.sum(col)
+
+
+def _write_through_another_view_overlapping_it(x):
+    y = x * 2.0
+    col = y[1:3].reshape(2, 1)
+    y[2:][0] = 1.0
+    return np.sum(col)
+
+
+def _update_of_the_array_a_reshaped_view_shares(x):
+    y = x * 2.0
+    col = y[:2].reshape(2, 1)
+    y += 1.0
+    return np.sum(col)
+
+
+def _write_beside_it_after_a_reshape_of_the_whole(x):
+    y = x * 2.0
+    col = y[:2].reshape(2, 1)
+    y[3] = 1.0  # beside the view: taken
+    flat = y.reshape(2, 2)
+    y[2] = 5.0
+    return np.sum(col) + np.sum(flat)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        _write_into_a_reshaped_view,
+        _write_through_a_view_into_a_reshaped_view,
+        _write_through_another_view_overlapping_it,
+        _update_of_the_array_a_reshaped_view_shares,
+        _write_beside_it_after_a_reshape_of_the_whole,
+    ],
+)
+def test_a_write_into_the_part_a_reshaped_view_shares_is_refused_with_the_line(f):
+    # NumPy would show the write in the reshape, which the tape does not rebind
+    x = np.array([0.3, 0.9, 1.4, -0.5])
+    line = 5 if f is _write_beside_it_after_a_reshape_of_the_whole else 3
+    with pytest.raises(TypeError, match="share (its )?memory.*" + _line_of(f, line)):
+        cr.gradient(f, x, engine="tape")
 
 
 def test_a_write_with_a_repeated_index_is_refused_with_the_line():

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import chainrules as cr
+from chainrules.core.views import ViewedParts
 from chainrules.reverse import source
-from chainrules.reverse.source.runtime import ViewedParts
 
 X = np.array([0.5, 1.0, -2.0])
 

@@ -30,6 +30,7 @@ import types
 
 import numpy as np
 
+from ...core import views
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
 from ...core.errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, note_user_line, user_location
@@ -888,8 +889,8 @@ cache.RUNTIME.update(
     ChainRulesError=ChainRulesError,
     check_new=runtime.check_new,
     check_metadata=runtime.check_metadata,
-    viewed=runtime.viewed,
-    writes_viewed=runtime.writes_viewed,
+    viewed=views.viewed,
+    writes_viewed=views.writes_viewed,
     copy_if_view=runtime.copy_if_view,
     iterates_views=runtime.iterates_views,
     item_cotangents=runtime.item_cotangents,

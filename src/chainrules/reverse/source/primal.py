@@ -587,7 +587,7 @@ class Primal:
     def escapes(self, stmt, indent: int):
         """Keep track of whether a container written in place may be seen through another
         reference (passed to a call, stored: writing into it then is refused) or which parts of it
-        reads viewed (``runtime.ViewedParts``: writing into those is refused)."""
+        reads viewed (``core.views.ViewedParts``: writing into those is refused)."""
         if not self.buffers:
             return
         line = stmt.line

@@ -7,7 +7,6 @@ handled here, with ``Tangent[P]`` cotangents.
 
 from __future__ import annotations
 
-import bisect
 import math
 import operator
 import sys
@@ -23,6 +22,7 @@ from ...core.projection import ProjectTo, is_array_of_rows, match_input_batch, r
 from ...core.registry import rrule
 from ...core.structures import item_tangents, structure_items
 from ...core.tangents import AbstractTangent, AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
+from ...core.views import is_view
 from ...rules.operators import entry_cotangent
 
 NO = NoTangent()
@@ -795,91 +795,6 @@ def _holds(container, value, depth: int = 0) -> bool:
     else:
         return False
     return any(item is value or _holds(item, value, depth + 1) for item in items)
-
-
-def _is_array(x) -> bool:
-    """An array, or an outer differentiation's value standing for one (a dual array, in a Hessian)."""
-    return isinstance(x, np.ndarray) or (isinstance(x, ActiveValue) and np.ndim(x) > 0)
-
-
-def is_view(element, container) -> bool:
-    """Whether ``element`` (read from ``container``) shares the container's memory."""
-    return _is_array(element) and _is_array(container) and np.may_share_memory(element, container)
-
-
-class ViewedParts:
-    """The parts of a buffer that reads have viewed (``row = out[i]``), as merged byte ranges of its
-    memory: a later write into the buffer is refused only where it overlaps one of them
-    (``writes_viewed``), so that filling row after row while reading earlier rows
-    (``u[t + 1] = u[t] + dt * rhs(u[t])``) runs. A view read holds the values it saw for the
-    pullbacks that keep it, and every view made from it lies inside its range."""
-
-    __slots__ = ("memory", "starts", "ends")
-
-    def __init__(self, memory: np.ndarray):
-        self.memory = memory  # the buffer's plain array: the ranges are in its memory
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-
-    def add(self, start: int, end: int) -> None:
-        i = bisect.bisect_left(self.ends, start)  # the first range that ends at or after `start`
-        j = bisect.bisect_right(self.starts, end)  # past the last range that starts at or before `end`
-        if i < j:  # merge the ranges it touches
-            start, end = min(start, self.starts[i]), max(end, self.ends[j - 1])
-        self.starts[i:j] = [start]
-        self.ends[i:j] = [end]
-
-    def overlaps(self, start: int, end: int) -> bool:
-        i = bisect.bisect_right(self.ends, start)  # the first range that ends after `start`
-        return i < len(self.starts) and self.starts[i] < end
-
-
-def _byte_range(array) -> tuple[int, int] | None:
-    """``[start, end)``: the addresses of the memory ``array`` spans (that of the plain array an
-    outer differentiation's array stands for); ``None`` for an empty array or another object."""
-    array = stood_for(array)
-    if type(array) is not np.ndarray or not array.size:
-        return None
-    start = end = array.__array_interface__["data"][0]
-    for n, stride in zip(array.shape, array.strides):
-        if stride < 0:
-            start += (n - 1) * stride
-        else:
-            end += (n - 1) * stride
-    return start, end + array.itemsize
-
-
-def viewed(flag, element, container):
-    """A buffer's ``_shared`` flag after ``element`` was read from it: unchanged unless ``element``
-    views the buffer, whose range is then added to the ``ViewedParts`` (``True``, every part, where
-    the range cannot be told, or once the buffer itself was passed on)."""
-    if flag is True or not is_view(element, container):
-        return flag
-    memory, span = stood_for(container), _byte_range(element)
-    if span is None or (flag and flag.memory is not memory):  # (the buffer moved: an outer
-        return True  # differentiation's array took its values, as a Hessian's dual buffer does)
-    parts = flag or ViewedParts(memory)
-    parts.add(*span)
-    return parts
-
-
-def writes_viewed(flag, container, key) -> bool:
-    """Whether ``container[key] = ...`` writes into a part a read viewed (see ``ViewedParts``):
-    where the part written cannot be told (an index array picks entries), any part counts."""
-    memory = stood_for(container)
-    if flag is True or flag.memory is not memory:
-        return True
-    index = key if type(key) is tuple else (key,)
-    if not any(k is Ellipsis for k in index):
-        index = (*index, Ellipsis)  # (so that one entry is a 0-d view, not a copy)
-    try:
-        target = memory[index]
-    except Exception:  # noqa: BLE001 - the write itself raises NumPy's error
-        return True
-    if type(target) is not np.ndarray or not np.may_share_memory(target, memory):
-        return True  # an index array: the write's entries are not one view
-    span = _byte_range(target)
-    return span is not None and flag.overlaps(*span)
 
 
 def copy_if_view(element):

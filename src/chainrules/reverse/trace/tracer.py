@@ -39,6 +39,7 @@ from ...core.registry import decline_batch, rrule
 from ...core.ruled_calls import RuledCallWatch
 from ...core.tangents import AbstractTangent, AbstractZero, unthunk
 from ...core.twins import method_twin
+from ...core.views import ViewedParts, part_key, viewed
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Frames in these directories are the machinery between the user's line and the error; the
@@ -280,7 +281,7 @@ def _array_box(array_type: type, value, trace: Trace, slot: int) -> Tracked:
     t._value = value
     t._trace = trace
     t._slot = slot
-    t._aliased = False  # or True, or "argument": takes no writes (see `_mark_shared_memory`)
+    t._aliased = False  # or True, or "argument": takes no writes; or the ViewedParts that take none (`_alias`)
     t._writable = False  # whether the box owns its array, which writes may then go into (writes.py)
     t._owned_at = 0  # the tape's length when it last wrote into the array it owns
     t._views = None  # weak references to the boxes of its views by basic indexing
@@ -573,7 +574,7 @@ def _mark_shared_memory(out: Tracked, plain: list, args: tuple, f=None) -> None:
     """
     if f in RESULT_IS_ITS_OWN:
         return
-    if f is _getitem and type(args[0]) is TrackedArray and not args[0]._aliased:
+    if f is _getitem and type(args[0]) is TrackedArray and not _shared_whole(args[0]):
         base = args[0]
         if base._writable:
             out._value = np.copy(out._value)
@@ -628,11 +629,29 @@ def _is_argument(y, plain) -> bool:
 
 
 def _alias(box) -> None:
-    """Mark ``box``, and the arrays it is a view of, as sharing memory with another array."""
-    while box is not None:
-        box._aliased = box._aliased or True
-        view = box._view_of
-        box = None if view is None else view[0]
+    """Mark ``box`` as sharing memory with another array. Where it is a view by indexing, the array
+    it views takes writes only outside the part the view shares (``views.ViewedParts``): NumPy would
+    show them in the other array, which the tape does not rebind (``L[i, :j] @ L[j, :j]`` reshapes
+    the rows in its rule, a row later written beside them)."""
+    if not _shared_whole(box):
+        box._aliased = True
+    keys = []
+    while box._view_of is not None:
+        box, key = box._view_of
+        keys.append(key)
+    if not keys or _shared_whole(box):
+        return
+    memory = stood_for(box._value)
+    part = memory
+    for key in reversed(keys):
+        part = part[part_key(key)]
+    parts = box._aliased
+    box._aliased = viewed(parts and parts.moved_to(memory), part, memory)
+
+
+def _shared_whole(box) -> bool:
+    """Whether another array may share all of ``box``'s memory (not only parts a view shares)."""
+    return bool(box._aliased) and type(box._aliased) is not ViewedParts
 
 
 def _is_basic(key) -> bool:

@@ -18,7 +18,9 @@ Views. ``v = y[1:]`` (basic indexing) is a view in NumPy: a later write into ``y
 ``v``. The tape keeps a weak list of such views of each array and, after a write, rebinds every
 live one to a fresh read of the written array; a write into a view (``v[0] = w``, ``v += w``)
 writes into its array at the view's key. An array that another operation made share memory with
-(``y.reshape``, ``y.T``, ``np.asarray(y)``), and an argument, take no writes: the error names the line.
+(``y.reshape``, ``y.T``, ``np.asarray(y)``), and an argument, take no writes: the error names the line;
+where the operation took a view by indexing (``y[i].reshape``), only the part of the array it views
+takes none (``core.views.ViewedParts``).
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ import operator
 
 import numpy as np
 
-from ...core.active import ActiveValue
+from ...core.active import ActiveValue, stood_for
 from ...core.indexing import ellipsis_spelled_out
 from ...core.projection import match_input, match_input_batch
 from ...core.tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
+from ...core.views import ViewedParts, writes_viewed
 from . import tracer
 from .tracer import WRITE, _current, apply
 
@@ -153,8 +156,9 @@ def _nested_refused() -> TypeError:
     )
 
 
-def refuse_shared(box) -> None:
-    """Raise where ``box`` takes no writes: an argument, or an array another one shares memory with."""
+def refuse_shared(box, key) -> None:
+    """Raise where ``box`` takes no write at ``key``: an argument, or an array another one shares
+    memory with there (where a reshape of a view shares a part of it, the writes beside it go on)."""
     reason = box._aliased
     if not reason:
         return
@@ -163,11 +167,16 @@ def refuse_shared(box) -> None:
             f"assignment into an argument being differentiated (x[...] = v, x += v){_at()}: it would change the "
             "caller's array; write into a copy (x = x.copy()) or build the result out of place (np.where)"
         )
+    if type(reason) is ViewedParts:
+        memory = stood_for(box._value)
+        box._aliased = reason = reason.moved_to(memory)
+        if reason is not True and not writes_viewed(reason, memory, key):
+            return
     raise TypeError(
         f"writing into an array (x[...] = v) after another array came to share its memory (a reshape, "
-        f"a transpose, np.asarray of it){_at()}: the tape engine writes into an array only while no other "
-        "array but its views by indexing sees it; copy the other array (y = x.reshape(...).copy()) or write "
-        "before sharing"
+        f"a transpose, np.asarray of it or of a view of the part written){_at()}: the tape engine writes into "
+        "an array only while no other array but its views by indexing sees it; copy the other array "
+        "(y = x.reshape(...).copy()) or write before sharing"
     )
 
 
@@ -182,7 +191,7 @@ def write(box, key, value) -> None:
     if view is not None:  # a write through a view is a write into its array at the view's key
         write(view[0], view[1], _recorded_write(box, key, value, _COPYING))
         return
-    refuse_shared(box)
+    refuse_shared(box, key)
     in_place = box._writable and trace is _current.get() and not _read_since(trace, box._slot, box._owned_at)
     result = _recorded_write(box, key, value, _IN_PLACE if in_place else _COPYING)
     box._value = result._value
