@@ -1517,6 +1517,11 @@ rrule.register(gradient)(rrule_gradient)
 rrule.register(value_and_gradient)(rrule_value_and_gradient)
 rrule.register(pullback)(rrule_pullback)
 rrule.register(NestedPullback)(rrule_call_nested_pullback)
+# An outer engine's values (a tape's tracked arrays) reach this rule as they are, so that the `back` it
+# makes computes on them and the outer engine follows its dependence on the arguments. Run by the outer
+# engine's own rule on plain values (the source engine's ``_by_both_rules``), `back` would hold those:
+# an object the tape cannot follow through, whose derivative it read as zero.
+rrule_pullback.on_engine_values = True
 
 
 # ----- Jacobians and directional derivatives inside differentiated functions -----------------------
