@@ -39,10 +39,10 @@ import scipy.optimize as so
 from .api import gradient
 from .core import AbstractZero, NoTangent, Tangent, ZeroTangent, add, rrule, unthunk
 from .core.active import stood_for
-from .core.errors import NoDerivativeError
+from .core.errors import NoDerivativeError, at_user
 from .core.structures import item_tangents
 from .rules.pyfunctional import _add_function_tangent, _pullback_of
-from .rules.scipy._functionals import FunctionalCall, at_user, holds_active, undifferentiated_fields
+from .rules.scipy._functionals import FunctionalCall, holds_active, undifferentiated_fields
 from .rules.scipy.optimize import _differentiated_root, _name, first_of_pair
 
 _NO = NoTangent()

@@ -118,8 +118,11 @@ class DroppedDerivativeError(ChainRulesError, TypeError):
 
 class NoDerivativeError(ChainRulesError, ValueError):
     """A rule met values at which it has no derivative to give: a solver's result that is not a
-    root (it did not converge), a root where the Jacobian is singular, an optimum held by a bound.
-    The message names the callable and the line of its call. Unlike the engines' refusals, it
+    root (it did not converge), a root where the Jacobian is singular, an optimum held by a bound,
+    a second derivative at a singular matrix; or an argument it does not differentiate (a
+    parameter whose derivative has no closed form) was differentiated. The message names the
+    callable and the line of its call (``at_user``). An option or a shape that a rule does not
+    take is a ``NoRuleError``. Unlike the engines' refusals, it
     does not depend on the engine: every mode raises it.
 
     >>> issubclass(NoDerivativeError, ValueError)
@@ -258,6 +261,14 @@ def user_location(skip_internal: bool = True) -> str | None:
     if frame is None:
         return None
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def at_user() -> str:
+    """`` at file:line`` of the user's call (``user_location``), for an error's message; empty
+    where unknown. A rule that refuses values or an argument it has no derivative for names the
+    user's call this way (``NoDerivativeError(f"scipy.special.zeta{at_user()}: ...")``)."""
+    where = user_location()
+    return f" at {where}" if where else ""
 
 
 _RULES_DIR = os.path.join(_PACKAGE_DIR, "rules") + os.sep

@@ -107,7 +107,7 @@ def test_errors():
         cr.rrule(sl.solveh_banded, np.array([[0.0, 1.0, 1.0], [-1.0, 1.0, 1.0]]), np.ones(3))
     with pytest.raises(ValueError, match="l\\+u\\+1"):
         cr.rrule(sl.solve_banded, (1, 0), np.ones((3, 4)), np.ones(4))
-    with pytest.raises(ValueError, match="single banded matrix.*stack the results"):
+    with pytest.raises(cr.NoRuleError, match="single banded matrix.*stack the results"):
         cr.rrule(sl.solve_banded, (1, 1), np.ones((2, 3, 4)), np.ones(4))
 
 

@@ -165,16 +165,19 @@ def test_hessian(f, at):
     np.testing.assert_allclose(cr.hessian(f, at), expected, rtol=1e-5, atol=1e-7)
 
 
+_REFUSED_POINTS = r"simpson at .*test_integrate\.py:\d+: .*sample points x must be held constant"
+
+
 def simpson_in_points(x):
     return si.simpson(np.sin(Y0), x)
 
 
 def test_simpson_refuses_differentiated_points():
-    with pytest.raises(ValueError, match="sample points x must be held constant"):
+    with pytest.raises(cr.NoDerivativeError, match=_REFUSED_POINTS):
         cr.gradient(simpson_in_points, P0)
-    with pytest.raises(ValueError, match="sample points x must be held constant"):
+    with pytest.raises(cr.NoDerivativeError, match=_REFUSED_POINTS):
         cr.jacobian(simpson_in_points, P0, mode="forward")
-    with pytest.raises(ValueError, match="sample points x must be held constant"):
+    with pytest.raises(cr.NoDerivativeError, match=_REFUSED_POINTS):
         cr.hessian(simpson_in_points, P0)
     # x given by position but constant: differentiated in y alone
     g = cr.gradient(lambda y: si.simpson(y**2, P0), Y0)[0]

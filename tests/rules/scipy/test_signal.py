@@ -69,9 +69,9 @@ def test_methods(method):
 
 
 def test_fftconvolve_refuses_axes():
-    with pytest.raises(ValueError, match="axes=None"):
+    with pytest.raises(cr.NoRuleError, match=r"fftconvolve\(numpy\.ndarray, numpy\.ndarray\) at .*test_signal\.py"):
         cr.rrule(ss.fftconvolve, _r(2, 4), _r(1, 3), axes=1)
-    with pytest.raises(ValueError, match="axes=None"):
+    with pytest.raises(cr.NoRuleError, match="axes=None"):
         cr.frule((cr.NoTangent(), _r(2, 4), _r(1, 3)), ss.fftconvolve, _r(2, 4), _r(1, 3), axes=1)
 
 

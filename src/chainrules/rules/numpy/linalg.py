@@ -38,6 +38,7 @@ import scipy.linalg
 
 from ...core import (
     ActiveValue,
+    NoDerivativeError,
     Thunk,
     carries_batch,
     conj,
@@ -49,6 +50,7 @@ from ...core import (
     unbroadcast_batch,
     unthunk,
 )
+from ...core.errors import at_user
 from ..scipy._lapack import (
     LU,
     NO,
@@ -72,6 +74,7 @@ from ..scipy._lapack import (
     mH,
     mm,
     mT,
+    no_rule,
     options,
     parts,
     parts_carry_batch,
@@ -350,10 +353,10 @@ def _det_gradient(a, d, lu):
             inv = linalg.inv(a)
         except linalg.LinAlgError:  # a singular matrix among them: the adjugate, from an SVD, whatever
             if isinstance(a, ActiveValue):
-                raise ValueError(
-                    "the rule for the determinant (np.linalg.det, scipy.linalg.det) takes a singular matrix to "
-                    "first order only: its second derivative there (a Hessian, forward mode over the pullback) "
-                    "is not supported"
+                raise NoDerivativeError(
+                    f"the rule for the determinant (np.linalg.det, scipy.linalg.det){at_user()} takes a singular "
+                    "matrix to first order only: its second derivative there (a Hessian, forward mode over the "
+                    "pullback) is not supported"
                 ) from None
             n = np.shape(a)[-1]
             return mT(np.reshape([adjugate(m) for m in np.reshape(a, (-1, n, n))], np.shape(a)))
@@ -954,16 +957,18 @@ def _qr_square_tangent(q, r, da, ops, batched=False):
     return dq, np.triu(dr)
 
 
-def _qr_mode(rest, kwargs, name):
+def _qr_mode(a, rest, kwargs, name):
     mode = options(name, rest, kwargs, (("mode", "reduced"),))["mode"]
+    if mode in ("raw", "full", "f", "economic", "e"):  # (NumPy's deprecated ones among them)
+        raise no_rule(name, (a, *rest), f"mode={mode!r} has no derivative; use 'reduced', 'complete' or 'r'")
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"{name}: mode={mode!r} has no derivative; use 'reduced', 'complete' or 'r'")
+        raise ValueError(f"Unrecognized mode {mode!r}")  # (NumPy's)
     return mode
 
 
 @rrule.register(linalg.qr, batched=True)
 def rrule_qr(a, *rest, **kwargs):
-    mode = _qr_mode(rest, kwargs, "numpy.linalg.qr")
+    mode = _qr_mode(a, rest, kwargs, "numpy.linalg.qr")
     project = projector(a)
     q, r = linalg.qr(a, mode="complete" if mode == "complete" else "reduced")
     result = r if mode == "r" else _QRResult(q, r)
@@ -981,7 +986,7 @@ def rrule_qr(a, *rest, **kwargs):
 
 @frule.register(linalg.qr, batched=True)
 def frule_qr(tangents, a, *rest, **kwargs):
-    mode = _qr_mode(rest, kwargs, "numpy.linalg.qr")
+    mode = _qr_mode(a, rest, kwargs, "numpy.linalg.qr")
     (da,) = _tangents(tangents)[:1]
     q, r = linalg.qr(a, mode="complete" if mode == "complete" else "reduced")
     result = r if mode == "r" else _QRResult(q, r)

@@ -28,6 +28,7 @@ import numpy as np
 from ...core import (
     AbstractZero,
     ActiveValue,
+    NoDerivativeError,
     NoTangent,
     ZeroTangent,
     carries_batch,
@@ -40,6 +41,7 @@ from ...core import (
     unthunk,
 )
 from ...core.active import stood_for
+from ...core.errors import at_user
 from ._arrays import array_or_active, batch_to_input, scatter_add, sum_to, tangent_array, to_input
 from ._util import align, axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
 from .ufuncs import as_computed
@@ -573,10 +575,10 @@ def _cumprod_plan(x, o, primal):
         before, first, xs_safe, skip = None, None, xs, None
     else:
         if isinstance(x, ActiveValue):  # (masks below, whose own derivatives would be dropped)
-            raise ValueError(
-                "the rule for a running product (np.cumprod, np.cumulative_prod, np.multiply.accumulate) takes an "
-                "entry equal to 0 to first order only: its second derivative there (a Hessian, forward mode over "
-                "the pullback) is not supported"
+            raise NoDerivativeError(
+                f"the rule for a running product (np.cumprod, np.cumulative_prod, np.multiply.accumulate){at_user()} "
+                "takes an entry equal to 0 to first order only: its second derivative there (a Hessian, forward "
+                "mode over the pullback) is not supported"
             )
         seen = np.cumsum(zero, axis=axis)
         before = seen == 0

@@ -22,7 +22,6 @@ import numpy as np
 
 from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 from ...core.active import ActiveValue, stood_for
-from ...core.errors import user_location
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -104,12 +103,6 @@ def plain(value):
     if isinstance(value, (tuple, list)):
         return type(value)(plain(v) for v in value)
     return stood_for(value)
-
-
-def at_user() -> str:
-    """`` at file:line`` of the user's call, for an error's message (empty where unknown)."""
-    where = user_location()
-    return f" at {where}" if where else ""
 
 
 def undifferentiated_fields(fields: dict, differentiated: tuple) -> list:

@@ -17,6 +17,7 @@ array([[ 5., 14.],
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 from scipy.linalg import blas as _blas
@@ -26,12 +27,14 @@ from ...core import (
     AbstractZero,
     ActiveValue,
     BasisSeed,
+    NoRuleError,
     NoTangent,
     ProjectTo,
     Tangent,
     ZeroTangent,
     carries_batch,
     unthunk,
+    user_location,
 )
 
 NO = NoTangent()
@@ -599,6 +602,19 @@ def options(name: str, rest: tuple, kwargs: dict, defaults: tuple[tuple[str, obj
             raise TypeError(f"{name} got an unexpected keyword argument {key!r}")
         values[key] = value
     return values
+
+
+def no_rule(name: str, args: tuple, reason: str) -> NoRuleError:
+    """The refusal of a call of the public function ``name`` (``"scipy.linalg.eigh"``), given
+    ``args``, with an option or a shape its rule does not differentiate (which the library itself
+    takes), at the user's line; an invalid one stays the library's own ``ValueError``.
+
+    >>> import numpy as np
+    >>> str(no_rule("numpy.linalg.qr", (np.eye(2),), "mode='raw'")).splitlines()[0]
+    "no differentiation rule for numpy.linalg.qr(numpy.ndarray) at <doctest ...>:1 (mode='raw')."
+    """
+    module, _, short = name.rpartition(".")
+    return NoRuleError(getattr(sys.modules[module], short), args, location=user_location(), reason=reason)
 
 
 def gap_inverse(w, scale=None):

@@ -40,6 +40,7 @@ from ._lapack import (
     is_zero,
     lapack,
     mH,
+    no_rule,
     options,
     projector,
 )
@@ -175,10 +176,13 @@ class _Dense:
 def _arrays(ab, b, name):
     ab, b = as_array(ab), as_array(b)
     if np.ndim(ab) != 2:
-        raise ValueError(
-            f"the rule for {name} takes a single banded matrix, got ab of shape {np.shape(ab)}; "
-            "apply it to each matrix and stack the results (np.stack([... for m in ab]))"
+        reason = (
+            f"the rule takes a single banded matrix, got ab of shape {np.shape(ab)}; apply it to each matrix "
+            "and stack the results (np.stack([... for m in ab]))"
         )
+        if np.ndim(ab) > 2:  # (a stack, which SciPy takes)
+            raise no_rule(name, (ab, b), reason)
+        raise ValueError(f"{name}: {reason}")
     if np.ndim(b) not in (1, 2):
         raise ValueError(f"the rule for {name} takes b with one or two axes, got shape {np.shape(b)}")
     if np.shape(ab)[-1] != np.shape(b)[0]:

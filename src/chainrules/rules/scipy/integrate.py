@@ -51,13 +51,13 @@ from ...core import (
     unthunk,
 )
 from ...core.active import nesting_depth, stood_for
-from ...core.errors import NoDerivativeError, NoForwardRuleError, user_location
+from ...core.errors import NoDerivativeError, NoForwardRuleError, at_user, user_location
 from ...core.structures import item_tangents
 from ..numpy._arrays import cotangent_array, to_input
 from ..numpy._util import axes_of, is_batched, match_output
 from ..numpy.reductions import _diff_adjoint, _mean_adjoint, _reverse_cumsum, frule_trapezoid, rrule_trapezoid
 from ..pyfunctional import _add_function_tangent, _pullback_of, later_pullbacks
-from ._functionals import FunctionalCall, at_user, holds_active, plain, undifferentiated_fields
+from ._functionals import FunctionalCall, holds_active, plain, undifferentiated_fields
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -280,7 +280,7 @@ def _simpson_options(y, args: tuple, kwargs: dict):
 def _simpson_weights_for(y, x, dx, axis: int):
     """``simpson``'s weights placed to broadcast against ``y`` (``x`` and ``dx`` plain values)."""
     if isinstance(x, ActiveValue) or isinstance(dx, ActiveValue):
-        raise ValueError(_simpson_refusal())
+        raise NoDerivativeError(_simpson_refusal(at_user()))
     ndim, n = np.ndim(y), np.shape(y)[axis]
     if x is None and np.ndim(dx) == 0 or x is not None and np.ndim(x) == 1:
         h = np.full(n - 1, float(dx)) if x is None else np.diff(np.asarray(x, dtype=float))
@@ -295,18 +295,19 @@ def _simpson_weights_for(y, x, dx, axis: int):
     return np.moveaxis(_simpson_weights(h), -1, axis)
 
 
-def _simpson_refusal() -> str:
+def _simpson_refusal(where: str) -> str:
+    """The refusal of a differentiated ``x`` (or ``dx``) of the call ``where`` (``at_user()``)."""
     return (
-        "scipy.integrate.simpson: the rule differentiates in the samples y only (simpson's weights are "
+        f"scipy.integrate.simpson{where}: the rule differentiates in the samples y only (simpson's weights are "
         "rational functions of the spacings, whose derivative it does not implement), so the sample "
         "points x must be held constant: take them from outside the function being differentiated, "
         "or use scipy.integrate.trapezoid, which is differentiated in x too"
     )
 
 
-def _refused_points() -> Thunk:
+def _refused_points(where: str) -> Thunk:
     def points_not_differentiated():
-        raise ValueError(_simpson_refusal())
+        raise NoDerivativeError(_simpson_refusal(where))
 
     return Thunk(points_not_differentiated)
 
@@ -320,13 +321,14 @@ def rrule_simpson(y, *args, **kwargs):
     if np.shape(y)[axis] == 0:
         raise ValueError("scipy.integrate.simpson: no samples along the axis")
     weights = _simpson_weights_for(y, x, dx, axis)
+    where = at_user() if args else ""  # (the pullback runs away from the call)
 
     def simpson_pullback(dout):
         dout = cotangent_array(out, dout)
         if isinstance(dout, AbstractZero):
-            return (_NO, dout, *(_refused_points() for _ in args))
+            return (_NO, dout, *(_refused_points(where) for _ in args))
         dy = Thunk(lambda: match_input(y, weights * np.expand_dims(dout, axis)))
-        return (_NO, dy, *(_refused_points() for _ in args))
+        return (_NO, dy, *(_refused_points(where) for _ in args))
 
     return out, simpson_pullback
 
@@ -336,7 +338,7 @@ def frule_simpson(tangents, y, *args, **kwargs):
     out = _by_rule(si.simpson, (y, *args), kwargs)
     x, dx, axis = _simpson_options(y, args, kwargs)
     if len(tangents) > 2 and not isinstance(unthunk(tangents[2]), AbstractZero):
-        raise ValueError(_simpson_refusal())
+        raise NoDerivativeError(_simpson_refusal(at_user()))
     dy = unthunk(tangents[1])
     if isinstance(dy, AbstractZero):
         return out, _ZERO

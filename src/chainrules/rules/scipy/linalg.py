@@ -77,6 +77,7 @@ from ._lapack import (
     mH,
     mm,
     mT,
+    no_rule,
     options,
     parts,
     parts_carry_batch,
@@ -92,16 +93,19 @@ mul = mm  # every product in this module goes to SciPy's BLAS
 
 
 def _matrix(a, name: str, square: bool = True):
-    """``a`` as an array of a LAPACK dtype (other array types pass through), one matrix only."""
+    """``a`` as an array of a LAPACK dtype (other array types pass through), one matrix only (SciPy
+    takes stacks too: refused; fewer than two axes is SciPy's error too)."""
     a = as_array(a)
-    if np.ndim(a) != 2:
+    if np.ndim(a) < 2:
+        raise ValueError(f"{name}: expected a matrix, got shape {np.shape(a)}")
+    if np.ndim(a) > 2:
         short = name.rsplit(".", 1)[-1]
         advice = (
             f"np.linalg.{short}, which takes stacks, has a rule too"
             if hasattr(np.linalg, short)
             else "apply it to each matrix and stack the results (np.stack([... for m in a]))"
         )
-        raise ValueError(f"the rule for {name} takes a single matrix, got shape {np.shape(a)}; {advice}")
+        raise no_rule(name, (a,), f"the rule takes a single matrix, got shape {np.shape(a)}; {advice}")
     if square and a.shape[0] != a.shape[1]:
         raise ValueError(f"{name}: expected a square matrix, got shape {a.shape}")
     if isinstance(a, np.ndarray):
@@ -872,8 +876,10 @@ _QR_OPTIONS = (("overwrite_a", False), ("lwork", None), ("mode", "full"), ("pivo
 
 def _qr_setup(a, opts):
     mode = opts["mode"]
+    if mode == "raw":
+        raise no_rule("scipy.linalg.qr", (a,), "mode='raw' has no derivative; use 'full', 'economic' or 'r'")
     if mode not in ("full", "economic", "r"):
-        raise ValueError(f"scipy.linalg.qr: mode={mode!r} has no derivative; use 'full', 'economic' or 'r'")
+        raise ValueError(f"scipy.linalg.qr: mode={mode!r}; use 'full', 'economic', 'r' or 'raw'")
     a = _lapack_matrix(a, "scipy.linalg.qr", square=False)
     pivoting = opts["pivoting"]
     out = through_rules(sl.qr, a, mode="economic" if mode == "economic" else "full", pivoting=pivoting)
@@ -1195,7 +1201,7 @@ def _by_scipy(f, a, kwargs: dict, numpy_call):
 def _eigh_setup(a, b, opts, name):
     """The full decomposition (a subset is selected from it, so its derivative sees every pair)."""
     if b is not None:
-        raise ValueError(f"{name}: the generalized eigenproblem (b=...) has no derivative rule")
+        raise no_rule(name, (a, b), "the generalized eigenproblem (b=...): the rule differentiates the standard one")
     a = _matrix(a, name)
     lower = bool(opts["lower"])
     driver = opts["driver"] if opts["driver"] in ("ev", "evd", "evr") else None
@@ -1301,7 +1307,12 @@ _EIG_OPTIONS = (
 
 def _eig_setup(a, b, opts, name):
     if b is not None or opts["left"] or opts["homogeneous_eigvals"]:
-        raise ValueError(f"{name}: only the standard problem with right eigenvectors (b=None, left=False) has a rule")
+        raise no_rule(
+            name,
+            (a,) if b is None else (a, b),
+            "only the standard problem with right eigenvectors (b=None, left=False, homogeneous_eigvals=False) "
+            "has a rule",
+        )
     a = _matrix(a, name)
     w, v = sl.eig(a) if is_plain(a) else _by_scipy(sl.eig, a, {}, lambda: np.linalg.eig(a))
     return a, w, v
@@ -1715,10 +1726,10 @@ def _real_like(y, dx):
     return np.real(dx) if not np.iscomplexobj(y) else dx
 
 
-def _check_disp(name, rest, kwargs, extra=()):
+def _check_disp(name, a, rest, kwargs, extra=()):
     opts = options(name, rest, kwargs, (("disp", True),) + extra)
     if opts["disp"] is False:
-        raise ValueError(f"{name}: disp=False has no derivative rule (and is deprecated in SciPy)")
+        raise no_rule(name, (a, *rest), "disp=False (deprecated in SciPy) has no derivative rule")
 
 
 class _Sqrtm:
@@ -1765,7 +1776,7 @@ def _sqrtm_of(a):
 
 @rrule.register(sl.sqrtm, batched=True)
 def rrule_sqrtm(a, *rest, **kwargs):
-    _check_disp("scipy.linalg.sqrtm", rest, kwargs, (("blocksize", None),))
+    _check_disp("scipy.linalg.sqrtm", a, rest, kwargs, (("blocksize", None),))
     project = projector(a)
     sq = _sqrtm_of(a)
 
@@ -1782,7 +1793,7 @@ def rrule_sqrtm(a, *rest, **kwargs):
 
 @frule.register(sl.sqrtm, batched=True)
 def frule_sqrtm(tangents, a, *rest, **kwargs):
-    _check_disp("scipy.linalg.sqrtm", rest, kwargs, (("blocksize", None),))
+    _check_disp("scipy.linalg.sqrtm", a, rest, kwargs, (("blocksize", None),))
     (da,) = _tangents(tangents)[:1]
     sq = _sqrtm_of(a)
     if is_zero(da):
@@ -1855,7 +1866,7 @@ def _logm_of(a):
 
 @rrule.register(sl.logm, batched=True)
 def rrule_logm(a, *rest, **kwargs):
-    _check_disp("scipy.linalg.logm", rest, kwargs)
+    _check_disp("scipy.linalg.logm", a, rest, kwargs)
     project = projector(a)
     lg = _logm_of(a)
 
@@ -1872,7 +1883,7 @@ def rrule_logm(a, *rest, **kwargs):
 
 @frule.register(sl.logm, batched=True)
 def frule_logm(tangents, a, *rest, **kwargs):
-    _check_disp("scipy.linalg.logm", rest, kwargs)
+    _check_disp("scipy.linalg.logm", a, rest, kwargs)
     (da,) = _tangents(tangents)[:1]
     lg = _logm_of(a)
     if is_zero(da):

@@ -41,10 +41,10 @@ import scipy.optimize as so
 
 from ...core import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
 from ...core.active import nesting_depth, stood_for
-from ...core.errors import NoDerivativeError
+from ...core.errors import NoDerivativeError, at_user
 from ...core.structures import item_tangents
 from ..pyfunctional import _pullback_of
-from ._functionals import FunctionalCall, at_user
+from ._functionals import FunctionalCall
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -76,8 +76,8 @@ class _Linearized:
             self.y = self.y * free
             self.back = lambda dy: back(dy * free)
         if np.shape(self.y) != np.shape(x) and not (layout == "dense" and np.size(self.y) == np.size(x)):
-            raise ValueError(
-                f"{_name(solver)}: the function returned shape {np.shape(self.y)} at a root of shape "
+            raise NoDerivativeError(
+                f"{_name(solver)}{at_user()}: the function returned shape {np.shape(self.y)} at a root of shape "
                 f"{np.shape(x)}; a root of F(x) = 0 needs as many equations as unknowns"
             )
         self._J = None

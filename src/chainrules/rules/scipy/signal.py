@@ -25,7 +25,18 @@ from __future__ import annotations
 import numpy as np
 import scipy.signal as ss
 
-from ...core import AbstractZero, NoTangent, Thunk, ZeroTangent, call_by_engine, frule, rrule, unthunk
+from ...core import (
+    AbstractZero,
+    NoRuleError,
+    NoTangent,
+    Thunk,
+    ZeroTangent,
+    call_by_engine,
+    frule,
+    rrule,
+    unthunk,
+    user_location,
+)
 from ..numpy._arrays import cotangent_array, to_input
 from ..numpy._util import match_output
 
@@ -51,16 +62,14 @@ class _Convolution:
     """What the rules of one call need: its mode, the convolution that computes (co)tangents (with
     the call's ``method``, or by FFT), and whether it is a correlation."""
 
-    def __init__(self, f, args: tuple, kwargs: dict):
+    def __init__(self, f, inputs: tuple, args: tuple, kwargs: dict):
         name = _NAMES[f]
         third = "axes" if f is ss.fftconvolve else "method"
         o = {"mode": "full", third: None if f is ss.fftconvolve else "auto"}
         o.update(zip(("mode", third), args), **kwargs)
         if f is ss.fftconvolve and o["axes"] is not None:
-            raise ValueError(
-                "scipy.signal.fftconvolve: the rule differentiates convolutions over all axes (axes=None) "
-                f"only, not axes={o['axes']!r}"
-            )
+            reason = f"axes={o['axes']!r}: the rule differentiates convolutions over all axes (axes=None) only"
+            raise NoRuleError(f, (*inputs, *args), location=user_location(), reason=reason)
         self.name, self.mode, self.correlation = name, o["mode"], f is ss.correlate
         if f is ss.fftconvolve:
             self.conv, self.conv_kwargs = ss.fftconvolve, {}
@@ -86,7 +95,7 @@ class _Convolution:
 
 
 def _rrule_convolution(f, in1, in2, args: tuple, kwargs: dict):
-    spec = _Convolution(f, args, kwargs)
+    spec = _Convolution(f, (in1, in2), args, kwargs)
     y = _by_rule(f, (in1, in2, *args), kwargs)
     kernel = _reversed_conj(in2) if spec.correlation else in2  # correlate(a, b) = convolve(a, kernel)
     widths = spec.pad_widths(np.shape(in1), np.shape(in2))
@@ -111,7 +120,7 @@ def _rrule_convolution(f, in1, in2, args: tuple, kwargs: dict):
 
 
 def _frule_convolution(f, tangents: tuple, in1, in2, args: tuple, kwargs: dict):
-    spec = _Convolution(f, args, kwargs)
+    spec = _Convolution(f, (in1, in2), args, kwargs)
     y = _by_rule(f, (in1, in2, *args), kwargs)
     d1, d2 = unthunk(tangents[1]), unthunk(tangents[2])
     kernel = _reversed_conj(in2) if spec.correlation else in2

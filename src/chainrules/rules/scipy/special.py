@@ -29,6 +29,7 @@ import scipy.special as sc
 
 from ...core import (
     ActiveValue,
+    NoDerivativeError,
     NoTangent,
     Thunk,
     ZeroTangent,
@@ -43,6 +44,7 @@ from ...core import (
     unthunk,
     user_location,
 )
+from ...core.errors import at_user
 from ..numpy._arrays import scalar_of
 from ..numpy.ufuncs import _LN10, elementwise
 from ._lapack import as_array, is_batched, is_zero, options, tangent_of
@@ -78,9 +80,9 @@ class _NoClosedForm:
     def __init__(self, name: str, parameter: str):
         self.name, self.parameter = name, parameter
 
-    def error(self, location: str | None) -> ValueError:
+    def error(self, location: str | None) -> NoDerivativeError:
         where = f" at {location}" if location else ""
-        return ValueError(
+        return NoDerivativeError(
             f"{self.name}{where}: the derivative in {self.parameter} has no closed form, so the rule "
             f"differentiates in the other arguments only and {self.parameter} must be held constant: take it from "
             f"outside the function being differentiated (a closure or a global), not from its arguments"
@@ -257,16 +259,15 @@ def _integer_valued(s) -> bool:
 
 
 _RIEMANN = _NoClosedForm("scipy.special.zeta", "x")  # Riemann's zeta, zeta(x) without q
+_HURWITZ_ORDER = _NoClosedForm("scipy.special.zeta", "s")  # the order s of Hurwitz's zeta(s, q)
 
 
 def _zeta(s, q=None):
     if q is None:  # Riemann's zeta(x) = zeta(x, 1), whose derivative in x has no closed form either
         return sc.zeta(s), (_RIEMANN, None)
-    # d/dq zeta(s, q) = -s zeta(s + 1, q); in the order s there is no closed form, so it may only
-    # be an integer (the orders of polygamma), whose derivative does not exist
-    if not _integer_valued(s):
-        raise ValueError("the rule for scipy.special.zeta differentiates in q only; its order s must be integer-valued")
-    return sc.zeta(s, q), (None, -s * sc.zeta(s + 1.0, q))
+    # d/dq zeta(s, q) = -s zeta(s + 1, q); in the order s there is no closed form (an integer s, the
+    # orders of polygamma, is taken as not differentiable)
+    return sc.zeta(s, q), (None if _integer_valued(s) else _HURWITZ_ORDER, -s * sc.zeta(s + 1.0, q))
 
 
 def _gamma(x):
@@ -728,7 +729,9 @@ def _spherical_call(name: str, n, z, derivative: bool):
         return f(n, z)
     even_sign = _SPHERICAL_EVEN_SIGN[name]
     if even_sign is None:
-        raise ValueError(f"the rule for scipy.special.{name} cannot take a second derivative at a negative real z")
+        raise NoDerivativeError(
+            f"scipy.special.{name}{at_user()}: the rule cannot take a second derivative at a negative real z"
+        )
     sign = np.where(n % 2 == 0, even_sign, -even_sign) * (-1 if derivative else 1)  # d/dz of f(-z) adds a minus
     return np.where(negative, sign, 1) * f(n, np.where(negative, -z, z))
 

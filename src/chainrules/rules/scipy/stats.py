@@ -41,6 +41,7 @@ from scipy.stats._distn_infrastructure import (
 from ...core import (
     AbstractZero,
     ActiveValue,
+    NoDerivativeError,
     NoRuleError,
     NoTangent,
     Tangent,
@@ -53,7 +54,7 @@ from ...core import (
     user_location,
 )
 from ...core.active import stood_for
-from ...core.errors import callable_name
+from ...core.errors import at_user, callable_name
 from ...core.keywords import declare_parameters
 from ._lapack import fold_onto_triangle, hermitian_from_triangle
 from .special import _discrete, _NoClosedForm, _register_elementwise
@@ -511,8 +512,9 @@ def _gaussian(x, mean, cov) -> _Gaussian:
     try:
         inverse = np.linalg.inv(_covariance_matrix(cov, k))
     except np.linalg.LinAlgError:
-        raise ValueError(
-            "scipy.stats.multivariate_normal: the covariance is singular, where the density has no derivative"
+        raise NoDerivativeError(
+            f"scipy.stats.multivariate_normal{at_user()}: the covariance is singular, where the density has no "
+            "derivative"
         ) from None
     r = samples if mean is None else samples - mean
     return _Gaussian(samples, inverse, r @ inverse, np.ndim(cov))
