@@ -106,8 +106,8 @@ def _on_the_tape(
     the arguments at ``constants`` carry no derivative (see ``_run_reverse``)."""
     try:
         pulled = _run_reverse(_reverse_engine("tape"), f, args, kwargs, constants)
-    # (a write repeating a position: ValueError; a C function given a tracked value: ctypes.ArgumentError)
-    except (ChainRulesError, TypeError, ValueError, ctypes.ArgumentError) as error:
+    # (a C function given a tracked value: ctypes.ArgumentError)
+    except (ChainRulesError, TypeError, ctypes.ArgumentError) as error:
         refusal.add_note(f"The tape engine could not differentiate {_callable_label(f)} either: {error}")
         raise refusal from None
     _remember_choice(f, _ON_THE_TAPE, _ON_THE_TAPE)

@@ -124,14 +124,14 @@ def test_show_keeps_the_refusal():
         cr.show(reversed_in_place, X)
 
 
-def test_where_the_tape_refuses_with_a_value_error_the_source_engines_refusal_is_raised():
+def test_where_the_tape_refuses_a_repeated_write_the_source_engines_refusal_is_raised():
     def repeated_write(x, w):
         def inner(u, k=w):  # the source engine refuses a default that depends on w
             return np.cos(u) * k
 
         v = inner(x)
         out = np.zeros_like(v)
-        out[[0, 0]] = v[:2]  # the tape refuses a write that repeats a position (a ValueError)
+        out[[0, 0]] = v[:2]  # the tape refuses a write that repeats a position
         return np.sum(out**2)
 
     with pytest.raises(cr.UnsupportedSyntaxError, match="default value of the nested function") as info:

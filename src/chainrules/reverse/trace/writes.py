@@ -30,6 +30,7 @@ import operator
 import numpy as np
 
 from ...core.active import ActiveValue, stood_for
+from ...core.errors import DroppedDerivativeError
 from ...core.indexing import ellipsis_spelled_out
 from ...core.projection import match_input, match_input_batch
 from ...core.tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
@@ -79,7 +80,7 @@ def write_rule(in_place: bool):
     def write_into_rrule(buffer, key, value):
         shape = np.shape(buffer)
         if not tracer._is_basic(key) and _repeats(shape, key):
-            raise ValueError(
+            raise DroppedDerivativeError(
                 f"a write whose index repeats a position (only the last value stays){_at()}: the tape engine "
                 "writes each position once per assignment; write the positions one by one, or use np.where"
             )
