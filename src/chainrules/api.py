@@ -64,14 +64,24 @@ _loaded_engines: dict[str, object] = {}
 
 
 def _reverse_engine(engine: str):
-    module = _loaded_engines.get(engine)
+    module = _loaded_engines.get(engine) if type(engine) is str else None
     if module is not None and REVERSE_ENGINES.get(engine) == module.__name__:
         return module
-    module_name = REVERSE_ENGINES.get(engine)
-    if module_name is None:
-        raise ValueError(f"engine={engine!r}: choose one of {sorted(REVERSE_ENGINES)}")
-    module = _loaded_engines[engine] = importlib.import_module(module_name)
+    module = _loaded_engines[engine] = importlib.import_module(REVERSE_ENGINES[_checked_engine(engine)])
     return module
+
+
+def _checked_engine(engine) -> str:
+    """``engine`` where it names a reverse engine, else an error that names them: a ``TypeError``
+    for a value of another type (an argument meant for ``f``, which ``engine=`` never reaches)."""
+    if not isinstance(engine, str):
+        raise TypeError(
+            f"engine= takes the name of a reverse engine, one of {sorted(REVERSE_ENGINES)}, got a value of type "
+            f"{type(engine).__name__}; engine= belongs to chainrules' entry points and is never passed on to f"
+        )
+    if engine not in REVERSE_ENGINES:
+        raise ValueError(f"engine={engine!r}: choose one of {sorted(REVERSE_ENGINES)}")
+    return engine
 
 
 def _pullback_full(engine: str, f: Callable, *args, **kwargs):
@@ -92,7 +102,7 @@ def _pullback_full(engine: str, f: Callable, *args, **kwargs):
 
 
 def _remembered_engine(engine: str, f: Callable) -> str:
-    return "tape" if engine == "source" and _chosen_before(f, _ON_THE_TAPE) else engine
+    return "tape" if _checked_engine(engine) == "source" and _chosen_before(f, _ON_THE_TAPE) else engine
 
 
 #: no positions: every argument is differentiated
@@ -897,6 +907,7 @@ def jacobian(f: Callable, x, mode: str = "auto", engine: str = DEFAULT_ENGINE, c
     """
     _check_callable(f, "jacobian")
     chunk_size = _checked_chunk_size(chunk_size)
+    _checked_engine(engine)  # (forward mode takes none)
     if mode == "reverse":
         y, back_full = _pullback_full(engine, f, x)
         return _reverse_jacobian(x, _jacobian_output(f, y), back_full, chunk_size)
@@ -1230,7 +1241,7 @@ def _owns_block(a: np.ndarray) -> bool:
     return base is None or (type(base) is np.ndarray and base.base is None and base.size == a.size)
 
 
-def hessian(f: Callable, x, engine: str = DEFAULT_ENGINE):
+def hessian(f: Callable, x, *, engine: str = DEFAULT_ENGINE):
     """The Hessian of a real-scalar ``f`` at ``x``: forward mode over the reverse-mode gradient.
 
     Where the reverse engine refuses ``f`` (a callable with a forward rule only; where the source

@@ -128,6 +128,40 @@ def test_jacobian_checks_its_chunk_size_in_every_mode(mode):
     np.testing.assert_array_equal(cr.jacobian(f, np.ones(3), mode=mode, chunk_size=np.int64(2)), 2.0 * np.eye(3))
 
 
+def two_arguments(A, b):
+    return np.sum((A @ b) ** 2)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda A, b: cr.gradient(two_arguments, A, engine=b),
+        lambda A, b: cr.value_and_gradient(two_arguments, A, engine=b),
+        lambda A, b: cr.pullback(two_arguments, A, engine=b),
+        lambda A, b: cr.jacobian(two_arguments, A, "reverse", b),
+        lambda A, b: cr.jacobian(two_arguments, A, mode="forward", engine=b),
+        lambda A, b: cr.hessian(two_arguments, A, engine=b),
+    ],
+    ids=["gradient", "value_and_gradient", "pullback", "jacobian", "jacobian-forward", "hessian"],
+)
+def test_an_engine_that_is_not_an_engines_name_is_named_as_such(call):
+    # an argument meant for f given as engine= (NumPy's "unhashable type: 'numpy.ndarray'" had come out)
+    A, b = np.eye(2), np.array([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"engine= takes the name of a reverse engine, one of \['source', 'tape'\], got "
+                       r"a value of type ndarray"):
+        call(A, b)
+    with pytest.raises(ValueError, match=r"engine='sauce': choose one of \['source', 'tape'\]"):
+        call(A, "sauce")
+
+
+def test_hessian_takes_one_x_and_engine_by_keyword():
+    A, b = np.eye(2), np.array([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"hessian\(\) takes 2 positional arguments but 3 were given"):
+        cr.hessian(two_arguments, A, b)
+    H = cr.hessian(lambda v: two_arguments(A, v), b, engine="tape")
+    np.testing.assert_allclose(H, 2.0 * A.T @ A)
+
+
 def test_a_rule_for_something_that_is_not_callable_is_refused():
     with pytest.raises(TypeError, match=r"rrule.register\(3\): rules are for callables"):
         cr.rrule.register(3)
