@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -112,6 +114,18 @@ def test_keywords_pass_through():
     scaled = cr.checkpoint(lambda x, *, c: np.sin(x) * c)
     got = cr.gradient(lambda x: np.sum(scaled(x, c=3.0)), X)[0]
     np.testing.assert_allclose(got, 3.0 * np.cos(X), rtol=1e-14)
+
+
+def _scaled_by_a_keyword(x, c):
+    scaled = cr.checkpoint(lambda x, *, c: np.sin(x) * c)
+    return np.sum(scaled(x, c=c))
+
+
+def test_a_differentiated_keyword_only_argument_is_refused_at_the_users_call():
+    # the tape's documented refusal names the call in the user's code, not the wrapper's own line
+    line = _scaled_by_a_keyword.__code__.co_firstlineno + 2
+    with pytest.raises(TypeError, match=rf"keyword argument 'c' \(at {re.escape(__file__)}:{line}\)"):
+        cr.gradient(_scaled_by_a_keyword, X, 3.0, engine="tape")
 
 
 def test_the_wrapper_looks_like_the_function_and_refuses_what_is_not_callable():

@@ -42,11 +42,11 @@ from ...core.twins import method_twin
 from ...core.views import ViewedParts, part_key, viewed
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# Frames in these directories are the machinery between the user's line and the error; the
-# zoo and the other testing helpers are user code as far as messages go.
-_MACHINERY = tuple(os.path.join(_PACKAGE_DIR, d) for d in ("core", "rules", "reverse", "forward", "api.py")) + (
-    os.path.dirname(np.__file__),
-)
+# Frames of chainrules (its modules beside the engines too: cr.checkpoint's wrapper) and of NumPy
+# are the machinery between the user's line and the error; the zoo and the other testing helpers
+# are user code as far as messages go.
+_MACHINERY = (_PACKAGE_DIR + os.sep, os.path.dirname(np.__file__))
+_TESTING = os.path.join(_PACKAGE_DIR, "testing") + os.sep
 
 _current: ContextVar[Trace | None] = ContextVar("chainrules_trace", default=None)
 
@@ -111,10 +111,14 @@ def current_trace() -> Trace | None:
 # user's code called runs on tracked values, and messages point at the user's call of it.
 
 
+def _is_machinery(filename: str) -> bool:
+    return filename.startswith(_MACHINERY) and not filename.startswith(_TESTING)
+
+
 def _user_and_library_frames():
     """The innermost frame of the user's code, and the outermost library frame it called (or None)."""
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_MACHINERY):
+    while frame is not None and _is_machinery(frame.f_code.co_filename):
         frame = frame.f_back
     library = None
     while frame is not None and is_library(frame.f_code.co_filename):
