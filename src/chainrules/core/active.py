@@ -9,6 +9,8 @@ it. Engines install themselves with ``active_engine`` while they run user code; 
 from __future__ import annotations
 
 import abc
+import dis
+import functools
 import itertools
 import operator
 import sys
@@ -145,6 +147,31 @@ def nesting_depth(value: Any) -> int:
             break
         value, depth = inner, depth + 1
     return depth
+
+
+@functools.lru_cache(maxsize=1024)
+def rebound_names(code: types.CodeType) -> frozenset:
+    """The captured names that ``code`` or a function nested in it assigns (``nonlocal``): a copy of
+    a closure that gives such a name a cell of its own would keep the function's writes from the
+    caller.
+
+    >>> def counter():
+    ...     n = 0
+    ...     def step():
+    ...         nonlocal n
+    ...         n += 1
+    ...     return step
+    >>> sorted(rebound_names(counter().__code__))
+    ['n']
+    """
+    names = set()
+    for instr in dis.get_instructions(code):
+        if instr.opname in ("STORE_DEREF", "DELETE_DEREF"):
+            names.add(instr.argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= rebound_names(const)
+    return frozenset(names)
 
 
 #: code object -> whether it is the user's (see ``ActiveValue.__class__``)

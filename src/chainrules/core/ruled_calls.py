@@ -25,7 +25,9 @@ body converts a value being differentiated (``np.asarray``), which is where such
 and engines then raise the error of this module in place of the conversion's. A function wrapped
 by a decorator (``functools.wraps``; SciPy's batching wrapper) runs the wrapper's code, which is
 the registered function's own; a wrapper may rebind ``*args`` to a list or move keyword arguments
-into other variables before it converts them, so a wrapper's locals are searched too.
+into other variables before it converts them, so a wrapper's locals are searched too. A ruled
+library function that another one runs (``scipy.optimize.root_scalar`` runs ``newton``) is
+reported as the call the user's code made, the outer one, at the user's line.
 """
 
 from __future__ import annotations
@@ -225,6 +227,7 @@ def ignored_rule(
         ruled = table.get(id(code))
         if ruled is not None and ruled[0] is code:
             found = _ruled_call(dispatcher, f, ruled[1], owns, key, primal, held_anywhere)
+            found = found and _called_by_user(dispatcher, found, primal)
             if found is not None:
                 return found, clean
         if not code.co_flags & _RESUMABLE and not _runs_rules(code):
@@ -271,11 +274,32 @@ def _ruled_call(dispatcher, frame, matchers, owns, key, primal, held_anywhere: b
         and any(_holds(v, owns, key, 3) for v in frame.f_locals.values())
     ):
         return None
-    caller = frame.f_back
-    if caller is not None and (
-        caller.f_code.co_filename.startswith(_RULE_RUNNERS) or id(caller.f_code) in _codes_of_rules()
-    ):
-        return None  # a rule calls it (a rule computing its primal): an outer differentiation of the rule
+    return _ruled_frame(dispatcher, frame, matchers, primal, positional)
+
+
+def _called_by_user(dispatcher, found: tuple, primal) -> tuple | None:
+    """``found`` (a ruled call, ``(callable, frame)``) or, where a library's code made that call, the
+    outermost ruled call among the library's frames around it: the call the user's code made, whose
+    rule the user meant and whose line the error names (``scipy.optimize.root_scalar`` runs
+    ``newton``; the values reach ``newton`` only through the function given to ``root_scalar``).
+    ``None`` where a rule made that outermost call (computing its primal, as ``_ruled_frame`` says)."""
+    table = watched(dispatcher)
+    frame = found[1].f_back
+    while frame is not None and in_library_code(frame.f_code):
+        ruled = table.get(id(frame.f_code))
+        if ruled is not None and ruled[0] is frame.f_code:
+            if _called_by_rule(frame):
+                return None
+            found = _ruled_frame(dispatcher, frame, ruled[1], primal, _arguments(frame)[0]) or found
+        frame = frame.f_back
+    return found
+
+
+def _ruled_frame(dispatcher, frame, matchers, primal, positional: list):
+    """``(callable, frame)`` where ``frame`` runs a callable that ``matchers`` recognize and that has a
+    rule for its arguments (``positional``), the user's call of it (not a rule's); else ``None``."""
+    if _called_by_rule(frame):
+        return None  # a rule computing its primal: an outer differentiation of the rule
     for kind, registered in matchers:
         if kind == "function":
             if not _is_this_function(registered, frame):
@@ -292,6 +316,14 @@ def _ruled_call(dispatcher, frame, matchers, owns, key, primal, held_anywhere: b
         if dispatcher.lookup(candidate, tuple(primal(a) for a in args)) is not None:
             return candidate, frame
     return None
+
+
+def _called_by_rule(frame) -> bool:
+    """Whether chainrules or a rule made the call that ``frame`` runs."""
+    caller = frame.f_back
+    return caller is not None and (
+        caller.f_code.co_filename.startswith(_RULE_RUNNERS) or id(caller.f_code) in _codes_of_rules()
+    )
 
 
 _library_code: dict = {}  # id(code) -> (code, whether it is a library's), bounded as _user_code

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.integrate as si
 import scipy.optimize as so
 
 import chainrules as cr
 import chainrules.testing as crt
+from chainrules import forward
 from chainrules.core.ruled_calls import IgnoredRuleError
 
 
@@ -261,3 +263,70 @@ def test_fixed_point_scalar_and_coupled_maps():
     fd = np.array([(coupled_map(theta + h * e) - coupled_map(theta - h * e)) / (2 * h) for e in np.eye(3)]).T
     for mode in ("reverse", "forward"):
         np.testing.assert_allclose(cr.jacobian(coupled_map, theta, mode=mode), fd, rtol=1e-7, atol=1e-9)
+
+
+def steady_state(log_rates, solver):
+    """The fixed point of a toggle switch, an equation building its vector with np.array of the
+    values it closes over."""
+    alpha, beta = np.exp(log_rates)
+
+    def rhs(x):
+        return np.array([alpha / (1.0 + x[1] ** 2) - x[0], beta / (1.0 + x[0] ** 2) - x[1]])
+
+    x = solver(rhs, np.array([0.3, 3.0]))
+    return x[0] * x[1]
+
+
+STEADY = {
+    "root": lambda rhs, x0: so.root(rhs, x0, method="hybr", tol=1e-13).x,
+    "fsolve": lambda rhs, x0: so.fsolve(rhs, x0, xtol=1e-13),
+}
+
+
+@pytest.mark.parametrize("name", list(STEADY))
+def test_equations_closing_over_an_outer_differentiations_values(name):
+    # A Hessian, forward mode and a tape over the source engine: the closure holds dual numbers or
+    # tracked values, which the solver's iterations see as their plain values (np.array of them raised
+    # DroppedDerivativeError) while the root's derivatives come from the equation on the engine's values.
+    def f(z):
+        return steady_state(z, STEADY[name])
+
+    x, h = np.array([0.8, 1.2]), 1e-5
+    gradient = cr.gradient(f, x)[0]
+    np.testing.assert_allclose(gradient, fd(f, x), rtol=1e-6)
+    by_fd = np.array([(cr.gradient(f, x + h * e)[0] - cr.gradient(f, x - h * e)[0]) / (2 * h) for e in np.eye(2)])
+    H = cr.hessian(f, x)
+    np.testing.assert_allclose(H, by_fd, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), gradient, rtol=1e-10)
+    nested = cr.gradient(lambda z: np.sum(cr.gradient(f, z)[0]), x, engine="tape")[0]
+    np.testing.assert_allclose(nested, np.sum(H, axis=1), rtol=1e-8)
+
+
+def test_a_root_of_an_integral_closing_over_a_dual_number():
+    def median(log_a):  # of the density a exp(-a x): log(2) / a
+        a = np.exp(log_a)
+
+        def cdf_gap(q):
+            return si.quad(lambda x: a * np.exp(-a * x), 0.0, q)[0] - 0.5
+
+        return so.brentq(cdf_gap, 0.0, 10.0, xtol=1e-14)
+
+    assert cr.hessian(median, 0.3) == pytest.approx(np.log(2) * np.exp(-0.3), rel=1e-8)
+    assert cr.derivative(median, 0.3) == pytest.approx(-np.log(2) * np.exp(-0.3), rel=1e-10)
+
+
+def test_refusals_name_the_solver_the_user_called_and_the_users_line():
+    # root_scalar runs newton: the refusal named newton, called at a line of SciPy's
+    def secant_root(k):
+        return so.root_scalar(lambda x: np.exp(-k * x) - 1.3 * x, x0=0.3, x1=0.6, method="secant").root
+
+    line = secant_root.__code__.co_firstlineno + 1
+    where = rf"root_scalar has a rule that {{}} cannot use here: it was called at .*test_optimize\.py:{line} "
+    with pytest.raises(IgnoredRuleError, match=where.format("the tape engine")):
+        cr.gradient(secant_root, 0.7, engine="tape")
+    with pytest.raises(IgnoredRuleError, match=where.format("forward mode")):
+        forward.jacobian(secant_root, 0.7)
+    x = secant_root(0.7)  # the source engine and cr.derivative use the rule
+    expected = -x * np.exp(-0.7 * x) / (0.7 * np.exp(-0.7 * x) + 1.3)
+    assert cr.gradient(secant_root, 0.7)[0] == pytest.approx(expected, rel=1e-10)
+    assert cr.derivative(secant_root, 0.7) == pytest.approx(expected, rel=1e-10)

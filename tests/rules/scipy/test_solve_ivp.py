@@ -195,3 +195,48 @@ def test_forward_mode_in_the_times_alone_is_refused_not_zero():
     ):
         with pytest.raises(cr.NoRuleError, match="forward mode does not move its times|first derivatives only"):
             run()
+
+
+def test_right_hand_sides_building_arrays_of_captured_values_in_forward_mode():
+    """np.array([...]) of values the right-hand side closes over, which hold forward mode's dual
+    numbers: the solver steps on their plain values (np.array of dual numbers raised), the adjoint
+    pairs with what they move."""
+
+    def final(k):
+        def rhs(t, y):
+            return np.array([y[1], -k * y[0]])
+
+        return si.solve_ivp(rhs, (0.0, 1.0), np.array([1.0, 0.0]), **TIGHT).y[0, -1]
+
+    def sampled(k):
+        return si.odeint(lambda y, t: np.array([y[1], -k * y[0]]), np.array([1.0, 0.0]), [0.0, 1.0], **TIGHT)[-1, 0]
+
+    h = 1e-6
+    for f in (final, sampled):
+        fd = (f(2.0 + h) - f(2.0 - h)) / (2 * h)
+        assert cr.derivative(f, 2.0) == pytest.approx(fd, rel=1e-6)
+        assert cr.derivative(f, 2.0) == pytest.approx(cr.gradient(f, 2.0)[0], rel=1e-10)
+
+
+def test_the_results_times_pair_with_its_states():
+    """sol.t: t_eval, or the solver's steps from t_span's start to its end; its cotangent goes to
+    t_eval and to t_span's ends (the steps between, where the step control put them, are held)."""
+
+    def area(k, T, t_eval=True):  # ∫_0^T exp(-k t) dt by trapezoids on the result's times
+        times = np.linspace(0.0, T, 41) if t_eval else None
+        sol = si.solve_ivp(lambda t, y: -k * y, (0.0, T), np.array([1.0]), t_eval=times, **TIGHT)
+        return np.trapezoid(sol.y[0], sol.t)
+
+    k, T, h = 0.5, 2.0, 1e-6
+    for t_eval in (True, False):
+        dk, dT = cr.gradient(lambda k, T: area(k, T, t_eval), k, T)
+        assert dT == pytest.approx((area(k, T + h, t_eval) - area(k, T - h, t_eval)) / (2 * h), rel=1e-6)
+        if t_eval:  # the times move with T alone
+            assert dk == pytest.approx((area(k + h, T) - area(k - h, T)) / (2 * h), rel=1e-6)
+        else:  # the steps held: ∫ exp(-k t) dt's derivative to the trapezoids' accuracy
+            assert dk == pytest.approx((T * np.exp(-k * T) * k - (1 - np.exp(-k * T))) / k**2, rel=1e-3)
+
+    def constant_times(k):
+        return area(k, 2.0)
+
+    assert cr.derivative(constant_times, k) == pytest.approx(cr.gradient(constant_times, k)[0], rel=1e-10)

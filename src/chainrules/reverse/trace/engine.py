@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import dis
 import functools
 import gc
 import sys
@@ -26,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core.active import active_engine, stood_for
+from ...core.active import active_engine, rebound_names, stood_for
 from ...core.errors import (
     ChainRulesError,
     DroppedDerivativeError,
@@ -465,7 +464,7 @@ def pullback_with_constants(f: Callable, args: tuple, kwargs: dict, constants: f
 def _copied_objects(value, template, out: list) -> list:
     """``(copy, its fields)`` for each object that boxing ``f`` copied (``_with_fields``): its
     own for a method or a callable object, and those in its fields. (A closure's boxed cells need
-    no check: a captured name the function rebinds is not boxed, see `_rebound_names`.)"""
+    no check: a captured name the function rebinds is not boxed, see `rebound_names`.)"""
     if not isinstance(template, _Structure):
         return out
     if type(value) is types.MethodType:
@@ -537,7 +536,7 @@ def _box_function(f, trace: Trace):
     cells = getattr(f, "__closure__", None)
     if type(f) is not types.FunctionType or not cells:
         return f, None
-    rebound = _rebound_names(f.__code__)
+    rebound = rebound_names(f.__code__)
     new_cells, children = list(cells), []
     for i, (name, cell) in enumerate(zip(f.__code__.co_freevars, cells)):
         try:
@@ -561,14 +560,3 @@ def _box_function(f, trace: Trace):
     return g, _Structure(types.FunctionType, children)
 
 
-@functools.lru_cache(maxsize=1024)
-def _rebound_names(code: types.CodeType) -> frozenset:
-    """The captured names that ``code`` or a function nested in it assigns (``nonlocal``)."""
-    names = set()
-    for instr in dis.get_instructions(code):
-        if instr.opname in ("STORE_DEREF", "DELETE_DEREF"):
-            names.add(instr.argval)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _rebound_names(const)
-    return frozenset(names)

@@ -467,19 +467,30 @@ def _gauss_on_steps(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ((hi + lo) / 2 + half * _STEP_NODES).ravel(), (half * _STEP_WEIGHTS).ravel()
 
 
-def _time_cotangents(call: FunctionalCall, adjoint: _Adjoint, dY, lam) -> dict:
+def _time_cotangents(call: FunctionalCall, adjoint: _Adjoint, dY, lam, dT) -> dict:
     """The cotangents of ``t_span`` and ``t_eval``: a later start moves every output back along
     ``fun``, ``-λ(t0)·fun(t0, y0)``; an output time moves its column along ``fun`` there (the last
-    step's, ``t_span``'s end, where ``t_eval`` is not given). Computed when read."""
+    step's, ``t_span``'s end, where ``t_eval`` is not given). The result's times ``t`` (cotangent
+    ``dT``, or a zero) are ``t_eval``, or where it is not given the solver's steps from ``t_span``'s
+    start to its end: the steps between are where the step control put them, constant in
+    everything (their cotangents are dropped). Computed when read."""
     times = adjoint.times
+    dT = None if isinstance(dT, AbstractZero) else np.asarray(dT)
     start = Thunk(lambda: -adjoint.along(adjoint.t0, lam))
     t_eval = call.setting("t_eval")
     end = _ZERO if t_eval is not None else Thunk(lambda: adjoint.along(times[-1], dY[:, -1]))
+    if dT is not None and t_eval is None:  # the first and last times are t_span's
+        start = Thunk(lambda moved=start: unthunk(moved) + dT[0])
+        end = Thunk(lambda moved=end: unthunk(moved) + dT[-1])
     t_span = call.bound["t_span"]
     cotangents = {"t_span": Tangent[type(t_span)](start, end) if isinstance(t_span, (tuple, list)) else _ZERO}
     if t_eval is not None:
-        moved = Thunk(lambda: to_input(t_eval, np.array([adjoint.along(t, dY[:, i]) for i, t in enumerate(times)])))
-        cotangents["t_eval"] = moved
+
+        def moved():
+            along = np.array([adjoint.along(t, dY[:, i]) for i, t in enumerate(times)])
+            return to_input(t_eval, along if dT is None else along + dT)
+
+        cotangents["t_eval"] = Thunk(moved)
     return cotangents
 
 
@@ -583,7 +594,8 @@ _SECOND_ORDER = "second derivatives (a Hessian) through an ODE's solution: its a
 @rrule.register(si.solve_ivp)
 def rrule_solve_ivp(fun, *rest, **keywords):
     """``solve_ivp``'s solution of ``y' = fun(t, y, *args)``: ``result.y`` differentiated in ``y0``,
-    ``args``, what ``fun`` closes over and the times (``t_span``, ``t_eval``), by the adjoint method.
+    ``args``, what ``fun`` closes over and the times (``t_span``, ``t_eval``), by the adjoint method;
+    ``result.t``, the output times, in ``t_eval`` or ``t_span``'s ends (see ``_time_cotangents``).
 
     The pullback of ``ȳ`` (one column per output time) solves the adjoint equation
     ``λ' = -(∂fun/∂y)ᵀ λ`` backwards from the last output time, adding each time's column of ``ȳ``
@@ -632,18 +644,19 @@ def rrule_solve_ivp(fun, *rest, **keywords):
         if active:
             raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=_SECOND_ORDER)
         fields = item_tangents(d_result, found)
-        others = undifferentiated_fields(fields, ("y",))
+        others = undifferentiated_fields(fields, ("y", "t"))
         if others:
             reason = f"the result's {others[0]!r} is not differentiated"
             raise NoRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=reason)
-        dY = unthunk(fields["y"])
-        if isinstance(dY, AbstractZero):
+        dY, dT = unthunk(fields["y"]), unthunk(fields["t"])
+        if isinstance(dY, AbstractZero) and isinstance(dT, AbstractZero):
             return call.cotangents(_NO, (_ZERO,) * len(args))
         if not found.success:
             raise NoDerivativeError(f"scipy.integrate.solve_ivp{at_user()} did not succeed ({found.message})")
+        dY = np.zeros(np.shape(found.y)) if isinstance(dY, AbstractZero) else dY
         lam, nodes = adjoint.solve(dY)
         df, dargs = adjoint.parameters(nodes)
-        times_cotangents = _time_cotangents(call, adjoint, dY, lam)
+        times_cotangents = _time_cotangents(call, adjoint, dY, lam, dT)
         return call.cotangents(df, dargs, y0=to_input(y0, lam), **times_cotangents)
 
     return found, solve_ivp_pullback
@@ -671,10 +684,10 @@ def rrule_odeint(func, *rest, **keywords):
     Y = found[0] if call.setting("full_output") else found  # (times, states)
     times = np.asarray(plain(call.bound["t"]), dtype=float)
     rtol, atol = call.setting("rtol") or 1.49012e-8, call.setting("atol") or 1.49012e-8  # (odeint's defaults)
-    plain_args = tuple(stood_for(a) for a in args)
+    plain_func, plain_args = plain(func), plain(args)
 
     def rate(t, y):  # the plain right-hand side, for the dense solution between the times
-        return plain(func(t, y, *plain_args) if tfirst else func(y, t, *plain_args))
+        return plain(plain_func(t, y, *plain_args) if tfirst else plain_func(y, t, *plain_args))
 
     solution = si.solve_ivp(rate, (times[0], times[-1]), Y[0], method="LSODA", dense_output=True, rtol=rtol, atol=atol)
     if not solution.success:
