@@ -18,10 +18,12 @@ from .errors import (
     ChainRulesError,
     DroppedDerivativeError,
     NoDerivativeError,
+    NonSmoothWarning,
     NoRuleError,
     UnsupportedSyntaxError,
     callable_name,
     user_location,
+    warn_at,
 )
 from .projection import (
     ProjectTo,
@@ -61,6 +63,7 @@ __all__ = [
     "DroppedDerivativeError",
     "NoDerivativeError",
     "InplaceableThunk",
+    "NonSmoothWarning",
     "NoRuleError",
     "NoTangent",
     "ProjectTo",
@@ -99,4 +102,5 @@ __all__ = [
     "unbroadcast_batch",
     "unthunk",
     "user_location",
+    "warn_at",
 ]

@@ -10,6 +10,7 @@ import dis
 import os
 import sys
 import sysconfig
+import warnings
 from types import FrameType
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -128,6 +129,32 @@ class NoDerivativeError(ChainRulesError, ValueError):
     >>> issubclass(NoDerivativeError, ValueError)
     True
     """
+
+
+class NonSmoothWarning(RuntimeWarning):
+    """A rule met a point where the function it differentiates has no derivative (eigenvectors at
+    repeated eigenvalues), gave the derivative of one choice of it, and cannot tell whether that is
+    the derivative of the user's function: the message names the callable, the user's line of its
+    call, which results stay exact and what to use for the others.
+
+    >>> issubclass(NonSmoothWarning, RuntimeWarning)
+    True
+    """
+
+
+def warn_at(warning: Warning, location: str | None) -> None:
+    """Issue ``warning`` as raised at the user's ``location`` (``file:line``, from ``user_location``,
+    found where the rule's primal ran: a pullback runs after the user's line has returned), so
+    Python's filters show it once per line of the user's code."""
+    if location is None:
+        warnings.warn(warning, stacklevel=2)
+        return
+    filename, _, line = location.rpartition(":")
+    warnings.warn_explicit(warning, type(warning), filename, int(line), registry=_WARNED)
+
+
+#: the registry of ``warn_at``'s warnings, by which Python's default filter shows each once
+_WARNED: dict = {}
 
 
 class UnsupportedSyntaxError(ChainRulesError):

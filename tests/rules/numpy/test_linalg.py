@@ -2,6 +2,8 @@
 pushforwards against row-by-row calls, stacks and other array types, and the documented
 behaviour at repeated eigenvalues and singular matrices."""
 
+import inspect
+import warnings
 import zlib
 from fractions import Fraction
 
@@ -10,7 +12,7 @@ import pytest
 import scipy.linalg
 
 import chainrules as cr
-from chainrules.testing import fd_jacobian, nondiff, test_frule, test_rrule
+from chainrules.testing import fd_jacobian, fd_vjp, nondiff, test_frule, test_rrule
 
 REAL = [np.float64, np.float32]
 ALL = [np.float64, np.float32, np.complex128]
@@ -651,7 +653,8 @@ def test_eigvalsh_at_repeated_eigenvalues_is_finite_and_exact():
 
 
 def test_eigh_at_repeated_eigenvalues_with_a_basis_free_cotangent():
-    # f(A) = <C, P(A)>, P the projector on the repeated eigenvalue's eigenspace: smooth in A
+    # f(A) = <C, P(A)>, P the projector on the repeated eigenvalue's eigenspace: smooth in A, and
+    # exact, which no cotangent tells from a matrix function's: the rule warns
     rng = rng_for("degenerate")
     a = hermitian(4, spectrum=[1.0, 1.0, 2.0, 4.0], rng=rng)
     c = rng.standard_normal((4, 4))
@@ -664,7 +667,8 @@ def test_eigh_at_repeated_eigenvalues_with_a_basis_free_cotangent():
     dv = np.zeros_like(v)
     dv[:, :2] = (c + c.T) @ v[:, :2]
     _, back = cr.rrule(np.linalg.eigh, a)
-    grad = back(cr.Tangent[type(np.linalg.eigh(a))](cr.ZeroTangent(), dv))[1]
+    with pytest.warns(cr.NonSmoothWarning, match="projectors onto a whole eigenspace"):
+        grad = back(cr.Tangent[type(np.linalg.eigh(a))](cr.ZeroTangent(), dv))[1]
     assert np.all(np.isfinite(grad))
     e = rng.standard_normal((4, 4))
     e = e + e.T
@@ -673,11 +677,148 @@ def test_eigh_at_repeated_eigenvalues_with_a_basis_free_cotangent():
 
 
 def test_eigh_at_repeated_eigenvalues_with_a_basis_dependent_cotangent_is_finite():
-    # no derivative exists; the rule leaves the rotation inside the eigenspace alone (documented)
+    # no derivative exists; the rule leaves the rotation inside the eigenspace alone, and warns
     a = hermitian(3, spectrum=[2.0, 2.0, 5.0])
     _, back = cr.rrule(np.linalg.eigh, a)
-    grad = back((np.zeros(3), np.ones((3, 3))))[1]
+    with pytest.warns(cr.NonSmoothWarning):
+        grad = back((np.zeros(3), np.ones((3, 3))))[1]
     assert np.all(np.isfinite(grad))
+
+
+V_LOW_RANK = np.array([0.5, -0.3, 0.8])
+ISOTROPIC_PLUS_RANK_ONE = 2.0 * np.eye(3) + np.outer(V_LOW_RANK, V_LOW_RANK)  # eigenvalues 2, 2, 2.98
+
+
+def sqrt_by_eigh(c):
+    w, v = np.linalg.eigh(c)
+    return (v * np.sqrt(w)) @ v.T
+
+
+def lower_fold(g):
+    """The cotangent of a matrix read from its lower triangle, for the full gradient ``g``."""
+    return np.tril(g + g.T, -1) + np.diag(np.diag(g))
+
+
+def symmetric_direction(rng, n=3):
+    s = rng.standard_normal((n, n))
+    return s + s.T
+
+
+def test_eigh_matrix_function_at_repeated_eigenvalues_warns_at_the_users_line():
+    # d sqrt(C) needs sqrt'(2) within the eigenspace of 2, which no cotangent of (w, V) carries
+    c = ISOTROPIC_PLUS_RANK_ONE
+    line = f"{__file__}:{inspect.getsourcelines(sqrt_by_eigh)[1] + 1}"  # its call of eigh
+    rng = rng_for("sqrt by eigh")
+    dy, s = rng.standard_normal((3, 3)), symmetric_direction(rng)
+    for engine in ("source", "tape"):
+        with pytest.warns(cr.NonSmoothWarning) as record:
+            cr.pullback(sqrt_by_eigh, c, engine=engine)[1](dy)
+        message = str(record[0].message)
+        assert f"numpy.linalg.eigh at {line}" in message and "scipy.linalg.sqrtm" in message
+        assert f"{record[0].filename}:{record[0].lineno}" == line
+    with pytest.warns(cr.NonSmoothWarning, match=f"numpy.linalg.eigh at {line}"):
+        cr.jacobian(sqrt_by_eigh, c, mode="reverse")  # a batch of cotangents
+    with pytest.warns(cr.NonSmoothWarning, match=f"numpy.linalg.eigh at {line}.*the direction rotates"):
+        cr.jvp(sqrt_by_eigh, (c,), (s,))
+    # the rule the message points to is exact there: X dX + dX X = dC for X = sqrt(C)
+    x = scipy.linalg.sqrtm(c).real
+    exact = scipy.linalg.solve_sylvester(x, x, dy)
+    np.testing.assert_allclose(cr.pullback(scipy.linalg.sqrtm, c)[1](dy)[0].real, exact, atol=1e-12)
+
+
+def test_eigenvalue_functions_at_repeated_eigenvalues_are_exact_and_do_not_warn():
+    c = ISOTROPIC_PLUS_RANK_ONE
+    w, v = np.linalg.eigh(c)
+    exact = lower_fold((v / (2 * np.sqrt(w))) @ v.T)  # of sum(sqrt(w)), symmetric in the repeated ones
+    weights = rng_for("top eigenvector").standard_normal((3, 3))
+
+    def by_eigh(x):
+        return np.sum(np.sqrt(np.linalg.eigh(x)[0]))
+
+    def by_eigvalsh(x):
+        return np.sum(np.sqrt(np.linalg.eigvalsh(x)))
+
+    def top_eigenvector(x):  # of the eigenvalue that does not repeat
+        u = np.linalg.eigh(x)[1][:, 2]
+        return np.sum(weights * np.outer(u, u))
+
+    s = symmetric_direction(rng_for("eigenvalue functions"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cr.NonSmoothWarning)
+        for engine in ("source", "tape"):
+            for f in (by_eigh, by_eigvalsh):
+                np.testing.assert_allclose(cr.gradient(f, c, engine=engine)[0], exact, atol=1e-12)
+            grad = cr.gradient(top_eigenvector, c, engine=engine)[0]
+            np.testing.assert_allclose(grad, fd_vjp(top_eigenvector, 1.0, c), atol=1e-8)
+        _, t = cr.jvp(by_eigvalsh, (c,), (s,))
+        assert np.isclose(t, np.sum(exact * np.tril(s)))
+        both = cr.jacobian(lambda x: np.stack([by_eigh(x), np.sum(np.linalg.eigh(x)[0] ** 2)]), c, mode="reverse")
+        np.testing.assert_allclose(both[0], exact, atol=1e-12)
+
+
+def polar_factor(m):
+    u, _, vh = np.linalg.svd(m)
+    return u @ vh
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_svd_polar_factor_at_repeated_singular_values_is_exact(dtype):
+    # U @ Vh of a unitary matrix (every singular value 1): the part of U^H dU and V^H dV that turns U
+    # against V is defined between repeated singular values (1 / (s_i + s_j)), and kept
+    rng = rng_for("polar factor", dtype)
+    a = orthogonal(3, dtype, rng)
+    dy, da = orthogonal(3, dtype, rng) + 0.5, orthogonal(3, dtype, rng) - 0.5
+
+    def by_polar(m):
+        return scipy.linalg.polar(m)[0]
+
+    with pytest.warns(cr.NonSmoothWarning, match="the polar factor U @ Vh"):
+        grad = cr.pullback(polar_factor, a)[1](dy)[0]
+    np.testing.assert_allclose(grad, cr.pullback(by_polar, a)[1](dy)[0], atol=1e-12)
+    np.testing.assert_allclose(grad, fd_vjp(polar_factor, dy, a), atol=1e-8)
+    with pytest.warns(cr.NonSmoothWarning):
+        jac = cr.jacobian(polar_factor, a, mode="reverse")  # a batch of cotangents
+    np.testing.assert_allclose(jac, cr.jacobian(by_polar, a, mode="reverse"), atol=1e-12)
+    with pytest.warns(cr.NonSmoothWarning, match="the direction rotates"):
+        _, t = cr.jvp(polar_factor, (a,), (da,))
+    np.testing.assert_allclose(t, (polar_factor(a + 1e-6 * da) - polar_factor(a - 1e-6 * da)) / 2e-6, atol=1e-8)
+    along = a @ (da - da.conj().T)  # keeps the singular values equal: nothing left out, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cr.NonSmoothWarning)
+        _, t = cr.jvp(polar_factor, (a,), (along,))
+    np.testing.assert_allclose(t, cr.jvp(by_polar, (a,), (along,))[1], atol=1e-12)
+
+
+def test_singular_value_functions_at_repeated_singular_values_do_not_warn():
+    a = orthogonal(3, np.float64, rng_for("singular values"))
+    da = rng_for("singular values", "direction").standard_normal((3, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cr.NonSmoothWarning)
+        grad = cr.gradient(lambda m: np.sum(np.linalg.svd(m)[1] ** 3), a)[0]
+        _, t = cr.jvp(lambda m: np.linalg.svd(m, compute_uv=False), (a,), (da,))
+    np.testing.assert_allclose(grad, 3 * a, atol=1e-12)  # 3 U S^2 Vh
+    np.testing.assert_allclose(np.sum(t), np.trace(a.T @ da), atol=1e-12)
+
+
+def spectral_sqrt(x):
+    w, v = np.linalg.eig(x)
+    return np.real((v * np.sqrt(w)) @ np.linalg.inv(v))
+
+
+def test_eig_matrix_function_at_repeated_eigenvalues_warns():
+    # V^H dV of V f(w) V^-1 vanishes within the repeated eigenvalues' block: its part against the
+    # other eigenvectors, a cotangent of the repeated eigenvalues' vectors, is what warns
+    rng = rng_for("eig repeated")
+    p = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    a = p @ np.diag([2.0, 2.0, 3.0]) @ np.linalg.inv(p)
+    with pytest.warns(cr.NonSmoothWarning, match="numpy.linalg.eig at .*V f\\(w\\) V\\^-1"):
+        cr.pullback(spectral_sqrt, a)[1](np.ones((3, 3)))
+    with pytest.warns(cr.NonSmoothWarning, match="the direction rotates"):
+        cr.jvp(spectral_sqrt, (a,), (rng.standard_normal((3, 3)),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cr.NonSmoothWarning)
+        grad = cr.gradient(lambda x: np.sum(np.real(np.linalg.eig(x)[0])), a)[0]
+    np.testing.assert_allclose(grad, np.eye(3), atol=1e-10)
 
 
 # ----- singular and nearly singular matrices --------------------------------------------------

@@ -1,22 +1,27 @@
 """Rules for ``scipy.linalg``: finite differences, batched pushforwards, factor reuse, and the
 matrix functions (expm against SciPy's own value and Fréchet derivative, logm, sqrtm)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg as sl
 
 import chainrules as cr
-from chainrules.testing import fd_jacobian, test_frule, test_rrule
+from chainrules.testing import fd_jacobian, fd_vjp, test_frule, test_rrule
 
 # finite differences call SciPy's own logm, which warns about its accuracy estimate
 pytestmark = pytest.mark.filterwarnings("ignore:logm result may be inaccurate:RuntimeWarning")
 
 from ..numpy.test_linalg import (  # noqa: E402
     ALL,
+    ISOTROPIC_PLUS_RANK_ONE,
     hermitian,
+    orthogonal,
     projected,
     rng_for,
     spectral,
+    symmetric_direction,
     values,
     wellcond,
 )
@@ -290,6 +295,58 @@ def test_svd_and_svdvals(dtype, shape):
     test_frule(sl.svd, a, fkwargs={"compute_uv": False})
     test_rrule(sl.svdvals, a)
     test_frule(sl.svdvals, a)
+
+
+def polar_factor(m):
+    u, _, vh = sl.svd(m)
+    return u @ vh
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_svd_polar_factor_at_repeated_singular_values_is_exact(dtype):
+    rng = rng_for("sp-polar factor", dtype)
+    a = orthogonal(3, dtype, rng)  # every singular value 1
+    dy, da = orthogonal(3, dtype, rng) + 0.5, orthogonal(3, dtype, rng) - 0.5
+    with pytest.warns(cr.NonSmoothWarning, match="scipy.linalg.svd at .*the polar factor U @ Vh"):
+        grad = cr.pullback(polar_factor, a)[1](dy)[0]
+    np.testing.assert_allclose(grad, cr.pullback(lambda m: sl.polar(m)[0], a)[1](dy)[0], atol=1e-12)
+    np.testing.assert_allclose(grad, fd_vjp(polar_factor, dy, a), atol=1e-8)
+    with pytest.warns(cr.NonSmoothWarning):
+        jac = cr.jacobian(polar_factor, a, mode="reverse")  # a batch of cotangents
+    np.testing.assert_allclose(jac, cr.jacobian(lambda m: sl.polar(m)[0], a, mode="reverse"), atol=1e-12)
+    with pytest.warns(cr.NonSmoothWarning, match="scipy.linalg.svd at .*the direction rotates"):
+        _, t = cr.jvp(polar_factor, (a,), (da,))
+    np.testing.assert_allclose(t, (polar_factor(a + 1e-6 * da) - polar_factor(a - 1e-6 * da)) / 2e-6, atol=1e-8)
+
+
+def sqrt_by_eigh(c):
+    w, v = sl.eigh(c)
+    return (v * np.sqrt(w)) @ v.T
+
+
+def test_eigenvectors_at_repeated_eigenvalues_warn_and_eigenvalues_alone_do_not():
+    c = ISOTROPIC_PLUS_RANK_ONE
+    rng = rng_for("sp-repeated")
+    s, direction = symmetric_direction(rng), rng.standard_normal((3, 3))
+    with pytest.warns(cr.NonSmoothWarning, match="scipy.linalg.eigh at .*test_linalg.py.*scipy.linalg.sqrtm"):
+        cr.pullback(sqrt_by_eigh, c)[1](np.ones((3, 3)))
+    with pytest.warns(cr.NonSmoothWarning, match="scipy.linalg.eigh at .*the direction rotates"):
+        cr.jvp(sqrt_by_eigh, (c,), (s,))
+    with pytest.warns(cr.NonSmoothWarning, match="scipy.linalg.eig at "):
+        cr.jvp(lambda x: sl.eig(x)[1], (c,), (s,))
+    w, v = np.linalg.eigh(c)
+    exact = (v / (2 * np.sqrt(w))) @ v.T  # of sum(sqrt(w))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cr.NonSmoothWarning)
+        for f in (lambda x: sl.eigh(x, eigvals_only=True), sl.eigvalsh):
+            grad = cr.pullback(lambda x: np.sum(np.sqrt(f(x))), c)[1](1.0)[0]
+            np.testing.assert_allclose(grad, np.tril(exact + exact.T, -1) + np.diag(np.diag(exact)), atol=1e-12)
+            assert np.isclose(cr.jvp(lambda x: np.sum(np.sqrt(f(x))), (c,), (s,))[1], np.sum(exact * s))
+        t = cr.jvp(lambda x: np.sum(np.real(sl.eigvals(x))), (c,), (direction,))[1]
+        assert np.isclose(t, np.trace(direction))
+        a = orthogonal(3, np.float64, rng)
+        t = cr.jvp(lambda m: np.sum(sl.svd(m, compute_uv=False)), (a,), (direction,))[1]
+        assert np.isclose(t, np.trace(a.T @ direction))
 
 
 @pytest.mark.parametrize("dtype", ALL)

@@ -16,10 +16,16 @@ batch is one more stack axis in front of the primal's (its factors broadcast aga
 with the primal's factorization once for all rows. The forward rules take a batch of tangents
 likewise.
 
-Non-smooth points, documented: repeated eigenvalues (or singular values) closer than
-``n * eps * max|w|`` are treated as one, so an eigenvector cotangent that does not depend on the
-basis of their eigenspace gives a finite, correct result (an eigenvalue-only cotangent never
-looks at the gaps); zero singular values contribute no ``1/s`` terms; a singular matrix gives
+Non-smooth points, documented: eigenvalues (or singular values) closer than ``n * eps * max|w|``
+are treated as one repeated value, whose eigenvectors have no derivative; the rules of ``eigh``,
+``eig`` and ``svd`` leave their rotation within the eigenspace out (``svd`` keeps the part that
+turns ``U`` against ``V``, defined there). That is exact for functions of the eigenvalues
+symmetric in the repeated ones, projectors onto a whole eigenspace and the polar factor
+``U @ Vh``, not for a matrix function ``V f(w) V^H``, which misses ``f'(w)`` within the
+eigenspace; no cotangent tells them apart, so a pullback warns (``NonSmoothWarning``, at the
+user's line) where the eigenvectors of repeated values receive a cotangent, and a forward rule
+where the direction rotates them within their eigenspace (an eigenvalue-only cotangent never
+looks at the gaps). Zero singular values contribute no ``1/s`` terms; a singular matrix gives
 ``det`` the adjugate as its gradient and makes ``slogdet``'s pullback raise ``LinAlgError``.
 
 >>> import numpy as np, chainrules as cr
@@ -57,6 +63,7 @@ from ..scipy._lapack import (
     NUMPY,
     SCIPY,
     ZERO,
+    Repeated,
     as_array,
     batch_size,
     diag_embed,
@@ -80,6 +87,7 @@ from ..scipy._lapack import (
     parts_carry_batch,
     plain,
     projector,
+    singular_gap_inverses,
     tangent_of,
     triangular_solve,
     with_batch,
@@ -522,11 +530,13 @@ def _lower(uplo) -> bool:
     return uplo == "L"
 
 
-def eigh_gradient(w, v, dw, dv, ops=NUMPY):
+def eigh_gradient(w, v, dw, dv, repeated: Repeated, ops=NUMPY):
     """``G`` whose Hermitian part is the cotangent of the Hermitian ``a = V diag(w) V^H``.
 
     ``G = V (diag(dw) + F * (V^H dV)) V^H`` with ``F[i, j] = 1 / (w[j] - w[i])``; without an
-    eigenvector cotangent the gaps are never formed, so repeated eigenvalues are harmless.
+    eigenvector cotangent the gaps are never formed, so repeated eigenvalues are harmless. With
+    one, ``F`` leaves out the pairs of repeated eigenvalues, and ``repeated`` warns where their
+    eigenvectors receive a cotangent.
     """
     if is_zero(dw) and is_zero(dv):
         return ZERO
@@ -534,13 +544,18 @@ def eigh_gradient(w, v, dw, dv, ops=NUMPY):
     if not is_zero(dw):
         inner = diag_embed(np.real(dw).astype(w.dtype, copy=False))
     if not is_zero(dv):
-        inner = inner + gap_inverse(w) * ops.mul(v, dv, "C")
+        m = ops.mul(v, dv, "C")
+        repeated.check(m)
+        inner = inner + gap_inverse(w) * m
     return ops.mul(ops.mul(v, inner), v, "N", "C")
 
 
-def eigh_tangent(w, v, dahat, ops=NUMPY):
-    """``(dw, dV)`` of ``a = V diag(w) V^H`` for a Hermitian direction (stacked or batched)."""
+def eigh_tangent(w, v, dahat, repeated: Repeated, ops=NUMPY, columns=slice(None)):
+    """``(dw, dV)`` of ``a = V diag(w) V^H`` for a Hermitian direction (stacked or batched);
+    ``repeated`` warns where the direction moves the eigenvectors (those in ``columns``) of
+    repeated eigenvalues within their eigenspace, which ``dV`` leaves out."""
     m = ops.mul(v, ops.mul(dahat, v), "C")
+    repeated.check(m, tangent=True, columns=columns)
     dw = np.real(diagonal(m))
     return dw, ops.mul(v, gap_inverse(w) * m)
 
@@ -551,10 +566,11 @@ def rrule_eigh(a, *rest, **kwargs):
     project = projector(a)
     result = linalg.eigh(a, "L" if lower else "U")
     w, v = result
+    repeated = Repeated("numpy.linalg.eigh", "eigh", w)
 
     def eigh_pullback(dresult):
         dw, dv = parts(dresult, result._fields)
-        g = eigh_gradient(w, v, dw, dv)  # the factors broadcast against a batch of cotangents
+        g = eigh_gradient(w, v, dw, dv, repeated)  # the factors broadcast against a batch of cotangents
         if is_zero(g):
             return (NO, ZERO) + (NO,) * len(rest)
         g = fold_onto_triangle(g, lower)
@@ -570,7 +586,8 @@ def frule_eigh(tangents, a, *rest, **kwargs):
     result = linalg.eigh(a, "L" if lower else "U")
     if is_zero(da):
         return result, ZERO
-    dw, dv = eigh_tangent(result[0], result[1], hermitian_from_triangle(da, lower))
+    repeated = Repeated("numpy.linalg.eigh", "eigh", result[0])
+    dw, dv = eigh_tangent(result[0], result[1], hermitian_from_triangle(da, lower), repeated)
     return result, tangent_of(result, dw, dv)
 
 
@@ -639,11 +656,13 @@ def _largest(v):
     return np.argmax(np.abs(v), axis=-2)
 
 
-def eig_tangent(w, v, da, ops=NUMPY, batched: bool = False):
+def eig_tangent(w, v, da, repeated: Repeated, ops=NUMPY, batched: bool = False):
     """``(dw, dV)`` for ``a V = V diag(w)`` with LAPACK's normalization: unit columns whose
     largest component is real (Magnus 1985 for the raw derivative, then that gauge); ``da`` may
-    carry a leading batch axis (``batched``)."""
-    m = ops.solve_batch(v, ops.mul(da, v)) if batched else ops.solve(v, ops.mul(da, v))
+    carry a leading batch axis (``batched``). ``repeated`` warns where the direction moves the
+    eigenvectors of repeated eigenvalues within their eigenspace, which ``dV`` leaves out."""
+    m = _in_eigenbasis(v, da, ops, batched)
+    repeated.check(m, tangent=True)
     dw = diagonal(m)
     raw = ops.mul(v, gap_inverse(w) * m)
     k = _largest(v)
@@ -658,9 +677,21 @@ def eig_tangent(w, v, da, ops=NUMPY, batched: bool = False):
     return dw, raw + v * c[..., None, :]
 
 
-def eig_gradient(w, v, dw, dv, ops=NUMPY, batched: bool = False):
+def _in_eigenbasis(v, da, ops, batched: bool):
+    """``V^{-1} dA V``, for ``da`` with a leading batch axis too (``batched``)."""
+    return ops.solve_batch(v, ops.mul(da, v)) if batched else ops.solve(v, ops.mul(da, v))
+
+
+def eigvals_tangent(v, da, ops=NUMPY, batched: bool = False):
+    """``dw = diag(V^{-1} dA V)``, the eigenvalues' tangent alone."""
+    return diagonal(_in_eigenbasis(v, da, ops, batched))
+
+
+def eig_gradient(w, v, dw, dv, repeated: Repeated | None, ops=NUMPY, batched: bool = False):
     """Adjoint of ``eig_tangent``: ``V^{-H} (diag(dw) + conj(F) * (V^H dV')) V^H``; the
-    cotangents may carry a leading batch axis (``batched``)."""
+    cotangents may carry a leading batch axis (``batched``). ``F`` leaves out the pairs of
+    repeated eigenvalues, and ``repeated`` warns where their eigenvectors receive a cotangent
+    (None: ``dv`` is a zero)."""
     inner = 0 if is_zero(dw) else diag_embed(dw)
     if not is_zero(dv):
         beta = np.sum(conj(dv) * v, axis=-2)  # dv_i^H v_i
@@ -670,7 +701,9 @@ def eig_gradient(w, v, dw, dv, ops=NUMPY, batched: bool = False):
             vk = np.take_along_axis(v, k[..., None, :], axis=-2)[..., 0, :]
             onehot = np.arange(v.shape[-2])[:, None] == k[..., None, :]  # the largest component of each vector
             draw = draw + onehot * (1j * np.imag(beta) / np.conj(vk))[..., None, :]
-        inner = inner + conj(gap_inverse(w)) * ops.mul(v, draw, "C")
+        m = ops.mul(v, draw, "C")
+        repeated.check(m)
+        inner = inner + conj(gap_inverse(w)) * m
     if batched:
         return ops.solve_batch(mH(v), ops.mul(inner, v, "N", "C"))
     return ops.solve(mH(v), ops.mul(inner, v, "N", "C"))
@@ -681,14 +714,15 @@ def rrule_eig(a):
     project = projector(a)
     result = linalg.eig(a)
     w, v = result
+    repeated = Repeated("numpy.linalg.eig", "eig", w)
 
     def eig_pullback(dresult):
         dw, dv = parts(dresult, result._fields)
         if is_zero(dw) and is_zero(dv):
             return NO, ZERO
         if parts_carry_batch(result, (dw, dv)):
-            return NO, project.batch(eig_gradient(w, v, plain(dw), plain(dv), batched=True))
-        return NO, project(eig_gradient(w, v, dw, dv))
+            return NO, project.batch(eig_gradient(w, v, plain(dw), plain(dv), repeated, batched=True))
+        return NO, project(eig_gradient(w, v, dw, dv, repeated))
 
     return result, eig_pullback
 
@@ -699,7 +733,8 @@ def frule_eig(tangents, a):
     result = linalg.eig(a)
     if is_zero(da):
         return result, ZERO
-    dw, dv = eig_tangent(result[0], result[1], da, batched=is_batched(da, a))
+    repeated = Repeated("numpy.linalg.eig", "eig", result[0])
+    dw, dv = eig_tangent(result[0], result[1], da, repeated, batched=is_batched(da, a))
     return result, tangent_of(result, dw, dv)
 
 
@@ -713,8 +748,8 @@ def rrule_eigvals(a):
         if is_zero(dw):
             return NO, ZERO
         if carries_batch(w, dw):
-            return NO, project.batch(eig_gradient(w, v, plain(dw), ZERO, batched=True))
-        return NO, project(eig_gradient(w, v, dw, ZERO))
+            return NO, project.batch(eig_gradient(w, v, plain(dw), ZERO, None, batched=True))
+        return NO, project(eig_gradient(w, v, dw, ZERO, None))
 
     return w, eigvals_pullback
 
@@ -725,9 +760,7 @@ def frule_eigvals(tangents, a):
     w, v = linalg.eig(a)
     if is_zero(da):
         return w, ZERO
-    if is_batched(da, a):
-        return w, diagonal(NUMPY.solve_batch(v, da @ v))
-    return w, diagonal(linalg.solve(v, da @ v))
+    return w, eigvals_tangent(v, da, batched=is_batched(da, a))
 
 
 # ----- singular value decomposition ---------------------------------------------------------
@@ -738,10 +771,12 @@ def _safe_inverse(s):
         return np.where(s == 0, 0, 1 / np.where(s == 0, 1, s))
 
 
-def svd_gradient(u, s, vh, du, ds, dvh, ops=NUMPY):
+def svd_gradient(u, s, vh, du, ds, dvh, repeated: Repeated, ops=NUMPY):
     """The cotangent of ``a = U diag(s) Vh`` (Townsend 2016, "Differentiating the singular value
     decomposition"; the complex phase term of Wan & Zhang 2019). ``U``/``Vh`` may be full: the
-    extra columns take the gauge in which they rotate only against the first ``k``."""
+    extra columns take the gauge in which they rotate only against the first ``k``. Between
+    repeated singular values the part of ``U^H dU`` and ``V^H dV`` that turns ``U`` against ``V``
+    is kept (``singular_gap_inverses``), the rest left out, where ``repeated`` warns."""
     if is_zero(ds) and is_zero(du) and is_zero(dvh):
         return ZERO
     mul = ops.mul
@@ -749,14 +784,15 @@ def svd_gradient(u, s, vh, du, ds, dvh, ops=NUMPY):
     uk, vhk = u[..., :, :k], vh[..., :k, :]
     inv_s = _safe_inverse(s)
     inner = 0 if is_zero(ds) else diag_embed(np.real(ds).astype(s.dtype, copy=False))
-    f = gap_inverse(s * s)
+    cu, cv = singular_gap_inverses(s)
     extra = 0
     if not is_zero(du):
         duk = du[..., :, :k]
         if u.shape[-1] > k:  # full U: the complement U_perp moves with -U_k dU_k^H U_perp
             duk = duk - mul(u[..., :, k:], mul(du[..., :, k:], uk, "C"))
         j = mul(uk, duk, "C")
-        inner = inner + (f * (j - mH(j))) * s[..., None, :]
+        repeated.check(j)
+        inner = inner + cu * (j - mH(j))
         if np.iscomplexobj(j):
             inner = inner + diag_embed(1j * np.imag(diagonal(j)) * inv_s)
         if u.shape[-2] > k:
@@ -766,24 +802,28 @@ def svd_gradient(u, s, vh, du, ds, dvh, ops=NUMPY):
         if vh.shape[-2] > k:
             dvhk = dvhk - mul(mul(vhk, dvh[..., k:, :], "N", "C"), vh[..., k:, :])
         kk = mul(vhk, dvhk, "N", "C")  # = V_k^H dV_k with dV = dVh^H
-        inner = inner + s[..., :, None] * (f * (kk - mH(kk)))
+        repeated.check(kk)
+        inner = inner + cv * (kk - mH(kk))
         if vh.shape[-1] > k:
             extra = extra + mul(uk * inv_s[..., None, :], dvhk - mul(kk, vhk, "C"))
     return mul(mul(uk, inner), vhk) + extra
 
 
-def svd_tangent(u, s, vh, da, ops=NUMPY):
-    """``(dU, ds, dVh)`` of ``a = U diag(s) Vh``; the gauge puts the phase of complex ``dP`` in ``U``."""
+def svd_tangent(u, s, vh, da, repeated: Repeated, ops=NUMPY):
+    """``(dU, ds, dVh)`` of ``a = U diag(s) Vh``; the gauge puts the phase of complex ``dP`` in ``U``.
+    Between repeated singular values the Hermitian part of ``dP = U^H dA V`` has no tangent of the
+    vectors, where ``repeated`` warns; its anti-Hermitian part turns ``U`` against ``V``."""
     mul = ops.mul
     k = s.shape[-1]
     uk, vhk = u[..., :, :k], vh[..., :k, :]
     inv_s = _safe_inverse(s)
-    f = gap_inverse(s * s)
+    cu, cv = singular_gap_inverses(s)
     dav = mul(da, vhk, "N", "C")
     dp = mul(uk, dav, "C")
+    repeated.check(dp + mH(dp), tangent=True, whole=dp)
     ds = np.real(diagonal(dp))
-    du = mul(uk, f * (dp * s[..., None, :] + s[..., :, None] * mH(dp)))
-    dvh = mul(f * (s[..., :, None] * dp + mH(dp) * s[..., None, :]), vhk, "C", "N")  # dV_k^H
+    du = mul(uk, cu * dp + cv * mH(dp))
+    dvh = mul(cv * dp + cu * mH(dp), vhk, "C", "N")  # dV_k^H
     if np.iscomplexobj(dp):
         du = du + uk * (1j * np.imag(diagonal(dp)) * inv_s)[..., None, :]
     if u.shape[-2] > k:
@@ -796,6 +836,11 @@ def svd_tangent(u, s, vh, da, ops=NUMPY):
     if vh.shape[-2] > k:
         dvh = np.concatenate([dvh, -mul(mul(vh[..., k:, :], dvh, "N", "C"), vhk)], axis=-2)
     return du, ds, dvh
+
+
+def svdvals_tangent(u, vh, da, ops=NUMPY):
+    """``ds[i] = Re(u_i^H dA v_i)`` of the thin factors: the singular values' tangent alone."""
+    return np.real(np.sum(conj(u) * ops.mul(da, vh, "N", "C"), axis=-2))
 
 
 def _svd_options(rest, kwargs):
@@ -812,13 +857,14 @@ def rrule_svd(a, *rest, **kwargs):
     full = opts["full_matrices"] and opts["compute_uv"]
     u, s, vh = linalg.svd(a, full_matrices=full, compute_uv=True, hermitian=hermitian)
     result = _SVDResult(u, s, vh) if opts["compute_uv"] else s
+    repeated = Repeated("numpy.linalg.svd", "svd", s)
 
     def svd_pullback(dresult):
         if opts["compute_uv"]:
             du, ds, dvh = parts(dresult, result._fields)
         else:
             du, ds, dvh = ZERO, unthunk(dresult), ZERO
-        g = svd_gradient(u, s, vh, du, ds, dvh)  # the factors broadcast against a batch of cotangents
+        g = svd_gradient(u, s, vh, du, ds, dvh, repeated)  # the factors broadcast against a batch of cotangents
         if is_zero(g):
             return (NO, ZERO) + (NO,) * len(rest)
         da = fold_onto_triangle(g, lower=True) if hermitian else g
@@ -839,8 +885,10 @@ def frule_svd(tangents, a, *rest, **kwargs):
         return result, ZERO
     if opts["hermitian"]:
         da = hermitian_from_triangle(da, lower=True)
-    du, ds, dvh = svd_tangent(u, s, vh, da)
-    return result, (tangent_of(result, du, ds, dvh) if opts["compute_uv"] else ds)
+    if not opts["compute_uv"]:
+        return result, svdvals_tangent(u, vh, da)
+    du, ds, dvh = svd_tangent(u, s, vh, da, Repeated("numpy.linalg.svd", "svd", s))
+    return result, tangent_of(result, du, ds, dvh)
 
 
 @rrule.register(linalg.svdvals, batched=True)
@@ -865,7 +913,7 @@ def frule_svdvals(tangents, x):
     u, s, vh = linalg.svd(x, full_matrices=False)
     if is_zero(dx):
         return s, ZERO
-    return s, np.real(np.sum(conj(u) * (dx @ mH(vh)), axis=-2))
+    return s, svdvals_tangent(u, vh, dx)
 
 
 # ----- QR -----------------------------------------------------------------------------------

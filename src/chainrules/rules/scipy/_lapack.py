@@ -27,6 +27,7 @@ from ...core import (
     AbstractZero,
     ActiveValue,
     BasisSeed,
+    NonSmoothWarning,
     NoRuleError,
     NoTangent,
     ProjectTo,
@@ -35,7 +36,9 @@ from ...core import (
     carries_batch,
     unthunk,
     user_location,
+    warn_at,
 )
+from ...core.active import stood_for
 
 NO = NoTangent()
 ZERO = ZeroTangent()
@@ -617,19 +620,122 @@ def no_rule(name: str, args: tuple, reason: str) -> NoRuleError:
     return NoRuleError(getattr(sys.modules[module], short), args, location=user_location(), reason=reason)
 
 
-def gap_inverse(w, scale=None):
-    """``F[i, j] = 1 / (w[j] - w[i])`` off the diagonal, and 0 where the gap is at rounding level.
-
-    Eigenvalues (or squared singular values) closer than ``n * eps * scale`` are treated as one
-    repeated value: the rotation inside their common eigenspace is left alone, which is the
-    limit of the derivative for every cotangent that does not depend on that rotation.
-    """
+def _repeated(w, scale=None):
+    """``(close, gaps)``: ``gaps[..., i, j] = w[j] - w[i]``, and the mask of the pairs (the diagonal
+    among them) closer than ``n * eps * scale``, by default ``max |w|``: one repeated value."""
     w = as_array(w)  # dual numbers pass through, for Hessians
     gaps = w[..., None, :] - w[..., :, None]
     if scale is None:
         scale = np.max(np.abs(w), axis=-1, keepdims=True)[..., None] if w.size else 1.0
     eps = np.finfo(w.real.dtype).eps
-    tol = max(w.shape[-1], 1) * eps * scale
-    degenerate = np.abs(gaps) <= tol
+    return np.abs(gaps) <= max(w.shape[-1], 1) * eps * scale, gaps
+
+
+def gap_inverse(w, scale=None):
+    """``F[i, j] = 1 / (w[j] - w[i])`` off the diagonal, and 0 where the gap is at rounding level.
+
+    Eigenvalues (or singular values) closer than ``n * eps * scale`` are treated as one repeated
+    value: their eigenvectors have no derivative, and the rotation inside their common eigenspace
+    is left out (``Repeated`` warns where a cotangent or a tangent has a part there).
+    """
+    degenerate, gaps = _repeated(w, scale)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(degenerate, 0, 1 / np.where(degenerate, 1, gaps))
+
+
+def singular_gap_inverses(s):
+    """``(cu, cv)``, the weights by which the pair ``i, j`` of singular values of
+    ``a = U diag(s) V^H`` rotates ``U`` and ``V``: ``cu[i, j] = s_j / (s_j^2 - s_i^2)``,
+    ``cv[i, j] = s_i / (s_j^2 - s_i^2)``, taken as ``(1/(s_j - s_i) + 1/(s_j + s_i)) / 2`` and
+    ``(1/(s_j - s_i) - 1/(s_j + s_i)) / 2``. Where ``s_i`` and ``s_j`` repeat, only the first
+    part has no value (``gap_inverse`` drops it); the second, which turns ``U`` against ``V`` (the
+    polar factor ``U V^H``), is kept. Zero on the diagonal and between two zero singular values.
+    """
+    s = as_array(s)
+    minus = gap_inverse(s)
+    sums = s[..., None, :] + s[..., :, None]
+    none = (sums == 0) | np.eye(s.shape[-1], dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plus = np.where(none, 0, 1 / np.where(none, 1, sums))
+    return (minus + plus) / 2, (minus - plus) / 2
+
+
+#: for each kind of decomposition: its vectors, values and subspaces, and what stays exact where
+#: its values repeat
+_SPECTRA = {
+    "eigh": (
+        "eigenvectors",
+        "eigenvalues",
+        "eigenspace",
+        "Still exact: functions of the eigenvalues symmetric in the repeated ones, projectors onto a whole "
+        "eigenspace. Not exact: matrix functions V f(w) V^H miss f'(w) within the eigenspace (the rules of "
+        "scipy.linalg.sqrtm, expm and logm are exact there).",
+    ),
+    "eig": (
+        "eigenvectors",
+        "eigenvalues",
+        "eigenspace",
+        "Still exact: functions of the eigenvalues symmetric in the repeated ones, spectral projectors onto a "
+        "whole eigenspace. Not exact: matrix functions V f(w) V^-1 miss f'(w) within the eigenspace (the rules "
+        "of scipy.linalg.expm, logm and sqrtm and numpy.linalg.matrix_power are exact there).",
+    ),
+    "svd": (
+        "singular vectors",
+        "singular values",
+        "singular subspace",
+        "Still exact: functions of the singular values symmetric in the repeated ones, the polar factor U @ Vh, "
+        "projectors onto a whole singular subspace. Not exact: U f(s) Vh misses f'(s) within the subspace (the "
+        "rules of scipy.linalg.polar and numpy.linalg.pinv are exact there).",
+    ),
+}
+
+
+class Repeated:
+    """The repeated values ``w`` (as ``gap_inverse`` judges them) of one decomposition ``name``
+    (``"numpy.linalg.eigh"``) of the kind ``spectrum`` (``"eigh"``, ``"eig"``, ``"svd"``), and the
+    user's line of its call, found while the rule's primal runs: the vectors of repeated values have
+    no derivative, and the rules leave their rotation within the eigenspace out, which ``check``
+    reports with a ``NonSmoothWarning``. Nothing is looked up where no value repeats.
+    """
+
+    def __init__(self, name: str, spectrum: str, w):
+        off = ~np.eye(np.shape(w)[-1], dtype=bool)
+        pairs = _repeated(stood_for(w))[0] & off
+        self.pairs = pairs if np.any(pairs) else None
+        self.name, self.spectrum = name, spectrum
+        self.location = None
+        if self.pairs is not None:
+            self.location = user_location()
+            # a cotangent's columns of the repeated values' vectors, their own entries left out
+            self.vectors = np.any(pairs, axis=-2, keepdims=True) & off
+
+    def check(self, m, tangent: bool = False, columns=slice(None), whole=None) -> None:
+        """Warn where ``m``, the vectors' cotangent (or, ``tangent``, the direction) in their own
+        basis, exceeds rounding (relative to the largest entry of its matrix, or of ``whole`` where
+        ``m`` is a part of it; a leading batch axis broadcasts) at entries the derivative needs:
+
+        - a direction's entries between two repeated values (in the ``columns`` of the vectors
+          computed), which the tangent of the vectors cannot follow;
+        - a cotangent's entries of the vectors of repeated values (their columns, off the
+          diagonal). No cotangent tells a function of the eigenspace alone (exact) from a matrix
+          function ``V f(w) V^H`` (which misses ``f'``), so whether these vectors receive one at all
+          is what decides; a function of the eigenvalues, or of other vectors only, gives none.
+        """
+        if self.pairs is None or is_zero(m):
+            return
+        m = np.abs(stood_for(m))
+        whole = m if whole is None else np.abs(stood_for(whole))
+        tol = np.sqrt(np.finfo(m.dtype).eps) * np.max(whole, axis=(-2, -1), keepdims=True)
+        needed = self.pairs[..., columns] if tangent else self.vectors
+        if not np.any(needed & (m[..., columns] > tol)):
+            return
+        vectors, values, space, advice = _SPECTRA[self.spectrum]
+        where = f"{self.name} at {self.location}" if self.location else self.name
+        what = (
+            f"the direction rotates them within their {space}, which their tangent leaves out (the other "
+            f"{vectors}' tangents are exact)"
+            if tangent
+            else f"they receive a cotangent: the derivative leaves out their rotation within their {space}"
+        )
+        message = f"{where}: the {vectors} of repeated {values} have no derivative, and {what}. {advice}"
+        warn_at(NonSmoothWarning(message), self.location)

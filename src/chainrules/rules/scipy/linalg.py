@@ -45,6 +45,7 @@ from ..numpy.linalg import (
     eig_tangent,
     eigh_gradient,
     eigh_tangent,
+    eigvals_tangent,
     eigvalsh_gradient,
     eigvalsh_tangent,
     pinv_gradient,
@@ -53,6 +54,7 @@ from ..numpy.linalg import (
     qr_tangent,
     svd_gradient,
     svd_tangent,
+    svdvals_tangent,
     symmetric_eigen,
 )
 from ._lapack import (
@@ -60,6 +62,7 @@ from ._lapack import (
     NO,
     SCIPY,
     ZERO,
+    Repeated,
     _columns,
     as_array,
     batch_size,
@@ -1245,6 +1248,7 @@ def rrule_eigh(a, *rest, **kwargs):
     result = w[index] if opts["eigvals_only"] else (w[index], v[:, index])
     outputs = (result, v) if opts["eigvals_only"] else result
     extra = (NO,) * len(rest)
+    repeated = Repeated("scipy.linalg.eigh", "eigh", w)
 
     def eigh_pullback(dresult):
         if opts["eigvals_only"]:
@@ -1258,7 +1262,7 @@ def rrule_eigh(a, *rest, **kwargs):
         if is_zero(dv):
             g = eigvalsh_gradient(w, v, dw, lower, SCIPY)
         else:
-            g = fold_onto_triangle(eigh_gradient(w, v, dw, dv, SCIPY), lower)
+            g = fold_onto_triangle(eigh_gradient(w, v, dw, dv, repeated, SCIPY), lower)
         return (NO, project.batch(g) if batched else project(g)) + extra
 
     return result, eigh_pullback
@@ -1276,7 +1280,7 @@ def frule_eigh(tangents, a, *rest, **kwargs):
     dahat = hermitian_from_triangle(da, lower)
     if opts["eigvals_only"]:
         return result, eigvalsh_tangent(v, dahat, SCIPY)[..., index]
-    dw, dv = eigh_tangent(w, v, dahat, SCIPY)
+    dw, dv = eigh_tangent(w, v, dahat, Repeated("scipy.linalg.eigh", "eigh", w), SCIPY, columns=index)
     return result, tangent_of(result, dw[..., index], dv[..., index])
 
 
@@ -1325,15 +1329,16 @@ def rrule_eig(a, *rest, **kwargs):
     project = projector(a)
     a_, w, v = _eig_setup(a, b, opts, "scipy.linalg.eig")
     result = (w, v) if opts["right"] else w
+    repeated = Repeated("scipy.linalg.eig", "eig", w)
 
     def eig_pullback(dresult):
         dw, dv = parts(dresult, 2) if opts["right"] else (unthunk(dresult), ZERO)
         if is_zero(dw) and is_zero(dv):
             return (NO, ZERO) + (NO,) * len(rest)
         if parts_carry_batch((w, v), (dw, dv)):
-            g = eig_gradient(w, v, plain(dw), plain(dv), SCIPY, batched=True)
+            g = eig_gradient(w, v, plain(dw), plain(dv), repeated, SCIPY, batched=True)
             return (NO, project.batch(g)) + (NO,) * len(rest)
-        return (NO, project(eig_gradient(w, v, dw, dv, SCIPY))) + (NO,) * len(rest)
+        return (NO, project(eig_gradient(w, v, dw, dv, repeated, SCIPY))) + (NO,) * len(rest)
 
     return result, eig_pullback
 
@@ -1347,11 +1352,17 @@ def frule_eig(tangents, a, *rest, **kwargs):
     result = (w, v) if opts["right"] else w
     if is_zero(da):
         return result, ZERO
-    dw, dv = eig_tangent(w, v, da, SCIPY, is_batched(da, a))
+    if not opts["right"]:  # the eigenvalues alone
+        return result, _as_dtype(eigvals_tangent(v, da, SCIPY, is_batched(da, a)), w.dtype)
+    dw, dv = eig_tangent(w, v, da, Repeated("scipy.linalg.eig", "eig", w), SCIPY, is_batched(da, a))
     # in the outputs' types: SciPy's eigenvalues are complex always, its eigenvectors real when all are
-    dw = dw if np.result_type(dw) == w.dtype else np.asarray(dw).astype(w.dtype)
     dv = np.real(dv) if np.iscomplexobj(dv) and not np.iscomplexobj(v) else dv
-    return result, (tangent_of(result, dw, dv) if opts["right"] else dw)
+    return result, tangent_of(result, _as_dtype(dw, w.dtype), dv)
+
+
+def _as_dtype(dw, dtype):
+    """``dw`` in the eigenvalues' ``dtype`` (SciPy's are complex always)."""
+    return dw if np.result_type(dw) == dtype else np.asarray(dw).astype(dtype)
 
 
 _EIGVALS_OPTIONS = (("b", None), ("overwrite_a", False), ("check_finite", True), ("homogeneous_eigvals", False))
@@ -1396,13 +1407,14 @@ def rrule_svd(a, *rest, **kwargs):
     opts = options("scipy.linalg.svd", rest, kwargs, _SVD_OPTIONS)
     project = projector(a)
     result, u, s, vh = _svd_setup(a, opts)
+    repeated = Repeated("scipy.linalg.svd", "svd", s)
 
     def svd_pullback(dresult):
         du, ds, dvh = parts(dresult, 3) if opts["compute_uv"] else (ZERO, unthunk(dresult), ZERO)
         if parts_carry_batch((u, s, vh), (du, ds, dvh)):  # the factors broadcast against the batch
-            g = svd_gradient(u, s, vh, plain(du), plain(ds), plain(dvh), SCIPY)
+            g = svd_gradient(u, s, vh, plain(du), plain(ds), plain(dvh), repeated, SCIPY)
             return (NO, ZERO if is_zero(g) else project.batch(g)) + (NO,) * len(rest)
-        g = svd_gradient(u, s, vh, du, ds, dvh, SCIPY)
+        g = svd_gradient(u, s, vh, du, ds, dvh, repeated, SCIPY)
         return (NO, ZERO if is_zero(g) else project(g)) + (NO,) * len(rest)
 
     return result, svd_pullback
@@ -1415,8 +1427,10 @@ def frule_svd(tangents, a, *rest, **kwargs):
     result, u, s, vh = _svd_setup(a, opts)
     if is_zero(da):
         return result, ZERO
-    du, ds, dvh = svd_tangent(u, s, vh, da, SCIPY)
-    return result, (tangent_of(result, du, ds, dvh) if opts["compute_uv"] else ds)
+    if not opts["compute_uv"]:
+        return result, svdvals_tangent(u, vh, da, SCIPY)
+    du, ds, dvh = svd_tangent(u, s, vh, da, Repeated("scipy.linalg.svd", "svd", s), SCIPY)
+    return result, tangent_of(result, du, ds, dvh)
 
 
 @rrule.register(sl.svdvals, batched=True)
@@ -1443,7 +1457,7 @@ def frule_svdvals(tangents, a, *rest, **kwargs):
     _, u, s, vh = _svd_setup(a, dict(_SVD_OPTIONS, full_matrices=False), "scipy.linalg.svdvals")
     if is_zero(da):
         return s, ZERO
-    return s, np.real(np.sum(conj(u) * mul(da, vh, "N", "C"), axis=-2))
+    return s, svdvals_tangent(u, vh, da, SCIPY)
 
 
 # ----- norms --------------------------------------------------------------------------------
