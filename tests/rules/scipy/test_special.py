@@ -290,6 +290,14 @@ def test_zeta_differentiates_in_q():
     # a non-integer order is held constant (test_special_more's PARAMETERS); differentiated, it is refused
     with pytest.raises(cr.NoDerivativeError, match=r"zeta at .*test_special\.py:\d+: the derivative in s has no"):
         cr.gradient(lambda s: np.sum(sc.zeta(s, q)), 2.5)
+    # an integer-valued float order is a real order too: refused where differentiated, not a zero
+    with pytest.raises(cr.NoDerivativeError, match="the derivative in s has no"):
+        cr.gradient(lambda s: np.sum(sc.zeta(s, q)), 3.0)
+    with pytest.raises(cr.ChainRulesError, match="zeta"):  # (the tape may refuse the wrapper of the ufunc first)
+        cr.gradient(lambda s: np.sum(sc.zeta(s, q)), 3.0, engine="tape")
+    with pytest.raises(cr.ChainRulesError, match="the derivative in s has no"):
+        cr.derivative(lambda s: np.sum(sc.zeta(s, q)), 3.0)
+    assert cr.gradient(lambda q: np.sum(sc.zeta(3.0, q)), q)[0] == pytest.approx(-3.0 * sc.zeta(4.0, q))
 
 
 def _fd_hessian(f, x, eps=1e-6):

@@ -44,6 +44,7 @@ from ...core import (
     unthunk,
     user_location,
 )
+from ...core.active import stood_for
 from ...core.errors import at_user
 from ..numpy._arrays import scalar_of
 from ..numpy.ufuncs import _LN10, elementwise
@@ -253,9 +254,10 @@ def _polygamma_rule(n, x):
     return y, (None, _polygamma(np.asarray(n) + 1, x))
 
 
-def _integer_valued(s) -> bool:
-    s = np.asarray(s)
-    return s.dtype.kind in "iub" or bool(np.all(s == np.round(s)))
+def _is_integer(s) -> bool:
+    """An integer order (a polygamma's): a setting. A float one, even integer-valued (3.0), is a real
+    order, which may be being differentiated."""
+    return np.asarray(stood_for(s)).dtype.kind in "iub"
 
 
 _RIEMANN = _NoClosedForm("scipy.special.zeta", "x")  # Riemann's zeta, zeta(x) without q
@@ -267,7 +269,7 @@ def _zeta(s, q=None):
         return sc.zeta(s), (_RIEMANN, None)
     # d/dq zeta(s, q) = -s zeta(s + 1, q); in the order s there is no closed form (an integer s, the
     # orders of polygamma, is taken as not differentiable)
-    return sc.zeta(s, q), (None if _integer_valued(s) else _HURWITZ_ORDER, -s * sc.zeta(s + 1.0, q))
+    return sc.zeta(s, q), (None if _is_integer(s) else _HURWITZ_ORDER, -s * sc.zeta(s + 1.0, q))
 
 
 def _gamma(x):
