@@ -291,13 +291,19 @@ def rrule_via_ad(f: Callable, *args, **kwargs):
     ...
     chainrules.core.errors.ChainRulesError: rrule_via_ad(builtins.abs) was called while no reverse-mode ...
     """
-    engine = _active.get()
+    engine = _running(_active, "rrule_via_ad", f, "reverse-mode", "cr.pullback or cr.gradient")
+    return engine(f, *args, **kwargs)
+
+
+def _running(engines: ContextVar, caller: str, f: Callable, kind: str, entry_points: str) -> Callable[..., Any]:
+    """The engine set in ``engines``; raises, naming ``caller`` and ``f``, while none is running."""
+    engine = engines.get()
     if engine is None:
         raise ChainRulesError(
-            f"rrule_via_ad({callable_name(f)}) was called while no reverse-mode engine is running; "
-            "call it from inside a rule, while cr.pullback or cr.gradient differentiates"
+            f"{caller}({callable_name(f)}) was called while no {kind} engine is running; "
+            f"call it from inside a rule, while {entry_points} differentiates"
         )
-    return engine(f, *args, **kwargs)
+    return engine
 
 
 _active_forward: ContextVar[Callable[..., Any] | None] = ContextVar("chainrules_active_forward_engine", default=None)
@@ -315,12 +321,7 @@ def frule_via_ad(tangents: tuple, f: Callable, *args, **kwargs):
     ...
     chainrules.core.errors.ChainRulesError: frule_via_ad(builtins.abs) was called while no forward-mode ...
     """
-    engine = _active_forward.get()
-    if engine is None:
-        raise ChainRulesError(
-            f"frule_via_ad({callable_name(f)}) was called while no forward-mode engine is running; "
-            "call it from inside a rule, while cr.jvp or cr.jacobian(..., mode='forward') differentiates"
-        )
+    engine = _running(_active_forward, "frule_via_ad", f, "forward-mode", "cr.jvp or cr.jacobian(..., mode='forward')")
     return engine(tangents, f, *args, **kwargs)
 
 
