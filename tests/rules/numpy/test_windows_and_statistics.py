@@ -93,6 +93,10 @@ COV_CALLS = [
     ((X,), {"fweights": np.arange(1, 7), "aweights": np.linspace(0.5, 1.0, 6)}),
     ((X,), {"fweights": np.arange(1, 7), "ddof": 0}),
     ((X.astype(np.float32),), {}),
+    # aweights in their place, differentiated: ddof 1 and 2 (f = sum w - ddof sum(w aw) / sum w), 0 (f = sum w)
+    ((X, None, True, False, None, None, np.linspace(0.5, 2.0, 6)), {}),
+    ((X, None, True, False, 2, np.arange(1, 7), np.linspace(0.5, 2.0, 6)), {}),
+    ((X, Y, True, False, 0, None, np.linspace(2.0, 0.5, 6)), {}),
 ]
 
 
@@ -106,6 +110,21 @@ def test_cov(args, kwargs):
 def test_corrcoef(args, kwargs):
     test_rrule(np.corrcoef, *args, fkwargs=kwargs)
     test_frule(np.corrcoef, *args, fkwargs=kwargs)
+
+
+def _weighted_covariance_loss(w):
+    return np.sum(np.cov(X, aweights=w, ddof=2) ** 2) + np.sum(np.cov(X[:2], Y, aweights=w * w)[0])
+
+
+def test_aweights_by_keyword_in_every_engine_and_hessians():
+    w = np.linspace(0.5, 2.0, 6)
+    expected = crt.fd_jacobian(_weighted_covariance_loss, w)[0]
+    for engine in ("source", "tape"):
+        crt.assert_approx(cr.gradient(_weighted_covariance_loss, w, engine=engine)[0], expected, rtol=1e-6, atol=1e-9)
+        H = cr.hessian(_weighted_covariance_loss, w, engine=engine)
+        fd = crt.fd_jacobian(lambda v: cr.gradient(_weighted_covariance_loss, v)[0], w)
+        crt.assert_approx(H, fd, rtol=1e-5, atol=1e-7)
+    crt.assert_approx(cr.jacobian(_weighted_covariance_loss, w, mode="forward"), expected, rtol=1e-6, atol=1e-9)
 
 
 def test_complex_covariances_are_refused():

@@ -2,10 +2,12 @@
 
 With ``X`` the variables as rows (``m`` and ``y`` stacked, transposed for ``rowvar=False``), ``w``
 the observation weights (``fweights * aweights``, ones without them) and ``f`` NumPy's
-normalisation, ``C = Xc diag(w) Xcᵀ / f`` where ``Xc = X - (X w / sum w) 1ᵀ``. The weights and
-``ddof`` are constants. Real arrays only: a complex covariance is refused, not given a wrong
-derivative. Everything is written with NumPy functions, so the rules also run on the dual
-numbers of a Hessian.
+normalisation, ``C = Xc diag(w) Xcᵀ / f`` where ``Xc = X - (X w / sum w) 1ᵀ``. ``aweights`` are
+differentiated too (importance weights, responsibilities): with the centring weighted by ``w``,
+``∂C/∂w_j = xc_j xc_jᵀ / f - C ∂f/∂w_j / f`` (the mean's term vanishes, as ``Xc w = 0``).
+``fweights`` (integer counts) and ``ddof`` are settings. Real arrays only: a complex covariance
+is refused, not given a wrong derivative. Everything is written with NumPy functions, so the
+rules also run on the dual numbers of a Hessian.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import AbstractZero, NoTangent, ZeroTangent, frule, rrule, unthunk
-from ._arrays import cotangent_array, to_input
+from ._arrays import array_or_active, cotangent_array, to_input
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
 
 _COV = ("y", "rowvar", "bias", "ddof", "fweights", "aweights")
+_AWEIGHTS = _COV.index("aweights")  # its place among the arguments after m
 
 
 class _Covariance:
@@ -36,11 +39,10 @@ class _Covariance:
         X = self.rows(m, self.y)
         n = np.shape(X)[1]
         fw, aw = o["fweights"], o["aweights"]
-        w = None
-        if fw is not None:
-            w = np.asarray(fw, dtype=float)
+        self.counts = np.ones(n) if fw is None else np.asarray(fw, dtype=float)
+        w = None if fw is None else self.counts
         if aw is not None:
-            aw = np.asarray(aw, dtype=float)
+            aw = array_or_active(aw)
             w = aw if w is None else w * aw
         self.w = np.ones(n) if w is None else w
         w_sum = np.sum(self.w)
@@ -52,7 +54,7 @@ class _Covariance:
             self.fact = w_sum - ddof
         else:
             self.fact = w_sum - ddof * np.sum(w * aw) / w_sum
-        self.w_sum = w_sum
+        self.aw, self.ddof, self.w_sum = aw, ddof, w_sum
         self.Xc = self.center(X)
 
     def _as_rows(self, v, is_m):
@@ -95,6 +97,27 @@ class _Covariance:
         half = (dXc * self.w) @ self.Xc.T / self.fact
         return half + half.T
 
+    def _fact_slope(self):
+        """``∂f/∂aweights``, with ``w = fweights aw``: ``f = sum w`` (``ddof`` 0), else
+        ``sum w - ddof sum(w aw) / sum w``."""
+        if self.ddof == 0:
+            return self.counts
+        W = self.w_sum
+        return self.counts - self.ddof * (2 * self.w / W - np.sum(self.w * self.aw) * self.counts / W**2)
+
+    def weights_pullback(self, dC, C):
+        """The cotangent of ``aweights``: ``fweights_j xc_jᵀ C̄ xc_j / f - <C̄, C> ∂f/∂aw_j / f``."""
+        k = np.shape(self.Xc)[0]
+        dC, C = np.reshape(dC, (k, k)), np.reshape(C, (k, k))
+        spread = np.sum((dC @ self.Xc) * self.Xc, axis=0)
+        return (self.counts * spread - np.sum(dC * C) * self._fact_slope()) / self.fact
+
+    def weights_pushforward(self, daw, C):
+        """The tangent of ``C`` along a tangent ``daw`` of ``aweights``."""
+        k = np.shape(self.Xc)[0]
+        dC = (self.Xc * (self.counts * daw)) @ self.Xc.T - np.reshape(C, (k, k)) * np.sum(self._fact_slope() * daw)
+        return dC / self.fact
+
 
 def _cov_tangents(cov, tangents):
     """The tangent of the stacked rows, or zero when neither ``m`` nor ``y`` has one."""
@@ -124,9 +147,12 @@ def rrule_cov(m, *args, **kwargs):
         if isinstance(dC, AbstractZero):
             return (_NO, dC, *(_NO for _ in range(rest)))
         grads = cov.inputs(cov.pullback(dC))
+        cotangents = [_NO] * rest
         if rest and args[0] is not None:
-            return (_NO, grads[0], grads[1], *(_NO for _ in range(rest - 1)))
-        return (_NO, grads[0], *(_NO for _ in range(rest)))
+            cotangents[0] = grads[1]
+        if rest > _AWEIGHTS and cov.aw is not None:  # (by keyword, aweights are a constant)
+            cotangents[_AWEIGHTS] = to_input(args[_AWEIGHTS], cov.weights_pullback(dC, C))
+        return (_NO, grads[0], *cotangents)
 
     return C, cov_pullback
 
@@ -136,9 +162,11 @@ def frule_cov(tangents, m, *args, **kwargs):
     C = np.cov(m, *args, **kwargs)
     cov = _Covariance(m, args, kwargs)
     dX = _cov_tangents(cov, tangents if not _y_keyword(args, kwargs) else tangents[:2])
-    if isinstance(dX, AbstractZero):
-        return C, dX
-    return C, np.reshape(cov.pushforward(dX), np.shape(C))
+    dC = _ZERO if isinstance(dX, AbstractZero) else cov.pushforward(dX)
+    daw = unthunk(tangents[2 + _AWEIGHTS]) if len(tangents) > 2 + _AWEIGHTS and cov.aw is not None else _ZERO
+    if not isinstance(daw, AbstractZero):
+        dC = cov.weights_pushforward(daw, C) if isinstance(dC, AbstractZero) else dC + cov.weights_pushforward(daw, C)
+    return C, dC if isinstance(dC, AbstractZero) else np.reshape(dC, np.shape(C))
 
 
 def _correlation(C):
