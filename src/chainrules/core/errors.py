@@ -290,6 +290,19 @@ def user_location(skip_internal: bool = True) -> str | None:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
+def option_refused(f, args: tuple, reason: str) -> NoRuleError:
+    """The refusal of a call of ``f`` with an option or a kind of argument its rule does not
+    differentiate, though the library takes it (``np.interp(..., period=)``), at the user's line;
+    an option the library itself rejects stays the library's error.
+
+    >>> import numpy as np
+    >>> err = option_refused(np.interp, (), "period=: call it without period=")
+    >>> isinstance(err, TypeError), "(period=: call it without period=)" in str(err)
+    (True, True)
+    """
+    return NoRuleError(f, args, location=user_location(), reason=reason)
+
+
 def at_user() -> str:
     """`` at file:line`` of the user's call (``user_location``), for an error's message; empty
     where unknown. A rule that refuses values or an argument it has no derivative for names the

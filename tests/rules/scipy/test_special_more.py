@@ -201,7 +201,7 @@ def test_engines_refuse_a_parameter_only_when_it_is_differentiated(engine):
 @pytest.mark.parametrize("f", [sc.ive, sc.jve, sc.yve], ids=_named)
 def test_scaled_bessel_functions_refuse_complex_arguments(f):
     z = np.array([1.0 + 0.5j, 2.0 - 1.0j])
-    with pytest.raises(TypeError, match=rf"scipy\.special\.{f.__name__} takes a real argument.*not holomorphic"):
+    with pytest.raises(cr.NoRuleError, match=rf"{f.__name__}\(.*a complex argument.*not holomorphic"):
         cr.rrule(f, 1, z)
     with pytest.raises(TypeError, match="not holomorphic"):
         cr.frule((cr.NoTangent(), cr.NoTangent(), np.ones(2)), f, 1, z)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import callable_name
+from ...core.errors import option_refused
 
 _ABSENT = object()
 
@@ -40,16 +41,14 @@ def bind(f, args: tuple, kwargs: dict, names: tuple[str, ...], defaults: dict) -
     for key, value in given.items():
         if key in defaults or value is None or value is np._NoValue or (key == "where" and value is True):
             continue  # supported, or the default value
-        raise TypeError(
-            f"chainrules: the rule for {callable_name(f)} does not support the argument {key}=; call it without {key}="
-        )
+        raise option_refused(f, args, f"the argument {key}=: call it without {key}=")
     return {**defaults, **{k: v for k, v in given.items() if k in defaults and v is not np._NoValue}}
 
 
 def raise_out(f):
-    raise TypeError(
-        f"chainrules: {callable_name(f)}(..., out=...) writes into an existing array, and rules do not "
-        f"differentiate mutation; drop out= and use the returned value"
+    raise option_refused(
+        f, (), "out= writes into an existing array, and rules do not differentiate mutation: drop out= and use the "
+        "returned value"
     )
 
 

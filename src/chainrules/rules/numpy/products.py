@@ -45,6 +45,7 @@ from ...core import (
     user_location,
 )
 from ...core.basis import BasisSeed, seed_times_transposed, structured_matmul
+from ...core.errors import option_refused
 from ..operators import _is_user_object, rrule_user_binary
 from ._arrays import (
     NO,
@@ -78,9 +79,11 @@ def _check_kwargs(f, kwargs, allowed=_PASSIVE_KWARGS):
     if "out" in extra and _writes_nowhere(kwargs["out"]):  # NumPy's default: a new array, no mutation
         extra.discard("out")
     if extra:
-        raise TypeError(
-            f"the rule for numpy.{f.__name__} does not support the keyword argument(s) {sorted(extra)}"
-            + (" (writing into out= is a mutation; assign the result instead)" if "out" in extra else "")
+        raise option_refused(
+            f,
+            (),
+            f"the keyword argument(s) {sorted(extra)}"
+            + (": writing into out= is a mutation, assign the result instead" if "out" in extra else ""),
         )
 
 

@@ -41,7 +41,7 @@ from ...core import (
     unthunk,
 )
 from ...core.active import stood_for
-from ...core.errors import at_user
+from ...core.errors import at_user, option_refused
 from ._arrays import array_or_active, batch_to_input, scatter_add, sum_to, tangent_array, to_input
 from ._util import align, axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
 from .ufuncs import as_computed
@@ -683,7 +683,7 @@ _AVERAGE_DEFAULTS = {"axis": None, "weights": None, "returned": False, "keepdims
 def _average_setup(a, args, kwargs):
     o = bind(np.average, args, kwargs, _AVERAGE, _AVERAGE_DEFAULTS)
     if o["returned"]:
-        raise TypeError("chainrules: the rule for numpy.average does not support returned=True; call np.sum for it")
+        raise option_refused(np.average, (a,), "returned=True: call np.sum of the weights for the sum")
     axes, keepdims, w = axes_of(o["axis"], np.ndim(a)), o["keepdims"], o["weights"]
     y = np.average(a, axis=o["axis"], weights=w, keepdims=keepdims)
     if w is None:
@@ -1284,10 +1284,7 @@ def _quantile_rules(f, scale: float, fixed_q=None, nan: bool = False) -> None:
         o = bind(f, args, kwargs, names, _QUANTILE_DEFAULTS)
         q = o["q"] if fixed_q is None else fixed_q
         if o.get("method", "linear") != "linear" or o.get("weights") is not None:
-            raise TypeError(
-                f"chainrules: the rule for numpy.{f.__name__} differentiates the default method='linear' "
-                "without weights only"
-            )
+            raise option_refused(f, (a,), "it differentiates the default method='linear' without weights only")
         options = {"axis": o["axis"], "keepdims": o["keepdims"]}
         y = f(a, options["axis"], keepdims=o["keepdims"]) if fixed_q is not None else f(a, q, **options)
         if nan and np.size(a) == 0:  # NumPy's nan variants of no entries: nanmean's NaNs (without q's axes)

@@ -61,7 +61,7 @@ from ._arrays import (
     to_input,
     zeros_tangent,
 )
-from ._util import match_output
+from ._util import match_output, raise_out
 
 
 def _linear(*fs, batched: bool = False, value=None):
@@ -704,7 +704,7 @@ def _register_join(f, layout):
 
     def rrule_join(arrays, *args, **kwargs):
         if kwargs.get("out") is not None or len(args) > 1:
-            raise TypeError(f"the rule for numpy.{name} does not write into out=; assign the result instead")
+            raise_out(f)
         y = f(arrays, *args, **kwargs)
         pieces = as_sequence(arrays, f)
         shapes, axis = layout(_measurable(pieces), args[0] if args else kwargs.get("axis", 0))
@@ -1016,7 +1016,7 @@ def _take_rule(f):
     def rrule_take(a, indices, *args, **kwargs):
         options = dict(zip(("axis", "out", "mode"), args), **kwargs)
         if options.get("out") is not None:
-            raise TypeError(f"the rule for numpy.{f.__name__} does not write into out=; assign the result instead")
+            raise_out(f)
         axis, mode = options.get("axis"), options.get("mode", "raise")
         y = f(a, indices, axis=axis, mode=mode)
         k = None if axis is None else normalize_axis(axis, np.ndim(a))
@@ -1066,7 +1066,7 @@ for _f in (np.take, np.ndarray.take):
 def _compress_options(args: tuple, kwargs: dict):
     options = dict(zip(("axis", "out"), args), **kwargs)
     if options.get("out") is not None:
-        raise TypeError("the rule for numpy.compress does not write into out=; assign the result instead")
+        raise_out(np.compress)
     return options.get("axis")
 
 
@@ -1282,7 +1282,7 @@ def _register_trace(f):
     def rrule_trace(a, *args, **kwargs):
         options = dict(zip(("offset", "axis1", "axis2", "dtype", "out"), args), **kwargs)
         if options.get("out") is not None:
-            raise TypeError("the rule for numpy.trace does not write into out=; assign the result instead")
+            raise_out(f)
         offset, axis1, axis2 = options.get("offset", 0), options.get("axis1", 0), options.get("axis2", 1)
         y = f(a, *args, **kwargs)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import AbstractZero, NoTangent, ZeroTangent, frule, rrule, unthunk
+from ...core.errors import option_refused
 from ._arrays import array_or_active, cotangent_array, to_input
 
 _NO = NoTangent()
@@ -33,7 +34,7 @@ class _Covariance:
         o.update(zip(_COV, args))
         o.update(kwargs)
         if np.iscomplexobj(m) or np.iscomplexobj(o["y"]):
-            raise TypeError("chainrules: the rules for np.cov and np.corrcoef differentiate real arrays only")
+            raise option_refused(np.cov, (m,), "a complex array: the rules of np.cov and np.corrcoef take real ones")
         self.m, self.y, self.rowvar = m, o["y"], o["rowvar"]
         ddof = o["ddof"] if o["ddof"] is not None else (0 if o["bias"] else 1)
         X = self.rows(m, self.y)

@@ -47,6 +47,7 @@ from ...core import (
     unthunk,
 )
 from ...core.active import stood_for
+from ...core.errors import option_refused
 from ...core.projection import numpy_cotangent
 from ..operators import _array_cotangent, frule_on_arrays, rrule_on_arrays
 from ._arrays import array_or_active, scatter_add
@@ -774,9 +775,9 @@ def _nan_to_num(x, args, kwargs):
     """The primal of nan_to_num and its partial: 1 where x is finite, 0 where it was replaced."""
     options = bind(np.nan_to_num, args, kwargs, _NAN_TO_NUM, {"copy": True, "nan": 0.0, "posinf": None, "neginf": None})
     if not options.pop("copy"):
-        raise TypeError(
-            "chainrules: np.nan_to_num(..., copy=False) overwrites its input, and rules do not "
-            "differentiate mutation; call it with copy=True"
+        raise option_refused(
+            np.nan_to_num, (x,), "copy=False overwrites its input, and rules do not differentiate mutation: call it "
+            "with copy=True"
         )
     y = np.nan_to_num(x, **options)
     return y, np.isfinite(x)
@@ -821,7 +822,7 @@ def _interp_parts(x, xp, fp, args, kwargs):
     segment, zero outside. At a knot the segment to its right is taken (the last one at the end)."""
     o = dict(zip(_INTERP, args), **kwargs)
     if o.get("period") is not None:
-        raise TypeError("chainrules: the rule for numpy.interp does not support period=; call it without period=")
+        raise option_refused(np.interp, (x, xp, fp), "period=: call it without period=")
     points, values = array_or_active(xp), array_or_active(fp)
     n = points.size
     lo = np.clip(np.searchsorted(points, x, side="right") - 1, 0, max(n - 2, 0))

@@ -39,6 +39,7 @@ from ...core import (
     warn_at,
 )
 from ...core.active import stood_for
+from ...core.errors import option_refused
 
 NO = NoTangent()
 ZERO = ZeroTangent()
@@ -617,7 +618,7 @@ def no_rule(name: str, args: tuple, reason: str) -> NoRuleError:
     "no differentiation rule for numpy.linalg.qr(numpy.ndarray) at <doctest ...>:1 (mode='raw')."
     """
     module, _, short = name.rpartition(".")
-    return NoRuleError(getattr(sys.modules[module], short), args, location=user_location(), reason=reason)
+    return option_refused(getattr(sys.modules[module], short), args, reason)
 
 
 def _repeated(w, scale=None):

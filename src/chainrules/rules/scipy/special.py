@@ -45,7 +45,7 @@ from ...core import (
     user_location,
 )
 from ...core.active import stood_for
-from ...core.errors import at_user
+from ...core.errors import at_user, option_refused
 from ..numpy._arrays import scalar_of
 from ..numpy.ufuncs import _LN10, elementwise
 from ._lapack import as_array, is_batched, is_zero, options, tangent_of
@@ -620,9 +620,11 @@ def _multigammaln(a, d):
 
 def _real_only(name: str, z):
     if np.iscomplexobj(z):
-        raise TypeError(
-            f"the rule for scipy.special.{name} takes a real argument: for complex z its exponential scaling "
-            f"(by |Re z| or |Im z|) is not holomorphic; differentiate the unscaled function times the scaling instead"
+        raise option_refused(
+            getattr(sc, name),
+            (z,),
+            "a complex argument: its exponential scaling (by |Re z| or |Im z|) is not holomorphic; differentiate "
+            "the unscaled function times the scaling instead",
         )
 
 
