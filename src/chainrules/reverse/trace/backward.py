@@ -75,9 +75,11 @@ def _gather(template, cts: dict):
     if not nonzero:
         return None
     T = template.type
-    if hasattr(T, "_fields"):
-        return Tangent[T](**{key: v for (key, _), v in zip(template.children, values)})
-    return Tangent[T](*values)
+    if issubclass(T, (tuple, list)) and not hasattr(T, "_fields"):
+        return Tangent[T](*values)
+    by_key = {key: v for (key, _), v in zip(template.children, values)}
+    # (a dict subclass's too, as the inputs' cotangents: a ``Tangent`` takes a mapping only for ``dict``)
+    return Tangent[dict](by_key) if issubclass(T, dict) else Tangent[T](**by_key)
 
 
 def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:

@@ -16,7 +16,6 @@ whole batch and returns cotangents with the batch axis in front.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import gc
 import sys
@@ -35,10 +34,11 @@ from ...core.errors import (
 )
 from ...core.projection import ProjectTo
 from ...core.registry import batch_declines, rrule
+from ...core.structures import with_fields
 from ...core.tangents import AbstractThunk, AbstractZero, NoTangent, Tangent, Thunk, ZeroTangent, unthunk
 from . import tracer
 from .backward import add_to, part, sweep
-from .tracer import Trace, Tracked, _current, _new
+from .tracer import Trace, Tracked, _current, _new, fields_of, is_namedtuple
 from .tracked import TrackedArray, TrackedNumber
 
 _ZERO = ZeroTangent()
@@ -53,47 +53,6 @@ class _Structure:
     def __init__(self, type_: type, children: list):
         self.type = type_
         self.children = children
-
-
-_OPAQUE = (
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.MethodType,
-    types.ModuleType,
-    type,
-    functools.partial,
-    np.ufunc,
-    np.random.Generator,
-)
-
-
-def _is_namedtuple(value) -> bool:
-    return isinstance(value, tuple) and hasattr(type(value), "_fields")
-
-
-def _fields_of(value) -> list[str] | None:
-    """The fields of a dataclass instance or plain object, or None for anything else."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [f.name for f in dataclasses.fields(value)]
-    if isinstance(value, _OPAQUE) or _from_a_library(type(value)):
-        return None
-    d = getattr(value, "__dict__", None)
-    return list(d) if isinstance(d, dict) else None
-
-
-def _from_a_library(cls: type) -> bool:
-    """Whether ``cls`` comes from an installed library or the standard library: its objects
-    (random generators, distributions, data frames, locks) are not taken apart into fields."""
-    module = sys.modules.get(cls.__module__)
-    filename = getattr(module, "__file__", None)
-    return cls.__module__ == "builtins" or (filename is not None and tracer.is_library(filename))
-
-
-def _with_fields(value, new: dict):
-    out = copy.copy(value)
-    for k, v in new.items():
-        object.__setattr__(out, k, v)
-    return out
 
 
 # ----- inputs ------------------------------------------------------------------------------
@@ -121,7 +80,7 @@ def box_input(value, trace: Trace, top: bool = True):
         return boxed, slot
     if isinstance(value, (tuple, list)):
         items, children = [], []
-        fields = type(value)._fields if _is_namedtuple(value) else None
+        fields = type(value)._fields if is_namedtuple(value) else None
         for i, item in enumerate(value):
             b, t = box_input(item, trace, False)
             items.append(b)
@@ -140,7 +99,7 @@ def box_input(value, trace: Trace, top: bool = True):
         boxed = copy.copy(value)  # keeps the dict subclass
         boxed.update(new)
         return boxed, _Structure(type(value), children)
-    fields = _fields_of(value)
+    fields = fields_of(value)
     if fields:
         new, children = {}, []
         for i, name in enumerate(fields):
@@ -151,7 +110,7 @@ def box_input(value, trace: Trace, top: bool = True):
             children.append((name, i, t))
         if not new:
             return value, None
-        return _with_fields(value, new), _Structure(type(value), children)
+        return with_fields(value, new), _Structure(type(value), children)
     return value, None
 
 
@@ -217,7 +176,7 @@ def unbox_output(value, trace: Trace):
         return value, None  # a constant here (an outer differentiation's value)
     if isinstance(value, (tuple, list)):
         items, children = [], []
-        fields = type(value)._fields if _is_namedtuple(value) else None
+        fields = type(value)._fields if is_namedtuple(value) else None
         for i, item in enumerate(value):
             p, t = unbox_output(item, trace)
             items.append(p)
@@ -236,7 +195,7 @@ def unbox_output(value, trace: Trace):
         primal = copy.copy(value)
         primal.update(new)
         return primal, _Structure(type(value), children)
-    fields = _fields_of(value)
+    fields = fields_of(value)
     if fields:
         new, children = {}, []
         for i, name in enumerate(fields):
@@ -246,7 +205,7 @@ def unbox_output(value, trace: Trace):
             children.append((name, i, t))
         if not new:
             return value, None
-        return _with_fields(value, new), _Structure(type(value), children)
+        return with_fields(value, new), _Structure(type(value), children)
     return value, None
 
 
@@ -462,7 +421,7 @@ def pullback_with_constants(f: Callable, args: tuple, kwargs: dict, constants: f
 
 
 def _copied_objects(value, template, out: list) -> list:
-    """``(copy, its fields)`` for each object that boxing ``f`` copied (``_with_fields``): its
+    """``(copy, its fields)`` for each object that boxing ``f`` copied (``with_fields``): its
     own for a method or a callable object, and those in its fields. (A closure's boxed cells need
     no check: a captured name the function rebinds is not boxed, see `rebound_names`.)"""
     if not isinstance(template, _Structure):
@@ -485,7 +444,7 @@ def _field_values(obj) -> dict:
     d = getattr(obj, "__dict__", None)
     if isinstance(d, dict):
         return dict(d)
-    return {name: getattr(obj, name) for name in _fields_of(obj) or () if hasattr(obj, name)}
+    return {name: getattr(obj, name) for name in fields_of(obj) or () if hasattr(obj, name)}
 
 
 def _refuse_changed_fields(f, copied_objects: list) -> None:
@@ -514,7 +473,7 @@ _PLAIN_CALLABLES = frozenset({types.FunctionType, types.BuiltinFunctionType, typ
 
 
 def _box_callable(f, trace: Trace):
-    if _fields_of(f) or _is_namedtuple(f):
+    if fields_of(f) or is_namedtuple(f):
         return box_input(f, trace)
     return f, None
 
@@ -528,7 +487,7 @@ def _box_function(f, trace: Trace):
     if type(f) is types.MethodType:
         owner = f.__self__
         if isinstance(owner, (Tracked, type, types.ModuleType)) or not (
-            _fields_of(owner) or isinstance(owner, (tuple, list, dict))
+            fields_of(owner) or isinstance(owner, (tuple, list, dict))
         ):
             return f, None
         boxed, template = box_input(owner, trace)

@@ -23,9 +23,14 @@ Invariants
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import functools
+import inspect
 import operator
 import os
 import sys
+import types
 import weakref
 from contextvars import ContextVar
 from numbers import Integral
@@ -33,11 +38,12 @@ from numbers import Integral
 import numpy as np
 
 from ...core.active import ActiveValue, next_order, reflected_by_its_class, stood_for
-from ...core.errors import GENERATED_LINES, NoRuleError, is_library
+from ...core.errors import GENERATED_LINES, DroppedDerivativeError, NoRuleError, is_library
 from ...core.keywords import as_positional
 from ...core.registry import decline_batch, rrule
 from ...core.ruled_calls import RuledCallWatch
-from ...core.tangents import AbstractTangent, AbstractZero, unthunk
+from ...core.structures import is_structure, structure_items, with_fields
+from ...core.tangents import AbstractTangent, AbstractZero, Tangent, unthunk
 from ...core.twins import method_twin
 from ...core.views import ViewedParts, part_key, viewed
 
@@ -515,12 +521,21 @@ def _record_output(trace: Trace, f, y, pullback, first: int, second, plain, args
             _mark_shared_memory(out, plain, args, f)
         trace.tape.append((pullback, slot, f, PAIRS, parents))
         return out
-    if type(y) is tuple or type(y) is list or (isinstance(y, tuple) and hasattr(y, "_fields")):
-        template, boxed = _box_outputs(y, trace, parents, plain, args)
+    if kind is not None or type(y) in _CONSTANT_RESULTS:
+        return y
+    if _is_taken_apart(y):
+        template, boxed = _box_outputs(y, trace, parents, plain, args, f)
         if template is not None:
             trace.tape.append((pullback, template, f, PAIRS, parents))
             return boxed
+    else:
+        _refuse_untracked(trace, f, y)
     return y
+
+
+#: results that carry no derivative, returned without a look inside (an integer one is too, where
+#: no integer went in): a mask, a flag, a name
+_CONSTANT_RESULTS = frozenset({np.ndarray, bool, np.bool_, type(None), str})
 
 
 def _through_hidden(y: Tracked, pullback, parents: list, n_args: int):
@@ -552,7 +567,8 @@ def _integer_went_in(parents: list, plain: list) -> bool:
 
 
 class OutputTemplate:
-    """The slots of an operation's structured output (tuple, list, namedtuple), to gather its cotangent."""
+    """The slots of an operation's structured output (tuple, list, dict, namedtuple, dataclass,
+    object: `_box_outputs`), to gather its cotangent."""
 
     __slots__ = ("type", "children")
 
@@ -667,36 +683,159 @@ def _is_basic(key) -> bool:
     )
 
 
-def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple):
+def _box_outputs(y, trace: Trace, parents: list, plain: list, args: tuple, f):
+    """``(template, boxed)``: ``y``, a structured result of ``f``'s rule, with its numbers and arrays
+    tracked leaf by leaf, in the structures the tape takes apart (`_is_taken_apart`), as it boxes
+    the inputs (``engine.box_input``); ``(None, y)`` where none is. A part it cannot take apart
+    that holds what may carry a derivative is refused (`_refuse_untracked`)."""
+    if isinstance(y, dict):
+        items = list(y.items())
+    elif isinstance(y, (tuple, list)):
+        fields = type(y)._fields if is_namedtuple(y) else None
+        items = list(zip(fields, y)) if fields else list(enumerate(y))
+    else:
+        items = [(name, getattr(y, name)) for name in fields_of(y)]
     children = []
-    items = []
-    any_tracked = False
-    fields = getattr(type(y), "_fields", None)
-    for i, item in enumerate(y):
+    new = {}
+    for key, item in items:
         kind = _differentiable_kind(item)
-        key = fields[i] if fields else i
         if kind == "f" or (kind == "i" and _integer_went_in(parents, plain)):
             slot = trace.n_slots
             trace.n_slots = slot + 1
-            boxed_item = box(item, trace, slot, TrackedNumber, TrackedArray)
+            boxed_item = new[key] = box(item, trace, slot, TrackedNumber, TrackedArray)
             if type(boxed_item) is TrackedArray:
                 _mark_shared_memory(boxed_item, plain, args)
-            items.append(boxed_item)
             children.append((key, slot))
-            any_tracked = True
-        elif type(item) in (tuple, list):
-            sub, boxed = _box_outputs(item, trace, parents, plain, args)
-            items.append(boxed)
+        elif kind is None and _is_taken_apart(item):
+            sub, boxed_item = _box_outputs(item, trace, parents, plain, args, f)
+            if sub is not None:
+                new[key] = boxed_item
             children.append((key, sub))
-            any_tracked = any_tracked or sub is not None
         else:
-            items.append(item)
+            if kind is None:
+                _refuse_untracked(trace, f, item)
             children.append((key, None))
-    if not any_tracked:
+    if not new:
         return None, y
     T = type(y)
-    boxed = T(*items) if fields else T(items)
+    if isinstance(y, dict):
+        boxed = copy.copy(y)  # keeps the dict subclass
+        boxed.update(new)
+    elif isinstance(y, (tuple, list)):
+        values = [new.get(key, item) for key, item in items]
+        boxed = T(*values) if is_namedtuple(y) else T(values)
+    else:
+        boxed = with_fields(y, new)
     return OutputTemplate(T, children), boxed
+
+
+def _is_taken_apart(y) -> bool:
+    """Whether the tape tracks the numbers and arrays inside ``y`` leaf by leaf: a tuple, list, dict,
+    namedtuple, dataclass or object of the user's own classes (`fields_of`)."""
+    return isinstance(y, (tuple, list, dict)) or fields_of(y) is not None
+
+
+def _refuse_untracked(trace: Trace, f, y) -> None:
+    """Refuse ``y``, a result of ``f``'s rule (or a part of one) that the tape cannot take apart,
+    where it holds what may carry a derivative: returned as it is, it would be a constant, and the
+    derivatives through it silently zero. A string, an integer, ``None`` or an object of constants
+    passes."""
+    if not _carries_derivative(y, trace, set()):
+        return
+    name = _name(f)
+    raise kept(
+        trace,
+        DroppedDerivativeError(
+            f"the rule of {name} returned a {type(y).__qualname__} holding numbers or arrays that may carry a "
+            f"derivative{_at()}, which the tape engine cannot follow: it tracks them in tuples, lists, dicts, "
+            f"namedtuples, dataclasses and objects of your own classes, not inside a {type(y).__qualname__}, so "
+            f"their derivatives would be lost. Return them from {name} in one of those, or use engine='source'"
+        ),
+    )
+
+
+def _carries_derivative(value, trace: Trace, seen: set) -> bool:
+    """Whether ``value`` holds a number or array that may carry a derivative (other than ``trace``'s
+    own values, whose arithmetic it recorded): in its items and fields, a closure's cells and
+    defaults, a bound method's object, a partial's arguments, a generator's locals, or what a
+    built-in iterator goes over."""
+    if isinstance(value, Tracked) and value._trace is trace:
+        return False
+    kind = _differentiable_kind(value)
+    if kind is not None:
+        return kind == "f"
+    if id(value) in seen or isinstance(value, (str, bytes, type, types.ModuleType)):
+        return False
+    seen.add(id(value))
+    if type(value) is types.FunctionType:
+        cells = [cell.cell_contents for cell in value.__closure__ or () if _cell_filled(cell)]
+        parts = [*cells, *(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values()]
+    elif type(value) is types.MethodType:
+        parts = [value.__func__, value.__self__]
+    elif isinstance(value, functools.partial):
+        parts = [value.func, *value.args, *value.keywords.values()]
+    elif isinstance(value, types.GeneratorType):
+        parts = list(inspect.getgeneratorlocals(value).values())
+    elif isinstance(value, Tangent):
+        backing = value.backing
+        parts = list(backing.values() if isinstance(backing, dict) else backing)
+    elif isinstance(value, (set, frozenset)):
+        parts = list(value)
+    elif is_structure(value):
+        items = structure_items(value)
+        parts = items if isinstance(items, list) else list(items.values())
+    elif hasattr(value, "__next__"):  # a built-in iterator (one over an array): its arguments
+        try:
+            parts = list(value.__reduce__()[1])
+        except TypeError:
+            return False
+    else:
+        return False
+    return any(_carries_derivative(part, trace, seen) for part in parts)
+
+
+def _cell_filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 (raises ValueError for an empty cell)
+    except ValueError:
+        return False
+    return True
+
+
+# ----- which values the tape takes apart -----------------------------------------------------
+
+_OPAQUE = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+    functools.partial,
+    np.ufunc,
+    np.random.Generator,
+)
+
+
+def is_namedtuple(value) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def fields_of(value) -> list[str] | None:
+    """The fields of a dataclass instance or plain object, or None for anything else."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [f.name for f in dataclasses.fields(value)]
+    if isinstance(value, _OPAQUE) or _from_a_library(type(value)):
+        return None
+    d = getattr(value, "__dict__", None)
+    return list(d) if isinstance(d, dict) else None
+
+
+def _from_a_library(cls: type) -> bool:
+    """Whether ``cls`` comes from an installed library or the standard library: its objects
+    (random generators, distributions, data frames, locks) are not taken apart into fields."""
+    module = sys.modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None)
+    return cls.__module__ == "builtins" or (filename is not None and is_library(filename))
 
 
 #: operations whose pullbacks never read their operands' values (a sum's cotangent is the output's
