@@ -39,6 +39,7 @@ from collections.abc import Callable
 from .api import DEFAULT_ENGINE, _reverse_engine
 from .core import NoTangent, Tangent, ZeroTangent, iszero, rrule, unthunk
 from .core.active import ActiveValue, current_engine
+from .core.ruled_calls import holds_engine_values
 
 
 class Checkpointed:
@@ -96,7 +97,12 @@ def rrule_checkpointed(c: Checkpointed, /, *args, **kwargs):
     # the engine differentiating now, kept for the pullback (a tape's reverse pass runs after it
     # has stopped recording); a direct call of the rule recomputes with the default engine
     engine = current_engine() or _reverse_engine(DEFAULT_ENGINE).pullback_full
-    y = c.f(*args, **kwargs)
+    if any(map(holds_engine_values, (c.f, *args, *kwargs.values()))):
+        # another engine's values (a tape's, differentiating this gradient): f runs as the engine
+        # runs it, calling the rules of what f calls, whose bodies that engine would differentiate
+        y = engine(c.f, *args, **kwargs)[0]
+    else:
+        y = c.f(*args, **kwargs)
 
     def checkpointed_pullback(dy):
         _, back = engine(c.f, *args, **kwargs)  # f's forward pass again, now with its pullbacks

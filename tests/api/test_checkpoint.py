@@ -106,6 +106,41 @@ def test_a_gradient_of_a_gradient_through_a_checkpoint():
     np.testing.assert_allclose(cr.gradient(slope, X)[0], crt.fd_jacobian(reference, X).reshape(3), rtol=1e-6)
 
 
+def softmax(x):
+    z = np.exp(x - np.max(x))
+    return z / np.sum(z)
+
+
+@cr.rrule.register(softmax)
+def rrule_softmax(x):
+    y = softmax(x)
+
+    def softmax_pullback(dy):
+        dy = cr.unthunk(dy)
+        return cr.NoTangent(), y * (dy - np.sum(dy * y))
+
+    return y, softmax_pullback
+
+
+@cr.checkpoint
+def ruled_segment(u):
+    return u + np.tanh(u) * softmax(u)
+
+
+@pytest.mark.parametrize("engine", REVERSE)
+def test_a_gradient_of_a_source_gradient_through_a_checkpoint_calling_a_ruled_function(engine):
+    # the inner gradient's source engine recomputes the segment (calling softmax's rule), also
+    # where an outer tape differentiates it
+    def slope(x):
+        return np.sum(cr.gradient(lambda z: np.sum(ruled_segment(z) ** 2), x)[0] ** 2)
+
+    def reference(x):
+        return np.sum(cr.gradient(lambda z: np.sum(ruled_segment.f(z) ** 2), x)[0] ** 2)
+
+    expected = crt.fd_jacobian(reference, X).reshape(3)
+    np.testing.assert_allclose(cr.gradient(slope, X, engine=engine)[0], expected, rtol=1e-6)
+
+
 def test_the_rule_passes_the_rule_tests():
     crt.test_rrule(layer, X, W)
 

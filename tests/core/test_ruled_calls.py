@@ -138,3 +138,32 @@ def test_only_rules_for_the_users_own_code_make_engines_check_every_operation():
 
     registry.register(mine)(lambda x: (x, None))
     assert watches_user_code(registry)
+
+
+def test_values_reached_through_a_callable_argument_count():
+    import functools
+
+    def solve(g, lo):  # a solver that computes with what g captured, not with its arguments
+        return look()
+
+    cr.scalar_rule(solve, lambda g, lo: (0.0, 0.0))
+
+    class Equation:
+        def __init__(self, c):
+            self.c = c
+
+        def residual(self, x):
+            return x - self.c
+
+    c = Box(KEY, 2.0)
+    for g in (
+        lambda x: x - c,  # a closure's cell
+        lambda x, c=c: x - c,  # a default
+        functools.partial(lambda x, c: x - c, c=c),  # a partial's arguments
+        Equation(c).residual,  # a bound method's object
+    ):
+        found = solve(g, 0.0)
+        assert found is not None and found[0] is solve
+    constant, other = 2.0, Box(OTHER, 2.0)
+    assert solve(lambda x: x - constant, 0.0) is None
+    assert solve(lambda x: x - other, 0.0) is None  # another differentiation's value

@@ -184,6 +184,39 @@ def test_a_reverse_rule_alone_does_not_stop_forward_mode():
     assert cr.derivative(lambda x: halve(x) * x, 3.0) == 3.0
 
 
+def bisect_root(g, lo, hi):
+    """The root of ``g`` in ``[lo, hi]`` by bisection: only comparisons of ``g``'s values reach the result."""
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if g(lo) * g(mid) <= 0:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi)
+
+
+@cr.frule.register(bisect_root)
+def frule_bisect_root(tangents, g, lo, hi):
+    return bisect_root(g, lo, hi), 1.0  # (never reached below)
+
+
+def test_a_call_receiving_the_duals_through_a_function_argument_is_refused():
+    # the duals reach the ruled solver only as what its equation captured; its body's tangent,
+    # through comparisons alone, would be a silent zero, and so would the source engine's primal's
+    def cube_root(c):
+        return bisect_root(lambda x: x**3 - c, 0.0, 10.0)  # the call
+
+    lines, first = inspect.getsourcelines(cube_root)
+    line = first + next(i for i, text in enumerate(lines) if "# the call" in text)
+    with pytest.raises(IgnoredRuleError, match="bisect_root has a rule that forward mode") as info:
+        forward.jvp(cube_root, (8.0,), (1.0,))
+    assert f"{__file__}:{line}" in str(info.value)
+    with pytest.raises(IgnoredRuleError, match="bisect_root has a rule") as info:
+        cr.derivative(cube_root, 8.0)
+    assert "nor captured by a function passed to it" in "".join(info.value.__notes__)
+    assert cr.derivative(lambda c: bisect_root(lambda x: x**3 - 8.0, 0.0, 10.0) * c, 1.0) == pytest.approx(2.0)
+
+
 def test_derivatives_of_derivatives_through_a_rule_that_calls_its_own_function():
     def square(x):
         return x * x

@@ -32,10 +32,11 @@ reported as the call the user's code made, the outer one, at the user's line.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .active import ActiveValue
@@ -362,19 +363,63 @@ def _arguments(frame) -> tuple[list, list]:
 
 
 def _holds(value, owns, key, depth: int) -> bool:
-    """Whether ``value`` is, or holds within ``depth`` levels of containers and fields, a value ``owns``."""
+    """Whether ``value`` is, or holds within ``depth`` levels (see ``_held_by``), a value ``owns``."""
     if isinstance(value, ActiveValue):
         return owns(value, key)
-    if depth == 0 or isinstance(value, (str, bytes, type, types.ModuleType, types.FunctionType)):
+    if depth == 0 or isinstance(value, (str, bytes, type, types.ModuleType)):
         return False
+    return any(_holds(v, owns, key, depth - 1) for v in _held_by(value))
+
+
+def holds_engine_values(value) -> bool:
+    """Whether ``value`` is an engine's value or holds one (see ``_held_by``), within three levels.
+
+    >>> from chainrules.forward import Dual, Tag
+    >>> k = Dual(2.0, 1.0, Tag())
+    >>> holds_engine_values(lambda x: k * x), holds_engine_values([1.0, (2.0,)])
+    (True, False)
+    """
+    return _holds(value, _any_engine, None, 3)
+
+
+def _any_engine(value, key) -> bool:
+    return True
+
+
+def _held_by(value) -> Iterable:
+    """What ``value`` holds: a container's items, an object's fields (a model's parameters), and
+    what a callable was given before its call, which its call computes with as with its
+    arguments (a solver's equation closing over the values being differentiated): a function's
+    captured values and defaults, a ``functools.partial``'s function and arguments, a bound
+    method's object.
+
+    >>> k = 2.0
+    >>> list(_held_by(lambda x, n=3: k * x ** n))
+    [2.0, 3]
+    """
     if isinstance(value, (tuple, list, set, frozenset)):
-        return any(_holds(v, owns, key, depth - 1) for v in value)
+        return value
     if isinstance(value, dict):
-        return any(_holds(v, owns, key, depth - 1) for v in value.values())
+        return value.values()
+    if type(value) is _FUNCTION:
+        return (*_captured(value.__closure__), *(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values())
+    if type(value) is types.MethodType:
+        return value.__self__, value.__func__
+    if isinstance(value, functools.partial):
+        return value.func, *value.args, *value.keywords.values()
     fields = getattr(value, "__dict__", None)
-    if isinstance(fields, dict):  # an object's fields (a model's parameters)
-        return any(_holds(v, owns, key, depth - 1) for v in fields.values())
-    return False
+    return fields.values() if isinstance(fields, dict) else ()
+
+
+def _captured(cells) -> list:
+    """The values in a closure's filled cells."""
+    values = []
+    for cell in cells or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # not yet assigned
+            pass
+    return values
 
 
 def _is_this_function(fn, frame) -> bool:

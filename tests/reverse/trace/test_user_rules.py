@@ -118,6 +118,48 @@ def test_a_rule_rescues_a_function_whose_body_the_tape_cannot_run():
     assert cr.gradient(f, 1.0, engine="source")[0] == pytest.approx(3 / math.sqrt(2), rel=1e-15)
 
 
+def bisect_root(g, lo, hi):
+    """The root of ``g`` in ``[lo, hi]`` by bisection: only comparisons of ``g``'s values reach the result."""
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if g(lo) * g(mid) <= 0:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi)
+
+
+@cr.rrule.register(bisect_root)
+def rrule_bisect_root(g, lo, hi):
+    root = bisect_root(g, lo, hi)
+    _, back = cr.rrule_via_ad(g, root)
+    slope = cr.unthunk(back(1.0)[1])
+
+    def bisect_root_pullback(dx):  # implicit function theorem: the cotangent of what g captured
+        dg, _ = back(-cr.unthunk(dx) / slope)
+        return cr.NoTangent(), dg, cr.ZeroTangent(), cr.ZeroTangent()
+
+    return root, bisect_root_pullback
+
+
+def test_a_call_receiving_the_values_through_a_function_argument_is_refused():
+    # the values reach the ruled solver only as what its equation captured (a cell, a default):
+    # its body's derivative, through comparisons alone, would be a silent zero
+    def cube_root(c):
+        return bisect_root(lambda x: x**3 - c, 0.0, 10.0)  # the call
+
+    def with_default(c):
+        return bisect_root(lambda x, c=c: x**3 - c, 0.0, 10.0)
+
+    with pytest.raises(IgnoredRuleError, match="bisect_root has a rule that the tape engine") as info:
+        cr.gradient(cube_root, 8.0, engine="tape")
+    assert f"{__file__}:{_line_of(cube_root, '# the call')}" in str(info.value)
+    with pytest.raises(IgnoredRuleError, match="bisect_root has a rule"):
+        cr.gradient(with_default, 8.0, engine="tape")
+    # the source engine calls the rule
+    assert cr.gradient(cube_root, 8.0)[0] == pytest.approx(cr.testing.fd_jvp(cube_root, 8.0, 1.0), rel=1e-6)
+
+
 @dataclasses.dataclass
 class Gain:
     k: float

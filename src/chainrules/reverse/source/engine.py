@@ -36,6 +36,7 @@ from ...core.active import ActiveValue, active_engine, current_engine
 from ...core.errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, note_user_line, user_location
 from ...core.keywords import as_positional
 from ...core.registry import _LEDGER, decline_batch, frule, rrule
+from ...core.ruled_calls import holds_engine_values
 from ...core.structures import leaves
 from ...core.tangents import AbstractZero, Tangent, unthunk
 from . import cache, codegen, effects, runtime
@@ -430,12 +431,14 @@ def _by_forward_rule(fn: types.FunctionType, args: tuple, kwargs: dict, bound: b
         ruled, call_args = args[0], args[1:]
     owner = next((a for a in (*call_args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
     if owner is None:
-        if leaves((args, kwargs), _is_engine_value):  # in a structure, or in the callable object's fields
+        # in a structure, in the callable object's fields, or captured by a function passed in (a solver's equation)
+        if leaves((args, kwargs), _is_engine_value) or any(map(holds_engine_values, (*args, *kwargs.values()))):
             raise _no_rule(
                 ruled,
                 call_args,
                 "it has a forward rule, which takes values being differentiated as arguments, not inside "
-                "structures or the callable object's own fields: its body would be differentiated in its place",
+                "structures or the callable object's own fields, nor captured by a function passed to it: its "
+                "body would be differentiated in its place",
             )
         return None
     y = owner.call_by_rule(ruled, call_args, kwargs)
@@ -485,13 +488,18 @@ def _by_both_rules(owner: ActiveValue, f, rule, args: tuple, kwargs: dict):
     straight-through estimator's ``np.round``; ``sqrt`` at 0 in a norm's formula, whose forward
     rule takes the zero vector). The reverse rule runs only when the pullback is called (as
     ``core.twins._by_users_rules`` runs a user's), so a first-order forward pass never calls it:
-    it may compute what the other engine's values refuse (``math.exp`` of a dual)."""
+    it may compute what the other engine's values refuse (``math.exp`` of a dual), and it runs with
+    this engine installed, as during the forward pass: a rule that differentiates by
+    ``rrule_via_ad`` (``cr.checkpoint``'s) calls back into this engine, not into the one
+    differentiating this pullback (a tape's, whose values the recomputed code meets)."""
     y = owner.call_by_rule(f, args, kwargs)
     if y is NotImplemented:
         return rule(*args, **kwargs)
 
     def reverse_rule_pullback(dy):
-        return rule(*args, **kwargs)[1](dy)
+        with active_engine(pullback_full):
+            _, back = rule(*args, **kwargs)
+        return back(dy)
 
     return y, reverse_rule_pullback
 
