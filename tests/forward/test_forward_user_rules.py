@@ -275,3 +275,71 @@ def test_a_correct_rule_of_the_function_given_agrees_with_finite_differences_and
     np.testing.assert_allclose(J, cr.jacobian(softplus, x, mode="reverse", engine="source"), rtol=1e-15)
     np.testing.assert_allclose(J @ dx, dy, rtol=1e-15)
     cr.testing.check_grads(softplus, (x,), modes=("forward",), order=1)
+
+
+@dataclasses.dataclass
+class Quadratic:
+    A: np.ndarray
+    b: np.ndarray
+
+    def __call__(self, x):
+        return 0.5 * x @ self.A @ x - self.b @ x
+
+
+@cr.rrule.register(Quadratic)
+def rrule_quadratic(q, x):
+    def quadratic_pullback(dy):
+        dy = cr.unthunk(dy)
+        dq = cr.Tangent[Quadratic](A=0.5 * dy * np.outer(x, x), b=-dy * x)
+        return dq, dy * (0.5 * (q.A + q.A.T) @ x - q.b)
+
+    return q(x), quadratic_pullback
+
+
+QUADRATIC_TANGENTS: list = []  # the tangents of the object its frule was given
+
+
+@cr.frule.register(Quadratic)
+def frule_quadratic(tangents, q, x):
+    dq, dx = tangents
+    QUADRATIC_TANGENTS.append(dq)
+    dy = 0.0 if cr.iszero(dx) else (0.5 * (q.A + q.A.T) @ x - q.b) @ cr.unthunk(dx)
+    if not cr.iszero(dq):
+        dy = dy + 0.5 * x @ cr.unthunk(dq.A) @ x - cr.unthunk(dq.b) @ x
+    return 0.5 * x @ q.A @ x - q.b @ x, dy
+
+
+A2 = np.array([[2.0, 0.3], [0.3, 1.0]])
+X2 = np.array([0.1, 0.4])
+
+
+def quadratic_of_its_field(b):
+    q = Quadratic(A2, b)  # the object's field and the argument of its call both depend on b
+    return q(X2) * q(X2 + b)
+
+
+def test_a_callable_objects_fields_reach_its_frule_as_its_tangent():
+    # run through the source engine's primal, the object's frule gets Tangent[Quadratic] for its dual field
+    b, db = np.array([0.5, -0.3]), np.array([1.0, -2.0])
+    QUADRATIC_TANGENTS.clear()
+    y, dy = cr.jvp(quadratic_of_its_field, (b,), (db,))
+    assert cr.Tangent[Quadratic](A=cr.ZeroTangent(), b=db) in QUADRATIC_TANGENTS
+    assert type(y) is np.float64 and type(dy) is np.float64  # numbers, not the engine's dual numbers
+    np.testing.assert_allclose(y, quadratic_of_its_field(b), rtol=1e-15)
+    np.testing.assert_allclose(dy, cr.testing.fd_jvp(quadratic_of_its_field, b, db), rtol=1e-9)
+    J = cr.jacobian(quadratic_of_its_field, b, mode="forward")
+    np.testing.assert_allclose(J, cr.testing.fd_jacobian(quadratic_of_its_field, b).ravel(), rtol=1e-9)
+    np.testing.assert_allclose(J, cr.gradient(quadratic_of_its_field, b)[0], rtol=1e-13)
+
+
+def test_second_derivatives_through_a_callable_object_whose_fields_are_differentiated():
+    b = np.array([0.5, -0.3])
+    gradient = lambda b: cr.gradient(quadratic_of_its_field, b)[0]  # noqa: E731
+    expected = cr.testing.fd_jacobian(gradient, b)
+    H = cr.hessian(quadratic_of_its_field, b)  # forward mode over the source engine's gradient
+    np.testing.assert_allclose(H, expected, rtol=1e-8)
+    np.testing.assert_allclose(H, H.T, rtol=1e-13)
+    # the tape over the source engine's gradient: the tape runs the object's rules on its values
+    v = np.array([1.0, -2.0])
+    directional = cr.gradient(lambda b: gradient(b) @ v, b, engine="tape")[0]
+    np.testing.assert_allclose(directional, expected @ v, rtol=1e-8)

@@ -873,3 +873,59 @@ def test_primal_rtol_lets_a_rule_evaluate_the_function_another_way():
         test_frule(scaled, x, rule=lambda t, f, *a: frule_off(t, *a))
     test_rrule(scaled, x, rule=lambda f, *a: rrule_off(*a), primal_rtol=1e-9)
     test_frule(scaled, x, rule=lambda t, f, *a: frule_off(t, *a), primal_rtol=1e-9)
+
+
+@dataclasses.dataclass
+class Spring:
+    k: float
+    rest: float
+
+    def energy(self, x):
+        return 0.5 * self.k * np.sum((np.diff(x) - self.rest) ** 2)
+
+
+SPRING_K_SCALE = [1.0]  # 1.5 makes the rules' derivatives with respect to the spring's k wrong
+
+
+@cr.rrule.register(Spring.energy)
+def rrule_spring_energy(spring, x):
+    stretch = np.diff(x) - spring.rest
+
+    def spring_energy_pullback(dy):
+        dy = cr.unthunk(dy)
+        if cr.iszero(dy):
+            return NO, cr.ZeroTangent(), cr.ZeroTangent()
+        force = spring.k * stretch * dy
+        dx = np.concatenate([[0.0], force]) - np.concatenate([force, [0.0]])
+        dk = SPRING_K_SCALE[0] * 0.5 * np.sum(stretch**2) * dy
+        return NO, cr.Tangent[Spring](k=dk, rest=-np.sum(force)), dx
+
+    return 0.5 * spring.k * np.sum(stretch**2), spring_energy_pullback
+
+
+@cr.frule.register(Spring.energy)
+def frule_spring_energy(tangents, spring, x):
+    _, dspring, dx = tangents
+    stretch = np.diff(x) - spring.rest
+    dy = 0.0 if cr.iszero(dx) else spring.k * stretch @ np.diff(cr.unthunk(dx))
+    if not cr.iszero(dspring):
+        dk, drest = cr.unthunk(dspring.k), cr.unthunk(dspring.rest)
+        dy = dy + SPRING_K_SCALE[0] * 0.5 * np.sum(stretch**2) * dk - spring.k * np.sum(stretch) * drest
+    return 0.5 * spring.k * np.sum(stretch**2), dy
+
+
+def test_a_bound_methods_own_tangent_is_its_objects_checked_against_finite_differences():
+    spring, x = Spring(2.0, 1.0), np.array([0.0, 1.1, 2.3, 2.9])
+    # the engines give the bound method its object's tangent, Tangent[Spring]; the testers check it
+    assert isinstance(cr.pullback(lambda m, x: m(x), spring.energy, x)[1](1.0)[0], cr.Tangent)
+    test_rrule(spring.energy, x)
+    test_frule(spring.energy, x)
+    test_frule(spring.energy, x, tangents=(cr.Tangent[Spring](k=1.0, rest=-0.5), np.zeros(4)))
+    SPRING_K_SCALE[0] = 1.5
+    try:
+        with pytest.raises(AssertionError, match=r"Spring\.energy itself \(the pullback's first entry\)\.k"):
+            test_rrule(spring.energy, x)
+        with pytest.raises(AssertionError, match="does not match finite differences"):
+            test_frule(spring.energy, x, tangents=(cr.Tangent[Spring](k=1.0, rest=0.0), np.zeros(4)))
+    finally:
+        SPRING_K_SCALE[0] = 1.0
