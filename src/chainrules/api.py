@@ -52,6 +52,7 @@ from .core import (
     user_location,
 )
 from .core.errors import NoDerivativeError, NoForwardRuleError
+from .core.pullback_results import callable_label, checked_cotangents
 from .core.ruled_calls import IgnoredRuleError
 from .core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from .core.tangents import _is_namedtuple_type, _rebuild
@@ -118,7 +119,7 @@ def _on_the_tape(
         pulled = _run_reverse(_reverse_engine("tape"), f, args, kwargs, constants)
     # (a C function given a tracked value: ctypes.ArgumentError)
     except (ChainRulesError, TypeError, ctypes.ArgumentError) as error:
-        refusal.add_note(f"The tape engine could not differentiate {_callable_label(f)} either: {error}")
+        refusal.add_note(f"The tape engine could not differentiate {callable_label(f)} either: {error}")
         raise refusal from None
     _remember_choice(f, _ON_THE_TAPE, _ON_THE_TAPE)
     _ON_THE_TAPE_USED[0] = True
@@ -173,11 +174,6 @@ def _checked_chunk_size(chunk_size) -> int | None:
     return size
 
 
-def _callable_label(f) -> str:
-    """How errors name ``f``: its qualified name, or its class's for a callable object."""
-    return getattr(f, "__qualname__", type(f).__name__)
-
-
 def _forward_engine():
     # what importlib.import_module returns, without its few µs a call once the module is loaded
     module = sys.modules.get("chainrules.forward")
@@ -212,12 +208,12 @@ def _forward(run: Callable, f: Callable, *args):
             if isinstance(error, ChainRulesError) and not isinstance(error, (NoDerivativeError, NoForwardRuleError)):
                 # the source engine cannot run f either: the first refusal says why
                 why = f"{type(error).__name__}: {error}"
-                refusal.add_note(f"Run through the source engine's primal, {_callable_label(f)} failed too: {why}")
+                refusal.add_note(f"Run through the source engine's primal, {callable_label(f)} failed too: {why}")
                 raise refusal from None
             # f ran, and a rule in it refused (a derivative without closed form, a solver that did not converge,
             # a rule for reverse mode only: solve_ivp's adjoint)
             error.add_note(
-                f"(forward mode ran {_callable_label(f)} as the source engine's primal runs it, since "
+                f"(forward mode ran {callable_label(f)} as the source engine's primal runs it, since "
                 f"{type(refusal).__name__}: {refusal})"
             )
             raise
@@ -233,7 +229,7 @@ def _through_source(f: Callable) -> Callable:
     def through_source(*args, **kwargs):
         return run(f, *args, **kwargs)[0]
 
-    through_source.__qualname__ = _callable_label(f)
+    through_source.__qualname__ = callable_label(f)
     return through_source
 
 
@@ -324,58 +320,6 @@ def _own(v, seen: list):
     return v
 
 
-def _checked(f: Callable, cotangents, args: tuple):
-    """A full pullback's result as ``f``'s rule (or its engine) must give it: a tuple of one tangent
-    for ``f`` and one per argument, an array argument's of its shape; else a ChainRulesError naming
-    ``f``, where the mistake (a rule's) would have reached the user as a gradient.
-
-    >>> _checked(len, (NoTangent(), 1.0), (2.0,))
-    (NoTangent(), 1.0)
-    """
-    if type(cotangents) is not tuple or len(cotangents) != len(args) + 1:  # (then each argument's)
-        got = f"{len(cotangents)} values" if isinstance(cotangents, tuple) else f"a {type(cotangents).__name__}"
-        raise ChainRulesError(
-            f"the pullback of {_callable_label(f)} returned {got} for {len(args)} argument(s): a pullback returns "
-            f"a tuple of {len(args) + 1}, the tangent of the function itself first (check its rule)"
-        )
-    i = 0
-    for a in args:
-        i += 1
-        c = cotangents[i]
-        tc = type(c)
-        if tc is float:
-            if type(a) is float:
-                continue
-        elif tc is np.ndarray and type(a) is np.ndarray and c.shape == a.shape:
-            continue
-        _check_cotangent(f, i, a, c)
-    return cotangents
-
-
-def _check_cotangent(f: Callable, i: int, a, c) -> None:
-    """``_checked`` for the cotangent ``c`` of argument ``i`` (from 1), ``a``, past its fast cases."""
-    ta, tc = type(a), type(c)
-    if ta is np.ndarray:
-        shape = a.shape
-    elif ta is float or ta is int or ta is complex or isinstance(a, np.number):
-        shape = ()
-    else:
-        return  # (a structure's, an engine's value's: their own rules check them)
-    if tc is np.ndarray:
-        if c.shape == shape:
-            return
-    elif tc is float or tc is complex:
-        if not shape:
-            return
-    elif isinstance(c, (AbstractTangent, ActiveValue)) or (isinstance(c, np.number) and not shape):
-        return
-    what = f"shape {np.shape(c)}" if isinstance(c, (np.ndarray, float, complex, np.number)) else repr(c)[:40]
-    raise ChainRulesError(
-        f"the pullback of {_callable_label(f)} returned {what} as the cotangent of argument {i}, a "
-        f"{ta.__name__}{' of shape ' + str(shape) if ta is np.ndarray else ''} (check its rule)"
-    )
-
-
 def _unthunked(cotangents: tuple, args: tuple) -> tuple:
     """The user's view of a full pullback's result: no tangent for ``f``, nothing lazy."""
     grads = cotangents[1:]
@@ -423,7 +367,7 @@ def pullback(f: Callable, *args, engine: str = DEFAULT_ENGINE, **kwargs) -> tupl
             dy = _numeric_cotangent(f, y, dy)
         elif structured:
             dy = _structural_cotangent(f, y, dy)
-        return _owned(_unthunked(_checked(f, back_full(dy), args), args), dy)
+        return _owned(_unthunked(checked_cotangents(f, back_full(dy), args), args), dy)
 
     return y, back
 
@@ -441,17 +385,17 @@ def _numeric_cotangent(f: Callable, y, dy, path: str | None = None):
         dy = np.asarray(dy)
     elif not (_is_numeric(dy) or isinstance(dy, np.ndarray)):
         raise TypeError(
-            f"pullback of {_callable_label(f)}: the cotangent must be a number or an array like "
+            f"pullback of {callable_label(f)}: the cotangent must be a number or an array like "
             f"{path or 'the output'}, got {type(dy).__name__}"
         )
     if np.shape(dy) != np.shape(y):
         raise ValueError(
-            f"pullback of {_callable_label(f)}: a cotangent of shape {np.shape(dy)} for "
+            f"pullback of {callable_label(f)}: a cotangent of shape {np.shape(dy)} for "
             f"{path or 'an output'} of shape {np.shape(y)}"
         )
     if isinstance(dy, np.ndarray) and dy.dtype.kind not in "fciu":
         raise TypeError(
-            f"pullback of {_callable_label(f)}: a cotangent of dtype {dy.dtype}{' for ' + path if path else ''}; "
+            f"pullback of {callable_label(f)}: a cotangent of dtype {dy.dtype}{' for ' + path if path else ''}; "
             "give numbers"
         )
     return dy
@@ -471,7 +415,7 @@ def _structural_cotangent(f: Callable, y, dy):
     Tangent[P](a=array([1., 1.]), b=1.0)
     """
     checked = functools.partial(_numeric_cotangent, f)
-    return _structural_seed(f"pullback of {_callable_label(f)}", "cotangent", y, dy, "output", checked)
+    return _structural_seed(f"pullback of {callable_label(f)}", "cotangent", y, dy, "output", checked)
 
 
 def _structural_tangent(f: Callable, i: int, x, t):
@@ -490,7 +434,7 @@ def _structural_tangent(f: Callable, i: int, x, t):
         _check_tangent(f, f"the tangent of {path}", leaf, d)
         return d
 
-    return _structural_seed(f"jvp({_callable_label(f)}, ...)", "tangent", x, t, f"primals[{i}]", setting_or_tangent)
+    return _structural_seed(f"jvp({callable_label(f)}, ...)", "tangent", x, t, f"primals[{i}]", setting_or_tangent)
 
 
 def _structural_seed(entry: str, noun: str, y, dy, path: str, at_leaf: Callable):
@@ -629,7 +573,7 @@ def _is_inexact(x) -> bool:
 
 
 def _gradients(f: Callable, cotangents: tuple, args: tuple, argnums: int | Sequence[int] | None):
-    """The user's gradients from ``f``'s full pullback's result (checked, see ``_checked``), for the
+    """The user's gradients from ``f``'s full pullback's result (checked, see ``checked_cotangents``), for the
     arguments ``argnums`` selects: only those are unthunked (an unselected thunk may be costly and
     is never computed)."""
     if argnums is None and type(cotangents) is tuple and len(cotangents) == len(args) + 1:
@@ -640,7 +584,7 @@ def _gradients(f: Callable, cotangents: tuple, args: tuple, argnums: int | Seque
                 break
         else:
             return cotangents[1:]
-    _checked(f, cotangents, args)
+    checked_cotangents(f, cotangents, args)
     if argnums is None:
         return _owned(_unthunked(cotangents, args))
     positions = range(len(args))
@@ -667,7 +611,7 @@ def _seed_for(y, f: Callable, entry: str = "gradient"):
     if getattr(y, "shape", None) == () and isinstance(dtype, np.dtype) and dtype.kind in "fiu":
         # in its own precision: no projection at the end turns an engine's float64 values back to float32
         return dtype.type(1.0) if dtype.kind == "f" and dtype != np.float64 else 1.0
-    name = _callable_label(f)
+    name = callable_label(f)
     shape = getattr(y, "shape", None)
     kind = type(y).__name__
     if isinstance(y, ActiveValue) and isinstance(shape, tuple):  # an engine's value: say what it carries
@@ -731,7 +675,7 @@ def _value_and_gradient(
             # with a zero cotangent for aux
             if not isinstance(y, (tuple, list)) or len(y) != 2:
                 raise ChainRulesError(
-                    f"has_aux=True needs {_callable_label(f)} to return a pair (value, aux), got {type(y).__name__}"
+                    f"has_aux=True needs {callable_label(f)} to return a pair (value, aux), got {type(y).__name__}"
                 )
             seed = Tangent[type(y)](_seed_for(y[0], f, entry), ZeroTangent())
             return (y[0], y[1]), _gradients(f, _once(back_full)(seed), args, argnums)
@@ -804,10 +748,10 @@ def _check_tangent(f: Callable, what: str, x, t) -> None:
     """A ValueError naming ``f`` where the tangent ``t`` (``what``: ``tangent 0``) does not fit its
     number or array primal ``x``: another shape, or complex for a real ``x``."""
     if isinstance(t, (np.ndarray, float, int, complex)) and np.shape(t) != np.shape(x) and _is_numeric(x):
-        raise ValueError(f"jvp({_callable_label(f)}, ...): {what} has shape {np.shape(t)}, its primal {np.shape(x)}")
+        raise ValueError(f"jvp({callable_label(f)}, ...): {what} has shape {np.shape(t)}, its primal {np.shape(x)}")
     if _is_numeric(t) and _is_numeric(x) and np.iscomplexobj(t) and not np.iscomplexobj(x):
         raise ValueError(
-            f"jvp({_callable_label(f)}, ...): {what} is complex and its primal is real; a real input "
+            f"jvp({callable_label(f)}, ...): {what} is complex and its primal is real; a real input "
             "moves along real directions only (for a complex direction, make the input complex: x + 0j)"
         )
 
@@ -822,7 +766,7 @@ def derivative(f: Callable, x):
     _check_callable(f, "derivative")
     if type(x) is not float and np.ndim(x) != 0:
         raise ValueError(
-            f"derivative({_callable_label(f)}, x) is for a scalar x, got an array of shape {np.shape(x)}; "
+            f"derivative({callable_label(f)}, x) is for a scalar x, got an array of shape {np.shape(x)}; "
             "use cr.jacobian(f, x) or cr.jvp(f, (x,), (tangent,))"
         )
     return _as_number_of(x, jvp(f, (x,), (1.0 if not isinstance(x, complex) else 1.0 + 0j,))[1])
@@ -1011,7 +955,7 @@ def _jacobian_output(f: Callable, y):
     number, an array or a structure of them, and a tangent's fields are not its own output's."""
     if isinstance(y, AbstractTangent):
         raise TypeError(
-            f"jacobian: {_callable_label(f)} returned a {type(y).__name__}; it must return a number, an array, "
+            f"jacobian: {callable_label(f)} returned a {type(y).__name__}; it must return a number, an array, "
             "or a structure of them (a gradient's tangent: return its fields, e.g. as a tuple)"
         )
     return y
@@ -1569,7 +1513,7 @@ def rrule_jacobian(f, x, *options, **keywords):
     if not _is_array_value(x):
         where = user_location()
         raise ChainRulesError(
-            f"cr.jacobian({_callable_label(f)}, x) inside a function being differentiated"
+            f"cr.jacobian({callable_label(f)}, x) inside a function being differentiated"
             f"{' (at ' + where + ')' if where else ''} takes a number or an array x; "
             "its Jacobian at a structured input has no rule: pass the arrays themselves"
         )
@@ -1767,7 +1711,7 @@ def rrule_hessian(f, x, *options, **keywords):
     where = user_location()
     if not _is_array_value(x):
         raise ChainRulesError(
-            f"cr.hessian({_callable_label(f)}, x) inside a function being differentiated"
+            f"cr.hessian({callable_label(f)}, x) inside a function being differentiated"
             f"{' (at ' + where + ')' if where else ''} takes a number or an array x; its Hessian at structured "
             "inputs has no rule: pass the array itself"
         )
@@ -1782,8 +1726,8 @@ def rrule_hessian(f, x, *options, **keywords):
             _, d_gradient_of, dx = jacobian_pullback(dH)
         except TypeError as error:  # an engine's refusal (a buffer of nested duals): say which derivative needed it
             raise TypeError(
-                f"the derivative of cr.hessian({_callable_label(f)}, x){' at ' + where if where else ''} takes third "
-                f"derivatives of {_callable_label(f)}, which the engines could not take: {error}"
+                f"the derivative of cr.hessian({callable_label(f)}, x){' at ' + where if where else ''} takes third "
+                f"derivatives of {callable_label(f)}, which the engines could not take: {error}"
             ) from error
         df = d_gradient_of if _is_zero(d_gradient_of) else unthunk(d_gradient_of).f
         return (NoTangent(), df, dx, *options_tangents)

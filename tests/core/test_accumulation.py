@@ -187,3 +187,52 @@ def test_accumulate_scalars():
     acc, owned = cr.accumulate(1.0, False, 2.0)
     assert acc == 3.0 and not owned
     assert cr.accumulate(1.0, False, cr.NoTangent()) == (1.0, False)
+
+
+def matvec(W, x):
+    return W @ x
+
+
+@cr.rrule.register(matvec)
+def _rrule_matvec(W, x):
+    """A rule written as docs/tangents.md shows: W's cotangent adds itself with ``acc += ...``."""
+
+    def matvec_pullback(dy):
+        dy = cr.unthunk(dy)
+
+        def add_outer(acc):
+            acc += np.outer(dy, x)
+            return acc
+
+        return cr.NoTangent(), cr.InplaceableThunk(add_outer, cr.Thunk(lambda: np.outer(dy, x))), W.T @ dy
+
+    return W @ x, matvec_pullback
+
+
+_X = np.array([0.5, -1.0])
+_W = np.array([[0.3, 0.1], [-0.2, 0.4]])
+
+
+def _plain_contributions_first(W):
+    # W's cotangents arrive plain first (the linear terms', met first in reverse order), then the square's, which
+    # holds the second-order engine's values
+    return np.sum(matvec(W, _X) ** 2) + np.sum(matvec(W, _X)) + np.sum(matvec(W, 2.0 * _X))
+
+
+@pytest.mark.parametrize(
+    "second_order",
+    [
+        lambda f: cr.hessian(f, _W),
+        lambda f: cr.jacobian(lambda W: cr.gradient(f, W)[0], _W, mode="forward"),
+        lambda f: cr.jacobian(lambda W: cr.gradient(f, W)[0], _W, engine="tape"),
+    ],
+    ids=["hessian", "forward over source", "tape over source"],
+)
+def test_an_inplaceable_thunk_holding_an_engines_values_is_added_by_its_value(second_order):
+    """A plain accumulator cannot take ``acc += v`` of another engine's values: the thunk is added
+    out of place where an engine differentiates the pullback (owned accumulator and borrowed)."""
+    from chainrules.testing import fd_jacobian
+
+    H = np.asarray(second_order(_plain_contributions_first)).reshape(4, 4)
+    expected = fd_jacobian(lambda W: cr.gradient(_plain_contributions_first, W)[0], _W)
+    np.testing.assert_allclose(H, expected, rtol=1e-6, atol=1e-8)

@@ -101,3 +101,25 @@ def test_reads_of_a_buffer_written_in_the_same_statement_under_an_outer_tape(f):
     outer = cr.gradient(slope, x, engine="tape")[0]
     np.testing.assert_allclose(deep_primal(inner[0]), fd_jacobian(f, x).ravel(), rtol=1e-7)  # its values
     np.testing.assert_allclose(outer, fd_jacobian(slope, x).ravel(), rtol=1e-6, atol=1e-8)
+
+
+def cube_root(x):
+    return np.cbrt(x)
+
+
+@cr.frule.register(cube_root)
+def _frule_cube_root(tangents, x):
+    y = np.cbrt(x)
+    return y, cr.unthunk(tangents[1]) / (3.0 * y**2)
+
+
+def test_a_function_with_a_forward_rule_only_has_its_body_differentiated_on_tracked_values():
+    """The tape has no reverse rule to run it by (``call_by_rule`` declines): the source engine
+    differentiates its body, whose operations the outer tape records."""
+
+    def inner_gradient_sum(z):
+        return np.sum(cr.gradient(lambda x: np.sum(cube_root(x) * x), z, engine="source")[0])
+
+    x = np.array([1.5, 2.0, 3.5])
+    outer = cr.gradient(inner_gradient_sum, x, engine="tape")[0]
+    np.testing.assert_allclose(outer, fd_jacobian(inner_gradient_sum, x).ravel(), rtol=1e-6)

@@ -17,6 +17,7 @@ from numbers import Number
 
 import numpy as np
 
+from .active import ENGINE_INSTALLED
 from .tangents import AbstractZero, InplaceableThunk, Tangent, Thunk, ZeroTangent, unthunk
 
 _FAST_SCALARS = (float, int, complex)
@@ -42,14 +43,15 @@ def add(a, b):
         return b
     if isinstance(b, AbstractZero):
         return a
-    # An inplaceable thunk adds itself into a copy of the other side instead of building its value.
+    # An inplaceable thunk adds itself into a copy of the other side instead of building its value,
+    # unless an engine is installed (its value may then hold the engine's values: see ENGINE_INSTALLED).
     if isinstance(b, InplaceableThunk):
         a = unthunk(a)
-        if _is_array(a):
+        if _is_array(a) and not ENGINE_INSTALLED.get():
             return _add_inplaceable(a.copy(), b)
     elif isinstance(a, InplaceableThunk):
         b = unthunk(b)
-        if _is_array(b):
+        if _is_array(b) and not ENGINE_INSTALLED.get():
             return _add_inplaceable(b.copy(), a)
     a, b = unthunk(a), unthunk(b)
     if isinstance(a, AbstractZero):
@@ -150,7 +152,7 @@ def iadd(acc, b):
         return b
     if not is_inplaceable_destination(acc):
         return add(acc, b)
-    if isinstance(b, InplaceableThunk):
+    if isinstance(b, InplaceableThunk) and not ENGINE_INSTALLED.get():
         return _add_inplaceable(acc, b)
     b = unthunk(b)
     if isinstance(b, AbstractZero):
@@ -195,7 +197,7 @@ def accumulate(acc, owned: bool, dx) -> tuple[object, bool]:
     if owned and isinstance(dx, InplaceableThunk) and type(acc) is np.ndarray:
         # the loop's common step (seed 004's X[i]), as iadd takes it; written out, because
         # it runs once per loop iteration and the helpers' calls cost as much as the scatter
-        if acc.dtype.kind in "fc" and acc.flags.writeable:
+        if acc.dtype.kind in "fc" and acc.flags.writeable and not ENGINE_INSTALLED.get():
             out = dx.add_into(acc)
             if out is not acc:
                 raise _broken_add_into(dx, out)

@@ -331,7 +331,7 @@ class active_engine:  # lower case: it is used like a function, ``with active_en
     A context manager; a class rather than a generator because engines enter it on every call.
     """
 
-    __slots__ = ("_engine", "_token")
+    __slots__ = ("_engine", "_token", "_installed")
     _variable = _active
 
     def __init__(self, pullback_full: Callable[..., Any]):
@@ -339,8 +339,10 @@ class active_engine:  # lower case: it is used like a function, ``with active_en
 
     def __enter__(self) -> None:
         self._token = self._variable.set(self._engine)
+        self._installed = ENGINE_INSTALLED.set(True)
 
     def __exit__(self, *exc_info) -> None:
+        ENGINE_INSTALLED.reset(self._installed)
         self._variable.reset(self._token)
 
 
@@ -349,6 +351,12 @@ class active_forward_engine(active_engine):
 
     __slots__ = ()
     _variable = _active_forward
+
+
+#: whether an engine is differentiating (reverse or forward mode installed): its values may then
+#: reach a pullback that runs inside it, and a tangent computed there may hold them (a Hessian's
+#: dual numbers), which a plain NumPy array cannot (one variable: the accumulation's loops read it)
+ENGINE_INSTALLED: ContextVar[bool] = ContextVar("chainrules_engine_installed", default=False)
 
 
 def current_engine() -> Callable[..., Any] | None:

@@ -101,3 +101,46 @@ def _rrule_softplus(x):
 
 def test_the_reverse_rule_runs_only_when_the_pullback_is_called():
     assert cr.derivative(lambda x: 3.0 * softplus(x), 0.5) == pytest.approx(3.0 / (1.0 + math.exp(-0.5)), rel=1e-14)
+
+
+def apply_n_times(f, x, n):
+    for _ in range(n):
+        x = f(x)
+    return x
+
+
+@cr.rrule.register(apply_n_times)
+def _rrule_apply_n_times(f, x, n):
+    backs = []
+    for _ in range(n):
+        x, back = cr.rrule_via_ad(f, x)
+        backs.append(back)
+
+    def apply_n_times_pullback(dy):
+        df = cr.ZeroTangent()
+        for back in reversed(backs):
+            dfi, dy = back(dy)
+            df = cr.add(df, dfi)
+        return cr.NoTangent(), df, dy, cr.NoTangent()
+
+    return x, apply_n_times_pullback
+
+
+@cr.frule.register(apply_n_times)
+def _frule_apply_n_times(tangents, f, x, n):
+    _, df, dx, _ = tangents
+    for _ in range(n):
+        x, dx = cr.frule_via_ad((df, dx), f, x)
+    return x, dx
+
+
+def test_a_reverse_rule_calling_rrule_via_ad_runs_in_the_reverse_pass_of_a_hessian():
+    """Under a Hessian the reverse rule runs only in the pullback, with this engine installed for it."""
+    from chainrules.testing import fd_jacobian
+
+    def loss(x):
+        return np.sum(apply_n_times(np.sin, x, 3) ** 2)
+
+    x = np.array([0.3, 0.9])
+    expected = fd_jacobian(lambda x: cr.gradient(loss, x)[0], x)
+    np.testing.assert_allclose(cr.hessian(loss, x), expected, rtol=1e-6, atol=1e-8)

@@ -447,7 +447,8 @@ def _by_forward_rule(fn: types.FunctionType, args: tuple, kwargs: dict, bound: b
     decline_batch()
 
     def body_pullback(dy):
-        return _transformed_call(fn, args, kwargs, bound)[1](dy)
+        # (installed, as the primal runs: a rule the body calls may call rrule_via_ad)
+        return _installed_call(_transformed_call, (fn, args, kwargs, bound), {})[1](dy)
 
     return y, body_pullback
 
@@ -497,9 +498,8 @@ def _by_both_rules(owner: ActiveValue, f, rule, args: tuple, kwargs: dict):
         return rule(*args, **kwargs)
 
     def reverse_rule_pullback(dy):
-        with active_engine(pullback_full):
-            _, back = rule(*args, **kwargs)
-        return back(dy)
+        # the reverse pass runs with no engine installed; the rule may call rrule_via_ad
+        return _installed_call(rule, args, kwargs)[1](dy)
 
     return y, reverse_rule_pullback
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.accumulation import accumulate
+from ...core.active import ENGINE_INSTALLED
 from ...core.errors import callable_name
 from ...core.tangents import AbstractThunk, AbstractZero, InplaceableThunk, NoTangent, Tangent, ZeroTangent
 from .tracer import PAIRS, WRITE
@@ -121,7 +122,12 @@ def sweep(tape: list, cts: dict, owned: set, release: bool = False) -> None:
                 cts[first] = dx  # borrowed: not in `owned`
             elif type(acc) is float and type(dx) is float:
                 cts[first] = acc + dx
-            elif type(acc) is _ARRAY and isinstance(dx, InplaceableThunk) and first in owned:
+            elif (
+                type(acc) is _ARRAY
+                and isinstance(dx, InplaceableThunk)
+                and first in owned
+                and not ENGINE_INSTALLED.get()
+            ):
                 # a loop's x[i]: scattered into the array this sweep owns (accumulate's step, inline)
                 out = dx.add_into(acc)
                 if out is not acc:

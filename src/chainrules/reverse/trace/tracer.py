@@ -262,6 +262,9 @@ class Tracked(ActiveValue):
         return self._value
 
     def call_by_rule(self, f, args: tuple, kwargs: dict):
+        # without a reverse rule the caller runs f's body, whose operations the trace records
+        if lookup(f, _lookup_args(args)) is None:
+            return NotImplemented
         return apply(f, args, kwargs)
 
 
