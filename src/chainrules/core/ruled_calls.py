@@ -375,8 +375,9 @@ def holds_engine_values(value) -> bool:
     """Whether ``value`` is an engine's value or holds one (see ``_held_by``), within three levels.
 
     >>> from chainrules.forward import Dual, Tag
-    >>> k = Dual(2.0, 1.0, Tag())
-    >>> holds_engine_values(lambda x: k * x), holds_engine_values([1.0, (2.0,)])
+    >>> def times(k):
+    ...     return lambda x: k * x
+    >>> holds_engine_values(times(Dual(2.0, 1.0, Tag()))), holds_engine_values([1.0, (2.0,)])
     (True, False)
     """
     return _holds(value, _any_engine, None, 3)
@@ -393,8 +394,9 @@ def _held_by(value) -> Iterable:
     captured values and defaults, a ``functools.partial``'s function and arguments, a bound
     method's object.
 
-    >>> k = 2.0
-    >>> list(_held_by(lambda x, n=3: k * x ** n))
+    >>> def times(k):
+    ...     return lambda x, n=3: k * x**n
+    >>> list(_held_by(times(2.0)))
     [2.0, 3]
     """
     if isinstance(value, (tuple, list, set, frozenset)):
