@@ -75,7 +75,7 @@ from ..core.errors import DroppedDerivativeError, NoForwardRuleError, conversion
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch, in_library_code
-from ..core.structures import is_structure, item_tangents, leaves, structure_items, with_fields
+from ..core.structures import item_tangents, structure_items, with_fields
 from ..core.tangents import _is_namedtuple_type
 from ..core.twins import ATTRIBUTE_TWINS, call_method, call_twin, method_twin, twin_of
 
@@ -249,10 +249,7 @@ class Dual(NumberIndexing, ActiveValue):
         # f's frule pushes the tangents forward; without one, the caller runs f's body on the duals
         if frule.lookup(f, args) is None and _lookup_twin(f, args) is None:
             return NotImplemented
-        if type(f) in _UNSTRUCTURED and not any(map(is_structure, args)):
-            return call(f, args, kwargs)
-        # a user's object (the callable, an argument) may hold duals in its fields: the general path opens it
-        return _call_general(f, args, kwargs, sys._getframe(0))
+        return call(f, args, kwargs)
 
     def __format__(self, spec: str) -> str:
         # printing shows the primal; the computation keeps the dual
@@ -867,47 +864,21 @@ def _newest_tag(args, tag: Tag | None) -> Tag | None:
 
 
 def _split(a, tag: Tag):
-    """``(primal, tangent)`` of one argument (or of a callable) with respect to ``tag``: a structure
-    holding duals of ``tag`` (a tuple, a dict, a dataclass; a callable object's fields, a bound
-    method's object) gives the structure of their primals and a ``Tangent[P]`` of its items'
-    tangents, as the reverse engines give its cotangent; anything else is a constant."""
+    """``(primal, tangent)`` of one argument with respect to ``tag``."""
     if type(a) in _DUALS:
         if a.tag is tag:
             return a.primal, a.partials
         return a, _ZERO  # a dual of an older tag is a constant here
-    if type(a) is types.MethodType and not isinstance(a.__self__, ActiveValue):
-        owner, d = _split(a.__self__, tag)  # a bound method stands for its object (see the registry's `lookup`)
-        return (a, d) if owner is a.__self__ else (types.MethodType(a.__func__, owner), d)
-    if isinstance(a, ActiveValue) or not is_structure(a) or not structure_items(a):
-        return a, _ZERO
-    items = _items_and_tangents(a, _ZERO)
-    pairs = {k: _split(v, tag) for k, (v, _) in items.items()}
-    if all(isinstance(t, AbstractZero) for _, t in pairs.values()):
-        return a, _ZERO
-    primal = _rebuilt(a, {k: p for k, (p, _) in pairs.items()})
-    return primal, _structural_tangent(a, {k: t for k, (_, t) in pairs.items()})
-
-
-def _held_tag(x, tag: Tag | None) -> Tag | None:
-    """The newest tag among ``tag`` and the duals that the structure ``x`` holds (see ``_split``);
-    a function, a ufunc or a class holds none."""
-    if type(x) in _UNSTRUCTURED or isinstance(x, type):
-        return tag
-    if type(x) is types.MethodType:
-        x = x.__self__
-    for leaf in leaves(x, _is_dual_leaf):
-        if type(leaf) in _DUALS and (tag is None or leaf.tag.order > tag.order):
-            tag = leaf.tag
-    return tag
-
-
-_UNSTRUCTURED = frozenset(
-    (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType, np.ufunc)
-)
-
-
-def _is_dual_leaf(x, top: bool) -> bool:
-    return type(x) in _DUALS or isinstance(x, ActiveValue)  # (another engine's value: a leaf, not walked)
+    if isinstance(a, _CONTAINERS) and a:
+        pairs = [_split(item, tag) for item in a]
+        tangents = [t for _, t in pairs]
+        if all(isinstance(t, AbstractZero) for t in tangents):
+            return a, _ZERO
+        items = [p for p, _ in pairs]
+        P = type(a)
+        primal = P(*items) if _is_namedtuple_type(P) else P(items)
+        return primal, Tangent[P](*tangents)
+    return a, _ZERO
 
 
 def _inner_foreign(args, order: int) -> bool:
@@ -1011,15 +982,13 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
         # a lazy cotangent (a pullback's, in a Hessian) is the value it computes: without it, the
         # rule would compute with the thunk as a constant, whose value is a dual of this very tag
         return call(f, tuple(unthunk(a) for a in args), kwargs)
-    tag = _held_tag(f, None)  # a callable object's fields (a bound method's object) may be differentiated too
+    tag = None
     for a in args:
         if type(a) in _DUALS:
             if tag is None or a.tag.order > tag.order:
                 tag = a.tag
         elif type(a) in _CONTAINERS or isinstance(a, tuple):
             tag = _newest_tag(a, tag)
-        elif is_structure(a):
-            tag = _held_tag(a, tag)
     if kwargs:
         tag = _newest_tag(kwargs.values(), tag)
         if tag is not None and _has_dual(kwargs, tag):
@@ -1042,12 +1011,8 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
         _renew()
     if RULED_CALLS.on:
         RULED_CALLS.check(tag, caller)
-    tangents = [_NO]
-    if type(f) not in _UNSTRUCTURED:  # the callable's own tangent: its fields', as the reverse engines give it
-        f, df = _split(f, tag)
-        if not isinstance(df, AbstractZero):
-            tangents[0] = df
     primals = []
+    tangents = [_NO]
     for a in args:
         if type(a) in _DUALS:
             if a.tag is tag:
@@ -1056,7 +1021,7 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
             else:
                 primals.append(a)
                 tangents.append(_ZERO)
-        elif is_structure(a):
+        elif type(a) in _CONTAINERS and a:
             p, t = _split(a, tag)
             primals.append(p)
             tangents.append(t)

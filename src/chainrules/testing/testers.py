@@ -37,7 +37,6 @@ from __future__ import annotations
 import copy
 import inspect
 import math
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -344,7 +343,7 @@ def test_rrule(
     rule = rule or rrule
     primals = [unwrap(a) for a in args]
     marked = [False] + [isinstance(a, NonDifferentiable) for a in args]
-    inputs = [_own_input(f), *primals]  # position 0 is f itself: a callable object with fields is differentiable too
+    inputs = [f, *primals]  # position 0 is f itself: a callable object with fields is differentiable too
     labels = _labels(f, len(primals))
     n = len(inputs)
 
@@ -506,29 +505,9 @@ def _call_with(f, inputs, fkwargs, i):
     def call(v):
         values = [_fresh(a) for a in fixed]
         values[i] = v
-        return _rebound(f, values[0])(*values[1:], **fkwargs)
+        return values[0](*values[1:], **fkwargs)
 
     return call
-
-
-def _own_input(f):
-    """What the tangent of ``f`` itself is the tangent of: a bound method's object (the method
-    stands for its object, as in the registry and the engines: the tangent of ``spring.energy``
-    is a ``Tangent[Spring]``), else ``f`` (a callable object with fields, or a plain function).
-
-    >>> import fractions
-    >>> _own_input(fractions.Fraction(1, 2).limit_denominator)
-    Fraction(1, 2)
-    """
-    if type(f) is types.MethodType and not isinstance(f.__self__, (type, types.ModuleType)):
-        return f.__self__
-    return f
-
-
-def _rebound(f, own):
-    """``f`` with its own input (``_own_input(f)``) replaced by ``own``: a perturbed callable
-    object, or ``f``'s method bound to a perturbed object."""
-    return types.MethodType(f.__func__, own) if _own_input(f) is not f else own
 
 
 def _unsteady_note(estimate: Callable, primal, got, expected, fdm: FiniteDifferenceMethod) -> str:
@@ -643,7 +622,7 @@ def test_frule(
     rule = rule or frule
     primals = [unwrap(a) for a in args]
     marked = [False] + [isinstance(a, NonDifferentiable) for a in args]
-    inputs = [_own_input(f), *primals]
+    inputs = [f, *primals]
     labels = _labels(f, len(primals))
     n = len(inputs)
     if tangents is None:
@@ -651,7 +630,7 @@ def test_frule(
     else:
         tangents = tuple(tangents)
         if len(tangents) == n - 1:
-            tangents = (rand_tangent(inputs[0], rng), *tangents)
+            tangents = (rand_tangent(f, rng), *tangents)
         if len(tangents) != n:
             raise ValueError(f"{report.name}: {len(tangents)} tangents for {n - 1} arguments (give one per argument)")
         all_tangents = list(tangents)
@@ -692,7 +671,7 @@ def test_frule(
 
     def call(values):
         values = [unwrap(v) for v in values]
-        return _rebound(f, values[0])(*values[1:], **fkwargs)
+        return values[0](*values[1:], **fkwargs)
 
     if not report.problems:
         ok, expected = report.run("finite differences", fd_jvp, call, tuple(fd_x), tuple(fd_dx), fdm)
