@@ -792,8 +792,9 @@ def functools_partial_likelihoods(theta):
 
 # ----- integrals, roots and ODEs of a model's parameters (SciPy's functionals) ------------------------------
 
-LIBRARY_ON_TAPE = "would drop its derivative"  # a SciPy functional with a rule, run by the tape on tracked values
-FUNCTIONAL = {"tape": LIBRARY_ON_TAPE, "forward": LIBRARY_ON_TAPE}
+LIBRARY_ON_TAPE = "would drop its derivative"  # a SciPy functional with a rule, run by forward mode on duals
+# the tape sees the values being differentiated reach the ruled functional through its function's closure
+FUNCTIONAL = {"tape": SCIPY_WRAPPER, "forward": LIBRARY_ON_TAPE}
 
 
 @program(np.array([0.2, -0.5]), hessian=True, refuses=FUNCTIONAL)
