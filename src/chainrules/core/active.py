@@ -359,6 +359,18 @@ class active_forward_engine(active_engine):
 ENGINE_INSTALLED: ContextVar[bool] = ContextVar("chainrules_engine_installed", default=False)
 
 
+def install_forward(pushforward_full: Callable[..., Any]) -> tuple:
+    """``active_forward_engine(pushforward_full).__enter__`` without the object, for the forward
+    engine's entry points, which run on every call (a Jacobian of a small function takes microseconds):
+    returns the tokens ``uninstall_forward`` takes."""
+    return _active_forward.set(pushforward_full), ENGINE_INSTALLED.set(True)
+
+
+def uninstall_forward(tokens: tuple) -> None:
+    ENGINE_INSTALLED.reset(tokens[1])
+    _active_forward.reset(tokens[0])
+
+
 def current_engine() -> Callable[..., Any] | None:
     """The active engine's ``pullback_full``, or ``None``."""
     return _active.get()

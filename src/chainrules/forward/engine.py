@@ -37,7 +37,7 @@ from ..core import (
     frule,
     unthunk,
 )
-from ..core.active import ActiveValue, active_forward_engine
+from ..core.active import ActiveValue, install_forward, uninstall_forward
 from ..core.errors import NoForwardRuleError, raise_converted, raise_swallowed, user_location
 from ..core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from ..core.tangents import _is_namedtuple_type
@@ -169,8 +169,11 @@ def jvp(f: Callable, primals: tuple, tangents: tuple):
     >>> float(y), float(dy)
     (0.0, 2.0)
     """
-    with active_forward_engine(pushforward_full):
+    installed = install_forward(pushforward_full)
+    try:
         return _pushed(f, primals, tangents, _NO_KWARGS)
+    finally:
+        uninstall_forward(installed)
 
 
 def pushforward_full(tangents: tuple, f: Callable, *args, **kwargs):
@@ -312,8 +315,11 @@ def jacobian(f: Callable, x, chunk_size: int | None = None):
            [ 72.,  96.],
            [180., 216.]])
     """
-    with active_forward_engine(pushforward_full):
+    installed = install_forward(pushforward_full)
+    try:
         return _jacobian(f, x, chunk_size)
+    finally:
+        uninstall_forward(installed)
 
 
 def _jacobian(f: Callable, x, chunk_size: int | None):
