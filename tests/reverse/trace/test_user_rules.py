@@ -342,3 +342,33 @@ def test_chainrules_own_ruled_functions_nest_on_the_tape_without_refusal():
 
     expected = cr.hessian(lambda z: np.sum(np.sin(z) * z), x).sum(axis=0)
     np.testing.assert_allclose(cr.gradient(inner_gradient_sum, x, engine="tape")[0], expected, rtol=1e-12)
+
+
+@dataclasses.dataclass
+class Scale:  # eq=True makes the instances unhashable, the dataclass default
+    c: float
+
+    def __call__(self, x):
+        return self.c * np.sin(x)
+
+
+@cr.rrule.register(Scale)
+def rrule_scale(k, x):
+    def scale_pullback(dy):
+        return cr.Tangent[Scale](c=np.sum(dy * np.sin(x))), dy * k.c * np.cos(x)
+
+    return k.c * np.sin(x), scale_pullback
+
+
+def test_a_tape_gradient_of_a_source_gradient_through_an_unhashable_callable_objects_rule():
+    # the source engine hands the ruled call to the tape, which records the instance as the operation
+    def f(x):
+        return np.sum(Scale(2.0)(x))
+
+    def summed_gradient(z):
+        return np.sum(cr.gradient(f, z)[0])
+
+    x = np.array([0.3, 0.5])
+    expected = cr.testing.fd_jacobian(summed_gradient, x).ravel()
+    np.testing.assert_allclose(cr.gradient(summed_gradient, x, engine="tape")[0], expected, rtol=1e-8)
+    np.testing.assert_allclose(cr.gradient(summed_gradient, x, engine="source")[0], expected, rtol=1e-8)

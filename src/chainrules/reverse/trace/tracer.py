@@ -478,7 +478,7 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
             raise kept(trace, NoRuleError(f, tuple(lookup_args), location=user_location()))
     if not getattr(rule, "batched", False):
         decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
-    if f not in _READ_BY_NO_PULLBACK:
+    if id(f) not in _READ_BY_NO_PULLBACK:
         _hold_operands(trace, args)
         if kwargs:
             _hold_operands(trace, kwargs.values())
@@ -843,9 +843,10 @@ def _from_a_library(cls: type) -> bool:
 
 #: operations whose pullbacks never read their operands' values (a sum's cotangent is the output's
 #: for each operand, a concatenation's its slices): a plain array added or joined may be changed
-#: afterwards (a buffer refilled in a loop), so `hold_constant` leaves it alone
+#: afterwards (a buffer refilled in a loop), so `hold_constant` leaves it alone. By identity: the
+#: callable recorded may be a user's unhashable object (a dataclass instance with ``__call__``)
 _READ_BY_NO_PULLBACK = frozenset(
-    {operator.add, operator.sub, np.add, np.subtract, np.concatenate, np.stack, np.hstack, np.vstack}
+    map(id, (operator.add, operator.sub, np.add, np.subtract, np.concatenate, np.stack, np.hstack, np.vstack))
 )
 
 
@@ -913,7 +914,7 @@ def binary_operation(f):
     cache: dict = {}
     version = -1
     watch = False
-    holds = f not in _READ_BY_NO_PULLBACK  # (see `hold_constant`)
+    holds = id(f) not in _READ_BY_NO_PULLBACK  # (see `hold_constant`)
 
     def op(a, b):
         nonlocal version, watch
@@ -1025,7 +1026,7 @@ def unary_operation(f):
     cache: dict = {}
     version = -1
     watch = False
-    holds = f not in _READ_BY_NO_PULLBACK  # (see `hold_constant`)
+    holds = id(f) not in _READ_BY_NO_PULLBACK  # (see `hold_constant`)
 
     def op(a, kwargs=None):
         nonlocal version, watch
