@@ -403,25 +403,37 @@ def _held_by(value) -> Iterable:
         return value
     if isinstance(value, dict):
         return value.values()
-    if type(value) is _FUNCTION:
-        return (*_captured(value.__closure__), *(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values())
-    if type(value) is types.MethodType:
-        return value.__self__, value.__func__
-    if isinstance(value, functools.partial):
-        return value.func, *value.args, *value.keywords.values()
+    given = given_to(value)
+    if given is not None:
+        return given
     fields = getattr(value, "__dict__", None)
     return fields.values() if isinstance(fields, dict) else ()
 
 
-def _captured(cells) -> list:
-    """The values in a closure's filled cells."""
-    values = []
-    for cell in cells or ():
-        try:
-            values.append(cell.cell_contents)
-        except ValueError:  # not yet assigned
-            pass
-    return values
+def given_to(value) -> tuple | None:
+    """What the callable ``value`` was given before its call, which its call computes with as
+    with its arguments: a function's captured values (its filled cells) and defaults, a
+    ``functools.partial``'s function and arguments, a bound method's object and function;
+    ``None`` for any other value.
+
+    >>> def times(k):
+    ...     return lambda x, n=3: k * x**n
+    >>> given_to(times(2.0)), given_to(2.0)
+    ((2.0, 3), None)
+    """
+    if type(value) is _FUNCTION:
+        cells = []
+        for cell in value.__closure__ or ():
+            try:
+                cells.append(cell.cell_contents)
+            except ValueError:  # a name not yet assigned holds nothing
+                continue
+        return (*cells, *(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values())
+    if type(value) is types.MethodType:
+        return value.__self__, value.__func__
+    if isinstance(value, functools.partial):
+        return value.func, *value.args, *value.keywords.values()
+    return None
 
 
 def _is_this_function(fn, frame) -> bool:

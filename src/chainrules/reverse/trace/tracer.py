@@ -41,7 +41,7 @@ from ...core.active import ActiveValue, next_order, reflected_by_its_class, stoo
 from ...core.errors import GENERATED_LINES, DroppedDerivativeError, NoRuleError, is_library
 from ...core.keywords import as_positional
 from ...core.registry import decline_batch, rrule
-from ...core.ruled_calls import RuledCallWatch
+from ...core.ruled_calls import RuledCallWatch, given_to
 from ...core.structures import is_structure, structure_items, with_fields
 from ...core.tangents import AbstractTangent, AbstractZero, Tangent, unthunk
 from ...core.twins import method_twin
@@ -770,39 +770,31 @@ def _carries_derivative(value, trace: Trace, seen: set) -> bool:
     if id(value) in seen or isinstance(value, (str, bytes, type, types.ModuleType)):
         return False
     seen.add(id(value))
-    if type(value) is types.FunctionType:
-        cells = [cell.cell_contents for cell in value.__closure__ or () if _cell_filled(cell)]
-        parts = [*cells, *(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values()]
-    elif type(value) is types.MethodType:
-        parts = [value.__func__, value.__self__]
-    elif isinstance(value, functools.partial):
-        parts = [value.func, *value.args, *value.keywords.values()]
-    elif isinstance(value, types.GeneratorType):
-        parts = list(inspect.getgeneratorlocals(value).values())
-    elif isinstance(value, Tangent):
+    parts = given_to(value)
+    if parts is None:
+        parts = _parts_of(value)
+    return parts is not None and any(_carries_derivative(part, trace, seen) for part in parts)
+
+
+def _parts_of(value) -> list | None:
+    """What ``value``, not a callable given values, holds: a generator's locals, a tangent's or a
+    structure's items, what a built-in iterator goes over; ``None`` where the tape cannot tell."""
+    if isinstance(value, types.GeneratorType):
+        return list(inspect.getgeneratorlocals(value).values())
+    if isinstance(value, Tangent):
         backing = value.backing
-        parts = list(backing.values() if isinstance(backing, dict) else backing)
-    elif isinstance(value, (set, frozenset)):
-        parts = list(value)
-    elif is_structure(value):
+        return list(backing.values() if isinstance(backing, dict) else backing)
+    if isinstance(value, (set, frozenset)):
+        return list(value)
+    if is_structure(value):
         items = structure_items(value)
-        parts = items if isinstance(items, list) else list(items.values())
-    elif hasattr(value, "__next__"):  # a built-in iterator (one over an array): its arguments
+        return items if isinstance(items, list) else list(items.values())
+    if hasattr(value, "__next__"):  # a built-in iterator (one over an array): its arguments
         try:
-            parts = list(value.__reduce__()[1])
+            return list(value.__reduce__()[1])
         except TypeError:
-            return False
-    else:
-        return False
-    return any(_carries_derivative(part, trace, seen) for part in parts)
-
-
-def _cell_filled(cell) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018 (raises ValueError for an empty cell)
-    except ValueError:
-        return False
-    return True
+            return None
+    return None
 
 
 # ----- which values the tape takes apart -----------------------------------------------------
