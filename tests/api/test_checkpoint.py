@@ -10,6 +10,7 @@ import pytest
 import chainrules as cr
 import chainrules.testing as crt
 from benchmarks._common import peak_bytes
+from chainrules.reverse import source
 
 REVERSE = ("source", "tape")
 RNG = np.random.default_rng(7)
@@ -49,6 +50,25 @@ def closure_deep(W, x):
     return np.sum(x**2)
 
 
+def decorated_closure_deep(W, x):
+    V = W + W.T
+
+    @cr.checkpoint  # a loop body closing over the local `V`, checkpointed where it is defined
+    def body(h):
+        RUNS.append("body")
+        return h + 0.5 * np.sin(V @ h)
+
+    for _ in range(3):
+        x = body(x)
+    return np.sum(x**2)
+
+
+def decorated_reference(W, x):
+    for _ in range(3):
+        x = x + 0.5 * np.sin((W + W.T) @ x)
+    return np.sum(x**2)
+
+
 def closure_reference(W, x):
     for _ in range(3):
         x = np.tanh(W @ x) * x
@@ -74,6 +94,18 @@ def test_a_checkpointed_closure_gives_its_captured_values_their_cotangents(engin
     expected = cr.gradient(closure_reference, W, X)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-15)
+
+
+def test_a_decorated_nested_segment_on_the_source_engine():
+    RUNS.clear()
+    y, back = source.pullback_full(decorated_closure_deep, W, X)  # (was refused: a decorated nested function)
+    _, dW, dx = back(1.0)
+    assert RUNS.count("body") == 6
+    assert y == pytest.approx(decorated_reference(W, X))
+    np.testing.assert_allclose(dW, crt.fd_jacobian(lambda W: decorated_reference(W, X), W).reshape(3, 3), rtol=1e-7)
+    np.testing.assert_allclose(dx, crt.fd_jacobian(lambda x: decorated_reference(W, x), X).reshape(3), rtol=1e-7)
+    for d, t in zip((dW, dx), cr.gradient(decorated_closure_deep, W, X, engine="tape")):
+        np.testing.assert_allclose(d, t, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("engine", REVERSE)

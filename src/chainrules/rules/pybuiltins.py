@@ -576,6 +576,7 @@ def frule_dict_get(tangents, d, key, *default):
 # ----- attributes --------------------------------------------------------------------------------
 
 _NO_STRUCTURE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+_FUNCTION_TANGENT = Tangent[types.FunctionType]
 _METHODS = (
     types.FunctionType,
     staticmethod,
@@ -626,6 +627,9 @@ def _attribute_source(obj, name: str, default: tuple):
         kind, static, tangent_type = _CLASS_ATTRIBUTES[cls, name]
     except KeyError:
         kind, static, tangent_type = _CLASS_ATTRIBUTES[cls, name] = _classify(cls, name)
+    if kind == "opaque" and cls is types.FunctionType and name in obj.__dict__:
+        # set on the function (`__wrapped__`, by functools.wraps): a closure there may carry a derivative
+        return "field", None, _FUNCTION_TANGENT
     if kind == "field" or kind == "opaque" or kind == "number":
         return kind, None, tangent_type
     if kind == "property":

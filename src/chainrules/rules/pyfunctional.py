@@ -1,6 +1,7 @@
 """Rules for Python's higher-order functions and iteration: ``map``, ``zip``, ``enumerate``,
 ``filter``, ``reversed``, ``functools.reduce``, ``itertools.accumulate`` and the views
-``dict.items``/``values``/``keys``.
+``dict.items``/``values``/``keys``; making and calling a ``functools.partial``, and
+``functools.wraps``/``update_wrapper`` (a decorator's wrapper, given the wrapped function's name).
 
 A user callable inside ``map``/``reduce``/``accumulate`` is differentiated by its rule if it
 has one, else by the engine that is running (``chainrules.rrule_via_ad``), once per element.
@@ -694,3 +695,46 @@ def _partial_of(func: functools.partial, dp, inner: int):
         else {k: v for k, v in dkeywords.backing.items() if k in func.keywords}
     )
     return _call_tangent(unthunk(dp.func), dstored, kept)
+
+
+# ----- functools.wraps -------------------------------------------------------------------------
+
+
+@rrule.register(functools.update_wrapper, batched=True)  # cotangents pass through
+def rrule_update_wrapper(wrapper, wrapped, *options, **keywords):
+    """``functools.update_wrapper(wrapper, wrapped)`` (what ``@functools.wraps(wrapped)`` does):
+    ``wrapper`` itself, given ``wrapped``'s name and ``__wrapped__``. What ``wrapper`` computes
+    with ``wrapped`` comes back through ``wrapper``'s own tangent (the variables it captures);
+    ``wrapped`` gets what was read through ``wrapper.__wrapped__``."""
+    y = functools.update_wrapper(wrapper, wrapped, *options, **keywords)
+
+    def update_wrapper_pullback(dy):
+        dy = unthunk(dy)
+        dwrapped = _field(dy, "__wrapped__") if isinstance(dy, Tangent) else _ZERO
+        return (_NO, dy, dwrapped, *((_NO,) * len(options)))
+
+    return y, update_wrapper_pullback
+
+
+@rrule.register(functools.wraps, batched=True)  # cotangents pass through
+def rrule_wraps(wrapped, *options, **keywords):
+    """``functools.wraps(wrapped)``: a ``functools.partial`` of ``update_wrapper`` that stores
+    ``wrapped`` as a keyword; its cotangent (``Tangent[functools.partial]``) goes back to ``wrapped``.
+
+    >>> import functools, chainrules as cr
+    >>> def f(x):
+    ...     return x
+    >>> _, back = cr.rrule(functools.wraps, f)
+    >>> dp = cr.Tangent[functools.partial](keywords=cr.Tangent[dict]({"wrapped": 2.0}))
+    >>> back(dp)[1]
+    2.0
+    """
+    y = functools.wraps(wrapped, *options, **keywords)
+
+    def wraps_pullback(dp):
+        dp = unthunk(dp)
+        dkeywords = unthunk(dp.keywords) if isinstance(dp, Tangent) else dp
+        dwrapped = _field(dkeywords, "wrapped") if isinstance(dkeywords, Tangent) else dkeywords
+        return (_NO, dwrapped, *((_NO,) * len(options)))
+
+    return y, wraps_pullback

@@ -24,6 +24,7 @@ CASES = {
     "early_return": (subjects.early_return, (1.0, 2.0)),
     "structures": (subjects.structures, (1.0, 2.0)),
     "closure": (subjects.make_affine(2.0, 1.0), (3.0,)),
+    "closure_decorated": (subjects.checkpointed_steps, (np.ones(2), 0.5)),
     "keywords": (subjects.keywords, (1.0, 2.0)),
     "callable_object": (subjects.Linear(2.0, 1.0), (3.0,)),
     "loop_seed004_mysum": (subjects.mysum, (np.ones(4),)),

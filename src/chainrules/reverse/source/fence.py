@@ -64,8 +64,8 @@ class _Fence(ast.NodeVisitor):
         if node is self.root:
             self.generic_visit(node)
             return
-        if node.decorator_list:
-            self.refuse(node.decorator_list[0], "a decorated nested function is not supported; define it outside")
+        for decorator in node.decorator_list:
+            self.visit(decorator)
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
             self.visit(default)
 

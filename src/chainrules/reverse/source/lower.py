@@ -433,13 +433,27 @@ class _Lowerer:
             names = tuple((a.asname or a.name).split(".")[0] for a in node.names)
             self.emit(ir.Plain(node=node, names=names))
         elif isinstance(node, ast.FunctionDef):
-            self.assign(self.make_function(node, node.name), node.name)
+            self.definition(node)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             pass  # declarations only: the fence refused writes
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
             self.augmented_item(node)
         else:
             self.refuse(node, f"{type(node).__name__} statements are not supported by the source engine")
+
+    def definition(self, node: ast.FunctionDef):
+        """``@d1 @d2 def f`` is ``f = d1(d2(<the closure>))``: the decorators are evaluated first, top
+        to bottom, then applied bottom-up, each an ordinary call."""
+        decorators = []
+        for decorator in node.decorator_list:
+            self.line = decorator.lineno
+            decorators.append((self.atom(decorator), decorator))
+        self.line = node.lineno
+        value = self.assign(self.make_function(node, node.name), None if decorators else node.name)
+        for i, (decorator, where) in reversed(list(enumerate(decorators))):
+            self.line = where.lineno
+            target = node.name if i == 0 else None
+            value = self.assign(ir.Call(decorator, (ir.Arg(value),)), target, where.col_offset + 1)
 
     def assignment(self, target: ast.expr, value: ast.expr, node: ast.stmt):
         if isinstance(target, ast.Subscript):

@@ -1215,6 +1215,14 @@ class _Analysis:
             for name in expr.captures:
                 first = self.first_binding.get(name)
                 if name != stmt.target and name in self.active and first is not None and first > self.position[stmt]:
+                    if name == expr.name and getattr(expr.node, "decorator_list", None):
+                        # its decorators' result, bound after it: its tangent would come back too late
+                        self.refuse(
+                            stmt,
+                            f"the decorated nested function `{name}` calls itself by its name, which holds what "
+                            "the decorators made of it; this is not supported: recurse in an undecorated nested "
+                            "function and decorate another that calls it",
+                        )
                     self.refuse(
                         stmt,
                         f"the nested function `{expr.name}` reads `{name}`, which is bound after the function is "
