@@ -243,3 +243,21 @@ def test_the_wrapped_function_read_through_dunder_wrapped_gets_its_cotangent():
 
     _, dx, da = source.pullback_full(f, 0.3, 0.7)[1](1.0)  # (da was 0.6 while a function had no fields)
     assert (dx, da) == (pytest.approx(3 * 0.7), pytest.approx(3 * 0.3))
+
+
+def test_update_wrapper_as_a_statement_is_refused_as_a_write_and_the_tape_differentiates_it():
+    def f(x, a):
+        def g(v):
+            return a * v
+
+        def h(v):
+            return v
+
+        functools.update_wrapper(h, g)  # gives h its `__wrapped__` in place
+        return h.__wrapped__(x)
+
+    with pytest.raises(cr.UnsupportedSyntaxError, match=r"update_wrapper.*changes `h` in place"):
+        source.pullback_full(f, 1.5, 0.7)
+    expected = (fd_jacobian(lambda x: f(x, 0.7), 1.5)[0, 0], fd_jacobian(lambda a: f(1.5, a), 0.7)[0, 0])
+    for engine in ("source", "tape"):  # (engine="source" falls back to the tape, as for any refusal)
+        assert cr.gradient(f, 1.5, 0.7, engine=engine) == pytest.approx(expected)  # (a's had been a zero)

@@ -39,6 +39,7 @@ see.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
 import operator
 import types
@@ -105,6 +106,11 @@ KNOWN_WRITES = {
         "or use `dataclasses.replace(obj, name=v)`)",
     ),
     delattr: Write("delattr(obj, name)", 0, "build a new object without the attribute"),
+    functools.update_wrapper: Write(
+        "functools.update_wrapper(wrapper, wrapped)",
+        0,
+        "assign its result: `wrapper = functools.update_wrapper(wrapper, wrapped)`",
+    ),
     list.insert: Write("lst.insert(i, v)", -1, "build `lst = lst[:i] + [v] + lst[i:]`"),
     list.sort: Write("lst.sort()", -1, "build `lst = sorted(lst)`"),
     list.reverse: Write("lst.reverse()", -1, "build `lst = lst[::-1]`"),
