@@ -11,6 +11,7 @@ tangents through the rule.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 
@@ -161,6 +162,94 @@ def test_callable_objects_use_their_rule_by_object_then_by_class():
     assert "not inside structures or the callable object's own fields" in "".join(info.value.__notes__)
 
 
+@dataclasses.dataclass
+class Quadratic:
+    """``0.5 x' A x - b' x``, with rules in both directions."""
+
+    A: np.ndarray
+    b: np.ndarray
+
+    def __call__(self, x):
+        return 0.5 * x @ self.A @ x - self.b @ x
+
+    def at(self, x):  # the same value, by a method with rules of its own
+        return self(x)
+
+
+def _quadratic_rrule(q, x):
+    def quadratic_pullback(dy):
+        dy = cr.unthunk(dy)
+        return cr.Tangent[Quadratic](A=0.5 * dy * np.outer(x, x), b=-dy * x), dy * (0.5 * (q.A + q.A.T) @ x - q.b)
+
+    return q(x), quadratic_pullback
+
+
+def _quadratic_frule(tangents, q, x):
+    dq, dx = tangents
+    dy = 0.0 if cr.iszero(dx) else (0.5 * (q.A + q.A.T) @ x - q.b) @ cr.unthunk(dx)
+    if not cr.iszero(dq):
+        dy = dy + 0.5 * x @ cr.unthunk(dq.A) @ x - cr.unthunk(dq.b) @ x
+    return q(x), dy
+
+
+cr.rrule.register(Quadratic)(_quadratic_rrule)
+cr.frule.register(Quadratic)(_quadratic_frule)
+
+
+@cr.rrule.register(Quadratic.at)
+def rrule_quadratic_at(q, x):
+    y, back = _quadratic_rrule(q, x)
+    return y, lambda dy: (cr.NoTangent(), *back(dy))
+
+
+@cr.frule.register(Quadratic.at)
+def frule_quadratic_at(tangents, q, x):
+    return _quadratic_frule(tangents[1:], q, x)
+
+
+def quadratic_of(q, x):  # an object holding the values being differentiated, as an argument
+    return q(x)
+
+
+@cr.rrule.register(quadratic_of)
+def rrule_quadratic_of(q, x):
+    y, back = _quadratic_rrule(q, x)
+    return y, lambda dy: (cr.NoTangent(), *back(dy))
+
+
+@cr.frule.register(quadratic_of)
+def frule_quadratic_of(tangents, q, x):
+    return _quadratic_frule(tangents[1:], q, x)
+
+
+QA, QX = np.array([[2.0, 0.3], [0.3, 1.0]]), np.array([0.1, 0.4])
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda b: Quadratic(QA, b)(QX + b),
+        lambda b: Quadratic(QA, b)(QX) * Quadratic(QA, b)(QX + b),
+        lambda b: Quadratic(QA, b).at(QX + b),
+        lambda b: quadratic_of(Quadratic(QA, b), QX + b),
+    ],
+    ids=["called", "called twice", "method", "argument"],
+)
+def test_the_fields_of_a_ruled_callable_object_reach_its_forward_rule_as_its_tangent(f):
+    # called inside the function: forward mode runs it through the source engine's primal, where the
+    # object's fields hold dual numbers; its frule gets them as a Tangent[Quadratic], not NoTangent()
+    b = np.array([0.5, -0.3])
+    expected = cr.testing.fd_jacobian(f, b)[0]
+    np.testing.assert_allclose(cr.jacobian(f, b, mode="forward"), expected, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(cr.jacobian(f, b, mode="forward"), cr.gradient(f, b)[0], rtol=1e-14)
+    y, dy = cr.jvp(f, (b,), (np.array([1.0, 0.0]),))
+    assert type(dy) is np.float64 and type(y) is np.float64
+    assert dy == pytest.approx(expected[0], rel=1e-8)
+    h = 1e-5  # the Hessian: forward mode over the source engine's gradient, against differences of gradients
+    hessian = np.array([(cr.gradient(f, b + h * e)[0] - cr.gradient(f, b - h * e)[0]) / (2 * h) for e in np.eye(2)])
+    np.testing.assert_allclose(cr.hessian(f, b), hessian, rtol=1e-6, atol=1e-9)
+
+
 def test_non_differentiable_user_functions():
     def rounded_scale(x):
         return np.round(x * 4.0) / 4.0
@@ -215,6 +304,77 @@ def test_a_call_receiving_the_duals_through_a_function_argument_is_refused():
         cr.derivative(cube_root, 8.0)
     assert "nor captured by a function passed to it" in "".join(info.value.__notes__)
     assert cr.derivative(lambda c: bisect_root(lambda x: x**3 - 8.0, 0.0, 10.0) * c, 1.0) == pytest.approx(2.0)
+
+
+def bisect_root_reverse(g, lo, hi):
+    """``bisect_root`` with a reverse rule only."""
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if g(lo) * g(mid) <= 0:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi)
+
+
+@cr.rrule.register(bisect_root_reverse)
+def rrule_bisect_root_reverse(g, lo, hi):
+    root = bisect_root_reverse(g, lo, hi)
+    _, back = cr.rrule_via_ad(g, root)
+    g_x = cr.unthunk(back(1.0)[1])
+
+    def bisect_root_reverse_pullback(dx):
+        dg, _ = back(-cr.unthunk(dx) / g_x)  # the implicit function theorem: the cotangent of what g captured
+        return cr.NoTangent(), dg, cr.ZeroTangent(), cr.ZeroTangent()
+
+    return root, bisect_root_reverse_pullback
+
+
+def test_a_solver_with_a_reverse_rule_only_receiving_the_duals_through_its_equation_is_refused():
+    # its body reaches the root through comparisons alone: differentiated, a silent zero; so is the
+    # value of its reverse rule run on the duals (the source engine's primal)
+    def cube_root(c):
+        return bisect_root_reverse(lambda x: x**3 - c, 0.0, 10.0)  # the call
+
+    assert cr.gradient(cube_root, 8.0)[0] == pytest.approx(1 / 12, rel=1e-12)  # the rule, in reverse mode
+    lines, first = inspect.getsourcelines(cube_root)
+    line = first + next(i for i, text in enumerate(lines) if "# the call" in text)
+    with pytest.raises(IgnoredRuleError, match="bisect_root_reverse has a rule that forward mode") as info:
+        forward.jvp(cube_root, (8.0,), (1.0,))
+    assert f"{__file__}:{line}" in str(info.value)
+    with pytest.raises(IgnoredRuleError, match="bisect_root_reverse has a rule") as info:
+        cr.derivative(cube_root, 8.0)
+    assert "computed its value without the values being differentiated" in "".join(info.value.__notes__)
+    with pytest.raises(cr.ChainRulesError, match="bisect_root_reverse"):
+        cr.jacobian(lambda v: cube_root(v[0]) * v, np.array([8.0, 1.0]), mode="forward")
+    with pytest.raises(cr.ChainRulesError, match="bisect_root_reverse"):
+        cr.hessian(cube_root, 8.0)
+    # a constant equation: nothing to refuse
+    assert cr.derivative(lambda c: bisect_root_reverse(lambda x: x**3 - 8.0, 0.0, 10.0) * c, 1.0) == pytest.approx(2.0)
+
+
+def total_of(g, xs):
+    return sum(g(x) for x in xs)
+
+
+@cr.rrule.register(total_of)
+def rrule_total_of(g, xs):
+    calls = [cr.rrule_via_ad(g, x) for x in xs]  # its value computed by the engine: it carries what g captured
+
+    def total_of_pullback(dy):
+        parts = [back(dy) for _, back in calls]
+        return cr.NoTangent(), functools.reduce(cr.add, (p[0] for p in parts)), cr.Tangent[list](*(p[1] for p in parts))
+
+    return sum(y for y, _ in calls), total_of_pullback
+
+
+def test_a_reverse_rule_whose_value_carries_what_a_function_argument_captured_serves_forward_mode():
+    def f(c):
+        return total_of(lambda x: c**2 * x + c * x**2, [1.0, 2.0])  # 3 c^2 + 5 c
+
+    assert cr.derivative(f, 1.5) == pytest.approx(6 * 1.5 + 5, rel=1e-14)
+    assert cr.derivative(f, 1.5) == pytest.approx(cr.testing.fd_jacobian(f, 1.5), rel=1e-8)
+    assert cr.hessian(f, 1.5) == pytest.approx(6.0, rel=1e-14)
 
 
 def test_derivatives_of_derivatives_through_a_rule_that_calls_its_own_function():

@@ -36,7 +36,7 @@ import functools
 import inspect
 import os
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .active import ActiveValue
@@ -193,6 +193,7 @@ def ignored_rule(
     primal: Callable[[Any], Any],
     entry=None,
     held_anywhere: bool = False,
+    through_callables: bool = False,
 ):
     """``(found, clean)``: a call of a callable with a rule in ``dispatcher`` that is running on
     the stack from ``frame`` up to ``entry`` and received values for which ``owns(value, key)``
@@ -211,6 +212,7 @@ def ignored_rule(
     returned dict and drops it when its differentiation ends (it holds frames alive).
     ``held_anywhere``: the values may be in any of the callable's variables, not only in its
     arguments (a value its code computed from them, or from what a function argument closes over).
+    ``through_callables``: only the values its callable arguments hold count (see ``given_to``).
     """
     f = frame
     while f is not None and f is not entry and _runs_rules(f.f_code):  # to the user's code
@@ -227,7 +229,7 @@ def ignored_rule(
         code = f.f_code
         ruled = table.get(id(code))
         if ruled is not None and ruled[0] is code:
-            found = _ruled_call(dispatcher, f, ruled[1], owns, key, primal, held_anywhere)
+            found = _ruled_call(dispatcher, f, ruled[1], owns, key, primal, held_anywhere, through_callables)
             found = found and _called_by_user(dispatcher, found, primal)
             if found is not None:
                 return found, clean
@@ -266,9 +268,12 @@ def _runs_rules(code: types.CodeType) -> bool:
     return False
 
 
-def _ruled_call(dispatcher, frame, matchers, owns, key, primal, held_anywhere: bool = False):
+def _ruled_call(dispatcher, frame, matchers, owns, key, primal, held_anywhere=False, through_callables=False):
     positional, keywords = _arguments(frame)
-    if not any(_holds(v, owns, key, 3) for v in (*positional, *keywords)) and not (
+    given = (*positional, *keywords)
+    if through_callables:
+        given = [v for v in given if given_to(v) is not None]
+    if not any(_holds(v, owns, key, 3) for v in given) and not (
         # a decorator's wrapper may move its arguments into other variables before it fails
         # (SciPy's batching wrapper pops array keywords into a list): a wrapper's locals count
         (held_anywhere or any(kind == "function" and hasattr(fn, "__wrapped__") for kind, fn in matchers))
@@ -385,6 +390,23 @@ def holds_engine_values(value) -> bool:
 
 def _any_engine(value, key) -> bool:
     return True
+
+
+def engine_values_in(value, depth: int = 3) -> Iterator[ActiveValue]:
+    """The engines' values that ``value`` is or holds (see ``_held_by``), within ``depth`` levels,
+    as ``holds_engine_values`` looks for them.
+
+    >>> from chainrules.forward import Dual, Tag
+    >>> def times(k):
+    ...     return lambda x: k * x
+    >>> [type(v).__name__ for v in engine_values_in([times(Dual(2.0, 1.0, Tag())), 3.0])]
+    ['Dual']
+    """
+    if isinstance(value, ActiveValue):
+        yield value
+    elif depth > 0 and not isinstance(value, (str, bytes, type, types.ModuleType)):
+        for v in _held_by(value):
+            yield from engine_values_in(v, depth - 1)
 
 
 def _held_by(value) -> Iterable:
@@ -537,14 +559,24 @@ class RuledCallWatch:
 
     def branched(self, owner, frame) -> IgnoredRuleError | None:
         """At a comparison or truth test of ``owner``'s value in ``frame``: the ``IgnoredRuleError``
-        to raise where a library's code branches on it inside a call of a callable with a reverse
-        rule (the rule set's: an iterative solver such as ``scipy.optimize.newton``), whose
+        to raise where code branches on it inside a call of a callable with a reverse rule, whose
         iterations the engine would otherwise differentiate in place of the rule, silently, as no
-        conversion shows it; ``None`` elsewhere. The user's code branches freely: a frame of its
-        code costs one lookup (``in_library_code``)."""
-        if owner is None or not in_library_code(frame.f_code):
+        conversion shows it: a library's code inside one of the rule set's (an iterative solver
+        such as ``scipy.optimize.newton``), and, for an engine that watches other rules than
+        reverse ones (forward mode), the user's code inside a call of the user's own callable that
+        received the values through a function passed to it (a solver's equation: a bisection
+        reaches its result through comparisons alone). ``None`` elsewhere: the user's code branches
+        freely, and a frame of its code costs a lookup or two while no such rule is registered."""
+        if owner is None:
             return None
-        found, _ = ignored_rule(rrule, frame, None, self.owns, owner, self.primal, owner.entry, held_anywhere=True)
+        if in_library_code(frame.f_code):
+            found, _ = ignored_rule(rrule, frame, None, self.owns, owner, self.primal, owner.entry, held_anywhere=True)
+        elif self.dispatcher is not rrule and watches_user_code(rrule):  # (the tape's own check sees these)
+            found, _ = ignored_rule(
+                rrule, frame, None, self.owns, owner, self.primal, owner.entry, through_callables=True
+            )
+        else:
+            return None
         return None if found is None else ignored_rule_error(found[0], found[1], self.engine, self.advice)
 
     def refused(self, owner, frame, error: Exception) -> Exception:

@@ -41,7 +41,12 @@ Invariants:
 - Duals see operations, never the call of a Python function or callable object. While frules
   for such callables are registered, each operation looks down the stack for a call of one
   that received duals of its tag (``RULED_CALLS``) and raises rather than push the tangent
-  through the callable's body in place of its rule.
+  through the callable's body in place of its rule; so does a comparison of a dual in the body
+  of a callable with a reverse rule that received the duals through a function passed to it (a
+  solver's iterations, whose derivative is not the rule's).
+- A ruled callable run by another engine (``call_by_rule``: the source engine's primal) whose
+  fields hold duals, or an argument whose fields do, gives them to the frule as that value's
+  tangent (a ``Tangent[P]``), with a copy of it holding their primals (``_opened``).
 """
 
 from __future__ import annotations
@@ -74,8 +79,8 @@ from ..core.active import InplaceOperators, NumberIndexing, _orders, reflected_b
 from ..core.errors import DroppedDerivativeError, NoForwardRuleError, conversion_in_rule, in_percent_formatting
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
-from ..core.ruled_calls import RuledCallWatch, in_library_code
-from ..core.structures import item_tangents, structure_items, with_fields
+from ..core.ruled_calls import RuledCallWatch, engine_values_in
+from ..core.structures import is_structure, item_tangents, structure_items, with_fields
 from ..core.tangents import _is_namedtuple_type
 from ..core.twins import ATTRIBUTE_TWINS, call_method, call_twin, method_twin, twin_of
 
@@ -164,13 +169,11 @@ def _refused(value, error: Exception) -> Exception:
 
 
 def _branching(value) -> None:
-    """A comparison or truth test of ``value`` by its caller: refused where a library's code
-    iterates on it inside a ruled callable (``RuledCallWatch.branched``)."""
-    frame = sys._getframe(2)
-    if in_library_code(frame.f_code):
-        error = RULED_CALLS.branched(value.tag, frame)
-        if error is not None:
-            raise _kept(value.tag, error)
+    """A comparison or truth test of ``value`` by its caller: refused where code iterates on it
+    inside a callable with a reverse rule (``RuledCallWatch.branched``)."""
+    error = RULED_CALLS.branched(value.tag, sys._getframe(2))
+    if error is not None:
+        raise _kept(value.tag, error)
 
 
 def _kept(tag: Tag | None, error: Exception) -> Exception:
@@ -249,6 +252,10 @@ class Dual(NumberIndexing, ActiveValue):
         # f's frule pushes the tangents forward; without one, the caller runs f's body on the duals
         if frule.lookup(f, args) is None and _lookup_twin(f, args) is None:
             return NotImplemented
+        held = args if type(f) in _UNSTRUCTURED else (f, *args)
+        if any(type(a) not in _DUALS and _holds_duals(a) for a in held):
+            # a user's callable object (a bound method's object) or argument holds duals in its fields
+            return _call_general(f, args, kwargs, sys._getframe(0), opening=True)
         return call(f, args, kwargs)
 
     def __format__(self, spec: str) -> str:
@@ -881,6 +888,56 @@ def _split(a, tag: Tag):
     return a, _ZERO
 
 
+def _opened(a, tag: Tag, depth: int = 3):
+    """``(primal, tangent)`` of ``a`` with respect to ``tag`` as ``_split`` gives it, where ``a`` may
+    also be an object whose fields hold duals of ``tag`` (a callable object's, a bound method's
+    object, within ``depth`` levels as ``engine_values_in`` looks): a copy holding their primals,
+    and a ``Tangent[P]`` of its items' tangents, as the reverse engines give its cotangent. Only
+    the parts that hold such duals are walked; a function that captured some is left as it is."""
+    if type(a) in _DUALS:
+        return _split(a, tag)
+    if type(a) is types.MethodType:  # a bound method stands for its object (see the registry's `lookup`)
+        owner, d = _opened(a.__self__, tag, depth)
+        return (a, d) if owner is a.__self__ else (types.MethodType(a.__func__, owner), d)
+    if depth == 0 or type(a) in _UNSTRUCTURED or not is_structure(a) or not _holds_duals(a, tag, depth):
+        return a, _ZERO
+    items = structure_items(a)
+    P = type(a)
+    if isinstance(items, list):
+        pairs = [_opened(v, tag, depth - 1) for v in items]
+        if all(isinstance(t, AbstractZero) for _, t in pairs):
+            return a, _ZERO
+        return P(p for p, _ in pairs), Tangent[P](*(t for _, t in pairs))
+    pairs = {k: _opened(v, tag, depth - 1) for k, v in items.items()}
+    tangents = {k: t for k, (_, t) in pairs.items()}
+    if all(isinstance(t, AbstractZero) for t in tangents.values()):
+        return a, _ZERO
+    changed = {k: p for k, (p, _) in pairs.items() if p is not items[k]}
+    if isinstance(a, dict):
+        primal = copy.copy(a)
+        primal.update(changed)
+        return primal, Tangent[dict](tangents)
+    return (a._replace(**changed) if _is_namedtuple_type(P) else with_fields(a, changed)), Tangent[P](**tangents)
+
+
+def _holds_duals(a, tag: Tag | None = None, depth: int = 3) -> bool:
+    """Whether ``a`` holds duals (of ``tag``, if given) within ``depth`` levels (``engine_values_in``)."""
+    return any(type(v) in _DUALS and (tag is None or _of_tag(v, tag)) for v in engine_values_in(a, depth))
+
+
+def _newest_held_tag(values, tag: Tag | None) -> Tag | None:
+    for v in engine_values_in(values, 4):
+        if type(v) in _DUALS and (tag is None or v.tag.order > tag.order):
+            tag = v.tag
+    return tag
+
+
+#: callables that hold no values of their own (a ``call``'s function is almost always one)
+_UNSTRUCTURED = frozenset(
+    (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType, np.ufunc)
+)
+
+
 def _inner_foreign(args, order: int) -> bool:
     """Whether an argument (or an item of a tuple or list argument) is another engine's value (an
     outer tape's tracked array) of a differentiation started after the tag of ``order``: nested
@@ -974,8 +1031,10 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
     return _call_general(f, args, kwargs, sys._getframe(1))
 
 
-def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
-    """``call`` with keyword arguments, containers among the arguments, or duals of several tags."""
+def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller, opening: bool = False):
+    """``call`` with keyword arguments, containers among the arguments, or duals of several tags.
+    ``opening``: the callable (a user's object, a bound method's object) or an argument may hold
+    duals in its fields, which reach the rule as that value's tangent (see ``_opened``)."""
     if any(isinstance(a, AbstractTangent) for a in args):
         if any(isinstance(a, AbstractZero) for a in args):
             return NotImplemented  # the zero's operator takes it (``x * ZeroTangent()``), as beside an array
@@ -1000,9 +1059,11 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
                     f"{_name(f)}: a dual number was passed as the keyword argument {dual_keywords[0]!r}; forward "
                     "mode differentiates positional arguments only, and no position of its signature can take it"
                 )
-            return _call_general(f, moved[0], moved[1], caller)
+            return _call_general(f, moved[0], moved[1], caller, opening)
     else:
         kwargs = _NO_KWARGS
+    if opening:
+        tag = _newest_held_tag((f, args), tag)
     if tag is None:
         return f(*args, **kwargs)
     if _inner_foreign(args, tag.order):
@@ -1013,6 +1074,10 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
         RULED_CALLS.check(tag, caller)
     primals = []
     tangents = [_NO]
+    if opening:
+        f, df = _opened(f, tag)
+        if not isinstance(df, AbstractZero):
+            tangents[0] = df
     for a in args:
         if type(a) in _DUALS:
             if a.tag is tag:
@@ -1021,17 +1086,36 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller):
             else:
                 primals.append(a)
                 tangents.append(_ZERO)
-        elif type(a) in _CONTAINERS and a:
-            p, t = _split(a, tag)
+        elif opening or (type(a) in _CONTAINERS and a):
+            p, t = _opened(a, tag) if opening else _split(a, tag)
             primals.append(p)
             tangents.append(t)
         else:
             primals.append(a)
             tangents.append(_ZERO)
-    pusher = pusher_for(f, primals)
+    if opening:
+        _refuse_unopened(f, primals, kwargs, tag)
+        # (a copy of the callable is made at each call: its pusher is not kept)
+        pusher = _pusher(frule.lookup(f, primals) or _lookup_twin(f, primals), len(primals))
+    else:
+        pusher = pusher_for(f, primals)
     if pusher is None:
         return _without_rule(f, primals, kwargs, tag)
     return push(f, pusher, primals, tangents, kwargs, tag)
+
+
+def _refuse_unopened(f, primals: list, kwargs: dict, tag: Tag) -> None:
+    """Refuse a rule's call where duals of ``tag`` are still inside the callable or an argument once
+    ``_opened`` took out what it could (captured by a function): the rule would take them for
+    constants, and its tangent would miss theirs."""
+    if any(_holds_duals(v, tag) for v in (f, *primals, *kwargs.values())):
+        raise NoForwardRuleError(
+            f,
+            tuple(primals),
+            location=user_location(),
+            reason="its forward rule takes the values being differentiated as arguments, and in the fields of "
+            "objects (the callable itself, an argument), not captured by a function",
+        )
 
 
 def push(f: Callable, pusher: tuple, primals: list, tangents: list, kwargs: dict, tag: Tag):
@@ -1248,20 +1332,25 @@ def pusher_for(f, primals) -> tuple | None:
             known = _UNRULED.get(unruled)
             if known is not None and known() is f:
                 return None
-        rule = frule.lookup(f, primals) or _lookup_twin(f, primals)
-        if rule is None:
+        found = _pusher(frule.lookup(f, primals) or _lookup_twin(f, primals), n)
+        if found is None:
             if key is not None:
                 _remember_unruled(f, unruled)
             return None
-        partials = getattr(rule, "partials", None)
-        if partials is not None and len(partials) == len(primals):
-            how = _by_one_partial if len(partials) == 1 else _by_partials
-            found = (how, rule, tuple((p, p is not None and _takes_out(p)) for p in partials))
-        else:
-            found = (_by_batched_rule if getattr(rule, "batched", False) else _by_rule, rule, None)
         if key is not None:
             _PUSHERS[key] = found
     return found
+
+
+def _pusher(rule, n: int) -> tuple | None:
+    """The pusher (see ``push``) of the frule ``rule`` for a call with ``n`` arguments (``None``: no rule)."""
+    if rule is None:
+        return None
+    partials = getattr(rule, "partials", None)
+    if partials is not None and len(partials) == n:
+        how = _by_one_partial if len(partials) == 1 else _by_partials
+        return how, rule, tuple((p, p is not None and _takes_out(p)) for p in partials)
+    return _by_batched_rule if getattr(rule, "batched", False) else _by_rule, rule, None
 
 
 def _remember_unruled(f, key: tuple) -> None:

@@ -460,7 +460,27 @@ def _by_rule(f, rule, args: tuple, kwargs: dict):
         owner = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
         if owner is not None:
             return _by_both_rules(owner, f, rule, args, kwargs)
+        if any(map(holds_engine_values, (f, *args, *kwargs.values()))):
+            return _carrying(f, args, rule(*args, **kwargs))
     return rule(*args, **kwargs)
+
+
+def _carrying(f, args: tuple, pair: tuple):
+    """``pair``, the ``(y, back)`` of a reverse rule given another engine's values only inside its
+    arguments (captured by a function passed to it, in a structure's fields): refused where ``y``
+    holds none of them. That engine takes the rule's value as the rule computes it, and the rule
+    computed it without them (a solver's iterations reach their root through comparisons alone,
+    where the rule's pullback differentiates the equation): its derivatives would be silent zeros."""
+    y = pair[0]
+    if _is_discrete(y) or holds_engine_values(y):
+        return pair
+    raise _no_rule(
+        f,
+        args,
+        "its reverse rule computed its value without the values being differentiated that a function passed to it "
+        "captured (or a structure held), so their derivatives would be dropped; forward mode and second "
+        "derivatives need a forward rule for it",
+    )
 
 
 def _has_python_body(f) -> bool:
