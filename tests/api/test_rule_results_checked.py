@@ -1,6 +1,7 @@
 """A rule whose pullback returns the wrong number of cotangents, or a cotangent unlike its argument
 (a number for an array, another shape, None), is named in a ChainRulesError at the entry points,
-rather than handed to the user as a gradient."""
+rather than handed to the user as a gradient; and where it is called inside the function being
+differentiated, with the user's line of the call."""
 
 import numpy as np
 import pytest
@@ -58,3 +59,72 @@ def rrule_triple_none(x):
 def test_a_wrong_rule_result_is_named(call, match, engine):
     with pytest.raises(cr.ChainRulesError, match=match):
         call(engine)
+
+
+def huber(r, delta=1.0):
+    a = np.abs(r)
+    return np.sum(np.where(a <= delta, 0.5 * r**2, delta * (a - 0.5 * delta)))
+
+
+@cr.rrule.register(huber)
+def rrule_huber_without_deltas_cotangent(r, delta=1.0):
+    slope = np.clip(r, -delta, delta)
+    return huber(r, delta), lambda dy: (cr.NoTangent(), dy * slope)  # (delta given by position has none)
+
+
+class Scale:
+    def __init__(self, a):
+        self.a = a
+
+    def __call__(self, x):
+        return self.a * x
+
+
+@cr.rrule.register(Scale)
+def rrule_scale_one_too_many(s, x):
+    return s.a * x, lambda dy: (cr.NoTangent(), s.a * dy, dy)
+
+
+R = np.array([0.3, -2.0])
+HERE = r"\(called at .*test_rule_results_checked\.py:\d+\)"
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: cr.gradient(lambda r: huber(r, 0.5) * 2.0, R), f"huber {HERE} returned 2 values for 2 argument"),
+        (lambda: cr.gradient(lambda x: double(x) * 3.0, 1.0), f"double {HERE} returned 3 values for 1 argument"),
+        (lambda: cr.gradient(lambda x: Scale(2.0)(x) * 3.0, 1.0), f"Scale {HERE} returned 3 values for 1 argument"),
+        (
+            lambda: cr.gradient(lambda x: total(x) * 3.0, np.ones(2)),
+            rf"total {HERE} returned shape \(\) as the cotangent of argument 1, a ndarray of shape \(2,\)",
+        ),
+        (lambda: cr.gradient(lambda x: triple(x) + x, 1.0), f"triple {HERE} returned None as the cotangent"),
+        # forward over reverse: the reverse pass runs on dual numbers
+        (lambda: cr.hessian(lambda r: huber(r, 0.5) * 2.0, R), f"huber {HERE} returned 2 values for 2 argument"),
+        (lambda: cr.hessian(lambda x: double(x) * 3.0, 1.0), f"double {HERE} returned 3 values for 1 argument"),
+    ],
+)
+def test_a_wrong_rule_result_inside_the_function_is_named(call, match):
+    # the generated code unpacks what the rule's pullback returns: not a bare ValueError, nor a
+    # cotangent blamed on the function around the call
+    with pytest.raises(cr.ChainRulesError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("engine", ["source", "tape"])
+@pytest.mark.parametrize(
+    "pullback, match",
+    [
+        (lambda dy: (cr.NoTangent(),), "spacing {} returned 1 values for 1 argument"),
+        (lambda dy: (cr.NoTangent(), np.sum(dy)), r"spacing {} returned shape \(\) as the cotangent of argument 1"),
+    ],
+)
+def test_a_users_rule_of_a_library_function_is_checked_inside(pullback, match, engine):
+    # the source engine calls such a rule directly, the tape records it as an operation
+    cr.rrule.register(np.spacing)(lambda x: (np.spacing(x), pullback))
+    try:
+        with pytest.raises(cr.ChainRulesError, match=match.format(HERE)):
+            cr.gradient(lambda x: np.sum(np.spacing(x) * 3.0), np.ones(2), engine=engine)
+    finally:
+        cr.rrule.unregister(np.spacing)

@@ -773,6 +773,76 @@ def test_frule_of_a_callable_object_moves_its_fields_too():
     test_frule(p, 0.5, tangents=(cr.Tangent[Polynomial](coeffs=np.array([1.0, 0.0, -1.0])), 2.0))
 
 
+@dataclasses.dataclass
+class Spring:
+    k: float
+    rest: float
+
+    def energy(self, x):
+        return 0.5 * self.k * np.sum((np.diff(x) - self.rest) ** 2)
+
+
+@cr.rrule.register(Spring.energy)
+def rrule_spring_energy(spring, x):
+    stretch = np.diff(x) - spring.rest
+
+    def spring_energy_pullback(dy):
+        dy = cr.unthunk(dy)
+        if cr.iszero(dy):
+            return NO, cr.ZeroTangent(), cr.ZeroTangent()
+        force = spring.k * stretch * dy
+        dx = np.concatenate([[0.0], force]) - np.concatenate([force, [0.0]])
+        return NO, cr.Tangent[Spring](k=0.5 * np.sum(stretch**2) * dy, rest=-np.sum(force)), dx
+
+    return 0.5 * spring.k * np.sum(stretch**2), spring_energy_pullback
+
+
+@cr.frule.register(Spring.energy)
+def frule_spring_energy(tangents, spring, x):
+    _, dspring, dx = tangents
+    stretch = np.diff(x) - spring.rest
+    dk, drest = (0.0, 0.0) if cr.iszero(dspring) else (dspring.k, dspring.rest)
+    dstretch = (0.0 if cr.iszero(dx) else np.diff(dx)) - drest
+    return 0.5 * spring.k * np.sum(stretch**2), 0.5 * dk * np.sum(stretch**2) + spring.k * np.sum(stretch * dstretch)
+
+
+@dataclasses.dataclass
+class LooseSpring:
+    k: float
+
+    def energy(self, x):
+        return 0.5 * self.k * np.sum(x**2)
+
+
+@cr.rrule.register(LooseSpring.energy)
+def rrule_loose_spring_energy_wrong_k(spring, x):
+    def loose_spring_energy_pullback(dy):
+        dy = cr.unthunk(dy)
+        return NO, cr.Tangent[LooseSpring](k=np.sum(x**2) * dy), spring.k * x * dy  # (k's is twice the true one)
+
+    return 0.5 * spring.k * np.sum(x**2), loose_spring_energy_pullback
+
+
+@cr.frule.register(LooseSpring.energy)
+def frule_loose_spring_energy_without_k(tangents, spring, x):
+    _, _, dx = tangents  # (drops the tangent of k)
+    return 0.5 * spring.k * np.sum(x**2), spring.k * np.sum(x * cr.unthunk(dx))
+
+
+def test_a_bound_method_gets_its_objects_tangent_checked():
+    # the tangent of spring.energy is the tangent of spring (as the engines give it), checked
+    # against finite differences of its fields, as a callable object's
+    x = np.array([0.0, 1.1, 2.3, 2.9])
+    test_rrule(Spring(2.0, 1.0).energy, x)
+    test_frule(Spring(2.0, 1.0).energy, x)
+    test_frule(Spring(2.0, 1.0).energy, x, tangents=(cr.Tangent[Spring](k=1.0, rest=-0.5), np.ones(4)))
+    itself = r"the tangent of .*LooseSpring\.energy itself .*does not match finite differences"
+    with pytest.raises(AssertionError, match=f"(?s){itself}"):
+        test_rrule(LooseSpring(2.0).energy, x)
+    with pytest.raises(AssertionError, match="the output tangent does not match finite differences"):
+        test_frule(LooseSpring(2.0).energy, x)
+
+
 def count_items(xs):
     return len(xs)
 

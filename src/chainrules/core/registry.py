@@ -341,6 +341,20 @@ class RuleDispatcher:
         return keys
 
 
+def is_users_rule(rule) -> bool:
+    """Whether ``rule`` was written outside chainrules: not one of its own rules, nor one it made
+    (``scalar_rule``, ``non_differentiable``, a rule bound to a method's object), which return what
+    a pullback must by construction. Engines check what a user's rule's pullback returns.
+
+    >>> import numpy as np
+    >>> is_users_rule(rrule.lookup(np.sin, (1.0,)))
+    False
+    """
+    if type(rule) is functools.partial:  # (a rule bound to a callable object: ``_bind_instance``)
+        rule = rule.func
+    return not getattr(rule, "__module__", "").startswith("chainrules.")
+
+
 class _BatchLedger:
     """How many pullbacks that cannot take a batch of cotangents were made so far (see ``decline_batch``)."""
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -136,6 +137,10 @@ def fd_pushforward_full(tangents: tuple, g: Callable, *args, **kwargs):
 # ----- helpers ---------------------------------------------------------------------------------
 
 
+def _call(f: Callable, *args, **kwargs):
+    return f(*args, **kwargs)
+
+
 def _labels(f: Callable, n: int) -> list[str]:
     """``the tangent of f itself``, then ``argument 1 (x)``, ... named from f's signature where it has one."""
     names: list[str | None] = [None] * n
@@ -157,6 +162,28 @@ def _labels(f: Callable, n: int) -> list[str]:
 
 def _short(f) -> str:
     return callable_name(f)
+
+
+def _as_input(f: Callable) -> tuple[Any, Callable]:
+    """What the testers take as the input ``f`` itself (the tangent of ``f``, the pullback's first
+    entry) and how to call ``f`` from it: ``call(that, *args, **kwargs)``. That is ``f``, a callable
+    object with fields being perturbed through them; for a bound method of a Python function, its
+    object, whose tangent the engines give as the bound method's (docs/engines.md), called through
+    the method's function.
+
+    >>> class Scale:
+    ...     def __init__(self, a):
+    ...         self.a = a
+    ...     def times(self, x):
+    ...         return self.a * x
+    >>> s = Scale(2.0)
+    >>> that, call = _as_input(s.times)
+    >>> that is s, call(Scale(3.0), 1.5)
+    (True, 4.5)
+    """
+    if type(f) is types.MethodType and type(f.__func__) is types.FunctionType and not isinstance(f.__self__, type):
+        return f.__self__, f.__func__
+    return f, _call
 
 
 def _snapshot(values: list) -> list:
@@ -350,7 +377,8 @@ def test_rrule(
     rule = rule or rrule
     primals = [unwrap(a) for a in args]
     marked = [False] + [isinstance(a, NonDifferentiable) for a in args]
-    inputs = [f, *primals]  # position 0 is f itself: a callable object with fields is differentiable too
+    this, call_f = _as_input(f)  # position 0 is f itself: a callable object with fields is differentiable too
+    inputs = [this, *primals]
     labels = _labels(f, len(primals))
     n = len(inputs)
 
@@ -430,7 +458,7 @@ def test_rrule(
     atol = atol_default if atol is None else atol
     if not report.problems:  # invalid cotangents cannot be compared meaningfully
         for i, x in fd_inputs.items():
-            call = _call_with(f, inputs, fkwargs, i)
+            call = _call_with(call_f, inputs, fkwargs, i)
             ok, found = report.run(
                 f"finite differences for {labels[i]}",
                 _fd_cotangent_problems,
@@ -505,14 +533,15 @@ def _fresh(a):
     return copy.deepcopy(a) if isinstance(a, (list, dict)) else a
 
 
-def _call_with(f, inputs, fkwargs, i):
-    """``v -> f(*args)`` with input ``i`` replaced by ``v`` (0 is ``f`` itself); mutable inputs copied per call."""
+def _call_with(call_f: Callable, inputs, fkwargs, i):
+    """``v -> f(*args)`` with input ``i`` replaced by ``v`` (0 is ``f`` itself, called by ``call_f``:
+    see ``_as_input``); mutable inputs copied per call."""
     fixed = list(inputs)
 
     def call(v):
         values = [_fresh(a) for a in fixed]
         values[i] = v
-        return values[0](*values[1:], **fkwargs)
+        return call_f(*values, **fkwargs)
 
     return call
 
@@ -629,7 +658,8 @@ def test_frule(
     rule = rule or frule
     primals = [unwrap(a) for a in args]
     marked = [False] + [isinstance(a, NonDifferentiable) for a in args]
-    inputs = [f, *primals]
+    this, call_f = _as_input(f)
+    inputs = [this, *primals]
     labels = _labels(f, len(primals))
     n = len(inputs)
     if tangents is None:
@@ -637,7 +667,7 @@ def test_frule(
     else:
         tangents = tuple(tangents)
         if len(tangents) == n - 1:
-            tangents = (rand_tangent(f, rng), *tangents)
+            tangents = (rand_tangent(this, rng), *tangents)
         if len(tangents) != n:
             raise ValueError(f"{report.name}: {len(tangents)} tangents for {n - 1} arguments (give one per argument)")
         all_tangents = list(tangents)
@@ -677,8 +707,7 @@ def test_frule(
     atol = atol_default if atol is None else atol
 
     def call(values):
-        values = [unwrap(v) for v in values]
-        return values[0](*values[1:], **fkwargs)
+        return call_f(*[unwrap(v) for v in values], **fkwargs)
 
     if not report.problems:
         ok, expected = report.run("finite differences", fd_jvp, call, tuple(fd_x), tuple(fd_dx), fdm)

@@ -35,8 +35,9 @@ from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
 from ...core.errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, note_user_line, user_location
 from ...core.keywords import as_positional
-from ...core.registry import _LEDGER, decline_batch, frule, rrule
-from ...core.ruled_calls import holds_engine_values
+from ...core.pullback_results import checked_pullback
+from ...core.registry import _LEDGER, decline_batch, frule, is_users_rule, rrule
+from ...core.ruled_calls import given_to, holds_engine_values
 from ...core.structures import leaves
 from ...core.tangents import AbstractZero, Tangent, unthunk
 from . import cache, codegen, effects, runtime
@@ -455,31 +456,41 @@ def _by_forward_rule(fn: types.FunctionType, args: tuple, kwargs: dict, bound: b
 
 def _by_rule(f, rule, args: tuple, kwargs: dict):
     """``rule(*args, **kwargs)``: ``(y, back)`` for a call of ``f`` by its reverse rule; on another
-    engine's values, by both rules where the reverse rule may compute in Python (``_by_both_rules``)."""
+    engine's values, by both rules where the reverse rule may compute in Python (``_by_both_rules``).
+    A user's rule's ``back`` is checked as it returns (``checked_pullback``): the generated code
+    unpacks its result, where a mistake would otherwise surface as a bare ``ValueError`` or be
+    blamed on the function around the call."""
+    owner = None
     if not getattr(rule, "on_engine_values", False) and _has_python_body(f):
         owner = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
-        if owner is not None:
-            return _by_both_rules(owner, f, rule, args, kwargs)
-        if any(map(holds_engine_values, (f, *args, *kwargs.values()))):
-            return _carrying(f, args, rule(*args, **kwargs))
-    return rule(*args, **kwargs)
+    y, back = rule(*args, **kwargs) if owner is None else _by_both_rules(owner, f, rule, args, kwargs)
+    if is_users_rule(rule):
+        if owner is None and any(map(_captures_engine_values, (*args, *kwargs.values()))):
+            _refuse_dropped(f, args, y)
+        back = checked_pullback(f, back, args, codegen.calling_location, getattr(rule, "batched", False))
+    return y, back
 
 
-def _carrying(f, args: tuple, pair: tuple):
-    """``pair``, the ``(y, back)`` of a reverse rule given another engine's values only inside its
-    arguments (captured by a function passed to it, in a structure's fields): refused where ``y``
-    holds none of them. That engine takes the rule's value as the rule computes it, and the rule
-    computed it without them (a solver's iterations reach their root through comparisons alone,
-    where the rule's pullback differentiates the equation): its derivatives would be silent zeros."""
-    y = pair[0]
+def _captures_engine_values(value) -> bool:
+    """Whether ``value`` is a callable that was given another engine's values (a closure over them)."""
+    given = given_to(value)
+    return given is not None and any(map(holds_engine_values, given))
+
+
+def _refuse_dropped(f, args: tuple, y) -> None:
+    """Refuse the value ``y`` of a user's reverse rule given another engine's values only through a
+    function passed to it (a closure over them) where ``y`` holds none of them. That engine takes
+    the rule's value as the rule computes it, and the rule computed it without them (a solver's
+    iterations reach their root through comparisons alone, where the rule's pullback
+    differentiates the equation): its derivatives would be silent zeros."""
     if _is_discrete(y) or holds_engine_values(y):
-        return pair
+        return
     raise _no_rule(
         f,
         args,
         "its reverse rule computed its value without the values being differentiated that a function passed to it "
-        "captured (or a structure held), so their derivatives would be dropped; forward mode and second "
-        "derivatives need a forward rule for it",
+        "captured, so their derivatives would be dropped; forward mode and second derivatives need a forward rule "
+        "for it",
     )
 
 

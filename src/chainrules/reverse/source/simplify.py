@@ -43,8 +43,9 @@ import numpy as np
 
 from ...core.active import ActiveValue
 from ...core.errors import UnsupportedSyntaxError
-from ...core.registry import OPT_OUT, _nondiff_rrule, frule, rrule
-from . import ir
+from ...core.pullback_results import checked_rule
+from ...core.registry import OPT_OUT, _nondiff_rrule, frule, is_users_rule, rrule
+from . import codegen, ir
 
 
 def reads_only(f) -> bool:
@@ -454,6 +455,7 @@ class _Analysis:
         self.static: dict[str, object] = {}
         self.guards: dict[str, object] = {}
         self.direct: dict[int, object] = {}
+        self.checked_rules: dict[int, object] = {}  # id of a user's rule called directly -> its checked form
         #: the statements reading an element of a known type (``Unpack``: all the elements)
         self.struct_reads: set[int] = set()
         self.evaluated: dict[tuple, object] = {}  # see `evaluated_type`
@@ -1240,7 +1242,8 @@ class _Analysis:
         """The rule a call (or an operator) will use, when its callee is known here and the rule
         is known for its argument types (or is the same for all of them); the specialization is
         rebuilt when a rule is registered or a global rebound. Keywords are passed on as written;
-        ``out=``, which the dispatcher refuses, and ``**`` keep the call on the dispatcher."""
+        ``out=``, which the dispatcher refuses, and ``**`` keep the call on the dispatcher. A rule of
+        the user's (``is_users_rule``) is called with its pullback checked (``checked_rule``)."""
         if isinstance(expr, ir.Op):
             f = getattr(operator, expr.op, _MISSING)
             values = list(expr.operands_)
@@ -1252,7 +1255,14 @@ class _Analysis:
         if f is _MISSING or isinstance(f, type):
             return None
         rule = static_lookup(rrule, f, [self.type_of(v) for v in values], self.plain_inputs)
-        return None if rule is _MISSING else rule
+        if rule is None or rule is _MISSING:
+            return None
+        if is_users_rule(rule):  # what its pullback returns is checked, as the dispatcher checks it
+            checked = self.checked_rules.get(id(rule))
+            if checked is None:
+                checked = self.checked_rules[id(rule)] = checked_rule(f, rule, codegen.calling_location)
+            return checked
+        return rule
 
     def scalar_frule(self, expr):
         """For a call of a real function of real scalars (``math.sin(x)``) with rules: its

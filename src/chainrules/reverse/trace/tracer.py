@@ -40,7 +40,8 @@ import numpy as np
 from ...core.active import ActiveValue, next_order, reflected_by_its_class, stood_for
 from ...core.errors import GENERATED_LINES, DroppedDerivativeError, NoRuleError, is_library
 from ...core.keywords import as_positional
-from ...core.registry import decline_batch, rrule
+from ...core.pullback_results import checked_rule
+from ...core.registry import decline_batch, is_users_rule, rrule
 from ...core.ruled_calls import RuledCallWatch, given_to
 from ...core.structures import is_structure, structure_items, with_fields
 from ...core.tangents import AbstractTangent, AbstractZero, Tangent, unthunk
@@ -221,10 +222,21 @@ def lookup(f, plain_args: tuple):
     try:
         return _rules[key]
     except KeyError:
-        rule = _rules[key] = rrule.lookup(f, plain_args)
+        rule = _rules[key] = checked_if_users(f, rrule.lookup(f, plain_args))
         return rule
     except TypeError:  # an unhashable callable
-        return rrule.lookup(f, plain_args)
+        return checked_if_users(f, rrule.lookup(f, plain_args))
+
+
+def checked_if_users(f, rule):
+    """``rule``, or where it is a user's (``is_users_rule``) the same rule with its pullback's
+    result checked as it returns (``checked_rule``), naming the user's line of the call: the sweep
+    reads the cotangents it needs by position, where a wrong number of them would surface as an
+    ``IndexError`` or be dropped, and one of the wrong shape be blamed on the function around the
+    call."""
+    if rule is None or not is_users_rule(rule):
+        return rule
+    return checked_rule(f, rule, user_location, located_when_called=True)
 
 
 def _lookup_args(plain: list) -> tuple:
@@ -971,7 +983,7 @@ def binary_operation(f):
         try:
             rule, batched = cache[type(pa)][type(pb)]
         except KeyError:
-            rule = rrule.lookup(f, (pa, pb))
+            rule = checked_if_users(f, rrule.lookup(f, (pa, pb)))
             batched = getattr(rule, "batched", False)
             cache.setdefault(type(pa), {})[type(pb)] = (rule, batched)
         if rule is None:
@@ -1040,7 +1052,7 @@ def unary_operation(f):
         try:
             rule, batched = cache[type(pa)]
         except KeyError:
-            rule = rrule.lookup(f, (pa,))
+            rule = checked_if_users(f, rrule.lookup(f, (pa,)))
             batched = getattr(rule, "batched", False)
             cache[type(pa)] = (rule, batched)
         if rule is None:
