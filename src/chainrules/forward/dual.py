@@ -570,6 +570,8 @@ class DualArray(InplaceOperators, Dual):
         return call(np.subtract, (other, self))
 
     def __mul__(self, other):
+        if reflected_by_its_class(operator.mul, other):  # (an spmatrix: a matrix product, see `__matmul__`)
+            return call(operator.mul, (self, other))
         return call(np.multiply, (self, other))
 
     def __rmul__(self, other):
@@ -582,6 +584,10 @@ class DualArray(InplaceOperators, Dual):
         return call(np.true_divide, (other, self))
 
     def __matmul__(self, other):
+        # an operand whose class implements the operator in Python (a sparse matrix), which NumPy's own
+        # array defers to: the operator's rule for that class, as a tape records it
+        if reflected_by_its_class(operator.matmul, other):
+            return call(operator.matmul, (self, other))
         return call(np.matmul, (self, other))
 
     def __rmatmul__(self, other):

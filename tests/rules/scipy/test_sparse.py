@@ -1,0 +1,265 @@
+"""Rules for ``scipy.sparse``: products of a constant sparse matrix with a dense operand, and
+``spsolve`` / ``SuperLU.solve``, against finite differences, across the engines and in Hessians;
+a sparse matrix whose entries depend on the values being differentiated is refused."""
+
+import operator
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+import chainrules as cr
+from chainrules.core.errors import ChainRulesError, NoRuleError
+from chainrules.core.ruled_calls import IgnoredRuleError
+from chainrules.testing import fd_jacobian, nondiff, test_frule, test_rrule
+
+from ..numpy.test_linalg import rng_for
+
+pytestmark = pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")
+
+FORMATS = ["csr", "csc", "coo", "dia", "bsr", "lil"]
+KINDS = ["array", "matrix"]
+
+
+def _sparse(fmt, kind, n, m, dtype=np.float64, seed=0):
+    """A sparse (n, m) matrix with a dominant diagonal, in the format and class asked for."""
+    rng = rng_for("sparse", fmt, kind, n, m, np.dtype(dtype).name, seed)
+    dense = rng.standard_normal((n, m)) * (rng.random((n, m)) < 0.4)
+    if np.dtype(dtype).kind == "c":
+        dense = dense + 1j * rng.standard_normal((n, m)) * (dense != 0)
+    dense[np.arange(min(n, m)), np.arange(min(n, m))] += 4.0
+    return getattr(sp, f"{fmt}_{kind}")(dense.astype(dtype))
+
+
+def _dense(rng, shape, dtype=np.float64):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def _laplacian(n, kind="array"):
+    """The 1-d Poisson matrix (Dirichlet boundaries), tridiagonal, in CSR."""
+    main, off = 2.0 * np.ones(n), -np.ones(n - 1)
+    return getattr(sp, f"csr_{kind}")(sp.diags([off, main, off], [-1, 0, 1]))
+
+
+# ----- products ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(4,), (4, 2)])
+def test_sparse_times_dense(fmt, kind, shape):
+    rng = rng_for("times", fmt, kind, shape)
+    A = _sparse(fmt, kind, 3, 4)
+    x = _dense(rng, shape)
+    np.testing.assert_allclose(cr.rrule(operator.matmul, A, x)[0], A.toarray() @ x)
+    test_rrule(operator.matmul, nondiff(A), x)
+    test_frule(operator.matmul, nondiff(A), x)
+    test_rrule(A.dot, x)
+    test_frule(A.dot, x)
+    test_rrule(A.T.__matmul__, _dense(rng, (3, *shape[1:])))
+    y = _dense(rng, (2, 3) if len(shape) == 2 else (3,))  # x @ A
+    test_rrule(operator.matmul, y, nondiff(A))
+    test_frule(operator.matmul, y, nondiff(A))
+    test_rrule(A.__rmatmul__, y)
+    if kind == "matrix":  # spmatrix's `*` is the matrix product
+        test_rrule(operator.mul, nondiff(A), x)
+        test_frule(operator.mul, y, nondiff(A))
+
+
+@pytest.mark.parametrize("dtypes", [(np.complex128, np.float64), (np.float64, np.complex128), (np.complex128,) * 2])
+def test_sparse_times_complex(dtypes):
+    rng = rng_for("complex", dtypes)
+    A = _sparse("csr", "array", 3, 4, dtypes[0])
+    x = _dense(rng, (4,), dtypes[1])
+    test_rrule(operator.matmul, nondiff(A), x)
+    test_frule(operator.matmul, nondiff(A), x)
+    test_rrule(operator.matmul, _dense(rng, (2, 3), dtypes[1]), nondiff(A))
+
+
+@pytest.mark.parametrize("shape", [(4,), (4, 2)])
+def test_sparse_times_batches(shape):
+    """A block of tangents or cotangents (a leading batch axis) at once, row by row the same."""
+    rng = rng_for("batch", shape)
+    A = _sparse("csr", "matrix", 3, 4)
+    x = _dense(rng, shape)
+    dxs = _dense(rng, (5, *shape))
+    y, dys = cr.frule((cr.NoTangent(), cr.ZeroTangent(), dxs), operator.matmul, A, x)
+    np.testing.assert_allclose(dys, [A.toarray() @ dx for dx in dxs])
+    cotangents = _dense(rng, (5, *y.shape))
+    back = cr.rrule(operator.matmul, A, x)[1]
+    np.testing.assert_allclose(back(cotangents)[2], [A.toarray().T @ dy for dy in cotangents])
+    z, back = cr.rrule(operator.matmul, x.T, A.T)
+    np.testing.assert_allclose(back(_dense(rng, (5, *z.shape)))[1].shape, (5, *x.T.shape))
+
+
+def test_sparse_times_refuses_a_scalar_and_a_tangent_for_the_matrix():
+    A = _sparse("csr", "matrix", 3, 3)
+    with pytest.raises(NoRuleError, match="sparse result"):
+        cr.rrule(operator.mul, A, np.array(2.0))
+    with pytest.raises(NoRuleError, match="tangent for the sparse matrix"):
+        cr.frule((cr.NoTangent(), A, np.ones(3)), operator.matmul, A, np.ones(3))
+
+
+# ----- solves --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(4,), (4, 2), (4, 1)])
+def test_spsolve(fmt, kind, shape):
+    rng = rng_for("spsolve", fmt, kind, shape)
+    A = _sparse(fmt, kind, 4, 4)
+    b = _dense(rng, shape)
+    x = cr.rrule(spla.spsolve, A, b)[0]
+    np.testing.assert_allclose(x, spla.spsolve(A, b), rtol=1e-12)
+    assert x.shape == spla.spsolve(A, b).shape
+    test_rrule(spla.spsolve, nondiff(A), b)
+    test_frule(spla.spsolve, nondiff(A), b)
+
+
+@pytest.mark.parametrize("dtypes", [(np.float64, np.complex128), (np.complex128, np.float64), (np.float32, np.float32)])
+def test_spsolve_dtypes(dtypes):
+    rng = rng_for("spsolve dtypes", dtypes)
+    A = _sparse("csc", "array", 4, 4, dtypes[0])
+    b = _dense(rng, (4,), dtypes[1])
+    x = cr.rrule(spla.spsolve, A, b)[0]
+    assert x.dtype == spla.spsolve(A, b).dtype
+    tol = {"rtol": 1e-3, "atol": 1e-3} if dtypes[0] == np.float32 else {}
+    test_rrule(spla.spsolve, nondiff(A), b, **tol)
+
+
+@pytest.mark.parametrize("trans", ["N", "T", "H"])
+@pytest.mark.parametrize("shape", [(4,), (4, 3)])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_superlu_solve(trans, shape, dtype):
+    rng = rng_for("splu", trans, shape, np.dtype(dtype).name)
+    A = _sparse("csc", "array", 4, 4, dtype)
+    lu = spla.splu(A)
+    b = _dense(rng, shape, dtype)
+    dense = {"N": A.toarray(), "T": A.toarray().T, "H": A.toarray().conj().T}[trans]
+    x, back = cr.rrule(spla.SuperLU.solve, lu, b, trans=trans)  # (SuperLU objects cannot be copied: by hand)
+    np.testing.assert_allclose(x, np.linalg.solve(dense, b), rtol=1e-12)
+    dxs = _dense(rng, (3, *shape), dtype)  # a batch of cotangents: x̄ ↦ op(A)^-H x̄
+    np.testing.assert_allclose(back(dxs)[2], [np.linalg.solve(dense.conj().T, dx) for dx in dxs], rtol=1e-12)
+    np.testing.assert_allclose(back(dxs[0])[2], np.linalg.solve(dense.conj().T, dxs[0]), rtol=1e-12)
+    _, dys = cr.frule((cr.NoTangent(), cr.NoTangent(), dxs), spla.SuperLU.solve, lu, b, trans=trans)
+    np.testing.assert_allclose(dys, [np.linalg.solve(dense, db) for db in dxs], rtol=1e-12)
+    if dtype is np.float64:
+        np.testing.assert_allclose(
+            back(dxs[0])[2],
+            fd_jacobian(lambda v: lu.solve(v, trans), b).T @ dxs[0].ravel() if len(shape) == 1 else back(dxs[0])[2],
+        )
+
+
+def test_solves_batches():
+    rng = rng_for("solve batch")
+    A = _sparse("csr", "array", 4, 4)
+    for shape in [(4,), (4, 2)]:
+        b = _dense(rng, shape)
+        x, back = cr.rrule(spla.spsolve, A, b)
+        dxs = _dense(rng, (3, *x.shape))
+        np.testing.assert_allclose(back(dxs)[2], [np.linalg.solve(A.toarray().T, dx) for dx in dxs], rtol=1e-10)
+        _, dx = cr.frule((cr.NoTangent(), cr.ZeroTangent(), dxs), spla.spsolve, A, b)
+        np.testing.assert_allclose(dx, [np.linalg.solve(A.toarray(), db) for db in dxs], rtol=1e-10)
+
+
+# ----- engines: PDE-like programs --------------------------------------------------------------
+
+N = 6
+L = _laplacian(N)
+LM = _laplacian(N, "matrix")
+SOURCE = np.sin(np.linspace(0.0, np.pi, N))
+
+
+def poisson_energy(u):
+    """The discrete Dirichlet energy of u plus a load term."""
+    return 0.5 * u @ (L @ u) - SOURCE @ u + np.sum(np.sin(u))
+
+
+def residual_norm(u):
+    return np.sum((LM * u - LM.dot(u**2)) ** 2) + np.sum((u @ L) * u)
+
+
+def poisson_solution(f):
+    """The 1-d Poisson solve with load f: sum of squares of u and a nonlinear term."""
+    u = spla.spsolve(L, f)
+    return np.sum(u**2) + np.sum(np.cos(spla.spsolve(LM.T.tocsc(), np.stack([f, f * f], axis=1))))
+
+
+def factored(f):
+    solve = spla.factorized(L.tocsc())  # splu(A).solve: the rule of SuperLU.solve
+    return np.sum(solve(f) ** 2) + np.sum(np.sin(solve(f * f)))
+
+
+PROGRAMS = [poisson_energy, residual_norm, poisson_solution]
+
+
+def test_factored_source_and_hessian():
+    """SuperLU.solve is C code that refuses dual numbers (forward mode cannot reach its rule)."""
+    u = np.linspace(0.2, 1.0, N)
+    np.testing.assert_allclose(cr.gradient(factored, u)[0], fd_jacobian(factored, u)[0], rtol=1e-6, atol=1e-8)
+    hessian = fd_jacobian(lambda v: cr.gradient(factored, v)[0], u)
+    np.testing.assert_allclose(cr.hessian(factored, u), hessian, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_programs_source_and_forward(f):
+    u = np.linspace(0.2, 1.0, N)
+    expected = fd_jacobian(f, u)[0]
+    np.testing.assert_allclose(cr.gradient(f, u)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(f, u, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+    hessian = fd_jacobian(lambda v: cr.gradient(f, v)[0], u)
+    np.testing.assert_allclose(cr.hessian(f, u), hessian, rtol=1e-5, atol=1e-6)
+
+
+def test_tape_products():
+    """The tape records `x @ A` and spmatrix's `x * A` (its operators run first); `A @ x`, `A.dot(x)`
+    and `spsolve` are library code that it refuses, naming the rule engine='source' uses."""
+    u = np.linspace(0.2, 1.0, N)
+
+    def left(u):
+        return np.sum((u @ L) ** 2) + np.sum(np.sin(u * LM))
+
+    np.testing.assert_allclose(cr.gradient(left, u, engine="tape")[0], fd_jacobian(left, u)[0], rtol=1e-6, atol=1e-8)
+    for f in (poisson_energy, poisson_solution):
+        with pytest.raises(IgnoredRuleError, match="engine='source'"):
+            cr.gradient(f, u, engine="tape")
+
+
+def test_jvp_of_a_product():
+    u, du = np.linspace(0.2, 1.0, N), np.ones(N)
+    y, dy = cr.jvp(lambda u: u @ L + L @ u, (u,), (du,))
+    np.testing.assert_allclose(dy, 2 * L.toarray() @ du)
+
+
+# ----- sparse matrices whose entries are differentiated: refused ---------------------------------
+
+
+def diagonal_shift(k):
+    K = sp.diags([k * np.ones(N)], [0], format="csr") + L
+    return np.sum(spla.spsolve(K.tocsc(), np.ones(N)))
+
+
+def assembled(w):
+    K = sp.csr_array((w, (np.arange(N), np.arange(N))), shape=(N, N))
+    return np.sum(K @ np.ones(N))
+
+
+def elementwise(u):
+    return np.sum((u * L).toarray())
+
+
+@pytest.mark.parametrize("f", [diagonal_shift, assembled, elementwise], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("engine", ["source", "tape", "forward"])
+def test_differentiated_entries_refused(f, engine):
+    x = 0.7 if f is diagonal_shift else np.linspace(0.2, 1.0, N)
+    with pytest.raises(ChainRulesError) as raised:
+        if engine == "forward":
+            cr.jacobian(f, x, mode="forward")
+        else:
+            cr.gradient(f, x, engine=engine)
+    assert "test_sparse.py" in str(raised.value)
