@@ -27,7 +27,7 @@ rule of ``SuperLU.solve`` (``through_rules``).
 >>> A = sp.csr_array(np.array([[2.0, 1.0], [0.0, 3.0]]))
 >>> y, back = cr.rrule(A.dot, np.array([1.0, 1.0]))
 >>> y, back(np.array([1.0, 0.0]))[1]  # A^T e_1
-(array([3., 4.]), array([2., 1.]))
+(array([3., 3.]), array([2., 1.]))
 """
 
 from __future__ import annotations
