@@ -168,6 +168,23 @@ def test_solves_batches():
         np.testing.assert_allclose(dx, [np.linalg.solve(A.toarray(), db) for db in dxs], rtol=1e-10)
 
 
+def test_spsolve_of_a_singular_matrix_returns_what_spsolve_returns_and_nan_derivatives():
+    """spsolve warns and returns NaN for an exactly singular A (the rule had raised splu's error)."""
+    A = sp.csr_array(np.array([[1.0, 1.0], [1.0, 1.0]]))
+    b = np.array([1.0, 2.0])
+
+    def f(b):
+        return np.sum(spla.spsolve(A, b))
+
+    with pytest.warns(spla.MatrixRankWarning):
+        assert np.isnan(f(b))
+    with pytest.warns(spla.MatrixRankWarning):
+        value, (grad,) = cr.value_and_gradient(f, b)
+    assert np.isnan(value) and grad.shape == b.shape and np.isnan(grad).all()
+    with pytest.warns(spla.MatrixRankWarning):
+        assert np.isnan(cr.jacobian(f, b, mode="forward")).all()
+
+
 # ----- engines: PDE-like programs --------------------------------------------------------------
 
 N = 6

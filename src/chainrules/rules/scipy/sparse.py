@@ -316,10 +316,19 @@ def _spsolve_setup(A, b, rest: tuple, kwargs: dict):
     b_dtype = b.dtype if b.dtype.kind in "fc" else np.dtype(np.float64)
     dtype = np.promote_types(a_dtype, b_dtype)
     factor_dtype = dtype if a_dtype.kind == "c" else np.finfo(dtype).dtype
-    lu = spla.splu(sp.csc_array(A, dtype=factor_dtype), permc_spec=permc_spec)
+    try:
+        lu = spla.splu(sp.csc_array(A, dtype=factor_dtype), permc_spec=permc_spec)
+    except RuntimeError:  # an exactly singular A: spsolve warns and returns NaN (see `_singular`)
+        lu = None
     if type(b) is np.ndarray and b.dtype != dtype:
         b = b.astype(dtype)
     return lu, b, np.dtype(factor_dtype)
+
+
+def _singular(A, b, rest: tuple, kwargs: dict):
+    """``spsolve``'s own result for an exactly singular ``A``: it warns (``MatrixRankWarning``) and
+    returns NaN, whose derivatives are NaN too."""
+    return spla.spsolve(A, plain(b), *rest, **kwargs)
 
 
 def _spsolve_shape(b, x):
@@ -332,7 +341,7 @@ def _spsolve_shape(b, x):
 def rrule_spsolve(A, b, *rest, **kwargs):
     lu, b_, dtype = _spsolve_setup(A, b, rest, kwargs)
     ndim = np.ndim(b)
-    x = _spsolve_shape(b, _solve(lu, b_, "N", ndim, dtype))
+    x = _singular(A, b, rest, kwargs) if lu is None else _spsolve_shape(b, _solve(lu, b_, "N", ndim, dtype))
     no_rest = (NO,) * len(rest)
 
     def spsolve_pullback(dx):
@@ -341,7 +350,8 @@ def rrule_spsolve(A, b, *rest, **kwargs):
             return NO, NO, ZERO, *no_rest
         if np.ndim(x) < ndim:  # a column b: x is a vector, and so is each row of dx
             dx = np.reshape(dx, (*np.shape(dx), 1))
-        return NO, NO, _project(b, _solve(lu, dx, "H", ndim, dtype)), *no_rest
+        db = np.full(np.shape(dx), np.nan, dtype) if lu is None else _solve(lu, dx, "H", ndim, dtype)
+        return NO, NO, _project(b, db), *no_rest
 
     return x, spsolve_pullback
 
@@ -352,11 +362,11 @@ def frule_spsolve(tangents, A, b, *rest, **kwargs):
     _constant(spla.spsolve, A, tangents[1], b)
     lu, b_, dtype = _spsolve_setup(A, b, rest, kwargs)
     ndim = np.ndim(b)
-    x = _spsolve_shape(b, _solve(lu, b_, "N", ndim, dtype))
+    x = _singular(A, b, rest, kwargs) if lu is None else _spsolve_shape(b, _solve(lu, b_, "N", ndim, dtype))
     db = unthunk(tangents[2])
     if isinstance(db, AbstractZero):
         return x, db
-    dx = _solve(lu, db, "N", ndim, dtype)
+    dx = np.full(np.shape(db), np.nan, dtype) if lu is None else _solve(lu, db, "N", ndim, dtype)
     if np.ndim(x) < ndim:  # a column b: its tangents' trailing axis of 1 dropped as x's
         dx = np.reshape(dx, np.shape(dx)[:-1])
     return x, dx
