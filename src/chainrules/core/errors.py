@@ -85,15 +85,26 @@ def raise_swallowed(error: ChainRulesError, f) -> None:
     raise error
 
 
-def raise_converted(error: BaseException, refused: Exception | None) -> None:
+def raise_converted(error: BaseException, refused: Exception | None, values: tuple[type, ...] = ()) -> None:
     """Raise an engine's refusal ``refused`` where ``error``, which ended the function being
     differentiated, followed it: a library turned the refusal into its own error (NumPy's
     "setting an array element with a sequence" for ``out[i] = x`` of a number that indexes like a
     NumPy scalar; a C solver's "not a proper array of floats", which does not even chain it),
     whose message would not say what to write instead. The library's error is kept as a note
-    where it does not chain the refusal. Without a refusal, return: the engine re-raises ``error``,
-    noted with the user's line it came from (``note_user_line``)."""
+    where it does not chain the refusal. Without a refusal, a ``TypeError`` naming one of the
+    engine's ``values`` types is compiled code refusing its value without asking it to convert
+    (SciPy's ``SuperLU.solve``: "argument 1 must be numpy.ndarray, not DualArray"): a
+    ``DroppedDerivativeError`` saying so. Otherwise return: the engine re-raises ``error``, noted
+    with the user's line it came from (``note_user_line``)."""
     if refused is None or error is refused:
+        if type(error) is TypeError and any(f"not {v.__name__}" in str(error) for v in values):
+            location, _ = _user_line(error)
+            raise DroppedDerivativeError(
+                f"compiled code called{' at ' + location if location else ''} took a value being differentiated "
+                f"where it needs a plain NumPy array or number ({error}), and cannot carry its derivative. A call "
+                "with a rule is differentiated by it where the source engine runs the function (engine='source', "
+                "and forward mode's fallback to it); otherwise compute with NumPy functions, which take the value"
+            ) from error
         note_user_line(error)
         return
     link, depth = error, 0
@@ -251,6 +262,15 @@ def note_user_line(error: BaseException) -> None:
     of its traceback outside chainrules and the libraries, or the user's line of generated code),
     unless its message or notes name it already: a rule's refusal of an option (``np.interp``'s
     ``period=``) is raised inside the rule, far from the call that passed it."""
+    location, where = _user_line(error)
+    if location is None or location in str(error) or any(location in n for n in getattr(error, "__notes__", ())):
+        return
+    error.add_note(f"(raised at {location}{where})")
+
+
+def _user_line(error: BaseException) -> tuple[str | None, str]:
+    """``(file:line, how)``: the innermost frame of ``error``'s traceback outside chainrules and the
+    libraries, or the user's line of generated code (``how`` then says so); ``(None, "")`` without one."""
     location, where, tb = None, "", error.__traceback__
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
@@ -262,9 +282,7 @@ def note_user_line(error: BaseException) -> None:
         elif not is_internal_file(filename) and not is_library(filename):
             location, where = f"{filename}:{tb.tb_lineno}", ""
         tb = tb.tb_next
-    if location is None or location in str(error) or any(location in n for n in getattr(error, "__notes__", ())):
-        return
-    error.add_note(f"(raised at {location}{where})")
+    return location, where
 
 
 def is_library(filename: str) -> bool:

@@ -213,7 +213,7 @@ def _pushed(f: Callable, primals: tuple, tangents: tuple, kwargs: dict):
         else:
             out = f(*(_seed(x, t, tag) for x, t in zip(primals, tangents)), **kwargs)
     except Exception as error:
-        raise_converted(error, tag.refused)
+        raise_converted(error, tag.refused, _DUALS)
         raise
     finally:
         tag.entry = tag.clean_frames = None
@@ -366,7 +366,7 @@ def _jacobian(f: Callable, x, chunk_size: int | None):
             else:
                 out = f(Dual(x, seed, tag) if plain else _seed(x, seed, tag))
         except Exception as error:
-            raise_converted(error, tag.refused)
+            raise_converted(error, tag.refused, _DUALS)
             raise
         finally:
             tag.entry = tag.clean_frames = None
@@ -411,7 +411,7 @@ def _one_pass_jacobian(f: Callable, x: np.ndarray):
         else:  # the rule pushes the block (or, unbatched, each of its tangents) forward
             out = push(f, pusher, [x], [_NO, seed], _NO_KWARGS, tag)
     except Exception as error:
-        raise_converted(error, tag.refused)
+        raise_converted(error, tag.refused, _DUALS)
         raise
     finally:
         tag.entry = tag.clean_frames = None

@@ -216,12 +216,18 @@ def factored(f):
 PROGRAMS = [poisson_energy, residual_norm, poisson_solution]
 
 
-def test_factored_source_and_hessian():
-    """SuperLU.solve is C code that refuses dual numbers (forward mode cannot reach its rule)."""
+def test_factored_source_forward_and_hessian():
+    """SuperLU.solve is C code that refuses dual numbers and tracked arrays without asking them to
+    convert (a bare TypeError had come out): forward mode runs the function through the source
+    engine's primal, which calls its rule, and the tape refuses it at the user's line."""
     u = np.linspace(0.2, 1.0, N)
-    np.testing.assert_allclose(cr.gradient(factored, u)[0], fd_jacobian(factored, u)[0], rtol=1e-6, atol=1e-8)
+    expected = fd_jacobian(factored, u)[0]
+    np.testing.assert_allclose(cr.gradient(factored, u)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(factored, u, mode="forward"), expected, rtol=1e-6, atol=1e-8)
     hessian = fd_jacobian(lambda v: cr.gradient(factored, v)[0], u)
     np.testing.assert_allclose(cr.hessian(factored, u), hessian, rtol=1e-5, atol=1e-6)
+    with pytest.raises(cr.DroppedDerivativeError, match=r"compiled code called at .*test_sparse\.py:\d+.*TrackedArray"):
+        cr.gradient(factored, u, engine="tape")
 
 
 @pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
