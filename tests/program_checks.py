@@ -7,7 +7,8 @@ when it and the output are numbers or arrays), and, where marked, the Hessian by
 each reverse engine and the second derivative by a tape over the source engine. A construct an
 engine does not support by design is listed in ``refuses`` as ``{engine: message fragment}``:
 that engine must raise a clear error saying it and naming the program's line, never return a
-number (``hessian-<engine>`` for a refusal of the Hessian over that engine only). Where the
+number (``hessian-<engine>`` for a refusal of the Hessian over that engine only, ``forward-primal``
+where forward mode's fallback, the source engine's primal, refuses a call in the program too). Where the
 source engine refuses a program's Python (an ``UnsupportedSyntaxError``), the API differentiates
 it on the tape, which is checked too.
 """
@@ -152,8 +153,9 @@ def check_forward_jacobian(p: Program) -> None:
     x = copy.deepcopy(p.args[0])
     if "forward" in p.refuses:
         # the engine refuses; the API runs f through the source engine's primal, unless that refuses too
+        # (all of f, or, listed as "forward-primal", a call in it: a ruled solver whose value could not carry duals)
         check_refused(p, "forward", lambda: forward.jacobian(f, x))
-        if "source" in p.refuses:
+        if "source" in p.refuses or "forward-primal" in p.refuses:
             check_refused(p, "forward", lambda: cr.jacobian(f, x, mode="forward"))
             return
     J = cr.jacobian(f, x, mode="forward")
