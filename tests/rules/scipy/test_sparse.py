@@ -287,3 +287,22 @@ def test_differentiated_entries_refused(f, engine):
         else:
             cr.gradient(f, x, engine=engine)
     assert "test_sparse.py" in str(raised.value)
+
+
+def test_operators_of_unknown_operands_stay_resolved_when_the_source_engine_transforms():
+    """The sparse rules typed on operator.mul and operator.matmul agree with the untyped ones (which
+    reach the sparse methods' rules), so an operand of a type unknown before the call (a NumPy
+    function's result) does not make the source engine dispatch the operator at every call; a sparse
+    matrix the function builds reaches its rules through the rule chosen."""
+
+    def scaled(x):
+        return np.sin(x) * 0.5
+
+    assert "rrule_mul(" in cr.show(scaled, 0.3)
+
+    def built_inside(u):
+        K = sp.diags([2.0 * np.ones(N)], [0], format="csr") + L  # (its type is known only when it runs)
+        return np.sum((K @ u) ** 2) + np.sum(u @ K)
+
+    u = np.linspace(0.2, 1.0, N)
+    np.testing.assert_allclose(cr.gradient(built_inside, u)[0], fd_jacobian(built_inside, u)[0], rtol=1e-6)

@@ -1444,12 +1444,14 @@ def _untyped_only(dispatcher, f):
     """The rule of ``f`` for arguments none of which is an engine's stand-in for a number, when
     it is registered for all arguments and otherwise only for such stand-ins (the forward engine
     registers rules for dual numbers): the dispatcher selects it for every such call, as
-    ``dispatcher.lookup`` does; else ``_MISSING``."""
+    ``dispatcher.lookup`` does; else ``_MISSING``. A typed rule marked ``untyped_agrees`` (a sparse
+    matrix's operators) does not count: the untyped rule reaches the same derivative for those types
+    (through the operand's method and its rule), so selecting it is right whatever the types."""
     entries = _entries(dispatcher, f)
     if entries is None or entries.untyped is None:
         return _MISSING
-    for types_, _ in entries.typed:  # (one typed on a stand-in at any position needs one there)
-        if not any(issubclass(t, ActiveValue) for t in types_):
+    for types_, typed_rule in entries.typed:  # (one typed on a stand-in at any position needs one there)
+        if not any(issubclass(t, ActiveValue) for t in types_) and not getattr(typed_rule, "untyped_agrees", False):
             return _MISSING
     rule = entries.untyped
     return _MISSING if rule is OPT_OUT else rule

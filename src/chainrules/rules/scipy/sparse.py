@@ -168,6 +168,8 @@ def _register_products(f, sparse_first: bool, types: tuple = ()) -> None:
             return _times_sparse_frule(f, tangents, x, A)
 
         rules = rrule_times_sparse, frule_times_sparse
+    for rule in rules if types else ():
+        rule.untyped_agrees = True  # (see the registrations below)
     rrule.register(f, *types, batched=True)(rules[0])
     frule.register(f, *types, batched=True)(rules[1])
 
@@ -193,7 +195,11 @@ def _register_reflected(method) -> None:
 
 
 # `A @ x` and `x @ A` (and spmatrix's `*`), as the engines see the operators: typed on the
-# classes of both operands, ahead of the rules for arrays and for the user's classes' operators
+# classes of both operands, ahead of the rules for arrays and for the user's classes' operators.
+# Marked `untyped_agrees`: the operators' untyped rules reach the same rules through the sparse
+# operand's methods (the rules for classes defining an operator in Python), so the source engine
+# may still resolve an operator statically where an operand's type is unknown (`np.sin(x) * 0.5`
+# would otherwise be dispatched at every call).
 for _S in _SPARSE:
     _register_products(operator.matmul, True, (_S, ArrayLike))
     _register_products(operator.matmul, False, (ArrayLike, _S))
@@ -216,6 +222,10 @@ def rrule_sparse_elementwise(a, b):
 
 def frule_sparse_elementwise(tangents, a, b):
     _elementwise_refused(a, b)
+
+
+# (the untyped rule refuses it too, finding no rule for the sparse array's `__mul__`)
+rrule_sparse_elementwise.untyped_agrees = frule_sparse_elementwise.untyped_agrees = True
 
 
 # sparray's `*` is elementwise, with a sparse result: refused by name (forward mode would otherwise
