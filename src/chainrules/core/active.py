@@ -83,6 +83,19 @@ class ActiveValue:
         wrapper) hands its calls over with this."""
         return NotImplemented
 
+    def carrying(self, primal: Any, tangent: Any) -> Any:
+        """A value of this one's differentiation that stands for the plain ``primal`` and carries
+        ``tangent`` (forward mode's dual number; its tangent a batch along a leading axis where the
+        differentiation pushes a chunk of them, as this value's own does); ``None`` where the
+        engine's values carry no tangent (a tape's). With ``tangent_of``, a rule that integrates its
+        tangent itself (``solve_ivp``'s forward sensitivities) reads and makes this engine's values."""
+        return None
+
+    def tangent_of(self, value: Any) -> Any:
+        """The tangent ``value`` carries in this one's differentiation (see ``carrying``): a zero
+        where it holds none of its values, ``None`` where the engine's values carry no tangent."""
+        return None
+
 
 #: each binary operator's reflected method, which Python calls on the right operand where the left declines
 _REFLECTED = {

@@ -258,6 +258,12 @@ class Dual(NumberIndexing, ActiveValue):
             return _call_general(f, args, kwargs, sys._getframe(0), opening=True)
         return call(f, args, kwargs)
 
+    def carrying(self, primal, tangent):
+        return Dual(primal, tangent, self.tag)
+
+    def tangent_of(self, value):
+        return value.partials if type(value) in _DUALS and value.tag is self.tag else _ZERO
+
     def __format__(self, spec: str) -> str:
         # printing shows the primal; the computation keeps the dual
         return format(self.primal, spec)

@@ -507,9 +507,10 @@ class _Adjoint:
         self.method, self.tolerances, self.tfirst = method, tolerances, tfirst
         self.pullback_of = later_pullbacks()
 
-    def evaluate(self, t):
-        """``(fun(t, y(t), *args), its pullback)``, by its rule or the engine that ran the primal."""
-        y = self.solution(t)
+    def evaluate(self, t, y=None):
+        """``(fun(t, y, *args), its pullback)``, by its rule or the engine that ran the primal; ``y``
+        the solution at ``t`` where not given."""
+        y = self.solution(t) if y is None else y
         return self.pullback_of(self.call.F, *((t, y) if self.tfirst else (y, t)), *self.call.args)
 
     def along(self, t, d) -> float:
@@ -553,28 +554,39 @@ class _Adjoint:
         return df, tuple(dargs)
 
 
-def _forward_tangent(adjoint: _Adjoint, Y, y0):
-    """``Y`` (states × times) with the derivatives an engine's values carry (forward mode runs the
-    function as the source engine's primal): each entry's adjoint paired with what moves, ``y0``'s
-    perturbation and ``fun``'s at the forward solution, ``fun`` on the engine's values minus its
-    plain value (first order: one adjoint solve per entry of the output)."""
-    moved = {}  # node -> fun's perturbation there
+def _forward_tangent(adjoint: _Adjoint, Y, y0, active: list):
+    """``Y`` (states × times) as values of the differentiation of ``active`` (forward mode's dual
+    numbers, one differentiation) that carry its tangent: the forward sensitivity equations
+    ``dy' = (∂fun/∂y) dy + (∂fun/∂θ) dθ`` integrated along the forward solution from ``y0``'s
+    tangent, one solve for the whole chunk of tangents (a state of ``batch × states``). Each right-hand
+    side is one evaluation of ``fun`` on the solution at ``t`` carrying ``dy``, by the engine, with
+    what ``fun`` closes over and ``args`` carrying ``dθ``: its tangent is the sum. The solve takes
+    the primal's method and tolerances, ``atol`` applying to each tangent's entries of a state as
+    to the state, so the tangent is accurate as the solution is (relative to its own size)."""
+    anchor = active[0]
+    carried = [(v, anchor.tangent_of(v)) for v in active]
+    carried = [(v, d) for v, d in carried if not isinstance(d, AbstractZero)]
+    if not carried:
+        return Y
+    v, d = carried[0]
+    shape = (*np.shape(d)[:1], np.shape(Y)[0]) if is_batched(v, d) else (np.shape(Y)[0],)  # (a chunk's axis first)
+    start = anchor.tangent_of(y0) if isinstance(y0, ActiveValue) else _ZERO
+    start = np.zeros(shape, dtype=Y.dtype) if isinstance(start, AbstractZero) else np.reshape(np.asarray(start), shape)
 
-    def perturbation(s):
-        if s not in moved:  # (run by the engine: fun's code may build arrays of the dual numbers)
-            value = adjoint.evaluate(s)[0]
-            moved[s] = value - stood_for(value)
-        return moved[s]
+    def rate(t, dy):
+        y = anchor.carrying(adjoint.solution(t), np.reshape(dy, shape))
+        d = anchor.tangent_of(adjoint.evaluate(t, y)[0])
+        return np.zeros_like(dy) if isinstance(d, AbstractZero) else np.reshape(np.asarray(d), -1)
 
-    d_y0 = y0 - stood_for(y0) if isinstance(y0, ActiveValue) else None
-    entries = []
-    for k in range(Y.size):
-        unit = np.zeros(Y.size)
-        unit[k] = 1.0
-        lam0, nodes = adjoint.solve(np.reshape(unit, Y.shape))
-        total = sum((np.dot(weighted, perturbation(s)) for s, weighted in nodes), 0.0)
-        entries.append(total + (np.dot(lam0, d_y0) if d_y0 is not None else 0.0))
-    return Y + np.reshape(np.stack(entries), Y.shape)
+    times, t0 = adjoint.times, adjoint.t0
+    if times.size == 0 or times[-1] == t0:  # (no time passes)
+        return anchor.carrying(Y, np.repeat(start[..., None], times.size, axis=-1))
+    tolerances = {k: v if np.ndim(v) == 0 else np.broadcast_to(v, shape).ravel() for k, v in adjoint.tolerances.items()}
+    found = si.solve_ivp(rate, (t0, times[-1]), start.ravel(), method=adjoint.method, t_eval=times, **tolerances)
+    if not found.success:
+        why = f"the forward sensitivities' solve failed ({found.message})"
+        raise NoDerivativeError(f"scipy.integrate{at_user()}: {why}")
+    return anchor.carrying(Y, np.reshape(found.y, (*shape, times.size)))
 
 
 def _refused_forward(active: list, moved_times: bool, failed: str | None) -> str | None:
@@ -583,8 +595,8 @@ def _refused_forward(active: list, moved_times: bool, failed: str | None) -> str
         return "forward mode does not move its times"
     if failed is not None:
         return f"it failed: {failed}"
-    if max(nesting_depth(v) for v in active) > 1:
-        return "its adjoint gives first derivatives only"
+    if max(nesting_depth(v) for v in active) > 1 or len({v.differentiation_order() for v in active}) > 1:
+        return "its forward sensitivities give first derivatives only"
     return None
 
 
@@ -607,11 +619,14 @@ def rrule_solve_ivp(fun, *rest, **keywords):
     equations"). Each value of ``(∂fun/∂y)ᵀ λ`` is one pullback of ``fun``. So the gradient is the
     exact solution's, to the solver's tolerances, not the discretization's.
 
-    Forward mode (its dual numbers among ``y0``, ``args`` or what ``fun`` closes over) gets each
-    entry's tangent from that entry's adjoint (``_forward_tangent``). Refused: ``events``, times
-    that forward mode moves, and second derivatives (a Hessian, nested forward mode), which the
-    adjoint of the plain solution does not give. ``result.sol`` (``dense_output=True``) is not
-    differentiated: read the solution at the times of ``t_eval``.
+    Forward mode (its dual numbers among ``y0``, ``args`` or what ``fun`` closes over) integrates
+    the forward sensitivity equations ``dy' = (∂fun/∂y) dy + (∂fun/∂θ) dθ`` along the same dense
+    output, one solve for a whole chunk of tangents with the same method, ``rtol`` and ``atol``
+    (``_forward_tangent``); ``result.y``'s values are the plain solve's. So forward and reverse
+    mode each hold to the tolerances, not to each other's rounding. Refused: ``events``, times
+    that forward mode moves, and second derivatives (a Hessian, nested forward mode), which
+    neither gives. ``result.sol`` (``dense_output=True``) is not differentiated: read the
+    solution at the times of ``t_eval``.
 
     >>> import numpy as np, scipy.integrate as si, chainrules as cr
     >>> def decayed(k):  # y(1) = exp(-k)
@@ -638,7 +653,7 @@ def rrule_solve_ivp(fun, *rest, **keywords):
         why = _refused_forward(active, moved_times, None if found.success else found.message)
         if why is not None:
             raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=why)
-        found.y = _forward_tangent(adjoint, found.y, y0)
+        found.y = _forward_tangent(adjoint, found.y, y0, active)
 
     def solve_ivp_pullback(d_result):
         if active:
@@ -668,9 +683,9 @@ def rrule_odeint(func, *rest, **keywords):
     """``odeint``'s solution of ``y' = func(y, t, *args)`` (``tfirst=True``: ``func(t, y, *args)``) at
     the times ``t``, one row each: differentiated in ``y0``, ``args``, what ``func`` closes over and
     ``t``, by ``solve_ivp``'s adjoint method. LSODA's dense output at odeint's tolerances stands for
-    the solution between the times; forward mode pairs each entry's adjoint with what its dual
-    numbers move. ``full_output=True`` gives ``(y, infodict)``, whose ``infodict`` is not
-    differentiated; second derivatives through it are refused.
+    the solution between the times; forward mode integrates the forward sensitivities along it, by
+    LSODA at the same tolerances. ``full_output=True`` gives ``(y, infodict)``, whose ``infodict``
+    is not differentiated; second derivatives through it are refused.
 
     >>> import numpy as np, scipy.integrate as si, chainrules as cr
     >>> def decayed(k):  # y(1) = exp(-k)
@@ -699,7 +714,7 @@ def rrule_odeint(func, *rest, **keywords):
         why = _refused_forward(active, moved_times, None)
         if why is not None:
             raise NoForwardRuleError(si.odeint, (func, *rest), location=user_location(), reason=why)
-        Y = _forward_tangent(adjoint, Y.T, y0).T
+        Y = _forward_tangent(adjoint, Y.T, y0, active).T
         found = (Y, found[1]) if call.setting("full_output") else Y
 
     def odeint_pullback(d_out):
