@@ -402,6 +402,34 @@ def test_a_global_log_is_written_and_a_global_read_back_is_refused():
     assert "writing into the global `CACHE` in place" in str(info.value)
 
 
+COUNTS = [0]
+
+
+def counts_its_calls(x):
+    COUNTS[0] += 1  # (a global's item updated in place: the generated code had bound the name as a local)
+    return x * 2.0
+
+
+def counts_in_a_captured_dict(x):
+    seen = {"calls": 0}
+
+    def scaled(y):
+        seen["calls"] += 1
+        return y * x
+
+    return scaled(x) + scaled(2.0 * x) + seen["calls"]
+
+
+def test_an_item_of_a_global_or_captured_container_is_updated_in_place():
+    before = COUNTS[0]
+    y, back = pullback_full(counts_its_calls, 1.5)
+    assert (y, back(1.0)[1], COUNTS[0]) == (3.0, 2.0, before + 1)
+    assert cr.gradient(counts_in_a_captured_dict, 1.5) == pytest.approx(
+        crt.fd_jacobian(counts_in_a_captured_dict, 1.5)[0]
+    )
+    assert cr.gradient(counts_in_a_captured_dict, 1.5, engine="tape") == cr.gradient(counts_in_a_captured_dict, 1.5)
+
+
 def heapifies(x):
     h = [x * 2.0, x]
     heapq.heapify(h)  # <- heapify

@@ -188,6 +188,11 @@ class Primal:
         self.cells = {v: namer.fresh(f"cell_{v}") for v in cellvars}
         self.uses_fcells = False
         self.definitions = {s.target: s for s in ir.walk(plan.fn.body) if isinstance(s, ir.Assign)}
+        # the names the function binds; a container it writes into without binding it is a global's
+        # or a captured one, written in place (binding the name would make it a local of the code)
+        self.bound = set(plan.fn.params()).union(
+            *(s.targets() for s in ir.walk(plan.fn.body) if not isinstance(s, (ir.SetItem, ir.Mutate)))
+        )
         self.loops: list = []
         self.stacks: list[Stacked] = []
         #: the counter of the `try` body being emitted (see `tracked`), and whether a simple
@@ -560,8 +565,11 @@ class Primal:
             if isinstance(stmt, ir.SetItem):
                 # (an outer differentiation's value, a dual in a Hessian, may still be written)
                 key = self.operand(stmt.key)
-                self.emit(indent, f"{obj} = {self.h('plain_setitem')}({obj}, {key}, {value})", line)
-                self.rebound_cell(obj, indent, line)
+                if obj in self.bound:
+                    self.emit(indent, f"{obj} = {self.h('plain_setitem')}({obj}, {key}, {value})", line)
+                    self.rebound_cell(obj, indent, line)
+                else:  # (a global's list or dict: as the user's line writes it)
+                    self.emit(indent, f"{obj}[{key}] = {value}", line)
             else:
                 self.emit(indent, f"{obj}.{stmt.method}({value})", line)
             return
