@@ -599,3 +599,13 @@ def taylor_coefficients_by_recursive_derivatives(x):
 
     coefficients = [nth(lambda t: np.exp(x * t) * np.cos(t), k)(0.0) / np.prod(np.arange(1.0, k + 1)) for k in range(4)]
     return sum(c * x**k for k, c in enumerate(coefficients))
+
+
+ESCAPED = "escaped its function"  # a value being differentiated kept past its differentiation
+SEEN = []
+
+
+@program(1.5, refuses={"source": ESCAPED, "tape": ESCAPED})
+def inner_perturbation_kept_past_its_differentiation(t):
+    cr.derivative(lambda s: SEEN.append(s) or s * t, 1.0)
+    return SEEN[-1] + t
