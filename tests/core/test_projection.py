@@ -102,3 +102,34 @@ def test_match_input():
     out = cr.match_input(np.zeros((3, 1), np.float32), np.ones((3, 4)))
     assert out.shape == (3, 1) and out.dtype == np.float32
     assert cr.match_input(np.zeros(2, bool), np.ones(2)) is cr.NoTangent()
+
+
+def test_sparse_matrix_projected_onto_its_pattern():
+    """A sparse matrix's tangent is a CSR matrix of its kind on its pattern (explicit zeros and a DIA
+    matrix's stored diagonals included, duplicates one entry): entries outside are dropped."""
+    import scipy.sparse as sp
+
+    coo = sp.coo_array((np.array([1.0, 2.0, 0.0]), ([1, 1, 0], [0, 0, 1])), shape=(2, 2))
+    dense = np.array([[5.0, 6.0], [7.0, 8.0 + 1j]])
+    t = cr.ProjectTo(coo)(dense)
+    assert type(t) is sp.csr_array and t.dtype == np.float64
+    np.testing.assert_array_equal(t.toarray(), [[0.0, 6.0], [7.0, 0.0]])
+    np.testing.assert_array_equal(cr.ProjectTo(coo)(sp.lil_matrix(dense.real)).toarray(), t.toarray())
+    dia = sp.diags([np.array([0.0, 1.0])], [0])
+    t = cr.ProjectTo(dia)(dense)
+    assert type(t) is sp.csr_matrix and t.nnz == 2
+    np.testing.assert_array_equal(t.toarray(), [[5.0, 0.0], [0.0, 8.0]])
+    assert cr.ProjectTo(sp.csr_array(np.eye(2, dtype=int)))(sp.eye(2) * 3).dtype == np.float64
+    with pytest.raises(ValueError, match="shape"):
+        cr.ProjectTo(coo)(np.ones(3))
+
+
+def test_sparse_tangents_add_and_scale():
+    import scipy.sparse as sp
+
+    project = cr.ProjectTo(sp.csc_array(np.array([[1.0, 0.0], [2.0, 3.0]])))
+    a, b = project(np.ones((2, 2))), project(2 * np.ones((2, 2)))
+    for total in (cr.add(a, b), cr.iadd(a, b), cr.accumulate(a, True, b)[0], cr.add(cr.ZeroTangent(), a) + b):
+        np.testing.assert_array_equal(total.toarray(), [[3.0, 0.0], [3.0, 3.0]])
+    np.testing.assert_array_equal((2.0 * a).toarray(), [[2.0, 0.0], [2.0, 2.0]])
+    assert [d.nnz for d in project.batch([np.ones((2, 2)), cr.ZeroTangent()])[:1]] == [3]

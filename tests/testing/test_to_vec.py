@@ -160,3 +160,22 @@ def test_perturbed_inputs_keep_the_memory_layout_of_the_input():
     test_rrule(np.ravel, fortran, fkwargs={"order": "K"}, output_tangent=dy)
     test_frule(np.ravel, fortran, fkwargs={"order": "K"})
     test_rrule(np.reshape, fortran, (6,), fkwargs={"order": "A"})
+
+
+def test_sparse_matrix_is_its_entries_on_its_pattern():
+    """Finite differences perturb a sparse matrix's entries on its pattern (duplicates summed), and
+    rebuild one of its format and class."""
+    import scipy.sparse as sp
+
+    A = sp.coo_matrix((np.array([1.0, 2.0, 3.0]), ([1, 0, 1], [0, 1, 0])), shape=(2, 2))
+    v, from_vec = to_vec(A)
+    np.testing.assert_array_equal(v, [2.0, 4.0])
+    B = from_vec(v + 1)
+    assert type(B) is sp.coo_matrix
+    np.testing.assert_array_equal(B.toarray(), [[0.0, 3.0], [5.0, 0.0]])
+    np.testing.assert_array_equal(tangent_to_vec(A, np.array([[1.0, 2.0], [3.0, 4.0]])), [2.0, 3.0])
+    t = vec_to_tangent(A, np.array([1.0, 2.0]))
+    assert type(t) is sp.csr_matrix
+    np.testing.assert_array_equal(t.toarray(), [[0.0, 1.0], [2.0, 0.0]])
+    v, from_vec = to_vec(sp.csr_array(np.array([[1j, 0.0], [0.0, 2.0]])))
+    np.testing.assert_array_equal(v, [0.0, 1.0, 2.0, 0.0])

@@ -2,8 +2,9 @@
 
 ``ProjectTo(x)(dx)`` returns a tangent that is valid for ``x``: a real primal gets a real
 tangent, float32 stays float32, an integer primal gets a float tangent (integers are reals
-here), a bool gets ``NoTangent``, an array keeps its shape (a mismatch is an error), and
-structures are projected field by field. Rules capture ``ProjectTo(x)`` in the primal and apply
+here), a bool gets ``NoTangent``, an array keeps its shape (a mismatch is an error), a sparse
+matrix's tangent is put on its pattern (``core.sparse``), and structures are projected field by
+field. Rules capture ``ProjectTo(x)`` in the primal and apply
 it in the pullback.
 """
 
@@ -16,6 +17,7 @@ from numbers import Complex, Integral, Real
 import numpy as np
 
 from .active import ActiveValue
+from .sparse import SparsePattern, is_sparse
 from .tangents import (
     AbstractThunk,
     AbstractZero,
@@ -51,6 +53,9 @@ class ProjectTo:
         self.dtype = None
         if _is_duck_array(x):
             self.kind = "identity"  # an array-like of another library (a dual number): its tangents as given
+        elif is_sparse(x):  # (see core.sparse): its entries on its pattern, of its float dtype
+            self.kind, self.shape, self.primal = "sparse", x.shape, SparsePattern(x)
+            self.dtype = self.primal.dtype
         elif isinstance(x, np.ndarray):
             kind = x.dtype.kind
             self.shape = x.shape
@@ -100,6 +105,8 @@ class ProjectTo:
             return self.dtype.type(value)
         if kind == "array":
             return self._project_array(dx)
+        if kind == "sparse":
+            return self._project_sparse(dx)
         return self._project_structure(dx)
 
     def batch(self, dx):
@@ -119,6 +126,8 @@ class ProjectTo:
             return _NO
         if isinstance(dx, AbstractThunk):
             dx = dx.unthunk()
+        if kind == "sparse":  # a batch of a sparse matrix's tangents is a list of them
+            return [self(d) for d in dx]
         if kind == "structure":
             raise TypeError(f"ProjectTo: a batch of tangents of a {type(self.primal).__qualname__} is not supported")
         shape = self.shape if kind == "array" else ()
@@ -150,6 +159,11 @@ class ProjectTo:
         if dx.dtype != self.dtype:
             dx = dx.astype(self.dtype)
         return dx
+
+    def _project_sparse(self, dx):
+        if isinstance(dx, Tangent):
+            raise TypeError(f"ProjectTo: a {type(dx).__name__} is not a tangent of a sparse matrix")
+        return self.primal.project(dx)
 
     def _project_duck(self, dx):
         """A tangent that is an array-like of another library keeps its type: only shape and realness are checked."""

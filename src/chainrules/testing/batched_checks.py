@@ -58,6 +58,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core import AbstractZero, NoTangent, Tangent, ZeroTangent, basis_seed, callable_name, unthunk
+from ..core.sparse import is_sparse
 from ..forward.dual import _fit as engine_fit  # (the check takes tangents as the engine takes them)
 from .checks import approx_problems, deep_unthunk, must_be_no_tangent
 from .random_tangents import rand_tangent
@@ -121,6 +122,8 @@ def _can_batch(x) -> bool:
         return True
     if isinstance(x, np.ndarray):  # bools, strings: no tangent (objects: unknown)
         return x.dtype.kind != "O"
+    if is_sparse(x):  # (a batch of its tangents is a list: see core.sparse; checked by its rules' own tests)
+        return False
     if isinstance(x, (tuple, list)):
         return all(_can_batch(v) for v in x)
     if type(x) is dict:
@@ -178,6 +181,8 @@ def _row(t, k: int, batch: int):
     if isinstance(t, Tangent):
         items = {key: _row(v, k, batch) for key, v in t.items()}
         return _rebuild(type(t), tuple(items.values()) if isinstance(t.backing, tuple) else items)
+    if isinstance(t, list) and len(t) == batch and all(is_sparse(v) or isinstance(v, AbstractZero) for v in t):
+        return t[k]  # a batch of a sparse matrix's tangents (core.sparse)
     shape = getattr(t, "shape", None)
     if not isinstance(t, (np.ndarray, np.generic)) or not shape or shape[0] != batch:
         raise _NotABatch(f"{describe(t)} where a batch with a leading axis of length {batch} was due")

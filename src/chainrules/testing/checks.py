@@ -12,6 +12,7 @@ from numbers import Complex, Integral, Real
 import numpy as np
 
 from ..core import AbstractZero, Tangent, ZeroTangent, unthunk
+from ..core.sparse import SparsePattern, is_sparse
 from ..core.tangents import _is_namedtuple_type
 from .to_vec import _OPAQUE, _has_state, _object_fields, describe
 
@@ -117,6 +118,7 @@ def _compare(actual, expected, rtol, atol, path, problems, why="") -> None:
             _compare(a_items.get(key, zero), e_items.get(key, zero), rtol, atol, f"{path}{crumb}", problems, why)
         return
     shown_a, shown_e = a, e  # a zero singleton is compared as zeros but reported as itself
+    a, e = (v.toarray() if is_sparse(v) else v for v in (a, e))  # (sparse tangents compared as their matrices)
     if isinstance(a, AbstractZero):
         a = np.zeros_like(np.asarray(e))
     if isinstance(e, AbstractZero):
@@ -286,6 +288,8 @@ def tangent_problems(x, dx, path: str, *, top: bool = True, nondiff: bool = Fals
         return _int_tangent_problems(x, dx, path, top)
     if isinstance(x, np.ndarray):
         return _array_tangent_problems(x, dx, path)
+    if is_sparse(x):
+        return _sparse_tangent_problems(x, dx, path)
     if isinstance(x, np.floating):
         return _npscalar_problems(x, dx, path)
     if isinstance(x, (float, Real)):
@@ -373,6 +377,14 @@ def _array_tangent_problems(x: np.ndarray, dx, path) -> list[str]:
         else:
             problems.append(f"{path}: expected an array of dtype {x.dtype} (the primal's), got {describe(dx)}")
     return problems
+
+
+def _sparse_tangent_problems(x, dx, path) -> list[str]:
+    """A sparse matrix's tangent is a sparse matrix of its shape and float dtype (``core.sparse``)."""
+    want = SparsePattern(x).dtype
+    if not is_sparse(dx) or dx.shape != x.shape or dx.dtype != want:
+        return [f"{path}: expected a sparse matrix of shape {x.shape} and dtype {want}, got {describe(dx)}"]
+    return []
 
 
 def _npscalar_problems(x: np.floating, dx, path) -> list[str]:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..core import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
+from ..core.sparse import SparsePattern, is_sparse
 from ..core.tangents import _is_namedtuple_type
 
 _NO = NoTangent()
@@ -230,6 +231,34 @@ class _Array(Layout):
         self._write(self.value, vec, i)
 
 
+class _Sparse(_Array):
+    """A SciPy sparse matrix: its entries on its pattern (``core.sparse``), duplicates summed. The
+    primal rebuilt from a vector has the pattern and the primal's format and class; its tangent is
+    the pattern's (a CSR matrix)."""
+
+    def __init__(self, value):
+        self.pattern = SparsePattern(value)
+        super().__init__(np.zeros(self.pattern.nnz, dtype=self.pattern.dtype), self.pattern.dtype)
+        self.value, self.shape = value, (self.pattern.nnz,)
+
+    def tangent(self, vec, i):
+        return self.pattern.tangent(self._read(vec, i))
+
+    def primal(self, vec, i):
+        return self.tangent(vec, i).asformat(self.value.format)
+
+    def _pack(self, t, vec, i, path):
+        if isinstance(t, Tangent):
+            raise ValueError(f"{path}: {describe(t)} is not a tangent of a sparse matrix")
+        try:
+            self._write(self.pattern.entries(t), vec, i)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+
+    def values(self, vec, i):
+        self._write(self.pattern.entries(self.value), vec, i)
+
+
 class _Node(Layout):
     """A structure: a tuple, list, namedtuple, dict, dataclass, object with fields, or a ``Tangent``."""
 
@@ -356,6 +385,8 @@ def layout(x, perturb_ints: bool = False, _seen: frozenset = frozenset()) -> Lay
         if kind in "iu" and perturb_ints:
             return _Array(x, np.dtype(np.float64))
         return _Carried(x)
+    if is_sparse(x):
+        return _Sparse(x)
     if isinstance(x, (float, np.floating)):
         return _Real(x)
     if isinstance(x, (int, np.integer)):
@@ -407,9 +438,10 @@ def to_vec(x, perturb_ints: bool = False) -> tuple[np.ndarray, Callable[[np.ndar
 
     Floats, complex numbers (two reals), NumPy arrays of any float or complex dtype, tuples,
     lists, dicts, namedtuples, dataclasses, objects with fields and ``cr.Tangent`` structures are
-    flattened; integers, booleans, strings and functions are carried unchanged, wherever they
-    sit (``perturb_ints=True`` flattens integers, not booleans, as float64 reals, also wherever
-    they sit). ``from_vec(v)`` rebuilds a value of ``x``'s structure and dtypes.
+    flattened, and a SciPy sparse matrix as its entries on its pattern (``core.sparse``); integers,
+    booleans, strings and functions are carried unchanged, wherever they sit (``perturb_ints=True``
+    flattens integers, not booleans, as float64 reals, also wherever they sit). ``from_vec(v)``
+    rebuilds a value of ``x``'s structure and dtypes.
 
     >>> import numpy as np
     >>> from chainrules.testing import to_vec

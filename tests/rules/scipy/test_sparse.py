@@ -12,7 +12,7 @@ import scipy.sparse.linalg as spla
 import chainrules as cr
 from chainrules.core.errors import ChainRulesError, NoRuleError
 from chainrules.core.ruled_calls import IgnoredRuleError
-from chainrules.testing import fd_jacobian, nondiff, test_frule, test_rrule
+from chainrules.testing import fd_jacobian, test_frule, test_rrule
 
 from ..numpy.test_linalg import rng_for
 
@@ -56,19 +56,19 @@ def test_sparse_times_dense(fmt, kind, shape):
     A = _sparse(fmt, kind, 3, 4)
     x = _dense(rng, shape)
     np.testing.assert_allclose(cr.rrule(operator.matmul, A, x)[0], A.toarray() @ x)
-    test_rrule(operator.matmul, nondiff(A), x)
-    test_frule(operator.matmul, nondiff(A), x)
+    test_rrule(operator.matmul, A, x)
+    test_frule(operator.matmul, A, x)
     # (methods by their functions: a bound method's object is the testers' first input, and A is constant)
-    test_rrule(type(A).dot, nondiff(A), x)
-    test_frule(type(A).dot, nondiff(A), x)
-    test_rrule(type(A.T).__matmul__, nondiff(A.T), _dense(rng, (3, *shape[1:])))
+    test_rrule(type(A).dot, A, x)
+    test_frule(type(A).dot, A, x)
+    test_rrule(type(A.T).__matmul__, A.T, _dense(rng, (3, *shape[1:])))
     y = _dense(rng, (2, 3) if len(shape) == 2 else (3,))  # x @ A
-    test_rrule(operator.matmul, y, nondiff(A))
-    test_frule(operator.matmul, y, nondiff(A))
-    test_rrule(type(A).__rmatmul__, nondiff(A), y)
+    test_rrule(operator.matmul, y, A)
+    test_frule(operator.matmul, y, A)
+    test_rrule(type(A).__rmatmul__, A, y)
     if kind == "matrix":  # spmatrix's `*` is the matrix product
-        test_rrule(operator.mul, nondiff(A), x)
-        test_frule(operator.mul, y, nondiff(A))
+        test_rrule(operator.mul, A, x)
+        test_frule(operator.mul, y, A)
 
 
 @pytest.mark.parametrize("dtypes", [(np.complex128, np.float64), (np.float64, np.complex128), (np.complex128,) * 2])
@@ -76,9 +76,9 @@ def test_sparse_times_complex(dtypes):
     rng = rng_for("complex", dtypes)
     A = _sparse("csr", "array", 3, 4, dtypes[0])
     x = _dense(rng, (4,), dtypes[1])
-    test_rrule(operator.matmul, nondiff(A), x)
-    test_frule(operator.matmul, nondiff(A), x)
-    test_rrule(operator.matmul, _dense(rng, (2, 3), dtypes[1]), nondiff(A))
+    test_rrule(operator.matmul, A, x)
+    test_frule(operator.matmul, A, x)
+    test_rrule(operator.matmul, _dense(rng, (2, 3), dtypes[1]), A)
 
 
 @pytest.mark.parametrize("shape", [(4,), (4, 2)])
@@ -97,12 +97,29 @@ def test_sparse_times_batches(shape):
     np.testing.assert_allclose(back(_dense(rng, (5, *z.shape)))[1].shape, (5, *x.T.shape))
 
 
-def test_sparse_times_refuses_a_scalar_and_a_tangent_for_the_matrix():
+def test_sparse_times_refuses_a_scalar():
     A = _sparse("csr", "matrix", 3, 3)
     with pytest.raises(NoRuleError, match="sparse result"):
         cr.rrule(operator.mul, A, np.array(2.0))
-    with pytest.raises(NoRuleError, match="tangent for the sparse matrix"):
-        cr.frule((cr.NoTangent(), A, np.ones(3)), operator.matmul, A, np.ones(3))
+
+
+def test_tangents_of_the_sparse_matrix():
+    """The sparse matrix's tangent is a sparse matrix on its pattern (core.sparse): pushed as dA @ x,
+    and its cotangent dy x^H is computed on A's pattern, for a batch a list of them."""
+    rng = rng_for("sparse tangents")
+    A = _sparse("coo", "array", 4, 4)
+    x, dx = _dense(rng, (4, 2)), _dense(rng, (4, 2))
+    dA = cr.ProjectTo(A)(_dense(rng, (4, 4)))
+    assert type(dA) is sp.csr_array and dA.nnz == sp.csr_array(A).nnz
+    _, dy = cr.frule((cr.NoTangent(), dA, dx), operator.matmul, A, x)
+    np.testing.assert_allclose(dy, dA.toarray() @ x + A.toarray() @ dx)
+    dys = _dense(rng, (3, 4, 2))
+    _, dA_bar, _ = cr.rrule(operator.matmul, A, x)[1](dys)
+    pattern = A.toarray() != 0
+    np.testing.assert_allclose([d.toarray() for d in cr.unthunk(dA_bar)], [(dy @ x.T) * pattern for dy in dys])
+    _, dxs = cr.frule((cr.NoTangent(), [dA, 2 * dA, cr.ZeroTangent()], cr.ZeroTangent()), spla.spsolve, A, x[:, 0])
+    solved = np.linalg.solve(A.toarray(), -dA.toarray() @ np.linalg.solve(A.toarray(), x[:, 0]))
+    np.testing.assert_allclose(dxs, [solved, 2 * solved, np.zeros(4)], atol=1e-12)
 
 
 # ----- solves --------------------------------------------------------------------------------
@@ -118,8 +135,8 @@ def test_spsolve(fmt, kind, shape):
     x = cr.rrule(spla.spsolve, A, b)[0]
     np.testing.assert_allclose(x, spla.spsolve(A, b), rtol=1e-12)
     assert x.shape == spla.spsolve(A, b).shape
-    test_rrule(spla.spsolve, nondiff(A), b)
-    test_frule(spla.spsolve, nondiff(A), b)
+    test_rrule(spla.spsolve, A, b)
+    test_frule(spla.spsolve, A, b)
 
 
 @pytest.mark.parametrize("dtypes", [(np.float64, np.complex128), (np.complex128, np.float64), (np.float32, np.float32)])
@@ -130,7 +147,7 @@ def test_spsolve_dtypes(dtypes):
     x = cr.rrule(spla.spsolve, A, b)[0]
     assert x.dtype == spla.spsolve(A, b).dtype
     tol = {"rtol": 1e-3, "atol": 1e-3} if dtypes[0] == np.float32 else {}
-    test_rrule(spla.spsolve, nondiff(A), b, **tol)
+    test_rrule(spla.spsolve, A, b, **tol)
 
 
 @pytest.mark.parametrize("trans", ["N", "T", "H"])

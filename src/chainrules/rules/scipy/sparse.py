@@ -1,24 +1,25 @@
-"""Rules for ``scipy.sparse``: a constant sparse matrix times a dense array, and sparse solves.
+"""Rules for ``scipy.sparse``: a sparse matrix times a dense array, and sparse solves.
 
-A sparse matrix here is a constant (a PDE's stiffness matrix, a graph's Laplacian) and the dense
-operand carries the derivative: ``A @ x``, ``A.dot(x)``, ``x @ A`` and, for the ``spmatrix``
-classes, ``A * x`` and ``x * A`` (matrix products there; for ``sparray`` they are elementwise,
-with a sparse result, and have no rule). The products are linear in ``x``: the tangent of
-``A @ x`` is ``A @ dx`` and the cotangent of ``x`` is ``A^H @ dy`` (ChainRules' rule for ``*``
-with a constant factor), computed with the sparse matrix, never densified.
+The products ``A @ x``, ``A.dot(x)``, ``x @ A`` and, for the ``spmatrix`` classes, ``A * x`` and
+``x * A`` (matrix products there; for ``sparray`` they are elementwise, with a sparse result, and
+have no rule): the tangent of ``A @ x`` is ``dA @ x + A @ dx``, the cotangent of ``x`` is
+``A^H @ dy`` and that of ``A`` is ``dy x^H`` on ``A``'s pattern (a sparse matrix's tangent is one
+on its pattern: see ``chainrules.core.sparse``), computed entry by entry, never densified, and
+only where ``A`` is differentiated (a thunk).
 
 ``scipy.sparse.linalg.spsolve(A, b)`` factorizes ``A`` once with SuperLU (``splu``), solves
 with the factors, and its pullback solves ``A^H db = dx`` with the same factors (Giles 2008, "An
 extended collection of matrix derivative results", section 2.3.1: for ``x = A^-1 b``,
-``b̄ = A^-H x̄``). A factorization the user made is reused the same way: ``splu(A).solve(b)``
-and ``factorized(A)(b)`` (which is ``splu(A).solve``) have the rule of ``SuperLU.solve``.
+``b̄ = A^-H x̄``, ``Ā = -b̄ x^H``, here on ``A``'s pattern). A factorization the user made is
+reused the same way: ``splu(A).solve(b)`` and ``factorized(A)(b)`` (which is
+``splu(A).solve``) have the rule of ``SuperLU.solve``.
 
-No rule differentiates a sparse matrix's entries: a call whose sparse result depends on the
-values being differentiated (``diags([k * v], [0])``, ``csr_array((data, (i, j)))``,
-``sparray * x``) has no rule and is refused, and so is a tangent given for a sparse matrix.
+A call without a rule whose sparse result depends on the values being differentiated
+(``sparray * x``, ``sp.kron``) is refused.
 
-Every pullback takes a batch of cotangents (a leading batch axis) and every forward rule a batch
-of tangents, pushed through the sparse matrix (or its factors) as the columns of one block.
+Every pullback takes a batch of cotangents (a leading batch axis; the sparse matrix's are a list)
+and every forward rule a batch of tangents (the sparse matrix's a list), pushed through the
+sparse matrix (or its factors) as the columns of one block.
 Engine values (dual numbers: ``cr.hessian``, forward mode) are multiplied on the left of the
 sparse matrix, where their own ``@`` reaches these rules again, and solved through the forward
 rule of ``SuperLU.solve`` (``through_rules``).
@@ -38,10 +39,11 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ...core import AbstractZero, frule, rrule, unthunk
+from ...core import AbstractZero, Thunk, frule, rrule, unthunk
 from ...core.errors import option_refused
+from ...core.sparse import SparsePattern
 from ..numpy._arrays import ArrayLike
-from ._lapack import NO, ZERO, is_active, mT, options, plain, projector, through_rules
+from ._lapack import NO, ZERO, _stack_rows, is_active, mT, options, plain, projector, through_rules
 
 # (imported with the rule set, not deferred until SciPy's sparse module is: rules typed on sparse classes for
 # operators that have rules already would not be loaded by a lookup, which loads deferred rules only for a
@@ -92,10 +94,44 @@ def _adjoint(A):
     return A.conj().T if np.iscomplexobj(A) else A.T
 
 
-def _constant(f, A, dA, x) -> None:
-    """Refuse a tangent given for the sparse matrix: its entries are not differentiated here."""
-    if not isinstance(unthunk(dA), AbstractZero):
-        raise option_refused(f, (A, x), "a tangent for the sparse matrix: only the dense operand is differentiated")
+def _on_pattern(A, dy, x, left: bool = False):
+    """The cotangent of the sparse matrix ``A`` of ``y = A @ x``, ``dy x^H`` (``x^H dy`` of
+    ``y = x @ A`` where ``left``), with ``x`` a vector or a matrix (its columns summed over),
+    computed on ``A``'s pattern entry by entry, never densified; for a batch of ``dy`` (a leading
+    axis), a list of them (see ``core.sparse``)."""
+    pattern = SparsePattern(A)
+    if np.ndim(dy) > np.ndim(x):
+        return [_on_pattern_of(pattern, row, x, left) for row in plain(dy)]
+    return _on_pattern_of(pattern, plain(dy), x, left)
+
+
+def _on_pattern_of(pattern, dy, x, left: bool):
+    # entry k at (r, c) is sum_j a[r, j] b[c, j]
+    a, b = (np.conj(x).T, dy.T) if left else (dy, np.conj(x))
+    if np.ndim(a) == 1:
+        return pattern.tangent(a[pattern.rows] * b[pattern.cols])
+    return pattern.tangent(np.einsum("kj,kj->k", a[pattern.rows], b[pattern.cols]))
+
+
+def _tangent_term(dA, x, product):
+    """``product(dA, x)`` for the tangent ``dA`` of a sparse matrix, a zero, or a batch of them
+    (a list: the terms stacked)."""
+    if isinstance(dA, list):
+        return _stack_rows([_tangent_term(d, x, product) for d in dA])
+    dA = unthunk(dA)
+    return dA if isinstance(dA, AbstractZero) else product(dA, x)
+
+
+def _negated(t):
+    """``-t`` for a tangent, a zero, or a batch of sparse tangents (a list)."""
+    return [_negated(d) for d in t] if isinstance(t, list) else t if isinstance(t, AbstractZero) else -t
+
+
+def _plus(a, b):
+    """The sum of two output tangents, either a zero (a batch's term broadcast against one tangent)."""
+    if isinstance(a, AbstractZero):
+        return b
+    return a if isinstance(b, AbstractZero) else a + b
 
 
 def _project(x, dx):
@@ -104,47 +140,48 @@ def _project(x, dx):
 
 
 def _sparse_times_rrule(f, A, x):
-    """``(y, pullback)`` of ``y = A @ x``: ``dx = A^H @ dy``; ``A`` gets none."""
+    """``(y, pullback)`` of ``y = A @ x``: ``dx = A^H @ dy``, ``dA = dy x^H`` on ``A``'s pattern
+    (a thunk: a constant ``A``'s is never computed)."""
     ndim = _operand_ndim(f, A, x)
     y = A @ x if type(x) is np.ndarray else _times(A, x, ndim)
 
     def sparse_times_pullback(dy):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
-            return NO, NO, ZERO
-        return NO, NO, _project(x, _times(_adjoint(A), dy, np.ndim(y)))
+            return NO, ZERO, ZERO
+        return NO, Thunk(lambda: _on_pattern(A, dy, x)), _project(x, _times(_adjoint(A), dy, np.ndim(y)))
 
     return y, sparse_times_pullback
 
 
 def _times_sparse_rrule(f, x, A):
-    """``(y, pullback)`` of ``y = x @ A``: ``dx = dy @ A^H``; ``A`` gets none."""
+    """``(y, pullback)`` of ``y = x @ A``: ``dx = dy @ A^H``, ``dA = x^H dy`` on ``A``'s pattern."""
     _operand_ndim(f, A, x)
     y = x @ A if type(x) is np.ndarray else _rows_times(x, A)
 
     def times_sparse_pullback(dy):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
-            return NO, ZERO, NO
-        return NO, _project(x, _rows_times(dy, _adjoint(A))), NO
+            return NO, ZERO, ZERO
+        return NO, _project(x, _rows_times(dy, _adjoint(A))), Thunk(lambda: _on_pattern(A, dy, x, left=True))
 
     return y, times_sparse_pullback
 
 
 def _sparse_times_frule(f, tangents, A, x):
-    _constant(f, A, tangents[1], x)
     ndim = _operand_ndim(f, A, x)
     y = A @ x if type(x) is np.ndarray else _times(A, x, ndim)
     dx = unthunk(tangents[2])
-    return y, dx if isinstance(dx, AbstractZero) else _times(A, dx, ndim)
+    dy = dx if isinstance(dx, AbstractZero) else _times(A, dx, ndim)
+    return y, _plus(dy, _tangent_term(tangents[1], x, lambda dA, x: _times(dA, x, ndim)))
 
 
 def _times_sparse_frule(f, tangents, x, A):
-    _constant(f, A, tangents[2], x)
     _operand_ndim(f, A, x)
     y = x @ A if type(x) is np.ndarray else _rows_times(x, A)
     dx = unthunk(tangents[1])
-    return y, dx if isinstance(dx, AbstractZero) else _rows_times(dx, A)
+    dy = dx if isinstance(dx, AbstractZero) else _rows_times(dx, A)
+    return y, _plus(dy, _tangent_term(tangents[2], x, lambda dA, x: _rows_times(x, dA)))
 
 
 def _register_products(f, sparse_first: bool, types: tuple = ()) -> None:
@@ -361,7 +398,9 @@ def rrule_spsolve(A, b, *rest, **kwargs):
         if np.ndim(x) < ndim:  # a column b: x is a vector, and so is each row of dx
             dx = np.reshape(dx, (*np.shape(dx), 1))
         db = np.full(np.shape(dx), np.nan, dtype) if lu is None else _solve(lu, dx, "H", ndim, dtype)
-        return NO, NO, _project(b, db), *no_rest
+        # dA = -A^-H dx x^H = -db x^H (Giles 2008, section 2.3.1), on A's pattern
+        dA = Thunk(lambda: _negated(_on_pattern(A, db, np.reshape(x, np.shape(db)[-ndim:]))))
+        return NO, dA, _project(b, db), *no_rest
 
     return x, spsolve_pullback
 
@@ -369,11 +408,12 @@ def rrule_spsolve(A, b, *rest, **kwargs):
 @frule.register(spla.spsolve, sp.sparray, ArrayLike, batched=True)
 @frule.register(spla.spsolve, sp.spmatrix, ArrayLike, batched=True)
 def frule_spsolve(tangents, A, b, *rest, **kwargs):
-    _constant(spla.spsolve, A, tangents[1], b)
     lu, b_, dtype = _spsolve_setup(A, b, rest, kwargs)
     ndim = np.ndim(b)
     x = _singular(A, b, rest, kwargs) if lu is None else _spsolve_shape(b, _solve(lu, b_, "N", ndim, dtype))
-    db = unthunk(tangents[2])
+    # dx = A^-1 (db - dA x)
+    dA_x = _tangent_term(tangents[1], np.reshape(x, np.shape(b)), lambda dA, x: _times(dA, x, ndim))
+    db = _plus(unthunk(tangents[2]), _negated(dA_x))
     if isinstance(db, AbstractZero):
         return x, db
     dx = np.full(np.shape(db), np.nan, dtype) if lu is None else _solve(lu, db, "N", ndim, dtype)
