@@ -14,6 +14,13 @@ extended collection of matrix derivative results", section 2.3.1: for ``x = A^-1
 reused the same way: ``splu(A).solve(b)`` and ``factorized(A)(b)`` (which is
 ``splu(A).solve``) have the rule of ``SuperLU.solve``.
 
+Sparse matrices built from the values being differentiated: ``diags``/``diags_array`` (each
+diagonal's cotangent is that diagonal of the result's), the constructors of CSR, CSC and COO from
+``(data, (row, col))`` (duplicates summed; ``data``'s cotangent is the result's at those positions),
+``(data, indices, indptr)``, a dense array or another sparse matrix, a number times a sparse matrix,
+sums and differences of two (the patterns united, each cotangent on its operand's pattern), sparse
+products ``A @ B``, ``.T``/``.transpose()`` and ``.tocsr()``/``.tocsc()``/``.tocoo()``; so the
+source engine differentiates ``spsolve(D.T @ sp.diags(k) @ D + eps * sp.eye(n), f)`` in ``k``.
 A call without a rule whose sparse result depends on the values being differentiated
 (``sparray * x``, ``sp.kron``) is refused.
 
@@ -34,15 +41,18 @@ rule of ``SuperLU.solve`` (``through_rules``).
 from __future__ import annotations
 
 import operator
+from numbers import Number
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ...core import AbstractZero, Thunk, frule, rrule, unthunk
+from ...core import AbstractZero, ProjectTo, Thunk, frule, rrule, unthunk
 from ...core.errors import option_refused
-from ...core.sparse import SparsePattern
+from ...core.registry import decline_batch
+from ...core.sparse import SparsePattern, entries_at
 from ..numpy._arrays import ArrayLike
+from ..operators import seq_entries, seq_tangent
 from ._lapack import NO, ZERO, _stack_rows, is_active, mT, options, plain, projector, through_rules
 
 # (imported with the rule set, not deferred until SciPy's sparse module is: rules typed on sparse classes for
@@ -142,6 +152,8 @@ def _project(x, dx):
 def _sparse_times_rrule(f, A, x):
     """``(y, pullback)`` of ``y = A @ x``: ``dx = A^H @ dy``, ``dA = dy x^H`` on ``A``'s pattern
     (a thunk: a constant ``A``'s is never computed)."""
+    if sp.issparse(x):
+        return _sparse_product_rrule(A, x)
     ndim = _operand_ndim(f, A, x)
     y = A @ x if type(x) is np.ndarray else _times(A, x, ndim)
 
@@ -152,6 +164,20 @@ def _sparse_times_rrule(f, A, x):
         return NO, Thunk(lambda: _on_pattern(A, dy, x)), _project(x, _times(_adjoint(A), dy, np.ndim(y)))
 
     return y, sparse_times_pullback
+
+
+def _sparse_product_rrule(A, B):
+    """``(y, pullback)`` of the sparse product ``y = A @ B``: ``dA = dy B^H`` and ``dB = A^H dy``, each on
+    its operand's pattern (thunks), computed as sparse products."""
+    decline_batch()  # (a batch of a sparse matrix's cotangents is a list)
+
+    def sparse_product_pullback(dy):
+        dy = _sparse_zero(dy)
+        if dy is None:
+            return NO, ZERO, ZERO
+        return NO, Thunk(lambda: _on(A, dy @ _adjoint(B))), Thunk(lambda: _on(B, _adjoint(A) @ dy))
+
+    return A @ B, sparse_product_pullback
 
 
 def _times_sparse_rrule(f, x, A):
@@ -169,6 +195,12 @@ def _times_sparse_rrule(f, x, A):
 
 
 def _sparse_times_frule(f, tangents, A, x):
+    if sp.issparse(x):
+        y = A @ x
+        dA, dx = _sparse_zero(tangents[1]), _sparse_zero(tangents[2])
+        if dA is None and dx is None:
+            return y, ZERO
+        return y, _on(y, (0 if dA is None else dA @ x) + (0 if dx is None else A @ dx))
     ndim = _operand_ndim(f, A, x)
     y = A @ x if type(x) is np.ndarray else _times(A, x, ndim)
     dx = unthunk(tangents[2])
@@ -231,8 +263,8 @@ def _register_reflected(method) -> None:
     frule.register(method, batched=True)(frule_reflected_times)
 
 
-# `A @ x` and `x @ A` (and spmatrix's `*`), as the engines see the operators: typed on the
-# classes of both operands, ahead of the rules for arrays and for the user's classes' operators.
+# `A @ x` and `x @ A`, as the engines see the operator: typed on the classes of both operands, ahead of the
+# rules for arrays and for the user's classes' operators (and so are `*`'s, below).
 # Marked `untyped_agrees`: the operators' untyped rules reach the same rules through the sparse
 # operand's methods (the rules for classes defining an operator in Python), so the source engine
 # may still resolve an operator statically where an operand's type is unknown (`np.sin(x) * 0.5`
@@ -240,42 +272,336 @@ def _register_reflected(method) -> None:
 for _S in _SPARSE:
     _register_products(operator.matmul, True, (_S, ArrayLike))
     _register_products(operator.matmul, False, (ArrayLike, _S))
-_register_products(operator.mul, True, (sp.spmatrix, ArrayLike))
-_register_products(operator.mul, False, (ArrayLike, sp.spmatrix))
+    for _T in _SPARSE:  # (a sparse product: see `_sparse_product_rrule`)
+        _register_products(operator.matmul, True, (_S, _T))
+# the methods themselves: the calls `A.dot(x)` and `A.__matmul__(x)`, and what the tape and the
+# forward engine name when a value being differentiated reaches their code
+for _method in {m for cls in _CLASSES for m in (cls.__matmul__, cls.dot)}:
+    _register_products(_method, True)
+for _method in {cls.__rmatmul__ for cls in _CLASSES}:
+    _register_reflected(_method)
+
+
+# ----- sparse matrices built from values being differentiated -----------------------------------
+# Their tangents and cotangents are sparse matrices on the result's or the operand's pattern (`ProjectTo`
+# of a sparse matrix: see `core.sparse`), never densified.
+
+
+def _sparse_zero(t):
+    """``t`` unthunked, or None for a zero."""
+    t = unthunk(t)
+    return None if isinstance(t, AbstractZero) else t
+
+
+def _on(x, t):
+    """The tangent ``t`` (sparse or dense; None, a zero) projected on ``x``: a sparse matrix's pattern, an
+    array's dtype, a number's type."""
+    return ZERO if t is None else ProjectTo(x)(t)
+
+
+def _scaled(A, s):
+    """``(y, pullback)`` of ``y = A * s`` (``s * A``): ``dA = conj(s) dy`` on ``A``'s pattern (a thunk) and
+    ``ds = sum(conj(A) dy)`` over it."""
+    decline_batch()  # (a batch of a sparse matrix's cotangents is a list)
+
+    def scaled_pullback(dy):
+        dy = _sparse_zero(dy)
+        if dy is None:
+            return ZERO, ZERO
+        pattern = SparsePattern(A)
+        ds = np.sum(np.conj(pattern.entries(A)) * pattern.entries(dy))
+        return Thunk(lambda: _on(A, dy * np.conj(s))), _on(s, ds)
+
+    return A * s, scaled_pullback
+
+
+def _scaled_tangent(y, A, s, dA, ds):
+    """``dA s + A ds`` on ``y``'s pattern, for a batch of tangents (a list of ``dA``, a 1-d ``ds``) too."""
+    dA, ds = _sparse_zero(dA), _sparse_zero(ds)
+    batch = len(dA) if isinstance(dA, list) else len(ds) if np.ndim(ds) > np.ndim(s) else None
+    if batch is not None:
+        return [
+            _scaled_tangent(
+                y, A, s, dA[i] if isinstance(dA, list) else dA, ds if ds is None or np.ndim(ds) == np.ndim(s) else ds[i]
+            )
+            for i in range(batch)
+        ]
+    if dA is None and ds is None:
+        return ZERO
+    return _on(y, (0 if dA is None else dA * s) + (0 if ds is None else A * ds))
+
+
+def rrule_sparse_mul(a, b):
+    """``a * b`` with a sparse operand: scaled by a number, spmatrix's matrix product with a dense
+    operand; sparray's elementwise product is refused."""
+    A, s = (a, b) if sp.issparse(a) else (b, a)
+    if np.ndim(s) == 0:
+        y, back = _scaled(A, s)
+
+        def sparse_mul_pullback(dy):
+            dA, ds = back(dy)
+            return (NO, dA, ds) if A is a else (NO, ds, dA)
+
+        return y, sparse_mul_pullback
+    if isinstance(A, sp.sparray):
+        _elementwise_refused(a, b)
+    return (_sparse_times_rrule if A is a else _times_sparse_rrule)(operator.mul, a, b)
+
+
+def frule_sparse_mul(tangents, a, b):
+    A, s = (a, b) if sp.issparse(a) else (b, a)
+    if np.ndim(s) == 0:
+        dA, ds = tangents[1:] if A is a else tangents[:0:-1]
+        y = A * s
+        return y, _scaled_tangent(y, A, s, dA, ds)
+    if isinstance(A, sp.sparray):
+        _elementwise_refused(a, b)
+    return (_sparse_times_frule if A is a else _times_sparse_frule)(operator.mul, tangents, a, b)
 
 
 def _elementwise_refused(a, b):
     raise option_refused(
         operator.mul,
         (a, b),
-        "for a sparse array (sparray), `*` is an elementwise product with a sparse result, whose entries are not "
-        "differentiated; write A @ x for the matrix product, or A.multiply(x).toarray() outside the differentiation",
+        "for a sparse array (sparray), `*` of an array is an elementwise product with a sparse result, whose "
+        "entries are not differentiated; write A @ x for the matrix product, or A.multiply(x).toarray() outside "
+        "the differentiation",
     )
 
 
-def rrule_sparse_elementwise(a, b):
-    _elementwise_refused(a, b)
+def rrule_reflected_mul(A, x):
+    """``A.__rmul__(x)``: ``x * A``."""
+    y, back = rrule_sparse_mul(x, A)
+
+    def reflected_mul_pullback(dy):
+        _, dx, dA = back(dy)
+        return NO, dA, dx
+
+    return y, reflected_mul_pullback
 
 
-def frule_sparse_elementwise(tangents, a, b):
-    _elementwise_refused(a, b)
+def frule_reflected_mul(tangents, A, x):
+    return frule_sparse_mul((tangents[0], tangents[2], tangents[1]), x, A)
 
 
-# (the untyped rule refuses it too, finding no rule for the sparse array's `__mul__`)
-rrule_sparse_elementwise.untyped_agrees = frule_sparse_elementwise.untyped_agrees = True
+# Marked `untyped_agrees`: the untyped rule reaches the methods' rules below
+for _S in _SPARSE:
+    for _types in ((_S, ArrayLike), (ArrayLike, _S), (_S, Number), (Number, _S)):
+        rrule.register(operator.mul, *_types, batched=True)(rrule_sparse_mul)
+        frule.register(operator.mul, *_types, batched=True)(frule_sparse_mul)
+rrule_sparse_mul.untyped_agrees = frule_sparse_mul.untyped_agrees = True
+for _method in {cls.__mul__ for cls in _CLASSES}:
+    rrule.register(_method, batched=True)(rrule_sparse_mul)
+    frule.register(_method, batched=True)(frule_sparse_mul)
+for _method in {cls.__rmul__ for cls in _CLASSES}:
+    rrule.register(_method, batched=True)(rrule_reflected_mul)
+    frule.register(_method, batched=True)(frule_reflected_mul)
 
 
-# sparray's `*` is elementwise, with a sparse result: refused by name (forward mode would otherwise
-# multiply an array of dual numbers by the sparse array as NumPy arrays)
-for _types in ((sp.sparray, ArrayLike), (ArrayLike, sp.sparray)):
-    rrule.register(operator.mul, *_types, batched=True)(rrule_sparse_elementwise)
-    frule.register(operator.mul, *_types, batched=True)(frule_sparse_elementwise)
-# the methods themselves: the calls `A.dot(x)` and `A.__matmul__(x)`, and what the tape and the
-# forward engine name when a value being differentiated reaches their code
-for _method in {m for cls in _CLASSES for m in (cls.__matmul__, cls.dot)} | {sp.spmatrix.__mul__}:
-    _register_products(_method, True)
-for _method in {cls.__rmatmul__ for cls in _CLASSES} | {sp.spmatrix.__rmul__}:
-    _register_reflected(_method)
+def _sum_rules(sign: int):
+    """Rules for ``A + B`` (``sign`` 1) and ``A - B`` (-1) of two sparse matrices: the result's pattern is
+    their union, each cotangent the result's on its operand's pattern."""
+    op = operator.add if sign > 0 else operator.sub
+
+    def rrule_sparse_sum(A, B):
+        _both_sparse(op, A, B)
+
+        def sparse_sum_pullback(dy):
+            dy = _sparse_zero(dy)
+            if dy is None:
+                return NO, ZERO, ZERO
+            return NO, Thunk(lambda: _on(A, dy)), Thunk(lambda: _on(B, dy if sign > 0 else -dy))
+
+        return op(A, B), sparse_sum_pullback
+
+    def frule_sparse_sum(tangents, A, B):
+        _both_sparse(op, A, B)
+        y = op(A, B)
+        dA, dB = _sparse_zero(tangents[1]), _sparse_zero(tangents[2])
+        if dA is None and dB is None:
+            return y, ZERO
+        return y, _on(y, op(0 if dA is None else dA, 0 if dB is None else dB))
+
+    return rrule_sparse_sum, frule_sparse_sum
+
+
+def _both_sparse(op, A, B):
+    if not (sp.issparse(A) and sp.issparse(B)):
+        raise option_refused(op, (A, B), "the rules add and subtract two sparse matrices; a dense operand is not")
+
+
+for _op, _name, _sign in ((operator.add, "__add__", 1), (operator.sub, "__sub__", -1)):
+    _rules = _sum_rules(_sign)
+    _rules[0].untyped_agrees = _rules[1].untyped_agrees = True  # (the untyped rule reaches the methods')
+    for _S in _SPARSE:
+        for _T in _SPARSE:
+            rrule.register(_op, _S, _T)(_rules[0])
+            frule.register(_op, _S, _T)(_rules[1])
+    for _method in {getattr(cls, _name) for cls in _CLASSES}:
+        rrule.register(_method)(_rules[0])
+        frule.register(_method)(_rules[1])
+
+
+def _register_linear(method, forward) -> None:
+    """Rules for ``method(A, *options)``, a linear map of the sparse matrix ``A`` to a sparse matrix that is
+    its own adjoint up to ``forward`` (a transpose, a conversion): the tangent is ``forward(dA)`` on the
+    result's pattern, the cotangent ``forward(dy)`` on ``A``'s."""
+
+    def rrule_sparse_linear(A, *rest, **kwargs):
+        no_rest = (NO,) * len(rest)
+
+        def sparse_linear_pullback(dy):
+            dy = _sparse_zero(dy)
+            return NO, ZERO if dy is None else Thunk(lambda: _on(A, forward(dy))), *no_rest
+
+        return method(A, *rest, **kwargs), sparse_linear_pullback
+
+    def frule_sparse_linear(tangents, A, *rest, **kwargs):
+        y = method(A, *rest, **kwargs)
+        dA = _sparse_zero(tangents[1])
+        return y, ZERO if dA is None else _on(y, forward(dA))
+
+    rrule.register(method)(rrule_sparse_linear)
+    frule.register(method)(frule_sparse_linear)
+
+
+def _transposed(t):
+    return t.T
+
+
+def _same(t):
+    return t
+
+
+# `A.T` is a property, which the engines differentiate through its getter
+for _method in {cls.transpose for cls in _CLASSES} | {sp.csr_array.T.fget}:
+    _register_linear(_method, _transposed)
+for _method in {getattr(cls, name) for cls in _CLASSES for name in ("tocsr", "tocsc", "tocoo")}:
+    _register_linear(_method, _same)
+
+
+def _diags_layout(diagonals, offsets) -> tuple[list, np.ndarray, bool]:
+    """``diags``'s diagonals as a list, their offsets, and whether one diagonal was given bare (a scalar
+    ``offsets``), as SciPy reads them."""
+    if np.ndim(offsets) == 0 and (len(diagonals) == 0 or np.ndim(diagonals[0]) == 0):
+        return [diagonals], np.atleast_1d(offsets), True
+    return list(diagonals), np.atleast_1d(offsets), False
+
+
+def _diagonal_cotangent(shape, offset: int, d, dy):
+    """The cotangent of the diagonal ``d`` at ``offset`` of a matrix of ``shape`` whose cotangent is ``dy``:
+    ``dy``'s entries along it (summed for a diagonal of one entry, which SciPy broadcasts); the entries past
+    the matrix's edge take none."""
+    length = min(shape[0] + min(offset, 0), shape[1] - max(offset, 0))
+    if np.size(d) != 1:
+        length = min(length, np.size(d))
+    j = np.arange(max(length, 0))
+    along = entries_at(dy, j - min(offset, 0), j + max(offset, 0))
+    if np.size(d) == 1:
+        cotangent = np.reshape(np.sum(along), np.shape(d))
+    else:
+        cotangent = np.zeros(np.shape(d), along.dtype)
+        cotangent[: len(along)] = along
+    return cotangent if type(d) is not np.ndarray else ProjectTo(d)(cotangent)
+
+
+def _register_diags(f) -> None:
+    """Rules for ``f(diagonals, offsets, ...)`` (``diags``, ``diags_array``): the cotangent of each
+    diagonal is that diagonal of the cotangent (on the result's pattern), the tangent the matrix of the
+    diagonals' tangents."""
+
+    def offsets_of(rest, kwargs):
+        return rest[0] if rest else kwargs.get("offsets", 0)
+
+    def rrule_diags(diagonals, *rest, **kwargs):
+        y = f(diagonals, *rest, **kwargs)
+        ds, offsets, bare = _diags_layout(diagonals, offsets_of(rest, kwargs))
+        no_rest = (NO,) * len(rest)
+
+        def diags_pullback(dy):
+            dy = _sparse_zero(dy)
+            if dy is None:
+                return NO, ZERO, *no_rest
+            cotangents = [_diagonal_cotangent(y.shape, k, d, dy) for d, k in zip(ds, offsets)]
+            return NO, cotangents[0] if bare else seq_tangent(diagonals, cotangents), *no_rest
+
+        return y, diags_pullback
+
+    def frule_diags(tangents, diagonals, *rest, **kwargs):
+        y = f(diagonals, *rest, **kwargs)
+        ds, offsets, bare = _diags_layout(diagonals, offsets_of(rest, kwargs))
+        dds = [unthunk(tangents[1])] if bare else list(seq_entries(unthunk(tangents[1]), len(ds)))
+        if all(isinstance(t, AbstractZero) for t in dds):
+            return y, ZERO
+        dds = [np.zeros(np.shape(d)) if isinstance(t, AbstractZero) else t for d, t in zip(ds, dds)]
+        return y, _on(y, sp.diags_array(dds, offsets=offsets, shape=y.shape, format="csr"))
+
+    rrule.register(f)(rrule_diags)
+    frule.register(f)(frule_diags)
+
+
+for _f in (sp.diags, sp.diags_array):
+    _register_diags(_f)
+
+
+def _assembled_positions(cls, arg, shape):
+    """The positions of the entries of ``cls(arg)`` for ``arg`` = ``(data, (row, col))`` or, for CSR and
+    CSC, ``(data, indices, indptr)``; None for another ``arg``."""
+    if not isinstance(arg, tuple) or not arg:
+        return None
+    if len(arg) == 2 and isinstance(arg[1], tuple) and len(arg[1]) == 2:
+        return np.asarray(arg[1][0], dtype=np.intp), np.asarray(arg[1][1], dtype=np.intp)
+    if len(arg) == 3 and cls.__name__[:3] in ("csr", "csc"):
+        indices, indptr = np.asarray(arg[1], dtype=np.intp), np.asarray(arg[2], dtype=np.intp)
+        outer = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        return (outer, indices) if cls.__name__[:3] == "csr" else (indices, outer)
+    return None
+
+
+def _register_constructor(cls) -> None:
+    """Rules for ``cls(arg, shape=..., ...)``: from entries at positions (``(data, (row, col))``: the
+    cotangent of ``data`` is the result's at those positions, each duplicate's the entry's it adds to), from
+    a sparse matrix (a conversion) or from a dense array (its tangent projected on the result's pattern)."""
+
+    def rrule_sparse_constructor(arg, *rest, **kwargs):
+        y = cls(arg, *rest, **kwargs)
+        positions = _assembled_positions(cls, arg, y.shape)
+        no_rest = (NO,) * len(rest)
+
+        def sparse_constructor_pullback(dy):
+            dy = _sparse_zero(dy)
+            if dy is None:
+                return NO, ZERO, *no_rest
+            if positions is None:
+                return (
+                    NO,
+                    Thunk(lambda: _on(arg, dy.toarray() if sp.issparse(dy) and not sp.issparse(arg) else dy)),
+                    *no_rest,
+                )
+            data = entries_at(dy, *positions)
+            data = ProjectTo(arg[0])(data) if type(arg[0]) is np.ndarray else data
+            return NO, seq_tangent(arg, (data, *(NO,) * (len(arg) - 1))), *no_rest
+
+        return y, sparse_constructor_pullback
+
+    def frule_sparse_constructor(tangents, arg, *rest, **kwargs):
+        y = cls(arg, *rest, **kwargs)
+        positions = _assembled_positions(cls, arg, y.shape)
+        if positions is None:
+            return y, _on(y, _sparse_zero(tangents[1]))
+        data = seq_entries(unthunk(tangents[1]), len(arg))[0]
+        data = _sparse_zero(data)
+        if data is None:
+            return y, ZERO
+        return y, _on(y, sp.coo_array((data, positions), shape=y.shape))
+
+    rrule.register(cls, functor=False)(rrule_sparse_constructor)
+    frule.register(cls, functor=False)(frule_sparse_constructor)
+
+
+for _cls in _CLASSES:
+    if _cls.__name__[:3] in ("coo", "csr", "csc"):
+        _register_constructor(_cls)
 
 
 # ----- solves ------------------------------------------------------------------------------
