@@ -22,7 +22,9 @@ a rule is registered for a Python function or callable object outside the instal
 and the standard library, an operation costs nothing more. The rules for library functions
 (SciPy's, written in Python) are always registered; a call of one is still recognized when its
 body converts a value being differentiated (``np.asarray``), which is where such a body fails,
-and engines then raise the error of this module in place of the conversion's. A function wrapped
+and engines then raise the error of this module in place of the conversion's, or when the error
+that ended the differentiation was raised in that body (``failed``: ``scipy.sparse.diags`` tests a
+dual for a number and raises a ``ValueError`` of its own). A function wrapped
 by a decorator (``functools.wraps``; SciPy's batching wrapper) runs the wrapper's code, which is
 the registered function's own; a wrapper may rebind ``*args`` to a list or move keyword arguments
 into other variables before it converts them, so a wrapper's locals are searched too. A ruled
@@ -592,6 +594,22 @@ class RuledCallWatch:
         ruled = ignored_rule_error(found[0], found[1], self.engine, self.advice)
         ruled.__cause__ = error
         return ruled
+
+    def failed(self, owner, error: Exception) -> IgnoredRuleError | None:
+        """The ``IgnoredRuleError`` for ``error``, which ended a differentiation of ``owner``'s,
+        where it was raised in the body of a ruled callable that received ``owner``'s values (a
+        library function's: ``scipy.sparse.diags`` indexes a dual and tests it for a number, and
+        fails with an error of its own before anything converts it); ``None`` elsewhere, and for
+        chainrules' own errors, which say already what failed."""
+        if owner is None or isinstance(error, ChainRulesError) or not watched(self.dispatcher):
+            return None
+        tb = error.__traceback__
+        if tb is None:
+            return None
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        found, _ = ignored_rule(self.dispatcher, tb.tb_frame, None, self.owns, owner, self.primal, owner.entry)
+        return None if found is None else ignored_rule_error(found[0], found[1], self.engine, self.advice)
 
 
 # ----- the error ----------------------------------------------------------------------------

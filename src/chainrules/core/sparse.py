@@ -20,6 +20,14 @@ import sys
 
 import numpy as np
 
+#: why forward mode refuses a sparse matrix built from the values being differentiated (its rules and
+#: the forward engine say it): a dual of a sparse matrix would run NumPy's rules for its operators
+NOT_CARRIED = (
+    "a sparse matrix built from the values being differentiated cannot carry their tangents in forward mode "
+    "(SciPy stores its entries as plain numbers, never dual numbers), so forward mode and second derivatives "
+    "(a Hessian) do not pass through building one; reverse mode (cr.gradient) differentiates it"
+)
+
 
 def is_sparse(x) -> bool:
     """Whether ``x`` is a SciPy sparse matrix (``scipy.sparse`` is never imported for this)."""

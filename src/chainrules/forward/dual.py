@@ -80,6 +80,7 @@ from ..core.errors import DroppedDerivativeError, NoForwardRuleError, conversion
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch, engine_values_in
+from ..core.sparse import NOT_CARRIED, is_sparse
 from ..core.structures import is_structure, item_tangents, structure_items, with_fields
 from ..core.tangents import _is_namedtuple_type
 from ..core.twins import ATTRIBUTE_TWINS, call_method, call_twin, method_twin, twin_of
@@ -1504,6 +1505,8 @@ def _fit(f, y, dy, batch: int | None):
             return dy  # (a number's tangent for an array, from a number meeting an array, is spread below)
     if isinstance(dy, AbstractZero):
         return dy
+    if is_sparse(y):
+        raise NoForwardRuleError(f, (), location=user_location(), reason=NOT_CARRIED)
     if _is_structured(y):
         try:
             pairs = _items_and_tangents(y, dy)

@@ -41,7 +41,7 @@ from ..core.active import ActiveValue, install_forward, uninstall_forward
 from ..core.errors import NoForwardRuleError, raise_converted, raise_swallowed, user_location
 from ..core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
 from ..core.tangents import _is_namedtuple_type
-from .dual import _DUALS, Dual, DualArray, Tag, _innermost, _new_object, push, pusher_for
+from .dual import _DUALS, RULED_CALLS, Dual, DualArray, Tag, _innermost, _new_object, push, pusher_for
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -213,7 +213,7 @@ def _pushed(f: Callable, primals: tuple, tangents: tuple, kwargs: dict):
         else:
             out = f(*(_seed(x, t, tag) for x, t in zip(primals, tangents)), **kwargs)
     except Exception as error:
-        raise_converted(error, tag.refused, _DUALS)
+        _raise_refusal(error, tag)
         raise
     finally:
         tag.entry = tag.clean_frames = None
@@ -221,6 +221,13 @@ def _pushed(f: Callable, primals: tuple, tangents: tuple, kwargs: dict):
         raise_swallowed(tag.refused, f)
     y, dy = _read(out, tag)
     return y, _plain_tangent(dy)
+
+
+def _raise_refusal(error: Exception, tag: Tag) -> None:
+    """Raise the refusal behind ``error``, which ended a differentiation with ``tag``: one a library
+    turned into its own error, or the call of a ruled callable in whose body the duals failed
+    (``RuledCallWatch.failed``); return where there is none (see ``raise_converted``)."""
+    raise_converted(error, tag.refused or RULED_CALLS.failed(tag, error), _DUALS)
 
 
 _NO_KWARGS: dict = {}  # shared, never written
@@ -366,7 +373,7 @@ def _jacobian(f: Callable, x, chunk_size: int | None):
             else:
                 out = f(Dual(x, seed, tag) if plain else _seed(x, seed, tag))
         except Exception as error:
-            raise_converted(error, tag.refused, _DUALS)
+            _raise_refusal(error, tag)
             raise
         finally:
             tag.entry = tag.clean_frames = None
@@ -411,7 +418,7 @@ def _one_pass_jacobian(f: Callable, x: np.ndarray):
         else:  # the rule pushes the block (or, unbatched, each of its tangents) forward
             out = push(f, pusher, [x], [_NO, seed], _NO_KWARGS, tag)
     except Exception as error:
-        raise_converted(error, tag.refused, _DUALS)
+        _raise_refusal(error, tag)
         raise
     finally:
         tag.entry = tag.clean_frames = None

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import chainrules as cr
-from chainrules.core.errors import ChainRulesError
+from chainrules.core.errors import ChainRulesError, NoForwardRuleError
 from chainrules.core.ruled_calls import IgnoredRuleError
 from chainrules.testing import fd_jacobian, test_frule, test_rrule
 
@@ -388,3 +388,55 @@ def test_operators_of_unknown_operands_stay_resolved_when_the_source_engine_tran
 
     u = np.linspace(0.2, 1.0, N)
     np.testing.assert_allclose(cr.gradient(built_inside, u)[0], fd_jacobian(built_inside, u)[0], rtol=1e-6)
+
+
+# sparse matrices built from the values being differentiated, each on its function's first line
+def built_diags(v):
+    D = sp.diags(v)
+    return np.sum(D @ np.arange(1.0, len(v) + 1))
+
+
+def built_coo(v):
+    A = sp.coo_matrix((v, (np.arange(len(v)), np.arange(len(v)))), shape=(len(v), len(v)))
+    return np.sum(A @ np.arange(1.0, len(v) + 1))
+
+
+def built_scaled(v):
+    A = v[0] * sp.eye(len(v))
+    return np.sum(A @ v)
+
+
+def _building_line(f) -> str:
+    return f"test_sparse.py:{f.__code__.co_firstlineno + 1}"
+
+
+BUILDING = [diffusion_misfit, built_diags, built_coo, built_scaled]
+
+
+@pytest.mark.parametrize("how", ["jacobian", "derivative", "hessian"])
+@pytest.mark.parametrize("f", BUILDING, ids=lambda f: f.__name__)
+def test_building_refused_by_forward_mode(f, how):
+    """Forward mode cannot carry tangents on a sparse matrix (SciPy stores plain numbers), nor can the
+    Hessian's forward pass over the reverse one: building one from the values being differentiated is
+    refused at the user's line of that call, not failed inside SciPy's code (diags tests a dual for a
+    number: "Different number of diagonals and offsets") or the rules' (which SciPy's code would convert)."""
+    x = np.linspace(1.0, 2.0, CELLS)
+    with pytest.raises(NoForwardRuleError) as raised:
+        if how == "jacobian":
+            cr.jacobian(f, x, mode="forward")
+        elif how == "derivative":
+            cr.derivative(lambda t: f(x * t), 1.0)
+        else:
+            cr.hessian(f, x)
+    assert _building_line(f) in str(raised.value) and "cannot carry their tangents" in str(raised.value)
+    # (reverse mode differentiates it)
+    np.testing.assert_allclose(cr.gradient(f, x)[0], fd_jacobian(f, x)[0], rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f", [diffusion_misfit, built_diags], ids=lambda f: f.__name__)
+def test_building_refused_by_the_tape(f):
+    """The tape sees no call of sp.diags, whose body fails on tracked values with an error of SciPy's: the
+    error is the tape's refusal of that call's rule, at the user's line."""
+    with pytest.raises(IgnoredRuleError, match="has a rule that the tape engine cannot use here") as raised:
+        cr.gradient(f, np.linspace(1.0, 2.0, CELLS), engine="tape")
+    assert _building_line(f) in str(raised.value)

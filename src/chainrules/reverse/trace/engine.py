@@ -395,7 +395,7 @@ def pullback_with_constants(f: Callable, args: tuple, kwargs: dict, constants: f
         with active_engine(pullback_full):
             out = boxed_f(*boxed, **kwargs)
     except Exception as error:
-        raise_converted(error, trace.refused, (TrackedArray, TrackedNumber))
+        raise_converted(error, trace.refused or tracer.RULED_CALLS.failed(trace, error), (TrackedArray, TrackedNumber))
         raise
     finally:
         if pause_gc:

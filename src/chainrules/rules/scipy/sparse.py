@@ -21,6 +21,8 @@ diagonal's cotangent is that diagonal of the result's), the constructors of CSR,
 sums and differences of two (the patterns united, each cotangent on its operand's pattern), sparse
 products ``A @ B``, ``.T``/``.transpose()`` and ``.tocsr()``/``.tocsc()``/``.tocoo()``; so the
 source engine differentiates ``spsolve(D.T @ sp.diags(k) @ D + eps * sp.eye(n), f)`` in ``k``.
+Forward mode and second derivatives refuse them (``core.sparse.NOT_CARRIED``): SciPy stores a sparse
+matrix's entries as plain numbers, and there is no dual of a sparse matrix to carry the tangents.
 A call without a rule whose sparse result depends on the values being differentiated
 (``sparray * x``, ``sp.kron``) is refused.
 
@@ -48,9 +50,10 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ...core import AbstractZero, ProjectTo, Thunk, frule, rrule, unthunk
-from ...core.errors import option_refused
+from ...core.errors import NoForwardRuleError, option_refused, user_location
 from ...core.registry import decline_batch
-from ...core.sparse import SparsePattern, entries_at
+from ...core.ruled_calls import holds_engine_values
+from ...core.sparse import NOT_CARRIED, SparsePattern, entries_at
 from ..numpy._arrays import ArrayLike
 from ..operators import seq_entries, seq_tangent
 from ._lapack import NO, ZERO, _stack_rows, is_active, mT, options, plain, projector, through_rules
@@ -287,6 +290,13 @@ for _method in {cls.__rmatmul__ for cls in _CLASSES}:
 # of a sparse matrix: see `core.sparse`), never densified.
 
 
+def _no_engine_values(f, args: tuple) -> None:
+    """Refuse to build a sparse matrix from an engine's values (dual numbers: forward mode run through the
+    source engine, a Hessian), which SciPy would convert to plain numbers."""
+    if any(map(holds_engine_values, args)):
+        raise NoForwardRuleError(f, args, location=user_location(), reason=NOT_CARRIED)
+
+
 def _sparse_zero(t):
     """``t`` unthunked, or None for a zero."""
     t = unthunk(t)
@@ -336,6 +346,7 @@ def rrule_sparse_mul(a, b):
     operand; sparray's elementwise product is refused."""
     A, s = (a, b) if sp.issparse(a) else (b, a)
     if np.ndim(s) == 0:
+        _no_engine_values(operator.mul, (a, b))
         y, back = _scaled(A, s)
 
         def sparse_mul_pullback(dy):
@@ -351,6 +362,7 @@ def rrule_sparse_mul(a, b):
 def frule_sparse_mul(tangents, a, b):
     A, s = (a, b) if sp.issparse(a) else (b, a)
     if np.ndim(s) == 0:
+        _no_engine_values(operator.mul, (a, b))
         dA, ds = tangents[1:] if A is a else tangents[:0:-1]
         y = A * s
         return y, _scaled_tangent(y, A, s, dA, ds)
@@ -514,6 +526,7 @@ def _register_diags(f) -> None:
         return rest[0] if rest else kwargs.get("offsets", 0)
 
     def rrule_diags(diagonals, *rest, **kwargs):
+        _no_engine_values(f, (diagonals,))
         y = f(diagonals, *rest, **kwargs)
         ds, offsets, bare = _diags_layout(diagonals, offsets_of(rest, kwargs))
         no_rest = (NO,) * len(rest)
@@ -528,6 +541,7 @@ def _register_diags(f) -> None:
         return y, diags_pullback
 
     def frule_diags(tangents, diagonals, *rest, **kwargs):
+        _no_engine_values(f, (diagonals,))
         y = f(diagonals, *rest, **kwargs)
         ds, offsets, bare = _diags_layout(diagonals, offsets_of(rest, kwargs))
         dds = [unthunk(tangents[1])] if bare else list(seq_entries(unthunk(tangents[1]), len(ds)))
@@ -564,6 +578,7 @@ def _register_constructor(cls) -> None:
     a sparse matrix (a conversion) or from a dense array (its tangent projected on the result's pattern)."""
 
     def rrule_sparse_constructor(arg, *rest, **kwargs):
+        _no_engine_values(cls, (arg,))
         y = cls(arg, *rest, **kwargs)
         positions = _assembled_positions(cls, arg, y.shape)
         no_rest = (NO,) * len(rest)
@@ -585,6 +600,7 @@ def _register_constructor(cls) -> None:
         return y, sparse_constructor_pullback
 
     def frule_sparse_constructor(tangents, arg, *rest, **kwargs):
+        _no_engine_values(cls, (arg,))
         y = cls(arg, *rest, **kwargs)
         positions = _assembled_positions(cls, arg, y.shape)
         if positions is None:
