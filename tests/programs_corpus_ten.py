@@ -605,7 +605,7 @@ ESCAPED = "escaped its function"  # a value being differentiated kept past its d
 SEEN = []
 
 
-@program(1.5, refuses={"source": ESCAPED, "tape": ESCAPED})
+@program(1.5, refuses={"source": ESCAPED, "tape": ESCAPED, "forward": ESCAPED})
 def inner_perturbation_kept_past_its_differentiation(t):
     cr.derivative(lambda s: SEEN.append(s) or s * t, 1.0)
     return SEEN[-1] + t

@@ -26,14 +26,7 @@ TAPE_OVER_SOURCE_OVER_TAPE = (
     "with engine='tape' on a closure over its argument drops the derivative through that closure "
     "(wrong second derivative, or a ZeroTangent gradient)"
 )
-ESCAPED_DUAL = (
-    "defect: a dual number kept past its cr.derivative is not refused, as the reverse engines refuse their own "
-    "values: used under an outer cr.derivative or tape gradient it takes precedence, and the derivative is zero"
-)
 DEFECTS: dict[tuple[str, str], str] = {
-    ("inner_perturbation_kept_past_its_differentiation", "forward"): ESCAPED_DUAL,
-    ("inner_perturbation_kept_past_its_differentiation", "reverse-source"): ESCAPED_DUAL,
-    ("inner_perturbation_kept_past_its_differentiation", "reverse-tape"): ESCAPED_DUAL,
     ("fourth_derivative_by_nested_tape_gradients", "reverse-source"): CLOSURE_OF_A_CLOSURE,
     ("fourth_derivative_by_nested_tape_gradients", "hessian-source"): CLOSURE_OF_A_CLOSURE,
     ("tape_gradient_of_a_loss_over_a_dict_of_parameters", "reverse-source"): CLOSURE_OF_A_CLOSURE,

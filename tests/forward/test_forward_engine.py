@@ -300,6 +300,63 @@ def test_derivative_of_a_function_of_a_jacobian_hessian_by_forward_over_forward(
     np.testing.assert_allclose(H, np.diag([6.0, 12.0]))
 
 
+# the entry points of forward mode, each keeping the dual (or dual array) its function was given
+KEEPING = {
+    "derivative": lambda kept, t: cr.derivative(lambda s: kept.append(s) or s * t, 1.0),
+    "jvp": lambda kept, t: cr.jvp(lambda s: kept.append(s) or s * t, (1.0,), (1.0,)),
+    "jacobian": lambda kept, t: cr.jacobian(lambda v: kept.append(v[0]) or v * t, np.ones(2), mode="forward"),
+    "chunked jacobian": lambda kept, t: cr.jacobian(
+        lambda v: kept.append(v) or v * t, np.ones(2), mode="forward", chunk_size=1
+    ),
+}
+USING = {
+    "call": lambda u: u(1.5),
+    "derivative": lambda u: cr.derivative(u, 1.5),
+    "source gradient": lambda u: cr.gradient(u, 1.5, engine="source"),
+    "tape gradient": lambda u: cr.gradient(u, 1.5, engine="tape"),
+}
+
+
+@pytest.mark.parametrize("use", USING)
+@pytest.mark.parametrize("entry", KEEPING)
+def test_a_dual_kept_past_its_differentiation_is_refused_where_it_is_used(entry, use):
+    """A dual stored by the function (in a list, a global) outlives its differentiation: used after it,
+    it would take precedence over an outer differentiation's duals (a zero derivative of u, whose
+    derivative is 1) or be returned by a plain call. It raises, as the tape's values do."""
+    kept = []
+
+    def u(t):
+        KEEPING[entry](kept, t)
+        return np.sum(kept[-1] + t)
+
+    with pytest.raises(cr.EscapedValueError, match="escaped its function") as info:
+        USING[use](u)
+    assert f"{__file__}:" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "use", [float, lambda d: d > 0.0, lambda d: d == 1.0, bool, lambda d: np.sin(d), lambda d: d.primal * d]
+)
+def test_conversions_and_comparisons_of_an_escaped_dual_raise(use):
+    kept = []
+    cr.derivative(lambda s: kept.append(s) or s * s, 2.0)
+    with pytest.raises(cr.EscapedValueError, match="outlived cr.derivative"):
+        use(kept[0])
+
+
+def test_outer_duals_kept_during_an_inner_differentiation_stay_usable():
+    """The outer differentiation's values made inside an inner one, and the inner one's result, are
+    the outer one's to use after the inner one returns."""
+
+    def g(x):
+        kept = []
+        inner = cr.derivative(lambda s: kept.append(3.0 * x) or s * x**2, 1.0)  # x**2
+        return inner + kept[0] * x  # x**2 + 3 x**2
+
+    assert cr.derivative(g, 0.7) == pytest.approx(crt.fd_jacobian(g, 0.7).item())
+    assert cr.derivative(g, 0.7) == pytest.approx(8 * 0.7)
+
+
 def test_a_number_meeting_an_integer_array_has_a_tangent_of_the_arrays_shape():
     """t - ints is an array whose tangent is the number's, spread over it (a sum then counts each entry)."""
     ints = np.array([1, 2, 3])

@@ -17,6 +17,7 @@ from .basis import BasisSeed, basis_seed
 from .errors import (
     ChainRulesError,
     DroppedDerivativeError,
+    EscapedValueError,
     NoDerivativeError,
     NonSmoothWarning,
     NoRuleError,
@@ -61,6 +62,7 @@ __all__ = [
     "BasisSeed",
     "ChainRulesError",
     "DroppedDerivativeError",
+    "EscapedValueError",
     "NoDerivativeError",
     "InplaceableThunk",
     "NonSmoothWarning",

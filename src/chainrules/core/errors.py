@@ -142,6 +142,31 @@ class NoDerivativeError(ChainRulesError, ValueError):
     """
 
 
+class EscapedValueError(ChainRulesError, TypeError):
+    """A value being differentiated (a tracked value, a dual number) was used after its
+    differentiation returned: the function stored it (in a global, an attribute, a closure) and
+    it outlived the call, where its derivative means nothing (``escaped_error`` makes it).
+
+    >>> issubclass(EscapedValueError, TypeError)
+    True
+    """
+
+
+def escaped_error(value, entry_points: str) -> EscapedValueError:
+    """The refusal of an operation on ``value``, which escaped the differentiation (begun by one of
+    ``entry_points``, as the message names them) that made it, at the user's line.
+
+    >>> "outlived cr.jvp" in str(escaped_error(1.0, "cr.jvp"))
+    True
+    """
+    where = user_location()
+    return EscapedValueError(
+        f"a {type(value).__name__} from a differentiation that is not running was used"
+        f"{' (at ' + where + ')' if where else ''}: a value being differentiated escaped its function (stored in a "
+        f"global, an attribute or a closure) and outlived {entry_points}; return it from the function instead"
+    )
+
+
 class NonSmoothWarning(RuntimeWarning):
     """A rule met a point where the function it differentiates has no derivative (eigenvectors at
     repeated eigenvalues), gave the derivative of one choice of it, and cannot tell whether that is

@@ -14,6 +14,9 @@ Invariants:
   differentiation). An operation works on the newest tag among its arguments; duals of older
   tags are constants to it and flow through the rule as ordinary values. This keeps the
   perturbations of nested derivatives apart (ForwardDiff's tags; "perturbation confusion").
+  A tag is marked ``finished`` when its differentiation returns: an operation, conversion or
+  comparison on a dual of it (one the function stored, which escaped) raises, as the tape's
+  values do, where it would take precedence over the duals of a running differentiation.
 - In a chunked pass (``tag.batch`` is an int), every partial carries the batch axis first.
   A rule registered ``batched=True`` receives the batch as it is; any other rule is called
   once per batch element (the loop fallback). Every output tangent is checked against its
@@ -76,7 +79,14 @@ from ..core import (
     user_location,
 )
 from ..core.active import InplaceOperators, NumberIndexing, _orders, reflected_by_its_class
-from ..core.errors import DroppedDerivativeError, NoForwardRuleError, conversion_in_rule, in_percent_formatting
+from ..core.errors import (
+    DroppedDerivativeError,
+    EscapedValueError,
+    NoForwardRuleError,
+    conversion_in_rule,
+    escaped_error,
+    in_percent_formatting,
+)
 from ..core.indexing import ellipsis_spelled_out
 from ..core.keywords import as_positional
 from ..core.ruled_calls import RuledCallWatch, engine_values_in
@@ -103,7 +113,7 @@ class Tag:
     (True, 3)
     """
 
-    __slots__ = ("order", "batch", "entry", "clean_frames", "refused")
+    __slots__ = ("order", "batch", "entry", "clean_frames", "refused", "finished")
 
     def __init__(self, batch: int | None = None):
         self.order = next(_orders)  # next_order(), without its call
@@ -114,6 +124,9 @@ class Tag:
         self.clean_frames: dict | None = None
         #: the first refusal raised on this tag's duals (a conversion with float(), say)
         self.refused: Exception | None = None
+        #: set when its differentiation returns: a dual of it still in use escaped its function
+        #: (stored in a global, an attribute), and operations on it are refused (see `escaped`)
+        self.finished = False
 
     def __repr__(self) -> str:
         return f"Tag({self.order}{'' if self.batch is None else f', batch={self.batch}'})"
@@ -166,15 +179,27 @@ def _refused(value, error: Exception) -> Exception:
     rule's own code, the error that says that rule does not take dual numbers."""
     frame = sys._getframe(1)
     tag = value.tag if type(value) in _DUALS else None
+    if tag is not None and tag.finished:
+        return escaped(tag, value)
     return _kept(tag, conversion_in_rule(frame, "dual numbers") or RULED_CALLS.refused(tag, frame, error))
 
 
 def _branching(value) -> None:
     """A comparison or truth test of ``value`` by its caller: refused where code iterates on it
-    inside a callable with a reverse rule (``RuledCallWatch.branched``)."""
+    inside a callable with a reverse rule (``RuledCallWatch.branched``), and always where ``value``
+    escaped its differentiation."""
+    if value.tag.finished:
+        raise escaped(value.tag, value)
     error = RULED_CALLS.branched(value.tag, sys._getframe(2))
     if error is not None:
         raise _kept(value.tag, error)
+
+
+def escaped(tag: Tag, values) -> EscapedValueError:
+    """The refusal of an operation on ``values`` (arguments), which hold a dual of ``tag``, a
+    finished tag: the dual escaped its differentiation."""
+    dual = next((v for v in engine_values_in(values, 4) if type(v) in _DUALS and v.tag is tag), None)
+    return escaped_error(dual, "cr.derivative/cr.jvp/cr.jacobian")
 
 
 def _kept(tag: Tag | None, error: Exception) -> Exception:
@@ -1019,6 +1044,8 @@ def call(f: Callable, args: tuple, kwargs: dict | None = None):
         else:
             if tag is None:
                 return f(*args)
+            if tag.finished:
+                raise escaped(tag, args)
             if _PUSHERS_VERSION[0] != frule.version:
                 _renew()
             if RULED_CALLS.on:
@@ -1079,6 +1106,8 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller, opening
         tag = _newest_held_tag((f, args), tag)
     if tag is None:
         return f(*args, **kwargs)
+    if tag.finished:
+        raise escaped(tag, (f, args, kwargs))
     if _inner_foreign(args, tag.order):
         return NotImplemented
     if _PUSHERS_VERSION[0] != frule.version:

@@ -217,6 +217,7 @@ def _pushed(f: Callable, primals: tuple, tangents: tuple, kwargs: dict):
         raise
     finally:
         tag.entry = tag.clean_frames = None
+        tag.finished = True
     if tag.refused is not None:
         raise_swallowed(tag.refused, f)
     y, dy = _read(out, tag)
@@ -377,6 +378,7 @@ def _jacobian(f: Callable, x, chunk_size: int | None):
             raise
         finally:
             tag.entry = tag.clean_frames = None
+            tag.finished = True
         if tag.refused is not None:
             raise_swallowed(tag.refused, f)
         y, dy = (out.primal, out.partials) if type(out) in _DUALS and out.tag is tag else _read(out, tag)
@@ -422,6 +424,7 @@ def _one_pass_jacobian(f: Callable, x: np.ndarray):
         raise
     finally:
         tag.entry = tag.clean_frames = None
+        tag.finished = True
     if tag.refused is not None:
         raise_swallowed(tag.refused, f)
     if type(out) is DualArray and out.tag is tag:

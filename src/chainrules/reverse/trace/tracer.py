@@ -38,7 +38,7 @@ from numbers import Integral
 import numpy as np
 
 from ...core.active import ActiveValue, next_order, reflected_by_its_class, stood_for
-from ...core.errors import GENERATED_LINES, DroppedDerivativeError, NoRuleError, is_library
+from ...core.errors import GENERATED_LINES, DroppedDerivativeError, NoRuleError, escaped_error, is_library
 from ...core.keywords import as_positional
 from ...core.pullback_results import checked_rule
 from ...core.registry import decline_batch, is_users_rule, rrule
@@ -172,14 +172,6 @@ def library_context() -> str:
 def _at() -> str:
     where = user_location()
     return f" (at {where})" if where else ""
-
-
-def escaped_error(value) -> TypeError:
-    return TypeError(
-        f"a {type(value).__name__} from a differentiation that is not running was used{_at()}: a value being "
-        "differentiated escaped its function (stored in a global, an attribute or a closure) and outlived "
-        "cr.pullback/cr.gradient; return it from the function instead"
-    )
 
 
 # ----- calls of ruled Python callables, which the tape cannot intercept --------------------
@@ -423,7 +415,7 @@ def apply(f, args: tuple, kwargs: dict, rule=None):
     if stray is None:  # (not `or`: a stray value's truth is its primal's, an array's ambiguous or a zero's False)
         stray = _first_stray(list(kwargs.values()))
     if stray is not None:
-        raise escaped_error(stray)
+        raise escaped_error(stray, "cr.pullback/cr.gradient")
     # every tracked argument belongs to a trace whose own pullback is running: plain arithmetic
     return f(*[_strip(a) for a in args], **{k: _strip(v) for k, v in kwargs.items()})
 
