@@ -18,8 +18,8 @@ NAMES = checks.parameters(PROGRAMS)
 # "reverse-tape", "forward", "hessian-source", "hessian-tape", "nested"
 CLOSURE_OF_A_CLOSURE = (
     "defect: the source engine drops the derivative through a nested differentiation with engine='tape' "
-    "(cr.gradient, cr.hessian, ...) of a function that reaches the variable through a dict, list or tuple, "
-    "another function or an object it closes over, not its own closure cell: a wrong gradient and Hessian"
+    "(cr.gradient, cr.hessian, ...) of a function that reaches the variable through a cr.checkpoint wrapper "
+    "it closes over: a wrong gradient and Hessian"
 )
 TAPE_OVER_SOURCE_OVER_TAPE = (
     "defect: under a tape gradient, the source gradient of a function calling cr.gradient or cr.hessian "
@@ -27,11 +27,7 @@ TAPE_OVER_SOURCE_OVER_TAPE = (
     "(wrong second derivative, or a ZeroTangent gradient)"
 )
 DEFECTS: dict[tuple[str, str], str] = {
-    ("fourth_derivative_by_nested_tape_gradients", "reverse-source"): CLOSURE_OF_A_CLOSURE,
-    ("fourth_derivative_by_nested_tape_gradients", "hessian-source"): CLOSURE_OF_A_CLOSURE,
-    ("tape_gradient_of_a_loss_over_a_dict_of_parameters", "reverse-source"): CLOSURE_OF_A_CLOSURE,
-    ("tape_gradient_of_a_loss_over_a_dict_of_parameters", "hessian-source"): CLOSURE_OF_A_CLOSURE,
-    ("tape_gradient_of_a_loss_over_a_dict_of_parameters", "nested"): CLOSURE_OF_A_CLOSURE,
+    ("tape_gradient_of_a_loss_over_a_dict_of_parameters", "nested"): TAPE_OVER_SOURCE_OVER_TAPE,
     ("checkpointed_layer_inside_a_tape_hessian", "reverse-source"): CLOSURE_OF_A_CLOSURE,
     ("checkpointed_layer_inside_a_tape_hessian", "hessian-source"): CLOSURE_OF_A_CLOSURE,
     ("perturbation_confusion_tape_inside_source", "nested"): TAPE_OVER_SOURCE_OVER_TAPE,

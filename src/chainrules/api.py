@@ -51,6 +51,7 @@ from .core import (
     unthunk,
     user_location,
 )
+from .core.active import CAPTURES_WANTED
 from .core.errors import NoDerivativeError, NoForwardRuleError
 from .core.pullback_results import callable_label, checked_cotangents
 from .core.ruled_calls import IgnoredRuleError
@@ -1326,10 +1327,21 @@ def _is_zero(d) -> bool:
     return isinstance(unthunk(d), AbstractZero)
 
 
+def _inner_pullback_full(engine: str, f: Callable, *args, **kwargs):
+    """``_pullback_full`` for the rule of an entry point called inside a function being
+    differentiated: ``f``'s tangent ``df`` must carry what it captured from that function, whose
+    variables may be plain values there (``CAPTURES_WANTED``)."""
+    token = CAPTURES_WANTED.set(True)
+    try:
+        return _pullback_full(engine, f, *args, **kwargs)
+    finally:
+        CAPTURES_WANTED.reset(token)
+
+
 def _full_cotangents(engine: str, f: Callable, args: tuple, kwargs: dict, seed) -> tuple:
     """``(df, dx1, ..., dxn)``: the full pullback of ``f`` at ``args`` along ``seed`` (``seed(y)``
     for a seed that depends on the output), unthunked; run by the forward engine's duals too."""
-    y, back = _pullback_full(engine, f, *args, **kwargs)
+    y, back = _inner_pullback_full(engine, f, *args, **kwargs)
     return tuple(_deep_unthunk(d) for d in back(seed(y) if callable(seed) else seed))
 
 
@@ -1369,7 +1381,7 @@ def _scalar_part(has_aux: bool):
 def _nested_gradient_rule(f, args: tuple, kwargs: dict, engine: str, argnums, has_aux: bool):
     """``(value, grads)`` as ``value_and_gradient`` returns them, and ``pull(d_value, d_grads)``
     giving the cotangents ``(df, dx1, ...)``."""
-    y, back = _pullback_full(engine, f, *args, **kwargs)
+    y, back = _inner_pullback_full(engine, f, *args, **kwargs)
     seed = _scalar_part(has_aux)
     full = tuple(_deep_unthunk(d) for d in back(seed(y)))
     grads = _gradients(f, full, args, argnums)
@@ -1433,7 +1445,7 @@ class NestedPullback:
 
 def rrule_pullback(f, *args, engine=DEFAULT_ENGINE, **kwargs):
     """``pullback`` inside a function being differentiated: ``(y, back)`` where ``back`` has a rule."""
-    y, back = _pullback_full(engine, f, *args, **kwargs)
+    y, back = _inner_pullback_full(engine, f, *args, **kwargs)
     nested = NestedPullback(f, args, kwargs, engine, back)
 
     def pullback_pullback(d_out):
@@ -1601,7 +1613,7 @@ class _OutputRows:
 
 def _jacobian_cotangents(f, x, dJ, mode: str, engine: str, chunk_size) -> tuple:
     """``(df, dx)``: the pullback of ``jacobian(f, x)`` along ``dJ`` (see the section's comment)."""
-    y, back = _pullback_full(engine, f, x)
+    y, back = _inner_pullback_full(engine, f, x)
     rows, x_shape = _OutputRows(y), np.shape(x)
     m, n = rows.size, math.prod(x_shape)
     if m == 0 or n == 0:  # an empty Jacobian

@@ -371,6 +371,12 @@ class active_forward_engine(active_engine):
 #: dual numbers), which a plain NumPy array cannot (one variable: the accumulation's loops read it)
 ENGINE_INSTALLED: ContextVar[bool] = ContextVar("chainrules_engine_installed", default=False)
 
+#: whether the differentiation starting serves one around it that needs the cotangents of what its
+#: function captured (its tangent ``df``): the rules of the entry points called inside a function
+#: being differentiated set it, where that function's variables are plain values the inner engine
+#: must follow through the captures (the tape then tracks containers and closures a closure holds)
+CAPTURES_WANTED: ContextVar[bool] = ContextVar("chainrules_captures_wanted", default=False)
+
 
 def install_forward(pushforward_full: Callable[..., Any]) -> tuple:
     """``active_forward_engine(pushforward_full).__enter__`` without the object, for the forward

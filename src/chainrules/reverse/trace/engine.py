@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core.active import active_engine, rebound_names, stood_for
+from ...core.active import CAPTURES_WANTED, active_engine, rebound_names, stood_for
 from ...core.errors import (
     ChainRulesError,
     DroppedDerivativeError,
@@ -34,6 +34,7 @@ from ...core.errors import (
 )
 from ...core.projection import ProjectTo
 from ...core.registry import batch_declines, rrule
+from ...core.ruled_calls import in_library_code
 from ...core.structures import with_fields
 from ...core.tangents import AbstractThunk, AbstractZero, NoTangent, Tangent, Thunk, ZeroTangent, unthunk
 from . import tracer
@@ -58,14 +59,17 @@ class _Structure:
 # ----- inputs ------------------------------------------------------------------------------
 
 
-def box_input(value, trace: Trace, top: bool = True):
+def box_input(value, trace: Trace, top: bool = True, held: _Held | None = None):
     """``(boxed, template)``: ``value`` with its differentiable leaves tracked by ``trace``.
 
     ``template`` is a slot (a leaf), a ``_Structure``, or ``None`` (nothing tracked). An integer
     number is tracked as an argument of its own (used arithmetically, it gets a float gradient),
     not inside a structure, where it is a setting (a count, a size: ``NoTangent()``), as the
-    source engine, ``cr.jacobian`` and ``to_vec`` take it.
+    source engine, ``cr.jacobian`` and ``to_vec`` take it. ``held``: ``value`` is what a closure
+    captured (see ``_Held``).
     """
+    if held is not None:
+        return held.box(value, trace)
     if type(value) is float:
         slot = trace.n_slots
         trace.n_slots = slot + 1
@@ -78,11 +82,16 @@ def box_input(value, trace: Trace, top: bool = True):
         if type(boxed) is TrackedArray:
             boxed._aliased = "argument"  # the caller's array: writes and in-place updates must not diverge from it
         return boxed, slot
+    return _box_parts(value, trace, None)
+
+
+def _box_parts(value, trace: Trace, held: _Held | None):
+    """``box_input`` of a tuple's, list's, dict's or object's items (``(value, None)`` for any other value)."""
     if isinstance(value, (tuple, list)):
         items, children = [], []
         fields = type(value)._fields if is_namedtuple(value) else None
         for i, item in enumerate(value):
-            b, t = box_input(item, trace, False)
+            b, t = box_input(item, trace, False, held)
             items.append(b)
             children.append((fields[i] if fields else i, i, t))
         if all(t is None for _, _, t in children):
@@ -92,7 +101,7 @@ def box_input(value, trace: Trace, top: bool = True):
     if isinstance(value, dict):
         new, children = {}, []
         for i, (k, item) in enumerate(value.items()):
-            new[k], t = box_input(item, trace, False)
+            new[k], t = box_input(item, trace, False, held)
             children.append((k, i, t))
         if all(t is None for _, _, t in children):
             return value, None
@@ -104,7 +113,7 @@ def box_input(value, trace: Trace, top: bool = True):
         new, children = {}, []
         for i, name in enumerate(fields):
             item = getattr(value, name)
-            b, t = box_input(item, trace, False)
+            b, t = box_input(item, trace, False, held)
             if t is not None:
                 new[name] = b
             children.append((name, i, t))
@@ -420,19 +429,22 @@ def pullback_with_constants(f: Callable, args: tuple, kwargs: dict, constants: f
     return y, TapePullback(trace, f, f_template, args, templates, out_template, batch_ndim)
 
 
-def _copied_objects(value, template, out: list) -> list:
+def _copied_objects(value, template, out: list, captured: bool = False) -> list:
     """``(copy, its fields)`` for each object that boxing ``f`` copied (``with_fields``): its
-    own for a method or a callable object, and those in its fields. (A closure's boxed cells need
-    no check: a captured name the function rebinds is not boxed, see `rebound_names`.)"""
+    own for a method or a callable object, and those in its fields; and each list and dict a
+    closure captured (``captured``: reached through a closure's cells, see ``_Held``), copied too.
+    (A closure's boxed cells need no check: a captured name the function rebinds is not boxed,
+    see `rebound_names`.)"""
     if not isinstance(template, _Structure):
         return out
     if type(value) is types.MethodType:
         value = value.__self__
-    if not isinstance(value, (tuple, list, dict, types.FunctionType)):
+    if captured and isinstance(value, (list, dict)) or not isinstance(value, (tuple, list, dict, types.FunctionType)):
         out.append((value, _field_values(value)))
+    captured = captured or type(value) is types.FunctionType
     for key, index, child in template.children:
         if child is not None:
-            _copied_objects(_field_of(value, key, index), child, out)
+            _copied_objects(_field_of(value, key, index), child, out, captured)
     return out
 
 
@@ -440,7 +452,10 @@ _CACHED = functools.cached_property
 
 
 def _field_values(obj) -> dict:
-    """``{name: value}`` of the object's fields: its ``__dict__``, or a slotted dataclass's fields."""
+    """``{name: value}`` of the object's fields: its ``__dict__``, or a slotted dataclass's fields
+    (a dict's items, a list's by index)."""
+    if isinstance(obj, (list, dict)):
+        return dict(obj) if isinstance(obj, dict) else dict(enumerate(obj))
     d = getattr(obj, "__dict__", None)
     if isinstance(d, dict):
         return dict(d)
@@ -455,11 +470,12 @@ def _refuse_changed_fields(f, copied_objects: list) -> None:
         changed = [name for name in now if name not in fields or now[name] is not fields[name]]
         changed += [name for name in fields if name not in now]
         # (a functools.cached_property computed for the first time stores its value: no state)
-        changed = [name for name in changed if not isinstance(getattr(type(copy_), name, None), _CACHED)]
+        changed = [name for name in changed if not isinstance(getattr(type(copy_), str(name), None), _CACHED)]
         if changed:
+            what = "item" if isinstance(copy_, (list, dict)) else "field"
             raise DroppedDerivativeError(
-                f"{callable_name(f)} sets the field {changed[0]!r} of its {type(copy_).__name__} object: the tape "
-                "engine differentiates a copy of the object (to track its fields), so the state it changes would "
+                f"{callable_name(f)} sets the {what} {changed[0]!r} of its {type(copy_).__name__} object: the tape "
+                f"engine differentiates a copy of the object (to track its {what}s), so the state it changes would "
                 "be lost. Pass the state in as an argument and return the new state"
             )
 
@@ -492,30 +508,113 @@ def _box_function(f, trace: Trace):
             return f, None
         boxed, template = box_input(owner, trace)
         return (f, None) if template is None else (types.MethodType(f.__func__, boxed), template)
-    cells = getattr(f, "__closure__", None)
-    if type(f) is not types.FunctionType or not cells:
+    if type(f) is not types.FunctionType:
         return f, None
-    rebound = rebound_names(f.__code__)
-    new_cells, children = list(cells), []
-    for i, (name, cell) in enumerate(zip(f.__code__.co_freevars, cells)):
+    # For a differentiation around this one that needs them (``CAPTURES_WANTED``: the rule for
+    # `gradient` over the source engine, whose values are plain here), what the closure reaches
+    # through its captures is tracked, as `df` must carry their cotangents; otherwise only its own
+    # cells' numbers and arrays, as captured data the function converts (float() of a setting in
+    # a captured dict) would be refused for a `df` no one reads.
+    return _Held(_CAPTURE_DEPTH if CAPTURES_WANTED.get() else 1).closure(f, trace, top=True)
+
+
+#: how deep in what a closure captured the tape tracks numbers and arrays, counted from the closure:
+#: as deep as the engines look for each other's values (``core.ruled_calls.holds_engine_values``)
+_CAPTURE_DEPTH = 3
+
+#: a function whose copy is being made (met again through its own cells: a recursive closure)
+_PENDING = object()
+
+
+class _Held:
+    """Boxes what a closure captured: its float numbers and arrays, and those in the containers,
+    objects and closures it captured (``params["w"]``, a closure calling another one, a callable
+    object), to ``_CAPTURE_DEPTH`` levels, in copies, as the source engine differentiates through
+    all of them: a differentiation around this one (the rule for ``gradient`` over another
+    engine, whose values are plain here) needs their cotangents in ``df``. A captured name the
+    function rebinds keeps its cell (the caller's), an integer is a count, an outer tape's value
+    is followed by that tape, and a callable with a rule keeps its identity. A dual (a Hessian's)
+    is tracked: its cotangent is the mixed term of the Hessian-vector product that differentiates
+    this gradient inside another reverse engine's function. Each object is copied once (a dict
+    two closures share stays one; a recursive closure calls its copy), its cotangent taken on the
+    first path to it."""
+
+    __slots__ = ("depth", "done", "fixups")
+
+    def __init__(self, depth: int = _CAPTURE_DEPTH):
+        self.depth = depth
+        self.done: dict = {}  # id -> (value, its copy, or _PENDING while its cells are boxed)
+        self.fixups: dict = {}  # id of a pending function -> the new cells that must hold its copy
+
+    def box(self, value, trace: Trace):
+        """``(boxed, template)`` as ``box_input``'s, for a captured ``value``."""
+        if isinstance(value, Tracked):
+            return value, None
+        kind = tracer._differentiable_kind(stood_for(value))
+        if kind is not None:
+            return box_input(value, trace) if kind == "f" else (value, None)
+        if self.depth == 0 or isinstance(value, (str, bytes, type, types.ModuleType)):
+            return value, None
+        found = self.done.get(id(value))
+        if found is not None and found[0] is value:
+            return (value if found[1] is _PENDING else found[1]), None
+        if type(value) is types.FunctionType:
+            return self.closure(value, trace)
+        if not isinstance(value, (tuple, list, dict)) and (not callable(value) or rrule.lookup(value) is not None):
+            return value, None  # (an object whose methods it calls keeps its identity: their rules are by object)
+        self.done[id(value)] = (value, value)  # (a container holding itself: met again, untracked)
+        self.depth -= 1
         try:
-            value = cell.cell_contents
-        except ValueError:  # a cell not yet filled (a function defined before the name it uses)
-            continue
-        # only a number or an array: rebinding must reach the caller's cell, integers are counts,
-        # a captured object or container keeps its identity (rules, writes by others), and an
-        # outer tape's value is already followed by that tape. A dual (a Hessian's) is tracked:
-        # the captured value's cotangent is the mixed term of the Hessian-vector product that
-        # differentiates this gradient inside another reverse engine's function
-        if name in rebound or isinstance(value, Tracked) or tracer._differentiable_kind(stood_for(value)) != "f":
-            continue
-        boxed, slot = box_input(value, trace)
-        new_cells[i] = types.CellType(boxed)
-        children.append((name, i, slot))
-    if not children:
-        return f, None
-    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, tuple(new_cells))
-    g.__kwdefaults__, g.__dict__ = f.__kwdefaults__, f.__dict__
-    return g, _Structure(types.FunctionType, children)
+            boxed, template = _box_parts(value, trace, self)
+        finally:
+            self.depth += 1
+        self.done[id(value)] = (value, boxed)
+        return boxed, template
+
+    def closure(self, f: types.FunctionType, trace: Trace, top: bool = False):
+        """A copy of ``f`` with the cells whose values were boxed replaced, and its template
+        (``top``: the function differentiated, whose rule was looked up already)."""
+        cells = f.__closure__
+        if not cells or (not top and _keeps_identity(f)):
+            return f, None
+        self.done[id(f)] = (f, _PENDING)
+        self.depth -= 1
+        rebound = rebound_names(f.__code__)
+        new_cells, children = list(cells), []
+        try:
+            for i, (name, cell) in enumerate(zip(f.__code__.co_freevars, cells)):
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # a cell not yet filled (a function defined before the name it uses)
+                    continue
+                if name in rebound:  # rebinding must reach the caller's cell
+                    continue
+                found = self.done.get(id(value))
+                if found is not None and found[1] is _PENDING and found[0] is value:  # a recursive closure
+                    new_cells[i] = types.CellType()  # (filled below, once the copy it stands for is made)
+                    self.fixups.setdefault(id(value), []).append(new_cells[i])
+                    continue
+                boxed, template = self.box(value, trace)
+                if boxed is not value:
+                    new_cells[i] = types.CellType(boxed)
+                if template is not None:
+                    children.append((name, i, template))
+        finally:
+            self.depth += 1
+        g = f
+        if children:
+            g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, tuple(new_cells))
+            g.__kwdefaults__, g.__dict__ = f.__kwdefaults__, f.__dict__
+        self.done[id(f)] = (f, g)
+        for cell in self.fixups.pop(id(f), ()):
+            cell.cell_contents = g
+        return g, (_Structure(types.FunctionType, children) if children else None)
 
 
+def _keeps_identity(f: types.FunctionType) -> bool:
+    """Whether the closure ``f`` is not copied: a library's or chainrules' own, or one with a rule."""
+    return (
+        in_library_code(f.__code__)
+        or f.__globals__.get("__name__", "").startswith("chainrules.")
+        or rrule.lookup(f) is not None
+    )
