@@ -21,17 +21,9 @@ CLOSURE_OF_A_CLOSURE = (
     "(cr.gradient, cr.hessian, ...) of a function that reaches the variable through a cr.checkpoint wrapper "
     "it closes over: a wrong gradient and Hessian"
 )
-TAPE_OVER_SOURCE_OVER_TAPE = (
-    "defect: under a tape gradient, the source gradient of a function calling cr.gradient or cr.hessian "
-    "with engine='tape' on a closure over its argument drops the derivative through that closure "
-    "(wrong second derivative, or a ZeroTangent gradient)"
-)
 DEFECTS: dict[tuple[str, str], str] = {
-    ("tape_gradient_of_a_loss_over_a_dict_of_parameters", "nested"): TAPE_OVER_SOURCE_OVER_TAPE,
     ("checkpointed_layer_inside_a_tape_hessian", "reverse-source"): CLOSURE_OF_A_CLOSURE,
     ("checkpointed_layer_inside_a_tape_hessian", "hessian-source"): CLOSURE_OF_A_CLOSURE,
-    ("perturbation_confusion_tape_inside_source", "nested"): TAPE_OVER_SOURCE_OVER_TAPE,
-    ("laplacian_residual_loss_through_the_tape", "nested"): TAPE_OVER_SOURCE_OVER_TAPE,
 }
 
 

@@ -117,3 +117,28 @@ def test_a_top_level_tape_gradient_leaves_settings_in_captured_containers_alone(
     f = make()
     assert cr.gradient(f, 1.5, engine="tape") == pytest.approx((3.1,))
     assert cr.gradient(f, 1.5, engine="tape") == cr.gradient(f, 1.5)
+
+
+def test_a_tape_gradient_of_a_source_gradient_of_a_nested_tape_gradient():
+    """Tape over source over tape: the inner tape tracks the outer tape's value it captured too, as
+    the source engine between them needs its cotangent (f'' had been 36 x^2; an array case gave a
+    ZeroTangent gradient)."""
+
+    def f(x):  # x^3 * d/dy (x y^2) at y = 2 = 4 x^4
+        return x**3 * cr.gradient(lambda y: x * y * y, 2.0, engine="tape")[0]
+
+    x = 0.8
+    assert cr.gradient(lambda z: cr.gradient(f, z)[0], x, engine="tape")[0] == pytest.approx(48 * x * x)
+
+    q0, w = np.array([1.0, 2.0]), np.array([1.0, 2.0])
+
+    def g(a):
+        return np.sum(cr.gradient(lambda q: np.sum(a * q**3), q0, engine="tape")[0] ** 2)
+
+    def slope(a):
+        return np.sum(cr.gradient(g, a)[0] * w)
+
+    a = np.array([0.5, 1.2])
+    expected = fd_jacobian(slope, a)[0]
+    np.testing.assert_allclose(cr.gradient(slope, a, engine="tape")[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(cr.gradient(slope, a)[0], expected, rtol=1e-6)

@@ -533,7 +533,9 @@ class _Held:
     all of them: a differentiation around this one (the rule for ``gradient`` over another
     engine, whose values are plain here) needs their cotangents in ``df``. A captured name the
     function rebinds keeps its cell (the caller's), an integer is a count, an outer tape's value
-    is followed by that tape, and a callable with a rule keeps its identity. A dual (a Hessian's)
+    is followed by that tape (unless ``CAPTURES_WANTED``: an engine between the two, the source
+    engine's gradient run on the outer tape's values, needs its cotangent in ``df`` too), and a
+    callable with a rule keeps its identity. A dual (a Hessian's)
     is tracked: its cotangent is the mixed term of the Hessian-vector product that differentiates
     this gradient inside another reverse engine's function. Each object is copied once (a dict
     two closures share stays one; a recursive closure calls its copy), its cotangent taken on the
@@ -548,7 +550,7 @@ class _Held:
 
     def box(self, value, trace: Trace):
         """``(boxed, template)`` as ``box_input``'s, for a captured ``value``."""
-        if isinstance(value, Tracked):
+        if isinstance(value, Tracked) and not CAPTURES_WANTED.get():
             return value, None
         kind = tracer._differentiable_kind(stood_for(value))
         if kind is not None:
