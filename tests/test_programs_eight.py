@@ -1,48 +1,13 @@
-"""The eighth corpus (programs that define their own rules) through every engine and mode, and
-the user's rules themselves through ``chainrules.testing``."""
+"""The eighth corpus (programs that define their own rules): the user's rules themselves through
+``chainrules.testing`` (``test_programs.py`` runs its programs through every engine and mode)."""
 
 from __future__ import annotations
 
 import numpy as np
-import program_checks as checks
 import programs_corpus_eight as c8
-import pytest
 
 import chainrules as cr
 from chainrules.testing import nondiff, test_frule, test_rrule
-
-PROGRAMS = c8.PROGRAMS
-BY_NAME = {p.name: p for p in PROGRAMS}
-NAMES = checks.parameters(PROGRAMS)
-
-
-def test_corpus_is_large_and_varied():
-    assert 40 <= len(PROGRAMS) <= 80
-    assert sum(p.hessian for p in PROGRAMS) >= 15 and sum(p.nested for p in PROGRAMS) >= 10
-    assert len(BY_NAME) == len(PROGRAMS)
-
-
-@pytest.mark.parametrize("engine", checks.REVERSE)
-@pytest.mark.parametrize("name", NAMES["all"])
-def test_reverse_engine_matches_finite_differences(name, engine):
-    checks.check_reverse(BY_NAME[name], engine)
-
-
-@pytest.mark.parametrize("name", NAMES["forward"])
-def test_forward_jacobian_matches_finite_differences(name):
-    checks.check_forward_jacobian(BY_NAME[name])
-
-
-@pytest.mark.parametrize("engine", checks.REVERSE)
-@pytest.mark.parametrize("name", NAMES["hessian"])
-def test_hessian_matches_finite_differences_of_the_gradient(name, engine):
-    checks.check_hessian(BY_NAME[name], engine)
-
-
-@pytest.mark.parametrize("name", NAMES["nested"])
-def test_tape_gradient_of_a_source_gradient(name):
-    checks.check_tape_over_source(BY_NAME[name])
-
 
 # ----- the user's rules, one tester call each -------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""The ninth corpus (``programs_corpus_nine.py``) through every engine and mode, and float32 and
-Jacobian-mode agreement across engines on vector-valued numerical programs."""
+"""The ninth corpus (``programs_corpus_nine.py``): float32 and Jacobian-mode agreement across
+engines on vector-valued numerical programs (``test_programs.py`` runs its programs through every
+engine and mode)."""
 
 from __future__ import annotations
 
@@ -13,35 +14,6 @@ from programs_corpus_nine import PROGRAMS
 import chainrules as cr
 
 BY_NAME = {p.name: p for p in PROGRAMS}
-NAMES = checks.parameters(PROGRAMS)
-
-
-def test_the_corpus_is_large_and_varied():
-    assert len(PROGRAMS) >= 40
-    assert sum(p.hessian for p in PROGRAMS) >= 15 and sum(p.nested for p in PROGRAMS) >= 10
-    assert len(BY_NAME) == len(PROGRAMS)
-
-
-@pytest.mark.parametrize("engine", checks.REVERSE)
-@pytest.mark.parametrize("name", NAMES["all"])
-def test_reverse_engine_matches_finite_differences(name, engine):
-    checks.check_reverse(BY_NAME[name], engine)
-
-
-@pytest.mark.parametrize("name", NAMES["forward"])
-def test_forward_jacobian_matches_finite_differences(name):
-    checks.check_forward_jacobian(BY_NAME[name])
-
-
-@pytest.mark.parametrize("engine", checks.REVERSE)
-@pytest.mark.parametrize("name", NAMES["hessian"])
-def test_hessian_matches_finite_differences_of_the_gradient(name, engine):
-    checks.check_hessian(BY_NAME[name], engine)
-
-
-@pytest.mark.parametrize("name", NAMES["nested"])
-def test_tape_gradient_of_a_source_gradient(name):
-    checks.check_tape_over_source(BY_NAME[name])
 
 
 # ----- float32: the gradient keeps the argument's dtype, and every engine agrees ------------------
