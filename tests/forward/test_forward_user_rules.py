@@ -273,7 +273,7 @@ def test_a_reverse_rule_alone_does_not_stop_forward_mode():
     assert cr.derivative(lambda x: halve(x) * x, 3.0) == 3.0
 
 
-def bisect_root(g, lo, hi):
+def _bisection(g, lo, hi):
     """The root of ``g`` in ``[lo, hi]`` by bisection: only comparisons of ``g``'s values reach the result."""
     for _ in range(60):
         mid = 0.5 * (lo + hi)
@@ -282,6 +282,11 @@ def bisect_root(g, lo, hi):
         else:
             lo = mid
     return 0.5 * (lo + hi)
+
+
+def bisect_root(g, lo, hi):
+    """``_bisection``, with a forward rule."""
+    return _bisection(g, lo, hi)
 
 
 @cr.frule.register(bisect_root)
@@ -307,14 +312,8 @@ def test_a_call_receiving_the_duals_through_a_function_argument_is_refused():
 
 
 def bisect_root_reverse(g, lo, hi):
-    """``bisect_root`` with a reverse rule only."""
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if g(lo) * g(mid) <= 0:
-            hi = mid
-        else:
-            lo = mid
-    return 0.5 * (lo + hi)
+    """``_bisection``, with a reverse rule only."""
+    return _bisection(g, lo, hi)
 
 
 @cr.rrule.register(bisect_root_reverse)

@@ -371,11 +371,7 @@ def _arguments(frame) -> tuple[list, list]:
 
 def _holds(value, owns, key, depth: int) -> bool:
     """Whether ``value`` is, or holds within ``depth`` levels (see ``_held_by``), a value ``owns``."""
-    if isinstance(value, ActiveValue):
-        return owns(value, key)
-    if depth == 0 or isinstance(value, (str, bytes, type, types.ModuleType)):
-        return False
-    return any(_holds(v, owns, key, depth - 1) for v in _held_by(value))
+    return any(owns(v, key) for v in engine_values_in(value, depth))
 
 
 def holds_engine_values(value) -> bool:
