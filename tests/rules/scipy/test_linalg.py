@@ -4,10 +4,12 @@ matrix functions (expm against SciPy's own value and Fréchet derivative, logm, 
 import warnings
 
 import numpy as np
+import program_checks
 import pytest
 import scipy.linalg as sl
 
 import chainrules as cr
+from chainrules.reverse import source
 from chainrules.testing import fd_jacobian, fd_vjp, test_frule, test_rrule
 
 # finite differences call SciPy's own logm, which warns about its accuracy estimate
@@ -232,6 +234,180 @@ def test_eigh(dtype, options):
     test_frule(g, a, fkwargs=options)
 
 
+def positive_definite(n, dtype=np.float64, rng=None):
+    """A Hermitian positive definite ``b`` far from the identity (eigenvalues 0.5 to n)."""
+    return hermitian(n, dtype, rng, spectrum=np.linspace(0.5, n, n))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"lower": False, "driver": "gvd", "overwrite_a": True, "overwrite_b": True},
+        {"driver": "gv", "check_finite": False, "type": 1},
+        {"driver": "gvx", "subset_by_index": (1, 2)},
+        {"subset_by_value": (0.2, 5.0)},
+    ],
+    ids=str,
+)
+def test_generalized_eigh(dtype, options):
+    # a V = b V diag(w), V^H b V = I, both read from one triangle (junk in the other)
+    rng = rng_for("sp-eigh-generalized", dtype, str(options))
+    junk = rng.standard_normal((2, 4, 4)).astype(dtype)
+    unread = (lambda x: np.tril(x, -1)) if options.get("lower") is False else (lambda x: np.triu(x, 1))
+    b = positive_definite(4, dtype, rng)
+    low = np.linalg.cholesky(b)
+    a = low @ hermitian(4, dtype, rng, spectrum=[-1.0, 0.5, 2.0, 3.5]) @ low.conj().T  # w = -1, 0.5, 2, 3.5
+    a, b = (a + a.conj().T) / 2 + unread(junk[0]), b + unread(junk[1])
+    k = len(sl.eigh(a, b, **options)[0])
+    g = projected(sl.eigh, {1: "columns"}, {1: rng.standard_normal(k)})
+    test_rrule(g, a, b, fkwargs=options)
+    test_frule(g, a, b, fkwargs=options)
+    for f, kwargs in ((sl.eigh, {"eigvals_only": True, **options}), (sl.eigvalsh, options)):
+        test_rrule(f, a, b, fkwargs=kwargs)
+        test_frule(f, a, b, fkwargs=kwargs)
+
+
+def test_generalized_eigh_of_other_array_types_takes_the_numpy_path():
+    # an ndarray subclass: a Cholesky reduction by NumPy functions, the same eigenvalues and tangents
+    class Wrapped(np.ndarray):
+        pass
+
+    rng = rng_for("sp-eigh-generalized-wrapped")
+    args, dirs = (hermitian(3, rng=rng), positive_definite(3, rng=rng)), rng.standard_normal((2, 3, 3))
+    y, dy = cr.frule((cr.NoTangent(), *dirs), sl.eigh, *args, eigvals_only=True)
+    wrapped = [x.view(Wrapped) for x in args]
+    yw, dyw = cr.frule((cr.NoTangent(), *[d.view(Wrapped) for d in dirs]), sl.eigh, *wrapped, eigvals_only=True)
+    np.testing.assert_allclose(np.asarray(yw), y, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(dyw), dy, rtol=1e-10)
+    back, back_wrapped = cr.rrule(sl.eigvalsh, *args)[1], cr.rrule(sl.eigvalsh, *wrapped)[1]
+    for got, want in zip(back_wrapped(np.arange(3.0))[1:], back(np.arange(3.0))[1:]):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-12)
+
+
+def test_generalized_eigh_with_b_by_keyword():
+    # a constant b by keyword has no cotangent; a differentiated one the engine passes by position
+    rng = rng_for("sp-eigh-generalized-keyword")
+    a, b, c = hermitian(3, rng=rng), positive_definite(3, rng=rng), rng.standard_normal(3)
+    _, back = cr.rrule(sl.eigh, a, b=b, eigvals_only=True)
+    assert len(back(c)) == 2
+    np.testing.assert_allclose(back(c)[1], cr.rrule(sl.eigh, a, b, eigvals_only=True)[1](c)[1], rtol=1e-12)
+
+    def f(a, b):
+        return np.sum(sl.eigh(a, b=b, eigvals_only=True) * c)
+
+    grads = cr.gradient(f, a, b)
+    np.testing.assert_allclose(grads[0], fd_vjp(lambda x: f(x, b), 1.0, a), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(grads[1], fd_vjp(lambda x: f(a, x), 1.0, b), rtol=1e-6, atol=1e-8)
+
+
+def test_generalized_eigh_of_another_type_is_refused():
+    b = np.diag([1.0, 2.0])
+    for kind, problem in ((2, r"a b v = w v"), (3, r"b a v = w v")):
+        with pytest.raises(cr.NoRuleError, match=rf"eigh\(.*\) at .*test_linalg\.py:\d+ \(type={kind} \({problem}\)"):
+            cr.gradient(lambda a: np.sum(sl.eigh(a, b, type=kind, eigvals_only=True)), np.eye(2))
+        with pytest.raises(cr.NoRuleError, match=rf"type={kind}"):
+            cr.frule((cr.NoTangent(), np.eye(2), cr.ZeroTangent()), sl.eigh, np.eye(2), b, type=kind)
+    with pytest.raises(ValueError, match="type"):  # SciPy's own error for an invalid one
+        cr.rrule(sl.eigh, np.eye(2), b, type=4)
+    with pytest.raises(ValueError, match="does not accept input b"):  # and for a standard problem's driver
+        cr.rrule(sl.eigh, np.eye(2), b, driver="evd")
+
+
+def inverse_by_eigh(a, b):  # b^{-1} = V V^T, whichever basis of an eigenspace V holds
+    v = sl.eigh(a, b)[1]
+    return v @ v.T
+
+
+def test_generalized_eigh_at_repeated_eigenvalues():
+    # the normalisation V^T b V = I fixes the symmetric part of the eigenvectors' derivative within
+    # an eigenspace, which the rules keep: V V^T = b^{-1} is exact, warned about as for eigh(a)
+    rng = rng_for("sp-eigh-generalized-repeated")
+    b = positive_definite(3, rng=rng)
+    low = np.linalg.cholesky(b)
+    a = low @ ISOTROPIC_PLUS_RANK_ONE @ low.T
+    np.testing.assert_allclose(sl.eigh(a, b, eigvals_only=True), [2.0, 2.0, 2.98], rtol=1e-12)
+    dy, da, db = rng.standard_normal((3, 3)), symmetric_direction(rng), symmetric_direction(rng)
+    inverse = np.linalg.inv(b)
+    with pytest.warns(cr.NonSmoothWarning, match="scipy.linalg.eigh at .*test_linalg.py"):
+        grads = cr.pullback(inverse_by_eigh, a, b)[1](dy)
+    np.testing.assert_allclose(grads[0], 0.0, atol=1e-10)
+    np.testing.assert_allclose(grads[1], fd_vjp(lambda x: inverse_by_eigh(a, x), dy, b), rtol=1e-6, atol=1e-8)
+    with pytest.warns(cr.NonSmoothWarning, match="scipy.linalg.eigh at .*the direction rotates"):
+        _, t = cr.jvp(inverse_by_eigh, (a, b), (da, db))
+    np.testing.assert_allclose(t, -inverse @ db @ inverse, rtol=1e-10, atol=1e-12)  # (db symmetric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cr.NonSmoothWarning)  # the eigenvalues alone never warn
+
+        def f(a, b):
+            return np.sum(np.sqrt(sl.eigh(a, b, eigvals_only=True)))
+
+        grads = cr.gradient(f, a, b)
+        np.testing.assert_allclose(grads[0], fd_vjp(lambda x: f(x, b), 1.0, a), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(grads[1], fd_vjp(lambda x: f(a, x), 1.0, b), rtol=1e-6, atol=1e-8)
+        assert np.isclose(cr.jvp(f, (a, b), (da, db))[1], np.sum(grads[0] * da) + np.sum(grads[1] * db))
+
+
+def spd(n, seed, shift=None):
+    m = np.random.default_rng(seed).normal(size=(n, n))
+    return m @ m.T + (n if shift is None else shift) * np.eye(n)
+
+
+GENERALIZED, program = program_checks.new_corpus()
+
+
+@program(
+    spd(3, 3),
+    spd(3, 4, shift=1.0),
+    hessian=True,
+    refuses={"tape": program_checks.SCIPY_WRAPPER, "forward": program_checks.SCIPY_WRAPPER_FORWARD},
+)
+def generalised_eigenproblem_vibration_modes(K, M):
+    w, V = sl.eigh(K, M)
+    freqs = np.sqrt(w)
+    participation = (V.T @ M @ np.ones(3)) ** 2
+    return np.sum(freqs) + 0.1 * np.sum(participation)
+
+
+@pytest.mark.parametrize("engine", program_checks.REVERSE)
+def test_generalized_eigh_in_a_program(engine):
+    # the gradient in K and M and the Hessian in K against finite differences (the tape refuses the
+    # SciPy function called inside a program, by design, and says so)
+    p = GENERALIZED[0]
+    program_checks.check_reverse(p, engine)
+    program_checks.check_hessian(p, engine)
+
+
+def test_generalized_eigh_in_a_program_forward_and_to_second_order():
+    p = GENERALIZED[0]
+    program_checks.check_forward_jacobian(p)  # (through the source engine's primal)
+    program_checks.check_tape_over_source(p)
+    K, M = p.args
+    H = cr.hessian(lambda M: p.f(K, M), M)  # the duals reach b
+    reference = fd_jacobian(lambda M: cr.gradient(lambda M: p.f(K, M), M)[0], M).reshape(H.shape)
+    np.testing.assert_allclose(H, reference, rtol=1e-5, atol=1e-7)
+
+
+def modes_of_a_packed_pair(x):  # K and M from one vector, so a block of cotangents reaches both
+    w, V = sl.eigh(x[:9].reshape(3, 3), x[9:].reshape(3, 3))
+    return np.concatenate([w, np.sum(V * V, axis=1)])
+
+
+def test_generalized_eigh_pulls_back_a_block():
+    x = np.concatenate([spd(3, 3).ravel(), spd(3, 4, shift=1.0).ravel()])
+    assert source.pullback_full(modes_of_a_packed_pair, x)[1].batched
+    J = cr.jacobian(modes_of_a_packed_pair, x, mode="reverse")
+    np.testing.assert_allclose(J, cr.jacobian(modes_of_a_packed_pair, x, mode="forward"), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(J, fd_jacobian(modes_of_a_packed_pair, x), rtol=1e-6, atol=1e-7)
+    for engine in program_checks.REVERSE:  # the rule itself, on either engine
+        _, back = cr.pullback(sl.eigvalsh, *x.reshape(2, 3, 3), engine=engine)
+        for got, want in zip(
+            back(np.arange(3.0)), fd_vjp(lambda km: sl.eigvalsh(*km), np.arange(3.0), x.reshape(2, 3, 3))
+        ):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
 @pytest.mark.parametrize("dtype", ALL)
 @pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4)])
 @pytest.mark.parametrize("side", ["right", "left"])
@@ -269,13 +445,8 @@ def test_eig_and_eigvals(dtype):
     test_frule(sl.eigvals, a)
 
 
-def test_generalized_and_left_eigenproblems_are_refused():
+def test_left_eigenproblems_are_refused():
     # the rules' refusals (SciPy computes these), at the user's line
-    M = np.diag([1.0, 2.0])
-    with pytest.raises(cr.NoRuleError, match=r"eigh\(.*\) at .*test_linalg\.py:\d+ \(the generalized"):
-        cr.gradient(lambda a: np.sum(sl.eigh(a, M, eigvals_only=True)), np.eye(2))
-    with pytest.raises(cr.NoRuleError, match=r"at .*test_linalg\.py:\d+ \(the generalized"):
-        cr.frule((cr.NoTangent(), np.eye(2), cr.ZeroTangent()), sl.eigh, np.eye(2), M)
     with pytest.raises(cr.NoRuleError, match="right eigenvectors"):
         cr.rrule(sl.eig, np.eye(2), left=True)
     with pytest.raises(cr.NoRuleError, match=r"disp=False"):
@@ -482,6 +653,8 @@ BATCHED = [
     (sl.lu, lambda r: (wellcond(3, rng=r),), {}),
     (sl.eigh, lambda r: (hermitian(3, rng=r),), {}),
     (sl.eigvalsh, lambda r: (hermitian(3, rng=r),), {}),
+    (sl.eigh, lambda r: (hermitian(3, rng=r), positive_definite(3, rng=r)), {}),
+    (sl.eigh, lambda r: (hermitian(3, rng=r), positive_definite(3, rng=r)), {"eigvals_only": True}),
     (sl.svdvals, lambda r: (wellcond(3, 4, rng=r),), {}),
     (sl.norm, lambda r: (r.standard_normal((3, 4)),), {"ord": 2}),
     (sl.expm, lambda r: (r.standard_normal((3, 3)),), {}),
@@ -601,6 +774,10 @@ FACTOR_HESSIANS = {
         np.sum(_W * sl.cho_factor(_s(x))[0]) + np.sum(sl.cho_solve(sl.cho_factor(_s(x)), x))
     ),
     "polar": lambda x: np.sum(_W * sl.polar(_m(x))[0]) + np.sum(_W[:2, :2] * sl.polar(_m(x)[:, :2], "left")[0][:2]),
+    "eigh-generalized": lambda x: (
+        np.sum(_W * ((sl.eigh(_s(x), _s(x / 2))[1] * [1.0, 2.0, 3.0]) @ sl.eigh(_s(x), _s(x / 2))[1].T))
+        + np.sum(sl.eigvalsh(_s(x), _s(x / 2)) * np.arange(3.0))
+    ),
 }
 
 

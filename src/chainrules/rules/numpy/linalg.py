@@ -530,24 +530,31 @@ def _lower(uplo) -> bool:
     return uplo == "L"
 
 
-def eigh_gradient(w, v, dw, dv, repeated: Repeated, ops=NUMPY):
-    """``G`` whose Hermitian part is the cotangent of the Hermitian ``a = V diag(w) V^H``.
-
-    ``G = V (diag(dw) + F * (V^H dV)) V^H`` with ``F[i, j] = 1 / (w[j] - w[i])``; without an
-    eigenvector cotangent the gaps are never formed, so repeated eigenvalues are harmless. With
-    one, ``F`` leaves out the pairs of repeated eigenvalues, and ``repeated`` warns where their
-    eigenvectors receive a cotangent.
+def eigh_inner(w, v, dw, dv, repeated: Repeated, ops=NUMPY):
+    """``(diag(dw) + F * M, M)`` with ``M = V^H dV`` and ``F[i, j] = 1 / (w[j] - w[i])``: the
+    cotangent in the eigenbasis that ``eigh_gradient`` (and the generalized problem's rule of
+    ``scipy.linalg.eigh``) turns back; ``ZERO`` for what is absent. Without an eigenvector
+    cotangent the gaps are never formed, so repeated eigenvalues are harmless. With one, ``F``
+    leaves out the pairs of repeated eigenvalues, and ``repeated`` warns where their eigenvectors
+    receive a cotangent.
     """
     if is_zero(dw) and is_zero(dv):
-        return ZERO
-    inner = 0
+        return ZERO, ZERO
+    inner, m = 0, ZERO
     if not is_zero(dw):
         inner = diag_embed(np.real(dw).astype(w.dtype, copy=False))
     if not is_zero(dv):
         m = ops.mul(v, dv, "C")
         repeated.check(m)
         inner = inner + gap_inverse(w) * m
-    return ops.mul(ops.mul(v, inner), v, "N", "C")
+    return inner, m
+
+
+def eigh_gradient(w, v, dw, dv, repeated: Repeated, ops=NUMPY):
+    """``G`` whose Hermitian part is the cotangent of the Hermitian ``a = V diag(w) V^H``:
+    ``G = V (diag(dw) + F * (V^H dV)) V^H`` (``eigh_inner``)."""
+    inner, _ = eigh_inner(w, v, dw, dv, repeated, ops)
+    return inner if is_zero(inner) else ops.mul(ops.mul(v, inner), v, "N", "C")
 
 
 def eigh_tangent(w, v, dahat, repeated: Repeated, ops=NUMPY, columns=slice(None)):

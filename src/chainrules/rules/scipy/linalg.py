@@ -16,7 +16,9 @@ forward rule of the SciPy function itself (``through_rules``; matrix functions' 
 that of a block matrix), so every rule also runs under the forward engine, and ``cr.hessian``
 (forward over reverse) reaches them all. Functions that read one triangle
 (``assume_a='sym'|'her'|'pos'``, ``cholesky``, ``cho_factor``, ``eigh``, ``eigvalsh``) return the
-cotangent in that triangle, as in ``numpy.linalg``'s rules.
+cotangent in that triangle, as in ``numpy.linalg``'s rules; the generalized eigenproblem
+``eigh(a, b)`` (``type=1``: ``a V = b V diag(w)``, ``V^H b V = I``) reads one triangle of both
+and differentiates both.
 
 >>> import numpy as np, scipy.linalg as sl, chainrules as cr
 >>> y, back = cr.rrule(sl.expm, np.zeros((2, 2)))
@@ -44,6 +46,7 @@ from ..numpy.linalg import (
     eig_gradient,
     eig_tangent,
     eigh_gradient,
+    eigh_inner,
     eigh_tangent,
     eigvals_tangent,
     eigvalsh_gradient,
@@ -60,10 +63,12 @@ from ..numpy.linalg import (
 from ._lapack import (
     LU,
     NO,
+    NUMPY,
     SCIPY,
     ZERO,
     Repeated,
     _columns,
+    _repeated,
     as_array,
     batch_size,
     by_rows,
@@ -71,6 +76,7 @@ from ._lapack import (
     diagonal,
     float_dtype,
     fold_onto_triangle,
+    gap_inverse,
     hermitian_from_triangle,
     is_active,
     is_batched,
@@ -1191,29 +1197,31 @@ _EIGH_OPTIONS = (
 )
 
 
-def _by_scipy(f, a, kwargs: dict, numpy_call):
-    """``f(a, **kwargs)`` of a SciPy decomposition for an engine's value ``a`` (a Hessian's dual
-    numbers), run by that engine through ``f``'s rule: the gauge of its factors (the signs of
-    eigenvectors and singular vectors) is then the one SciPy gives the plain values, which a
-    function of the factors depends on; NumPy's driver may choose another. ``numpy_call()`` where
-    the engine runs no rules."""
-    out = a.call_by_rule(f, (a,), kwargs) if isinstance(a, ActiveValue) else NotImplemented
+def _by_scipy(f, args: tuple, kwargs: dict, numpy_call):
+    """``f(*args, **kwargs)`` of a SciPy decomposition where an argument is an engine's value (a
+    Hessian's dual numbers), run by that engine through ``f``'s rule: the gauge of its factors (the
+    signs of eigenvectors and singular vectors) is then the one SciPy gives the plain values, which
+    a function of the factors depends on; NumPy's driver may choose another. ``numpy_call()`` where
+    no engine runs a rule."""
+    active = next((x for x in args if isinstance(x, ActiveValue)), None)
+    out = NotImplemented if active is None else active.call_by_rule(f, args, kwargs)
     return numpy_call() if out is NotImplemented else out
 
 
 def _eigh_setup(a, b, opts, name):
-    """The full decomposition (a subset is selected from it, so its derivative sees every pair)."""
-    if b is not None:
-        raise no_rule(name, (a, b), "the generalized eigenproblem (b=...): the rule differentiates the standard one")
+    """The full decomposition, of the standard problem or (``b`` given) the generalized one (a
+    subset is selected from it, so its derivative sees every pair)."""
     a = _matrix(a, name)
     lower = bool(opts["lower"])
     driver = opts["driver"] if opts["driver"] in ("ev", "evd", "evr") else None
-    if opts["eigvals_only"]:
+    if b is not None:
+        w, v = _generalized_eigh(a, b, opts, lower, name)
+    elif opts["eigvals_only"]:
         w, v, _ = symmetric_eigen(a, lower, name)
     elif is_plain(a):
         w, v = sl.eigh(a, lower=lower, driver=driver)
     else:
-        w, v = _by_scipy(sl.eigh, a, {"lower": lower, "driver": driver}, lambda: np.linalg.eigh(a, "UL"[lower]))
+        w, v = _by_scipy(sl.eigh, (a,), {"lower": lower, "driver": driver}, lambda: np.linalg.eigh(a, "UL"[lower]))
     index = slice(None)
     if opts["subset_by_index"] is not None:
         lo, hi = opts["subset_by_index"]
@@ -1222,6 +1230,71 @@ def _eigh_setup(a, b, opts, name):
         lo, hi = opts["subset_by_value"]
         index = np.flatnonzero((w > lo) & (w <= hi))
     return a, lower, w, v, index
+
+
+def _generalized_eigh(a, b, opts, lower: bool, name: str):
+    """``(w, V)`` of ``a V = b V diag(w)``, ``V^H b V = I`` (``type=1``), both read from one triangle."""
+    if opts["type"] in (2, 3):
+        problem = "a b v = w v" if opts["type"] == 2 else "b a v = w v"
+        raise no_rule(name, (a, b), f"type={opts['type']} ({problem}): the rule differentiates a v = w b v (type=1)")
+    b = _matrix(b, name)
+    # the subset driver gives way to the full decomposition; SciPy judges the others (and the type)
+    kwargs = {"lower": lower, "type": opts["type"], "driver": None if opts["driver"] == "gvx" else opts["driver"]}
+    if is_plain(a, b):
+        return sl.eigh(a, b, **kwargs)
+    return _by_scipy(sl.eigh, (a, b), kwargs, lambda: _reduced_eigh(a, b, lower))
+
+
+def _reduced_eigh(a, b, lower: bool):
+    """``a V = b V diag(w)`` by NumPy functions (arrays that are not NumPy's own): with ``b = L L^H``,
+    the eigenvectors ``U`` of ``L^{-1} a L^{-H}`` give ``V = L^{-H} U``."""
+    low = np.linalg.cholesky(hermitian_from_triangle(b, lower))
+    x = NUMPY.trisolve(low, hermitian_from_triangle(a, lower), lower=True)
+    w, u = np.linalg.eigh(NUMPY.trisolve(low, x, lower=True, op="C", side="right"))
+    return w, NUMPY.trisolve(low, u, lower=True, op="C")
+
+
+# The generalized problem a V = b V Λ, V^H b V = I (Λ = diag(w)): with P = V^H da V, Q = V^H db V
+# and dV = V C, differentiating both equations and multiplying by V^H gives
+#     C Λ - Λ C = P - Q Λ - dΛ,    C + C^H = -Q,
+# so dw_i = Re (P - Q Λ)_ii = v_i^H (da - w_i db) v_i and C = F * (P - Q Λ) - Q_R / 2, where
+# F[i, j] = 1 / (w[j] - w[i]) off the pairs of repeated eigenvalues and Q_R is Q on those pairs
+# (the diagonal among them): the normalisation fixes the Hermitian part of C there, the rotation
+# within an eigenspace is left out as in the standard problem (b = I gives Q = 0 and its rule).
+# These are the classical results for the mass-normalised modes of a v = w b v: Fox & Kapoor
+# (1968), "Rates of change of eigenvalues and eigenvectors", AIAA J. 6(12), eqs. for dw_i and the
+# modal expansion of dv_i with its -v_i (v_i^H db v_i) / 2 term; Nelson (1976), "Simplified
+# calculation of eigenvector derivatives", AIAA J. 14(9). The pullback is its adjoint: with
+# G = diag(dw) + F * (V^H dV) (the standard rule's), the cotangents are V G V^H for a and
+# -V (G Λ + (V^H dV)_R / 2) V^H for b.
+
+
+def generalized_eigh_gradient(w, v, dw, dv, repeated: Repeated, ops=SCIPY):
+    """``(Ga, Gb)`` whose Hermitian parts are the cotangents of ``a`` and ``b`` in ``a V = b V
+    diag(w)``, ``V^H b V = I`` (derived above); ``dw``, ``dv`` may carry a leading batch axis."""
+    inner, m = eigh_inner(w, v, dw, dv, repeated, ops)
+    if is_zero(inner):
+        return ZERO, ZERO
+    outer = -inner * w[..., None, :]
+    if not is_zero(m):
+        outer = outer - 0.5 * (_repeated(w)[0] * m)
+    return ops.mul(ops.mul(v, inner), v, "N", "C"), ops.mul(ops.mul(v, outer), v, "N", "C")
+
+
+def generalized_eigh_tangent(w, v, dahat, dbhat, repeated: Repeated, ops=SCIPY, columns=slice(None)):
+    """``(dw, dV)`` of ``a V = b V diag(w)``, ``V^H b V = I`` along Hermitian directions (either may
+    be a zero; stacked or batched); ``repeated`` warns as for the standard problem."""
+    m, q = 0, ZERO
+    if not is_zero(dahat):
+        m = ops.mul(v, ops.mul(dahat, v), "C")
+    if not is_zero(dbhat):
+        q = ops.mul(v, ops.mul(dbhat, v), "C")
+        m = m - q * w[..., None, :]
+    repeated.check(m, tangent=True, columns=columns)
+    c = gap_inverse(w) * m
+    if not is_zero(q):
+        c = c - 0.5 * (_repeated(w)[0] * q)
+    return np.real(diagonal(m)), ops.mul(v, c)
 
 
 def _embed(full_like, part, index):
@@ -1239,15 +1312,36 @@ def _b(rest, kwargs, name):
     return rest[0] if rest else kwargs.pop("b", None)
 
 
+def _eigvals_gradient(w, v, dw, b, lower: bool):
+    """The cotangents of ``a`` (and ``b``) for ``dw`` on the eigenvalues: ``V diag(dw) V^H`` (and
+    ``-V diag(dw w) V^H``), folded onto the triangles read."""
+    ga = eigvalsh_gradient(w, v, dw, lower, SCIPY)
+    return ga, (None if b is None else eigvalsh_gradient(w, v, -np.real(dw) * w, lower, SCIPY))
+
+
+def _vectors_gradient(w, v, dw, dv, b, lower: bool, repeated: Repeated):
+    """The cotangents of ``a`` (and ``b``) for cotangents of the eigenvalues and eigenvectors."""
+    if b is None:
+        return fold_onto_triangle(eigh_gradient(w, v, dw, dv, repeated, SCIPY), lower), None
+    ga, gb = generalized_eigh_gradient(w, v, dw, dv, repeated, SCIPY)
+    return fold_onto_triangle(ga, lower), fold_onto_triangle(gb, lower)
+
+
+def _projected(project, g, batched: bool):
+    """The cotangent ``g`` of an argument (``project`` None: of ``b=None``), one or a batch."""
+    if project is None:
+        return NO
+    return g if is_zero(g) else (project.batch(g) if batched else project(g))
+
+
 @rrule.register(sl.eigh, batched=True)
 def rrule_eigh(a, *rest, **kwargs):
     b = _b(rest, kwargs, "scipy.linalg.eigh")
     opts = options("scipy.linalg.eigh", (), kwargs, _EIGH_OPTIONS)
-    project = projector(a)
+    projections = (projector(a),) + ((projector(b) if b is not None else None,) if rest else ())
     a_, lower, w, v, index = _eigh_setup(a, b, opts, "scipy.linalg.eigh")
     result = w[index] if opts["eigvals_only"] else (w[index], v[:, index])
     outputs = (result, v) if opts["eigvals_only"] else result
-    extra = (NO,) * len(rest)
     repeated = Repeated("scipy.linalg.eigh", "eigh", w)
 
     def eigh_pullback(dresult):
@@ -1258,12 +1352,12 @@ def rrule_eigh(a, *rest, **kwargs):
         batched = parts_carry_batch(outputs, (dw, dv))
         dw, dv = _embed(w, plain(dw), index), _embed(v, plain(dv), index)
         if is_zero(dw) and is_zero(dv):
-            return (NO, ZERO) + extra
-        if is_zero(dv):
-            g = eigvalsh_gradient(w, v, dw, lower, SCIPY)
+            gs = (ZERO, ZERO)
+        elif is_zero(dv):
+            gs = _eigvals_gradient(w, v, dw, b, lower)
         else:
-            g = fold_onto_triangle(eigh_gradient(w, v, dw, dv, repeated, SCIPY), lower)
-        return (NO, project.batch(g) if batched else project(g)) + extra
+            gs = _vectors_gradient(w, v, dw, dv, b, lower, repeated)
+        return (NO,) + tuple(_projected(p, g, batched) for p, g in zip(projections, gs))
 
     return result, eigh_pullback
 
@@ -1272,15 +1366,21 @@ def rrule_eigh(a, *rest, **kwargs):
 def frule_eigh(tangents, a, *rest, **kwargs):
     b = _b(rest, kwargs, "scipy.linalg.eigh")
     opts = options("scipy.linalg.eigh", (), kwargs, _EIGH_OPTIONS)
-    (da,) = _tangents(tangents)[:1]
+    da, db = (_tangents(tangents) + (ZERO,))[:2]
     a_, lower, w, v, index = _eigh_setup(a, b, opts, "scipy.linalg.eigh")
     result = w[index] if opts["eigvals_only"] else (w[index], v[:, index])
-    if is_zero(da):
+    if is_zero(da) and is_zero(db):
         return result, ZERO
-    dahat = hermitian_from_triangle(da, lower)
+    dahat, dbhat = (d if is_zero(d) else hermitian_from_triangle(d, lower) for d in (da, db))
     if opts["eigvals_only"]:
-        return result, eigvalsh_tangent(v, dahat, SCIPY)[..., index]
-    dw, dv = eigh_tangent(w, v, dahat, Repeated("scipy.linalg.eigh", "eigh", w), SCIPY, columns=index)
+        dw = 0 if is_zero(dahat) else eigvalsh_tangent(v, dahat, SCIPY)
+        dw = dw if is_zero(dbhat) else dw - w * eigvalsh_tangent(v, dbhat, SCIPY)
+        return result, dw[..., index]
+    repeated = Repeated("scipy.linalg.eigh", "eigh", w)
+    if is_zero(dbhat):
+        dw, dv = eigh_tangent(w, v, dahat, repeated, SCIPY, columns=index)
+    else:
+        dw, dv = generalized_eigh_tangent(w, v, dahat, dbhat, repeated, SCIPY, columns=index)
     return result, tangent_of(result, dw[..., index], dv[..., index])
 
 
@@ -1318,7 +1418,7 @@ def _eig_setup(a, b, opts, name):
             "has a rule",
         )
     a = _matrix(a, name)
-    w, v = sl.eig(a) if is_plain(a) else _by_scipy(sl.eig, a, {}, lambda: np.linalg.eig(a))
+    w, v = sl.eig(a) if is_plain(a) else _by_scipy(sl.eig, (a,), {}, lambda: np.linalg.eig(a))
     return a, w, v
 
 
@@ -1398,7 +1498,7 @@ def _svd_setup(a, opts, name="scipy.linalg.svd"):
         u, s, vh = sl.svd(a, full_matrices=full, lapack_driver=opts["lapack_driver"])
     else:
         options = {"full_matrices": full, "lapack_driver": opts["lapack_driver"]}
-        u, s, vh = _by_scipy(sl.svd, a, options, lambda: np.linalg.svd(a, full_matrices=full))
+        u, s, vh = _by_scipy(sl.svd, (a,), options, lambda: np.linalg.svd(a, full_matrices=full))
     return (u, s, vh) if opts["compute_uv"] else s, u, s, vh
 
 
