@@ -40,6 +40,7 @@ from .api import gradient
 from .core import AbstractZero, NoTangent, Tangent, ZeroTangent, add, rrule, unthunk
 from .core.active import stood_for
 from .core.errors import NoDerivativeError, at_user
+from .core.keywords import declare_options
 from .core.structures import item_tangents
 from .rules.pyfunctional import _add_function_tangent, _pullback_of
 from .rules.scipy._functionals import FunctionalCall, holds_active, undifferentiated_fields
@@ -271,6 +272,10 @@ def rrule_misfit(misfit: _Misfit, p, xdata, ydata, sigma):
     return r, misfit_pullback
 
 
+_CURVE_FIT_TOLERANCES = ("xtol", "ftol", "gtol", "maxfev", "max_nfev")
+declare_options(so.curve_fit, _CURVE_FIT_TOLERANCES)  # (keywords for the solver: no derivative, see rrule_curve_fit)
+
+
 @rrule.register(so.curve_fit)
 def rrule_curve_fit(f, xdata, ydata, *rest, **keywords):
     """``curve_fit``'s ``(popt, pcov)``: ``popt`` differentiated in ``xdata``, ``ydata``, ``sigma`` and
@@ -287,8 +292,7 @@ def rrule_curve_fit(f, xdata, ydata, *rest, **keywords):
     """
     call = FunctionalCall(so.curve_fit, f, (xdata, ydata, *rest), keywords)
     sigma = call.setting("sigma")
-    tolerances = ("xtol", "ftol", "gtol", "maxfev", "max_nfev")
-    solver_keywords = [k for k in call.bound if k not in call.parameters and k not in tolerances]
+    solver_keywords = [k for k in call.bound if k not in call.parameters and k not in _CURVE_FIT_TOLERANCES]
     if np.ndim(stood_for(sigma)) > 1 or solver_keywords:
         _refuse(so.curve_fit, "a 2-d sigma, or keywords for the solver besides its tolerances, are not differentiated")
     if not np.all(np.isinf(np.asarray(call.setting("bounds"), dtype=float))):

@@ -7,7 +7,9 @@ cotangent per positional argument. A call such as ``np.average(x, weights=w)`` o
 the rule, and refuse only what no position can hold (a keyword-only parameter, a callable without
 a signature). Where a signature hides the positions behind ``*args, **kwds`` (a SciPy
 distribution's methods, whose positions depend on the distribution), the rule set declares them
-with ``declare_parameters``.
+with ``declare_parameters``. Keyword arguments that only say how accurately a callable computes its
+result (a solver's tolerances) carry no derivative by definition: the rule set declares them with
+``declare_options``, and the engines pass them on as they are.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ _NO_SIGNATURE = ()
 _signatures: dict = {}
 #: callable -> parameters(args): its positional parameters for a call with these arguments
 _declared: dict = {}
+#: callable -> the names of its keyword arguments that carry no derivative (see ``declare_options``)
+_options: dict = {}
 
 
 def declare_parameters(f: Callable, parameters: Callable[[tuple], Sequence[inspect.Parameter]]) -> None:
@@ -37,6 +41,30 @@ def declare_parameters(f: Callable, parameters: Callable[[tuple], Sequence[inspe
     ((2.0, 3.0), {}, {'scale': 1})
     """
     _declared[f] = parameters
+
+
+def declare_options(f: Callable, names: Iterable[str]) -> None:
+    """Declare keyword arguments of ``f`` that set how accurately it computes a result that, in exact
+    arithmetic, does not depend on them: tolerances and step sizes. ``f``'s rule differentiates that
+    exact result (a solution to within the tolerances), so their derivative is zero, and a value
+    being differentiated given there (a tolerance captured from the code around the call) is passed
+    to the rule as a keyword instead of being refused as a keyword argument no position can take.
+
+    >>> def solve(x, *, tol=1e-8):
+    ...     return x
+    >>> declare_options(solve, ["tol"])
+    >>> is_option(solve, "tol"), is_option(solve, "x")
+    (True, False)
+    """
+    _options[f] = _options.get(f, frozenset()) | frozenset(names)
+
+
+def is_option(f: Callable, name: str) -> bool:
+    """Whether ``name`` is a keyword argument of ``f`` declared with ``declare_options``."""
+    try:
+        return name in _options.get(f, ())
+    except TypeError:  # an unhashable callable
+        return False
 
 
 def _positional_parameters(f: Callable, args: tuple) -> tuple:

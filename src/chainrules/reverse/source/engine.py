@@ -34,7 +34,7 @@ from ...core import views
 from ...core.accumulation import accumulate
 from ...core.active import ActiveValue, active_engine, current_engine
 from ...core.errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError, note_user_line, user_location
-from ...core.keywords import as_positional
+from ...core.keywords import as_positional, is_option
 from ...core.pullback_results import checked_pullback
 from ...core.registry import _LEDGER, decline_batch, frule, is_users_rule, rrule
 from ...core.ruled_calls import given_to, holds_engine_values
@@ -642,7 +642,7 @@ def _applied(f, args: tuple, kwargs: dict, active: tuple):
     if not getattr(rule, "batched", False):
         decline_batch()
     positions: dict = {}
-    dropped = [k for k in active if _carries_numbers(kwargs.get(k))]
+    dropped = [k for k in active if _carries_numbers(kwargs.get(k)) and not is_option(f, k)]
     call_args, call_kwargs = args, kwargs
     if dropped:
         moved = as_positional(f, args, kwargs, dropped)

@@ -52,6 +52,7 @@ from ...core import (
 )
 from ...core.active import nesting_depth, stood_for
 from ...core.errors import NoDerivativeError, NoForwardRuleError, at_user, user_location
+from ...core.keywords import declare_options
 from ...core.structures import item_tangents
 from ..numpy._arrays import cotangent_array, to_input
 from ..numpy._util import axes_of, is_batched, match_output
@@ -601,6 +602,10 @@ def _refused_forward(active: list, moved_times: bool, failed: str | None) -> str
 
 
 _SECOND_ORDER = "second derivatives (a Hessian) through an ODE's solution: its adjoint gives first derivatives only"
+
+
+# the solver's tolerances and step sizes: the rule differentiates the exact solution (to within them)
+declare_options(si.solve_ivp, ("rtol", "atol", "first_step", "max_step", "min_step"))
 
 
 @rrule.register(si.solve_ivp)
