@@ -86,8 +86,11 @@ ARRAY_OUT = [
     (sl.norm, lambda r, dt: (rand(r, (3, 4), dt),), {"axis": 0, "keepdims": True}),
     (sl.expm, lambda r, dt: (0.1 * rand(r, (3, 3), dt),), {}),
     (sl.expm, lambda r, dt: (3 * rand(r, (3, 3), dt),), {}),  # scaling and squaring
+    (sl.expm, lambda r, dt: (np.stack([0.1 * rand(r, (3, 3), dt), 3 * rand(r, (3, 3), dt)]),), {}),  # a stack
     (sl.sqrtm, lambda r, dt: (spd(3, dt, r),), {}),
+    (sl.sqrtm, lambda r, dt: (np.stack([spd(3, dt, r), spd(3, dt, r)]),), {}),
     (sl.logm, lambda r, dt: (spd(3, dt, r),), {}),
+    (sl.logm, lambda r, dt: (np.stack([spd(3, dt, r), spd(3, dt, r)]),), {}),
     (sl.solve_sylvester, lambda r, dt: (_stable(3, dt, r), _stable(2, dt, r), rand(r, (3, 2), dt)), {}),
     (sl.solve_continuous_lyapunov, lambda r, dt: (_stable(3, dt, r), rand(r, (3, 3), dt)), {}),
     (sl.solve_discrete_lyapunov, lambda r, dt: (0.3 * wellcond(3, dtype=dt, rng=r), rand(r, (3, 3), dt)), {}),
@@ -202,7 +205,10 @@ FORWARD = [
     (sl.polar, lambda r, dt: (wellcond(4, 3, dtype=dt, rng=r),), {}),
     (sl.polar, lambda r, dt: (wellcond(3, 4, dtype=dt, rng=r), "left"), {}),
     (sl.sqrtm, lambda r, dt: (spd(3, dt, r),), {}),
+    (sl.sqrtm, lambda r, dt: (np.stack([spd(3, dt, r), spd(3, dt, r)]),), {}),
     (sl.logm, lambda r, dt: (spd(3, dt, r),), {}),
+    (sl.logm, lambda r, dt: (np.stack([spd(3, dt, r), spd(3, dt, r)]),), {}),
+    (sl.expm, lambda r, dt: (np.stack([0.1 * rand(r, (3, 3), dt), 3 * rand(r, (3, 3), dt)]),), {}),
     (sl.solve_sylvester, lambda r, dt: (_stable(3, dt, r), _stable(2, dt, r), rand(r, (3, 2), dt)), {}),
     (sl.solve_continuous_lyapunov, lambda r, dt: (_stable(3, dt, r), rand(r, (3, 3), dt)), {}),
     (sl.solve_discrete_lyapunov, lambda r, dt: (0.3 * wellcond(3, dtype=dt, rng=r), rand(r, (3, 3), dt)), {}),

@@ -6,9 +6,11 @@ import warnings
 import numpy as np
 import program_checks
 import pytest
+import scipy.linalg
 import scipy.linalg as sl
 
 import chainrules as cr
+from chainrules.core.ruled_calls import IgnoredRuleError
 from chainrules.reverse import source
 from chainrules.testing import fd_jacobian, fd_vjp, test_frule, test_rrule
 
@@ -586,6 +588,88 @@ def test_expm_batched_frule_equals_row_by_row():
         np.testing.assert_allclose(dy[i], cr.frule((cr.NoTangent(), da[i]), sl.expm, a)[1], rtol=1e-12)
 
 
+def _stack_of(make, shape):
+    """A stack of the given shape ``(..., n, n)``, its matrices from ``make(k)``, k = 0, 1, ..."""
+    return np.stack([make(k) for k in range(int(np.prod(shape[:-2])))]).reshape(shape)
+
+
+def _each_matrix_as_alone(f, a, y):
+    """``y``, the rule's ``f`` of the stack ``a``, is its ``f`` of each matrix alone."""
+    for i in np.ndindex(a.shape[:-2]):
+        np.testing.assert_allclose(y[i], cr.rrule(f, a[i])[0], rtol=1e-14, atol=1e-15 * np.abs(y[i]).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("shape", [(2, 3, 3), (2, 3, 2, 2)], ids=str)
+def test_expm_of_a_stack(shape, dtype):
+    # SciPy exponentiates every matrix of a stack, each with its own Padé degree and squarings
+    rng = rng_for("expm-stack", dtype, shape)
+    scales = (0.002, 3.0, 0.2, 20.0, 0.6, 1.0)
+
+    def matrix(k):
+        a = scales[k] * rng.standard_normal(shape[-2:]) / 2
+        return a + 1j * scales[k] * rng.standard_normal(shape[-2:]) / 2 if dtype is np.complex128 else a
+
+    a = _stack_of(matrix, shape).astype(dtype)
+    y = cr.rrule(sl.expm, a)[0]
+    assert y.shape == shape and y.dtype == sl.expm(a).dtype
+    _each_matrix_as_alone(sl.expm, a, y)
+    test_rrule(sl.expm, a)
+    test_frule(sl.expm, a)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("shape", [(2, 2, 2), (2, 3, 2, 2)], ids=str)
+@pytest.mark.parametrize("f", [sl.sqrtm, sl.logm])
+def test_sqrtm_and_logm_of_a_stack(f, shape, dtype):
+    # SciPy takes stacks of matrices; 2 x 2: SciPy's logm, which the finite differences call, is slow
+    rng = rng_for(f.__name__, "stack", dtype, shape)
+    a = _stack_of(lambda k: wellcond(2, dtype=dtype, rng=rng) + 2 * np.eye(2, dtype=dtype), shape)
+    y = cr.rrule(f, a)[0]
+    assert y.shape == shape and y.dtype == f(a).dtype
+    np.testing.assert_allclose(y, f(a), rtol=1e-10, atol=1e-12)
+    _each_matrix_as_alone(f, a, y)
+    test_rrule(f, a)
+    test_frule(f, a)
+
+
+@pytest.mark.parametrize("f", [sl.sqrtm, sl.logm])
+def test_sqrtm_and_logm_of_a_stack_of_real_and_complex_results(f):
+    # a matrix with a negative eigenvalue beside one without: the stack is complex, as SciPy's
+    rng = rng_for(f.__name__, "stack-negative")
+    q = np.linalg.qr(rng.standard_normal((2, 2)))[0]
+    a = np.stack([(q * [-1.5, 2.0]) @ q.T + 0.1 * rng.standard_normal((2, 2)), wellcond(2, rng=rng) + 2 * np.eye(2)])
+    y = cr.rrule(f, a)[0]
+    assert np.iscomplexobj(y) and not np.iscomplexobj(cr.rrule(f, a[1])[0])
+    np.testing.assert_allclose(y, f(a), rtol=1e-9, atol=1e-12)
+    test_rrule(f, a)
+    test_frule(f, a)
+
+
+A0 = np.stack([np.array([[0.1, 0.4], [-0.3, 0.05]]), np.array([[-0.2, 0.1], [0.3, -0.4]])])
+
+
+def batched_matrix_exponentials(A):
+    P = scipy.linalg.expm(A)
+    x0 = np.array([1.0, -0.5])
+    return np.sum((P @ x0) ** 2) + np.sum(np.trace(P, axis1=1, axis2=2))
+
+
+def test_a_stack_of_matrix_exponentials_through_the_engines():
+    expected = np.reshape(fd_jacobian(batched_matrix_exponentials, A0), A0.shape)
+    (grad,) = cr.gradient(batched_matrix_exponentials, A0, engine="source")
+    np.testing.assert_allclose(grad, expected, rtol=1e-7, atol=1e-9)
+    forward = cr.jacobian(batched_matrix_exponentials, A0, mode="forward")
+    np.testing.assert_allclose(forward, grad, rtol=1e-12, atol=1e-14)
+    hessian = np.reshape(cr.hessian(batched_matrix_exponentials, A0), (8, 8))
+    np.testing.assert_allclose(hessian, hessian.T, atol=1e-12)
+    np.testing.assert_allclose(hessian, _fd_hessian(batched_matrix_exponentials, A0), rtol=1e-6, atol=1e-8)
+    # the tape sees operations, not calls: it refuses SciPy's expm inside a function, a stack as one matrix
+    for a in (A0, A0[0]):
+        with pytest.raises(IgnoredRuleError, match=r"expm has a rule that the tape engine cannot use"):
+            cr.gradient(lambda x: np.sum(scipy.linalg.expm(x)), a, engine="tape")
+
+
 @pytest.mark.parametrize("dtype", ALL)
 @pytest.mark.parametrize("f", [sl.sqrtm, sl.logm])
 def test_sqrtm_and_logm(f, dtype):
@@ -744,7 +828,10 @@ def test_hessian_through_the_rules():
 
 
 def _fd_hessian(f, x, eps=1e-5):
-    return np.stack([(cr.gradient(f, x + eps * e)[0] - cr.gradient(f, x - eps * e)[0]) / (2 * eps) for e in np.eye(3)])
+    """Central differences of the gradient, one row per entry of ``x``."""
+    steps = eps * np.eye(x.size).reshape((x.size, *x.shape))
+    rows = [(cr.gradient(f, x + e)[0] - cr.gradient(f, x - e)[0]) / (2 * eps) for e in steps]
+    return np.reshape(rows, (x.size, x.size))
 
 
 _W = np.arange(9.0).reshape(3, 3) / 7 - 0.4
@@ -758,6 +845,10 @@ def _s(x):
     return _m(x) @ _m(x).T + np.eye(3)
 
 
+def _real_and_imag(z):
+    return np.real(z) + np.imag(z)
+
+
 # Functions whose rules return LAPACK's factors or call LAPACK in their pullbacks: on dual numbers
 # they push the duals through the functions' forward rules (matrix functions: of a block matrix)
 FACTOR_HESSIANS = {
@@ -767,6 +858,8 @@ FACTOR_HESSIANS = {
     "sqrtm": lambda x: np.sum(_W * sl.sqrtm(_s(x))),
     "sqrtm-complex": lambda x: np.sum(_W * np.imag(sl.sqrtm(_m(x) - 1.2 * np.eye(3)))),
     "logm": lambda x: np.sum(_W * sl.logm(_s(x))),
+    "sqrtm-stack": lambda x: np.sum(_W * _real_and_imag(sl.sqrtm(np.stack([_s(x), _m(x) - 1.2 * np.eye(3)])))),
+    "logm-stack": lambda x: np.sum(_W * _real_and_imag(sl.logm(np.stack([_s(x), _m(x) - 1.2 * np.eye(3)])[None]))),
     "qr": lambda x: np.sum(_W * sl.qr(_m(x))[1]) + np.sum(_W * sl.qr(_m(x), pivoting=True)[0]),
     "lu": lambda x: np.sum(_W * sl.lu(_m(x))[2]) + np.sum(_W * sl.lu(_m(x), permute_l=True)[0]),
     "lu_factor-lu_solve": lambda x: np.sum(_W * sl.lu_factor(_m(x))[0]) + np.sum(sl.lu_solve(sl.lu_factor(_m(x)), x)),
@@ -794,7 +887,7 @@ def test_hessian_through_factorizations_and_matrix_functions(name):
 
 @pytest.mark.parametrize(
     "f, advice",
-    [(sl.expm, "apply it to each matrix and stack"), (sl.inv, "np.linalg.inv, which takes stacks, has a rule too")],
+    [(sl.pinvh, "apply it to each matrix and stack"), (sl.inv, "np.linalg.inv, which takes stacks, has a rule too")],
 )
 def test_a_stack_of_matrices_is_refused_with_what_to_use(f, advice):
     A = np.eye(3) + 0.1 * np.random.default_rng(2).standard_normal((2, 3, 3))

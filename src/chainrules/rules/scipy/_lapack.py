@@ -570,6 +570,49 @@ def _stack_rows(items: list):
     return np.stack([np.zeros_like(first) if isinstance(t, AbstractZero) else t for t in items])
 
 
+class MatrixStack:
+    """A matrix function of each matrix of a stack ``a`` of shape ``(..., n, n)``, one matrix at a
+    time as SciPy computes it (each picks its own algorithm: a Padé degree, a number of square
+    roots): ``make(matrix)`` keeps one matrix's work, an object with the ``value`` and the
+    derivative methods the rule calls, and ``map`` calls one on the matching matrices of a
+    tangent's stack. A single matrix is the stack of shape ``()``.
+
+    >>> import numpy as np
+    >>> class Square:
+    ...     def __init__(self, m):
+    ...         self.m, self.value = m, m @ m
+    ...     def derivative(self, e):
+    ...         return self.m @ e + e @ self.m
+    >>> s = MatrixStack(Square, np.stack([np.eye(2), 2 * np.eye(2)]))
+    >>> s.value[1]
+    array([[4., 0.],
+           [0., 4.]])
+    >>> s.map("derivative", np.ones((3, 2, 2, 2))).shape  # three tangents of the stack
+    (3, 2, 2, 2)
+    """
+
+    def __init__(self, make, a):
+        self.shape = np.shape(a)[:-2]
+        self.items = [make(a[i]) for i in np.ndindex(self.shape)]
+        self.value = self._stacked([item.value for item in self.items], a)
+
+    def map(self, method: str, e, **kwargs):
+        """``item.method(e_i, **kwargs)`` for the matrices ``e_i`` of the stack ``e``, the results
+        stacked as ``e``; a leading batch axis of ``e`` (a batch of tangents) stays on every ``e_i``."""
+        lead = (slice(None),) * (np.ndim(e) - len(self.shape) - 2)
+        results = [getattr(item, method)(e[lead + i], **kwargs) for item, i in zip(self.items, np.ndindex(self.shape))]
+        return self._stacked(results, e)
+
+    def _stacked(self, results: list, like):
+        if not results:  # an empty stack: nothing to compute
+            return np.zeros(np.shape(like), float_dtype(like))
+        if not self.shape:
+            return results[0]
+        lead = np.ndim(like) - len(self.shape) - 2
+        out = np.stack(results, axis=lead)
+        return out.reshape(out.shape[:lead] + self.shape + out.shape[lead + 1 :])
+
+
 def is_batched(dx, x) -> bool:
     """Whether the tangent ``dx`` carries a leading batch axis relative to its primal ``x``."""
     return not isinstance(dx, AbstractZero) and np.ndim(dx) == np.ndim(x) + 1

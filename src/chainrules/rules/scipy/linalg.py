@@ -6,9 +6,11 @@ solves and multiplies with them. The matrix exponential keeps its Padé intermed
 the Fréchet derivative of the adjoint direction (Al-Mohy & Higham 2009); the square root and the
 logarithm solve Sylvester equations in the Schur basis of the primal.
 
-The rules take single matrices (``scipy.linalg``'s stacked inputs raise a ``ValueError`` that
-points to ``numpy.linalg``). Their pullbacks also take a batch of cotangents (a leading batch
-axis, for reverse-mode Jacobians): all rows are solved with the primal's factors at once, or,
+The matrix functions (``expm``, ``sqrtm``, ``logm``) take stacks of matrices ``(..., n, n)``, one
+matrix at a time with its own intermediates, as SciPy loops over them; the other rules take
+single matrices (a stack raises a ``NoRuleError`` that points to ``numpy.linalg`` where it has the
+function). Their pullbacks also take a batch of cotangents (a leading batch axis in front of the
+stack, for reverse-mode Jacobians): all rows are solved with the primal's factors at once, or,
 where LAPACK takes one right-hand side matrix at a time (TRSYL), row by row with the same factors.
 Arrays that are not plain ndarrays (dual numbers) are computed with NumPy functions, and where a
 rule returns LAPACK's factors or its pullback calls LAPACK, the dual numbers go through the
@@ -66,6 +68,7 @@ from ._lapack import (
     NUMPY,
     SCIPY,
     ZERO,
+    MatrixStack,
     Repeated,
     _columns,
     _repeated,
@@ -101,13 +104,14 @@ from ._lapack import (
 mul = mm  # every product in this module goes to SciPy's BLAS
 
 
-def _matrix(a, name: str, square: bool = True):
-    """``a`` as an array of a LAPACK dtype (other array types pass through), one matrix only (SciPy
-    takes stacks too: refused; fewer than two axes is SciPy's error too)."""
+def _matrix(a, name: str, square: bool = True, stacks: bool = False):
+    """``a`` as an array of a LAPACK dtype (other array types pass through): one matrix, or with
+    ``stacks`` a stack of them (``(..., n, n)``; SciPy takes stacks everywhere, the other rules
+    refuse one; fewer than two axes is SciPy's error too)."""
     a = as_array(a)
     if np.ndim(a) < 2:
         raise ValueError(f"{name}: expected a matrix, got shape {np.shape(a)}")
-    if np.ndim(a) > 2:
+    if np.ndim(a) > 2 and not stacks:
         short = name.rsplit(".", 1)[-1]
         advice = (
             f"np.linalg.{short}, which takes stacks, has a rule too"
@@ -115,7 +119,7 @@ def _matrix(a, name: str, square: bool = True):
             else "apply it to each matrix and stack the results (np.stack([... for m in a]))"
         )
         raise no_rule(name, (a,), f"the rule takes a single matrix, got shape {np.shape(a)}; {advice}")
-    if square and a.shape[0] != a.shape[1]:
+    if square and a.shape[-2] != a.shape[-1]:
         raise ValueError(f"{name}: expected a square matrix, got shape {a.shape}")
     if isinstance(a, np.ndarray):
         a = a.astype(float_dtype(a), copy=False)
@@ -1745,10 +1749,11 @@ class _Expm:
 
 
 def _expm_setup(a):
-    a = _matrix(a, "scipy.linalg.expm")
-    if a.shape[0] == 0:
+    """``a`` and the exponentials of its matrices (None for no entries), one at a time as SciPy loops."""
+    a = _matrix(a, "scipy.linalg.expm", stacks=True)
+    if a.size == 0:
         return a, None
-    return a, _Expm(a)
+    return a, MatrixStack(_Expm, a)
 
 
 @rrule.register(sl.expm, batched=True)
@@ -1761,10 +1766,11 @@ def rrule_expm(a):
         dy = unthunk(dy)
         if is_zero(dy) or ex is None:
             return NO, ZERO
-        if carries_batch(y, dy):  # the Fréchet derivative takes a batch of directions
-            return NO, project.batch(mH(ex.frechet(mH(plain(dy)), batched=True)))
-        # L(A^H, G) = L(A, G^H)^H: the adjoint direction reuses A's intermediates
-        return NO, project(mH(ex.frechet(mH(dy))))
+        # L(A^H, G) = L(A, G^H)^H: the adjoint direction reuses A's intermediates; the Fréchet
+        # derivative takes a batch of directions
+        batched = carries_batch(y, dy)
+        dx = mH(ex.map("frechet", mH(plain(dy)), batched=batched))
+        return NO, (project.batch(dx) if batched else project(dx))
 
     return y, expm_pullback
 
@@ -1776,7 +1782,7 @@ def frule_expm(tangents, a):
     y = a_.copy() if ex is None else ex.value
     if is_zero(da) or ex is None:
         return y, ZERO
-    return y, ex.frechet(da, batched=is_batched(da, a))
+    return y, ex.map("frechet", da, batched=is_batched(da, a))
 
 
 # ----- square root and logarithm through the Schur form --------------------------------------
@@ -1884,8 +1890,15 @@ class _ThroughRules:
         return _real_like(self.a, conj(self._upper_right(mT(self.a), conj(g))))
 
 
+def _of_each_matrix(f, compute, a):
+    """``f`` of each matrix of ``a`` (a stack, or one), one at a time as SciPy loops, with what its
+    derivatives need: ``compute``'s work, or for a dual number ``f``'s forward rule (``_ThroughRules``)."""
+    a = _matrix(a, f"scipy.linalg.{f.__name__}", stacks=True)
+    return MatrixStack(lambda m: _ThroughRules(f, m) if is_active(m) else compute(m), a)
+
+
 def _sqrtm_of(a):
-    return _ThroughRules(sl.sqrtm, a) if is_active(a) else _Sqrtm(a)
+    return _of_each_matrix(sl.sqrtm, _Sqrtm, a)
 
 
 @rrule.register(sl.sqrtm, batched=True)
@@ -1899,8 +1912,8 @@ def rrule_sqrtm(a, *rest, **kwargs):
         if is_zero(dx):
             return (NO, ZERO) + (NO,) * len(rest)
         if carries_batch(sq.value, dx):  # TRSYL takes one matrix: row by row, in the same Schur basis
-            return (NO, project.batch(by_rows(lambda row: (sq.adjoint(row),), dx)[0])) + (NO,) * len(rest)
-        return (NO, project(sq.adjoint(dx))) + (NO,) * len(rest)
+            return (NO, project.batch(by_rows(lambda row: (sq.map("adjoint", row),), dx)[0])) + (NO,) * len(rest)
+        return (NO, project(sq.map("adjoint", dx))) + (NO,) * len(rest)
 
     return sq.value, sqrtm_pullback
 
@@ -1913,8 +1926,8 @@ def frule_sqrtm(tangents, a, *rest, **kwargs):
     if is_zero(da):
         return sq.value, ZERO
     if is_batched(da, a):  # TRSYL takes one matrix: row by row, in the same Schur basis
-        return sq.value, by_rows(lambda row: (sq.frechet(row),), da)[0]
-    return sq.value, sq.frechet(da)
+        return sq.value, by_rows(lambda row: (sq.map("frechet", row),), da)[0]
+    return sq.value, sq.map("frechet", da)
 
 
 # Inverse scaling and squaring (Al-Mohy & Higham 2012, "Improved inverse scaling and squaring
@@ -1975,7 +1988,7 @@ class _Logm:
 
 
 def _logm_of(a):
-    return _ThroughRules(sl.logm, a) if is_active(a) else _Logm(a)
+    return _of_each_matrix(sl.logm, _Logm, a)
 
 
 @rrule.register(sl.logm, batched=True)
@@ -1989,8 +2002,8 @@ def rrule_logm(a, *rest, **kwargs):
         if is_zero(dx):
             return (NO, ZERO) + (NO,) * len(rest)
         if carries_batch(lg.value, dx):  # TRSYL takes one matrix: row by row, in the same Schur basis
-            return (NO, project.batch(by_rows(lambda row: (lg.adjoint(row),), dx)[0])) + (NO,) * len(rest)
-        return (NO, project(lg.adjoint(dx))) + (NO,) * len(rest)
+            return (NO, project.batch(by_rows(lambda row: (lg.map("adjoint", row),), dx)[0])) + (NO,) * len(rest)
+        return (NO, project(lg.map("adjoint", dx))) + (NO,) * len(rest)
 
     return lg.value, logm_pullback
 
@@ -2003,5 +2016,5 @@ def frule_logm(tangents, a, *rest, **kwargs):
     if is_zero(da):
         return lg.value, ZERO
     if is_batched(da, a):  # TRSYL takes one matrix: row by row, in the same Schur basis
-        return lg.value, by_rows(lambda row: (lg.frechet(row),), da)[0]
-    return lg.value, lg.frechet(da)
+        return lg.value, by_rows(lambda row: (lg.map("frechet", row),), da)[0]
+    return lg.value, lg.map("frechet", da)
