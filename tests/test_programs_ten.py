@@ -14,23 +14,6 @@ import chainrules as cr
 BY_NAME = {p.name: p for p in PROGRAMS}
 NAMES = checks.parameters(PROGRAMS)
 
-# known defects, skipped until fixed: {(program, check): reason}, check one of "reverse-source",
-# "reverse-tape", "forward", "hessian-source", "hessian-tape", "nested"
-CLOSURE_OF_A_CLOSURE = (
-    "defect: the source engine drops the derivative through a nested differentiation with engine='tape' "
-    "(cr.gradient, cr.hessian, ...) of a function that reaches the variable through a cr.checkpoint wrapper "
-    "it closes over: a wrong gradient and Hessian"
-)
-DEFECTS: dict[tuple[str, str], str] = {
-    ("checkpointed_layer_inside_a_tape_hessian", "reverse-source"): CLOSURE_OF_A_CLOSURE,
-    ("checkpointed_layer_inside_a_tape_hessian", "hessian-source"): CLOSURE_OF_A_CLOSURE,
-}
-
-
-def skip_defect(name: str, check: str) -> None:
-    if (name, check) in DEFECTS:
-        pytest.skip(DEFECTS[name, check])
-
 
 def test_the_corpus_is_large_and_varied():
     assert len(PROGRAMS) >= 40
@@ -41,20 +24,17 @@ def test_the_corpus_is_large_and_varied():
 @pytest.mark.parametrize("engine", checks.REVERSE)
 @pytest.mark.parametrize("name", NAMES["all"])
 def test_reverse_engine_matches_finite_differences(name, engine):
-    skip_defect(name, f"reverse-{engine}")
     checks.check_reverse(BY_NAME[name], engine)
 
 
 @pytest.mark.parametrize("name", NAMES["forward"])
 def test_forward_jacobian_matches_finite_differences(name):
-    skip_defect(name, "forward")
     checks.check_forward_jacobian(BY_NAME[name])
 
 
 @pytest.mark.parametrize("engine", checks.REVERSE)
 @pytest.mark.parametrize("name", NAMES["hessian"])
 def test_hessian_matches_finite_differences_of_the_gradient(name, engine):
-    skip_defect(name, f"hessian-{engine}")
     checks.check_hessian(BY_NAME[name], engine)
 
 
@@ -63,7 +43,6 @@ def test_hessian_matches_finite_differences_of_the_gradient(name, engine):
 def test_hessian_matches_finite_differences_of_the_forward_derivative(name, engine):
     # a reference independent of the reverse engine: a gradient wrong in the same way as the
     # Hessian over it would pass the check above
-    skip_defect(name, f"hessian-{engine}")
     p = BY_NAME[name]
     if engine in p.refuses or f"hessian-{engine}" in p.refuses:
         pytest.skip(f"the {engine} engine refuses {name} (checked above)")
@@ -76,7 +55,6 @@ def test_hessian_matches_finite_differences_of_the_forward_derivative(name, engi
 
 @pytest.mark.parametrize("name", NAMES["nested"])
 def test_tape_gradient_of_a_source_gradient(name):
-    skip_defect(name, "nested")
     checks.check_tape_over_source(BY_NAME[name])
 
 

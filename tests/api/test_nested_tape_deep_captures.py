@@ -27,6 +27,14 @@ def through_closure(x, engine):
     return np.sum(cr.gradient(h, X + 1.0, engine=engine)[0] ** 2)
 
 
+def through_four_closures(x, engine):
+    # (each closure of the chain is followed: the last one, four captures deep, holds x)
+    a = lambda z: np.sin(z) * x  # noqa: E731
+    b = lambda z: a(z) + z  # noqa: E731
+    c = lambda z: b(z) ** 2  # noqa: E731
+    return np.sum(cr.gradient(lambda z: np.sum(c(z)), X + 1.0, engine=engine)[0] ** 2)
+
+
 def through_dict(x, engine):
     params = {"w": x, "n": 2}
     return np.sum(cr.gradient(lambda z: np.sum(params["w"] * z ** params["n"]), x, engine=engine)[0] ** 2)
@@ -67,6 +75,7 @@ def through_two_derivatives(x, engine):
 
 PROGRAMS = [
     through_closure,
+    through_four_closures,
     through_dict,
     through_list_in_closure,
     through_object,

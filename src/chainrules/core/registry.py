@@ -252,15 +252,7 @@ class RuleDispatcher:
         tangent ``(d_self, dx1, ...)`` reaches ``M.q``'s frule as ``(NoTangent(), d_self, dx1, ...)``.
         So every engine given ``m.q`` uses the rule, as for a call ``m.q(x)`` in the source engine.
         """
-        if type(f).__hash__ is None:  # e.g. a dataclass instance: keyed by identity
-            pair = self._by_id.get(id(f))
-            entries = pair[1] if pair else None
-        else:
-            try:
-                entries = self._by_key.get(f)
-            except TypeError:  # hashable type, unhashable contents: keyed by identity too
-                pair = self._by_id.get(id(f))
-                entries = pair[1] if pair else None
+        entries = self._own_entries(f)
         if entries is not None:
             rule = entries.select(args) if entries.typed else entries.untyped
             if rule is not None:
@@ -270,19 +262,50 @@ class RuleDispatcher:
         if type(f) is MethodType:  # m.q: the rule of M.q, called with m first
             rule = self.lookup(f.__func__, (f.__self__, *args))
             return None if rule is None else self._bind_method(rule, f.__self__)
-        if isinstance(f, type) or not self._for_instances:
-            return None
-        cls = type(f)
-        instance_entries = self._instance_cache.get(cls, False)
-        if instance_entries is False:
-            instance_entries = next((self._for_instances[k] for k in cls.__mro__ if k in self._for_instances), None)
-            self._instance_cache[cls] = instance_entries
+        instance_entries = self._instance_entries(f)
         if instance_entries is None:
             return None
         rule = instance_entries.select(args) if instance_entries.typed else instance_entries.untyped
         if rule is None or rule is OPT_OUT:
             return None
         return self._bind_instance(rule, f)
+
+    def _own_entries(self, f) -> _Entries | None:
+        """The rules registered for the callable ``f`` itself (by value, or by identity)."""
+        if type(f).__hash__ is None:  # e.g. a dataclass instance: keyed by identity
+            pair = self._by_id.get(id(f))
+            return pair[1] if pair else None
+        try:
+            return self._by_key.get(f)
+        except TypeError:  # hashable type, unhashable contents: keyed by identity too
+            pair = self._by_id.get(id(f))
+            return pair[1] if pair else None
+
+    def _instance_entries(self, f) -> _Entries | None:
+        """The rules registered for the calls of instances of ``f``'s class (``register(C)``)."""
+        if isinstance(f, type) or not self._for_instances:
+            return None
+        cls = type(f)
+        entries = self._instance_cache.get(cls, False)
+        if entries is False:
+            entries = next((self._for_instances[k] for k in cls.__mro__ if k in self._for_instances), None)
+            self._instance_cache[cls] = entries
+        return entries
+
+    def rule_is_its_class(self, f) -> bool:
+        """Whether the rule for calls of ``f`` is its class's, for the calls of its instances
+        (``register(C)`` for a class ``C`` with ``__call__``), and none is registered for ``f`` itself:
+        a copy of ``f`` (with other fields) takes the same rule.
+
+        >>> import chainrules as cr
+        >>> rrule.rule_is_its_class(cr.checkpoint(abs)), rrule.rule_is_its_class(abs)
+        (True, False)
+        """
+        own = self._own_entries(f)
+        if own is not None and _has_real_rule(own):
+            return False
+        entries = self._instance_entries(f)
+        return entries is not None and _has_real_rule(entries)
 
     def _bind_instance(self, rule, f):
         bound = functools.partial(rule, f)

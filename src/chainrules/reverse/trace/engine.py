@@ -515,11 +515,13 @@ def _box_function(f, trace: Trace):
     # through its captures is tracked, as `df` must carry their cotangents; otherwise only its own
     # cells' numbers and arrays, as captured data the function converts (float() of a setting in
     # a captured dict) would be refused for a `df` no one reads.
-    return _Held(_CAPTURE_DEPTH if CAPTURES_WANTED.get() else 1).closure(f, trace, top=True)
+    held = _Held(_CAPTURE_DEPTH, through_closures=True) if CAPTURES_WANTED.get() else _Held(1)
+    return held.closure(f, trace, top=True)
 
 
 #: how deep in what a closure captured the tape tracks numbers and arrays, counted from the closure:
-#: as deep as the engines look for each other's values (``core.ruled_calls.holds_engine_values``)
+#: as deep as the engines look for each other's values (``core.ruled_calls.holds_engine_values``),
+#: in containers and objects; through closures, to any depth (see ``_Held``)
 _CAPTURE_DEPTH = 3
 
 #: a function whose copy is being made (met again through its own cells: a recursive closure)
@@ -531,20 +533,25 @@ class _Held:
     objects and closures it captured (``params["w"]``, a closure calling another one, a callable
     object), to ``_CAPTURE_DEPTH`` levels, in copies, as the source engine differentiates through
     all of them: a differentiation around this one (the rule for ``gradient`` over another
-    engine, whose values are plain here) needs their cotangents in ``df``. A captured name the
-    function rebinds keeps its cell (the caller's), an integer is a count, an outer tape's value
-    is followed by that tape (unless ``CAPTURES_WANTED``: an engine between the two, the source
-    engine's gradient run on the outer tape's values, needs its cotangent in ``df`` too), and a
-    callable with a rule keeps its identity. A dual (a Hessian's)
-    is tracked: its cotangent is the mixed term of the Hessian-vector product that differentiates
-    this gradient inside another reverse engine's function. Each object is copied once (a dict
-    two closures share stays one; a recursive closure calls its copy), its cotangent taken on the
-    first path to it."""
+    engine, whose values are plain here) needs their cotangents in ``df``. ``through_closures``
+    (for that one): a captured closure is no level of its own, as the source engine follows
+    closures calling closures to any depth (layers composed, a checkpoint's function calling
+    another closure), and what the last one captured, dropped, would be wrong numbers. A captured
+    name the function rebinds keeps its cell (the caller's), an integer is a count, an outer
+    tape's value is followed by that tape (unless ``CAPTURES_WANTED``: an engine between the two,
+    the source engine's gradient run on the outer tape's values, needs its cotangent in ``df``
+    too), and a callable with a rule of its own keeps its identity (a callable object whose rule
+    is its class's, a ``cr.checkpoint`` wrapper, is copied: the copy takes the rule). A dual (a
+    Hessian's) is tracked: its cotangent is the mixed term of the Hessian-vector product that
+    differentiates this gradient inside another reverse engine's function. Each object is copied
+    once (a dict two closures share stays one; a recursive closure calls its copy), its cotangent
+    taken on the first path to it."""
 
-    __slots__ = ("depth", "done", "fixups")
+    __slots__ = ("depth", "through_closures", "done", "fixups")
 
-    def __init__(self, depth: int = _CAPTURE_DEPTH):
+    def __init__(self, depth: int = _CAPTURE_DEPTH, through_closures: bool = False):
         self.depth = depth
+        self.through_closures = through_closures
         self.done: dict = {}  # id -> (value, its copy, or _PENDING while its cells are boxed)
         self.fixups: dict = {}  # id of a pending function -> the new cells that must hold its copy
 
@@ -555,15 +562,23 @@ class _Held:
         kind = tracer._differentiable_kind(stood_for(value))
         if kind is not None:
             return box_input(value, trace) if kind == "f" else (value, None)
-        if self.depth == 0 or isinstance(value, (str, bytes, type, types.ModuleType)):
+        is_function = type(value) is types.FunctionType
+        if (self.depth == 0 and not (is_function and self.through_closures)) or isinstance(
+            value, (str, bytes, type, types.ModuleType)
+        ):
             return value, None
         found = self.done.get(id(value))
         if found is not None and found[0] is value:
             return (value if found[1] is _PENDING else found[1]), None
-        if type(value) is types.FunctionType:
+        if is_function:
             return self.closure(value, trace)
-        if not isinstance(value, (tuple, list, dict)) and (not callable(value) or rrule.lookup(value) is not None):
-            return value, None  # (an object whose methods it calls keeps its identity: their rules are by object)
+        if not isinstance(value, (tuple, list, dict)) and (
+            not callable(value) or (rrule.lookup(value) is not None and not rrule.rule_is_its_class(value))
+        ):
+            # (an object whose methods it calls keeps its identity: their rules are by object; one
+            # whose rule is its class's is copied, and the rule runs on the copy's tracked values,
+            # which the trace follows through what the rule computes with them, `_through_hidden`)
+            return value, None
         self.done[id(value)] = (value, value)  # (a container holding itself: met again, untracked)
         self.depth -= 1
         try:
@@ -580,7 +595,8 @@ class _Held:
         if not cells or (not top and _keeps_identity(f)):
             return f, None
         self.done[id(f)] = (f, _PENDING)
-        self.depth -= 1
+        level = 0 if self.through_closures else 1
+        self.depth -= level
         rebound = rebound_names(f.__code__)
         new_cells, children = list(cells), []
         try:
@@ -602,7 +618,7 @@ class _Held:
                 if template is not None:
                     children.append((name, i, template))
         finally:
-            self.depth += 1
+            self.depth += level
         g = f
         if children:
             g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, tuple(new_cells))

@@ -549,11 +549,15 @@ def _through_hidden(y: Tracked, pullback, parents: list, n_args: int):
     """A rule's result that this trace already follows: the rule's arithmetic reached a value of
     this trace that its arguments did not show (a closure handed to a higher-order rule captured
     it), and this trace recorded that arithmetic. The result depends on the arguments through the
-    rule's pullback and on the hidden value through what was recorded: the entry gets both."""
+    rule's pullback and on the hidden value through what was recorded: the entry gets both. The
+    arguments' cotangents are computed as the pullback runs, while this trace sweeps: a lazy one
+    may compute with the hidden value (``h * x`` in a checkpointed closure over ``x``), whose
+    arithmetic is plain only then, and would be refused as an escaped value afterwards."""
     position = n_args + 1
 
     def pullback_and_passthrough(dy):
-        return (*pullback(dy), dy)
+        d_callable, *d_args = pullback(dy)
+        return (d_callable, *map(unthunk, d_args), dy)
 
     pullback_and_passthrough.__qualname__ = getattr(pullback, "__qualname__", "pullback")
     return y._value, pullback_and_passthrough, [*parents, (position, y._slot)]
