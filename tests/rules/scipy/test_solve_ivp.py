@@ -273,27 +273,111 @@ def test_odeint_forward_mode_tfirst_and_full_output():
         cr.hessian(decayed, 0.5)
 
 
-def oscillator_at(t_end):  # y'' = -y from (1, 0): y(T) = cos(T)
-    sol = si.solve_ivp(lambda t, y: np.stack([y[1], -y[0]]), (0.0, t_end), np.array([1.0, 0.0]), rtol=1e-11, atol=1e-12)
-    return sol.y[0, -1]
+def central_differences(f, x, h=1e-6):
+    """``f``'s Jacobian at the vector ``x`` by central differences, one column per entry of ``x``."""
+    return np.stack([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)], axis=-1)
 
 
-def oscillator_sampled(t):  # odeint at the times t: sum cos(t_i)
-    path = si.odeint(lambda y, s: np.stack([y[1], -y[0]]), np.array([1.0, 0.0]), t, rtol=1e-11, atol=1e-12)
-    return np.sum(path[:, 0])
+def assert_forward_agrees(f, x, rtol=1e-5, atol=1e-7):
+    """Forward mode's Jacobian of ``f`` at ``x`` (one chunk of tangents) is finite differences' and
+    reverse mode's (each solve to its tolerances)."""
+    forward = cr.jacobian(f, x, mode="forward")
+    np.testing.assert_allclose(forward, central_differences(f, x), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(forward, cr.jacobian(f, x, mode="reverse"), rtol=1e-8, atol=1e-10)
 
 
-def test_forward_mode_in_the_times_alone_is_refused_not_zero():
-    """Dual numbers in the times only (t_span's end, odeint's t) are refused by forward mode and
-    Hessians, as beside other dual numbers (their derivative came out 0); reverse mode moves them."""
-    assert cr.gradient(oscillator_at, 1.2)[0] == pytest.approx(-np.sin(1.2), rel=1e-6)
-    for run in (
-        lambda: cr.derivative(oscillator_at, 1.2),
-        lambda: cr.hessian(oscillator_at, 1.2),
-        lambda: cr.jacobian(oscillator_sampled, np.array([0.0, 0.7, 1.4]), mode="forward"),
-    ):
-        with pytest.raises(cr.NoRuleError, match="forward mode does not move its times|first derivatives only"):
-            run()
+def pendulum_angle_at_a_differentiated_horizon(t_end):
+    def rhs(t, y):
+        return np.stack([y[1], -np.sin(y[0])])
+
+    sol = si.solve_ivp(rhs, (0.0, t_end), np.array([0.8, 0.0]), rtol=1e-12, atol=1e-12)
+    return sol.y[0, -1] ** 2 + 0.1 * t_end
+
+
+def odeint_at_differentiated_sample_times(t):
+    def rhs(y, t):
+        return np.stack([y[1], -4.0 * y[0]])
+
+    ys = si.odeint(rhs, np.array([1.0, 0.0]), t, rtol=1e-12, atol=1e-12)
+    return np.sum(ys[:, 0] * np.array([1.0, 2.0, 3.0, 4.0]))
+
+
+def test_forward_mode_moves_t_spans_end():
+    """A later end moves the last column along the solution, ``fun(T, y(T)) dT``: forward mode (one
+    tangent, and a chunk) as finite differences and reverse mode. A Hessian through the solution
+    is refused, never a number: the adjoint's pullback is not differentiated."""
+    f, h = pendulum_angle_at_a_differentiated_horizon, 1e-6
+    fd = (f(1.2 + h) - f(1.2 - h)) / (2 * h)
+    assert cr.derivative(f, 1.2) == pytest.approx(fd, rel=1e-5)
+    assert cr.derivative(f, 1.2) == pytest.approx(cr.gradient(f, 1.2)[0], rel=1e-9)
+    assert_forward_agrees(lambda x: np.array([f(x[0])]), np.array([1.2]))
+    with pytest.raises(cr.NoRuleError, match=r"no forward rule for .*solve_ivp.*a Hessian"):
+        cr.hessian(f, 1.2)
+    with pytest.raises(cr.NoRuleError, match=r"no forward rule for .*solve_ivp.*first derivatives only"):
+        cr.derivative(lambda t: cr.derivative(f, t), 1.2)
+
+
+def test_forward_mode_moves_t_spans_start_and_the_results_times():
+    """A later start starts the sensitivities from ``dy0 - fun(t0, y0) dt0``; ``sol.t`` (the solver's
+    steps) carries ``t_span``'s ends' tangents at its ends and none between, where the step control
+    put them; the first column, ``y0`` itself, does not move with the start (reverse mode as forward,
+    whose derivative of it had been ``-fun(t0, y0)``)."""
+
+    def solved(x):  # t_span = x[:2], y0 = x[2:]
+        return si.solve_ivp(lambda t, y: np.stack([y[1], -y[0]]), (x[0], x[1]), x[2:], rtol=1e-12, atol=1e-12)
+
+    x = np.array([0.3, 2.0, 1.0, 0.5])
+    first = cr.jacobian(lambda x: solved(x).y[:, 0], x, mode="reverse")
+    np.testing.assert_allclose(first, [[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]], atol=1e-12)
+    assert_forward_agrees(lambda x: np.concatenate([solved(x).y[:, -1], solved(x).y[:, 0]]), x)
+    steps = solved(x).t.size
+    for f in (lambda x: solved(x).t, lambda x: solved(x).y.ravel()):  # (its steps between are the solver's)
+        forward = cr.jacobian(f, x, mode="forward")
+        np.testing.assert_allclose(forward, cr.jacobian(f, x, mode="reverse"), rtol=1e-8, atol=1e-10)
+    expected_t = np.zeros((steps, 4))
+    expected_t[0, 0] = expected_t[-1, 1] = 1.0
+    np.testing.assert_array_equal(cr.jacobian(lambda x: solved(x).t, x, mode="forward"), expected_t)
+
+
+def test_forward_mode_moves_t_eval_with_y0_and_parameters():
+    """``t_eval`` (an array, or a list holding a dual number) moves its columns along the solution,
+    with ``t_span``'s start, ``y0``, ``args`` and a captured parameter in the same chunk."""
+
+    def solved(x):  # t_span's start x[0], the frequency captured x[1], the damping in args x[2], y0, t_eval
+        w = x[1]
+
+        def rate(t, y, g):
+            return np.stack([y[1], -(w**2) * y[0] - g * y[1]])
+
+        return si.solve_ivp(rate, (x[0], 2.0), x[3:5], t_eval=x[5:], args=(x[2],), rtol=1e-12, atol=1e-12)
+
+    x = np.array([0.1, 1.3, 0.2, 1.0, -0.5, 0.5, 1.0, 1.6])
+    assert_forward_agrees(lambda x: solved(x).y.ravel(), x)
+    np.testing.assert_array_equal(cr.jacobian(lambda x: solved(x).t, x, mode="forward"), np.eye(8)[5:])
+
+    def listed(end):  # y = exp(sin t) at [0.5, end]
+        return si.solve_ivp(lambda t, y: np.cos(t) * y, (0.0, 2.0), np.array([1.0]), t_eval=[0.5, end], **TIGHT).y[0]
+
+    np.testing.assert_allclose(cr.derivative(listed, 1.5), [0.0, np.cos(1.5) * np.exp(np.sin(1.5))], rtol=1e-8)
+
+
+def test_forward_mode_moves_odeints_times():
+    """odeint's ``t``, ``t[0]`` included (the start: the first row, ``y0``, stays), alone and with
+    ``y0`` and ``args``, one chunk of tangents and one tangent at a time."""
+    f, t = odeint_at_differentiated_sample_times, np.array([0.0, 0.7, 1.4, 2.0])
+    assert_forward_agrees(lambda t: np.array([f(t)]), t)
+    direction = np.array([1.0, -0.5, 0.25, 2.0])
+    _, tangent = cr.jvp(f, (t,), (direction,))
+    assert tangent == pytest.approx(cr.gradient(f, t)[0] @ direction, rel=1e-9)
+    with pytest.raises(cr.NoRuleError, match=r"no forward rule for .*odeint.*a Hessian"):
+        cr.hessian(f, t)
+
+    def sampled(x):  # t = x[:4], y0 = x[4:6], the damping in args x[6]
+        rate = lambda y, t, g: oscillator(t, y, 1.3, g)  # noqa: E731
+        return si.odeint(rate, x[4:6], x[:4], args=(x[6],), rtol=1e-12, atol=1e-12).ravel()
+
+    x = np.array([0.1, 0.7, 1.4, 2.0, 1.0, -0.2, 0.3])
+    assert_forward_agrees(sampled, x)
 
 
 def test_right_hand_sides_building_arrays_of_captured_values_in_forward_mode():

@@ -53,12 +53,13 @@ from ...core import (
 from ...core.active import nesting_depth, stood_for
 from ...core.errors import NoDerivativeError, NoForwardRuleError, at_user, user_location
 from ...core.keywords import declare_options
+from ...core.ruled_calls import engine_values_in
 from ...core.structures import item_tangents
 from ..numpy._arrays import cotangent_array, to_input
 from ..numpy._util import axes_of, is_batched, match_output
 from ..numpy.reductions import _diff_adjoint, _mean_adjoint, _reverse_cumsum, frule_trapezoid, rrule_trapezoid
 from ..pyfunctional import _add_function_tangent, _pullback_of, later_pullbacks
-from ._functionals import FunctionalCall, holds_active, plain, undifferentiated_fields
+from ._functionals import FunctionalCall, plain, undifferentiated_fields
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -470,15 +471,17 @@ def _gauss_on_steps(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _time_cotangents(call: FunctionalCall, adjoint: _Adjoint, dY, lam, dT) -> dict:
     """The cotangents of ``t_span`` and ``t_eval``: a later start moves every output back along
-    ``fun``, ``-λ(t0)·fun(t0, y0)``; an output time moves its column along ``fun`` there (the last
-    step's, ``t_span``'s end, where ``t_eval`` is not given). The result's times ``t`` (cotangent
-    ``dT``, or a zero) are ``t_eval``, or where it is not given the solver's steps from ``t_span``'s
-    start to its end: the steps between are where the step control put them, constant in
-    everything (their cotangents are dropped). Computed when read."""
+    ``fun``, ``-λ(t0)·fun(t0, y0)``; an output time moves its column along ``fun`` there. The
+    result's times ``t`` (cotangent ``dT``, or a zero) are ``t_eval``, or where it is not given the
+    solver's steps from ``t_span``'s start to its end: the first and last move with ``t_span``'s
+    ends (the first column, ``y0`` itself, with its start: not at all), the steps between are where
+    the step control put them, constant in everything (their cotangents are dropped). Computed when
+    read."""
     times = adjoint.times
     dT = None if isinstance(dT, AbstractZero) else np.asarray(dT)
-    start = Thunk(lambda: -adjoint.along(adjoint.t0, lam))
     t_eval = call.setting("t_eval")
+    at_start = dY[:, 0] if t_eval is None else 0.0  # (without t_eval the first column is y0, which no start moves)
+    start = Thunk(lambda: -adjoint.along(adjoint.t0, lam - at_start))
     end = _ZERO if t_eval is not None else Thunk(lambda: adjoint.along(times[-1], dY[:, -1]))
     if dT is not None and t_eval is None:  # the first and last times are t_span's
         start = Thunk(lambda moved=start: unthunk(moved) + dT[0])
@@ -514,9 +517,13 @@ class _Adjoint:
         y = self.solution(t) if y is None else y
         return self.pullback_of(self.call.F, *((t, y) if self.tfirst else (y, t)), *self.call.args)
 
+    def rate(self, t) -> np.ndarray:
+        """``fun(t, y(t))``, plain: how fast the solution moves at ``t``."""
+        return np.asarray(stood_for(self.evaluate(t)[0]), dtype=float)
+
     def along(self, t, d) -> float:
         """``d · fun(t, y(t))``: how far an output moves along the solution, ``d`` its cotangent."""
-        return float(np.dot(d, stood_for(self.evaluate(t)[0])))
+        return float(np.dot(d, self.rate(t)))
 
     def vjp(self, t, lam):
         """The pullback of ``fun`` at ``(t, y(t))`` along ``λ``: ``(dfun, d_first, d_second, *dargs)``."""
@@ -555,45 +562,71 @@ class _Adjoint:
         return df, tuple(dargs)
 
 
-def _forward_tangent(adjoint: _Adjoint, Y, y0, active: list):
-    """``Y`` (states × times) as values of the differentiation of ``active`` (forward mode's dual
-    numbers, one differentiation) that carry its tangent: the forward sensitivity equations
-    ``dy' = (∂fun/∂y) dy + (∂fun/∂θ) dθ`` integrated along the forward solution from ``y0``'s
-    tangent, one solve for the whole chunk of tangents (a state of ``batch × states``). Each right-hand
-    side is one evaluation of ``fun`` on the solution at ``t`` carrying ``dy``, by the engine, with
-    what ``fun`` closes over and ``args`` carrying ``dθ``: its tangent is the sum. The solve takes
-    the primal's method and tolerances, ``atol`` applying to each tangent's entries of a state as
-    to the state, so the tangent is accurate as the solution is (relative to its own size)."""
-    anchor = active[0]
+def _forward_tangent(adjoint: _Adjoint, Y, y0, active: list, t0, times) -> tuple:
+    """``(Y, T)``: ``Y`` (states × times) as values of the differentiation of ``active`` (forward
+    mode's dual numbers, one differentiation) that carry its tangent, and the output times ``T``
+    with theirs. ``t0`` is the start and ``times`` the values the output times stand for (``t_eval``,
+    ``odeint``'s ``t``, or ``t_span``'s ends around the solver's steps), an engine's or plain.
+
+    The forward sensitivity equations ``dy' = (∂fun/∂y) dy + (∂fun/∂θ) dθ`` are integrated along
+    the forward solution from ``dy0 - fun(t0, y0) dt0`` (a later start reaches each time earlier
+    along the solution), one solve for the whole chunk of tangents (a state of ``batch × states``);
+    an output time moving by ``dt_i`` moves its column along the solution, ``fun(t_i, y(t_i)) dt_i``
+    (so a column at the start is ``y0``'s, whose tangent is ``dy0``). Each right-hand side is one
+    evaluation of ``fun`` on the solution at ``t`` carrying ``dy``, by the engine, with what ``fun``
+    closes over and ``args`` carrying ``dθ``: its tangent is the sum. The solve takes the primal's
+    method and tolerances, ``atol`` applying to each tangent's entries of a state as to the state,
+    so the tangent is accurate as the solution is (relative to its own size)."""
+    anchor, times_out = active[0], adjoint.times
     carried = [(v, anchor.tangent_of(v)) for v in active]
     carried = [(v, d) for v, d in carried if not isinstance(d, AbstractZero)]
     if not carried:
-        return Y
+        return Y, times_out
     v, d = carried[0]
     shape = (*np.shape(d)[:1], np.shape(Y)[0]) if is_batched(v, d) else (np.shape(Y)[0],)  # (a chunk's axis first)
     start = anchor.tangent_of(y0) if isinstance(y0, ActiveValue) else _ZERO
     start = np.zeros(shape, dtype=Y.dtype) if isinstance(start, AbstractZero) else np.reshape(np.asarray(start), shape)
+    dt0 = anchor.tangent_of(t0)
+    if not isinstance(dt0, AbstractZero):
+        start = start - np.multiply.outer(np.asarray(dt0), adjoint.rate(adjoint.t0))
 
     def rate(t, dy):
         y = anchor.carrying(adjoint.solution(t), np.reshape(dy, shape))
         d = anchor.tangent_of(adjoint.evaluate(t, y)[0])
         return np.zeros_like(dy) if isinstance(d, AbstractZero) else np.reshape(np.asarray(d), -1)
 
-    times, t0 = adjoint.times, adjoint.t0
-    if times.size == 0 or times[-1] == t0:  # (no time passes)
-        return anchor.carrying(Y, np.repeat(start[..., None], times.size, axis=-1))
-    tolerances = {k: v if np.ndim(v) == 0 else np.broadcast_to(v, shape).ravel() for k, v in adjoint.tolerances.items()}
-    found = si.solve_ivp(rate, (t0, times[-1]), start.ravel(), method=adjoint.method, t_eval=times, **tolerances)
-    if not found.success:
-        why = f"the forward sensitivities' solve failed ({found.message})"
-        raise NoDerivativeError(f"scipy.integrate{at_user()}: {why}")
-    return anchor.carrying(Y, np.reshape(found.y, (*shape, times.size)))
+    if times_out.size == 0 or times_out[-1] == adjoint.t0:  # (no time passes)
+        dY = np.repeat(start[..., None], times_out.size, axis=-1)
+    else:
+        tolerances = {k: np.broadcast_to(v, shape).ravel() if np.ndim(v) else v for k, v in adjoint.tolerances.items()}
+        span = (adjoint.t0, times_out[-1])
+        found = si.solve_ivp(rate, span, start.ravel(), method=adjoint.method, t_eval=times_out, **tolerances)
+        if not found.success:
+            why = f"the forward sensitivities' solve failed ({found.message})"
+            raise NoDerivativeError(f"scipy.integrate{at_user()}: {why}")
+        dY = np.reshape(found.y, (*shape, times_out.size))
+    dT = _time_tangents(anchor, times, shape[:-1])
+    if dT is None:
+        return anchor.carrying(Y, dY), times_out
+    for i in np.flatnonzero(np.any(dT != 0, axis=tuple(range(dT.ndim - 1)))):  # (fun where a time moves)
+        dY[..., i] += np.multiply.outer(dT[..., i], adjoint.rate(times_out[i]))
+    return anchor.carrying(Y, dY), anchor.carrying(times_out, dT)
 
 
-def _refused_forward(active: list, moved_times: bool, failed: str | None) -> str | None:
+def _time_tangents(anchor: ActiveValue, times, batch: tuple):
+    """The tangents (``batch × times``) that ``anchor``'s differentiation gives the values ``times``
+    (an engine's array, or a sequence of numbers, its values among them); ``None`` where none moves."""
+    if isinstance(times, ActiveValue):
+        d = anchor.tangent_of(times)
+        return None if isinstance(d, AbstractZero) else np.reshape(np.asarray(d, dtype=float), (*batch, -1))
+    moved = [anchor.tangent_of(t) for t in times]
+    if all(isinstance(d, AbstractZero) for d in moved):
+        return None
+    return np.stack([np.zeros(batch) if isinstance(d, AbstractZero) else np.broadcast_to(d, batch) for d in moved], -1)
+
+
+def _refused_forward(active: list, failed: str | None) -> str | None:
     """Why forward mode cannot have an ODE's solution (``None``: it can)."""
-    if moved_times:
-        return "forward mode does not move its times"
     if failed is not None:
         return f"it failed: {failed}"
     if max(nesting_depth(v) for v in active) > 1 or len({v.differentiation_order() for v in active}) > 1:
@@ -624,14 +657,15 @@ def rrule_solve_ivp(fun, *rest, **keywords):
     equations"). Each value of ``(∂fun/∂y)ᵀ λ`` is one pullback of ``fun``. So the gradient is the
     exact solution's, to the solver's tolerances, not the discretization's.
 
-    Forward mode (its dual numbers among ``y0``, ``args`` or what ``fun`` closes over) integrates
-    the forward sensitivity equations ``dy' = (∂fun/∂y) dy + (∂fun/∂θ) dθ`` along the same dense
-    output, one solve for a whole chunk of tangents with the same method, ``rtol`` and ``atol``
+    Forward mode (its dual numbers among ``y0``, ``args``, what ``fun`` closes over and the times)
+    integrates the forward sensitivity equations ``dy' = (∂fun/∂y) dy + (∂fun/∂θ) dθ`` along the
+    same dense output, from ``dy0 - fun(t0, y0) dt0``, one solve for a whole chunk of tangents with
+    the same method, ``rtol`` and ``atol``, and moves each output time's column along ``fun``
     (``_forward_tangent``); ``result.y``'s values are the plain solve's. So forward and reverse
-    mode each hold to the tolerances, not to each other's rounding. Refused: ``events``, times
-    that forward mode moves, and second derivatives (a Hessian, nested forward mode), which
-    neither gives. ``result.sol`` (``dense_output=True``) is not differentiated: read the
-    solution at the times of ``t_eval``.
+    mode each hold to the tolerances, not to each other's rounding; both hold the solver's steps
+    between ``t_span``'s ends where they are. Refused: ``events``, and second derivatives (a
+    Hessian, nested forward mode), which neither gives. ``result.sol`` (``dense_output=True``) is
+    not differentiated: read the solution at the times of ``t_eval``.
 
     >>> import numpy as np, scipy.integrate as si, chainrules as cr
     >>> def decayed(k):  # y(1) = exp(-k)
@@ -652,13 +686,15 @@ def rrule_solve_ivp(fun, *rest, **keywords):
     tolerances = {k: call.setting(k) for k in ("rtol", "atol") if k in call.bound}
     adjoint = _Adjoint(call, found.t, solution, t0, call.setting("method"), tolerances)
     probe = adjoint.evaluate(float(found.t[0]))[0]  # (an engine's values that fun closes over)
+    t_span, t_eval = call.bound["t_span"], call.setting("t_eval")
     active = [v for v in (*args, y0, probe) if isinstance(v, ActiveValue)]
-    moved_times = any(holds_active(t) for t in (call.bound["t_span"], call.setting("t_eval")))
-    if active or moved_times:  # (dual times alone: refused too, not a zero derivative)
-        why = _refused_forward(active, moved_times, None if found.success else found.message)
+    active += engine_values_in((t_span, t_eval), 2)
+    if active:
+        why = _refused_forward(active, None if found.success else found.message)
         if why is not None:
             raise NoForwardRuleError(si.solve_ivp, (fun, *rest), location=user_location(), reason=why)
-        found.y = _forward_tangent(adjoint, found.y, y0, active)
+        times = t_eval if t_eval is not None else (t_span[0], *found.t[1:-1], t_span[-1])
+        found.y, found.t = _forward_tangent(adjoint, found.y, y0, active, t_span[0], times)
 
     def solve_ivp_pullback(d_result):
         if active:
@@ -689,7 +725,7 @@ def rrule_odeint(func, *rest, **keywords):
     the times ``t``, one row each: differentiated in ``y0``, ``args``, what ``func`` closes over and
     ``t``, by ``solve_ivp``'s adjoint method. LSODA's dense output at odeint's tolerances stands for
     the solution between the times; forward mode integrates the forward sensitivities along it, by
-    LSODA at the same tolerances. ``full_output=True`` gives ``(y, infodict)``, whose ``infodict``
+    LSODA at the same tolerances, ``t``'s tangents too. ``full_output=True`` gives ``(y, infodict)``, whose ``infodict``
     is not differentiated; second derivatives through it are refused.
 
     >>> import numpy as np, scipy.integrate as si, chainrules as cr
@@ -714,12 +750,12 @@ def rrule_odeint(func, *rest, **keywords):
         raise NoDerivativeError(f"scipy.integrate.odeint{at_user()}: its dense solution failed ({solution.message})")
     adjoint = _Adjoint(call, times, solution.sol, float(times[0]), "LSODA", {"rtol": rtol, "atol": atol}, tfirst)
     active = [v for v in (*args, y0, adjoint.evaluate(float(times[0]))[0]) if isinstance(v, ActiveValue)]
-    moved_times = holds_active(call.bound["t"])
-    if active or moved_times:  # (dual times alone: refused too, not a zero derivative)
-        why = _refused_forward(active, moved_times, None)
+    active += engine_values_in(call.bound["t"], 1)
+    if active:
+        why = _refused_forward(active, None)
         if why is not None:
             raise NoForwardRuleError(si.odeint, (func, *rest), location=user_location(), reason=why)
-        Y = _forward_tangent(adjoint, Y.T, y0, active).T
+        Y = _forward_tangent(adjoint, Y.T, y0, active, call.bound["t"][0], call.bound["t"])[0].T
         found = (Y, found[1]) if call.setting("full_output") else Y
 
     def odeint_pullback(d_out):
