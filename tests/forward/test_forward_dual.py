@@ -164,12 +164,9 @@ def test_max_and_min_builtins_pick_the_dual():
     "convert, word",
     [
         (float, "float"),
-        (int, "int"),
         (complex, "complex"),
         (math.sin, "float"),
         (math.exp, "float"),
-        (operator.index, "index"),
-        (lambda x: range(x), "index"),
     ],
 )
 def test_conversions_to_python_numbers_raise_with_a_fix(convert, word):
@@ -177,6 +174,14 @@ def test_conversions_to_python_numbers_raise_with_a_fix(convert, word):
         convert(dual(2.0))
     message = str(info.value)
     assert "np.sin" in message and "test_forward_dual.py" in message
+
+
+@pytest.mark.parametrize("use", [operator.index, lambda x: range(x), lambda x: [1.0, 2.0, 3.0][x]])
+def test_a_float_dual_used_as_an_integer_raises_pythons_type_error(use):
+    # as the plain float does: nothing is dropped, a float is no index (int(x) converts it)
+    with pytest.raises(TypeError, match=r"a float being differentiated \(2.0\) cannot be used as an integer") as info:
+        use(dual(2.0))
+    assert "test_forward_dual.py" in str(info.value) and not isinstance(info.value, cr.DroppedDerivativeError)
 
 
 def test_math_sin_in_user_code_points_at_the_line():

@@ -7,10 +7,12 @@ frame inside chainrules itself.
 from __future__ import annotations
 
 import dis
+import operator
 import os
 import sys
 import sysconfig
 import warnings
+from collections.abc import Callable
 from types import FrameType
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -376,6 +378,25 @@ def in_percent_formatting(frame: FrameType | None) -> bool:
         return False
     code, at = frame.f_code.co_code, frame.f_lasti
     return 0 <= at < len(code) - 1 and code[at] == _BINARY_OP and code[at + 1] in _REMAINDER_ARGS
+
+
+def as_index(primal, frame: FrameType | None, at: Callable[[], str]) -> int:
+    """``operator.index`` of ``primal``, the plain value of an engine's number whose ``__index__``
+    was called from ``frame``: an integer's (a count, an index, through which no derivative flows)
+    and what ``"%x" % x`` prints; a float raises Python's ``TypeError``, ending with ``at()`` (where).
+
+    >>> as_index(3, None, str)
+    3
+    >>> as_index(1.5, None, lambda: " (at f.py:2)")
+    Traceback (most recent call last):
+    TypeError: a float being differentiated (1.5) cannot be used as an integer (at f.py:2)
+    """
+    try:
+        return operator.index(primal)
+    except TypeError:
+        if in_percent_formatting(frame):
+            return int(primal)
+    raise TypeError(f"a float being differentiated ({primal!r}) cannot be used as an integer{at()}")
 
 
 def conversion_in_rule(

@@ -83,6 +83,8 @@ from ..core.errors import (
     DroppedDerivativeError,
     EscapedValueError,
     NoForwardRuleError,
+    as_index,
+    at_user,
     conversion_in_rule,
     escaped_error,
     in_percent_formatting,
@@ -136,7 +138,7 @@ def _conversion_error(kind: str) -> DroppedDerivativeError:
     where = user_location()
     at = f" at {where}" if where else ""
     advice = (
-        f"Python's math functions call {kind}() on their argument: use the NumPy function instead "
+        "Python's math functions call float() on their argument: use the NumPy function instead "
         "(np.sin(x), not math.sin(x))"
     )
     if kind == "complex":
@@ -319,14 +321,17 @@ class Dual(NumberIndexing, ActiveValue):
         raise _refused(self, _conversion_error("float"))
 
     def __int__(self):
-        if in_percent_formatting(sys._getframe(1)):
+        # truncation, as math.trunc: piecewise constant, with a derivative of zero (int's rule, as
+        # the source engine calls it); Python takes back a plain int alone
+        if in_percent_formatting(sys._getframe(1)):  # "%d" % x prints the value
             return int(self.primal)
-        raise _refused(self, _conversion_error("int"))
+        return call(int, (self,))
 
     def __index__(self):
-        if in_percent_formatting(sys._getframe(1)):
-            return int(self.primal)
-        raise _refused(self, _conversion_error("index"))
+        try:
+            return as_index(self.primal, sys._getframe(1), at_user)
+        except TypeError as error:
+            raise _refused(self, error) from None
 
     def __complex__(self):
         raise _refused(self, _conversion_error("complex"))
@@ -464,13 +469,13 @@ class Dual(NumberIndexing, ActiveValue):
 
     # math.trunc, math.floor, math.ceil: integers, whose derivative is zero (as their rules give)
     def __trunc__(self):
-        return math.trunc(self.primal)
+        return call(math.trunc, (self,))
 
     def __floor__(self):
-        return math.floor(self.primal)
+        return call(math.floor, (self,))
 
     def __ceil__(self):
-        return math.ceil(self.primal)
+        return call(math.ceil, (self,))
 
     def conjugate(self):
         return call(np.conjugate, (self,))

@@ -1,7 +1,6 @@
 """Writes into integer and boolean arrays truncate the value: no derivative passes through them."""
 
 import numpy as np
-import pytest
 
 import chainrules as cr
 
@@ -27,11 +26,9 @@ def test_a_value_written_into_an_integer_buffer_passes_no_derivative():
     assert isinstance(second, cr.ZeroTangent) or second == 0.0
 
 
-def test_the_tape_refuses_to_write_its_values_into_a_plain_array_with_the_line():
-    with pytest.raises(
-        TypeError, match=r"int\(\) of a value being differentiated.*test_source_discrete_buffers\.py:11"
-    ):
-        cr.gradient(counts, 1.5, engine="tape")
+def test_the_tape_truncates_a_number_written_into_an_integer_buffer_too():
+    # NumPy converts it with int(): piecewise constant, its derivative zero
+    assert cr.gradient(counts, 1.5, engine="tape") == cr.gradient(counts, 1.5) == (6.0,)
 
 
 def test_a_value_written_into_a_boolean_buffer_passes_no_derivative():

@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from ...core.active import ActiveValue, InplaceOperators, NumberIndexing
-from ...core.errors import DroppedDerivativeError, conversion_in_rule, in_percent_formatting
+from ...core.errors import DroppedDerivativeError, as_index, conversion_in_rule, in_percent_formatting
 from ...core.ruled_calls import in_library_code
 from ...core.tangents import NoTangent
 from ...core.twins import call_method
@@ -249,9 +249,11 @@ class _Operators(Tracked):
         raise _refused(self, _lost_derivative("float()"))
 
     def __int__(self):
-        if in_percent_formatting(sys._getframe(1)) or _is_integer(self):
+        # truncation, as math.trunc: piecewise constant, with a derivative of zero (int's rule, as
+        # the source engine calls it); Python takes back a plain int alone
+        if in_percent_formatting(sys._getframe(1)):  # "%d" % x prints the value
             return int(deep_primal(self))
-        raise _refused(self, _lost_derivative("int()"))
+        return deep_primal(apply(int, (self,), {}))
 
     def __complex__(self):
         raise _refused(self, _lost_derivative("complex()"))
@@ -382,12 +384,10 @@ class TrackedNumber(NumberIndexing, _Operators):
         return value.dtype if isinstance(value, ActiveValue) else np.asarray(value).dtype
 
     def __index__(self):
-        value = deep_primal(self)
-        if isinstance(value, (int, np.integer)):
-            return operator.index(value)  # a count or an index: no derivative flows through it
-        if in_percent_formatting(sys._getframe(1)):  # "%d" % x prints the value
-            return int(value)
-        raise _refused(self, TypeError(f"a float being differentiated ({value!r}) cannot be used as an integer{_at()}"))
+        try:
+            return as_index(deep_primal(self), sys._getframe(1), _at)
+        except TypeError as error:
+            raise _refused(self, error) from None
 
     def __round__(self, ndigits=None):
         return apply(round, (self,) if ndigits is None else (self, ndigits), {})
