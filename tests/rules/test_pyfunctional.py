@@ -1,4 +1,4 @@
-"""Rules for map, zip, enumerate, filter, reversed, functools.reduce and itertools.accumulate,
+"""Rules for iter, map, zip, enumerate, filter, reversed, functools.reduce and itertools.accumulate,
 and for consuming what they return; checked directly and, with user callables, through the
 source engine against finite differences."""
 
@@ -53,6 +53,18 @@ def test_zip_enumerate_filter_reversed():
     assert back([10.0, 20.0]) == (NO, NO, cr.Tangent[list](ZERO, 10.0, 20.0))
     y, back = cr.rrule(reversed, (1.0, 2.0))
     assert list(y) == [2.0, 1.0] and back([10.0, 20.0]) == (NO, cr.Tangent[tuple](20.0, 10.0))
+
+
+def test_iter():
+    y, back = cr.rrule(iter, (1.0, 2.0))
+    assert isinstance(y, Iterated) and next(y) == 1.0
+    assert back([ZERO, 3.0]) == (NO, cr.Tangent[tuple](ZERO, 3.0))
+    assert cr.rrule(iter, y)[0] is y  # an iterator is its own
+    y, back = cr.rrule(iter, np.array([[1.0, 2.0], [3.0, 4.0]]))
+    assert len(list(y)) == 2
+    np.testing.assert_array_equal(back([ZERO, np.array([5.0, 6.0])])[1], [[0.0, 0.0], [5.0, 6.0]])
+    with pytest.raises(cr.NoRuleError, match="until the sentinel"):
+        cr.rrule(iter, lambda: 1.0, 0.0)
 
 
 def test_reduce_with_and_without_initial():

@@ -1,4 +1,4 @@
-"""Rules for Python's higher-order functions and iteration: ``map``, ``zip``, ``enumerate``,
+"""Rules for Python's higher-order functions and iteration: ``iter``, ``map``, ``zip``, ``enumerate``,
 ``filter``, ``reversed``, ``functools.reduce``, ``itertools.accumulate`` and the views
 ``dict.items``/``values``/``keys``; making and calling a ``functools.partial``, and
 ``functools.wraps``/``update_wrapper`` (a decorator's wrapper, given the wrapped function's name).
@@ -13,7 +13,9 @@ Consuming one with ``list``, ``tuple``, ``sum``, ``sorted``, ``min``, ``max``, `
 ``dict`` or another of these functions has a rule here too; the cotangent of an ``Iterated`` is
 a list with one cotangent per element. Iterables whose length is unknown (generators of other
 libraries, infinite iterators) are refused with ``NoRuleError`` unless a sized iterable bounds
-them, because computing their values eagerly could change what the program does.
+them, because computing their values eagerly could change what the program does. An object of
+the user's class whose ``__iter__`` gives its values is iterated by that method, which the running
+engine differentiates (``iterates_by_its_class``).
 
 Every pullback here takes a batch of cotangents (a leading batch axis on each value's, for a
 reverse-mode Jacobian in one sweep) as it takes one: the cotangents pass through to where the
@@ -34,6 +36,7 @@ import builtins
 import functools
 import itertools
 import operator
+import types
 
 import numpy as np
 
@@ -54,7 +57,7 @@ from ..core import (
 )
 from ..core.accumulation import accumulate as _accumulate
 from ..core.active import current_engine
-from ..core.errors import user_location
+from ..core.errors import is_internal_file, is_library, user_location
 from .operators import match_arg, match_entry
 
 _NO = NoTangent()
@@ -113,6 +116,8 @@ def _elements(f, xs, limit: int | None = None) -> tuple[list, object]:
         return xs.remaining(), ("iterated", start, len(xs.items))
     if isinstance(xs, _DISCRETE):
         return list(xs), ("discrete",)
+    if iterates_by_its_class(xs):
+        return _by_its_class(f, xs)
     if limit is not None:
         return list(itertools.islice(xs, limit)), ("discrete",)
     raise NoRuleError(
@@ -121,6 +126,54 @@ def _elements(f, xs, limit: int | None = None) -> tuple[list, object]:
         location=user_location(),
         reason="its length is unknown; pass a list, tuple or array (e.g. build a list first)",
     )
+
+
+def iterates_by_its_class(xs) -> bool:
+    """Whether iterating over ``xs`` runs the user's code of its class (``__iter__``, or
+    ``__getitem__`` where it has no ``__iter__``), whose values only that code gives. A namedtuple
+    is iterated as the tuple it is; the classes of libraries (an ``enum``) and of chainrules (an
+    engine's values) are not the user's.
+
+    >>> class Bag:
+    ...     def __iter__(self):
+    ...         return iter([1.0, 2.0])
+    >>> iterates_by_its_class(Bag()), iterates_by_its_class((1.0, 2.0))
+    (True, False)
+    """
+    cls = type(xs)
+    method = cls.__iter__ if hasattr(cls, "__iter__") else getattr(cls, "__getitem__", None)
+    if not isinstance(method, types.FunctionType):
+        return False
+    filename = method.__code__.co_filename
+    return not is_internal_file(filename) and not is_library(filename)
+
+
+def _by_its_class(f, xs) -> tuple[list, object]:
+    """The values of ``xs``, which its class's ``__iter__`` gives: the method is differentiated (by
+    its rule, else by the running engine), and must give them in an iterator the rules made
+    (``iter`` of a list, tuple or array; ``map``, ``zip``...), whose cotangent its pullback takes
+    back to ``xs``."""
+    cls = type(xs)
+    if not hasattr(cls, "__iter__"):  # the sequence protocol: xs[0], xs[1], ... until an IndexError
+        raise NoRuleError(
+            f,
+            (xs,),
+            location=user_location(),
+            reason=f"a {cls.__name__} is iterated by its __getitem__ until an IndexError, so its length is unknown; "
+            "give its class an __iter__ (return iter() of a list or tuple), or index it over a range",
+        )
+    it, back = _pullback_of(cls.__iter__, xs)
+    if not isinstance(it, Iterated):
+        what = "the object itself (its __next__ is not differentiated)" if it is xs else f"a {type(it).__name__}"
+        raise NoRuleError(
+            cls.__iter__,
+            (xs,),
+            location=user_location(),
+            reason=f"it returns {what}, whose values cannot be followed back to the {cls.__name__}; "
+            "return iter() of a list, tuple or array",
+        )
+    start = it.position
+    return it.remaining(), ("method", back, start, len(it.items))
 
 
 def _entries(d, n: int) -> list:
@@ -156,8 +209,11 @@ def _cotangent(layout, ds: list):
         return Tangent[P](*ds)
     if kind == "array":
         return rows_cotangent(layout[1], ds)
+    if kind == "method":  # its __iter__'s pullback takes the cotangent of the iterator it returned
+        _, back, start, total = layout
+        return back(_iterated_cotangent(start, total, ds))[1]
     _, start, total = layout
-    return [_ZERO] * start + ds + [_ZERO] * (total - start - len(ds))
+    return _iterated_cotangent(start, total, ds)
 
 
 def _add_function_tangent(df, owned: bool, d):
@@ -203,7 +259,29 @@ def later_pullbacks():
     return pullback_of
 
 
-# ----- map, zip, enumerate, filter, reversed ---------------------------------------------------
+# ----- iter, map, zip, enumerate, filter, reversed ---------------------------------------------
+
+
+@rrule.register(builtins.iter, batched=True)  # the cotangents, or batches of them, pass through
+def rrule_iter(xs, *sentinel):
+    """``iter(xs)``: an iterator over the values of ``xs``, whose cotangents go back to it; an object
+    of the user's class gives them by its own ``__iter__``, differentiated."""
+    if sentinel:
+        raise NoRuleError(
+            iter, (xs, *sentinel), location=user_location(), reason="it calls a function until the sentinel comes"
+        )
+    if isinstance(xs, Iterated):  # (an iterator is its own)
+        return xs, _iter_of_iterated_pullback
+    items, layout = _elements(iter, xs)
+
+    def iter_pullback(dy):
+        return _NO, _cotangent(layout, _entries(dy, len(items)))
+
+    return Iterated(items, "iter"), iter_pullback
+
+
+def _iter_of_iterated_pullback(dy):
+    return _NO, dy
 
 
 @rrule.register(builtins.map, batched=True)  # each element's pullback takes the batch, or declines it

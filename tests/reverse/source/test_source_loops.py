@@ -2,10 +2,12 @@
 containers the function made, each against finite differences; the generated code does not grow
 with the number of iterations, and what cannot be differentiated correctly is refused."""
 
+import dataclasses
 import functools
 import itertools
 import math
 import pathlib
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -178,6 +180,145 @@ def test_comprehension_variables_do_not_leak():
     assert keeps_x([3.0], 5.0) == 30.0
     y, back = pullback_full(keeps_x, [3.0], 5.0)
     assert y == 30.0 and back(1.0)[1:] == (cr.Tangent[list](10.0), 6.0)
+
+
+# ----- objects of the user's classes, iterated -------------------------------------------------
+
+
+@dataclasses.dataclass
+class Bag:
+    """Iterated by its ``__iter__``, over a field; its ``items`` method, as a container may have,
+    is not the values of an iterator the rules made, which also has ``items``."""
+
+    members: list
+
+    def __iter__(self):
+        return iter(self.members)
+
+    def items(self):
+        return list(enumerate(self.members))
+
+
+class Pair(NamedTuple):
+    a: object
+    b: object
+
+
+def loops_over_a_bag(x):
+    total = 0.0
+    for s in Bag([x * 2.0, x * 3.0]):
+        total = total + np.sum(s * s)
+    for s in Pair(x, x * x):  # a namedtuple is iterated as the tuple it is
+        total = total + np.sum(s * x)
+    return total
+
+
+def loop_over_a_bag_stops_early(x):
+    total = 0.0
+    for s in Bag([x * 2.0, x * x, x * 5.0]):
+        total = total + np.sum(s * s * s)
+        if np.sum(total) > 5.0:
+            break
+    return total
+
+
+def bags_in_nested_loops(x):
+    total = 0.0
+    for k in range(3):
+        for s in Bag([x * k, x * 3.0]):
+            total = total + np.sum(s * s * x)
+    return total
+
+
+def bag_consumed_by_built_ins(x):
+    bag = Bag([x * 2.0, x * 3.0])
+    a, b = bag
+    it = iter(bag)
+    first = next(it)
+    return (
+        sum(np.sum(s * s) for s in bag)
+        + sum(np.sum(u * v * v) for u, v in zip(bag, [x, x * x]))
+        + sum(np.sum((i + 1) * s * s) for i, s in enumerate(bag))
+        + np.sum(a * b * b)
+        + np.sum(first * sum(it))
+    )
+
+
+@pytest.mark.parametrize(
+    "fn", [loops_over_a_bag, loop_over_a_bag_stops_early, bags_in_nested_loops, bag_consumed_by_built_ins]
+)
+@pytest.mark.parametrize("x", [0.7, np.array([1.0, 2.0])], ids=["float", "array"])
+def test_an_object_of_the_users_class_is_iterated_by_its_iter_method(fn, x):
+    """The loop goes over the values its ``__iter__`` gives, differentiated; their cotangents go
+    back through it to the object's field, not to the object as a list of them."""
+    y, back = pullback_full(fn, x)  # the source engine itself
+    grad = cr.unthunk(back(1.0)[1])
+    assert y == pytest.approx(fn(x), rel=1e-14)
+    np.testing.assert_allclose(grad, crt.fd_jacobian(fn, x).reshape(np.shape(x)), rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(cr.gradient(fn, x, engine="tape")[0], grad, rtol=1e-12)
+    if np.ndim(x) == 0:  # forward over the source engine
+        slope = crt.fd_jacobian(lambda z: cr.gradient(fn, z)[0], x)
+        assert cr.hessian(fn, x) == pytest.approx(slope.item(), rel=1e-6)
+
+
+@dataclasses.dataclass
+class Trajectory:
+    states: list
+
+    def __iter__(self):
+        yield from self.states  # <- a generator method
+
+
+@dataclasses.dataclass
+class Cursor:
+    data: list
+    position: int = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.position >= len(self.data):
+            raise StopIteration
+        self.position += 1
+        return self.data[self.position - 1]
+
+
+@dataclasses.dataclass
+class Samples:
+    values: list
+
+    def __getitem__(self, i):
+        return self.values[i] * 2.0
+
+
+def cubes_of(make, x):
+    total = 0.0
+    for s in make([x * 2.0, x * x]):  # <- iterated
+        total = total + s * s * s
+    return total
+
+
+@pytest.mark.parametrize(
+    "make, error, marker, phrase",
+    [
+        (Trajectory, cr.UnsupportedSyntaxError, "<- a generator method", "a generator cannot be differentiated"),
+        (Cursor, cr.NoRuleError, "<- iterated", "it returns the object itself (its __next__ is not differentiated)"),
+        (Samples, cr.NoRuleError, "<- iterated", "iterated by its __getitem__ until an IndexError"),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_an_object_whose_values_its_class_gives_otherwise_is_refused(make, error, marker, phrase):
+    """A generator ``__iter__``, an iterator class's ``__next__`` and the ``__getitem__`` protocol
+    are refused at the line, never run by Python over the values being differentiated; the API
+    differentiates on the tape."""
+    f = functools.partial(cubes_of, make)
+    with pytest.raises(error) as info:
+        pullback_full(f, 0.7)
+    assert f"{HERE}:{line_of(marker)}" in str(info.value) and phrase in str(info.value), str(info.value)
+    grad = cr.gradient(f, 0.7)[0]
+    assert grad == pytest.approx(crt.fd_jacobian(f, 0.7).item(), rel=1e-7)
+    assert grad == pytest.approx(cr.gradient(f, 0.7, engine="tape")[0], rel=1e-12)
 
 
 # ----- with -----------------------------------------------------------------------------------------

@@ -934,7 +934,7 @@ cache.RUNTIME.update(
     iterates_views=runtime.iterates_views,
     item_cotangents=runtime.item_cotangents,
     add_at=runtime.add_at,
-    iteration_start=runtime.iteration_start,
+    loop_iterable=runtime.loop_iterable,
     respecialize=respecialize,
     respecialize_constants=respecialize_constants,
     dispatch=dispatch,

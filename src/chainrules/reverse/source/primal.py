@@ -489,15 +489,20 @@ class Primal:
     def loop(self, stmt, mode: str, saved: dict, indent: int):
         line = stmt.line
         counted = mode == "loop"
+        over = None  # what the loop goes over, where it is not its iterable itself
         if counted:
             count = saved["count_name"] = self.namer.fresh(f"n_{stmt.index}")
             self.emit(indent, f"{count} = 0", line)
             if isinstance(stmt, ir.For) and stmt.index in self.plan.range_loops:
                 saved["range"] = self.keep(stmt, stmt.iterable, indent)
             elif isinstance(stmt, ir.For) and self.plan.is_active(stmt.iterable) and self.plan.is_active(stmt.target):
-                saved["iterable"] = self.keep(stmt, stmt.iterable, indent)
+                # the loop goes over the values an object of the user's class gives by its
+                # __iter__, differentiated (see runtime.loop_iterable), not over the object
+                iterated = self.namer.fresh(f"{stmt.iterable}_{stmt.index}")
                 start = self.namer.fresh(f"start_{stmt.index}")
-                self.emit(indent, f"{start} = {self.h('iteration_start')}({self.operand(stmt.iterable)})", line)
+                self.emit(indent, f"{iterated}, {start} = {self.h('loop_iterable')}({stmt.iterable})", line)
+                over = iterated
+                saved["iterable"] = self.push(stmt, iterated, iterated, indent) if self.loops else iterated
                 saved["start"] = self.push(stmt, start, start, indent) if self.loops else start
         if isinstance(stmt, ir.For) and stmt.iterable in self.buffers:
             flag = self.buffers[stmt.iterable]
@@ -517,7 +522,7 @@ class Primal:
         self.loops.append(stmt)
         self.track = None  # (a `while` test has no derivative)
         if isinstance(stmt, ir.For):
-            self.emit(indent, f"for {stmt.target} in {self.operand(stmt.iterable)}:", line)
+            self.emit(indent, f"for {stmt.target} in {over or self.operand(stmt.iterable)}:", line)
         elif stmt.test_block:
             self.emit(indent, "while True:", line)
             self.block(stmt.test_block, indent + 1)

@@ -24,6 +24,7 @@ from ...core.structures import item_tangents, structure_items
 from ...core.tangents import AbstractTangent, AbstractZero, NoTangent, Tangent, ZeroTangent, _rebuild, unthunk
 from ...core.views import is_view
 from ...rules.operators import entry_cotangent
+from ...rules.pyfunctional import Iterated, iterates_by_its_class
 
 NO = NoTangent()
 ZERO = ZeroTangent()
@@ -222,7 +223,8 @@ def _item_kind(t: type) -> str:
 def unpack(value, n: int, star: int | None):
     """``a, *b, c = value`` with a pullback: ``(items, pullback)``; ``pullback(d_items)`` gives
     the cotangent of ``value``."""
-    items = list(value)
+    opened = Opened(value) if iterates_by_its_class(value) else None
+    items = list(value if opened is None else opened)
     if star is None:
         if len(items) != n:
             raise ValueError(f"cannot unpack {len(items)} values into {n} names")
@@ -250,6 +252,8 @@ def unpack(value, n: int, star: int | None):
             flat = flat[:star] + list(middle_d) + flat[star + 1 :]
         if template is None:
             return _stack_rows(value, flat)
+        if opened is not None:
+            return opened.cotangent(flat)
         if template is items and not isinstance(value, (tuple, list)):
             return flat
         return structural_tangent(template, tuple(flat))
@@ -848,6 +852,35 @@ def scattered_sum(acc, like: np.ndarray, index, d):
 # ----- loops over differentiated iterables ---------------------------------------------------------
 
 
+class Opened:
+    """The values of an object whose class iterates by its own code (``iterates_by_its_class``),
+    as ``iter``'s rule gives them (the class's ``__iter__`` differentiated), which a loop or an
+    unpacking goes over instead of running that code itself; ``cotangent`` takes theirs back
+    through the rule's pullback to the object."""
+
+    __slots__ = ("values", "back")
+
+    def __init__(self, obj):
+        iterated, self.back = rrule(iter, obj)
+        self.values = iterated.remaining()
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def cotangent(self, ds: list):
+        """The object's cotangent from those of its first ``len(ds)`` values (a loop may stop early)."""
+        return self.back(list(ds) + [ZERO] * (len(self.values) - len(ds)))[1]
+
+
+def loop_iterable(iterable) -> tuple:
+    """What ``for v in iterable`` goes over, and where it starts: the values of an object of the
+    user's class (``Opened``), or ``iterable`` itself, at the position an iterator the rules made
+    (``map`` and friends) has reached."""
+    if iterates_by_its_class(iterable):
+        return Opened(iterable), 0
+    return iterable, (iterable.position if isinstance(iterable, Iterated) else 0)
+
+
 class ItemCotangents:
     """Collects the cotangents of a loop's variable, one per iteration (visited backwards), and
     gives the cotangent of the iterable it came from."""
@@ -888,23 +921,20 @@ class ItemCotangents:
             return ZERO if self.dense is None else self.dense
         if self.items is None:
             return ZERO
+        if isinstance(self.iterable, Opened):
+            return self.iterable.cotangent(self.items)
         if isinstance(self.iterable, (tuple, list)):
             full = self.items + [ZERO] * (len(self.iterable) - self.count)
             return structural_tangent(self.iterable, tuple(full))
         if isinstance(self.iterable, ActiveValue) and np.ndim(self.iterable) >= 1:
             # an engine's stand-in for an array (a dual array, under forward over reverse)
             return rows_cotangent(self.iterable, [ZERO] * self.start + self.items)
-        total = len(getattr(self.iterable, "items", ())) or self.count
+        total = len(self.iterable.items) if isinstance(self.iterable, Iterated) else self.start + self.count
         return [ZERO] * self.start + self.items + [ZERO] * (total - self.start - self.count)
 
 
 def item_cotangents(iterable, count: int, start: int = 0) -> ItemCotangents:
     return ItemCotangents(iterable, count, start)
-
-
-def iteration_start(iterable) -> int:
-    """Where a loop starts in an iterator that remembers its position (``map`` and friends)."""
-    return getattr(iterable, "position", 0) if hasattr(iterable, "items") and hasattr(iterable, "position") else 0
 
 
 _IN_PLACE_METHODS = tuple(
