@@ -85,3 +85,35 @@ def test_a_loss_of_flattened_parameters_in_every_engine():
     fresh = _params()  # the input is left as it was
     for got, want in ((p.b, fresh.b), (p.inner.c, fresh.inner.c), (p.xs[1], fresh.xs[1]), (p.table[7], fresh.table[7])):
         np.testing.assert_array_equal(got, want)
+
+
+# ----- fields named like Tangent's own members ------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Basket:
+    items: np.ndarray  # (Tangent has an `items()` method and a `backing` property)
+    backing: float
+
+
+ItemsAndKeys = collections.namedtuple("ItemsAndKeys", "items keys")
+
+
+def basket_loss(x):
+    b = Basket(x * 2.0, 3.0)
+    b2 = dataclasses.replace(b, backing=x[0])
+    p = ItemsAndKeys(x[1], b2.backing)
+    return np.sum(b.items**2) * b2.backing + p.items * p.keys
+
+
+def test_fields_named_like_tangents_members_in_every_engine():
+    x = np.array([1.0, 2.0])
+    expected = [12 * x[0] ** 2 + 4 * x[1] ** 2 + x[1], 8 * x[0] * x[1] + x[0]]  # 4 |x|² x0 + x1 x0
+    for engine in ("source", "tape"):
+        np.testing.assert_allclose(cr.gradient(basket_loss, x, engine=engine)[0], expected, rtol=1e-12)
+    np.testing.assert_allclose(cr.jacobian(basket_loss, x, mode="forward"), expected, rtol=1e-12)
+    np.testing.assert_allclose(cr.hessian(basket_loss, x), [[24 * x[0], 8 * x[1] + 1], [8 * x[1] + 1, 8 * x[0]]])
+    # the field, read from the tangent by item, not the member of that name
+    (g,) = cr.gradient(lambda b: np.sum(b.items**2) * b.backing, Basket(x, 3.0))
+    np.testing.assert_allclose(g["items"], 6 * x)
+    assert g["backing"] == pytest.approx(np.sum(x**2))

@@ -344,7 +344,8 @@ class Tangent(AbstractTangent, metaclass=_TangentMeta):
     Positional primals (tuple, list) take positional fields; dicts take one mapping; everything
     else (dataclasses, namedtuples, objects with ``__dict__`` or ``__slots__``) takes keyword
     fields, which may be natural tangents, other ``Tangent``s, thunks or zeros (semi-structural
-    tangents). A field that is not given is zero.
+    tangents). A field that is not given is zero. A field is read as an attribute or by item; a field
+    named like a member of ``Tangent`` (``items``, ``backing``) only by item, ``t["items"]``.
 
     >>> import dataclasses, chainrules as cr
     >>> @dataclasses.dataclass

@@ -764,7 +764,7 @@ def frule_getattr(tangents, obj, name, *default):
         return y, (np.imag(dobj) if name == "imag" else _ZERO)
     if isinstance(dobj, dict):
         return y, dobj.get(name, _ZERO)
-    return y, getattr(dobj, name)
+    return y, dobj[name] if isinstance(dobj, Tangent) else getattr(dobj, name)  # (a field named `items` too)
 
 
 # ----- operator.itemgetter and operator.attrgetter objects ---------------------------------------

@@ -864,7 +864,7 @@ def construct(cls: type, args: tuple, kwargs: dict):
         if isinstance(dy, AbstractZero):
             d = {name: dy for name in fields}
         elif isinstance(dy, Tangent):
-            d = {name: getattr(dy, name) for name in fields}
+            d = {name: dy[name] for name in fields}  # (by item: a field may be named `items`)
         else:  # a tuple cotangent of a namedtuple
             d = dict(zip(fields, dy))
         out = (NO, *(d[name] for name in positional))
@@ -887,8 +887,8 @@ def replace_fields(obj, /, **changes):
         dy = unthunk(dy)
         if isinstance(dy, AbstractZero):
             return NO, dy, {k: dy for k in changes}
-        d_obj = Tangent[cls](**{name: getattr(dy, name) for name in kept})
-        return NO, d_obj, {k: getattr(dy, k) for k in changes}
+        d_obj = Tangent[cls](**{name: dy[name] for name in kept})
+        return NO, d_obj, {k: dy[k] for k in changes}
 
     return y, replace_pullback
 

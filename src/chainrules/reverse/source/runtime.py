@@ -61,7 +61,7 @@ def field(dt, key):
     if isinstance(dt, AbstractZero):
         return dt
     if isinstance(dt, Tangent):
-        return dt[key] if type(dt).primal_type is dict else getattr(dt, key)
+        return dt[key]  # (by item: a field named like a method of Tangent, `items`, reads as the field)
     if isinstance(dt, dict):
         return dt.get(key, ZERO)
     return dt[key]
