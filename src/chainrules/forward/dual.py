@@ -328,6 +328,8 @@ class Dual(NumberIndexing, ActiveValue):
         return call(int, (self,))
 
     def __index__(self):
+        if np.ndim(self.primal):  # NumPy probing an index array: it is taken as an array next, as an ndarray is
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
         try:
             return as_index(self.primal, sys._getframe(1), at_user)
         except TypeError as error:
