@@ -5,6 +5,8 @@
 - ``check_accumulation_layouts``: an ``InplaceableThunk`` cotangent added into C-ordered,
   Fortran-ordered and strided accumulators equals adding its value;
 - ``check_rrule_on_wrapped``: a rule runs on values that implement NumPy's protocols only;
+- ``check_engines``: a scalar program's gradient from both reverse engines, its forward Jacobian
+  and its Hessian against finite differences;
 - ``check_rrule``/``check_frule``: finite differences that keep the primal's memory layout, for
   rules whose result depends on it (``order="A"``/``"K"``), which the generic checks copy away.
   Rules here are linear in each argument, so a central difference is exact up to rounding.
@@ -515,3 +517,15 @@ def check_rrule_on_wrapped(f, *args, fkwargs=None):
         else:
             assert isinstance(g, Wrapped), f"argument {i}: a {type(g).__name__} cotangent for a wrapped array"
             np.testing.assert_allclose(g.value, cr.unthunk(w), rtol=rtol)
+
+
+def check_engines(f, x, rtol=1e-6, atol=1e-7):
+    """A real-valued ``f(x)`` through the engines: ``cr.gradient`` (source and tape), ``cr.jacobian``
+    in forward mode and ``cr.hessian`` (each reverse engine) against finite differences."""
+    fd = crt.fd_jacobian(f, x)[0].reshape(np.shape(x))
+    for engine in ("source", "tape"):
+        np.testing.assert_allclose(cr.gradient(f, x, engine=engine)[0], fd, rtol=rtol, atol=atol, err_msg=engine)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), fd, rtol=rtol, atol=atol, err_msg="forward")
+    fd2 = crt.fd_jacobian(lambda v: cr.gradient(f, v)[0], x).reshape(np.shape(x) * 2)
+    for engine in ("source", "tape"):
+        np.testing.assert_allclose(cr.hessian(f, x, engine=engine), fd2, rtol=1e-5, atol=1e-6, err_msg=engine)

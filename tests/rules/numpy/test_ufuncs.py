@@ -493,7 +493,9 @@ NONDIFF = [
     (np.isreal, (x3,)), (np.isrealobj, (x3,)), (np.isscalar, (1.0,)), (np.all, (x3,)), (np.any, (x3,)),
     (np.argmax, (x3,)), (np.argmin, (x3,)), (np.argsort, (x3,)), (np.argpartition, (x3, 1)),
     (np.argwhere, (x3,)), (np.nonzero, (x3,)), (np.flatnonzero, (x3,)), (np.count_nonzero, (x3,)),
-    (np.searchsorted, (np.sort(x3), 0.0)), (np.zeros_like, (x3,)), (np.ones_like, (x3,)),
+    (np.searchsorted, (np.sort(x3), 0.0)), (np.lexsort, ((x3, np.array([1, 0, 1])),)),
+    (np.digitize, (x3, np.array([0.0, 1.0]))), (np.nanargmax, (x3,)), (np.nanargmin, (x3,)),
+    (np.zeros_like, (x3,)), (np.ones_like, (x3,)),
     (np.empty_like, (x3,)), (np.shape, (x3,)), (np.ndim, (x3,)), (np.size, (x3,)), (np.result_type, (x3,)),
     (np.bitwise_and, (np.array([3]), 1)), (np.invert, (np.array([3]),)), (np.gcd, (np.array([4]), 6)),
     (np.ndarray.round, (x3,)), (np.ndarray.argmax, (x3,)), (np.ndarray.argmin, (x3,)),
@@ -510,6 +512,23 @@ def test_non_differentiable(f, args):
             np.testing.assert_array_equal(got, want)
     assert back(1.0) == (cr.NoTangent(),) * (len(args) + 1)
     assert cr.frule((cr.NoTangent(),) * (len(args) + 1), f, *args)[1] == cr.NoTangent()
+
+
+_GROUPS = np.array([1, 0, 1, 0, 1])
+_EDGES = np.array([0.0, 1.0])
+INTEGER_VALUED = {  # programs using integer results of their argument, which carry no derivative
+    "lexsort": lambda x: np.sum(x[np.lexsort((x, _GROUPS))] * np.arange(5.0) * x),
+    "digitize": lambda x: np.sum(np.digitize(x, _EDGES) * x**2),
+    "nanargmax": lambda x: x[np.nanargmax(x)] * np.sum(x**2),
+    "nanargmin": lambda x: x[np.nanargmin(x)] ** 3 * x[0],
+}
+
+
+@pytest.mark.parametrize("name", INTEGER_VALUED)
+def test_integer_valued_functions_through_the_engines(name):
+    from _array_checks import check_engines
+
+    check_engines(INTEGER_VALUED[name], np.array([0.7, -0.3, 1.4, 0.2, 0.9]))
 
 
 # ----- interp -------------------------------------------------------------------------------

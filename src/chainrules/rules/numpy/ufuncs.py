@@ -1049,7 +1049,7 @@ non_differentiable(
     np.round, np.around, np.fix, np.isneginf, np.isposinf, np.isclose, np.allclose, np.array_equal,
     np.array_equiv, np.iscomplex, np.iscomplexobj, np.isreal, np.isrealobj, np.isscalar, np.all, np.any,
     np.argmax, np.argmin, np.argsort, np.argpartition, np.argwhere, np.nonzero, np.flatnonzero,
-    np.count_nonzero, np.searchsorted,
+    np.count_nonzero, np.searchsorted, np.lexsort, np.digitize, np.nanargmax, np.nanargmin,
     np.shape, np.ndim, np.size, np.result_type,
     # the same as ndarray methods
     np.ndarray.round, np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.argpartition,
