@@ -112,7 +112,6 @@ FUNCTION_TWINS.update(
         np.minimum.reduce: np.min,
         np.add.accumulate: np.cumsum,
         np.multiply.accumulate: np.cumprod,
-        np.multiply.outer: np.outer,
     }
 )
 

@@ -285,6 +285,50 @@ def test_batched_frule_matches_rows(f, makers, kwargs, mode):
         crt.assert_approx(dy[b], expected, rtol=1e-12 if np.result_type(dy) == np.float64 else 1e-6, atol=1e-12)
 
 
+
+# ----- ufunc.outer -----------------------------------------------------------------------------
+
+_R = np.random.default_rng(7)
+OUTER = [
+    (np.multiply, _R.normal(size=(2, 3)), _R.normal(size=4)),
+    (np.subtract, _R.normal(size=3), _R.normal(size=(2, 2))),
+    (np.add, 0.7, _R.normal(size=3)),
+    (np.divide, _R.normal(size=3), [0.5, -1.5]),
+    (np.power, _R.uniform(0.5, 2.0, 3), _R.normal(size=2)),
+    (np.arctan2, _R.normal(size=2), _R.normal(size=3)),
+    (np.maximum, _R.normal(size=3), _R.normal(size=2)),
+    (np.logaddexp, _R.normal(size=(2, 1)), _R.normal(size=3)),
+    (np.multiply, _R.normal(size=2) + 1j * _R.normal(size=2), _R.normal(size=3)),
+]
+
+
+@pytest.mark.parametrize("f, a, b", OUTER, ids=lambda v: getattr(v, "__name__", ""))
+def test_outer_of_a_binary_ufunc(f, a, b):
+    crt.test_rrule(f.outer, a, b)
+    crt.test_frule(f.outer, a, b)
+
+
+@pytest.mark.parametrize("f, a, b", OUTER[:3], ids=lambda v: getattr(v, "__name__", ""))
+def test_outer_batched(f, a, b, batched_pullback):
+    from _array_checks import check_batched_frule
+
+    check_batched_frule(f.outer, a, b)
+    batched_pullback(f.outer, a, b)
+
+
+def test_outer_refuses_out_as_the_ufunc_does():
+    with pytest.raises(cr.ChainRulesError, match="out="):
+        cr.rrule(np.multiply.outer, _R.normal(size=3), _R.normal(size=2), out=np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("f", [np.multiply, np.subtract, np.divide])
+def test_outer_through_the_engines(f):
+    from _array_checks import check_engines
+
+    b = np.array([0.5, -0.6, 1.3])
+    check_engines(lambda x: np.sum(np.sin(f.outer(x, b)) * f.outer(b, x).T), np.array([0.2, 0.9, -0.4, 1.1]))
+
+
 # ----- conventions at kinks and special points ---------------------------------------------
 
 

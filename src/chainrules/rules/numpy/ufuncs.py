@@ -323,6 +323,8 @@ def _register(
         r.partials = fw.partials = partials  # the dual engine may read them
     rrule.register(f, batched=True)(r)
     frule.register(f, batched=True)(fw)
+    if nin == 2 and isinstance(f, np.ufunc):
+        _outer_rules(f, r, fw)
 
     def sequence_frule(tangents, *args, **kwargs):
         return frule_on_arrays(fw, tangents, args, kwargs)
@@ -334,6 +336,49 @@ def _register(
     for i in range(nin):
         for P in _SEQUENCES:
             frule.register(f, *(object,) * i, P, batched=True)(sequence_frule)
+
+
+def _outer_operand(a, b):
+    """``a`` with one length-1 axis appended per axis of ``b``: ``f.outer(a, b)`` is ``f`` of it and ``b``."""
+    return np.reshape(a, np.shape(a) + (1,) * np.ndim(b))
+
+
+def _reshaped(d, x, like):
+    """The tangent or cotangent ``d`` of ``x`` (a batch of them too) given ``like``'s shape."""
+    d = unthunk(d)
+    if isinstance(d, AbstractZero):
+        return d
+    lead = np.shape(d)[:1] if np.ndim(d) > np.ndim(x) else ()  # (a batch axis, whatever axes follow it)
+    return np.reshape(d, lead + np.shape(like))
+
+
+def _outer_rules(f, r, fw) -> None:
+    """Register the rules of ``f.outer`` for a ufunc ``f`` of two inputs, from ``f``'s rules ``r``
+    and ``fw``: ``f.outer(a, b)`` is ``f(_outer_operand(a, b), b)``, whose rules broadcast ``a``
+    over ``b``'s axes and sum its cotangent back, here reshaped to ``a``'s shape."""
+
+    def outer_rrule(a, b, **kwargs):
+        if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
+            return rrule_on_arrays(outer_rrule, (a, b), kwargs)
+        wide = _outer_operand(a, b)
+        y, back = r(wide, b, **kwargs)
+
+        def outer_pullback(dy):
+            df, da, db = back(dy)
+            da = _reshaped(da, wide, a)
+            return df, (da if isinstance(da, AbstractZero) else input_matcher(y, dy)(a, da)), db
+
+        return y, outer_pullback
+
+    def outer_frule(tangents, a, b, **kwargs):
+        if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
+            return frule_on_arrays(outer_frule, tangents, (a, b), kwargs)
+        wide = _outer_operand(a, b)
+        return fw((tangents[0], _reshaped(tangents[1], a, wide), tangents[2]), wide, b, **kwargs)
+
+    outer_rrule.__qualname__, outer_frule.__qualname__ = f"rrule_{f.__name__}_outer", f"frule_{f.__name__}_outer"
+    rrule.register(f.outer, batched=True)(outer_rrule)
+    frule.register(f.outer, batched=True)(outer_frule)
 
 
 def elementwise(f, *partials: Callable | None) -> None:
