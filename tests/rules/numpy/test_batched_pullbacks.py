@@ -207,6 +207,8 @@ SCANS_AND_REDUCTIONS = [
     (np.cumprod, (C,), {"axis": 0}),
     (np.ndarray.cumprod, (X32, 1), {}),
     (np.add.accumulate, (X,), {}),
+    (np.logaddexp.accumulate, (X,), {"axis": 1}),
+    (np.add.reduceat, (X, [0, 2, 1]), {"axis": 1}),
     (np.multiply.accumulate, (X, 1), {}),
     (np.var, (X,), {}),
     (np.var, (X,), {"axis": 0, "ddof": 1}),

@@ -118,6 +118,11 @@ def _cases():
     yield from _family([np.add.reduce, np.maximum.reduce, np.fmin.reduce], [[X]], [{}, {"axis": (0, 2)}])
     yield from _family([np.multiply.reduce], [[positive]], [{}, {"axis": -1, "keepdims": True}])
     yield from _family([np.add.accumulate, np.multiply.accumulate], [[X]], [{}, {"axis": 1}])
+    yield from _family([np.logaddexp.accumulate], [[X], [X32]], [{}, {"axis": -1}])
+    # segment sums, a segment of one entry where the next index is not larger
+    segments = [[X, fixed([0, 2, 2, 1])], [X, fixed(np.array([1, 3]))], [X32, fixed([0, 3])]]
+    yield from _family([np.add.reduceat], segments, [{"axis": -1}])
+    yield from _family([np.add.reduceat], [[X, fixed([1])]], [{}])
     running = [np.maximum.accumulate, np.minimum.accumulate]
     yield from _family(running, [[X]], [{}, {"axis": 1}, {"axis": -1}])
     yield from _family(running, [[X32]], [{"axis": 1}], label="-float32")
@@ -328,6 +333,27 @@ def test_the_primal_takes_the_sum_dtype():
     y, back = cr.rrule(np.sum, x, axis=1, dtype=np.float64)
     assert y.dtype == np.float64 and np.array_equal(y, np.sum(x, axis=1, dtype=np.float64))
     assert back(np.ones(2))[1].dtype == np.float32
+
+
+def test_log_cumsum_exp_far_apart_and_at_minus_infinity():
+    x = np.array([-800.0, 0.0, 700.0, 705.0])
+    crt.test_rrule(np.logaddexp.accumulate, x)
+    crt.test_frule(np.logaddexp.accumulate, x)
+    _, back = cr.rrule(np.logaddexp.accumulate, np.array([-np.inf, -np.inf, 0.0, 1.0]))
+    np.testing.assert_allclose(back(np.ones(4))[1], [0.0, 0.0, 1.0 + 1 / (1 + np.e), np.e / (1 + np.e)])
+
+
+SCANS_IN_PROGRAMS = {
+    "log partition": lambda z: np.sum(np.sin(np.logaddexp.accumulate(z))) + np.logaddexp.reduce(z),
+    "segment sums": lambda z: np.sum(np.add.reduceat(z, [0, 2, 2, 4, 1]) ** 3),
+}
+
+
+@pytest.mark.parametrize("name", SCANS_IN_PROGRAMS)
+def test_scans_through_the_engines(name):
+    from _array_checks import check_engines
+
+    check_engines(SCANS_IN_PROGRAMS[name], np.array([0.4, -1.2, 2.1, 0.3, 0.7]))
 
 
 # ----- diff, ediff1d, trapezoid: several differentiated arguments -------------------------------------

@@ -818,6 +818,76 @@ _register(
 )
 
 
+
+def _log_cumsum_exp_plan(x, o, primal):
+    # y_i = log sum_{j <= i} exp(x_j), so dy_i/dx_j = exp(x_j - y_i) for j <= i, in (0, 1]. The sums
+    # over i (pullback) and j (pushforward) are taken in the log domain, the positive and negative
+    # parts of the cotangent apart, so that nothing overflows (TensorFlow's gradient of
+    # cumulative_logsumexp, math_grad.py); an infinite y_i has no finite weights, as in logaddexp.reduce's
+    y = primal()
+    axis, xs = _scan_axis(x, o)
+    finite = np.isfinite(y)
+
+    def log_cumsum_exp_back(dy, lead=()):
+        ax = axis + len(lead)
+        terms = np.where(finite, -y, -np.inf)
+        rev = functools.partial(_reverse_log_cumsum_exp, axis=ax)
+        dx = _signed_log_sums(dy, terms, xs, rev)
+        return np.reshape(dx, lead + np.shape(x))
+
+    def log_cumsum_exp_forward(dx, batched):
+        dx = _scan_tangent(x, dx, batched, o["axis"])
+        scan = functools.partial(np.logaddexp.accumulate, axis=axis + batched)
+        return np.where(finite, _signed_log_sums(dx, xs, np.where(finite, -y, 0.0), scan), 0.0)
+
+    return y, log_cumsum_exp_back, log_cumsum_exp_forward
+
+
+def _reverse_log_cumsum_exp(v, axis):
+    return np.flip(np.logaddexp.accumulate(np.flip(v, axis), axis=axis), axis)
+
+
+def _signed_log_sums(d, inner, outer, scan):
+    """``exp(outer) * S(d * exp(inner))`` for the running sum ``S`` whose log-domain form is
+    ``scan`` (of log-sum-exp), each sign of ``d`` summed in the log domain apart."""
+    sums = []
+    for part in (d, -d):
+        positive = part > 0
+        logs = np.where(positive, np.log(np.where(positive, part, 1.0)), -np.inf)
+        sums.append(np.exp(scan(logs + inner) + outer))
+    return sums[0] - sums[1]
+
+
+def _reduceat_plan(x, o, primal):
+    # y_i sums x over [indices[i], indices[i + 1]) (to the end for the last), or is x[indices[i]]
+    # alone where the next index is not larger: linear in x, so the tangent is reduceat of it and
+    # the cotangent of x_j the sum of those of the y_i whose segment holds j
+    y = primal()
+    axis = axes_of(o["axis"], np.ndim(x))[0]
+    n = np.shape(x)[axis]
+    starts = np.asarray(o["indices"])
+    ends = np.append(starts[1:], n)
+    lengths = np.where(ends > starts, ends - starts, 1)
+    owners = np.repeat(np.arange(len(starts)), lengths)  # the output each (output, entry) pair is for
+    offsets = np.arange(owners.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    entries = np.repeat(starts, lengths) + offsets
+
+    def reduceat_back(dy, lead=()):
+        ax = axis + len(lead)
+        spread = np.take(dy, owners, axis=ax)
+        shape = lead + np.shape(x)
+        return scatter_add(shape, (slice(None),) * ax + (entries,), spread, dtype=np.result_type(spread, y))
+
+    def reduceat_forward(dx, batched):
+        return np.add.reduceat(dx, o["indices"], axis=axis + batched, dtype=o["dtype"])
+
+    return y, reduceat_back, reduceat_forward
+
+
+_register((np.logaddexp.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _log_cumsum_exp_plan, batched=True)
+_REDUCEAT = ("indices", "axis", "dtype", "out")
+_register((np.add.reduceat,), _REDUCEAT, {"indices": None, "axis": 0, "dtype": None}, _reduceat_plan, batched=True)
+
 # ----- diff, trapezoid -----------------------------------------------------------------------
 
 _DIFF = ("n", "axis", "prepend", "append")
