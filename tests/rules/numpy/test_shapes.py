@@ -6,6 +6,7 @@ from _array_checks import (
     Case,
     check_accumulation_layouts,
     check_batched_frule,
+    check_engines,
     check_frule,
     check_rrule,
     check_rrule_on_wrapped,
@@ -183,6 +184,10 @@ SELECTING = [
     Case(np.sort, rand(3, 4, dtype=F32), C(0)),
     Case(np.sort, rand(3, 4), C(None)),
     Case(np.sort, np.array([1.0, 3.0, 2.0, 2.5]), kind="stable"),
+    Case(np.partition, rand(3, 9), C(2)),
+    Case(np.partition, rand(6, 3, dtype=F32), C([1, 4]), C(0)),
+    Case(np.partition, rand(3, 4), C(-2), C(None)),
+    Case(np.partition, np.array([0.4, 1.7, -0.3, 0.9, 2.2, 0.1, -1.1]), kth=-3),
     Case(np.diag, rand(3)),
     Case(np.diag, rand(3, dtype=C128), C(1)),
     Case(np.diag, rand(3, 4)),
@@ -410,3 +415,7 @@ def test_joins_and_trace_tangents_in_the_dtype_given(name, engine):
     want = crt.fd_jacobian(f, a)
     crt.assert_approx(cr.jacobian(f, a, mode="forward").reshape(want.shape), want, rtol=2e-3, atol=2e-3)
     crt.assert_approx(cr.jacobian(f, a, engine=engine).reshape(want.shape), want, rtol=2e-3, atol=2e-3)
+
+
+def test_partition_through_the_engines():
+    check_engines(lambda x: np.mean(np.partition(x, -3)[-3:] ** 2) * x[0], np.array([0.4, 1.7, -0.3, 0.9, 2.2]))

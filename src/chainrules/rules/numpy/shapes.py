@@ -1169,43 +1169,69 @@ def _sorted_values(a, index):
     return array_or_active(a)[index]
 
 
-def _sorted_positions(a, axis, kwargs):
-    perm = np.argsort(a, axis=axis, **kwargs)
+def _sorted_positions(a, args, kwargs):
+    """``np.sort(a, axis, kind, order)``'s permutation along its axis, the index it reads ``a`` at, and the axis."""
+    axis = args[0] if args else kwargs.pop("axis", -1)
+    perm = np.argsort(a, axis=axis, **dict(zip(("kind", "order"), args[1:]), **kwargs))
+    return perm, _permutation_index(a, perm, axis), axis
+
+
+def _partitioned_positions(a, args, kwargs):
+    """``np.partition(a, kth, axis, kind, order)``'s permutation, as ``_sorted_positions``. NumPy orders
+    the entries between the kth ones its own way (``argpartition``'s may differ), so the output's
+    entries are matched to ``a``'s by rank: the stable sorts of both put equal values in one order."""
+    axis = args[1] if len(args) > 1 else kwargs.pop("axis", -1)
+    options = dict(zip(("kind", "order"), args[2:]), **kwargs)
+    plain = stood_for(a) if isinstance(a, ActiveValue) else np.asarray(a)
+    y = np.partition(plain, args[0] if args else options.pop("kth"), axis=axis, **options)
+    flat, along = (np.reshape(plain, -1), 0) if axis is None else (plain, axis)
+    perm = np.empty(np.shape(y), dtype=np.intp)
+    ranked = np.argsort(y, axis=along, kind="stable")
+    np.put_along_axis(perm, ranked, np.argsort(flat, axis=along, kind="stable"), along)
+    return perm, _permutation_index(a, perm, axis), axis
+
+
+def _permutation_index(a, perm, axis):
     if axis is None:
-        return perm, np.unravel_index(perm, np.shape(a))
-    return perm, _along_axis_index(np.shape(a), perm, normalize_axis(axis, np.ndim(a)))
+        return np.unravel_index(perm, np.shape(a))
+    return _along_axis_index(np.shape(a), perm, normalize_axis(axis, np.ndim(a)))
 
 
-@rrule.register(np.sort, batched=True)
-def rrule_sort(a, *args, **kwargs):
-    """The values of ``np.sort``: the cotangent goes back to where each value came from (ties
-    take the order ``argsort`` gives them, one valid subgradient)."""
-    axis = args[0] if args else kwargs.pop("axis", -1)
-    options = dict(zip(("kind", "order"), args[1:]), **kwargs)
-    perm, index = _sorted_positions(a, axis, options)
-    y = _sorted_values(a, index)
-    ndim = _ndim(y)
+def _permutation_rules(f, positions) -> None:
+    """Rules for the values of ``f``, a permutation of ``a``'s entries that ``positions(a, args,
+    kwargs)`` gives: the cotangent goes back to where each value came from (ties take the order of
+    the permutation, one valid subgradient), and the tangent is permuted alike."""
 
-    def sort_pullback(dy):
-        if type(dy) is not np.ndarray or dy.ndim != ndim:
-            batch = batch_of(y, dy)
-            if batch is not None:
-                return (NO, scatter_batch_thunk(a, index, batch, unique=True), *(NO for _ in args))
-        return (NO, scatter_thunk(a, index, cotangent_array(y, dy), unique=True), *(NO for _ in args))
+    def permutation_rrule(a, *args, **kwargs):
+        _, index, _ = positions(a, args, kwargs)
+        y = _sorted_values(a, index)
+        ndim = _ndim(y)
 
-    return y, sort_pullback
+        def permutation_pullback(dy):
+            if type(dy) is not np.ndarray or dy.ndim != ndim:
+                batch = batch_of(y, dy)
+                if batch is not None:
+                    return (NO, scatter_batch_thunk(a, index, batch, unique=True), *(NO for _ in args))
+            return (NO, scatter_thunk(a, index, cotangent_array(y, dy), unique=True), *(NO for _ in args))
+
+        permutation_pullback.__qualname__ = f"{f.__name__}_pullback"
+        return y, permutation_pullback
+
+    def permutation_frule(tangents, a, *args, **kwargs):
+        perm, index, axis = positions(a, args, kwargs)
+        y = _sorted_values(a, index)
+        dx = unthunk(tangents[1])
+        if isinstance(dx, AbstractZero):
+            return y, dx
+        return y, _push_along_axis(a, dx, perm, axis)
+
+    permutation_rrule.__qualname__, permutation_frule.__qualname__ = f"rrule_{f.__name__}", f"frule_{f.__name__}"
+    rrule.register(f, batched=True)(permutation_rrule)
+    frule.register(f, batched=True)(permutation_frule)
 
 
-@frule.register(np.sort, batched=True)
-def frule_sort(tangents, a, *args, **kwargs):
-    axis = args[0] if args else kwargs.pop("axis", -1)
-    options = dict(zip(("kind", "order"), args[1:]), **kwargs)
-    perm, index = _sorted_positions(a, axis, options)
-    y = _sorted_values(a, index)
-    dx = unthunk(tangents[1])
-    if isinstance(dx, AbstractZero):
-        return y, dx
-    return y, _push_along_axis(a, dx, perm, axis)
+_permutation_rules(np.sort, _sorted_positions)
+_permutation_rules(np.partition, _partitioned_positions)
 
 
 # ----- diagonals and triangles ------------------------------------------------------------------
