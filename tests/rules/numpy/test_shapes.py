@@ -331,9 +331,17 @@ def test_selections_accumulate_in_place_without_building_their_value():
     np.testing.assert_array_equal(acc, 2.0 * np.eye(3))
 
 
-def test_pad_modes_that_are_not_copies_are_refused():
-    with pytest.raises(cr.NoRuleError, match="mode='mean'"):
-        cr.rrule(np.pad, rand(3), 1, mode="mean")
+@pytest.mark.parametrize("engine", ["source", "tape", "forward"])
+def test_pad_modes_that_are_not_copies_are_refused_at_the_users_line(engine):
+    def f(x):
+        return np.sum(np.pad(x, 2, mode="mean"))
+
+    with pytest.raises(cr.NoRuleError, match="mode='mean' is not a copy") as refusal:
+        if engine == "forward":
+            cr.jacobian(f, rand(3), mode="forward")
+        else:
+            cr.gradient(f, rand(3), engine=engine)
+    assert f"{__file__}:{f.__code__.co_firstlineno + 1}" in str(refusal.value)
 
 
 def test_joining_into_out_is_refused():

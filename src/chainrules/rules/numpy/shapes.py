@@ -26,7 +26,6 @@ import numpy as np
 from ...core import (
     AbstractZero,
     ActiveValue,
-    NoRuleError,
     Tangent,
     carries_batch,
     frule,
@@ -36,6 +35,7 @@ from ...core import (
     unthunk,
 )
 from ...core.active import stood_for
+from ...core.errors import option_refused
 from ...core.twins import astype_in_order
 from ._arrays import (
     NO,
@@ -159,7 +159,7 @@ def _positions_laid_out_like(x):
     memory-order ravel of it tells where each element of ``x`` goes)."""
     itemsize = np.dtype(np.intp).itemsize
     if any(s % x.itemsize for s in x.strides) or any(s == 0 and n > 1 for s, n in zip(x.strides, x.shape)):
-        raise NoRuleError(np.ravel, (x,), reason="order='K' of an array with aliased or unaligned strides")
+        raise option_refused(np.ravel, (x,), "order='K' of an array with aliased or unaligned strides")
     strides = [s // x.itemsize * itemsize for s in x.strides]
     low = sum((n - 1) * s for n, s in zip(x.shape, strides) if s < 0)
     high = sum((n - 1) * s for n, s in zip(x.shape, strides) if s > 0)
@@ -449,7 +449,8 @@ def _pad(y, x, pad_width, mode="constant", **kwargs):
     if mode in _GATHER_PAD_MODES and kwargs.get("reflect_type", "even") == "even":
         # every output entry copies one input entry: pad the positions, then gather and scatter
         return _gather(x, np.pad(_positions(x), widths.tolist(), mode=mode))
-    raise NoRuleError(np.pad, (x, pad_width), reason=f"mode={mode!r} with {kwargs} is not a copy of input entries")
+    options = f" with {kwargs}" if kwargs else ""
+    raise option_refused(np.pad, (x, pad_width), f"mode={mode!r}{options} is not a copy of input entries")
 
 
 def _positions(x) -> np.ndarray:
