@@ -427,3 +427,22 @@ def test_joins_and_trace_tangents_in_the_dtype_given(name, engine):
 
 def test_partition_through_the_engines():
     check_engines(lambda x: np.mean(np.partition(x, -3)[-3:] ** 2) * x[0], np.array([0.4, 1.7, -0.3, 0.9, 2.2]))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(rand(3), rand(2, 1)), (rand(2, 3, dtype=np.float32), 1.5, rand(3)), (rand(2, 1), rand(1, 2, dtype=complex))],
+)
+def test_broadcast_arrays(args):
+    crt.test_rrule(np.broadcast_arrays, *args)
+    crt.test_frule(np.broadcast_arrays, *args)
+
+
+def test_broadcast_arrays_through_the_engines():
+    b = np.array([0.5, 2.0])
+
+    def f(x):
+        u, v = np.broadcast_arrays(x, b[:, None])
+        return np.sum(np.sin(u) * v * u)
+
+    check_engines(f, np.array([0.7, -0.3, 1.4]))

@@ -383,6 +383,35 @@ def _broadcast_to(y, x, shape, subok=False):
     return broadcast_adjoint, broadcast_push
 
 
+def _broadcast_all(args, subok=False):
+    """``np.broadcast_arrays(*args)`` by ``np.broadcast_to``, whose rules take an engine's values."""
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+    return tuple(np.broadcast_to(a, shape, subok=subok) for a in args)
+
+
+@rrule.register(np.broadcast_arrays)
+def rrule_broadcast_arrays(*args, **kwargs):
+    """Each array broadcast to the shape they share: its cotangent is summed back to its shape."""
+    ys = _broadcast_all(args, **kwargs)
+
+    def broadcast_arrays_pullback(dys):
+        pairs = zip(args, (cotangent_array(y, dy) for y, dy in zip(ys, sequence_items(ys, dys))))
+        return (NO, *(g if isinstance(g, AbstractZero) else to_input(x, sum_to(g, np.shape(x))) for x, g in pairs))
+
+    return ys, broadcast_arrays_pullback
+
+
+@frule.register(np.broadcast_arrays)
+def frule_broadcast_arrays(tangents, *args, **kwargs):
+    ys = _broadcast_all(args, **kwargs)
+    dxs = [unthunk(t) for t in tangents[1:]]
+    if all(isinstance(d, AbstractZero) for d in dxs):
+        return ys, ZERO
+    zeros = (np.zeros(np.shape(y), dtype=tangent_dtype(y)) for y in ys)
+    dys = [z if isinstance(d, AbstractZero) else np.broadcast_to(d, np.shape(z)) for d, z in zip(dxs, zeros)]
+    return ys, Tangent[tuple](*dys)
+
+
 @_linear(np.tile, batched=True)
 def _tile(y, x, reps):
     reps = (int(reps),) if isinstance(reps, Integral) else tuple(int(r) for r in reps)
