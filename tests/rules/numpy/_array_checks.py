@@ -519,13 +519,13 @@ def check_rrule_on_wrapped(f, *args, fkwargs=None):
             np.testing.assert_allclose(g.value, cr.unthunk(w), rtol=rtol)
 
 
-def check_engines(f, x, rtol=1e-6, atol=1e-7):
-    """A real-valued ``f(x)`` through the engines: ``cr.gradient`` (source and tape), ``cr.jacobian``
-    in forward mode and ``cr.hessian`` (each reverse engine) against finite differences."""
+def check_engines(f, x, rtol=1e-6, atol=1e-7, engines=("source", "tape")):
+    """A real-valued ``f(x)`` through the engines: ``cr.gradient`` (each reverse engine of ``engines``),
+    ``cr.jacobian`` in forward mode and ``cr.hessian`` (each of ``engines``) against finite differences."""
     fd = crt.fd_jacobian(f, x)[0].reshape(np.shape(x))
-    for engine in ("source", "tape"):
+    for engine in engines:
         np.testing.assert_allclose(cr.gradient(f, x, engine=engine)[0], fd, rtol=rtol, atol=atol, err_msg=engine)
     np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), fd, rtol=rtol, atol=atol, err_msg="forward")
     fd2 = crt.fd_jacobian(lambda v: cr.gradient(f, v)[0], x).reshape(np.shape(x) * 2)
-    for engine in ("source", "tape"):
+    for engine in engines:
         np.testing.assert_allclose(cr.hessian(f, x, engine=engine), fd2, rtol=1e-5, atol=1e-6, err_msg=engine)
