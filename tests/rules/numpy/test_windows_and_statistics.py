@@ -151,3 +151,42 @@ def test_through_both_engines_and_their_hessians(engine):
     crt.assert_approx(grad, crt.fd_jacobian(_statistics_loss, z)[0], rtol=1e-6, atol=1e-8)
     H = cr.hessian(_statistics_loss, z, engine=engine)
     crt.assert_approx(H, crt.fd_jacobian(lambda v: cr.gradient(_statistics_loss, v)[0], z), rtol=1e-5, atol=1e-7)
+
+
+# ----- histogram ----------------------------------------------------------------------------------
+
+_H = np.random.default_rng(13)
+SAMPLES, WEIGHTS = _H.uniform(size=12), _H.normal(size=12)
+HISTOGRAM = [
+    (SAMPLES, nondiff(4), (0.0, 1.0), nondiff(None), WEIGHTS),
+    (SAMPLES, nondiff(4), (-0.1, 1.3), nondiff(True), WEIGHTS),  # the range reaches the densities
+    (SAMPLES, nondiff(5), nondiff(None), nondiff(True), WEIGHTS),  # edges from the extreme samples
+    (SAMPLES.reshape(3, 4), np.array([0.0, 0.3, 0.55, 1.0]), nondiff(None), nondiff(True), WEIGHTS.reshape(3, 4)),
+    (SAMPLES, nondiff(3), nondiff(None), nondiff(False), WEIGHTS.astype(np.float32)),
+]
+
+
+@pytest.mark.parametrize("args", HISTOGRAM, ids=range(len(HISTOGRAM)))
+def test_histogram(args):
+    """The sums in the weights, the edges in bins, range or the extreme samples, the densities in all."""
+    test_rrule(np.histogram, *args)
+    test_frule(np.histogram, *args)
+
+
+def test_histogram_weights_at_the_last_edge_and_outside():
+    """A sample at the last edge is in the last bin, as NumPy counts it; one outside the range in none."""
+    samples, weights = np.array([0.2, 1.0, 1.5, -0.1]), np.array([1.0, 2.0, 3.0, 4.0])
+    y, back = cr.rrule(np.histogram, samples, 2, (0.0, 1.0), None, weights)
+    np.testing.assert_array_equal(y[0], [1.0, 2.0])
+    np.testing.assert_array_equal(back((np.array([10.0, 20.0]), cr.ZeroTangent()))[5], [10.0, 20.0, 0.0, 0.0])
+
+
+def test_histogram_through_the_engines():
+    from _array_checks import check_engines
+
+    def f(x):
+        h, edges = np.histogram(x**2, bins=3, weights=np.exp(x), density=True)
+        g, _ = np.histogram(SAMPLES, bins=np.array([0.0, 0.4, 1.0]), weights=x[:4].repeat(3) * x[0])
+        return np.sum(h * edges[1:]) + np.sum(g**2) + np.sum(edges**2)
+
+    check_engines(f, np.array([0.13, 0.58, 0.91, 0.34, 0.7]))

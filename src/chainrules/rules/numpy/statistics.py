@@ -1,4 +1,5 @@
-"""Rules for NumPy's covariance and correlation matrices: ``np.cov`` and ``np.corrcoef``.
+"""Rules for NumPy's covariance and correlation matrices, ``np.cov`` and ``np.corrcoef``, and for
+``np.histogram`` (below).
 
 With ``X`` the variables as rows (``m`` and ``y`` stacked, transposed for ``rowvar=False``), ``w``
 the observation weights (``fweights * aweights``, ones without them) and ``f`` NumPy's
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import AbstractZero, NoTangent, ZeroTangent, frule, rrule, unthunk
+from ...core import AbstractZero, ActiveValue, NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
+from ...core.active import stood_for
 from ...core.errors import option_refused
-from ._arrays import array_or_active, cotangent_array, to_input
+from ._arrays import array_or_active, cotangent_array, scatter_add, sequence_items, tangent_array, to_input
+from ._util import match_output
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -207,3 +210,133 @@ def frule_corrcoef(tangents, x, *args, **kwargs):
     Rc, s = _correlation(C)
     relative = np.diagonal(dC) / (2 * np.diagonal(C))  # ds_i / s_i
     return R, dC / s[:, None] / s[None, :] - Rc * (relative[:, None] + relative[None, :])
+
+
+
+# ----- histogram ----------------------------------------------------------------------------------
+#
+# np.histogram(a, bins, range, density, weights) sums the weights of the samples in each bin, bin k
+# holding edges[k] <= a < edges[k+1] (the last bin its right edge too): n is linear in the weights,
+# and piecewise constant in the samples and the edges (zero derivative there, as np.digitize's). The
+# edges are `bins` itself when it is an array, else linspace(lo, hi, m + 1) with (lo, hi) the range
+# given or the samples' smallest and largest: linear in lo and hi, whose derivatives are the range's
+# or the extreme samples'. With density=True, h = n / db / S (db = diff(edges), S = sum(n)), so
+#     dh = dn / (db S) - h d(db) / db - h dS / S.
+_HISTOGRAM = ("bins", "range", "density", "weights")
+
+
+class _Histogram:
+    """``np.histogram(a, *args, **kwargs)`` as NumPy computes it (``h``, ``edges``), and what its
+    derivatives need: each sample's bin, and where the edges come from."""
+
+    def __init__(self, a, args: tuple, kwargs: dict):
+        o = {"bins": 10, "range": None, "density": None, "weights": None, **dict(zip(_HISTOGRAM, args)), **kwargs}
+        self.bins, self.range, self.density = o["bins"], o["range"], bool(o["density"])
+        self.n, self.edges = np.histogram(a, self.bins, self.range, weights=o["weights"])
+        self.h = self.n
+        if self.density:  # NumPy's own steps
+            self.db = np.diff(self.edges).astype(float)
+            self.total = self.n.sum()
+            self.h = self.n / self.db / self.total
+        edges, samples = _plain(self.edges), np.ravel(_plain(a))
+        m = np.size(edges) - 1
+        k = np.searchsorted(edges, samples, side="right") - 1
+        k[samples == edges[-1]] = m - 1
+        self.inside = np.flatnonzero((k >= 0) & (k < m))
+        self.k = k[self.inside]
+        self.t = np.linspace(0.0, 1.0, m + 1)  # each edge's place between lo and hi
+        self.shape = np.shape(a)
+        self.extremes = None  # the samples that give lo and hi, where they do
+        if np.ndim(self.bins) == 0 and self.range is None and samples.size:
+            self.extremes = np.array([np.argmin(samples), np.argmax(samples)])
+
+    def edges_tangent(self, da, dbins, drange):
+        """The edges' tangent from those of the samples, ``bins`` and ``range``; None where it is zero."""
+        if np.ndim(self.bins) == 1:
+            return None if isinstance(dbins, AbstractZero) else tangent_array(self.bins, dbins)
+        if self.range is not None:
+            ends = [0.0 if isinstance(d, AbstractZero) else d for d in sequence_items(self.range, drange)]
+        elif self.extremes is not None and not isinstance(da, AbstractZero):
+            ends = np.ravel(da)[self.extremes]
+        else:
+            return None
+        return ends[0] * (1.0 - self.t) + ends[1] * self.t
+
+    def tangent(self, dn, dedges):
+        """``h``'s tangent from those of the sums ``n`` and of the edges (either None for zero)."""
+        if not self.density:
+            return dn
+        terms = []
+        if dn is not None:
+            terms += [dn / self.db / self.total, -self.h * np.sum(dn) / self.total]
+        if dedges is not None:
+            terms.append(-self.h * np.diff(dedges) / self.db)
+        return sum(terms[1:], terms[0]) if terms else None
+
+    def cotangents(self, dh, dedges):
+        """``(n̄, ē)``: the cotangents of the sums and of the edges from those of ``h`` and the edges."""
+        if not self.density:
+            return dh, dedges
+        dn = ddb = None
+        if dh is not None:
+            dn = dh / self.db / self.total - np.sum(dh * self.h) / self.total
+            ddb = -dh * self.h / self.db
+            zero = np.zeros(1, dtype=np.result_type(ddb))
+            through = np.concatenate([zero, ddb]) - np.concatenate([ddb, zero])  # the adjoint of np.diff
+            dedges = through if dedges is None else dedges + through
+        return dn, dedges
+
+
+def _plain(x):
+    """An engine's value as the array it stands for (bins are found on values alone)."""
+    return np.asarray(stood_for(x)) if isinstance(x, ActiveValue) else np.asarray(x)
+
+
+def _histogram_tangents(args: tuple, tangents) -> dict:
+    """The tangents of the arguments after the samples, by name (zero for those not given by position)."""
+    given = dict(zip(_HISTOGRAM, tangents))
+    return {name: unthunk(given.get(name, _ZERO)) if i < len(args) else _ZERO for i, name in enumerate(_HISTOGRAM)}
+
+
+@rrule.register(np.histogram)
+def rrule_histogram(a, *args, **kwargs):
+    """The sums are differentiated in the weights only (piecewise constant in the samples and the
+    edges), the edges in ``bins`` (an array), ``range`` or, without either, the extreme samples."""
+    hist = _Histogram(a, args, kwargs)
+    y = (hist.h, hist.edges)
+    size = int(np.prod(hist.shape))
+
+    def histogram_pullback(dy):
+        dh, dedges = (None if isinstance(d, AbstractZero) else d for d in sequence_items(y, dy))
+        dn, dedges = hist.cotangents(dh, dedges)
+        out = dict.fromkeys(_HISTOGRAM[: len(args)], _NO)
+        da = _ZERO
+        if dn is not None and len(args) > 3 and args[3] is not None:  # each weight gets its bin's cotangent
+            dw = scatter_add((size,), hist.inside, dn[hist.k], dtype=np.result_type(dn))
+            out["weights"] = to_input(args[3], np.reshape(dw, hist.shape))
+        if dedges is not None:
+            ends = np.stack([np.sum(dedges * (1.0 - hist.t)), np.sum(dedges * hist.t)])
+            if np.ndim(hist.bins) == 1:
+                out["bins"] = to_input(args[0], dedges)
+            elif hist.range is not None and len(args) > 1:
+                out["range"] = to_input(args[1], ends)
+            elif hist.extremes is not None:
+                da = to_input(a, np.reshape(scatter_add((size,), hist.extremes, ends), hist.shape))
+        return (_NO, da, *out.values())
+
+    return y, histogram_pullback
+
+
+@frule.register(np.histogram)
+def frule_histogram(tangents, a, *args, **kwargs):
+    hist = _Histogram(a, args, kwargs)
+    y = (hist.h, hist.edges)
+    d = _histogram_tangents(args, tangents[2:])
+    dn = None
+    if not isinstance(d["weights"], AbstractZero):
+        dn = np.bincount(hist.k, np.ravel(d["weights"])[hist.inside], np.size(hist.t) - 1)
+    dedges = hist.edges_tangent(unthunk(tangents[1]), d["bins"], d["range"])
+    dh = hist.tangent(dn, dedges)
+    if dh is None and dedges is None:
+        return y, _ZERO
+    return y, Tangent[tuple](*(_ZERO if d is None else match_output(v, d) for v, d in zip(y, (dh, dedges))))
