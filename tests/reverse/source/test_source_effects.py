@@ -109,6 +109,18 @@ def put_advised(x):
     return np.sum(buf * x)
 
 
+def put_along_axis(x):
+    buf = np.zeros((3, 2))
+    np.put_along_axis(buf, np.array([[1], [0], [1]]), x[:, None], axis=1)  # <- put_along_axis
+    return np.sum(buf * x[:, None])
+
+
+def put_along_axis_advised(x):
+    buf = np.zeros((3, 2))
+    buf[np.arange(3)[:, None], np.array([[1], [0], [1]])] = x[:, None]
+    return np.sum(buf * x[:, None])
+
+
 def fill_diagonal(x):
     m = np.zeros((3, 3))
     np.fill_diagonal(m, x)  # <- fill_diagonal
@@ -251,6 +263,13 @@ REFUSED = [
     (out_of_a_reduction, out_of_a_reduction_advised, "<- cumsum out", "np.cumsum", "`numpy.cumsum` writes its result"),
     (add_at, add_at_advised, "<- add.at", "np.add.at", "`ufunc.at(a, idx, v)` changes `buf` in place"),
     (put, put_advised, "<- np put", "np.put", "`np.put(a, idx, v)` changes `buf` in place"),
+    (
+        put_along_axis,
+        put_along_axis_advised,
+        "<- put_along_axis",
+        "np.put_along_axis",
+        "`np.put_along_axis(a, idx, v, axis)` changes `buf` in place",
+    ),
     (fill_diagonal, fill_diagonal_advised, "<- fill_diagonal", "np.fill", "`np.fill_diagonal(a, v)` changes `m`"),
     (fill, fill_advised, "<- buffer fill", "buf.fill", "`a.fill(v)` changes `buf` in place"),
     (update, update_advised, "<- update", "d.update", "`d.update(other)` changes `d` in place"),

@@ -83,6 +83,12 @@ KNOWN_WRITES = {
         0,
         "write `a[idx] = v` (for an array of more than one dimension, index it with `np.unravel_index(idx, a.shape)`)",
     ),
+    np.put_along_axis: Write(
+        "np.put_along_axis(a, idx, v, axis)",
+        0,
+        "write `a[i] = v` with the index it stands for (for axis=1 of a 2-d array, "
+        "`a[np.arange(a.shape[0])[:, None], idx] = v`)",
+    ),
     np.fill_diagonal: Write(
         "np.fill_diagonal(a, v)", 0, "write `a[np.arange(n), np.arange(n)] = v`, or build `a + np.diag(v)`"
     ),
