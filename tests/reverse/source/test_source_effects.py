@@ -334,7 +334,21 @@ def fills_an_unused_buffer(x):
     return np.sum(x * x)
 
 
-@pytest.mark.parametrize("fn", [sorts_a_list_of_indices, pops_from_a_work_list, fills_an_unused_buffer])
+def fills_a_view_of_a_buffer_without_derivative(x):
+    scratch = np.zeros(3)
+    scratch[:2].fill(1.0)  # nothing the write changes carries a derivative, or was used before
+    return np.sum(scratch * x)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        sorts_a_list_of_indices,
+        pops_from_a_work_list,
+        fills_an_unused_buffer,
+        fills_a_view_of_a_buffer_without_derivative,
+    ],
+)
 def test_a_write_that_cannot_change_a_derivative_runs(fn):
     check(fn, X.copy())
 
@@ -393,6 +407,185 @@ def test_a_write_through_packed_keywords_is_refused_at_run_time():
 
     with pytest.raises(cr.NoRuleError, match="out="):
         pullback_full(adds_into, X.copy(), {"out": np.zeros(3)})
+
+
+# ----- a write through a view changes the array it views ---------------------------------------
+
+V = np.array([0.7, -0.3, 0.9, 0.4])
+WEIGHTS = np.array([1.0, 2.0, 3.0, 4.0])
+GRID = np.arange(16.0).reshape(4, 4)
+
+
+def fills_a_slice(x):
+    y = x * 1.0
+    y[1:3].fill(0.0)  # <- slice fill
+    return np.sum(y * WEIGHTS)
+
+
+def fills_a_named_view(x):
+    y = x * 1.0
+    middle = y[1:3]
+    middle.fill(0.0)  # <- view fill
+    return np.sum(y * WEIGHTS)
+
+
+def fills_a_slice_of_a_slice(x):
+    y = x * 1.0
+    y[1:][0:2].fill(0.0)  # <- chained fill
+    return np.sum(y * WEIGHTS)
+
+
+def fills_a_raveled_array(x):
+    y = x * 1.0
+    y.ravel().fill(0.0)  # <- ravel fill
+    return np.sum(y * WEIGHTS)
+
+
+def fills_the_real_part(x):
+    y = x * 1.0
+    y.real[1:3].fill(0.0)  # <- real fill
+    return np.sum(y * WEIGHTS)
+
+
+def fills_a_row(x):
+    A = np.outer(x, x) * 1.0
+    A[0].fill(0.0)  # <- row fill
+    return np.sum(A * GRID)
+
+
+def fills_a_column_through_the_transpose(x):
+    A = np.outer(x, x) * 1.0
+    A.T[0].fill(0.0)  # <- column fill
+    return np.sum(A * GRID)
+
+
+def sorts_the_tail(x):
+    y = x * 1.0
+    y[2:].sort()  # <- tail sort
+    return np.sum(y * WEIGHTS)
+
+
+def sorts_every_other_entry(x):
+    y = x * 1.0
+    y[::-2].sort()  # <- strided sort
+    return np.sum(y * WEIGHTS)
+
+
+def sorts_each_row_a_loop_takes(x):
+    A = np.outer(x, x) * 1.0
+    for row in A:
+        row.sort()  # <- loop sort
+    return np.sum(A * GRID)
+
+
+def partitions_the_head(x):
+    y = x * 1.0
+    y[:3].partition(1)  # <- head partition
+    return np.sum(y * WEIGHTS)
+
+
+def puts_into_the_tail(x):
+    y = x * 1.0
+    y[1:].put([0, 2], [5.0, 6.0])  # <- tail put
+    return np.sum(y * WEIGHTS)
+
+
+def copies_into_a_slice(x):
+    y = x * 1.0
+    np.copyto(y[1:3], x[:2] * 3.0)  # <- slice copyto
+    return np.sum(y * WEIGHTS)
+
+
+def putmask_on_a_slice(x):
+    y = x * 1.0
+    np.putmask(y[:3], y[:3] > 0.5, 0.0)  # <- slice putmask
+    return np.sum(y * WEIGHTS)
+
+
+def places_into_a_named_view(x):
+    y = x * 1.0
+    head = y[:3]
+    np.place(head, head > 0.5, [0.0])  # <- view place
+    return np.sum(y * WEIGHTS)
+
+
+def copies_into_a_column(x):
+    A = np.outer(x, x) * 1.0
+    np.copyto(A[:, 0], 2.0)  # <- column copyto
+    return np.sum(A * GRID)
+
+
+def clips_a_slice_into_itself(x):
+    y = x * 1.0
+    y[:3].clip(0.2, 0.6, out=y[:3])  # <- slice clip
+    return np.sum(y * WEIGHTS)
+
+
+VIEW_WRITES = [
+    (fills_a_slice, "<- slice fill", "y[1:3]", "`a.fill(v)` changes `y` in place"),
+    (fills_a_named_view, "<- view fill", "middle", "`a.fill(v)` changes `middle` in place"),
+    (fills_a_slice_of_a_slice, "<- chained fill", "y[1:]", "`a.fill(v)` changes `y` in place"),
+    (fills_a_raveled_array, "<- ravel fill", "y.ravel", "`a.fill(v)` changes"),
+    (fills_the_real_part, "<- real fill", "y.real", "`a.fill(v)` changes `y` in place"),
+    (fills_a_row, "<- row fill", "A[0]", "`a.fill(v)` changes `A` in place"),
+    (fills_a_column_through_the_transpose, "<- column fill", "A.T", "`a.fill(v)` changes `A` in place"),
+    (sorts_the_tail, "<- tail sort", "y[2:]", "`a.sort()` changes `y` in place"),
+    (sorts_every_other_entry, "<- strided sort", "y[::-2]", "`a.sort()` changes `y` in place"),
+    (sorts_each_row_a_loop_takes, "<- loop sort", "row", "`a.sort()` changes `row` in place"),
+    (partitions_the_head, "<- head partition", "y[:3]", "`a.partition(k)` changes `y` in place"),
+    (puts_into_the_tail, "<- tail put", "y[1:]", "`a.put(idx, v)` changes `y` in place"),
+    (copies_into_a_slice, "<- slice copyto", "np.copyto", "`np.copyto(dst, src)` changes `y` in place"),
+    (putmask_on_a_slice, "<- slice putmask", "np.putmask", "`np.putmask(a, mask, v)` changes `y` in place"),
+    (places_into_a_named_view, "<- view place", "np.place", "`np.place(a, mask, v)` changes `head` in place"),
+    (copies_into_a_column, "<- column copyto", "np.copyto", "`np.copyto(dst, src)` changes `A` in place"),
+]
+
+
+@pytest.mark.parametrize("fn, marker, call, phrase", VIEW_WRITES, ids=[c[0].__name__ for c in VIEW_WRITES])
+def test_a_call_writing_through_a_view_is_refused_at_its_line(fn, marker, call, phrase):
+    """The call changes the array the view shares its memory with, which the function reads
+    afterwards: refused like the call on that array itself (the gradient had ignored the write)."""
+    with pytest.raises(cr.UnsupportedSyntaxError) as info:
+        pullback_full(fn, V.copy())
+    message = str(info.value)
+    assert message.startswith(where(marker, call)), message
+    assert phrase in message, message
+
+
+def test_an_output_argument_through_a_view_is_refused_when_the_call_runs():
+    """`y[:3].clip(..., out=y[:3])`: the method of an array, with an output argument the static
+    types do not resolve, goes through the dispatcher, which refuses it at the call's line."""
+    with pytest.raises(cr.NoRuleError) as info:
+        pullback_full(clips_a_slice_into_itself, V.copy())
+    line = where("<- slice clip", "y[:3]").split(":")[1]
+    assert f"{HERE}:{line}" in str(info.value) and "out=" in str(info.value)
+
+
+@pytest.mark.parametrize("fn", [*(c[0] for c in VIEW_WRITES), clips_a_slice_into_itself], ids=lambda f: f.__name__)
+def test_the_gradient_of_a_write_through_a_view_is_refused_on_every_engine(fn):
+    """The API goes on to the tape, which refuses these calls too, as forward mode does: no engine
+    gives a number that ignores the write."""
+    with pytest.raises((cr.ChainRulesError, TypeError)):
+        cr.gradient(fn, V.copy())
+    with pytest.raises((cr.ChainRulesError, TypeError)):
+        cr.gradient(fn, V.copy(), engine="tape")
+    with pytest.raises((cr.ChainRulesError, TypeError)):
+        cr.jacobian(fn, V.copy(), mode="forward")
+
+
+def fills_what_a_mask_selects(x, mask):
+    y = x * 1.0
+    y[mask].fill(0.0)  # a copy (advanced indexing): y is unchanged
+    return np.sum(y * WEIGHTS)
+
+
+def test_a_call_writing_into_a_copy_that_advanced_indexing_made_runs():
+    """`y[mask]` with a boolean array is a new array, not a view: writing into it changes nothing
+    the derivative depends on (it had been refused as a write into `y`)."""
+    mask = np.array([True, False, True, False])
+    (grad,) = pullback_full(fills_what_a_mask_selects, V.copy(), mask)[1](1.0)[1:2]
+    np.testing.assert_allclose(grad, crt.fd_jacobian(lambda z: fills_what_a_mask_selects(z, mask), V).reshape(-1))
+    np.testing.assert_allclose(cr.gradient(fills_what_a_mask_selects, V.copy(), mask)[0], WEIGHTS)
 
 
 # ----- other writes the pass finds -------------------------------------------------------------

@@ -290,6 +290,8 @@ class _Effects:
                     continue
                 if isinstance(expr, ir.GetAttr) and self.a.array_metadata(expr):
                     held = ()  # a fact about the array (its shape, its dtype), not a view of it
+                elif isinstance(expr, ir.GetItem) and self.copies(expr):
+                    held = ()  # numbers copied out of the array, not a view of it
                 elif isinstance(expr, (ir.GetItem, ir.GetAttr)):
                     held = (expr.obj,)
                 elif isinstance(expr, (ir.BuildSlice, ir.Opaque)):
@@ -312,6 +314,13 @@ class _Effects:
             for holder in self.names(operands):
                 self.link(holder, operands)
 
+    def copies(self, expr: ir.GetItem) -> bool:
+        """Whether ``y[key]`` is NumPy's advanced indexing of an array of numbers (``y[mask]``,
+        ``y[np.array([0, 2])]``): a new array, holding nothing of ``y``'s."""
+        owner, key = self.a.type_of(expr.obj), self.a.type_of(expr.index)
+        numbers = isinstance(owner, ArrayType) and owner.dtype.kind in "biufc"
+        return numbers and isinstance(key, ArrayType) and key.dtype.kind in "biu"
+
     def mutable(self, name: str) -> bool:
         """Whether the object of ``name`` itself may be changed (a tuple cannot: what it holds can)."""
         return self.a.type_of(name) not in (tuple, frozenset)
@@ -325,12 +334,17 @@ class _Effects:
             owner = self.a.type_of(expr.obj)
             if owner in (list, dict, set) or isinstance(owner, ArrayType):
                 arrays = [x for x in _call_arguments(expr) if isinstance(self.a.type_of(x), ArrayType)]
-                return self.names([expr.obj, *arrays, *self.held_by(expr.obj, later)])
+                held = [v for x in (expr.obj, *arrays) for v in self.held_by(x, later)]
+                return self.names([expr.obj, *arrays, *held])
         return [v for v in self.reach(self.names(self.call_operands(stmt)), later) if self.mutable(v)]
 
     def held_by(self, name: str, later: frozenset) -> list[str]:
         """For ``name`` read out of a list, tuple, dict or object (``row = rows[0]``, ``rows[0].reverse()``):
-        every variable whose object that container may hold, any of which ``name``'s may be."""
+        every variable whose object that container may hold, any of which ``name``'s may be. For an
+        array (``y[1:3]``, ``y.reshape(2, 2)[0]``, ``y.T``, a row a loop took): every variable whose
+        array it may view, whose memory a write into it changes."""
+        if is_arraylike(self.a.type_of(name)):
+            return sorted(self.reach([name], later) - {name})
         held = []
         for binding in self.bindings.get(name, ()):
             expr = getattr(binding, "expr", None)
@@ -509,8 +523,19 @@ class _Effects:
             return None
         if written in self.a.fn.set_comprehensions:  # (the user wrote no `add`: a set of differentiated values)
             return "a set of differentiated values has no tangent (sets are unordered); use a tuple"
-        shown = written if isinstance(written, str) and written not in self.temps else None
-        return write_message(entry, shown)
+        return write_message(entry, self.users_name(written))
+
+    def users_name(self, x) -> str | None:
+        """The user's name of the container ``x``: ``x`` itself, or for a part of one the lowering
+        read into a temporary (``y[1:3].fill(0.0)``, ``y.T[0].sort()``, ``rows[0].reverse()``), the
+        container it is a part (or a view) of."""
+        while isinstance(x, str) and x in self.temps:
+            bindings = self.bindings.get(x, ())
+            expr = getattr(bindings[0], "expr", None) if len(bindings) == 1 else None
+            if not isinstance(expr, (ir.GetItem, ir.GetAttr)):
+                return None
+            x = expr.obj
+        return x if isinstance(x, str) else None
 
     def run(self) -> Effects:
         out = Effects()
@@ -540,7 +565,7 @@ class _Effects:
                 if known is not None:
                     self.a.refuse(stmt, known)
                 # the object whose method it is first: the container a known writing method changes
-                first = stmt.expr.obj if isinstance(stmt.expr, ir.MethodCall) else None
+                first = self.users_name(stmt.expr.obj) if isinstance(stmt.expr, ir.MethodCall) else None
                 shown = sorted((n != first, n) for n in roots if n not in self.temps and n not in self.a.fn.made)
                 out.dispatched[stmt.index] = tuple(n for _, n in shown)
         for stmt in self.stmts:
