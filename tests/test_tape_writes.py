@@ -12,6 +12,7 @@ import pytest
 
 import chainrules as cr
 import chainrules.testing as crt
+from chainrules import forward
 
 PROGRAMS, program = checks.new_corpus()
 FORWARD_WRITES = "assigning into a dual array"  # forward mode writes only into arrays it owns
@@ -113,6 +114,85 @@ def cholesky_filled_entry_by_entry(A):
             s = A[i, j] - L[i, :j] @ L[j, :j]
             L[i, j] = np.sqrt(s) if i == j else s / L[j, j]
     return np.sum(L**3) + np.sum(np.log(np.diag(L)))
+
+
+# `z.real = v` writes into a part of z's memory: an update of all of z (`core.active.with_part`),
+# which the source engine refuses as it refuses any assignment to an attribute
+ATTRIBUTE = "assigning to an attribute"
+PART_SHARED = "writes into a part of an array that another array may share memory with"
+
+
+@program(np.array([0.3, 0.9, 1.4, -0.5]), hessian=True, refuses={"source": ATTRIBUTE})
+def real_part_assigned_into_a_real_array(x):
+    y = x * 2.0
+    y.real = y**2  # the whole of a real array
+    return np.sum(y * np.arange(4.0))
+
+
+@program(np.array([0.3, 0.9, 1.4, -0.5]), hessian=True, refuses={"source": ATTRIBUTE})
+def imaginary_part_assigned_before_it_is_read(x):
+    z = x + 1j * x[::-1]
+    z.imag = np.sin(x) * x[0]
+    return np.sum(np.abs(z) ** 2) + np.sum(np.angle(z))
+
+
+@program(np.array([0.3, 0.9, 1.4, -0.5]), hessian=True, refuses={"source": ATTRIBUTE, "forward": PART_SHARED})
+def real_part_assigned_through_a_view(x):
+    z = x + 1j * x[::-1]
+    middle = z[1:3]
+    middle.real = x[:2] ** 2  # into z
+    return np.sum(np.abs(z) ** 2)
+
+
+@program(np.array([0.3, 0.9, 1.4, -0.5]), hessian=True, refuses={"source": ATTRIBUTE, "forward": PART_SHARED})
+def a_view_sees_a_real_part_assigned_later(x):
+    z = x + 1j * x[::-1]
+    middle = z[1:3]
+    z.real = x**3  # NumPy shows it in `middle`
+    return np.sum(np.abs(middle) ** 2) + np.sum(np.abs(z))
+
+
+@program(np.array([0.3, 0.9, 1.4, -0.5]), hessian=True, refuses={"source": ATTRIBUTE})
+def real_part_replaced_by_a_function_of_itself(x):
+    z = x + 1j * x[::-1]
+    z.real = z.real**2  # `z.real` read first: a view of z, which the write rebinds
+    return np.sum(np.abs(z) ** 2)
+
+
+@program(
+    np.array([0.3, 0.9, 1.4, -0.5]),
+    hessian=True,
+    refuses={"source": "after it was passed to a call", "forward": FORWARD_WRITES},
+)
+def the_real_part_sees_a_later_write(x):
+    z = x + 1j * x[::-1]
+    re = z.real  # a view: NumPy shows it the write below
+    z[1] = x[0] * 3.0 - 1j * x[2]
+    return np.sum(re * x) + np.sum(np.abs(z) ** 2)
+
+
+@program(
+    np.array([0.3, 0.9, 1.4, -0.5]),
+    hessian=True,
+    refuses={"source": "is written in place later", "forward": FORWARD_WRITES},
+)
+def writes_through_the_real_and_imaginary_parts(x):
+    z = x + 1j * x[::-1]
+    re, im = z.real, z.imag
+    re[0] = x[2] ** 2  # into z
+    im += x  # into z too
+    return np.sum(np.abs(z) ** 2) + np.sum(re * im)
+
+
+@program(
+    np.array([0.3, 0.9, 1.4, -0.5]),
+    refuses={"source": ATTRIBUTE, "tape": PART_SHARED, "forward": PART_SHARED},
+)
+def real_part_assigned_after_a_reshape_shares_it(x):
+    z = x + 1j * x[::-1]
+    square = z.reshape(2, 2)  # NumPy would show the write below in it
+    z.real = x**2
+    return np.sum(np.abs(square) ** 2)
 
 
 NAMES = checks.parameters(PROGRAMS)
@@ -311,6 +391,40 @@ def test_a_write_into_the_part_a_reshaped_view_shares_is_refused_with_the_line(f
     line = 5 if f is _write_beside_it_after_a_reshape_of_the_whole else 3
     with pytest.raises(TypeError, match="share (its )?memory.*" + _line_of(f, line)):
         cr.gradient(f, x, engine="tape")
+
+
+@pytest.mark.parametrize("engine", ["tape", "forward"])
+def test_assigning_to_a_part_of_a_shared_array_is_refused_with_the_line_and_what_to_write(engine):
+    """Each engine refuses `z.real = v` where another array may see z's memory that it would not
+    rebind (a reshape; in forward mode, a view too), with its line and the array to build instead."""
+    f = real_part_assigned_after_a_reshape_shares_it
+    with pytest.raises(cr.DroppedDerivativeError) as info:
+        if engine == "tape":
+            cr.gradient(f, np.array([0.3, 0.9, 1.4, -0.5]), engine="tape")
+        else:
+            forward.jacobian(f, np.array([0.3, 0.9, 1.4, -0.5]))
+    message = str(info.value)
+    line = f.__code__.co_firstlineno + 7  # (the first lines are the decorator's)
+    assert f"{__file__}:{line}" in message, message
+    assert PART_SHARED in message and "build a new array instead, `z = v + 1j * z.imag`" in message
+
+
+def _imaginary_part_of_a_real_array(x):
+    y = x * 2.0
+    y.imag = x
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("engine", ["tape", "forward"])
+def test_assigning_to_the_imaginary_part_of_a_real_array_is_numpys_error(engine):
+    x = np.array([0.3, 0.9])
+    with pytest.raises(TypeError, match="array does not have imaginary part to set"):
+        _imaginary_part_of_a_real_array(x)
+    with pytest.raises(TypeError, match="array does not have imaginary part to set"):
+        if engine == "tape":
+            cr.gradient(_imaginary_part_of_a_real_array, x, engine="tape")
+        else:
+            cr.jacobian(_imaginary_part_of_a_real_array, x, mode="forward")
 
 
 def test_a_write_with_a_repeated_index_is_refused_with_the_line():

@@ -19,7 +19,9 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from .errors import ChainRulesError, callable_name, is_internal_file, is_library
+import numpy as np
+
+from .errors import ChainRulesError, DroppedDerivativeError, callable_name, is_internal_file, is_library
 from .tangents import AbstractTangent
 
 
@@ -256,6 +258,42 @@ class InplaceOperators:
 
     def __imatmul__(self, other):
         return self._inplace(operator.matmul, other)
+
+
+def with_part(z, name: str, value):
+    """What ``z.real = value`` (``name`` "real") or ``z.imag = value`` leaves in the array ``z``, as a
+    new array of ``z``'s shape: NumPy writes ``value`` into that part of ``z``'s memory, which an
+    engine's array does as an update in place of all of it. NumPy's functions and operators compute
+    it, so that an engine's values go through their rules.
+
+    >>> with_part(np.array([1.0 + 2.0j, 3.0 - 1.0j]), "real", 0.5)
+    array([0.5+2.j, 0.5-1.j])
+    >>> with_part(np.array([1.0, 2.0]), "imag", 0.5)
+    Traceback (most recent call last):
+    TypeError: array does not have imaginary part to set
+    """
+    if np.iscomplexobj(value):  # (NumPy keeps its real part, with a ComplexWarning)
+        value = np.real(value)
+    if not np.iscomplexobj(z):
+        if name == "imag":
+            raise TypeError("array does not have imaginary part to set")  # NumPy's error
+        return value + np.zeros(np.shape(z))
+    # `1j * z.imag` and `z.real` by ufuncs (exactly), reading no view of z: the tape takes the view
+    # np.imag(z) for memory another array shares with z, and would refuse the write into z
+    if name == "real":
+        return value + (z - np.conj(z)) / 2
+    return (z + np.conj(z)) / 2 + 1j * value
+
+
+def part_assignment_refused(name: str, where: str | None) -> DroppedDerivativeError:
+    """The refusal of ``z.real = v`` (``name`` "real") or ``z.imag = v`` into an engine's array that
+    another array may share memory with, at the user's location ``where``."""
+    rebuilt = "v + 1j * z.imag" if name == "real" else "z.real + 1j * v"
+    return DroppedDerivativeError(
+        f"`z.{name} = v` writes into a part of an array that another array may share memory with (an argument, "
+        f"a view or a reshape of it){' at ' + where if where else ''}: the engine cannot follow that write into "
+        f"the other array; build a new array instead, `z = {rebuilt}`"
+    )
 
 
 class NumberIndexing:

@@ -78,7 +78,14 @@ from ..core import (
     unthunk,
     user_location,
 )
-from ..core.active import InplaceOperators, NumberIndexing, _orders, reflected_by_its_class
+from ..core.active import (
+    InplaceOperators,
+    NumberIndexing,
+    _orders,
+    part_assignment_refused,
+    reflected_by_its_class,
+    with_part,
+)
 from ..core.errors import (
     DroppedDerivativeError,
     EscapedValueError,
@@ -661,15 +668,42 @@ class DualArray(InplaceOperators, Dual):
                 f"in-place {_INPLACE_SYMBOLS[f]}= would change the array's shape from {primal.shape} to {np.shape(new)}"
             )
         _cast_inplace(f, new, primal)
+        self._take(result)
+        return self
+
+    def _take(self, result) -> None:
+        """This dual updated in place to ``result``, a dual of its tag and shape: written into the
+        primal and partials it owns, which views of them share, or else given the result's."""
         if self.writable:
-            self[...] = result  # into the owned primal and partials, which views of them share
-            return self
-        partials = result.partials
+            self[...] = result
+            return
+        primal, new, partials = self.primal, result.primal, result.partials
         if new.dtype != primal.dtype:  # NumPy casts the result to the array's dtype
             new = new.astype(primal.dtype)
             partials = partials.astype(primal.dtype) if isinstance(partials, np.ndarray) else partials
         self.primal, self.partials = new, partials
-        return self
+
+    # `z.real = v` and `z.imag = v` write into a part of the array's memory: an update in place of
+    # all of it, as `x += v` is (reading them is `__getattr__`'s, as for any other attribute)
+    real = property(lambda self: self.__getattr__("real"), lambda self, v: self._assign_part("real", v))
+    imag = property(lambda self: self.__getattr__("imag"), lambda self, v: self._assign_part("imag", v))
+
+    def _assign_part(self, name: str, value) -> None:
+        """``z.real = v`` (``name`` "real") or ``z.imag = v``: the dual updated in place to ``z`` with
+        that part replaced (``core.active.with_part``); refused where another array may see the old
+        values, as ``x += v`` is."""
+        primal = self.primal
+        # (a nested dual's primal, another dual, is not told apart from one others hold: refused too)
+        if not self.writable and (type(primal) is not np.ndarray or _may_be_seen(primal)):
+            raise part_assignment_refused(name, user_location())
+        result = with_part(self, name, value)
+        if type(result) is np.ndarray:  # (a constant written into a real array)
+            result = Dual(result, _ZERO, self.tag)
+        if type(result) is not DualArray or result.tag is not self.tag:
+            raise TypeError("a dual of an inner differentiation cannot be stored in an outer one's array")
+        if result.shape != primal.shape:
+            raise ValueError(f"could not broadcast the value of `z.{name}` into shape {primal.shape}")
+        self._take(result)
 
     def __len__(self) -> int:
         return len(self.primal)

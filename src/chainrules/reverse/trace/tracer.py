@@ -302,7 +302,7 @@ def _array_box(array_type: type, value, trace: Trace, slot: int) -> Tracked:
     t._writable = False  # whether the box owns its array, which writes may then go into (writes.py)
     t._owned_at = 0  # the tape's length when it last wrote into the array it owns
     t._views = None  # weak references to the boxes of its views by basic indexing
-    t._view_of = None  # (array box, key) for such a view
+    t._view_of = None  # (array box, key) for such a view; the key "real" or "imag" for `z.real`, `z.imag`
     return t
 
 
@@ -598,10 +598,11 @@ def _mark_shared_memory(out: Tracked, plain: list, args: tuple, f=None) -> None:
 
     An in-place operator on a tracked array rebinds its box to a new array, and a write rebinds it
     to the written array (see writes.py); that matches NumPy only when no other box sees the same
-    memory. The exception is a view by basic indexing (``y[1:]``, ``y[0]``): it is registered with
-    its array, and every write into that array rebinds it to a fresh read, as NumPy's view would
-    show the write. A part read from an array that the tape writes into in place is a copy (the
-    writes must not reach the values an operation's pullback kept).
+    memory. The exceptions are a view by basic indexing (``y[1:]``, ``y[0]``) and the parts
+    ``z.real`` and ``z.imag``: each is registered with its array, and every write into that array
+    rebinds it to a fresh read, as NumPy's view would show the write. A part read from an array
+    that the tape writes into in place is a copy (the writes must not reach the values an
+    operation's pullback kept).
     """
     if f in RESULT_IS_ITS_OWN:
         return
@@ -612,19 +613,18 @@ def _mark_shared_memory(out: Tracked, plain: list, args: tuple, f=None) -> None:
             if not _is_basic(args[1]):
                 return
         if _is_basic(args[1]):
-            out._view_of = (base, args[1])
-            views = base._views
-            if views is None:
-                base._views = [weakref.ref(out)]
-            else:
-                views.append(weakref.ref(out))
-                n = len(views)
-                if n >= 64 and n & (n - 1) == 0:  # at each power of two: the dead ones out
-                    base._views = [r for r in views if r() is not None]
+            _register_view(out, base, args[1])
             return
         y, b = deep_primal(out), deep_primal(base)
         if type(y) is np.ndarray and type(b) is np.ndarray and not np.may_share_memory(y, b):
             return  # advanced indexing: a copy
+    if f is getattr and len(args) == 2 and args[1] in ("real", "imag") and type(args[0]) is TrackedArray:
+        base = args[0]
+        if not _shared_whole(base):
+            if base._writable:
+                out._value = np.copy(out._value)
+            _register_view(out, base, args[1])  # (a write into it writes that part: `writes.write_part`)
+            return
     y = deep_primal(out)
     # another engine's array (a dual, in a Hessian) shares memory as the array it stands for does:
     # a reshape of a buffer made by np.zeros_like(x) is a view of it
@@ -635,6 +635,19 @@ def _mark_shared_memory(out: Tracked, plain: list, args: tuple, f=None) -> None:
     for a in args:
         if type(a) is TrackedArray:
             _alias(a)
+
+
+def _register_view(out, base, key) -> None:
+    """``out``, read from ``base`` at ``key``, is a view of it, which writes into ``base`` rebind."""
+    out._view_of = (base, key)
+    views = base._views
+    if views is None:
+        base._views = [weakref.ref(out)]
+    else:
+        views.append(weakref.ref(out))
+        n = len(views)
+        if n >= 64 and n & (n - 1) == 0:  # at each power of two: the dead ones out
+            base._views = [r for r in views if r() is not None]
 
 
 def _views_an_operand(values: np.ndarray, plain) -> bool:
@@ -675,7 +688,7 @@ def _alias(box) -> None:
     memory = stood_for(box._value)
     part = memory
     for key in reversed(keys):
-        part = part[part_key(key)]
+        part = getattr(part, key) if type(key) is str else part[part_key(key)]
     parts = box._aliased
     box._aliased = viewed(parts and parts.moved_to(memory), part, memory)
 

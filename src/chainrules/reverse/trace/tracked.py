@@ -544,7 +544,7 @@ class TrackedArray(InplaceOperators, _Operators):
             result = apply(np.ndarray.astype, (result, old.dtype), {})
         if self._view_of is not None:
             base, key = self._view_of
-            writes.write(base, key, result)  # which rebinds this view too
+            writes.write_at(base, key, result)  # which rebinds this view too
             return self
         self._value = result._value
         self._slot = result._slot
@@ -604,6 +604,19 @@ class _Computed:
         return self._compute(value, self._name)
 
 
+class _Assignable(_Computed):
+    """An attribute that tracked arrays also take assignments to: ``assign(value, name, new)``."""
+
+    __slots__ = ("_assign",)
+
+    def __init__(self, name: str, compute, assign) -> None:
+        super().__init__(name, compute)
+        self._assign = assign
+
+    def __set__(self, value, new) -> None:
+        self._assign(value, self._name, new)
+
+
 def _numpy_scalar_types(t: type = np.generic) -> set:
     types = {t}
     for sub in t.__subclasses__():
@@ -618,6 +631,9 @@ def _install_computed(cls: type, names, compute) -> None:
 
 
 _install_computed(TrackedArray, dir(np.ndarray), _array_attribute)
+# `z.real = v` writes into a part of the array's memory: a write into the array (`writes.write_part`)
+for _part in ("real", "imag"):
+    setattr(TrackedArray, _part, _Assignable(_part, _array_attribute, writes.write_part))
 _install_computed(
     TrackedNumber,
     {n for t in _numpy_scalar_types() for n in dir(t) if not n.startswith("_")},

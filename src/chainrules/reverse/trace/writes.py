@@ -17,7 +17,9 @@ write copy it again.
 Views. ``v = y[1:]`` (basic indexing) is a view in NumPy: a later write into ``y`` shows in
 ``v``. The tape keeps a weak list of such views of each array and, after a write, rebinds every
 live one to a fresh read of the written array; a write into a view (``v[0] = w``, ``v += w``)
-writes into its array at the view's key. An array that another operation made share memory with
+writes into its array at the view's key. ``y.real`` and ``y.imag`` are views too, and
+``y.real = w`` (or a write into the view) writes all of ``y`` with that part replaced
+(``write_part``). An array that another operation made share memory with
 (``y.reshape``, ``y.T``, ``np.asarray(y)``), and an argument, take no writes: the error names the line;
 where the operation took a view by indexing (``y[i].reshape``), only the part of the array it views
 takes none (``core.views.ViewedParts``).
@@ -29,7 +31,7 @@ import operator
 
 import numpy as np
 
-from ...core.active import ActiveValue, stood_for
+from ...core.active import ActiveValue, part_assignment_refused, stood_for, with_part
 from ...core.errors import DroppedDerivativeError
 from ...core.indexing import ellipsis_spelled_out
 from ...core.projection import match_input, match_input_batch
@@ -190,7 +192,7 @@ def write(box, key, value) -> None:
         value = apply(np.array, (value,), {})  # what NumPy does with a sequence written into an array
     view = box._view_of
     if view is not None:  # a write through a view is a write into its array at the view's key
-        write(view[0], view[1], _recorded_write(box, key, value, _COPYING))
+        write_at(view[0], view[1], _recorded_write(box, key, value, _COPYING))
         return
     refuse_shared(box, key)
     in_place = box._writable and trace is _current.get() and not _read_since(trace, box._slot, box._owned_at)
@@ -200,6 +202,24 @@ def write(box, key, value) -> None:
     box._writable = True
     refresh_views(box)
     box._owned_at = len(trace.tape)
+
+
+def write_part(box, name: str, value) -> None:
+    """``z.real = v`` or ``z.imag = v`` (``name``) for a tracked array: NumPy writes ``v`` into that
+    part of ``z``'s memory, which ``z`` and its views see; recorded as the write of all of ``z``,
+    ``z[...] = v + 1j * z.imag`` (``core.active.with_part``). Refused where another array may
+    share ``z``'s memory (an argument, a reshape), as ``z[...] = w`` is."""
+    if box._view_of is None and box._aliased:
+        raise part_assignment_refused(name, tracer.user_location())
+    write(box, Ellipsis, with_part(box, name, value))
+
+
+def write_at(box, key, value) -> None:
+    """``box[key] = value``, or for the key of a view of a part, ``box.real = value`` (``"real"``)."""
+    if type(key) is str:
+        write_part(box, key, value)
+    else:
+        write(box, key, value)
 
 
 def _recorded_write(box, key, value, rule):
@@ -248,7 +268,8 @@ def refresh_views(box) -> None:
         view = ref()
         if view is None:
             continue
-        fresh = tracer.binary(operator.getitem, box, view._view_of[1])
+        key = view._view_of[1]
+        fresh = apply(getattr, (box, key), {}) if type(key) is str else tracer.binary(operator.getitem, box, key)
         view._value, view._slot = fresh._value, fresh._slot
         view._writable = False
         del fresh
