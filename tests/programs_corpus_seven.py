@@ -810,7 +810,7 @@ def piecewise_by_select_where_and_clip(x):
     np.array([[0.3, 1.2, -0.4, 0.8], [0.9, -0.1, 0.5, 0.2], [0.6, 0.7, -0.9, 1.1]]),
     nested=True,
     refuses={
-        "source": "no differentiation rule for numpy.put_along_axis",
+        "source": "`np.put_along_axis(a, idx, v, axis)` changes `out` in place",
         "tape": "no differentiation rule for numpy.put_along_axis",
         "forward": "no forward rule for numpy.put_along_axis",
     },
