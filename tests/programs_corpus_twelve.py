@@ -41,8 +41,9 @@ def in_place(source_call: str, name: str) -> dict:
     return {"source": f"`{source_call}` changes", "tape": f"no differentiation rule for {name}", "forward": name}
 
 
-# np.lib.stride_tricks.as_strided has no rule; the tape and forward mode see it convert its argument
-AS_STRIDED = {"source": "as_strided", "tape": ARRAY_OF_TRACKED, "forward": "would drop its derivative"}
+# np.lib.stride_tricks.as_strided has a rule, which the tape and forward mode, seeing operations, not the
+# calls NumPy does not dispatch to them, cannot use: they refuse it as they refuse SciPy's Python wrappers
+AS_STRIDED = {"tape": SCIPY_WRAPPER, "forward": SCIPY_WRAPPER_FORWARD}
 # numpy.polynomial's functions and classes are library code with no rules
 LIBRARY_NO_RULE = {
     "source": "no differentiation rule for numpy.polynomial",

@@ -1,9 +1,11 @@
-"""Rules for ``np.gradient``, ``sliding_window_view``, ``np.cov`` and ``np.corrcoef``: finite
-differences for every option NumPy has, both reverse engines and Hessians through them, and the
-refusals (sample coordinates differentiated, complex covariances)."""
+"""Rules for ``np.gradient``, ``sliding_window_view``, ``as_strided``, ``np.cov`` and ``np.corrcoef``:
+finite differences for every option NumPy has, both reverse engines and Hessians through them, and
+the refusals (sample coordinates differentiated, writeable or misaligned strided views, complex
+covariances)."""
 
 import numpy as np
 import pytest
+from _array_checks import Const, check_batched_frule, check_engines
 from test_linalg import rng_for
 
 import chainrules as cr
@@ -11,6 +13,7 @@ import chainrules.testing as crt
 from chainrules.testing import nondiff, test_frule, test_rrule
 
 windows = np.lib.stride_tricks.sliding_window_view
+as_strided = np.lib.stride_tricks.as_strided
 
 R = rng_for("windows-and-statistics")
 U = R.standard_normal(7)
@@ -78,6 +81,65 @@ WINDOW_CALLS = [
 def test_sliding_window_view(args, kwargs):
     test_rrule(windows, *args, fkwargs=kwargs)
     test_frule(windows, *args, fkwargs=kwargs)
+
+
+def _strides(x, *steps):
+    """Strides that step ``steps`` entries of ``x`` (laid out in C order)."""
+    return tuple(k * x.itemsize for k in steps)
+
+
+A32 = A.astype(np.float32)
+STRIDED_CALLS = [
+    (U, (5, 3), _strides(U, 1, 1)),  # overlapping windows of a series
+    (U, (3, 3), _strides(U, 2, 1)),  # windows every other entry
+    (A, (4, 5, 2, 2), _strides(A, 6, 1, 6, 1)),  # the 2x2 patches of a matrix
+    (A, (2, 3, 3), _strides(A, 1, 6, 7)),  # overlapping diagonals
+    (U, (4, 3), _strides(U, 1, 0)),  # a broadcast axis
+    (A32, (3, 4), _strides(A32, 7, 2)),
+]
+
+
+@pytest.mark.parametrize("x, shape, strides", STRIDED_CALLS, ids=range(len(STRIDED_CALLS)))
+def test_as_strided(x, shape, strides):
+    kwargs = {"writeable": False}
+    test_rrule(as_strided, x, nondiff(shape), nondiff(strides), fkwargs=kwargs)
+    test_frule(as_strided, x, nondiff(shape), nondiff(strides), fkwargs=kwargs)
+    check_batched_frule(as_strided, x, Const(shape), Const(strides), fkwargs=kwargs)
+    y, back = cr.rrule(as_strided, x, shape, strides, writeable=False)
+    rows = R.standard_normal((3, *shape)).astype(x.dtype)
+    batched = back(rows)[1]
+    for row, dx in zip(rows, batched):
+        np.testing.assert_allclose(dx, back(row)[1], rtol=1e-6)
+
+
+def _strided_loss(x):
+    step = x.strides[0]
+    lagged = as_strided(x, shape=(x.size - 2, 3), strides=(step, step), writeable=False)
+    return np.sum(np.sin(lagged) * lagged[:, ::-1] ** 2) + np.sum(lagged.T @ lagged)
+
+
+def test_as_strided_through_the_engines_and_hessians():
+    # the tape and forward mode see operations, not calls of Python functions: as_strided, which NumPy
+    # does not dispatch to them, converts their values, which they refuse (forward mode falls back to
+    # the source engine's primal)
+    check_engines(_strided_loss, U, engines=("source",))
+    with pytest.raises(cr.ChainRulesError, match=r"as_strided has a rule that the tape engine cannot use here"):
+        cr.gradient(_strided_loss, U, engine="tape")
+
+
+@pytest.mark.parametrize(
+    "call, reason",
+    [
+        (lambda x: as_strided(x, (5, 3), _strides(x, 1, 1)), "writeable=True: pass writeable=False"),
+        (lambda x: as_strided(x, (3,), (12,), writeable=False), "not multiples of the itemsize 8"),
+        (lambda x: as_strided(x, (5, 3), _strides(x, 1, 2), writeable=False), "memory outside the array"),
+        (lambda x: as_strided(x[::2], (2,), (16,), writeable=False), "not C-contiguous"),
+    ],
+    ids=["writeable", "misaligned", "outside", "strided-base"],
+)
+def test_as_strided_refusals_name_the_line(call, reason):
+    with pytest.raises(cr.NoRuleError, match=rf"as_strided.* at .*test_windows_and_statistics\.py:\d+ \(.*{reason}"):
+        cr.gradient(lambda x: np.sum(call(x)), U)
 
 
 COV_CALLS = [

@@ -412,6 +412,54 @@ def frule_broadcast_arrays(tangents, *args, **kwargs):
     return ys, Tangent[tuple](*dys)
 
 
+_as_strided = np.lib.stride_tricks.as_strided
+
+
+def _strided_positions(x, shape, strides, writeable):
+    """The flat position in ``x`` (C-contiguous) of each entry of ``as_strided(x, shape, strides)``:
+    the entry at ``(i_0, i_1, ...)`` reads ``x.ravel()[sum(i_k * strides_k) / x.itemsize]``."""
+    if writeable:  # a write through the view changes x and the view's other aliased entries
+        raise option_refused(_as_strided, (x,), "writeable=True: pass writeable=False, a view that is only read")
+    if not x.flags.c_contiguous:
+        raise option_refused(_as_strided, (x,), "a base that is not C-contiguous: pass np.ascontiguousarray(x)")
+    shape = x.shape if shape is None else tuple(int(n) for n in shape)
+    strides = x.strides if strides is None else tuple(int(s) for s in strides)
+    strides = tuple(s if n > 1 else 0 for n, s in zip(shape, strides))  # (an axis of one entry never steps)
+    if any(s % x.itemsize for s in strides):
+        raise option_refused(_as_strided, (x,), f"strides {strides} not multiples of the itemsize {x.itemsize}")
+    steps = [s // x.itemsize for s in strides]
+    low = sum((n - 1) * s for n, s in zip(shape, steps) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, steps) if s > 0)
+    if 0 not in shape and (low < 0 or high >= x.size):
+        raise option_refused(_as_strided, (x,), "a view reaching memory outside the array")
+    itemsize = np.dtype(np.intp).itemsize
+    return _as_strided(np.arange(x.size), shape, [s * itemsize for s in steps], writeable=False)
+
+
+def _as_strided_value(f, x, shape=None, strides=None, subok=False, writeable=True):
+    """The view, or for an engine's array (a Hessian's dual), which ``as_strided`` would convert,
+    its entries gathered: a copy the view cannot be told from, as it is not writeable."""
+    if not isinstance(x, ActiveValue):
+        return f(x, shape, strides, subok, writeable)
+    return np.reshape(x, -1)[_strided_positions(np.asarray(stood_for(x)), shape, strides, writeable)]
+
+
+@_linear(_as_strided, batched=True, value=_as_strided_value)
+def _as_strided_spec(y, x, shape=None, strides=None, subok=False, writeable=True):
+    laid_out = np.asarray(stood_for(x))  # an engine's array (a Hessian's dual) is laid out as the array it stands for
+    positions = _strided_positions(laid_out, shape, strides, writeable)
+
+    def strided_adjoint(dy, lead=()):
+        # overlapping windows read an entry more than once: its cotangents are summed
+        dx = scatter_add((*lead, laid_out.size), (Ellipsis, positions), dy)
+        return np.reshape(dx, (*lead, *laid_out.shape))
+
+    def strided_push(dx, lead):
+        return np.reshape(dx, (*lead, -1))[..., positions]
+
+    return strided_adjoint, strided_push
+
+
 @_linear(np.tile, batched=True)
 def _tile(y, x, reps):
     reps = (int(reps),) if isinstance(reps, Integral) else tuple(int(r) for r in reps)
