@@ -95,6 +95,16 @@ DELETING = [
     Case(np.delete, rand(5, dtype=C128), C([True, False, True, False, False])),  # a mask
 ]
 
+INSERTING = [
+    Case(np.insert, rand(3, 4), C(1), rand(4), C(0)),
+    Case(np.insert, rand(3, 4), C([0, 2, 2, 12]), rand(4)),  # flat positions, one twice, one at the end
+    Case(np.insert, rand(3, 4), C(slice(0, 4, 2)), rand(3, 1), axis=1),  # each value broadcast along a row
+    Case(np.insert, rand(3, 4), C(2), 1.5, axis=1),  # a number into every row
+    Case(np.insert, rand(3, 4, dtype=F32), C([1, 3]), [0.5, 2.0], axis=-1),  # a list, broadcast along axis 0
+    Case(np.insert, rand(3, 4), C(1), rand(2, 4), axis=0),  # two rows at one position
+    Case(np.insert, rand(4, dtype=C128), C([3, 0]), rand(2, dtype=C128)),
+]
+
 CONVERTING = [
     Case(np.ndarray.astype, rand(2, 3), C(np.float32)),
     Case(np.ndarray.astype, rand(2, 3, dtype=F32), C(np.float64)),
@@ -209,7 +219,7 @@ SELECTING = [
     Case(np.triu, rand(3, 3, dtype=C128), k=-1),
 ]
 
-CASES = RESHAPING + PERMUTING + REPEATING + DELETING + CONVERTING + JOINING + SPLITTING + SELECTING
+CASES = RESHAPING + PERMUTING + REPEATING + DELETING + INSERTING + CONVERTING + JOINING + SPLITTING + SELECTING
 
 # orders that follow the memory layout: checked with finite differences that keep the layout
 LAYOUT_DEPENDENT = [
@@ -436,6 +446,15 @@ def test_partition_through_the_engines():
 def test_broadcast_arrays(args):
     crt.test_rrule(np.broadcast_arrays, *args)
     crt.test_frule(np.broadcast_arrays, *args)
+
+
+def test_insert_through_the_engines():
+    def f(x):
+        y = np.insert(x, [1, 3], x[:2] ** 2)
+        z = np.insert(np.outer(x, y), 2, np.sin(x[0]), axis=1)
+        return np.sum(np.cos(y) * y) + np.sum(z[:, 1:4] ** 2)
+
+    check_engines(f, np.array([0.7, -0.3, 1.4, 0.2]))
 
 
 def test_broadcast_arrays_through_the_engines():

@@ -252,3 +252,41 @@ def test_histogram_through_the_engines():
         return np.sum(h * edges[1:]) + np.sum(g**2) + np.sum(edges**2)
 
     check_engines(f, np.array([0.13, 0.58, 0.91, 0.34, 0.7]))
+
+
+SAMPLES_Y = _H.uniform(size=12)
+HISTOGRAM2D = [
+    (SAMPLES, SAMPLES_Y, nondiff(3), ((0.0, 1.0), (0.0, 1.0)), nondiff(None), WEIGHTS),
+    (SAMPLES, SAMPLES_Y, nondiff([3, 2]), ((-0.1, 1.2), (0.0, 1.1)), nondiff(True), WEIGHTS),  # ranges in densities
+    (SAMPLES, SAMPLES_Y, nondiff(3), nondiff(None), nondiff(True), WEIGHTS),  # edges from the extreme samples
+    (SAMPLES, SAMPLES_Y, np.array([0.0, 0.3, 0.55, 1.0]), nondiff(None), nondiff(True), WEIGHTS),  # edges shared
+    (SAMPLES, SAMPLES_Y, [np.array([0.0, 0.3, 1.0]), np.array([0.0, 0.5, 1.0])], nondiff(None), nondiff(True), WEIGHTS),
+    (SAMPLES, SAMPLES_Y, nondiff(3), nondiff(None), nondiff(False), WEIGHTS.astype(np.float32)),
+]
+
+
+@pytest.mark.parametrize("args", HISTOGRAM2D, ids=range(len(HISTOGRAM2D)))
+def test_histogram2d(args):
+    """The sums in the weights, each axis's edges in its bins, its range or its extreme samples."""
+    test_rrule(np.histogram2d, *args)
+    test_frule(np.histogram2d, *args)
+
+
+def test_histogram2d_weights_outside_the_range():
+    """A sample outside either axis's range is in no bin; one at the last edges in the last bins."""
+    x, y, weights = np.array([0.2, 1.0, 1.5, 0.5]), np.array([0.7, 1.0, 0.5, -0.2]), np.array([1.0, 2.0, 3.0, 4.0])
+    h, _, _ = np.histogram2d(x, y, 2, ((0.0, 1.0), (0.0, 1.0)), None, weights)
+    _, back = cr.rrule(np.histogram2d, x, y, 2, ((0.0, 1.0), (0.0, 1.0)), None, weights)
+    dh = np.array([[10.0, 20.0], [30.0, 40.0]])
+    np.testing.assert_array_equal(back((dh, cr.ZeroTangent(), cr.ZeroTangent()))[6], [20.0, 40.0, 0.0, 0.0])
+
+
+def test_histogram2d_through_the_engines():
+    from _array_checks import check_engines
+
+    def f(x):
+        h, xe, ye = np.histogram2d(x**2, np.cos(x), bins=(3, 2), weights=np.exp(x), density=True)
+        g, _, _ = np.histogram2d(SAMPLES[:5], SAMPLES_Y[:5], bins=2, range=((0, 1), (0, 1)), weights=x * x[0])
+        return np.sum(h * xe[1:, None] * ye[None, 1:]) + np.sum(g**2) + np.sum(xe**2) * ye[0]
+
+    check_engines(f, np.array([0.13, 0.58, 0.91, 0.34, 0.7]))

@@ -57,6 +57,7 @@ from ._arrays import (
     sequence_cotangent,
     sequence_items,
     sum_to,
+    tangent_array,
     tangent_dtype,
     to_input,
     zeros_tangent,
@@ -555,6 +556,60 @@ def _gather(x, source: np.ndarray):
 def _delete(y, x, obj, axis=None):
     """The entries ``np.delete`` keeps, by their positions."""
     return _gather(x, np.delete(_positions(x), obj, axis))
+
+
+class _Inserted:
+    """Where each entry of ``np.insert(arr, obj, values, axis)`` comes from: NumPy's own insert of
+    ``arr``'s flat positions and of ``values``' past them (cast, broadcast and moved as the values
+    are), so that the output copies entry ``source[i]`` of ``arr`` and ``values`` raveled one after
+    the other; ``arr``'s entries each once, ``values``' once per slot they were broadcast into."""
+
+    def __init__(self, arr, obj, values, axis=None):
+        n = np.size(arr)
+        self.shapes = (np.shape(arr), np.shape(values))
+        self.n = n
+        self.source = np.insert(_positions(arr), obj, n + _positions(values), axis)
+        self.gather_adjoint, self.gather = _gather(np.empty(n + np.size(values)), self.source)
+
+    def adjoint(self, dy):
+        """The cotangents of ``arr`` and ``values`` (each of its shape) from the output's."""
+        flat = self.gather_adjoint(dy)
+        return np.reshape(flat[: self.n], self.shapes[0]), np.reshape(flat[self.n :], self.shapes[1])
+
+    def push(self, darr, dvalues, lead: tuple):
+        """The output's tangent from those of ``arr`` and ``values`` (with ``lead`` in front)."""
+        joined = np.concatenate([np.reshape(darr, (*lead, -1)), np.reshape(dvalues, (*lead, -1))], axis=-1)
+        return self.gather(joined, lead)
+
+
+@rrule.register(np.insert)
+def rrule_insert(arr, obj, values, *args, **kwargs):
+    """``arr``'s cotangent is the output's without the inserted entries (``np.delete`` of them),
+    ``values``' the inserted entries' summed over the slots each was broadcast into."""
+    y = np.insert(arr, obj, values, *args, **kwargs)
+    inserted = _Inserted(arr, obj, values, *args, **kwargs)
+    rest = (NO,) * len(args)
+
+    def insert_pullback(dy):
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return (NO, dy, NO, dy, *rest)
+        darr, dvalues = inserted.adjoint(dy)
+        return (NO, to_input(arr, darr), NO, to_input(values, dvalues), *rest)
+
+    return y, insert_pullback
+
+
+@frule.register(np.insert, batched=True)
+def frule_insert(tangents, arr, obj, values, *args, **kwargs):
+    y = np.insert(arr, obj, values, *args, **kwargs)
+    darr, dvalues = tangent_array(arr, unthunk(tangents[1])), tangent_array(values, unthunk(tangents[3]))
+    if isinstance(darr, AbstractZero) and isinstance(dvalues, AbstractZero):
+        return y, ZERO
+    batch = batch_size(((arr, darr), (values, dvalues)))
+    darr, dvalues = dense_tangent(arr, darr, batch), dense_tangent(values, dvalues, batch)
+    lead = () if batch is None else (batch,)
+    return y, match_output(y, _Inserted(arr, obj, values, *args, **kwargs).push(darr, dvalues, lead))
 
 
 @_linear(np.resize, batched=True)

@@ -1,5 +1,5 @@
 """Rules for NumPy's covariance and correlation matrices, ``np.cov`` and ``np.corrcoef``, and for
-``np.histogram`` (below).
+``np.histogram`` and ``np.histogram2d`` (below).
 
 With ``X`` the variables as rows (``m`` and ``y`` stacked, transposed for ``rowvar=False``), ``w``
 the observation weights (``fweights * aweights``, ones without them) and ``f`` NumPy's
@@ -18,7 +18,15 @@ import numpy as np
 from ...core import AbstractZero, ActiveValue, NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
 from ...core.active import stood_for
 from ...core.errors import option_refused
-from ._arrays import array_or_active, cotangent_array, scatter_add, sequence_items, tangent_array, to_input
+from ._arrays import (
+    array_or_active,
+    cotangent_array,
+    scatter_add,
+    sequence_cotangent,
+    sequence_items,
+    tangent_array,
+    to_input,
+)
 from ._util import match_output
 
 _NO = NoTangent()
@@ -212,7 +220,6 @@ def frule_corrcoef(tangents, x, *args, **kwargs):
     return R, dC / s[:, None] / s[None, :] - Rc * (relative[:, None] + relative[None, :])
 
 
-
 # ----- histogram ----------------------------------------------------------------------------------
 #
 # np.histogram(a, bins, range, density, weights) sums the weights of the samples in each bin, bin k
@@ -223,6 +230,49 @@ def frule_corrcoef(tangents, x, *args, **kwargs):
 # or the extreme samples'. With density=True, h = n / db / S (db = diff(edges), S = sum(n)), so
 #     dh = dn / (db S) - h d(db) / db - h dS / S.
 _HISTOGRAM = ("bins", "range", "density", "weights")
+
+
+class _Edges:
+    """The edges of one axis of a histogram, from the samples ``a`` on it: each sample's bin, and
+    where the edges come from (``bins``, ``range`` or the extreme samples), for their derivatives."""
+
+    def __init__(self, a, bins, range_, edges):
+        self.bins, self.range = bins, range_
+        edges, samples = _plain(edges), np.ravel(_plain(a))
+        m = np.size(edges) - 1
+        k = np.searchsorted(edges, samples, side="right") - 1
+        k[samples == edges[-1]] = m - 1
+        self.inside = np.flatnonzero((k >= 0) & (k < m))
+        self.k = k[self.inside]
+        self.t = np.linspace(0.0, 1.0, m + 1)  # each edge's place between lo and hi
+        self.shape = np.shape(a)
+        self.extremes = None  # the samples that give lo and hi, where they do
+        if np.ndim(bins) == 0 and range_ is None and samples.size:
+            self.extremes = np.array([np.argmin(samples), np.argmax(samples)])
+
+    def tangent(self, da, dbins, drange):
+        """The edges' tangent from those of the samples, ``bins`` and ``range``; None where it is zero."""
+        if np.ndim(self.bins) == 1:
+            return None if isinstance(dbins, AbstractZero) else tangent_array(self.bins, dbins)
+        if self.range is not None:
+            ends = [0.0 if isinstance(d, AbstractZero) else d for d in sequence_items(self.range, drange)]
+        elif self.extremes is not None and not isinstance(da, AbstractZero):
+            ends = np.ravel(da)[self.extremes]
+        else:
+            return None
+        return ends[0] * (1.0 - self.t) + ends[1] * self.t
+
+    def cotangents(self, dedges) -> tuple:
+        """``(ā, b̄ins, r̄ange)`` from the edges' cotangent: ``ā`` an array or zero, the others arrays or None."""
+        if np.ndim(self.bins) == 1:
+            return _ZERO, dedges, None
+        ends = np.stack([np.sum(dedges * (1.0 - self.t)), np.sum(dedges * self.t)])
+        if self.range is not None:
+            return _ZERO, None, ends
+        if self.extremes is not None:
+            size = int(np.prod(self.shape))
+            return np.reshape(scatter_add((size,), self.extremes, ends), self.shape), None, None
+        return _ZERO, None, None
 
 
 class _Histogram:
@@ -238,29 +288,8 @@ class _Histogram:
             self.db = np.diff(self.edges).astype(float)
             self.total = self.n.sum()
             self.h = self.n / self.db / self.total
-        edges, samples = _plain(self.edges), np.ravel(_plain(a))
-        m = np.size(edges) - 1
-        k = np.searchsorted(edges, samples, side="right") - 1
-        k[samples == edges[-1]] = m - 1
-        self.inside = np.flatnonzero((k >= 0) & (k < m))
-        self.k = k[self.inside]
-        self.t = np.linspace(0.0, 1.0, m + 1)  # each edge's place between lo and hi
-        self.shape = np.shape(a)
-        self.extremes = None  # the samples that give lo and hi, where they do
-        if np.ndim(self.bins) == 0 and self.range is None and samples.size:
-            self.extremes = np.array([np.argmin(samples), np.argmax(samples)])
-
-    def edges_tangent(self, da, dbins, drange):
-        """The edges' tangent from those of the samples, ``bins`` and ``range``; None where it is zero."""
-        if np.ndim(self.bins) == 1:
-            return None if isinstance(dbins, AbstractZero) else tangent_array(self.bins, dbins)
-        if self.range is not None:
-            ends = [0.0 if isinstance(d, AbstractZero) else d for d in sequence_items(self.range, drange)]
-        elif self.extremes is not None and not isinstance(da, AbstractZero):
-            ends = np.ravel(da)[self.extremes]
-        else:
-            return None
-        return ends[0] * (1.0 - self.t) + ends[1] * self.t
+        self.axis = _Edges(a, self.bins, self.range, self.edges)
+        self.inside, self.k, self.t, self.shape = self.axis.inside, self.axis.k, self.axis.t, self.axis.shape
 
     def tangent(self, dn, dedges):
         """``h``'s tangent from those of the sums ``n`` and of the edges (either None for zero)."""
@@ -281,10 +310,15 @@ class _Histogram:
         if dh is not None:
             dn = dh / self.db / self.total - np.sum(dh * self.h) / self.total
             ddb = -dh * self.h / self.db
-            zero = np.zeros(1, dtype=np.result_type(ddb))
-            through = np.concatenate([zero, ddb]) - np.concatenate([ddb, zero])  # the adjoint of np.diff
+            through = _diff_adjoint(ddb)
             dedges = through if dedges is None else dedges + through
         return dn, dedges
+
+
+def _diff_adjoint(d):
+    """The cotangent of the edges from that of their differences: the adjoint of ``np.diff``."""
+    zero = np.zeros(1, dtype=np.result_type(d))
+    return np.concatenate([zero, d]) - np.concatenate([d, zero])
 
 
 def _plain(x):
@@ -315,13 +349,12 @@ def rrule_histogram(a, *args, **kwargs):
             dw = scatter_add((size,), hist.inside, dn[hist.k], dtype=np.result_type(dn))
             out["weights"] = to_input(args[3], np.reshape(dw, hist.shape))
         if dedges is not None:
-            ends = np.stack([np.sum(dedges * (1.0 - hist.t)), np.sum(dedges * hist.t)])
-            if np.ndim(hist.bins) == 1:
-                out["bins"] = to_input(args[0], dedges)
-            elif hist.range is not None and len(args) > 1:
-                out["range"] = to_input(args[1], ends)
-            elif hist.extremes is not None:
-                da = to_input(a, np.reshape(scatter_add((size,), hist.extremes, ends), hist.shape))
+            da, dbins, drange = hist.axis.cotangents(dedges)
+            da = to_input(a, da)
+            if dbins is not None:
+                out["bins"] = to_input(args[0], dbins)
+            if drange is not None and len(args) > 1:
+                out["range"] = to_input(args[1], drange)
         return (_NO, da, *out.values())
 
     return y, histogram_pullback
@@ -335,8 +368,119 @@ def frule_histogram(tangents, a, *args, **kwargs):
     dn = None
     if not isinstance(d["weights"], AbstractZero):
         dn = np.bincount(hist.k, np.ravel(d["weights"])[hist.inside], np.size(hist.t) - 1)
-    dedges = hist.edges_tangent(unthunk(tangents[1]), d["bins"], d["range"])
+    dedges = hist.axis.tangent(unthunk(tangents[1]), d["bins"], d["range"])
     dh = hist.tangent(dn, dedges)
     if dh is None and dedges is None:
         return y, _ZERO
     return y, Tangent[tuple](*(_ZERO if d is None else match_output(v, d) for v, d in zip(y, (dh, dedges))))
+
+
+# np.histogram2d(x, y, bins, range, density, weights) sums the weights of the samples in each pair
+# of bins, an axis's edges found as np.histogram finds them (from its bins, its range or its extreme
+# samples): the same derivatives, per axis. With density=True, h = n / (S dbx[:, None] dby[None, :]),
+#     dh = dn / (S dbx dby) - h dS / S - h d(dbx) / dbx - h d(dby) / dby.
+
+
+def _per_axis(bins, range_) -> tuple:
+    """The bins and the range of each axis, as np.histogram2d reads them: one array of edges for
+    both axes unless ``bins`` has one or two entries (a number, or one per axis)."""
+    try:
+        shared = len(bins) not in (1, 2)
+    except TypeError:
+        shared = True
+    return (bins, bins) if shared else tuple(bins), (None, None) if range_ is None else tuple(range_)
+
+
+class _Histogram2d:
+    """``np.histogram2d(x, y, *args, **kwargs)`` as NumPy computes it (``h``, ``xedges``,
+    ``yedges``), and what its derivatives need: each sample's pair of bins, and each axis's edges."""
+
+    def __init__(self, x, y, args: tuple, kwargs: dict):
+        o = {"bins": 10, "range": None, "density": None, "weights": None, **dict(zip(_HISTOGRAM, args)), **kwargs}
+        self.bins, self.range, self.density = o["bins"], o["range"], bool(o["density"])
+        self.n, *self.edges = np.histogram2d(x, y, self.bins, self.range, weights=o["weights"])
+        self.axes = [_Edges(a, *b, e) for a, b, e in zip((x, y), zip(*_per_axis(self.bins, self.range)), self.edges)]
+        self.shared = np.ndim(self.axes[0].bins) == 1 and self.axes[0].bins is self.axes[1].bins
+        k = np.full((2, np.size(x)), -1)
+        for row, axis in zip(k, self.axes):
+            row[axis.inside] = axis.k
+        self.inside = np.flatnonzero((k >= 0).all(axis=0))
+        self.k = tuple(k[:, self.inside])
+        self.h = self.n
+        if self.density:  # NumPy's own steps
+            self.db = [np.diff(e).astype(float) for e in self.edges]
+            self.total = self.n.sum()
+            self.h = self.n / self.db[0][:, None] / self.db[1][None, :] / self.total
+
+    def tangent(self, dn, dedges):
+        """``h``'s tangent from those of the sums and of each axis's edges (None for zero)."""
+        if not self.density:
+            return dn
+        terms = []
+        if dn is not None:
+            terms += [dn / self.db[0][:, None] / self.db[1][None, :] / self.total, -self.h * np.sum(dn) / self.total]
+        for i, (de, db) in enumerate(zip(dedges, self.db)):
+            if de is not None:
+                terms.append(-self.h * np.expand_dims(np.diff(de) / db, 1 - i))
+        return sum(terms[1:], terms[0]) if terms else None
+
+    def cotangents(self, dh, dedges):
+        """``(n̄, [x̄edges, ȳedges])`` from the cotangents of ``h`` and of the edges."""
+        if not self.density or dh is None:
+            return dh, dedges
+        dn = dh / self.db[0][:, None] / self.db[1][None, :] / self.total - np.sum(dh * self.h) / self.total
+        through = [_diff_adjoint(-np.sum(dh * self.h, axis=1 - i) / db) for i, db in enumerate(self.db)]
+        return dn, [t if de is None else de + t for de, t in zip(dedges, through)]
+
+
+@rrule.register(np.histogram2d)
+def rrule_histogram2d(x, y, *args, **kwargs):
+    """The sums are differentiated in the weights only (piecewise constant in the samples and the
+    edges), each axis's edges as ``np.histogram``'s: in its bins (an array), its range or, without
+    either, its extreme samples."""
+    hist = _Histogram2d(x, y, args, kwargs)
+    out_y = (hist.h, *hist.edges)
+
+    def histogram2d_pullback(dy):
+        dh, *dedges = (None if isinstance(d, AbstractZero) else d for d in sequence_items(out_y, dy))
+        dn, dedges = hist.cotangents(dh, dedges)
+        out = dict.fromkeys(_HISTOGRAM[: len(args)], _NO)
+        if dn is not None and len(args) > 3 and args[3] is not None:  # each weight gets its bin's cotangent
+            dw = scatter_add((np.size(x),), hist.inside, dn[hist.k], dtype=np.result_type(dn))
+            out["weights"] = to_input(args[3], np.reshape(dw, np.shape(args[3])))
+        samples, dbins, dranges = [_ZERO, _ZERO], [_ZERO, _ZERO], [_ZERO, _ZERO]
+        for i, (axis, de) in enumerate(zip(hist.axes, dedges)):
+            if de is not None:
+                da, db, dr = axis.cotangents(de)
+                samples[i] = to_input((x, y)[i], da)
+                dbins[i] = _ZERO if db is None else to_input(axis.bins, db)
+                dranges[i] = _ZERO if dr is None else to_input(axis.range, dr)
+        if args and not all(isinstance(d, AbstractZero) for d in dbins):
+            out["bins"] = sum(dbins[1:], dbins[0]) if hist.shared else sequence_cotangent(args[0], dbins)
+        if len(args) > 1 and not all(isinstance(d, AbstractZero) for d in dranges):
+            out["range"] = sequence_cotangent(args[1], dranges)
+        return (_NO, *samples, *out.values())
+
+    return out_y, histogram2d_pullback
+
+
+@frule.register(np.histogram2d)
+def frule_histogram2d(tangents, x, y, *args, **kwargs):
+    hist = _Histogram2d(x, y, args, kwargs)
+    out_y = (hist.h, *hist.edges)
+    d = _histogram_tangents(args, tangents[3:])
+    dn = None
+    if not isinstance(d["weights"], AbstractZero):
+        flat = np.ravel_multi_index(hist.k, np.shape(hist.n))
+        dw = np.ravel(d["weights"])[hist.inside]
+        dn = np.reshape(scatter_add((np.size(hist.n),), flat, dw, dtype=np.result_type(dw, float)), np.shape(hist.n))
+    dbins, dranges = (d["bins"], d["bins"]), (_ZERO, _ZERO)
+    if not (hist.shared or isinstance(d["bins"], AbstractZero)):
+        dbins = sequence_items(hist.bins, d["bins"])
+    if not isinstance(d["range"], AbstractZero):
+        dranges = sequence_items(hist.range, d["range"])
+    dedges = [axis.tangent(unthunk(da), db, dr) for axis, da, db, dr in zip(hist.axes, tangents[1:3], dbins, dranges)]
+    dh = hist.tangent(dn, dedges)
+    if dh is None and all(de is None for de in dedges):
+        return out_y, _ZERO
+    return out_y, Tangent[tuple](*(_ZERO if t is None else match_output(v, t) for v, t in zip(out_y, (dh, *dedges))))
