@@ -608,8 +608,48 @@ def test_interp_at_the_knots_takes_the_segment_to_the_right():
     dx, _, dfp = back(np.ones(4))[1:]
     np.testing.assert_array_equal(dx, [2.0, 0.5, 0.5, 0.0])  # at the last knot: the last segment
     np.testing.assert_array_equal(dfp, [1.0, 1.0, 2.0])  # the point beyond reads fp[-1]
-    with pytest.raises(TypeError, match="period="):
-        cr.rrule(np.interp, 1.0, xp, fp, period=2.0)
+
+
+# unsorted, and sorted 1, 2.5, 4, 5.5, 7 modulo 10; x in a middle segment, below the first point
+# (0.4), past the last (8, 9.9) and a period or more away (13.6, -7.4)
+_PERIODIC = (np.array([1.0, -3.0, 5.5, 4.0, 12.5]), np.array([0.3, -1.0, 2.0, 0.5, 1.5]))
+_XS_PERIODIC = np.array([[3.1, -2.0, 13.6], [0.4, 9.9, -7.4]])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (_XS_PERIODIC, *_PERIODIC),
+        (8.0, *_PERIODIC),
+        (_XS_PERIODIC, _PERIODIC[0], _PERIODIC[1] + 1j * np.arange(5.0)),
+        (_XS_PERIODIC, *_PERIODIC, -3.0, 4.0),  # left and right are ignored with a period
+    ],
+    ids=["array", "number", "complex", "bounds"],
+)
+def test_interp_with_a_period(args, batched_pullback):
+    """x and xp are taken modulo the period, the table sorted and wrapped round at both ends."""
+    crt.test_rrule(np.interp, *args, fkwargs={"period": 10.0})
+    crt.test_frule(np.interp, *args, fkwargs={"period": 10.0})
+    batched_pullback(np.interp, *args, kwargs={"period": 10.0}, rtol=1e-12)
+    crt.test_rrule(np.interp, *args[:3], -3.0, 4.0, crt.nondiff(-10.0))  # by position; its sign is ignored
+
+
+def test_interp_with_a_period_batched_frule():
+    from _array_checks import Const, check_batched_frule
+
+    check_batched_frule(np.interp, _XS_PERIODIC, *_PERIODIC, fkwargs={"period": 10.0})
+    check_batched_frule(np.interp, _XS_PERIODIC, Const(_PERIODIC[0]), _PERIODIC[1], None, None, 10.0)
+
+
+def test_interp_with_a_period_through_the_engines():
+    from _array_checks import check_engines
+
+    def daily_cycle(theta):
+        hours = np.array([18.0, 0.0, 6.0, 12.0]) + theta[:4]
+        y = np.interp(np.array([3.0, 22.5, 25.0, -11.0]) * theta[4], hours, np.sin(theta[:4]), period=24.0)
+        return np.sum(y**2 * theta[:4])
+
+    check_engines(daily_cycle, np.array([0.5, -1.0, 2.0, 0.3, 1.1]))
 
 
 # ----- edge cases found by fuzzing (tests/fuzz/fuzz_rules.py) ---------------------------------

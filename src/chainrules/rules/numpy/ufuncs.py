@@ -866,9 +866,10 @@ def _interp_parts(x, xp, fp, args, kwargs):
     ``w_lo fp[lo] + w_hi fp[hi]`` (or ``left``/``right`` outside ``xp``) and has the slope of its
     segment, zero outside. At a knot the segment to its right is taken (the last one at the end)."""
     o = dict(zip(_INTERP, args), **kwargs)
-    if o.get("period") is not None:
-        raise option_refused(np.interp, (x, xp, fp), "period=: call it without period=")
     points, values = array_or_active(xp), array_or_active(fp)
+    entries = None
+    if o.get("period") is not None:
+        x, points, values, entries = _periodic_table(x, points, values, abs(o["period"]))
     n = points.size
     lo = np.clip(np.searchsorted(points, x, side="right") - 1, 0, max(n - 2, 0))
     hi = np.minimum(lo + 1, n - 1)
@@ -880,7 +881,26 @@ def _interp_parts(x, xp, fp, args, kwargs):
     slope = np.where(inside & (width != 0), (values[hi] - values[lo]) / safe, 0)
     w_lo = np.where(inside, 1 - t, 0) + (below if o.get("left") is None else 0)
     w_hi = np.where(inside, t, 0) + (above if o.get("right") is None else 0)
+    if entries is not None:  # the periodic table's points are copies of xp's and fp's entries
+        lo, hi = entries[lo], entries[hi]
     return lo, hi, w_lo, w_hi, slope, below, above
+
+
+def _periodic_table(x, xp, fp, period):
+    """``np.interp``'s reduction of a periodic call to a plain one: ``(x, xp, fp, entries)`` with ``x``
+    and ``xp`` taken modulo the period, ``xp`` sorted and extended by one point on each side (its
+    last less a period, its first plus a period), each table point reading ``xp[entries]`` and
+    ``fp[entries]``. Away from the wrap ``x % period`` moves as ``x`` does, so the plain call's
+    derivatives are the periodic one's, gathered back through ``entries``.
+
+    >>> _periodic_table(np.array([25.0]), np.array([18.0, 6.0]), np.array([1.0, 2.0]), 24.0)[1:]
+    (array([-6.,  6., 18., 30.]), array([1., 2., 1., 2.]), array([0, 1, 0, 1]))
+    """
+    xp = xp % period
+    order = np.argsort(xp)
+    entries = np.concatenate([order[-1:], order, order[:1]])
+    points = xp[entries] + np.concatenate([[-period], np.zeros(len(order)), [period]])
+    return x % period, points, fp[entries], entries
 
 
 def _scatter_sum(shape: tuple, indices: tuple, values: tuple):
@@ -893,7 +913,8 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
     """Piecewise linear: the derivative in ``x`` is the slope of its segment (one-sided at the
     knots), in ``fp`` the interpolation weights, in the sample points ``xp`` the slope times minus
     the weights (moving a segment's ends moves the point along it); ``left``/``right`` given by
-    position get the cotangent of the points outside."""
+    position get the cotangent of the points outside. With a ``period`` (a setting, not
+    differentiated) it is the plain call on NumPy's wrapped table (``_periodic_table``)."""
     y = np.interp(x, xp, fp, *args, **kwargs)
     parts = _interp_parts(array_or_active(x), xp, fp, args, kwargs)
     lo, hi, w_lo, w_hi, slope, below, above = parts
