@@ -28,6 +28,7 @@ from ._arrays import (
     to_input,
 )
 from ._util import match_output
+from .reductions import _diff_adjoint
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -289,7 +290,6 @@ class _Histogram:
             self.total = self.n.sum()
             self.h = self.n / self.db / self.total
         self.axis = _Edges(a, self.bins, self.range, self.edges)
-        self.inside, self.k, self.t, self.shape = self.axis.inside, self.axis.k, self.axis.t, self.axis.shape
 
     def tangent(self, dn, dedges):
         """``h``'s tangent from those of the sums ``n`` and of the edges (either None for zero)."""
@@ -310,15 +310,9 @@ class _Histogram:
         if dh is not None:
             dn = dh / self.db / self.total - np.sum(dh * self.h) / self.total
             ddb = -dh * self.h / self.db
-            through = _diff_adjoint(ddb)
+            through = _diff_adjoint(ddb, -1, np.size(self.edges))  # (the edges' from their widths')
             dedges = through if dedges is None else dedges + through
         return dn, dedges
-
-
-def _diff_adjoint(d):
-    """The cotangent of the edges from that of their differences: the adjoint of ``np.diff``."""
-    zero = np.zeros(1, dtype=np.result_type(d))
-    return np.concatenate([zero, d]) - np.concatenate([d, zero])
 
 
 def _plain(x):
@@ -338,7 +332,7 @@ def rrule_histogram(a, *args, **kwargs):
     edges), the edges in ``bins`` (an array), ``range`` or, without either, the extreme samples."""
     hist = _Histogram(a, args, kwargs)
     y = (hist.h, hist.edges)
-    size = int(np.prod(hist.shape))
+    size = int(np.prod(hist.axis.shape))
 
     def histogram_pullback(dy):
         dh, dedges = (None if isinstance(d, AbstractZero) else d for d in sequence_items(y, dy))
@@ -346,8 +340,8 @@ def rrule_histogram(a, *args, **kwargs):
         out = dict.fromkeys(_HISTOGRAM[: len(args)], _NO)
         da = _ZERO
         if dn is not None and len(args) > 3 and args[3] is not None:  # each weight gets its bin's cotangent
-            dw = scatter_add((size,), hist.inside, dn[hist.k], dtype=np.result_type(dn))
-            out["weights"] = to_input(args[3], np.reshape(dw, hist.shape))
+            dw = scatter_add((size,), hist.axis.inside, dn[hist.axis.k], dtype=np.result_type(dn))
+            out["weights"] = to_input(args[3], np.reshape(dw, hist.axis.shape))
         if dedges is not None:
             da, dbins, drange = hist.axis.cotangents(dedges)
             da = to_input(a, da)
@@ -367,7 +361,7 @@ def frule_histogram(tangents, a, *args, **kwargs):
     d = _histogram_tangents(args, tangents[2:])
     dn = None
     if not isinstance(d["weights"], AbstractZero):
-        dn = np.bincount(hist.k, np.ravel(d["weights"])[hist.inside], np.size(hist.t) - 1)
+        dn = np.bincount(hist.axis.k, np.ravel(d["weights"])[hist.axis.inside], np.size(hist.n))
     dedges = hist.axis.tangent(unthunk(tangents[1]), d["bins"], d["range"])
     dh = hist.tangent(dn, dedges)
     if dh is None and dedges is None:
@@ -429,7 +423,8 @@ class _Histogram2d:
         if not self.density or dh is None:
             return dh, dedges
         dn = dh / self.db[0][:, None] / self.db[1][None, :] / self.total - np.sum(dh * self.h) / self.total
-        through = [_diff_adjoint(-np.sum(dh * self.h, axis=1 - i) / db) for i, db in enumerate(self.db)]
+        widths = [-np.sum(dh * self.h, axis=1 - i) / db for i, db in enumerate(self.db)]  # (each axis's widths')
+        through = [_diff_adjoint(w, -1, w.size + 1) for w in widths]
         return dn, [t if de is None else de + t for de, t in zip(dedges, through)]
 
 
