@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import AbstractZero, NoRuleError, NoTangent, ZeroTangent, add, rrule, unthunk
+from ...core import AbstractZero, NoTangent, ZeroTangent, add, rrule, unthunk
 from ...core.active import ActiveValue
-from ...core.errors import user_location
+from ..operators import seq_entries, seq_tangent
 from ..pyfunctional import _add_function_tangent, _pullback_of
 from ._arrays import to_input
 
@@ -83,53 +83,83 @@ def rrule_apply_along_axis(func1d, axis, arr, *args, **kwargs):
 
 @rrule.register(np.vectorize.__call__)
 def rrule_vectorize_call(vectorized: np.vectorize, *args, **kwargs):
-    """``np.vectorize(pyfunc)(*args)``: ``pyfunc`` on each element of the broadcast arguments,
-    one output of the broadcast shape (in the first result's dtype, or ``otypes``'s). A ``signature``,
-    several outputs, ``excluded`` arguments or keyword arguments are refused.
+    """``np.vectorize(pyfunc)(*args, **kwargs)``: ``pyfunc`` on each element (or, with a
+    ``signature``, each core slice) of the broadcast arguments, laid out as NumPy lays it out, one
+    output or several (a tuple of arrays). Positional arguments in ``excluded`` are passed whole to
+    every call and get the sum of the calls' cotangents; keyword arguments are settings, vectorized
+    as NumPy vectorizes them unless excluded.
 
     >>> import numpy as np, chainrules as cr
     >>> square = np.vectorize(lambda t: t * t)
     >>> cr.gradient(lambda x: np.sum(square(x)), np.array([1.0, 3.0]))
     (array([2., 6.]),)
+    >>> norm2 = np.vectorize(lambda row: row @ row, signature="(n)->()")
+    >>> cr.gradient(lambda X: np.sum(norm2(X)), np.array([[1.0, 2.0], [3.0, 4.0]]))
+    (array([[2., 4.],
+           [6., 8.]]),)
     """
-    if vectorized.signature is not None or vectorized.excluded or kwargs:
-        raise NoRuleError(
-            np.vectorize.__call__,
-            (vectorized, *args),
-            location=user_location(),
-            reason="the rule takes elementwise calls of positional arguments only (no signature, excluded or keywords)",
-        )
-    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
-    arrays = [np.broadcast_to(a, shape) for a in args]  # (np.broadcast_to has rules: a Hessian's duals pass)
+    excluded = vectorized.excluded
+    looped = [i for i in range(len(args)) if i not in excluded]
+    names = [k for k in kwargs if k not in excluded]
+    values = [args[i] for i in looped] + [kwargs[k] for k in names]
+    if vectorized.signature is None:
+        in_core, out_core = [()] * len(values), None
+    else:
+        in_core, out_core = vectorized._in_and_out_core_dims
+        if len(values) != len(in_core):
+            raise TypeError(f"wrong number of positional arguments: expected {len(in_core)}, got {len(values)}")
+    loops = [np.shape(v)[: np.ndim(v) - len(core)] for v, core in zip(values, in_core)]
+    shape = np.broadcast_shapes(*loops)
+    # each argument broadcast over the calls' grid, its core axes kept (np.broadcast_to has rules)
+    arrays = [np.broadcast_to(v, shape + np.shape(v)[len(loop) :]) for v, loop in zip(values, loops)]
     cells = list(np.ndindex(shape))
     if not cells:  # NumPy's empty result (with otypes) or its error: nothing to differentiate
-        return vectorized(*args), lambda dy: (_NO, _NO, *(_ZERO for _ in args))
-    calls = [_pullback_of(vectorized.pyfunc, *(a[cell] for a in arrays)) for cell in cells]
-    if isinstance(calls[0][0], tuple):
-        raise NoRuleError(
-            np.vectorize.__call__, (vectorized, *args), location=user_location(), reason="it returns several outputs"
-        )
-    y = _stacked([v for v, _ in calls], shape)
-    if vectorized.otypes and not isinstance(y, ActiveValue):
-        y = y.astype(vectorized.otypes[0])
+        return vectorized(*args, **kwargs), lambda dy: (_NO, _NO, *(_ZERO for _ in args))
+
+    def call(cell):
+        positional = list(args)
+        for i, a in zip(looped, arrays):
+            positional[i] = a[cell]
+        keywords = dict(kwargs)
+        keywords.update((k, a[cell]) for k, a in zip(names, arrays[len(looped) :]))
+        return _pullback_of(vectorized.pyfunc, *positional, **keywords)
+
+    calls = [call(cell) for cell in cells]
+    first = calls[0][0]
+    several = isinstance(first, tuple) if out_core is None else len(out_core) != 1
+    results = [v if several else (v,) for v, _ in calls]
+    if out_core is not None and len(results[0]) != len(out_core):
+        raise ValueError(f"wrong number of outputs from pyfunc: expected {len(out_core)}, got {len(results[0])}")
+    outputs = []
+    for k in range(len(results[0])):
+        out = _stacked([r[k] for r in results], shape + np.shape(results[0][k]))
+        if vectorized.otypes and not isinstance(out, ActiveValue):
+            out = out.astype(vectorized.otypes[k])
+        outputs.append(out)
     backs = [back for _, back in calls]
 
     def vectorize_pullback(dy):
-        dy = unthunk(dy)
-        if isinstance(dy, AbstractZero):
-            return (_NO, _NO, *(dy for _ in args))
+        douts = [unthunk(d) for d in (seq_entries(dy, len(outputs)) if several else (dy,))]
+        if all(isinstance(d, AbstractZero) for d in douts):
+            return (_NO, _NO, *(_ZERO for _ in args))
         df, owned = _NO, False
-        parts = [[] for _ in args]
-        for cell, back in zip(cells, backs):
-            d = back(dy[cell])
+        parts = [[] for _ in looped]
+        dwhole = {i: _ZERO for i in range(len(args)) if i in excluded}
+        for cell, result, back in zip(cells, results, backs):
+            cell_dy = [_ZERO if isinstance(d, AbstractZero) else d[cell] for d in douts]
+            d = back(seq_tangent(result, cell_dy) if several else cell_dy[0])
             df, owned = _add_function_tangent(df, owned, d[0])
-            for part, da in zip(parts, d[1:]):
-                da = unthunk(da)
-                part.append(0.0 if isinstance(da, AbstractZero) else da)
-        dargs = [to_input(a, _summed_to(a, np.reshape(np.stack(p), shape))) for a, p in zip(args, parts)]
+            for part, i, a in zip(parts, looped, arrays):
+                da = unthunk(d[1 + i])
+                part.append(np.zeros(np.shape(a)[len(shape) :]) if isinstance(da, AbstractZero) else da)
+            for i in dwhole:
+                dwhole[i] = add(dwhole[i], d[1 + i])
+        dargs = [dwhole.get(i, _ZERO) for i in range(len(args))]
+        for i, part, a in zip(looped, parts, arrays):
+            dargs[i] = to_input(args[i], _summed_to(args[i], np.reshape(np.stack(part), np.shape(a))))
         return (_NO, df, *dargs)
 
-    return y, vectorize_pullback
+    return (tuple(outputs) if several else outputs[0]), vectorize_pullback
 
 
 def _summed_to(a, d):
