@@ -3,7 +3,8 @@ it captured: a dict or list of parameters, another closure, a callable object, a
 
 Under the source engine the outer variable is a plain number there, so the tape must track it to
 give the function's tangent (``df``) the cotangent the rule for ``gradient`` pulls back to it: it
-boxes what a closure captured, to the depth the engines look for each other's values. Checked
+boxes what a closure captured, at any depth: containers, a user's data objects (a dataclass's
+instance, an object whose method the function calls) and closures. Checked
 against finite differences and the inner ``engine="source"``; before, the derivative through the
 capture was dropped (``ZeroTangent()``, or only the direct part).
 """
@@ -59,6 +60,35 @@ def through_object(x, engine):
     return np.sum(cr.gradient(lambda z: layer(z) ** 2, X, engine=engine)[0])
 
 
+@dataclasses.dataclass
+class Params:
+    w: object
+    n: int = 2
+
+
+class Model:
+    def __init__(self, W):
+        self.W, self.name = W, "model"
+
+    def predict(self, z):
+        return np.tanh(self.W * z)
+
+
+def through_dataclass(x, engine):
+    params = Params(w=np.exp(x))
+    return np.sum(cr.gradient(lambda z: np.sum(params.w * z ** params.n), X, engine=engine)[0] ** 2)
+
+
+def through_object_method(x, engine):
+    model = Model(x * 2.0)
+    return np.sum(cr.gradient(lambda z: np.sum(model.predict(z) ** 2), X, engine=engine)[0] ** 2)
+
+
+def through_five_containers(x, engine):
+    nested = {"a": [[(Params(w={"z": [x]}), 1.0)]]}
+    return np.sum(cr.gradient(lambda z: np.sum(z * nested["a"][0][0][0].w["z"][0] ** 2), X, engine=engine)[0])
+
+
 def through_recursion(x, engine):
     def power(z, n):
         return z if n == 0 else np.sin(x * power(z, n - 1))
@@ -79,6 +109,9 @@ PROGRAMS = [
     through_dict,
     through_list_in_closure,
     through_object,
+    through_dataclass,
+    through_object_method,
+    through_five_containers,
     through_recursion,
     through_two_derivatives,
 ]
@@ -108,6 +141,20 @@ def test_a_captured_list_written_by_the_tape_function_is_refused():
         return np.sum(cr.gradient(step, X, engine="tape")[0])
 
     with pytest.raises(cr.DroppedDerivativeError, match="sets the item 1 of its list"):
+        cr.gradient(program, X)
+
+
+def test_a_captured_data_object_written_by_the_tape_function_is_refused():
+    def program(x):
+        params = Params(w=x)
+
+        def step(z):
+            params.n += 1
+            return np.sum(params.w * z)
+
+        return np.sum(cr.gradient(step, X, engine="tape")[0])
+
+    with pytest.raises(cr.DroppedDerivativeError, match="sets the field 'n' of its Params object"):
         cr.gradient(program, X)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import gc
+import math
 import sys
 import types
 from collections.abc import Callable
@@ -515,14 +516,9 @@ def _box_function(f, trace: Trace):
     # through its captures is tracked, as `df` must carry their cotangents; otherwise only its own
     # cells' numbers and arrays, as captured data the function converts (float() of a setting in
     # a captured dict) would be refused for a `df` no one reads.
-    held = _Held(_CAPTURE_DEPTH, through_closures=True) if CAPTURES_WANTED.get() else _Held(1)
+    held = _Held(math.inf, through_closures=True) if CAPTURES_WANTED.get() else _Held(1)
     return held.closure(f, trace, top=True)
 
-
-#: how deep in what a closure captured the tape tracks numbers and arrays, counted from the closure:
-#: as deep as the engines look for each other's values (``core.ruled_calls.holds_engine_values``),
-#: in containers and objects; through closures, to any depth (see ``_Held``)
-_CAPTURE_DEPTH = 3
 
 #: a function whose copy is being made (met again through its own cells: a recursive closure)
 _PENDING = object()
@@ -531,12 +527,13 @@ _PENDING = object()
 class _Held:
     """Boxes what a closure captured: its float numbers and arrays, and those in the containers,
     objects and closures it captured (``params["w"]``, a closure calling another one, a callable
-    object), to ``_CAPTURE_DEPTH`` levels, in copies, as the source engine differentiates through
-    all of them: a differentiation around this one (the rule for ``gradient`` over another
-    engine, whose values are plain here) needs their cotangents in ``df``. ``through_closures``
+    object), to ``depth`` levels, in copies. A differentiation around this one (the rule for
+    ``gradient`` over another engine, whose values are plain here) needs their cotangents in
+    ``df``, at any depth (``math.inf``), as the source engine differentiates through all of them:
+    a value it reached that were left untracked would read as a zero derivative. ``through_closures``
     (for that one): a captured closure is no level of its own, as the source engine follows
     closures calling closures to any depth (layers composed, a checkpoint's function calling
-    another closure), and what the last one captured, dropped, would be wrong numbers. A captured
+    another closure). A captured
     name the function rebinds keeps its cell (the caller's), an integer is a count, an outer
     tape's value is followed by that tape (unless ``CAPTURES_WANTED``: an engine between the two,
     the source engine's gradient run on the outer tape's values, needs its cotangent in ``df``
@@ -549,7 +546,7 @@ class _Held:
 
     __slots__ = ("depth", "through_closures", "done", "fixups")
 
-    def __init__(self, depth: int = _CAPTURE_DEPTH, through_closures: bool = False):
+    def __init__(self, depth: float, through_closures: bool = False):
         self.depth = depth
         self.through_closures = through_closures
         self.done: dict = {}  # id -> (value, its copy, or _PENDING while its cells are boxed)
@@ -573,11 +570,14 @@ class _Held:
         if is_function:
             return self.closure(value, trace)
         if not isinstance(value, (tuple, list, dict)) and (
-            not callable(value) or (rrule.lookup(value) is not None and not rrule.rule_is_its_class(value))
+            (rrule.lookup(value) is not None and not rrule.rule_is_its_class(value))
+            if callable(value)
+            else not fields_of(value)
         ):
-            # (an object whose methods it calls keeps its identity: their rules are by object; one
+            # (a callable object with a rule of its own keeps its identity: the rule is by object; one
             # whose rule is its class's is copied, and the rule runs on the copy's tracked values,
-            # which the trace follows through what the rule computes with them, `_through_hidden`)
+            # which the trace follows through what the rule computes with them, `_through_hidden`; a
+            # user's data object, a dataclass's instance, is copied with its fields tracked)
             return value, None
         self.done[id(value)] = (value, value)  # (a container holding itself: met again, untracked)
         self.depth -= 1
