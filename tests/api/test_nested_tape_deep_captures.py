@@ -4,7 +4,7 @@ it captured: a dict or list of parameters, another closure, a callable object, a
 Under the source engine the outer variable is a plain number there, so the tape must track it to
 give the function's tangent (``df``) the cotangent the rule for ``gradient`` pulls back to it: it
 boxes what a closure captured, at any depth: containers, a user's data objects (a dataclass's
-instance, an object whose method the function calls) and closures. Checked
+instance, an object whose method the function calls), ``functools.partial`` objects and closures. Checked
 against finite differences and the inner ``engine="source"``; before, the derivative through the
 capture was dropped (``ZeroTangent()``, or only the direct part).
 """
@@ -12,6 +12,7 @@ capture was dropped (``ZeroTangent()``, or only the direct part).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -89,6 +90,12 @@ def through_five_containers(x, engine):
     return np.sum(cr.gradient(lambda z: np.sum(z * nested["a"][0][0][0].w["z"][0] ** 2), X, engine=engine)[0])
 
 
+def through_partials(x, engine):
+    scale = functools.partial(np.multiply, x)
+    shift = functools.partial(lambda by, z: z + by, x**2)
+    return np.sum(cr.gradient(lambda z: np.sum(np.sin(scale(shift(z)))), X, engine=engine)[0] ** 2)
+
+
 def through_recursion(x, engine):
     def power(z, n):
         return z if n == 0 else np.sin(x * power(z, n - 1))
@@ -112,6 +119,7 @@ PROGRAMS = [
     through_dataclass,
     through_object_method,
     through_five_containers,
+    through_partials,
     through_recursion,
     through_two_derivatives,
 ]

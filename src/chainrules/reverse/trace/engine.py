@@ -109,6 +109,13 @@ def _box_parts(value, trace: Trace, held: _Held | None):
         boxed = copy.copy(value)  # keeps the dict subclass
         boxed.update(new)
         return boxed, _Structure(type(value), children)
+    if type(value) is functools.partial:  # its fields as the rules for partials name them (rules/pyfunctional.py)
+        parts = [box_input(getattr(value, name), trace, False, held) for name in ("func", "args", "keywords")]
+        if all(t is None for _, t in parts):
+            return value, None
+        (func, _), (args, _), (keywords, _) = parts
+        children = [(name, i, t) for i, (name, (_, t)) in enumerate(zip(("func", "args", "keywords"), parts))]
+        return functools.partial(func, *args, **keywords), _Structure(functools.partial, children)
     fields = fields_of(value)
     if fields:
         new, children = {}, []
