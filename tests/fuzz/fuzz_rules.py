@@ -762,11 +762,17 @@ def _shape_op(d: Draw, f):
             x = x[0] if len(x) else x[:, 0]
         return (x,), {"k": int(d.rng.integers(-1, 2))} if d.chance(0.5) else {}
     if f is np.pad:
-        mode = d.pick(["constant", "edge", "reflect", "wrap", "symmetric"])
-        width = d.pick([1, (0, 2), ((1, 0),) * nd])
-        if mode in ("reflect", "wrap", "symmetric", "edge") and 0 in x.shape:
+        mode = d.pick(["constant", "edge", "reflect", "wrap", "symmetric", "mean", "median", "maximum", "minimum"])
+        mode = d.pick([mode, "linear_ramp"])
+        width = d.pick([1, (0, 2), ((1, 0),) * nd, 4])
+        if mode != "constant" and 0 in x.shape:
             mode = "constant"
-        return (x, width), {"mode": mode}
+        kwargs = {"mode": mode}
+        if mode in ("mean", "median", "maximum", "minimum") and d.chance(0.5):
+            kwargs["stat_length"] = d.pick([1, (2, 1), ((1, 3),) * nd])
+        if mode == "linear_ramp" and d.chance(0.5):
+            kwargs["end_values"] = d.pick([1.5, (-1.0, 2.0)])
+        return (x, width), kwargs
     if f in (np.take, np.ndarray.take):
         n = x.shape[-1]
         if n == 0:

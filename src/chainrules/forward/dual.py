@@ -1136,9 +1136,11 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller, opening
             dual_keywords = [k for k, v in kwargs.items() if _has_dual(v, tag)]
             moved = as_positional(f, args, kwargs, dual_keywords)
             if moved is None:
+                where = user_location()
                 raise TypeError(
-                    f"{_name(f)}: a dual number was passed as the keyword argument {dual_keywords[0]!r}; forward "
-                    "mode differentiates positional arguments only, and no position of its signature can take it"
+                    f"{_name(f)}: a dual number was passed as the keyword argument {dual_keywords[0]!r}"
+                    f"{f' (at {where})' if where else ''}; forward mode differentiates positional arguments "
+                    "only, and no position of its signature can take it"
                 )
             return _call_general(f, moved[0], moved[1], caller, opening)
     else:

@@ -274,6 +274,11 @@ ARRANGEMENTS = [
     (np.pad, (C, ((0, 2), (1, 1))), {"mode": "wrap"}),
     (np.pad, (X, 1), {"mode": "edge"}),
     (np.pad, (X, 2), {"mode": "symmetric"}),
+    (np.pad, (X, ((1, 0), (2, 3))), {"mode": "mean", "stat_length": (1, 2)}),
+    (np.pad, (X, 2), {"mode": "median"}),
+    (np.pad, (C, ((0, 2), (1, 1))), {"mode": "maximum", "stat_length": 2}),
+    (np.pad, (X32, 1), {"mode": "minimum"}),
+    (np.pad, (X, ((2, 1), (1, 5))), {"mode": "linear_ramp", "end_values": (1.0, -2.0)}),
     (np.tril, (X,), {}),
     (np.triu, (X, 1), {}),
     (np.tril, (rand(3),), {}),  # a vector is broadcast to the rows of a square matrix

@@ -84,6 +84,26 @@ REPEATING = [
     Case(np.pad, rand(3, 3), C(2), mode="wrap"),
     Case(np.pad, rand(3, dtype=C128), C(2), C("edge")),
     Case(np.pad, rand(3, 2), C((1, 2)), C("symmetric")),
+    # padded sides filled with a statistic of the entries or a ramp to the edge, the axes one after
+    # the other (a later axis's statistic is of the earlier axes' padded entries too)
+    Case(np.pad, rand(5), C(2), C("mean")),
+    Case(np.pad, rand(3, 4), C(((2, 0), (1, 3))), mode="mean", stat_length=((2, 1), (3, 2))),
+    Case(np.pad, rand(3, dtype=F32), C(7), mode="mean"),  # wider than the array
+    Case(np.pad, rand(4, dtype=C128), C((1, 3)), mode="mean", stat_length=2),
+    Case(np.pad, rand(5), C((2, 1)), C("median")),  # the middle entry
+    Case(np.pad, rand(3, 4), C(((1, 2), (2, 1))), mode="median", stat_length=(2, 3)),  # the two middle ones
+    Case(np.pad, rand(4, dtype=F32), C(3), mode="median"),
+    Case(np.pad, rand(5, dtype=C128), C(2), mode="median", stat_length=4),
+    Case(np.pad, rand(5), C(2), C("maximum")),
+    Case(np.pad, rand(3, 4), C(((1, 2), (2, 1))), mode="maximum", stat_length=(1, 3)),
+    Case(np.pad, rand(4, dtype=F32), C((0, 3)), mode="maximum", stat_length=2),
+    Case(np.pad, rand(4, dtype=C128), C(1), mode="maximum"),
+    Case(np.pad, rand(3, 4), C(2), mode="minimum", stat_length=((2, 1), (3, 2))),
+    Case(np.pad, rand(5, dtype=C128), C((1, 6)), mode="minimum"),
+    Case(np.pad, rand(5), C((2, 3)), C("linear_ramp")),
+    Case(np.pad, rand(3, 4), C(((2, 1), (3, 0))), mode="linear_ramp", end_values=((1.5, -2.0), (0.5, 3.0))),
+    Case(np.pad, rand(3, dtype=F32), C(6), mode="linear_ramp", end_values=2.0),  # wider than the array
+    Case(np.pad, rand(4, dtype=C128), C(2), mode="linear_ramp", end_values=(1.0, -1.0)),
     Case(np.resize, rand(2, 3), C((4, 4))),  # the flat entries again and again
     Case(np.resize, rand(3, dtype=C128), C(2)),
 ]
@@ -341,12 +361,26 @@ def test_selections_accumulate_in_place_without_building_their_value():
     np.testing.assert_array_equal(acc, 2.0 * np.eye(3))
 
 
-@pytest.mark.parametrize("engine", ["source", "tape", "forward"])
-def test_pad_modes_that_are_not_copies_are_refused_at_the_users_line(engine):
-    def f(x):
-        return np.sum(np.pad(x, 2, mode="mean"))
+def _pad_empty(x):
+    return np.sum(np.pad(x, 2, mode="empty"))
 
-    with pytest.raises(cr.NoRuleError, match="mode='mean' is not a copy") as refusal:
+
+def _pad_to_differentiated_end_values(x):
+    return np.sum(np.pad(x, 2, mode="linear_ramp", end_values=(x[0], 1.0)))
+
+
+@pytest.mark.parametrize("engine", ["source", "tape", "forward"])
+@pytest.mark.parametrize(
+    "f, error, message",
+    [
+        (_pad_empty, cr.NoRuleError, "mode='empty' leaves the padded entries undefined"),
+        # rules differentiate positional arguments: end values being differentiated are refused, not dropped
+        (_pad_to_differentiated_end_values, TypeError, "'end_values'"),
+    ],
+    ids=["empty", "end_values"],
+)
+def test_pad_refusals_at_the_users_line(engine, f, error, message):
+    with pytest.raises(error, match=message) as refusal:
         if engine == "forward":
             cr.jacobian(f, rand(3), mode="forward")
         else:
@@ -368,12 +402,14 @@ def test_every_shape_function_has_both_rules():
         assert names.get(name) == (True, True), name
 
 
-# selections scatter into a NumPy array, and order="K"/"A" read a memory layout: both need arrays
+# selections scatter into a NumPy array, order="K"/"A" read a memory layout, and padding by the maximum or
+# minimum finds its winners as np.max's rule does, on arrays: all need arrays
 LAYOUT_FREE = [
     c
     for c in RESHAPING + PERMUTING + REPEATING + DELETING + JOINING + SPLITTING + [CONVERTING[5], CONVERTING[6]]
     if "order" not in c.kwargs
-    and not any(isinstance(a, C) and a.value in ("K", "A") for a in c.args)
+    and c.kwargs.get("mode") not in ("maximum", "minimum")
+    and not any(isinstance(a, C) and a.value in ("K", "A", "maximum", "minimum") for a in c.args)
     and getattr(c.f, "__objclass__", None) is not np.ndarray  # methods apply to arrays only
 ]
 
@@ -465,3 +501,17 @@ def test_broadcast_arrays_through_the_engines():
         return np.sum(np.sin(u) * v * u)
 
     check_engines(f, np.array([0.7, -0.3, 1.4]))
+
+
+def test_pad_by_statistics_and_ramps_through_the_engines():
+    def f(x):
+        a = x.reshape(2, 3)
+        means = np.pad(a, ((1, 2), (2, 1)), mode="mean", stat_length=(1, 2))
+        ramps = np.pad(a * x[0], ((2, 0), (1, 3)), mode="linear_ramp", end_values=((0.5, -1.0), (2.0, 0.0)))
+        highs = np.pad(np.sin(a), ((1, 1), (3, 2)), mode="maximum", stat_length=2)
+        lows = np.pad(a**2, 2, mode="minimum")
+        middles = np.pad(np.cos(x), (2, 3), mode="median", stat_length=4)
+        weights = np.arange(highs.size).reshape(highs.shape)
+        return np.sum(means**2 * x[1]) + np.sum(ramps**3) + np.sum(highs * weights) + np.sum(lows**2 * middles[:7])
+
+    check_engines(f, np.array([0.7, -0.3, 1.4, 0.2, 0.9, -1.1]))

@@ -1,8 +1,9 @@
 """Rules for NumPy's shape functions: reshaping, permuting, joining, splitting, padding, repeating,
 converting, and selecting (take, sort, diagonals, triangles).
 
-All of them are linear in the array, so each pullback is the adjoint map: a reshape goes back,
-a permutation is inverted, a broadcast or a repetition sums, a selection scatters. Selections
+All of them are linear in the array (``np.pad`` by a maximum, minimum or median piecewise so: its
+rules are the linear map where it is evaluated), so each pullback is the adjoint map: a reshape
+goes back, a permutation is inverted, a broadcast or a repetition sums, a selection scatters. Selections
 return ``InplaceableThunk``s (see ``indexing``). Every forward rule accepts a leading batch axis
 on its tangent (``is_batched``) and keeps it in front of the output tangent.
 
@@ -62,7 +63,8 @@ from ._arrays import (
     to_input,
     zeros_tangent,
 )
-from ._util import match_output, raise_out
+from ._util import match_output, raise_out, real_dtype
+from .reductions import _winners
 
 
 def _linear(*fs, batched: bool = False, value=None):
@@ -510,11 +512,12 @@ def _repeat(y, x, repeats, axis=None):
 # ----- padding ----------------------------------------------------------------------------------
 
 _GATHER_PAD_MODES = frozenset({"edge", "reflect", "symmetric", "wrap"})
+_SIDE_PAD_MODES = frozenset({"mean", "median", "maximum", "minimum", "linear_ramp"})
 
 
 @_linear(np.pad, batched=True)
 def _pad(y, x, pad_width, mode="constant", **kwargs):
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (np.ndim(x), 2))
+    widths = _pad_pairs(pad_width, np.ndim(x))
     if mode == "constant":
         inner = tuple(slice(int(b), int(b) + n) for (b, _), n in zip(widths, np.shape(x)))
         inner_rows = (slice(None), *inner)  # the same past a leading batch axis
@@ -527,8 +530,114 @@ def _pad(y, x, pad_width, mode="constant", **kwargs):
     if mode in _GATHER_PAD_MODES and kwargs.get("reflect_type", "even") == "even":
         # every output entry copies one input entry: pad the positions, then gather and scatter
         return _gather(x, np.pad(_positions(x), widths.tolist(), mode=mode))
+    if mode in _SIDE_PAD_MODES:
+        # (a statistic is piecewise linear: this is its linear map at x, the derivative)
+        sides = _PaddedSides(y, x, widths, mode, kwargs.get("stat_length"))
+        return sides.adjoint, sides.push
+    if mode == "empty":
+        raise option_refused(np.pad, (x, pad_width), "mode='empty' leaves the padded entries undefined")
     options = f" with {kwargs}" if kwargs else ""
     raise option_refused(np.pad, (x, pad_width), f"mode={mode!r}{options} is not a copy of input entries")
+
+
+def _pad_pairs(values, ndim: int) -> np.ndarray:
+    """An option of ``np.pad`` given per axis and side (a number, a pair, or a pair per axis) as
+    ``np.pad`` reads it: integers in an ``(ndim, 2)`` array."""
+    return np.broadcast_to(np.round(np.asarray(values)).astype(np.intp), (ndim, 2))
+
+
+class _PaddedSides:
+    """``np.pad`` with a mode that fills each padded side of an axis from one linear functional of
+    the entries along it: a statistic of the first or last ``stat_length`` of them (mean, median,
+    maximum, minimum), or a ramp from the end value to the edge entry (linear_ramp).
+
+    NumPy pads the axes one after the other, each over the array padded so far (its earlier axes
+    padded, its later ones not yet), so the map is their composition; linearized at ``x``, step
+    ``k`` takes ``v`` along axis ``k`` to ``[c_before * (w_before . v), v, c_after * (w_after . v)]``
+    and its adjoint is the transpose. A side's weights ``w`` are ``1 / length`` on the entries
+    (mean), one on the extremum (shared between ties, as ``np.max``'s rule shares them), one half
+    on each of the two middle order statistics (one on the middle one of an odd length; ties in
+    the order of a stable sort, as ``np.median``'s rule), or one on the edge entry, which a
+    ramp's entry ``i`` of ``width`` takes ``i / width`` of (its ``c``; a statistic's is one).
+    The statistics' weights are read off ``y``: outside the later axes' padding it holds the array
+    NumPy had padded so far, and the value each side was filled with.
+    """
+
+    def __init__(self, y, x, widths: np.ndarray, mode: str, stat_length):
+        y = stood_for(y)  # (a Hessian's dual numbers: the weights are those of the values)
+        shape, ndim = np.shape(x), np.ndim(x)
+        dtype = real_dtype(y)
+        lengths = [(None, None)] * ndim if stat_length is None else _pad_pairs(stat_length, ndim).tolist()
+        original = tuple(slice(b, b + n) for (b, _), n in zip(widths.tolist(), shape))
+        self.steps = []  # (axis, size, before, after): a side (width, weights, coefficients) or None
+        for k, ((before, after), n, length_pair) in enumerate(zip(widths.tolist(), shape, lengths)):
+            padded_so_far = (slice(None),) * k + original[k:]
+            trailing = (1,) * (ndim - 1 - k)  # a vector along axis k, broadcast over the later axes
+            sides = []
+            for side, (width, length) in enumerate(zip((before, after), length_pair)):
+                if not width:
+                    sides.append(None)
+                    continue
+                length = n if length is None else min(length, n)
+                chunk = slice(0, length) if side == 0 else slice(n - length, n)
+                coefficients = np.ones(width, dtype)
+                if mode in ("mean", "linear_ramp"):
+                    weights = np.zeros((n, *trailing), dtype)
+                    if mode == "mean":
+                        weights[chunk] = 1 / dtype.type(length) if length else 0  # (no entries: NumPy's mean is NaN)
+                    else:
+                        weights[-side] = 1  # the edge entry: the first, or the last
+                        coefficients = np.arange(width, dtype=dtype) / dtype.type(width)
+                        coefficients = coefficients[::-1] if side else coefficients  # (running back from the end)
+                else:
+                    weights = _statistic_weights(y, padded_so_far, k, chunk, side, mode, dtype)
+                sides.append((width, weights, np.reshape(coefficients, (width, *trailing))))
+            if any(sides):
+                self.steps.append((k, n, *sides))
+
+    def push(self, dx, lead: tuple):
+        """The padded tangent of ``dx`` (with ``lead`` batch axes in front)."""
+        for k, _, before, after in self.steps:
+            axis = k + len(lead)
+            pieces = [dx]
+            for side, at in ((before, 0), (after, 2)):
+                if side is not None:
+                    _, weights, coefficients = side
+                    pieces.insert(at, coefficients * np.sum(weights * dx, axis=axis, keepdims=True))
+            dx = np.concatenate(pieces, axis=axis)
+        return dx
+
+    def adjoint(self, dy, lead=()):
+        """The cotangent of ``x`` from the padded array's ``dy`` (with ``lead`` batch axes in front)."""
+        for k, n, before, after in reversed(self.steps):
+            axis = k + len(lead)
+            start = 0 if before is None else before[0]
+            dx = dy[(slice(None),) * axis + (slice(start, start + n),)]
+            for side, part in ((before, slice(0, start)), (after, slice(start + n, None))):
+                if side is not None:
+                    _, weights, coefficients = side
+                    padded = dy[(slice(None),) * axis + (part,)]
+                    dx = dx + weights * np.sum(coefficients * padded, axis=axis, keepdims=True)
+            dy = dx
+        return dy
+
+
+def _statistic_weights(y, padded_so_far: tuple, axis: int, chunk: slice, side: int, mode: str, dtype):
+    """The weights of the entries of ``y[padded_so_far]`` along ``axis`` in the median, maximum or
+    minimum of those in ``chunk`` that NumPy filled its ``side`` (0 before, 1 after) with."""
+    roi = y[padded_so_far]
+    entries = roi[(slice(None),) * axis + (chunk,)]
+    if mode == "median":
+        n, half = chunk.stop - chunk.start, dtype.type(0.5)
+        ranks = np.argsort(np.argsort(entries, axis=axis, kind="stable"), axis=axis, kind="stable")
+        picked = half * np.equal(ranks, (n - 1) // 2) + half * np.equal(ranks, n // 2)  # the middle entry or two
+    else:
+        first = np.shape(y)[axis] - 1 if side else 0  # an entry of the padded side: the statistic
+        filled = y[padded_so_far[:axis] + (slice(first, first + 1),) + padded_so_far[axis + 1 :]]
+        hit, count = _winners(entries, filled, (axis,), True, nan_wins=True)
+        picked = hit if count is None else hit / count
+    outside = (chunk.start, np.shape(roi)[axis] - chunk.stop)
+    return np.pad(picked, [(0, 0)] * axis + [outside] + [(0, 0)] * (np.ndim(roi) - 1 - axis))
 
 
 def _positions(x) -> np.ndarray:
