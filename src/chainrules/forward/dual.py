@@ -1506,6 +1506,16 @@ def _wrap(y, dy, tag: Tag):
     if _is_structured(y):
         return _rebuilt(y, {k: _wrap(v, d, tag) for k, (v, d) in _items_and_tangents(y, dy).items()})
     if isinstance(y, (np.ndarray, np.generic)) and y.dtype.kind not in "fciu":
+        if y.dtype.kind == "O":  # (x.astype(object): Python numbers, whose derivative a dual cannot hold)
+            where = user_location()
+            raise _kept(
+                tag,
+                DroppedDerivativeError(
+                    f"an array of objects made from dual numbers{' at ' + where if where else ''} would drop their "
+                    "derivative: forward mode carries it in arrays of floating-point or complex numbers. Keep "
+                    "the values in such an array (or a list of them)"
+                ),
+            )
         return y  # boolean results carry no derivative; integers used arithmetically do (their rules say when not)
     return Dual(y, dy, tag)
 

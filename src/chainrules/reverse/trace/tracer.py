@@ -528,7 +528,7 @@ def _record_output(trace: Trace, f, y, pullback, first: int, second, plain, args
             _mark_shared_memory(out, plain, args, f)
         trace.tape.append((pullback, slot, f, PAIRS, parents))
         return out
-    if kind is not None or type(y) in _CONSTANT_RESULTS:
+    if kind is not None or (type(y) in _CONSTANT_RESULTS and not _is_object_array(y)):
         return y
     if _is_taken_apart(y):
         template, boxed = _box_outputs(y, trace, parents, plain, args, f)
@@ -541,8 +541,12 @@ def _record_output(trace: Trace, f, y, pullback, first: int, second, plain, args
 
 
 #: results that carry no derivative, returned without a look inside (an integer one is too, where
-#: no integer went in): a mask, a flag, a name
+#: no integer went in): a mask, a flag, a name; an array of objects is looked into (``_parts_of``)
 _CONSTANT_RESULTS = frozenset({np.ndarray, bool, np.bool_, type(None), str})
+
+
+def _is_object_array(y) -> bool:
+    return type(y) is np.ndarray and y.dtype.kind == "O"
 
 
 def _through_hidden(y: Tracked, pullback, parents: list, n_args: int):
@@ -767,6 +771,15 @@ def _refuse_untracked(trace: Trace, f, y) -> None:
     if not _carries_derivative(y, trace, set()):
         return
     name = _name(f)
+    if _is_object_array(y):
+        raise kept(
+            trace,
+            DroppedDerivativeError(
+                f"{name} made an array of objects from values being differentiated{_at()}: the tape engine tracks "
+                "arrays of floating-point or complex numbers, not the Python numbers in an array of objects, so "
+                "their derivatives would be lost. Keep a numeric dtype, or use engine='source'"
+            ),
+        )
     raise kept(
         trace,
         DroppedDerivativeError(
@@ -807,6 +820,8 @@ def _parts_of(value) -> list | None:
         return list(backing.values() if isinstance(backing, dict) else backing)
     if isinstance(value, (set, frozenset)):
         return list(value)
+    if _is_object_array(value):  # (x.astype(object): Python numbers the tape would not follow)
+        return list(value.flat)
     if is_structure(value):
         items = structure_items(value)
         return items if isinstance(items, list) else list(items.values())
