@@ -318,6 +318,24 @@ def test_a_dual_keyword_argument_is_refused_when_no_position_takes_it():
     assert np.array_equal(y.primal, np.ones(3)) and np.array_equal(y.partials, np.ones(3))
 
 
+def test_a_dual_given_to_a_declared_option_is_passed_as_its_primal():
+    """An option carries no derivative (``declare_options``): the rule gets its primal, and the
+    output's tangent is the other arguments' alone."""
+    from chainrules.core.keywords import declare_options
+
+    def weighed(a, *, w=1.0):
+        return a * w
+
+    @cr.frule.register(weighed)
+    def frule_weighed(tangents, a, *, w=1.0):
+        assert type(w) is float  # (the primal, not the dual)
+        return a * w, tangents[1] * w
+
+    declare_options(weighed, ["w"])
+    y = call(weighed, (dual(2.0, 1.0),), {"w": dual(3.0, 10.0)})
+    assert (y.primal, y.partials) == (6.0, 3.0)
+
+
 def test_repr_shows_primal_and_partials_and_formatting_the_primal():
     assert repr(Dual(1.5, 2.0, Tag())) == "Dual(1.5, 2.0)"
     assert f"{Dual(1.5, 2.0, Tag()):.3f}" == "1.500"

@@ -8,8 +8,9 @@ the rule, and refuse only what no position can hold (a keyword-only parameter, a
 a signature). Where a signature hides the positions behind ``*args, **kwds`` (a SciPy
 distribution's methods, whose positions depend on the distribution), the rule set declares them
 with ``declare_parameters``. Keyword arguments that only say how accurately a callable computes its
-result (a solver's tolerances) carry no derivative by definition: the rule set declares them with
-``declare_options``, and the engines pass them on as they are.
+result (a solver's tolerances), or that move it nowhere (``np.quantile``'s weights, which select an
+entry), carry no derivative: the rule set declares them with ``declare_options``, and the engines
+pass them on as plain values.
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ def declare_parameters(f: Callable, parameters: Callable[[tuple], Sequence[inspe
 
 
 def declare_options(f: Callable, names: Iterable[str]) -> None:
-    """Declare keyword arguments of ``f`` that set how accurately it computes a result that, in exact
-    arithmetic, does not depend on them: tolerances and step sizes. ``f``'s rule differentiates that
-    exact result (a solution to within the tolerances), so their derivative is zero, and a value
-    being differentiated given there (a tolerance captured from the code around the call) is passed
-    to the rule as a keyword instead of being refused as a keyword argument no position can take.
+    """Declare keyword arguments of ``f`` whose derivative is zero: those that set how accurately it
+    computes a result that, in exact arithmetic, does not depend on them (tolerances and step sizes;
+    ``f``'s rule differentiates that exact result, a solution to within the tolerances), and those
+    the result is piecewise constant in (``np.quantile``'s weights, which select one of its entries).
+    A value being differentiated given there (a tolerance captured from the code around the call) is
+    passed to the rule as a keyword, its plain value under every engine, instead of being refused as
+    a keyword argument no position can take.
 
     >>> def solve(x, *, tol=1e-8):
     ...     return x

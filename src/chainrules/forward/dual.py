@@ -97,7 +97,7 @@ from ..core.errors import (
     in_percent_formatting,
 )
 from ..core.indexing import ellipsis_spelled_out
-from ..core.keywords import as_positional
+from ..core.keywords import as_positional, is_option
 from ..core.ruled_calls import RuledCallWatch, engine_values_in
 from ..core.sparse import NOT_CARRIED, is_sparse
 from ..core.structures import is_structure, item_tangents, structure_items, with_fields
@@ -1132,17 +1132,20 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller, opening
     if kwargs:
         tag = _newest_tag(kwargs.values(), tag)
         if tag is not None and _has_dual(kwargs, tag):
-            # rules differentiate positional arguments: pass these by their positions (see core.keywords)
+            # options carry no derivative: their primals (see core.keywords)
+            kwargs = {k: _split(v, tag)[0] if is_option(f, k) else v for k, v in kwargs.items()}
+            # rules differentiate positional arguments: pass the others by their positions
             dual_keywords = [k for k, v in kwargs.items() if _has_dual(v, tag)]
-            moved = as_positional(f, args, kwargs, dual_keywords)
-            if moved is None:
-                where = user_location()
-                raise TypeError(
-                    f"{_name(f)}: a dual number was passed as the keyword argument {dual_keywords[0]!r}"
-                    f"{f' (at {where})' if where else ''}; forward mode differentiates positional arguments "
-                    "only, and no position of its signature can take it"
-                )
-            return _call_general(f, moved[0], moved[1], caller, opening)
+            if dual_keywords:
+                moved = as_positional(f, args, kwargs, dual_keywords)
+                if moved is None:
+                    where = user_location()
+                    raise TypeError(
+                        f"{_name(f)}: a dual number was passed as the keyword argument {dual_keywords[0]!r}"
+                        f"{f' (at {where})' if where else ''}; forward mode differentiates positional arguments "
+                        "only, and no position of its signature can take it"
+                    )
+                return _call_general(f, moved[0], moved[1], caller, opening)
     else:
         kwargs = _NO_KWARGS
     if opening:

@@ -162,6 +162,24 @@ def test_keyword_arguments_with_tracked_values_raise_when_no_position_takes_them
     assert pullback_full(lambda x: apply(scale, (2.0,), {"b": x}), 1.5)[1](1.0) == (cr.NoTangent(), 2.0)
 
 
+def test_a_tracked_value_given_to_a_declared_option_is_passed_as_its_value():
+    """An option carries no derivative (``declare_options``): the rule gets the plain value, and no
+    cotangent reaches the value from it."""
+    from chainrules.core.keywords import declare_options
+
+    def weighed(a, *, w=1.0):
+        return a * w
+
+    @cr.rrule.register(weighed)
+    def rrule_weighed(a, *, w=1.0):
+        assert type(w) is float  # (the plain value, not the tracked one)
+        return a * w, lambda dy: (cr.NoTangent(), dy * w)
+
+    declare_options(weighed, ["w"])
+    y, back = pullback_full(lambda x: apply(weighed, (x,), {"w": x + 1.0}), 2.0)
+    assert y == 6.0 and back(1.0) == (cr.NoTangent(), 3.0)
+
+
 def test_values_that_escape_their_differentiation_raise_when_used():
     kept = []
 

@@ -16,6 +16,8 @@ MISSING = np.zeros(X.shape, dtype=bool)
 MISSING[0, 0, 1] = MISSING[0, 1, :3] = MISSING[1, 2, :] = True  # rows of 4, 3, 1 and 0 valid entries
 WITH_NANS = np.where(MISSING, np.nan, X)
 ND = crt.nondiff
+METHODS = ["linear", "inverted_cdf", "averaged_inverted_cdf", "closest_observation", "hazen", "weibull"]
+METHODS += ["median_unbiased", "normal_unbiased", "interpolated_inverted_cdf", "lower", "higher", "nearest", "midpoint"]
 
 ORDER_STATISTICS = [
     (np.nanmedian, (X,), {}),
@@ -50,19 +52,30 @@ def test_rules_without_nans_against_finite_differences(case, batched_pullback):
     check_batched_frule(f, *(Const(_plain(a)) if a is not _plain(a) else a for a in args), fkwargs=kwargs)
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_rules_with_nans_against_finite_differences(method):
+    """Rows of 3, 1, 4 and 4 entries that are not NaN (and of 4 and 8), q away from every method's jumps and kinks."""
+    data = WITH_NANS[:, :2]
+    for f, q, axis in [(np.nanquantile, np.array([0.44, 0.57]), 2), (np.nanpercentile, 57.0, (1, 2))]:
+        crt.test_rrule(f, data, q, fkwargs={"axis": axis, "method": method})
+        crt.test_frule(f, data, q, fkwargs={"axis": axis, "method": method})
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's: the row of NaNs)
 @pytest.mark.parametrize(
-    "f, plain, q",
+    "f, plain, q, method",
     [
-        (np.nanmedian, np.median, None),
-        (np.nanquantile, np.quantile, [0.3, 0.8]),
-        (np.nanpercentile, np.percentile, 60.0),
+        (np.nanmedian, np.median, None, None),
+        *((np.nanquantile, np.quantile, [0.3, 0.8], method) for method in METHODS),
+        *((np.nanpercentile, np.percentile, 60.0, method) for method in METHODS),
     ],
 )
-def test_nan_entries_take_no_part(f, plain, q, batched_pullback):
+def test_nan_entries_take_no_part(f, plain, q, method, batched_pullback):
+    """Each row's entries that are not NaN: the plain function's cotangents, for every method."""
     args = () if q is None else (q,)
-    y, back = cr.rrule(f, WITH_NANS, *args, axis=2)
-    np.testing.assert_array_equal(y, f(WITH_NANS, *args, axis=2))
+    options = {} if method is None else {"method": method}
+    y, back = cr.rrule(f, WITH_NANS, *args, axis=2, **options)
+    np.testing.assert_array_equal(y, f(WITH_NANS, *args, axis=2, **options))
     dy = np.arange(1.0, y.size + 1).reshape(y.shape)
     grads = back(dy)
     dx = cr.unthunk(grads[1])
@@ -73,7 +86,7 @@ def test_nan_entries_take_no_part(f, plain, q, batched_pullback):
         if not kept.any():  # a row of NaNs: a NaN output, which nothing moves
             assert np.all(np.isnan(y[..., i, j])) and np.all(dx[i, j] == 0.0)
             continue
-        _, row_back = cr.rrule(plain, X[i, j, kept], *args)
+        _, row_back = cr.rrule(plain, X[i, j, kept], *args, **options)
         row_grads = row_back(rows[:, r].reshape(np.shape(y[..., i, j])))
         np.testing.assert_allclose(dx[i, j, kept], cr.unthunk(row_grads[1]), rtol=1e-13)
     if q is not None:  # q's cotangent: a NaN row's output cotangent plays no part in it
@@ -81,10 +94,10 @@ def test_nan_entries_take_no_part(f, plain, q, batched_pullback):
         np.testing.assert_allclose(back(dy_kept)[2], grads[2], rtol=1e-13)
         assert np.all(np.isfinite(grads[2]))
     _, dy_forward = cr.frule(
-        (cr.NoTangent(), np.where(MISSING, np.nan, 1.0), *(0.0 for _ in args)), f, WITH_NANS, *args, axis=2
+        (cr.NoTangent(), np.where(MISSING, np.nan, 1.0), *(0.0 for _ in args)), f, WITH_NANS, *args, axis=2, **options
     )
     np.testing.assert_array_equal(dy_forward, np.where(np.isnan(y), 0.0, 1.0))  # NaN tangents there take no part
-    batched_pullback(f, WITH_NANS, *args, kwargs={"axis": 2})
+    batched_pullback(f, WITH_NANS, *args, kwargs={"axis": 2, **options})
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's: the quantile of nothing)
@@ -101,17 +114,18 @@ def test_no_entries_at_all_give_constant_nans(f, args):
     )
 
 
-def summaries_with_missing_entries(x, q):
+def summaries_with_missing_entries(x, q, method="linear"):
     # NaN where MISSING (a constant: finite differences see the same NaN pattern at every step)
     data = np.where(MISSING[0], np.nan, x)
-    low, high = np.nanquantile(data, np.array([0.0, 1.0]) + q * np.array([1.0, -1.0]), axis=1)
-    return (
-        np.sum(np.nanmedian(data, axis=0) ** 2) + np.sum((high - low) ** 2) * np.nanpercentile(data, 100 * q) + low[2]
-    )
+    low, high = np.nanquantile(data, np.array([0.0, 1.0]) + q * np.array([1.0, -1.0]), axis=1, method=method)
+    spread = np.sum((high - low) ** 2) * np.nanpercentile(data, 100 * q, method=method)
+    return np.sum(np.nanmedian(data, axis=0) ** 2) + spread + low[2]
 
 
-def test_every_engine_differentiates_order_statistics_of_data_with_missing_entries():
-    checks = crt.check_grads(summaries_with_missing_entries, (X[0] * 1.3, 0.35), order=2)
+# (q = 0.35 away from each one's jumps and kinks, for rows of 3, 1, 4 and 8 entries)
+@pytest.mark.parametrize("method", ["linear", "hazen", "median_unbiased", "nearest", "averaged_inverted_cdf"])
+def test_every_engine_differentiates_order_statistics_of_data_with_missing_entries(method):
+    checks = crt.check_grads(lambda x, q: summaries_with_missing_entries(x, q, method), (X[0] * 1.3, 0.35), order=2)
     assert any(c.startswith("reverse[tape]") for c in checks) and any(c.startswith("forward") for c in checks)
 
 

@@ -603,8 +603,166 @@ def test_median_and_quantile_conventions():
     assert dq == 2.0  # (n - 1) (s[1] - s[0])
     _, back = cr.rrule(np.quantile, np.array([3.0, 1.0, 2.0]), 1.0)
     assert back(1.0)[2] == 2.0  # at q = 1 the slope of the last segment
-    with pytest.raises(TypeError, match="method='linear'"):
-        cr.rrule(np.quantile, np.ones(3), 0.5, method="nearest")
+    _, back = cr.rrule(np.quantile, np.array([3.0, 1.0, 2.0, 4.0]), 0.5, method="weibull")
+    dx, dq = back(1.0)[1:]
+    np.testing.assert_allclose(dx, [0.5, 0.0, 0.5, 0.0])  # v = (n + 1) q - 1 = 1.5: halfway from s[1] to s[2]
+    assert dq == 5.0  # (n + 1) (s[2] - s[1])
+    _, back = cr.rrule(np.quantile, np.array([3.0, 1.0, 2.0, 4.0]), 0.1, method="weibull")
+    assert back(1.0)[2] == 0.0  # v < 0: the smallest entry, which q does not move
+
+
+# ----- every method of quantile and percentile -------------------------------------------------
+
+QUANTILE_METHODS = [
+    "inverted_cdf",
+    "averaged_inverted_cdf",
+    "closest_observation",
+    "interpolated_inverted_cdf",
+    "hazen",
+    "weibull",
+    "linear",
+    "median_unbiased",
+    "normal_unbiased",
+    "lower",
+    "higher",
+    "nearest",
+    "midpoint",
+]
+# q away from every method's jumps and kinks for these n (4, 24, 6 and 3 entries): finite differences in q are
+# the slope (0.07 of 4 entries: before the first for some methods, which q does not move there)
+_QUANTILE_CASES = [
+    (np.quantile, (_DISTINCT, np.array([0.07, 0.55, 0.93])), {"axis": 2}),
+    (np.quantile, (_DISTINCT, 0.45), {}),
+    (np.percentile, (_DISTINCT, 63.0), {"axis": (0, 1), "keepdims": True}),
+    (np.percentile, (_DISTINCT, np.array([[12.0], [71.0]])), {"axis": 1}),
+    (np.quantile, (_DISTINCT[1].astype(np.float32), np.float32(0.3)), {"axis": 1}),
+]
+
+
+@pytest.mark.parametrize("method", QUANTILE_METHODS)
+@pytest.mark.parametrize("case", _QUANTILE_CASES, ids=_several_id)
+def test_every_quantile_method(case, method, batched_pullback):
+    from _array_checks import check_batched_frule
+
+    f, args, kwargs = case
+    kwargs = {**kwargs, "method": method}
+    y, _ = cr.rrule(f, *args, **kwargs)
+    np.testing.assert_array_equal(y, f(*args, **kwargs))
+    crt.test_rrule(f, *args, fkwargs=kwargs)
+    crt.test_frule(f, *args, fkwargs=kwargs)
+    batched_pullback(f, *args, kwargs=kwargs, rtol=1e-6)
+    check_batched_frule(f, *args, fkwargs=kwargs)
+
+
+def _quantiles_at_the_jumps(n):
+    """q at every position where one method or another jumps or changes its rounding, with a few in between."""
+    qs = {k / d for d in (n - 1, n, n + 1, 2 * n) if d for k in range(d + 1)}
+    return np.array(sorted(qs | {0.0, 1.0, 0.123, 0.5, 0.77}))
+
+
+@pytest.mark.parametrize("method", QUANTILE_METHODS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_quantile_rules_select_the_entries_numpy_selects(method, dtype):
+    """The rules' weights of the sorted entries are NumPy's own: the pushforward of a along a itself
+    is NumPy's quantile, at q where one entry gives way to the next (n q or (n - 1) q an integer or
+    a half), for percentiles (q / 100, rounded as NumPy rounds it) and rows with NaNs too."""
+    rng = np.random.default_rng(3)
+    for n in range(1, 10):
+        q = _quantiles_at_the_jumps(n).astype(dtype)
+        x = rng.permutation(n) + 1.0  # (integers: a selected entry is exact)
+        with_nans = np.insert(x, [0, n // 2], np.nan)
+        for f, data, at in [
+            (np.quantile, x, q),
+            (np.percentile, x, q * dtype(100)),
+            (np.nanquantile, with_nans, q),
+            (np.nanpercentile, with_nans, q * dtype(100)),
+        ]:
+            y, dy = cr.frule((cr.NoTangent(), np.nan_to_num(data), cr.ZeroTangent()), f, data, at, method=method)
+            np.testing.assert_array_equal(y, f(data, at, method=method))
+            np.testing.assert_allclose(dy, y, rtol=1e-6 if dtype == np.float32 else 1e-14, err_msg=f"{f.__name__} {n}")
+
+
+_WEIGHTS = R.uniform(0.1, 2.0, _DISTINCT.shape)
+_WEIGHTED = [
+    (np.quantile, (_DISTINCT, np.array([0.1, 0.55, 0.9])), {"weights": _WEIGHTS}),
+    (np.quantile, (_DISTINCT, 0.3), {"axis": 1, "weights": _WEIGHTS, "keepdims": True}),
+    (np.percentile, (_DISTINCT, np.array([20.0, 64.0])), {"axis": 2, "weights": np.array([0.0, 2.0, 0.5, 1.0])}),
+    (np.percentile, (_DISTINCT, 45.0), {"axis": (0, 2), "weights": _WEIGHTS}),
+    (np.nanquantile, (_DISTINCT, np.array([0.2, 0.8])), {"axis": 0, "weights": _WEIGHTS}),
+    (np.quantile, (_DISTINCT[0].astype(np.float32), np.float32(0.6)), {"axis": 0, "weights": _WEIGHTS[0, :, 0]}),
+]
+
+
+@pytest.mark.parametrize("case", _WEIGHTED, ids=_several_id)
+def test_weighted_quantiles(case, batched_pullback):
+    """With weights (method='inverted_cdf', the one NumPy weighs) the output is the entry at which
+    the weights' cumulative share reaches q: it moves with that entry, and with neither q nor the
+    weights (settings: a leading zero weight and all)."""
+    from _array_checks import check_batched_frule
+
+    f, args, kwargs = case
+    kwargs = {**kwargs, "method": "inverted_cdf"}
+    y, back = cr.rrule(f, *args, **kwargs)
+    np.testing.assert_array_equal(y, f(*args, **kwargs))
+    crt.test_rrule(f, *args, fkwargs=kwargs)
+    crt.test_frule(f, *args, fkwargs=kwargs)
+    batched_pullback(f, *args, kwargs=kwargs)
+    check_batched_frule(f, *args, fkwargs=kwargs)
+    assert not np.any(back(np.ones(np.shape(y)))[2])
+
+
+def test_weighted_quantiles_select_the_entries_numpy_selects():
+    rng = np.random.default_rng(4)
+    for n in range(1, 9):
+        x = rng.permutation(n) + 1.0
+        for weights in (rng.uniform(0.1, 1.0, n), rng.integers(0, 3, n) + np.eye(n)[-1], np.ones(n)):
+            steps = np.cumsum(weights[np.argsort(x)]) / np.sum(weights)  # (q at a step: the entry reaching it)
+            q = np.clip(np.concatenate([_quantiles_at_the_jumps(n), steps]), 0.0, 1.0)
+            options = {"method": "inverted_cdf", "weights": weights}
+            for f, at in [(np.quantile, q), (np.percentile, 100 * q), (np.quantile, q.astype(np.float32))]:
+                y, dy = cr.frule((cr.NoTangent(), x, cr.ZeroTangent()), f, x, at, **options)
+                np.testing.assert_array_equal(dy, y)
+                np.testing.assert_array_equal(y, f(x, at, **options))
+
+
+def order_statistics_of_each_method(x, q):
+    total = np.sum(np.quantile(x, np.array([0.2, 0.6]) + q, axis=1, method="hazen") ** 2)
+    total += np.percentile(x, 100 * q, method="median_unbiased") * np.quantile(x, 0.62, method="nearest")
+    total += np.sum(np.quantile(x, 0.7 - q, axis=0, method="averaged_inverted_cdf") * x[0])
+    total += np.sum(np.percentile(x, [30.0, 65.0], axis=1, method="inverted_cdf", weights=_WEIGHTS[0]) ** 2)
+    return total * np.quantile(x, q, method="weibull")
+
+
+def test_every_engine_differentiates_each_method():
+    x, q = _DISTINCT[0] * 1.3, 0.11
+    checks = crt.check_grads(order_statistics_of_each_method, (x, q), order=2)
+    assert any(c.startswith("reverse[tape]") for c in checks) and any(c.startswith("forward") for c in checks)
+    expected = crt.fd_jacobian(lambda v: order_statistics_of_each_method(v, q), x)[0].reshape(x.shape)
+    for engine in ("source", "tape"):
+        crt.assert_approx(cr.gradient(order_statistics_of_each_method, x, q, engine=engine)[0], expected, rtol=1e-6)
+    forward = cr.jacobian(lambda v: order_statistics_of_each_method(v, q), x, mode="forward")
+    crt.assert_approx(forward.reshape(x.shape), expected, rtol=1e-6)
+
+
+def weighted_by_their_own_squares(x):
+    return np.sum(np.quantile(x**2, [0.3, 0.8], axis=1, method="inverted_cdf", weights=x**2 + 0.5) * x[:, 0])
+
+
+def test_weights_being_differentiated_carry_no_derivative():
+    """Weights that depend on the differentiated values move the output nowhere: each engine (and
+    the Hessian's) passes them to the rules as plain values, as declared options, where they had
+    refused them as keyword arguments no position of the signature takes."""
+    x = _DISTINCT[0] - 0.8
+    checks = crt.check_grads(weighted_by_their_own_squares, (x,), order=2)
+    assert any(c.startswith("reverse[tape]") for c in checks) and any(c.startswith("forward") for c in checks)
+
+
+def test_what_numpy_rejects_stays_an_error():
+    """The median has no method; NumPy weighs the inverted_cdf method only."""
+    with pytest.raises(TypeError, match="method="):
+        cr.rrule(np.median, np.ones(3), method="nearest")
+    with pytest.raises(ValueError, match="Only method 'inverted_cdf' supports weights"):
+        cr.rrule(np.quantile, np.ones(3), 0.5, weights=np.ones(3))
 
 
 # ----- edge cases found by fuzzing (tests/fuzz/fuzz_rules.py) ---------------------------------

@@ -39,7 +39,7 @@ import numpy as np
 
 from ...core.active import ActiveValue, next_order, reflected_by_its_class, stood_for
 from ...core.errors import GENERATED_LINES, DroppedDerivativeError, NoRuleError, escaped_error, is_library
-from ...core.keywords import as_positional
+from ...core.keywords import as_positional, is_option
 from ...core.pullback_results import checked_rule
 from ...core.registry import decline_batch, is_users_rule, rrule
 from ...core.ruled_calls import RuledCallWatch, given_to
@@ -463,6 +463,9 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
         watch.check(trace, _getframe(1))
     if kwargs:
         owned = [name for name, value in kwargs.items() if _owns_any(value, trace)]
+        if any(is_option(f, name) for name in owned):  # options carry no derivative: their values (see core.keywords)
+            kwargs = {k: _strip(v) if k in owned and is_option(f, k) else v for k, v in kwargs.items()}
+            owned = [name for name in owned if not is_option(f, name)]
         if owned:
             # rules differentiate positional arguments: pass these by their positions (see core.keywords)
             moved = as_positional(f, args, kwargs, owned)

@@ -42,6 +42,7 @@ from ...core import (
 )
 from ...core.active import stood_for
 from ...core.errors import at_user, option_refused
+from ...core.keywords import declare_options
 from ._arrays import array_or_active, batch_to_input, scatter_add, sum_to, tangent_array, to_input
 from ._util import align, axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
 from .ufuncs import as_computed
@@ -1225,11 +1226,55 @@ _QUANTILE_DEFAULTS = {
     "weights": None,
 }
 
+# NumPy's methods, as its ``_QuantileMethods`` computes them (the same expressions, so the same rounding
+# and so the same entries of the sorted row ``s`` of ``n`` entries). The continuous ones interpolate at
+# Hyndman and Fan's virtual index ``v = n q + alpha + q (1 - alpha - beta) - 1``, clamped to [0, n - 1]:
+# ``(1 - g) s[floor v] + g s[floor v + 1]`` with ``g = v - floor v``, which moves with q at
+# ``dv/dq = n + 1 - alpha - beta``.
+_CONTINUOUS = {  # method: (alpha, beta)
+    "linear": (1.0, 1.0),  # (whose v NumPy computes as (n - 1) q)
+    "weibull": (0.0, 0.0),
+    "hazen": (0.5, 0.5),
+    "median_unbiased": (1 / 3, 1 / 3),
+    "normal_unbiased": (3 / 8, 3 / 8),
+    "interpolated_inverted_cdf": (0.0, 1.0),
+}
+
+
+def _boundary(v, previous):
+    """NumPy's ``_discrete_interpolation_to_boundaries``: the entry ``floor v`` where ``previous(g, v)``
+    (``g = v - floor v``), else the next one, and no entry before the first."""
+    below = np.floor(v)
+    return np.maximum(np.where(previous(v - below, v), below, below + 1), 0).astype(np.intp)
+
+
+# The discontinuous ones select the entry of an integer index v, or take ``(1 - g) s[floor v] +
+# g s[floor v + 1]`` at a g of their own (the first entry for v < 0, the last for v >= n - 1): q moves nothing.
+_DISCONTINUOUS = {  # method: (v(n, q), g(v - floor v, v) where v is not an integer)
+    "inverted_cdf": (lambda n, q: _boundary(n * q - 1, lambda g, v: g == 0), None),
+    "averaged_inverted_cdf": (lambda n, q: n * q - 1, lambda g, v: np.where(g == 0, 0.5, 1.0)),
+    "closest_observation": (
+        lambda n, q: _boundary(n * q - 1 - 0.5, lambda g, v: (g == 0) & (np.floor(v) % 2 == 1)),
+        None,
+    ),
+    "lower": (lambda n, q: np.floor((n - 1) * q).astype(np.intp), None),
+    "higher": (lambda n, q: np.ceil((n - 1) * q).astype(np.intp), None),
+    "nearest": (lambda n, q: np.around((n - 1) * q).astype(np.intp), None),
+    "midpoint": (
+        lambda n, q: 0.5 * (np.floor((n - 1) * q) + np.ceil((n - 1) * q)),
+        lambda g, v: np.where(v % 1 == 0, 0.0, 0.5),
+    ),
+}
+
 
 class _OrderStatistics:
     """The rows of ``a`` to be reduced (the reduced axes moved last and flattened), each row's
-    sorting permutation, and the weights of the linear method: output ``k`` of a row ``s`` (sorted)
-    is ``(1 - f) s[lo] + f s[lo + 1]`` at ``lo + f = q_k (n - 1)``.
+    sorting permutation, and the weights of NumPy's ``method``: output ``k`` of a row ``s`` (sorted)
+    is ``(1 - g) s[lo] + g s[hi]``, at the entries and with the weight NumPy interpolates with (see
+    ``_CONTINUOUS`` and ``_DISCONTINUOUS``), and moves with ``q_k`` at ``dv (s[hi] - s[lo])``
+    (``dv`` zero for a discontinuous method). With ``weights`` (``method='inverted_cdf'``) the
+    output is the first sorted entry at which the weights' cumulative share reaches ``q_k``: it
+    moves with that entry only, and with neither q nor the weights.
 
     With ``nan`` (``np.nanmedian``, ``np.nanquantile``, ``np.nanpercentile``) a row's NaN entries
     take no part: they sort last, ``n`` is each row's count of the others, and the positions and
@@ -1240,7 +1285,7 @@ class _OrderStatistics:
     tied entries (the first for the lower one), one valid subgradient of a piecewise linear map.
     """
 
-    def __init__(self, a, q, axis, nan: bool = False):
+    def __init__(self, a, q, axis, nan: bool = False, method: str = "linear", weights=None):
         x = array_or_active(a)  # (a Hessian's dual numbers: the permutation is of their values)
         self.axes = axes_of(axis, x.ndim)
         self.others = [i for i in range(x.ndim) if i not in self.axes]
@@ -1250,17 +1295,37 @@ class _OrderStatistics:
         self.perm = np.argsort(self.rows, axis=-1, kind="stable")  # (NaNs last)
         # each row's count of entries taking part: (*rest, 1) without NaNs, else n for every row
         self.counts = np.sum(~np.isnan(stood_for(self.rows)), axis=-1, keepdims=True) if nan else self.n
-        # q: an array or number, or a Hessian's dual numbers, whose derivatives the weights carry
-        qs = np.ravel(q if q.dtype == np.float64 else q.astype(np.float64))
-        pos = qs * (self.counts - 1)  # (Q,), or (*rest, Q) for rows of their own counts
-        self.lo = np.clip(np.floor(pos).astype(np.intp), 0, np.maximum(self.counts - 2, 0))
-        self.hi = np.minimum(self.lo + 1, self.counts - 1)
-        frac = pos - self.lo
+        # q in [0, 1] as NumPy has it (in its own dtype, q / 100 of a percentile), or a Hessian's dual
+        # numbers, whose derivatives g carries
+        qs = np.ravel(q)
+        dtype = stood_for(qs).dtype
+        # n as NumPy multiplies q by it: a Python int, or each row's count as numbers of q's dtype
+        n = self.counts.astype(dtype) if nan and dtype.kind == "f" else self.counts
+        last = self.counts - 1
+        if weights is not None:
+            self.lo = self.hi = self._weighted(stood_for(weights), stood_for(qs), nan)
+            frac, self.dv = 0.0, 0.0
+        elif method in _CONTINUOUS:
+            alpha, beta = _CONTINUOUS[method]
+            v = (n - 1) * qs if method == "linear" else n * qs + (alpha + qs * (1 - alpha - beta)) - 1
+            at = stood_for(v)
+            self.lo = np.clip(np.floor(at).astype(np.intp), 0, np.maximum(last - 1, 0))
+            self.hi = np.minimum(self.lo + 1, last)
+            inside = (at >= 0) & (at <= last)  # (past either end: the first or the last entry, which q does not move)
+            frac = inside * (v - self.lo) + (at > last)
+            self.dv = inside * (self.counts + 1 - alpha - beta)
+        else:
+            index, gamma = _DISCONTINUOUS[method]
+            v = index(n, stood_for(qs))
+            self.lo, self.hi = (np.clip(np.floor(v) + k, 0, last).astype(np.intp) for k in (0, 1))
+            frac = 0.0 if gamma is None else gamma(v - np.floor(v), v)
+            self.dv = 0.0
         if nan:  # a row of NaNs: no position (-1 selects no entry)
             self.lo = np.where(self.counts > 0, self.lo, -1)
-        # row k: 1 - frac at lo and frac at hi (the two are one entry when n == 1); no entries, no
-        # weights (the quantile of no entries is NaN); (Q, n), or (*rest, Q, n) with ``nan``
-        if nan or isinstance(frac, ActiveValue):  # (a Hessian's dual numbers: from masks, not written in place)
+        # row k: 1 - g at lo and g at hi (the two are one entry at either end); no entries, no weights
+        # (the quantile of no entries is NaN); (Q, n), or (*rest, Q, n) for rows of positions of their own
+        self.rowwise = nan or weights is not None
+        if self.rowwise or isinstance(frac, ActiveValue):  # (a Hessian's duals: from masks, not written in place)
             entries = np.arange(self.n)
             at_lo, at_hi = entries == self.lo[..., None], entries == self.hi[..., None]
             self.weights = at_lo * np.expand_dims(1 - frac, -1) + at_hi * np.expand_dims(frac, -1)
@@ -1270,6 +1335,21 @@ class _OrderStatistics:
                 np.add.at(self.weights, (np.arange(qs.size), self.lo), 1 - frac)
                 np.add.at(self.weights, (np.arange(qs.size), self.hi), frac)
         self.size, self.nan = qs.size, nan  # (Q)
+
+    def _weighted(self, weights, q, nan: bool):
+        """NumPy's ``inverted_cdf`` with ``weights``: the position in each sorted row of its first entry at
+        which the weights' cumulative share reaches ``q`` (after leading zero weights), ``(*rest, Q)``."""
+        if np.shape(weights) != self.shape:  # one weight for each position along the one axis
+            weights = np.reshape(weights, [-1 if i in self.axes else 1 for i in range(len(self.shape))])
+        w = np.take_along_axis(self.to_rows(np.broadcast_to(weights, self.shape)), self.perm, axis=-1)
+        if nan:  # (a NaN entry's weight, which NumPy leaves out with it)
+            w = np.where(np.arange(self.n) < self.counts, w, 0)
+        with np.errstate(invalid="ignore", divide="ignore"):  # (a row of NaNs: no weights, and no position)
+            cdf = np.cumsum(w, axis=-1, dtype=np.float64)
+            cdf /= cdf[..., -1:]
+        cdf = cdf.astype(q.dtype) if q.dtype.kind == "f" else cdf  # (compared in q's dtype, as NumPy compares)
+        cdf = np.where(cdf == 0, -1, cdf)
+        return np.minimum(np.sum(cdf[..., None, :] < q[:, None], axis=-1), self.counts - 1)
 
     def to_rows(self, x, lead=()):
         """``x`` (with ``lead`` batch axes in front) as rows of the reduced entries."""
@@ -1299,7 +1379,7 @@ class _OrderStatistics:
     def pull(self, rows_dy):
         """The cotangents of the sorted entries, ``(*lead, rows, n)``, from the outputs' ``(*lead, Q, rows)``."""
         dy = np.swapaxes(rows_dy, -1, -2)
-        if not self.nan:
+        if not self.rowwise:
             return dy @ self.weights
         weights = np.reshape(self.weights, (math.prod(self.rows.shape[:-1]), self.size, self.n))  # (rows, Q, n)
         return (dy[..., None, :] @ weights)[..., 0, :]
@@ -1307,21 +1387,21 @@ class _OrderStatistics:
     def push(self, rows):
         """The outputs' tangents, ``(*lead, *rest, Q)``, from the entries' as rows ``(*lead, *rest, n)``."""
         picked = np.take_along_axis(rows, np.broadcast_to(self.perm, np.shape(rows)), axis=-1)
-        if not self.nan:
+        if not self.rowwise:
             return picked @ self.weights.T
-        # a NaN entry's tangent (NaN itself where the NaN was computed) takes no part
-        picked = np.where(np.arange(self.n) < self.counts, picked, 0)
+        if self.nan:  # a NaN entry's tangent (NaN itself where the NaN was computed) takes no part
+            picked = np.where(np.arange(self.n) < self.counts, picked, 0)
         return (picked[..., None, :] @ np.swapaxes(self.weights, -1, -2))[..., 0, :]
 
     def slopes(self):
-        """``d y_k / d q_k`` for every row: ``(n - 1) (s[hi] - s[lo])``, shape ``(Q, *rest)``."""
+        """``d y_k / d q_k`` for every row: ``dv (s[hi] - s[lo])``, shape ``(Q, *rest)``."""
         if not self.n:  # NaN, as the quantile of no entries is
             return np.full((self.size, *self.rows.shape[:-1]), np.nan)
         s = np.take_along_axis(self.rows, self.perm, axis=-1)
         at = self.rows.shape[:-1] + (self.size,)
         hi = np.take_along_axis(s, np.broadcast_to(self.hi, at), axis=-1)
         lo = np.take_along_axis(s, np.broadcast_to(self.lo, at), axis=-1)
-        slopes = (self.counts - 1) * (hi - lo)
+        slopes = self.dv * (hi - lo)
         if self.nan:  # a row of NaNs: its NaN moves with nothing (a NaN slope would reach past np.nansum)
             slopes = np.where(self.counts > 0, slopes, 0)
         return np.moveaxis(slopes, -1, 0)
@@ -1338,28 +1418,38 @@ def _quantile_batch(a, q, stats, scale, dy, q_given):
     return da, match_input_batch(q, np.reshape(dq, lead + np.shape(q)))
 
 
-def _quantile_rules(f, scale: float, fixed_q=None, nan: bool = False) -> None:
-    """Rules for ``np.quantile``/``np.percentile`` (``q`` in ``[0, 1]``, ``scale`` ``1/100`` for
-    percent) and ``np.median`` (``fixed_q = 0.5``), for the linear method; with ``nan``, for their
-    nan variants, whose NaN entries take no part (and get zero cotangents).
+def _quantile_rules(f, percent: bool = False, fixed_q=None, nan: bool = False) -> None:
+    """Rules for ``np.quantile``/``np.percentile`` (``q`` in ``[0, 1]``, or in percent) of every
+    method NumPy has, with ``weights`` too (``method='inverted_cdf'``, the one NumPy weighs; they
+    are settings, as the output moves with them nowhere), and ``np.median`` (``fixed_q = 0.5``);
+    with ``nan``, for their nan variants, whose NaN entries take no part (and get zero cotangents).
 
     >>> import chainrules as cr
     >>> y, back = cr.rrule(np.nanmedian, np.array([3.0, np.nan, 1.0, 2.0]))
     >>> y, back(1.0)
     (np.float64(2.0), (NoTangent(), array([0., 0., 0., 1.])))
+    >>> y, back = cr.rrule(np.quantile, np.array([3.0, 1.0, 2.0, 4.0]), 0.5, method="hazen")
+    >>> y, back(1.0)[1:]
+    (np.float64(2.5), (array([0.5, 0. , 0.5, 0. ]), 4.0))
     """
     names = _QUANTILE if fixed_q is None else tuple(n for n in _QUANTILE if n not in ("q", "method"))
+    defaults = _QUANTILE_DEFAULTS
+    if fixed_q is not None:  # (the median takes neither a method nor weights)
+        defaults = {k: v for k, v in _QUANTILE_DEFAULTS.items() if k not in ("q", "method", "weights")}
+    scale = 0.01 if percent else 1.0  # (d(q / 100)/dq)
 
     def setup(a, args, kwargs):
-        o = bind(f, args, kwargs, names, _QUANTILE_DEFAULTS)
-        q = o["q"] if fixed_q is None else fixed_q
-        if o.get("method", "linear") != "linear" or o.get("weights") is not None:
-            raise option_refused(f, (a,), "it differentiates the default method='linear' without weights only")
+        o = bind(f, args, kwargs, names, defaults)
         options = {"axis": o["axis"], "keepdims": o["keepdims"]}
-        y = f(a, options["axis"], keepdims=o["keepdims"]) if fixed_q is not None else f(a, q, **options)
+        if fixed_q is not None:
+            y, q = f(a, **options), fixed_q
+        else:
+            q, options["method"] = o["q"], o["method"]
+            y = f(a, q, **options, **({} if o["weights"] is None else {"weights": o["weights"]}))
         if nan and np.size(a) == 0:  # NumPy's nan variants of no entries: nanmean's NaNs (without q's axes)
             return y, q, None
-        return y, q, _OrderStatistics(a, array_or_active(q) * scale, o["axis"], nan)
+        quantiles = np.true_divide(q, 100) if percent else array_or_active(q)  # (NumPy's own, so its rounding)
+        return y, q, _OrderStatistics(a, quantiles, o["axis"], nan, o.get("method", "linear"), o.get("weights"))
 
     def rrule_quantile(a, *args, **kwargs):
         y, q, stats = setup(a, args, kwargs)
@@ -1412,12 +1502,14 @@ def _quantile_rules(f, scale: float, fixed_q=None, nan: bool = False) -> None:
     frule.register(f, batched=True)(frule_quantile)
 
 
-_quantile_rules(np.quantile, 1.0)
-_quantile_rules(np.percentile, 0.01)
-_quantile_rules(np.median, 1.0, fixed_q=0.5)
-_quantile_rules(np.nanquantile, 1.0, nan=True)
-_quantile_rules(np.nanpercentile, 0.01, nan=True)
-_quantile_rules(np.nanmedian, 1.0, fixed_q=0.5, nan=True)
+_quantile_rules(np.quantile)
+_quantile_rules(np.percentile, percent=True)
+_quantile_rules(np.median, fixed_q=0.5)
+_quantile_rules(np.nanquantile, nan=True)
+_quantile_rules(np.nanpercentile, percent=True, nan=True)
+_quantile_rules(np.nanmedian, fixed_q=0.5, nan=True)
+for _f in (np.quantile, np.percentile, np.nanquantile, np.nanpercentile):
+    declare_options(_f, ("weights",))  # (the output moves with them nowhere: see _quantile_rules)
 
 
 # ----- grouped sums --------------------------------------------------------------------------
