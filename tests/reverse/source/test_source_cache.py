@@ -104,6 +104,26 @@ def test_changed_defaults_are_seen():
     assert pullback_full(with_default, 1.0)[1](1.0)[1] == 5.0
 
 
+def test_a_method_replaced_on_its_class_is_seen():
+    class Scaler:
+        def scale(self, v):
+            return v * 2.0
+
+    class Tripler(Scaler):
+        pass
+
+    scaler, tripler = Scaler(), Tripler()
+
+    def f(x):
+        return scaler.scale(x) * tripler.scale(x)
+
+    assert pullback_full(f, 1.5)[1](1.0)[1] == pytest.approx(8 * 1.5)
+    Scaler.scale = lambda self, v: v * 3.0  # (both objects' method)
+    assert pullback_full(f, 1.5)[1](1.0)[1] == pytest.approx(18 * 1.5)
+    Tripler.scale = lambda self, v: v * v  # a subclass's own method, before its parent's
+    assert pullback_full(f, 1.5)[1](1.0)[1] == pytest.approx(9 * 1.5**2)
+
+
 def test_closures_over_values_of_other_types():
     def make(scale):
         def f(x):

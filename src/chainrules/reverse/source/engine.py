@@ -667,7 +667,9 @@ def _applied(f, args: tuple, kwargs: dict, active: tuple):
 
 # ----- method calls --------------------------------------------------------------------------
 
-_methods: dict[tuple[type, str], tuple[str, object]] = {}
+#: (class, name) -> (how the method calls, the class attribute it was found from): a class's method
+#: may be replaced (``A.m = ...``) between calls, so a hit holds while the attribute is the same object
+_methods: dict[tuple[type, str], tuple[tuple[str, object], object]] = {}
 _DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType)
 
 
@@ -678,22 +680,23 @@ def _resolve_method(obj, name: str) -> tuple[str, object]:
     if fields is not None and name in fields:
         return "field", None
     key = (type(obj), name)
-    hit = _methods.get(key)
-    if hit is None and isinstance(obj, ActiveValue) and isinstance(getattr(np.ndarray, name, None), _DESCRIPTORS):
-        hit = _methods[key] = ("descriptor", getattr(np.ndarray, name))  # another engine's array: ndarray's method
-    if hit is None:
-        attr = _class_attribute(type(obj), name)
-        if isinstance(attr, staticmethod):
-            hit = ("static", attr.__func__)
-        elif isinstance(attr, classmethod):
-            hit = ("class", attr.__func__)
-        elif type(attr) is _FUNCTION:
-            hit = ("function", attr)
-        elif isinstance(attr, _DESCRIPTORS):
-            hit = ("descriptor", attr)
-        else:
-            hit = ("field", None)
-        _methods[key] = hit
+    attr = _class_attribute(type(obj), name)
+    cached = _methods.get(key)
+    if cached is not None and cached[1] is attr:
+        return cached[0]
+    if isinstance(obj, ActiveValue) and isinstance(getattr(np.ndarray, name, None), _DESCRIPTORS):
+        hit = ("descriptor", getattr(np.ndarray, name))  # another engine's array: ndarray's method
+    elif isinstance(attr, staticmethod):
+        hit = ("static", attr.__func__)
+    elif isinstance(attr, classmethod):
+        hit = ("class", attr.__func__)
+    elif type(attr) is _FUNCTION:
+        hit = ("function", attr)
+    elif isinstance(attr, _DESCRIPTORS):
+        hit = ("descriptor", attr)
+    else:
+        hit = ("field", None)
+    _methods[key] = (hit, attr)
     return hit
 
 
