@@ -17,6 +17,7 @@ _DEFERRED = {
     "scipy.spatial": f"{__name__}.scipy.spatial",
     "scipy.integrate": f"{__name__}.scipy.integrate",
     "scipy.signal": f"{__name__}.scipy.signal",
+    "scipy.ndimage": f"{__name__}.scipy.ndimage",
     "scipy.optimize": f"{__name__}.scipy.optimize",
 }
 
