@@ -294,3 +294,18 @@ def test_output_is_refused_at_the_users_line():
         cr.gradient(lambda u: np.sum(ndi.correlate(u, KERNEL, np.empty_like(u))), x)
     with pytest.raises(cr.NoRuleError, match="output="):
         cr.frule((cr.NoTangent(), x), ndi.laplace, x, output=np.float32)
+
+
+def test_an_integer_input_is_refused_where_differentiated():
+    """ndimage rounds the output to an integer input's dtype: no derivative there, but an integer
+    array filtered as a constant is fine."""
+    labels = np.arange(6)
+    g = cr.gradient(lambda u: np.sum(u * ndi.gaussian_filter(labels, 1.0)), np.ones(6))[0]
+    np.testing.assert_array_equal(g, ndi.gaussian_filter(labels, 1.0))
+    for mode in ("reverse", "forward"):
+        with pytest.raises(
+            cr.NoDerivativeError, match=r"gaussian_filter at .*test_ndimage\.py:\d+: the output is rounded"
+        ):
+            cr.jacobian(lambda u: ndi.gaussian_filter(u, 1.0), labels, mode=mode)
+    with pytest.raises(cr.NoDerivativeError, match="rounded"):
+        cr.jacobian(lambda w: ndi.correlate1d(labels, w), np.ones(3), mode="reverse")

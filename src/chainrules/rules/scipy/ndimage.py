@@ -358,17 +358,31 @@ class _Magnitude:
 # ----- the rules -----------------------------------------------------------------------------------
 
 
+_SIGMA = (
+    "the rule does not differentiate in sigma, the Gaussian's width: hold it constant (take it from outside "
+    "the function being differentiated)"
+)
+_ROUNDED = "the output is rounded to the input's integer dtype, where it has no derivative: filter a float array"
+_DIFFERENTIABLE = ("weights", "cval", "sigma")  # positional arguments that may carry derivatives
+
+
+def _is_zero(dv) -> bool:
+    """Whether a tangent is zero: a hard zero, or plain numbers all zero (an engine's value never is)."""
+    return isinstance(dv, AbstractZero) or (isinstance(dv, (float, int, np.ndarray, np.generic)) and not np.any(dv))
+
+
 class _Call:
     """One call of a filter: its value, the maps of the input's tangents and cotangents, and the
     derivatives in its other positional arguments: the weights, ``cval`` (the output is affine in
-    it), ``sigma`` refused."""
+    it), ``sigma`` refused; all refused where ndimage rounds the output to an integer input's dtype."""
 
     def __init__(self, f, x, args: tuple, kwargs: dict):
         self.s = s = _settings(f, x, args, kwargs)
         self.f, self.x, self.kwargs = f, x, kwargs
         self.y = _by_rule(f, (x, *args), kwargs)
         self.names = list(inspect.signature(f).parameters)[1 : 1 + len(args)]
-        self.location = user_location() if "sigma" in self.names else None
+        self.rounded = np.dtype(getattr(self.y, "dtype", float)).kind in "biu"
+        self.location = user_location() if self.rounded or "sigma" in self.names else None
         if f is ndi.gaussian_gradient_magnitude:
             self.magnitude = _Magnitude(x, self.y, s)
             self.adjoint, self.push = self.magnitude.adjoint, self.magnitude.push
@@ -387,24 +401,26 @@ class _Call:
         options = {k: v for k, v in self.s.items() if k != "input"}
         return _by_rule(self.f, (zeros,), {**options, "cval": 1.0})
 
-    def refusal(self) -> NoDerivativeError:
+    def refusal(self, why: str) -> NoDerivativeError:
         where = f" at {self.location}" if self.location else ""
-        return NoDerivativeError(
-            f"scipy.ndimage.{self.f.__name__}{where}: the rule does not differentiate in sigma, the Gaussian's "
-            "width: hold it constant (take it from outside the function being differentiated)"
-        )
+        return NoDerivativeError(f"scipy.ndimage.{self.f.__name__}{where}: {why}")
+
+    def refused(self, why: str) -> Thunk:
+        """A cotangent that raises the refusal when an engine reads it (never, for a constant)."""
+        return Thunk(lambda: _raise(self.refusal(why)))
 
     def cotangent(self, name: str, value, dy, lead: tuple):
         """The cotangent of the positional argument ``name`` (``value``) from the output's ``dy``."""
         back = batch_to_input if lead else to_input
         if name == "weights" and not has_no_tangent(value):
-            rows = [self.weighted.cotangent(self.x, row) for row in (dy if lead else [dy])]
-            return Thunk(lambda: back(value, np.stack(rows) if lead else rows[0]))
+            if lead:
+                return Thunk(lambda: back(value, np.stack([self.weighted.cotangent(self.x, row) for row in dy])))
+            return Thunk(lambda: back(value, self.weighted.cotangent(self.x, dy)))
         if name == "cval":
             axes = tuple(range(len(lead), np.ndim(dy)))
             return Thunk(lambda: back(value, np.sum(np.conj(self.cval_derivative) * dy, axis=axes)))
         if name == "sigma":
-            return Thunk(lambda: _raise(self.refusal()))
+            return self.refused(_SIGMA)
         return _NO
 
     def tangent(self, name: str, value, dv):
@@ -416,8 +432,8 @@ class _Call:
         if name == "cval":
             lead = np.shape(dv)[:1] if is_batched(value, dv) else ()
             return np.reshape(dv, (*lead, *(1,) * np.ndim(self.y))) * self.cval_derivative
-        if name == "sigma" and not (isinstance(dv, (float, int, np.ndarray, np.generic)) and not np.any(dv)):
-            raise self.refusal()
+        if name == "sigma" and not _is_zero(dv):
+            raise self.refusal(_SIGMA)
         return None
 
 
@@ -434,6 +450,9 @@ def _register(f):
         y = call.y
 
         def filter_pullback(dy):
+            if call.rounded:
+                refused = (call.refused(_ROUNDED) if n in _DIFFERENTIABLE else _NO for n in call.names)
+                return (_NO, _NO if has_no_tangent(x) else call.refused(_ROUNDED), *refused)
             dy = unthunk(dy)
             batch = carries_batch(y, dy)
             dy = match_input_batch(y, dy) if batch else cotangent_array(y, dy)
@@ -448,10 +467,13 @@ def _register(f):
 
     def filter_frule(tangents, input, *args, **kwargs):  # noqa: A002
         call, x = _Call(f, input, args, kwargs), input
-        dx = unthunk(tangents[1])
+        dx, dvs = unthunk(tangents[1]), [unthunk(t) for t in tangents[2:]]
+        if call.rounded and not all(
+            _is_zero(d) for n, d in zip(("input", *call.names), (dx, *dvs)) if n in ("input", *_DIFFERENTIABLE)
+        ):
+            raise call.refusal(_ROUNDED)
         terms = [] if isinstance(dx, AbstractZero) else [call.push(dx, np.shape(dx)[:1] if is_batched(x, dx) else ())]
-        for n, a, dv in zip(call.names, args, tangents[2:]):
-            dv = unthunk(dv)
+        for n, a, dv in zip(call.names, args, dvs):
             term = None if isinstance(dv, AbstractZero) else call.tangent(n, a, dv)
             if term is not None:
                 terms.append(term)
