@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
-from numpy.polynomial import Polynomial
+from numpy.polynomial import Chebyshev, Legendre, Polynomial
 from numpy.polynomial import polynomial as P
 from program_checks import ARRAY_OF_TRACKED, SCIPY_WRAPPER, SCIPY_WRAPPER_FORWARD, new_corpus
 
@@ -44,12 +44,15 @@ def in_place(source_call: str, name: str) -> dict:
 # np.lib.stride_tricks.as_strided has a rule, which the tape and forward mode, seeing operations, not the
 # calls NumPy does not dispatch to them, cannot use: they refuse it as they refuse SciPy's Python wrappers
 AS_STRIDED = {"tape": SCIPY_WRAPPER, "forward": SCIPY_WRAPPER_FORWARD}
-# numpy.polynomial's functions and classes are library code with no rules
+# numpy.polynomial's functions without rules (polyroots) are library code the engines cannot look inside
 LIBRARY_NO_RULE = {
     "source": "no differentiation rule for numpy.polynomial",
     "tape": ARRAY_OF_TRACKED,
     "forward": "would drop",
 }
+# a numpy.polynomial class built from a value being differentiated: its constructor converts the value, and the
+# tape and forward mode see no call whose rules they could use (the API's forward mode runs the source engine's primal)
+SERIES_CLASS = {"tape": ARRAY_OF_TRACKED, "forward": "would drop"}
 # a plain buffer that a tracked value is written into: the tape and forward mode refuse it by design
 BUFFER_ON_TAPE = {"tape": ARRAY_OF_TRACKED, "forward": "would drop its derivative"}
 # ndarray.fill is one of the in-place calls every engine refuses by design
@@ -525,7 +528,7 @@ def interpolation_table_differentiated(xp, fp):
     np.array([0.5, -1.2, 0.3, 2.0]),
     hessian=True,
     nested=True,
-    refuses={**LIBRARY_NO_RULE, "tape": SCIPY_WRAPPER, "forward": SCIPY_WRAPPER_FORWARD},  # (P.polyval has a rule)
+    refuses={"tape": SCIPY_WRAPPER, "forward": SCIPY_WRAPPER_FORWARD},  # (np.polyval has a rule)
 )
 def polynomial_evaluations_three_ways(c):
     x = np.linspace(-1.0, 1.0, 5)
@@ -535,13 +538,24 @@ def polynomial_evaluations_three_ways(c):
     return np.sum(a**2) + np.sum(b * a) + np.sum(p(x) ** 2)
 
 
-@program(np.array([0.5, -1.2, 0.3, 2.0]), hessian=True, refuses=LIBRARY_NO_RULE)
+@program(np.array([0.5, -1.2, 0.3, 2.0]), hessian=True, refuses=SERIES_CLASS)
 def polynomial_object_calculus(c):
     p = Polynomial(c)
     dp = p.deriv()
     area = p.integ()(1.0) - p.integ()(-1.0)
     x = np.array([-0.5, 0.25, 0.8])
     return area**2 + np.sum(dp(x) ** 2) + np.sum((p * p)(x))
+
+
+@program(np.array([0.4, -0.8, 0.5, 0.3]), hessian=True, nested=True, refuses=SERIES_CLASS)
+def chebyshev_and_legendre_series_on_a_domain(c):
+    x = np.linspace(0.0, 4.0, 6)
+    p = Chebyshev(c, domain=[0.0, 4.0])
+    q = Legendre(c[::-1] * 0.5, domain=[0.0, 4.0])
+    curvature = p.deriv(2)(x)
+    mass = p.integ(lbnd=0.0)(4.0)
+    mix = (2.0 * p - p * c[1] + 1.0)(x)
+    return np.sum(curvature**2) + mass**2 + np.sum(mix * q(x)) + np.sum((q - 0.5 * q).coef ** 2)
 
 
 @program(np.array([0.2, 1.1, 1.9, 3.2, 3.8, 5.1]), hessian=True)

@@ -441,55 +441,6 @@ def test_a_polynomial_s_derivative_is_differentiated_in_its_coefficients(engine)
     crt.check_grads(slope_energy, (p, x), engine=engine)
 
 
-
-# ----- numpy.polynomial.polynomial.polyval ------------------------------------------------------
-
-SERIES_POLYVAL = [
-    ((_r(5), _r(4)), {}),
-    ((_r(2, 3), _r(4, 2)), {}),  # each column of c at every point: shape (2, 2, 3)
-    ((_r(2), _r(3, 2)), {"tensor": False}),  # the columns broadcast against the points
-    ((_r(4, 1), _r(3, 2)), {"tensor": False}),
-    ((_r(2), _r(3, 2), ND(False)), {}),
-    ((0.7, _r(3)), {}),
-    ((_r(3, 2), 0.4), {}),  # a constant: no derivative in the points
-    (([0.3, 1.2], [1.0, 2.0, -1.0]), {}),
-    ((_r(3, dtype=np.complex128), _r(3)), {}),
-    ((_r(4, dtype=np.float32), _r(3, dtype=np.float32)), {}),
-]
-
-
-def _series_id(case):
-    args, kwargs = case
-    return "-".join(str(np.shape(getattr(a, "value", a))) for a in args) + f"-{kwargs}"
-
-
-@pytest.mark.parametrize("args, kwargs", SERIES_POLYVAL, ids=[_series_id(c) for c in SERIES_POLYVAL])
-def test_polynomial_polyval(args, kwargs, batched_pullback):
-    """numpy.polynomial.polynomial.polyval, coefficients in increasing order along c's first axis."""
-    polyval = np.polynomial.polynomial.polyval
-    crt.test_rrule(polyval, *args, fkwargs=kwargs)
-    crt.test_frule(polyval, *args, fkwargs=kwargs)
-    plain = tuple(getattr(a, "value", a) for a in args)
-    if all(isinstance(a, np.ndarray) for a in plain[:2]):
-        batched_pullback(polyval, *plain, kwargs=kwargs)
-        check_batched_frule(polyval, *plain, fkwargs=kwargs)
-
-
-def test_polynomial_polyval_through_the_engines():
-    from _array_checks import check_engines
-
-    points = np.linspace(-1.0, 1.0, 5)
-
-    def f(c):  # the coefficients, and the columns of a 2-d array of them evaluated at its own entries
-        a = np.polynomial.polynomial.polyval(points, c)
-        b = np.polynomial.polynomial.polyval(c[:2], np.reshape(c[:4], (2, 2)) * c[2:4])
-        return np.sum(a * np.polyval(c[::-1], points)) + np.sum(b**3)
-
-    c = np.array([0.5, -1.2, 0.3, 2.0])
-    check_engines(f, c, engines=("source",))  # the tape sees no call of a Python function: it refuses the rule
-    with pytest.raises(cr.ChainRulesError, match="polyval has a rule that the tape engine cannot use here"):
-        cr.gradient(f, c, engine="tape")
-
 # ----- polyfit ----------------------------------------------------------------------------------
 
 _PX = np.linspace(-1.0, 1.0, 7) + 0.05 * _r(7)  # distinct points: every fit below has full rank

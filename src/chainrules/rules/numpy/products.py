@@ -1,6 +1,6 @@
 """Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``,
 ``vecdot``, ``matvec``, ``vecmat``, ``multi_dot``; and the polynomial functions built on them (``polyval``,
-``polyder``, ``vander``, ``polyfit``, ``numpy.polynomial.polynomial.polyval``).
+``polyder``, ``vander``, ``polyfit``; ``numpy.polynomial``'s are in ``series``).
 
 Matrix-like products are written as one 2-D product of reshaped operands (``tensordot``'s own
 method), computed with BLAS (see ``_blas``); two matrices skip the reshaping. Their cotangents are
@@ -69,7 +69,7 @@ from ._arrays import (
     to_input,
 )
 from ._blas import apply_op, muladd, product
-from ._util import align, match_output
+from ._util import match_output
 
 _PASSIVE_KWARGS = frozenset({"casting", "order", "subok", "dtype"})
 
@@ -1689,111 +1689,6 @@ def frule_polyval(tangents, p, x):
         return y, ZERO
     return y, match_output(y, _add_terms(*terms))
 
-
-
-# ----- numpy.polynomial.polynomial.polyval -------------------------------------------------------
-#
-# polyval(x, c, tensor=True) = sum_k c[k] x^k, the coefficients in increasing order along c's first
-# axis. NumPy gives c one length-1 axis per axis of x when x is an array and tensor is true (each
-# column of c evaluated at every x: y.shape = c.shape[1:] + x.shape); otherwise c's columns
-# broadcast against x. With c so laid out (C), y = sum_k C[k] x^k broadcast, so
-#     c̄[k] = ȳ conj(x)^k summed to C[k]'s shape,   x̄ = ȳ conj(y'(x)) summed to x's shape,
-# y' the polynomial of the coefficients (k+1) C[k+1].
-
-
-def _series_layout(x, c, rest: tuple, kwargs: dict):
-    """``(x, C)`` as ``polyval(x, c, tensor)`` reads them: a list or tuple ``x`` as an array, ``c`` as
-    an array of at least one axis (integers as floats) given a length-1 axis per axis of ``x`` when
-    ``x`` is an array and ``tensor`` is true."""
-    if isinstance(x, (list, tuple)):
-        x = np.asarray(x)
-    c = array_or_active(c)
-    if np.ndim(c) == 0:
-        c = np.reshape(c, (1,))
-    if np.result_type(c).kind in "biu":
-        c = c + 0.0
-    if bool(rest[0] if rest else kwargs.get("tensor", True)) and np.ndim(x) > 0:
-        c = np.reshape(c, np.shape(c) + (1,) * np.ndim(x))
-    return x, c
-
-
-def _horner(x, C):
-    """``sum_k C[k] x^k`` by the operations NumPy's ``polyval`` makes (Horner's scheme): its result to the bit."""
-    y = C[-1] + x * 0
-    for k in range(2, np.shape(C)[0] + 1):
-        y = C[-k] + y * x
-    return y
-
-
-def _series_slope(x, C):
-    """``y'(x)`` of ``y = sum_k C[k] x^k``, or None for a constant."""
-    n = np.shape(C)[0]
-    if n == 1:
-        return None
-    return _horner(x, C[1:] * np.reshape(np.arange(1.0, n), (n - 1,) + (1,) * (np.ndim(C) - 1)))
-
-
-def _padded(shape: tuple, ndim: int) -> tuple:
-    """``shape`` with leading 1s to ``ndim`` axes: the part of an output a broadcast operand spans."""
-    return (1,) * (ndim - len(shape)) + tuple(shape)
-
-
-@rrule.register(np.polynomial.polynomial.polyval, batched=True)
-def rrule_series_polyval(x, c, *rest, **kwargs):
-    """``y = sum_k C[k] x^k``: ``c̄[k] = ȳ conj(x)^k`` and ``x̄ = ȳ conj(y'(x))``, each summed over the
-    axes its operand was broadcast along."""
-    xs, C = _series_layout(x, c, rest, kwargs)
-    y = _horner(xs, C)
-    options = (NO,) * len(rest)
-
-    def series_polyval_pullback(dy):
-        batch = batch_of(y, dy) if type(dy) is not np.ndarray or dy.ndim != np.ndim(y) else None
-        dy = cotangent_array(y, dy) if batch is None else batch
-        if isinstance(dy, AbstractZero):
-            return (NO, dy, dy) + options
-        lead = () if batch is None else np.shape(batch)[:1]
-        back = to_input if batch is None else batch_to_input
-        ndim = np.ndim(y)
-
-        def coefficients():
-            power, columns, xc = dy, [], _conj(xs)
-            for _ in range(np.shape(C)[0]):
-                columns.append(sum_to(power, lead + _padded(np.shape(C)[1:], ndim)))
-                power = power * xc
-            return back(c, np.reshape(np.stack(columns, axis=len(lead)), lead + np.shape(c)))
-
-        def points():
-            slope = _series_slope(xs, C)
-            if slope is None:
-                return ZERO
-            dx = sum_to(dy * _conj(slope), lead + _padded(np.shape(xs), ndim))
-            return back(x, np.reshape(dx, lead + np.shape(x)))
-
-        return (NO, Thunk(points), Thunk(coefficients)) + options
-
-    return y, series_polyval_pullback
-
-
-@frule.register(np.polynomial.polynomial.polyval, batched=True)
-def frule_series_polyval(tangents, x, c, *rest, **kwargs):
-    xs, C = _series_layout(x, c, rest, kwargs)
-    y = _horner(xs, C)
-    dx, dc = unthunk(tangents[1]), tangent_array(c, unthunk(tangents[2]))
-    terms = []
-    if not isinstance(dc, AbstractZero):
-        if np.ndim(dc) > np.ndim(c):  # a batch: each dC[k] one tangent per row, over the output's axes
-            dc = np.moveaxis(np.reshape(dc, (-1,) + np.shape(C)), 0, 1)
-            dC = np.reshape(dc, np.shape(dc)[:2] + _padded(np.shape(C)[1:], np.ndim(y)))
-        else:
-            dC = np.reshape(dc, np.shape(C))
-        terms.append(_horner(xs, dC))
-    if not isinstance(dx, AbstractZero):
-        slope = _series_slope(xs, C)
-        if slope is not None:
-            terms.append(align(xs, tangent_array(x, dx), np.ndim(y)) * slope)
-    if not terms:
-        return y, ZERO
-    return y, match_output(y, _add_terms(*terms))
 
 def _polyder_parts(p, rest: tuple, kwargs: dict):
     """``(coefficients, m, multipliers)`` of ``np.polyder(p, m)``: a linear map, which keeps the
