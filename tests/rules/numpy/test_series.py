@@ -81,6 +81,33 @@ def test_val_keeps_numpy_s_value_and_dtype(prefix):
         assert np.result_type(y) == np.result_type(val(x, c))
 
 
+# ----- val2d, val3d, grid2d, grid3d -------------------------------------------------------------
+
+SEVERAL = [
+    ("val2d", (_r(4), _r(4), _r(3, 2)), {}),  # at the pairs (x_i, y_i)
+    ("val2d", (0.3, -0.6, _r(2, 3, 2)), {}),  # c's last axis: one series per column
+    ("val2d", ([0.1, 0.5], [0.2, -0.4], _r(2, 2)), {}),
+    ("val3d", (_r(3), _r(3), _r(3), _r(2, 3, 2)), {}),
+    ("grid2d", (_r(3), _r(2), _r(3, 2)), {}),  # on the grid x × y
+    ("grid2d", (_r(2, 2), _r(3), _r(2, 3)), {}),
+    ("grid3d", (_r(2), _r(3), _r(2), _r(2, 2, 3)), {}),
+    ("grid2d", (_r(3, dtype=np.complex128), _r(2), _r(2, 2)), {}),
+    ("val2d", (_r(3, dtype=np.float32), _r(3, dtype=np.float32), _r(2, 2, dtype=np.float32)), {}),
+]
+
+
+@pytest.mark.parametrize("prefix", FAMILIES)
+@pytest.mark.parametrize("what, args, kwargs", SEVERAL, ids=[w + "-" + _id((a, k)) for w, a, k in SEVERAL])
+def test_val_and_grid_in_several_variables(prefix, what, args, kwargs, batched_pullback):
+    """polyval2d, chebgrid3d, ...: val along each axis of c in turn, their rules val's composed."""
+    _check_rules(_function(prefix, what), args, kwargs, batched_pullback)
+
+
+def test_val2d_refuses_points_of_different_shapes_as_numpy_does():
+    with pytest.raises(ValueError, match="x, y are incompatible"):
+        cr.rrule(chebyshev.chebval2d, _r(3), _r(2), _r(2, 2))
+
+
 # ----- vander -------------------------------------------------------------------------------------
 
 VANDER = [
@@ -170,7 +197,7 @@ def test_add_sub_mul(prefix, what, args, kwargs, batched_pullback):
 
 @pytest.mark.parametrize("prefix", FAMILIES)
 def test_series_functions_through_the_engines(prefix):
-    val, der, integ = (_function(prefix, w) for w in ("val", "der", "int"))
+    val, der, integ, val2d, grid2d = (_function(prefix, w) for w in ("val", "der", "int", "val2d", "grid2d"))
     points = np.linspace(-0.9, 0.8, 5)
 
     def f(c):  # the coefficients, and the columns of a 2-d array of them evaluated at its own entries
@@ -178,7 +205,9 @@ def test_series_functions_through_the_engines(prefix):
         b = val(c[:2], np.reshape(c[:4], (2, 2)) * c[2:4])
         slope = val(points * c[0], der(c, 1, 0.5))
         area = val(0.5, integ(c, 2, [0.3], -0.2)) - val(c[1], integ(c, lbnd=0.1))
-        return np.sum(a**2) + np.sum(b**3) + np.sum(slope * a) + area**2
+        surface = val2d(points, points * c[1], np.outer(c[:2], c[1:]))
+        grid = grid2d(c[:2], points[:3], np.reshape(c, (2, 2)))
+        return np.sum(a**2) + np.sum(b**3) + np.sum(slope * a) + area**2 + np.sum(surface**2) + np.sum(grid * a[:3])
 
     c = np.array([0.5, -1.2, 0.3, 0.8])
     check_engines(f, c, engines=("source",))

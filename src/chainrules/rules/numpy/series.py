@@ -16,12 +16,14 @@ derivative's matrix. ``der(c, m, scl, axis)`` and ``int(c, m, k, lbnd, scl, axis
 ``c`` along ``axis`` (``int``'s constants ``k`` add an offset): the tangent is the function of the
 tangent (without the offset), and the cotangent is the transpose of the function's matrix (the
 function of the identity) times the cotangent. ``m``, ``k``, ``lbnd``, ``scl`` and ``axis`` are
-settings, and so is ``deg``. ``add``, ``sub`` and ``mul`` of two series are linear and bilinear in
-their coefficients; the cotangents of ``mul(c1, c2)`` are ``A^H ȳ`` and ``B^H ȳ``, the columns of
-``A`` the products ``mul(e_i, c2)`` of ``c2`` with the basis series (``B``'s: ``mul(c1, e_j)``).
-NumPy trims the trailing zero coefficients of their operands and results: where that drops a
-coefficient a tangent moves, its derivative would be lost, and the rules refuse the call (the reverse
-rules wherever NumPy trims one, as they cannot tell which operand is differentiated).
+settings, and so is ``deg``. ``val2d``, ``val3d``, ``grid2d`` and ``grid3d`` evaluate along each
+axis of ``c`` in turn, by ``val``: their rules are ``val``'s, composed. ``add``, ``sub`` and ``mul``
+of two series are linear and bilinear in their coefficients; the cotangents of ``mul(c1, c2)`` are
+``A^H ȳ`` and ``B^H ȳ``, the columns of ``A`` the products ``mul(e_i, c2)`` of ``c2`` with the basis
+series (``B``'s: ``mul(c1, e_j)``). NumPy trims the trailing zero coefficients of their operands and
+results: where that drops a coefficient a tangent moves, its derivative would be lost, and the rules
+refuse the call (the reverse rules wherever NumPy trims one, as they cannot tell which operand is
+differentiated).
 
 Every rule computes with the family's own functions, on an engine's values (the duals of a
 Hessian) through these functions' forward rules (``through_rules``).
@@ -89,9 +91,9 @@ from ._util import align, match_output
 
 
 class _Family:
-    """A family's functions: ``val``, ``vander``, ``der``, ``int``, ``add``, ``sub``, ``mul`` (``chebval``, ...)."""
+    """A family's functions: ``val`` and its ``val2d``, ..., ``vander``, ``der``, ``int``, ``add``, ``sub``, ``mul``."""
 
-    __slots__ = ("val", "vander", "der", "int", "add", "sub", "mul")
+    __slots__ = ("val", "val2d", "val3d", "grid2d", "grid3d", "vander", "der", "int", "add", "sub", "mul")
 
     def __init__(self, module: ModuleType, prefix: str):
         for name in self.__slots__:
@@ -208,6 +210,48 @@ def _val_rules(family: _Family):
 def _name(rrule_f, frule_f, f) -> None:
     rrule_f.__name__ = rrule_f.__qualname__ = f"rrule_{f.__name__}"
     frule_f.__name__ = frule_f.__qualname__ = f"frule_{f.__name__}"
+
+
+def _nd_rules(f, val, grid: bool) -> None:
+    """Rules for ``f(x, y, c)`` or ``f(x, y, z, c)`` (``chebval2d``, ``chebgrid3d``, ...): the family's
+    ``val`` along each axis of ``c`` in turn, as NumPy computes them (``pu._valnd``, ``pu._gridnd``),
+    composed of ``val``'s rules: at the points' tuples (the first evaluation ``tensor``, the others
+    not), or on their grid (each ``tensor``)."""
+
+    def steps(points: list) -> list:
+        """``(x, val's options)`` for each evaluation."""
+        if grid:
+            return [(x, ()) for x in points]
+        if len({np.shape(x) for x in points}) > 1:  # NumPy's own error
+            f(*(np.zeros(np.shape(x)) for x in points), np.zeros(1))
+        return [(x, () if i == 0 else (False,)) for i, x in enumerate(points)]
+
+    def rrule_series_nd(*args):
+        *points, c = args
+        pullbacks = []
+        for x, options in steps(points):
+            c, back = rrule(val, x, c, *options)
+            pullbacks.append(back)
+
+        def series_nd_pullback(dy):
+            dpoints = []
+            for back in reversed(pullbacks):
+                _, dx, dy = back(dy)[:3]
+                dpoints.append(dx)
+            return (NO, *reversed(dpoints), dy)
+
+        return c, series_nd_pullback
+
+    def frule_series_nd(tangents, *args):
+        *points, c = args
+        dc = tangents[-1]
+        for (x, options), dx in zip(steps(points), tangents[1:-1]):
+            c, dc = frule((NO, dx, dc, *(NO for _ in options)), val, x, c, *options)
+        return c, dc
+
+    _name(rrule_series_nd, frule_series_nd, f)
+    rrule.register(f, batched=True)(rrule_series_nd)
+    frule.register(f, batched=True)(frule_series_nd)
 
 
 # ----- vander -------------------------------------------------------------------------------------
@@ -452,6 +496,8 @@ def _product_rules(mul) -> None:
 
 for _family in _FAMILIES:
     _val_rules(_family)
+    for _f, _grid in ((_family.val2d, False), (_family.val3d, False), (_family.grid2d, True), (_family.grid3d, True)):
+        _nd_rules(_f, _family.val, _grid)
     _vander_rules(_family)
     _linear_rules(_family.der)
     _linear_rules(_family.int)
