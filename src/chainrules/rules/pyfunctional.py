@@ -130,9 +130,10 @@ def _elements(f, xs, limit: int | None = None) -> tuple[list, object]:
 
 def iterates_by_its_class(xs) -> bool:
     """Whether iterating over ``xs`` runs the user's code of its class (``__iter__``, or
-    ``__getitem__`` where it has no ``__iter__``), whose values only that code gives. A namedtuple
-    is iterated as the tuple it is; the classes of libraries (an ``enum``) and of chainrules (an
-    engine's values) are not the user's.
+    ``__getitem__`` where it has no ``__iter__``), whose values only that code gives, or a
+    library's ``__iter__`` that has a rule (numpy.polynomial's series). A namedtuple is iterated as
+    the tuple it is; the other classes of libraries (an ``enum``) and of chainrules (an engine's
+    values) are not the user's.
 
     >>> class Bag:
     ...     def __iter__(self):
@@ -145,7 +146,9 @@ def iterates_by_its_class(xs) -> bool:
     if not isinstance(method, types.FunctionType):
         return False
     filename = method.__code__.co_filename
-    return not is_internal_file(filename) and not is_library(filename)
+    if is_library(filename):
+        return rrule.lookup(method, (xs,)) is not None
+    return not is_internal_file(filename)
 
 
 def _by_its_class(f, xs) -> tuple[list, object]:

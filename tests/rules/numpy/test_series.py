@@ -294,7 +294,15 @@ def _class_program(cls):
         dp = p.deriv()
         area = p.integ()(1.5) - p.integ(2, [0.5], lbnd=0.2)(-0.5)
         s = 2.0 * (p - q) - q * c[3] + 1.5 - (-p) + (+q) - c[:2]
-        return area**2 + np.sum(dp(x) ** 2) + np.sum((p * q)(x)) + np.sum(s(x) ** 3) + np.sum((3.0 - p).coef * s.coef)
+        energy = sum(a * a for a in p)  # (a series iterates over its coefficients)
+        return (
+            area**2
+            + np.sum(dp(x) ** 2)
+            + np.sum((p * q)(x))
+            + np.sum(s(x) ** 3)
+            + np.sum((3.0 - p).coef * s.coef)
+            + energy
+        )
 
     return f
 

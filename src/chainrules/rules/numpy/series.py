@@ -34,7 +34,8 @@ The rules of the classes are compositions of the functions' rules: construction
 ``Chebyshev(coef, domain, window, symbol)``, a call ``p(x)`` (``x`` mapped from the domain to the
 window by ``off + scl * x``, then the family's ``val``), ``p.deriv(m)``, ``p.integ(m, k, lbnd)``,
 ``p + q``, ``p - q``, ``p * q`` (``q`` a series of ``p``'s kind, a number or coefficients, on either
-side), ``-p`` and ``+p``; ``p.coef`` is read as any object's field.
+side), ``-p``, ``+p`` and iterating over ``p`` (its coefficients); ``p.coef`` is read as any object's
+field.
 
 >>> import numpy as np, chainrules as cr
 >>> from numpy.polynomial import chebyshev as C
@@ -917,6 +918,20 @@ def frule_series_neg(tangents, p):
     y = _like(p, -p.coef)
     parts = _parts(p, tangents[1])
     return y, _series_tangent(y, _carried(p, parts, _negated(parts["coef"])))
+
+
+def rrule_series_iter(p):
+    """``iter(p)``: an iterator over ``p``'s coefficients."""
+    iterated, iter_pullback = rrule(iter, p.coef)
+
+    def series_iter_pullback(dy):
+        return NO, _series_tangent(p, {"coef": iter_pullback(dy)[1]})
+
+    return iterated, series_iter_pullback
+
+
+rrule_series_iter.on_engine_values = True
+rrule.register(ABCPolyBase.__iter__)(rrule_series_iter)
 
 
 def rrule_series_pos(p):
