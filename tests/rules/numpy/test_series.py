@@ -184,6 +184,17 @@ ARITHMETIC = [
 ]
 
 
+POWERS = [((_r(3), ND(2)), {}), ((_r(2), ND(3)), {}), ((_r(3), ND(1)), {}), ((_r(3), ND(0)), {})]
+POWERS += [(([0.5, -1.0], ND(2)), {}), ((_r(2, dtype=np.complex128), ND(3)), {}), ((_r(3), ND(2)), {"maxpower": 4})]
+
+
+@pytest.mark.parametrize("prefix", FAMILIES)
+@pytest.mark.parametrize("args, kwargs", POWERS, ids=[_id(c) for c in POWERS])
+def test_pow(prefix, args, kwargs, batched_pullback):
+    """polypow, chebpow, ...: the product with itself, mul's rules composed."""
+    _check_rules(_function(prefix, "pow"), args, kwargs, batched_pullback)
+
+
 @pytest.mark.parametrize("prefix", FAMILIES)
 @pytest.mark.parametrize("what", ["add", "sub", "mul"])
 @pytest.mark.parametrize("args, kwargs", ARITHMETIC, ids=[_id(c) for c in ARITHMETIC])
@@ -278,6 +289,7 @@ def test_class_methods(cls):
         (ABC.__mul__, (p0, q0)),
         (ABC.__mul__, (p, 1.5)),
         (ABC.__rmul__, (p, [0.5, 2.0])),
+        (ABC.__pow__, (p, ND(3))),
         (ABC.__neg__, (p,)),
         (ABC.__pos__, (p,)),
     ]
@@ -293,7 +305,7 @@ def _class_program(cls):
         q = cls(c[:2] * c[2], domain=[-0.5, 2.0])
         dp = p.deriv()
         area = p.integ()(1.5) - p.integ(2, [0.5], lbnd=0.2)(-0.5)
-        s = 2.0 * (p - q) - q * c[3] + 1.5 - (-p) + (+q) - c[:2]
+        s = 2.0 * (p - q) - q * c[3] + 1.5 - (-p) + (+q) - c[:2] + q**2
         energy = sum(a * a for a in p)  # (a series iterates over its coefficients)
         return (
             area**2

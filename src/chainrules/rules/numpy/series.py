@@ -16,26 +16,26 @@ derivative's matrix. ``der(c, m, scl, axis)`` and ``int(c, m, k, lbnd, scl, axis
 ``c`` along ``axis`` (``int``'s constants ``k`` add an offset): the tangent is the function of the
 tangent (without the offset), and the cotangent is the transpose of the function's matrix (the
 function of the identity) times the cotangent. ``m``, ``k``, ``lbnd``, ``scl`` and ``axis`` are
-settings, and so is ``deg``. ``val2d``, ``val3d``, ``grid2d`` and ``grid3d`` evaluate along each
-axis of ``c`` in turn, by ``val``: their rules are ``val``'s, composed. ``add``, ``sub`` and ``mul``
-of two series are linear and bilinear in their coefficients; the cotangents of ``mul(c1, c2)`` are
-``A^H ȳ`` and ``B^H ȳ``, the columns of ``A`` the products ``mul(e_i, c2)`` of ``c2`` with the basis
-series (``B``'s: ``mul(c1, e_j)``). NumPy trims the trailing zero coefficients of their operands and
-results: where that drops a coefficient a tangent moves, its derivative would be lost, and the rules
-refuse the call (the reverse rules wherever NumPy trims one, as they cannot tell which operand is
-differentiated).
+settings, and so are ``deg`` and ``pow``'s power. ``val2d``, ``val3d``, ``grid2d`` and ``grid3d``
+evaluate along each axis of ``c`` in turn, by ``val``: their rules are ``val``'s, composed. ``add``,
+``sub`` and ``mul`` of two series are linear and bilinear in their coefficients; the cotangents of
+``mul(c1, c2)`` are ``A^H ȳ`` and ``B^H ȳ``, the columns of ``A`` the products ``mul(e_i, c2)`` of
+``c2`` with the basis series (``B``'s: ``mul(c1, e_j)``), and ``pow`` is ``mul``'s rules composed.
+NumPy trims the trailing zero coefficients of their operands and results: where that drops a
+coefficient a tangent moves, its derivative would be lost, and the rules refuse the call (the reverse
+rules wherever NumPy trims one, as they cannot tell which operand is differentiated).
 
 Every rule computes with the family's own functions, on an engine's values (the duals of a
 Hessian) through these functions' forward rules (``through_rules``).
 
 An instance of a class holds its coefficients in ``coef``; its tangent is structural,
-``Tangent[Chebyshev](coef=...)``, its ``domain``, ``window`` and ``symbol`` being settings.
-The rules of the classes are compositions of the functions' rules: construction
-``Chebyshev(coef, domain, window, symbol)``, a call ``p(x)`` (``x`` mapped from the domain to the
-window by ``off + scl * x``, then the family's ``val``), ``p.deriv(m)``, ``p.integ(m, k, lbnd)``,
-``p + q``, ``p - q``, ``p * q`` (``q`` a series of ``p``'s kind, a number or coefficients, on either
-side), ``-p``, ``+p`` and iterating over ``p`` (its coefficients); ``p.coef`` is read as any object's
-field.
+``Tangent[Chebyshev](coef=..., domain=..., window=...)``, with the domain and window it holds itself
+(its class's defaults are constants; ``symbol`` is a setting). The rules of the classes are
+compositions of the functions' rules: construction ``Chebyshev(coef, domain, window, symbol)``, a
+call ``p(x)`` (``x`` mapped from the domain to the window by ``off + scl * x``, then the family's
+``val``), ``p.deriv(m)``, ``p.integ(m, k, lbnd)``, ``p + q``, ``p - q``, ``p * q`` (``q`` a series
+of ``p``'s kind, a number or coefficients, on either side), ``p ** n``, ``-p``, ``+p`` and
+iterating over ``p`` (its coefficients); ``p.coef`` is read as any object's field.
 
 >>> import numpy as np, chainrules as cr
 >>> from numpy.polynomial import chebyshev as C
@@ -92,9 +92,9 @@ from ._util import align, match_output
 
 
 class _Family:
-    """A family's functions: ``val`` and its ``val2d``, ..., ``vander``, ``der``, ``int``, ``add``, ``sub``, ``mul``."""
+    """A family's functions (``chebval``, ``chebval2d``, ..., ``chebpow``)."""
 
-    __slots__ = ("val", "val2d", "val3d", "grid2d", "grid3d", "vander", "der", "int", "add", "sub", "mul")
+    __slots__ = ("val", "val2d", "val3d", "grid2d", "grid3d", "vander", "der", "int", "add", "sub", "mul", "pow")
 
     def __init__(self, module: ModuleType, prefix: str):
         for name in self.__slots__:
@@ -495,6 +495,58 @@ def _product_rules(mul) -> None:
     frule.register(mul, batched=True)(frule_series_product)
 
 
+def _power_rules(f, mul) -> None:
+    """Rules for a family's ``pow(c, n, maxpower)``: ``c`` multiplied by itself ``n - 1`` times by the
+    family's ``mul`` (as NumPy multiplies, in the z-series for Chebyshev's: the same but for rounding),
+    composed of ``mul``'s rules; ``n`` is a setting, checked by NumPy."""
+    signature = inspect.signature(f)
+
+    def power(c, rest: tuple, kwargs: dict) -> int:
+        bound = signature.bind(c, *rest, **kwargs)
+        bound.apply_defaults()
+        f(np.ones(1), *list(bound.arguments.values())[1:])  # (NumPy's checks of the power)
+        return int(bound.arguments["pow"])
+
+    def rrule_series_pow(c, *rest, **kwargs):
+        n, a = power(c, rest, kwargs), _coefficients(c)
+        options = (NO,) * len(rest)
+        if n == 0:
+            return np.ones(1, dtype=np.result_type(a)), lambda dy: (NO, ZERO) + options
+        y, pullbacks = (a if n > 1 else np.copy(a)), []
+        for _ in range(n - 1):
+            y, back = rrule(mul, y, a)
+            pullbacks.append(back)
+
+        def series_pow_pullback(dy):
+            dc = ZERO
+            for back in reversed(pullbacks):
+                _, dy, d_factor = back(dy)  # (dy: the cotangent of the product so far)
+                dc = add(dc, d_factor)
+            dc = unthunk(add(dc, dy))  # (the first factor is c too)
+            if isinstance(dc, AbstractZero):
+                return (NO, dc) + options
+            lead = np.shape(dc)[:1] if is_batched(a, dc) else ()
+            return (NO, (batch_to_input if lead else to_input)(c, np.reshape(dc, lead + np.shape(c)))) + options
+
+        return y, series_pow_pullback
+
+    def frule_series_pow(tangents, c, *rest, **kwargs):
+        n, a = power(c, rest, kwargs), _coefficients(c)
+        if n == 0:
+            return np.ones(1, dtype=np.result_type(a)), ZERO
+        da = tangent_array(c, unthunk(tangents[1]))
+        if not isinstance(da, AbstractZero):
+            da = np.reshape(da, np.shape(da)[: np.ndim(da) - np.ndim(c)] + np.shape(a))
+        y, dy = (a if n > 1 else np.copy(a)), da
+        for _ in range(n - 1):
+            y, dy = frule((NO, dy, da), mul, y, a)
+        return y, dy
+
+    _name(rrule_series_pow, frule_series_pow, f)
+    rrule.register(f, batched=True)(rrule_series_pow)
+    frule.register(f, batched=True)(frule_series_pow)
+
+
 for _family in _FAMILIES:
     _val_rules(_family)
     for _f, _grid in ((_family.val2d, False), (_family.val3d, False), (_family.grid2d, True), (_family.grid3d, True)):
@@ -505,6 +557,7 @@ for _family in _FAMILIES:
     _sum_rules(_family.add, 1.0)
     _sum_rules(_family.sub, -1.0)
     _product_rules(_family.mul)
+    _power_rules(_family.pow, _family.mul)
 
 
 # ----- the classes --------------------------------------------------------------------------------
@@ -897,6 +950,35 @@ for _method, _op, _self_first in (
     (ABCPolyBase.__rmul__, "_mul", False),
 ):
     _operator_rules(_method, _op, _self_first)
+
+
+def rrule_series_power(p, n):
+    """``p ** n``: the family's ``pow`` of the coefficients (``n`` a setting)."""
+    coef, pow_pullback = rrule(p._pow, p.coef, n, maxpower=p.maxpower)
+    y = _like(p, coef)
+
+    def series_power_pullback(dy):
+        parts = _parts(y, dy)
+        dcoef = parts["coef"]
+        return (
+            NO,
+            _series_tangent(
+                p, _carried(p, parts, dcoef if isinstance(dcoef, AbstractZero) else pow_pullback(dcoef)[1])
+            ),
+            NO,
+        )
+
+    return y, series_power_pullback
+
+
+def frule_series_power(tangents, p, n):
+    parts = _parts(p, tangents[1])
+    coef, dcoef = frule((NO, parts["coef"], NO), p._pow, p.coef, n, maxpower=p.maxpower)
+    y = _like(p, coef)
+    return y, _series_tangent(y, _carried(p, parts, dcoef))
+
+
+_register_method(ABCPolyBase.__pow__, rrule_series_power, frule_series_power)
 
 
 def _negated(t):
