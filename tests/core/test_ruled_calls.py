@@ -71,7 +71,7 @@ def test_watched_code_functions_methods_callable_objects_and_subclasses():
     assert _entry(Model.__call__.__code__) == (("instance", None),)
     assert _entry(Wider.__call__.__code__) == (("instance", None),)  # calls of a subclass's instances too
     assert _entry(Point.norm.__code__) == (("method", point.norm),)
-    assert _entry(Point.__init__.__code__) is None  # construction is not watched
+    assert _entry(Point.__init__.__code__) == (("class", Point),)  # constructing a Point, not a subclass
 
 
 KEY, OTHER = object(), object()

@@ -11,8 +11,9 @@ callable's body.
 What an engine can do is notice. ``ignored_rule`` walks the stack from an operation on the
 engine's values and finds a frame of a ruled callable whose arguments hold those values: the
 engine is about to differentiate that callable's body in place of its rule, and raises
-``IgnoredRuleError`` instead. Not noticed: a ruled callable that does no operation on the values
-it receives (it returns them unchanged), class construction, and calls made by rules
+``IgnoredRuleError`` instead (for a class with a rule for its construction, the frame of its
+``__init__`` making an instance of that very class). Not noticed: a ruled callable that does no
+operation on the values it receives (it returns them unchanged), and calls made by rules
 themselves (a rule computing its primal by calling its own function: an outer differentiation
 of the rule runs that function's body, as it runs any code of the rule).
 
@@ -44,6 +45,7 @@ from typing import Any
 from .active import ActiveValue
 from .errors import ChainRulesError, callable_name, is_library
 from .registry import RuleDispatcher, frule, rrule
+from .tangents import object_fields
 
 _FUNCTION = types.FunctionType
 _RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
@@ -118,6 +120,10 @@ def watched(dispatcher: RuleDispatcher) -> dict:
             code = _call_code(type(key))
             if code is not None:
                 watch(code, ("instance", None))
+        else:  # constructing a class (a rule registered with functor=False): its ``__init__`` runs
+            code = _method_code(key, "__init__")
+            if code is not None:
+                watch(code, ("class", key))
     table = {key: (code, tuple(matchers)) for key, (code, matchers) in table.items()}
     _watched[dispatcher] = (dispatcher.version, table)
     return table
@@ -138,10 +144,15 @@ def watches_user_code(dispatcher: RuleDispatcher) -> bool:
 
 
 def _call_code(cls: type):
+    return _method_code(cls, "__call__")
+
+
+def _method_code(cls: type, name: str):
+    """The code of the Python function that is ``cls``'s method ``name`` (inherited or its own), or None."""
     for klass in cls.__mro__:
-        call = vars(klass).get("__call__")
-        if call is not None:
-            return call.__code__ if type(call) is _FUNCTION else None
+        method = vars(klass).get(name)
+        if method is not None:
+            return method.__code__ if type(method) is _FUNCTION else None
     return None
 
 
@@ -317,6 +328,10 @@ def _ruled_frame(dispatcher, frame, matchers, primal, positional: list):
             if not positional or positional[0] is not registered.__self__:
                 continue
             candidate, args = registered, positional[1:]
+        elif kind == "class":  # the instance being made is of this very class (an inherited __init__ serves others)
+            if not positional or type(positional[0]) is not registered:
+                continue
+            candidate, args = registered, positional[1:]
         else:  # an instance of a class with a rule for calls of its instances
             if not positional:
                 continue
@@ -426,8 +441,7 @@ def _held_by(value) -> Iterable:
     given = given_to(value)
     if given is not None:
         return given
-    fields = getattr(value, "__dict__", None)
-    return fields.values() if isinstance(fields, dict) else ()
+    return object_fields(value).values() if hasattr(value, "__dict__") or hasattr(type(value), "__slots__") else ()
 
 
 def given_to(value) -> tuple | None:
@@ -602,9 +616,12 @@ class RuledCallWatch:
         tb = error.__traceback__
         if tb is None:
             return None
+        frame = tb.tb_frame
         while tb.tb_next is not None:
             tb = tb.tb_next
-        found, _ = ignored_rule(self.dispatcher, tb.tb_frame, None, self.owns, owner, self.primal, owner.entry)
+            if tb.tb_frame.f_back is not None:  # (the frames of compiled code, Cython's, have no caller to walk)
+                frame = tb.tb_frame
+        found, _ = ignored_rule(self.dispatcher, frame, None, self.owns, owner, self.primal, owner.entry)
         return None if found is None else ignored_rule_error(found[0], found[1], self.engine, self.advice)
 
 

@@ -20,7 +20,16 @@ import dataclasses
 
 import numpy as np
 
-from .tangents import AbstractTangent, AbstractZero, Tangent, ZeroTangent, _is_namedtuple_type, _known_fields, unthunk
+from .tangents import (
+    AbstractTangent,
+    AbstractZero,
+    Tangent,
+    ZeroTangent,
+    _is_namedtuple_type,
+    _known_fields,
+    object_fields,
+    unthunk,
+)
 
 _ZERO = ZeroTangent()
 
@@ -48,7 +57,7 @@ def structure_items(x) -> dict | list:
     if dataclasses.is_dataclass(x):
         return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
     fields = _known_fields(type(x))
-    return {k: getattr(x, k) for k in fields if hasattr(x, k)} if fields is not None else dict(vars(x))
+    return {k: getattr(x, k) for k in fields if hasattr(x, k)} if fields is not None else object_fields(x)
 
 
 def item_tangents(t, x) -> dict | list:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -310,13 +311,39 @@ def _known_fields(P: type) -> tuple[str, ...] | None:
         return tuple(f.name for f in dataclasses.fields(P))
     if _is_namedtuple_type(P):
         return tuple(P._fields)
-    slots = []
+    slots = _declared_slots(P)
+    if slots and not any("__dict__" in k.__dict__ for k in P.__mro__ if k is not object):
+        return slots
+    return None
+
+
+@functools.cache
+def _declared_slots(P: type) -> tuple[str, ...]:
+    """The slots the classes of ``P`` declare, in the order of its MRO, without repeats."""
+    slots: list[str] = []
     for klass in P.__mro__:
         s = klass.__dict__.get("__slots__", ())
-        slots.extend([s] if isinstance(s, str) else s)
-    if slots and not any("__dict__" in k.__dict__ for k in P.__mro__ if k is not object):
-        return tuple(s for s in slots if s not in ("__weakref__", "__dict__"))
-    return None
+        slots.extend(name for name in ([s] if isinstance(s, str) else s) if name not in slots)
+    return tuple(s for s in slots if s not in ("__weakref__", "__dict__"))
+
+
+def object_fields(x) -> dict:
+    """The fields of a plain object: the slots its classes declare that are set, and its ``__dict__``
+    (a library's class with slots, subclassed without them, has both: SciPy's ``CubicSpline`` keeps
+    its coefficients in the slots of ``PPoly``).
+
+    >>> class Base:
+    ...     __slots__ = ("c",)
+    >>> class Sub(Base):
+    ...     pass
+    >>> s = Sub()
+    >>> s.c, s.label = 1.0, "s"
+    >>> object_fields(s)
+    {'c': 1.0, 'label': 's'}
+    """
+    fields = {k: getattr(x, k) for k in _declared_slots(type(x)) if hasattr(x, k)}
+    fields.update(getattr(x, "__dict__", {}))
+    return fields
 
 
 class _TangentMeta(type):

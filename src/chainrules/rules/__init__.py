@@ -19,6 +19,7 @@ _DEFERRED = {
     "scipy.signal": f"{__name__}.scipy.signal",
     "scipy.ndimage": f"{__name__}.scipy.ndimage",
     "scipy.optimize": f"{__name__}.scipy.optimize",
+    "scipy.interpolate": f"{__name__}.scipy.interpolate",
 }
 
 

@@ -78,7 +78,14 @@ def _fmt(v) -> str:
 
 
 def _is_structure(v) -> bool:
-    return isinstance(v, (Tangent, tuple, list, dict))
+    return isinstance(v, (Tangent, tuple, list, dict)) or _is_object(v)
+
+
+def _is_object(v) -> bool:
+    """An object with fields (a library's interpolant a rule returns), compared field by field."""
+    if isinstance(v, (np.ndarray, np.generic, Complex, str, bytes, AbstractZero, *_OPAQUE)) or is_sparse(v):
+        return False
+    return (not callable(v) or _has_state(v)) and _object_fields(v) is not None
 
 
 def _items(v) -> dict:
@@ -86,6 +93,8 @@ def _items(v) -> dict:
         return dict(v.items())
     if isinstance(v, dict):
         return dict(v)
+    if _is_object(v):
+        return {k: getattr(v, k) for k in _object_fields(v)}
     return dict(enumerate(v))
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 from ..core.sparse import SparsePattern, is_sparse
-from ..core.tangents import _is_namedtuple_type
+from ..core.tangents import _is_namedtuple_type, object_fields
 
 _NO = NoTangent()
 
@@ -361,14 +361,7 @@ def _object_fields(x) -> list[str] | None:
     """The field names of a dataclass or an object with ``__dict__``/``__slots__``, else None."""
     if dataclasses.is_dataclass(x):
         return [f.name for f in dataclasses.fields(x)]
-    if hasattr(x, "__dict__"):
-        return list(vars(x))
-    slots = []
-    for klass in type(x).__mro__:
-        s = klass.__dict__.get("__slots__", ())
-        slots.extend([s] if isinstance(s, str) else s)
-    names = [s for s in slots if s not in ("__weakref__", "__dict__") and hasattr(x, s)]
-    return names or None
+    return list(object_fields(x)) or None
 
 
 def layout(x, perturb_ints: bool = False, _seen: frozenset = frozenset()) -> Layout:
@@ -413,7 +406,7 @@ def layout(x, perturb_ints: bool = False, _seen: frozenset = frozenset()) -> Lay
 
 def _has_state(x) -> bool:
     """A callable object (a model with ``__call__``) is a structure; a plain callable is not."""
-    return dataclasses.is_dataclass(x) or bool(getattr(x, "__dict__", None))
+    return dataclasses.is_dataclass(x) or bool(object_fields(x))
 
 
 def values_like(lay: Layout, y) -> np.ndarray:

@@ -1,0 +1,1106 @@
+"""Rules for ``scipy.interpolate``: splines fitted to values being differentiated, and their evaluation.
+
+An interpolant is an object built from the values (``CubicSpline(x, y)``, ``make_interp_spline``,
+``interp1d``, ``RegularGridInterpolator``) whose calls are then differentiated: the constructor's
+rule returns the object, and its tangent is structural, ``Tangent[CubicSpline](_c=dc)``, the
+tangent of the coefficients the object keeps; the rule for the calls of the object's instances
+takes that tangent to the values. For fixed knots both steps are linear:
+
+- evaluation is linear in the coefficients: a piecewise polynomial's value at ``t`` in interval
+  ``i`` is ``sum_p c[p, i] (t - x[i])**(k - p)`` (its ``nu``-th derivative likewise), a B-spline's
+  ``sum_j c[j] B_j(t)`` (``BSpline.design_matrix``; its derivatives are the design matrix of the
+  differentiated knots times the differences of the coefficients). In the points ``t`` the
+  derivative is the interpolant's own, ``s(t, nu + 1)``;
+- the coefficients of an interpolating spline are linear in the values ``y``: they solve the
+  interpolation and boundary conditions ``K c = E y + b`` (for a cubic spline: its values at both
+  ends of each interval, continuity of the first and second derivatives at the inner knots, and
+  the two boundary conditions; for a B-spline: its values at ``x`` and the derivative conditions
+  at the ends), with ``K`` factorized once (SuperLU). The pushforward is ``K⁻¹ E ẏ`` and the
+  pullback ``Eᵀ K⁻ᵀ c̄``: exact, where the dense map would cost O(n²).
+
+A ``RegularGridInterpolator`` with ``method='linear'`` is multilinear: each output is a weighted sum
+of the values at the corners of its cell. ``interp1d`` of kind ``'linear'`` is the B-spline of
+degree 1 on its values; its spline kinds keep the B-spline ``make_interp_spline`` made.
+
+The knots (the ``x`` of a fit, a grid's points) are not differentiated: their cotangent raises when
+an engine reads it, which it does for a value being differentiated, never for a constant. So do
+the values' cotangent of interpolants that are not linear in them (``PchipInterpolator`` and
+``Akima1DInterpolator``, which limit their slopes, have no rules), of ``interp1d``'s piecewise
+constant kinds, of a grid's other methods, and of a periodic B-spline fit.
+
+An engine's values (forward mode run through the source engine, a Hessian's dual numbers) reach
+the constructors' reverse rules: the object holds coefficients carrying them (``c + K⁻¹ E (y -
+y₀)``), and its calls go through the calls' forward rules.
+
+>>> import numpy as np, scipy.interpolate as si, chainrules as cr
+>>> x = np.linspace(0.0, 3.0, 7)
+>>> def energy(y):
+...     s = si.CubicSpline(x, y)
+...     return np.sum(s(np.linspace(0.0, 3.0, 31)) ** 2)
+>>> g, = cr.gradient(energy, np.sin(x))
+>>> g.shape
+(7,)
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+import scipy.interpolate as si
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ...core import (
+    AbstractZero,
+    NoDerivativeError,
+    NoTangent,
+    ProjectTo,
+    Tangent,
+    Thunk,
+    ZeroTangent,
+    callable_name,
+    frule,
+    rrule,
+    unthunk,
+    user_location,
+)
+from ...core.active import nesting_depth, stood_for
+from ...core.ruled_calls import engine_values_in
+from ...core.structures import item_tangents, with_fields
+from ..numpy._arrays import scatter_add
+from .sparse import _solve, _times
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+_FLOAT = np.dtype(np.float64)
+
+
+# ----- shared plumbing ---------------------------------------------------------------------
+
+
+def _is_zero(t) -> bool:
+    return isinstance(t, AbstractZero)
+
+
+def _engine_value(*values):
+    """The first engine's value (a dual number) among ``values``, their containers and fields, or None."""
+    return next(engine_values_in(values, 4), None)
+
+
+def _by_engine(owner, f, args: tuple, kwargs: dict):
+    """``f(*args, **kwargs)`` run by the engine of ``owner`` (one of its values, in the arguments or in
+    the fields of the object ``f``): through ``f``'s forward rule, which carries what they carry."""
+    y = owner.call_by_rule(f, args, kwargs)
+    if y is NotImplemented:
+        raise NoDerivativeError(f"{callable_name(type(f))}: this engine cannot run it on its values{_at()}")
+    return y
+
+
+def _at(location: str | None = None) -> str:
+    location = user_location() if location is None else location
+    return f" at {location}" if location else ""
+
+
+def _refusal(f, location: str | None, reason: str) -> NoDerivativeError:
+    return NoDerivativeError(f"{callable_name(f)}{_at(location)}: {reason}")
+
+
+def _refused(f, location: str | None, reason: str) -> Thunk:
+    """A cotangent that raises when an engine reads it: for an argument being differentiated, never a constant."""
+
+    def refused():
+        raise _refusal(f, location, reason)
+
+    return Thunk(refused)
+
+
+_KNOTS = (
+    "the interpolant is differentiated in the values it fits and in the points it is evaluated at, not in "
+    "its knots or grid: take them from outside the function being differentiated (a closure or a global)"
+)
+
+
+def _no_knot_tangent(f, dx) -> None:
+    """Refuse a tangent of the knots (forward mode)."""
+    dx = unthunk(dx)
+    if not _is_zero(dx) and not (isinstance(dx, np.ndarray | float | int) and not np.any(dx)):
+        raise _refusal(f, None, _KNOTS)
+
+
+def _columns(y, axis: int):
+    """``y`` with its interpolation ``axis`` first, as a matrix (points, columns)."""
+    y = np.moveaxis(y, axis, 0)
+    return np.reshape(y, (np.shape(y)[0], -1))
+
+
+def _uncolumns(y2, shape: tuple, axis: int):
+    """The inverse of ``_columns`` for an array of ``shape``."""
+    moved = (shape[axis], *shape[:axis], *shape[axis + 1 :])
+    return np.moveaxis(np.reshape(y2, moved), 0, axis)
+
+
+def _arranged(y2, t_shape: tuple, extra: tuple, axis: int):
+    """Values at the points, ``(points, columns)``, laid out as SciPy returns them: the points' shape
+    in place of the interpolation ``axis`` among the ``extra`` axes of the values."""
+    y = np.reshape(y2, (*t_shape, *extra))
+    if axis == 0 or not t_shape:
+        return y
+    nt = len(t_shape)
+    return np.transpose(y, _order(nt, len(extra), axis))
+
+
+def _arranged_columns(dy, t_shape: tuple, extra: tuple, axis: int):
+    """The inverse of ``_arranged``: a cotangent of the call's output as ``(points, columns)``."""
+    if axis != 0 and t_shape:
+        dy = np.transpose(dy, np.argsort(_order(len(t_shape), len(extra), axis)))
+    return np.reshape(dy, (int(np.prod(t_shape, dtype=int)), -1))
+
+
+def _order(nt: int, ne: int, axis: int) -> list:
+    return [*range(nt, nt + axis), *range(nt), *range(nt + axis, nt + ne)]
+
+
+def _points(t) -> np.ndarray:
+    """The evaluation points as SciPy reads them: flat float64."""
+    return np.ravel(np.asarray(stood_for(t), dtype=_FLOAT))
+
+
+def _points_cotangent(t, g):
+    """The cotangent of the points ``t`` from ``g``, one entry per point (real for real points)."""
+    if not np.iscomplexobj(stood_for(t)) and np.iscomplexobj(g):
+        g = np.real(g)
+    g = np.reshape(g, np.shape(t))
+    return ProjectTo(t)(g) if isinstance(t, np.ndarray | float | int | np.generic) else g
+
+
+def _points_term(g, dt):
+    """``g * dt`` per point, ``g`` of shape (points, columns), ``dt`` the points' tangent."""
+    return g * np.reshape(dt, (-1, 1))
+
+
+def _summed(g, dy2):
+    """``sum_columns(conj(g) * dy)`` per point: the points' cotangent from the output's."""
+    return np.sum(np.conj(g) * dy2, axis=1)
+
+
+# ----- linear fits: K c = E y + b ------------------------------------------------------------
+
+
+class _Fit:
+    """The coefficients of a spline with fixed knots as a linear map of the values it fits: the
+    conditions ``K c = E y + b`` (``b``: given derivative values), with ``K`` factorized once.
+    Values and coefficients are matrices (points or coefficients, columns).
+
+    >>> K, E = sp.eye_array(2) * 2.0, sp.eye_array(2)
+    >>> _Fit(K, E).adjoint(np.array([[2.0], [4.0]]))
+    array([[1.],
+           [2.]])
+    """
+
+    def __init__(self, K, E):
+        self.lu = spla.splu(sp.csc_array(K))
+        self.E = sp.csr_array(E)
+
+    def forward(self, dy2):
+        return _solve(self.lu, _times(self.E, dy2, 2), "N", 2, _FLOAT)
+
+    def adjoint(self, dc2):
+        return _times(self.E.T, _solve(self.lu, dc2, "T", 2, _FLOAT), 2)
+
+
+def _sparse(entries: list, shape: tuple):
+    """A CSR matrix from blocks of ``(rows, cols, values)`` (duplicates summed)."""
+    rows, cols, vals = (
+        np.concatenate([np.broadcast_to(np.asarray(e[i], dtype=float), np.shape(e[0])) for e in entries])
+        for i in range(3)
+    )
+    return sp.csr_array((vals, (rows.astype(np.intp), cols.astype(np.intp))), shape=shape)
+
+
+def _cubic_sides(bc_type) -> tuple:
+    """Each end's condition of ``CubicSpline``: ``'not-a-knot'``, ``'periodic'``, or the order (1 or 2)
+    of the derivative given there."""
+    sides = (bc_type, bc_type) if isinstance(bc_type, str) else tuple(bc_type)
+    aliases = {"clamped": 1, "natural": 2}
+    return tuple(aliases.get(s, s) if isinstance(s, str) else int(s[0]) for s in sides)
+
+
+def _cubic_fit(x: np.ndarray, bc_type) -> _Fit:
+    """``CubicSpline``'s conditions on its coefficients ``c[p, i]`` (unknown ``p m + i``), as SciPy
+    meets them: two points with a not-a-knot or periodic end are a line, three with two not-a-knot
+    ends a parabola."""
+    left, right = _cubic_sides(bc_type)
+    n = len(x)
+    m = n - 1
+    h = np.diff(x)
+    i, j = np.arange(m), np.arange(1, m)
+
+    def u(p, k):
+        return p * m + k
+
+    K = [
+        (i, u(3, i), 1.0),  # the value at the interval's start
+        *((m + i, u(p, i), h ** (3 - p)) for p in range(4)),  # and at its end
+        (2 * m + j - 1, u(0, j - 1), 3 * h[j - 1] ** 2),  # first derivatives continuous at the inner knots
+        (2 * m + j - 1, u(1, j - 1), 2 * h[j - 1]),
+        (2 * m + j - 1, u(2, j - 1), 1.0),
+        (2 * m + j - 1, u(2, j), -1.0),
+        (3 * m + j - 2, u(0, j - 1), 6 * h[j - 1]),  # second derivatives too
+        (3 * m + j - 2, u(1, j - 1), 2.0),
+        (3 * m + j - 2, u(1, j), -2.0),
+    ]
+    E = [(i, i, 1.0), (m + i, i + 1, 1.0)]
+    rows = {"left": 4 * m - 2, "right": 4 * m - 1}
+    last = m - 1
+
+    def first_at_end(row, sign=1.0):  # s'(x[-1]) from the last interval
+        return [
+            ([row], [u(0, last)], sign * 3 * h[last] ** 2),
+            ([row], [u(1, last)], sign * 2 * h[last]),
+            ([row], [u(2, last)], sign),
+        ]
+
+    def second_at_end(row, sign=1.0):
+        return [([row], [u(0, last)], sign * 6 * h[last]), ([row], [u(1, last)], sign * 2.0)]
+
+    for end, side in (("left", left), ("right", right)):
+        row = rows[end]
+        if n == 2 and side in ("not-a-knot", "periodic"):  # the secant's slope: a line
+            K += [([row], [u(2, 0)], 1.0)] if end == "left" else first_at_end(row)
+            E += [([row], [0], -1 / h[0]), ([row], [1], 1 / h[0])]
+        elif n == 3 and left == right == "not-a-knot":  # a parabola: no cubic terms
+            K.append(([row], [u(0, 0 if end == "left" else 1)], 1.0))
+        elif side == "not-a-knot":  # third derivative continuous at the second (second-to-last) knot
+            k = 0 if end == "left" else m - 2
+            K += [([row], [u(0, k)], 1.0), ([row], [u(0, k + 1)], -1.0)]
+        elif side == "periodic":  # first (second) derivatives equal at both ends
+            K += (
+                ([([row], [u(2, 0)], 1.0)] + first_at_end(row, -1.0))
+                if end == "left"
+                else ([([row], [u(1, 0)], 2.0)] + second_at_end(row, -1.0))
+            )
+        elif end == "left":
+            K.append(([row], [u(2, 0)], 1.0) if side == 1 else ([row], [u(1, 0)], 2.0))
+        else:
+            K += first_at_end(row) if side == 1 else second_at_end(row)
+    return _Fit(_sparse(K, (4 * m, 4 * m)), _sparse(E, (4 * m, n)))
+
+
+def _derivative_orders(bc_type) -> tuple[list, list]:
+    """The orders of the derivatives ``make_interp_spline``'s ``bc_type`` gives at each end."""
+    if bc_type is None or bc_type == "not-a-knot":
+        return [], []
+    sides = (bc_type, bc_type) if isinstance(bc_type, str) else tuple(bc_type)
+    aliases = {"clamped": [1], "natural": [2]}
+    return tuple(aliases[s] if isinstance(s, str) else [] if s is None else [int(o) for o, _ in s] for s in sides)
+
+
+def _bspline_fit(spline, x: np.ndarray, bc_type) -> _Fit:
+    """``make_interp_spline``'s conditions on the B-spline's coefficients: the derivatives given at
+    ``x[0]``, its values at ``x``, the derivatives given at ``x[-1]``."""
+    left, right = _derivative_orders(bc_type)
+    t, k = spline._t, spline.k
+    rows = [_design(t, k, x[:1], nu) for nu in left]
+    rows += [_design(t, k, x, 0)]
+    rows += [_design(t, k, x[-1:], nu) for nu in right]
+    K = sp.vstack(rows, format="csr")
+    n = len(x)
+    E = sp.csr_array((np.ones(n), (np.arange(n) + len(left), np.arange(n))), shape=(K.shape[0], n))
+    return _Fit(K, E)
+
+
+def _design(t: np.ndarray, k: int, points: np.ndarray, nu: int):
+    """The matrix of the ``nu``-th derivatives of the B-splines of knots ``t`` and degree ``k`` at
+    ``points`` (extrapolated beyond the base interval): the design matrix of the knots without
+    ``nu`` at each end, of degree ``k - nu``, times the differences that give the derivative's
+    coefficients (de Boor, "A Practical Guide to Splines", ch. X, eq. (15))."""
+    nt = len(t) - k - 1
+    if nu > k:
+        return sp.csr_array((len(points), nt))
+    D = sp.eye_array(nt, format="csr")
+    for r in range(nu):
+        knots, degree = t[r : len(t) - r], k - r
+        size = len(knots) - degree - 1
+        gaps = knots[degree + 1 : degree + size] - knots[1:size]
+        scale = np.divide(degree, gaps, out=np.zeros_like(gaps), where=gaps > 0)
+        step = sp.diags_array([-scale, scale], offsets=[0, 1], shape=(size - 1, size), format="csr")
+        D = step @ D
+    return sp.csr_array(si.BSpline.design_matrix(points, t[nu : len(t) - nu], k - nu, extrapolate=True) @ D)
+
+
+# ----- constructors ----------------------------------------------------------------------------
+
+
+class _Construction:
+    """What a constructor's rules share: the object ``built`` from plain values, the fit of its
+    coefficients (made when a derivative needs it), and how the values and the coefficients are laid
+    out (``shape`` and ``axis`` of the values, ``order`` of the points where the constructor sorts them)."""
+
+    def __init__(self, f, built, fit, y, axis: int, order=None):
+        self.f, self.built, self._fit, self.axis = f, built, fit, axis
+        self.shape = np.shape(stood_for(y))
+        self.order, self.inverse = order, None if order is None else np.argsort(order)
+        self.location = user_location()
+
+    @property
+    def fit(self) -> _Fit:
+        if callable(self._fit):
+            self._fit = self._fit()
+        return self._fit
+
+    def coefficients(self, dy):
+        """The coefficients' tangent (a matrix) for the values' tangent ``dy``."""
+        return self.fit.forward(_columns(self.sorted(dy), self.axis))
+
+    def values(self, dc2):
+        """The values' cotangent for the coefficients' (a matrix)."""
+        return self.unsorted(_uncolumns(self.fit.adjoint(dc2), self.shape, self.axis))
+
+    def sorted(self, dy):
+        """The values (or their tangent) in the order of the sorted points."""
+        return dy if self.order is None else np.take(dy, self.order, axis=self.axis)
+
+    def unsorted(self, dy):
+        return dy if self.order is None else np.take(dy, self.inverse, axis=self.axis)
+
+
+def _constructor_rules(f, build, tangent, carried, cotangent):
+    """Rules for ``f(x, y, ...)`` building an interpolant from values ``y`` (the second argument; the
+    first is its knots): ``build(x, y, rest, kwargs) -> _Construction``; ``tangent(c, dy)`` is the
+    object's tangent for the values' ``dy``; ``carried(c, dy)`` the object holding coefficients that
+    carry an engine's values (``dy``: theirs less the plain values); ``cotangent(c, d_obj)`` the
+    values' cotangent (or a zero) for the object's."""
+
+    def rrule_construct(x, y, *rest, **kwargs):
+        owner = _engine_value(y)
+        if _engine_value(x) is not None:
+            raise _refusal(f, None, _KNOTS)
+        c = build(x, y, rest, kwargs)
+        obj = c.built if owner is None else carried(c, y - stood_for(y))
+        no_rest = (_NO,) * len(rest)
+        knots = _refused(f, c.location, _KNOTS)
+
+        def construct_pullback(d_obj):
+            d_obj = unthunk(d_obj)
+            dy = _ZERO if _is_zero(d_obj) else unthunk(cotangent(c, d_obj))
+            if not _is_zero(dy) and type(y) is np.ndarray:
+                dy = ProjectTo(y)(dy)
+            return _NO, knots, dy, *no_rest
+
+        return obj, construct_pullback
+
+    def frule_construct(tangents, x, y, *rest, **kwargs):
+        _no_knot_tangent(f, tangents[1])
+        c = build(stood_for(x), stood_for(y), rest, kwargs)
+        dy = unthunk(tangents[2])
+        return c.built, _ZERO if _is_zero(dy) else tangent(c, dy)
+
+    # an engine's values reach the reverse rule as they are: the object it builds holds coefficients carrying
+    # them, which its calls' rules take; the forward rule's object would be one dual number, not callable
+    rrule_construct.on_engine_values = True
+    rrule_construct.__qualname__ = f"rrule_{f.__name__}"
+    frule_construct.__qualname__ = f"frule_{f.__name__}"
+    rrule.register(f, functor=False)(rrule_construct)
+    frule.register(f, functor=False)(frule_construct)
+
+
+def _arguments(f, x, y, rest: tuple, kwargs: dict, names: tuple) -> dict:
+    """The settings of ``f(x, y, *rest, **kwargs)`` by name (``names``, with defaults, after ``x, y``)."""
+    settings = dict(names)
+    for (name, _), value in zip(names, rest):
+        settings[name] = value
+    settings.update(kwargs)
+    return settings
+
+
+def _build_cubic(x, y, rest: tuple, kwargs: dict) -> _Construction:
+    s = _arguments(si.CubicSpline, x, y, rest, kwargs, (("axis", 0), ("bc_type", "not-a-knot"), ("extrapolate", None)))
+    built = si.CubicSpline(x, stood_for(y), *rest, **kwargs)
+    knots = np.asarray(x, dtype=_FLOAT)
+    return _Construction(
+        si.CubicSpline, built, lambda: _cubic_fit(knots, s["bc_type"]), y, s["axis"] % max(np.ndim(y), 1)
+    )
+
+
+def _build_interp_spline(x, y, rest: tuple, kwargs: dict) -> _Construction:
+    s = _arguments(
+        si.make_interp_spline,
+        x,
+        y,
+        rest,
+        kwargs,
+        (("k", 3), ("t", None), ("bc_type", None), ("axis", 0), ("check_finite", True)),
+    )
+    built = si.make_interp_spline(x, stood_for(y), *rest, **kwargs)
+    if s["bc_type"] == "periodic":
+        return _Construction(si.make_interp_spline, built, _periodic_refused, y, 0)
+    knots = np.asarray(x, dtype=_FLOAT)
+    return _Construction(
+        si.make_interp_spline,
+        built,
+        lambda: _bspline_fit(built, knots, s["bc_type"]),
+        y,
+        s["axis"] % max(np.ndim(y), 1),
+    )
+
+
+def _periodic_refused():
+    raise _refusal(
+        si.make_interp_spline,
+        None,
+        "a periodic fit (bc_type='periodic') is not differentiated in its "
+        "values; CubicSpline(x, y, bc_type='periodic') is",
+    )
+
+
+def _coefficients_shape(c: _Construction, dc2, leading: tuple):
+    return np.reshape(dc2, (*leading, *np.delete(np.asarray(c.shape, dtype=int), c.axis)))
+
+
+def _spline_rules(leading: int):
+    """``tangent``, ``carried`` and ``cotangent`` of ``_constructor_rules`` for a spline whose
+    coefficients ``_c`` have ``leading`` axes before the values' other axes (a piecewise
+    polynomial's: order, interval; a B-spline's: one)."""
+
+    def tangent(c: _Construction, dy):
+        dc2 = c.coefficients(dy)
+        return Tangent[type(c.built)](_c=_coefficients_shape(c, dc2, c.built._c.shape[:leading]))
+
+    def carried(c: _Construction, dy):
+        return with_fields(c.built, {"_c": c.built._c + tangent(c, dy)._c})
+
+    def cotangent(c: _Construction, d_obj):
+        dc = unthunk(item_tangents(d_obj, c.built)["_c"])
+        return dc if _is_zero(dc) else c.values(np.reshape(dc, (int(np.prod(np.shape(dc)[:leading])), -1)))
+
+    return tangent, carried, cotangent
+
+
+def _coefficient_rules(cls, position: int, stored, unstored):
+    """Rules for ``cls(...)`` built from its coefficients (argument ``position``) and its knots (the
+    other of the first two; not differentiated): ``stored(c, axis)`` is how the object keeps them
+    (SciPy moves the interpolation ``axis`` first), ``unstored`` its inverse. Both are linear."""
+
+    def rrule_from_coefficients(*args, **kwargs):
+        c, knots = args[position], args[1 - position]
+        if _engine_value(knots) is not None:
+            raise _refusal(cls, None, _KNOTS)
+        built = cls(*(stood_for(a) if i == position else a for i, a in enumerate(args)), **kwargs)
+        carried = _engine_value(c) is not None
+        obj = with_fields(built, {"_c": built._c + stored(c - stood_for(c), built.axis)}) if carried else built
+        refused = _refused(cls, user_location(), _KNOTS)
+
+        def from_coefficients_pullback(d_obj):
+            d_obj = unthunk(d_obj)
+            dc = _ZERO if _is_zero(d_obj) else unthunk(item_tangents(d_obj, built)["_c"])
+            if not _is_zero(dc):
+                dc = unstored(dc, built.axis)
+                dc = ProjectTo(c)(dc) if type(c) is np.ndarray else dc
+            out = [_NO] * (len(args) + 1)
+            out[1 + position], out[2 - position] = dc, refused
+            return tuple(out)
+
+        return obj, from_coefficients_pullback
+
+    def frule_from_coefficients(tangents, *args, **kwargs):
+        _no_knot_tangent(cls, tangents[2 - position])
+        built = cls(*args, **kwargs)
+        dc = unthunk(tangents[1 + position])
+        return built, _ZERO if _is_zero(dc) else Tangent[cls](_c=stored(dc, built.axis))
+
+    rrule_from_coefficients.on_engine_values = True
+    rrule_from_coefficients.__qualname__ = f"rrule_{cls.__name__}"
+    frule_from_coefficients.__qualname__ = f"frule_{cls.__name__}"
+    rrule.register(cls, functor=False)(rrule_from_coefficients)
+    frule.register(cls, functor=False)(frule_from_coefficients)
+
+
+def _bspline_stored(c, axis: int):
+    return np.moveaxis(c, axis, 0)
+
+
+def _bspline_unstored(c, axis: int):
+    return np.moveaxis(c, 0, axis)
+
+
+def _ppoly_stored(c, axis: int):
+    return np.moveaxis(np.moveaxis(c, axis + 1, 0), axis + 1, 0)
+
+
+def _ppoly_unstored(c, axis: int):
+    return np.moveaxis(np.moveaxis(c, 0, axis + 1), 0, axis + 1)
+
+
+_coefficient_rules(si.BSpline, 1, _bspline_stored, _bspline_unstored)
+_coefficient_rules(si.PPoly, 0, _ppoly_stored, _ppoly_unstored)
+_constructor_rules(si.CubicSpline, _build_cubic, *_spline_rules(2))
+_constructor_rules(si.make_interp_spline, _build_interp_spline, *_spline_rules(1))
+
+
+# ----- evaluation ------------------------------------------------------------------------------
+
+
+class _PPolyPlan:
+    """A piecewise polynomial's evaluation at points ``t`` (flat): each point's interval ``i`` and,
+    for the ``nu``-th derivative, the weights ``W[p]`` of the coefficients ``c[p, i]`` (NumPy's
+    arithmetic on the points, so an engine's points give weights carrying their derivatives).
+    ``wraps`` counts the periods a periodic extrapolation took off; ``outside`` marks the points
+    without a value (NaN) where it does not extrapolate. The breakpoints are differentiated too."""
+
+    def __init__(self, pp, t, extrapolate):
+        extrapolate = pp.extrapolate if extrapolate is None else extrapolate
+        x = pp._x
+        self.pp, self.k, self.m = pp, np.shape(pp._c)[0] - 1, np.shape(pp._c)[1]
+        points = _points(t)
+        self.t = np.ravel(t) if _engine_value(t) is not None else points
+        self.wraps = None
+        if extrapolate == "periodic":
+            period = x[-1] - x[0]
+            self.wraps = np.floor((points - x[0]) / period)
+            self.t = self.t - period * self.wraps
+            points = points - period * self.wraps
+        ascending = x[-1] >= x[0]
+        found = np.searchsorted(x, points, "right") if ascending else len(x) - np.searchsorted(x[::-1], points, "left")
+        self.i = np.clip(found - 1, 0, self.m - 1)
+        lo, hi = min(x[0], x[-1]), max(x[0], x[-1])
+        self.outside = (points < lo) | (points > hi) if extrapolate is False else None
+
+    def weights(self, nu: int):
+        """``W`` of shape (k + 1, points): ``d^nu/dt^nu (t - x[i])**(k - p)``."""
+        dt = self.t - self.pp._x[self.i]
+        rows = []
+        for p in range(self.k + 1):
+            power = self.k - p - nu
+            falling = float(np.prod(np.arange(power + 1, self.k - p + 1))) if power >= 0 else 0.0
+            rows.append(falling * dt**power if power > 0 else np.full(np.shape(dt), falling))
+        W = np.stack(rows)
+        return W if self.outside is None else np.where(self.outside, 0.0, W)
+
+    def values(self, c, W):
+        """``sum_p W[p] c[p, i]`` as (points, columns)."""
+        c3 = np.reshape(c, (self.k + 1, self.m, -1))
+        return np.sum(W[:, :, None] * c3[:, self.i], axis=0)
+
+    def coefficients_cotangent(self, W, dy2):
+        shape = np.shape(self.pp._c)
+        return np.reshape(
+            scatter_add((shape[0], shape[1], np.shape(dy2)[1]), (slice(None), self.i), W[:, :, None] * dy2[None]), shape
+        )
+
+    def linear(self, nu: int):
+        return _PPolyMap(self, nu)
+
+    def knots_term(self, g):
+        """The breakpoints' cotangent for the points' ``g``: each interval's origin moves the
+        polynomial the opposite way; a periodic wrap moves the point with both ends."""
+        dx = scatter_add(self.pp._x.shape, self.i, -g)
+        if self.wraps is not None:
+            moved = np.sum(g * self.wraps)
+            dx = dx + np.concatenate([[moved], np.zeros(len(dx) - 2), [-moved]])
+        return dx
+
+    def knots_shift(self, dx):
+        """How far the points move within their polynomials for the breakpoints' tangent ``dx``."""
+        shift = -dx[self.i]
+        return shift if self.wraps is None else shift + self.wraps * (dx[0] - dx[-1])
+
+
+def _call_settings(rest: tuple, kwargs: dict) -> tuple[int, object]:
+    """``nu`` and ``extrapolate`` of a spline's call ``s(t, nu=0, extrapolate=None)``."""
+    settings = dict(zip(("nu", "extrapolate"), rest))
+    settings.update(kwargs)
+    return int(settings.get("nu", 0) or 0), settings.get("extrapolate")
+
+
+def _evaluated(f, t, kwargs: dict):
+    """``f(t, **kwargs)``; where an engine's values are in the points or in ``f``'s fields (coefficients
+    carrying them), run by that engine through the forward rule of ``f``'s calls."""
+    owner = _engine_value(f, t)
+    return f(t, **kwargs) if owner is None else _by_engine(owner, f, (t,), kwargs)
+
+
+def _derivative_at(f, t, nu: int, extrapolate, layout: tuple, outside):
+    """The interpolant's derivative ``f(t, nu + 1)`` as (points, columns), zero where it has no value."""
+    kwargs = {"nu": nu + 1} if extrapolate is None else {"nu": nu + 1, "extrapolate": extrapolate}
+    d = _arranged_columns(_evaluated(f, t, kwargs), *layout)
+    return d if outside is None else np.where(outside[:, None], 0.0, d)
+
+
+def _tangent_sum(*terms):
+    """The sum of the terms that are not ``None``; ``None`` where all are."""
+    terms = [t for t in terms if t is not None]
+    return None if not terms else terms[0] if len(terms) == 1 else sum(terms[1:], terms[0])
+
+
+def _spline_call_rules(cls, plan_of):
+    """Rules for the calls ``s(t, nu=0, extrapolate=None)`` of instances of ``cls`` (``PPoly``,
+    ``BSpline``), differentiated in ``s`` (its coefficients, and where ``plan_of`` says so its
+    breakpoints) and in the points ``t``. ``plan_of(s, t, extrapolate)`` gives the evaluation's plan:
+    ``outside`` (points without a value), ``linear(nu)`` (the map from coefficients to values, with
+    ``apply`` and ``adjoint``), and ``knots_term(g)`` and ``knots_shift(dx)``, the breakpoints'
+    cotangent and how far their tangent moves the points (``knots_term`` None: a B-spline's knots,
+    not differentiated)."""
+
+    def rrule_spline_call(s, t, *rest, **kwargs):
+        nu, extrapolate = _call_settings(rest, kwargs)
+        y = _evaluated(s, t, {"nu": nu, "extrapolate": extrapolate})
+        layout = (np.shape(stood_for(t)), _extra(s), s.axis)
+        plan = plan_of(s, t, extrapolate)
+        no_rest = (_NO,) * len(rest)
+
+        def spline_call_pullback(dy):
+            dy = unthunk(dy)
+            if _is_zero(dy):
+                return _ZERO, _ZERO, *no_rest
+            dy2 = _arranged_columns(dy, *layout)
+            g = functools.cache(lambda: _summed(_derivative_at(s, t, nu, extrapolate, layout, plan.outside), dy2))
+            coefficients = Thunk(lambda: plan.linear(nu).adjoint(dy2))
+            fields = {"_c": coefficients}
+            if plan.knots_term is not None:
+                fields["_x"] = Thunk(lambda: plan.knots_term(_real_like(s._x, g())))
+            return Tangent[type(s)](**fields), Thunk(lambda: _points_cotangent(t, g())), *no_rest
+
+        return y, spline_call_pullback
+
+    def frule_spline_call(tangents, s, t, *rest, **kwargs):
+        nu, extrapolate = _call_settings(rest, kwargs)
+        y = s(t, nu=nu, extrapolate=extrapolate)
+        layout = (np.shape(t), _extra(s), s.axis)
+        d_s, dt = unthunk(tangents[0]), unthunk(tangents[1])
+        fields = {} if _is_zero(d_s) else {k: unthunk(v) for k, v in item_tangents(d_s, s).items()}
+        dc, dx = fields.get("_c", _ZERO), fields.get("_x", _ZERO)
+        plan = plan_of(s, t, extrapolate)
+        if plan.knots_term is None:
+            _no_knot_tangent(type(s), fields.get("_t", _ZERO))
+        if _is_zero(dt) and _is_zero(dx) and _is_zero(dc):
+            return y, _ZERO
+        moved = _ZERO if _is_zero(dt) else np.reshape(dt, (-1,))
+        if not _is_zero(dx):
+            moved = moved + plan.knots_shift(dx)
+        slope = None if _is_zero(moved) else _derivative_at(s, t, nu, extrapolate, layout, plan.outside)
+        dy2 = _tangent_sum(
+            None if _is_zero(dc) else plan.linear(nu).apply(dc),
+            None if slope is None else _points_term(slope, moved),
+        )
+        return y, _arranged(dy2, *layout)
+
+    rrule.register(cls, functor=True)(rrule_spline_call)
+    frule.register(cls, functor=True)(frule_spline_call)
+
+
+def _extra(s) -> tuple:
+    """The shape of the values of a spline's one point (its coefficients' trailing axes)."""
+    return np.shape(s._c)[2:] if isinstance(s, si.PPoly) else np.shape(s._c)[1:]
+
+
+def _real_like(x, g):
+    return np.real(g) if not np.iscomplexobj(x) else g
+
+
+class _PPolyMap:
+    """The map from a piecewise polynomial's coefficients to its ``nu``-th derivative at the points."""
+
+    def __init__(self, points: _PPolyPlan, nu: int):
+        self.points, self.W = points, points.weights(nu)
+
+    def apply(self, dc):
+        return self.points.values(dc, self.W)
+
+    def adjoint(self, dy2):
+        return self.points.coefficients_cotangent(self.W, dy2)
+
+
+class _BSplinePlan:
+    """A B-spline's evaluation at points ``t`` (flat; wrapped where it extrapolates periodically):
+    the design matrices of its derivatives. Its knots are not differentiated."""
+
+    knots_term = None
+
+    def __init__(self, s, t, extrapolate):
+        extrapolate = s.extrapolate if extrapolate is None else extrapolate
+        self.s, self.t = s, t
+        points = _points(t)
+        knots, k = s._t, s.k
+        n = len(knots) - k - 1
+        if extrapolate == "periodic":
+            points = knots[k] + (points - knots[k]) % (knots[n] - knots[k])
+        self.points = points
+        self.outside = (points < knots[k]) | (points > knots[n]) if extrapolate is False else None
+
+    def linear(self, nu: int):
+        moved = None
+        if _engine_value(self.t) is not None:  # (a Hessian's points: the design matrix moves with them)
+            if nesting_depth(self.t) > 1:
+                raise _refusal(type(self.s), None, _NESTED)
+            moved = (self.design(nu + 1), np.ravel(self.t) - self.points)
+        return _BSplineMap(self.design(nu), np.shape(self.s._c), moved)
+
+    def design(self, nu: int):
+        M = _design(self.s._t, self.s.k, self.points, nu)
+        return M if self.outside is None else sp.csr_array(sp.diags_array((~self.outside).astype(float)) @ M)
+
+
+_NESTED = (
+    "a B-spline's derivatives of third order in the points it is evaluated at and its coefficients together "
+    "are not carried; differentiate in one of them"
+)
+
+
+class _BSplineMap:
+    """The map from a B-spline's coefficients to its derivative at the points: a design matrix ``M``.
+    Where the points are an engine's values (a Hessian's), ``moved`` is the design matrix of the next
+    derivative and the points' displacement (value zero, carrying their tangents): the adjoint moves
+    with the points to first order, which is all a Hessian's single level of dual numbers carries."""
+
+    def __init__(self, M, shape: tuple, moved=None):
+        self.M, self.shape, self.moved = M, shape, moved
+
+    def apply(self, dc):
+        return _times(self.M, np.reshape(dc, (self.shape[0], -1)), 2)
+
+    def adjoint(self, dy2):
+        dc = _times(sp.csr_array(self.M.T), dy2, 2)
+        if self.moved is not None:
+            slope, shift = self.moved
+            dc = dc + _times(sp.csr_array(slope.T), dy2 * np.reshape(shift, (-1, 1)), 2)
+        return np.reshape(dc, self.shape)
+
+
+_spline_call_rules(si.PPoly, _PPolyPlan)
+_spline_call_rules(si.BSpline, _BSplinePlan)
+
+
+# ----- interp1d ----------------------------------------------------------------------------------
+# Its values, sorted by x and laid out as (points, columns), are ``_y``: kind 'linear' interpolates them
+# as the B-spline of degree 1 on the knots x (ends doubled), the spline kinds by the B-spline
+# ``make_interp_spline`` fitted to them (``_spline``). The piecewise constant kinds are not differentiated.
+
+_CONSTANT_KINDS = (
+    "interp1d of a piecewise constant kind ('nearest', 'previous', 'next') is not differentiated in its values; "
+    "kind='linear' or a spline kind ('slinear', 'quadratic', 'cubic') is"
+)
+
+
+def _build_interp1d(x, y, rest: tuple, kwargs: dict) -> _Construction:
+    s = _arguments(
+        si.interp1d,
+        x,
+        y,
+        rest,
+        kwargs,
+        (
+            ("kind", "linear"),
+            ("axis", -1),
+            ("copy", True),
+            ("bounds_error", None),
+            ("fill_value", np.nan),
+            ("assume_sorted", False),
+        ),
+    )
+    built = si.interp1d(x, stood_for(y), *rest, **kwargs)
+    order = None if s["assume_sorted"] else np.argsort(np.asarray(x), kind="mergesort")
+    if built._kind == "spline":
+        fit = lambda: _bspline_fit(built._spline, built.x, None)  # noqa: E731
+    else:
+        fit = _constant_kinds_refused
+    return _Construction(si.interp1d, built, fit, y, s["axis"] % np.ndim(y), order)
+
+
+def _constant_kinds_refused():
+    raise _refusal(si.interp1d, None, _CONSTANT_KINDS)
+
+
+def _interp1d_tangent(c: _Construction, dy):
+    """The tangent of an ``interp1d``: of its values ``y`` (sorted), of the same as (points, columns)
+    ``_y``, and of its B-spline's coefficients (a spline kind)."""
+    built, ordered = c.built, c.sorted(dy)
+    if built._kind not in ("linear", "spline"):
+        _constant_kinds_refused()
+    fields = {"y": ordered, "_y": _columns(ordered, c.axis)}
+    if built._kind == "spline":
+        fields["_spline"] = Tangent[si.BSpline](_c=c.coefficients(dy))
+    return Tangent[si.interp1d](**fields)
+
+
+def _interp1d_carried(c: _Construction, dy):
+    built, d = c.built, _interp1d_tangent(c, dy)
+    fields = {"y": built.y + d.y, "_y": built._y + d._y}
+    if built._kind == "spline":
+        fields["_spline"] = with_fields(built._spline, {"_c": built._spline._c + d._spline._c})
+    return with_fields(built, fields)
+
+
+def _interp1d_cotangent(c: _Construction, d_obj):
+    fields = {k: unthunk(v) for k, v in item_tangents(d_obj, c.built).items()}
+    spline = fields.get("_spline", _ZERO)
+    dc2 = spline if _is_zero(spline) else unthunk(item_tangents(spline, c.built._spline)["_c"])
+    total = _tangent_sum(
+        None if _is_zero(fields["y"]) else c.unsorted(fields["y"]),
+        None if _is_zero(fields["_y"]) else c.unsorted(_uncolumns(fields["_y"], c.shape, c.axis)),
+        None if _is_zero(dc2) else c.values(dc2),
+    )
+    return _ZERO if total is None else total
+
+
+_constructor_rules(si.interp1d, _build_interp1d, _interp1d_tangent, _interp1d_carried, _interp1d_cotangent)
+
+
+def _interp1d_spline(obj):
+    """The B-spline an ``interp1d`` evaluates (its coefficients may carry an engine's values); None for
+    the piecewise constant kinds."""
+    if obj._kind == "spline":
+        return obj._spline
+    if obj._kind == "linear":
+        x = obj.x
+        knots = np.concatenate([x[:1], x, x[-1:]])
+        return with_fields(si.BSpline.construct_fast(knots, stood_for(obj._y), 1), {"_c": obj._y})
+    return None
+
+
+class _Interp1dPoints:
+    """An ``interp1d``'s call at points ``t``: its B-spline's plan, without values beyond the ends
+    where it fills them in place of extrapolating."""
+
+    def __init__(self, obj, t):
+        self.obj, self.t, self.spline = obj, t, _interp1d_spline(obj)
+        self.layout = (np.shape(stood_for(t)), obj._y_extra_shape, obj._y_axis)
+        if self.spline is not None:
+            self.plan = _BSplinePlan(self.spline, t, True)
+            points = _points(t)
+            if not obj._extrapolate:
+                self.plan.outside = (points < obj.x[0]) | (points > obj.x[-1])
+
+    def slope(self):
+        spline_layout = (self.layout[0], np.shape(self.spline._c)[1:], 0)
+        return _derivative_at(self.spline, self.t, 0, None, spline_layout, self.plan.outside)
+
+    def field_tangent(self, dc2):
+        if self.obj._kind == "spline":
+            return Tangent[si.interp1d](_spline=Tangent[si.BSpline](_c=dc2))
+        return Tangent[si.interp1d](_y=dc2)
+
+    def field(self, d_obj):
+        fields = item_tangents(d_obj, self.obj)
+        _no_knot_tangent(si.interp1d, fields["x"])
+        if self.obj._kind == "spline":
+            spline = unthunk(fields["_spline"])
+            return spline if _is_zero(spline) else unthunk(item_tangents(spline, self.obj._spline)["_c"])
+        return unthunk(fields["_y"])
+
+
+@rrule.register(si.interp1d, functor=True)
+def rrule_interp1d_call(obj, t):
+    owner = _engine_value(obj, t)
+    y = obj(t) if owner is None else _by_engine(owner, obj, (t,), {})
+    call = _Interp1dPoints(obj, t)
+    if call.spline is None:
+        refused = _refused(si.interp1d, user_location(), _CONSTANT_KINDS)
+        return y, lambda dy: (refused, _ZERO)  # (piecewise constant in the points)
+
+    def interp1d_call_pullback(dy):
+        dy = unthunk(dy)
+        if _is_zero(dy):
+            return _ZERO, _ZERO
+        dy2 = _arranged_columns(dy, *call.layout)
+        d_obj = call.field_tangent(Thunk(lambda: call.plan.linear(0).adjoint(dy2)))
+        return d_obj, Thunk(lambda: _points_cotangent(t, _summed(call.slope(), dy2)))
+
+    return y, interp1d_call_pullback
+
+
+@frule.register(si.interp1d, functor=True)
+def frule_interp1d_call(tangents, obj, t):
+    y = obj(t)
+    d_obj, dt = unthunk(tangents[0]), unthunk(tangents[1])
+    call = _Interp1dPoints(obj, t)
+    dc = _ZERO if _is_zero(d_obj) else call.field(d_obj)
+    if call.spline is None:
+        if not _is_zero(dc):
+            raise _refusal(si.interp1d, None, _CONSTANT_KINDS)
+        return y, _ZERO
+    dy2 = _tangent_sum(
+        None if _is_zero(dc) else call.plan.linear(0).apply(dc),
+        None if _is_zero(dt) else _points_term(call.slope(), dt),
+    )
+    return y, _ZERO if dy2 is None else _arranged(dy2, *call.layout)
+
+
+# ----- RegularGridInterpolator --------------------------------------------------------------------
+# Its values (``_values``, flipped along the grid's descending axes) at the corners of each point's
+# cell, weighted by products of the point's fractions along each axis (method 'linear').
+
+_GRID_METHODS = (
+    "RegularGridInterpolator is differentiated with method='linear' only (multilinear in its values and its points)"
+)
+
+
+def _flipped(values, obj):
+    return np.flip(values, obj._descending_dimensions) if obj._descending_dimensions else values
+
+
+@rrule.register(si.RegularGridInterpolator, functor=False)
+def rrule_grid_interpolator(points, values, *rest, **kwargs):
+    if _engine_value(points) is not None:
+        raise _refusal(si.RegularGridInterpolator, None, _KNOTS)
+    built = si.RegularGridInterpolator(points, stood_for(values), *rest, **kwargs)
+    obj = built
+    if _engine_value(values) is not None:
+        if built.method != "linear":  # (its spline, made now, would hold the plain values)
+            raise _refusal(si.RegularGridInterpolator, None, _GRID_METHODS)
+        obj = with_fields(built, {"_values": built._values + _flipped(values - stood_for(values), built)})
+    refused = _refused(si.RegularGridInterpolator, user_location(), _KNOTS)
+    no_rest = (_NO,) * len(rest)
+
+    def grid_interpolator_pullback(d_obj):
+        d_obj = unthunk(d_obj)
+        dv = _ZERO if _is_zero(d_obj) else unthunk(item_tangents(d_obj, built)["_values"])
+        if not _is_zero(dv):
+            dv = _flipped(dv, built)
+            dv = ProjectTo(values)(dv) if type(values) is np.ndarray else dv
+        return _NO, refused, dv, *no_rest
+
+    return obj, grid_interpolator_pullback
+
+
+rrule_grid_interpolator.on_engine_values = True
+
+
+@frule.register(si.RegularGridInterpolator, functor=False)
+def frule_grid_interpolator(tangents, points, values, *rest, **kwargs):
+    _no_knot_tangent(si.RegularGridInterpolator, tangents[1])
+    built = si.RegularGridInterpolator(points, values, *rest, **kwargs)
+    dv = unthunk(tangents[2])
+    return built, _ZERO if _is_zero(dv) else Tangent[si.RegularGridInterpolator](_values=_flipped(dv, built))
+
+
+class _GridPoints:
+    """A grid interpolator's cells and weights at points ``xi`` (rows of ``(points, dims)``): each axis's
+    interval ``i[d]`` and fraction ``w[d]`` (NumPy's arithmetic on the points, so an engine's points give
+    fractions carrying their derivatives), and the points filled in place of a value."""
+
+    def __init__(self, obj, xi):
+        grid = obj._grid
+        self.obj, self.dims = obj, len(grid)
+        self.shape = np.shape(stood_for(xi))
+        plain = np.reshape(np.asarray(stood_for(xi), dtype=_FLOAT), (-1, self.dims))
+        rows = np.reshape(xi, (-1, self.dims)) if _engine_value(xi) is not None else plain
+        self.i, self.w, self.h = [], [], []
+        for d, g in enumerate(grid):
+            i = np.clip(np.searchsorted(g, plain[:, d]) - 1, 0, len(g) - 2)
+            h = g[i + 1] - g[i]
+            self.i.append(i)
+            self.h.append(h)
+            self.w.append((rows[:, d] - g[i]) / h)
+        outside = None
+        if not obj.bounds_error and obj.fill_value is not None:
+            outside = np.any([(plain[:, d] < g[0]) | (plain[:, d] > g[-1]) for d, g in enumerate(grid)], axis=0)
+        self.outside = outside
+
+    def corners(self):
+        """``(index, weight, partials)`` per corner of the cells: the values' index, the weights, and the
+        weights' derivatives along each axis."""
+        for corner in itertools.product((0, 1), repeat=self.dims):
+            index = tuple(i + c for i, c in zip(self.i, corner))
+            factors = [w if c else 1 - w for w, c in zip(self.w, corner)]
+            signs = [1.0 / h if c else -1.0 / h for h, c in zip(self.h, corner)]
+            weight = _product(factors)
+            partials = [_product([*factors[:d], *factors[d + 1 :]]) * signs[d] for d in range(self.dims)]
+            if self.outside is not None:
+                weight = np.where(self.outside, 0.0, weight)
+                partials = [np.where(self.outside, 0.0, p) for p in partials]
+            yield index, weight, partials
+
+    def columns(self, values):
+        return np.reshape(values, (*np.shape(values)[: self.dims], -1))
+
+    def combined(self, values):
+        """The weighted sums of ``values`` at the points, as (points, columns); zero outside."""
+        columns = self.columns(values)
+        return sum(weight[:, None] * columns[index] for index, weight, _ in self.corners())
+
+    def evaluate(self, values):
+        """The interpolated values, as (points, columns); the fill value outside."""
+        out = self.combined(values)
+        return out if self.outside is None else np.where(self.outside[:, None], self.obj.fill_value, out)
+
+    def slopes(self, values):
+        """The derivatives along each axis, (dims, points, columns)."""
+        columns = self.columns(values)
+        rows = [0.0] * self.dims
+        for index, _, partials in self.corners():
+            for d in range(self.dims):
+                rows[d] = rows[d] + partials[d][:, None] * columns[index]
+        return np.stack(rows)
+
+    def values_cotangent(self, dy2):
+        shape = np.shape(self.obj._values)
+        columns = (*shape[: self.dims], np.shape(dy2)[1])
+        corners = list(self.corners())
+        index = tuple(np.concatenate([c[0][d] for c in corners]) for d in range(self.dims))
+        weighted = np.concatenate([weight[:, None] * dy2 for _, weight, _ in corners])
+        return np.reshape(scatter_add(columns, index, weighted), shape)
+
+    def layout(self, values):
+        return (*self.shape[:-1], *np.shape(values)[self.dims :])
+
+
+def _product(factors: list):
+    out = 1.0
+    for f in factors:
+        out = out * f
+    return out
+
+
+def _grid_method(obj, rest: tuple, kwargs: dict) -> str:
+    method = rest[0] if rest else kwargs.get("method")
+    return obj.method if method is None else method
+
+
+@rrule.register(si.RegularGridInterpolator, functor=True)
+def rrule_grid_call(obj, xi, *rest, **kwargs):
+    no_rest = (_NO,) * len(rest)
+    if _grid_method(obj, rest, kwargs) != "linear":
+        if _engine_value(obj, xi) is not None:
+            raise _refusal(type(obj), None, _GRID_METHODS)
+        refused = _refused(type(obj), user_location(), _GRID_METHODS)
+        return obj(stood_for(xi), *rest, **kwargs), lambda dy: (refused, refused, *no_rest)
+    values = obj._values
+    cells = _GridPoints(obj, xi)
+    if _engine_value(obj, xi) is None:
+        y = obj(xi, *rest, **kwargs)
+    else:  # (SciPy converts an engine's values: the same weighted sum, on them)
+        with_fields(obj, {"_values": stood_for(values)})(stood_for(xi), *rest, **kwargs)  # (SciPy's checks)
+        y = np.reshape(cells.evaluate(values), cells.layout(values))
+
+    def grid_call_pullback(dy):
+        dy = unthunk(dy)
+        if _is_zero(dy):
+            return _ZERO, _ZERO, *no_rest
+        dy2 = np.reshape(dy, (len(cells.i[0]), -1))
+        d_obj = Tangent[type(obj)](_values=Thunk(lambda: cells.values_cotangent(dy2)))
+        d_xi = Thunk(lambda: _points_cotangent(xi, np.stack([_summed(s, dy2) for s in cells.slopes(values)], 1)))
+        return d_obj, d_xi, *no_rest
+
+    return y, grid_call_pullback
+
+
+@frule.register(si.RegularGridInterpolator, functor=True)
+def frule_grid_call(tangents, obj, xi, *rest, **kwargs):
+    y = obj(xi, *rest, **kwargs)
+    d_obj, d_xi = unthunk(tangents[0]), unthunk(tangents[1])
+    fields = {} if _is_zero(d_obj) else item_tangents(d_obj, obj)
+    _no_knot_tangent(type(obj), fields.get("_grid", _ZERO))
+    dv = unthunk(fields.get("_values", _ZERO))
+    if _is_zero(dv) and _is_zero(d_xi):
+        return y, _ZERO
+    if _grid_method(obj, rest, kwargs) != "linear":
+        raise _refusal(type(obj), None, _GRID_METHODS)
+    cells = _GridPoints(obj, xi)
+    moved = None
+    if not _is_zero(d_xi):
+        steps = np.reshape(d_xi, (-1, cells.dims))
+        moved = sum(s * steps[:, d, None] for d, s in enumerate(cells.slopes(obj._values)))
+    dy2 = _tangent_sum(None if _is_zero(dv) else cells.combined(dv), moved)
+    return y, np.reshape(dy2, cells.layout(obj._values))

@@ -1,0 +1,341 @@
+"""Rules for ``scipy.interpolate``: splines fitted to values being differentiated (``CubicSpline``,
+``make_interp_spline``, ``interp1d``, ``BSpline``/``PPoly`` from coefficients) and grids
+(``RegularGridInterpolator``), and their calls, against finite differences: the rules, programs
+through the engines (source gradients, forward Jacobians, Hessians) and the refusals (knots being
+differentiated, interpolants that are not linear in their values, the tape), at the user's line."""
+
+import numpy as np
+import pytest
+import scipy.interpolate as si
+
+import chainrules as cr
+from chainrules.core.ruled_calls import IgnoredRuleError
+from chainrules.testing import fd_jacobian, test_frule, test_rrule
+
+R = np.random.default_rng(41)
+NO, ZERO = cr.NoTangent(), cr.ZeroTangent()
+
+X = np.array([0.0, 0.4, 0.9, 1.7, 2.2, 2.6, 3.0])
+Y = np.sin(X) + 0.3 * X
+# evaluation points off the knots (where the derivatives of a spline's pieces jump), some beyond the ends
+T = np.array([-0.25, 0.13, 0.77, 1.21, 1.6, 2.33, 2.9, 3.1])
+INSIDE = T[1:-1]
+
+
+def _values(n, *extra):
+    return R.standard_normal((n, *extra))
+
+
+# ----- rules, the knots held (they are not differentiated) -----------------------------------------
+
+
+def _in_values(f, x, **kwargs):
+    """``f(x, y, **kwargs)`` as a function of ``y`` with its reverse and forward rules (``x`` held)."""
+
+    def build(y):
+        return f(x, y, **kwargs)
+
+    def reverse(_, y):
+        out, back = cr.rrule(f, x, y, **kwargs)
+        return out, lambda d: (NO, back(d)[2])
+
+    def forward(tangents, _, y):
+        return cr.frule((NO, ZERO, tangents[1]), f, x, y, **kwargs)
+
+    return build, reverse, forward
+
+
+def _at_points(obj, **kwargs):
+    """The call ``obj(t, **kwargs)`` as a function of ``t`` with its rules (the object held)."""
+
+    def call(t):
+        return obj(t, **kwargs)
+
+    def reverse(_, t):
+        out, back = cr.rrule(obj, t, **kwargs)
+        return out, lambda d: (NO, back(d)[1])
+
+    def forward(tangents, _, t):
+        return cr.frule((ZERO, tangents[1]), obj, t, **kwargs)
+
+    return call, reverse, forward
+
+
+def _check(rules, *args, **options):
+    f, reverse, forward = rules
+    test_rrule(f, *args, rule=reverse, **options)
+    test_frule(f, *args, rule=forward, **options)
+
+
+BOUNDARIES = ["not-a-knot", "clamped", "natural", "periodic", ((1, 0.5), (2, -1.0)), ("natural", "not-a-knot")]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7])
+@pytest.mark.parametrize("bc_type", BOUNDARIES, ids=str)
+def test_cubic_spline_fit(n, bc_type):
+    x = X[:n] if n < 7 else X
+    y = _values(n)
+    if bc_type == "periodic":  # (a periodic fit's ends are one value: perturbed together, as a program does)
+        f, reverse, forward = _in_values(si.CubicSpline, x, bc_type=bc_type)
+        wrap = (lambda v: f(np.append(v, v[0])), lambda _, v: _periodic(reverse, v), None)
+        test_rrule(wrap[0], y[:-1], rule=wrap[1])
+        return
+    _check(_in_values(si.CubicSpline, x, bc_type=bc_type), y)
+
+
+def _periodic(reverse, v):
+    out, back = reverse(None, np.append(v, v[0]))
+
+    def periodic_pullback(d):
+        dy = cr.unthunk(back(d)[1])
+        return NO, dy if isinstance(dy, cr.ZeroTangent) else np.concatenate([dy[:1] + dy[-1:], dy[1:-1]])
+
+    return out, periodic_pullback
+
+
+def test_cubic_spline_fit_of_columns_along_an_axis():
+    _check(_in_values(si.CubicSpline, X, axis=1, bc_type="clamped"), _values(2, len(X), 3)[:, :, 0])
+    _check(_in_values(si.CubicSpline, X, axis=1), np.moveaxis(_values(len(X), 2, 3), 0, 1))
+
+
+@pytest.mark.parametrize("nu", [0, 1, 2, 3])
+def test_piecewise_polynomial_call(nu):
+    """In the points, the coefficients and the breakpoints (the object's fields) at once."""
+    s = si.CubicSpline(X, np.stack([Y, Y**2], 1))
+    test_rrule(s, T, fkwargs={"nu": nu})
+    test_frule(s, T, fkwargs={"nu": nu})
+    test_rrule(s, T.reshape(2, 4), fkwargs={"nu": nu})
+
+
+def test_piecewise_polynomial_call_extrapolating_periodically_and_not_at_all():
+    periodic = si.CubicSpline(X, np.append(Y[:-1], Y[0]), bc_type="periodic")
+    far = np.array([-2.9, -0.35, 3.5, 7.75])
+    test_rrule(periodic, far)
+    test_frule(periodic, far)
+    s = si.CubicSpline(X, Y, extrapolate=False)
+    test_rrule(s, INSIDE)
+    _, back = cr.rrule(s, T)
+    d_s, dt = back(np.ones(len(T)))
+    assert cr.unthunk(dt)[0] == 0.0 and cr.unthunk(dt)[-1] == 0.0  # (no value there: NaN, a constant)
+    s_axis = si.PPoly(_values(4, 6, 2, 3).transpose(2, 0, 1, 3), X, axis=1)
+    test_rrule(s_axis, INSIDE[:3])
+
+
+@pytest.mark.parametrize(
+    "k, bc_type",
+    [
+        (0, None),
+        (1, None),
+        (2, None),
+        (3, None),
+        (3, "clamped"),
+        (3, "natural"),
+        (5, ([(1, 0.5), (2, 0.0)], [(1, 0.0), (2, 1.0)])),
+    ],
+)
+def test_interp_spline_fit(k, bc_type):
+    _check(_in_values(si.make_interp_spline, X, k=k, bc_type=bc_type), _values(len(X)))
+    _check(_in_values(si.make_interp_spline, X, k=k, bc_type=bc_type, axis=1), _values(2, len(X)))
+
+
+@pytest.mark.parametrize("nu", [0, 1, 2])
+def test_b_spline_call(nu):
+    s = si.make_interp_spline(X, np.stack([Y, Y**2], 1), k=3)
+    _check(_at_points(s, nu=nu), T)
+    _check(_at_points(si.BSpline(s.t, s.c, 3, extrapolate="periodic"), nu=nu), np.array([-1.1, 0.3, 3.7]))
+    test_rrule(_at_points(si.BSpline(s.t, s.c, 3, extrapolate=False))[0], INSIDE, rule=_at_points(s)[1])
+
+
+def _in_coefficients(cls, position: int, knots, *rest):
+    """``cls`` built from coefficients ``c`` (argument ``position``) and ``knots`` (held), with its rules."""
+
+    def arguments(c):
+        return (c, knots, *rest) if position == 0 else (knots, c, *rest)
+
+    def reverse(_, c):
+        out, back = cr.rrule(cls, *arguments(c))
+        return out, lambda d: (NO, back(d)[1 + position])
+
+    def forward(tangents, _, c):
+        seeds = [NO, ZERO, ZERO] + [NO] * len(rest)
+        seeds[1 + position] = tangents[1]
+        return cr.frule(tuple(seeds), cls, *arguments(c))
+
+    return lambda c: cls(*arguments(c)), reverse, forward
+
+
+def test_from_coefficients():
+    """``BSpline(t, c, k)`` and ``PPoly(c, x)`` built from coefficients being differentiated."""
+    s = si.make_interp_spline(X, Y)
+    _check(_in_coefficients(si.BSpline, 1, s.t, 3), s.c)
+    _check(_in_coefficients(si.PPoly, 0, X), _values(4, len(X) - 1))
+
+
+@pytest.mark.parametrize("kind", ["linear", "slinear", "quadratic", "cubic"])
+def test_interp1d(kind):
+    unsorted = np.array([3, 0, 5, 1, 6, 2, 4])  # (interp1d sorts its points, and their values with them)
+    held = {"bounds_error": False, "fill_value": 0.0}  # (the object holds its fill value: NaN would fill the checks)
+    _check(_in_values(si.interp1d, X[unsorted], kind=kind, **held), _values(len(X)))
+    _check(_in_values(si.interp1d, X, kind=kind, axis=0, **held), _values(len(X), 2))
+    obj = si.interp1d(X, np.stack([Y, Y**2]), kind=kind, bounds_error=False, fill_value=(-1.0, 2.0))
+    _check(_at_points(obj), T)
+
+
+def test_regular_grid_interpolator():
+    g1, g2 = np.array([0.0, 0.4, 1.0, 1.3]), np.array([2.0, 1.1, 0.5, 0.0])  # (a descending axis)
+    values = _values(4, 4, 2)
+    rules = _in_values(si.RegularGridInterpolator, (g1, g2), fill_value=0.0)
+    _check(rules, values)
+    obj = si.RegularGridInterpolator((g1, g2), values, bounds_error=False, fill_value=None)
+    xi = np.array([[0.1, 0.2], [0.5, 0.9], [0.77, 1.7], [1.2, 0.05], [1.5, -0.2]])
+    _check(_at_points(obj), xi)
+    _check(_at_points(si.RegularGridInterpolator((g1, g2), values, bounds_error=False)), xi[:4])
+
+
+# ----- programs, through the engines -----------------------------------------------------------
+
+
+def cubic_energy(y):
+    s = si.CubicSpline(X, y, bc_type="natural")
+    return np.sum(s(T) ** 2) + np.sum(np.sin(s(T, 1)))
+
+
+def spline_at_points(t):
+    s = si.make_interp_spline(X, Y, k=3)
+    return np.sum(s(t) ** 3) + np.sum(np.cos(s(t, 2)))
+
+
+def fit_and_points(p):  # the first entries are the points, the rest the values
+    s = si.CubicSpline(X, p[len(T) :])
+    return np.sum(s(p[: len(T)]) ** 3)
+
+
+def b_spline_fit_and_points(p):
+    s = si.make_interp_spline(X, p[len(T) :], k=3)
+    return np.sum(s(p[: len(T)]) ** 3) + np.sum(s(p[: len(T)], 1) ** 2)
+
+
+def interp1d_linear(p):
+    f = si.interp1d(X, p[len(INSIDE) :])
+    return np.sum(np.sin(f(p[: len(INSIDE)])) ** 2)
+
+
+def interp1d_cubic(y):
+    f = si.interp1d(X, np.stack([y, y**2]), kind="cubic", bounds_error=False, fill_value=0.0)
+    return np.sum(f(T) ** 2)
+
+
+GRID = (np.array([0.0, 0.4, 1.0, 1.3]), np.array([0.0, 0.5, 1.1, 2.0]))
+GRID_POINTS = np.array([[0.1, 0.2], [0.5, 0.9], [0.77, 1.7], [1.2, 0.05]])
+
+
+def grid_values(v):
+    f = si.RegularGridInterpolator(GRID, np.reshape(v, (4, 4)))
+    return np.sum(f(GRID_POINTS) ** 3)
+
+
+def grid_points(p):
+    f = si.RegularGridInterpolator(GRID, np.cos(np.add.outer(GRID[0], GRID[1])))
+    return np.sum(np.sin(f(np.reshape(p, (4, 2)))) ** 2)
+
+
+PROGRAMS = [
+    (cubic_energy, Y),
+    (spline_at_points, T),
+    (fit_and_points, np.concatenate([T, Y])),
+    (b_spline_fit_and_points, np.concatenate([T, Y])),
+    (interp1d_linear, np.concatenate([INSIDE, Y])),
+    (interp1d_cubic, Y),
+    (grid_values, np.cos(np.arange(16.0))),
+    (grid_points, GRID_POINTS.ravel()),
+]
+
+
+@pytest.mark.parametrize("f, x", PROGRAMS, ids=lambda v: getattr(v, "__name__", ""))
+def test_programs_source_forward_and_hessian(f, x):
+    expected = fd_jacobian(f, x)[0]
+    np.testing.assert_allclose(cr.gradient(f, x)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+    hessian = fd_jacobian(lambda v: cr.gradient(f, v)[0], x)
+    np.testing.assert_allclose(cr.hessian(f, x), hessian, rtol=1e-5, atol=1e-6)
+
+
+def test_float32_values():
+    y = Y.astype(np.float32)
+    g = cr.gradient(cubic_energy, y)[0]
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, cr.gradient(cubic_energy, Y)[0], rtol=1e-4)
+
+
+@pytest.mark.parametrize("f, x", PROGRAMS[:4], ids=lambda v: getattr(v, "__name__", ""))
+def test_tape_refuses_at_the_users_line(f, x):
+    """The tape sees no call of the constructor or of the interpolant, whose bodies convert its values: it
+    refuses the call whose rule it cannot use, at the user's line."""
+    with pytest.raises(IgnoredRuleError, match="has a rule that the tape engine cannot use here") as raised:
+        cr.gradient(f, x, engine="tape")
+    assert f"test_interpolate.py:{f.__code__.co_firstlineno + 1}" in str(raised.value) or (
+        f"test_interpolate.py:{f.__code__.co_firstlineno + 2}" in str(raised.value)
+    )
+
+
+# ----- refusals ----------------------------------------------------------------------------------
+
+
+def in_knots(x):
+    s = si.CubicSpline(x, Y)
+    return np.sum(s(T) ** 2)
+
+
+def grid_in_points(g):
+    f = si.RegularGridInterpolator((g,), Y)
+    return np.sum(f(INSIDE[:, None]))
+
+
+def nearest(y):
+    f = si.interp1d(X, y, kind="nearest")
+    return np.sum(f(INSIDE))
+
+
+def grid_cubic(v):
+    f = si.RegularGridInterpolator((X,), v, method="cubic")
+    return np.sum(f(INSIDE[:, None]))
+
+
+def periodic_b_spline(y):
+    s = si.make_interp_spline(X, y, bc_type="periodic")
+    return np.sum(s(T))
+
+
+REFUSED = [
+    (in_knots, X, cr.NoDerivativeError, "not in its knots"),
+    (grid_in_points, X, cr.NoDerivativeError, "not in its knots"),
+    (nearest, Y, cr.NoDerivativeError, "piecewise constant"),
+    (grid_cubic, Y, cr.NoDerivativeError, "method='linear' only"),
+    (periodic_b_spline, np.append(Y[:-1], Y[0]), cr.NoDerivativeError, "periodic fit"),
+]
+
+
+@pytest.mark.parametrize("f, x, error, reason", REFUSED, ids=lambda v: getattr(v, "__name__", ""))
+def test_refused_at_the_users_line(f, x, error, reason):
+    """A derivative the rules do not give is refused, naming the line of the construction (or of the call
+    whose derivative in the interpolant's values has no rule): never a silent zero. Forward mode's refusal
+    names the same line, from the source engine's primal it ran the function through."""
+    lines = [f"test_interpolate.py:{f.__code__.co_firstlineno + k}" for k in (1, 2)]
+    with pytest.raises(error, match=reason) as raised:
+        cr.gradient(f, x)
+    assert any(line in str(raised.value) for line in lines)
+    with pytest.raises(cr.ChainRulesError) as raised:
+        cr.jacobian(f, x, mode="forward")
+    message = "\n".join([str(raised.value), *getattr(raised.value, "__notes__", ())])
+    assert reason in message and any(line in message for line in lines)
+
+
+def test_knots_held_constant_are_not_refused():
+    """The knots' cotangent is read only for a value being differentiated: a closure's knots pass."""
+    np.testing.assert_allclose(cr.gradient(cubic_energy, Y)[0], fd_jacobian(cubic_energy, Y)[0], rtol=1e-6)
+    np.testing.assert_allclose(
+        cr.gradient(lambda y: grid_values(y) + nearest(Y), np.cos(np.arange(16.0)))[0],
+        fd_jacobian(grid_values, np.cos(np.arange(16.0)))[0],
+        rtol=1e-6,
+        atol=1e-12,
+    )
