@@ -98,6 +98,18 @@ def test_cubic_spline_fit_of_columns_along_an_axis():
     _check(_in_values(si.CubicSpline, X, axis=1), np.moveaxis(_values(len(X), 2, 3), 0, 1))
 
 
+# values whose PCHIP slopes take every branch: a tripled end slope, extrema inside (zero slopes), a
+# weighted harmonic mean, and, for four points, a tripled slope at the right end
+PCHIP = np.array([0.0, 0.05, -2.0, -1.0, -0.5, -0.6, 0.4])
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7])
+def test_pchip_fit(n):
+    """PCHIP's slopes are limited, smooth between the limits' switches: differentiated there."""
+    _check(_in_values(si.PchipInterpolator, X[:n]), PCHIP[:n])
+    _check(_in_values(si.PchipInterpolator, X[:n], axis=1), np.stack([PCHIP[:n], np.cos(3 * X[:n])]))
+
+
 @pytest.mark.parametrize("nu", [0, 1, 2, 3])
 def test_piecewise_polynomial_call(nu):
     """In the points, the coefficients and the breakpoints (the object's fields) at once."""
@@ -200,6 +212,11 @@ def cubic_energy(y):
     return np.sum(s(T) ** 2) + np.sum(np.sin(s(T, 1)))
 
 
+def pchip_energy(y):
+    s = si.PchipInterpolator(X, y)
+    return np.sum(s(T) ** 3) + np.sum(np.sin(s(T, 1)))
+
+
 def spline_at_points(t):
     s = si.make_interp_spline(X, Y, k=3)
     return np.sum(s(t) ** 3) + np.sum(np.cos(s(t, 2)))
@@ -241,6 +258,7 @@ def grid_points(p):
 
 PROGRAMS = [
     (cubic_energy, Y),
+    (pchip_energy, PCHIP),
     (spline_at_points, T),
     (fit_and_points, np.concatenate([T, Y])),
     (b_spline_fit_and_points, np.concatenate([T, Y])),
@@ -267,7 +285,7 @@ def test_float32_values():
     np.testing.assert_allclose(g, cr.gradient(cubic_energy, Y)[0], rtol=1e-4)
 
 
-@pytest.mark.parametrize("f, x", PROGRAMS[:4], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize("f, x", PROGRAMS[:5], ids=lambda v: getattr(v, "__name__", ""))
 def test_tape_refuses_at_the_users_line(f, x):
     """The tape sees no call of the constructor or of the interpolant, whose bodies convert its values: it
     refuses the call whose rule it cannot use, at the user's line."""

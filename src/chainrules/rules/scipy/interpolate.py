@@ -18,15 +18,18 @@ takes that tangent to the values. For fixed knots both steps are linear:
   at the ends), with ``K`` factorized once (SuperLU). The pushforward is ``K⁻¹ E ẏ`` and the
   pullback ``Eᵀ K⁻ᵀ c̄``: exact, where the dense map would cost O(n²).
 
-A ``RegularGridInterpolator`` with ``method='linear'`` is multilinear: each output is a weighted sum
-of the values at the corners of its cell. ``interp1d`` of kind ``'linear'`` is the B-spline of
-degree 1 on its values; its spline kinds keep the B-spline ``make_interp_spline`` made.
+``PchipInterpolator`` is not linear in its values: its slopes are limited (zero at an extremum, a
+weighted harmonic mean of the secants elsewhere, one-sided estimates at the ends), smooth between the
+switches of the limits, where its rules linearize it (``_PchipFit``). A ``RegularGridInterpolator``
+with ``method='linear'`` is multilinear: each output is a weighted sum of the values at the corners of
+its cell. ``interp1d`` of kind ``'linear'`` is the B-spline of degree 1 on its values; its spline
+kinds keep the B-spline ``make_interp_spline`` made.
 
-The knots (the ``x`` of a fit, a grid's points) are not differentiated: their cotangent raises when
-an engine reads it, which it does for a value being differentiated, never for a constant. So do
-the values' cotangent of interpolants that are not linear in them (``PchipInterpolator`` and
-``Akima1DInterpolator``, which limit their slopes, have no rules), of ``interp1d``'s piecewise
-constant kinds, of a grid's other methods, and of a periodic B-spline fit.
+The knots (the ``x`` of a fit, a grid's points; a spline's own breakpoints are, in its calls) are not
+differentiated: their cotangent raises when an engine reads it, which it does for a value being
+differentiated, never for a constant. So does the values' cotangent of ``interp1d``'s piecewise
+constant kinds, of a grid's other methods, and of a periodic B-spline fit. ``Akima1DInterpolator``
+has no rules: built from values being differentiated, it is refused as a call without one.
 
 An engine's values (forward mode run through the source engine, a Hessian's dual numbers) reach
 the constructors' reverse rules: the object holds coefficients carrying them (``c + K⁻¹ E (y -
@@ -209,6 +212,10 @@ class _Fit:
     def adjoint(self, dc2):
         return _times(self.E.T, _solve(self.lu, dc2, "T", 2, _FLOAT), 2)
 
+    def delta(self, y2):
+        """The coefficients' change carrying the engine's values of ``y2`` (its value zero)."""
+        return self.forward(y2 - stood_for(y2))
+
 
 def _sparse(entries: list, shape: tuple):
     """A CSR matrix from blocks of ``(rows, cols, values)`` (duplicates summed)."""
@@ -354,6 +361,10 @@ class _Construction:
         """The coefficients' tangent (a matrix) for the values' tangent ``dy``."""
         return self.fit.forward(_columns(self.sorted(dy), self.axis))
 
+    def carried(self, y):
+        """The coefficients' change (a matrix, value zero) carrying the engine's values in ``y``."""
+        return self.fit.delta(_columns(self.sorted(y), self.axis))
+
     def values(self, dc2):
         """The values' cotangent for the coefficients' (a matrix)."""
         return self.unsorted(_uncolumns(self.fit.adjoint(dc2), self.shape, self.axis))
@@ -369,16 +380,16 @@ class _Construction:
 def _constructor_rules(f, build, tangent, carried, cotangent):
     """Rules for ``f(x, y, ...)`` building an interpolant from values ``y`` (the second argument; the
     first is its knots): ``build(x, y, rest, kwargs) -> _Construction``; ``tangent(c, dy)`` is the
-    object's tangent for the values' ``dy``; ``carried(c, dy)`` the object holding coefficients that
-    carry an engine's values (``dy``: theirs less the plain values); ``cotangent(c, d_obj)`` the
-    values' cotangent (or a zero) for the object's."""
+    object's tangent for the values' ``dy``; ``carried(c, y)`` the object holding coefficients that
+    carry the engine's values in ``y``; ``cotangent(c, d_obj)`` the values' cotangent (or a zero) for
+    the object's."""
 
     def rrule_construct(x, y, *rest, **kwargs):
         owner = _engine_value(y)
         if _engine_value(x) is not None:
             raise _refusal(f, None, _KNOTS)
         c = build(x, y, rest, kwargs)
-        obj = c.built if owner is None else carried(c, y - stood_for(y))
+        obj = c.built if owner is None else carried(c, y)
         no_rest = (_NO,) * len(rest)
         knots = _refused(f, c.location, _KNOTS)
 
@@ -455,6 +466,109 @@ def _periodic_refused():
     )
 
 
+class _PchipFit:
+    """``PchipInterpolator``'s coefficients, a cubic Hermite spline's, as a function of the values: its
+    slopes at the knots are local, limited functions of the secants ``m`` (Fritsch and Butland's weighted
+    harmonic mean inside, zero at an extremum; Moler's one-sided estimate at the ends, limited to keep
+    the shape), smooth where the limits do not switch, where the fit is linearized. The partials are
+    computed with NumPy from the values, so an engine's values (a Hessian's) carry the fit's second
+    derivatives; which branch holds is read from the values they stand for.
+
+    >>> fit = _PchipFit(np.array([0.0, 1.0, 2.0]), np.array([[0.0], [1.0], [3.0]]))
+    >>> fit.slopes.ravel().round(4)  # as PchipInterpolator([0, 1, 2], [0, 1, 3])([0, 1, 2], 1)
+    array([0.5   , 1.3333, 2.5   ])
+    """
+
+    def __init__(self, x: np.ndarray, y2):
+        h = np.reshape(np.diff(x), (-1, 1))
+        self.h, self.y2 = h, y2
+        m = (y2[1:] - y2[:-1]) / h
+        self.m = m
+        if len(x) == 2:  # a line
+            self.slopes, self.partials = np.concatenate([m, m]), None
+            return
+        plain = stood_for(m)
+        flat = (np.sign(plain[1:]) != np.sign(plain[:-1])) | (plain[1:] == 0) | (plain[:-1] == 0)
+        w1, w2 = 2 * h[1:] + h[:-1], h[1:] + 2 * h[:-1]
+        m1, m2 = np.where(flat, 1.0, m[:-1]), np.where(flat, 1.0, m[1:])
+        inner = (w1 + w2) / (w1 / m1 + w2 / m2)
+        inner_d = np.where(flat, 0.0, inner)
+        ends = [
+            self._end(h[0], h[1], m[0], m[1], plain[0], plain[1]),
+            self._end(h[-1], h[-2], m[-1], m[-2], plain[-1], plain[-2]),
+        ]
+        self.slopes = np.concatenate([ends[0][0][None], inner_d, ends[1][0][None]])
+        # the partials of the inner slopes in their two secants, and of the ends' in their two
+        square = inner_d * inner_d / (w1 + w2)
+        self.partials = (
+            square * w1 / (m1 * m1),
+            square * w2 / (m2 * m2),
+            ends[0][1:],
+            ends[1][1:],
+        )
+
+    @staticmethod
+    def _end(h0, h1, m0, m1, p0, p1):
+        """The slope at an end from its two secants, and its partials in them: zero where its sign is
+        not the first secant's, three times that secant where the shape would not be kept."""
+        d = ((2 * h0 + h1) * m0 - h0 * m1) / (h0 + h1)
+        plain = stood_for(d)
+        zero = np.sign(plain) != np.sign(p0)
+        tripled = ~zero & (np.sign(p0) != np.sign(p1)) & (np.abs(plain) > 3 * np.abs(p0))
+        slope = np.where(zero, 0.0, np.where(tripled, 3 * m0, d))
+        first = np.where(zero, 0.0, np.where(tripled, 3.0, (2 * h0 + h1) / (h0 + h1)))
+        second = np.where(zero | tripled, 0.0, -h0 / (h0 + h1))
+        return slope, first, second
+
+    def _hermite(self, y2, m, d):
+        """A cubic Hermite spline's coefficients, (4 intervals, columns), from values, secants and slopes."""
+        h = self.h
+        return np.concatenate([(d[:-1] + d[1:] - 2 * m) / (h * h), (3 * m - 2 * d[:-1] - d[1:]) / h, d[:-1], y2[:-1]])
+
+    def forward(self, dy2):
+        dm = (dy2[1:] - dy2[:-1]) / self.h
+        if self.partials is None:
+            return self._hermite(dy2, dm, np.concatenate([dm, dm]))
+        a, b, (q0, q1), (r0, r1) = self.partials
+        dd = np.concatenate(
+            [(q0 * dm[0] + q1 * dm[1])[None], a * dm[:-1] + b * dm[1:], (r0 * dm[-1] + r1 * dm[-2])[None]]
+        )
+        return self._hermite(dy2, dm, dd)
+
+    def adjoint(self, dc2):
+        h = self.h
+        c0, c1, c2, c3 = np.split(dc2, 4)
+        dm = 3 * c1 / h - 2 * c0 / (h * h)
+        first, second = c0 / (h * h) - 2 * c1 / h + c2, c0 / (h * h) - c1 / h  # (into d[:-1], d[1:])
+        zero = np.zeros_like(first[:1])
+        dd = np.concatenate([first, zero]) + np.concatenate([zero, second])
+        if self.partials is None:
+            dm = dm + dd[:1] + dd[1:]
+        else:
+            a, b, (q0, q1), (r0, r1) = self.partials
+            inner = dd[1:-1]
+            spread = np.concatenate([a * inner, zero]) + np.concatenate([zero, b * inner])
+            rest = np.zeros_like(dm[2:])
+            at_start = np.concatenate([(q0 * dd[0])[None], (q1 * dd[0])[None], rest])
+            at_end = np.concatenate([rest, (r1 * dd[-1])[None], (r0 * dd[-1])[None]])
+            dm = dm + spread + at_start + at_end
+        g = dm / h
+        return np.concatenate([c3, zero]) + np.concatenate([zero, g]) - np.concatenate([g, zero])
+
+    def delta(self, y2):
+        """The coefficients' change carrying the engine's values of ``y2``, the values the fit was made
+        from: the coefficients themselves, computed on them, less their plain value."""
+        c = self._hermite(y2, self.m, self.slopes)
+        return c - stood_for(c)
+
+
+def _build_pchip(x, y, rest: tuple, kwargs: dict) -> _Construction:
+    s = _arguments(si.PchipInterpolator, x, y, rest, kwargs, (("axis", 0), ("extrapolate", None)))
+    built = si.PchipInterpolator(x, stood_for(y), *rest, **kwargs)
+    knots, axis = np.asarray(x, dtype=_FLOAT), s["axis"] % max(np.ndim(y), 1)
+    return _Construction(si.PchipInterpolator, built, lambda: _PchipFit(knots, _columns(y, axis)), y, axis)
+
+
 def _coefficients_shape(c: _Construction, dc2, leading: tuple):
     return np.reshape(dc2, (*leading, *np.delete(np.asarray(c.shape, dtype=int), c.axis)))
 
@@ -468,8 +582,9 @@ def _spline_rules(leading: int):
         dc2 = c.coefficients(dy)
         return Tangent[type(c.built)](_c=_coefficients_shape(c, dc2, c.built._c.shape[:leading]))
 
-    def carried(c: _Construction, dy):
-        return with_fields(c.built, {"_c": c.built._c + tangent(c, dy)._c})
+    def carried(c: _Construction, y):
+        delta = _coefficients_shape(c, c.carried(y), c.built._c.shape[:leading])
+        return with_fields(c.built, {"_c": c.built._c + delta})
 
     def cotangent(c: _Construction, d_obj):
         dc = unthunk(item_tangents(d_obj, c.built)["_c"])
@@ -537,6 +652,7 @@ _coefficient_rules(si.BSpline, 1, _bspline_stored, _bspline_unstored)
 _coefficient_rules(si.PPoly, 0, _ppoly_stored, _ppoly_unstored)
 _constructor_rules(si.CubicSpline, _build_cubic, *_spline_rules(2))
 _constructor_rules(si.make_interp_spline, _build_interp_spline, *_spline_rules(1))
+_constructor_rules(si.PchipInterpolator, _build_pchip, *_spline_rules(2))
 
 
 # ----- evaluation ------------------------------------------------------------------------------
@@ -824,8 +940,8 @@ def _interp1d_tangent(c: _Construction, dy):
     return Tangent[si.interp1d](**fields)
 
 
-def _interp1d_carried(c: _Construction, dy):
-    built, d = c.built, _interp1d_tangent(c, dy)
+def _interp1d_carried(c: _Construction, y):
+    built, d = c.built, _interp1d_tangent(c, y - stood_for(y))
     fields = {"y": built.y + d.y, "_y": built._y + d._y}
     if built._kind == "spline":
         fields["_spline"] = with_fields(built._spline, {"_c": built._spline._c + d._spline._c})
