@@ -119,6 +119,19 @@ def test_piecewise_polynomial_call(nu):
     test_rrule(s, T.reshape(2, 4), fkwargs={"nu": nu})
 
 
+@pytest.mark.parametrize("nu", [0, 1, 2, 3, 4])
+def test_piecewise_polynomial_derivative(nu):
+    """``s.derivative(nu)``: linear in the coefficients, the breakpoints kept."""
+    s = si.CubicSpline(X, np.stack([Y, Y**2], 1))
+    test_rrule(s.derivative, nu)
+    test_frule(s.derivative, nu)
+
+
+def test_piecewise_polynomial_antiderivative_refused():
+    with pytest.raises(cr.NoRuleError, match="antiderivative"):
+        cr.rrule(si.CubicSpline(X, Y).derivative, -1)
+
+
 def test_piecewise_polynomial_call_extrapolating_periodically_and_not_at_all():
     periodic = si.CubicSpline(X, np.append(Y[:-1], Y[0]), bc_type="periodic")
     far = np.array([-2.9, -0.35, 3.5, 7.75])
@@ -217,6 +230,11 @@ def pchip_energy(y):
     return np.sum(s(T) ** 3) + np.sum(np.sin(s(T, 1)))
 
 
+def cubic_slopes(y):
+    s = si.CubicSpline(X, y)
+    return np.sum(s.derivative()(T) ** 2) + np.sum(s.derivative(2)(T) ** 3)
+
+
 def spline_at_points(t):
     s = si.make_interp_spline(X, Y, k=3)
     return np.sum(s(t) ** 3) + np.sum(np.cos(s(t, 2)))
@@ -259,6 +277,7 @@ def grid_points(p):
 PROGRAMS = [
     (cubic_energy, Y),
     (pchip_energy, PCHIP),
+    (cubic_slopes, Y),
     (spline_at_points, T),
     (fit_and_points, np.concatenate([T, Y])),
     (b_spline_fit_and_points, np.concatenate([T, Y])),
@@ -285,7 +304,15 @@ def test_float32_values():
     np.testing.assert_allclose(g, cr.gradient(cubic_energy, Y)[0], rtol=1e-4)
 
 
-@pytest.mark.parametrize("f, x", PROGRAMS[:5], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        p
+        for p in PROGRAMS
+        if p[0] in (cubic_energy, pchip_energy, spline_at_points, fit_and_points, b_spline_fit_and_points)
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_tape_refuses_at_the_users_line(f, x):
     """The tape sees no call of the constructor or of the interpolant, whose bodies convert its values: it
     refuses the call whose rule it cannot use, at the user's line."""

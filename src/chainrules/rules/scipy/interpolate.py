@@ -70,6 +70,7 @@ from ...core import (
     user_location,
 )
 from ...core.active import nesting_depth, stood_for
+from ...core.errors import option_refused
 from ...core.ruled_calls import engine_values_in
 from ...core.structures import item_tangents, with_fields
 from ..numpy._arrays import scatter_add
@@ -1220,3 +1221,69 @@ def frule_grid_call(tangents, obj, xi, *rest, **kwargs):
         moved = sum(s * steps[:, d, None] for d, s in enumerate(cells.slopes(obj._values)))
     dy2 = _tangent_sum(None if _is_zero(dv) else cells.combined(dv), moved)
     return y, np.reshape(dy2, cells.layout(obj._values))
+
+
+# ----- derivatives of piecewise polynomials --------------------------------------------------------
+
+
+def _derivative_factors(c, nu: int):
+    """The rising factorials ``PPoly.derivative`` multiplies the kept coefficients by, shaped to them."""
+    kept = max(np.shape(c)[0] - nu, 1)
+    factors = np.array([np.prod(np.arange(p, p + nu, dtype=float)) for p in range(kept, 0, -1)])
+    return np.reshape(factors, (kept,) + (1,) * (np.ndim(c) - 1))
+
+
+def _derivative_order(f, rest: tuple, kwargs: dict) -> int:
+    """The order ``nu`` of ``s.derivative(nu=1)``; a negative one (an antiderivative) is refused."""
+    nu = rest[0] if rest else kwargs.get("nu", 1)
+    if nu < 0:
+        raise option_refused(f, rest, "nu < 0 is an antiderivative, which has no rule; call it with nu >= 0")
+    return int(nu)
+
+
+def _derivative_coefficients(dc, s, nu: int):
+    """The tangent of ``s.derivative(nu)``'s coefficients for that of ``s``'s (a linear map)."""
+    if nu >= np.shape(s._c)[0]:
+        return np.zeros((1, *np.shape(dc)[1:]), dtype=np.result_type(stood_for(dc)))
+    return dc[: np.shape(dc)[0] - nu] * _derivative_factors(s._c, nu)
+
+
+@rrule.register(si.PPoly.derivative)
+def rrule_ppoly_derivative(s, *rest, **kwargs):
+    """``s.derivative(nu)``: the coefficients of order ``nu`` and more, times rising factorials (a
+    linear map); the breakpoints as they are."""
+    nu = _derivative_order(si.PPoly.derivative, rest, kwargs)
+    if _engine_value(s._c) is None:
+        y = s.derivative(nu)
+    else:  # (SciPy's arithmetic converts them: the same map, on them)
+        y = with_fields(s, {"_c": stood_for(s._c)}).derivative(nu)
+        y = with_fields(y, {"_c": _derivative_coefficients(s._c, s, nu)})
+    no_rest = (_NO,) * len(rest)
+
+    def ppoly_derivative_pullback(dy):
+        dy = unthunk(dy)
+        if _is_zero(dy):
+            return _NO, _ZERO, *no_rest
+        fields = item_tangents(dy, y)
+        dc = unthunk(fields["_c"])
+        if not _is_zero(dc):
+            if nu >= np.shape(s._c)[0]:
+                dc = _ZERO
+            elif nu:
+                kept = dc * _derivative_factors(s._c, nu)
+                dc = np.concatenate([kept, np.zeros((nu, *np.shape(kept)[1:]))])
+        return _NO, Tangent[type(s)](_c=dc, _x=fields["_x"]), *no_rest
+
+    return y, ppoly_derivative_pullback
+
+
+@frule.register(si.PPoly.derivative)
+def frule_ppoly_derivative(tangents, s, *rest, **kwargs):
+    nu = _derivative_order(si.PPoly.derivative, rest, kwargs)
+    y = s.derivative(nu)
+    d_s = unthunk(tangents[1])
+    if _is_zero(d_s):
+        return y, _ZERO
+    fields = item_tangents(d_s, s)
+    dc = unthunk(fields["_c"])
+    return y, Tangent[type(y)](_c=dc if _is_zero(dc) else _derivative_coefficients(dc, s, nu), _x=fields["_x"])
