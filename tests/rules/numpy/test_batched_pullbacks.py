@@ -361,6 +361,13 @@ SELECTIONS = [
     (np.sort, (X, None), {}),
     (np.sort, (np.array([1.0, 1.0, 0.0]),), {}),
     (np.sort, (X32,), {"axis": 0, "kind": "stable"}),
+    (np.sort, ([0.5, -1.0, 2.0],), {}),  # a list: a batch at each element
+    (np.sort_complex, (X,), {}),  # a real array: the real part of each complex cotangent
+    (np.sort_complex, (C,), {}),
+    (np.sort_complex, (X32,), {}),
+    (np.trim_zeros, (np.array([0.0, 0.0, 1.5, 0.0, -2.0, 0.0]),), {}),
+    (np.trim_zeros, (np.array([[0.0, 0.0, 0.0], [0.0, 1.2, 0.0]]),), {"axis": 1}),
+    (np.trim_zeros, ([0.0, 1.5, 0.0],), {"trim": "b"}),
     (np.diag, (rand(3),), {}),
     (np.diag, (rand(3), 1), {}),
     (np.diag, (X,), {}),

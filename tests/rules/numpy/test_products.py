@@ -577,6 +577,112 @@ def test_hessians_through_polyval_and_order_statistics(f):
     np.testing.assert_allclose(np.asarray(cr.hessian(f, x)), _fd_hessian(f, x), rtol=1e-5, atol=1e-6)
 
 
+# ----- roots and poly ---------------------------------------------------------------------------
+
+ROOTS = [
+    np.array([1.0, -3.0, 2.0]),  # real roots: a real output
+    np.array([2.0, 0.5, -1.0, 3.0]),  # a complex pair and a real root
+    np.array([1.0, 0.0, 1.0]),
+    np.array([1.0, 2.0, 3.0, 0.0]),  # a trailing zero: the root 0, NumPy's appended
+    _r(5, dtype=np.complex128),
+    _r(5, dtype=np.float32),
+    np.array([2.0, 1.0]),  # one root
+    np.array([1.5]),  # none
+    [1.0, -3.0, 2.0],
+]
+POLY = [
+    np.array([1.0, 2.0]),
+    np.array([0.5, -1.0, 2.0, 0.3]),
+    np.array([1.0, 1.0, -2.0]),  # a repeated root: the coefficients are smooth there
+    _r(3, dtype=np.complex128),
+    np.array([0.5, 2.0], dtype=np.float32),
+    [1.0, 3.0],
+]
+
+
+@pytest.mark.parametrize("f, p", [(np.roots, p) for p in ROOTS] + [(np.poly, z) for z in POLY], ids=repr)
+def test_roots_and_poly_rules(f, p, batched_pullback):
+    """Finite differences (complex coefficients and roots included); a batch of cotangents and of
+    tangents equals them row by row; the primal is NumPy's."""
+    crt.test_rrule(f, p)
+    crt.test_frule(f, p)
+    y, want = cr.rrule(f, p)[0], f(p)
+    assert np.result_type(y) == np.result_type(want) and np.array_equal(y, want)
+    if isinstance(p, np.ndarray):
+        batched_pullback(f, p, rtol=1e-10)
+        check_batched_frule(f, p)
+
+
+def test_roots_derivative_is_the_implicit_function_theorem_s():
+    r, back = cr.rrule(np.roots, np.array([1.0, -3.0, 2.0]))  # (z - 2)(z - 1)
+    np.testing.assert_allclose(cr.unthunk(back(np.array([1.0, 0.0]))[1]), [-4.0, -2.0, -1.0])  # -(4, 2, 1) / p'(2)
+
+
+def test_roots_leading_zeros_move_the_roots_kept():
+    # NumPy drops them; the roots it returns move with them as with any coefficient (a new root comes
+    # from infinity, which NumPy's output has no place for)
+    p = np.array([0.0, 1.0, -3.0, 2.0])
+    r, back = cr.rrule(np.roots, p)
+    got = cr.unthunk(back(np.array([1.0, 0.0]))[1])
+    h = 1e-7
+    moved = np.roots(p + h * np.eye(4)[0])
+    root = moved[np.argmin(np.abs(moved - r[0]))]
+    np.testing.assert_allclose(got[0], np.real(root - r[0]) / h, rtol=1e-5)
+    np.testing.assert_allclose(got[1:], cr.unthunk(cr.rrule(np.roots, p[1:])[1](np.array([1.0, 0.0]))[1]))
+
+
+@pytest.mark.parametrize(
+    "p", [np.array([1.0, -2.0, 1.0]), np.array([1.0, 2.0, 0.0, 0.0]), np.poly([0.3, 0.3, 2.0]), np.poly([1.0] * 3)]
+)
+def test_roots_refuse_a_repeated_root(p):
+    # a double root moves as the square root of a perturbation: no derivative (the computed roots of a
+    # polynomial with one lie too close to tell apart, and their derivative would be the rounding's)
+    for call in (
+        lambda: cr.rrule(np.roots, p),
+        lambda: cr.frule((cr.NoTangent(), np.ones_like(p)), np.roots, p),
+        lambda: cr.gradient(lambda q: np.sum(np.abs(np.roots(q))), p),
+    ):
+        with pytest.raises(cr.NoDerivativeError, match=r"numpy.roots at .*test_products.py:\d+: .*repeated root"):
+            call()
+
+
+def test_roots_of_close_but_distinct_roots_are_differentiated():
+    p = np.poly([1.0, 1.0 + 1e-4, 3.0])  # slopes of about 1e4: steps far below the roots' distance
+    r, back = cr.rrule(np.roots, p)
+    order = np.argsort(r)
+    h = 1e-10
+    fd = np.stack([np.sort(np.roots(p + h * e)) - np.sort(np.roots(p - h * e)) for e in np.eye(4)], -1) / (2 * h)
+    for rank, k in enumerate(order):
+        np.testing.assert_allclose(cr.unthunk(back(np.eye(3)[k])[1]), fd[rank], rtol=1e-4)
+
+
+def test_poly_of_a_square_matrix_is_refused():
+    a = np.array([[1.0, 2.0], [0.5, -1.0]])
+    for call in (
+        lambda: cr.rrule(np.poly, a),
+        lambda: cr.frule((cr.NoTangent(), np.ones((2, 2))), np.poly, a),
+        lambda: cr.gradient(lambda m: np.sum(np.poly(m)), a),
+    ):
+        with pytest.raises(cr.NoRuleError, match=r"numpy.poly.*test_products.py:\d+.*np.linalg.eigvals"):
+            call()
+
+
+def _roots_program(t):
+    p = np.stack([1.0, t[0], t[1] * t[2], 2.0, t[3]])
+    r = np.roots(p)  # two complex pairs
+    c = np.poly(np.stack([t[0] + 1j * t[1], t[0] - 1j * t[1], t[2] + 0j]))  # a conjugate pair: real coefficients
+    return np.sum(np.abs(r) ** 2 + np.real(r) ** 3) + np.sum(c**2) + np.sum(np.real(np.poly(r)) * t[0])
+
+
+_T = np.array([0.3, -1.2, 0.8, 0.5])
+
+
+def test_roots_and_poly_through_the_engines():
+    from _array_checks import check_engines
+
+    check_engines(_roots_program, _T)
+
+
 @pytest.mark.parametrize(
     "f, args",
     [

@@ -218,6 +218,10 @@ SELECTING = [
     Case(np.partition, rand(6, 3, dtype=F32), C([1, 4]), C(0)),
     Case(np.partition, rand(3, 4), C(-2), C(None)),
     Case(np.partition, np.array([0.4, 1.7, -0.3, 0.9, 2.2, 0.1, -1.1]), kth=-3),
+    Case(np.sort_complex, rand(5)),  # complex128 out of a real array
+    Case(np.sort_complex, rand(3, 4, dtype=C128)),  # by real part, then imaginary part, along the last axis
+    Case(np.sort_complex, rand(4, dtype=F32)),
+    Case(np.sort_complex, rand(4, dtype=np.complex64)),
     Case(np.diag, rand(3)),
     Case(np.diag, rand(3, dtype=C128), C(1)),
     Case(np.diag, rand(3, 4)),
@@ -473,6 +477,94 @@ def test_joins_and_trace_tangents_in_the_dtype_given(name, engine):
 
 def test_partition_through_the_engines():
     check_engines(lambda x: np.mean(np.partition(x, -3)[-3:] ** 2) * x[0], np.array([0.4, 1.7, -0.3, 0.9, 2.2]))
+
+
+def test_sort_of_a_list_gives_its_elements_their_cotangents():
+    # the elements are scattered into the array the list stands for (they had NoTangent())
+    crt.test_rrule(np.sort, [0.5, -1.0, 2.0])
+    crt.test_frule(np.sort, [0.5, -1.0, 2.0])
+    crt.test_rrule(np.sort_complex, (0.5, -1.0, 2.0))
+    np.testing.assert_allclose(
+        cr.gradient(lambda x: np.sum(np.sort([x[0] * 2.0, x[1]]) * np.array([1.0, 2.0])), np.array([1.0, 0.5]))[0],
+        [4.0, 1.0],
+    )
+
+
+def test_sort_complex_orders_by_real_part_then_imaginary_part_as_numpy():
+    a = np.array([1.0 + 2.0j, 1.0 - 1.0j, 0.5 + 0.0j, 1.0 + 0.5j])  # three real parts tie
+    for dtype in (np.complex128, np.complex64, np.float32, np.int16):
+        x = a.astype(dtype) if np.dtype(dtype).kind == "c" else np.array([3, 1, 2], dtype=dtype)
+        y = cr.rrule(np.sort_complex, x)[0]
+        want = np.sort_complex(x)
+        assert y.dtype == want.dtype and np.array_equal(y, want)
+    _, back = cr.rrule(np.sort_complex, a)
+    np.testing.assert_array_equal(cr.unthunk(back(np.array([1.0, 2.0, 3.0, 4.0]))[1]), [4.0, 2.0, 1.0, 3.0])
+
+
+def test_sort_complex_through_the_engines():
+    check_engines(lambda x: np.sum(np.abs(np.sort_complex(x[:3] + 1j * x[3:])) ** 2 * np.arange(3.0)) * x[0], rand(6))
+
+
+TRIM_ZEROS = [
+    (np.array([0.0, 0.0, 1.5, 0.0, -2.0, 0.0]), {}),
+    (np.array([0.0, 0.0, 1.5, 0.0, -2.0, 0.0]), {"trim": "f"}),
+    (np.array([0.0, 1.5, -2.0, 0.0]), {"trim": "B"}),
+    (np.array([[0.0, 0.0, 0.0], [0.0, 1.2, 0.0], [0.0, 0.0, 2.0]]), {}),  # the bounding box
+    (np.array([[0.0, 0.0, 0.0], [0.0, 1.2, 0.0], [0.0, 0.0, 2.0]]), {"axis": 1}),
+    (np.array([0.0, 1.5, 0.0], dtype=np.float32), {}),
+    (np.zeros(3), {}),  # all zero: empty
+    ([0.0, 1.5, -2.0, 0.0], {}),  # a list out
+    ((0.0, 1.5, 0.0), {"trim": "b"}),
+]
+
+
+def _flat(v, n: int) -> np.ndarray:
+    """A tangent or cotangent of an array, a list or a tuple of ``n`` entries as a flat array."""
+    v = cr.unthunk(v)
+    if isinstance(v, cr.AbstractZero):
+        return np.zeros(n)
+    if isinstance(v, cr.Tangent):
+        return np.array([0.0 if isinstance(e, cr.AbstractZero) else e for e in v.backing])
+    return np.ravel(v)
+
+
+@pytest.mark.parametrize("filt, kwargs", TRIM_ZEROS, ids=str)
+def test_trim_zeros(filt, kwargs):
+    """A slice decided by the entries equal to zero: against finite differences in the entries that are
+    not zero (moving a zero changes the slice), the others getting no cotangent, and NumPy's output."""
+    y, back = cr.rrule(np.trim_zeros, filt, **kwargs)
+    want = np.trim_zeros(filt, **kwargs)
+    assert type(y) is type(want) and np.array_equal(y, want)
+    sequence = type(filt) if isinstance(filt, (list, tuple)) else None
+    plain = np.asarray(filt)
+
+    def through(v, at):
+        x = plain.astype(np.result_type(plain, v)).ravel()
+        x[at] = v
+        return np.asarray(np.trim_zeros(sequence(x) if sequence else x.reshape(plain.shape), **kwargs))
+
+    # the entries kept: those moving which keeps the slice (the zeros inside it among them)
+    moved = np.array([i for i in range(plain.size) if through(plain.flat[i] + 1.0, [i]).shape == np.shape(y)], int)
+    jacobian = crt.fd_jacobian(lambda v: through(v, moved), plain.ravel()[moved]).reshape(np.size(y), moved.size)
+    for k in range(np.size(y)):
+        unit = np.zeros(np.size(y), dtype=plain.dtype)
+        unit[k] = 1
+        dx = _flat(back(sequence(unit) if sequence else unit.reshape(np.shape(y)))[1], plain.size)
+        np.testing.assert_allclose(dx[moved], jacobian[k], atol=1e-6)
+        assert not np.any(np.delete(dx, moved))
+    tangent = np.zeros(plain.size, dtype=plain.dtype)
+    tangent[moved] = 1
+    tangent = cr.Tangent[sequence](*tangent) if sequence else tangent.reshape(plain.shape)
+    _, pushed = cr.frule((cr.NoTangent(), tangent), np.trim_zeros, filt, **kwargs)
+    np.testing.assert_allclose(_flat(pushed, np.size(y)), jacobian.sum(axis=1), atol=1e-6)
+
+
+def test_trim_zeros_through_the_engines():
+    def f(x):
+        padded = np.concatenate([np.zeros(2), x, np.zeros(1)])
+        return np.sum(np.trim_zeros(padded) ** 3 * np.arange(1.0, 6.0)) + np.sum(np.trim_zeros(padded, "b") ** 2)
+
+    check_engines(f, np.array([0.4, -1.2, 0.0, 0.9, 2.2]))  # an inner zero is kept, and moves
 
 
 @pytest.mark.parametrize(

@@ -529,6 +529,7 @@ x3 = np.array([0.5, -1.5, 2.5])
 NONDIFF = [
     (np.sign, (x3,)), (np.floor, (x3,)), (np.ceil, (x3,)), (np.rint, (x3,)), (np.trunc, (x3,)),
     (np.round, (x3,)), (np.around, (x3, 1)), (np.fix, (x3,)), (np.signbit, (x3,)), (np.floor_divide, (x3, 2.0)),
+    (np.spacing, (x3,)),
     (np.isnan, (x3,)), (np.isinf, (x3,)), (np.isfinite, (x3,)), (np.isneginf, (x3,)), (np.isposinf, (x3,)),
     (np.greater, (x3, 0.0)), (np.greater_equal, (x3, 0.0)), (np.less, (x3, 0.0)), (np.less_equal, (x3, 0.0)),
     (np.equal, (x3, 0.5)), (np.not_equal, (x3, 0.5)), (np.logical_and, (x3, x3)), (np.logical_or, (x3, x3)),

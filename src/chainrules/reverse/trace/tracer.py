@@ -482,7 +482,7 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
         lookup_args = plain if trace.parent is None or _is_array_method(f) else _lookup_args(plain)
         rule = lookup(f, lookup_args)
         if rule is None:
-            raise kept(trace, NoRuleError(f, tuple(lookup_args), location=user_location()))
+            raise kept(trace, _no_rule(trace, f, tuple(lookup_args)))
     if not getattr(rule, "batched", False):
         decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
     if id(f) not in _READ_BY_NO_PULLBACK:
@@ -491,6 +491,13 @@ def record(trace: Trace, f, plain: list, kwargs: dict, parents: list, args: tupl
             _hold_operands(trace, kwargs.values())
     y, pullback = rule(*plain, **kwargs)
     return _record_output(trace, f, y, pullback, PAIRS, parents, plain, args)
+
+
+def _no_rule(trace: Trace, f, args: tuple) -> Exception:
+    """The refusal of a call of ``f`` without a rule: ``NoRuleError``, or, in the body of a ruled
+    callable that received this trace's values (a library function's, ``statistics.mean`` calling
+    ``as_integer_ratio``), the ``IgnoredRuleError`` that names that callable at the user's line."""
+    return RULED_CALLS.refused(trace, _getframe(2), NoRuleError(f, args, location=user_location()))
 
 
 def kept(trace: Trace, error: Exception) -> Exception:
@@ -1014,7 +1021,7 @@ def binary_operation(f):
             batched = getattr(rule, "batched", False)
             cache.setdefault(type(pa), {})[type(pb)] = (rule, batched)
         if rule is None:
-            raise kept(trace, NoRuleError(f, (pa, pb), location=user_location()))
+            raise kept(trace, _no_rule(trace, f, (pa, pb)))
         if not batched:
             decline_batch()  # this pullback takes one cotangent at a time (see `TapePullback.batched`)
         if holds:
@@ -1083,7 +1090,7 @@ def unary_operation(f):
             batched = getattr(rule, "batched", False)
             cache[type(pa)] = (rule, batched)
         if rule is None:
-            raise kept(trace, NoRuleError(f, (pa,), location=user_location()))
+            raise kept(trace, _no_rule(trace, f, (pa,)))
         if not batched:
             decline_batch()
         if kwargs and holds:

@@ -1,6 +1,6 @@
 """Rules for products: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron``,
 ``vecdot``, ``matvec``, ``vecmat``, ``multi_dot``; and the polynomial functions built on them (``polyval``,
-``polyder``, ``vander``, ``polyfit``; ``numpy.polynomial``'s are in ``series``).
+``polyder``, ``vander``, ``polyfit``, ``roots``, ``poly``; ``numpy.polynomial``'s are in ``series``).
 
 Matrix-like products are written as one 2-D product of reshaped operands (``tensordot``'s own
 method), computed with BLAS (see ``_blas``); two matrices skip the reshaping. Their cotangents are
@@ -32,6 +32,7 @@ from ...core import (
     AbstractZero,
     ActiveValue,
     InplaceableThunk,
+    NoDerivativeError,
     NoRuleError,
     Thunk,
     ZeroTangent,
@@ -44,8 +45,9 @@ from ...core import (
     unthunk,
     user_location,
 )
+from ...core.active import stood_for
 from ...core.basis import BasisSeed, seed_times_transposed, structured_matmul
-from ...core.errors import option_refused
+from ...core.errors import at_user, option_refused
 from ..operators import _is_user_object, rrule_user_binary
 from ._arrays import (
     NO,
@@ -1960,3 +1962,136 @@ def frule_polyfit(tangents, x, y, deg, *rest, **kwargs):
         dy = dy[..., None]
     dc = fit.tangent(*(d if isinstance(d, AbstractZero) else array_or_active(d) for d in (dx, dy, dw)))
     return fit.c, match_output(fit.c, dc[..., 0] if fit.vector else dc)
+
+
+# ----- roots and poly -------------------------------------------------------------------------
+#
+# np.roots(p): the roots r_k of p(z) = sum_j p_j z^(M-j), M = len(p) - 1 (NumPy drops leading zeros,
+# which change no root, and returns a trailing zero's root 0). At a simple root p(r_k) = 0 and
+# p'(r_k) != 0, so by the implicit function theorem dr_k = -sum_j dp_j r_k^(M-j) / p'(r_k): the
+# Jacobian J = -V / p'(r) with V the Vandermonde matrix of the roots, holomorphic in p. A root
+# repeated (or computed too close to another to tell: the eigenvalue solver's error in it,
+# eps sum_j |p_j| |r_k|^(M-j) / |p'(r_k)|, more than _ROOT_RESOLUTION of its distance to the
+# nearest other root) has no derivative: its roots move like a square root of the perturbation.
+# np.poly(z): the coefficients c of prod_k (z - z_k), so dc/dz_k = -(the coefficients of the product
+# of the other roots), shifted one place down (c_0 = 1 stays). Both pull back c̄ J^H, made real for
+# a real input, as polyval does.
+_ROOT_RESOLUTION = 1e-3
+
+
+def _roots_jacobian(p, r):
+    """``J[k, j] = d r_k / d p_j`` for the roots ``r`` of ``p``; refuses a repeated root."""
+    plain_p, plain_r = stood_for(p), stood_for(r)
+    slope = np.abs(np.polyval(np.polyder(plain_p), plain_r))
+    gaps = np.abs(plain_r[:, None] - plain_r[None, :]) + np.diag(np.full(plain_r.size, np.inf))
+    nearest = np.min(gaps, axis=1, initial=np.inf)
+    error = np.finfo(slope.dtype).eps * np.polyval(np.abs(plain_p), np.abs(plain_r))
+    if np.any(error >= _ROOT_RESOLUTION * nearest * slope):
+        raise NoDerivativeError(
+            f"numpy.roots{at_user()}: the polynomial has a repeated root (or two roots too close to tell apart), "
+            "which has no derivative in the coefficients"
+        )
+    return -_vandermonde(p, r) / np.expand_dims(np.polyval(np.polyder(p), r), -1)
+
+
+@rrule.register(np.roots, batched=True)
+def rrule_roots(p):
+    """The roots of ``p`` (highest degree first) at simple roots: ``p̄ = J^H r̄``.
+
+    >>> import numpy as np, chainrules as cr
+    >>> r, back = cr.rrule(np.roots, np.array([1.0, -3.0, 2.0]))  # (z - 2)(z - 1)
+    >>> r, cr.unthunk(back(np.array([1.0, 0.0]))[1])  # d2/dp = -(4, 2, 1) / p'(2)
+    (array([2., 1.]), array([-4., -2., -1.]))
+    """
+    r = np.roots(p)
+    jacobian = _roots_jacobian(array_or_active(p), r)
+
+    def roots_pullback(dr):
+        if type(dr) is not np.ndarray or dr.ndim != 1:
+            batch = batch_of(r, dr)
+            if batch is not None:
+                return NO, Thunk(lambda: batch_to_input(p, batch @ _conj(jacobian)))
+        dr = cotangent_array(r, dr)
+        if isinstance(dr, AbstractZero):
+            return NO, dr
+        return NO, Thunk(lambda: to_input(p, dr @ _conj(jacobian)))
+
+    return r, roots_pullback
+
+
+@frule.register(np.roots, batched=True)
+def frule_roots(tangents, p):
+    r = np.roots(p)
+    dp = tangent_array(p, unthunk(tangents[1]))
+    if isinstance(dp, AbstractZero):
+        return r, ZERO
+    jacobian = _roots_jacobian(array_or_active(p), r)
+    return r, match_output(r, dp @ np.swapaxes(jacobian, -1, -2))  # a batch of tangents keeps its leading axis
+
+
+def _poly_jacobian(z):
+    """``J[j, k] = d c_j / d z_k`` for ``c = np.poly(z)``: minus the coefficients of the product of the
+    roots other than ``z_k`` (row ``k`` of ``others``, lowest degree first, built one root at a time),
+    one place below the leading 1."""
+    n = np.shape(z)[0]
+    others = np.zeros((n, n), dtype=np.result_type(stood_for(z), 1.0))
+    others[:, 0] = 1.0
+    for i in range(n):
+        takes = 1.0 - np.eye(n)[i]  # the rows of the other roots take the factor (z - z_i); row i keeps its own
+        shifted = np.concatenate([np.zeros((n, 1)), others[:, :-1]], axis=1)
+        others = others + takes[:, None] * (shifted - z[i] * others - others)
+    return np.concatenate([np.zeros((1, n)), -np.swapaxes(others[:, ::-1], 0, 1)])
+
+
+def _poly_roots(z):
+    if np.ndim(z) == 2:
+        raise option_refused(
+            np.poly,
+            (z,),
+            "a square matrix, whose characteristic polynomial it gives: pass its eigenvalues, "
+            "np.poly(np.linalg.eigvals(a))",
+        )
+    return array_or_active(z)
+
+
+def _no_roots_pullback(dc):
+    return NO, ZERO
+
+
+@rrule.register(np.poly, batched=True)
+def rrule_poly(seq_of_zeros):
+    """The coefficients of the monic polynomial with these roots: ``z̄ = J^H c̄``.
+
+    >>> import numpy as np, chainrules as cr
+    >>> c, back = cr.rrule(np.poly, np.array([1.0, 2.0]))  # z^2 - 3z + 2
+    >>> c, cr.unthunk(back(np.array([0.0, 0.0, 1.0]))[1])  # d(z_0 z_1)
+    (array([ 1., -3.,  2.]), array([2., 1.]))
+    """
+    c = np.poly(seq_of_zeros)
+    if np.ndim(c) == 0:  # no roots: the constant 1
+        return c, _no_roots_pullback
+    jacobian = _poly_jacobian(_poly_roots(seq_of_zeros))
+
+    def poly_pullback(dc):
+        if type(dc) is not np.ndarray or dc.ndim != 1:
+            batch = batch_of(c, dc)
+            if batch is not None:
+                return NO, Thunk(lambda: batch_to_input(seq_of_zeros, batch @ _conj(jacobian)))
+        dc = cotangent_array(c, dc)
+        if isinstance(dc, AbstractZero):
+            return NO, dc
+        return NO, Thunk(lambda: to_input(seq_of_zeros, dc @ _conj(jacobian)))
+
+    return c, poly_pullback
+
+
+@frule.register(np.poly, batched=True)
+def frule_poly(tangents, seq_of_zeros):
+    c = np.poly(seq_of_zeros)
+    dz = tangent_array(seq_of_zeros, unthunk(tangents[1]))
+    if np.ndim(c) == 0:
+        return c, ZERO
+    jacobian = _poly_jacobian(_poly_roots(seq_of_zeros))
+    if isinstance(dz, AbstractZero):
+        return c, ZERO
+    return c, match_output(c, dz @ np.swapaxes(jacobian, -1, -2))

@@ -1,5 +1,5 @@
 """Rules for NumPy's shape functions: reshaping, permuting, joining, splitting, padding, repeating,
-converting, and selecting (take, sort, diagonals, triangles).
+converting, and selecting (take, sort, trim_zeros, diagonals, triangles).
 
 All of them are linear in the array (``np.pad`` by a maximum, minimum or median piecewise so: its
 rules are the linear map where it is evaluated), so each pullback is the adjoint map: a reshape
@@ -38,6 +38,7 @@ from ...core import (
 from ...core.active import stood_for
 from ...core.errors import option_refused
 from ...core.twins import astype_in_order
+from ..operators import frule_getitem, rrule_getitem
 from ._arrays import (
     NO,
     ZERO,
@@ -1439,33 +1440,54 @@ def _permutation_index(a, perm, axis):
     return _along_axis_index(np.shape(a), perm, normalize_axis(axis, np.ndim(a)))
 
 
-def _permutation_rules(f, positions) -> None:
+def _sorted_complex_values(a, index):
+    """``np.sort_complex``'s output: the sorted values as complex numbers, of the precision NumPy
+    gives each real type (complex128 for float32, complex64 for 8- and 16-bit integers)."""
+    y = _sorted_values(a, index)
+    dtype = np.sort_complex(np.empty(0, np.result_type(y))).dtype
+    return y if np.result_type(y) == dtype else np.astype(y, dtype)
+
+
+def _as_argument(a, da, convert):
+    """The cotangent ``da`` of the array a list or tuple ``a`` stands for as ``a``'s own (``convert``:
+    ``to_input``, or ``batch_to_input`` for a batch); an array's as it is."""
+    if not isinstance(a, (list, tuple)) or isinstance(da, AbstractZero):
+        return da
+    return convert(a, unthunk(da))
+
+
+def _permutation_rules(f, positions, values=_sorted_values) -> None:
     """Rules for the values of ``f``, a permutation of ``a``'s entries that ``positions(a, args,
-    kwargs)`` gives: the cotangent goes back to where each value came from (ties take the order of
-    the permutation, one valid subgradient), and the tangent is permuted alike."""
+    kwargs)`` gives (``values(a, index)`` reads them, in the output's dtype): the cotangent goes
+    back to where each value came from (ties take the order of the permutation, one valid
+    subgradient), and the tangent is permuted alike."""
 
     def permutation_rrule(a, *args, **kwargs):
         _, index, _ = positions(a, args, kwargs)
-        y = _sorted_values(a, index)
+        y = values(a, index)
         ndim = _ndim(y)
+        # a list or tuple of numbers: scattered into the array it stands for, then given its elements
+        target = np.asarray(a) if isinstance(a, (list, tuple)) else a
 
         def permutation_pullback(dy):
             if type(dy) is not np.ndarray or dy.ndim != ndim:
                 batch = batch_of(y, dy)
                 if batch is not None:
-                    return (NO, scatter_batch_thunk(a, index, batch, unique=True), *(NO for _ in args))
-            return (NO, scatter_thunk(a, index, cotangent_array(y, dy), unique=True), *(NO for _ in args))
+                    da = scatter_batch_thunk(target, index, batch, unique=True)
+                    return (NO, _as_argument(a, da, batch_to_input), *(NO for _ in args))
+            da = scatter_thunk(target, index, cotangent_array(y, dy), unique=True)
+            return (NO, _as_argument(a, da, to_input), *(NO for _ in args))
 
         permutation_pullback.__qualname__ = f"{f.__name__}_pullback"
         return y, permutation_pullback
 
     def permutation_frule(tangents, a, *args, **kwargs):
         perm, index, axis = positions(a, args, kwargs)
-        y = _sorted_values(a, index)
-        dx = unthunk(tangents[1])
+        y = values(a, index)
+        dx = tangent_array(a, unthunk(tangents[1]))
         if isinstance(dx, AbstractZero):
             return y, dx
-        return y, _push_along_axis(a, dx, perm, axis)
+        return y, match_output(y, _push_along_axis(a, dx, perm, axis))
 
     permutation_rrule.__qualname__, permutation_frule.__qualname__ = f"rrule_{f.__name__}", f"frule_{f.__name__}"
     rrule.register(f, batched=True)(permutation_rrule)
@@ -1474,6 +1496,66 @@ def _permutation_rules(f, positions) -> None:
 
 _permutation_rules(np.sort, _sorted_positions)
 _permutation_rules(np.partition, _partitioned_positions)
+_permutation_rules(np.sort_complex, _sorted_positions, _sorted_complex_values)  # by real part, then imaginary
+
+
+# ----- trim_zeros: a slice decided by the entries equal to zero --------------------------------
+
+
+def _trim_zeros_key(filt, trim="fb", axis=None):
+    """The index ``np.trim_zeros(filt, trim, axis)`` reads ``filt`` at: the bounding box of its
+    nonzero entries along ``axis`` (every axis by default) on the sides ``trim`` names, a slice per
+    axis. Which entries are zero is piecewise constant in them."""
+    plain = np.asarray([stood_for(v) for v in filt] if isinstance(filt, (list, tuple)) else stood_for(filt))
+    np.trim_zeros(plain, trim, axis)  # (NumPy's errors for trim and axis)
+    axes = range(plain.ndim) if axis is None else normalize_axes(axis, plain.ndim)
+    nonzero = np.argwhere(plain)
+    if nonzero.size == 0:  # all zero: NumPy's empty slice
+        start = stop = [0] * plain.ndim
+    else:
+        trim = trim.lower()
+        start = nonzero.min(axis=0) if "f" in trim else [None] * plain.ndim
+        stop = nonzero.max(axis=0) + 1 if "b" in trim else [None] * plain.ndim
+    return tuple(slice(start[a], stop[a]) if a in axes else slice(None) for a in range(plain.ndim))
+
+
+@rrule.register(np.trim_zeros, batched=True)
+def rrule_trim_zeros(filt, *args, **kwargs):
+    """A slice of ``filt``: the cotangent goes back to the entries kept, zeros to those trimmed.
+
+    >>> import numpy as np, chainrules as cr
+    >>> y, back = cr.rrule(np.trim_zeros, np.array([0.0, 2.0, 0.0, 3.0, 0.0]))
+    >>> y, cr.unthunk(back(np.array([1.0, 2.0, 3.0]))[1])
+    (array([2., 0., 3.]), array([0., 1., 2., 3., 0.]))
+    """
+    key = _trim_zeros_key(filt, *args, **kwargs)
+    options = (NO,) * len(args)
+    if isinstance(filt, (list, tuple)):  # a 1-d sequence, sliced as NumPy slices it: the same type out
+        y, getitem_pullback = rrule_getitem(filt, key[0])
+        return y, lambda dy: (NO, getitem_pullback(dy)[1], *options)
+    y = array_or_active(filt)[key]
+    ndim = _ndim(y)
+
+    def trim_zeros_pullback(dy):
+        if type(dy) is not np.ndarray or dy.ndim != ndim:
+            batch = batch_of(y, dy)
+            if batch is not None:
+                return (NO, scatter_batch_thunk(filt, key, batch, unique=True), *options)
+        return (NO, scatter_thunk(filt, key, cotangent_array(y, dy), unique=True), *options)
+
+    return y, trim_zeros_pullback
+
+
+@frule.register(np.trim_zeros, batched=True)
+def frule_trim_zeros(tangents, filt, *args, **kwargs):
+    key = _trim_zeros_key(filt, *args, **kwargs)
+    if isinstance(filt, (list, tuple)):
+        return frule_getitem((NO, tangents[1], NO), filt, key[0])
+    y = array_or_active(filt)[key]
+    dx = unthunk(tangents[1])
+    if isinstance(dx, AbstractZero):
+        return y, dx
+    return y, dx[(slice(None),) * len(_lead(filt, dx)) + key]
 
 
 # ----- diagonals and triangles ------------------------------------------------------------------

@@ -1106,7 +1106,7 @@ _fill_rules(np.full, _full)
 
 non_differentiable(
     # ufuncs with piecewise-constant, boolean or integer results
-    np.floor, np.ceil, np.rint, np.trunc, np.signbit, np.floor_divide,
+    np.floor, np.ceil, np.rint, np.trunc, np.signbit, np.floor_divide, np.spacing,
     np.isnan, np.isinf, np.isfinite, np.isnat,
     np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
     np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
