@@ -88,6 +88,15 @@ def _is_object(v) -> bool:
     return (not callable(v) or _has_state(v)) and _object_fields(v) is not None
 
 
+def _item(v, items: dict, key):
+    """``v``'s item ``key``; one that an object does not hold in its fields is read as its attribute
+    (a NumPy series' deep copy holds ``symbol``, which the original computes from ``_symbol``), and
+    one missing from a structure is a zero."""
+    if key in items:
+        return items[key]
+    return getattr(v, key, ZeroTangent()) if _is_object(v) and isinstance(key, str) else ZeroTangent()
+
+
 def _items(v) -> dict:
     if isinstance(v, Tangent):
         return dict(v.items())
@@ -122,9 +131,8 @@ def _compare(actual, expected, rtol, atol, path, problems, why="") -> None:
             return
         keyed = any(_is_mapping(v) for v in (a, e))
         for key in list(e_items) + [k for k in a_items if k not in e_items]:
-            zero = ZeroTangent()
             crumb = f"[{key!r}]" if keyed else _crumb(key)
-            _compare(a_items.get(key, zero), e_items.get(key, zero), rtol, atol, f"{path}{crumb}", problems, why)
+            _compare(_item(a, a_items, key), _item(e, e_items, key), rtol, atol, f"{path}{crumb}", problems, why)
         return
     shown_a, shown_e = a, e  # a zero singleton is compared as zeros but reported as itself
     a, e = (v.toarray() if is_sparse(v) else v for v in (a, e))  # (sparse tangents compared as their matrices)
