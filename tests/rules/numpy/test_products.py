@@ -600,7 +600,11 @@ POLY = [
 ]
 
 
-@pytest.mark.parametrize("f, p", [(np.roots, p) for p in ROOTS] + [(np.poly, z) for z in POLY], ids=repr)
+@pytest.mark.parametrize(
+    "f, p",
+    [(np.roots, p) for p in ROOTS] + [(np.poly, z) for z in POLY],
+    ids=[f"roots-{i}" for i in range(len(ROOTS))] + [f"poly-{i}" for i in range(len(POLY))],
+)
 def test_roots_and_poly_rules(f, p, batched_pullback):
     """Finite differences (complex coefficients and roots included); a batch of cotangents and of
     tangents equals them row by row; the primal is NumPy's."""
