@@ -50,9 +50,9 @@ LIBRARY_NO_RULE = {
     "tape": ARRAY_OF_TRACKED,
     "forward": "would drop",
 }
-# a numpy.polynomial class built from a value being differentiated: its constructor converts the value, and the
-# tape and forward mode see no call whose rules they could use (the API's forward mode runs the source engine's primal)
-SERIES_CLASS = {"tape": ARRAY_OF_TRACKED, "forward": "would drop"}
+# a numpy.polynomial class built from a value being differentiated: the class has a rule for its construction, which
+# the tape and forward mode cannot use and refuse at the line (the API's forward mode runs the source engine's primal)
+SERIES_CLASS = {"tape": SCIPY_WRAPPER, "forward": SCIPY_WRAPPER_FORWARD}
 # a plain buffer that a tracked value is written into: the tape and forward mode refuse it by design
 BUFFER_ON_TAPE = {"tape": ARRAY_OF_TRACKED, "forward": "would drop its derivative"}
 # ndarray.fill is one of the in-place calls every engine refuses by design
