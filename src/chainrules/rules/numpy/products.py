@@ -2004,29 +2004,39 @@ def rrule_roots(p):
     (array([2., 1.]), array([-4., -2., -1.]))
     """
     r = np.roots(p)
-    jacobian = _roots_jacobian(array_or_active(p), r)
-
-    def roots_pullback(dr):
-        if type(dr) is not np.ndarray or dr.ndim != 1:
-            batch = batch_of(r, dr)
-            if batch is not None:
-                return NO, Thunk(lambda: batch_to_input(p, batch @ _conj(jacobian)))
-        dr = cotangent_array(r, dr)
-        if isinstance(dr, AbstractZero):
-            return NO, dr
-        return NO, Thunk(lambda: to_input(p, dr @ _conj(jacobian)))
-
-    return r, roots_pullback
+    return r, _through_jacobian(p, r, _roots_jacobian(array_or_active(p), r))
 
 
 @frule.register(np.roots, batched=True)
 def frule_roots(tangents, p):
     r = np.roots(p)
-    dp = tangent_array(p, unthunk(tangents[1]))
-    if isinstance(dp, AbstractZero):
-        return r, ZERO
-    jacobian = _roots_jacobian(array_or_active(p), r)
-    return r, match_output(r, dp @ np.swapaxes(jacobian, -1, -2))  # a batch of tangents keeps its leading axis
+    return r, _pushed_through_jacobian(p, r, tangents[1], lambda: _roots_jacobian(array_or_active(p), r))
+
+
+def _through_jacobian(x, y, jacobian):
+    """The pullback of a vector ``y`` of a vector ``x`` with the (complex) Jacobian ``J[j, k] = dy_j/dx_k``:
+    ``x̄ = J^H ȳ``, for one cotangent or a batch of them."""
+
+    def jacobian_pullback(dy):
+        if type(dy) is not np.ndarray or dy.ndim != 1:
+            batch = batch_of(y, dy)
+            if batch is not None:
+                return NO, Thunk(lambda: batch_to_input(x, batch @ _conj(jacobian)))
+        dy = cotangent_array(y, dy)
+        if isinstance(dy, AbstractZero):
+            return NO, dy
+        return NO, Thunk(lambda: to_input(x, dy @ _conj(jacobian)))
+
+    return jacobian_pullback
+
+
+def _pushed_through_jacobian(x, y, dx, jacobian):
+    """``J dx`` for the Jacobian ``jacobian()`` of a vector ``y`` of a vector ``x`` (computed only for a
+    nonzero tangent); a batch of tangents keeps its leading axis."""
+    dx = tangent_array(x, unthunk(dx))
+    if isinstance(dx, AbstractZero):
+        return ZERO
+    return match_output(y, dx @ np.swapaxes(jacobian(), -1, -2))
 
 
 def _poly_jacobian(z):
@@ -2070,28 +2080,13 @@ def rrule_poly(seq_of_zeros):
     c = np.poly(seq_of_zeros)
     if np.ndim(c) == 0:  # no roots: the constant 1
         return c, _no_roots_pullback
-    jacobian = _poly_jacobian(_poly_roots(seq_of_zeros))
-
-    def poly_pullback(dc):
-        if type(dc) is not np.ndarray or dc.ndim != 1:
-            batch = batch_of(c, dc)
-            if batch is not None:
-                return NO, Thunk(lambda: batch_to_input(seq_of_zeros, batch @ _conj(jacobian)))
-        dc = cotangent_array(c, dc)
-        if isinstance(dc, AbstractZero):
-            return NO, dc
-        return NO, Thunk(lambda: to_input(seq_of_zeros, dc @ _conj(jacobian)))
-
-    return c, poly_pullback
+    return c, _through_jacobian(seq_of_zeros, c, _poly_jacobian(_poly_roots(seq_of_zeros)))
 
 
 @frule.register(np.poly, batched=True)
 def frule_poly(tangents, seq_of_zeros):
     c = np.poly(seq_of_zeros)
-    dz = tangent_array(seq_of_zeros, unthunk(tangents[1]))
     if np.ndim(c) == 0:
         return c, ZERO
-    jacobian = _poly_jacobian(_poly_roots(seq_of_zeros))
-    if isinstance(dz, AbstractZero):
-        return c, ZERO
-    return c, match_output(c, dz @ np.swapaxes(jacobian, -1, -2))
+    roots = _poly_roots(seq_of_zeros)  # (a matrix is refused, with a zero tangent too)
+    return c, _pushed_through_jacobian(seq_of_zeros, c, tangents[1], lambda: _poly_jacobian(roots))
