@@ -90,17 +90,25 @@ def _pullback_full(engine: str, f: Callable, *args, **kwargs):
     """``(y, back_full)`` from the reverse engine ``engine``. Where the source engine refuses the
     Python ``f`` is written in (a generator, a list reversed in place: an
     ``UnsupportedSyntaxError``) or a call in it with no rule (a plain class built: a
-    ``NoRuleError``), the tape, which follows what runs, differentiates ``f``; it is
+    ``NoRuleError``), or recurses too deep for its frames (a ``RecursionError``), the tape, which
+    follows what runs, differentiates ``f``; it is
     remembered (beside ``_auto_choices``), so later calls go to the tape directly. Where the tape
     refuses ``f`` too, the source engine's refusal is raised, with a note saying why the tape failed."""
     if _ON_THE_TAPE_USED[0]:
         engine = _remembered_engine(engine, f)
     try:
         return _reverse_engine(engine).pullback_full(f, *args, **kwargs)
-    except (UnsupportedSyntaxError, NoRuleError) as refusal:
+    except _TAPE_TAKES_OVER as refusal:
         if engine != "source":
             raise
         return _on_the_tape(refusal, f, args, kwargs)
+
+
+#: what the source engine raises where the tape can still differentiate ``f``: a refusal of its
+#: Python or of a call without a rule, and a ``RecursionError`` of a recursion deeper than about
+#: half of Python's limit, as the source engine runs two frames for each call of the user's and
+#: the tape runs the user's calls as Python does
+_TAPE_TAKES_OVER = (UnsupportedSyntaxError, NoRuleError, RecursionError)
 
 
 def _remembered_engine(engine: str, f: Callable) -> str:
@@ -111,9 +119,7 @@ def _remembered_engine(engine: str, f: Callable) -> str:
 _NONE = frozenset()
 
 
-def _on_the_tape(
-    refusal: UnsupportedSyntaxError | NoRuleError, f: Callable, args: tuple, kwargs: dict, constants: frozenset = _NONE
-):
+def _on_the_tape(refusal: Exception, f: Callable, args: tuple, kwargs: dict, constants: frozenset = _NONE):
     """``f`` on the tape, where the source engine refused it with ``refusal`` (see ``_pullback_full``);
     the arguments at ``constants`` carry no derivative (see ``_run_reverse``)."""
     try:
@@ -667,7 +673,7 @@ def _value_and_gradient(
                 y, back_full = _run_reverse(module, f, args, kwargs, constants)
             else:  # (``_pullback_full``, without a call on this path)
                 y, back_full = module.pullback_full(f, *args, **kwargs)
-        except (UnsupportedSyntaxError, NoRuleError) as refusal:
+        except _TAPE_TAKES_OVER as refusal:
             if engine != "source":
                 raise
             y, back_full = _on_the_tape(refusal, f, args, kwargs, constants)

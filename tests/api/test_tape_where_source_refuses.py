@@ -1,7 +1,8 @@
 """Where the source engine refuses a function's Python (a generator, a list reversed in place,
 ``nonlocal`` state, an exception suppressed half way through a ``with`` block:
 ``cr.UnsupportedSyntaxError``) or a call in it that has no rule (a plain class built, a library
-function that rebuilds its arguments: ``cr.NoRuleError``), the reverse entry points differentiate it
+function that rebuilds its arguments: ``cr.NoRuleError``), or where it recurses deeper than its own
+frames allow (a ``RecursionError``), the reverse entry points differentiate it
 on the tape, which follows what runs, and remember that choice for the function; where the tape
 refuses it too, the source engine's refusal is raised with a note saying why the tape failed."""
 
@@ -11,6 +12,7 @@ import functools
 import itertools
 import math
 import operator
+import sys
 
 import numpy as np
 import pytest
@@ -103,6 +105,24 @@ def test_the_entry_points_take_the_tape(f):
     H = cr.hessian(f, X)
     np.testing.assert_allclose(H, fd_jacobian(lambda z: cr.gradient(f, z, engine="tape")[0], X), atol=1e-7)
     assert api._chosen_before(f, api._ON_THE_TAPE)  # later calls go to the tape directly
+
+
+def relaxed(x, n):  # a recursion as deep as Python allows, not as deep as the source engine's frames allow
+    return x if n == 0 else np.sin(relaxed(x, n - 1)) * 0.5 + x * 0.5
+
+
+def test_a_recursion_too_deep_for_the_source_engines_frames_takes_the_tape():
+    depth = int(sys.getrecursionlimit() * 0.6)
+    assert relaxed(0.3, depth)  # (Python runs it)
+
+    def f(x):
+        return relaxed(x, depth)
+
+    with pytest.raises(RecursionError):
+        source.pullback_full(f, 0.3)
+    expected = fd_jacobian(f, 0.3).ravel()
+    np.testing.assert_allclose(cr.gradient(f, 0.3), expected, rtol=1e-6)
+    assert api._chosen_before(f, api._ON_THE_TAPE)
 
 
 def test_where_the_tape_refuses_too_the_source_engines_refusal_is_raised():
