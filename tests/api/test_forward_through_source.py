@@ -14,7 +14,9 @@ import math
 
 import numpy as np
 import pytest
+import scipy.interpolate
 import scipy.linalg
+from numpy.polynomial import Polynomial
 
 import chainrules as cr
 from chainrules import api, forward
@@ -289,3 +291,37 @@ def test_numpys_python_functions_push_tangents_by_their_forward_rule():
     np.testing.assert_allclose(J, [math.cos(0.5), 0.0, 0.0], rtol=1e-12)
     np.testing.assert_allclose(J, cr.jacobian(norm_of_a_zero_vector, x, mode="reverse"), rtol=1e-12)
     assert t == pytest.approx(math.cos(0.5), rel=1e-12)
+
+
+class Profile(scipy.interpolate.CubicSpline):
+    """A spline with a method of the user's: its class's call has rules, the method has none."""
+
+    def weighted(self, t, w):
+        return w * self(t) + w**2
+
+
+PROFILE = Profile(np.linspace(0.0, 2.0, 6), np.sin(np.linspace(0.0, 2.0, 6)))
+SPLINE = scipy.interpolate.CubicSpline(np.linspace(0.0, 2.0, 6), np.sin(np.linspace(0.0, 2.0, 6)))
+
+
+def test_an_objects_call_rule_is_not_used_for_its_other_methods():
+    """A callable object's rule is for calls of the object: its other methods and its class's
+    classmethods are differentiated as methods (the body of the user's, a library's refused), where
+    the call rule (the spline's, the series constructor's) had been applied to their arguments."""
+
+    def user_method(w):
+        return math.sin(w) + PROFILE.weighted(0.7, w)
+
+    w = 1.3
+    expected = math.cos(w) + SPLINE(0.7) + 2.0 * w
+    assert cr.derivative(user_method, w) == pytest.approx(expected, rel=1e-12)
+    assert cr.hessian(user_method, w) == pytest.approx(-math.sin(w) + 2.0, rel=1e-12)
+    # a library's method and classmethod without rules are refused (the source engine finds no rule for them
+    # either), where the call rule had given SPLINE(0.0, nu=b), a wrong value with a zero slope, and Polynomial(r)
+    integral = lambda b: math.sin(b) + SPLINE.integrate(0.0, b)  # noqa: E731
+    from_roots = lambda r: math.sin(r[0]) + np.sum(Polynomial.fromroots(r).coef)  # noqa: E731
+    for f, x, name in ((integral, 1.3, "PPoly.integrate"), (from_roots, np.array([1.3, -0.4]), "fromroots")):
+        with pytest.raises(cr.DroppedDerivativeError) as info:
+            cr.jacobian(f, x, mode="forward")
+        notes = " ".join(info.value.__notes__)
+        assert "no differentiation rule for" in notes and name in notes, notes

@@ -427,7 +427,10 @@ def _by_forward_rule(fn: types.FunctionType, args: tuple, kwargs: dict, bound: b
     body, which runs again (reverse mode has no rule to use). ``None`` for any other call."""
     ruled, call_args = fn, args
     if frule.lookup(fn, args) is None:
-        if not bound or frule.lookup(args[0], args[1:]) is None:  # a callable object's rule: by object or class
+        # a callable object's rule (by object or class) is for a call of the object, never for its other
+        # methods (a spline's integrate) nor a classmethod of a class whose construction has a rule (fromroots)
+        called = bound and fn is _class_attribute(type(args[0]), "__call__")
+        if not called or frule.lookup(args[0], args[1:]) is None:
             return None
         ruled, call_args = args[0], args[1:]
     owner = next((a for a in (*call_args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
