@@ -297,6 +297,24 @@ def test_programs_source_forward_and_hessian(f, x):
     np.testing.assert_allclose(cr.hessian(f, x), hessian, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "f, x",
+    [p for p in PROGRAMS if p[0] in (cubic_energy, pchip_energy, cubic_slopes, fit_and_points, interp1d_cubic)],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_tape_gradient_of_a_source_gradient(f, x):
+    """The source engine's rules fit the interpolant to the tape's values, so its coefficients carry
+    them, and call it: the tape records the call by its rule, differentiated in the object's fields
+    too (SciPy's compiled code had been given the tape's values: a TypeError, or a refusal to write
+    into them)."""
+    weights = np.linspace(0.5, 1.5, x.size)
+
+    def slope(v):
+        return np.sum(cr.gradient(f, v)[0] * weights)
+
+    np.testing.assert_allclose(cr.gradient(slope, x, engine="tape")[0], fd_jacobian(slope, x)[0], rtol=1e-5, atol=1e-7)
+
+
 def test_float32_values():
     y = Y.astype(np.float32)
     g = cr.gradient(cubic_energy, y)[0]

@@ -269,7 +269,7 @@ class Tracked(ActiveValue):
         # without a reverse rule the caller runs f's body, whose operations the trace records
         if lookup(f, _lookup_args(args)) is None:
             return NotImplemented
-        return apply(f, args, kwargs)
+        return apply(f, args, kwargs, held=True)
 
 
 _new = object.__new__
@@ -386,9 +386,10 @@ def _owns_any(value, trace: Trace) -> bool:
     return False
 
 
-def apply(f, args: tuple, kwargs: dict, rule=None):
+def apply(f, args: tuple, kwargs: dict, rule=None, held: bool = False):
     """Run ``f(*args, **kwargs)`` through its rule (``rule``, or the one registered for ``f``),
-    recording it on the trace that owns an argument.
+    recording it on the trace that owns an argument (with ``held``, or a field of the callable
+    object ``f``: see ``_held_fields``).
 
     ``NotImplemented`` when an argument is another engine's value of a differentiation nested
     inside that trace (a dual of ``cr.jacobian(..., mode="forward")`` run on this trace's values):
@@ -405,10 +406,13 @@ def apply(f, args: tuple, kwargs: dict, rule=None):
     while trace is not None:
         parents: list = []
         plain = [_unwrap(a, trace, i + 1, parents) for i, a in enumerate(args)]
+        called = _held_fields(f, trace, parents) if held else f
         if parents or (kwargs and any(_owns_any(v, trace) for v in kwargs.values())):
             if inner_foreign(args, trace.order):
                 return NotImplemented
-            return record(trace, f, plain, kwargs, parents, args, rule)
+            if called is not f:  # the plain object's call, by its rule, which differentiates the object
+                rule = checked_if_users(called, rrule.lookup(called, _lookup_args(plain)))
+            return record(trace, called, plain, kwargs, parents, args, rule)
         # None of the arguments is this trace's: the operation belongs to an outer differentiation.
         trace = trace.parent
     stray = _first_stray(args)
@@ -418,6 +422,24 @@ def apply(f, args: tuple, kwargs: dict, rule=None):
         raise escaped_error(stray, "cr.pullback/cr.gradient")
     # every tracked argument belongs to a trace whose own pullback is running: plain arithmetic
     return f(*[_strip(a) for a in args], **{k: _strip(v) for k, v in kwargs.items()})
+
+
+def _held_fields(f, trace: Trace, parents: list, path: tuple = (0,)):
+    """``f``, or where ``f`` is an object whose fields (or its fields' fields) hold ``trace``'s values
+    a copy of it holding their plain values, whose slots are added to ``parents`` at ``(0, field,
+    ...)``: the cotangent of the object is the first of its call's rule. Rule code calls such an
+    object on an engine's values (``call_by_rule``): a spline that a constructor's rule fitted to
+    the values of a tape over the source engine (an ``interp1d`` holds its ``BSpline``), whose call
+    SciPy's compiled code could not run on them."""
+    if not is_structure(f) or isinstance(f, (tuple, list, dict)) or len(path) > 3:
+        return f
+    plain = {}
+    for name, value in structure_items(f).items():
+        held = _held_fields(value, trace, parents, (*path, name))
+        new = _unwrap(value, trace, (*path, name), parents) if held is value else held
+        if new is not value:
+            plain[name] = new
+    return with_fields(f, plain) if plain else f
 
 
 def inner_foreign(args, order: int) -> bool:
