@@ -1,8 +1,8 @@
 """Whole scientific programs (``programs_corpus.py``, ``programs_corpus_two.py``, ``programs_corpus_three.py``,
 ``programs_corpus_four.py``, ``programs_corpus_five.py``, ``programs_corpus_six.py``,
 ``programs_corpus_seven.py``, ``programs_corpus_eight.py``, ``programs_corpus_nine.py``,
-``programs_corpus_eleven.py``, ``programs_corpus_twelve.py``) through every engine and mode (the
-sixth's, eighth's and ninth's own checks are in their test files).
+``programs_corpus_eleven.py``, ``programs_corpus_twelve.py``, ``programs_corpus_thirteen.py``) through
+every engine and mode (the sixth's, eighth's and ninth's own checks are in their test files).
 
 For each program: both reverse engines against finite differences (the value, the cotangent of
 every argument, valid tangent types, arguments left as they were), forward mode's Jacobian in the
@@ -23,19 +23,33 @@ from programs_corpus_four import PROGRAMS as FOURTH
 from programs_corpus_nine import PROGRAMS as NINTH
 from programs_corpus_seven import PROGRAMS as SEVENTH
 from programs_corpus_six import PROGRAMS as SIXTH
+from programs_corpus_thirteen import PROGRAMS as THIRTEENTH
 from programs_corpus_three import PROGRAMS as THIRD
 from programs_corpus_twelve import PROGRAMS as TWELFTH
 from programs_corpus_two import PROGRAMS as SECOND
 
-PROGRAMS = FIRST + SECOND + THIRD + FOURTH + FIFTH + SIXTH + SEVENTH + EIGHTH + NINTH + ELEVENTH + TWELFTH
+PROGRAMS = FIRST + SECOND + THIRD + FOURTH + FIFTH + SIXTH + SEVENTH + EIGHTH + NINTH + ELEVENTH + TWELFTH + THIRTEENTH
 BY_NAME = {p.name: p for p in PROGRAMS}
 NAMES = checks.parameters(PROGRAMS)
 
 
 @pytest.mark.parametrize(
     "corpus",
-    [FIRST, SECOND, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, ELEVENTH, TWELFTH],
-    ids=["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "eleventh", "twelfth"],
+    [FIRST, SECOND, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, ELEVENTH, TWELFTH, THIRTEENTH],
+    ids=[
+        "first",
+        "second",
+        "third",
+        "fourth",
+        "fifth",
+        "sixth",
+        "seventh",
+        "eighth",
+        "ninth",
+        "eleventh",
+        "twelfth",
+        "thirteenth",
+    ],
 )
 def test_each_corpus_is_large_and_varied(corpus):
     assert len(corpus) >= 40
