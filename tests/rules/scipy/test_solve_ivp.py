@@ -96,6 +96,11 @@ def test_refusals():
         cr.hessian(decayed, 0.5)
     with pytest.raises(cr.NoRuleError, match=r"no forward rule for .*solve_ivp.*first derivatives only"):
         cr.derivative(lambda k: cr.derivative(decayed, k), 0.5)
+    # a tape's gradient of a source gradient: the tape's values carry no tangent for the forward sensitivities (a
+    # TypeError had come from reading one)
+    for solution in (decayed, lambda k: si.odeint(lambda y, t: -k * y, np.array([1.0]), [0.0, 1.0], **TIGHT)[-1, 0]):
+        with pytest.raises(cr.NoRuleError, match=r"no forward rule for .*(solve_ivp|odeint).*a Hessian"):
+            cr.gradient(lambda k: cr.gradient(solution, k)[0], 0.5, engine="tape")
 
     def scaled(k, a):  # y(1) = a exp(-k): one differentiation in y0, the other in the rate
         return si.solve_ivp(lambda t, y: -k * y, (0.0, 1.0), np.stack([a]), **TIGHT).y[0, -1]

@@ -629,6 +629,8 @@ def _refused_forward(active: list, failed: str | None) -> str | None:
     """Why forward mode cannot have an ODE's solution (``None``: it can)."""
     if failed is not None:
         return f"it failed: {failed}"
+    if any(v.tangent_of(v) is None for v in active):  # a reverse engine's (a tape's gradient of a gradient)
+        return _SECOND_ORDER
     if max(nesting_depth(v) for v in active) > 1 or len({v.differentiation_order() for v in active}) > 1:
         return "its forward sensitivities give first derivatives only"
     return None
