@@ -82,6 +82,25 @@ def test_a_wrapped_function_called_with_keywords_is_refused_naming_it():
         cr.gradient(lambda a: np.sum(sl.cholesky(a=a)), A, engine="tape")
 
 
+def test_a_ruled_call_inside_a_library_function_without_a_rule_names_the_users_line():
+    """SciPy's ``interpn`` (no rule) builds a ``RegularGridInterpolator`` (a rule) and calls it: the
+    refusal names SciPy's line of the call and the user's line that called into SciPy, which it had
+    not named."""
+    import scipy.interpolate as si
+
+    grid = (np.array([0.0, 1.0, 2.0]), np.array([0.0, 0.5]))
+
+    def f(values):
+        return np.sum(si.interpn(grid, values, np.array([[0.3, 0.2]])) ** 2)
+
+    line = f"{__file__}:{f.__code__.co_firstlineno + 1}"
+    for run in (lambda v: cr.gradient(f, v, engine="tape"), lambda v: forward.jvp(f, (v,), (np.ones_like(v),))):
+        with pytest.raises(IgnoredRuleError, match="RegularGridInterpolator") as info:
+            run(np.ones((3, 2)))
+        assert f"(in library code called at {line})" in str(info.value), str(info.value)
+        assert info.value.location.startswith(si.__file__.rsplit("/", 1)[0])
+
+
 @pytest.mark.parametrize("name", list(CALLS))
 def test_the_function_given_to_forward_mode_uses_its_rule(name):
     fn, args, tangents = CALLS[name]

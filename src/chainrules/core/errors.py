@@ -317,14 +317,14 @@ def is_library(filename: str) -> bool:
     return filename.startswith(_LIBRARIES) and not filename.startswith(_PACKAGE_DIR)
 
 
-def user_location(skip_internal: bool = True) -> str | None:
-    """``file:line`` of the innermost frame of the caller's stack outside chainrules and the
-    libraries it runs in (the standard library, installed packages).
+def user_location(skip_internal: bool = True, frame=None) -> str | None:
+    """``file:line`` of the innermost frame of the caller's stack (or of ``frame``'s) outside
+    chainrules and the libraries it runs in (the standard library, installed packages).
 
     Engines call this when they raise, so that the message points at the user's line; a frame of
     code generated from the user's (``GENERATED_LINES``) counts as the user's line it came from.
     """
-    frame = sys._getframe(1)
+    frame = sys._getframe(1) if frame is None else frame
     while frame is not None and skip_internal and (is_internal_frame(frame) or is_library(frame.f_code.co_filename)):
         generated = GENERATED_LINES.get(frame.f_code.co_filename)
         if generated is not None and frame.f_lineno in generated[1]:

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .active import ActiveValue
-from .errors import ChainRulesError, callable_name, is_library
+from .errors import ChainRulesError, callable_name, is_library, user_location
 from .registry import RuleDispatcher, frule, rrule
 from .tangents import object_fields
 
@@ -636,9 +636,14 @@ def describe(f) -> str:
 
 
 def call_site(frame) -> str | None:
-    """``file:line`` of the call that made ``frame``."""
+    """``file:line`` of the call that made ``frame``; where a library's code made it (SciPy's
+    ``interpn`` building a ``RegularGridInterpolator``), with the user's line that called into it."""
     caller = frame.f_back
-    return None if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno}"
+    if caller is None:
+        return None
+    site = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+    user = user_location(frame=caller) if in_library_code(caller.f_code) else None
+    return site if user is None else f"{site} (in library code called at {user})"
 
 
 def ignored_rule_error(f, frame, engine: str, advice: str) -> IgnoredRuleError:
