@@ -867,7 +867,7 @@ def polynomial_fit_residual_by_polynomial_fit(y):
     return np.sum(p(np.linspace(0.0, 2.5, 5)) ** 2)
 
 
-# ----- programs mixing SciPy modules --------------------------------------------------------------
+# ----- programs mixing SciPy modules ---------------------------------------------------------------
 
 
 @program(np.array([0.9, 0.3]), hessian=True, nested=True, refuses=WRAPPER)
@@ -937,3 +937,87 @@ def closure_over_a_fitted_spline_in_a_loop(y):
     for t in (0.25, 1.5, 2.75):
         total = total + energy(t)
     return total
+
+
+# ----- SciPy's objects and calls in the language's structures --------------------------------------
+
+
+@dataclasses.dataclass
+class Prior:
+    dist: object
+    weight: float
+
+
+@program(np.array([0.3, 1.2]), hessian=True, nested=True, refuses=RULE_ON_TAPE)
+def frozen_distribution_held_by_a_dataclass(theta):
+    prior = Prior(scipy.stats.norm(loc=theta[0], scale=theta[1]), 0.5)
+    return -np.sum(prior.dist.logpdf(SAMPLES)) * prior.weight
+
+
+@program(np.array([0.3, 1.2]), hessian=True, nested=True, refuses=RULE_ON_TAPE)
+def closure_over_a_frozen_distribution(theta):
+    dist = scipy.stats.logistic(loc=theta[0], scale=theta[1])
+
+    def score(x):
+        return dist.logpdf(x)
+
+    return -sum(score(x) for x in SAMPLES[:3]) + np.sum(dist.cdf(SAMPLES))
+
+
+@program(np.array([0.5, 1.3, 0.7]), hessian=True, nested=True, refuses=RULE_ON_TAPE)
+def spline_built_in_a_loop_of_windows(y):
+    total = 0.0
+    for k in range(2):
+        s = scipy.interpolate.CubicSpline(np.array([0.0, 1.0, 2.0]), y * (k + 1.0))
+        total = total + s(0.5 + k) ** 2 + s.derivative()(1.5)
+    return total
+
+
+@program(np.array([0.5, 1.3, 0.7, 0.2]), hessian=True, nested=True, refuses=RULE_ON_TAPE)
+def filters_on_a_list_of_channels(x):
+    channels = [x, x**2, np.sin(x)]
+    out = [scipy.ndimage.gaussian_filter1d(c, 1.0) for c in channels]
+    return sum(np.sum(o * c) for o, c in zip(out, channels))
+
+
+@program(np.array([0.5, 1.3]), hessian=True, nested=True, refuses=RULE_ON_TAPE)
+def logpdf_with_broadcast_parameters(theta):
+    mu = theta[:, None]
+    return -np.sum(scipy.stats.norm.logpdf(SAMPLES[None, :], loc=mu, scale=1.5))
+
+
+@program(np.array([[2.0, 0.3], [0.3, 1.0]]), hessian=True, nested=True, refuses=RULE_ON_TAPE)
+def eigh_of_a_covariance_in_a_while_loop(S):
+    A = S
+    k = 0
+    while k < 3:
+        w, V = scipy.linalg.eigh(A)
+        A = V @ np.diag(np.sqrt(w)) @ V.T + 0.1 * S
+        k += 1
+    return np.trace(A) + np.sum(A**2)
+
+
+@program(np.array([0.8, 0.2, 0.5]), hessian=True, nested=True)
+def scalar_loop_of_special_calls(x):
+    total = 0.0
+    for v in x:
+        total = total + scipy.special.expit(v) * scipy.special.erf(v) + scipy.special.gammaln(v + 1.0)
+    return total
+
+
+@program(0.7, hessian=True, nested=True, refuses={"tape": ARRAY_OF_TRACKED})
+def scalar_argument_through_stats(mu):
+    return -np.sum(scipy.stats.norm.logpdf(SAMPLES, mu, 1.0)) + scipy.stats.norm.cdf(mu)
+
+
+@program(np.array([0.8, 0.2, 0.5], dtype=np.float32), hessian=True, rtol=2e-3, refuses=RULE_ON_TAPE)
+def float32_stats_logpdf(x):
+    out = scipy.stats.norm.logpdf(x, loc=np.float32(0.1), scale=np.float32(1.2))
+    return np.sum(out**2)
+
+
+@program(np.array([0.8, 0.2, 0.5, 0.4]), hessian=True, nested=True, refuses=RULE_ON_TAPE)
+def savgol_like_smoother_by_convolve(x):
+    k = np.array([-3.0, 12.0, 17.0, 12.0, -3.0]) / 35.0
+    y = scipy.signal.convolve(np.concatenate([x[:1], x[:1], x, x[-1:], x[-1:]]), k, mode="valid")
+    return np.sum(y**2)
