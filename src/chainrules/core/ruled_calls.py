@@ -598,7 +598,11 @@ class RuledCallWatch:
         caused by ``error``."""
         if owner is None or not watched(self.dispatcher):
             return error
-        found, _ = ignored_rule(self.dispatcher, frame, None, self.owns, owner, self.primal, owner.entry)
+        # (anywhere in its variables: a library's code may have rebound its parameters before it converts,
+        # scipy.stats' `args, loc, scale = self._parse_args(*args, **kwds)`)
+        found, _ = ignored_rule(
+            self.dispatcher, frame, None, self.owns, owner, self.primal, owner.entry, held_anywhere=True
+        )
         if found is None:
             return error
         ruled = ignored_rule_error(found[0], found[1], self.engine, self.advice)
