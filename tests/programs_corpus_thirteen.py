@@ -1005,7 +1005,7 @@ def scalar_loop_of_special_calls(x):
     return total
 
 
-@program(0.7, hessian=True, nested=True, refuses={"tape": ARRAY_OF_TRACKED})
+@program(0.7, hessian=True, nested=True, refuses=RULE_ON_TAPE)
 def scalar_argument_through_stats(mu):
     return -np.sum(scipy.stats.norm.logpdf(SAMPLES, mu, 1.0)) + scipy.stats.norm.cdf(mu)
 
