@@ -905,6 +905,56 @@ def test_log_sum_of_exponentials_through_the_engines(engine):
     np.testing.assert_allclose(hessian, np.diag(p) - np.outer(p, p), atol=1e-12)  # softmax's Jacobian
 
 
+def _by_position(f, initial, x, *options):
+    """A reduction's arguments with ``initial`` given by its position after ``options``, the only
+    one differentiated besides ``x`` (as the engines pass an ``initial=`` being differentiated)."""
+    return f, (x, *map(crt.nondiff, options), initial)
+
+
+_FOUR = np.array([[0.3, -1.2, 0.8, 1.9], [1.1, 0.4, -0.7, 0.2], [-0.5, 1.6, 0.9, -1.4]])
+_NAN = np.where(np.eye(3, 4, dtype=bool), np.nan, _FOUR)
+INITIAL_CASES = [  # max's initial= exceeds some slices' maxima and not others'
+    _by_position(np.sum, 0.7, _FOUR, 1, None, None, False),
+    _by_position(np.nansum, -0.3, _NAN, 0, None, None, True),
+    _by_position(np.prod, -1.3, _FOUR, 0, None, None, False),
+    _by_position(np.nanprod, 0.6, _NAN, None, None, None, False),
+    _by_position(np.max, 0.95, _FOUR, 0, None, False),
+    _by_position(np.min, -0.8, _FOUR, 1, None, True),
+    _by_position(np.nanmax, 1.3, _NAN, 1, None, False),
+    _by_position(np.ndarray.sum, 2.5, _FOUR, None, None, None, False),
+    _by_position(np.add.reduce, 0.7, _FOUR, 0, None, None, False),
+    _by_position(np.multiply.reduce, 1.5, _FOUR, 1, None, None, False),
+    _by_position(np.maximum.reduce, 1.0, _FOUR, 0, None, None, False),
+    _by_position(np.fmin.reduce, -0.9, _NAN, 1, None, None, False),
+    _by_position(np.logaddexp.reduce, 0.3, _FOUR, 1, None, None, False),
+]
+
+
+@pytest.mark.parametrize("f, args", INITIAL_CASES, ids=[str(i) for i in range(len(INITIAL_CASES))])
+def test_initial_given_by_position_is_differentiated(f, args):
+    """``initial=`` takes part in every slice's reduction: added to a sum (and a log-sum-exp),
+    multiplied into a product, the extremum where it wins. The rules had given it no cotangent and no
+    tangent (``np.sum(x, initial=x[0])``'s gradient had been 1 at x[0]), and the ufuncs' reduce
+    methods, without a signature, had been refused an ``initial=`` being differentiated."""
+    crt.test_rrule(f, *args)
+    crt.test_frule(f, *args)
+
+
+def test_initial_through_the_engines():
+    """An ``initial=`` being differentiated, given by keyword, through every engine and the Hessians."""
+
+    def f(x):
+        total = np.sum(x**2, axis=0, initial=x[0, 0]) @ np.arange(1.0, 4.0)
+        top = np.max(x, axis=1, initial=x[1, 2] ** 2) + np.min(x, initial=x[0, 1] - 1.0)
+        positive = np.where(x > 0, x**2, np.nan)
+        masked = np.prod(x, where=x > 0, initial=x[2, 1]) + np.nanmax(positive, initial=x[1, 2] + 2.0)
+        return total + np.sum(top * np.arange(3.0)) + masked + np.maximum.reduce(x.ravel(), initial=x[2, 2] * 3)
+
+    from _array_checks import check_engines
+
+    check_engines(f, np.array([[0.3, -1.2, 0.8], [1.1, 0.4, 0.9], [-0.5, 1.6, 0.7]]))
+
+
 def test_masked_reductions_through_the_engines():
     """A masked maximum (NumPy's idiom ``np.max(x, where=mask, initial=-np.inf)``), a masked product
     and masked moments, which had been refused, against finite differences to second order."""

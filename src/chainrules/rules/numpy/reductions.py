@@ -20,6 +20,7 @@ block of cotangents back through them at once.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from collections.abc import Callable
 
@@ -42,7 +43,7 @@ from ...core import (
 )
 from ...core.active import stood_for
 from ...core.errors import at_user, option_refused
-from ...core.keywords import declare_options
+from ...core.keywords import declare_options, declare_parameters
 from ._arrays import array_or_active, batch_to_input, scatter_add, sum_to, tangent_array, to_input
 from ._util import align, axes_of, bind, broadcast_view, is_batched, keep, match_output, real_dtype, shift, size_along
 from .ufuncs import as_computed
@@ -55,14 +56,16 @@ _ZERO = ZeroTangent()
 
 
 def _register(fs: tuple, names: tuple[str, ...], defaults: dict, plan: Callable, batched: bool = False) -> None:
-    """Register rules for reductions of one argument ``x``; the rest are options.
+    """Register rules for reductions of one argument ``x``; the rest are options, except ``initial=``.
 
     ``plan(x, options, primal)`` returns ``(y, back, forward)``: the output (``primal()`` is the
     plain call, a plan may compute ``y`` itself from intermediates it needs anyway),
     ``back(dy)`` the cotangent of ``x`` (before projection) and ``forward(dx, batched)`` the
     tangent of ``y``. Intermediates they share are computed once in ``plan``. With
     ``batched=True``, ``back(dy, lead)`` also takes a batch of cotangents, ``lead`` being
-    ``(batch,)`` (or ``()`` for one cotangent).
+    ``(batch,)`` (or ``()`` for one cotangent). Given an ``initial=`` value, which takes part in
+    every slice's reduction, a plan returns a fourth: ``initial_partial()``, dy/d initial, of
+    ``y``'s shape; the engines pass an initial value being differentiated by its position.
     """
     for f in fs:
         _register_one(f, names, defaults, plan, batched)
@@ -178,6 +181,7 @@ def _register_one(f, names, defaults, plan, batched=False):
     reduce = _DIRECT.get(f)
     quick = None if reduce is None else (reduce, _QUICK_BACKS[reduce])
     pullback_name = f"{name}_pullback"
+    at = names.index("initial") if "initial" in names else len(names)  # its position after x
 
     def reduction_rrule(x, *args, **kwargs):
         if quick is not None and not args and type(x) is np.ndarray and x.dtype.kind == "f":
@@ -188,10 +192,20 @@ def _register_one(f, names, defaults, plan, batched=False):
 
     def general_rrule(x, args, kwargs):
         options = bind(f, args, kwargs, names, defaults)
-        y, back, _ = plan(x, options, _primal(f, x, args, kwargs))
+        y, back, _, *initial_partial = plan(x, options, _primal(f, x, args, kwargs))
         extra = (_NO,) * len(args)
         real = not _complex(y)
         batch_ndim = getattr(y, "ndim", 0) + 1  # a cotangent with this many axes is a batch
+        by_position = bool(initial_partial) and at < len(args)  # (by keyword it is a constant)
+
+        def with_initial(dy, lead):
+            """``extra`` with the cotangent of an ``initial=`` given by position: dy's sum weighted by its partial."""
+            if not by_position:
+                return extra
+            p = conj(initial_partial[0]())
+            di = np.sum(p * dy, axis=tuple(range(len(lead), np.ndim(dy))))
+            di = match_input_batch(args[at], di) if lead else match_input(args[at], di)
+            return extra[:at] + (di,) + extra[at + 1 :]
 
         def reduction_pullback(dy):
             if type(dy) is not np.ndarray:
@@ -201,8 +215,9 @@ def _register_one(f, names, defaults, plan, batched=False):
             if real and _complex(dy):
                 dy = np.real(dy)  # a real output's cotangent is real
             if batched and getattr(dy, "ndim", 0) == batch_ndim:
-                return (_NO, match_input_batch(x, back(dy, np.shape(dy)[:1]))) + extra
-            return (_NO, match_input(x, back(dy))) + extra
+                lead = np.shape(dy)[:1]
+                return (_NO, match_input_batch(x, back(dy, lead))) + with_initial(dy, lead)
+            return (_NO, match_input(x, back(dy))) + with_initial(dy, ())
 
         reduction_pullback.__qualname__ = f"{name}_pullback"
         return y, reduction_pullback
@@ -210,10 +225,16 @@ def _register_one(f, names, defaults, plan, batched=False):
     def reduction_frule(tangents, x, *args, **kwargs):
         options = bind(f, args, kwargs, names, defaults)
         dx = unthunk(tangents[1])
-        if isinstance(dx, AbstractZero):
+        d_initial = unthunk(tangents[2 + at]) if len(tangents) > 2 + at else _ZERO
+        if isinstance(dx, AbstractZero) and isinstance(d_initial, AbstractZero):
             return f(x, *args, **kwargs), _ZERO
-        y, _, forward = plan(x, options, lambda: f(x, *args, **kwargs))
-        return y, match_output(y, forward(dx, is_batched(x, dx)))
+        y, _, forward, *initial_partial = plan(x, options, lambda: f(x, *args, **kwargs))
+        dy = dx if isinstance(dx, AbstractZero) else forward(dx, is_batched(x, dx))
+        if not isinstance(d_initial, AbstractZero):  # a number, or a batch of them
+            p = initial_partial[0]()
+            term = p * np.reshape(d_initial, np.shape(d_initial) + (1,) * np.ndim(p))
+            dy = term if isinstance(dy, AbstractZero) else dy + term
+        return y, match_output(y, dy)
 
     reduction_rrule.__qualname__ = f"rrule_{name}"
     reduction_frule.__qualname__ = f"frule_{name}"
@@ -271,7 +292,10 @@ def _sum_plan(nan: bool):
                 dx = dx * mask
             return np.sum(dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=keepdims)
 
-        return primal(), sum_back, sum_forward
+        y = primal()
+        if o["initial"] is None:
+            return y, sum_back, sum_forward
+        return y, sum_back, sum_forward, lambda: np.ones(np.shape(y), dtype=real_dtype(y))
 
     return plan
 
@@ -360,7 +384,9 @@ def _prod_plan(nan: bool):
         def prod_forward(dx, batched):
             return np.sum(others * dx, axis=shift(axes, batched), dtype=o["dtype"], keepdims=keepdims)
 
-        return y, prod_back, prod_forward
+        if o["initial"] is None:
+            return y, prod_back, prod_forward
+        return y, prod_back, prod_forward, lambda: np.prod(xs, axis=axes, keepdims=keepdims)
 
     return plan
 
@@ -374,12 +400,13 @@ _register((np.nanprod,), _PROD, _PROD_DEFAULTS, _prod_plan(nan=True), batched=Tr
 # ----- max, min, ptp -----------------------------------------------------------------------
 
 
-def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True, mask=None):
+def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True, mask=None, initial=None):
     """Where max/min is attained, and by how many entries of each slice (None when by one each).
 
     A NaN result of max/min (``nan_wins``) comes from the NaN entries; nanmax/nanmin skip them,
     and an all-NaN slice there has no winner. ``attained``: no ``initial=`` value could be the
     result, so every slice without NaN has a winner. ``mask``: only these entries take part.
+    ``initial``: the ``initial=`` value, counted among the winners where it ties.
     """
     yk = keep(y, axes, keepdims)
     x = as_computed(x, y)  # (dtype=np.float32: NumPy compared the entries cast to float32)
@@ -395,6 +422,8 @@ def _winners(x, y, axes, keepdims, nan_wins: bool, attained: bool = True, mask=N
     if attained and not nan and np.count_nonzero(hit) == (y.size if type(y) is np.ndarray else np.size(y)):
         return hit, None  # every slice has a winner and there are as many as slices: one each
     count = np.sum(hit, axis=axes, keepdims=True)
+    if initial is not None:
+        count = count + (yk == initial)
     if np.all(count == 1):
         return hit, None
     return hit, np.maximum(count, 1).astype(real_dtype(x))
@@ -429,13 +458,23 @@ def _extremum_plan(nan_wins: bool):
     def plan(x, o, primal):
         y = primal()
         axes, keepdims = axes_of(o["axis"], np.ndim(x)), o["keepdims"]
-        attained = o["initial"] is None  # (NumPy needs initial= with where=)
+        initial = o["initial"]  # (NumPy needs initial= with where=)
         mask = _mask(x, o, nan=False)
 
+        @functools.cache
         def winners():
-            return _winners(x, y, axes, keepdims, nan_wins, attained, mask)
+            return _winners(x, y, axes, keepdims, nan_wins, initial is None, mask, initial)
 
-        return (y, *_selection_back_forward(winners, axes, keepdims))
+        back, forward = _selection_back_forward(winners, axes, keepdims)
+        if initial is None:
+            return y, back, forward
+
+        def initial_partial():  # its share of the cotangent where it is the extremum
+            _, count = winners()
+            tie = np.equal(y, initial).astype(real_dtype(x))
+            return tie if count is None else tie / np.reshape(count, np.shape(tie))
+
+        return y, back, forward, initial_partial
 
     return plan
 
@@ -800,13 +839,33 @@ def _log_sum_exp_plan(exp: Callable):
         def log_sum_exp_forward(dx, batched):
             return np.sum(dx * weight, axis=shift(axes, batched), keepdims=keepdims)
 
-        return y, log_sum_exp_back, log_sum_exp_forward
+        if o["initial"] is None:
+            return y, log_sum_exp_back, log_sum_exp_forward
+
+        def initial_partial():  # the initial value is one more exponential in the sum
+            with np.errstate(invalid="ignore"):
+                return np.where(np.isinf(y), 0.0, exp(o["initial"] - y))
+
+        return y, log_sum_exp_back, log_sum_exp_forward, initial_partial
 
     return plan
 
 
 _register((np.logaddexp.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _log_sum_exp_plan(np.exp), batched=True)
 _register((np.logaddexp2.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _log_sum_exp_plan(np.exp2), batched=True)
+
+
+def _reduce_parameters(args) -> tuple:
+    """The positions of a ufunc's reduce, which has no signature: an ``initial=`` value being
+    differentiated is passed by its position."""
+    P = inspect.Parameter
+    defaults = (("axis", 0), ("dtype", None), ("out", None), ("keepdims", False), ("initial", None))
+    return (P("array", P.POSITIONAL_ONLY), *(P(n, P.POSITIONAL_OR_KEYWORD, default=d) for n, d in defaults))
+
+
+for _ufunc in (np.add, np.multiply, np.maximum, np.minimum, np.fmax, np.fmin, np.logaddexp, np.logaddexp2):
+    declare_parameters(_ufunc.reduce, _reduce_parameters)
+
 
 _register((np.add.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumsum_plan, batched=True)
 _register((np.multiply.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumprod_plan, batched=True)
@@ -817,7 +876,6 @@ _register(
     _running_extremum_plan,
     batched=True,
 )
-
 
 
 def _log_cumsum_exp_plan(x, o, primal):
