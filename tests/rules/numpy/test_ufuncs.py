@@ -501,6 +501,40 @@ def test_nan_to_num_without_copy_is_refused():
         cr.rrule(np.nan_to_num, np.ones(2), copy=False)
 
 
+_SPECIAL = np.array([0.4, np.nan, np.inf, -1.3, -np.inf, np.nan, 2.0])
+
+
+@pytest.mark.parametrize(
+    "x, values",
+    [
+        (_SPECIAL, (0.7, 5.0, -6.0)),
+        (_SPECIAL[np.isfinite(_SPECIAL) | np.isnan(_SPECIAL)], (0.7,)),  # (the default posinf= is too large for
+        (_SPECIAL[_SPECIAL != np.inf], (0.7, None, -6.0)),  # finite differences)
+        (np.array([complex(np.nan, np.nan), 0.2 + 0.5j]), (0.3,)),  # (both parts: a real value replaces them)
+    ],
+    ids=["all", "nan", "no-posinf", "complex"],
+)
+def test_nan_to_num_replacements_are_differentiated(x, values):
+    """nan=, posinf= and neginf= (given by position, as the engines pass a value being differentiated)
+    move the entries they replace; they had been given no derivative."""
+    crt.test_rrule(np.nan_to_num, x, crt.nondiff(True), *(crt.nondiff(v) if v is None else v for v in values))
+    crt.test_frule(np.nan_to_num, x, crt.nondiff(True), *(crt.nondiff(v) if v is None else v for v in values))
+
+
+def test_nan_to_num_replacements_through_the_engines():
+    """``np.nan_to_num(y, nan=x[1], ...)`` with replacements computed from the values differentiated."""
+    from _array_checks import check_engines
+
+    special = np.array([0.0, np.nan, np.inf, 0.0, -np.inf, np.nan])
+
+    def f(x):
+        y = np.nan_to_num(np.where(np.isfinite(special), x, special), nan=x[1] ** 2, posinf=np.sin(x[0]), neginf=x[3])
+        nans = np.nan_to_num(np.where(np.isnan(special), special, x), True, x[2])
+        return np.sum(y * np.arange(1.0, 7.0)) + np.sum(nans)
+
+    check_engines(f, np.array([0.4, -1.1, 0.9, 1.3, -0.2, 0.6]))
+
+
 @pytest.mark.parametrize("f", [np.imag, np.real, np.conjugate, np.angle, np.absolute])
 def test_complex64_scalars_get_complex64_cotangents(f):
     """A complex64 scalar's cotangent stays complex64: np.imag's partial, the Python constant -1j,

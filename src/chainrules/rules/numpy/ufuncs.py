@@ -802,22 +802,28 @@ _NAN_TO_NUM = ("copy", "nan", "posinf", "neginf")
 
 @rrule.register(np.nan_to_num, batched=True)
 def rrule_nan_to_num(x, *args, **kwargs):
-    y, p = _nan_to_num(x, args, kwargs)
+    y, ps = _nan_to_num(x, args, kwargs)
 
     def nan_to_num_pullback(dy):
-        return (_NO,) + pull((x,), [p], y, dy) + (_NO,) * len(args)
+        return (_NO,) + pull((x, *args), ps, y, dy)
 
     return y, nan_to_num_pullback
 
 
 @frule.register(np.nan_to_num, batched=True)
 def frule_nan_to_num(tangents, x, *args, **kwargs):
-    y, p = _nan_to_num(x, args, kwargs)
-    return y, push((x,), [p], y, tangents[1:2])
+    y, ps = _nan_to_num(x, args, kwargs)
+    return y, push((x, *args), ps, y, tangents[1:])
+
+
+#: which entries each replacement value of nan_to_num (given by position after ``copy``) takes
+_REPLACED = (np.isnan, np.isposinf, np.isneginf)
 
 
 def _nan_to_num(x, args, kwargs):
-    """The primal of nan_to_num and its partial: 1 where x is finite, 0 where it was replaced."""
+    """The primal of nan_to_num and the partials of ``x`` and its positional arguments: ``x``'s is 1
+    where it is finite, a replacement value's 1 where it replaced an entry (of the real or the
+    imaginary part); ``copy`` and a default (None) replacement have none."""
     options = bind(np.nan_to_num, args, kwargs, _NAN_TO_NUM, {"copy": True, "nan": 0.0, "posinf": None, "neginf": None})
     if not options.pop("copy"):
         raise option_refused(
@@ -825,7 +831,13 @@ def _nan_to_num(x, args, kwargs):
             "with copy=True"
         )
     y = np.nan_to_num(x, **options)
-    return y, np.isfinite(x)
+    xs = array_or_active(x)
+
+    def replaced(test):
+        return test(xs.real) + 1j * test(xs.imag) if xs.dtype.kind == "c" else test(xs)
+
+    values = [None if v is None else replaced(test) for v, test in zip(args[1:], _REPLACED)]
+    return y, [np.isfinite(x), None, *values][: 1 + len(args)]
 
 
 def _where_partials(cond, a, b):
