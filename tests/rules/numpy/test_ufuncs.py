@@ -687,6 +687,28 @@ def test_interp_with_a_period_through_the_engines():
     check_engines(daily_cycle, np.array([0.5, -1.0, 2.0, 0.3, 1.1]))
 
 
+
+LISTS_OF_VALUES_BEING_DIFFERENTIATED = {
+    "interp by keyword": lambda x: np.sum(np.interp(x=x, xp=[-1.0, 0.0, 2.0], fp=[x[0], 1.0, x[1]]) ** 2),
+    "interp points": lambda x: np.sum(np.interp(x, [-1.0, x[0] - 0.5, 2.0], [x[2], 1.0, 3.0])),
+    "polyval": lambda x: np.sum(np.polyval([x[0], 1.0, x[1]], x)) + np.sum(np.polyval(x, [x[2], 0.5])),
+    "choose": lambda x: np.sum(np.choose([0, 1, 0], [x, [x[1], 2.0, x[2] ** 2]]) ** 2),
+    "where": lambda x: np.sum(np.where(x > 0, x, [x[0], 1.0, x[1] ** 2]) ** 2),
+}
+
+
+@pytest.mark.parametrize("name", LISTS_OF_VALUES_BEING_DIFFERENTIATED)
+def test_lists_of_values_being_differentiated(name):
+    """A list holding values being differentiated, passed after the first argument: forward mode gives
+    its rule the list's tangent as a structure of its entries' tangents, which np.interp's, np.polyval's
+    and the elementwise rules' pushforwards had indexed as an array (a TypeError or a ValueError)."""
+    f, x = LISTS_OF_VALUES_BEING_DIFFERENTIATED[name], np.array([0.3, 1.7, -0.4])
+    expected = crt.fd_jacobian(f, x)[0]
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-7, atol=1e-9)
+    for engine in ("source", "tape"):
+        np.testing.assert_allclose(cr.gradient(f, x, engine=engine)[0], expected, rtol=1e-7, atol=1e-9)
+
+
 # ----- edge cases found by fuzzing (tests/fuzz/fuzz_rules.py) ---------------------------------
 
 

@@ -1680,7 +1680,7 @@ def rrule_polyval(p, x):
 @frule.register(np.polyval, batched=True)
 def frule_polyval(tangents, p, x):
     y = np.polyval(p, x)
-    dp, dx = unthunk(tangents[1]), unthunk(tangents[2])
+    dp, dx = tangent_array(p, unthunk(tangents[1])), tangent_array(x, unthunk(tangents[2]))
     terms = []
     if not isinstance(dp, AbstractZero):
         # V @ dp; a batch of coefficient tangents (B, n) gives (B, *x.shape)

@@ -50,7 +50,7 @@ from ...core.active import stood_for
 from ...core.errors import option_refused
 from ...core.projection import numpy_cotangent
 from ..operators import _array_cotangent, frule_on_arrays, rrule_on_arrays
-from ._arrays import array_or_active, scatter_add
+from ._arrays import array_or_active, scatter_add, tangent_array
 from ._util import align, bind, match_output, raise_out
 
 _NO = NoTangent()
@@ -154,7 +154,7 @@ def push(args: tuple, partials: list, y, dxs: tuple):
     batch = None
     ndim = np.ndim(y)
     for x, p, dx in zip(args, partials, dxs):
-        dx = unthunk(dx)
+        dx = tangent_array(x, unthunk(dx))  # (a list's tangent is a structure of its entries' tangents)
         if p is None or isinstance(dx, AbstractZero):
             continue
         if np.ndim(dx) > np.ndim(x):  # batched (perhaps already aligned with the output)
@@ -993,7 +993,8 @@ def _interp_batch(x, xp, fp, args, parts, dys):
 def frule_interp(tangents, x, xp, fp, *args, **kwargs):
     y = np.interp(x, xp, fp, *args, **kwargs)
     lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(array_or_active(x), xp, fp, args, kwargs)
-    dx, dxp, dfp = unthunk(tangents[1]), unthunk(tangents[2]), unthunk(tangents[3])
+    # (a list's tangent is a structure of its entries' tangents)
+    dx, dxp, dfp = (tangent_array(a, unthunk(t)) for a, t in zip((x, xp, fp), tangents[1:4]))
     terms = []
     if not isinstance(dx, AbstractZero):
         terms.append(slope * dx)
