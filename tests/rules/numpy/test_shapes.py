@@ -369,19 +369,13 @@ def _pad_empty(x):
     return np.sum(np.pad(x, 2, mode="empty"))
 
 
-def _pad_to_differentiated_end_values(x):
-    return np.sum(np.pad(x, 2, mode="linear_ramp", end_values=(x[0], 1.0)))
-
-
 @pytest.mark.parametrize("engine", ["source", "tape", "forward"])
 @pytest.mark.parametrize(
     "f, error, message",
     [
         (_pad_empty, cr.NoRuleError, "mode='empty' leaves the padded entries undefined"),
-        # rules differentiate positional arguments: end values being differentiated are refused, not dropped
-        (_pad_to_differentiated_end_values, TypeError, "'end_values'"),
     ],
-    ids=["empty", "end_values"],
+    ids=["empty"],
 )
 def test_pad_refusals_at_the_users_line(engine, f, error, message):
     with pytest.raises(error, match=message) as refusal:
@@ -591,6 +585,41 @@ def test_broadcast_arrays_through_the_engines():
     def f(x):
         u, v = np.broadcast_arrays(x, b[:, None])
         return np.sum(np.sin(u) * v * u)
+
+    check_engines(f, np.array([0.7, -0.3, 1.4]))
+
+
+PADDING_VALUES_BEING_DIFFERENTIATED = {
+    "a number": lambda x: np.pad(x, 1, constant_values=x[0] ** 2),
+    "a pair": lambda x: np.pad(x, (1, 2), "constant", constant_values=(x[0], np.sin(x[1]))),
+    "a pair per axis": lambda x: np.pad(np.outer(x, x), ((1, 0), (2, 1)), constant_values=((x[0], x[1]), (x[2], 2.0))),
+    "one per axis": lambda x: np.pad(np.outer(x, x[:2]), 1, constant_values=np.stack([x[:1], x[2:] * 3])),
+    "ramps": lambda x: np.pad(x, (2, 3), mode="linear_ramp", end_values=(x[0], x[1] ** 2)),
+    "ramps per axis": lambda x: np.pad(
+        np.outer(x, x), ((2, 1), (1, 2)), mode="linear_ramp", end_values=[[x[1], 0.5], [x[2], x[0]]]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", PADDING_VALUES_BEING_DIFFERENTIATED)
+def test_padding_values_being_differentiated(name):
+    """np.pad's constant_values and linear_ramp's end_values move the padded sides they fill (each
+    read per axis and side as NumPy broadcasts it, later axes padded over earlier ones); every engine
+    had refused them. Jacobians, reverse (batched pullbacks) and forward, through every engine."""
+    f, x = PADDING_VALUES_BEING_DIFFERENTIATED[name], np.array([0.7, -0.3, 1.4])
+    expected = crt.fd_jacobian(f, x).reshape(np.shape(f(x)) + x.shape)
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(cr.jacobian(f, x, mode=mode), expected, rtol=1e-7, atol=1e-9, err_msg=mode)
+    for engine in ("source", "tape"):
+        gradient = cr.gradient(lambda v: np.sum(np.sin(f(v))), x, engine=engine)[0]
+        np.testing.assert_allclose(gradient, np.cos(f(x)).ravel() @ expected.reshape(-1, 3), rtol=1e-7, atol=1e-9)
+
+
+def test_padding_values_to_second_order():
+    def f(x):
+        constants = np.pad(x**2, ((1, 2),), constant_values=(np.sin(x[0]), x[1] * x[2]))
+        ramps = np.pad(np.outer(x, x), 2, mode="linear_ramp", end_values=((x[0] ** 2, 1.0), (x[1], x[2] ** 3)))
+        return np.sum(constants**2 * np.arange(6.0)) + np.sum(ramps * np.cos(ramps))
 
     check_engines(f, np.array([0.7, -0.3, 1.4]))
 

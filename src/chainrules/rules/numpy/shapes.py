@@ -20,6 +20,8 @@ rank, is told from a batch with one test, before any other work.
 
 from __future__ import annotations
 
+import inspect
+import math
 from numbers import Integral
 
 import numpy as np
@@ -37,6 +39,7 @@ from ...core import (
 )
 from ...core.active import stood_for
 from ...core.errors import option_refused
+from ...core.keywords import declare_parameters
 from ...core.twins import astype_in_order
 from ..operators import frule_getitem, rrule_getitem
 from ._arrays import (
@@ -516,15 +519,13 @@ _GATHER_PAD_MODES = frozenset({"edge", "reflect", "symmetric", "wrap"})
 _SIDE_PAD_MODES = frozenset({"mean", "median", "maximum", "minimum", "linear_ramp"})
 
 
-@_linear(np.pad, batched=True)
 def _pad(y, x, pad_width, mode="constant", **kwargs):
     widths = _pad_pairs(pad_width, np.ndim(x))
     if mode == "constant":
         inner = tuple(slice(int(b), int(b) + n) for (b, _), n in zip(widths, np.shape(x)))
         inner_rows = (slice(None), *inner)  # the same past a leading batch axis
 
-        def pad_push(dx, lead):
-            # the padding constants are keyword arguments: their tangent is zero
+        def pad_push(dx, lead):  # (the padding constants' tangents are added by rrule_pad and frule_pad)
             return np.pad(dx, [(0, 0)] * len(lead) + widths.tolist(), mode="constant")
 
         return (lambda dy, lead=(): dy[inner_rows] if lead else dy[inner]), pad_push
@@ -539,6 +540,114 @@ def _pad(y, x, pad_width, mode="constant", **kwargs):
         raise option_refused(np.pad, (x, pad_width), "mode='empty' leaves the padded entries undefined")
     options = f" with {kwargs}" if kwargs else ""
     raise option_refused(np.pad, (x, pad_width), f"mode={mode!r}{options} is not a copy of input entries")
+
+
+#: np.pad's values that carry a derivative, each for the mode that takes it: the engines pass one
+#: being differentiated by its position after ``mode`` (declared below), the rules by keyword
+_PAD_VALUES = {"constant_values": "constant", "end_values": "linear_ramp"}
+_UNSET = object()  # (a value the call did not give)
+
+
+def _pad_parameters(args) -> tuple:
+    P = inspect.Parameter
+    named = (("pad_width", P.empty), ("mode", "constant"), *((name, _UNSET) for name in _PAD_VALUES))
+    return (P("array", P.POSITIONAL_ONLY), *(P(n, P.POSITIONAL_OR_KEYWORD, default=d) for n, d in named))
+
+
+declare_parameters(np.pad, _pad_parameters)
+
+
+def _pad_call(args: tuple, kwargs: dict):
+    """``(pad_width, mode, kwargs, given)``: a call of np.pad with the values given by position passed
+    by keyword, as NumPy takes them (and checks them against the mode), and ``given``, the position
+    after the array of each such value."""
+    kwargs = dict(kwargs)
+    pad_width = args[0] if args else kwargs.pop("pad_width")
+    mode = args[1] if len(args) > 1 else kwargs.pop("mode", "constant")
+    given = {}
+    for position, (name, value) in enumerate(zip(_PAD_VALUES, args[2:]), start=2):
+        if value is not _UNSET:
+            kwargs[name] = value
+            given[position] = name
+    return pad_width, mode, kwargs, given
+
+
+class _PadValues:
+    """The padded array's response to the values that fill its padded sides (constant_values, or
+    linear_ramp's end_values), a linear map: padding zeros with one side's value one and the
+    others zero gives that side's response, as NumPy pads each axis over the ones padded before.
+    A value is read per axis and side as NumPy reads it (a number, a pair, or a pair per axis)."""
+
+    def __init__(self, x, pad_width, mode, kwargs, name):
+        self.value = kwargs[name]
+        self.shape = np.shape(_plain_layout(self.value))
+        ndim = np.ndim(x)
+        index = np.reshape(np.arange(math.prod(self.shape)), self.shape)
+        if index.size == 1 or (index.size == 2 and index.shape != (2, 1)):
+            index = np.ravel(index)  # (one number for every side, or one pair for every axis)
+        # side by entry, which entry each side reads: a product, which engines' values take
+        self.gather = np.eye(index.size)[np.broadcast_to(index, (ndim, 2)).ravel()]
+        zeros = np.zeros(np.shape(x), dtype=np.result_type(real_dtype(x), np.float64))
+        options = {k: v for k, v in kwargs.items() if k != name}
+        unit = np.eye(2 * ndim).reshape(2 * ndim, ndim, 2)
+        self.responses = np.stack([np.pad(zeros, pad_width, mode, **options, **{name: u}) for u in unit])
+
+    def cotangent(self, dy, lead: tuple):
+        """The value's cotangent from the padded array's ``dy`` (``lead``: a batch axis in front)."""
+        sides = np.tensordot(dy, self.responses, (range(len(lead), np.ndim(dy)), range(1, self.responses.ndim)))
+        dv = np.reshape(sides @ self.gather, (*lead, *self.shape))
+        return batch_to_input(self.value, dv) if lead else to_input(self.value, dv)
+
+    def push(self, dv):
+        """The padded array's tangent from the value's ``dv`` (perhaps a batch of them)."""
+        dv = tangent_array(self.value, dv)
+        lead = np.shape(dv)[:1] if np.ndim(dv) > np.ndim(self.value) else ()
+        sides = np.reshape(dv, (*lead, -1)) @ self.gather.T
+        return np.tensordot(sides, self.responses, 1)
+
+
+def _plain_layout(value):
+    """``value`` (a number, or nested lists or tuples of them) with the values that engines' values
+    stand for in their place: its shape, which NumPy cannot read through them."""
+    if isinstance(value, (list, tuple)):
+        return [_plain_layout(v) for v in value]
+    return stood_for(value)
+
+
+_linear_pad_rrule = _linear_rrule(np.pad, _pad, batched=True)
+_linear_pad_frule = _linear_frule(np.pad, _pad)
+
+
+@rrule.register(np.pad, batched=True)
+def rrule_pad(x, *args, **kwargs):
+    """np.pad is linear in the array and in the values that fill its sides (``_PadValues``)."""
+    pad_width, mode, kwargs, given = _pad_call(args, kwargs)
+    y, linear_pullback = _linear_pad_rrule(x, pad_width, mode, **kwargs)
+    values = {i: _PadValues(x, pad_width, mode, kwargs, name) for i, name in given.items()}
+
+    def pad_pullback(dy):
+        dx = linear_pullback(dy)[1]
+        dy = unthunk(dy) if values else ZERO
+        if isinstance(dy, AbstractZero):
+            return (NO, dx, *(dy if i in values else NO for i in range(len(args))))
+        lead = np.shape(dy)[:1] if carries_batch(y, dy) else ()
+        dy = match_input_batch(y, dy) if lead else cotangent_array(y, dy)
+        return (NO, dx, *(values[i].cotangent(dy, lead) if i in values else NO for i in range(len(args))))
+
+    return y, pad_pullback
+
+
+@frule.register(np.pad, batched=True)
+def frule_pad(tangents, x, *args, **kwargs):
+    pad_width, mode, kwargs, given = _pad_call(args, kwargs)
+    y, dy = _linear_pad_frule(tangents[:3], x, pad_width, mode, **kwargs)
+    for i, name in given.items():
+        dv = unthunk(tangents[i + 2])
+        if isinstance(dv, AbstractZero):
+            continue
+        term = _PadValues(x, pad_width, mode, kwargs, name).push(dv)
+        dy = term if isinstance(dy, AbstractZero) else dy + term
+    return y, match_output(y, dy)
 
 
 def _pad_pairs(values, ndim: int) -> np.ndarray:
