@@ -666,7 +666,9 @@ def test_interp_with_a_period(args, batched_pullback):
     crt.test_rrule(np.interp, *args, fkwargs={"period": 10.0})
     crt.test_frule(np.interp, *args, fkwargs={"period": 10.0})
     batched_pullback(np.interp, *args, kwargs={"period": 10.0}, rtol=1e-12)
-    crt.test_rrule(np.interp, *args[:3], -3.0, 4.0, crt.nondiff(-10.0))  # by position; its sign is ignored
+    for period in (10.0, -10.0):  # by position, as the engines pass one being differentiated (its sign is ignored)
+        crt.test_rrule(np.interp, *args[:3], -3.0, 4.0, period)
+        crt.test_frule(np.interp, *args[:3], -3.0, 4.0, period)
 
 
 def test_interp_with_a_period_batched_frule():
@@ -685,6 +687,19 @@ def test_interp_with_a_period_through_the_engines():
         return np.sum(y**2 * theta[:4])
 
     check_engines(daily_cycle, np.array([0.5, -1.0, 2.0, 0.3, 1.1]))
+
+
+def test_interp_with_a_period_being_differentiated():
+    """x and xp taken modulo the period move with it (by -floor(v / period)), and so do the table's points
+    wrapped round at both ends; the rules had given the period no derivative: np.interp(2 x, xp, fp,
+    period=4 + x[0]) had the gradient [2, 2, 2] for [1, 2, 2] under every engine."""
+    from _array_checks import check_engines
+
+    def f(x):
+        by_keyword = np.interp(x * 5.0, [-1.0, 0.0, 7.0, 2.0], np.cos(x[:4]), period=-(4.0 + x[0] ** 2))
+        return np.sum(by_keyword**2) + np.sum(np.interp(x, [-1.0, 0.0, 2.0], [0.0, 1.0, 3.0], None, None, 1.5 + x[4]))
+
+    check_engines(f, np.array([0.3, 1.7, -0.4, 2.9, 0.8]))
 
 
 

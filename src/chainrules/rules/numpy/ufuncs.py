@@ -874,14 +874,16 @@ _INTERP = ("left", "right", "period")
 
 
 def _interp_parts(x, xp, fp, args, kwargs):
-    """``(lo, hi, w_lo, w_hi, slope, below, above)`` of ``np.interp(x, xp, fp)``: each ``x`` reads
-    ``w_lo fp[lo] + w_hi fp[hi]`` (or ``left``/``right`` outside ``xp``) and has the slope of its
-    segment, zero outside. At a knot the segment to its right is taken (the last one at the end)."""
+    """``(lo, hi, w_lo, w_hi, slope, below, above, along_period)`` of ``np.interp(x, xp, fp)``: each
+    ``x`` reads ``w_lo fp[lo] + w_hi fp[hi]`` (or ``left``/``right`` outside ``xp``) and has the slope
+    of its segment, zero outside. At a knot the segment to its right is taken (the last one at the
+    end). ``along_period``: dy/d period, where there is one (else None)."""
     o = dict(zip(_INTERP, args), **kwargs)
     points, values = array_or_active(xp), array_or_active(fp)
-    entries = None
+    entries = period = None
     if o.get("period") is not None:
-        x, points, values, entries = _periodic_table(x, points, values, abs(o["period"]))
+        x_given, xp_given, period = x, points, o["period"]
+        x, points, values, entries = _periodic_table(x, points, values, abs(period))
     n = points.size
     lo = np.clip(np.searchsorted(points, x, side="right") - 1, 0, max(n - 2, 0))
     hi = np.minimum(lo + 1, n - 1)
@@ -893,9 +895,14 @@ def _interp_parts(x, xp, fp, args, kwargs):
     slope = np.where(inside & (width != 0), (values[hi] - values[lo]) / safe, 0)
     w_lo = np.where(inside, 1 - t, 0) + (below if o.get("left") is None else 0)
     w_hi = np.where(inside, t, 0) + (above if o.get("right") is None else 0)
+    along_period = None
     if entries is not None:  # the periodic table's points are copies of xp's and fp's entries
+        # v % P moves with the period P by -floor(v / P), the table's two added points by -1 and +1 more
+        shifts = _table_ends(len(entries)) - np.floor(xp_given / abs(period))[entries]
+        moves = -np.floor(x_given / abs(period)) - (w_lo * shifts[lo] + w_hi * shifts[hi])
+        along_period = np.sign(period) * slope * moves
         lo, hi = entries[lo], entries[hi]
-    return lo, hi, w_lo, w_hi, slope, below, above
+    return lo, hi, w_lo, w_hi, slope, below, above, along_period
 
 
 def _periodic_table(x, xp, fp, period):
@@ -911,8 +918,16 @@ def _periodic_table(x, xp, fp, period):
     xp = xp % period
     order = np.argsort(xp)
     entries = np.concatenate([order[-1:], order, order[:1]])
-    points = xp[entries] + np.concatenate([[-period], np.zeros(len(order)), [period]])
+    points = xp[entries] + _table_ends(len(entries)) * period  # (a product, which an engine's period takes)
     return x % period, points, fp[entries], entries
+
+
+def _table_ends(n: int) -> np.ndarray:
+    """How the ``n`` points of ``np.interp``'s periodic table move with the period, besides ``xp``'s:
+    the first (the last point less a period) by -1, the last (the first plus a period) by +1."""
+    ends = np.zeros(n)
+    ends[0], ends[-1] = -1.0, 1.0
+    return ends
 
 
 def _scatter_sum(shape: tuple, indices: tuple, values: tuple):
@@ -925,11 +940,11 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
     """Piecewise linear: the derivative in ``x`` is the slope of its segment (one-sided at the
     knots), in ``fp`` the interpolation weights, in the sample points ``xp`` the slope times minus
     the weights (moving a segment's ends moves the point along it); ``left``/``right`` given by
-    position get the cotangent of the points outside. With a ``period`` (a setting, not
-    differentiated) it is the plain call on NumPy's wrapped table (``_periodic_table``)."""
+    position get the cotangent of the points outside. With a ``period`` it is the plain call on
+    NumPy's wrapped table (``_periodic_table``), which moves with the period."""
     y = np.interp(x, xp, fp, *args, **kwargs)
     parts = _interp_parts(array_or_active(x), xp, fp, args, kwargs)
-    lo, hi, w_lo, w_hi, slope, below, above = parts
+    lo, hi, w_lo, w_hi, slope, below, above, along_period = parts
     ndim = np.ndim(y)
 
     def interp_pullback(dy):
@@ -949,7 +964,10 @@ def rrule_interp(x, xp, fp, *args, **kwargs):
 
         dxp = _points_cotangent(xp, points_cotangent)
         bounds = tuple(_NO if a is None else match_input(a, np.sum(dy[m])) for a, m in zip(args, (below, above)))
-        return (_NO, dx, dxp, dfp, *bounds, *(_NO for _ in args[2:]))
+        period = tuple(
+            _NO if along_period is None else match_input(a, np.sum(dy * conj(along_period))) for a in args[2:]
+        )
+        return (_NO, dx, dxp, dfp, *bounds, *period)
 
     return y, interp_pullback
 
@@ -965,7 +983,7 @@ def _points_cotangent(xp, make):
 def _interp_batch(x, xp, fp, args, parts, dys):
     """``interp_pullback`` for a batch ``dys`` of cotangents: each row gathers into ``fp``'s
     cotangent with the interpolation weights, past the batch axis."""
-    lo, hi, w_lo, w_hi, slope, below, above = parts
+    lo, hi, w_lo, w_hi, slope, below, above, along_period = parts
     rows = np.reshape(dys, (len(dys), -1))
     dx = match_input_batch(x, dys * conj(slope))
 
@@ -986,13 +1004,16 @@ def _interp_batch(x, xp, fp, args, parts, dys):
         _NO if a is None else match_input_batch(a, np.sum(rows * np.ravel(m), axis=1))
         for a, m in zip(args, (below, above))
     )
-    return (_NO, dx, dxp, dfp, *bounds, *(_NO for _ in args[2:]))
+    period = tuple(
+        _NO if along_period is None else match_input_batch(a, rows @ np.ravel(conj(along_period))) for a in args[2:]
+    )
+    return (_NO, dx, dxp, dfp, *bounds, *period)
 
 
 @frule.register(np.interp, batched=True)
 def frule_interp(tangents, x, xp, fp, *args, **kwargs):
     y = np.interp(x, xp, fp, *args, **kwargs)
-    lo, hi, w_lo, w_hi, slope, below, above = _interp_parts(array_or_active(x), xp, fp, args, kwargs)
+    lo, hi, w_lo, w_hi, slope, below, above, along_period = _interp_parts(array_or_active(x), xp, fp, args, kwargs)
     # (a list's tangent is a structure of its entries' tangents)
     dx, dxp, dfp = (tangent_array(a, unthunk(t)) for a, t in zip((x, xp, fp), tangents[1:4]))
     terms = []
@@ -1002,7 +1023,7 @@ def frule_interp(tangents, x, xp, fp, *args, **kwargs):
         terms.append(-slope * (w_lo * dxp[..., lo] + w_hi * dxp[..., hi]))
     if not isinstance(dfp, AbstractZero):
         terms.append(w_lo * dfp[..., lo] + w_hi * dfp[..., hi])
-    for a, mask, d in zip(args, (below, above), tangents[4:6]):
+    for a, mask, d in zip(args, (below, above, along_period), tangents[4:7]):
         d = unthunk(d)
         if a is not None and not isinstance(d, AbstractZero):
             terms.append(mask * np.reshape(d, np.shape(d) + (1,) * np.ndim(mask)))
