@@ -132,7 +132,7 @@ def _cases():
     yield from _family(log_sums, [[X32]], [{"axis": 1}], label="-float32")
     # positional options, integer input, scalar input
     yield from _family([np.sum, np.ndarray.sum], [[X, fixed(1)]], [{}], label="-positional-axis")
-    yield from _family([np.var], [[X, fixed(0), fixed(None), fixed(None), fixed(1)]], [{}], label="-positional-ddof")
+    yield from _family([np.var], [[X, fixed(0), fixed(None), fixed(None), fixed(1.0)]], [{}], label="-positional-ddof")
     yield from _family(
         [np.sum, np.mean, np.prod, np.max, np.cumsum, np.var], [[fixed(np.array([[1, 2], [3, 4]]))]], [{}]
     )
@@ -148,10 +148,12 @@ def _args(makers, seed=0):
 
 
 def _diff(f, args):
-    """The data (and positional weights of average) carry derivatives; the options do not."""
+    """The data (and positional weights of average, var's ddof) carry derivatives; the options do not."""
     mask = [True] + [False] * (len(args) - 1)
     if f is np.average and len(args) >= 3 and args[2] is not None:
         mask[2] = True
+    if f is np.var and len(args) >= 5:
+        mask[4] = True
     return mask
 
 
@@ -905,10 +907,10 @@ def test_log_sum_of_exponentials_through_the_engines(engine):
     np.testing.assert_allclose(hessian, np.diag(p) - np.outer(p, p), atol=1e-12)  # softmax's Jacobian
 
 
-def _by_position(f, initial, x, *options):
-    """A reduction's arguments with ``initial`` given by its position after ``options``, the only
-    one differentiated besides ``x`` (as the engines pass an ``initial=`` being differentiated)."""
-    return f, (x, *map(crt.nondiff, options), initial)
+def _by_position(f, value, x, *options):
+    """A reduction's arguments with ``value`` (its initial= or ddof) given by its position after
+    ``options``, the only one differentiated besides ``x`` (as the engines pass one being differentiated)."""
+    return f, (x, *map(crt.nondiff, options), value)
 
 
 _FOUR = np.array([[0.3, -1.2, 0.8, 1.9], [1.1, 0.4, -0.7, 0.2], [-0.5, 1.6, 0.9, -1.4]])
@@ -928,6 +930,13 @@ INITIAL_CASES = [  # max's initial= exceeds some slices' maxima and not others'
     _by_position(np.fmin.reduce, -0.9, _NAN, 1, None, None, False),
     _by_position(np.logaddexp.reduce, 0.3, _FOUR, 1, None, None, False),
 ]
+DDOF_CASES = [
+    _by_position(np.var, 1.3, _FOUR, 1, None, None),
+    _by_position(np.std, 0.5, _FOUR, None, None, None),
+    _by_position(np.nanvar, 0.6, _NAN, 0, None, None),
+    _by_position(np.nanstd, 1.5, _NAN, 1, None, None),
+    _by_position(np.ndarray.var, 2.5, _FOUR, (0, 1), None, None),
+]
 
 
 @pytest.mark.parametrize("f, args", INITIAL_CASES, ids=[str(i) for i in range(len(INITIAL_CASES))])
@@ -938,6 +947,24 @@ def test_initial_given_by_position_is_differentiated(f, args):
     methods, without a signature, had been refused an ``initial=`` being differentiated."""
     crt.test_rrule(f, *args)
     crt.test_frule(f, *args)
+
+
+@pytest.mark.parametrize("f, args", DDOF_CASES, ids=[str(i) for i in range(len(DDOF_CASES))])
+def test_ddof_given_by_position_is_differentiated(f, args):
+    """var and std divide the sum of squares by n - ddof, which a ddof being differentiated moves;
+    the rules had given it no cotangent and no tangent."""
+    crt.test_rrule(f, *args)
+    crt.test_frule(f, *args)
+
+
+def test_ddof_through_the_engines():
+    from _array_checks import check_engines
+
+    def f(x):
+        spread = np.var(x, axis=0, ddof=x[0, 0] ** 2) @ np.arange(1.0, 4.0) + np.std(x, None, None, None, 1 + x[1, 2])
+        return spread + np.sum(np.nanstd(np.where(x > 0, x, np.nan), axis=1, ddof=x[2, 2] * 0.5))
+
+    check_engines(f, np.array([[0.3, -1.2, 0.8], [1.1, 0.4, 0.9], [-0.5, 1.6, 0.7]]))
 
 
 def test_initial_through_the_engines():

@@ -55,17 +55,22 @@ _ZERO = ZeroTangent()
 # ----- the skeleton ------------------------------------------------------------------------
 
 
+#: the options of reductions that their output depends on: ``initial=``, which takes part in every
+#: slice's reduction, and var's and std's ``ddof``, which divides the sum of squares by n - ddof
+_VALUED = ("initial", "ddof")
+
+
 def _register(fs: tuple, names: tuple[str, ...], defaults: dict, plan: Callable, batched: bool = False) -> None:
-    """Register rules for reductions of one argument ``x``; the rest are options, except ``initial=``.
+    """Register rules for reductions of one argument ``x``; the rest are options, except ``_VALUED``.
 
     ``plan(x, options, primal)`` returns ``(y, back, forward)``: the output (``primal()`` is the
     plain call, a plan may compute ``y`` itself from intermediates it needs anyway),
     ``back(dy)`` the cotangent of ``x`` (before projection) and ``forward(dx, batched)`` the
     tangent of ``y``. Intermediates they share are computed once in ``plan``. With
     ``batched=True``, ``back(dy, lead)`` also takes a batch of cotangents, ``lead`` being
-    ``(batch,)`` (or ``()`` for one cotangent). Given an ``initial=`` value, which takes part in
-    every slice's reduction, a plan returns a fourth: ``initial_partial()``, dy/d initial, of
-    ``y``'s shape; the engines pass an initial value being differentiated by its position.
+    ``(batch,)`` (or ``()`` for one cotangent). Where the output depends on options among
+    ``_VALUED``, a plan returns a fourth: ``{name: partial}``, ``partial()`` being dy/d option, of
+    ``y``'s shape; the engines pass such an option being differentiated by its position.
     """
     for f in fs:
         _register_one(f, names, defaults, plan, batched)
@@ -181,7 +186,7 @@ def _register_one(f, names, defaults, plan, batched=False):
     reduce = _DIRECT.get(f)
     quick = None if reduce is None else (reduce, _QUICK_BACKS[reduce])
     pullback_name = f"{name}_pullback"
-    at = names.index("initial") if "initial" in names else len(names)  # its position after x
+    valued = {names.index(n): n for n in _VALUED if n in names}  # their positions after x
 
     def reduction_rrule(x, *args, **kwargs):
         if quick is not None and not args and type(x) is np.ndarray and x.dtype.kind == "f":
@@ -192,20 +197,22 @@ def _register_one(f, names, defaults, plan, batched=False):
 
     def general_rrule(x, args, kwargs):
         options = bind(f, args, kwargs, names, defaults)
-        y, back, _, *initial_partial = plan(x, options, _primal(f, x, args, kwargs))
+        y, back, _, *partials = plan(x, options, _primal(f, x, args, kwargs))
         extra = (_NO,) * len(args)
         real = not _complex(y)
         batch_ndim = getattr(y, "ndim", 0) + 1  # a cotangent with this many axes is a batch
-        by_position = bool(initial_partial) and at < len(args)  # (by keyword it is a constant)
+        # the options given by position that the output depends on (one given by keyword is a constant)
+        by_position = {i: partials[0][n] for i, n in valued.items() if i < len(args) and partials and n in partials[0]}
 
-        def with_initial(dy, lead):
-            """``extra`` with the cotangent of an ``initial=`` given by position: dy's sum weighted by its partial."""
+        def with_options(dy, lead):
+            """``extra`` with the cotangents of ``by_position``: dy's sum weighted by each one's partial."""
             if not by_position:
                 return extra
-            p = conj(initial_partial[0]())
-            di = np.sum(p * dy, axis=tuple(range(len(lead), np.ndim(dy))))
-            di = match_input_batch(args[at], di) if lead else match_input(args[at], di)
-            return extra[:at] + (di,) + extra[at + 1 :]
+            cotangents = list(extra)
+            for i, partial in by_position.items():
+                d = np.sum(conj(partial()) * dy, axis=tuple(range(len(lead), np.ndim(dy))))
+                cotangents[i] = match_input_batch(args[i], d) if lead else match_input(args[i], d)
+            return tuple(cotangents)
 
         def reduction_pullback(dy):
             if type(dy) is not np.ndarray:
@@ -216,8 +223,8 @@ def _register_one(f, names, defaults, plan, batched=False):
                 dy = np.real(dy)  # a real output's cotangent is real
             if batched and getattr(dy, "ndim", 0) == batch_ndim:
                 lead = np.shape(dy)[:1]
-                return (_NO, match_input_batch(x, back(dy, lead))) + with_initial(dy, lead)
-            return (_NO, match_input(x, back(dy))) + with_initial(dy, ())
+                return (_NO, match_input_batch(x, back(dy, lead))) + with_options(dy, lead)
+            return (_NO, match_input(x, back(dy))) + with_options(dy, ())
 
         reduction_pullback.__qualname__ = f"{name}_pullback"
         return y, reduction_pullback
@@ -225,14 +232,15 @@ def _register_one(f, names, defaults, plan, batched=False):
     def reduction_frule(tangents, x, *args, **kwargs):
         options = bind(f, args, kwargs, names, defaults)
         dx = unthunk(tangents[1])
-        d_initial = unthunk(tangents[2 + at]) if len(tangents) > 2 + at else _ZERO
-        if isinstance(dx, AbstractZero) and isinstance(d_initial, AbstractZero):
+        moved = {i: unthunk(tangents[2 + i]) for i in valued if len(tangents) > 2 + i}
+        moved = {i: d for i, d in moved.items() if not isinstance(d, AbstractZero)}
+        if isinstance(dx, AbstractZero) and not moved:
             return f(x, *args, **kwargs), _ZERO
-        y, _, forward, *initial_partial = plan(x, options, lambda: f(x, *args, **kwargs))
+        y, _, forward, *partials = plan(x, options, lambda: f(x, *args, **kwargs))
         dy = dx if isinstance(dx, AbstractZero) else forward(dx, is_batched(x, dx))
-        if not isinstance(d_initial, AbstractZero):  # a number, or a batch of them
-            p = initial_partial[0]()
-            term = p * np.reshape(d_initial, np.shape(d_initial) + (1,) * np.ndim(p))
+        for i, d in moved.items():  # a number, or a batch of them
+            p = partials[0][valued[i]]()
+            term = p * np.reshape(d, np.shape(d) + (1,) * np.ndim(p))
             dy = term if isinstance(dy, AbstractZero) else dy + term
         return y, match_output(y, dy)
 
@@ -295,7 +303,7 @@ def _sum_plan(nan: bool):
         y = primal()
         if o["initial"] is None:
             return y, sum_back, sum_forward
-        return y, sum_back, sum_forward, lambda: np.ones(np.shape(y), dtype=real_dtype(y))
+        return y, sum_back, sum_forward, {"initial": lambda: np.ones(np.shape(y), dtype=real_dtype(y))}
 
     return plan
 
@@ -386,7 +394,7 @@ def _prod_plan(nan: bool):
 
         if o["initial"] is None:
             return y, prod_back, prod_forward
-        return y, prod_back, prod_forward, lambda: np.prod(xs, axis=axes, keepdims=keepdims)
+        return y, prod_back, prod_forward, {"initial": lambda: np.prod(xs, axis=axes, keepdims=keepdims)}
 
     return plan
 
@@ -474,7 +482,7 @@ def _extremum_plan(nan_wins: bool):
             tie = np.equal(y, initial).astype(real_dtype(x))
             return tie if count is None else tie / np.reshape(count, np.shape(tie))
 
-        return y, back, forward, initial_partial
+        return y, back, forward, {"initial": initial_partial}
 
     return plan
 
@@ -541,7 +549,7 @@ def _var_plan(x, o, primal, nan: bool = False):
     def var_forward(dx, batched):
         return (2.0 / divisor) * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
 
-    return y, var_back, var_forward
+    return y, var_back, var_forward, {"ddof": lambda: y / divisor}  # (the sum of squares over n - ddof)
 
 
 def _std_plan(x, o, primal, nan: bool = False):
@@ -555,7 +563,7 @@ def _std_plan(x, o, primal, nan: bool = False):
     def std_forward(dx, batched):
         return scale * np.sum(np.real(conj(centred) * dx), axis=shift(axes, batched), keepdims=keepdims)
 
-    return y, std_back, std_forward
+    return y, std_back, std_forward, {"ddof": lambda: y / (2.0 * divisor)}
 
 
 _VAR = ("axis", "dtype", "out", "ddof", "keepdims")
@@ -846,7 +854,7 @@ def _log_sum_exp_plan(exp: Callable):
             with np.errstate(invalid="ignore"):
                 return np.where(np.isinf(y), 0.0, exp(o["initial"] - y))
 
-        return y, log_sum_exp_back, log_sum_exp_forward, initial_partial
+        return y, log_sum_exp_back, log_sum_exp_forward, {"initial": initial_partial}
 
     return plan
 
