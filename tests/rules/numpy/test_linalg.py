@@ -496,6 +496,34 @@ def test_norm_ties_share_the_derivative():
 
 
 @pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("order", [3.0, 0.5, -2.0, 2.0, 1.0])
+def test_vector_norms_in_their_order(dtype, order):
+    """A p-norm given its p by position, as the engines pass one being differentiated, is
+    differentiated in p: (1/p) y (sum |x|^p log|x| / sum |x|^p - log(sum |x|^p) / p); the rules had
+    given it no derivative."""
+    rng = rng_for("pnorm", dtype, order)
+    v = rng.standard_normal(5).astype(dtype)
+    x = rng.standard_normal((3, 4)).astype(dtype)
+    for f in (np.linalg.norm, scipy.linalg.norm):
+        test_rrule(f, v, order)
+        test_frule(f, v, order)
+    test_rrule(np.linalg.norm, x, order, nondiff(1), nondiff(True))
+    test_frule(np.linalg.norm, x, order, nondiff(0))
+
+
+def test_norm_orders_being_differentiated_through_the_engines():
+    def f(x):
+        rows = np.linalg.norm(np.outer(x, x[:2]) + 0.1, ord=1.5 + x[1] ** 2, axis=0)
+        return np.linalg.norm(x, 2.5 + x[0] ** 2) + rows @ np.arange(1.0, 3.0) + np.linalg.norm(x, ord=np.inf * x[2])
+
+    x = np.array([0.3, 1.7, 0.4, -0.9])
+    expected = fd_jacobian(f, x)[0]
+    for engine in ("source", "tape"):
+        np.testing.assert_allclose(cr.gradient(f, x, engine=engine)[0], expected, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ALL)
 @pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf])
 def test_cond(dtype, p):
     a = wellcond(3, dtype=dtype, rng=rng_for("cond", dtype, p)) + np.diag([0.0, 0.3, 0.6]).astype(dtype)

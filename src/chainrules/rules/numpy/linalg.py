@@ -49,6 +49,7 @@ from ...core import (
     carries_batch,
     conj,
     frule,
+    match_input,
     match_input_batch,
     non_differentiable,
     rrule,
@@ -1461,6 +1462,44 @@ def _norm_tangent(x, dx, g, axes, keepdims):
     return np.real(np.sum(conj(g) * dx, axis=tuple(a + shift for a in axes), keepdims=keepdims))
 
 
+def _order_partial(x, y, order, axes, keepdims):
+    """dy/d ord of the norm ``y`` of ``x`` over ``axes``, a vector p-norm of finite nonzero p =
+    ``ord``: (1/p) y (sum |x|^p log|x| / sum |x|^p - log(sum |x|^p) / p); None for the other norms,
+    whose orders take values apart (its limit at p = inf is 0)."""
+    if len(axes) != 1 or order is None or isinstance(order, str) or order == 0 or np.isinf(order):
+        return None
+    ax = np.abs(as_array(x))
+    kept = y if keepdims else np.expand_dims(y, axes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        powers = ax**order
+        logs = np.log(np.where(ax == 0, 1, ax))  # (|x|^p log|x| -> 0 at 0, for p > 0; y = 0 for p < 0)
+        total = np.sum(powers, axis=axes, keepdims=True)
+        slope = kept / order * (np.sum(powers * logs, axis=axes, keepdims=True) / total - np.log(total) / order)
+    return _finish(np.where(kept == 0, 0, slope), axes, keepdims)
+
+
+def norm_rest_cotangents(x, y, rest: tuple, axes, keepdims, dy) -> tuple:
+    """The cotangents of a norm's arguments after ``x`` (``ord, axis, keepdims, ...``) given by
+    position, from the norm's cotangent ``dy`` (perhaps a batch): ``ord``'s where it is a p-norm's p
+    (``_order_partial``), which the engines pass by position when it is being differentiated."""
+    partial = _order_partial(x, y, rest[0], axes, keepdims) if rest else None
+    if partial is None or is_zero(dy):
+        return (NO,) * len(rest)
+    batch = carries_batch(y, dy)
+    d = np.sum(np.real(dy) * partial, axis=tuple(range(int(batch), np.ndim(dy))))
+    return (match_input_batch(rest[0], d) if batch else match_input(rest[0], d), *(NO,) * (len(rest) - 1))
+
+
+def norm_order_tangent(x, y, rest: tuple, axes, keepdims, tangents: tuple):
+    """The norm's tangent from its ``ord``'s tangent (the first of ``tangents`` after x's), or ZERO."""
+    d = unthunk(tangents[0]) if tangents else ZERO
+    partial = None if is_zero(d) else _order_partial(x, y, rest[0], axes, keepdims)
+    if partial is None:
+        return ZERO
+    term = partial * np.reshape(d, np.shape(d) + (1,) * np.ndim(partial))
+    return np.asarray(term, dtype=np.result_type(partial))[()]  # (in the norm's precision)
+
+
 def _norm_options(rest, kwargs):
     return options("numpy.linalg.norm", rest, kwargs, (("ord", None), ("axis", None), ("keepdims", False)))
 
@@ -1472,7 +1511,8 @@ def rrule_norm(x, *rest, **kwargs):
     back = _norm_rrule(x, y, g, axes, o["keepdims"])
 
     def norm_pullback(dy):
-        return back(dy) + (NO,) * len(rest)
+        dy = unthunk(dy)
+        return back(dy) + norm_rest_cotangents(x, y, rest, axes, o["keepdims"], dy)
 
     return y, norm_pullback
 
@@ -1482,9 +1522,11 @@ def frule_norm(tangents, x, *rest, **kwargs):
     o = _norm_options(rest, kwargs)
     (dx,) = _tangents(tangents)[:1]
     y, g, axes = _norm_setup(x, o["ord"], o["axis"], o["keepdims"])
+    dy = norm_order_tangent(x, y, rest, axes, o["keepdims"], tangents[2:])
     if is_zero(dx):
-        return y, ZERO
-    return y, _norm_tangent(x, dx, g, axes, o["keepdims"])
+        return y, dy
+    dy_x = _norm_tangent(x, dx, g, axes, o["keepdims"])
+    return y, dy_x if is_zero(dy) else dy_x + dy
 
 
 def _vector_norm_setup(x, axis, keepdims, order):

@@ -53,6 +53,8 @@ from ..numpy.linalg import (
     eigvals_tangent,
     eigvalsh_gradient,
     eigvalsh_tangent,
+    norm_order_tangent,
+    norm_rest_cotangents,
     pinv_gradient,
     pinv_tangent,
     qr_gradient,
@@ -1588,14 +1590,15 @@ def rrule_norm(a, *rest, **kwargs):
 
     def norm_pullback(dy):
         dy = unthunk(dy)
+        rest_cotangents = norm_rest_cotangents(a, y, rest, axes, o["keepdims"], dy)
         if is_zero(dy):
-            return (NO, ZERO) + (NO,) * len(rest)
+            return (NO, ZERO) + rest_cotangents
         if carries_batch(y, dy):
-            return (NO, project.batch(_norm_gradient_batch(dy, g, axes, o["keepdims"]))) + (NO,) * len(rest)
+            return (NO, project.batch(_norm_gradient_batch(dy, g, axes, o["keepdims"]))) + rest_cotangents
         dy = np.real(dy)
         if not o["keepdims"]:
             dy = np.expand_dims(dy, axes)
-        return (NO, project(dy * g)) + (NO,) * len(rest)
+        return (NO, project(dy * g)) + rest_cotangents
 
     return y, norm_pullback
 
@@ -1604,9 +1607,12 @@ def rrule_norm(a, *rest, **kwargs):
 def frule_norm(tangents, a, *rest, **kwargs):
     (da,) = _tangents(tangents)[:1]
     o, y, g, axes = _sp_norm_setup(a, rest, kwargs)
-    if is_zero(da):
-        return y, ZERO
-    dy = _norm_tangent(a, da, g, axes, o["keepdims"])
+    dy = norm_order_tangent(a, y, rest, axes, o["keepdims"], tangents[2:])
+    if not is_zero(da):
+        dy_a = _norm_tangent(a, da, g, axes, o["keepdims"])
+        dy = dy_a if is_zero(dy) else dy_a + dy
+    if is_zero(dy):
+        return y, dy
     return y, (float(dy) if isinstance(y, float) and np.ndim(dy) == 0 else dy)
 
 
