@@ -369,7 +369,20 @@ def periodic_b_spline(y):
     return np.sum(s(T))
 
 
+def filled_beyond(y):
+    f = si.interp1d(X, y, bounds_error=False, fill_value=(y[0] * 2, y[-1]))
+    return np.sum(f(T * 3))
+
+
+def clamped_at(y):
+    s = si.CubicSpline(X, y, bc_type=((1, y[0] - y[1]), (2, 0.0)))
+    return np.sum(s(T))
+
+
 REFUSED = [
+    # settings that carry a derivative: the rules had taken them for constants (a silent wrong derivative)
+    (filled_beyond, Y, cr.NoDerivativeError, "not in its settings"),
+    (clamped_at, Y, cr.NoDerivativeError, "not in its settings"),
     (in_knots, X, cr.NoDerivativeError, "not in its knots"),
     (grid_in_points, X, cr.NoDerivativeError, "not in its knots"),
     (nearest, Y, cr.NoDerivativeError, "piecewise constant"),

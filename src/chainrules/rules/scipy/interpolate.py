@@ -126,11 +126,18 @@ _KNOTS = (
 )
 
 
-def _no_knot_tangent(f, dx) -> None:
-    """Refuse a tangent of the knots (forward mode)."""
+_SETTINGS = (
+    "the interpolant is differentiated in the values it fits and in the points it is evaluated at, not in "
+    "its settings (interp1d's fill_value, the derivatives bc_type gives at the ends): take them from outside "
+    "the function being differentiated (a closure or a global)"
+)
+
+
+def _no_knot_tangent(f, dx, reason: str = _KNOTS) -> None:
+    """Refuse a tangent of the knots, or of another argument the rules do not differentiate (forward mode)."""
     dx = unthunk(dx)
     if not _is_zero(dx) and not (isinstance(dx, np.ndarray | float | int) and not np.any(dx)):
-        raise _refusal(f, None, _KNOTS)
+        raise _refusal(f, None, reason)
 
 
 def _columns(y, axis: int):
@@ -389,22 +396,27 @@ def _constructor_rules(f, build, tangent, carried, cotangent):
         owner = _engine_value(y)
         if _engine_value(x) is not None:
             raise _refusal(f, None, _KNOTS)
+        if _engine_value(rest, kwargs) is not None:  # (a Hessian's, or forward mode's through this rule)
+            raise _refusal(f, None, _SETTINGS)
         c = build(x, y, rest, kwargs)
         obj = c.built if owner is None else carried(c, y)
-        no_rest = (_NO,) * len(rest)
         knots = _refused(f, c.location, _KNOTS)
+        # the settings after y: given by position (where the engines pass one being differentiated), refused
+        settings = tuple(_refused(f, c.location, _SETTINGS) for _ in rest)
 
         def construct_pullback(d_obj):
             d_obj = unthunk(d_obj)
             dy = _ZERO if _is_zero(d_obj) else unthunk(cotangent(c, d_obj))
             if not _is_zero(dy) and type(y) is np.ndarray:
                 dy = ProjectTo(y)(dy)
-            return _NO, knots, dy, *no_rest
+            return _NO, knots, dy, *settings
 
         return obj, construct_pullback
 
     def frule_construct(tangents, x, y, *rest, **kwargs):
         _no_knot_tangent(f, tangents[1])
+        for d in tangents[3:]:
+            _no_knot_tangent(f, d, _SETTINGS)
         c = build(stood_for(x), stood_for(y), rest, kwargs)
         dy = unthunk(tangents[2])
         return c.built, _ZERO if _is_zero(dy) else tangent(c, dy)
