@@ -968,14 +968,19 @@ def test_ddof_through_the_engines():
 
 
 def test_initial_through_the_engines():
-    """An ``initial=`` being differentiated, given by keyword, through every engine and the Hessians."""
+    """An ``initial=`` being differentiated, given by keyword (to the ndarray methods and the ufuncs' reduce
+    too, whose signatures hide it), through every engine and the Hessians."""
 
     def f(x):
         total = np.sum(x**2, axis=0, initial=x[0, 0]) @ np.arange(1.0, 4.0)
         top = np.max(x, axis=1, initial=x[1, 2] ** 2) + np.min(x, initial=x[0, 1] - 1.0)
         positive = np.where(x > 0, x**2, np.nan)
         masked = np.prod(x, where=x > 0, initial=x[2, 1]) + np.nanmax(positive, initial=x[1, 2] + 2.0)
-        return total + np.sum(top * np.arange(3.0)) + masked + np.maximum.reduce(x.ravel(), initial=x[2, 2] * 3)
+        methods = (x * 2).sum(initial=x[0, 2]) + x.max(initial=x[2, 1] * 2) + x.prod(axis=0, initial=x[1, 1]) @ x[0]
+        ends = np.maximum.reduce(x.ravel(), initial=x[2, 2] * 3) + np.minimum.reduce(
+            x.ravel(), initial=x[1, 0] * 0.1, where=x.ravel() > 0
+        )
+        return total + np.sum(top * np.arange(3.0)) + masked + methods + ends
 
     from _array_checks import check_engines
 

@@ -74,6 +74,20 @@ def _register(fs: tuple, names: tuple[str, ...], defaults: dict, plan: Callable,
     """
     for f in fs:
         _register_one(f, names, defaults, plan, batched)
+        _declare_positions(f, names, defaults)
+
+
+def _declare_positions(f, names: tuple[str, ...], defaults: dict) -> None:
+    """Declare the positions of ``f``'s options where its signature hides one of ``_VALUED`` behind
+    ``**kwargs`` (the ndarray methods, the ufuncs' reduce), so that the engines pass one being
+    differentiated by its position."""
+    valued = [n for n in _VALUED if n in names]
+    if not valued or all(n in inspect.signature(f).parameters for n in valued):
+        return
+    P = inspect.Parameter
+    options = (P(n, P.POSITIONAL_OR_KEYWORD, default=defaults.get(n)) for n in names)
+    parameters = (P("array", P.POSITIONAL_ONLY), *options)
+    declare_parameters(f, lambda args: parameters)
 
 
 #: the ufunc reduction a NumPy reduction calls for an ndarray (``np.sum(x, axis=a)`` is
@@ -816,8 +830,8 @@ def frule_average(tangents, a, *args, **kwargs):
 
 _register((np.add.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _sum_plan(nan=False), batched=True)
 _register((np.multiply.reduce,), _PROD, {**_PROD_DEFAULTS, "axis": 0}, _prod_plan(nan=False), batched=True)
-_UFUNC_MAX = ("axis", "dtype", "out", "keepdims", "initial")
-_UFUNC_MAX_DEFAULTS = {"axis": 0, "dtype": None, "keepdims": False, "initial": None}
+_UFUNC_MAX = ("axis", "dtype", "out", "keepdims", "initial", "where")
+_UFUNC_MAX_DEFAULTS = {"axis": 0, "dtype": None, "keepdims": False, "initial": None, "where": True}
 _UFUNC_EXTREMA = (np.maximum.reduce, np.minimum.reduce)
 _register(_UFUNC_EXTREMA, _UFUNC_MAX, _UFUNC_MAX_DEFAULTS, _extremum_plan(nan_wins=True), batched=True)
 _register(
@@ -861,18 +875,6 @@ def _log_sum_exp_plan(exp: Callable):
 
 _register((np.logaddexp.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _log_sum_exp_plan(np.exp), batched=True)
 _register((np.logaddexp2.reduce,), _SUM, {**_SUM_DEFAULTS, "axis": 0}, _log_sum_exp_plan(np.exp2), batched=True)
-
-
-def _reduce_parameters(args) -> tuple:
-    """The positions of a ufunc's reduce, which has no signature: an ``initial=`` value being
-    differentiated is passed by its position."""
-    P = inspect.Parameter
-    defaults = (("axis", 0), ("dtype", None), ("out", None), ("keepdims", False), ("initial", None))
-    return (P("array", P.POSITIONAL_ONLY), *(P(n, P.POSITIONAL_OR_KEYWORD, default=d) for n, d in defaults))
-
-
-for _ufunc in (np.add, np.multiply, np.maximum, np.minimum, np.fmax, np.fmin, np.logaddexp, np.logaddexp2):
-    declare_parameters(_ufunc.reduce, _reduce_parameters)
 
 
 _register((np.add.accumulate,), _SCAN, {**_SCAN_DEFAULTS, "axis": 0}, _cumsum_plan, batched=True)
