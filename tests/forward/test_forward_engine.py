@@ -384,3 +384,32 @@ def test_a_copy_of_an_integer_input_written_over_in_every_engine(dtype):
     ):
         np.testing.assert_allclose(J, expected, rtol=1e-14)
     np.testing.assert_allclose(cr.gradient(lambda x: np.sum(_overwritten_copy(x)), x)[0], expected.sum(axis=0))
+
+
+# ----- lists of numbers holding duals, given to NumPy functions -----------------------------------
+
+
+LISTS_OF_NUMBERS = {
+    "dot": lambda x: np.dot(x, [x[0], 1.0, 2.0]),
+    "matmul": lambda x: np.matmul([[x[1], 1.0], [0.5, x[2]]], x[:2]),
+    "outer": lambda x: np.outer(x, [x[0], 1.0]),
+    "kron": lambda x: np.kron(x, [x[0], 1.0]),
+    "cross": lambda x: np.cross(x, [x[0], 1.0, 2.0]),
+    "tensordot": lambda x: np.tensordot(x, [x[0], 1.0, 2.0], 1),
+    "einsum": lambda x: np.einsum("i,i->i", x, [x[0], 1.0, 2.0]),
+    "solve": lambda x: np.linalg.solve(np.diag(x + 3), [x[0], 1.0, 2.0]),
+    "diff prepend": lambda x: np.diff(x, prepend=[x[0], 0.3]),
+    "average weights": lambda x: np.average(x, weights=[x[0] ** 2, 1.0, 1.0]),
+    "cov aweights": lambda x: np.cov(np.stack([x, x**2]), aweights=[x[0] ** 2, 1.0, 1.0]),
+    "trapezoid points": lambda x: np.trapezoid(x**2, x=[0.0, 1.0 + x[0] ** 2, 3.0]),
+    "ufunc": lambda x: np.add(x, [x[0], 1.0, 2.0]) * np.hypot(x, [[x[1]], [2.0]]),
+}
+
+
+@pytest.mark.parametrize("name", LISTS_OF_NUMBERS)
+def test_lists_of_numbers_holding_duals(name):
+    """A list of numbers some of which carry derivatives, given to a NumPy function after an array
+    (``np.dot(x, [x[0], 1.0, 2.0])``), reaches its rule as the array NumPy makes of it, with an array
+    tangent: the rules had been given the list's tangent as a structure, and failed on it (a ValueError)."""
+    f, x = LISTS_OF_NUMBERS[name], np.array([0.3, 1.7, -0.4])
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), fd_jacobian_shaped(f, x), rtol=1e-7, atol=1e-9)
