@@ -521,6 +521,22 @@ def test_nan_to_num_replacements_are_differentiated(x, values):
     crt.test_frule(np.nan_to_num, x, crt.nondiff(True), *(crt.nondiff(v) if v is None else v for v in values))
 
 
+def test_nan_to_num_keeps_the_finite_part_of_a_complex_entry():
+    """A complex entry's parts are replaced apart: the finite part of one whose other part is not
+    passes its derivative, which the rules had given to neither part (their partial was whether the
+    whole entry is finite). Through the engines: finite differences cannot step across a part that is
+    not finite."""
+    from _array_checks import check_engines
+
+    special = np.array([complex(np.inf, 0.0), complex(0.0, np.nan), complex(-np.inf, np.inf), 0j])
+
+    def f(x):
+        z = special + x * np.array([0.0, 1.0, 0.0, 1.0]) + 1j * x * np.array([1.0, 0.0, 0.0, 1.0])
+        return np.sum(np.abs(np.nan_to_num(z, posinf=x[2] * 2, neginf=1.5, nan=x[0] ** 2)) ** 2 * np.arange(1.0, 5.0))
+
+    check_engines(f, np.array([0.3, 1.7, -0.4, 0.8]))
+
+
 def test_nan_to_num_replacements_through_the_engines():
     """``np.nan_to_num(y, nan=x[1], ...)`` with replacements computed from the values differentiated."""
     from _array_checks import check_engines

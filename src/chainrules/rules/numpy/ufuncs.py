@@ -802,18 +802,27 @@ _NAN_TO_NUM = ("copy", "nan", "posinf", "neginf")
 
 @rrule.register(np.nan_to_num, batched=True)
 def rrule_nan_to_num(x, *args, **kwargs):
-    y, ps = _nan_to_num(x, args, kwargs)
+    y, ps, parts = _nan_to_num(x, args, kwargs)
 
     def nan_to_num_pullback(dy):
-        return (_NO,) + pull((x, *args), ps, y, dy)
+        cotangents = pull((x, *args), ps, y, dy)
+        dy = unthunk(dy)
+        if parts is None or isinstance(dy, AbstractZero):
+            return (_NO, *cotangents)
+        return (_NO, *pull((x,), [1.0], y, parts(dy)), *cotangents[1:])
 
     return y, nan_to_num_pullback
 
 
 @frule.register(np.nan_to_num, batched=True)
 def frule_nan_to_num(tangents, x, *args, **kwargs):
-    y, ps = _nan_to_num(x, args, kwargs)
-    return y, push((x, *args), ps, y, tangents[1:])
+    y, ps, parts = _nan_to_num(x, args, kwargs)
+    dy = push((x, *args), ps, y, tangents[1:])
+    dx = unthunk(tangents[1])
+    if parts is None or isinstance(dx, AbstractZero):
+        return y, dy
+    dy_x = push((x,), [1.0], y, (parts(dx),))
+    return y, dy_x if isinstance(dy, AbstractZero) else dy_x + dy
 
 
 #: which entries each replacement value of nan_to_num (given by position after ``copy``) takes
@@ -821,9 +830,12 @@ _REPLACED = (np.isnan, np.isposinf, np.isneginf)
 
 
 def _nan_to_num(x, args, kwargs):
-    """The primal of nan_to_num and the partials of ``x`` and its positional arguments: ``x``'s is 1
-    where it is finite, a replacement value's 1 where it replaced an entry (of the real or the
-    imaginary part); ``copy`` and a default (None) replacement have none."""
+    """The primal of nan_to_num, the partials of ``x`` and its positional arguments, and for a complex
+    ``x`` the map of a tangent or cotangent onto the parts it keeps (None for a real one): ``x``'s
+    partial is 1 where it is finite (for a complex one, where both parts are: a part is kept or
+    replaced apart from the other, a real-linear map, which ``parts`` is), a replacement value's 1
+    where it replaced an entry (of the real or the imaginary part); ``copy`` and a default (None)
+    replacement have none."""
     options = bind(np.nan_to_num, args, kwargs, _NAN_TO_NUM, {"copy": True, "nan": 0.0, "posinf": None, "neginf": None})
     if not options.pop("copy"):
         raise option_refused(
@@ -832,12 +844,17 @@ def _nan_to_num(x, args, kwargs):
         )
     y = np.nan_to_num(x, **options)
     xs = array_or_active(x)
+    complex_x = xs.dtype.kind == "c"
 
     def replaced(test):
-        return test(xs.real) + 1j * test(xs.imag) if xs.dtype.kind == "c" else test(xs)
+        return test(xs.real) + 1j * test(xs.imag) if complex_x else test(xs)
 
     values = [None if v is None else replaced(test) for v, test in zip(args[1:], _REPLACED)]
-    return y, [np.isfinite(x), None, *values][: 1 + len(args)]
+    ps = [None if complex_x else np.isfinite(x), None, *values][: 1 + len(args)]
+    if not complex_x:
+        return y, ps, None
+    real, imaginary = np.isfinite(xs.real), np.isfinite(xs.imag)
+    return y, ps, lambda d: np.where(real, np.real(d), 0) + 1j * np.where(imaginary, np.imag(d), 0)
 
 
 def _where_partials(cond, a, b):
