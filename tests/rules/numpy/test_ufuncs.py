@@ -719,6 +719,18 @@ def test_interp_with_a_period_being_differentiated():
 
 
 
+def test_clip_bounds_given_as_min_and_max():
+    """np.clip's min= and max= are keyword-only: the engines had refused bounds being differentiated
+    given there; they pass them by the positions declared for them, after out."""
+    from _array_checks import check_engines
+
+    def f(x):
+        y = np.clip(np.sin(x * 3), min=x[0] - 0.5, max=x[1] ** 2) + np.clip(x, max=np.cos(x[2]))
+        return np.sum(y * np.arange(1.0, 5.0))
+
+    check_engines(f, np.array([0.3, 0.7, -0.4, 0.9]))
+
+
 LISTS_OF_VALUES_BEING_DIFFERENTIATED = {
     "interp by keyword": lambda x: np.sum(np.interp(x=x, xp=[-1.0, 0.0, 2.0], fp=[x[0], 1.0, x[1]]) ** 2),
     "interp points": lambda x: np.sum(np.interp(x, [-1.0, x[0] - 0.5, 2.0], [x[2], 1.0, 3.0])),

@@ -48,6 +48,7 @@ from ...core import (
 )
 from ...core.active import stood_for
 from ...core.errors import option_refused
+from ...core.keywords import declare_parameters
 from ...core.projection import numpy_cotangent
 from ..operators import _array_cotangent, frule_on_arrays, rrule_on_arrays
 from ._arrays import array_or_active, scatter_add, tangent_array
@@ -1050,7 +1051,8 @@ def frule_interp(tangents, x, xp, fp, *args, **kwargs):
 
 
 def _clip_rules(f, names: tuple[str, ...], defaults: dict):
-    """Rules for ``np.clip(a, a_min, a_max)`` and ``ndarray.clip(min, max)``: bounds may be arrays or None."""
+    """Rules for ``np.clip(a, a_min, a_max)`` (or ``min=``, ``max=``) and ``ndarray.clip(min, max)``:
+    bounds may be arrays or None."""
     lo_name, hi_name = names[:2]
 
     def clip_call(a, args, kwargs):
@@ -1060,15 +1062,15 @@ def _clip_rules(f, names: tuple[str, ...], defaults: dict):
         y = np.clip(a, lo, hi)
         pa, plo, phi = _clip_partials(a, lo, hi)
         # partials of the positional arguments; a bound given by keyword is a constant
-        given = args[:2]
-        ps = [pa] + [None if g is None else p for g, p in zip(given, (plo, phi))]
-        return y, (a,) + tuple(given), ps
+        partials = {lo_name: plo, "min": plo, hi_name: phi, "max": phi}
+        ps = [None if v is None or v is np._NoValue else partials.get(n) for n, v in zip(names, args)]
+        return y, (a, *args), [pa, *ps]
 
     def rrule_clip(a, *args, **kwargs):
         y, inputs, ps = clip_call(a, args, kwargs)
 
         def clip_pullback(dy):
-            return (_NO,) + pull(inputs, ps, y, dy) + (_NO,) * (len(args) - len(inputs) + 1)
+            return (_NO,) + pull(inputs, ps, y, dy)
 
         return y, clip_pullback
 
@@ -1095,7 +1097,18 @@ def _clip_partials(a, lo, hi):
     return inside, below, above
 
 
-_clip_rules(np.clip, ("a_min", "a_max", "out"), {"a_min": None, "a_max": None, "min": None, "max": None})
+_clip_rules(np.clip, ("a_min", "a_max", "out", "min", "max"), {"a_min": None, "a_max": None, "min": None, "max": None})
+
+
+def _clip_parameters(args) -> tuple:
+    """np.clip's positions, ``min=`` and ``max=`` (keyword-only) after ``out``: where the engines pass
+    one being differentiated."""
+    P = inspect.Parameter
+    bounds = ("a_min", "a_max", "out", "min", "max")
+    return (P("a", P.POSITIONAL_ONLY), *(P(n, P.POSITIONAL_OR_KEYWORD, default=None) for n in bounds))
+
+
+declare_parameters(np.clip, _clip_parameters)
 _clip_rules(np.ndarray.clip, ("min", "max", "out"), {"min": None, "max": None})
 # the ufunc behind both (``ndarray.clip`` calls it), which the tape and forward mode see on their values
 _clip_rules(np._core.umath.clip, ("min", "max", "out"), {"min": None, "max": None})
