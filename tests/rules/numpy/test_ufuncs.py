@@ -737,6 +737,7 @@ LISTS_OF_VALUES_BEING_DIFFERENTIATED = {
     "polyval": lambda x: np.sum(np.polyval([x[0], 1.0, x[1]], x)) + np.sum(np.polyval(x, [x[2], 0.5])),
     "choose": lambda x: np.sum(np.choose([0, 1, 0], [x, [x[1], 2.0, x[2] ** 2]]) ** 2),
     "where": lambda x: np.sum(np.where(x > 0, x, [x[0], 1.0, x[1] ** 2]) ** 2),
+    "clip": lambda x: np.sum(np.clip(x, [x[2] + 1.0, -1.0, -1.0], 1.0) * np.arange(1.0, 4.0)),
 }
 
 
@@ -744,7 +745,8 @@ LISTS_OF_VALUES_BEING_DIFFERENTIATED = {
 def test_lists_of_values_being_differentiated(name):
     """A list holding values being differentiated, passed after the first argument: forward mode gives
     its rule the list's tangent as a structure of its entries' tangents, which np.interp's, np.polyval's
-    and the elementwise rules' pushforwards had indexed as an array (a TypeError or a ValueError)."""
+    and the elementwise rules' pushforwards had indexed as an array (a TypeError or a ValueError); np.clip's
+    rules had compared a list of bounds with a number (a TypeError, under every engine)."""
     f, x = LISTS_OF_VALUES_BEING_DIFFERENTIATED[name], np.array([0.3, 1.7, -0.4])
     expected = crt.fd_jacobian(f, x)[0]
     np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-7, atol=1e-9)

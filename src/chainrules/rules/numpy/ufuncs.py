@@ -1060,7 +1060,8 @@ def _clip_rules(f, names: tuple[str, ...], defaults: dict):
         lo = bound[lo_name] if bound[lo_name] is not None else bound.get("min")
         hi = bound[hi_name] if bound[hi_name] is not None else bound.get("max")
         y = np.clip(a, lo, hi)
-        pa, plo, phi = _clip_partials(a, lo, hi)
+        # (a bound given as a list is compared as the array NumPy makes of it)
+        pa, plo, phi = _clip_partials(a, *(b if b is None else array_or_active(b) for b in (lo, hi)))
         # partials of the positional arguments; a bound given by keyword is a constant
         partials = {lo_name: plo, "min": plo, hi_name: phi, "max": phi}
         ps = [None if v is None or v is np._NoValue else partials.get(n) for n, v in zip(names, args)]
