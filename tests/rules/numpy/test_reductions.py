@@ -401,7 +401,20 @@ SEVERAL = [
     (np.trapezoid, (_r(4, dtype=np.float32),), {"dx": 0.5}),
     (np.trapezoid, (_r(3, 4, dtype=np.float32), _r(4, dtype=np.float32)), {}),
     (np.trapezoid, (_r(2, 4, dtype=np.complex128), np.sort(_r(4))), {}),
+    (np.trapezoid, ([0.3, 1.2, -0.7], [0.2, -0.4, 1.1]), {}),  # lists, as NumPy takes them
+    (np.trapezoid, ([[0.3, 1.2], [-0.7, 2.0]], ND(None), 0.5), {"axis": 0}),
 ]
+
+
+def test_trapezoid_of_a_list_of_entries_through_the_source_engine():
+    t = np.array([0.2, -0.4, 1.1])
+
+    def f(x):
+        return np.trapezoid([x[0], x[1] ** 2, x[2]], [x[0], 0.0, 1.0])
+
+    x = np.array([0.3, 1.2, -0.7])
+    np.testing.assert_allclose(cr.gradient(f, x)[0], crt.fd_jacobian(f, x)[0], atol=1e-8)
+    np.testing.assert_allclose(cr.gradient(lambda x: np.trapezoid([x[0], x[1], x[2]], t), x)[0], [-0.3, 0.45, 0.75])
 
 
 def _several_id(case):

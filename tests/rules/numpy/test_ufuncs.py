@@ -837,6 +837,27 @@ def test_sign_of_complex_scalars_and_lists(z):
     crt.test_frule(np.sign, z)
 
 
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        (([0.3, 1.7, -1.4], -0.5, [1.0, 1.0, 0.5]), {}),  # lists get structural cotangents (Tangent[list])
+        ((np.array([[0.3, 1.7, -1.4, 2.0]]),), {"a_min": [-1.0, 0.0, 0.5, 1.5], "a_max": 0.8}),
+    ],
+    ids=["positional", "keyword-bound"],
+)
+def test_clip_takes_lists_as_numpy_does(args, kwargs):
+    crt.test_rrule(np.clip, *args, fkwargs=kwargs)
+    crt.test_frule(np.clip, *args, fkwargs=kwargs)
+
+
+def test_clip_of_a_list_of_entries_through_the_source_engine():
+    def f(x):
+        return np.sum(np.clip([x[0], x[1], x[2]], -0.5, 0.5) * np.array([1.0, 2.0, 3.0]))
+
+    x = np.array([0.3, 1.2, -0.1])
+    np.testing.assert_allclose(cr.gradient(f, x)[0], crt.fd_jacobian(f, x)[0], atol=1e-8)
+
+
 @pytest.mark.parametrize("mode", ["forward", "reverse"])
 def test_sign_jacobian_of_complex_input_matches_finite_differences(mode):
     J = cr.jacobian(np.sign, _Z, mode=mode)

@@ -1135,6 +1135,7 @@ def frule_ediff1d(tangents, ary, *args, **kwargs):
 def _trapezoid_parts(y, x, dx, axis):
     """``(mean, step)``: the means of neighbouring samples of ``y`` along ``axis`` and the widths
     of the trapezoids (``dx``, or ``diff(x)`` placed to broadcast against the means)."""
+    y = array_or_active(y)
     ndim = np.ndim(y)
     head = [slice(None)] * ndim
     tail = [slice(None)] * ndim
@@ -1203,15 +1204,15 @@ def rrule_trapezoid(y, *args, **kwargs):
         if carries_batch(out, dout):  # a batch of cotangents: the same with the batch axis in front
             return (_NO, *_trapezoid_batch(y, x, dx, axis, mean, step, dout, differentiated, len(args)))
         g = np.expand_dims(dout, axis)
-        dy = match_input(y, _mean_adjoint(np.broadcast_to(g * conj(step), np.shape(mean)), axis, np.shape(y)[axis]))
+        dy = to_input(y, _mean_adjoint(np.broadcast_to(g * conj(step), np.shape(mean)), axis, np.shape(y)[axis]))
         through = g * conj(mean)  # the cotangent of the steps
         if differentiated and x is not None and np.ndim(x) == 1:
             others = tuple(i for i in range(np.ndim(through)) if i != axis)
-            grads[0] = match_input(x, _diff_adjoint(np.sum(through, axis=others), 0, np.size(x)))
+            grads[0] = to_input(x, _diff_adjoint(np.sum(through, axis=others), 0, np.size(x)))
         elif differentiated and x is not None:
-            grads[0] = match_input(x, _diff_adjoint(sum_to(through, np.shape(step)), axis, np.shape(x)[axis]))
+            grads[0] = to_input(x, _diff_adjoint(sum_to(through, np.shape(step)), axis, np.shape(x)[axis]))
         elif differentiated:
-            grads[1] = match_input(dx, sum_to(through, np.shape(dx)))
+            grads[1] = to_input(dx, sum_to(through, np.shape(dx)))
         return (_NO, dy, *grads)
 
     return out, trapezoid_pullback
@@ -1223,15 +1224,15 @@ def _trapezoid_batch(y, x, dx, axis, mean, step, dout, differentiated, n_args):
     g = np.expand_dims(dout, axis + 1)
     lead = np.shape(dout)[:1]
     n = np.shape(y)[axis]
-    dy = match_input_batch(y, _mean_adjoint(np.broadcast_to(g * conj(step), lead + np.shape(mean)), axis + 1, n))
+    dy = batch_to_input(y, _mean_adjoint(np.broadcast_to(g * conj(step), lead + np.shape(mean)), axis + 1, n))
     through = g * conj(mean)
     if differentiated and x is not None and np.ndim(x) == 1:
         others = tuple(i for i in range(1, np.ndim(through)) if i != axis + 1)
-        grads[0] = match_input_batch(x, _diff_adjoint(np.sum(through, axis=others), 1, np.size(x)))
+        grads[0] = batch_to_input(x, _diff_adjoint(np.sum(through, axis=others), 1, np.size(x)))
     elif differentiated and x is not None:
-        grads[0] = match_input_batch(x, _diff_adjoint(unbroadcast_batch(step, through), axis + 1, np.shape(x)[axis]))
+        grads[0] = batch_to_input(x, _diff_adjoint(unbroadcast_batch(step, through), axis + 1, np.shape(x)[axis]))
     elif differentiated:
-        grads[1] = match_input_batch(dx, through)
+        grads[1] = batch_to_input(dx, through)
     return (dy, *grads)
 
 
@@ -1240,9 +1241,9 @@ def frule_trapezoid(tangents, y, *args, **kwargs):
     out = np.trapezoid(y, *args, **kwargs)
     x, dx, axis = _trapezoid_options(y, args, kwargs)
     mean, step = _trapezoid_parts(y, x, dx, axis)
-    dy = unthunk(tangents[1])
+    dy = tangent_array(y, unthunk(tangents[1]))
     slot = 0 if x is not None else 1
-    dspacing = unthunk(tangents[slot + 2]) if len(tangents) > slot + 2 else _ZERO
+    dspacing = tangent_array(args[slot], unthunk(tangents[slot + 2])) if len(tangents) > slot + 2 else _ZERO
     terms = []
     if not isinstance(dy, AbstractZero):
         lead = 1 if is_batched(y, dy) else 0

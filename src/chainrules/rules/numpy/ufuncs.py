@@ -1068,6 +1068,8 @@ def _clip_rules(f, names: tuple[str, ...], defaults: dict):
         return y, (a, *args), [pa, *ps]
 
     def rrule_clip(a, *args, **kwargs):
+        if any(isinstance(v, _SEQUENCES) for v in (a, *args)):
+            return rrule_on_arrays(rrule_clip, (a, *args), kwargs)
         y, inputs, ps = clip_call(a, args, kwargs)
 
         def clip_pullback(dy):
@@ -1076,6 +1078,8 @@ def _clip_rules(f, names: tuple[str, ...], defaults: dict):
         return y, clip_pullback
 
     def frule_clip(tangents, a, *args, **kwargs):
+        if any(isinstance(v, _SEQUENCES) for v in (a, *args)):
+            return frule_on_arrays(frule_clip, tangents, (a, *args), kwargs)
         y, inputs, ps = clip_call(a, args, kwargs)
         return y, push(inputs, ps, y, tangents[1:])
 
@@ -1088,6 +1092,7 @@ def _clip_partials(a, lo, hi):
 
     At a tie the cotangent goes to ``a``; where lo > hi NumPy returns hi, and so does the mask.
     """
+    lo, hi = (None if v is None else array_or_active(v) for v in (lo, hi))  # (a bound given by keyword may be a list)
     below = a < lo if lo is not None else None
     above = a > hi if hi is not None else None
     if below is not None and above is not None and np.any(lo > hi):
