@@ -450,6 +450,19 @@ def test_matrix_power(dtype, n):
     np.testing.assert_array_equal(cr.rrule(np.linalg.matrix_power, a, n)[0], np.linalg.matrix_power(a, n))
 
 
+@pytest.mark.parametrize("n", [3, -2])
+def test_matrix_power_of_a_nested_list(n):
+    a = [[2.3, 1.2], [-0.7, 1.5]]  # as NumPy takes it: the array of it
+    test_rrule(np.linalg.matrix_power, a, nondiff(n))
+    test_frule(np.linalg.matrix_power, a, nondiff(n))
+
+    def f(x):
+        return np.sum(np.linalg.matrix_power([[x[0], x[1]], [x[2], 1.5]], n))
+
+    x = np.array([2.3, 1.2, -0.7])
+    np.testing.assert_allclose(cr.gradient(f, x)[0], fd_jacobian(f, x)[0], rtol=1e-6)
+
+
 VECTOR_ORDS = [None, 1, 2, np.inf, -np.inf, 3, 0.5, -2]
 MATRIX_ORDS = [None, "fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf]
 

@@ -245,6 +245,15 @@ SELECTING = [
 
 CASES = RESHAPING + PERMUTING + REPEATING + DELETING + INSERTING + CONVERTING + JOINING + SPLITTING + SELECTING
 
+# selections from a list NumPy takes as an array: every entry of the list gets its cotangent (none dropped)
+SELECTING_FROM_LISTS = [
+    Case(np.take, [0.3, 1.2, -0.7], C([0, 2, 2])),
+    Case(np.take, [[0.3, 1.2], [-0.7, 2.0]], C([1, 1]), C(0)),
+    Case(np.compress, C([True, False, True]), [0.3, 1.2, -0.7]),
+    Case(np.diagonal, [[2.3, 1.2], [-0.7, 1.5]]),
+    Case(np.trace, [[2.3, 1.2], [-0.7, 1.5]]),
+]
+
 # orders that follow the memory layout: checked with finite differences that keep the layout
 LAYOUT_DEPENDENT = [
     Case(np.reshape, np.asfortranarray(rand(2, 3)), C((3, 2)), order="A"),
@@ -267,6 +276,21 @@ def test_frule(case):
 @pytest.mark.parametrize("case", CASES + LAYOUT_DEPENDENT, ids=str)
 def test_batched_frule(case):
     check_batched_frule(case.f, *case.args, fkwargs=case.kwargs)
+
+
+@pytest.mark.parametrize("case", SELECTING_FROM_LISTS, ids=str)
+def test_selections_from_lists(case):
+    crt.test_rrule(case.f, *case.testing_args(), fkwargs=case.kwargs)
+    crt.test_frule(case.f, *case.testing_args(), fkwargs=case.kwargs)
+
+
+def test_selections_from_a_list_of_entries_through_the_source_engine():
+    def f(x):
+        m = [[x[0], x[1]], [x[2], 1.5]]
+        return np.trace(m) + np.sum(np.diagonal(m) ** 2) + np.sum(np.take([x[0], x[1], x[2]], [0, 2, 2]) * x)
+
+    x = np.array([0.3, 1.2, -0.7])
+    np.testing.assert_allclose(cr.gradient(f, x)[0], crt.fd_jacobian(f, x)[0], atol=1e-8)
 
 
 @pytest.mark.parametrize("case", LAYOUT_DEPENDENT, ids=str)

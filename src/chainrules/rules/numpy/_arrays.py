@@ -363,6 +363,9 @@ def scatter_thunk(x, index, dy, view=None, unique: bool | None = None):
         # NumPy's tests of the number (np.iscomplexobj) would cost more than the scatter
         if x.dtype.kind in "fc":
             return element_scatter(x, index, dy)
+    if isinstance(x, (list, tuple)):  # (np.take of a list): scattered into NumPy's array of it, then structural
+        array = np.asarray(x)
+        return Thunk(lambda: to_input(x, unthunk(scatter_thunk(array, index, dy, view, unique))))
     dtype = tangent_dtype(x)
     if dtype is None:
         return NO
@@ -449,6 +452,9 @@ def scatter_batch_thunk(x, index: tuple, dys, view=None, unique: bool | None = N
     the batch axis. With a full slice put in front, the index's advanced parts stay side by
     side, so the selected rows keep the batch axis first, as ``dys`` has it.
     """
+    if isinstance(x, (list, tuple)):  # as in scatter_thunk
+        array = np.asarray(x)
+        return Thunk(lambda: batch_to_input(x, unthunk(scatter_batch_thunk(array, index, dys, view, unique))))
     dtype = tangent_dtype(x)
     if dtype is None:
         return NO

@@ -58,6 +58,7 @@ from ...core import (
     unthunk,
 )
 from ...core.errors import at_user
+from ..operators import frule_on_arrays, rrule_on_arrays
 from ..scipy._lapack import (
     LU,
     NO,
@@ -1278,6 +1279,8 @@ def _run_power(base, program, out):
 
 @rrule.register(linalg.matrix_power, batched=True)
 def rrule_matrix_power(a, n):
+    if isinstance(a, (list, tuple)):  # (its products would be of lists)
+        return rrule_on_arrays(rrule_matrix_power, (a, n))
     project = projector(a)
     n = int(n)
     if n == 0:
@@ -1310,6 +1313,8 @@ def rrule_matrix_power(a, n):
 
 @frule.register(linalg.matrix_power, batched=True)
 def frule_matrix_power(tangents, a, n):
+    if isinstance(a, (list, tuple)):
+        return frule_on_arrays(frule_matrix_power, tangents, (a, n))
     (da,) = _tangents(tangents)[:1]
     n = int(n)
     if n == 0 or is_zero(da):

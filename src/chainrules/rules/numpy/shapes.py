@@ -1395,7 +1395,7 @@ def _take_rule(f):
         options = dict(zip(("axis", "out", "mode"), args), **kwargs)
         axis, mode = options.get("axis"), options.get("mode", "raise")
         y = f(a, indices, *args, **kwargs)
-        dx = unthunk(tangents[1])
+        dx = tangent_array(a, unthunk(tangents[1]))
         if isinstance(dx, AbstractZero):
             return y, dx
         lead = _lead(a, dx)
