@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import chainrules as cr
+from chainrules.core import match_input_batch
 
 
 @pytest.mark.parametrize(
@@ -31,3 +32,13 @@ def test_a_real_input_gets_the_real_part_and_an_array_of_its_shape_passes_as_it_
     assert cr.match_input(x, same) is same
     z = np.ones(3, np.complex128)
     assert cr.match_input(z, np.full((2, 3), 1j)).tolist() == [2j, 2j, 2j]
+
+
+def test_a_list_numpy_took_as_an_array_gets_a_structural_cotangent():
+    # as an engine splits a list's cotangent by element (an array would be split along a batch axis)
+    got = cr.match_input([[1.0, 2], [3.0, True]], np.array([[1.0 + 1j, 2.0], [3.0, 4.0]]))
+    assert got == cr.Tangent[list](cr.Tangent[list](1.0, 2.0), cr.Tangent[list](3.0, cr.NoTangent()))
+    assert cr.match_input((1.0, 2.0), np.array([[1.0, 2.0], [3.0, 4.0]])) == cr.Tangent[tuple](4.0, 6.0)
+    batch = match_input_batch([1.0, np.float32(2.0)], np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+    np.testing.assert_array_equal(batch[0], [1.0, 3.0, 5.0])
+    assert batch[1].dtype == np.float32 and batch[1].tolist() == [2.0, 4.0, 6.0]

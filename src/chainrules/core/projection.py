@@ -372,6 +372,9 @@ def match_input_batch(x, dx):
     if isinstance(x, (bool, np.bool_)):
         return _NO
     dx = unbroadcast_batch(x, dx)
+    if isinstance(x, (list, tuple)) and isinstance(dx, np.ndarray):
+        # a list NumPy took as an array: structural, as an engine splits it (an array would be split along the batch)
+        return Tangent[type(x)](*(match_input_batch(e, dx[:, i]) for i, e in enumerate(x)))
     if _is_duck_array(dx) or _is_duck_array(x):
         return np.real(dx) if np.iscomplexobj(dx) and not np.iscomplexobj(x) else dx
     # the dtypes ``match_input`` gives each row
@@ -421,6 +424,9 @@ def match_input(x, dx):
         return dx
     if np.shape(dx) != np.shape(x):
         dx = unbroadcast(x, dx)
+    if isinstance(x, (list, tuple)) and isinstance(dx, np.ndarray):
+        # a list NumPy took as an array: structural, as the cotangents of lists are everywhere else
+        return Tangent[type(x)](*(match_input(e, dx[i]) for i, e in enumerate(x)))
     if _is_duck_array(dx) or _is_duck_array(x):
         # keep another library's array-like (a dual number), or a constant cotangent of one; only realness is matched
         return np.real(dx) if np.iscomplexobj(dx) and not np.iscomplexobj(x) else dx

@@ -29,6 +29,13 @@ def test_rrule_of_a_zero_dimensional_input():
     crt.test_rrule(np.piecewise, np.array(0.7), [np.array(True)], [np.tanh, 2.0])
 
 
+def test_rules_of_a_list_input():
+    # NumPy takes the list as an array; its cotangent is structural (Tangent[list]), as a list's is elsewhere
+    xs, conds = [-1.0, 0.5, 2.0], [np.array([True, False, False])]
+    crt.test_rrule(np.piecewise, xs, conds, [lambda v: v**2, np.sin])
+    crt.test_frule(np.piecewise, xs, conds, [lambda v: v**2, np.sin])
+
+
 def test_frule_through_the_callables_frules():
     crt.test_frule(np.piecewise, X, [X < 0, X > 1], [np.exp, np.sin, 0.5])
     crt.test_frule(np.piecewise, X, [X < 0], [np.cos, np.tanh])

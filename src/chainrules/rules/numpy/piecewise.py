@@ -36,7 +36,7 @@ from ...core import (
     unthunk,
 )
 from ..pyfunctional import _add_function_tangent, _pullback_of
-from ._arrays import array_or_active, scatter_add, sequence_items
+from ._arrays import array_or_active, scatter_add, sequence_items, tangent_array
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -59,7 +59,7 @@ def _conditions(x: np.ndarray, condlist, n_funcs: int) -> np.ndarray:
 
 @rrule.register(np.piecewise)
 def rrule_piecewise(x, condlist, funclist, *args, **kw):
-    x = array_or_active(x)
+    given, x = x, array_or_active(x)
     conds = _conditions(x, condlist, len(funclist))
     y = np.zeros_like(x)
     calls = []  # (piece, y_piece, pullback) of each callable piece that ran
@@ -103,7 +103,7 @@ def rrule_piecewise(x, condlist, funclist, *args, **kw):
             for i, da in enumerate(d[2 : 2 + len(args)]):
                 dargs[i] = da if isinstance(dargs[i], AbstractZero) else dargs[i] + unthunk(da)
         dfunclist = Tangent[type(funclist)](*dfuncs) if any_dfunc and isinstance(funclist, (list, tuple)) else _NO
-        return (_NO, dx if differentiable else _NO, _NO, dfunclist, *dargs)
+        return (_NO, match_input(given, dx) if differentiable else _NO, _NO, dfunclist, *dargs)
 
     return y, piecewise_pullback
 
@@ -115,9 +115,9 @@ rrule_piecewise.on_engine_values = True
 
 @frule.register(np.piecewise)
 def frule_piecewise(tangents, x, condlist, funclist, *args, **kw):
-    x = array_or_active(x)
+    given, x = x, array_or_active(x)
     conds = _conditions(x, condlist, len(funclist))
-    dx = unthunk(tangents[1]) if len(tangents) > 1 else _ZERO
+    dx = tangent_array(given, unthunk(tangents[1])) if len(tangents) > 1 else _ZERO
     dargs = [unthunk(t) for t in tangents[4 : 4 + len(args)]]
     dargs += [_ZERO] * (len(args) - len(dargs))
     dfuncs = sequence_items(funclist, tangents[3]) if len(tangents) > 3 else [_ZERO] * len(funclist)

@@ -34,6 +34,8 @@ from ...core import (
     Tangent,
     ZeroTangent,
     carries_batch,
+    match_input,
+    match_input_batch,
     unthunk,
     user_location,
     warn_at,
@@ -155,12 +157,30 @@ class _RealPart(_Unprojected):
 _REAL_PART = _RealPart()
 
 
+class _OfSequence(_Unprojected):
+    """The projector of a (nested) list or tuple that NumPy takes as an array: its tangents
+    structural (``Tangent[list]``), as an engine splits them."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __call__(self, dx):
+        return match_input(self.x, unthunk(dx))
+
+    def batch(self, dx):
+        return match_input_batch(self.x, unthunk(dx))
+
+
 def projector(x):
     """``ProjectTo(x)`` for arrays and numbers; an engine's value (a dual array) keeps a real
     tangent real and is otherwise left alone. ``projector(x).batch`` projects a batch of
     cotangents (a leading batch axis)."""
     if isinstance(x, (np.ndarray, np.generic, int, float, complex)):
         return ProjectTo(x)
+    if isinstance(x, (list, tuple)):
+        return _OfSequence(x)
     if getattr(getattr(x, "dtype", None), "kind", None) == "f":
         return _REAL_PART
     return _UNPROJECTED
