@@ -66,7 +66,7 @@ def test_rules_with_nans_against_finite_differences(method):
     "f, plain, q, method",
     [
         (np.nanmedian, np.median, None, None),
-        *((np.nanquantile, np.quantile, [0.3, 0.8], method) for method in METHODS),
+        *((np.nanquantile, np.quantile, np.array([0.3, 0.8]), method) for method in METHODS),
         *((np.nanpercentile, np.percentile, 60.0, method) for method in METHODS),
     ],
 )
