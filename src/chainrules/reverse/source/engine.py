@@ -670,8 +670,8 @@ def _applied(f, args: tuple, kwargs: dict, active: tuple):
 
 # ----- method calls --------------------------------------------------------------------------
 
-#: (class, name) -> (how the method calls, the class attribute it was found from): a class's method
-#: may be replaced (``A.m = ...``) between calls, so a hit holds while the attribute is the same object
+#: (class, name) -> (how the method calls, the class's attribute as read then): a class's method may
+#: be replaced (``A.m = ...``) between calls, so a hit holds while reading it gives the same object
 _methods: dict[tuple[type, str], tuple[tuple[str, object], object]] = {}
 _DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType)
 
@@ -682,11 +682,17 @@ def _resolve_method(obj, name: str) -> tuple[str, object]:
     fields = getattr(obj, "__dict__", None)
     if fields is not None and name in fields:
         return "field", None
-    key = (type(obj), name)
-    attr = _class_attribute(type(obj), name)
+    cls = type(obj)
+    key = (cls, name)
+    try:  # (the class's attribute cache answers this read, where the walk of its MRO below would not)
+        read = getattr(cls, name, None)
+        read = getattr(read, "__func__", read)  # (a classmethod is bound anew at each read, its function kept)
+    except Exception:  # a descriptor that refuses to be read off the class: resolved at every call
+        read = key
     cached = _methods.get(key)
-    if cached is not None and cached[1] is attr:
+    if cached is not None and cached[1] is read:
         return cached[0]
+    attr = _class_attribute(cls, name)
     if isinstance(obj, ActiveValue) and isinstance(getattr(np.ndarray, name, None), _DESCRIPTORS):
         hit = ("descriptor", getattr(np.ndarray, name))  # another engine's array: ndarray's method
     elif isinstance(attr, staticmethod):
@@ -699,7 +705,7 @@ def _resolve_method(obj, name: str) -> tuple[str, object]:
         hit = ("descriptor", attr)
     else:
         hit = ("field", None)
-    _methods[key] = (hit, attr)
+    _methods[key] = (hit, read)
     return hit
 
 

@@ -403,96 +403,78 @@ def _cut(f, y, dy):
     return dy[..., :kept]
 
 
+def _two_series_rules(f, n_out, maps) -> None:
+    """Rules for ``f(c1, c2)`` of two coefficient arrays, linear in each (``add``, ``sub``, ``mul``):
+    ``n_out(a, b)`` is the result's length before NumPy trims its trailing zeros, and ``maps(a, b, n)``
+    gives each operand's ``(push, pull)``, the map of its tangent to the result's and of the result's
+    cotangent to its own, along the last axis (leading batch axes kept)."""
+
+    def parts(c1, c2):
+        a, b = _coefficients(c1), _coefficients(c2)
+        return a, b, through_rules(f, a, b), n_out(a, b)
+
+    def rrule_series(c1, c2):
+        a, b, y, n = parts(c1, c2)
+        _full_length(f, y, n)
+
+        def series_pullback(dy):
+            dy = unthunk(dy)
+            if isinstance(dy, AbstractZero):
+                return NO, dy, dy
+            back = batch_to_input if is_batched(y, dy) else to_input
+            lead = np.shape(dy)[:-1]
+            (_, pull_a), (_, pull_b) = maps(a, b, n)
+            da = Thunk(lambda: back(c1, np.reshape(pull_a(dy), lead + np.shape(c1))))
+            db = Thunk(lambda: back(c2, np.reshape(pull_b(dy), lead + np.shape(c2))))
+            return NO, da, db
+
+        return y, series_pullback
+
+    def frule_series(tangents, c1, c2):
+        a, b, y, n = parts(c1, c2)
+        terms = []
+        for x, c, t, (push, _) in zip((c1, c2), (a, b), tangents[1:], maps(a, b, n)):
+            t = tangent_array(x, unthunk(t))
+            if not isinstance(t, AbstractZero):
+                lead = np.shape(t)[:1] if is_batched(x, t) else ()
+                terms.append(push(np.reshape(t, lead + np.shape(c))))
+        if not terms:
+            return y, ZERO
+        return y, match_output(y, _cut(f, y, terms[0] if len(terms) == 1 else terms[0] + terms[1]))
+
+    _name(rrule_series, frule_series, f)
+    rrule.register(f, batched=True)(rrule_series)
+    frule.register(f, batched=True)(frule_series)
+
+
 def _sum_rules(f, sign: float) -> None:
     """Rules for a family's ``add`` (``sign`` 1) or ``sub`` (-1) of ``c1`` and ``c2``, each padded with
     zeros to the longer: the tangent is the sum (difference) of the tangents, and the cotangents are
     the result's, cut to each operand's length (negated for ``sub``'s second)."""
 
-    def parts(c1, c2):
-        a, b = _coefficients(c1), _coefficients(c2)
-        return a, b, through_rules(f, a, b), max(np.shape(a)[0], np.shape(b)[0])
+    def maps(a, b, n):
+        def padded(m: int, s: float):
+            return lambda t: s * np.pad(t, [(0, 0)] * (np.ndim(t) - 1) + [(0, n - m)])
 
-    def rrule_series_sum(c1, c2):
-        a, b, y, n = parts(c1, c2)
-        _full_length(f, y, n)
+        m_a, m_b = np.shape(a)[0], np.shape(b)[0]
+        return (padded(m_a, 1.0), lambda dy: dy[..., :m_a]), (padded(m_b, sign), lambda dy: sign * dy[..., :m_b])
 
-        def series_sum_pullback(dy):
-            dy = unthunk(dy)
-            if isinstance(dy, AbstractZero):
-                return NO, dy, dy
-            back = batch_to_input if is_batched(y, dy) else to_input
-            lead = np.shape(dy)[:-1]
-            da = Thunk(lambda: back(c1, np.reshape(dy[..., : np.shape(a)[0]], lead + np.shape(c1))))
-            db = Thunk(lambda: back(c2, np.reshape(sign * dy[..., : np.shape(b)[0]], lead + np.shape(c2))))
-            return NO, da, db
-
-        return y, series_sum_pullback
-
-    def frule_series_sum(tangents, c1, c2):
-        a, b, y, n = parts(c1, c2)
-        terms = []
-        for x, c, t, s in ((c1, a, tangents[1], 1.0), (c2, b, tangents[2], sign)):
-            t = tangent_array(x, unthunk(t))
-            if not isinstance(t, AbstractZero):
-                lead = np.shape(t)[:1] if is_batched(x, t) else ()
-                t = np.reshape(t, lead + np.shape(c))
-                terms.append(s * np.pad(t, [(0, 0)] * len(lead) + [(0, n - np.shape(c)[0])]))
-        if not terms:
-            return y, ZERO
-        return y, match_output(y, _cut(f, y, terms[0] if len(terms) == 1 else terms[0] + terms[1]))
-
-    _name(rrule_series_sum, frule_series_sum, f)
-    rrule.register(f, batched=True)(rrule_series_sum)
-    frule.register(f, batched=True)(frule_series_sum)
+    _two_series_rules(f, lambda a, b: max(np.shape(a)[0], np.shape(b)[0]), maps)
 
 
 def _product_rules(mul) -> None:
     """Rules for a family's ``mul(c1, c2)``, bilinear: the tangent is ``A dc1 + B dc2`` and the
     cotangents ``A^H ȳ`` and ``B^H ȳ``, where ``A``'s columns are ``mul(e_i, c2)`` and ``B``'s
-    ``mul(c1, e_j)``, the products with the basis series, padded to the result's length."""
+    ``mul(c1, e_j)``, the products with the basis series (``e_i`` without its trailing zeros, which
+    NumPy would trim), padded to the result's length."""
 
-    def parts(c1, c2):
-        a, b = _coefficients(c1), _coefficients(c2)
-        return a, b, through_rules(mul, a, b), np.shape(a)[0] + np.shape(b)[0] - 1
-
-    def matrices(a, b, n_out: int):
-        """``A`` and ``B``, each of ``n_out`` rows (``e_i`` without its trailing zeros, which NumPy would trim)."""
+    def maps(a, b, n):
         A = [through_rules(mul, np.eye(i + 1)[i], b) for i in range(np.shape(a)[0])]
         B = [through_rules(mul, a, np.eye(j + 1)[j]) for j in range(np.shape(b)[0])]
-        return tuple(np.stack([np.pad(col, (0, n_out - np.shape(col)[0])) for col in M], axis=-1) for M in (A, B))
+        matrices = (np.stack([np.pad(col, (0, n - np.shape(col)[0])) for col in M], axis=-1) for M in (A, B))
+        return tuple((lambda t, M=M: t @ M.T, lambda dy, M=M: dy @ _conj(M)) for M in matrices)
 
-    def rrule_series_product(c1, c2):
-        a, b, y, n = parts(c1, c2)
-        _full_length(mul, y, n)
-
-        def series_product_pullback(dy):
-            dy = unthunk(dy)
-            if isinstance(dy, AbstractZero):
-                return NO, dy, dy
-            back = batch_to_input if is_batched(y, dy) else to_input
-            lead = np.shape(dy)[:-1]
-            A, B = matrices(a, b, np.shape(y)[0])
-            da = Thunk(lambda: back(c1, np.reshape(dy @ _conj(A), lead + np.shape(c1))))
-            db = Thunk(lambda: back(c2, np.reshape(dy @ _conj(B), lead + np.shape(c2))))
-            return NO, da, db
-
-        return y, series_product_pullback
-
-    def frule_series_product(tangents, c1, c2):
-        a, b, y, n = parts(c1, c2)
-        terms = []
-        for x, c, t, M in zip((c1, c2), (a, b), tangents[1:], matrices(a, b, n)):
-            t = tangent_array(x, unthunk(t))
-            if not isinstance(t, AbstractZero):
-                lead = np.shape(t)[:1] if is_batched(x, t) else ()
-                terms.append(np.reshape(t, lead + np.shape(c)) @ M.T)
-        if not terms:
-            return y, ZERO
-        return y, match_output(y, _cut(mul, y, terms[0] if len(terms) == 1 else terms[0] + terms[1]))
-
-    _name(rrule_series_product, frule_series_product, mul)
-    rrule.register(mul, batched=True)(rrule_series_product)
-    frule.register(mul, batched=True)(frule_series_product)
+    _two_series_rules(mul, lambda a, b: np.shape(a)[0] + np.shape(b)[0] - 1, maps)
 
 
 def _power_rules(f, mul) -> None:
