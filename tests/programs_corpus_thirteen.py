@@ -44,15 +44,6 @@ RNG = np.random.default_rng(1313)
 RULE_ON_TAPE = {"tape": SCIPY_WRAPPER}
 
 
-# a NumPy ufunc of SciPy's without a rule: every engine refuses it at the user's line
-def no_ufunc_rule(name: str) -> dict:
-    return {
-        "source": f"no differentiation rule for {name}",
-        "tape": f"no differentiation rule for {name}",
-        "forward": name,
-    }
-
-
 # a SciPy Python function without a rule: the source engine refuses it, the tape and forward mode its conversion of the
 # values into a plain array (library code is differentiated only through rules)
 def no_rule(name: str) -> dict:
@@ -200,23 +191,13 @@ def hurwitz_zeta_power_law_normalizer(shift):
     return np.sum(s * np.log(data[None, :] + shift[:, None]) + log_norm)
 
 
-@program(
-    np.array([0.2, 0.5]),
-    refuses=no_ufunc_rule("scipy.special.hyp2f1"),
-)
-def hypergeometric_series_without_a_rule(z):
+@program(np.array([0.2, 0.5]), hessian=True)
+def hypergeometric_series_in_its_argument(z):
     return np.sum(scipy.special.hyp2f1(0.5, 1.0, 1.5, z) * z)
 
 
-@program(
-    np.array([0.3, 1.4]),
-    refuses={
-        "source": "no differentiation rule for scipy.special._lambertw.lambertw",
-        "tape": "no differentiation rule for _lambertw",  # (the ufunc inside it)
-        "forward": "no forward rule for _lambertw",
-    },
-)
-def lambert_w_growth_without_a_rule(x):
+@program(np.array([0.3, 1.4]), hessian=True, refuses=RULE_ON_TAPE)
+def lambert_w_growth(x):
     return np.sum(np.real(scipy.special.lambertw(x)) ** 2)
 
 

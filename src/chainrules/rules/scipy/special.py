@@ -5,11 +5,15 @@ derivative from it, accurate at both tails (seed 000's logistic sigmoid); ``soft
 ``log_softmax`` and ``logsumexp`` keep their normalized weights. Every ``frule`` here accepts
 tangents with a leading batch axis (registered ``batched=True``): partials broadcast against it.
 
+Functions of several outputs (``airy``, ``fresnel``, ``sici``, ``shichi``) take a tuple of
+cotangents, one per output, and give a tuple's tangent, as NumPy's ``frexp`` and ``modf`` do.
+
 Partials are written with ufuncs that have rules themselves, so second derivatives work. An
 integer-typed order (polygamma's, a Bessel function's) is discrete: ``NoTangent``. A real
-parameter whose derivative has no closed form (a Bessel order, the ``a`` of ``gammainc``) is
-differentiated in the other arguments only: its cotangent raises when an engine reads it, which
-it does for an argument being differentiated, never for a constant.
+parameter whose derivative has no closed form (a Bessel order, the ``a`` of ``gammainc``, the
+parameters of ``betainc`` and of the hypergeometric functions) is differentiated in the other
+arguments only: its cotangent raises when an engine reads it, which it does for an argument
+being differentiated, never for a constant.
 
 >>> import scipy.special as sc, chainrules as cr
 >>> y, back = cr.rrule(sc.expit, 40.0)
@@ -31,6 +35,7 @@ from ...core import (
     ActiveValue,
     NoDerivativeError,
     NoTangent,
+    Tangent,
     Thunk,
     ZeroTangent,
     carries_batch,
@@ -46,7 +51,7 @@ from ...core import (
 )
 from ...core.active import stood_for
 from ...core.errors import at_user, option_refused
-from ..numpy._arrays import scalar_of
+from ..numpy._arrays import scalar_of, sequence_items
 from ..numpy.ufuncs import _LN10, elementwise
 from ._lapack import as_array, is_batched, is_zero, options, tangent_of
 
@@ -175,6 +180,38 @@ def _in_dtype_of(y, dy):
     if isinstance(dy, (np.ndarray, np.generic)) and isinstance(y, (np.ndarray, np.generic)) and dy.dtype != y.dtype:
         return dy.astype(y.dtype) if isinstance(dy, np.ndarray) else y.dtype.type(dy)
     return dy
+
+
+def _register_outputs(f, compute, name: str):
+    """``rrule`` and batched ``frule`` for a ufunc ``f(x)`` of several outputs (``airy``, ``fresnel``)
+    from ``compute(x, **kwargs) -> (outputs, derivatives)``: one holomorphic derivative per output.
+    The cotangent of ``x`` sums each output's cotangent times its derivative's conjugate."""
+
+    def outputs_rrule(x, **kwargs):
+        outputs, derivatives = compute(x, **kwargs)
+
+        def outputs_pullback(dys):
+            dx = _ZERO
+            for y, d, dy in zip(outputs, derivatives, sequence_items(outputs, dys)):
+                if not is_zero(dy):
+                    term = input_matcher(y, dy)(x, dy * conj(d))
+                    dx = term if is_zero(dx) else dx + term
+            return _NO, dx
+
+        outputs_pullback.__qualname__ = f"{name}_pullback"
+        return outputs, outputs_pullback
+
+    def outputs_frule(tangents, x, **kwargs):
+        outputs, derivatives = compute(x, **kwargs)
+        dx = unthunk(tangents[1])
+        if is_zero(dx):
+            return outputs, _ZERO
+        dx = _lift(dx, x, np.ndim(outputs[0]))
+        return outputs, Tangent[tuple](*(_in_dtype_of(y, d * dx) for y, d in zip(outputs, derivatives)))
+
+    outputs_rrule.__qualname__, outputs_frule.__qualname__ = f"rrule_{name}", f"frule_{name}"
+    rrule.register(f, batched=True)(outputs_rrule)
+    frule.register(f, batched=True)(outputs_frule)
 
 
 def _float(x):
@@ -876,6 +913,300 @@ for _name, _signs in (
         (lambda d, second: lambda n, z: (d(n, z), (None, second(n, z))))(_derivative_ufunc, _second),
         _name,
     )
+
+
+# ----- Lambert W, incomplete beta, hypergeometric and elliptic functions, Airy and the integrals --
+# Parameters (a, b, c of the hypergeometric functions, a and b of the incomplete beta function, the
+# order of Struve's) are differentiated as gammainc's a is: refused, unless integer-typed.
+
+
+def _lambertw(f):
+    """``compute`` for ``f(z, k=0, tol=1e-8)``: the branch k and the tolerance are settings."""
+
+    def compute(z, *rest, **kwargs):
+        # W' = W / (z (1 + W)) (DLMF 4.13.4) is 1 / ((1 + W) exp(W)), as z = W exp(W): 1 at z = 0
+        # on the principal branch, without 0 / 0
+        w = f(z, *rest, **kwargs)
+        return w, (1 / ((1 + w) * np.exp(w)),) + (None,) * len(rest)
+
+    return compute
+
+
+def _beta_density(a, b, x):
+    """x^(a-1) (1-x)^(b-1) / B(a, b), d/dx of the regularized incomplete beta I_x(a, b) (DLMF 8.17.1,
+    8.17.2), as one exp of logs: xlogy and xlog1py keep x = 0 and x = 1 finite for a = 1, b = 1."""
+    return np.exp(sc.xlogy(a - 1, x) + sc.xlog1py(b - 1, -x) - sc.betaln(a, b))
+
+
+def _incomplete_beta(name: str, f, inverse: bool, sign: int):
+    """``compute`` for ``f(a, b, x)``: I_x(a, b), or 1 - I for ``sign = -1``, whose slope in x is
+    ``sign`` times the beta density; ``inverse``, the x where I (or 1 - I) is the argument, whose
+    slope is the reciprocal of that at the primal x."""
+
+    def compute(a, b, x):
+        partials = (_parameter(name, "a", a), _parameter(name, "b", b))
+        a, b = _order(a), _order(b)
+        y = f(a, b, x)
+        if inverse:
+            return y, (*partials, sign / _beta_density(a, b, y))
+        return y, (*partials, sign * _beta_density(a, b, _float(x)))
+
+    return compute
+
+
+def _hyp2f1(a, b, c, z):
+    # d/dz 2F1(a, b; c; z) = a b / c 2F1(a + 1, b + 1; c + 1; z) (DLMF 15.5.1)
+    partials = tuple(_parameter("hyp2f1", p, v) for p, v in (("a", a), ("b", b), ("c", c)))
+    a, b, c, z = _order(a), _order(b), _order(c), _float(z)
+    return sc.hyp2f1(a, b, c, z), (*partials, a * b / c * sc.hyp2f1(a + 1, b + 1, c + 1, z))
+
+
+def _hyp1f1(a, b, z):
+    # d/dz M(a, b, z) = a / b M(a + 1, b + 1, z) (DLMF 13.3.15)
+    partials = (_parameter("hyp1f1", "a", a), _parameter("hyp1f1", "b", b))
+    a, b, z = _order(a), _order(b), _float(z)
+    return sc.hyp1f1(a, b, z), (*partials, a / b * sc.hyp1f1(a + 1, b + 1, z))
+
+
+def _hyperu(a, b, x):
+    # d/dx U(a, b, x) = -a U(a + 1, b + 1, x) (DLMF 13.3.22)
+    partials = (_parameter("hyperu", "a", a), _parameter("hyperu", "b", b))
+    a, b, x = _order(a), _order(b), _float(x)
+    return sc.hyperu(a, b, x), (*partials, -a * sc.hyperu(a + 1, b + 1, x))
+
+
+def _hyp0f1(v, z):
+    # d/dz 0F1(; v; z) = 0F1(; v + 1; z) / v (DLMF 16.3.1)
+    partial, v, z = _parameter("hyp0f1", "v", v), _order(v), _float(z)
+    return sc.hyp0f1(v, z), (partial, sc.hyp0f1(v + 1, z) / v)
+
+
+#: below this |m|, the slopes of the elliptic integrals in m are their series in m: the closed
+#: forms cancel there (relative error about 1e-16 / m), the series' next term is about m^4
+_ELLIPTIC_SERIES_BELOW = 1e-3
+#: (1/2)_n / n! and (-1/2)_n / n!: the coefficients of (1 - m s^2)^(-1/2) and (1 - m s^2)^(1/2) in m s^2
+_FIRST_KIND = (1.0, 0.5, 0.375, 0.3125, 0.2734375)
+_SECOND_KIND = (1.0, -0.5, -0.125, -0.0625, -0.0390625)
+
+
+def _elliptic_m_slopes(phi, m, f, e, one_minus_m):
+    """dF/dm and dE/dm of the elliptic integrals ``f = F(phi|m)``, ``e = E(phi|m)`` (``phi = None``:
+    the complete ones, K and E): (E - (1-m) F) / (2 m (1-m)) - sin(phi) cos(phi) / (2 (1-m) D) and
+    (E - F) / (2 m) (DLMF 19.4.2, 19.4.4 with m = k^2, D = sqrt(1 - m sin^2 phi)). Below
+    |m| = 1e-3 their series: term by term, d/dm of m^n times the integral I_n of sin^(2n) from 0
+    to phi (I_n = ((2n - 1) I_(n-1) - sin^(2n-1) cos) / (2n), I_0 = phi; for K and E, I_n = pi/2 c_n)."""
+    small = np.abs(m) < _ELLIPTIC_SERIES_BELOW
+    safe = np.where(small, 0.5, m)
+    df, de = (e - one_minus_m * f) / (2 * safe * one_minus_m), (e - f) / (2 * safe)
+    if phi is None:
+        integrals = [math.pi / 2 * c for c in _FIRST_KIND]
+    else:
+        s, c = np.sin(phi), np.cos(phi)
+        df = df - s * c / (2 * one_minus_m * np.sqrt(1 - m * s * s))
+        integrals, power = [phi], s
+        for n in range(1, len(_FIRST_KIND)):
+            integrals.append(((2 * n - 1) * integrals[-1] - power * c) / (2 * n))
+            power = power * s * s
+    series_f = sum(n * _FIRST_KIND[n] * m ** (n - 1) * integrals[n] for n in range(1, len(_FIRST_KIND)))
+    series_e = sum(n * _SECOND_KIND[n] * m ** (n - 1) * integrals[n] for n in range(1, len(_SECOND_KIND)))
+    return np.where(small, series_f, df), np.where(small, series_e, de)
+
+
+def _ellipk(m):
+    m = _float(m)
+    k = sc.ellipk(m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return k, _elliptic_m_slopes(None, m, k, sc.ellipe(m), 1 - m)[0]
+
+
+def _ellipkm1(p):
+    # K(1 - p), accurate near p = 0 where K has its logarithmic singularity: d/dp = -dK/dm at m = 1 - p
+    p = _float(p)
+    k = sc.ellipkm1(p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return k, -_elliptic_m_slopes(None, 1 - p, k, sc.ellipe(1 - p), p)[0]
+
+
+def _ellipe(m):
+    m = _float(m)
+    e = sc.ellipe(m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return e, _elliptic_m_slopes(None, m, sc.ellipk(m), e, 1 - m)[1]
+
+
+def _ellipkinc(phi, m):
+    # dF/dphi = 1 / sqrt(1 - m sin^2 phi), the integrand (DLMF 19.2.4)
+    phi, m = _float(phi), _float(m)
+    f = sc.ellipkinc(phi, m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = _elliptic_m_slopes(phi, m, f, sc.ellipeinc(phi, m), 1 - m)[0]
+    s = np.sin(phi)
+    return f, (1 / np.sqrt(1 - m * s * s), slope)
+
+
+def _ellipeinc(phi, m):
+    # dE/dphi = sqrt(1 - m sin^2 phi), the integrand (DLMF 19.2.5)
+    phi, m = _float(phi), _float(m)
+    e = sc.ellipeinc(phi, m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = _elliptic_m_slopes(phi, m, sc.ellipkinc(phi, m), e, 1 - m)[1]
+    s = np.sin(phi)
+    return e, (np.sqrt(1 - m * s * s), slope)
+
+
+def _airy(z, **kwargs):
+    # (Ai, Ai', Bi, Bi'): Ai'' = z Ai and Bi'' = z Bi (DLMF 9.2.1)
+    z = _float(z)
+    ai, aip, bi, bip = outputs = sc.airy(z, **kwargs)
+    return outputs, (aip, z * ai, bip, z * bi)
+
+
+def _fresnel(z, **kwargs):
+    # (S, C): S' = sin(pi z^2 / 2), C' = cos(pi z^2 / 2) (DLMF 7.2.7, 7.2.8 in SciPy's normalization)
+    z = _float(z)
+    t = 0.5 * math.pi * z * z
+    return sc.fresnel(z, **kwargs), (np.sin(t), np.cos(t))
+
+
+def _over_z(numerator, z):
+    """``numerator / z``, 1 at z = 0: the limit of sin(z) / z and sinh(z) / z."""
+    at_zero = z == 0
+    return np.where(at_zero, 1, numerator / np.where(at_zero, 1, z))
+
+
+def _sici(z, **kwargs):
+    # (Si, Ci): Si' = sin z / z, Ci' = cos z / z (DLMF 6.2.9, 6.2.11); SciPy's real Ci(-x) = Ci(x)
+    # has the same slope cos x / x
+    z = _float(z)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return sc.sici(z, **kwargs), (_over_z(np.sin(z), z), np.cos(z) / z)
+
+
+def _shichi(z, **kwargs):
+    # (Shi, Chi): Shi' = sinh z / z, Chi' = cosh z / z (DLMF 6.2.15, 6.2.16)
+    z = _float(z)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return sc.shichi(z, **kwargs), (_over_z(np.sinh(z), z), np.cosh(z) / z)
+
+
+def _spence(z):
+    # SciPy's spence(z) is the integral of log(t) / (1 - t) from 1 to z: its slope -log1p(u) / u with
+    # u = z - 1, and near u = 0 its series -(1 - u/2 + u^2/3), whose own derivative there is right
+    z = _float(z)
+    u = z - 1
+    small = np.abs(u) < _SERIES_BELOW
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = -np.log1p(u) / np.where(small, 1, u)
+    return sc.spence(z), np.where(small, -(1 - u / 2 + u * u / 3), slope)
+
+
+def _poch(z, m):
+    # (z)_m = Gamma(z + m) / Gamma(z) (DLMF 5.2.5): logarithmic derivatives psi(z + m) - psi(z) and psi(z + m)
+    z, m = _float(z), _float(m)
+    y = sc.poch(z, m)
+    both = sc.digamma(z + m)
+    return y, (y * (both - sc.digamma(z)), y * both)
+
+
+def _struve_term(v, x):
+    """(x / 2)^v / (sqrt(pi) Gamma(v + 3/2)), the term beside the Bessel-like recurrences of Struve's functions."""
+    return np.power(x / 2, v) * sc.rgamma(v + 1.5) / math.sqrt(math.pi)
+
+
+def _struve(v, x):
+    # 2 H_v' = H_(v-1) - H_(v+1) + (x/2)^v / (sqrt(pi) Gamma(v + 3/2)) (DLMF 11.4.28)
+    partial, v, x = _parameter("struve", "the order v", v), _order(v), _float(x)
+    slope = 0.5 * (sc.struve(v - 1, x) - sc.struve(v + 1, x) + _struve_term(v, x))
+    return sc.struve(v, x), (partial, slope)
+
+
+def _modstruve(v, x):
+    # 2 L_v' = L_(v-1) + L_(v+1) + (x/2)^v / (sqrt(pi) Gamma(v + 3/2)) (DLMF 11.4.30)
+    partial, v, x = _parameter("modstruve", "the order v", v), _order(v), _float(x)
+    slope = 0.5 * (sc.modstruve(v - 1, x) + sc.modstruve(v + 1, x) + _struve_term(v, x))
+    return sc.modstruve(v, x), (partial, slope)
+
+
+#: below this |x|, exprel's slope is its series: the closed form cancels (relative error about 1e-16 / x)
+_EXPREL_SERIES_BELOW = 1e-2
+
+
+def _exprel(x):
+    # exprel = (e^x - 1) / x: exprel' = (e^x - exprel) / x, and near 0 the series sum n x^(n-1) / (n+1)!,
+    # to x^5 (the next term, 7 x^6 / 8!, is below 1e-16 there)
+    x = _float(x)
+    y = sc.exprel(x)
+    small = np.abs(x) < _EXPREL_SERIES_BELOW
+    series = 0.5 + x * (1 / 3 + x * (1 / 8 + x * (1 / 30 + x * (1 / 144 + x / 840))))
+    return y, np.where(small, series, (np.exp(x) - y) / np.where(small, 1, x))
+
+
+def _owens_t(h, a):
+    # T(h, a) = 1/(2 pi) int_0^a exp(-h^2 (1 + t^2) / 2) / (1 + t^2) dt (DLMF 7.18 / Owen 1956): in a the
+    # integrand; in h, -phi(h) erf(a h / sqrt 2) / 2 with phi the standard normal density
+    h, a = _float(h), _float(a)
+    one_plus = 1 + a * a
+    dh = -0.5 * _ONE_OVER_SQRT_2PI * np.exp(-0.5 * h * h) * sc.erf(a * h / math.sqrt(2))
+    return sc.owens_t(h, a), (dh, np.exp(-0.5 * h * h * one_plus) / (2 * math.pi * one_plus))
+
+
+def _rgamma(z):
+    # 1/Gamma: -psi(z) / Gamma(z), and left of 1/2 the reflection 1/Gamma(z) = Gamma(1 - z) sin(pi z) / pi
+    # (DLMF 5.5.3) differentiated, Gamma(1 - z) (pi cos(pi z) - psi(1 - z) sin(pi z)) / pi: finite at
+    # the zeros z = 0, -1, -2, ... where psi(z) has its poles
+    z = _float(z)
+    y = sc.rgamma(z)
+    left = np.real(z) < 0.5
+    w = np.where(left, 1 - z, 0.5)
+    with np.errstate(over="ignore", invalid="ignore"):
+        reflected = sc.gamma(w) * (math.pi * np.cos(math.pi * z) - sc.digamma(w) * np.sin(math.pi * z)) / math.pi
+        return y, np.where(left, reflected, -y * sc.digamma(np.where(left, 1.0, z)))
+
+
+def _gammasgn(x):
+    # the sign of Gamma: constant between its poles
+    x = _float(x)
+    y = sc.gammasgn(x)
+    return y, np.zeros_like(y)
+
+
+# sc.lambertw is a Python wrapper around a ufunc, which is what dual numbers and tracked arrays meet
+_register_elementwise(sc.lambertw, _lambertw(sc.lambertw), "lambertw")
+_register_elementwise(sc._ufuncs._lambertw, _lambertw(sc._ufuncs._lambertw), "lambertw")
+for _f, _compute, _name in (
+    (sc.betainc, _incomplete_beta("betainc", sc.betainc, False, 1), "betainc"),
+    (sc.betaincc, _incomplete_beta("betaincc", sc.betaincc, False, -1), "betaincc"),
+    (sc.betaincinv, _incomplete_beta("betaincinv", sc.betaincinv, True, 1), "betaincinv"),
+    (sc.betainccinv, _incomplete_beta("betainccinv", sc.betainccinv, True, -1), "betainccinv"),
+    (sc.hyp2f1, _hyp2f1, "hyp2f1"),
+    (sc.hyp1f1, _hyp1f1, "hyp1f1"),
+    (sc.hyperu, _hyperu, "hyperu"),
+    (sc.hyp0f1, _hyp0f1, "hyp0f1"),
+    (sc.ellipkinc, _ellipkinc, "ellipkinc"),
+    (sc.ellipeinc, _ellipeinc, "ellipeinc"),
+    (sc.poch, _poch, "poch"),
+    (sc.struve, _struve, "struve"),
+    (sc.modstruve, _modstruve, "modstruve"),
+    (sc.owens_t, _owens_t, "owens_t"),
+):
+    _register_elementwise(_f, _compute, _name)
+for _f, _compute, _name in (
+    (sc.ellipk, _ellipk, "ellipk"),
+    (sc.ellipkm1, _ellipkm1, "ellipkm1"),
+    (sc.ellipe, _ellipe, "ellipe"),
+    (sc.spence, _spence, "spence"),
+    (sc.exprel, _exprel, "exprel"),
+    (sc.rgamma, _rgamma, "rgamma"),
+    (sc.gammasgn, _gammasgn, "gammasgn"),
+):
+    _register_elementwise(_f, (lambda c: lambda x: (lambda y, d: (y, (d,)))(*c(x)))(_compute), _name)
+for _f, _compute, _name in (
+    (sc.airy, _airy, "airy"),
+    (sc.fresnel, _fresnel, "fresnel"),
+    (sc.sici, _sici, "sici"),
+    (sc.shichi, _shichi, "shichi"),
+):
+    _register_outputs(_f, _compute, _name)
 
 
 @rrule.register(sc.softplus, batched=True)  # np.logaddexp's pullback takes a batch
