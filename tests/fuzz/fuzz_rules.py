@@ -1326,6 +1326,18 @@ SPECIAL_UNARY = {
     sp.exp10: "small",
     sp.cbrt: "pos",
     np.i0: "any",
+    sp.lambertw: "pos",
+    sp.ellipk: "unit",
+    sp.ellipkm1: "pos",
+    sp.ellipe: "unit",
+    sp.spence: "pos",
+    sp.exprel: "any",
+    sp.rgamma: "any",
+    sp.gammasgn: "pos",
+    sp.airy: "any",
+    sp.fresnel: "any",
+    sp.sici: "pos",
+    sp.shichi: "small",
 }
 SPECIAL_COMPLEX = {
     sp.erf,
@@ -1344,6 +1356,11 @@ SPECIAL_COMPLEX = {
     sp.ndtr,
     sp.log1p,
     sp.expm1,
+    sp.lambertw,
+    sp.rgamma,
+    sp.airy,
+    sp.fresnel,
+    sp.shichi,
 }
 
 
@@ -1390,6 +1407,12 @@ SPECIAL_BINARY = {
     sp.spherical_yn: ("int", "pos"),
     sp.spherical_in: ("int", "pos"),
     sp.spherical_kn: ("int", "pos"),
+    sp.ellipkinc: ("any", "unit"),
+    sp.ellipeinc: ("any", "unit"),
+    sp.poch: ("pos", "small"),
+    sp.owens_t: ("any", "any"),
+    sp.struve: ("order", "pos"),
+    sp.modstruve: ("order", "pos"),
 }
 
 
