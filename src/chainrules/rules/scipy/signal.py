@@ -1,6 +1,7 @@
-"""Rules for ``scipy.signal``'s N-dimensional convolutions: ``convolve``, ``correlate`` and
-``fftconvolve`` (``axes=None`` only), real and complex, in modes ``"full"``, ``"same"`` and
-``"valid"``.
+"""Rules for ``scipy.signal``'s N-dimensional convolutions: ``convolve``, ``correlate``,
+``fftconvolve`` and ``oaconvolve`` (``axes=None`` only), real and complex, in modes ``"full"``,
+``"same"`` and ``"valid"``; and its recurrences: ``lfilter`` (in ``b``, ``a``, ``x`` and ``zi``),
+``sosfilt``, ``filtfilt`` and ``sosfiltfilt`` (``method='pad'``), ``lfilter_zi`` and ``sosfilt_zi``.
 
 Each output is a window of the full convolution ``z[n] = sum_k a[k] b[n - k]`` (``"same"``: the
 ``a``-sized centre, starting at ``(len(b) - 1) // 2`` along each axis; ``"valid"``: starting at
@@ -14,6 +15,14 @@ reversed and conjugated (each its own adjoint), so its rules are the convolution
 The pullbacks convolve with the function being differentiated (``fftconvolve``'s by FFT), through
 this module's rules when an engine's values reach them, so second derivatives work.
 
+``lfilter`` is the filter ``1/A`` of ``B x`` plus the initial states: linear in ``x``, ``zi`` and
+``b``; its adjoints are the filter run backwards in time, and the derivatives in ``b`` and ``a``
+the filter of ``x`` and of ``-y``, delayed (``_Recurrence``). ``sosfilt`` is a cascade of them,
+``filtfilt`` and ``sosfiltfilt`` compose them with the extension of the input at its edges and the
+step response's states (``lfilter_zi``: a linear system in ``b`` and ``a``); their rules are the
+compositions of these rules, every filter they run going through ``lfilter``'s rule when an
+engine's values reach it. ``filtfilt(method='gust')`` is refused.
+
 >>> import numpy as np, scipy.signal as ss, chainrules as cr
 >>> y, back = cr.rrule(ss.convolve, np.array([1.0, 2.0, 3.0]), np.array([1.0, -1.0]), "valid")
 >>> y, [cr.unthunk(d) for d in back(np.array([1.0, 1.0]))[1:3]]
@@ -22,6 +31,8 @@ this module's rules when an engine's values reach them, so second derivatives wo
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import scipy.signal as ss
 
@@ -29,20 +40,27 @@ from ...core import (
     AbstractZero,
     NoRuleError,
     NoTangent,
+    Tangent,
     Thunk,
     ZeroTangent,
     call_by_engine,
     frule,
     rrule,
+    unbroadcast,
     unthunk,
     user_location,
 )
-from ..numpy._arrays import cotangent_array, to_input
+from ...core.active import stood_for
+from ...core.errors import option_refused
+from ...core.structures import item_tangents
+from ..numpy._arrays import array_or_active, cotangent_array, normalize_axis, tangent_array, to_input
 from ..numpy._util import match_output
+from ._lapack import through_rules
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
-_NAMES = {ss.convolve: "convolve", ss.correlate: "correlate", ss.fftconvolve: "fftconvolve"}
+_NAMES = {f: f.__name__ for f in (ss.convolve, ss.correlate, ss.fftconvolve, ss.oaconvolve)}
+_BY_FFT = (ss.fftconvolve, ss.oaconvolve)  # (their third option is axes)
 
 
 def _by_rule(f, args: tuple, kwargs: dict):
@@ -64,15 +82,15 @@ class _Convolution:
 
     def __init__(self, f, inputs: tuple, args: tuple, kwargs: dict):
         name = _NAMES[f]
-        third = "axes" if f is ss.fftconvolve else "method"
-        o = {"mode": "full", third: None if f is ss.fftconvolve else "auto"}
+        third = "axes" if f in _BY_FFT else "method"
+        o = {"mode": "full", third: None if f in _BY_FFT else "auto"}
         o.update(zip(("mode", third), args), **kwargs)
-        if f is ss.fftconvolve and o["axes"] is not None:
+        if f in _BY_FFT and o["axes"] is not None:
             reason = f"axes={o['axes']!r}: the rule differentiates convolutions over all axes (axes=None) only"
             raise NoRuleError(f, (*inputs, *args), location=user_location(), reason=reason)
         self.name, self.mode, self.correlation = name, o["mode"], f is ss.correlate
-        if f is ss.fftconvolve:
-            self.conv, self.conv_kwargs = ss.fftconvolve, {}
+        if f in _BY_FFT:
+            self.conv, self.conv_kwargs = f, {}
         else:
             self.conv, self.conv_kwargs = ss.convolve, {"method": o[third]}
 
@@ -167,3 +185,599 @@ def rrule_fftconvolve(in1, in2, *args, **kwargs):
 @frule.register(ss.fftconvolve)
 def frule_fftconvolve(tangents, in1, in2, *args, **kwargs):
     return _frule_convolution(ss.fftconvolve, tangents, in1, in2, args, kwargs)
+
+
+@rrule.register(ss.oaconvolve)
+def rrule_oaconvolve(in1, in2, *args, **kwargs):
+    """``fftconvolve``'s rule, its correlations computed by overlap-add."""
+    return _rrule_convolution(ss.oaconvolve, in1, in2, args, kwargs)
+
+
+@frule.register(ss.oaconvolve)
+def frule_oaconvolve(tangents, in1, in2, *args, **kwargs):
+    return _frule_convolution(ss.oaconvolve, tangents, in1, in2, args, kwargs)
+
+
+# ----- lfilter: a linear recurrence --------------------------------------------------------------
+
+
+def _lfilter(b, a, x, axis: int, zi=None):
+    """``lfilter(b, a, x, axis, zi)``, an engine's values run by their engine through its rule."""
+    args = (b, a, x, axis) if zi is None else (b, a, x, axis, zi)
+    return call_by_engine(ss.lfilter, args, {}, "scipy.signal.lfilter")
+
+
+def _along(v, axis: int, start: int | None = None, stop: int | None = None):
+    """``v[start:stop]`` along ``axis``."""
+    index = [slice(None)] * np.ndim(v)
+    index[axis] = slice(start, stop)
+    return v[tuple(index)]
+
+
+def _fir(h, v, axis: int):
+    """``sum_j h[j] v[n - j]`` along ``axis``, ``v`` zero before its start (a causal FIR filter)."""
+    return _lfilter(h, np.ones(1), v, axis)
+
+
+def _backwards(filter_, v, axis: int):
+    """``filter_`` run backwards in time: on ``v`` reversed along ``axis``, its output reversed back."""
+    return np.flip(filter_(np.flip(v, axis)), axis)
+
+
+def _lags(u, v, count: int, axis: int):
+    """``[sum_n conj(u[n]) v[n + j] for j < count]``, each summed over every axis: a cotangent of
+    coefficients that ``v`` reads ``u`` through, delayed by ``j``."""
+    n, length = np.shape(u)[axis], np.shape(v)[axis]
+    sums = []
+    for j in range(count):
+        m = max(0, min(n, length - j))
+        sums.append(np.sum(np.conj(_along(u, axis, 0, m)) * _along(v, axis, j, j + m)))
+    return np.stack(sums)
+
+
+def _zero(t) -> bool:
+    return isinstance(t, AbstractZero)
+
+
+class _Recurrence:
+    """One call of ``lfilter(b, a, x, axis, zi)``: ``a[0] y[n] = sum_j b[j] x[n-j] - sum_{j>0}
+    a[j] y[n-j] + a[0] c[n]``, ``c`` the initial conditions ``zi`` followed by zeros (they are the
+    normalized filter's states: zi[n] adds to y[n]). Run ``K = max(len(a), len(b)) - 1`` steps
+    past the end on zeros (``x_e``, ``y_e``), its final states are ``zf[i] = sum_{j<=i} â[j]
+    y_e[N+i-j]`` (``â = a / a[0]``, ``b̂ = b / a[0]``). So the output is the filter ``1/Â`` of ``u =
+    B̂ x_e + c``, linear in ``x``, ``zi`` and ``b̂``, and the derivatives in ``b̂`` and ``â`` are
+    that filter of ``x_e`` and of ``-y_e`` delayed, the adjoints the filters run backwards in time."""
+
+    def __init__(self, b, a, x, axis: int, zi=None):
+        b, a = array_or_active(b), array_or_active(a)
+        self.b, self.a, self.x, self.zi = b, a, x, zi
+        self.axis = normalize_axis(axis, np.ndim(x))
+        self.n, self.k = np.shape(x)[self.axis], max(np.size(a), np.size(b)) - 1
+        self.bh, self.ah = b / a[0], a / a[0]
+        if zi is None:
+            self.y = self.out = _lfilter(b, a, x, self.axis)
+            self.y_tail = None
+        else:
+            self.y, zf = self.out = _lfilter(b, a, x, self.axis, zi)
+            # the output past the end: the filter run on from the final states over zeros
+            zeros = np.zeros(np.shape(zf), np.result_type(self.y))
+            self.y_tail = _lfilter(b, a, zeros, self.axis, zf)[0]
+
+    def _extended(self, v):
+        """``v`` followed by ``K`` zeros along the axis where the call has initial states."""
+        if self.zi is None:
+            return v
+        widths = [(0, 0)] * np.ndim(v)
+        widths[self.axis] = (0, self.k)
+        return np.pad(v, widths)
+
+    def _y_extended(self):
+        return self.y if self.zi is None else np.concatenate([self.y, self.y_tail], axis=self.axis)
+
+    def pull(self, dy, dzf):
+        """``(b̄, ā, x̄, z̄i)`` from the cotangents of ``y`` and ``zf`` (zeros where either is)."""
+        axis, ah, bh = self.axis, self.ah, self.bh
+        if _zero(dy):
+            dy = np.zeros(np.shape(self.y), np.result_type(self.y))
+        w = dy
+        if self.zi is not None:  # zf = Â over the tail (zero history): its adjoint runs backwards
+            if _zero(dzf):
+                tail = np.zeros(np.shape(self.y_tail), np.result_type(self.y_tail))
+            else:
+                tail = _backwards(lambda t: _fir(np.conj(ah), t, axis), dzf, axis)
+            w = np.concatenate([dy, tail], axis=axis)
+        u = _backwards(lambda t: _lfilter(np.ones(1), np.conj(ah), t, axis), w, axis)  # ū = (1/Â)^H w
+        dx = _along(_backwards(lambda t: _fir(np.conj(bh), t, axis), u, axis), axis, 0, self.n)
+        dzi = None if self.zi is None else _along(u, axis, 0, self.k)
+        dbh = _lags(self._extended(self.x), u, np.size(self.b), axis)
+        dah = -_lags(self._y_extended(), u, np.size(self.a), axis)
+        if self.zi is not None and not _zero(dzf):
+            dah = dah + _lags(self.y_tail, dzf, np.size(self.a), axis)
+        return (*_normalization_pullback(self.a, bh, ah, dbh, dah), dx, dzi)
+
+    def push(self, db, da, dx, dzi):
+        """``(ẏ, żf)`` from the tangents of ``b``, ``a``, ``x`` and ``zi`` (``żf`` None without ``zi``)."""
+        axis, terms, dah = self.axis, [], _ZERO
+        if not (_zero(dx) and _zero(dzi)):
+            dx = np.zeros(np.shape(self.x), np.result_type(self.y)) if _zero(dx) else dx
+            if self.zi is None:
+                terms.append(_lfilter(self.b, self.a, dx, axis))
+            else:
+                dzi = np.zeros(np.shape(self.zi), np.result_type(self.y)) if _zero(dzi) else dzi
+                terms.append(_lfilter(self.b, self.a, self._extended(dx), axis, dzi)[0])
+        if not (_zero(db) and _zero(da)):
+            dbh, dah = _normalization_push(self.a, self.bh, self.ah, db, da)
+            g = _fir(dbh, self._extended(self.x), axis)
+            if not _zero(dah):
+                g = g - _fir(dah, self._y_extended(), axis)
+            terms.append(_lfilter(np.ones(1), self.ah, g, axis))
+        if not terms:
+            return _ZERO, (None if self.zi is None else _ZERO)
+        dy_e = sum(terms[1:], terms[0])
+        if self.zi is None:
+            return dy_e, None
+        dzf = _fir(self.ah, _along(dy_e, axis, self.n), axis)
+        if not _zero(dah):
+            dzf = dzf + _fir(dah, self.y_tail, axis)
+        return _along(dy_e, axis, 0, self.n), dzf
+
+
+def _lfilter_call(b, a, x, rest: tuple, kwargs: dict):
+    """``(axis, zi)`` of a call ``lfilter(b, a, x, *rest, **kwargs)``."""
+    o = {"axis": -1, "zi": None}
+    o.update(zip(("axis", "zi"), rest), **kwargs)
+    return o["axis"], o["zi"]
+
+
+def _output_tangents(out, d, with_states: bool):
+    """The cotangents of ``y`` and ``zf`` (``zf``'s zero without states) from the output's ``d``."""
+    d = unthunk(d)
+    if not with_states:
+        return cotangent_array(out, d), _ZERO
+    if _zero(d):
+        return d, d
+    dy, dzf = (unthunk(t) for t in item_tangents(d, out))
+    return cotangent_array(out[0], dy), cotangent_array(out[1], dzf)
+
+
+@rrule.register(ss.lfilter)
+def rrule_lfilter(b, a, x, *rest, **kwargs):
+    """``x̄`` and ``z̄i``: the filter run backwards in time on the cotangents; ``b̄`` and ``ā``:
+    those correlated with ``x`` and ``-y`` (see ``_Recurrence``)."""
+    axis, zi = _lfilter_call(b, a, x, rest, kwargs)
+    rec = _Recurrence(b, a, x, axis, zi)
+    out, options = rec.out, (_NO,) * len(rest)
+
+    def lfilter_pullback(d_out):
+        dy, dzf = _output_tangents(out, d_out, zi is not None)
+        if _zero(dy) and _zero(dzf):
+            return (_NO, dy, dy, dy, *options)
+        parts = Thunk(lambda: rec.pull(dy, dzf))
+        db = Thunk(lambda: to_input(b, unthunk(parts)[0]))
+        da = Thunk(lambda: to_input(a, unthunk(parts)[1]))
+        dx = Thunk(lambda: to_input(x, unthunk(parts)[2]))
+        if len(rest) < 2:
+            return (_NO, db, da, dx, *options)
+        dzi = Thunk(lambda: to_input(zi, unbroadcast(zi, unthunk(parts)[3])))
+        return (_NO, db, da, dx, _NO, dzi)
+
+    return out, lfilter_pullback
+
+
+@frule.register(ss.lfilter)
+def frule_lfilter(tangents, b, a, x, *rest, **kwargs):
+    axis, zi = _lfilter_call(b, a, x, rest, kwargs)
+    rec = _Recurrence(b, a, x, axis, zi)
+    db, da = tangent_array(b, unthunk(tangents[1])), tangent_array(a, unthunk(tangents[2]))
+    dx = tangent_array(x, unthunk(tangents[3]))
+    dzi = tangent_array(zi, unthunk(tangents[5])) if len(tangents) > 5 else _ZERO
+    dy, dzf = rec.push(db, da, dx, dzi)
+    if zi is None:
+        return rec.out, (dy if _zero(dy) else match_output(rec.y, dy))
+    if _zero(dy):
+        return rec.out, _ZERO
+    return rec.out, Tangent[tuple](match_output(rec.y, dy), match_output(rec.out[1], dzf))
+
+
+def _normalization_pullback(a, bh, ah, dbh, dah):
+    """``(b̄, ā)`` from the cotangents of ``b̂ = b / a[0]`` and ``â = a / a[0]`` (``â[0] = 1`` stays:
+    its cotangent is ignored)."""
+    a0 = np.conj(a[0])
+    first = np.eye(np.size(a))[0]
+    da0 = -(np.sum(np.conj(bh) * dbh) + np.sum(np.conj(ah[1:]) * dah[1:])) / a0
+    return dbh / a0, (1 - first) * dah / a0 + first * da0
+
+
+def _normalization_push(a, bh, ah, db, da):
+    """The tangents of ``b̂ = b / a[0]`` and ``â = a / a[0]`` (``â``'s a zero where ``a``'s is)."""
+    if _zero(da):
+        return (np.zeros(np.shape(bh), np.result_type(bh)) if _zero(db) else db / a[0]), _ZERO
+    da0 = da[0] / a[0]
+    dbh = -bh * da0 if _zero(db) else db / a[0] - bh * da0
+    return dbh, da / a[0] - ah * da0
+
+
+# ----- initial states of a step response: lfilter_zi and sosfilt_zi ---------------------------------
+
+
+class _StepStates:
+    """``lfilter_zi(b, a)``: the states ``z`` of a filter at rest in its step response, the solution
+    of ``M z = B`` with ``M = I - companion(â).T`` (the identity, plus ``â[1:]`` in the first column,
+    less the ones above the diagonal) and ``B = b̂[1:] - â[1:] b̂[0]`` (``b̂``, ``â`` padded to one
+    length ``n``). Differentiated: ``M ż = Ḃ - Ṁ z``, ``Ṁ z = â̇[1:] z[0]``; the adjoints solve with
+    ``M^H``."""
+
+    def __init__(self, b, a):
+        b, a = array_or_active(b), array_or_active(a)
+        if np.ndim(b) != 1 or np.ndim(a) != 1:
+            ss.lfilter_zi(b, a)  # (SciPy's error)
+        if isinstance(a, np.ndarray) and a[0] == 0:  # (SciPy drops leading zeros of a: a derivative would be lost)
+            raise option_refused(ss.lfilter_zi, (b, a), "a[0] = 0: the rule differentiates filters with a[0] != 0")
+        self.b, self.a, self.n = b, a, max(np.size(a), np.size(b))
+        self.bh, self.ah = b / a[0], a / a[0]
+        bp, ap = self._padded(self.bh), self._padded(self.ah)
+        k = self.n - 1
+        self.m = np.eye(k) + np.outer(ap[1:], np.eye(k)[0]) - np.eye(k, k=1)
+        self.z = through_rules(np.linalg.solve, self.m, bp[1:] - ap[1:] * bp[0])
+        self.bp0, self.ap = bp[0], ap
+
+    def _padded(self, c):
+        return np.pad(c, (0, self.n - np.size(c)))
+
+    def pull(self, dz):
+        lam = through_rules(np.linalg.solve, np.conj(np.swapaxes(self.m, 0, 1)), dz)
+        dbh = np.concatenate([np.reshape(-np.sum(np.conj(self.ap[1:]) * lam), 1), lam])[: np.size(self.b)]
+        dah = np.concatenate([np.zeros(1), -lam * np.conj(self.bp0 + self.z[0])])[: np.size(self.a)]
+        return _normalization_pullback(self.a, self.bh, self.ah, dbh, dah)
+
+    def push(self, db, da):
+        dbh, dah = _normalization_push(self.a, self.bh, self.ah, db, da)
+        dbp = self._padded(dbh)
+        rhs = dbp[1:] - self.ap[1:] * dbp[0]
+        if not _zero(dah):
+            rhs = rhs - self._padded(dah)[1:] * (self.bp0 + self.z[0])
+        return through_rules(np.linalg.solve, self.m, rhs)
+
+
+class _CascadeStates:
+    """``sosfilt_zi(sos)``: each section's ``lfilter_zi`` scaled by the step response's steady
+    state before it, ``scale[s] = prod_{t<s} g[t]``, ``g[t] = sum(b_t) / sum(a_t)`` (a section's
+    gain at zero frequency)."""
+
+    def __init__(self, sos):
+        sos = array_or_active(sos)
+        if np.ndim(sos) != 2 or np.shape(sos)[1] != 6:
+            raise ValueError("sos must be shape (n_sections, 6)")
+        self.sos, self.sections, self.gains, self.scales = sos, [], [], []
+        scale, rows = 1.0, []
+        for s in range(np.shape(sos)[0]):
+            b, a = sos[s, :3], sos[s, 3:]
+            self.sections.append(_StepStates(b, a))
+            self.scales.append(scale)
+            rows.append(scale * self.sections[-1].z)
+            self.gains.append(np.sum(b) / np.sum(a))
+            scale = scale * self.gains[-1]
+        self.z = np.stack(rows)
+
+    def pull(self, dz):
+        rows, dscale = [], 0.0
+        for s in reversed(range(len(self.sections))):  # scale[s + 1] = scale[s] g[s]
+            a = self.sos[s, 3:]
+            dgain = dscale * np.conj(self.scales[s])
+            dscale = dscale * np.conj(self.gains[s]) + np.sum(np.conj(self.sections[s].z) * dz[s])
+            db, da = self.sections[s].pull(np.conj(self.scales[s]) * dz[s])
+            sa = np.conj(np.sum(a))
+            rows.append(np.concatenate([db + dgain / sa, da - dgain * np.conj(self.gains[s]) / sa]))
+        return np.stack(rows[::-1])
+
+    def push(self, dsos):
+        rows, dscale = [], 0.0
+        for s, section in enumerate(self.sections):
+            a = self.sos[s, 3:]
+            db, da = dsos[s, :3], dsos[s, 3:]
+            rows.append(dscale * section.z + self.scales[s] * section.push(db, da))
+            dgain = (np.sum(db) - self.gains[s] * np.sum(da)) / np.sum(a)
+            dscale = dscale * self.gains[s] + self.scales[s] * dgain
+        return np.stack(rows)
+
+
+@rrule.register(ss.lfilter_zi)
+def rrule_lfilter_zi(b, a):
+    """``λ = M^{-H} z̄``: ``b̂̄[1:] = λ``, ``b̂̄[0] = -â[1:]^H λ``, ``â̄[1:] = -λ conj(b̂[0] + z[0])``."""
+    states = _StepStates(b, a)
+
+    def lfilter_zi_pullback(dz):
+        dz = cotangent_array(states.z, dz)
+        if _zero(dz):
+            return (_NO, dz, dz)
+        parts = Thunk(lambda: states.pull(dz))
+        return (_NO, Thunk(lambda: to_input(b, unthunk(parts)[0])), Thunk(lambda: to_input(a, unthunk(parts)[1])))
+
+    return states.z, lfilter_zi_pullback
+
+
+@frule.register(ss.lfilter_zi)
+def frule_lfilter_zi(tangents, b, a):
+    states = _StepStates(b, a)
+    db, da = tangent_array(b, unthunk(tangents[1])), tangent_array(a, unthunk(tangents[2]))
+    if _zero(db) and _zero(da):
+        return states.z, _ZERO
+    return states.z, match_output(states.z, states.push(db, da))
+
+
+@rrule.register(ss.sosfilt_zi)
+def rrule_sosfilt_zi(sos):
+    """Each section's ``lfilter_zi`` pullback, and the scales' back through the gains."""
+    states = _CascadeStates(sos)
+
+    def sosfilt_zi_pullback(dz):
+        dz = cotangent_array(states.z, dz)
+        if _zero(dz):
+            return (_NO, dz)
+        return (_NO, Thunk(lambda: to_input(sos, states.pull(dz))))
+
+    return states.z, sosfilt_zi_pullback
+
+
+@frule.register(ss.sosfilt_zi)
+def frule_sosfilt_zi(tangents, sos):
+    states = _CascadeStates(sos)
+    dsos = tangent_array(sos, unthunk(tangents[1]))
+    return states.z, (dsos if _zero(dsos) else match_output(states.z, states.push(dsos)))
+
+
+# ----- sosfilt: a cascade of second-order recurrences -----------------------------------------------
+
+
+class _Cascade:
+    """``sosfilt(sos, x, axis, zi)``: ``lfilter`` of each section (``sos[s, :3]``, ``sos[s, 3:]``,
+    states ``zi[s]``) on the previous one's output; ``pull`` and ``push`` run the sections'
+    (``_Recurrence``'s) in turn, in the reverse order and in order."""
+
+    def __init__(self, sos, x, axis: int, zi=None):
+        sos = array_or_active(sos)
+        if np.ndim(sos) != 2 or np.shape(sos)[1] != 6:
+            raise ValueError("sos array must be shape (n_sections, 6)")
+        if isinstance(sos, np.ndarray) and not np.all(sos[:, 3] == 1):
+            raise ValueError("sos[:, 3] should be all ones")
+        self.sos, self.zi, self.sections, y = sos, zi, [], x
+        for s in range(np.shape(sos)[0]):
+            self.sections.append(_Recurrence(sos[s, :3], sos[s, 3:], y, axis, None if zi is None else zi[s]))
+            y = self.sections[-1].y
+        self.y = y
+        self.out = y if zi is None else (y, np.stack([r.out[1] for r in self.sections]))
+
+    def pull(self, dy, dzf):
+        """``(sos̄, x̄, z̄i)`` from the cotangents of ``y`` and ``zf``."""
+        rows, dzi = [], []
+        for s in reversed(range(len(self.sections))):
+            db, da, dy, dz = self.sections[s].pull(dy, _ZERO if self.zi is None or _zero(dzf) else dzf[s])
+            rows.append(np.concatenate([db, da]))
+            dzi.append(dz)
+        return np.stack(rows[::-1]), dy, (None if self.zi is None else np.stack(dzi[::-1]))
+
+    def push(self, dsos, dx, dzi):
+        """``(ẏ, żf)`` from the tangents of ``sos``, ``x`` and ``zi`` (``żf`` None without ``zi``)."""
+        dy, dzf = dx, []
+        for s, section in enumerate(self.sections):
+            db, da = (_ZERO, _ZERO) if _zero(dsos) else (dsos[s, :3], dsos[s, 3:])
+            dy, dz = section.push(db, da, dy, _ZERO if _zero(dzi) else dzi[s])
+            dzf.append(dz)
+        if self.zi is None:
+            return dy, None
+        if all(_zero(d) for d in dzf):
+            return dy, _ZERO
+        zeros = [np.zeros(np.shape(r.out[1]), np.result_type(r.out[1])) for r in self.sections]
+        return dy, np.stack([z if _zero(d) else d for z, d in zip(zeros, dzf)])
+
+
+def _sosfilt_call(rest: tuple, kwargs: dict):
+    o = {"axis": -1, "zi": None}
+    o.update(zip(("axis", "zi"), rest), **kwargs)
+    return o["axis"], o["zi"]
+
+
+@rrule.register(ss.sosfilt)
+def rrule_sosfilt(sos, x, *rest, **kwargs):
+    """``lfilter``'s pullbacks of the sections, the last first."""
+    axis, zi = _sosfilt_call(rest, kwargs)
+    cascade = _Cascade(sos, x, axis, zi)
+    out, options = cascade.out, (_NO,) * len(rest)
+
+    def sosfilt_pullback(d_out):
+        dy, dzf = _output_tangents(out, d_out, zi is not None)
+        if _zero(dy) and _zero(dzf):
+            return (_NO, dy, dy, *options)
+        parts = Thunk(lambda: cascade.pull(dy, dzf))
+        dsos = Thunk(lambda: to_input(sos, unthunk(parts)[0]))
+        dx = Thunk(lambda: to_input(x, unthunk(parts)[1]))
+        if len(rest) < 2:
+            return (_NO, dsos, dx, *options)
+        return (_NO, dsos, dx, _NO, Thunk(lambda: to_input(zi, unthunk(parts)[2])))
+
+    return out, sosfilt_pullback
+
+
+@frule.register(ss.sosfilt)
+def frule_sosfilt(tangents, sos, x, *rest, **kwargs):
+    axis, zi = _sosfilt_call(rest, kwargs)
+    cascade = _Cascade(sos, x, axis, zi)
+    dsos, dx = tangent_array(sos, unthunk(tangents[1])), tangent_array(x, unthunk(tangents[2]))
+    dzi = tangent_array(zi, unthunk(tangents[4])) if len(tangents) > 4 else _ZERO
+    dy, dzf = cascade.push(dsos, dx, dzi)
+    if zi is None:
+        return cascade.out, (dy if _zero(dy) else match_output(cascade.y, dy))
+    if _zero(dy):
+        return cascade.out, _ZERO
+    dzf = dzf if _zero(dzf) else match_output(cascade.out[1], dzf)
+    return cascade.out, Tangent[tuple](match_output(cascade.y, dy), dzf)
+
+
+# ----- filtfilt and sosfiltfilt (method='pad'): a filter run forwards, then backwards ---------------
+
+#: an extension of the input beyond its edges, ``(sign, weight)``: each padded side is ``weight``
+#: times the edge entry plus ``sign`` times the entries next to it, reflected
+_EXTENSIONS = {"odd": (-1, 2), "even": (1, 0), "constant": (0, 1)}
+
+
+def _place(v, axis: int, start: int, length: int):
+    """``v`` placed at ``start`` along ``axis`` in zeros ``length`` long."""
+    widths = [(0, 0)] * np.ndim(v)
+    widths[axis] = (start, length - start - np.shape(v)[axis])
+    return np.pad(v, widths)
+
+
+def _plus(*terms):
+    """The sum of the terms that are not zero tangents (a zero tangent if none is)."""
+    terms = [t for t in terms if not _zero(t)]
+    return sum(terms[1:], terms[0]) if terms else _ZERO
+
+
+def _times(u, v):
+    return _ZERO if _zero(u) or _zero(v) else u * v
+
+
+class _TwoPass:
+    """``filtfilt(b, a, x, axis, padtype, padlen)`` and ``sosfiltfilt(sos, x, ...)`` as SciPy
+    computes them: ``x`` extended by ``padlen`` entries at each end (``padtype`` odd, even or
+    constant: linear in ``x``), filtered (``make``: an ``lfilter`` or ``sosfilt`` call) from the
+    step response's states ``z`` (``lfilter_zi``, ``sosfilt_zi``: ``states``) times the first entry,
+    then the output reversed and filtered again from ``z`` times its first entry, reversed back
+    and cut to ``x``'s length. The rules compose the rules of these steps."""
+
+    def __init__(self, make, states, coefs: tuple, x, settings: dict, ntaps: int):
+        padtype, padlen = settings["padtype"], settings["padlen"]
+        if padtype not in (*_EXTENSIONS, None):
+            raise ValueError(
+                f"Unknown value '{padtype}' given to padtype. padtype must be 'even', 'odd', 'constant', or None."
+            )
+        self.axis = axis = normalize_axis(settings["axis"], np.ndim(x))
+        self.n = np.shape(x)[axis]
+        self.edge = 0 if padtype is None else (3 * ntaps if padlen is None else int(padlen))
+        if self.n <= self.edge:
+            raise ValueError(f"The length of the input vector x must be greater than padlen, which is {self.edge}.")
+        self.extension = _EXTENSIONS.get(padtype) if self.edge > 0 else None
+        self.states, self.coefs = states, coefs
+        z = states(*coefs).z
+        shape = [1] * np.ndim(x)
+        shape[axis] = -1
+        self.z = np.reshape(z, (*np.shape(z)[:-1], *shape))
+        ext = self._extend(x)
+        self.length = np.shape(ext)[axis]
+        self.x0 = _along(ext, axis, 0, 1)
+        self.first = make(ext, self.z * self.x0)
+        self.u0 = _along(self.first.y, axis, self.length - 1)
+        self.second = make(np.flip(self.first.y, axis), self.z * self.u0)
+        self.y = _along(np.flip(self.second.y, axis), axis, self.edge, self.edge + self.n)
+
+    def _extend(self, x):
+        if self.extension is None:
+            return x
+        (sign, weight), axis, n, e = self.extension, self.axis, self.n, self.edge
+        left = weight * _along(x, axis, 0, 1) + sign * np.flip(_along(x, axis, 1, e + 1), axis)
+        right = weight * _along(x, axis, n - 1, n) + sign * np.flip(_along(x, axis, n - e - 1, n - 1), axis)
+        return np.concatenate([left, x, right], axis=axis)
+
+    def _extend_adjoint(self, d):
+        if self.extension is None:
+            return d
+        (sign, weight), axis, n, e = self.extension, self.axis, self.n, self.edge
+        left, right = _along(d, axis, 0, e), _along(d, axis, e + n)
+        out = _along(d, axis, e, e + n)
+        if weight:
+            ends = [weight * np.sum(left, axis=axis, keepdims=True), weight * np.sum(right, axis=axis, keepdims=True)]
+            out = out + _place(ends[0], axis, 0, n) + _place(ends[1], axis, n - 1, n)
+        if sign:
+            reflected = [sign * np.flip(left, axis), sign * np.flip(right, axis)]
+            out = out + _place(reflected[0], axis, 1, n) + _place(reflected[1], axis, n - e - 1, n)
+        return out
+
+    def pull(self, dy):
+        """``(*coefficients' cotangents, x̄)`` from ``ȳ``."""
+        axis, z = self.axis, self.z
+        dv = np.flip(_place(dy, axis, self.edge, self.length), axis)
+        *dc2, dr, ds2 = self.second.pull(dv, _ZERO)
+        du = np.flip(dr, axis) + _place(unbroadcast(self.u0, np.conj(z) * ds2), axis, self.length - 1, self.length)
+        *dc1, de, ds1 = self.first.pull(du, _ZERO)
+        de = de + _place(unbroadcast(self.x0, np.conj(z) * ds1), axis, 0, self.length)
+        dz = unbroadcast(z, np.conj(self.x0) * ds1) + unbroadcast(z, np.conj(self.u0) * ds2)
+        states = self.states(*self.coefs)
+        dc0 = states.pull(np.reshape(dz, np.shape(states.z)))
+        dc0 = dc0 if isinstance(dc0, tuple) else (dc0,)
+        return (*(c0 + c1 + c2 for c0, c1, c2 in zip(dc0, dc1, dc2)), self._extend_adjoint(de))
+
+    def push(self, dcoefs: tuple, dx):
+        """``ẏ`` from the tangents of the coefficients and of ``x``."""
+        axis, z = self.axis, self.z
+        dz = _ZERO
+        if not all(_zero(d) for d in dcoefs):
+            dz = np.reshape(self.states(*self.coefs).push(*dcoefs), np.shape(z))
+        de = _ZERO if _zero(dx) else self._extend(dx)
+        ds1 = _plus(_times(dz, self.x0), _times(z, _ZERO if _zero(de) else _along(de, axis, 0, 1)))
+        du = self.first.push(*dcoefs, de, ds1)[0]
+        du0 = _ZERO if _zero(du) else _along(du, axis, self.length - 1)
+        ds2 = _plus(_times(dz, self.u0), _times(z, du0))
+        dv = self.second.push(*dcoefs, _ZERO if _zero(du) else np.flip(du, axis), ds2)[0]
+        return dv if _zero(dv) else _along(np.flip(dv, axis), axis, self.edge, self.edge + self.n)
+
+
+def _two_pass_rules(f, coefficients: int, call) -> None:
+    """Register the rules of ``f``, whose first ``coefficients`` positional arguments are the
+    filter's, then ``x``; ``call(coefs, x, settings)`` makes its ``_TwoPass``."""
+    signature = inspect.signature(f)
+    name = f.__name__
+
+    def settings(args: tuple, kwargs: dict) -> dict:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        s = dict(bound.arguments)
+        if s.get("method", "pad") != "pad":
+            raise option_refused(
+                f, args, f"method={s['method']!r}: the rule differentiates method='pad' only (the default)"
+            )
+        return s
+
+    def two_pass_rrule(*args, **kwargs):
+        coefs, x, rest = args[:coefficients], args[coefficients], args[coefficients + 1 :]
+        passes = call(coefs, x, settings(args, kwargs))
+        options = (_NO,) * len(rest)
+
+        def two_pass_pullback(dy):
+            dy = cotangent_array(passes.y, dy)
+            if _zero(dy):
+                return (_NO, *(dy for _ in coefs), dy, *options)
+            parts = Thunk(lambda: passes.pull(dy))
+            cotangents = (Thunk(lambda i=i, c=c: to_input(c, unthunk(parts)[i])) for i, c in enumerate((*coefs, x)))
+            return (_NO, *cotangents, *options)
+
+        two_pass_pullback.__name__ = two_pass_pullback.__qualname__ = f"{name}_pullback"
+        return passes.y, two_pass_pullback
+
+    def two_pass_frule(tangents, *args, **kwargs):
+        coefs, x = args[:coefficients], args[coefficients]
+        passes = call(coefs, x, settings(args, kwargs))
+        d = [tangent_array(v, unthunk(t)) for v, t in zip((*coefs, x), tangents[1:])]
+        dy = passes.push(tuple(d[:coefficients]), d[coefficients])
+        return passes.y, (dy if _zero(dy) else match_output(passes.y, dy))
+
+    two_pass_rrule.__name__ = two_pass_rrule.__qualname__ = f"rrule_{name}"
+    two_pass_frule.__name__ = two_pass_frule.__qualname__ = f"frule_{name}"
+    rrule.register(f)(two_pass_rrule)
+    frule.register(f)(two_pass_frule)
+
+
+def _filtfilt(coefs: tuple, x, s: dict) -> _TwoPass:
+    b, a = coefs
+    ntaps = max(np.size(a), np.size(b))
+    return _TwoPass(lambda v, zi: _Recurrence(b, a, v, s["axis"], zi), _StepStates, coefs, x, s, ntaps)
+
+
+def _sosfiltfilt(coefs: tuple, x, s: dict) -> _TwoPass:
+    (sos,) = coefs
+    plain = np.asarray(stood_for(sos))  # (SciPy counts the sections of first order as it pads)
+    ntaps = 2 * np.shape(sos)[0] + 1 - min(int(np.sum(plain[:, 2] == 0)), int(np.sum(plain[:, 5] == 0)))
+    return _TwoPass(lambda v, zi: _Cascade(sos, v, s["axis"], zi), _CascadeStates, coefs, x, s, ntaps)
+
+
+_two_pass_rules(ss.filtfilt, 2, _filtfilt)
+_two_pass_rules(ss.sosfiltfilt, 1, _sosfiltfilt)
