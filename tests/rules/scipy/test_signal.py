@@ -1,6 +1,7 @@
-"""Rules for ``scipy.signal.convolve``, ``correlate`` and ``fftconvolve``: finite differences in
-every mode, 1-D and 2-D, either operand the larger, float32 and complex; the engines (source
-gradients, forward Jacobians, Hessians); the refusal of ``fftconvolve``'s ``axes``."""
+"""Rules for ``scipy.signal.convolve``, ``correlate``, ``fftconvolve`` and ``oaconvolve``, and
+``convolve2d`` and ``correlate2d``: finite differences in every mode (and boundary, ``fillvalue``
+differentiated), 1-D and 2-D, either operand the larger, float32 and complex; the engines (source
+gradients, the tape given the function, forward Jacobians, Hessians); the refusal of ``axes``."""
 
 import numpy as np
 import pytest
@@ -129,3 +130,61 @@ def test_complex_gradient_and_hessian():
     np.testing.assert_allclose(g, fd_jacobian(complex_response, h)[0], rtol=1e-6, atol=1e-8)
     expected = fd_jacobian(lambda z: cr.gradient(complex_response, z)[0], h)
     np.testing.assert_allclose(cr.hessian(complex_response, h), expected, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_oaconvolve(mode):
+    test_rrule(ss.oaconvolve, _r(4, 5), _r(2, 3), fkwargs={"mode": mode})
+    test_frule(ss.oaconvolve, _r(4, 5), _r(2, 3), fkwargs={"mode": mode})
+    test_rrule(ss.oaconvolve, _r(6, dtype=np.complex128), _r(3), nondiff(mode))
+    test_frule(ss.oaconvolve, _r(6, dtype=np.complex128), _r(3), nondiff(mode))
+    with pytest.raises(cr.NoRuleError, match=r"oaconvolve\(numpy\.ndarray, numpy\.ndarray\) at .*test_signal\.py"):
+        cr.rrule(ss.oaconvolve, _r(2, 4), _r(1, 3), axes=1)
+
+
+# ----- convolve2d and correlate2d ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("f", [ss.convolve2d, ss.correlate2d], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("boundary", ["fill", "wrap", "symm"])
+def test_2d_boundaries(f, boundary):
+    """Modes 'full' and 'same' extend in1 by the boundary (fillvalue differentiated), a kernel
+    larger than the input too; 'valid' ignores it."""
+    for s1, s2 in (((4, 5), (2, 3)), ((2, 2), (3, 3))):
+        for mode in ("full", "same"):
+            test_rrule(f, _r(*s1), _r(*s2), nondiff(mode), nondiff(boundary), 1.5)
+            test_frule(f, _r(*s1), _r(*s2), nondiff(mode), nondiff(boundary), 1.5)
+    test_rrule(f, _r(3, 4), _r(2, 2), fkwargs={"mode": "valid", "boundary": boundary})
+
+
+@pytest.mark.parametrize("f", [ss.convolve2d, ss.correlate2d], ids=lambda f: f.__name__)
+def test_2d_complex_and_valid_either_way(f):
+    a, b = _r(3, 4, dtype=np.complex128), _r(2, 2, dtype=np.complex128)
+    for s in ({"mode": "same", "boundary": "symm"}, {"mode": "full", "fillvalue": 0.5 - 1j}):
+        test_rrule(f, a, b, fkwargs=s)
+        test_frule(f, a, b, fkwargs=s)
+    for x, y in ((a, b), (b, a)):  # (in2 the larger: SciPy's correlate2d reverses correlate(in2, in1))
+        test_rrule(f, x, y, nondiff("valid"))
+        test_frule(f, x, y, nondiff("valid"))
+
+
+def image_energy(k):
+    """Both 2-d functions, each boundary, a differentiated fillvalue (by keyword: the engines pass
+    it by position)."""
+    u = ss.convolve2d(IMAGE * k[0, 0], k, mode="same", boundary="symm")
+    v = ss.correlate2d(u, k, "full", "fill", fillvalue=k[1, 1])
+    w = ss.correlate2d(k, v, "valid")
+    return np.sum(np.tanh(v)) + np.sum(w**2) + np.sum(ss.convolve2d(u, k**2, boundary="wrap", mode="same") ** 2)
+
+
+def test_2d_engines_and_hessian():
+    k = 0.5 * K0
+    expected = fd_jacobian(image_energy, k).reshape(k.shape)
+    np.testing.assert_allclose(cr.gradient(image_energy, k)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(image_energy, k, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+    hessian = fd_jacobian(lambda z: cr.gradient(image_energy, z)[0], k).reshape(k.shape * 2)
+    np.testing.assert_allclose(cr.hessian(image_energy, k), hessian, rtol=1e-5, atol=1e-6)
+    dy = _r(5, 6)
+    _, back = cr.pullback(ss.convolve2d, IMAGE, k, "same", "wrap", engine="tape")
+    jacobian = fd_jacobian(lambda z: ss.convolve2d(IMAGE, z, "same", "wrap"), k).reshape(5, 6, 2, 3)
+    np.testing.assert_allclose(back(dy)[1], np.tensordot(dy, jacobian, 2), rtol=1e-6, atol=1e-8)

@@ -1,8 +1,8 @@
 """Rules for ``scipy.signal``'s recurrences: ``lfilter`` (with and without initial states, in
 ``b``, ``a``, ``x`` and ``zi``), ``lfilter_zi``, ``sosfilt``, ``sosfilt_zi``, ``filtfilt`` and
 ``sosfiltfilt`` in each padding, against finite differences; the engines (source gradients, the
-tape given the filter, forward and reverse Jacobians, Hessians); the refusal of
-``method='gust'``; and ``oaconvolve``, ``fftconvolve``'s twin."""
+tape given the filter, forward and reverse Jacobians, Hessians); the refusals of
+``method='gust'`` and of ``lfilter_zi`` with ``a[0] = 0``."""
 
 import numpy as np
 import pytest
@@ -150,14 +150,3 @@ def test_reverse_engines_given_the_filters(engine):
         expected = [dy @ fd_jacobian(lambda v, i=i: f(*args[:i], v, *args[i + 1 :]), args[i]) for i in range(3)]
         for got, want in zip(back(dy), expected):
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
-
-
-# ----- oaconvolve ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("mode", ["full", "same", "valid"])
-def test_oaconvolve(mode):
-    _both(ss.oaconvolve, R.standard_normal((4, 5)), R.standard_normal((2, 3)), fkwargs={"mode": mode})
-    _both(ss.oaconvolve, R.standard_normal(6) + 1j * R.standard_normal(6), R.standard_normal(3), nondiff(mode))
-    with pytest.raises(cr.NoRuleError, match=r"oaconvolve\(.*\) at .*test_signal_filters\.py"):
-        cr.rrule(ss.oaconvolve, R.standard_normal((2, 4)), R.standard_normal((1, 3)), axes=1)

@@ -1,7 +1,9 @@
 """Rules for ``scipy.signal``'s N-dimensional convolutions: ``convolve``, ``correlate``,
 ``fftconvolve`` and ``oaconvolve`` (``axes=None`` only), real and complex, in modes ``"full"``,
-``"same"`` and ``"valid"``; and its recurrences: ``lfilter`` (in ``b``, ``a``, ``x`` and ``zi``),
-``sosfilt``, ``filtfilt`` and ``sosfiltfilt`` (``method='pad'``), ``lfilter_zi`` and ``sosfilt_zi``.
+``"same"`` and ``"valid"``; ``convolve2d`` and ``correlate2d`` in each boundary (``fillvalue``
+differentiated: the extension of ``in1`` by ``np.pad``, see ``_Convolution2d``); and its
+recurrences: ``lfilter`` (in ``b``, ``a``, ``x`` and ``zi``), ``sosfilt``, ``filtfilt`` and
+``sosfiltfilt`` (``method='pad'``), ``lfilter_zi`` and ``sosfilt_zi``.
 
 Each output is a window of the full convolution ``z[n] = sum_k a[k] b[n - k]`` (``"same"``: the
 ``a``-sized centre, starting at ``(len(b) - 1) // 2`` along each axis; ``"valid"``: starting at
@@ -196,6 +198,113 @@ def rrule_oaconvolve(in1, in2, *args, **kwargs):
 @frule.register(ss.oaconvolve)
 def frule_oaconvolve(tangents, in1, in2, *args, **kwargs):
     return _frule_convolution(ss.oaconvolve, tangents, in1, in2, args, kwargs)
+
+
+# ----- convolve2d and correlate2d: with the input extended by a boundary ----------------------------
+
+#: convolve2d's boundaries as the ``np.pad`` modes that extend the input the same way
+_BOUNDARIES = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}
+
+
+class _Convolution2d:
+    """One call of ``convolve2d`` or ``correlate2d``: outside mode 'valid', the 'valid' convolution
+    (correlation) of ``in1`` extended by ``len(in2) - 1`` entries each side by the boundary (padded
+    with ``fillvalue``, wrapped or reflected: ``np.pad``), cut to the mode's window (mode 'same':
+    starting at ``(len(in2) - 1) // 2``, a correlation's at ``len(in2) // 2``); in mode 'valid',
+    ``convolve``'s or ``correlate``'s, where ``in2`` larger makes SciPy's correlation
+    ``correlate(in2, in1)`` reversed. The pullback composes the rules of ``np.pad`` and of these."""
+
+    def __init__(self, f, in1, in2, args: tuple, kwargs: dict):
+        o = {"mode": "full", "boundary": "fill", "fillvalue": 0}
+        o.update(zip(("mode", "boundary", "fillvalue"), args), **kwargs)
+        self.f, self.in1, self.in2, self.o = f, in1, in2, o
+        self.core = ss.correlate if f is ss.correlate2d else ss.convolve
+        self.y = call_by_engine(f, (in1, in2, *args), kwargs, f"scipy.signal.{f.__name__}")  # (SciPy's checks)
+        s1, s2 = np.shape(in1), np.shape(in2)
+        self.swapped = o["mode"] == "valid" and self.core is ss.correlate and any(a < b for a, b in zip(s1, s2))
+        if o["mode"] == "same":
+            shift = (lambda n: n // 2) if self.core is ss.correlate else (lambda n: (n - 1) // 2)
+            self.window = [(shift(n2), n1) for n1, n2 in zip(s1, s2)]
+        else:
+            self.window = None
+
+    def pull(self, dy):
+        """``(in1̄, in2̄, fillvaluē)`` (the last a zero but for a fill boundary)."""
+        if self.o["mode"] == "valid":
+            if self.swapped:
+                d2, d1 = rrule(ss.correlate, self.in2, self.in1, "valid")[1](np.flip(dy))[1:3]
+            else:
+                d1, d2 = rrule(self.core, self.in1, self.in2, "valid")[1](dy)[1:3]
+            return d1, d2, _ZERO
+        mode = _BOUNDARIES[self.o["boundary"]]
+        widths = [(n - 1, n - 1) for n in np.shape(self.in2)]
+        filled = (self.o["fillvalue"],) if mode == "constant" else ()
+        padded, pad_back = rrule(np.pad, self.in1, widths, mode, *filled)
+        full, conv_back = rrule(self.core, padded, self.in2, "valid")
+        if self.window is not None:
+            spans = [(start, total - start - n) for (start, n), total in zip(self.window, np.shape(full))]
+            dy = np.pad(dy, spans)
+        dp, d2 = conv_back(dy)[1:3]
+        d_pad = pad_back(dp)
+        return d_pad[1], d2, (d_pad[4] if filled else _ZERO)
+
+
+def _rrule_2d(f, in1, in2, args: tuple, kwargs: dict):
+    call = _Convolution2d(f, in1, in2, args, kwargs)
+    options = [_NO] * len(args)
+
+    def convolution2d_pullback(dy):
+        dy = cotangent_array(call.y, dy)
+        if _zero(dy):
+            return (_NO, dy, dy, *(dy if i == 2 else _NO for i in range(len(args))))
+        parts = Thunk(lambda: call.pull(dy))
+        d1 = Thunk(lambda: to_input(in1, unthunk(unthunk(parts)[0])))
+        d2 = Thunk(lambda: to_input(in2, unthunk(unthunk(parts)[1])))
+        if len(args) > 2:
+            options[2] = Thunk(lambda: to_input(args[2], unthunk(unthunk(parts)[2])))
+        return (_NO, d1, d2, *options)
+
+    convolution2d_pullback.__name__ = convolution2d_pullback.__qualname__ = f"{f.__name__}_pullback"
+    return call.y, convolution2d_pullback
+
+
+def _frule_2d(f, tangents: tuple, in1, in2, args: tuple, kwargs: dict):
+    """``f(ḋ1, in2, fillvalue=ḟ) + f(in1, ḋ2)``: bilinear in the extended ``in1`` and ``in2``, the
+    extension linear in ``in1`` and ``fillvalue`` together."""
+    call = _Convolution2d(f, in1, in2, args, kwargs)
+    d1, d2 = unthunk(tangents[1]), unthunk(tangents[2])
+    dfill = unthunk(tangents[5]) if len(tangents) > 5 else _ZERO
+    settings = {k: v for k, v in call.o.items() if k != "fillvalue"}
+    terms = []
+    if not (_zero(d1) and _zero(dfill)):
+        d1 = np.zeros(np.shape(in1), np.result_type(call.y)) if _zero(d1) else tangent_array(in1, d1)
+        fill = {"fillvalue": 0 if _zero(dfill) else dfill}
+        terms.append(call_by_engine(f, (d1, in2), {**settings, **fill}, f"scipy.signal.{f.__name__}"))
+    if not _zero(d2):
+        terms.append(call_by_engine(f, (in1, tangent_array(in2, d2)), call.o, f"scipy.signal.{f.__name__}"))
+    return call.y, (match_output(call.y, _plus(*terms)) if terms else _ZERO)
+
+
+@rrule.register(ss.convolve2d)
+def rrule_convolve2d(in1, in2, *args, **kwargs):
+    """The composition of ``np.pad``'s rule (the boundary's extension) and ``convolve``'s."""
+    return _rrule_2d(ss.convolve2d, in1, in2, args, kwargs)
+
+
+@frule.register(ss.convolve2d)
+def frule_convolve2d(tangents, in1, in2, *args, **kwargs):
+    return _frule_2d(ss.convolve2d, tangents, in1, in2, args, kwargs)
+
+
+@rrule.register(ss.correlate2d)
+def rrule_correlate2d(in1, in2, *args, **kwargs):
+    """The composition of ``np.pad``'s rule (the boundary's extension) and ``correlate``'s."""
+    return _rrule_2d(ss.correlate2d, in1, in2, args, kwargs)
+
+
+@frule.register(ss.correlate2d)
+def frule_correlate2d(tangents, in1, in2, *args, **kwargs):
+    return _frule_2d(ss.correlate2d, tangents, in1, in2, args, kwargs)
 
 
 # ----- lfilter: a linear recurrence --------------------------------------------------------------
