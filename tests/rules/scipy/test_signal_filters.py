@@ -1,8 +1,8 @@
 """Rules for ``scipy.signal``'s recurrences: ``lfilter`` (with and without initial states, in
 ``b``, ``a``, ``x`` and ``zi``), ``lfilter_zi``, ``sosfilt``, ``sosfilt_zi``, ``filtfilt`` and
-``sosfiltfilt`` in each padding, against finite differences; the engines (source gradients, the
-tape given the filter, forward and reverse Jacobians, Hessians); the refusals of
-``method='gust'`` and of ``lfilter_zi`` with ``a[0] = 0``."""
+``sosfiltfilt`` in each padding, and ``savgol_filter`` in each mode, against finite differences;
+the engines (source gradients, the tape given the filter, forward and reverse Jacobians,
+Hessians); the refusals of ``method='gust'`` and of ``lfilter_zi`` with ``a[0] = 0``."""
 
 import numpy as np
 import pytest
@@ -150,3 +150,39 @@ def test_reverse_engines_given_the_filters(engine):
         expected = [dy @ fd_jacobian(lambda v, i=i: f(*args[:i], v, *args[i + 1 :]), args[i]) for i in range(3)]
         for got, want in zip(back(dy), expected):
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+# ----- savgol_filter ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["interp", "mirror", "constant", "nearest", "wrap"])
+def test_savgol_filter(mode):
+    """In x, delta (the coefficients scale as delta ** -deriv) and cval; mode 'interp' fits
+    polynomials at the edges."""
+    x = R.standard_normal(9)
+    _both(ss.savgol_filter, x, nondiff(5), nondiff(3), nondiff(2), 0.7, nondiff(-1), nondiff(mode), 0.4)
+
+
+def test_savgol_filter_along_an_axis():
+    _both(ss.savgol_filter, R.standard_normal((7, 2)), 4, 2, fkwargs={"axis": 0, "deriv": 1})
+    _both(ss.savgol_filter, R.standard_normal((2, 7)), 3, 1, fkwargs={"mode": "mirror"})
+
+
+def smoothed(p):
+    x = SIGNAL * p[0] + p[1] * SIGNAL**2
+    u = ss.savgol_filter(x, 5, 2, deriv=1, delta=p[2])
+    v = ss.savgol_filter(u, 4, 2, mode="constant", cval=p[1])
+    return np.sum(np.tanh(u) * v) + np.sum(ss.savgol_filter(x * p[0], 3, 1, mode="wrap") ** 2)
+
+
+def test_savgol_filter_engines():
+    p = np.array([0.7, -0.3, 0.9])
+    expected = fd_jacobian(smoothed, p)[0]
+    np.testing.assert_allclose(cr.gradient(smoothed, p)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(smoothed, p, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+    hessian = fd_jacobian(lambda z: cr.gradient(smoothed, z)[0], p)
+    np.testing.assert_allclose(cr.hessian(smoothed, p), hessian, rtol=1e-5, atol=1e-6)
+    dy = R.standard_normal(14)
+    _, back = cr.pullback(ss.savgol_filter, SIGNAL, 5, 2, engine="tape")
+    jacobian = fd_jacobian(lambda z: ss.savgol_filter(z, 5, 2), SIGNAL)
+    np.testing.assert_allclose(back(dy)[0], dy @ jacobian, rtol=1e-6, atol=1e-8)

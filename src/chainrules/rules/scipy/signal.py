@@ -3,7 +3,8 @@
 ``"same"`` and ``"valid"``; ``convolve2d`` and ``correlate2d`` in each boundary (``fillvalue``
 differentiated: the extension of ``in1`` by ``np.pad``, see ``_Convolution2d``); and its
 recurrences: ``lfilter`` (in ``b``, ``a``, ``x`` and ``zi``), ``sosfilt``, ``filtfilt`` and
-``sosfiltfilt`` (``method='pad'``), ``lfilter_zi`` and ``sosfilt_zi``.
+``sosfiltfilt`` (``method='pad'``), ``lfilter_zi`` and ``sosfilt_zi``; ``savgol_filter`` in every
+mode (in ``x``, ``delta`` and ``cval``, see ``_Savgol``).
 
 Each output is a window of the full convolution ``z[n] = sum_k a[k] b[n - k]`` (``"same"``: the
 ``a``-sized centre, starting at ``(len(b) - 1) // 2`` along each axis; ``"valid"``: starting at
@@ -36,6 +37,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+import scipy.ndimage as ndi
 import scipy.signal as ss
 
 from ...core import (
@@ -890,3 +892,97 @@ def _sosfiltfilt(coefs: tuple, x, s: dict) -> _TwoPass:
 
 _two_pass_rules(ss.filtfilt, 2, _filtfilt)
 _two_pass_rules(ss.sosfiltfilt, 1, _sosfiltfilt)
+
+
+# ----- savgol_filter: a convolution, with polynomial fits at the edges in mode 'interp' -------------
+
+
+class _Savgol:
+    """One call of ``savgol_filter(x, window_length, polyorder, deriv, delta, axis, mode, cval)``:
+    ``ndimage.convolve1d`` of ``x`` with ``savgol_coeffs`` in ``mode`` (``cval`` and all), or in mode
+    'interp' with zeros outside, its ``h = window_length // 2`` outputs at each end replaced by the
+    fitted polynomials' values there, linear in the first (last) ``window_length`` entries: the
+    matrices ``E`` of these maps are the filter's rows on the identity. The coefficients are
+    ``delta ** -deriv`` times those at ``delta = 1``, so ``dy/ddelta = -deriv y / delta``."""
+
+    def __init__(self, x, args: tuple, kwargs: dict):
+        bound = inspect.signature(ss.savgol_filter).bind(x, *args, **kwargs)
+        bound.apply_defaults()
+        s = self.s = dict(bound.arguments)
+        self.names = list(s)[1 : 1 + len(args)]
+        self.x, self.y = x, call_by_engine(ss.savgol_filter, (x, *args), kwargs, "scipy.signal.savgol_filter")
+        self.axis = normalize_axis(s["axis"], np.ndim(x))
+        window, order, deriv = s["window_length"], s["polyorder"], s["deriv"]
+        self.scale = s["delta"] ** -deriv if deriv else 1.0
+        self.coeffs = ss.savgol_coeffs(window, order, deriv) * self.scale
+        if s["mode"] == "interp":
+            rows = ss.savgol_filter(np.eye(window), window, order, deriv, axis=0, mode="interp") * self.scale
+            self.h = window // 2
+            self.edges = (rows[: self.h], rows[window - self.h :])
+
+    def _convolution(self):
+        """``(mode, cval)`` of the convolution."""
+        return ("constant", 0.0) if self.s["mode"] == "interp" else (self.s["mode"], self.s["cval"])
+
+    def _along_axis(self, matrix, v):
+        """``matrix`` applied to ``v`` along the axis."""
+        return np.moveaxis(np.tensordot(matrix, np.moveaxis(v, self.axis, 0), 1), 0, self.axis)
+
+    def pull(self, dy):
+        """``{name: cotangent}`` of ``x``, ``cval`` and ``delta``."""
+        mode, cval = self._convolution()
+        axis, n = self.axis, np.shape(self.x)[self.axis]
+        inner = dy
+        if self.s["mode"] == "interp" and self.h:
+            inner = _place(_along(dy, axis, self.h, n - self.h), axis, self.h, n)
+        back = rrule(ndi.convolve1d, self.x, self.coeffs, axis, None, mode, cval)[1](inner)
+        dx = unthunk(back[1])
+        if self.s["mode"] == "interp" and self.h:
+            window = np.shape(self.edges[0])[1]
+            left = self._along_axis(np.conj(self.edges[0]).T, _along(dy, axis, 0, self.h))
+            right = self._along_axis(np.conj(self.edges[1]).T, _along(dy, axis, n - self.h))
+            dx = dx + _place(left, axis, 0, n) + _place(right, axis, n - window, n)
+        out = {"x": dx, "cval": back[6]}
+        if self.s["deriv"]:
+            out["delta"] = Thunk(lambda: np.sum(np.conj(-self.s["deriv"] * self.y / self.s["delta"]) * dy))
+        return out
+
+    def push(self, dx, dcval, ddelta):
+        terms = []
+        if not (_zero(dx) and _zero(dcval)):
+            dx = np.zeros(np.shape(self.x), np.result_type(self.y)) if _zero(dx) else dx
+            options = {**{k: v for k, v in self.s.items() if k != "x"}, "cval": 0.0 if _zero(dcval) else dcval}
+            terms.append(call_by_engine(ss.savgol_filter, (dx,), options, "scipy.signal.savgol_filter"))
+        if self.s["deriv"] and not _zero(ddelta):
+            terms.append(-self.s["deriv"] * ddelta / self.s["delta"] * self.y)
+        return _plus(*terms)
+
+
+@rrule.register(ss.savgol_filter)
+def rrule_savgol_filter(x, *args, **kwargs):
+    """``convolve1d``'s pullback (``cval``'s cotangent and all); in mode 'interp', that of the
+    interior outputs plus ``E^H`` of the edges' cotangents."""
+    call = _Savgol(x, args, kwargs)
+
+    def savgol_filter_pullback(dy):
+        dy = cotangent_array(call.y, dy)
+        if _zero(dy):
+            return (_NO, dy, *(dy if n in ("delta", "cval") else _NO for n in call.names))
+        parts = Thunk(lambda: call.pull(dy))
+        cotangents = [Thunk(lambda: to_input(x, unthunk(parts)["x"]))]
+        for name, value in zip(call.names, args):
+            if name in ("delta", "cval"):
+                cotangents.append(Thunk(lambda n=name, v=value: to_input(v, unthunk(unthunk(parts).get(n, _ZERO)))))
+            else:
+                cotangents.append(_NO)
+        return (_NO, *cotangents)
+
+    return call.y, savgol_filter_pullback
+
+
+@frule.register(ss.savgol_filter)
+def frule_savgol_filter(tangents, x, *args, **kwargs):
+    call = _Savgol(x, args, kwargs)
+    d = dict(zip(("x", *call.names), (unthunk(t) for t in tangents[1:])))
+    dy = call.push(tangent_array(x, d["x"]), d.get("cval", _ZERO), d.get("delta", _ZERO))
+    return call.y, (dy if _zero(dy) else match_output(call.y, dy))
