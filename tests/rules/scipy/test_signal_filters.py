@@ -1,8 +1,8 @@
 """Rules for ``scipy.signal``'s recurrences: ``lfilter`` (with and without initial states, in
 ``b``, ``a``, ``x`` and ``zi``), ``lfilter_zi``, ``sosfilt``, ``sosfilt_zi``, ``filtfilt`` and
-``sosfiltfilt`` in each padding, and ``savgol_filter`` in each mode, against finite differences;
-the engines (source gradients, the tape given the filter, forward and reverse Jacobians,
-Hessians); the refusals of ``method='gust'`` and of ``lfilter_zi`` with ``a[0] = 0``."""
+``sosfiltfilt`` in each padding, ``savgol_filter`` in each mode, ``detrend`` and ``hilbert``,
+against finite differences; the engines (source gradients, the tape given the function, forward
+and reverse Jacobians, Hessians); the refusals of ``method='gust'`` and of ``lfilter_zi`` with ``a[0] = 0``."""
 
 import numpy as np
 import pytest
@@ -186,3 +186,43 @@ def test_savgol_filter_engines():
     _, back = cr.pullback(ss.savgol_filter, SIGNAL, 5, 2, engine="tape")
     jacobian = fd_jacobian(lambda z: ss.savgol_filter(z, 5, 2), SIGNAL)
     np.testing.assert_allclose(back(dy)[0], dy @ jacobian, rtol=1e-6, atol=1e-8)
+
+
+# ----- detrend and hilbert ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"type": "constant"}, {"bp": [3, 6]}], ids=str)
+def test_detrend(kwargs):
+    _both(ss.detrend, R.standard_normal(9), fkwargs=kwargs)
+    _both(ss.detrend, R.standard_normal((7, 2)), nondiff(0), fkwargs=kwargs)
+
+
+@pytest.mark.parametrize("n", [None, 12, 6, 9])
+def test_hilbert(n):
+    """A complex output of a real input, ``N`` longer or shorter than it."""
+    _both(ss.hilbert, R.standard_normal(9), nondiff(n))
+    _both(ss.hilbert, R.standard_normal((6, 2)), fkwargs={"axis": 0, "N": n})
+
+
+def envelope(p):
+    z = ss.hilbert(ss.detrend(SIGNAL * p[0] + p[1] * SIGNAL**2, bp=4))
+    return np.sum(np.abs(z) ** 2 * p[1]) + np.sum(np.angle(z[1:]) * p[0])
+
+
+def test_detrend_and_hilbert_engines():
+    p = np.array([0.8, -0.4])
+    expected = fd_jacobian(envelope, p)[0]
+    np.testing.assert_allclose(cr.gradient(envelope, p)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(envelope, p, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+    hessian = fd_jacobian(lambda z: cr.gradient(envelope, z)[0], p)
+    np.testing.assert_allclose(cr.hessian(envelope, p), hessian, rtol=1e-5, atol=1e-6)
+
+    def response(x):
+        return ss.detrend(ss.hilbert(x, 12).real, type="constant")
+
+    x = R.standard_normal(9)
+    np.testing.assert_allclose(cr.jacobian(response, x, mode="reverse"), fd_jacobian(response, x), rtol=1e-6, atol=1e-8)
+    for f, dy in ((ss.detrend, R.standard_normal(9)), (ss.hilbert, R.standard_normal(9) + 1j * R.standard_normal(9))):
+        _, back = cr.pullback(f, x, engine="tape")
+        want = fd_jacobian(lambda u: np.real(np.sum(np.conj(dy) * f(u))), x)[0]
+        np.testing.assert_allclose(back(dy)[0], want, rtol=1e-6, atol=1e-8)

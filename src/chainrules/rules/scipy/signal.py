@@ -4,7 +4,8 @@
 differentiated: the extension of ``in1`` by ``np.pad``, see ``_Convolution2d``); and its
 recurrences: ``lfilter`` (in ``b``, ``a``, ``x`` and ``zi``), ``sosfilt``, ``filtfilt`` and
 ``sosfiltfilt`` (``method='pad'``), ``lfilter_zi`` and ``sosfilt_zi``; ``savgol_filter`` in every
-mode (in ``x``, ``delta`` and ``cval``, see ``_Savgol``).
+mode (in ``x``, ``delta`` and ``cval``, see ``_Savgol``); ``detrend`` (its own adjoint: an orthogonal
+projection) and ``hilbert`` (``ifft(h fft(x, N))``, complex).
 
 Each output is a window of the full convolution ``z[n] = sum_k a[k] b[n - k]`` (``"same"``: the
 ``a``-sized centre, starting at ``(len(b) - 1) // 2`` along each axis; ``"valid"``: starting at
@@ -48,7 +49,9 @@ from ...core import (
     Thunk,
     ZeroTangent,
     call_by_engine,
+    carries_batch,
     frule,
+    match_input_batch,
     rrule,
     unbroadcast,
     unthunk,
@@ -57,7 +60,15 @@ from ...core import (
 from ...core.active import stood_for
 from ...core.errors import option_refused
 from ...core.structures import item_tangents
-from ..numpy._arrays import array_or_active, cotangent_array, normalize_axis, tangent_array, to_input
+from ..numpy._arrays import (
+    array_or_active,
+    batch_to_input,
+    cotangent_array,
+    is_batched,
+    normalize_axis,
+    tangent_array,
+    to_input,
+)
 from ..numpy._util import match_output
 from ._lapack import through_rules
 
@@ -986,3 +997,100 @@ def frule_savgol_filter(tangents, x, *args, **kwargs):
     d = dict(zip(("x", *call.names), (unthunk(t) for t in tangents[1:])))
     dy = call.push(tangent_array(x, d["x"]), d.get("cval", _ZERO), d.get("delta", _ZERO))
     return call.y, (dy if _zero(dy) else match_output(call.y, dy))
+
+
+# ----- detrend and hilbert: linear maps along an axis -----------------------------------------------
+
+
+def _axis_settings(f, x, args: tuple, kwargs: dict) -> dict:
+    """The call's arguments by name, defaults filled in, the axis made non-negative."""
+    bound = inspect.signature(f).bind(x, *args, **kwargs)
+    bound.apply_defaults()
+    s = dict(bound.arguments)
+    s["axis"] = normalize_axis(s["axis"], np.ndim(x))
+    return s
+
+
+def _detrended(t, s: dict, lead: int):
+    """``detrend`` of ``t`` (``lead`` batch axes in front) as the call ``s`` detrends."""
+    options = {"axis": s["axis"] + lead, "type": s["type"], "bp": s["bp"]}
+    return call_by_engine(ss.detrend, (t,), options, "scipy.signal.detrend")
+
+
+@rrule.register(ss.detrend, batched=True)
+def rrule_detrend(data, *args, **kwargs):
+    """The residual of a least-squares fit (a line per segment, or the mean) is an orthogonal
+    projection: its own adjoint, so the cotangent is the cotangent detrended."""
+    s = _axis_settings(ss.detrend, data, args, kwargs)
+    y = call_by_engine(ss.detrend, (data, *args), kwargs, "scipy.signal.detrend")
+    options = (_NO,) * len(args)
+
+    def detrend_pullback(dy):
+        batch = carries_batch(y, unthunk(dy))
+        dy = match_input_batch(y, unthunk(dy)) if batch else cotangent_array(y, dy)
+        if _zero(dy):
+            return (_NO, dy, *options)
+        back = batch_to_input if batch else to_input
+        return (_NO, Thunk(lambda: back(data, _detrended(dy, s, int(batch)))), *options)
+
+    return y, detrend_pullback
+
+
+@frule.register(ss.detrend, batched=True)
+def frule_detrend(tangents, data, *args, **kwargs):
+    s = _axis_settings(ss.detrend, data, args, kwargs)
+    y = call_by_engine(ss.detrend, (data, *args), kwargs, "scipy.signal.detrend")
+    dx = tangent_array(data, unthunk(tangents[1]))
+    if _zero(dx):
+        return y, dx
+    return y, match_output(y, _detrended(dx, s, int(is_batched(data, dx))))
+
+
+def _hilbert_multiplier(n: int, axis: int, ndim: int):
+    """The analytic signal's spectral weights (1 at zero and Nyquist, 2 at positive frequencies,
+    0 at negative ones), shaped to multiply along ``axis`` of ``ndim`` axes."""
+    h = np.zeros(n)
+    h[0] = 1
+    h[1 : (n + 1) // 2] = 2
+    if n % 2 == 0:
+        h[n // 2] = 1
+    return np.reshape(h, (n,) + (1,) * (ndim - 1 - axis))
+
+
+@rrule.register(ss.hilbert, batched=True)
+def rrule_hilbert(x, *args, **kwargs):
+    """``y = ifft(h fft(x, N))``: ``ȳ``'s adjoint is ``ifft(h fft(ȳ))`` (``fft^H = N ifft``, ``h``
+    real), cut (or padded with zeros) to ``x``'s length; a real ``x`` takes its real part."""
+    s = _axis_settings(ss.hilbert, x, args, kwargs)
+    y = call_by_engine(ss.hilbert, (x, *args), kwargs, "scipy.signal.hilbert")
+    n, options = np.shape(x)[s["axis"]], (_NO,) * len(args)
+    h = _hilbert_multiplier(np.shape(y)[s["axis"]], s["axis"], np.ndim(x))
+
+    def hilbert_pullback(dy):
+        batch = carries_batch(y, unthunk(dy))
+        dy = match_input_batch(y, unthunk(dy)) if batch else cotangent_array(y, dy)
+        if _zero(dy):
+            return (_NO, dy, *options)
+        axis = s["axis"] + int(batch)
+
+        def dx():
+            full = np.fft.ifft(h * np.fft.fft(dy, axis=axis), axis=axis)
+            cut = _along(full, axis, 0, n)
+            if np.shape(cut)[axis] < n:
+                cut = _place(cut, axis, 0, n)
+            return (batch_to_input if batch else to_input)(x, cut)
+
+        return (_NO, Thunk(dx), *options)
+
+    return y, hilbert_pullback
+
+
+@frule.register(ss.hilbert, batched=True)
+def frule_hilbert(tangents, x, *args, **kwargs):
+    s = _axis_settings(ss.hilbert, x, args, kwargs)
+    y = call_by_engine(ss.hilbert, (x, *args), kwargs, "scipy.signal.hilbert")
+    dx = tangent_array(x, unthunk(tangents[1]))
+    if _zero(dx):
+        return y, dx
+    options = {"N": s["N"], "axis": s["axis"] + int(is_batched(x, dx))}
+    return y, match_output(y, call_by_engine(ss.hilbert, (dx,), options, "scipy.signal.hilbert"))
