@@ -62,6 +62,12 @@ def test_lfilter_along_an_axis_complex_and_broadcast_states():
     _both(ss.lfilter, bc, A, X)  # a real signal through a complex filter
 
 
+def test_coefficients_as_a_list_and_a_number():
+    _both(ss.lfilter, [0.5, 0.2], 2.0, X)
+    _both(ss.lfilter, 0.5, [1.0, -0.3], X)
+    _both(ss.filtfilt, [0.5, 0.2], 1.5, X, fkwargs={"padlen": 2})
+
+
 def test_step_states():
     _both(ss.lfilter_zi, B, A)
     _both(ss.lfilter_zi, A[:3], B[:2] + 1.0)  # b longer than a

@@ -361,6 +361,15 @@ def _zero(t) -> bool:
     return isinstance(t, AbstractZero)
 
 
+def _vector(c):
+    """Filter coefficients (or their tangent) as an array, a number as one of length 1 (as SciPy
+    takes it)."""
+    if _zero(c):
+        return c
+    c = array_or_active(c)
+    return np.reshape(c, 1) if np.ndim(c) == 0 else c
+
+
 class _Recurrence:
     """One call of ``lfilter(b, a, x, axis, zi)``: ``a[0] y[n] = sum_j b[j] x[n-j] - sum_{j>0}
     a[j] y[n-j] + a[0] c[n]``, ``c`` the initial conditions ``zi`` followed by zeros (they are the
@@ -371,7 +380,7 @@ class _Recurrence:
     that filter of ``x_e`` and of ``-y_e`` delayed, the adjoints the filters run backwards in time."""
 
     def __init__(self, b, a, x, axis: int, zi=None):
-        b, a = array_or_active(b), array_or_active(a)
+        b, a = _vector(b), _vector(a)
         self.b, self.a, self.x, self.zi = b, a, x, zi
         self.axis = normalize_axis(axis, np.ndim(x))
         self.n, self.k = np.shape(x)[self.axis], max(np.size(a), np.size(b)) - 1
@@ -420,6 +429,7 @@ class _Recurrence:
     def push(self, db, da, dx, dzi):
         """``(ẏ, żf)`` from the tangents of ``b``, ``a``, ``x`` and ``zi`` (``żf`` None without ``zi``)."""
         axis, terms, dah = self.axis, [], _ZERO
+        db, da = _vector(db), _vector(da)
         if not (_zero(dx) and _zero(dzi)):
             dx = np.zeros(np.shape(self.x), np.result_type(self.y)) if _zero(dx) else dx
             if self.zi is None:
@@ -444,13 +454,6 @@ class _Recurrence:
         return _along(dy_e, axis, 0, self.n), dzf
 
 
-def _lfilter_call(b, a, x, rest: tuple, kwargs: dict):
-    """``(axis, zi)`` of a call ``lfilter(b, a, x, *rest, **kwargs)``."""
-    o = {"axis": -1, "zi": None}
-    o.update(zip(("axis", "zi"), rest), **kwargs)
-    return o["axis"], o["zi"]
-
-
 def _output_tangents(out, d, with_states: bool):
     """The cotangents of ``y`` and ``zf`` (``zf``'s zero without states) from the output's ``d``."""
     d = unthunk(d)
@@ -460,45 +463,6 @@ def _output_tangents(out, d, with_states: bool):
         return d, d
     dy, dzf = (unthunk(t) for t in item_tangents(d, out))
     return cotangent_array(out[0], dy), cotangent_array(out[1], dzf)
-
-
-@rrule.register(ss.lfilter)
-def rrule_lfilter(b, a, x, *rest, **kwargs):
-    """``x̄`` and ``z̄i``: the filter run backwards in time on the cotangents; ``b̄`` and ``ā``:
-    those correlated with ``x`` and ``-y`` (see ``_Recurrence``)."""
-    axis, zi = _lfilter_call(b, a, x, rest, kwargs)
-    rec = _Recurrence(b, a, x, axis, zi)
-    out, options = rec.out, (_NO,) * len(rest)
-
-    def lfilter_pullback(d_out):
-        dy, dzf = _output_tangents(out, d_out, zi is not None)
-        if _zero(dy) and _zero(dzf):
-            return (_NO, dy, dy, dy, *options)
-        parts = Thunk(lambda: rec.pull(dy, dzf))
-        db = Thunk(lambda: to_input(b, unthunk(parts)[0]))
-        da = Thunk(lambda: to_input(a, unthunk(parts)[1]))
-        dx = Thunk(lambda: to_input(x, unthunk(parts)[2]))
-        if len(rest) < 2:
-            return (_NO, db, da, dx, *options)
-        dzi = Thunk(lambda: to_input(zi, unbroadcast(zi, unthunk(parts)[3])))
-        return (_NO, db, da, dx, _NO, dzi)
-
-    return out, lfilter_pullback
-
-
-@frule.register(ss.lfilter)
-def frule_lfilter(tangents, b, a, x, *rest, **kwargs):
-    axis, zi = _lfilter_call(b, a, x, rest, kwargs)
-    rec = _Recurrence(b, a, x, axis, zi)
-    db, da = tangent_array(b, unthunk(tangents[1])), tangent_array(a, unthunk(tangents[2]))
-    dx = tangent_array(x, unthunk(tangents[3]))
-    dzi = tangent_array(zi, unthunk(tangents[5])) if len(tangents) > 5 else _ZERO
-    dy, dzf = rec.push(db, da, dx, dzi)
-    if zi is None:
-        return rec.out, (dy if _zero(dy) else match_output(rec.y, dy))
-    if _zero(dy):
-        return rec.out, _ZERO
-    return rec.out, Tangent[tuple](match_output(rec.y, dy), match_output(rec.out[1], dzf))
 
 
 def _normalization_pullback(a, bh, ah, dbh, dah):
@@ -530,7 +494,7 @@ class _StepStates:
     ``M^H``."""
 
     def __init__(self, b, a):
-        b, a = array_or_active(b), array_or_active(a)
+        b, a = _vector(b), _vector(a)
         if np.ndim(b) != 1 or np.ndim(a) != 1:
             ss.lfilter_zi(b, a)  # (SciPy's error)
         if isinstance(a, np.ndarray) and a[0] == 0:  # (SciPy drops leading zeros of a: a derivative would be lost)
@@ -553,7 +517,7 @@ class _StepStates:
         return _normalization_pullback(self.a, self.bh, self.ah, dbh, dah)
 
     def push(self, db, da):
-        dbh, dah = _normalization_push(self.a, self.bh, self.ah, db, da)
+        dbh, dah = _normalization_push(self.a, self.bh, self.ah, _vector(db), _vector(da))
         dbp = self._padded(dbh)
         rhs = dbp[1:] - self.ap[1:] * dbp[0]
         if not _zero(dah):
@@ -693,46 +657,63 @@ class _Cascade:
         return dy, np.stack([z if _zero(d) else d for z, d in zip(zeros, dzf)])
 
 
-def _sosfilt_call(rest: tuple, kwargs: dict):
-    o = {"axis": -1, "zi": None}
-    o.update(zip(("axis", "zi"), rest), **kwargs)
-    return o["axis"], o["zi"]
+def _filter_rules(f, coefficients: int, make) -> None:
+    """Register the rules of ``f(*coefficients, x, axis=-1, zi=None)`` (``lfilter``, ``sosfilt``),
+    whose call ``make(coefs, x, axis, zi)`` (``_Recurrence``, ``_Cascade``) pulls back and pushes
+    forward; with ``zi`` the output is ``(y, zf)``, and ``zi`` by position is differentiated."""
+    name = f.__name__
+
+    def settings(rest: tuple, kwargs: dict):
+        o = {"axis": -1, "zi": None}
+        o.update(zip(("axis", "zi"), rest), **kwargs)
+        return o["axis"], o["zi"]
+
+    def filter_rrule(*args, **kwargs):
+        coefs, x, rest = args[:coefficients], args[coefficients], args[coefficients + 1 :]
+        axis, zi = settings(rest, kwargs)
+        call = make(coefs, x, axis, zi)
+        out = call.out
+
+        def filter_pullback(d_out):
+            dy, dzf = _output_tangents(out, d_out, zi is not None)
+            if _zero(dy) and _zero(dzf):
+                return (_NO, *(dy for _ in range(coefficients + 1)), *(_NO for _ in rest))
+            parts = Thunk(lambda: call.pull(dy, dzf))
+            inputs = [
+                Thunk(lambda i=i, v=v: to_input(v, np.reshape(unthunk(parts)[i], np.shape(v))))
+                for i, v in enumerate((*coefs, x))
+            ]
+            if len(rest) < 2:
+                return (_NO, *inputs, *(_NO for _ in rest))
+            return (_NO, *inputs, _NO, Thunk(lambda: to_input(zi, unbroadcast(zi, unthunk(parts)[-1]))))
+
+        filter_pullback.__name__ = filter_pullback.__qualname__ = f"{name}_pullback"
+        return out, filter_pullback
+
+    def filter_frule(tangents, *args, **kwargs):
+        coefs, x, rest = args[:coefficients], args[coefficients], args[coefficients + 1 :]
+        axis, zi = settings(rest, kwargs)
+        call = make(coefs, x, axis, zi)
+        d = [tangent_array(v, unthunk(t)) for v, t in zip((*coefs, x), tangents[1:])]
+        dzi = tangent_array(zi, unthunk(tangents[coefficients + 3])) if len(rest) >= 2 else _ZERO
+        dy, dzf = call.push(*d, dzi)
+        if zi is None:
+            return call.out, (dy if _zero(dy) else match_output(call.y, dy))
+        if _zero(dy):
+            return call.out, _ZERO
+        dzf = dzf if _zero(dzf) else match_output(call.out[1], dzf)
+        return call.out, Tangent[tuple](match_output(call.y, dy), dzf)
+
+    filter_rrule.__name__ = filter_rrule.__qualname__ = f"rrule_{name}"
+    filter_frule.__name__ = filter_frule.__qualname__ = f"frule_{name}"
+    rrule.register(f)(filter_rrule)
+    frule.register(f)(filter_frule)
 
 
-@rrule.register(ss.sosfilt)
-def rrule_sosfilt(sos, x, *rest, **kwargs):
-    """``lfilter``'s pullbacks of the sections, the last first."""
-    axis, zi = _sosfilt_call(rest, kwargs)
-    cascade = _Cascade(sos, x, axis, zi)
-    out, options = cascade.out, (_NO,) * len(rest)
-
-    def sosfilt_pullback(d_out):
-        dy, dzf = _output_tangents(out, d_out, zi is not None)
-        if _zero(dy) and _zero(dzf):
-            return (_NO, dy, dy, *options)
-        parts = Thunk(lambda: cascade.pull(dy, dzf))
-        dsos = Thunk(lambda: to_input(sos, unthunk(parts)[0]))
-        dx = Thunk(lambda: to_input(x, unthunk(parts)[1]))
-        if len(rest) < 2:
-            return (_NO, dsos, dx, *options)
-        return (_NO, dsos, dx, _NO, Thunk(lambda: to_input(zi, unthunk(parts)[2])))
-
-    return out, sosfilt_pullback
-
-
-@frule.register(ss.sosfilt)
-def frule_sosfilt(tangents, sos, x, *rest, **kwargs):
-    axis, zi = _sosfilt_call(rest, kwargs)
-    cascade = _Cascade(sos, x, axis, zi)
-    dsos, dx = tangent_array(sos, unthunk(tangents[1])), tangent_array(x, unthunk(tangents[2]))
-    dzi = tangent_array(zi, unthunk(tangents[4])) if len(tangents) > 4 else _ZERO
-    dy, dzf = cascade.push(dsos, dx, dzi)
-    if zi is None:
-        return cascade.out, (dy if _zero(dy) else match_output(cascade.y, dy))
-    if _zero(dy):
-        return cascade.out, _ZERO
-    dzf = dzf if _zero(dzf) else match_output(cascade.out[1], dzf)
-    return cascade.out, Tangent[tuple](match_output(cascade.y, dy), dzf)
+# ``x̄`` and ``z̄i``: the filter run backwards in time on the cotangents; ``b̄`` and ``ā``: those
+# correlated with ``x`` and ``-y`` (``_Recurrence``); sosfilt: the sections' in turn, the last first
+_filter_rules(ss.lfilter, 2, lambda coefs, x, axis, zi: _Recurrence(*coefs, x, axis, zi))
+_filter_rules(ss.sosfilt, 1, lambda coefs, x, axis, zi: _Cascade(*coefs, x, axis, zi))
 
 
 # ----- filtfilt and sosfiltfilt (method='pad'): a filter run forwards, then backwards ---------------
@@ -869,7 +850,10 @@ def _two_pass_rules(f, coefficients: int, call) -> None:
             if _zero(dy):
                 return (_NO, *(dy for _ in coefs), dy, *options)
             parts = Thunk(lambda: passes.pull(dy))
-            cotangents = (Thunk(lambda i=i, c=c: to_input(c, unthunk(parts)[i])) for i, c in enumerate((*coefs, x)))
+            cotangents = (
+                Thunk(lambda i=i, c=c: to_input(c, np.reshape(unthunk(parts)[i], np.shape(c))))
+                for i, c in enumerate((*coefs, x))
+            )
             return (_NO, *cotangents, *options)
 
         two_pass_pullback.__name__ = two_pass_pullback.__qualname__ = f"{name}_pullback"
