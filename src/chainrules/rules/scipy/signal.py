@@ -230,7 +230,7 @@ class _Convolution2d:
     def __init__(self, f, in1, in2, args: tuple, kwargs: dict):
         o = {"mode": "full", "boundary": "fill", "fillvalue": 0}
         o.update(zip(("mode", "boundary", "fillvalue"), args), **kwargs)
-        self.f, self.in1, self.in2, self.o = f, in1, in2, o
+        self.in1, self.in2, self.o = in1, in2, o
         self.core = ss.correlate if f is ss.correlate2d else ss.convolve
         self.y = call_by_engine(f, (in1, in2, *args), kwargs, f"scipy.signal.{f.__name__}")  # (SciPy's checks)
         s1, s2 = np.shape(in1), np.shape(in2)
@@ -264,18 +264,19 @@ class _Convolution2d:
 
 def _rrule_2d(f, in1, in2, args: tuple, kwargs: dict):
     call = _Convolution2d(f, in1, in2, args, kwargs)
-    options = [_NO] * len(args)
 
     def convolution2d_pullback(dy):
         dy = cotangent_array(call.y, dy)
         if _zero(dy):
             return (_NO, dy, dy, *(dy if i == 2 else _NO for i in range(len(args))))
         parts = Thunk(lambda: call.pull(dy))
-        d1 = Thunk(lambda: to_input(in1, unthunk(unthunk(parts)[0])))
-        d2 = Thunk(lambda: to_input(in2, unthunk(unthunk(parts)[1])))
-        if len(args) > 2:
-            options[2] = Thunk(lambda: to_input(args[2], unthunk(unthunk(parts)[2])))
-        return (_NO, d1, d2, *options)
+        # (in1, in2, then mode, boundary and fillvalue, whose cotangent is the third part)
+        where = {0: 0, 1: 1, 4: 2}
+        cotangents = [
+            Thunk(lambda i=where[p], v=v: to_input(v, unthunk(unthunk(parts)[i]))) if p in where else _NO
+            for p, v in enumerate((in1, in2, *args))
+        ]
+        return (_NO, *cotangents)
 
     convolution2d_pullback.__name__ = convolution2d_pullback.__qualname__ = f"{f.__name__}_pullback"
     return call.y, convolution2d_pullback
