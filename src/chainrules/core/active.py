@@ -58,15 +58,17 @@ class ActiveValue:
     def __class__(self) -> type:
         """To the user's code, the class of the plain number or array this value stands for, so
         that ``isinstance(x, float)`` (or ``np.ndarray``, ``numbers.Real``) takes the branch it
-        takes on the plain value; to chainrules and the libraries it calls, its own class.
+        takes on the plain value (so does the body of a library callable with a rule that the user's
+        code called, see ``_owner``); to chainrules and the libraries it calls, its own class.
         (``isinstance`` asks ``__class__`` only where the type itself does not match; ``type(x)``
         is the engine's class everywhere.)"""
-        code = sys._getframe(1).f_code
-        if code is _ABC_INSTANCECHECK:  # isinstance(x, numbers.Real): whoever asked the abstract class
-            code = sys._getframe(2).f_code
-        if not _in_users_code(code):
-            return type(self)
-        return type(stood_for(self))
+        frame = sys._getframe(1)
+        if frame.f_code is _ABC_INSTANCECHECK:  # isinstance(x, numbers.Real): whoever asked the abstract class
+            frame = frame.f_back
+        owner = _owner(frame.f_code)
+        if owner is _RULED_BODY:  # as the user's code, if the user's code called it
+            owner = _owner(frame.f_back.f_code)
+        return type(stood_for(self)) if owner is _USER else type(self)
 
     def buffer_holding(self, array: Any) -> Any:
         """A writable array of this value's differentiation that holds the plain ``array`` (fresh,
@@ -189,23 +191,49 @@ def rebound_names(code: types.CodeType) -> frozenset:
     return frozenset(names)
 
 
-#: code object -> whether it is the user's (see ``ActiveValue.__class__``)
-_USERS_CODE: dict = {}
+#: code object -> whose it is (see ``ActiveValue.__class__``); emptied when a rule is registered
+#: (``forget_code_owners``)
+_OWNERS: dict = {}
+_USER, _LIBRARY, _RULED_BODY = "the user's", "a library's", "the body of a library callable with a rule"
 _ABC_INSTANCECHECK = abc.ABCMeta.__instancecheck__.__code__
 
 
-def _in_users_code(code) -> bool:
-    """Whether ``code`` is the user's: neither chainrules' nor a library's (the standard library,
-    installed packages); code the source engine generated from the user's counts as the user's."""
-    known = _USERS_CODE.get(code)
+def _owner(code) -> str:
+    """Whose ``code`` is: the user's (code the source engine generated from the user's counts as the
+    user's), or chainrules' or a library's (the standard library, installed packages).
+
+    The body of a library callable with a rule (``ruled_calls.watched``) is set apart: the tape and
+    forward mode see operations, never calls, so where the user's code calls it on their values
+    they run its body in the rule's place, and that body must take the branches it takes on plain
+    values (NumPy's ``polyval(x, c)`` gives ``c`` an axis per axis of ``x`` only for an
+    ``np.ndarray`` ``x``: on the engine's class it computed another function). Called by a rule or
+    another library function, it is that library's code."""
+    known = _OWNERS.get(code)
     if known is None:
         filename = code.co_filename
-        library = is_internal_file(filename) or is_library(filename) or filename.startswith("<frozen")
-        known = filename.startswith("<chainrules-source") or not library
-        if len(_USERS_CODE) >= 4096:
-            _USERS_CODE.clear()
-        _USERS_CODE[code] = known
+        if filename.startswith("<chainrules-source") or not (
+            is_internal_file(filename) or is_library(filename) or filename.startswith("<frozen")
+        ):
+            known = _USER
+        else:
+            known = _RULED_BODY if _is_ruled_body(code) else _LIBRARY
+        if len(_OWNERS) >= 4096:
+            _OWNERS.clear()
+        _OWNERS[code] = known
     return known
+
+
+def _is_ruled_body(code) -> bool:
+    from .registry import frule, rrule  # (they import this module)
+    from .ruled_calls import watched
+
+    return any(id(code) in watched(dispatcher) for dispatcher in (rrule, frule))
+
+
+def forget_code_owners() -> None:
+    """Forget whose each code object is (``_owner``): a rule was registered or taken out, and
+    the body of the callable it is for is set apart, or no longer."""
+    _OWNERS.clear()
 
 
 def call_by_engine(f: Callable[..., Any], args: tuple, kwargs: dict, name: str | Callable[[], str]) -> Any:

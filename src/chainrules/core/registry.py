@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .active import ActiveValue, stood_for
+from .active import ActiveValue, forget_code_owners, stood_for
 from .projection import carries_batch, conj, match_input, match_input_batch
 from .tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
 
@@ -198,6 +198,7 @@ class RuleDispatcher:
             self._entries_for(f, functor, create=True).add(tuple(types), rule)
             self.version += 1
             self._instance_cache.clear()
+            forget_code_owners()
             return rule
 
         return decorator
@@ -223,6 +224,7 @@ class RuleDispatcher:
             raise LookupError(f"{self.__name__}.unregister: no rule for {f!r} registered for ({kinds})")
         self.version += 1
         self._instance_cache.clear()
+        forget_code_owners()
 
     def _entries_for(self, f, functor: bool | None, create: bool = False) -> _Entries | None:
         if isinstance(f, type) and (functor or (functor is None and _instances_are_callable(f))):

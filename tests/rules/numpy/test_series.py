@@ -7,7 +7,7 @@ from numpy.polynomial import chebyshev, hermite, hermite_e, laguerre, legendre, 
 
 import chainrules as cr
 import chainrules.testing as crt
-from chainrules.core.ruled_calls import IgnoredRuleError
+from chainrules.core.ruled_calls import IgnoredRuleError, watches_user_code
 
 R = np.random.default_rng(23)
 ND = crt.nondiff
@@ -225,6 +225,29 @@ def test_series_functions_through_the_engines(prefix):
     check_engines(f, c, engines=("source",))
     with pytest.raises(cr.ChainRulesError, match="has a rule that the tape engine cannot use here"):
         cr.gradient(f, c, engine="tape")
+
+
+COLUMNS = np.array([[0.5, -1.0], [0.3, 0.8], [-0.6, 0.2]])
+
+
+@pytest.mark.parametrize("prefix", FAMILIES)
+def test_val_of_differentiated_points_and_coefficient_columns_on_every_engine(prefix):
+    # the tape and forward mode run val's body in its rule's place: NumPy gives the columns of c an
+    # axis per axis of x only for an np.ndarray x, which the body's test of x's class must see
+    val = _function(prefix, "val")
+
+    def f(x):  # (c a global: the tape tracks what a closure captures, which val's body converts)
+        table = val(x, COLUMNS)  # (2, 3, 2): one row per column
+        return np.sum(table**2) + np.sum(val(x, COLUMNS, tensor=False) * x)
+
+    x = np.array([[0.3, -0.7], [0.5, 0.1], [-0.2, 0.9]])
+    if watches_user_code(cr.rrule):  # a rule of the user's is registered: the tape checks each operation, and
+        with pytest.raises(IgnoredRuleError, match=f"{prefix}val has a rule"):  # refuses val's body
+            cr.gradient(f, x, engine="tape")
+        check_engines(f, x, engines=("source",))
+    else:
+        assert cr.pullback(f, x, engine="tape")[0] == pytest.approx(f(x), rel=1e-12)
+        check_engines(f, x)
 
 
 def test_series_functions_in_float32():
