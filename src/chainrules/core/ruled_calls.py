@@ -207,6 +207,7 @@ def ignored_rule(
     entry=None,
     held_anywhere: bool = False,
     through_callables: bool = False,
+    users_only: bool = False,
 ):
     """``(found, clean)``: a call of a callable with a rule in ``dispatcher`` that is running on
     the stack from ``frame`` up to ``entry`` and received values for which ``owns(value, key)``
@@ -226,6 +227,7 @@ def ignored_rule(
     ``held_anywhere``: the values may be in any of the callable's variables, not only in its
     arguments (a value its code computed from them, or from what a function argument closes over).
     ``through_callables``: only the values its callable arguments hold count (see ``given_to``).
+    ``users_only``: only callables of the user's code count (not a library's, see ``RuledCallWatch.check``).
     """
     f = frame
     while f is not None and f is not entry and _runs_rules(f.f_code):  # to the user's code
@@ -241,7 +243,7 @@ def ignored_rule(
             break
         code = f.f_code
         ruled = table.get(id(code))
-        if ruled is not None and ruled[0] is code:
+        if ruled is not None and ruled[0] is code and not (users_only and in_library_code(code)):
             found = _ruled_call(dispatcher, f, ruled[1], owns, key, primal, held_anywhere, through_callables)
             found = found and _called_by_user(dispatcher, found, primal)
             if found is not None:
@@ -557,14 +559,16 @@ class RuledCallWatch:
         return self.on
 
     def check(self, owner, frame) -> None:
-        """Raise ``IgnoredRuleError`` if, from ``frame`` up, a ruled callable is running on ``owner``'s values."""
+        """Raise ``IgnoredRuleError`` if, from ``frame`` up, a ruled callable of the user's code is running
+        on ``owner``'s values. (A library's is found where its body converts, branches on or fails on
+        them, whether or not a callable of the user's has a rule: see ``refused``, ``branched``, ``failed``.)"""
         while frame is not None and id(frame.f_code) in RULE_RUNNER_CODE:  # chainrules' own frames
             frame = frame.f_back
         clean = owner.clean_frames
         if clean is not None and id(frame) in clean:
             return  # the common case: a frame of the user's code already walked past
         found, owner.clean_frames = ignored_rule(
-            self.dispatcher, frame, clean, self.owns, owner, self.primal, owner.entry
+            self.dispatcher, frame, clean, self.owns, owner, self.primal, owner.entry, users_only=True
         )
         if found is not None:
             raise ignored_rule_error(found[0], found[1], self.engine, self.advice)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import chainrules as cr
+import chainrules.testing as crt
 from chainrules.core.ruled_calls import IgnoredRuleError
 from chainrules.reverse.trace import pullback_full
 
@@ -294,6 +295,23 @@ def test_a_ruled_library_function_is_named_where_its_body_converts_the_value():
     expected = cr.gradient(lambda a: np.sum(scipy.linalg.expm(a)), a)  # the source engine calls the rule
     _, back = cr.pullback(scipy.linalg.expm, a, engine="tape")  # given to the tape itself: its rule
     np.testing.assert_allclose(back(np.ones((2, 2)))[0], expected[0], rtol=1e-12)
+
+
+def test_a_ruled_library_function_whose_body_runs_on_the_values_runs_whether_or_not_the_user_has_rules():
+    # rules of this module's functions are registered, so the tape checks every operation for calls of
+    # them; a library's ruled function is found where its body converts or branches on a value, as when
+    # no rule of the user's is registered, so what the tape does with it does not depend on them:
+    # SciPy's lambertw runs its ufunc, whose rule the tape uses, and polyval its arithmetic
+    import scipy.special
+    from numpy.polynomial import polynomial
+
+    def f(x):
+        return np.sum(np.real(scipy.special.lambertw(x)) * polynomial.polyval(x, [0.5, -1.0, 0.3]))
+
+    x = np.array([0.3, 0.7])
+    assert cr.rrule.lookup(twice, (1.0,)) is not None
+    np.testing.assert_allclose(cr.gradient(f, x, engine="tape")[0], cr.gradient(f, x)[0], rtol=1e-12)
+    np.testing.assert_allclose(cr.gradient(f, x)[0], crt.fd_jacobian(f, x)[0].ravel(), rtol=1e-7)
 
 
 def softplus(x):
