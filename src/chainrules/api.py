@@ -56,7 +56,7 @@ from .core.errors import NoDerivativeError, NoForwardRuleError
 from .core.pullback_results import callable_label, checked_cotangents
 from .core.ruled_calls import IgnoredRuleError
 from .core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
-from .core.tangents import _is_namedtuple_type, _rebuild
+from .core.tangents import _is_namedtuple_type, _rebuild, namedtuple_with
 
 REVERSE_ENGINES = {"source": "chainrules.reverse.source", "tape": "chainrules.reverse.trace"}
 DEFAULT_ENGINE = "source"
@@ -1273,7 +1273,7 @@ def _with_leaves(x, t, top: bool = True):
     if type(x) is dict:
         return values
     if _is_namedtuple_type(type(x)):
-        return type(x)(**values)
+        return namedtuple_with(x, values)
     return with_fields(x, values)
 
 

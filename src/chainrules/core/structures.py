@@ -52,8 +52,8 @@ def structure_items(x) -> dict | list:
         return list(x)
     if isinstance(x, dict):
         return dict(x)
-    if _is_namedtuple_type(type(x)):
-        return x._asdict()
+    if _is_namedtuple_type(type(x)):  # (its fields: SciPy's result tuples' _asdict adds their other attributes)
+        return dict(zip(x._fields, x))
     if dataclasses.is_dataclass(x):
         return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
     fields = _known_fields(type(x))

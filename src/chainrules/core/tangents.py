@@ -305,6 +305,28 @@ def _is_namedtuple_type(P: type) -> bool:
     return issubclass(P, tuple) and hasattr(P, "_fields")
 
 
+def namedtuple_with(x, changes: dict):
+    """The namedtuple ``x`` with the fields ``changes`` replaced (``x._replace(**changes)``).
+
+    SciPy's result tuples (``scipy.stats.pearsonr``'s) have no ``_replace`` and keep more
+    attributes than their fields: they are rebuilt from their fields, the other attributes copied,
+    and an attribute that is one of the fields themselves (an alias: pearsonr's ``correlation`` of
+    its ``statistic``) follows its field.
+
+    >>> import collections
+    >>> namedtuple_with(collections.namedtuple("P", "x y")(1.0, 2.0), {"y": 3.0})
+    P(x=1.0, y=3.0)
+    """
+    if callable(getattr(x, "_replace", None)):
+        return x._replace(**changes)
+    fields = dict(zip(x._fields, x))
+    out = tuple.__new__(type(x), [changes.get(k, v) for k, v in fields.items()])
+    aliases = {id(v): k for k, v in fields.items()}
+    for name, value in vars(x).items():
+        out.__dict__[name] = changes.get(aliases[id(value)], value) if id(value) in aliases else value
+    return out
+
+
 def _known_fields(P: type) -> tuple[str, ...] | None:
     """The field names of P when they are known from the type, else None (plain objects)."""
     if dataclasses.is_dataclass(P):
@@ -593,7 +615,7 @@ def move(primal, tangent):
             new[k] = move(primal[k], t)
         return new
     if _is_namedtuple_type(P):
-        return primal._replace(**{k: move(getattr(primal, k), t) for k, t in backing.items()})
+        return namedtuple_with(primal, {k: move(getattr(primal, k), t) for k, t in backing.items()})
     for k in backing:
         if not hasattr(primal, k):
             raise AttributeError(f"{type(tangent).__name__} has a field {k!r} that the {P.__qualname__} primal lacks")

@@ -101,7 +101,7 @@ from ..core.keywords import as_positional, is_option
 from ..core.ruled_calls import RuledCallWatch, engine_values_in
 from ..core.sparse import NOT_CARRIED, is_sparse
 from ..core.structures import is_structure, item_tangents, structure_items, with_fields
-from ..core.tangents import _is_namedtuple_type
+from ..core.tangents import _is_namedtuple_type, namedtuple_with
 from ..core.twins import ATTRIBUTE_TWINS, call_method, call_twin, method_twin, twin_of
 from ..rules.numpy._arrays import tangent_array
 
@@ -963,7 +963,7 @@ def _split(a, tag: Tag):
             return a, _ZERO
         items = [p for p, _ in pairs]
         P = type(a)
-        primal = P(*items) if _is_namedtuple_type(P) else P(items)
+        primal = namedtuple_with(a, dict(zip(P._fields, items))) if _is_namedtuple_type(P) else P(items)
         return primal, Tangent[P](*tangents)
     return a, _ZERO
 
@@ -997,7 +997,7 @@ def _opened(a, tag: Tag, depth: int = 3):
         primal = copy.copy(a)
         primal.update(changed)
         return primal, Tangent[dict](tangents)
-    return (a._replace(**changed) if _is_namedtuple_type(P) else with_fields(a, changed)), Tangent[P](**tangents)
+    return (namedtuple_with(a, changed) if _is_namedtuple_type(P) else with_fields(a, changed)), Tangent[P](**tangents)
 
 
 def _holds_duals(a, tag: Tag | None = None, depth: int = 3) -> bool:
@@ -1580,7 +1580,7 @@ def _rebuilt(y, new: dict):
         out.update(new)
         return out
     if _is_namedtuple_type(P):
-        return y._replace(**new)
+        return namedtuple_with(y, new)
     if isinstance(y, (tuple, list)):
         return P(new.values())
     return with_fields(y, new)

@@ -40,7 +40,7 @@ from ..core import (
 from ..core.active import ActiveValue, install_forward, uninstall_forward
 from ..core.errors import NoForwardRuleError, raise_converted, raise_swallowed, user_location
 from ..core.structures import is_structure, item_tangents, leaves, structure_items, tangent_like, with_fields
-from ..core.tangents import _is_namedtuple_type
+from ..core.tangents import _is_namedtuple_type, namedtuple_with
 from .dual import _DUALS, RULED_CALLS, Dual, DualArray, Tag, _innermost, _new_object, push, pusher_for
 
 _NO = NoTangent()
@@ -102,7 +102,7 @@ def _seed(x, t, tag: Tag):
             new[k] = _seed(x[k], d, tag)
         return new
     if _is_namedtuple_type(type(x)):
-        return x._replace(**{k: _seed(getattr(x, k), d, tag) for k, d in items.items()})
+        return namedtuple_with(x, {k: _seed(getattr(x, k), d, tag) for k, d in items.items()})
     return with_fields(x, {k: _seed(getattr(x, k), d, tag) for k, d in items.items()})
 
 
@@ -135,7 +135,7 @@ def _read(y, tag: Tag):
     fields = structure_items(y)
     pairs = {k: _read(v, tag) for k, v in fields.items()}
     primals = {k: p for k, (p, _) in pairs.items()}
-    primal = y._replace(**primals) if _is_namedtuple_type(P) else with_fields(y, primals)
+    primal = namedtuple_with(y, primals) if _is_namedtuple_type(P) else with_fields(y, primals)
     tangents = {k: t for k, (_, t) in pairs.items()}
     return primal, (_ZERO if _all_zero(tangents.values()) else Tangent[P](**tangents))
 

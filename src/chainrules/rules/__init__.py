@@ -11,23 +11,24 @@ import pkgutil
 
 from ..core.registry import defer_rules, frule, rrule
 
-#: rule modules of libraries slow to import, loaded once the library is: {library: rule module}
-_DEFERRED = {
-    "scipy.stats": f"{__name__}.scipy.stats",
-    "scipy.spatial": f"{__name__}.scipy.spatial",
-    "scipy.integrate": f"{__name__}.scipy.integrate",
-    "scipy.signal": f"{__name__}.scipy.signal",
-    "scipy.ndimage": f"{__name__}.scipy.ndimage",
-    "scipy.optimize": f"{__name__}.scipy.optimize",
-    "scipy.interpolate": f"{__name__}.scipy.interpolate",
-}
+#: rule modules of libraries slow to import, loaded once the library is: (library, rule module) pairs
+_DEFERRED = (
+    ("scipy.stats", f"{__name__}.scipy.stats"),
+    ("scipy.stats", f"{__name__}.scipy.stats_summaries"),
+    ("scipy.spatial", f"{__name__}.scipy.spatial"),
+    ("scipy.integrate", f"{__name__}.scipy.integrate"),
+    ("scipy.signal", f"{__name__}.scipy.signal"),
+    ("scipy.ndimage", f"{__name__}.scipy.ndimage"),
+    ("scipy.optimize", f"{__name__}.scipy.optimize"),
+    ("scipy.interpolate", f"{__name__}.scipy.interpolate"),
+)
 
 
 def _import_all() -> None:
     for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
-        if info.name not in _DEFERRED.values():
+        if info.name not in {module for _, module in _DEFERRED}:
             importlib.import_module(info.name)
-    for library, module in _DEFERRED.items():
+    for library, module in _DEFERRED:
         defer_rules(library, module)
 
 

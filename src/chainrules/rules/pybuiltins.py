@@ -600,6 +600,8 @@ def _classify(cls: type, name: str) -> tuple:
         # .real and .imag as the number inside does, never through the stand-in's own code
         return "number", None, None
     static = inspect.getattr_static(cls, name, _MISSING)
+    if issubclass(cls, tuple) and name in getattr(cls, "_fields", ()):
+        return "field", static, Tangent[cls]  # (also where the class reads it with a property: SciPy's result tuples)
     if isinstance(static, property) and static.fget is not None:  # a data descriptor: wins over __dict__
         return "property", static, None
     if static is _MISSING:
