@@ -176,6 +176,12 @@ def test_pearsonr_correlation_alias():
     np.testing.assert_allclose(cr.jacobian(f, A[0], mode="forward"), expected, rtol=1e-6, atol=1e-8)
 
 
+def test_pearsonr_of_two_points():
+    """Two points give r = ±1 and the p-value 1 whatever they are: zero derivatives, not NaN."""
+    gradient = cr.gradient(lambda x: st.pearsonr(x, C[0, :2]).pvalue, A[0, :2])[0]
+    np.testing.assert_array_equal(gradient, 0.0)
+
+
 def test_spearmanr_has_a_zero_derivative():
     def f(x):
         result = st.spearmanr(x, C[0])

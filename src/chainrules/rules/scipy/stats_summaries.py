@@ -29,6 +29,7 @@ array([1.  , 0.25])
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 
@@ -85,19 +86,26 @@ for _f, _signature in _SIGNATURES.items():
     declare_parameters(_f, lambda args, _signature=_signature: tuple(_signature.parameters.values()))
 
 
+@functools.cache
+def _signature(f) -> tuple[inspect.Signature, int]:
+    """``f``'s signature as its rules bind a call (``_SIGNATURES``), and how many arguments SciPy's
+    function itself takes by position."""
+    own = inspect.signature(f)
+    return _SIGNATURES.get(f, own), sum(p.kind is not _P.KEYWORD_ONLY for p in own.parameters.values())
+
+
 class _Call:
     """A call ``f(*args, **kwargs)`` bound to ``f``'s signature (as declared: ``_SIGNATURES``): its
     settings by name, and which of its arguments came by position (those get cotangents)."""
 
     def __init__(self, f, args: tuple, kwargs: dict):
         self.f = f
-        signature = _SIGNATURES.get(f) or inspect.signature(f)
+        signature, takes = _signature(f)
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         self.o = bound.arguments
         self.names = list(signature.parameters)[: len(args)]
         # (the call as SciPy takes it: a keyword-only argument given by position passed by keyword)
-        takes = sum(p.kind is not _P.KEYWORD_ONLY for p in inspect.signature(f).parameters.values())
         self.args, self.kwargs = args[:takes], {**kwargs, **dict(zip(self.names[takes:], args[takes:]))}
         if self.o.get("nan_policy", "propagate") == "omit":
             raise option_refused(f, args, "nan_policy='omit': the rule takes 'propagate' and 'raise'")
@@ -401,7 +409,8 @@ def _pearsonr(call: _Call) -> _Summary:
     a = n / 2 - 1
     r = np.reshape(rk, np.shape(result.statistic))
     with np.errstate(divide="ignore", invalid="ignore"):
-        density = np.exp((a - 1) * np.log1p(-r * r) - (2 * a - 1) * np.log(2) - sc.betaln(a, a))
+        # (two points: r is ±1 and the p-value 1, constants)
+        density = np.exp((a - 1) * np.log1p(-r * r) - (2 * a - 1) * np.log(2) - sc.betaln(a, a)) if n > 2 else 0 * r
     slope = {"two-sided": -2 * np.sign(r) * density, "less": density, "greater": -density}[call["alternative"]]
 
     where = at_user()
