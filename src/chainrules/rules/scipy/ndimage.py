@@ -1,8 +1,11 @@
 """Rules for ``scipy.ndimage``'s linear filters: ``correlate``, ``convolve``, ``correlate1d``,
 ``convolve1d``, ``gaussian_filter``, ``gaussian_filter1d`` (any ``order``), ``uniform_filter``,
 ``uniform_filter1d``, ``laplace``, ``sobel``, ``prewitt`` and ``gaussian_laplace``, in every
-boundary mode, real and complex; and ``gaussian_gradient_magnitude``, the norm of the Gaussian
-derivatives along the axes.
+boundary mode, real and complex; ``gaussian_gradient_magnitude``, the norm of the Gaussian
+derivatives along the axes; the rank filters (``minimum_filter``, ``maximum_filter``,
+``median_filter``, ``percentile_filter``, ``rank_filter``, ``minimum_filter1d``,
+``maximum_filter1d``); and the interpolations of order 0 and 1 (``map_coordinates``, ``shift``,
+``zoom``, ``affine_transform``, ``rotate``).
 
 Each filter is a sum of chains of correlations (``gaussian_filter`` one pass along each axis,
 ``laplace`` a sum of passes), each pass ``y[i] = sum_k e[k] x_m[i + k - c]`` with the kernel ``e``
@@ -22,6 +25,23 @@ differentiated one is refused (``NoDerivativeError``), as is ``output=`` (``NoRu
 Every rule takes a batch of tangents or cotangents (a leading batch axis); the filters the
 pullbacks run go through this module's rules when an engine's values reach them, so Hessians work.
 
+The rank filters and the interpolations of order 0 and 1 are gathers: each output is a weighted
+sum of a few entries of the input or ``cval`` (``_Gather``), its pushforward the same sum of the
+tangents, its pullback the scatter of the cotangent onto those entries (summed where a mode's
+reflections read an entry twice). A rank filter's output is the entry of its window it equals (of
+tied distinct entries, the first in the window's order: a subgradient). An interpolation reads the
+``2**ndim`` corners of the cell of its position (order 1: weights ``1 - t, t`` per axis; order 0:
+the nearest entry), found as ndimage finds them in every mode, from positions computed as it
+computes them (so that its rounding ties and edges go the same way). Its derivative in the
+position is the interpolant's slope, piecewise constant for order 1 (at a grid point, the slope of
+the cell to the right, where the function has a kink) and zero for order 0; the positions move
+with ``map_coordinates``' ``coordinates``, ``shift``'s shift, ``affine_transform``'s ``matrix``
+and ``offset`` and ``rotate``'s angle (in degrees), all differentiated. Splines of order 2 to 5
+(ndimage's default, 3, among them: B-splines of coefficients prefiltered by ``spline_filter``) are
+refused (``NoDerivativeError``), as are ``zoom``'s factors (they set the output's shape too) and a
+rank filter whose output equals no entry of its window (a NaN); the ranks, percentiles, sizes,
+footprints, orders, modes, ``prefilter``, ``grid_mode`` and output shapes are settings.
+
 >>> import numpy as np, scipy.ndimage as ndi, chainrules as cr
 >>> y, back = cr.rrule(ndi.correlate1d, np.array([1.0, 2.0, 4.0]), [1.0, 1.0], mode="nearest")
 >>> y, cr.unthunk(back(np.array([1.0, 0.0, 0.0]))[1])  # y[0] reads x[0] twice, through the mode
@@ -31,12 +51,14 @@ pullbacks run go through this module's rules when an engine's values reach them,
 from __future__ import annotations
 
 import inspect
+import itertools
 from functools import cached_property
 
 import numpy as np
 import scipy.ndimage as ndi
 import scipy.signal as ss
-from scipy.ndimage import _ni_support
+import scipy.special as sc
+from scipy.ndimage import _filters, _ni_support
 from scipy.ndimage._filters import _gaussian_kernel1d
 
 from ...core import (
@@ -52,8 +74,16 @@ from ...core import (
     unthunk,
     user_location,
 )
+from ...core.active import ActiveValue, stood_for
 from ...core.errors import NoDerivativeError, option_refused
-from ..numpy._arrays import batch_to_input, cotangent_array, has_no_tangent, to_input
+from ..numpy._arrays import (
+    batch_to_input,
+    cotangent_array,
+    has_no_tangent,
+    scatter_add,
+    tangent_array,
+    to_input,
+)
 from ..numpy._util import is_batched, match_output
 from ..numpy.linalg import _safe_divide
 from ..numpy.shapes import _pad
@@ -489,3 +519,536 @@ def _register(f):
 
 for _f in (*_WEIGHTED, *_TERMS, ndi.gaussian_gradient_magnitude):
     _register(_f)
+
+
+# ----- gathers: the rank filters, and the interpolations of order 0 and 1 --------------------------
+
+
+class _Gather:
+    """``y[p] = sum_k w[k, p] e[i[k, p]]`` over ``e``, the flattened input followed by ``cval``: an
+    output that is a weighted sum of input entries (or ``cval``) at each point, as a rank filter's
+    (the one entry it selects) and an interpolation's of order 0 or 1 (the corners of the cell the
+    position falls in) are. ``slopes[d]`` holds the weights' derivatives in the position's ``d``-th
+    coordinate; ``shape`` is the output's."""
+
+    def __init__(self, x, index, weights, shape: tuple, slopes: tuple = ()):
+        self.x, self.index, self.weights, self.shape, self.slopes = x, index, weights, shape, slopes
+        self.size = int(np.prod(np.shape(x), dtype=int))
+
+    def _extended(self, x, cval, lead: tuple):
+        tail = np.zeros((*lead, 1)) + (np.reshape(cval, (*lead, 1)) if np.ndim(cval) else cval)
+        return np.concatenate([np.reshape(x, (*lead, self.size)), tail], axis=-1)
+
+    def push(self, dx, dcval, lead: tuple = ()):
+        """The output's tangent along the input's ``dx`` and ``cval``'s ``dcval``."""
+        picked = self._extended(dx, dcval, lead)[..., self.index]
+        return np.reshape(np.sum(self.weights * picked, axis=len(lead)), (*lead, *self.shape))
+
+    def adjoint(self, dy, lead: tuple = ()) -> tuple:
+        """``(x̄, cval̄)``: ``ȳ`` scattered back with the weights, summed where entries repeat."""
+        values = self.weights * np.reshape(dy, (*lead, 1, -1))
+        index = (slice(None), self.index) if lead else self.index
+        summed = scatter_add((*lead, self.size + 1), index, values)
+        return np.reshape(summed[..., : self.size], (*lead, *np.shape(self.x))), summed[..., self.size]
+
+    def slope(self, d: int, x, cval):
+        """``dy/dc_d``, the interpolant's slope along the ``d``-th coordinate at each point."""
+        picked = self._extended(x, cval, ())[self.index]
+        return np.sum(self.slopes[d] * picked, axis=0)
+
+
+def _padded_positions(shape: tuple, widths: list, modes: list):
+    """The flat position in an input of ``shape`` that each entry of its extension by the boundary
+    modes copies (``np.pad`` of the positions, axis by axis), ``prod(shape)`` where it is ``cval``."""
+    size = int(np.prod(shape, dtype=int))
+    positions = np.arange(size).reshape(shape)
+    for axis, (width, mode) in enumerate(zip(widths, modes)):
+        if width == (0, 0):
+            continue
+        pads = [(0, 0)] * len(shape)
+        pads[axis] = width
+        if _PAD_MODES[mode] == "constant":
+            positions = np.pad(positions, pads, constant_values=size)
+        else:
+            positions = np.pad(positions, pads, mode=_PAD_MODES[mode])
+    return positions
+
+
+_RANK = (
+    ndi.minimum_filter,
+    ndi.maximum_filter,
+    ndi.median_filter,
+    ndi.percentile_filter,
+    ndi.rank_filter,
+    ndi.minimum_filter1d,
+    ndi.maximum_filter1d,
+)
+
+
+def _window(f, x, s: dict) -> tuple:
+    """``(footprint, origins, modes)`` of a rank filter over all the input's axes, as ndimage reads
+    ``size``, ``footprint``, ``origin``, ``mode`` and ``axes``: a box (a size, or a footprint all
+    true, for the minimum and maximum) is one pass along each of ``axes`` in their order, a
+    footprint otherwise spans the input's axes in its own order, the origins in the order of ``axes``."""
+    ndim = np.ndim(x)
+    if f in (ndi.minimum_filter1d, ndi.maximum_filter1d):
+        axes, sizes, footprint = (_axis(x, s["axis"]),), (s["size"],), None
+    else:
+        axes = _ni_support._check_axes(s["axes"], ndim)
+        footprint = None if s["footprint"] is None else np.asarray(s["footprint"], bool)
+        sizes = footprint.shape if footprint is not None else _ni_support._normalize_sequence(s["size"], len(axes))
+    if f in (ndi.minimum_filter, ndi.maximum_filter, ndi.minimum_filter1d, ndi.maximum_filter1d) and (
+        footprint is None or footprint.all()
+    ):
+        kernel, origins, modes = [1] * ndim, [0] * ndim, ["constant"] * ndim
+        rows = zip(axes, sizes, *(_ni_support._normalize_sequence(s[k], len(axes)) for k in ("origin", "mode")))
+        for a, n, o, m in rows:
+            kernel[a], origins[a], modes[a] = n, o, m
+        return np.ones(kernel, bool), origins, modes
+    if footprint is None:
+        footprint = np.ones(sizes, bool)
+    footprint = _filters._expand_footprint(ndim, axes, footprint)
+    modes = _filters._expand_mode(ndim, axes, s["mode"])
+    origins = _filters._expand_origin(ndim, axes, s["origin"])
+    return footprint, origins, [modes] * ndim if isinstance(modes, str) else modes
+
+
+def _rank_gather(f, x, s: dict, y) -> _Gather | None:
+    """The entry each output of a rank filter is: of the window of the input extended by the mode,
+    the first (in the window's order) that equals the output, so ties between distinct entries go to
+    one of them (a subgradient) and copies made by a reflection to the entry they copy; ``None``
+    where an output equals no entry (a NaN in its window)."""
+    kernel, origins, modes = _window(f, x, s)
+    widths = [(n // 2 + o, n - 1 - n // 2 - o) for n, o in zip(kernel.shape, origins)]
+    positions = _padded_positions(np.shape(x), widths, modes)
+    cval = np.reshape(stood_for(s["cval"]), 1).astype(np.result_type(y))  # (as ndimage pads with it)
+    values = np.concatenate([np.reshape(stood_for(x), -1), cval])
+    windows = np.lib.stride_tricks.sliding_window_view(positions, kernel.shape)[..., kernel]
+    hits = values[windows] == np.asarray(stood_for(y))[..., None]
+    if not np.all(np.any(hits, axis=-1)):
+        return None
+    picked = np.take_along_axis(windows, np.argmax(hits, axis=-1)[..., None], axis=-1)
+    return _Gather(x, np.reshape(picked, (1, -1)), np.ones((1, picked.size)), np.shape(y))
+
+
+def _mapped(c, n: int, mode: str):
+    """``(cc, dcc/dc, outside)``: ndimage's map of the coordinate ``c`` along an axis of ``n``
+    entries into the input (``map_coordinate`` in its ``ni_interpolation.c``: 'mirror' reflects
+    about the end samples, 'reflect' and 'grid-mirror' about the half-sample edges, 'wrap' with
+    period ``n - 1``, 'grid-wrap' ``n``, 'nearest' clamps); ``outside``: 'constant' gives ``cval``."""
+    lo, hi = c < 0, c > n - 1
+    slope, outside = np.ones_like(c), np.zeros(c.shape, bool)
+    if mode == "constant":
+        return c, slope, lo | hi
+    if mode == "grid-constant":
+        return c, slope, outside
+    if mode == "nearest" or n <= 1:
+        return np.clip(c, 0, n - 1), np.where(lo | hi, 0.0, 1.0), outside
+    if mode == "mirror":
+        s2 = 2 * n - 2
+        a = s2 * np.trunc(-c / s2) + c
+        below, below_slope = np.where(a <= 1 - n, a + s2, -a), np.where(a <= 1 - n, 1.0, -1.0)
+        b = c - s2 * np.trunc(c / s2)
+        above, above_slope = np.where(b >= n, s2 - b, b), np.where(b >= n, -1.0, 1.0)
+    elif mode in ("reflect", "grid-mirror"):
+        s2 = 2 * n
+        a = np.where(c < -s2, s2 * np.trunc(-c / s2) + c, c)
+        below, below_slope = np.where(a < -n, a + s2, -a - 1), np.where(a < -n, 1.0, -1.0)
+        b = c - s2 * np.trunc(c / s2)
+        above, above_slope = np.where(b >= n, s2 - b - 1, b), np.where(b >= n, -1.0, 1.0)
+    else:  # 'wrap' (period n - 1), 'grid-wrap' (period n)
+        p = n - 1 if mode == "wrap" else n
+        below = c + p * (np.trunc((-c if mode == "wrap" else -1 - c) / p) + 1)
+        above, below_slope, above_slope = c - p * np.trunc(c / p), slope, slope
+    mapped = np.where(lo, below, np.where(hi, above, c))
+    return mapped, np.where(lo, below_slope, np.where(hi, above_slope, 1.0)), outside
+
+
+def _edge(i, n: int, mode: str):
+    """The entry along an axis of ``n`` that the spline's sample ``i`` (just past an end) reads, ``n``
+    for ``cval`` ('grid-constant')."""
+    if mode == "grid-constant":
+        return np.where((i < 0) | (i >= n), n, i)
+    if mode in ("reflect", "grid-mirror"):
+        i = np.mod(i, 2 * n)
+        return np.where(i >= n, 2 * n - 1 - i, i)
+    if mode == "mirror" and n > 1:
+        i = np.mod(i, 2 * n - 2)
+        return np.where(i >= n, 2 * n - 2 - i, i)
+    if mode == "grid-wrap":
+        return np.mod(i, n)
+    return np.clip(i, 0, n - 1)  # the sample's weight is 0, or 'nearest' clamps
+
+
+def _cells(c, shift, n: int, order: int, mode: str) -> tuple:
+    """``(entries, weights, slopes)`` along one axis, each ``(order + 1, P)``: the samples the
+    interpolation of order 0 or 1 at the coordinates ``c`` reads (``n`` for ``cval``), their weights
+    (``1 - t, t`` for ``t`` the position in the cell, ndimage's linear B-spline) and the weights'
+    derivatives in ``c``; ``shift``: an engine's part of ``c`` (zero, carrying its derivatives)."""
+    cc, dcc, outside = _mapped(c, n, mode)
+    if order == 0:
+        start = np.floor(cc + 0.5)
+        entries, weights, slopes = start[None], np.ones((1, *c.shape)), np.zeros((1, *c.shape))
+    else:
+        start = np.floor(cc)
+        t = cc - start if shift is None else cc - start + dcc * shift
+        entries, weights, slopes = np.stack([start, start + 1]), [1 - t, t], np.stack([-dcc, dcc])
+    entries = _edge(entries.astype(np.intp), n, mode)
+    if np.any(outside):  # 'constant': cval alone outside the input
+        entries = np.where(outside, n, entries)
+        weights = [np.where(outside, float(k == 0), w) for k, w in enumerate(weights)]
+        slopes = np.where(outside, 0.0, slopes)
+    return entries, weights, slopes
+
+
+def _interpolation(x, positions, shift, order: int, mode: str) -> _Gather:
+    """The gather of the interpolation of order 0 or 1 of ``x`` at ``positions`` (``ndim`` arrays of
+    the output's shape): the tensor product of the axes' cells, ``cval`` where any axis reads it."""
+    shape = np.shape(x)
+    cells = [
+        _cells(np.reshape(c, -1), None if shift is None else np.reshape(shift[d], -1), n, order, mode)
+        for d, (c, n) in enumerate(zip(positions, shape))
+    ]
+    size = int(np.prod(shape, dtype=int))
+    index, weights, slopes = [], [], [[] for _ in shape]
+    for corner in itertools.product(range(order + 1), repeat=len(shape)):
+        flat, constant = 0, False
+        for (entries, _, _), k, n in zip(cells, corner, shape):
+            flat, constant = flat * n + np.minimum(entries[k], n - 1), constant | (entries[k] == n)
+        index.append(np.where(constant, size, flat))
+        ws = [w[k] for (_, w, _), k in zip(cells, corner)]
+        weights.append(_product(ws))
+        for d, (_, _, s) in enumerate(cells):
+            slopes[d].append(_product([s[corner[d]] if e == d else w for e, w in enumerate(ws)]))
+    stack = np.stack
+    return _Gather(x, stack(index), stack(weights), np.shape(positions)[1:], tuple(stack(s) for s in slopes))
+
+
+def _product(factors: list):
+    out = factors[0]
+    for f in factors[1:]:
+        out = out * f
+    return out
+
+
+class _Positions:
+    """Where an interpolation samples its input: ``plain``, the coordinates in the input of each
+    output point (``(ndim, *output shape)``, computed as ndimage computes them, so that the cells
+    and the 'constant' mode's edges agree with its own), and ``moves``, for each argument the
+    positions depend on, the map of its tangent to theirs and the adjoint of that map."""
+
+    def __init__(self, f, x, s: dict):
+        self.moves, shape = {}, np.shape(x)
+        if f is ndi.map_coordinates:
+            self.plain = np.asarray(_plain(s["coordinates"]), float)
+            self.moves["coordinates"] = (lambda dv, lead: dv, lambda g, lead, shape: g)
+        elif f is ndi.shift:
+            amount = np.asarray(_ni_support._normalize_sequence(_plain(s["shift"]), len(shape)), float)
+            self.plain = np.indices(shape, float) + _column(-amount, len(shape))
+            self.moves["shift"] = self._translation(-1.0)
+        elif f is ndi.zoom:
+            self.plain = self._zoomed(shape, s)
+        elif f is ndi.affine_transform:
+            self._affine(shape, s)
+        else:
+            self._rotation(shape, s)
+
+    @staticmethod
+    def _zoomed(shape: tuple, s: dict):
+        zoom = _ni_support._normalize_sequence(s["zoom"], len(shape))
+        out = [int(round(n * z)) for n, z in zip(shape, zoom)]
+        axes = []
+        for n, m in zip(shape, out):
+            num, div = (n, m) if s["grid_mode"] else (n - 1, m - 1)
+            z, kk = (num / div if div else 1.0), np.arange(m, dtype=float)
+            axes.append((kk + 0.5) * z - 0.5 if s["grid_mode"] else kk * z)
+        return np.stack(np.meshgrid(*axes, indexing="ij"))
+
+    def _translation(self, sign: float):
+        """The moves of a shift (``sign`` -1) or an offset (+1) of the positions, one number or one per axis."""
+
+        def push(dv, lead):
+            return sign * _column(np.reshape(dv, (*lead, -1)) + np.zeros(self.plain.shape[0]), self.plain.ndim - 1)
+
+        def pull(g, lead, shape):
+            total = sign * np.sum(g, axis=tuple(range(len(lead) + 1, np.ndim(g))))
+            return np.reshape(total, (*lead, *shape)) if shape else np.sum(total, axis=-1)
+
+        return push, pull
+
+    def _affine(self, shape: tuple, s: dict):
+        ndim, matrix = len(shape), np.asarray(_plain(s["matrix"]), float)
+        offset = s["offset"]
+        homogeneous = matrix.ndim == 2 and matrix.shape[1] == ndim + 1 and matrix.shape[0] in (ndim, ndim + 1)
+        if homogeneous:
+            matrix, offset = matrix[:ndim, :ndim], matrix[:ndim, ndim]
+        offset = np.asarray(_ni_support._normalize_sequence(_plain(offset), ndim), float)
+        out = np.indices(shape if s["output_shape"] is None else tuple(s["output_shape"]), float)
+        self.out = out
+        if matrix.ndim == 1:  # ndimage's zoom and shift: (o + offset / m) * m
+            self.plain = (out + _column(offset / matrix, ndim)) * _column(matrix, ndim)
+        else:
+            self.plain = np.stack([_dot_in_order(offset[h], matrix[h], out) for h in range(ndim)])
+        self.moves["matrix"] = (self._matrix_push(homogeneous, matrix.ndim == 1), self._matrix_pull(homogeneous))
+        if not homogeneous:
+            self.moves["offset"] = self._translation(1.0)
+
+    def _matrix_push(self, homogeneous: bool, diagonal: bool):
+        def push(dm, lead):
+            ndim = self.plain.shape[0]
+            if diagonal:
+                return np.reshape(dm, (*lead, ndim, *(1,) * ndim)) * self.out
+            linear = np.tensordot(dm[..., :ndim, :ndim], self.out, axes=1)
+            return linear + _column(dm[..., :ndim, ndim], ndim) if homogeneous else linear
+
+        return push
+
+    def _matrix_pull(self, homogeneous: bool):
+        def pull(g, lead, shape):
+            ndim = self.plain.shape[0]
+            spatial = tuple(range(len(lead) + 1, np.ndim(g)))
+            if len(shape) == 1:
+                return np.sum(g * self.out, axis=spatial)
+            linear = np.tensordot(g, self.out, axes=(spatial, tuple(range(1, ndim + 1))))
+            if not homogeneous:
+                return linear
+            full = np.concatenate([linear, np.sum(g, axis=spatial)[..., None]], axis=-1)
+            rows = shape[0] - ndim  # the homogeneous row (0 0 .. 1) carries no derivative
+            return np.concatenate([full, np.zeros((*lead, rows, ndim + 1))], axis=-2) if rows else full
+
+        return pull
+
+    def _rotation(self, shape: tuple, s: dict):
+        """``rotate``'s positions, ndimage's matrix (by ``cosdg``, ``sindg``) and offset over the plane
+        of ``axes`` (a position's other coordinates are the output's); the angle in degrees moves them."""
+        ndim, axes = len(shape), sorted(a % len(shape) for a in s["axes"])
+        angle = stood_for(s["angle"])
+        c, si = sc.cosdg(angle), sc.sindg(angle)
+        rot = np.array([[c, si], [-si, c]])
+        in_plane = np.asarray(shape)[axes]
+        if s["reshape"]:
+            bounds = rot @ [[0, 0, in_plane[0], in_plane[0]], [0, in_plane[1], 0, in_plane[1]]]
+            out_plane = (np.ptp(bounds, axis=1) + 0.5).astype(int)
+        else:
+            out_plane = in_plane
+        out_centre = (out_plane - 1) / 2
+        offset = (in_plane - 1) / 2 - rot @ out_centre
+        out_shape = list(shape)
+        out_shape[axes[0]], out_shape[axes[1]] = out_plane
+        out = np.indices(out_shape, float)
+        plain = out.copy()
+        plane = out[axes]
+        for h in range(2):
+            plain[axes[h]] = _dot_in_order(offset[h], rot[h], plane)
+        self.plain = plain
+
+        def turned(angle):
+            """The positions' derivatives in the angle (of an engine's angle: its derivatives too)."""
+            t = np.deg2rad(angle)
+            d = np.pi / 180 * np.stack([np.stack([-np.sin(t), np.cos(t)]), np.stack([-np.cos(t), -np.sin(t)])])
+            moved = np.tensordot(d, plane - _column(out_centre, ndim), axes=1)
+            zero = np.zeros(out.shape[1:])
+            return np.stack([moved[axes.index(a)] if a in axes else zero for a in range(ndim)])
+
+        slope = turned(s["angle"])
+        self.moves["angle"] = (
+            lambda dv, lead: np.reshape(dv, (*lead, *(1,) * (ndim + 1))) * slope,
+            lambda g, lead, shape: np.sum(g * slope, axis=tuple(range(len(lead), np.ndim(g)))),
+        )
+
+
+def _plain(v):
+    """The plain numbers an argument stands for, inside a list or tuple too."""
+    return type(v)(_plain(e) for e in v) if isinstance(v, (list, tuple)) else stood_for(v)
+
+
+def _is_active(v) -> bool:
+    """Whether an argument is or holds (in a list or tuple) an engine's value."""
+    return any(_is_active(e) for e in v) if isinstance(v, (list, tuple)) else isinstance(v, ActiveValue)
+
+
+def _array(v):
+    """An argument as an array, a list or tuple holding an engine's values stacked (by ``np.stack``,
+    which carries their derivatives)."""
+    return np.stack([_array(e) for e in v]) if isinstance(v, (list, tuple)) and _is_active(v) else v
+
+
+def _column(v, ndim: int):
+    """``v`` (its last axis one number per axis) shaped to broadcast against positions of ``ndim`` axes."""
+    return np.reshape(v, (*np.shape(v), *(1,) * ndim))
+
+
+def _dot_in_order(start, row, points):
+    """``start + sum_l row[l] points[l]``, summed in ndimage's order (from ``start``, the offset) so
+    that the positions are its own to the last bit: a tie of order 0's rounding goes its way."""
+    total = start
+    for r, p in zip(row, points):
+        total = total + p * r
+    return total
+
+
+# ----- the rules of the gathers --------------------------------------------------------------------
+
+_INTERPOLATIONS = (ndi.map_coordinates, ndi.shift, ndi.zoom, ndi.affine_transform, ndi.rotate)
+_SPLINES = (
+    "the rule differentiates the interpolations of order 0 and 1 only (B-splines of order 2 to 5 "
+    "interpolate coefficients prefiltered by spline_filter, whose adjoint it does not have): pass order=1 or 0"
+)
+_ZOOM = "the zoom factors set the output's shape and are not differentiated: hold them constant"
+_NAN = "an output equals no entry of its window (a NaN there), so the entry it selects is unknown"
+
+
+class _GatherCall:
+    """One call of a rank filter or an interpolation: its value and its gather (the entries each
+    output reads, with their weights), built when a derivative asks for it; the derivatives in the
+    input, ``cval`` and the arguments that move the positions (``coordinates``, ``shift``,
+    ``matrix``, ``offset``, ``angle``), all refused for splines of order 2 and more or an output
+    rounded to an integer dtype; ``zoom``'s factors refused."""
+
+    def __init__(self, f, x, args: tuple, kwargs: dict):
+        self.s = s = _settings(f, x, args, kwargs)
+        self.f, self.x, self.args = f, x, args
+        self.y = _by_rule(f, (x, *args), kwargs)
+        self.names = list(inspect.signature(f).parameters)[1 : 1 + len(args)]
+        self.location = user_location()
+        self.reason = None
+        if np.dtype(getattr(stood_for(self.y), "dtype", float)).kind in "biu":
+            self.reason = _ROUNDED
+        elif f in _INTERPOLATIONS and s["order"] > 1:
+            self.reason = _SPLINES
+
+    def refusal(self, why: str) -> NoDerivativeError:
+        where = f" at {self.location}" if self.location else ""
+        return NoDerivativeError(f"scipy.ndimage.{self.f.__name__}{where}: {why}")
+
+    @cached_property
+    def positions(self) -> _Positions:
+        return _Positions(self.f, self.x, self.s)
+
+    @cached_property
+    def gather(self) -> _Gather:
+        if self.f in _RANK:
+            gather = _rank_gather(self.f, self.x, self.s, self.y)
+            if gather is None:
+                raise self.refusal(_NAN)
+            return gather
+        moving = [(n, a) for n, a in zip(self.names, self.args) if n in self.positions.moves]
+        shift = None  # an engine's part of the positions (a Hessian's): zero, carrying their derivatives
+        for n, a in moving:
+            if not _is_active(a):
+                continue
+            moved = self.positions.moves[n][0](_array(a) - np.asarray(_plain(a), float), ())
+            shift = moved if shift is None else shift + moved
+        return _interpolation(self.x, self.positions.plain, shift, self.s["order"], self.s["mode"])
+
+    @cached_property
+    def slopes(self):
+        """``dy/dc_d`` at each output point, stacked on a first axis over the input's axes."""
+        gather = self.gather
+        slopes = np.stack([gather.slope(d, self.x, self.s["cval"]) for d in range(np.ndim(self.x))])
+        return np.reshape(slopes, (-1, *gather.shape))
+
+    @cached_property
+    def cval_weight(self):
+        """``dy/dcval``: the weight of ``cval`` at each output point."""
+        g = self.gather
+        return np.reshape(np.sum(np.where(g.index == g.size, g.weights, 0.0), axis=0), g.shape)
+
+    def differentiable(self, name: str) -> bool:
+        if self.f in _RANK:
+            return name == "cval"
+        return name in ("cval", "zoom") or name in self.positions.moves
+
+    def cotangent(self, name: str, value, dy, lead: tuple, adjoint):
+        back = batch_to_input if lead else to_input
+        if name == "cval":
+            return Thunk(lambda: back(value, adjoint()[1]))
+        if name == "zoom" and self.f is ndi.zoom:
+            return Thunk(lambda: _raise(self.refusal(_ZOOM)))
+        if self.f in _INTERPOLATIONS and name in self.positions.moves:
+            pull = self.positions.moves[name][1]
+
+            def moved():
+                slopes = np.conj(self.slopes) if np.iscomplexobj(stood_for(self.slopes)) else self.slopes
+                g = slopes * np.reshape(dy, (*lead, 1, *self.gather.shape))
+                return back(value, pull(g, lead, np.shape(_plain(value))))
+
+            return Thunk(moved)
+        return _NO
+
+    def tangent(self, name: str, value, dv):
+        dv = tangent_array(value, dv)
+        lead = np.shape(dv)[:1] if is_batched(_plain(value), dv) else ()
+        if name == "cval":
+            return np.reshape(dv, (*lead, *(1,) * len(self.gather.shape))) * self.cval_weight
+        if name == "zoom" and self.f is ndi.zoom:
+            raise self.refusal(_ZOOM)
+        if self.f in _INTERPOLATIONS and name in self.positions.moves:
+            return np.sum(self.slopes * self.positions.moves[name][0](dv, lead), axis=len(lead))
+        return None
+
+
+def _register_gather(f):
+    """The ``rrule`` and ``frule`` of the rank filter or interpolation ``f``, both taking a batch."""
+    name = f.__name__
+
+    def gather_rrule(input, *args, **kwargs):  # noqa: A002  (ndimage's name)
+        call, x = _GatherCall(f, input, args, kwargs), input
+        y = call.y
+
+        def gather_pullback(dy):
+            dy = unthunk(dy)
+            batch = carries_batch(y, dy)
+            dy = match_input_batch(y, dy) if batch else cotangent_array(y, dy)
+            if isinstance(dy, AbstractZero):
+                return (_NO, _NO if has_no_tangent(x) else dy, *(dy for _ in args))
+            if call.reason is not None:
+                refused = Thunk(lambda: _raise(call.refusal(call.reason)))
+                rest = (refused if call.differentiable(n) else _NO for n in call.names)
+                return (_NO, _NO if has_no_tangent(x) else refused, *rest)
+            lead = np.shape(dy)[:1] if batch else ()
+            adjoint = _once(lambda: call.gather.adjoint(dy, lead))
+            back = batch_to_input if batch else to_input
+            dx = _NO if has_no_tangent(x) else Thunk(lambda: back(x, adjoint()[0]))
+            return (_NO, dx, *(call.cotangent(n, a, dy, lead, adjoint) for n, a in zip(call.names, args)))
+
+        gather_pullback.__name__ = gather_pullback.__qualname__ = f"{name}_pullback"
+        return y, gather_pullback
+
+    def gather_frule(tangents, input, *args, **kwargs):  # noqa: A002
+        call, x = _GatherCall(f, input, args, kwargs), input
+        dx, dvs = unthunk(tangents[1]), [unthunk(t) for t in tangents[2:]]
+        nonzero = [(n, a, d) for n, a, d in zip(call.names, args, dvs) if not _is_zero(d) and call.differentiable(n)]
+        if call.reason is not None and (nonzero or not _is_zero(dx)):
+            raise call.refusal(call.reason)
+        terms = []
+        if not isinstance(dx, AbstractZero):
+            terms.append(call.gather.push(dx, 0.0, np.shape(dx)[:1] if is_batched(x, dx) else ()))
+        for n, a, dv in nonzero:
+            term = call.tangent(n, a, dv)
+            if term is not None:
+                terms.append(term)
+        if not terms:
+            return call.y, _ZERO
+        return call.y, match_output(call.y, sum(terms[1:], terms[0]))
+
+    gather_rrule.__name__ = gather_rrule.__qualname__ = f"rrule_{name}"
+    gather_frule.__name__ = gather_frule.__qualname__ = f"frule_{name}"
+    rrule.register(f, batched=True)(gather_rrule)
+    frule.register(f, batched=True)(gather_frule)
+
+
+def _once(compute):
+    """``compute``, called at most once: its value kept for the later calls."""
+    memo = []
+
+    def value():
+        if not memo:
+            memo.append(compute())
+        return memo[0]
+
+    return value
+
+
+for _f in (*_RANK, *_INTERPOLATIONS):
+    _register_gather(_f)
