@@ -1,9 +1,9 @@
-"""Rules for ``scipy.ndimage``'s rank filters and interpolations (orders 0 and 1): the entries and
+"""Rules for ``scipy.ndimage``'s rank filters and interpolations (orders 0 to 5): the entries and
 weights each output reads against ndimage's own values in every boundary mode (ties of order 0's
-rounding included); finite differences in the input, ``cval``, the coordinates, the shift, the
-affine matrix and offset and the angle; batches; the engines (source gradients, the tape on the
-function, forward and reverse Jacobians, Hessians); the refusals of splines, zoom factors, NaN
-windows and integer outputs."""
+rounding included, splines' prefilter and padding); finite differences in the input, ``cval``, the
+coordinates, the shift, the affine matrix and offset and the angle; batches; the engines (source
+gradients, the tape on the function, forward and reverse Jacobians, Hessians); the refusals of zoom
+factors, NaN windows and integer outputs."""
 
 import numpy as np
 import pytest
@@ -59,10 +59,14 @@ def _plain(args: tuple) -> tuple:
 def test_weights_are_ndimages(mode):
     """The output is linear in the input and cval: the Jacobian the pullback gives, applied to the
     input, plus the derivative in cval times cval, is ndimage's output to rounding, for every
-    interpolation of order 0 and 1 (exact half-integers: rotate by 45 degrees, the map's points)
-    and every rank filter, on an input with ties."""
+    interpolation of order 0 and 1 (exact half-integers: rotate by 45 degrees, the map's points),
+    the map, a zoom and a rotation of order 3, the map of order 2, 4 or 5, order 3 without the
+    prefilter, and every rank filter, on an input with ties."""
     ties = np.round(X * 2) / 2
-    calls = _interpolations(0, mode) + _interpolations(1, mode)
+    calls = _interpolations(0, mode) + _interpolations(1, mode) + [_interpolations(3, mode)[i] for i in (0, 3, 8)]
+    spline = {"order": 2 + MODES.index(mode) % 4, "mode": mode, "cval": 0.7}  # orders 2 to 5, each in two modes
+    calls += [(ndi.map_coordinates, (COORDINATES,), spline)]
+    calls += [(ndi.shift, (0.4,), {"order": 3, "mode": mode, "cval": 0.7, "prefilter": False})]
     calls += [(f, _plain(args), {**kwargs, "mode": mode, "cval": 0.7}) for f, args, kwargs in RANKS]
     for f, args, kwargs in calls:
         for x in (X, ties) if f.__module__.endswith("_filters") else (X,):
@@ -78,17 +82,21 @@ def test_weights_are_ndimages(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_against_finite_differences(mode):
-    """Every differentiated argument of order 1's interpolations (the slopes reflected by the
-    modes), and the rank filters' input and cval (an input without ties: a locally constant
-    selection); order 0 and the gathers' weights in every mode are checked exactly above."""
+    """Every differentiated argument of the interpolations of order 1 and 3 (the slopes reflected by
+    the modes), the map's of orders 2, 4 and 5, and the rank filters' input and cval (an input
+    without ties: a locally constant selection); order 0 and the gathers' weights in every mode are
+    checked exactly above."""
     calls = _interpolations(1, mode)
     calls[0] = (ndi.map_coordinates, (COORDINATES[:, :12],), calls[0][2])  # (random: off the kinks)
     calls[8] = (ndi.rotate, (37.0,), calls[8][2])
     calls = calls[:2] + calls[5:] if mode in ("mirror", "grid-constant") else [calls[i] for i in (0, 1, 5, 8)]
+    if mode in ("reflect", "nearest", "constant", "grid-constant"):  # (order 3, ndimage's default)
+        calls = [(f, args, {**kwargs, "order": 3}) for f, args, kwargs in calls[:4]]
     for f, args, kwargs in calls:
         test_rrule(f, X, *args, fkwargs=kwargs)
         test_frule(f, X, *args, fkwargs=kwargs)
-    test_rrule(ndi.map_coordinates, X, COORDINATES[:, :12], nondiff(None), nondiff(1), nondiff(mode), 0.7)
+    for n in (1, 2, 3, 4, 5) if mode in ("mirror", "grid-wrap") else (1, 3):
+        test_rrule(ndi.map_coordinates, X, COORDINATES[:, :12], nondiff(None), nondiff(n), nondiff(mode), 0.7)
     for f, args, kwargs in RANKS if mode == "constant" else RANKS[:: 3 if mode in ("wrap", "reflect") else 8]:
         if f is ndi.maximum_filter1d:  # cval positional
             test_rrule(f, X, *args, nondiff(-1), nondiff(None), nondiff(mode), 0.7)
@@ -107,8 +115,9 @@ def test_complex_and_float32():
         ndi.map_coordinates, z, COORDINATES[:, :12], nondiff(None), nondiff(1), nondiff("grid-constant"), 0.4 - 0.3j
     )
     test_rrule(ndi.rotate, z, 33.0, fkwargs={"order": 1, "mode": "constant"})
+    test_frule(ndi.shift, z, np.array([0.3, -1.7]), fkwargs={"order": 3, "mode": "grid-constant", "cval": 0.2j})
     x32 = X.astype(np.float32)
-    assert cr.rrule(ndi.shift, x32, 0.3, order=1)[0].dtype == np.float32
+    assert cr.rrule(ndi.shift, x32, 0.3)[0].dtype == np.float32
     test_rrule(ndi.shift, x32, np.array([0.3, -1.7]), fkwargs={"order": 1, "mode": "wrap"})
     test_frule(ndi.maximum_filter, x32, nondiff(2), fkwargs={"mode": "wrap"})
 
@@ -119,12 +128,13 @@ C = R.uniform(-1.0, 5.0, (2, 6))
 
 
 def warping_loss(u):
-    """Every rank filter and interpolation, their positions moved by the input."""
-    a = ndi.map_coordinates(u, C * (1 + 0.1 * u[0, 0]), order=1, mode="mirror")
-    b = ndi.shift(u, (0.3 * u[1, 1], -0.71), order=1, mode="grid-constant", cval=0.5)
+    """Every rank filter and interpolation (splines of order 2, 3 and 5 among them), their
+    positions moved by the input."""
+    a = ndi.map_coordinates(u, C * (1 + 0.1 * u[0, 0]), mode="mirror")
+    b = ndi.shift(u, (0.3 * u[1, 1], -0.71), order=2, mode="grid-constant", cval=0.5)
     c = ndi.rotate(u, 20 + 5 * u[2, 2], order=1, mode="nearest", reshape=False)
-    d = ndi.affine_transform(u, np.array([[0.93, 0.1 * u[0, 1]], [-0.33, 1.07]]), (0.41, u[2, 3]), order=1)
-    z = ndi.zoom(u, 1.5, order=0, mode="grid-wrap", grid_mode=True)
+    d = ndi.affine_transform(u, np.array([[0.93, 0.1 * u[0, 1]], [-0.33, 1.07]]), (0.41, u[1, 2]), order=1)
+    z = ndi.zoom(u, 1.5, order=0, mode="grid-wrap", grid_mode=True) + ndi.zoom(u, 1.5, order=5, mode="nearest")
     e = ndi.minimum_filter(u, 3, mode="wrap") + ndi.percentile_filter(u**2, 30, size=(2, 3), mode="constant", cval=0.4)
     f = ndi.maximum_filter(u, footprint=[[1, 0], [1, 1]]) * ndi.rank_filter(u, 1, 3, mode="mirror")
     g = ndi.median_filter(u, 3, mode="nearest") - ndi.minimum_filter1d(u, 2, 0) + ndi.maximum_filter1d(u, 3)
@@ -132,7 +142,7 @@ def warping_loss(u):
 
 
 def test_gradients_and_hessian():
-    x = X[:3, :4]
+    x = X[:3, :3]
     expected = fd_jacobian(warping_loss, x).reshape(x.shape)
     np.testing.assert_allclose(cr.gradient(warping_loss, x, engine="source")[0], expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(cr.jacobian(warping_loss, x, mode="forward").reshape(x.shape), expected, rtol=1e-6)
@@ -180,19 +190,6 @@ def test_tape_and_source_on_the_function(f, args, kwargs):
 
 
 # ----- refusals -----------------------------------------------------------------------------
-
-
-def test_splines_are_refused_at_the_users_line():
-    """ndimage's default order is 3: a constant input of such a call is fine."""
-    for mode in ("reverse", "forward"):
-        with pytest.raises(
-            cr.NoDerivativeError, match=r"zoom at .*test_ndimage_gathers\.py:\d+: .* order 0 and 1 only"
-        ):
-            cr.jacobian(lambda u: ndi.zoom(u, 1.5), X, mode=mode)
-        with pytest.raises(cr.NoDerivativeError, match=r"map_coordinates at .*test_ndimage_gathers\.py:\d+: .*order"):
-            cr.jacobian(lambda c: ndi.map_coordinates(X, c, order=2), C, mode=mode)
-    g = cr.gradient(lambda u: np.sum(u * ndi.shift(X, 0.5)), X)[0]
-    np.testing.assert_array_equal(g, ndi.shift(X, 0.5))
 
 
 def test_zoom_factors_nan_windows_and_integer_outputs_are_refused():

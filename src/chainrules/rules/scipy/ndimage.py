@@ -4,8 +4,8 @@
 boundary mode, real and complex; ``gaussian_gradient_magnitude``, the norm of the Gaussian
 derivatives along the axes; the rank filters (``minimum_filter``, ``maximum_filter``,
 ``median_filter``, ``percentile_filter``, ``rank_filter``, ``minimum_filter1d``,
-``maximum_filter1d``); and the interpolations of order 0 and 1 (``map_coordinates``, ``shift``,
-``zoom``, ``affine_transform``, ``rotate``).
+``maximum_filter1d``); and the interpolations, of every order 0 to 5 (``map_coordinates``,
+``shift``, ``zoom``, ``affine_transform``, ``rotate``).
 
 Each filter is a sum of chains of correlations (``gaussian_filter`` one pass along each axis,
 ``laplace`` a sum of passes), each pass ``y[i] = sum_k e[k] x_m[i + k - c]`` with the kernel ``e``
@@ -25,22 +25,26 @@ differentiated one is refused (``NoDerivativeError``), as is ``output=`` (``NoRu
 Every rule takes a batch of tangents or cotangents (a leading batch axis); the filters the
 pullbacks run go through this module's rules when an engine's values reach them, so Hessians work.
 
-The rank filters and the interpolations of order 0 and 1 are gathers: each output is a weighted
-sum of a few entries of the input or ``cval`` (``_Gather``), its pushforward the same sum of the
-tangents, its pullback the scatter of the cotangent onto those entries (summed where a mode's
-reflections read an entry twice). A rank filter's output is the entry of its window it equals (of
-tied distinct entries, the first in the window's order: a subgradient). An interpolation reads the
-``2**ndim`` corners of the cell of its position (order 1: weights ``1 - t, t`` per axis; order 0:
-the nearest entry), found as ndimage finds them in every mode, from positions computed as it
-computes them (so that its rounding ties and edges go the same way). Its derivative in the
-position is the interpolant's slope, piecewise constant for order 1 (at a grid point, the slope of
-the cell to the right, where the function has a kink) and zero for order 0; the positions move
-with ``map_coordinates``' ``coordinates``, ``shift``'s shift, ``affine_transform``'s ``matrix``
-and ``offset`` and ``rotate``'s angle (in degrees), all differentiated. Splines of order 2 to 5
-(ndimage's default, 3, among them: B-splines of coefficients prefiltered by ``spline_filter``) are
-refused (``NoDerivativeError``), as are ``zoom``'s factors (they set the output's shape too) and a
-rank filter whose output equals no entry of its window (a NaN); the ranks, percentiles, sizes,
-footprints, orders, modes, ``prefilter``, ``grid_mode`` and output shapes are settings.
+The rank filters and the interpolations are gathers: each output is a weighted sum of a few
+entries of the input (of its spline coefficients) or ``cval`` (``_Gather``), its pushforward the
+same sum of the tangents, its pullback the scatter of the cotangent onto those entries (summed where
+a mode's reflections read an entry twice). A rank filter's output is the entry of its window it
+equals (of tied distinct entries, the first in the window's order: a subgradient). An interpolation
+of order ``n`` reads ``n + 1`` samples along each axis around its position, weighted by the
+B-spline of order ``n`` (order 1: ``1 - t, t`` in the cell; order 0: the nearest sample), found and
+extended past the ends as ndimage does in every mode, from positions computed as it computes them
+(so that its rounding ties and edges go the same way). From order 2 the samples are the spline
+coefficients, ``spline_filter`` of the input (padded first in the modes 'nearest' and
+'grid-constant'; ``prefilter=False``: the input itself): a linear map, separable, each axis's the
+matrix of its filter of the identity (``_Prefilter``), its adjoint the transpose. The derivative in
+the position is the interpolant's slope, the B-spline's derivative (order 1: piecewise constant,
+the slope of the cell to the right at a grid point, where the function has a kink; order 0: zero);
+the positions move with ``map_coordinates``' ``coordinates``, ``shift``'s shift,
+``affine_transform``'s ``matrix`` and ``offset`` and ``rotate``'s angle (in degrees), all
+differentiated. ``zoom``'s factors are refused (``NoDerivativeError``: they set the output's shape
+too), as is a rank filter whose output equals no entry of its window (a NaN); the ranks,
+percentiles, sizes, footprints, orders, modes, ``prefilter``, ``grid_mode`` and output shapes are
+settings.
 
 >>> import numpy as np, scipy.ndimage as ndi, chainrules as cr
 >>> y, back = cr.rrule(ndi.correlate1d, np.array([1.0, 2.0, 4.0]), [1.0, 1.0], mode="nearest")
@@ -52,6 +56,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 from functools import cached_property
 
 import numpy as np
@@ -521,19 +526,19 @@ for _f in (*_WEIGHTED, *_TERMS, ndi.gaussian_gradient_magnitude):
     _register(_f)
 
 
-# ----- gathers: the rank filters, and the interpolations of order 0 and 1 --------------------------
+# ----- gathers: the rank filters and the interpolations ------------------------------------------
 
 
 class _Gather:
     """``y[p] = sum_k w[k, p] e[i[k, p]]`` over ``e``, the flattened input followed by ``cval``: an
     output that is a weighted sum of input entries (or ``cval``) at each point, as a rank filter's
-    (the one entry it selects) and an interpolation's of order 0 or 1 (the corners of the cell the
-    position falls in) are. ``slopes[d]`` holds the weights' derivatives in the position's ``d``-th
-    coordinate; ``shape`` is the output's."""
+    (the one entry it selects) and an interpolation's (the samples around its position) are.
+    ``slopes[d]`` holds the weights' derivatives in the position's ``d``-th coordinate; ``source``
+    is the input's shape (or its spline coefficients'), ``shape`` the output's."""
 
-    def __init__(self, x, index, weights, shape: tuple, slopes: tuple = ()):
-        self.x, self.index, self.weights, self.shape, self.slopes = x, index, weights, shape, slopes
-        self.size = int(np.prod(np.shape(x), dtype=int))
+    def __init__(self, source: tuple, index, weights, shape: tuple, slopes: tuple = ()):
+        self.source, self.index, self.weights, self.shape, self.slopes = source, index, weights, shape, slopes
+        self.size = int(np.prod(source, dtype=int))
 
     def _extended(self, x, cval, lead: tuple):
         tail = np.zeros((*lead, 1)) + (np.reshape(cval, (*lead, 1)) if np.ndim(cval) else cval)
@@ -549,7 +554,7 @@ class _Gather:
         values = self.weights * np.reshape(dy, (*lead, 1, -1))
         index = (slice(None), self.index) if lead else self.index
         summed = scatter_add((*lead, self.size + 1), index, values)
-        return np.reshape(summed[..., : self.size], (*lead, *np.shape(self.x))), summed[..., self.size]
+        return np.reshape(summed[..., : self.size], (*lead, *self.source)), summed[..., self.size]
 
     def slope(self, d: int, x, cval):
         """``dy/dc_d``, the interpolant's slope along the ``d``-th coordinate at each point."""
@@ -628,22 +633,23 @@ def _rank_gather(f, x, s: dict, y) -> _Gather | None:
     if not np.all(np.any(hits, axis=-1)):
         return None
     picked = np.take_along_axis(windows, np.argmax(hits, axis=-1)[..., None], axis=-1)
-    return _Gather(x, np.reshape(picked, (1, -1)), np.ones((1, picked.size)), np.shape(y))
+    return _Gather(np.shape(x), np.reshape(picked, (1, -1)), np.ones((1, picked.size)), np.shape(y))
 
 
 def _mapped(c, n: int, mode: str):
     """``(cc, dcc/dc, outside)``: ndimage's map of the coordinate ``c`` along an axis of ``n``
     entries into the input (``map_coordinate`` in its ``ni_interpolation.c``: 'mirror' reflects
     about the end samples, 'reflect' and 'grid-mirror' about the half-sample edges, 'wrap' with
-    period ``n - 1``, 'grid-wrap' ``n``, 'nearest' clamps); ``outside``: 'constant' gives ``cval``."""
+    period ``n - 1``, 'grid-wrap' ``n``; 'nearest' and 'grid-constant' extend the samples instead, see
+    ``_edge``); ``outside``: 'constant' gives ``cval`` there."""
     lo, hi = c < 0, c > n - 1
     slope, outside = np.ones_like(c), np.zeros(c.shape, bool)
     if mode == "constant":
         return c, slope, lo | hi
-    if mode == "grid-constant":
+    if mode in ("grid-constant", "nearest"):
         return c, slope, outside
-    if mode == "nearest" or n <= 1:
-        return np.clip(c, 0, n - 1), np.where(lo | hi, 0.0, 1.0), outside
+    if n <= 1:
+        return np.zeros_like(c), np.zeros_like(c), outside
     if mode == "mirror":
         s2 = 2 * n - 2
         a = s2 * np.trunc(-c / s2) + c
@@ -665,34 +671,62 @@ def _mapped(c, n: int, mode: str):
 
 
 def _edge(i, n: int, mode: str):
-    """The entry along an axis of ``n`` that the spline's sample ``i`` (just past an end) reads, ``n``
-    for ``cval`` ('grid-constant')."""
+    """The entry along an axis of ``n`` that the spline's sample ``i`` (past an end) reads, ``n`` for
+    ``cval`` ('grid-constant'): the samples are reflected about the half-sample edges ('reflect',
+    'grid-mirror'), wrapped ('grid-wrap'), repeated ('nearest'), reflected about the end samples
+    otherwise ('mirror', and 'wrap' and 'constant' near the ends, whose positions stay inside)."""
     if mode == "grid-constant":
         return np.where((i < 0) | (i >= n), n, i)
     if mode in ("reflect", "grid-mirror"):
         i = np.mod(i, 2 * n)
         return np.where(i >= n, 2 * n - 1 - i, i)
-    if mode == "mirror" and n > 1:
-        i = np.mod(i, 2 * n - 2)
-        return np.where(i >= n, 2 * n - 2 - i, i)
     if mode == "grid-wrap":
         return np.mod(i, n)
-    return np.clip(i, 0, n - 1)  # the sample's weight is 0, or 'nearest' clamps
+    if mode == "nearest" or n == 1:
+        return np.clip(i, 0, n - 1)
+    i = np.mod(i, 2 * n - 2)
+    return np.where(i >= n, 2 * n - 2 - i, i)
+
+
+def _bspline(order: int, t, derivative: int = 0):
+    """The centred B-spline of ``order`` (or its ``derivative``-th derivative) at ``t``, the weight
+    of the sample at distance ``t`` in ndimage's interpolation: ``sum_j (-1)**j C(order + 1, j)
+    (t + (order + 1) / 2 - j)_+**order / order!``, each derivative a difference of the B-splines of
+    one order less, half a sample apart (Unser, "Splines: a perfect fit for signal and image
+    processing", IEEE Signal Processing Magazine 16(6), 1999)."""
+    if derivative:
+        return _bspline(order - 1, t + 0.5, derivative - 1) - _bspline(order - 1, t - 0.5, derivative - 1)
+    if order == 0:  # (a box: the formula's 0**0 would be 1)
+        return np.where((t >= -0.5) & (t < 0.5), 1.0, 0.0)
+    total = 0.0
+    for j in range(order + 2):
+        total = total + (-1) ** j * math.comb(order + 1, j) * np.maximum(t + (order + 1) / 2 - j, 0.0) ** order
+    return total / math.factorial(order)
 
 
 def _cells(c, shift, n: int, order: int, mode: str) -> tuple:
     """``(entries, weights, slopes)`` along one axis, each ``(order + 1, P)``: the samples the
-    interpolation of order 0 or 1 at the coordinates ``c`` reads (``n`` for ``cval``), their weights
-    (``1 - t, t`` for ``t`` the position in the cell, ndimage's linear B-spline) and the weights'
-    derivatives in ``c``; ``shift``: an engine's part of ``c`` (zero, carrying its derivatives)."""
+    interpolation at the coordinates ``c`` reads (``n`` for ``cval``), their weights (the
+    B-spline's at the distances to them; order 1: ``1 - t, t`` for ``t`` the position in the cell,
+    order 0: the nearest sample) and the weights' derivatives in ``c``; ``shift``: an engine's part
+    of ``c`` (zero, carrying its derivatives), which moves them to first order."""
     cc, dcc, outside = _mapped(c, n, mode)
     if order == 0:
         start = np.floor(cc + 0.5)
         entries, weights, slopes = start[None], np.ones((1, *c.shape)), np.zeros((1, *c.shape))
-    else:
+    elif order == 1:
         start = np.floor(cc)
         t = cc - start if shift is None else cc - start + dcc * shift
         entries, weights, slopes = np.stack([start, start + 1]), [1 - t, t], np.stack([-dcc, dcc])
+    else:  # (ndimage's first sample: odd orders from the cell's start, even ones from the nearest)
+        start = (np.floor(cc) if order % 2 else np.floor(cc + 0.5)) - order // 2
+        entries = start + np.arange(order + 1).reshape(-1, *(1,) * c.ndim)
+        t = cc - entries
+        weights, slopes = _bspline(order, t), dcc * _bspline(order, t, 1)
+        if shift is not None:
+            weights = weights + slopes * shift
+            slopes = slopes + dcc * dcc * _bspline(order, t, 2) * shift
+        weights = list(weights)
     entries = _edge(entries.astype(np.intp), n, mode)
     if np.any(outside):  # 'constant': cval alone outside the input
         entries = np.where(outside, n, entries)
@@ -701,10 +735,10 @@ def _cells(c, shift, n: int, order: int, mode: str) -> tuple:
     return entries, weights, slopes
 
 
-def _interpolation(x, positions, shift, order: int, mode: str) -> _Gather:
-    """The gather of the interpolation of order 0 or 1 of ``x`` at ``positions`` (``ndim`` arrays of
-    the output's shape): the tensor product of the axes' cells, ``cval`` where any axis reads it."""
-    shape = np.shape(x)
+def _interpolation(shape: tuple, positions, shift, order: int, mode: str) -> _Gather:
+    """The gather of the interpolation of an array of ``shape`` (the input, or its spline
+    coefficients) at ``positions`` (``ndim`` arrays of the output's shape): the tensor product of the
+    axes' cells, ``cval`` where any axis reads it."""
     cells = [
         _cells(np.reshape(c, -1), None if shift is None else np.reshape(shift[d], -1), n, order, mode)
         for d, (c, n) in enumerate(zip(positions, shape))
@@ -721,7 +755,7 @@ def _interpolation(x, positions, shift, order: int, mode: str) -> _Gather:
         for d, (_, _, s) in enumerate(cells):
             slopes[d].append(_product([s[corner[d]] if e == d else w for e, w in enumerate(ws)]))
     stack = np.stack
-    return _Gather(x, stack(index), stack(weights), np.shape(positions)[1:], tuple(stack(s) for s in slopes))
+    return _Gather(shape, stack(index), stack(weights), np.shape(positions)[1:], tuple(stack(s) for s in slopes))
 
 
 def _product(factors: list):
@@ -890,36 +924,78 @@ def _dot_in_order(start, row, points):
 # ----- the rules of the gathers --------------------------------------------------------------------
 
 _INTERPOLATIONS = (ndi.map_coordinates, ndi.shift, ndi.zoom, ndi.affine_transform, ndi.rotate)
-_SPLINES = (
-    "the rule differentiates the interpolations of order 0 and 1 only (B-splines of order 2 to 5 "
-    "interpolate coefficients prefiltered by spline_filter, whose adjoint it does not have): pass order=1 or 0"
-)
 _ZOOM = "the zoom factors set the output's shape and are not differentiated: hold them constant"
 _NAN = "an output equals no entry of its window (a NaN there), so the entry it selects is unknown"
 
 
+class _Prefilter:
+    """ndimage's B-spline coefficients of an input of ``shape`` (``prefilter=True``, order 2 to 5):
+    the input padded by 12 ('nearest' repeating its edges, 'grid-constant' with ``cval``), then
+    ``spline_filter1d`` along each axis, a linear map of the input and ``cval``. Each axis's filter
+    is the matrix of its filter of the identity (the adjoint its transpose); the coefficients'
+    positions are the input's moved by the padding, ``npad``."""
+
+    def __init__(self, shape: tuple, order: int, mode: str):
+        self.shape, self.mode = shape, mode
+        self.npad = 12 if mode in ("nearest", "grid-constant") else 0  # as ndimage pads them
+        self.padded = tuple(n + 2 * self.npad for n in shape)
+        self.matrices = [ndi.spline_filter1d(np.eye(m), order, axis=0, mode=mode) for m in self.padded]
+        self.frame = np.pad(np.zeros(shape), self.npad, constant_values=1.0)  # (where the padding is cval)
+
+    def _filter(self, c, lead: tuple, adjoint: bool):
+        for d, matrix in enumerate(self.matrices):
+            axis = len(lead) + d
+            c = np.moveaxis(np.tensordot(matrix.T if adjoint else matrix, c, axes=([1], [axis])), 0, axis)
+        return c
+
+    def push(self, x, cval, lead: tuple):
+        """The coefficients of ``x`` (a batch past ``lead``) and ``cval``."""
+        if self.npad:
+            widths = [(0, 0)] * len(lead) + [(self.npad, self.npad)] * len(self.shape)
+            if self.mode == "nearest":
+                x = np.pad(x, widths, mode="edge")
+            else:
+                values = np.reshape(cval, (*lead, *(1,) * len(self.shape))) if np.ndim(cval) else cval
+                x = np.pad(x, widths) + values * self.frame
+        return self._filter(x, lead, False)
+
+    def adjoint(self, dc, lead: tuple) -> tuple:
+        """``(x̄, cval̄)`` from the coefficients' cotangent."""
+        z = self._filter(dc, lead, True)
+        if not self.npad:
+            return z, 0.0
+        if self.mode == "nearest":
+            return _pad(None, np.zeros(self.shape), self.npad, mode="edge")[0](z, lead), 0.0
+        inner = (..., *(slice(self.npad, -self.npad) for _ in self.shape))
+        return z[inner], np.sum(z * self.frame, axis=tuple(range(len(lead), np.ndim(z))))
+
+
 class _GatherCall:
     """One call of a rank filter or an interpolation: its value and its gather (the entries each
-    output reads, with their weights), built when a derivative asks for it; the derivatives in the
-    input, ``cval`` and the arguments that move the positions (``coordinates``, ``shift``,
-    ``matrix``, ``offset``, ``angle``), all refused for splines of order 2 and more or an output
-    rounded to an integer dtype; ``zoom``'s factors refused."""
+    output reads, with their weights: of the input, or of its spline coefficients), built when a
+    derivative asks for it; the derivatives in the input, ``cval`` and the arguments that move the
+    positions (``coordinates``, ``shift``, ``matrix``, ``offset``, ``angle``), all refused for an
+    output rounded to an integer dtype; ``zoom``'s factors refused."""
 
     def __init__(self, f, x, args: tuple, kwargs: dict):
-        self.s = s = _settings(f, x, args, kwargs)
+        self.s = _settings(f, x, args, kwargs)
         self.f, self.x, self.args = f, x, args
         self.y = _by_rule(f, (x, *args), kwargs)
         self.names = list(inspect.signature(f).parameters)[1 : 1 + len(args)]
         self.location = user_location()
-        self.reason = None
-        if np.dtype(getattr(stood_for(self.y), "dtype", float)).kind in "biu":
-            self.reason = _ROUNDED
-        elif f in _INTERPOLATIONS and s["order"] > 1:
-            self.reason = _SPLINES
+        self.reason = _ROUNDED if np.dtype(getattr(stood_for(self.y), "dtype", float)).kind in "biu" else None
 
     def refusal(self, why: str) -> NoDerivativeError:
         where = f" at {self.location}" if self.location else ""
         return NoDerivativeError(f"scipy.ndimage.{self.f.__name__}{where}: {why}")
+
+    @cached_property
+    def prefilter(self) -> _Prefilter | None:
+        """The map to the spline coefficients the interpolation reads, ``None`` where it reads the input."""
+        s = self.s
+        if self.f in _INTERPOLATIONS and s["order"] > 1 and s["prefilter"]:
+            return _Prefilter(np.shape(self.x), s["order"], s["mode"])
+        return None
 
     @cached_property
     def positions(self) -> _Positions:
@@ -939,20 +1015,36 @@ class _GatherCall:
                 continue
             moved = self.positions.moves[n][0](_array(a) - np.asarray(_plain(a), float), ())
             shift = moved if shift is None else shift + moved
-        return _interpolation(self.x, self.positions.plain, shift, self.s["order"], self.s["mode"])
+        source, positions = np.shape(self.x), self.positions.plain
+        if self.prefilter is not None:
+            source, positions = self.prefilter.padded, positions + self.prefilter.npad
+        return _interpolation(source, positions, shift, self.s["order"], self.s["mode"])
+
+    def push(self, dx, dcval, lead: tuple = ()):
+        """The output's tangent along the input's ``dx`` and ``cval``'s ``dcval``."""
+        dc = dx if self.prefilter is None else self.prefilter.push(dx, dcval, lead)
+        return self.gather.push(dc, dcval, lead)
+
+    def adjoint(self, dy, lead: tuple = ()) -> tuple:
+        """``(x̄, cval̄)`` from the output's ``ȳ``."""
+        dc, dcval = self.gather.adjoint(dy, lead)
+        if self.prefilter is None:
+            return dc, dcval
+        dx, padded = self.prefilter.adjoint(dc, lead)
+        return dx, dcval + padded
 
     @cached_property
     def slopes(self):
         """``dy/dc_d`` at each output point, stacked on a first axis over the input's axes."""
-        gather = self.gather
-        slopes = np.stack([gather.slope(d, self.x, self.s["cval"]) for d in range(np.ndim(self.x))])
+        gather, x, cval = self.gather, self.x, self.s["cval"]
+        coefficients = x if self.prefilter is None else self.prefilter.push(x, cval, ())
+        slopes = np.stack([gather.slope(d, coefficients, cval) for d in range(np.ndim(x))])
         return np.reshape(slopes, (-1, *gather.shape))
 
     @cached_property
     def cval_weight(self):
-        """``dy/dcval``: the weight of ``cval`` at each output point."""
-        g = self.gather
-        return np.reshape(np.sum(np.where(g.index == g.size, g.weights, 0.0), axis=0), g.shape)
+        """``dy/dcval``: the output of zeros with ``cval`` 1."""
+        return self.push(np.zeros(np.shape(self.x)), 1.0)
 
     def differentiable(self, name: str) -> bool:
         if self.f in _RANK:
@@ -1007,7 +1099,7 @@ def _register_gather(f):
                 rest = (refused if call.differentiable(n) else _NO for n in call.names)
                 return (_NO, _NO if has_no_tangent(x) else refused, *rest)
             lead = np.shape(dy)[:1] if batch else ()
-            adjoint = _once(lambda: call.gather.adjoint(dy, lead))
+            adjoint = _once(lambda: call.adjoint(dy, lead))
             back = batch_to_input if batch else to_input
             dx = _NO if has_no_tangent(x) else Thunk(lambda: back(x, adjoint()[0]))
             return (_NO, dx, *(call.cotangent(n, a, dy, lead, adjoint) for n, a in zip(call.names, args)))
@@ -1023,7 +1115,7 @@ def _register_gather(f):
             raise call.refusal(call.reason)
         terms = []
         if not isinstance(dx, AbstractZero):
-            terms.append(call.gather.push(dx, 0.0, np.shape(dx)[:1] if is_batched(x, dx) else ()))
+            terms.append(call.push(dx, 0.0, np.shape(dx)[:1] if is_batched(x, dx) else ()))
         for n, a, dv in nonzero:
             term = call.tangent(n, a, dv)
             if term is not None:
