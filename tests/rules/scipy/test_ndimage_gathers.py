@@ -70,14 +70,33 @@ def test_weights_are_ndimages(mode):
     calls += [(f, _plain(args), {**kwargs, "mode": mode, "cval": 0.7}) for f, args, kwargs in RANKS]
     for f, args, kwargs in calls:
         for x in (X, ties) if f.__module__.endswith("_filters") else (X,):
+            _check_linear(f, x, args, kwargs)
 
-            def affine(u, c):
-                return f(u, *args, **{**kwargs, "cval": c})
 
-            y = affine(x, 0.7)
-            jacobian = cr.jacobian(lambda u: affine(u, 0.7), x, mode="reverse").reshape(y.size, x.size)
-            along_cval = cr.jacobian(lambda c: affine(x, c), 0.7, mode="reverse").reshape(-1)
-            np.testing.assert_allclose(jacobian @ x.ravel() + 0.7 * along_cval, y.ravel(), rtol=1e-12, atol=1e-12)
+def _check_linear(f, x, args: tuple, kwargs: dict):
+    """The reverse Jacobians in the input and cval, applied to them, give ndimage's output."""
+
+    def affine(u, c):
+        return f(u, *args, **{**kwargs, "cval": c})
+
+    y = affine(x, 0.7)
+    jacobian = cr.jacobian(lambda u: affine(u, 0.7), x, mode="reverse").reshape(y.size, x.size)
+    along_cval = cr.jacobian(lambda c: affine(x, c), 0.7, mode="reverse").reshape(-1)
+    np.testing.assert_allclose(jacobian @ x.ravel() + 0.7 * along_cval, y.ravel(), rtol=1e-12, atol=1e-12)
+
+
+def test_three_dimensions():
+    """rotate turns each plane of ``axes`` (its splines along them only), the map's output has two
+    axes, the rank filters take ``axes`` (a footprint in its own order, a box in theirs) and modes
+    per axis."""
+    x = R.standard_normal((3, 4, 5))
+    for mode in ("reflect", "grid-constant"):
+        _check_linear(ndi.rotate, x, (31.0,), {"order": 3, "mode": mode, "axes": (2, 0)})
+    _check_linear(ndi.map_coordinates, x, (R.uniform(-2, 6, (3, 2, 3)),), {"order": 4, "mode": "wrap"})
+    _check_linear(ndi.minimum_filter, x, (), {"size": (2, 3), "axes": (2, 0), "origin": (0, -1)})
+    _check_linear(ndi.median_filter, x, (), {"footprint": [[1, 0, 1]], "axes": (0, 2), "origin": (0, 1)})
+    _check_linear(ndi.maximum_filter, x, (), {"size": (2, 3, 2), "mode": ["mirror", "wrap", "constant"]})
+    test_rrule(ndi.rotate, x, 31.0, fkwargs={"mode": "mirror", "axes": (2, 0), "reshape": False})
 
 
 @pytest.mark.parametrize("mode", MODES)

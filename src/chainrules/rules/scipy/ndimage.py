@@ -735,17 +735,17 @@ def _cells(c, shift, n: int, order: int, mode: str) -> tuple:
     return entries, weights, slopes
 
 
-def _interpolation(shape: tuple, positions, shift, order: int, mode: str) -> _Gather:
+def _interpolation(shape: tuple, positions, shift, orders: list, mode: str) -> _Gather:
     """The gather of the interpolation of an array of ``shape`` (the input, or its spline
-    coefficients) at ``positions`` (``ndim`` arrays of the output's shape): the tensor product of the
-    axes' cells, ``cval`` where any axis reads it."""
+    coefficients) at ``positions`` (``ndim`` arrays of the output's shape), of ``orders[d]`` along
+    axis ``d``: the tensor product of the axes' cells, ``cval`` where any axis reads it."""
     cells = [
         _cells(np.reshape(c, -1), None if shift is None else np.reshape(shift[d], -1), n, order, mode)
-        for d, (c, n) in enumerate(zip(positions, shape))
+        for d, (c, n, order) in enumerate(zip(positions, shape, orders))
     ]
     size = int(np.prod(shape, dtype=int))
     index, weights, slopes = [], [], [[] for _ in shape]
-    for corner in itertools.product(range(order + 1), repeat=len(shape)):
+    for corner in itertools.product(*(range(order + 1) for order in orders)):
         flat, constant = 0, False
         for (entries, _, _), k, n in zip(cells, corner, shape):
             flat, constant = flat * n + np.minimum(entries[k], n - 1), constant | (entries[k] == n)
@@ -769,10 +769,12 @@ class _Positions:
     """Where an interpolation samples its input: ``plain``, the coordinates in the input of each
     output point (``(ndim, *output shape)``, computed as ndimage computes them, so that the cells
     and the 'constant' mode's edges agree with its own), and ``moves``, for each argument the
-    positions depend on, the map of its tangent to theirs and the adjoint of that map."""
+    positions depend on, the map of its tangent to theirs and the adjoint of that map; ``axes``, those
+    interpolated along (``rotate`` reads the others' entries, its plane by plane)."""
 
     def __init__(self, f, x, s: dict):
         self.moves, shape = {}, np.shape(x)
+        self.axes = tuple(range(len(shape)))  # the axes interpolated along
         if f is ndi.map_coordinates:
             self.plain = np.asarray(_plain(s["coordinates"]), float)
             self.moves["coordinates"] = (lambda dv, lead: dv, lambda g, lead, shape: g)
@@ -856,6 +858,7 @@ class _Positions:
         """``rotate``'s positions, ndimage's matrix (by ``cosdg``, ``sindg``) and offset over the plane
         of ``axes`` (a position's other coordinates are the output's); the angle in degrees moves them."""
         ndim, axes = len(shape), sorted(a % len(shape) for a in s["axes"])
+        self.axes = tuple(axes)
         angle = stood_for(s["angle"])
         c, si = sc.cosdg(angle), sc.sindg(angle)
         rot = np.array([[c, si], [-si, c]])
@@ -929,29 +932,32 @@ _NAN = "an output equals no entry of its window (a NaN there), so the entry it s
 
 
 class _Prefilter:
-    """ndimage's B-spline coefficients of an input of ``shape`` (``prefilter=True``, order 2 to 5):
-    the input padded by 12 ('nearest' repeating its edges, 'grid-constant' with ``cval``), then
-    ``spline_filter1d`` along each axis, a linear map of the input and ``cval``. Each axis's filter
-    is the matrix of its filter of the identity (the adjoint its transpose); the coefficients'
-    positions are the input's moved by the padding, ``npad``."""
+    """ndimage's B-spline coefficients of an input of ``shape`` (``prefilter=True``, order 2 to 5)
+    along ``axes`` (all, or ``rotate``'s plane): the input padded by 12 ('nearest' repeating its
+    edges, 'grid-constant' with ``cval``), then ``spline_filter1d`` along each axis, a linear map of
+    the input and ``cval``. Each axis's filter is the matrix of its filter of the identity (the
+    adjoint its transpose); the coefficients' positions are the input's moved by the padding,
+    ``shift`` (one number per axis)."""
 
-    def __init__(self, shape: tuple, order: int, mode: str):
+    def __init__(self, shape: tuple, order: int, mode: str, axes: tuple):
         self.shape, self.mode = shape, mode
-        self.npad = 12 if mode in ("nearest", "grid-constant") else 0  # as ndimage pads them
-        self.padded = tuple(n + 2 * self.npad for n in shape)
-        self.matrices = [ndi.spline_filter1d(np.eye(m), order, axis=0, mode=mode) for m in self.padded]
-        self.frame = np.pad(np.zeros(shape), self.npad, constant_values=1.0)  # (where the padding is cval)
+        npad = 12 if mode in ("nearest", "grid-constant") else 0  # as ndimage pads them
+        self.widths = [(npad, npad) if d in axes else (0, 0) for d in range(len(shape))]
+        self.shift = np.array([w for w, _ in self.widths], float)
+        self.padded = tuple(n + 2 * w for n, (w, _) in zip(shape, self.widths))
+        self.matrices = {d: ndi.spline_filter1d(np.eye(self.padded[d]), order, axis=0, mode=mode) for d in axes}
+        self.frame = np.pad(np.zeros(shape), self.widths, constant_values=1.0)  # (where the padding is cval)
 
     def _filter(self, c, lead: tuple, adjoint: bool):
-        for d, matrix in enumerate(self.matrices):
+        for d, matrix in self.matrices.items():
             axis = len(lead) + d
             c = np.moveaxis(np.tensordot(matrix.T if adjoint else matrix, c, axes=([1], [axis])), 0, axis)
         return c
 
     def push(self, x, cval, lead: tuple):
         """The coefficients of ``x`` (a batch past ``lead``) and ``cval``."""
-        if self.npad:
-            widths = [(0, 0)] * len(lead) + [(self.npad, self.npad)] * len(self.shape)
+        if np.any(self.shift):
+            widths = [(0, 0)] * len(lead) + self.widths
             if self.mode == "nearest":
                 x = np.pad(x, widths, mode="edge")
             else:
@@ -962,11 +968,11 @@ class _Prefilter:
     def adjoint(self, dc, lead: tuple) -> tuple:
         """``(x̄, cval̄)`` from the coefficients' cotangent."""
         z = self._filter(dc, lead, True)
-        if not self.npad:
+        if not np.any(self.shift):
             return z, 0.0
         if self.mode == "nearest":
-            return _pad(None, np.zeros(self.shape), self.npad, mode="edge")[0](z, lead), 0.0
-        inner = (..., *(slice(self.npad, -self.npad) for _ in self.shape))
+            return _pad(None, np.zeros(self.shape), self.widths, mode="edge")[0](z, lead), 0.0
+        inner = (..., *(slice(w, w + n) for (w, _), n in zip(self.widths, self.shape)))
         return z[inner], np.sum(z * self.frame, axis=tuple(range(len(lead), np.ndim(z))))
 
 
@@ -994,7 +1000,7 @@ class _GatherCall:
         """The map to the spline coefficients the interpolation reads, ``None`` where it reads the input."""
         s = self.s
         if self.f in _INTERPOLATIONS and s["order"] > 1 and s["prefilter"]:
-            return _Prefilter(np.shape(self.x), s["order"], s["mode"])
+            return _Prefilter(np.shape(self.x), s["order"], s["mode"], self.positions.axes)
         return None
 
     @cached_property
@@ -1017,8 +1023,10 @@ class _GatherCall:
             shift = moved if shift is None else shift + moved
         source, positions = np.shape(self.x), self.positions.plain
         if self.prefilter is not None:
-            source, positions = self.prefilter.padded, positions + self.prefilter.npad
-        return _interpolation(source, positions, shift, self.s["order"], self.s["mode"])
+            source, positions = self.prefilter.padded, positions + _column(self.prefilter.shift, positions.ndim - 1)
+        # (the axes not interpolated, past rotate's plane, are read at their entries)
+        orders = [self.s["order"] if d in self.positions.axes else 0 for d in range(np.ndim(self.x))]
+        return _interpolation(source, positions, shift, orders, self.s["mode"])
 
     def push(self, dx, dcval, lead: tuple = ()):
         """The output's tangent along the input's ``dx`` and ``cval``'s ``dcval``."""
