@@ -533,11 +533,13 @@ class _Gather:
     """``y[p] = sum_k w[k, p] e[i[k, p]]`` over ``e``, the flattened input followed by ``cval``: an
     output that is a weighted sum of input entries (or ``cval``) at each point, as a rank filter's
     (the one entry it selects) and an interpolation's (the samples around its position) are.
-    ``slopes[d]`` holds the weights' derivatives in the position's ``d``-th coordinate; ``source``
-    is the input's shape (or its spline coefficients'), ``shape`` the output's."""
+    ``slope_weights(d)`` makes the weights' derivatives in the position's ``d``-th coordinate (when
+    a derivative in the positions asks); ``source`` is the input's shape (or its spline
+    coefficients'), ``shape`` the output's."""
 
-    def __init__(self, source: tuple, index, weights, shape: tuple, slopes: tuple = ()):
-        self.source, self.index, self.weights, self.shape, self.slopes = source, index, weights, shape, slopes
+    def __init__(self, source: tuple, index, weights, shape: tuple, slope_weights=None):
+        self.source, self.index, self.weights, self.shape = source, index, weights, shape
+        self.slope_weights = slope_weights
         self.size = int(np.prod(source, dtype=int))
 
     def _extended(self, x, cval, lead: tuple):
@@ -559,7 +561,7 @@ class _Gather:
     def slope(self, d: int, x, cval):
         """``dy/dc_d``, the interpolant's slope along the ``d``-th coordinate at each point."""
         picked = self._extended(x, cval, ())[self.index]
-        return np.sum(self.slopes[d] * picked, axis=0)
+        return np.sum(self.slope_weights(d) * picked, axis=0)
 
 
 def _padded_positions(shape: tuple, widths: list, modes: list):
@@ -744,18 +746,21 @@ def _interpolation(shape: tuple, positions, shift, orders: list, mode: str) -> _
         for d, (c, n, order) in enumerate(zip(positions, shape, orders))
     ]
     size = int(np.prod(shape, dtype=int))
-    index, weights, slopes = [], [], [[] for _ in shape]
-    for corner in itertools.product(*(range(order + 1) for order in orders)):
+    corners = list(itertools.product(*(range(order + 1) for order in orders)))
+    index, weights = [], []
+    for corner in corners:
         flat, constant = 0, False
         for (entries, _, _), k, n in zip(cells, corner, shape):
             flat, constant = flat * n + np.minimum(entries[k], n - 1), constant | (entries[k] == n)
         index.append(np.where(constant, size, flat))
-        ws = [w[k] for (_, w, _), k in zip(cells, corner)]
-        weights.append(_product(ws))
-        for d, (_, _, s) in enumerate(cells):
-            slopes[d].append(_product([s[corner[d]] if e == d else w for e, w in enumerate(ws)]))
-    stack = np.stack
-    return _Gather(shape, stack(index), stack(weights), np.shape(positions)[1:], tuple(stack(s) for s in slopes))
+        weights.append(_product([w[k] for (_, w, _), k in zip(cells, corner)]))
+
+    def slope_weights(d: int):
+        """The weights with the ``d``-th axis's differentiated, at each corner."""
+        rows = ([s[k] if e == d else w[k] for e, ((_, w, s), k) in enumerate(zip(cells, corner))] for corner in corners)
+        return np.stack([_product(row) for row in rows])
+
+    return _Gather(shape, np.stack(index), np.stack(weights), np.shape(positions)[1:], slope_weights)
 
 
 def _product(factors: list):
