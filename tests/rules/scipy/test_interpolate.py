@@ -127,9 +127,85 @@ def test_piecewise_polynomial_derivative(nu):
     test_frule(s.derivative, nu)
 
 
-def test_piecewise_polynomial_antiderivative_refused():
-    with pytest.raises(cr.NoRuleError, match="antiderivative"):
-        cr.rrule(si.CubicSpline(X, Y).derivative, -1)
+@pytest.mark.parametrize("nu", [1, 2])
+def test_piecewise_polynomial_antiderivative(nu):
+    """``s.antiderivative(nu)`` (and ``s.derivative(-nu)``): linear in the coefficients, its constant terms
+    the integrals over the intervals before, which move with the breakpoints."""
+    s = si.CubicSpline(X, np.stack([Y, Y**2], 1))
+    test_rrule(s.antiderivative, nu)
+    test_frule(s.antiderivative, nu)
+    test_rrule(s.derivative, -nu)
+
+
+@pytest.mark.parametrize("a, b", [(0.3, 2.5), (2.5, -0.4), (-0.5, 3.4)])
+def test_piecewise_polynomial_integral(a, b):
+    """``s.integrate(a, b)``: in the coefficients, the breakpoints and the bounds (the integrand there)."""
+    s = si.CubicSpline(X, np.stack([Y, Y**2], 1))
+    test_rrule(s.integrate, a, b)
+    test_frule(s.integrate, a, b)
+
+
+def test_piecewise_polynomial_integral_periodic_and_not_extrapolating():
+    periodic = si.CubicSpline(X, np.append(Y[:-1], Y[0]), bc_type="periodic")
+    for a, b in [(-0.5, 7.4), (2.5, 3.7), (5.1, -1.25)]:  # (whole periods, and the rest wrapped past the end)
+        test_rrule(periodic.integrate, a, b)
+        test_frule(periodic.integrate, a, b)
+    test_rrule(si.CubicSpline(X, Y, extrapolate=False).integrate, 0.3, 2.5)
+
+
+def _b_spline_method(t, k, method, *args):
+    """``BSpline(t, c, k).method(*args)`` as a function of ``c`` (the knots held), with its rules."""
+
+    def reverse(_, c):
+        s, back_s = cr.rrule(si.BSpline, t, c, k)
+        out, back = cr.rrule(method, s, *args)
+        return out, lambda d: (NO, back_s(back(d)[1])[2])
+
+    def forward(tangents, _, c):
+        s, ds = cr.frule((NO, ZERO, tangents[1], NO), si.BSpline, t, c, k)
+        return cr.frule((NO, ds, *(ZERO,) * len(args)), method, s, *args)
+
+    return lambda c: method(si.BSpline(t, c, k), *args), reverse, forward
+
+
+def _in_bounds(s, extrapolate):
+    """``s.integrate(a, b, extrapolate)`` as a function of the bounds ``[a, b]`` (``s`` held), with its rules."""
+
+    def reverse(_, bounds):
+        out, back = cr.rrule(s.integrate, bounds[0], bounds[1], extrapolate)
+
+        def bounds_pullback(d):
+            da, db = (cr.unthunk(g) for g in back(d)[1:3])
+            return NO, ZERO if isinstance(da, cr.ZeroTangent) else np.array([da, db])
+
+        return out, bounds_pullback
+
+    def forward(tangents, _, bounds):
+        d = cr.unthunk(tangents[1])
+        da, db = (ZERO, ZERO) if isinstance(d, cr.ZeroTangent) else d
+        return cr.frule((ZERO, da, db, NO), s.integrate, bounds[0], bounds[1], extrapolate)
+
+    return lambda bounds: s.integrate(bounds[0], bounds[1], extrapolate), reverse, forward
+
+
+@pytest.mark.parametrize("nu", [0, 1, 2])
+def test_b_spline_antiderivative(nu):
+    s = si.make_interp_spline(X, np.stack([Y, Y**2], 1))
+    _check(_b_spline_method(s.t, 3, si.BSpline.antiderivative, nu), s.c)
+
+
+@pytest.mark.parametrize("a, b, extrapolate", [(2.5, 0.3, None), (-0.3, 3.5, False), (-0.5, 7.4, "periodic")])
+def test_b_spline_integral(a, b, extrapolate):
+    """In the coefficients, and in the bounds: the integrand there (zero beyond the base interval where the
+    bounds are clipped to it)."""
+    s = si.make_interp_spline(X, np.stack([Y, Y**2], 1))
+    _check(_b_spline_method(s.t, 3, si.BSpline.integrate, a, b, extrapolate), s.c)
+    _check(_in_bounds(s, extrapolate), np.array([a, b]))
+
+
+def test_b_spline_derivative_by_antiderivative_refused():
+    with pytest.raises(cr.NoRuleError, match="nu < 0 is a derivative"):
+        cr.rrule(si.make_interp_spline(X, Y).antiderivative, -1)
 
 
 def test_piecewise_polynomial_call_extrapolating_periodically_and_not_at_all():
@@ -260,6 +336,21 @@ def interp1d_cubic(y):
     return np.sum(f(T) ** 2)
 
 
+def spline_integrals(y):
+    s = si.CubicSpline(X, y)
+    return s.integrate(0.2, 2.7) ** 2 + np.sum(s.antiderivative(2)(T) ** 2)
+
+
+def integral_bounds(p):
+    s = si.PchipInterpolator(X, PCHIP)
+    return s.integrate(p[0], p[1]) ** 3 + s.integrate(p[1], p[0] * p[1], extrapolate=False) ** 2
+
+
+def b_spline_integrals(p):  # the first two entries are bounds, the rest the values
+    s = si.make_interp_spline(X, p[2:])
+    return s.integrate(p[0], p[1]) ** 3 + np.sum(s.antiderivative()(T) ** 2)
+
+
 GRID = (np.array([0.0, 0.4, 1.0, 1.3]), np.array([0.0, 0.5, 1.1, 2.0]))
 GRID_POINTS = np.array([[0.1, 0.2], [0.5, 0.9], [0.77, 1.7], [1.2, 0.05]])
 
@@ -285,6 +376,9 @@ PROGRAMS = [
     (interp1d_cubic, Y),
     (grid_values, np.cos(np.arange(16.0))),
     (grid_points, GRID_POINTS.ravel()),
+    (spline_integrals, Y),
+    (integral_bounds, np.array([0.3, 2.1])),
+    (b_spline_integrals, np.concatenate([[2.6, 0.35], Y])),
 ]
 
 
@@ -299,7 +393,11 @@ def test_programs_source_forward_and_hessian(f, x):
 
 @pytest.mark.parametrize(
     "f, x",
-    [p for p in PROGRAMS if p[0] in (cubic_energy, pchip_energy, cubic_slopes, fit_and_points, interp1d_cubic)],
+    [
+        p
+        for p in PROGRAMS
+        if p[0] in (cubic_energy, pchip_energy, cubic_slopes, fit_and_points, interp1d_cubic, spline_integrals)
+    ],
     ids=lambda v: getattr(v, "__name__", ""),
 )
 def test_tape_gradient_of_a_source_gradient(f, x):
@@ -327,7 +425,16 @@ def test_float32_values():
     [
         p
         for p in PROGRAMS
-        if p[0] in (cubic_energy, pchip_energy, spline_at_points, fit_and_points, b_spline_fit_and_points)
+        if p[0]
+        in (
+            cubic_energy,
+            pchip_energy,
+            spline_at_points,
+            fit_and_points,
+            b_spline_fit_and_points,
+            integral_bounds,
+            b_spline_integrals,
+        )
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )

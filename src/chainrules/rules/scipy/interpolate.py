@@ -18,6 +18,10 @@ takes that tangent to the values. For fixed knots both steps are linear:
   at the ends), with ``K`` factorized once (SuperLU). The pushforward is ``K⁻¹ E ẏ`` and the
   pullback ``Eᵀ K⁻ᵀ c̄``: exact, where the dense map would cost O(n²).
 
+A spline's derivatives, antiderivatives and integrals (``s.derivative(nu)``, ``s.antiderivative(nu)``,
+``s.integrate(a, b)``) are linear in its coefficients too; an integral's derivative in a bound is the
+integrand there (negated for ``a``).
+
 ``PchipInterpolator`` is not linear in its values: its slopes are limited (zero at an extremum, a
 weighted harmonic mean of the secants elsewhere, one-sided estimates at the ends), smooth between the
 switches of the limits, where its rules linearize it (``_PchipFit``). A ``RegularGridInterpolator``
@@ -887,14 +891,15 @@ class _BSplineMap:
         self.M, self.shape, self.moved = M, shape, moved
 
     def apply(self, dc):
-        return _times(self.M, np.reshape(dc, (self.shape[0], -1)), 2)
+        # (the coefficients past the design's columns are not read: an antiderivative's repeat its last)
+        return _times(self.M, np.reshape(dc, (self.shape[0], -1))[: self.M.shape[1]], 2)
 
     def adjoint(self, dy2):
         dc = _times(sp.csr_array(self.M.T), dy2, 2)
         if self.moved is not None:
             slope, shift = self.moved
             dc = dc + _times(sp.csr_array(slope.T), dy2 * np.reshape(shift, (-1, 1)), 2)
-        return np.reshape(dc, self.shape)
+        return np.reshape(np.concatenate([dc, _zero_rows(self.shape[0] - self.M.shape[1], dc)]), self.shape)
 
 
 _spline_call_rules(si.PPoly, _PPolyPlan)
@@ -1235,7 +1240,24 @@ def frule_grid_call(tangents, obj, xi, *rest, **kwargs):
     return y, np.reshape(dy2, cells.layout(obj._values))
 
 
-# ----- derivatives of piecewise polynomials --------------------------------------------------------
+# ----- derivatives, antiderivatives and integrals -------------------------------------------------
+# Each is linear in the spline's coefficients. The maps are NumPy's arithmetic, so an engine's values (a
+# Hessian's) pass through them. A piecewise polynomial's antiderivatives and integrals depend on its
+# breakpoints too, differentiated as its calls differentiate them; a B-spline's knots are not.
+
+
+def _order_setting(rest: tuple, kwargs: dict) -> int:
+    """``nu`` of ``s.derivative(nu=1)`` or ``s.antiderivative(nu=1)``."""
+    return int(rest[0] if rest else kwargs.get("nu", 1))
+
+
+def _along_first(v, like):
+    """The 1-d ``v`` shaped to broadcast along the first axis of ``like``."""
+    return np.reshape(v, (-1,) + (1,) * (np.ndim(like) - 1))
+
+
+def _zero_rows(rows: int, like):
+    return np.zeros((rows, *np.shape(like)[1:]))
 
 
 def _derivative_factors(c, nu: int):
@@ -1245,57 +1267,324 @@ def _derivative_factors(c, nu: int):
     return np.reshape(factors, (kept,) + (1,) * (np.ndim(c) - 1))
 
 
-def _derivative_order(f, rest: tuple, kwargs: dict) -> int:
-    """The order ``nu`` of ``s.derivative(nu=1)``; a negative one (an antiderivative) is refused."""
-    nu = rest[0] if rest else kwargs.get("nu", 1)
-    if nu < 0:
-        raise option_refused(f, rest, "nu < 0 is an antiderivative, which has no rule; call it with nu >= 0")
-    return int(nu)
+class _PPolyOrder:
+    """The coefficients of ``s.derivative(nu)`` (``nu < 0``: ``s.antiderivative(-nu)``) as a linear map of
+    ``s``'s ``(order, interval, ...)``: a derivative keeps those of order ``nu`` and more times rising
+    factorials; each step of an antiderivative divides them by their new powers and adds the constant terms
+    that make it continuous and zero at ``x[0]``, the integrals over the intervals before (as
+    ``PPoly.antiderivative``). Those integrals move with the breakpoints: ``d/dh_j`` of the integral over
+    interval ``j`` is the polynomial's value at its end.
+
+    >>> s = si.PPoly(np.array([[2.0, 2.0], [1.0, 3.0]]), np.array([0.0, 1.0, 2.0]))
+    >>> _PPolyOrder(s, -1).apply(s.c).tolist()  # (1 + 1 = 2 at x = 1)
+    [[1.0, 1.0], [1.0, 3.0], [0.0, 2.0]]
+    """
+
+    knots, knots_differentiated = "_x", True
+
+    def __init__(self, s, nu: int):
+        self.nu, self.order, self.x = nu, np.shape(s._c)[0], s._x
+        self.factors = _derivative_factors(s._c, nu) if 0 <= nu < self.order else None
+
+    def _powers(self, exponents, like):
+        return np.reshape(np.diff(self.x), (1, -1) + (1,) * (np.ndim(like) - 2)) ** _along_first(exponents, like)
+
+    def _at_ends(self, c):
+        """Each interval's polynomial at the interval's end."""
+        return np.sum(c * self._powers(np.arange(np.shape(c)[0] - 1, -1, -1.0), c), axis=0)
+
+    def _step(self, c, moved=None):
+        """One antiderivative step; ``moved``: the coefficients it is given and the breakpoints' tangent,
+        for the tangent ``c`` of those coefficients."""
+        q = np.arange(np.shape(c)[0], 0, -1.0)
+        c = c / _along_first(q, c)
+        ends = np.sum(c * self._powers(q, c), axis=0)  # (the integral over each interval)
+        if moved is not None:
+            ends = ends + self._at_ends(moved[0]) * _along_first(np.diff(moved[1]), ends)
+        return np.concatenate([c, np.cumsum(np.concatenate([_zero_rows(1, ends), ends[:-1]]), axis=0)[None]])
+
+    def apply(self, c, moved=None):
+        """The result's coefficients (or their tangent) for ``c``; ``moved`` as ``_step``'s."""
+        if self.nu >= 0:
+            if self.nu >= self.order:
+                return _zero_rows(1, c)
+            return c[: self.order - self.nu] * self.factors
+        for _ in range(-self.nu):
+            if moved is not None:
+                c, moved = self._step(c, moved), (self._step(moved[0]), moved[1])
+            else:
+                c = self._step(c)
+        return c
+
+    def adjoint(self, g, c=None):
+        """The cotangent of the coefficients for the result's ``g``, and, at coefficients ``c``, that of the
+        breakpoints (None for a derivative)."""
+        if self.nu >= 0:
+            if self.nu >= self.order:
+                return _zero_rows(self.order, g), None
+            return np.concatenate([g * self.factors, _zero_rows(self.nu, g)]), None
+        given = [c]
+        for _ in range(-self.nu - 1):
+            given.append(None if c is None else self._step(given[-1]))
+        dx = None
+        for step in reversed(range(-self.nu)):
+            q = np.arange(self.order + step, 0, -1.0)
+            later = np.cumsum(g[-1][:0:-1], axis=0)[::-1]  # (each interval's integral is in the later constants)
+            ends = np.concatenate([later, _zero_rows(1, later)])
+            g = (g[:-1] + self._powers(q, g[:-1]) * ends[None]) / _along_first(q, ends[None])
+            if c is not None:
+                dh = np.reshape(np.conj(self._at_ends(given[step])) * ends, (len(ends), -1))
+                dh = _real_like(self.x, np.sum(dh, axis=1))
+                dx = _tangent_sum(dx, np.concatenate([-dh, [0.0]]) + np.concatenate([[0.0], dh]))
+        return g, dx
+
+    def blank(self, s):
+        """The result for zero coefficients."""
+        return si.PPoly.construct_fast(_zero_rows(self.order - self.nu, s._c), s._x)
 
 
-def _derivative_coefficients(dc, s, nu: int):
-    """The tangent of ``s.derivative(nu)``'s coefficients for that of ``s``'s (a linear map)."""
-    if nu >= np.shape(s._c)[0]:
-        return np.zeros((1, *np.shape(dc)[1:]), dtype=np.result_type(stood_for(dc)))
-    return dc[: np.shape(dc)[0] - nu] * _derivative_factors(s._c, nu)
+class _BSplineAntiderivative:
+    """The coefficients of ``s.antiderivative(-nu)`` as a linear map of ``s``'s: each step's are the
+    cumulated sums of ``c[j] (t[j + k + 1] - t[j]) / (k + 1)``, zero first, on the knots with one more at each
+    end (de Boor, "A Practical Guide to Splines", ch. X, eq. (31); SciPy's ``splantider``). The knots are not
+    differentiated."""
+
+    knots, knots_differentiated = "_t", False
+
+    def __init__(self, s, nu: int):
+        t, k, rows = s._t, s.k, np.shape(s._c)[0]
+        self.rows = rows
+        self.steps = []  # (gaps, coefficients used, rows given, degree) per step
+        for _ in range(-nu):
+            n = len(t) - k - 1
+            self.steps.append((t[k + 1 :] - t[:n], n, rows, k))
+            t, k, rows = np.concatenate([t[:1], t, t[-1:]]), k + 1, len(t) + 2
+        self.t, self.k = t, k
+
+    def apply(self, c, moved=None):
+        if not self.steps:  # (order 0: the coefficients padded to the knots' length)
+            return np.concatenate([c, _zero_rows(len(self.t) - np.shape(c)[0], c)])
+        for gaps, n, _, k in self.steps:
+            sums = np.cumsum(c[:n] * _along_first(gaps, c), axis=0) / (k + 1)
+            c = np.concatenate([_zero_rows(1, sums), sums, *([sums[-1:]] * (k + 2))])
+        return c
+
+    def adjoint(self, g, c=None):
+        if not self.steps:
+            return g[: self.rows], None
+        for gaps, n, rows, k in reversed(self.steps):
+            tail = g[n : n + 1] + np.sum(g[n + 1 :], axis=0)[None]  # (the last sum, repeated)
+            sums = np.concatenate([g[1:n], tail])
+            g = np.cumsum(sums[::-1], axis=0)[::-1] * _along_first(gaps / (k + 1), sums)
+            g = np.concatenate([g, _zero_rows(rows - n, g)])
+        return g, None
+
+    def blank(self, s):
+        """The result for zero coefficients, with the coefficients its evaluation reads."""
+        return si.BSpline.construct_fast(self.t, _zero_rows(len(self.t) - self.k - 1, s._c), self.k)
 
 
-@rrule.register(si.PPoly.derivative)
-def rrule_ppoly_derivative(s, *rest, **kwargs):
-    """``s.derivative(nu)``: the coefficients of order ``nu`` and more, times rising factorials (a
-    linear map); the breakpoints as they are."""
-    nu = _derivative_order(si.PPoly.derivative, rest, kwargs)
-    if _engine_value(s._c) is None:
-        y = s.derivative(nu)
-    else:  # (SciPy's arithmetic converts them: the same map, on them)
-        y = with_fields(s, {"_c": stood_for(s._c)}).derivative(nu)
-        y = with_fields(y, {"_c": _derivative_coefficients(s._c, s, nu)})
-    no_rest = (_NO,) * len(rest)
-
-    def ppoly_derivative_pullback(dy):
-        dy = unthunk(dy)
-        if _is_zero(dy):
-            return _NO, _ZERO, *no_rest
-        fields = item_tangents(dy, y)
-        dc = unthunk(fields["_c"])
-        if not _is_zero(dc):
-            if nu >= np.shape(s._c)[0]:
-                dc = _ZERO
-            elif nu:
-                kept = dc * _derivative_factors(s._c, nu)
-                dc = np.concatenate([kept, np.zeros((nu, *np.shape(kept)[1:]))])
-        return _NO, Tangent[type(s)](_c=dc, _x=fields["_x"]), *no_rest
-
-    return y, ppoly_derivative_pullback
+def _bspline_order(s, nu: int) -> _BSplineAntiderivative:
+    if nu > 0:
+        raise option_refused(
+            si.BSpline.antiderivative, (s, -nu), "nu < 0 is a derivative, which has no rule; call it with nu >= 0"
+        )
+    return _BSplineAntiderivative(s, nu)
 
 
-@frule.register(si.PPoly.derivative)
-def frule_ppoly_derivative(tangents, s, *rest, **kwargs):
-    nu = _derivative_order(si.PPoly.derivative, rest, kwargs)
-    y = s.derivative(nu)
-    d_s = unthunk(tangents[1])
-    if _is_zero(d_s):
-        return y, _ZERO
-    fields = item_tangents(d_s, s)
-    dc = unthunk(fields["_c"])
-    return y, Tangent[type(y)](_c=dc if _is_zero(dc) else _derivative_coefficients(dc, s, nu), _x=fields["_x"])
+def _order_rules(method, order_of, sign: int):
+    """Rules for ``s.derivative(nu=1)`` (``sign`` 1) or ``s.antiderivative(nu=1)`` (-1), a linear map of
+    the coefficients given by ``order_of(s, sign * nu)`` (``apply``, ``adjoint``), the knots kept: their
+    tangent passes through where the map differentiates them (``knots_differentiated``), else is refused."""
+
+    def rrule_order(s, *rest, **kwargs):
+        order = order_of(s, sign * _order_setting(rest, kwargs))
+        if _engine_value(s._c) is None:
+            y = method(s, *rest, **kwargs)
+        else:  # (SciPy's arithmetic converts them: the same map, on them)
+            y = method(with_fields(s, {"_c": stood_for(s._c)}), *rest, **kwargs)
+            y = with_fields(y, {"_c": order.apply(s._c)})
+        no_rest = (_NO,) * len(rest)
+
+        def order_pullback(dy):
+            dy = unthunk(dy)
+            if _is_zero(dy):
+                return _NO, _ZERO, *no_rest
+            fields = item_tangents(dy, y)
+            dc = unthunk(fields["_c"])
+            dc, dx = (dc, None) if _is_zero(dc) else order.adjoint(dc, s._c)
+            knots = {}
+            if order.knots_differentiated:
+                kept = unthunk(fields[order.knots])
+                knots[order.knots] = _tangent_sum(None if _is_zero(kept) else kept, dx)
+            return _NO, Tangent[type(s)](_c=dc, **knots), *no_rest
+
+        return y, order_pullback
+
+    def frule_order(tangents, s, *rest, **kwargs):
+        order = order_of(s, sign * _order_setting(rest, kwargs))
+        y = method(s, *rest, **kwargs)
+        d_s = unthunk(tangents[1])
+        if _is_zero(d_s):
+            return y, _ZERO
+        fields = {k: unthunk(v) for k, v in item_tangents(d_s, s).items()}
+        dc, dx = fields["_c"], fields[order.knots]
+        if not order.knots_differentiated:
+            _no_knot_tangent(method, dx)
+        elif not _is_zero(dx):
+            dc = order.apply(np.zeros(np.shape(s._c)) if _is_zero(dc) else dc, (s._c, dx))
+            return y, Tangent[type(y)](_c=dc, _x=dx)
+        return y, Tangent[type(y)](_c=dc if _is_zero(dc) else order.apply(dc), **{order.knots: _ZERO})
+
+    rrule.register(method)(rrule_order)
+    frule.register(method)(frule_order)
+
+
+class _Integral:
+    """``s.integrate(a, b, extrapolate)`` as ``sum_j signs[j] F(points[j])``, ``F`` the antiderivative zero
+    at the start of the base interval ``[start, end]``, at the points SciPy splits the integral at: whole
+    periods and the rest wrapped into the base interval (``periodic``), the bounds clipped to it (``clips``).
+    ``follows`` holds how far each point moves with ``a``, ``b``, ``start`` and ``end``."""
+
+    def __init__(self, a, b, start: float, end: float, periodic: bool, clips: bool):
+        bounds = [float(stood_for(a)), float(stood_for(b))]
+        lo, hi, sign = (0, 1, 1.0) if bounds[1] >= bounds[0] else (1, 0, -1.0)
+        a0, b0 = bounds[lo], bounds[hi]
+
+        def moving(bound=None, wraps=0.0, start_=0.0, end_=0.0):  # (a point at bound - wraps (end - start))
+            return [float(bound == 0), float(bound == 1), start_ + wraps, end_ - wraps]
+
+        if periodic:
+            period = end - start
+            n, left = divmod(b0 - a0, period)
+            wraps = np.floor((a0 - start) / period)
+            a1 = start + (a0 - start) % period
+            b1 = a1 + left
+            terms = [(start, -n, moving(start_=1.0)), (end, n, moving(end_=1.0)), (a1, -1.0, moving(lo, wraps))]
+            if b1 <= end:
+                terms.append((b1, 1.0, moving(hi, wraps + n)))
+            else:
+                terms += [(end, 1.0, moving(end_=1.0)), (start, -1.0, moving(start_=1.0))]
+                terms.append((start + b1 - end, 1.0, moving(hi, wraps + n + 1)))
+        else:
+            terms = [(a0, -1.0, moving(lo)), (b0, 1.0, moving(hi))]
+            if clips:
+                terms = [
+                    (p, w, f)
+                    if start <= p <= end
+                    else (start, w, moving(start_=1.0))
+                    if p < start
+                    else (end, w, moving(end_=1.0))
+                    for p, w, f in terms
+                ]
+        self.points = np.array([p for p, _, _ in terms])
+        self.signs = sign * np.array([w for _, w, _ in terms])[:, None]
+        self.follows = np.array([f for _, _, f in terms]).T
+
+    def at(self, a, b):
+        """The points, carrying the engine's values of the bounds they follow."""
+        points = self.points
+        for follows, bound in zip(self.follows, (a, b)):
+            if _engine_value(bound) is not None:
+                points = points + (bound - stood_for(bound)) * follows
+        return points
+
+    def moved(self, da, db, dx):
+        """How far the tangents of the bounds and of the base interval's ends move the points; None where
+        they do not."""
+        ends = (_ZERO, _ZERO) if _is_zero(dx) else (dx[0], dx[-1])
+        return _tangent_sum(*(f * d for f, d in zip(self.follows, (da, db, *ends)) if not _is_zero(d)))
+
+    def ends_term(self, g, dx):
+        """The ends' cotangent ``g`` (per point) brings to the breakpoints' ``dx``."""
+        ends = [np.sum(g * self.follows[2])[None], np.zeros(len(dx) - 2), np.sum(g * self.follows[3])[None]]
+        return dx + np.concatenate(ends)
+
+
+def _integral_rules(method, base, order_of, plan_of, clips: bool):
+    """Rules for ``s.integrate(a, b, extrapolate=None)``, differentiated in the coefficients (a linear map:
+    the antiderivative's, ``order_of(s, -1)``, at the points ``plan_of`` evaluates), in the bounds (the
+    integrand there) and, where ``order_of``'s map does, in the knots. ``base(s)``: the base interval;
+    ``clips``: whether the bounds are clipped to it where it does not extrapolate (a B-spline's), else the
+    integral has no value beyond it (NaN)."""
+
+    def setup(s, a, b, rest: tuple, kwargs: dict):
+        extrapolate = rest[0] if rest else kwargs.get("extrapolate")
+        extrapolate = s.extrapolate if extrapolate is None else extrapolate
+        periodic = isinstance(extrapolate, str) and extrapolate == "periodic"
+        integral = _Integral(a, b, *base(s), periodic, clips and not periodic and not extrapolate)
+        order = order_of(s, -1)
+        evaluated = bool(periodic or extrapolate or clips)  # (the points are in the base interval otherwise)
+        plan = plan_of(order.blank(s), integral.at(a, b), evaluated)
+        layout = ((len(integral.points),), _extra(s), s.axis)
+        integrand = lambda t: _derivative_at(s, t, -1, evaluated, layout, plan.outside)  # noqa: E731
+        return integral, order, plan, integrand, evaluated
+
+    def rrule_integrate(s, a, b, *rest, **kwargs):
+        integral, order, plan, integrand, evaluated = setup(s, a, b, rest, kwargs)
+        if _engine_value(s, a, b) is None:
+            y = method(s, a, b, *rest, **kwargs)
+        else:  # (the antiderivative holding the engine's values, called by the engine at points carrying them)
+            F = with_fields(order.blank(s), {"_c": order.apply(s._c)})
+            values = _evaluated(F, integral.at(a, b), {"extrapolate": evaluated})
+            layout = ((len(integral.points),), _extra(s), 0)
+            y = np.reshape(np.sum(integral.signs * _arranged_columns(values, *layout), axis=0), _extra(s))
+        no_rest = (_NO,) * len(rest)
+
+        def integrate_pullback(dy):
+            dy = unthunk(dy)
+            if _is_zero(dy):
+                return _NO, _ZERO, _ZERO, _ZERO, *no_rest
+            dy2 = integral.signs * np.reshape(dy, (1, -1))
+            g = functools.cache(lambda: _summed(integrand(integral.at(a, b)), dy2))  # (per point)
+            coefficients = functools.cache(lambda: order.adjoint(plan.linear(0).adjoint(dy2), s._c))
+            fields = {"_c": Thunk(lambda: coefficients()[0])}
+            if order.knots_differentiated:
+                dx = Thunk(lambda: integral.ends_term(g(), plan.knots_term(g()) + coefficients()[1]))
+                fields[order.knots] = Thunk(lambda: _real_like(s._x, unthunk(dx)))
+            da, db = (
+                Thunk(lambda f=f, v=v: _points_cotangent(v, np.sum(g() * f))) for f, v in zip(integral.follows, (a, b))
+            )
+            return _NO, Tangent[type(s)](**fields), da, db, *no_rest
+
+        return y, integrate_pullback
+
+    def frule_integrate(tangents, s, a, b, *rest, **kwargs):
+        y = method(s, a, b, *rest, **kwargs)
+        integral, order, plan, integrand, _ = setup(s, a, b, rest, kwargs)
+        d_s, da, db = (unthunk(d) for d in tangents[1:4])
+        fields = {} if _is_zero(d_s) else {k: unthunk(v) for k, v in item_tangents(d_s, s).items()}
+        dc, dx = fields.get("_c", _ZERO), fields.get(order.knots, _ZERO)
+        if not order.knots_differentiated:
+            _no_knot_tangent(method, dx)
+            dx = _ZERO
+        moved = integral.moved(da, db, dx)
+        if not _is_zero(dx):
+            moved = _tangent_sum(moved, plan.knots_shift(dx))
+            dc = order.apply(np.zeros(np.shape(s._c)) if _is_zero(dc) else dc, (s._c, dx))
+        elif not _is_zero(dc):
+            dc = order.apply(dc)
+        rows = np.shape(order.blank(s)._c)[0]
+        dy2 = _tangent_sum(
+            None if _is_zero(dc) else plan.linear(0).apply(dc[:rows]),
+            None if moved is None else _points_term(integrand(integral.points), moved),
+        )
+        return y, _ZERO if dy2 is None else np.reshape(np.sum(integral.signs * dy2, axis=0), np.shape(y))
+
+    rrule.register(method)(rrule_integrate)
+    frule.register(method)(frule_integrate)
+
+
+def _bspline_base(s) -> tuple:
+    return s._t[s.k], s._t[len(s._t) - s.k - 1]
+
+
+def _ppoly_base(s) -> tuple:
+    return s._x[0], s._x[-1]
+
+
+_order_rules(si.PPoly.derivative, _PPolyOrder, 1)
+_order_rules(si.PPoly.antiderivative, _PPolyOrder, -1)
+_order_rules(si.BSpline.antiderivative, _bspline_order, -1)
+_integral_rules(si.PPoly.integrate, _ppoly_base, _PPolyOrder, _PPolyPlan, False)
+_integral_rules(si.BSpline.integrate, _bspline_base, _bspline_order, _BSplinePlan, True)
