@@ -110,6 +110,19 @@ def test_pchip_fit(n):
     _check(_in_values(si.PchipInterpolator, X[:n], axis=1), np.stack([PCHIP[:n], np.cos(3 * X[:n])]))
 
 
+# values whose Akima slopes see extrema inside and near both ends
+AKIMA = np.array([0.0, 0.3, 0.6, -1.0, 0.5, 0.2, 1.4])
+
+
+@pytest.mark.parametrize("method", ["akima", "makima"])
+@pytest.mark.parametrize("n", [2, 3, 7])
+def test_akima_fit(method, n):
+    """Akima's slopes are weighted means of the secants around each knot, weighted by the secants'
+    differences: smooth where no difference is zero, differentiated there."""
+    _check(_in_values(si.Akima1DInterpolator, X[:n], method=method, extrapolate=True), AKIMA[:n])
+    _check(_in_values(si.Akima1DInterpolator, X[:n], axis=1, method=method), np.stack([AKIMA[:n], np.cos(3 * X[:n])]))
+
+
 @pytest.mark.parametrize("nu", [0, 1, 2, 3])
 def test_piecewise_polynomial_call(nu):
     """In the points, the coefficients and the breakpoints (the object's fields) at once."""
@@ -336,6 +349,11 @@ def interp1d_cubic(y):
     return np.sum(f(T) ** 2)
 
 
+def akima_fit_and_points(p):
+    s = si.Akima1DInterpolator(X, p[len(INSIDE) :], method="makima")
+    return np.sum(s(p[: len(INSIDE)]) ** 3) + s.integrate(0.1, 2.9) ** 2
+
+
 def spline_integrals(y):
     s = si.CubicSpline(X, y)
     return s.integrate(0.2, 2.7) ** 2 + np.sum(s.antiderivative(2)(T) ** 2)
@@ -377,6 +395,7 @@ PROGRAMS = [
     (grid_values, np.cos(np.arange(16.0))),
     (grid_points, GRID_POINTS.ravel()),
     (spline_integrals, Y),
+    (akima_fit_and_points, np.concatenate([INSIDE, AKIMA])),
     (integral_bounds, np.array([0.3, 2.1])),
     (b_spline_integrals, np.concatenate([[2.6, 0.35], Y])),
 ]
@@ -434,6 +453,7 @@ def test_float32_values():
             b_spline_fit_and_points,
             integral_bounds,
             b_spline_integrals,
+            akima_fit_and_points,
         )
     ],
     ids=lambda v: getattr(v, "__name__", ""),
@@ -454,6 +474,11 @@ def test_tape_refuses_at_the_users_line(f, x):
 def in_knots(x):
     s = si.CubicSpline(x, Y)
     return np.sum(s(T) ** 2)
+
+
+def akima_in_knots(x):
+    s = si.Akima1DInterpolator(x, Y)
+    return np.sum(s(INSIDE) ** 2)
 
 
 def grid_in_points(g):
@@ -492,6 +517,7 @@ REFUSED = [
     (clamped_at, Y, cr.NoDerivativeError, "not in its settings"),
     (in_knots, X, cr.NoDerivativeError, "not in its knots"),
     (grid_in_points, X, cr.NoDerivativeError, "not in its knots"),
+    (akima_in_knots, X, cr.NoDerivativeError, "not in its knots"),
     (nearest, Y, cr.NoDerivativeError, "piecewise constant"),
     (grid_cubic, Y, cr.NoDerivativeError, "method='linear' only"),
     (periodic_b_spline, np.append(Y[:-1], Y[0]), cr.NoDerivativeError, "periodic fit"),

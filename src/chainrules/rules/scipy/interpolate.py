@@ -24,7 +24,8 @@ integrand there (negated for ``a``).
 
 ``PchipInterpolator`` is not linear in its values: its slopes are limited (zero at an extremum, a
 weighted harmonic mean of the secants elsewhere, one-sided estimates at the ends), smooth between the
-switches of the limits, where its rules linearize it (``_PchipFit``). A ``RegularGridInterpolator``
+switches of the limits, where its rules linearize it (``_PchipFit``); so are ``Akima1DInterpolator``'s,
+weighted means of the secants around each knot (``_AkimaFit``). A ``RegularGridInterpolator``
 with ``method='linear'`` is multilinear: each output is a weighted sum of the values at the corners of
 its cell. ``interp1d`` of kind ``'linear'`` is the B-spline of degree 1 on its values; its spline
 kinds keep the B-spline ``make_interp_spline`` made.
@@ -32,8 +33,7 @@ kinds keep the B-spline ``make_interp_spline`` made.
 The knots (the ``x`` of a fit, a grid's points; a spline's own breakpoints are, in its calls) are not
 differentiated: their cotangent raises when an engine reads it, which it does for a value being
 differentiated, never for a constant. So does the values' cotangent of ``interp1d``'s piecewise
-constant kinds, of a grid's other methods, and of a periodic B-spline fit. ``Akima1DInterpolator``
-has no rules: built from values being differentiated, it is refused as a call without one.
+constant kinds, of a grid's other methods, and of a periodic B-spline fit.
 
 An engine's values (forward mode run through the source engine, a Hessian's dual numbers) reach
 the constructors' reverse rules: the object holds coefficients carrying them (``c + K⁻¹ E (y -
@@ -198,6 +198,15 @@ def _points_term(g, dt):
 def _summed(g, dy2):
     """``sum_columns(conj(g) * dy)`` per point: the points' cotangent from the output's."""
     return np.sum(np.conj(g) * dy2, axis=1)
+
+
+def _along_first(v, like):
+    """The 1-d ``v`` shaped to broadcast along the first axis of ``like``."""
+    return np.reshape(v, (-1,) + (1,) * (np.ndim(like) - 1))
+
+
+def _zero_rows(rows: int, like):
+    return np.zeros((rows, *np.shape(like)[1:]))
 
 
 # ----- linear fits: K c = E y + b ------------------------------------------------------------
@@ -483,13 +492,52 @@ def _periodic_refused():
     )
 
 
-class _PchipFit:
-    """``PchipInterpolator``'s coefficients, a cubic Hermite spline's, as a function of the values: its
-    slopes at the knots are local, limited functions of the secants ``m`` (Fritsch and Butland's weighted
-    harmonic mean inside, zero at an extremum; Moler's one-sided estimate at the ends, limited to keep
-    the shape), smooth where the limits do not switch, where the fit is linearized. The partials are
-    computed with NumPy from the values, so an engine's values (a Hessian's) carry the fit's second
-    derivatives; which branch holds is read from the values they stand for.
+class _HermiteFit:
+    """A cubic Hermite spline's coefficients as a function of its values, its slopes at the knots local
+    functions of the secants ``m``, smooth between the switches of their formulas, where the fit is
+    linearized. Subclasses give the ``slopes`` and their partials (computed with NumPy from the values, so an
+    engine's values, a Hessian's, carry the fit's second derivatives; which formula holds is read from the
+    values they stand for): ``slopes_tangent(dm)`` and its adjoint ``secants_cotangent(dd)``. Two points
+    are a line, its slopes the secant."""
+
+    def __init__(self, x: np.ndarray, y2):
+        self.h = np.reshape(np.diff(x), (-1, 1))
+        self.m = (y2[1:] - y2[:-1]) / self.h
+        self.line = len(x) == 2
+        if self.line:
+            self.slopes = np.concatenate([self.m, self.m])
+
+    def _hermite(self, y2, m, d):
+        """A cubic Hermite spline's coefficients, (4 intervals, columns), from values, secants and slopes."""
+        h = self.h
+        return np.concatenate([(d[:-1] + d[1:] - 2 * m) / (h * h), (3 * m - 2 * d[:-1] - d[1:]) / h, d[:-1], y2[:-1]])
+
+    def forward(self, dy2):
+        dm = (dy2[1:] - dy2[:-1]) / self.h
+        return self._hermite(dy2, dm, np.concatenate([dm, dm]) if self.line else self.slopes_tangent(dm))
+
+    def adjoint(self, dc2):
+        h = self.h
+        c0, c1, c2, c3 = np.split(dc2, 4)
+        dm = 3 * c1 / h - 2 * c0 / (h * h)
+        first, second = c0 / (h * h) - 2 * c1 / h + c2, c0 / (h * h) - c1 / h  # (into d[:-1], d[1:])
+        zero = np.zeros_like(first[:1])
+        dd = np.concatenate([first, zero]) + np.concatenate([zero, second])
+        dm = dm + (dd[:1] + dd[1:] if self.line else self.secants_cotangent(dd))
+        g = dm / h
+        return np.concatenate([c3, zero]) + np.concatenate([zero, g]) - np.concatenate([g, zero])
+
+    def delta(self, y2):
+        """The coefficients' change carrying the engine's values of ``y2``, the values the fit was made
+        from: the coefficients themselves, computed on them, less their plain value."""
+        c = self._hermite(y2, self.m, self.slopes)
+        return c - stood_for(c)
+
+
+class _PchipFit(_HermiteFit):
+    """``PchipInterpolator``'s coefficients: its slopes are limited functions of the secants (Fritsch and
+    Butland's weighted harmonic mean inside, zero at an extremum; Moler's one-sided estimate at the ends,
+    limited to keep the shape).
 
     >>> fit = _PchipFit(np.array([0.0, 1.0, 2.0]), np.array([[0.0], [1.0], [3.0]]))
     >>> fit.slopes.ravel().round(4)  # as PchipInterpolator([0, 1, 2], [0, 1, 3])([0, 1, 2], 1)
@@ -497,13 +545,10 @@ class _PchipFit:
     """
 
     def __init__(self, x: np.ndarray, y2):
-        h = np.reshape(np.diff(x), (-1, 1))
-        self.h, self.y2 = h, y2
-        m = (y2[1:] - y2[:-1]) / h
-        self.m = m
-        if len(x) == 2:  # a line
-            self.slopes, self.partials = np.concatenate([m, m]), None
+        super().__init__(x, y2)
+        if self.line:
             return
+        h, m = self.h, self.m
         plain = stood_for(m)
         flat = (np.sign(plain[1:]) != np.sign(plain[:-1])) | (plain[1:] == 0) | (plain[:-1] == 0)
         w1, w2 = 2 * h[1:] + h[:-1], h[1:] + 2 * h[:-1]
@@ -537,46 +582,90 @@ class _PchipFit:
         second = np.where(zero | tripled, 0.0, -h0 / (h0 + h1))
         return slope, first, second
 
-    def _hermite(self, y2, m, d):
-        """A cubic Hermite spline's coefficients, (4 intervals, columns), from values, secants and slopes."""
-        h = self.h
-        return np.concatenate([(d[:-1] + d[1:] - 2 * m) / (h * h), (3 * m - 2 * d[:-1] - d[1:]) / h, d[:-1], y2[:-1]])
-
-    def forward(self, dy2):
-        dm = (dy2[1:] - dy2[:-1]) / self.h
-        if self.partials is None:
-            return self._hermite(dy2, dm, np.concatenate([dm, dm]))
+    def slopes_tangent(self, dm):
         a, b, (q0, q1), (r0, r1) = self.partials
-        dd = np.concatenate(
+        return np.concatenate(
             [(q0 * dm[0] + q1 * dm[1])[None], a * dm[:-1] + b * dm[1:], (r0 * dm[-1] + r1 * dm[-2])[None]]
         )
-        return self._hermite(dy2, dm, dd)
 
-    def adjoint(self, dc2):
-        h = self.h
-        c0, c1, c2, c3 = np.split(dc2, 4)
-        dm = 3 * c1 / h - 2 * c0 / (h * h)
-        first, second = c0 / (h * h) - 2 * c1 / h + c2, c0 / (h * h) - c1 / h  # (into d[:-1], d[1:])
-        zero = np.zeros_like(first[:1])
-        dd = np.concatenate([first, zero]) + np.concatenate([zero, second])
-        if self.partials is None:
-            dm = dm + dd[:1] + dd[1:]
-        else:
-            a, b, (q0, q1), (r0, r1) = self.partials
-            inner = dd[1:-1]
-            spread = np.concatenate([a * inner, zero]) + np.concatenate([zero, b * inner])
-            rest = np.zeros_like(dm[2:])
-            at_start = np.concatenate([(q0 * dd[0])[None], (q1 * dd[0])[None], rest])
-            at_end = np.concatenate([rest, (r1 * dd[-1])[None], (r0 * dd[-1])[None]])
-            dm = dm + spread + at_start + at_end
-        g = dm / h
-        return np.concatenate([c3, zero]) + np.concatenate([zero, g]) - np.concatenate([g, zero])
+    def secants_cotangent(self, dd):
+        a, b, (q0, q1), (r0, r1) = self.partials
+        inner, zero = dd[1:-1], np.zeros_like(dd[:1])
+        spread = np.concatenate([a * inner, zero]) + np.concatenate([zero, b * inner])
+        rest = np.zeros_like(spread[2:])
+        at_start = np.concatenate([(q0 * dd[0])[None], (q1 * dd[0])[None], rest])
+        at_end = np.concatenate([rest, (r1 * dd[-1])[None], (r0 * dd[-1])[None]])
+        return spread + at_start + at_end
 
-    def delta(self, y2):
-        """The coefficients' change carrying the engine's values of ``y2``, the values the fit was made
-        from: the coefficients themselves, computed on them, less their plain value."""
-        c = self._hermite(y2, self.m, self.slopes)
-        return c - stood_for(c)
+
+class _AkimaFit(_HermiteFit):
+    """``Akima1DInterpolator``'s coefficients: the slope at knot ``i`` is ``m1 + w (m2 - m1)`` of the four
+    secants ``m0..m3`` around it (two more at each end, extrapolated linearly), ``w = f2 / (f1 + f2)`` with
+    weights ``f1 = |m3 - m2|``, ``f2 = |m1 - m0|`` (``'makima'`` adds half of ``|m3 + m2|`` and ``|m1 + m0|``;
+    Akima, J. ACM 17 (1970) 589, eq. (1)), and ``(m0 + m3) / 2`` where SciPy finds the weights' sum below
+    ``1e-9`` of its largest (their formula's switch, taken as SciPy takes it).
+
+    >>> fit = _AkimaFit(np.arange(5.0), np.array([[0.0], [1.0], [2.0], [4.0], [6.0]]), "akima")
+    >>> fit.slopes.ravel().tolist()  # as Akima1DInterpolator(range(5), [0, 1, 2, 4, 6])(range(5), 1)
+    [1.0, 1.0, 1.5, 2.0, 2.0]
+    """
+
+    def __init__(self, x: np.ndarray, y2, method: str):
+        super().__init__(x, y2)
+        if self.line:
+            return
+        m = self.m
+        left, right = self._extended(m[:2], m[-2:])
+        ext = np.concatenate([left, m, right])
+        m0, m1, m2, m3 = (ext[r : len(ext) - 3 + r] for r in range(4))
+        p0, p1, p2, p3 = (stood_for(v) for v in (m0, m1, m2, m3))
+        f1, f2 = np.abs(m3 - m2), np.abs(m1 - m0)
+        s1, s2 = np.sign(p3 - p2), np.sign(p1 - p0)  # (d|v|/dv)
+        d1 = (s1, -s1)  # (f1's partials in m3, m2; f2's in m1, m0)
+        d2 = (s2, -s2)
+        if method == "makima":
+            f1, f2 = f1 + 0.5 * np.abs(m3 + m2), f2 + 0.5 * np.abs(m1 + m0)
+            t1, t2 = 0.5 * np.sign(p3 + p2), 0.5 * np.sign(p1 + p0)
+            d1, d2 = (d1[0] + t1, d1[1] + t1), (d2[0] + t2, d2[1] + t2)
+        plain = stood_for(f1 + f2)
+        weighted = plain > 1e-9 * np.max(plain)
+        f12 = np.where(weighted, f1 + f2, 1.0)
+        w = f2 / f12
+        self.slopes = np.where(weighted, m1 + w * (m2 - m1), 0.5 * (m0 + m3))
+        by_f2, by_f1 = (m2 - m1) * f1 / (f12 * f12), -(m2 - m1) * f2 / (f12 * f12)
+        self.partials = [  # (the slopes' partials in m0, m1, m2, m3)
+            np.where(weighted, by_f2 * d2[1], 0.5),
+            np.where(weighted, 1 - w + by_f2 * d2[0], 0.0),
+            np.where(weighted, w + by_f1 * d1[1], 0.0),
+            np.where(weighted, by_f1 * d1[0], 0.5),
+        ]
+
+    @staticmethod
+    def _extended(first, last):
+        """The two secants beyond each end, linear in the first two and the last two: ``m[-1] = 2 m[0] -
+        m[1]``, ``m[-2] = 2 m[-1] - m[0]``."""
+        return (
+            np.concatenate([(3 * first[0] - 2 * first[1])[None], (2 * first[0] - first[1])[None]]),
+            np.concatenate([(2 * last[1] - last[0])[None], (3 * last[1] - 2 * last[0])[None]]),
+        )
+
+    def slopes_tangent(self, dm):
+        left, right = self._extended(dm[:2], dm[-2:])
+        ext = np.concatenate([left, dm, right])
+        n = len(ext) - 3
+        return sum(p * ext[r : r + n] for r, p in enumerate(self.partials))
+
+    def secants_cotangent(self, dd):
+        n = len(dd)
+        ext = sum(
+            np.concatenate([_zero_rows(r, dd), p * dd, _zero_rows(3 - r, dd)]) for r, p in enumerate(self.partials)
+        )
+        g0, g1, g2, g3 = ext[0], ext[1], ext[-2], ext[-1]  # (the extended secants' cotangents, linear back)
+        inner = ext[2 : n + 1]
+        rest = _zero_rows(len(inner) - 2, dd)
+        at_start = np.concatenate([(3 * g0 + 2 * g1)[None], (-2 * g0 - g1)[None], rest])
+        at_end = np.concatenate([rest, (-g2 - 2 * g3)[None], (2 * g2 + 3 * g3)[None]])
+        return inner + at_start + at_end
 
 
 def _build_pchip(x, y, rest: tuple, kwargs: dict) -> _Construction:
@@ -584,6 +673,14 @@ def _build_pchip(x, y, rest: tuple, kwargs: dict) -> _Construction:
     built = si.PchipInterpolator(x, stood_for(y), *rest, **kwargs)
     knots, axis = np.asarray(x, dtype=_FLOAT), s["axis"] % max(np.ndim(y), 1)
     return _Construction(si.PchipInterpolator, built, lambda: _PchipFit(knots, _columns(y, axis)), y, axis)
+
+
+def _build_akima(x, y, rest: tuple, kwargs: dict) -> _Construction:
+    s = _arguments(si.Akima1DInterpolator, x, y, rest, kwargs, (("axis", 0), ("method", "akima")))
+    built = si.Akima1DInterpolator(x, stood_for(y), *rest, **kwargs)
+    knots, axis = np.asarray(x, dtype=_FLOAT), s["axis"] % max(np.ndim(y), 1)
+    fit = lambda: _AkimaFit(knots, _columns(y, axis), s["method"])  # noqa: E731
+    return _Construction(si.Akima1DInterpolator, built, fit, y, axis)
 
 
 def _coefficients_shape(c: _Construction, dc2, leading: tuple):
@@ -670,6 +767,7 @@ _coefficient_rules(si.PPoly, 0, _ppoly_stored, _ppoly_unstored)
 _constructor_rules(si.CubicSpline, _build_cubic, *_spline_rules(2))
 _constructor_rules(si.make_interp_spline, _build_interp_spline, *_spline_rules(1))
 _constructor_rules(si.PchipInterpolator, _build_pchip, *_spline_rules(2))
+_constructor_rules(si.Akima1DInterpolator, _build_akima, *_spline_rules(2))
 
 
 # ----- evaluation ------------------------------------------------------------------------------
@@ -1249,15 +1347,6 @@ def frule_grid_call(tangents, obj, xi, *rest, **kwargs):
 def _order_setting(rest: tuple, kwargs: dict) -> int:
     """``nu`` of ``s.derivative(nu=1)`` or ``s.antiderivative(nu=1)``."""
     return int(rest[0] if rest else kwargs.get("nu", 1))
-
-
-def _along_first(v, like):
-    """The 1-d ``v`` shaped to broadcast along the first axis of ``like``."""
-    return np.reshape(v, (-1,) + (1,) * (np.ndim(like) - 1))
-
-
-def _zero_rows(rows: int, like):
-    return np.zeros((rows, *np.shape(like)[1:]))
 
 
 def _derivative_factors(c, nu: int):
