@@ -306,6 +306,36 @@ def test_regular_grid_interpolator():
     _check(_at_points(si.RegularGridInterpolator((g1, g2), values, bounds_error=False)), xi[:4])
 
 
+CENTERS = R.uniform(0.0, 1.0, (9, 2))
+RBF_VALUES = np.sin(3 * CENTERS[:, 0]) + CENTERS[:, 1] ** 2
+RBF_POINTS = np.array([[0.1, 0.2], [0.5, 0.9], [0.77, 0.4], [0.3, 0.65]])
+KERNELS = [
+    ("thin_plate_spline", None),
+    ("linear", None),
+    ("cubic", None),
+    ("quintic", None),
+    ("gaussian", 2.0),
+    ("multiquadric", 1.5),
+    ("inverse_multiquadric", 1.5),
+    ("inverse_quadratic", 1.5),
+]
+
+
+@pytest.mark.parametrize("kernel, epsilon", KERNELS)
+def test_rbf_interpolator(kernel, epsilon):
+    """Its coefficients solve a linear system in its values; its calls are its kernel at the distances to
+    the centers and its monomials, times them: differentiated in the values and in the points."""
+    rules = _in_values(si.RBFInterpolator, CENTERS, kernel=kernel, epsilon=epsilon)
+    _check(rules, RBF_VALUES)
+    _check(_at_points(si.RBFInterpolator(CENTERS, RBF_VALUES, kernel=kernel, epsilon=epsilon)), RBF_POINTS)
+
+
+def test_rbf_interpolator_smoothed_complex_and_of_columns():
+    _check(_in_values(si.RBFInterpolator, CENTERS, smoothing=0.1, degree=2), np.stack([RBF_VALUES, RBF_VALUES**2], 1))
+    _check(_in_values(si.RBFInterpolator, CENTERS), RBF_VALUES + 1j * np.cos(RBF_VALUES))
+    _check(_at_points(si.RBFInterpolator(CENTERS, RBF_VALUES + 1j * np.cos(RBF_VALUES), degree=2)), RBF_POINTS)
+
+
 # ----- programs, through the engines -----------------------------------------------------------
 
 
@@ -354,6 +384,11 @@ def akima_fit_and_points(p):
     return np.sum(s(p[: len(INSIDE)]) ** 3) + s.integrate(0.1, 2.9) ** 2
 
 
+def rbf_values_and_points(p):  # the first entries are the points, the rest the values
+    f = si.RBFInterpolator(CENTERS, p[RBF_POINTS.size :], kernel="gaussian", epsilon=2.0)
+    return np.sum(f(np.reshape(p[: RBF_POINTS.size], (-1, 2))) ** 3)
+
+
 def spline_integrals(y):
     s = si.CubicSpline(X, y)
     return s.integrate(0.2, 2.7) ** 2 + np.sum(s.antiderivative(2)(T) ** 2)
@@ -396,6 +431,7 @@ PROGRAMS = [
     (grid_points, GRID_POINTS.ravel()),
     (spline_integrals, Y),
     (akima_fit_and_points, np.concatenate([INSIDE, AKIMA])),
+    (rbf_values_and_points, np.concatenate([RBF_POINTS.ravel(), RBF_VALUES])),
     (integral_bounds, np.array([0.3, 2.1])),
     (b_spline_integrals, np.concatenate([[2.6, 0.35], Y])),
 ]
@@ -454,6 +490,7 @@ def test_float32_values():
             integral_bounds,
             b_spline_integrals,
             akima_fit_and_points,
+            rbf_values_and_points,
         )
     ],
     ids=lambda v: getattr(v, "__name__", ""),
@@ -479,6 +516,21 @@ def in_knots(x):
 def akima_in_knots(x):
     s = si.Akima1DInterpolator(x, Y)
     return np.sum(s(INSIDE) ** 2)
+
+
+def rbf_in_centers(c):
+    f = si.RBFInterpolator(np.reshape(c, (-1, 2)), RBF_VALUES)
+    return np.sum(f(RBF_POINTS))
+
+
+def rbf_smoothing(y):
+    f = si.RBFInterpolator(CENTERS, RBF_VALUES, None, y[0] ** 2)
+    return np.sum(f(RBF_POINTS))
+
+
+def rbf_neighbors(y):
+    f = si.RBFInterpolator(CENTERS, y, neighbors=5)
+    return np.sum(f(RBF_POINTS))
 
 
 def grid_in_points(g):
@@ -518,6 +570,9 @@ REFUSED = [
     (in_knots, X, cr.NoDerivativeError, "not in its knots"),
     (grid_in_points, X, cr.NoDerivativeError, "not in its knots"),
     (akima_in_knots, X, cr.NoDerivativeError, "not in its knots"),
+    (rbf_in_centers, CENTERS.ravel(), cr.NoDerivativeError, "not in its knots"),
+    (rbf_smoothing, RBF_VALUES, cr.NoDerivativeError, "not in its settings"),
+    (rbf_neighbors, RBF_VALUES, cr.NoDerivativeError, "neighbors"),
     (nearest, Y, cr.NoDerivativeError, "piecewise constant"),
     (grid_cubic, Y, cr.NoDerivativeError, "method='linear' only"),
     (periodic_b_spline, np.append(Y[:-1], Y[0]), cr.NoDerivativeError, "periodic fit"),

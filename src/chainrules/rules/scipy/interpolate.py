@@ -1338,6 +1338,197 @@ def frule_grid_call(tangents, obj, xi, *rest, **kwargs):
     return y, np.reshape(dy2, cells.layout(obj._values))
 
 
+# ----- RBFInterpolator --------------------------------------------------------------------------------
+# Its coefficients ``_coeffs`` (one row per center, then one per monomial) solve the system of its kernel
+# at the centers' distances (plus the smoothing) and its monomials, ``[[K + S, P], [P^T, 0]] c = [d, 0]``:
+# linear in the values ``d`` (complex ones as pairs of real columns, as SciPy keeps them). A call is the
+# matrix of the kernel at the distances to the centers and of the monomials at the shifted and scaled
+# points, times them. The centers, the smoothing and epsilon are not differentiated; nor is an
+# interpolator of ``neighbors`` (each point its own system, switching with the neighborhoods).
+
+# the kernels phi(r) as psi(s) of s = r**2 (SciPy's RBFInterpolator), and psi'(s); 0 at s = 0 where
+# phi' is (thin_plate_spline's, cubic's, quintic's) or where r has no derivative (linear's)
+_RBF_KERNELS = {
+    "linear": (lambda s: -np.sqrt(s), lambda s: np.where(s > 0, -0.5 / np.sqrt(np.where(s > 0, s, 1.0)), 0.0)),
+    "thin_plate_spline": (
+        lambda s: np.where(s > 0, 0.5 * s * np.log(np.where(s > 0, s, 1.0)), 0.0),
+        lambda s: np.where(s > 0, 0.5 * np.log(np.where(s > 0, s, 1.0)) + 0.5, 0.0),
+    ),
+    "cubic": (lambda s: s * np.sqrt(s), lambda s: 1.5 * np.sqrt(s)),
+    "quintic": (lambda s: -s * s * np.sqrt(s), lambda s: -2.5 * s * np.sqrt(s)),
+    "multiquadric": (lambda s: -np.sqrt(s + 1), lambda s: -0.5 / np.sqrt(s + 1)),
+    "inverse_multiquadric": (lambda s: 1 / np.sqrt(s + 1), lambda s: -0.5 / (s + 1) ** 1.5),
+    "inverse_quadratic": (lambda s: 1 / (s + 1), lambda s: -1 / (s + 1) ** 2),
+    "gaussian": (lambda s: np.exp(-s), lambda s: -np.exp(-s)),
+}
+
+_NEIGHBORS = (
+    "RBFInterpolator with neighbors (a system per neighborhood, switching with the points) is not "
+    "differentiated; neighbors=None is"
+)
+
+
+class _RBFMatrix:
+    """An ``RBFInterpolator``'s matrix at points ``x`` (rows; NumPy's arithmetic, so an engine's points
+    carry their derivatives): the kernel at their distances to the centers, then the monomials of the
+    points shifted and scaled as the fit's; ``along(k)`` is its derivative along coordinate ``k``."""
+
+    def __init__(self, obj, x):
+        self.obj, self.x = obj, x
+        eps = obj.epsilon
+        self.diff = eps * (x[:, None, :] - obj.y[None, :, :])  # (points, centers, dims)
+        self.s = np.sum(self.diff * self.diff, axis=2)
+        self.scaled = (x - obj._shift) / obj._scale
+        self.powers = np.asarray(obj.powers)
+
+    def value(self):
+        phi, _ = _RBF_KERNELS[self.obj.kernel]
+        monomials = np.prod(self.scaled[:, None, :] ** self.powers[None], axis=2)
+        return np.concatenate([phi(self.s), monomials], axis=1)
+
+    def along(self, k: int):
+        _, slope = _RBF_KERNELS[self.obj.kernel]
+        kernel = slope(self.s) * 2 * self.obj.epsilon * self.diff[:, :, k]
+        p = self.powers[:, k]
+        factors = self.scaled[:, None, :] ** self.powers[None]
+        lowered = self.scaled[:, None, k] ** np.maximum(p - 1, 0)[None] * (p / self.obj._scale[k])[None]
+        others = np.prod(np.concatenate([factors[:, :, :k], factors[:, :, k + 1 :]], axis=2), axis=2)
+        return np.concatenate([kernel, lowered * others], axis=1)
+
+
+def _real_pairs(z, complex_values: bool):
+    """Complex columns as SciPy keeps them, pairs of real columns (real, imaginary)."""
+    if not complex_values:
+        return z
+    return np.reshape(np.stack([np.real(z), np.imag(z)], axis=-1), (np.shape(z)[0], -1))
+
+
+def _complex_columns(r, complex_values: bool):
+    """The inverse of ``_real_pairs``."""
+    return r[:, 0::2] + 1j * r[:, 1::2] if complex_values else r
+
+
+class _RBFFit:
+    """The coefficients of an ``RBFInterpolator`` as a linear map of its values (columns, complex ones
+    taken as pairs of real columns): the solution of its system (``np.linalg.solve``, whose rules carry an
+    engine's values)."""
+
+    def __init__(self, obj, complex_values: bool):
+        centers = _RBFMatrix(obj, obj.y).value()
+        n, r = np.shape(obj.y)[0], len(obj.powers)
+        top = centers + np.concatenate([np.diag(obj.smoothing), np.zeros((n, r))], axis=1)
+        bottom = np.concatenate([centers[:, n:].T, np.zeros((r, r))], axis=1)
+        self.lhs, self.n, self.r, self.complex = np.concatenate([top, bottom]), n, r, complex_values
+
+    def forward(self, dd2):
+        dd2 = _real_pairs(dd2, self.complex)
+        return np.linalg.solve(self.lhs, np.concatenate([dd2, np.zeros((self.r, np.shape(dd2)[1]))]))
+
+    def adjoint(self, dc2):
+        return _complex_columns(np.linalg.solve(self.lhs.T, dc2)[: self.n], self.complex)
+
+    def delta(self, d2):
+        return self.forward(d2 - stood_for(d2))
+
+
+def _build_rbf(y, d, rest: tuple, kwargs: dict) -> _Construction:
+    s = _arguments(si.RBFInterpolator, y, d, rest, kwargs, (("neighbors", None),))
+    built = si.RBFInterpolator(y, stood_for(d), *rest, **kwargs)
+    if s["neighbors"] is not None:
+        fit = _neighbors_refused
+    else:
+        fit = lambda: _RBFFit(built, np.iscomplexobj(stood_for(d)))  # noqa: E731
+    return _Construction(si.RBFInterpolator, built, fit, d, 0)
+
+
+def _neighbors_refused():
+    raise _refusal(si.RBFInterpolator, None, _NEIGHBORS)
+
+
+def _rbf_tangent(c: _Construction, dd):
+    """The tangent of an ``RBFInterpolator``: of its values ``d`` (as it keeps them) and its coefficients."""
+    dd2 = _columns(dd, 0)
+    return Tangent[si.RBFInterpolator](d=_real_pairs(dd2, c.fit.complex), _coeffs=c.coefficients(dd))
+
+
+def _rbf_carried(c: _Construction, d):
+    delta = _rbf_tangent(c, d - stood_for(d))
+    return with_fields(c.built, {"d": c.built.d + delta.d, "_coeffs": c.built._coeffs + delta._coeffs})
+
+
+def _rbf_cotangent(c: _Construction, d_obj):
+    fields = {k: unthunk(v) for k, v in item_tangents(d_obj, c.built).items()}
+    total = _tangent_sum(
+        None if _is_zero(fields["d"]) else _complex_columns(fields["d"], c.fit.complex),
+        None if _is_zero(fields["_coeffs"]) else c.fit.adjoint(fields["_coeffs"]),
+    )
+    return _ZERO if total is None else _uncolumns(total, c.shape, 0)
+
+
+_constructor_rules(si.RBFInterpolator, _build_rbf, _rbf_tangent, _rbf_carried, _rbf_cotangent)
+
+
+def _rbf_output(obj, out2, n_points: int):
+    """A call's values from its real columns, laid out as SciPy returns them."""
+    return np.reshape(_complex_columns(out2, _complex_rbf(obj)), (n_points, *obj.d_shape))
+
+
+def _complex_rbf(obj) -> bool:
+    return np.dtype(obj.d_dtype).kind == "c"
+
+
+@rrule.register(si.RBFInterpolator, functor=True)
+def rrule_rbf_call(obj, x):
+    owner = _engine_value(obj, x)
+    if obj.neighbors is not None:
+        if owner is not None:
+            raise _refusal(si.RBFInterpolator, None, _NEIGHBORS)
+        refused = _refused(si.RBFInterpolator, user_location(), _NEIGHBORS)
+        return obj(x), lambda dy: (refused, refused)
+    points = _RBFMatrix(obj, x if _engine_value(x) is not None else np.asarray(x, dtype=_FLOAT))
+    if owner is None:
+        y = obj(x)
+    else:  # (SciPy converts an engine's values: the same product, on them)
+        y = _rbf_output(obj, points.value() @ obj._coeffs, len(stood_for(x)))
+    complex_values = _complex_rbf(obj)
+
+    def rbf_call_pullback(dy):
+        dy = unthunk(dy)
+        if _is_zero(dy):
+            return _ZERO, _ZERO
+        g = _real_pairs(np.reshape(dy, (np.shape(dy)[0], -1)), complex_values)
+        d_obj = Tangent[si.RBFInterpolator](_coeffs=Thunk(lambda: points.value().T @ g))
+
+        def points_cotangent():
+            spread = g @ obj._coeffs.T
+            return _points_cotangent(
+                x, np.stack([np.sum(points.along(k) * spread, axis=1) for k in range(np.shape(x)[1])], 1)
+            )
+
+        return d_obj, Thunk(points_cotangent)
+
+    return y, rbf_call_pullback
+
+
+@frule.register(si.RBFInterpolator, functor=True)
+def frule_rbf_call(tangents, obj, x):
+    y = obj(x)
+    d_obj, dx = unthunk(tangents[0]), unthunk(tangents[1])
+    fields = {} if _is_zero(d_obj) else {k: unthunk(v) for k, v in item_tangents(d_obj, obj).items()}
+    _no_knot_tangent(si.RBFInterpolator, fields.get("y", _ZERO))
+    dc = fields.get("_coeffs", _ZERO)
+    if _is_zero(dc) and _is_zero(dx):  # (its values ``d`` are read by its fit only)
+        return y, _ZERO
+    if obj.neighbors is not None:
+        raise _refusal(si.RBFInterpolator, None, _NEIGHBORS)
+    points = _RBFMatrix(obj, np.asarray(x, dtype=_FLOAT))
+    moved = None
+    if not _is_zero(dx):
+        moved = sum((points.along(k) * np.reshape(dx[:, k], (-1, 1))) @ obj._coeffs for k in range(np.shape(x)[1]))
+    out2 = _tangent_sum(None if _is_zero(dc) else points.value() @ dc, moved)
+    return y, _ZERO if out2 is None else _rbf_output(obj, out2, len(x))
+
+
 # ----- derivatives, antiderivatives and integrals -------------------------------------------------
 # Each is linear in the spline's coefficients. The maps are NumPy's arithmetic, so an engine's values (a
 # Hessian's) pass through them. A piecewise polynomial's antiderivatives and integrals depend on its
