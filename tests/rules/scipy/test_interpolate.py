@@ -306,6 +306,34 @@ def test_regular_grid_interpolator():
     _check(_at_points(si.RegularGridInterpolator((g1, g2), values, bounds_error=False)), xi[:4])
 
 
+def test_interpn():
+    """``interpn``, linear: a grid interpolator's rules composed, in the values and the points."""
+    grid = (np.array([0.0, 0.4, 1.0, 1.3]), np.array([2.0, 1.1, 0.5, 0.0]))  # (a descending axis)
+    xi = np.array([[0.1, 0.2], [0.5, 0.9], [0.77, 1.7], [1.2, 0.05], [1.5, -0.2]])
+    _check(_interpn_in(grid, bounds_error=False, fill_value=None), _values(4, 4), xi)
+    coordinates = (xi[:4, 0], xi[:4, 1])  # (points as a tuple of coordinates: differentiated in the values)
+    f, reverse, _ = _interpn_in(grid)
+
+    def in_values(_, v):
+        out, back = reverse(_, v, coordinates)
+        return out, lambda d: back(d)[:2]
+
+    test_rrule(lambda v: f(v, coordinates), _values(4, 4), rule=in_values)
+
+
+def _interpn_in(grid, **kwargs):
+    """``interpn(grid, values, xi, **kwargs)`` as a function of the values and the points (the grid held)."""
+
+    def reverse(_, values, xi):
+        out, back = cr.rrule(si.interpn, grid, values, xi, **kwargs)
+        return out, lambda d: (NO, *back(d)[2:4])
+
+    def forward(tangents, _, values, xi):
+        return cr.frule((NO, ZERO, *tangents[1:3]), si.interpn, grid, values, xi, **kwargs)
+
+    return lambda values, xi: si.interpn(grid, values, xi, **kwargs), reverse, forward
+
+
 CENTERS = R.uniform(0.0, 1.0, (9, 2))
 RBF_VALUES = np.sin(3 * CENTERS[:, 0]) + CENTERS[:, 1] ** 2
 RBF_POINTS = np.array([[0.1, 0.2], [0.5, 0.9], [0.77, 0.4], [0.3, 0.65]])
@@ -384,6 +412,11 @@ def akima_fit_and_points(p):
     return np.sum(s(p[: len(INSIDE)]) ** 3) + s.integrate(0.1, 2.9) ** 2
 
 
+def interpn_values_and_points(p):  # the first entries are the points, the rest the values
+    out = si.interpn(GRID, np.reshape(p[GRID_POINTS.size :], (4, 4)), np.reshape(p[: GRID_POINTS.size], (-1, 2)))
+    return np.sum(np.sin(out) ** 2)
+
+
 def rbf_values_and_points(p):  # the first entries are the points, the rest the values
     f = si.RBFInterpolator(CENTERS, p[RBF_POINTS.size :], kernel="gaussian", epsilon=2.0)
     return np.sum(f(np.reshape(p[: RBF_POINTS.size], (-1, 2))) ** 3)
@@ -432,6 +465,7 @@ PROGRAMS = [
     (spline_integrals, Y),
     (akima_fit_and_points, np.concatenate([INSIDE, AKIMA])),
     (rbf_values_and_points, np.concatenate([RBF_POINTS.ravel(), RBF_VALUES])),
+    (interpn_values_and_points, np.concatenate([GRID_POINTS.ravel(), np.cos(np.arange(16.0))])),
     (integral_bounds, np.array([0.3, 2.1])),
     (b_spline_integrals, np.concatenate([[2.6, 0.35], Y])),
 ]
@@ -451,7 +485,16 @@ def test_programs_source_forward_and_hessian(f, x):
     [
         p
         for p in PROGRAMS
-        if p[0] in (cubic_energy, pchip_energy, cubic_slopes, fit_and_points, interp1d_cubic, spline_integrals)
+        if p[0]
+        in (
+            cubic_energy,
+            pchip_energy,
+            cubic_slopes,
+            fit_and_points,
+            interp1d_cubic,
+            spline_integrals,
+            rbf_values_and_points,
+        )
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )
@@ -491,6 +534,7 @@ def test_float32_values():
             b_spline_integrals,
             akima_fit_and_points,
             rbf_values_and_points,
+            interpn_values_and_points,
         )
     ],
     ids=lambda v: getattr(v, "__name__", ""),
@@ -531,6 +575,10 @@ def rbf_smoothing(y):
 def rbf_neighbors(y):
     f = si.RBFInterpolator(CENTERS, y, neighbors=5)
     return np.sum(f(RBF_POINTS))
+
+
+def interpn_cubic(v):
+    return np.sum(si.interpn((X,), v, INSIDE[:, None], method="cubic"))
 
 
 def grid_in_points(g):
@@ -575,6 +623,7 @@ REFUSED = [
     (rbf_neighbors, RBF_VALUES, cr.NoDerivativeError, "neighbors"),
     (nearest, Y, cr.NoDerivativeError, "piecewise constant"),
     (grid_cubic, Y, cr.NoDerivativeError, "method='linear' only"),
+    (interpn_cubic, Y, cr.NoDerivativeError, "method='linear' only"),
     (periodic_b_spline, np.append(Y[:-1], Y[0]), cr.NoDerivativeError, "periodic fit"),
 ]
 

@@ -27,8 +27,10 @@ weighted harmonic mean of the secants elsewhere, one-sided estimates at the ends
 switches of the limits, where its rules linearize it (``_PchipFit``); so are ``Akima1DInterpolator``'s,
 weighted means of the secants around each knot (``_AkimaFit``). A ``RegularGridInterpolator``
 with ``method='linear'`` is multilinear: each output is a weighted sum of the values at the corners of
-its cell. ``interp1d`` of kind ``'linear'`` is the B-spline of degree 1 on its values; its spline
-kinds keep the B-spline ``make_interp_spline`` made.
+its cell (``interpn`` is one called once). ``interp1d`` of kind ``'linear'`` is the B-spline of degree
+1 on its values; its spline kinds keep the B-spline ``make_interp_spline`` made. An ``RBFInterpolator``'s
+coefficients solve a linear system in its values, and its calls are its kernel and monomials at the
+points times them.
 
 The knots (the ``x`` of a fit, a grid's points; a spline's own breakpoints are, in its calls) are not
 differentiated: their cotangent raises when an engine reads it, which it does for a value being
@@ -1336,6 +1338,71 @@ def frule_grid_call(tangents, obj, xi, *rest, **kwargs):
         moved = sum(s * steps[:, d, None] for d, s in enumerate(cells.slopes(obj._values)))
     dy2 = _tangent_sum(None if _is_zero(dv) else cells.combined(dv), moved)
     return y, np.reshape(dy2, cells.layout(obj._values))
+
+
+# ----- interpn: a RegularGridInterpolator called once -------------------------------------------------
+
+_INTERPN_POINTS = "interpn is differentiated in xi given as one array (..., ndim), not as a tuple of arrays"
+
+
+def _interpn_settings(rest: tuple, kwargs: dict) -> dict:
+    settings = dict(zip(("method", "bounds_error", "fill_value"), rest))
+    settings.update(kwargs)
+    return settings
+
+
+def _interpn_points(xi):
+    """``xi`` as one array of points (..., ndim): a tuple of coordinate arrays broadcast and stacked."""
+    return np.stack(np.broadcast_arrays(*map(np.asarray, xi)), axis=-1) if isinstance(xi, tuple) else xi
+
+
+@rrule.register(si.interpn)
+def rrule_interpn(points, values, xi, *rest, **kwargs):
+    """``interpn(points, values, xi)``: ``RegularGridInterpolator(points, values, ...)(xi)``, by their rules."""
+    settings = _interpn_settings(rest, kwargs)
+    if _engine_value(rest, kwargs) is not None:
+        raise _refusal(si.interpn, None, _SETTINGS)
+    if isinstance(xi, tuple) and _engine_value(xi) is not None:
+        raise _refusal(si.interpn, None, _INTERPN_POINTS)
+    location = user_location()
+    no_rest = tuple(_refused(si.interpn, location, _SETTINGS) for _ in rest)
+    if settings.get("method", "linear") != "linear":
+        if _engine_value(points, values, xi) is not None:
+            raise _refusal(si.interpn, None, _GRID_METHODS)
+        refused = _refused(si.interpn, location, _GRID_METHODS)
+        y = si.interpn(points, values, xi, *rest, **kwargs)
+        return y, lambda dy: (_NO, _refused(si.interpn, location, _KNOTS), refused, refused, *no_rest)
+    obj, obj_pullback = rrule_grid_interpolator(points, values, **settings)
+    y, call_pullback = rrule_grid_call(obj, _interpn_points(xi))
+
+    def interpn_pullback(dy):
+        d_obj, d_xi = call_pullback(dy)
+        _, d_points, d_values = obj_pullback(d_obj)
+        if isinstance(xi, tuple):
+            d_xi = _refused(si.interpn, location, _INTERPN_POINTS)
+        return _NO, d_points, d_values, d_xi, *no_rest
+
+    return y, interpn_pullback
+
+
+rrule_interpn.on_engine_values = True
+
+
+@frule.register(si.interpn)
+def frule_interpn(tangents, points, values, xi, *rest, **kwargs):
+    for d in tangents[4:]:
+        _no_knot_tangent(si.interpn, d, _SETTINGS)
+    if isinstance(xi, tuple):
+        _no_knot_tangent(si.interpn, tangents[3], _INTERPN_POINTS)
+    settings = _interpn_settings(rest, kwargs)
+    if settings.get("method", "linear") != "linear":
+        for d in tangents[2:4]:
+            _no_knot_tangent(si.interpn, d, _GRID_METHODS)
+        _no_knot_tangent(si.interpn, tangents[1])
+        return si.interpn(points, values, xi, *rest, **kwargs), _ZERO
+    obj, d_obj = frule_grid_interpolator((_NO, *tangents[1:3]), points, values, **settings)
+    d_xi = _ZERO if isinstance(xi, tuple) else tangents[3]
+    return frule_grid_call((d_obj, d_xi), obj, _interpn_points(xi))
 
 
 # ----- RBFInterpolator --------------------------------------------------------------------------------
