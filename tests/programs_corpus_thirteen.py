@@ -530,27 +530,17 @@ def spline_query_points_differentiated(t):
     return np.sum(s(t) ** 2) + np.sum(s.derivative()(t))
 
 
-# PPoly.integrate has no rule; its bounds are converted with float() (once read as a call of the spline itself)
-@program(
-    1.3,
-    refuses={
-        "source": "no differentiation rule for scipy.interpolate._interpolate.PPoly.integrate",
-        "tape": ARRAY_OF_TRACKED,
-        "forward": ARRAY_OF_TRACKED,
-    },
-)
+# PPoly.integrate's derivative in a bound is the spline there
+@program(1.3, hessian=True, refuses=RULE_ON_TAPE)
 def spline_integral_up_to_a_differentiated_bound(b):
     x = np.linspace(0.0, 2.0, 7)
     s = scipy.interpolate.CubicSpline(x, np.sin(x))
     return s.integrate(0.0, b) + np.sin(b)
 
 
-# interpn has no rule, and builds and calls a RegularGridInterpolator, whose rule the tape and forward mode cannot use
-@program(
-    RNG.normal(size=(3, 4)),
-    refuses={"source": "no differentiation rule for scipy.interpolate._rgi.interpn", **WRAPPER},
-)
-def gridded_lookup_by_interpn_without_a_rule(values):
+# interpn builds and calls a RegularGridInterpolator: its rule composes that one's
+@program(RNG.normal(size=(3, 4)), hessian=True, refuses=RULE_ON_TAPE)
+def gridded_lookup_by_interpn(values):
     grid = (np.array([0.0, 0.5, 1.0]), np.array([0.0, 1.0, 2.0, 3.0]))
     return np.sum(scipy.interpolate.interpn(grid, values, np.array([[0.2, 1.5], [0.8, 2.5]])) ** 2)
 

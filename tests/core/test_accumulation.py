@@ -236,3 +236,23 @@ def test_an_inplaceable_thunk_holding_an_engines_values_is_added_by_its_value(se
     H = np.asarray(second_order(_plain_contributions_first)).reshape(4, 4)
     expected = fd_jacobian(lambda W: cr.gradient(_plain_contributions_first, W)[0], _W)
     np.testing.assert_allclose(H, expected, rtol=1e-6, atol=1e-8)
+
+
+def test_a_refused_cotangent_stays_unread_in_sums():
+    """A rule's refusal of an argument's cotangent raises only where it is read: summed with other
+    cotangents (a constant argument used twice, a structure's field), it stays the refusal, unread."""
+    from chainrules.core.tangents import RefusedThunk
+
+    def refused():
+        raise cr.NoDerivativeError("f: not differentiated in its knots")
+
+    for total in (
+        cr.add(RefusedThunk(refused), np.ones(2)),
+        cr.add(np.ones(2), RefusedThunk(refused)),
+        cr.iadd(np.ones(2), RefusedThunk(refused)),
+        cr.accumulate(np.ones(2), True, RefusedThunk(refused))[0],
+        cr.add(cr.Tangent[tuple](RefusedThunk(refused), 1.0), cr.Tangent[tuple](RefusedThunk(refused), 2.0))[0],
+    ):
+        assert isinstance(total, RefusedThunk)
+        with pytest.raises(cr.NoDerivativeError, match="knots"):
+            cr.unthunk(total)

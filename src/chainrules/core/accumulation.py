@@ -18,7 +18,7 @@ from numbers import Number
 import numpy as np
 
 from .active import ENGINE_INSTALLED
-from .tangents import AbstractZero, InplaceableThunk, Tangent, Thunk, ZeroTangent, unthunk
+from .tangents import AbstractZero, InplaceableThunk, RefusedThunk, Tangent, Thunk, ZeroTangent, unthunk
 
 _FAST_SCALARS = (float, int, complex)
 _ZERO = ZeroTangent()
@@ -43,6 +43,10 @@ def add(a, b):
         return b
     if isinstance(b, AbstractZero):
         return a
+    if isinstance(a, RefusedThunk):  # (the sum cannot be given either: read, it raises the refusal)
+        return a
+    if isinstance(b, RefusedThunk):
+        return b
     # An inplaceable thunk adds itself into a copy of the other side instead of building its value,
     # unless an engine is installed (its value may then hold the engine's values: see ENGINE_INSTALLED).
     if isinstance(b, InplaceableThunk):
@@ -149,6 +153,8 @@ def iadd(acc, b):
     if isinstance(b, AbstractZero):
         return acc
     if isinstance(acc, AbstractZero):
+        return b
+    if isinstance(b, RefusedThunk):
         return b
     if not is_inplaceable_destination(acc):
         return add(acc, b)

@@ -256,6 +256,21 @@ class Thunk(AbstractThunk):
         return f"Thunk({getattr(self._compute, '__qualname__', 'f')})"
 
 
+class RefusedThunk(Thunk):
+    """A cotangent a rule cannot give (of an argument it does not differentiate): reading it raises the
+    rule's refusal. A sum with it is the refusal again, still unread, so that an argument held constant,
+    whose cotangent an engine never reads, passes however many cotangents it gathers.
+
+    >>> from chainrules.core.accumulation import add
+    >>> def refused():
+    ...     raise ValueError("f: not differentiated in its knots")
+    >>> type(add(add(RefusedThunk(refused), 1.0), RefusedThunk(refused))).__name__
+    'RefusedThunk'
+    """
+
+    __slots__ = ()
+
+
 class InplaceableThunk(AbstractThunk):
     """A thunk that can add itself into an accumulator without building its value.
 

@@ -306,6 +306,38 @@ def test_regular_grid_interpolator():
     _check(_at_points(si.RegularGridInterpolator((g1, g2), values, bounds_error=False)), xi[:4])
 
 
+@pytest.mark.parametrize(
+    "settings", [{}, {"k": 5, "s": 0}, {"w": np.linspace(1.0, 2.0, 7), "s": 0}, {"task": -1, "t": [1.0, 2.0]}], ids=str
+)
+def test_splrep(settings):
+    """Interpolating (s=0) or on given knots (task=-1): the weighted least-squares fit on knots the values do
+    not choose, linear in them."""
+    _check(_in_values(si.splrep, X, **settings), Y)
+
+
+@pytest.mark.parametrize("der, ext, points", [(0, 0, T), (1, 1, np.array([-0.3, 0.5, 1.9, 3.4])), (2, 2, INSIDE)])
+def test_splev(der, ext, points):
+    """In the points and in the tck's coefficients (ext=1: zero beyond the base interval)."""
+    t, c, k = si.splrep(X, Y)
+
+    def in_points(_, x):
+        out, back = cr.rrule(si.splev, x, (t, c, k), der, ext)
+        return out, lambda d: (NO, back(d)[1])
+
+    def in_coefficients(_, coefficients):
+        out, back = cr.rrule(si.splev, points, (t, coefficients, k), der, ext)
+        return out, lambda d: (NO, ZERO if isinstance(cr.unthunk(d), cr.ZeroTangent) else cr.unthunk(back(d)[2][1]))
+
+    test_rrule(lambda x: si.splev(x, (t, c, k), der, ext), points, rule=in_points)
+    test_rrule(lambda coefficients: si.splev(points, (t, coefficients, k), der, ext), c, rule=in_coefficients)
+
+    def forward(tangents, _, x, coefficients):
+        d_tck = cr.Tangent[tuple](ZERO, tangents[2], NO)
+        return cr.frule((NO, tangents[1], d_tck, NO, NO), si.splev, x, (t, coefficients, k), der, ext)
+
+    test_frule(lambda x, coefficients: si.splev(x, (t, coefficients, k), der, ext), points, c, rule=forward)
+
+
 def test_interpn():
     """``interpn``, linear: a grid interpolator's rules composed, in the values and the points."""
     grid = (np.array([0.0, 0.4, 1.0, 1.3]), np.array([2.0, 1.1, 0.5, 0.0]))  # (a descending axis)
@@ -422,6 +454,11 @@ def rbf_values_and_points(p):  # the first entries are the points, the rest the 
     return np.sum(f(np.reshape(p[: RBF_POINTS.size], (-1, 2))) ** 3)
 
 
+def splrep_splev(p):  # the first entries are points, the rest the values
+    tck = si.splrep(X, p[len(T) :])
+    return np.sum(si.splev(p[: len(T)], tck) ** 3) + np.sum(si.splev(INSIDE, tck, 1) ** 2)
+
+
 def spline_integrals(y):
     s = si.CubicSpline(X, y)
     return s.integrate(0.2, 2.7) ** 2 + np.sum(s.antiderivative(2)(T) ** 2)
@@ -465,6 +502,7 @@ PROGRAMS = [
     (spline_integrals, Y),
     (akima_fit_and_points, np.concatenate([INSIDE, AKIMA])),
     (rbf_values_and_points, np.concatenate([RBF_POINTS.ravel(), RBF_VALUES])),
+    (splrep_splev, np.concatenate([T, Y])),
     (interpn_values_and_points, np.concatenate([GRID_POINTS.ravel(), np.cos(np.arange(16.0))])),
     (integral_bounds, np.array([0.3, 2.1])),
     (b_spline_integrals, np.concatenate([[2.6, 0.35], Y])),
@@ -535,6 +573,7 @@ def test_float32_values():
             akima_fit_and_points,
             rbf_values_and_points,
             interpn_values_and_points,
+            splrep_splev,
         )
     ],
     ids=lambda v: getattr(v, "__name__", ""),
@@ -581,6 +620,14 @@ def interpn_cubic(v):
     return np.sum(si.interpn((X,), v, INSIDE[:, None], method="cubic"))
 
 
+def splrep_smoothed(y):
+    return np.sum(si.splev(INSIDE, si.splrep(X, y, s=0.1)))
+
+
+def splev_in_knots(t):
+    return np.sum(si.splev(INSIDE, (t, si.splrep(X, Y)[1], 3)))
+
+
 def grid_in_points(g):
     f = si.RegularGridInterpolator((g,), Y)
     return np.sum(f(INSIDE[:, None]))
@@ -624,6 +671,8 @@ REFUSED = [
     (nearest, Y, cr.NoDerivativeError, "piecewise constant"),
     (grid_cubic, Y, cr.NoDerivativeError, "method='linear' only"),
     (interpn_cubic, Y, cr.NoDerivativeError, "method='linear' only"),
+    (splrep_smoothed, Y, cr.NoDerivativeError, "chooses its knots"),
+    (splev_in_knots, si.splrep(X, Y)[0], cr.NoDerivativeError, "not in its knots"),
     (periodic_b_spline, np.append(Y[:-1], Y[0]), cr.NoDerivativeError, "periodic fit"),
 ]
 

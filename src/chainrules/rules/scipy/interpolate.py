@@ -30,12 +30,14 @@ with ``method='linear'`` is multilinear: each output is a weighted sum of the va
 its cell (``interpn`` is one called once). ``interp1d`` of kind ``'linear'`` is the B-spline of degree
 1 on its values; its spline kinds keep the B-spline ``make_interp_spline`` made. An ``RBFInterpolator``'s
 coefficients solve a linear system in its values, and its calls are its kernel and monomials at the
-points times them.
+points times them. ``splrep`` with knots the values do not choose (``s=0``, or ``task=-1``) is a weighted
+least-squares fit on them, linear in the values, and ``splev`` a B-spline's call.
 
 The knots (the ``x`` of a fit, a grid's points; a spline's own breakpoints are, in its calls) are not
 differentiated: their cotangent raises when an engine reads it, which it does for a value being
-differentiated, never for a constant. So does the values' cotangent of ``interp1d``'s piecewise
-constant kinds, of a grid's other methods, and of a periodic B-spline fit.
+differentiated, never for a constant (a ``RefusedThunk``, which sums keep unread). So does the values'
+cotangent of ``interp1d``'s piecewise constant kinds, of a grid's other methods, and of a periodic
+B-spline fit.
 
 An engine's values (forward mode run through the source engine, a Hessian's dual numbers) reach
 the constructors' reverse rules: the object holds coefficients carrying them (``c + K⁻¹ E (y -
@@ -79,6 +81,7 @@ from ...core.active import nesting_depth, stood_for
 from ...core.errors import option_refused
 from ...core.ruled_calls import engine_values_in
 from ...core.structures import item_tangents, with_fields
+from ...core.tangents import RefusedThunk
 from ..numpy._arrays import scatter_add
 from .sparse import _solve, _times
 
@@ -123,7 +126,7 @@ def _refused(f, location: str | None, reason: str) -> Thunk:
     def refused():
         raise _refusal(f, location, reason)
 
-    return Thunk(refused)
+    return RefusedThunk(refused)
 
 
 _KNOTS = (
@@ -1338,6 +1341,138 @@ def frule_grid_call(tangents, obj, xi, *rest, **kwargs):
         moved = sum(s * steps[:, d, None] for d, s in enumerate(cells.slopes(obj._values)))
     dy2 = _tangent_sum(None if _is_zero(dv) else cells.combined(dv), moved)
     return y, np.reshape(dy2, cells.layout(obj._values))
+
+
+# ----- splrep: FITPACK's B-spline of its values ----------------------------------------------------------
+# For knots the values do not choose (interpolating, s=0; or the knots given, task=-1) its coefficients are
+# the weighted least-squares fit on them: ``B^T W^2 B c = B^T W^2 y``, linear in the values (the residual
+# is zero where it interpolates). Its tck tuple holds them padded with ``k + 1`` zeros, as FITPACK gives them.
+
+_SMOOTHED = (
+    "splrep with s > 0 (or with weights and s unset) chooses its knots from the values: not differentiated "
+    "in them; s=0 (interpolating) or task=-1 with the knots given is"
+)
+
+
+def _build_splrep(x, y, rest: tuple, kwargs: dict) -> _Construction:
+    names = (("w", None), ("xb", None), ("xe", None), ("k", 3), ("task", 0), ("s", None), ("t", None))
+    names += (("full_output", 0), ("per", 0), ("quiet", 1))
+    s = _arguments(si.splrep, x, y, rest, kwargs, names)
+    if s["full_output"] or s["per"]:
+        raise option_refused(si.splrep, (x, y), "full_output and per=1 have no rule; call it without them")
+    built = si.splrep(x, stood_for(y), *rest, **kwargs)
+    if s["task"] != -1 and (s["w"] is not None if s["s"] is None else s["s"] != 0):  # (SciPy's default s)
+        return _Construction(si.splrep, built, _smoothed_refused, y, 0)
+    points = np.asarray(x, dtype=_FLOAT)
+    weights = np.ones(len(points)) if s["w"] is None else np.asarray(s["w"], dtype=_FLOAT)
+
+    def fit():
+        t, _, k = built
+        B = _design(t, k, points, 0)
+        weighted = sp.csr_array(B.T @ sp.diags_array(weights**2))  # (B^T W^2)
+        return _Fit(weighted @ B, weighted)
+
+    return _Construction(si.splrep, built, fit, y, 0)
+
+
+def _smoothed_refused():
+    raise _refusal(si.splrep, None, _SMOOTHED)
+
+
+def _padded_coefficients(c: _Construction, dc2):
+    """The tck's coefficients for the fit's (a column): padded with zeros to the knots' length."""
+    dc = dc2[:, 0]
+    return np.concatenate([dc, np.zeros(len(c.built[1]) - len(dc))])
+
+
+def _splrep_tangent(c: _Construction, dy):
+    return Tangent[tuple](_ZERO, _padded_coefficients(c, c.coefficients(dy)), _NO)
+
+
+def _splrep_carried(c: _Construction, y):
+    t, coefficients, k = c.built
+    return t, coefficients + _padded_coefficients(c, c.carried(y)), k
+
+
+def _splrep_cotangent(c: _Construction, d_tck):
+    dc = unthunk(item_tangents(d_tck, c.built)[1])
+    n = len(c.built[0]) - c.built[2] - 1
+    return dc if _is_zero(dc) else c.values(np.reshape(dc[:n], (n, 1)))
+
+
+_constructor_rules(si.splrep, _build_splrep, _splrep_tangent, _splrep_carried, _splrep_cotangent)
+
+
+_SPLEV = "splev is differentiated for a tck tuple of one coefficient array and ext 0, 1 or 2"
+
+
+class _SplevPoints:
+    """``splev(x, (t, c, k), der, ext)``: the B-spline ``(t, c, k)``'s plan at the points (ext=0
+    extrapolates, ext=1 gives zero beyond the base interval, ext=2 raises there)."""
+
+    def __init__(self, x, tck, der: int, ext: int):
+        if ext not in (0, 1, 2) or isinstance(tck, si.BSpline) or np.ndim(stood_for(tck[1])) != 1:
+            raise option_refused(si.splev, (x, tck), _SPLEV)
+        t, c, k = tck
+        if _engine_value(t) is not None:
+            raise _refusal(si.splev, None, _KNOTS)
+        spline = with_fields(si.BSpline.construct_fast(t, stood_for(c), k), {"_c": c})
+        self.spline, self.x, self.der, self.extrapolate = spline, x, der, ext == 0
+        self.plan = _BSplinePlan(spline, x, self.extrapolate)
+        self.layout = (np.shape(stood_for(x)), (), 0)
+
+    def slope(self):
+        return _derivative_at(self.spline, self.x, self.der, self.extrapolate, self.layout, self.plan.outside)
+
+
+def _splev_settings(rest: tuple, kwargs: dict) -> tuple[int, int]:
+    settings = dict(zip(("der", "ext"), rest))
+    settings.update(kwargs)
+    return int(settings.get("der", 0)), int(settings.get("ext", 0))
+
+
+@rrule.register(si.splev)
+def rrule_splev(x, tck, *rest, **kwargs):
+    der, ext = _splev_settings(rest, kwargs)
+    call = _SplevPoints(x, tck, der, ext)
+    if _engine_value(x, tck) is None:
+        y = si.splev(x, tck, *rest, **kwargs)
+    else:  # (the B-spline holding the engine's coefficients, called by the engine)
+        si.splev(stood_for(x), tuple(stood_for(v) for v in tck), *rest, **kwargs)  # (SciPy's checks)
+        y = _evaluated(call.spline, x, {"nu": der, "extrapolate": call.extrapolate})
+    knots = _refused(si.splev, user_location(), _KNOTS)
+    no_rest = (_NO,) * len(rest)
+
+    def splev_pullback(dy):
+        dy = unthunk(dy)
+        if _is_zero(dy):
+            return _NO, _ZERO, _ZERO, *no_rest
+        dy2 = _arranged_columns(dy, *call.layout)
+        dc = Thunk(lambda: call.plan.linear(der).adjoint(dy2))
+        dx = Thunk(lambda: _points_cotangent(x, _summed(call.slope(), dy2)))
+        return _NO, dx, Tangent[tuple](knots, dc, _NO), *no_rest
+
+    return y, splev_pullback
+
+
+rrule_splev.on_engine_values = True
+
+
+@frule.register(si.splev)
+def frule_splev(tangents, x, tck, *rest, **kwargs):
+    der, ext = _splev_settings(rest, kwargs)
+    y = si.splev(x, tck, *rest, **kwargs)
+    dx, d_tck = unthunk(tangents[1]), unthunk(tangents[2])
+    dt, dc, _ = [_ZERO] * 3 if _is_zero(d_tck) else [unthunk(d) for d in item_tangents(d_tck, tck)]
+    _no_knot_tangent(si.splev, dt)
+    if _is_zero(dx) and _is_zero(dc):
+        return y, _ZERO
+    call = _SplevPoints(x, tck, der, ext)
+    dy2 = _tangent_sum(
+        None if _is_zero(dc) else call.plan.linear(der).apply(dc),
+        None if _is_zero(dx) else _points_term(call.slope(), dx),
+    )
+    return y, _arranged(dy2, *call.layout)
 
 
 # ----- interpn: a RegularGridInterpolator called once -------------------------------------------------
