@@ -123,6 +123,16 @@ def test_akima_fit(method, n):
     _check(_in_values(si.Akima1DInterpolator, X[:n], axis=1, method=method), np.stack([AKIMA[:n], np.cos(3 * X[:n])]))
 
 
+def test_akima_slope_where_its_weights_vanish():
+    """Secants equal on either side of a knot leave both weights zero: SciPy takes the mean of the outer two
+    secants there, whose derivative the rules give (finite differences would cross into the weighted mean)."""
+    y = np.concatenate([X[:3], X[2] - 2.0 * (X[3:5] - X[2]), [0.3, 1.0]])  # (slope 1, then -2, around X[2])
+    dy = np.cos(5 * X)
+    _, d_obj = cr.frule((NO, ZERO, dy), si.Akima1DInterpolator, X, y)
+    secants = np.diff(dy) / np.diff(X)
+    assert cr.unthunk(d_obj._c)[2, 2] == pytest.approx(0.5 * (secants[0] + secants[3]), rel=1e-12)
+
+
 @pytest.mark.parametrize("nu", [0, 1, 2, 3])
 def test_piecewise_polynomial_call(nu):
     """In the points, the coefficients and the breakpoints (the object's fields) at once."""

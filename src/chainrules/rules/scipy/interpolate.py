@@ -607,8 +607,8 @@ class _AkimaFit(_HermiteFit):
     """``Akima1DInterpolator``'s coefficients: the slope at knot ``i`` is ``m1 + w (m2 - m1)`` of the four
     secants ``m0..m3`` around it (two more at each end, extrapolated linearly), ``w = f2 / (f1 + f2)`` with
     weights ``f1 = |m3 - m2|``, ``f2 = |m1 - m0|`` (``'makima'`` adds half of ``|m3 + m2|`` and ``|m1 + m0|``;
-    Akima, J. ACM 17 (1970) 589, eq. (1)), and ``(m0 + m3) / 2`` where SciPy finds the weights' sum below
-    ``1e-9`` of its largest (their formula's switch, taken as SciPy takes it).
+    Akima, J. ACM 17 (1970) 589; makima as MATLAB's), and ``(m0 + m3) / 2`` where SciPy finds the weights'
+    sum below ``1e-9`` of its largest (their formula's switch, taken as SciPy takes it).
 
     >>> fit = _AkimaFit(np.arange(5.0), np.array([[0.0], [1.0], [2.0], [4.0], [6.0]]), "akima")
     >>> fit.slopes.ravel().tolist()  # as Akima1DInterpolator(range(5), [0, 1, 2, 4, 6])(range(5), 1)
@@ -1828,8 +1828,8 @@ class _PPolyOrder:
 class _BSplineAntiderivative:
     """The coefficients of ``s.antiderivative(-nu)`` as a linear map of ``s``'s: each step's are the
     cumulated sums of ``c[j] (t[j + k + 1] - t[j]) / (k + 1)``, zero first, on the knots with one more at each
-    end (de Boor, "A Practical Guide to Splines", ch. X, eq. (31); SciPy's ``splantider``). The knots are not
-    differentiated."""
+    end (the integral of a B-spline: de Boor, "A Practical Guide to Splines", ch. X; SciPy's ``splantider``).
+    The knots are not differentiated."""
 
     knots, knots_differentiated = "_t", False
 
