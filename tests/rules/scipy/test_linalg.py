@@ -254,6 +254,17 @@ def positive_definite(n, dtype=np.float64, rng=None):
     ids=str,
 )
 def test_generalized_eigh(dtype, options):
+    check_generalized_eigh(dtype, options)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])  # (float32's finite differences are too coarse)
+@pytest.mark.parametrize("options", [{"type": 2, "subset_by_index": (1, 2)}, {"type": 3, "lower": False}], ids=str)
+def test_generalized_eigh_of_types_2_and_3(dtype, options):
+    # type=2: a b V = V diag(w), V^H b V = I; type=3: b a V = V diag(w), V^H b^{-1} V = I
+    check_generalized_eigh(dtype, options)
+
+
+def check_generalized_eigh(dtype, options):
     # a V = b V diag(w), V^H b V = I, both read from one triangle (junk in the other)
     rng = rng_for("sp-eigh-generalized", dtype, str(options))
     junk = rng.standard_normal((2, 4, 4)).astype(dtype)
@@ -304,14 +315,9 @@ def test_generalized_eigh_with_b_by_keyword():
     np.testing.assert_allclose(grads[1], fd_vjp(lambda x: f(a, x), 1.0, b), rtol=1e-6, atol=1e-8)
 
 
-def test_generalized_eigh_of_another_type_is_refused():
+def test_generalized_eigh_of_an_invalid_type_or_driver_raises_scipys_error():
     b = np.diag([1.0, 2.0])
-    for kind, problem in ((2, r"a b v = w v"), (3, r"b a v = w v")):
-        with pytest.raises(cr.NoRuleError, match=rf"eigh\(.*\) at .*test_linalg\.py:\d+ \(type={kind} \({problem}\)"):
-            cr.gradient(lambda a: np.sum(sl.eigh(a, b, type=kind, eigvals_only=True)), np.eye(2))
-        with pytest.raises(cr.NoRuleError, match=rf"type={kind}"):
-            cr.frule((cr.NoTangent(), np.eye(2), cr.ZeroTangent()), sl.eigh, np.eye(2), b, type=kind)
-    with pytest.raises(ValueError, match="type"):  # SciPy's own error for an invalid one
+    with pytest.raises(ValueError, match="type"):
         cr.rrule(sl.eigh, np.eye(2), b, type=4)
     with pytest.raises(ValueError, match="does not accept input b"):  # and for a standard problem's driver
         cr.rrule(sl.eigh, np.eye(2), b, driver="evd")
@@ -389,6 +395,30 @@ def test_generalized_eigh_in_a_program_forward_and_to_second_order():
     H = cr.hessian(lambda M: p.f(K, M), M)  # the duals reach b
     reference = fd_jacobian(lambda M: cr.gradient(lambda M: p.f(K, M), M)[0], M).reshape(H.shape)
     np.testing.assert_allclose(H, reference, rtol=1e-5, atol=1e-7)
+
+
+def modes_of_each_type(x, kind):  # K and M from one vector: a v = w b v, a b v = w v or b a v = w v
+    K, M = x[:9].reshape(3, 3), x[9:].reshape(3, 3)
+    w, V = sl.eigh(K, M, type=kind)
+    return np.concatenate([np.sqrt(w), (V.T @ M @ np.ones(3)) ** 2])
+
+
+@pytest.mark.parametrize("kind", [2, 3])
+def test_generalized_eigh_of_types_2_and_3_through_the_engines(kind):
+    x = np.concatenate([spd(3, 3).ravel(), spd(3, 4, shift=1.0).ravel()])
+
+    def f(x):
+        return np.sum(modes_of_each_type(x, kind) * np.arange(1.0, 7.0))
+
+    (grad,) = cr.gradient(f, x, engine="source")
+    np.testing.assert_allclose(grad, fd_jacobian(f, x)[0], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), grad, rtol=1e-9, atol=1e-11)
+    J = cr.jacobian(lambda x: modes_of_each_type(x, kind), x, mode="reverse")
+    np.testing.assert_allclose(J, fd_jacobian(lambda x: modes_of_each_type(x, kind), x), rtol=1e-6, atol=1e-8)
+    H = cr.hessian(f, x)
+    np.testing.assert_allclose(H, fd_jacobian(lambda x: cr.gradient(f, x)[0], x), rtol=1e-5, atol=1e-7)
+    with pytest.raises(IgnoredRuleError, match=r"eigh has a rule that the tape engine cannot use"):
+        cr.gradient(f, x, engine="tape")
 
 
 def modes_of_a_packed_pair(x):  # K and M from one vector, so a block of cotangents reaches both
@@ -739,6 +769,7 @@ BATCHED = [
     (sl.eigvalsh, lambda r: (hermitian(3, rng=r),), {}),
     (sl.eigh, lambda r: (hermitian(3, rng=r), positive_definite(3, rng=r)), {}),
     (sl.eigh, lambda r: (hermitian(3, rng=r), positive_definite(3, rng=r)), {"eigvals_only": True}),
+    (sl.eigh, lambda r: (hermitian(3, rng=r), positive_definite(3, rng=r)), {"type": 3}),
     (sl.svdvals, lambda r: (wellcond(3, 4, rng=r),), {}),
     (sl.norm, lambda r: (r.standard_normal((3, 4)),), {"ord": 2}),
     (sl.expm, lambda r: (r.standard_normal((3, 3)),), {}),

@@ -42,6 +42,7 @@ from ...core.errors import option_refused
 from ...core.keywords import declare_parameters
 from ...core.twins import astype_in_order
 from ..operators import frule_getitem, rrule_getitem
+from ..scipy._lapack import parts
 from ._arrays import (
     NO,
     ZERO,
@@ -1464,6 +1465,90 @@ def rrule_extract(condition, arr):
 @frule.register(np.extract, batched=True)
 def frule_extract(tangents, condition, arr):
     return frule((NO, tangents[2], NO), np.take, arr, np.flatnonzero(condition))
+
+
+# ----- unique values: a gather at each value's first occurrence ---------------------------------
+#
+# np.unique's values are the array's entries (its rows along ``axis``) gathered where each value
+# first occurs, return_index's indices: their derivative is that of np.take at those indices (the
+# cotangent of a value goes to its first occurrence, the later equal entries get none; its tangent
+# is the tangent there), a choice among the subgradients of a function that is not differentiable
+# where entries tie. The indices, the inverse and the counts are integers with no derivative.
+
+_UNIQUE_OPTIONS = (
+    ("return_index", False),
+    ("return_inverse", False),
+    ("return_counts", False),
+    ("axis", None),
+)
+
+
+def _first_occurrences(ar, values, axis, equal_nan: bool):
+    """The indices (flat ones without an axis) where each of ``values``, np.unique's values of
+    ``ar``, first occurs: return_index's, found again for an unsorted result (``sorted=False``,
+    NumPy's hash table), whose values are the sorted ones permuted."""
+    ar, values = np.asarray(stood_for(ar)), np.asarray(stood_for(values))
+    ordered, first = np.unique(ar, return_index=True, axis=axis, equal_nan=equal_nan)
+    if axis is not None or np.array_equal(ordered, values, equal_nan=True):
+        return first
+    position = np.searchsorted(ordered, values)
+    nan = np.isnan(values) if values.dtype.kind in "fc" else np.zeros(values.shape, bool)
+    position[nan] = np.flatnonzero(np.isnan(ordered))[: np.count_nonzero(nan)]  # unequal NaNs, each once
+    return first[position]
+
+
+def _unique_call(f, ar, args, kwargs):
+    """``(y, values, index, axis)`` of ``f(ar, *args, **kwargs)`` (np.unique or one of NumPy 2's
+    unique_* functions): its result, the values in it, and the gather giving them."""
+    if f is np.unique:
+        options = dict(_UNIQUE_OPTIONS)
+        options.update(zip((k for k, _ in _UNIQUE_OPTIONS), args))
+        options.update({k: v for k, v in kwargs.items() if k in options})
+        equal_nan, axis = kwargs.get("equal_nan", True), options["axis"]
+    else:  # the Array API functions: flat, every NaN a value of its own
+        equal_nan, axis, options = False, None, {"return_index": f is np.unique_all}
+    y = f(ar, *args, **kwargs)
+    tupled = isinstance(y, tuple)
+    values = y[0] if tupled else y
+    if options["return_index"]:
+        index = y[1]
+    else:
+        index = _first_occurrences(ar, values, axis, equal_nan)
+    axis = None if axis is None else normalize_axis(axis, np.ndim(stood_for(ar)))
+    return y, tupled, index, axis
+
+
+def _unique_rules(f):
+    """The rules of ``f``, np.unique or a unique_* function: np.take's at the first occurrences."""
+
+    def rrule_unique(ar, *args, **kwargs):
+        y, tupled, index, axis = _unique_call(f, ar, args, kwargs)
+        _, take_pullback = rrule(np.take, ar, index, axis=axis)
+
+        def unique_pullback(dy):
+            dvalues = parts(dy, getattr(y, "_fields", len(y)))[0] if tupled else dy
+            return (NO, take_pullback(dvalues)[1], *(NO for _ in args))
+
+        return y, unique_pullback
+
+    def frule_unique(tangents, ar, *args, **kwargs):
+        y, tupled, index, axis = _unique_call(f, ar, args, kwargs)
+        _, dvalues = frule((NO, tangents[1], NO), np.take, ar, index, axis=axis)
+        if not tupled or isinstance(dvalues, AbstractZero):
+            return y, dvalues
+        return y, Tangent[type(y)](dvalues, *(NO for _ in y[1:]))
+
+    rrule_unique.__doc__ = frule_unique.__doc__ = f"""np.{f.__name__}: the values are the entries gathered at
+        their first occurrences, whose derivative is np.take's there (each value's cotangent goes to its
+        first occurrence); the indices, inverse and counts have none."""
+    rrule_unique.__name__ = rrule_unique.__qualname__ = f"rrule_{f.__name__}"
+    frule_unique.__name__ = frule_unique.__qualname__ = f"frule_{f.__name__}"
+    rrule.register(f, batched=True)(rrule_unique)
+    frule.register(f, batched=True)(frule_unique)
+
+
+for _f in (np.unique, np.unique_values, np.unique_counts, np.unique_inverse, np.unique_all):
+    _unique_rules(_f)
 
 
 def _along_axis_index(shape, indices, axis):

@@ -3,13 +3,18 @@
 Every rule here runs on SciPy's BLAS and LAPACK throughout (see ``_lapack``): the LU, Cholesky,
 eigen, singular value and Schur factors computed for the primal are kept, and the pullback only
 solves and multiplies with them. The matrix exponential keeps its Padé intermediates and computes
-the Fréchet derivative of the adjoint direction (Al-Mohy & Higham 2009); the square root and the
-logarithm solve Sylvester equations in the Schur basis of the primal.
+the Fréchet derivative of the adjoint direction (Al-Mohy & Higham 2009), and ``expm_frechet`` is
+the exponential of a block matrix; the square root and the logarithm solve Sylvester equations in
+the Schur basis of the primal. The trigonometric and hyperbolic functions (``cosm``, ``sinm``,
+``tanm``, ``coshm``, ``sinhm``, ``tanhm``) and ``fractional_matrix_power`` take their Fréchet
+derivatives from the function of the block matrix ``[[A, E], [0, A]]``; ``signm`` from the Newton
+iteration of the sign function, and ``funm(A, func)`` from the divided differences of ``func`` at
+the eigenvalues (its derivative by forward mode).
 
-The matrix functions (``expm``, ``sqrtm``, ``logm``) take stacks of matrices ``(..., n, n)``, one
-matrix at a time with its own intermediates, as SciPy loops over them; the other rules take
-single matrices (a stack raises a ``NoRuleError`` that points to ``numpy.linalg`` where it has the
-function). Their pullbacks also take a batch of cotangents (a leading batch axis in front of the
+The matrix functions (``expm``, ``sqrtm``, ``logm`` and the others above) take stacks of matrices
+``(..., n, n)``, one matrix at a time with its own intermediates, as SciPy loops over them; the
+other rules take single matrices (a stack raises a ``NoRuleError`` that points to ``numpy.linalg``
+where it has the function). Their pullbacks also take a batch of cotangents (a leading batch axis in front of the
 stack, for reverse-mode Jacobians): all rows are solved with the primal's factors at once, or,
 where LAPACK takes one right-hand side matrix at a time (TRSYL), row by row with the same factors.
 Arrays that are not plain ndarrays (dual numbers) are computed with NumPy functions, and where a
@@ -19,8 +24,9 @@ that of a block matrix), so every rule also runs under the forward engine, and `
 (forward over reverse) reaches them all. Functions that read one triangle
 (``assume_a='sym'|'her'|'pos'``, ``cholesky``, ``cho_factor``, ``eigh``, ``eigvalsh``) return the
 cotangent in that triangle, as in ``numpy.linalg``'s rules; the generalized eigenproblem
-``eigh(a, b)`` (``type=1``: ``a V = b V diag(w)``, ``V^H b V = I``) reads one triangle of both
-and differentiates both.
+``eigh(a, b)`` (``type=1``: ``a V = b V diag(w)``, ``V^H b V = I``; ``type=2``: ``a b V = V
+diag(w)`` and ``type=3``: ``b a V = V diag(w)``, through the ``type=1`` problem of ``(b a b, b)``)
+reads one triangle of both and differentiates both.
 
 >>> import numpy as np, scipy.linalg as sl, chainrules as cr
 >>> y, back = cr.rrule(sl.expm, np.zeros((2, 2)))
@@ -31,10 +37,14 @@ array([[1., 2.],
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.linalg as sl
 
-from ...core import ActiveValue, Thunk, carries_batch, conj, frule, rrule, unthunk
+from ...core import ActiveValue, NoTangent, Thunk, carries_batch, conj, decline_batch, frule, rrule, unthunk
+from ...core.active import stood_for
+from ...core.errors import NoDerivativeError, at_user
 from ..numpy.linalg import (
     _cholesky_setup,
     _det_gradient,
@@ -64,6 +74,7 @@ from ..numpy.linalg import (
     svdvals_tangent,
     symmetric_eigen,
 )
+from ..pyfunctional import later_pullbacks
 from ._lapack import (
     LU,
     NO,
@@ -1239,25 +1250,66 @@ def _eigh_setup(a, b, opts, name):
 
 
 def _generalized_eigh(a, b, opts, lower: bool, name: str):
-    """``(w, V)`` of ``a V = b V diag(w)``, ``V^H b V = I`` (``type=1``), both read from one triangle."""
-    if opts["type"] in (2, 3):
-        problem = "a b v = w v" if opts["type"] == 2 else "b a v = w v"
-        raise no_rule(name, (a, b), f"type={opts['type']} ({problem}): the rule differentiates a v = w b v (type=1)")
+    """``(w, V)`` of the generalized problem of ``opts["type"]``, both matrices read from one triangle."""
     b = _matrix(b, name)
     # the subset driver gives way to the full decomposition; SciPy judges the others (and the type)
     kwargs = {"lower": lower, "type": opts["type"], "driver": None if opts["driver"] == "gvx" else opts["driver"]}
     if is_plain(a, b):
         return sl.eigh(a, b, **kwargs)
-    return _by_scipy(sl.eigh, (a, b), kwargs, lambda: _reduced_eigh(a, b, lower))
+    return _by_scipy(sl.eigh, (a, b), kwargs, lambda: _reduced_eigh(a, b, lower, opts["type"]))
 
 
-def _reduced_eigh(a, b, lower: bool):
-    """``a V = b V diag(w)`` by NumPy functions (arrays that are not NumPy's own): with ``b = L L^H``,
-    the eigenvectors ``U`` of ``L^{-1} a L^{-H}`` give ``V = L^{-H} U``."""
+def _reduced_eigh(a, b, lower: bool, kind: int):
+    """The generalized problem by NumPy functions (arrays that are not NumPy's own): with
+    ``b = L L^H``, the eigenvectors ``U`` of ``L^{-1} a L^{-H}`` give ``V = L^{-H} U`` (``type=1``),
+    and those of ``L^H a L`` give ``V = L^{-H} U`` (``type=2``) or ``V = L U`` (``type=3``)."""
     low = np.linalg.cholesky(hermitian_from_triangle(b, lower))
-    x = NUMPY.trisolve(low, hermitian_from_triangle(a, lower), lower=True)
-    w, u = np.linalg.eigh(NUMPY.trisolve(low, x, lower=True, op="C", side="right"))
+    a = hermitian_from_triangle(a, lower)
+    if kind == 1:
+        w, u = np.linalg.eigh(NUMPY.trisolve(low, NUMPY.trisolve(low, a, lower=True), lower=True, op="C", side="right"))
+    else:
+        w, u = np.linalg.eigh(mH(low) @ a @ low)
+        if kind == 3:
+            return w, low @ u
     return w, NUMPY.trisolve(low, u, lower=True, op="C")
+
+
+class _TypedEigh:
+    """``eigh(a, b, type=2)`` (``a b V = V diag(w)``, ``V^H b V = I``) and ``type=3`` (``b a V =
+    V diag(w)``, ``V^H b^{-1} V = I``) as the ``type=1`` problem of the pencil ``(b a b, b)``:
+    ``b a b Y = b Y diag(w)``, ``Y^H b Y = I`` (multiply ``a b y = w y`` by ``b``; put ``v = b y``
+    into ``b a v = w v``), whose ``Y`` is ``V`` for ``type=2`` and ``b^{-1} V`` for ``type=3``. The
+    derivatives are those of that problem (below) through ``b a b`` and ``V = b Y``."""
+
+    def __init__(self, kind: int, a, b, lower: bool, v, name: str):
+        self.kind, self.lower = kind, lower
+        self.a, self.b = hermitian_from_triangle(a, lower), hermitian_from_triangle(_matrix(b, name), lower)
+        self.y = v if kind == 2 else np.linalg.solve(self.b, v)
+
+    def gradient(self, w, dw, dv, repeated: Repeated):
+        """The cotangents of ``a`` and ``b``, folded onto the triangles read; ``dw``, ``dv`` may carry a batch."""
+        a, b, extra = self.a, self.b, ZERO
+        if self.kind == 3 and not is_zero(dv):  # V = b Y
+            extra, dv = dv @ mH(self.y), b @ dv
+        ga, gb = generalized_eigh_gradient(w, self.y, dw, dv, repeated, SCIPY)
+        if is_zero(ga):
+            return ZERO, ZERO
+        gb = gb + ga @ b @ a + a @ b @ ga  # d(b a b) = db a b + b da b + b a db
+        if not is_zero(extra):
+            gb = gb + extra
+        return fold_onto_triangle(b @ ga @ b, self.lower), fold_onto_triangle(gb, self.lower)
+
+    def tangent(self, w, dahat, dbhat, repeated: Repeated, columns):
+        """``(dw, dV)`` along Hermitian directions (either may be a zero; one or a batch)."""
+        a, b = self.a, self.b
+        dpencil = ZERO if is_zero(dahat) else b @ dahat @ b
+        if not is_zero(dbhat):
+            term = dbhat @ a @ b + b @ a @ dbhat
+            dpencil = term if is_zero(dpencil) else dpencil + term
+        dw, dy = generalized_eigh_tangent(w, self.y, dpencil, dbhat, repeated, SCIPY, columns=columns)
+        if self.kind == 2:
+            return dw, dy
+        return dw, b @ dy if is_zero(dbhat) else b @ dy + dbhat @ self.y
 
 
 # The generalized problem a V = b V Λ, V^H b V = I (Λ = diag(w)): with P = V^H da V, Q = V^H db V
@@ -1333,6 +1385,13 @@ def _vectors_gradient(w, v, dw, dv, b, lower: bool, repeated: Repeated):
     return fold_onto_triangle(ga, lower), fold_onto_triangle(gb, lower)
 
 
+def _typed(opts, a, b, lower: bool, v):
+    """The ``_TypedEigh`` of a generalized problem of ``type=2`` or ``3``, else None."""
+    if b is None or opts["type"] == 1:
+        return None
+    return _TypedEigh(opts["type"], a, b, lower, v, "scipy.linalg.eigh")
+
+
 def _projected(project, g, batched: bool):
     """The cotangent ``g`` of an argument (``project`` None: of ``b=None``), one or a batch."""
     if project is None:
@@ -1349,6 +1408,7 @@ def rrule_eigh(a, *rest, **kwargs):
     result = w[index] if opts["eigvals_only"] else (w[index], v[:, index])
     outputs = (result, v) if opts["eigvals_only"] else result
     repeated = Repeated("scipy.linalg.eigh", "eigh", w)
+    typed = _typed(opts, a_, b, lower, v)
 
     def eigh_pullback(dresult):
         if opts["eigvals_only"]:
@@ -1359,6 +1419,8 @@ def rrule_eigh(a, *rest, **kwargs):
         dw, dv = _embed(w, plain(dw), index), _embed(v, plain(dv), index)
         if is_zero(dw) and is_zero(dv):
             gs = (ZERO, ZERO)
+        elif typed is not None:
+            gs = typed.gradient(w, dw, dv, repeated)
         elif is_zero(dv):
             gs = _eigvals_gradient(w, v, dw, b, lower)
         else:
@@ -1378,11 +1440,15 @@ def frule_eigh(tangents, a, *rest, **kwargs):
     if is_zero(da) and is_zero(db):
         return result, ZERO
     dahat, dbhat = (d if is_zero(d) else hermitian_from_triangle(d, lower) for d in (da, db))
+    repeated = Repeated("scipy.linalg.eigh", "eigh", w)
+    typed = _typed(opts, a_, b, lower, v)
+    if typed is not None:
+        dw, dv = typed.tangent(w, dahat, dbhat, repeated, index)
+        return result, (dw[..., index] if opts["eigvals_only"] else tangent_of(result, dw[..., index], dv[..., index]))
     if opts["eigvals_only"]:
         dw = 0 if is_zero(dahat) else eigvalsh_tangent(v, dahat, SCIPY)
         dw = dw if is_zero(dbhat) else dw - w * eigvalsh_tangent(v, dbhat, SCIPY)
         return result, dw[..., index]
-    repeated = Repeated("scipy.linalg.eigh", "eigh", w)
     if is_zero(dbhat):
         dw, dv = eigh_tangent(w, v, dahat, repeated, SCIPY, columns=index)
     else:
@@ -1791,6 +1857,70 @@ def frule_expm(tangents, a):
     return y, ex.map("frechet", da, batched=is_batched(da, a))
 
 
+def _blocks(top_left, top_right, bottom_right):
+    """``[[top_left, top_right], [0, bottom_right]]`` of each matrix of the stacks given (a zero
+    stands for zeros; one batch axis in front of all three, or none)."""
+    given = [t for t in (top_left, top_right, bottom_right) if not is_zero(t)]
+    shape, dtype = np.shape(given[0]), np.result_type(*(t.dtype for t in given))
+    tl, tr, br = (np.zeros(shape, dtype) if is_zero(t) else t for t in (top_left, top_right, bottom_right))
+    bottom = np.concatenate([np.zeros(shape, dtype), br], axis=-1)
+    return np.concatenate([np.concatenate([tl, tr], axis=-1), bottom], axis=-2)
+
+
+def _upper_block(x, e):
+    """``[[X, E], [0, X]]``, whose function holds the Fréchet derivative ``L_f(X, E)`` in its upper right."""
+    return _blocks(x, e, x)
+
+
+_EXPM_FRECHET_OPTIONS = (("method", None), ("compute_expm", True), ("check_finite", True))
+
+
+def _expm_frechet_setup(a, e, rest, kwargs):
+    opts = options("scipy.linalg.expm_frechet", rest, kwargs, _EXPM_FRECHET_OPTIONS)
+    if opts["method"] not in (None, "SPS", "blockEnlarge"):
+        raise ValueError(f"Unknown implementation {opts['method']}")
+    a, e = (_matrix(x, "scipy.linalg.expm_frechet", stacks=True) for x in (a, e))
+    return a, e, a.shape[-1], opts["compute_expm"]
+
+
+@rrule.register(sl.expm_frechet, batched=True)
+def rrule_expm_frechet(a, e, *rest, **kwargs):
+    """``(expm(A), L(A, E))`` as the blocks of ``expm([[A, E], [0, A]])`` (``_upper_block``): the
+    rule of expm there, whose Padé evaluation is Al-Mohy & Higham's, as SciPy's method='SPS'."""
+    project_a, project_e = projector(a), projector(e)
+    a, e, n, compute_expm = _expm_frechet_setup(a, e, rest, kwargs)
+    big, expm_pullback = rrule_expm(_upper_block(a, e))
+    blocks = (big[..., :n, :n], big[..., :n, n:])
+
+    def expm_frechet_pullback(dresult):
+        dexp, dl = parts(dresult, 2) if compute_expm else (ZERO, unthunk(dresult))
+        if is_zero(dexp) and is_zero(dl):
+            return (NO, ZERO, ZERO) + (NO,) * len(rest)
+        batched = parts_carry_batch(blocks, (dexp, dl))
+        g = expm_pullback(_blocks(dexp, dl, ZERO))[1]
+        ga, ge = g[..., :n, :n] + g[..., n:, n:], g[..., :n, n:]
+        if batched:
+            return (NO, project_a.batch(ga), project_e.batch(ge)) + (NO,) * len(rest)
+        return (NO, project_a(ga), project_e(ge)) + (NO,) * len(rest)
+
+    return (blocks if compute_expm else blocks[1]), expm_frechet_pullback
+
+
+@frule.register(sl.expm_frechet, batched=True)
+def frule_expm_frechet(tangents, a, e, *rest, **kwargs):
+    da, de = _tangents(tangents)[:2]
+    a, e, n, compute_expm = _expm_frechet_setup(a, e, rest, kwargs)
+    batch = batch_size((da, de), (a, e))
+    dbig = ZERO if is_zero(da) and is_zero(de) else _upper_block(with_batch(da, a, batch), with_batch(de, e, batch))
+    big, dbig = frule_expm((NO, dbig), _upper_block(a, e))
+    blocks = (big[..., :n, :n], big[..., :n, n:])
+    if is_zero(dbig):
+        return (blocks if compute_expm else blocks[1]), ZERO
+    if compute_expm:
+        return blocks, tangent_of(blocks, dbig[..., :n, :n], dbig[..., :n, n:])
+    return blocks[1], dbig[..., :n, n:]
+
+
 # ----- square root and logarithm through the Schur form --------------------------------------
 
 
@@ -1872,22 +2002,23 @@ class _Sqrtm:
         return _from_schur(self.q, _sylvester(self.r, self.r, _to_schur(self.q, g), op="C"))
 
 
-class _ThroughRules:
-    """A matrix function ``f`` of a dual number (forward over reverse): the value from ``f``'s
-    forward rule, and Fréchet derivatives from ``f`` of the block matrix ``[[B, E], [0, B]]``, whose
-    upper right block is ``L_f(B, E)`` (Higham 2008, "Functions of Matrices", Theorem 3.6 / eq.
-    3.16), pushed through that rule again. The adjoint is ``G -> conj(L_f(A^T, conj(G)))``: ``A^T``
-    has ``A``'s eigenvalues, so this holds on the branch cut too, where ``f(A^H) != f(A)^H``."""
+class _BlockFrechet:
+    """A matrix function ``f(A, *args)`` of one matrix with Fréchet derivatives from ``f`` of the
+    block matrix ``[[B, E], [0, B]]``, whose upper right block is ``L_f(B, E)`` (Higham 2008,
+    "Functions of Matrices", Theorem 3.6 / eq. 3.16; Mathias 1996), every call through ``f``'s
+    forward rule where an argument is a dual number (forward over reverse). The adjoint is
+    ``G -> conj(L_f(A^T, conj(G)))``, which is ``L_f(A, .)^*`` for every primary matrix function:
+    in an eigenbasis ``L_f`` scales ``E_ij`` by the divided difference ``f[l_i, l_j]``, its adjoint
+    by the conjugate, and ``A^T`` has ``A``'s eigenvalues, so this holds on the branch cut too,
+    where ``f(A^H) != f(A)^H``."""
 
-    def __init__(self, f, a):
-        self.f, self.a = f, a
-        self.value = through_rules(f, a)
+    def __init__(self, f, a, *args):
+        self.f, self.a, self.args = f, a, args
+        self.value = through_rules(f, a, *args)
 
     def _upper_right(self, b, e):
         n = b.shape[-1]
-        zero = np.zeros((n, n), dtype=np.result_type(b.dtype, e.dtype))
-        block = np.concatenate([np.concatenate([b, e], axis=1), np.concatenate([zero, b], axis=1)], axis=0)
-        return through_rules(self.f, block)[:n, n:]
+        return through_rules(self.f, _upper_block(b, e), *self.args)[:n, n:]
 
     def frechet(self, e):
         return _real_like(self.value, self._upper_right(self.a, e))
@@ -1896,15 +2027,35 @@ class _ThroughRules:
         return _real_like(self.a, conj(self._upper_right(mT(self.a), conj(g))))
 
 
-def _of_each_matrix(f, compute, a):
-    """``f`` of each matrix of ``a`` (a stack, or one), one at a time as SciPy loops, with what its
-    derivatives need: ``compute``'s work, or for a dual number ``f``'s forward rule (``_ThroughRules``)."""
+def _of_each_matrix(f, a, compute=None, *args):
+    """``f(a, *args)`` of each matrix of ``a`` (a stack, or one), one at a time as SciPy loops, with
+    what its derivatives need: ``compute``'s work, or (a dual number, or no ``compute``) the block
+    matrices of ``_BlockFrechet``."""
     a = _matrix(a, f"scipy.linalg.{f.__name__}", stacks=True)
-    return MatrixStack(lambda m: _ThroughRules(f, m) if is_active(m) else compute(m), a)
+    return MatrixStack(lambda m: _BlockFrechet(f, m, *args) if compute is None or is_active(m) else compute(m), a)
+
+
+def _matrix_function_pullback(fm, project, dx):
+    """The cotangent of ``A`` from ``dx`` on ``f(A)`` (``fm`` from ``_of_each_matrix``), one or a batch."""
+    dx = unthunk(dx)
+    if is_zero(dx):
+        return ZERO
+    if carries_batch(fm.value, dx):  # one matrix at a time (TRSYL, the block matrices), the same work reused
+        return project.batch(by_rows(lambda row: (fm.map("adjoint", row),), dx)[0])
+    return project(fm.map("adjoint", dx))
+
+
+def _matrix_function_tangent(fm, a, da):
+    """The tangent of ``f(A)`` along ``da`` (``fm`` from ``_of_each_matrix``), one or a batch."""
+    if is_zero(da):
+        return ZERO
+    if is_batched(da, a):  # one matrix at a time (TRSYL, the block matrices), the same work reused
+        return by_rows(lambda row: (fm.map("frechet", row),), da)[0]
+    return fm.map("frechet", da)
 
 
 def _sqrtm_of(a):
-    return _of_each_matrix(sl.sqrtm, _Sqrtm, a)
+    return _of_each_matrix(sl.sqrtm, a, _Sqrtm)
 
 
 @rrule.register(sl.sqrtm, batched=True)
@@ -1914,12 +2065,7 @@ def rrule_sqrtm(a, *rest, **kwargs):
     sq = _sqrtm_of(a)
 
     def sqrtm_pullback(dx):
-        dx = unthunk(dx)
-        if is_zero(dx):
-            return (NO, ZERO) + (NO,) * len(rest)
-        if carries_batch(sq.value, dx):  # TRSYL takes one matrix: row by row, in the same Schur basis
-            return (NO, project.batch(by_rows(lambda row: (sq.map("adjoint", row),), dx)[0])) + (NO,) * len(rest)
-        return (NO, project(sq.map("adjoint", dx))) + (NO,) * len(rest)
+        return (NO, _matrix_function_pullback(sq, project, dx)) + (NO,) * len(rest)
 
     return sq.value, sqrtm_pullback
 
@@ -1927,13 +2073,8 @@ def rrule_sqrtm(a, *rest, **kwargs):
 @frule.register(sl.sqrtm, batched=True)
 def frule_sqrtm(tangents, a, *rest, **kwargs):
     _check_disp("scipy.linalg.sqrtm", a, rest, kwargs, (("blocksize", None),))
-    (da,) = _tangents(tangents)[:1]
     sq = _sqrtm_of(a)
-    if is_zero(da):
-        return sq.value, ZERO
-    if is_batched(da, a):  # TRSYL takes one matrix: row by row, in the same Schur basis
-        return sq.value, by_rows(lambda row: (sq.map("frechet", row),), da)[0]
-    return sq.value, sq.map("frechet", da)
+    return sq.value, _matrix_function_tangent(sq, a, _tangents(tangents)[0])
 
 
 # Inverse scaling and squaring (Al-Mohy & Higham 2012, "Improved inverse scaling and squaring
@@ -1994,7 +2135,7 @@ class _Logm:
 
 
 def _logm_of(a):
-    return _of_each_matrix(sl.logm, _Logm, a)
+    return _of_each_matrix(sl.logm, a, _Logm)
 
 
 @rrule.register(sl.logm, batched=True)
@@ -2004,12 +2145,7 @@ def rrule_logm(a, *rest, **kwargs):
     lg = _logm_of(a)
 
     def logm_pullback(dx):
-        dx = unthunk(dx)
-        if is_zero(dx):
-            return (NO, ZERO) + (NO,) * len(rest)
-        if carries_batch(lg.value, dx):  # TRSYL takes one matrix: row by row, in the same Schur basis
-            return (NO, project.batch(by_rows(lambda row: (lg.map("adjoint", row),), dx)[0])) + (NO,) * len(rest)
-        return (NO, project(lg.map("adjoint", dx))) + (NO,) * len(rest)
+        return (NO, _matrix_function_pullback(lg, project, dx)) + (NO,) * len(rest)
 
     return lg.value, logm_pullback
 
@@ -2017,10 +2153,226 @@ def rrule_logm(a, *rest, **kwargs):
 @frule.register(sl.logm, batched=True)
 def frule_logm(tangents, a, *rest, **kwargs):
     _check_disp("scipy.linalg.logm", a, rest, kwargs)
-    (da,) = _tangents(tangents)[:1]
     lg = _logm_of(a)
-    if is_zero(da):
-        return lg.value, ZERO
-    if is_batched(da, a):  # TRSYL takes one matrix: row by row, in the same Schur basis
-        return lg.value, by_rows(lambda row: (lg.map("frechet", row),), da)[0]
-    return lg.value, lg.map("frechet", da)
+    return lg.value, _matrix_function_tangent(lg, a, _tangents(tangents)[0])
+
+
+# ----- trigonometric, hyperbolic, sign and fractional powers through block matrices ---------
+#
+# SciPy computes the trigonometric and hyperbolic functions from expm and fractional powers by
+# the Schur-Padé algorithm; their rules differentiate the function itself through the block-
+# triangular identity of _BlockFrechet (one evaluation of f at 2n x 2n per direction), whose
+# repeated eigenvalues both algorithms take. The sign function has its own Newton iteration.
+
+
+def _register_matrix_function(f):
+    """The ``rrule`` and ``frule`` of ``f(A)``, both batched."""
+
+    def matrix_function_rrule(a):
+        project, fm = projector(a), _of_each_matrix(f, a)
+
+        def matrix_function_pullback(dy):
+            return NO, _matrix_function_pullback(fm, project, dy)
+
+        matrix_function_pullback.__name__ = matrix_function_pullback.__qualname__ = f"{f.__name__}_pullback"
+        return fm.value, matrix_function_pullback
+
+    def matrix_function_frule(tangents, a):
+        fm = _of_each_matrix(f, a)
+        return fm.value, _matrix_function_tangent(fm, a, _tangents(tangents)[0])
+
+    matrix_function_rrule.__name__ = matrix_function_rrule.__qualname__ = f"rrule_{f.__name__}"
+    matrix_function_frule.__name__ = matrix_function_frule.__qualname__ = f"frule_{f.__name__}"
+    rrule.register(f, batched=True)(matrix_function_rrule)
+    frule.register(f, batched=True)(matrix_function_frule)
+
+
+for _f in (sl.cosm, sl.sinm, sl.tanm, sl.coshm, sl.sinhm, sl.tanhm):
+    _register_matrix_function(_f)
+
+
+class _Signm:
+    """The matrix sign function, its derivatives by the Newton iteration ``X <- (X + X^{-1}) / 2``
+    from ``X = A`` and its derivative ``L <- (L - X^{-1} L X^{-1}) / 2`` from ``L = E``, which
+    converges to ``L_sign(A, E)`` (Higham 2008, "Functions of Matrices", eq. 5.16 and Theorem 5.7;
+    Kenney & Laub 1991). SciPy's own signm takes a shifted Newton iteration where its Schur-Parlett
+    value is inaccurate, as at the block matrices of ``_BlockFrechet``, and the shift changes the
+    sign of eigenvalues near the imaginary axis. The iteration runs on NumPy functions with rules,
+    so it also runs on dual numbers (forward over reverse)."""
+
+    def __init__(self, a):
+        self.a = a
+        self.value = through_rules(sl.signm, a)
+
+    def _newton(self, x, e):
+        tol = x.shape[-1] * np.finfo(float_dtype(x)).eps
+        for _ in range(100):
+            if np.linalg.cond(stood_for(x)) > 1 / tol:  # an eigenvalue on the imaginary axis reaches 0
+                break
+            inverse = np.linalg.inv(x)
+            e = 0.5 * (e - inverse @ e @ inverse)
+            x, previous = 0.5 * (x + inverse), x
+            if _onenorm(stood_for(x - previous)) <= tol * _onenorm(stood_for(x)):  # quadratic: L converged too
+                return e
+        raise NoDerivativeError(
+            f"scipy.linalg.signm{at_user()}: A has an eigenvalue on or near the imaginary axis, where the sign "
+            "function jumps (its Newton iteration does not converge)"
+        )
+
+    def frechet(self, e):
+        return _real_like(self.value, self._newton(self.a, e))
+
+    def adjoint(self, g):
+        return _real_like(self.a, conj(self._newton(mT(self.a), conj(g))))
+
+
+def _signm_of(a):
+    return MatrixStack(_Signm, _matrix(a, "scipy.linalg.signm", stacks=True))
+
+
+@rrule.register(sl.signm, batched=True)
+def rrule_signm(a, *rest, **kwargs):
+    _check_disp("scipy.linalg.signm", a, rest, kwargs)
+    project, fm = projector(a), _signm_of(a)
+
+    def signm_pullback(dy):
+        return (NO, _matrix_function_pullback(fm, project, dy)) + (NO,) * len(rest)
+
+    return fm.value, signm_pullback
+
+
+@frule.register(sl.signm, batched=True)
+def frule_signm(tangents, a, *rest, **kwargs):
+    _check_disp("scipy.linalg.signm", a, rest, kwargs)
+    fm = _signm_of(a)
+    return fm.value, _matrix_function_tangent(fm, a, _tangents(tangents)[0])
+
+
+def _power_setup(a, t):
+    """``A^t`` of each matrix and ``d(A^t)/dt = log(A) A^t`` (SciPy's principal logarithm), a thunk."""
+    fm = _of_each_matrix(sl.fractional_matrix_power, a, None, t)
+    return fm, Thunk(lambda: through_rules(sl.logm, a) @ fm.value)
+
+
+@rrule.register(sl.fractional_matrix_power, batched=True)
+def rrule_fractional_matrix_power(a, t):
+    project, project_t = projector(a), projector(t)
+    fm, by_t = _power_setup(a, t)
+
+    def fractional_matrix_power_pullback(dy):
+        da = _matrix_function_pullback(fm, project, dy)
+        dy = unthunk(dy)
+        if is_zero(dy):
+            return NO, da, ZERO
+        batched = carries_batch(fm.value, dy)
+        dt = np.sum(dy * conj(unthunk(by_t)), axis=tuple(range(int(batched), np.ndim(dy))))
+        return NO, da, (project_t.batch(dt) if batched else project_t(dt))
+
+    return fm.value, fractional_matrix_power_pullback
+
+
+@frule.register(sl.fractional_matrix_power, batched=True)
+def frule_fractional_matrix_power(tangents, a, t):
+    da, dt = _tangents(tangents)
+    fm, by_t = _power_setup(a, t)
+    dy = _matrix_function_tangent(fm, a, da)
+    if is_zero(dt):
+        return fm.value, dy
+    term = np.reshape(dt, np.shape(dt) + (1,) * np.ndim(fm.value)) * unthunk(by_t)  # a batch of dt leads
+    return fm.value, term if is_zero(dy) else dy + term
+
+
+class _Funm:
+    """``funm(A, func)`` with derivatives by the Daleckii-Krein formula: with ``A = V diag(l) V^{-1}``,
+    ``L(A, E) = V (D * (V^{-1} E V)) V^{-1}`` where ``D[i, j] = f[l_i, l_j]``, the divided difference
+    (``f'(l_i)`` where the eigenvalues meet), and its adjoint scales by ``conj(D)`` (Higham 2008,
+    "Functions of Matrices", Theorem 3.11). ``f'`` is forward mode on ``func``: ``d/dt func(l + t)``.
+    SciPy's Schur-Parlett value has repeated eigenvalues at the block matrices of ``_BlockFrechet``,
+    where it divides by zero, so the block identity cannot serve. The eigen-decomposition, ``func``
+    and its forward derivative run on dual numbers too (forward over reverse)."""
+
+    def __init__(self, a, func):
+        self.a, self.func = a, func
+        self.value = through_rules(sl.funm, a, func)
+        self._d = None
+
+    def _differences(self):
+        """``V``, ``V^{-1}`` and ``D``, once."""
+        if self._d is None:
+            from ...api import jvp  # (the API imports the rules)
+
+            w, v = np.linalg.eig(self.a)
+            if np.linalg.cond(stood_for(v)) > 1e8:
+                raise NoDerivativeError(
+                    f"scipy.linalg.funm{at_user()}: A is not diagonalizable to working accuracy (its "
+                    "eigenvectors are nearly dependent), where the divided differences of func do not give L_f"
+                )
+            fw, dfw = jvp(lambda t: self.func(w + t), (0.0,), (1.0,))
+            # a complex eigenvalue, or a complex A, moves off the real line: func must be complex-
+            # differentiable there (Cauchy-Riemann: the derivative along i is i f')
+            if np.iscomplexobj(self.a) or np.any(np.imag(stood_for(w)) != 0):
+                along_i = jvp(lambda s: self.func(w + 1j * s), (0.0,), (1.0,))[1]
+                if not np.allclose(stood_for(along_i), 1j * stood_for(dfw), rtol=1e-8, atol=1e-12):
+                    raise NoDerivativeError(
+                        f"scipy.linalg.funm{at_user()}: func is not complex-differentiable at A's complex eigenvalues "
+                        "(its derivative along i is not i times that along 1), so f(A) has no Fréchet derivative"
+                    )
+            gaps = w[:, None] - w[None, :]
+            scale = np.maximum(np.abs(stood_for(w))[:, None], np.abs(stood_for(w))[None, :])
+            meet = np.abs(stood_for(gaps)) <= 1e-8 * np.maximum(scale, 1.0)
+            quotient = (fw[:, None] - fw[None, :]) / np.where(meet, 1.0, gaps)
+            self._d = v, np.linalg.inv(v), np.where(meet, 0.5 * (dfw[:, None] + dfw[None, :]), quotient)
+        return self._d
+
+    def frechet(self, e):
+        v, vinv, d = self._differences()
+        return _real_like(self.value, v @ (d * (vinv @ e @ v)) @ vinv)
+
+    def values_cotangent(self, pullback_of, g):
+        """The cotangent of what ``func`` holds for ``g`` on ``V diag(func(l)) V^{-1}``."""
+        w, v = np.linalg.eig(self.a)
+        vinv = np.linalg.inv(v)
+        return pullback_of(self.func, w)[1](diagonal(mH(v) @ g @ mH(vinv)))[0]
+
+    def adjoint(self, g):
+        v, vinv, d = self._differences()
+        return _real_like(self.a, mH(vinv) @ (conj(d) * (mH(v) @ g @ mH(vinv))) @ mH(v))
+
+
+def _funm_of(a, func):
+    return MatrixStack(lambda m: _Funm(m, func), _matrix(a, "scipy.linalg.funm", stacks=True))
+
+
+@rrule.register(sl.funm, batched=True)
+def rrule_funm(a, func, *rest, **kwargs):
+    """``funm(A, func)``: the cotangent of ``A``, and where ``func`` holds values (a closure's, a
+    ``functools.partial``'s), theirs through ``func``'s pullback at the eigenvalues: with
+    ``A = V diag(l) V^{-1}``, ``funm`` is ``V diag(func(l)) V^{-1}``, whose values' cotangent is the
+    diagonal of ``V^H dY V^{-H}``. ``func`` must be complex-differentiable at complex eigenvalues."""
+    _check_disp("scipy.linalg.funm", a, rest, kwargs)
+    project, fm = projector(a), _funm_of(a, func)
+    pullback_of = None
+    if getattr(func, "__closure__", None) or isinstance(func, functools.partial):
+        pullback_of = later_pullbacks()
+        decline_batch()  # func's pullback takes one cotangent at a time
+
+    def funm_pullback(dy):
+        da = _matrix_function_pullback(fm, project, dy)
+        dfunc = NO
+        if pullback_of is not None and not is_zero(unthunk(dy)):
+            dy = unthunk(dy)
+            for item, i in zip(fm.items, np.ndindex(fm.shape)):
+                d = item.values_cotangent(pullback_of, dy[i])
+                dfunc = d if isinstance(dfunc, NoTangent) else dfunc + d
+        return (NO, da, dfunc) + (NO,) * len(rest)
+
+    return fm.value, funm_pullback
+
+
+@frule.register(sl.funm, batched=True)
+def frule_funm(tangents, a, func, *rest, **kwargs):
+    _check_disp("scipy.linalg.funm", a, rest, kwargs)
+    if not is_zero(unthunk(tangents[2])):
+        raise no_rule("scipy.linalg.funm", (a, func), "a tangent of the values func holds: forward mode takes A's only")
+    fm = _funm_of(a, func)
+    return fm.value, _matrix_function_tangent(fm, a, _tangents(tangents)[0])
