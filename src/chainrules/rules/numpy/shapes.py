@@ -1498,8 +1498,9 @@ def _first_occurrences(ar, values, axis, equal_nan: bool):
 
 
 def _unique_call(f, ar, args, kwargs):
-    """``(y, values, index, axis)`` of ``f(ar, *args, **kwargs)`` (np.unique or one of NumPy 2's
-    unique_* functions): its result, the values in it, and the gather giving them."""
+    """``(y, tupled, index, axis)`` of ``f(ar, *args, **kwargs)`` (np.unique or one of NumPy 2's
+    unique_* functions): its result, whether the values are its first item, and the gather
+    (``np.take(ar, index, axis)``) giving them."""
     if f is np.unique:
         options = dict(_UNIQUE_OPTIONS)
         options.update(zip((k for k, _ in _UNIQUE_OPTIONS), args))
