@@ -281,13 +281,13 @@ def frozen_multivariate_normal_density(mean):
     return np.sum(dist.logpdf(data)) + np.sum(dist.pdf(data))
 
 
-@program(np.array([0.7, 1.3, 0.4, 2.2]), hessian=True, refuses=no_rule("scipy.stats._entropy.entropy"))
+@program(np.array([0.7, 1.3, 0.4, 2.2]), hessian=True, refuses=RULE_ON_TAPE)
 def shannon_entropy_by_scipy_stats_entropy(w):
     p = w / np.sum(w)
     return scipy.stats.entropy(p) + scipy.stats.entropy(p, np.full(4, 0.25))
 
 
-@program(SAMPLES, hessian=True, refuses=no_rule("scipy.stats._stats_py.zscore"))
+@program(SAMPLES, hessian=True, refuses=RULE_ON_TAPE)
 def standardized_scores_by_zscore(x):
     z = scipy.stats.zscore(x, ddof=1)
     return np.sum(z**3) + np.sum(np.tanh(z) * x)
@@ -630,7 +630,7 @@ def matched_filter_by_signal_correlate(x):
     return scipy.special.logsumexp(4.0 * response) / 4.0
 
 
-@program(np.array([0.9, 0.3]), refuses=no_rule("scipy.signal._signaltools.lfilter"))
+@program(np.array([0.9, 0.3]), hessian=True, refuses={"tape": ARRAY_OF_TRACKED})  # (np.array of a list of them)
 def recursive_filter_by_lfilter(coef):
     u = np.array([1.0, 0.0, 0.0, 0.5, 0.2, 0.0])
     y = scipy.signal.lfilter(np.array([coef[0]]), np.array([1.0, -coef[1]]), u)
@@ -640,7 +640,7 @@ def recursive_filter_by_lfilter(coef):
 @program(
     np.array([0.4, 1.1, 0.8, 1.6, 1.2, 0.7, 0.9, 1.5, 1.3]),
     hessian=True,
-    refuses=no_rule("scipy.signal._savitzky_golay.savgol_filter"),
+    refuses=RULE_ON_TAPE,
 )
 def smoothing_by_savgol_filter(x):
     return np.sum(scipy.signal.savgol_filter(x, 5, 2) ** 2)
