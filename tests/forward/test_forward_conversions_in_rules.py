@@ -121,7 +121,9 @@ def test_a_rule_writing_into_an_outer_differentiations_buffer_is_named(example_r
 
 
 def test_dual_numbers_in_a_list_a_rule_takes_as_a_constant_are_named_as_such():
-    # first order: the rule meets the duals because they are inside a list, not in a second derivative
+    # first order, a NumPy function reads the list as an array: its forward rule takes it as one
+    assert cr.derivative(lambda x: np.interp(0.5, [0.0, 1.0], [x, 2 * x]), 1.0) == pytest.approx(1.5)
+    # the reverse rule meets the duals of a Hessian inside the list
     with pytest.raises(TypeError, match=r"passes them inside a list or another container \(pass an array"):
-        cr.derivative(lambda x: np.interp(0.5, [0.0, 1.0], [x, 2 * x]), 1.0)
+        cr.hessian(lambda x: np.interp(0.5, [0.0, 1.0], [x[0], 2 * x[0]]), np.array([1.0]))
     assert cr.derivative(lambda x: np.interp(0.5, [0.0, 1.0], np.stack([x, 2 * x])), 1.0) == pytest.approx(1.5)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import chainrules as cr
-from chainrules.testing import test_frule, test_rrule
+from chainrules.testing import fd_jvp, nondiff, test_frule, test_rrule
 
 X = np.array([0.5, 2.5, 1.7])  # no ties with L (maximum), no zeros (divide, arctan2)
 L = [1.0, 2.0, 3.0]
@@ -220,3 +220,41 @@ def test_python_errors_stay_where_numpy_takes_no_part(op, a, b):
         cr.rrule(op, a, b)
     with pytest.raises(TypeError):
         cr.frule((cr.NoTangent(), cr.ZeroTangent(), cr.ZeroTangent()), op, a, b)
+
+
+# A NumPy function reads a list of numbers as an array: its forward rule takes the list's structural
+# tangent (a Tangent[list], cr.jvp's tangent of a list input) as an array too, a batch of them included.
+# Reductions, scans, products and linear algebra (the elementwise, shape and joining rules read it so
+# themselves).
+LIST_CALLS = {
+    "sum": (np.sum, (L23,)),
+    "max": (np.max, (L,)),
+    "mean": (np.mean, (L23,)),
+    "prod": (np.prod, ((1.0, 2.0, 3.0),)),
+    "cumsum": (np.cumsum, (L,)),
+    "diff": (np.diff, (L,)),
+    "dot": (np.dot, (L, L)),
+    "matmul": (np.matmul, (L23, L)),
+    "outer": (np.outer, (L, L)),
+    "tensordot": (np.tensordot, (L, L, nondiff(1))),
+    "norm": (np.linalg.norm, (L,)),
+    "det": (np.linalg.det, ([[2.0, 1.0], [0.5, 3.0]],)),
+    "slogdet": (np.linalg.slogdet, ([[2.0, 1.0], [0.5, 3.0]],)),
+    "inv": (np.linalg.inv, ([[2.0, 1.0], [0.5, 3.0]],)),
+    "solve": (np.linalg.solve, ([[2.0, 1.0], [0.5, 3.0]], [1.0, 2.0])),
+    "cholesky": (np.linalg.cholesky, ([[2.0, 0.5], [0.5, 1.0]],)),
+}
+
+
+@pytest.mark.parametrize("name", LIST_CALLS)
+def test_frule_reads_a_list_tangent_as_an_array(name):
+    f, args = LIST_CALLS[name]
+    test_frule(f, *args)
+
+
+def test_jvp_of_numpy_functions_of_a_list_input():
+    for f, args in (LIST_CALLS["sum"], LIST_CALLS["norm"], LIST_CALLS["det"], LIST_CALLS["dot"]):
+        tangents = tuple(np.ones(np.shape(a)).tolist() for a in args)
+        y, dy = cr.jvp(f, args, tangents)
+        expected = fd_jvp(lambda a: f(*a), tuple(map(np.asarray, args)), tuple(map(np.asarray, tangents)))
+        np.testing.assert_allclose(dy, expected, rtol=1e-6)

@@ -103,6 +103,18 @@ def _positional_parameters(f: Callable, args: tuple) -> tuple:
     return found
 
 
+def positional_name(f: Callable, args: tuple, i: int) -> str | None:
+    """The name of the parameter of ``f`` that the ``i``-th of ``args`` is given to (``None`` where
+    the signature does not say).
+
+    >>> import numpy as np
+    >>> positional_name(np.average, (1.0, None, 2.0), 2)
+    'weights'
+    """
+    parameters = _positional_parameters(f, args)
+    return parameters[i].name if i < len(parameters) else None
+
+
 def as_positional(f: Callable, args: tuple, kwargs: dict, names: Iterable[str]):
     """``(args, kwargs, positions)``: the call ``f(*args, **kwargs)`` with the keyword arguments
     ``names`` passed by position, each parameter between given its keyword argument or its

@@ -429,12 +429,32 @@ class _RRule(RuleDispatcher):
 
 
 class _FRule(RuleDispatcher):
+    #: ``adapt(f, rule, args) -> rule``: the rule a call with a list or tuple argument runs (set by the
+    #: rule set: NumPy's functions read a list of numbers as an array, and their rules take its tangent
+    #: as one), or ``None``
+    _on_sequences: Callable | None = None
+
     def __call__(self, tangents, f, *args, **kwargs):
         """``frule((df, dx1, ...), f, *args, **kwargs)`` -> ``(y, dy)`` or ``None``."""
         rule = self.lookup(f, args)
         if rule is None:
             return None
         return rule(tangents, *args, **kwargs)
+
+    def lookup(self, f, args: tuple = ()) -> Callable | None:
+        """``RuleDispatcher.lookup``; for a call with a list or tuple argument, the rule as the rule set
+        adapts it (``adapt_sequence_calls``)."""
+        rule = super().lookup(f, args)
+        if rule is not None and self._on_sequences is not None:
+            for a in args:
+                if type(a) is list or type(a) is tuple:
+                    return self._on_sequences(f, rule, args)
+        return rule
+
+    def adapt_sequence_calls(self, adapt: Callable) -> None:
+        """Have calls with a list or tuple argument run ``adapt(f, rule, args)`` in place of ``rule``
+        (``frule_on_sequences``: the rule set's reading of lists as arrays, which core leaves to it)."""
+        self._on_sequences = adapt
 
     def _bind_instance(self, rule, f):
         # frule rules for callable instances take (tangents, instance, *args)

@@ -103,7 +103,6 @@ from ..core.sparse import NOT_CARRIED, is_sparse
 from ..core.structures import is_structure, item_tangents, structure_items, with_fields
 from ..core.tangents import _is_namedtuple_type, namedtuple_with
 from ..core.twins import ATTRIBUTE_TWINS, call_method, call_twin, method_twin, twin_of
-from ..rules.numpy._arrays import tangent_array
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -1176,7 +1175,7 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller, opening
                 primals.append(a)
                 tangents.append(_ZERO)
         elif opening or (type(a) in _CONTAINERS and a):
-            p, t = _opened(a, tag) if opening else _as_array_argument(f, *_split(a, tag))
+            p, t = _opened(a, tag) if opening else _split(a, tag)
             primals.append(p)
             tangents.append(t)
         else:
@@ -1191,33 +1190,6 @@ def _call_general(f: Callable, args: tuple, kwargs: dict | None, caller, opening
     if pusher is None:
         return _without_rule(f, primals, kwargs, tag)
     return push(f, pusher, primals, tangents, kwargs, tag)
-
-
-def _as_array_argument(f, primal, tangent):
-    """A list or tuple of numbers holding duals, given to a NumPy function (``fp=[x[0], 1.0, x[1]]``), as
-    the array NumPy makes of it, with its tangent an array (a batch's axis in front): NumPy's rules take
-    an array-like argument's tangent as an array; any other container, or callable, as it is."""
-    if isinstance(tangent, AbstractZero) or not _is_numpy_callable(f) or not _numbers_only(primal):
-        return primal, tangent
-    try:
-        array = np.asarray(primal)
-    except ValueError:  # a ragged list: NumPy takes it for a sequence of arrays
-        return primal, tangent
-    return (array, tangent_array(primal, tangent)) if array.dtype.kind in "iufc" else (primal, tangent)
-
-
-def _is_numpy_callable(f) -> bool:
-    """A NumPy function or ufunc (or a ufunc's method), which reads a list of numbers as an array."""
-    if isinstance(f, np.ufunc) or isinstance(getattr(f, "__self__", None), np.ufunc):
-        return True
-    module = getattr(f, "__module__", None)
-    return isinstance(module, str) and (module == "numpy" or module.startswith("numpy."))
-
-
-def _numbers_only(value) -> bool:
-    if isinstance(value, _CONTAINERS):
-        return all(_numbers_only(v) for v in value)
-    return isinstance(value, (int, float, complex, np.number)) and not isinstance(value, bool)
 
 
 def _refuse_unopened(f, primals: list, kwargs: dict, tag: Tag) -> None:

@@ -68,6 +68,7 @@ from ..core import (
 )
 from ..core.active import reflected_by_its_class, stood_for
 from ..core.errors import callable_name
+from ..core.keywords import positional_name
 from ..core.projection import numpy_cotangent
 from ..core.tangents import _rebuild as _rebuild_tangent
 from .numpy._arrays import batch_to_input, tangent_array, to_input
@@ -349,6 +350,70 @@ def frule_on_arrays(rule, tangents: tuple, args: tuple, kwargs: dict | None = No
     pairs = zip(args, arrays, tangents[1:])
     dargs = tuple(t if x is v else tangent_array(x, unthunk(t)) for x, v, t in pairs)
     return rule((tangents[0], *dargs), *arrays, **(kwargs or {}))
+
+
+def reads_sequences_as_arrays(f) -> bool:
+    """Whether ``f`` is a NumPy or SciPy callable (a function, a ufunc or a ufunc's method), which
+    takes a list of numbers as the array NumPy makes of it.
+
+    >>> import numpy as np, scipy.special as sc
+    >>> [reads_sequences_as_arrays(f) for f in (np.add.reduce, sc.logsumexp, sum)]
+    [True, True, False]
+    """
+    if isinstance(f, np.ufunc) or isinstance(getattr(f, "__self__", None), np.ufunc):
+        return True
+    module = getattr(f, "__module__", None)
+    return isinstance(module, str) and (module.split(".", 1)[0] in ("numpy", "scipy"))
+
+
+def numbers_only(value, engines: bool = False) -> bool:
+    """Whether ``value`` is a number or a (nested) list or tuple of numbers; with ``engines``, an
+    engine's value of a plain number (a dual number's) is one.
+
+    >>> numbers_only([1.0, (2, 3.5)]), numbers_only([1.0, "a"]), numbers_only([True])
+    (True, False, False)
+    """
+    if type(value) is list or type(value) is tuple:
+        return all(numbers_only(v, engines) for v in value)
+    if engines and isinstance(value, ActiveValue):
+        value = value.stands_for()
+    return isinstance(value, (int, float, complex, np.number)) and not isinstance(value, bool)
+
+
+def _as_array_operand(f, args: tuple, i: int, tangent) -> tuple:
+    """``(x, dx)`` for the ``i``-th of ``args`` given to ``f`` with the tangent ``tangent``: a list or
+    tuple of numbers being differentiated, which ``f`` reads as an array (``reads_sequences_as_arrays``),
+    as that array and its tangent as an array (a batch's axis in front), so that ``f``'s rule sees
+    what ``f`` sees; anything else as it is. A functional's ``args`` are its function's extra
+    arguments, handed to it as they are."""
+    x, tangent = args[i], unthunk(tangent)
+    if isinstance(tangent, AbstractZero) or not numbers_only(x) or positional_name(f, args, i) == "args":
+        return x, tangent
+    try:
+        array = np.asarray(x)
+    except ValueError:  # a ragged list: NumPy takes it for a sequence of arrays
+        return x, tangent
+    return (array, tangent_array(x, tangent)) if array.dtype.kind in "iufc" else (x, tangent)
+
+
+def _frule_on_sequences(f, rule, args: tuple):
+    """The frule ``rule`` of ``f`` for a call with a list or tuple among ``args``: for a NumPy or SciPy
+    callable, run on the arrays of its lists of numbers being differentiated (``_as_array_operand``),
+    which a ``Tangent[list]`` of them (``cr.jvp``'s tangent of a list input) reaches as an array."""
+    if not reads_sequences_as_arrays(f):
+        return rule
+
+    def frule_on_sequences(tangents, *args, **kwargs):
+        n = min(len(args), len(tangents) - 1)
+        pairs = [_as_array_operand(f, args, i, tangents[1 + i]) for i in range(n)]
+        arrays = (*(x for x, _ in pairs), *args[n:])
+        return rule((tangents[0], *(t for _, t in pairs), *tangents[1 + n :]), *arrays, **kwargs)
+
+    frule_on_sequences.batched = getattr(rule, "batched", False)
+    return frule_on_sequences
+
+
+frule.adapt_sequence_calls(_frule_on_sequences)
 
 
 # ----- operators defined by the user's own classes -----------------------------------------------

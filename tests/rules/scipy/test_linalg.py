@@ -937,3 +937,18 @@ def test_eig_tangents_have_scipys_output_types():
     assert cr.frule((cr.NoTangent(), np.ones((2, 2))), sl.eigvals, a)[1].dtype == np.complex128
     test_frule(sl.eig, a)
     test_frule(sl.eigvals, a)
+
+
+def test_norm_of_a_list_in_every_engine():
+    """A list holding the values being differentiated reads as an array in forward mode too."""
+
+    def f(x):
+        return sl.norm([x[0], 2.0, x[1] ** 2])
+
+    x = np.array([0.3, 1.7])
+    expected = fd_jacobian(f, x)[0]
+    np.testing.assert_allclose(cr.gradient(f, x)[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-6)
+    with pytest.raises(IgnoredRuleError, match=r"norm has a rule that the tape engine cannot use here"):
+        cr.gradient(f, x, engine="tape")
+    test_frule(sl.norm, [0.3, 2.0, -1.2])

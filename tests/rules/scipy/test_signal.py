@@ -8,6 +8,7 @@ import pytest
 import scipy.signal as ss
 
 import chainrules as cr
+from chainrules.core.ruled_calls import IgnoredRuleError
 from chainrules.testing import fd_jacobian, nondiff, test_frule, test_rrule
 
 R = np.random.default_rng(29)
@@ -188,3 +189,18 @@ def test_2d_engines_and_hessian():
     _, back = cr.pullback(ss.convolve2d, IMAGE, k, "same", "wrap", engine="tape")
     jacobian = fd_jacobian(lambda z: ss.convolve2d(IMAGE, z, "same", "wrap"), k).reshape(5, 6, 2, 3)
     np.testing.assert_allclose(back(dy)[1], np.tensordot(dy, jacobian, 2), rtol=1e-6, atol=1e-8)
+
+
+def test_convolve_of_lists_in_every_engine():
+    """A list holding the values being differentiated reads as an array in forward mode too."""
+
+    def f(x):
+        return np.sum(ss.convolve([x[0], x[1]], [1.0, 2.0]) ** 2)
+
+    x = np.array([0.3, 1.7])
+    expected = fd_jacobian(f, x)[0]
+    np.testing.assert_allclose(cr.gradient(f, x)[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-6)
+    with pytest.raises(IgnoredRuleError, match=r"convolve has a rule that the tape engine cannot use here"):
+        cr.gradient(f, x, engine="tape")
+    test_frule(ss.convolve, [0.3, 1.7], [1.0, 2.0])

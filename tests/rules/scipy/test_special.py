@@ -1,12 +1,15 @@
 """Rules for ``scipy.special``: finite differences on arrays, NumPy and Python scalars, in float64
 and float32; batched pushforwards; the tails of the logistic functions; logsumexp's options."""
 
+import re
+
 import numpy as np
 import pytest
 import scipy.special as sc
 
 import chainrules as cr
-from chainrules.testing import nondiff, test_frule, test_rrule
+from chainrules.core.ruled_calls import IgnoredRuleError
+from chainrules.testing import fd_jacobian, nondiff, test_frule, test_rrule
 
 from ..numpy.test_linalg import rng_for
 
@@ -403,3 +406,31 @@ def test_quantile_tangent_in_loc_alone_has_the_outputs_shape(method, q):
     np.testing.assert_allclose(
         grad, cr.testing.fd_jacobian(lambda loc: np.sum(g(loc)), -0.63)[0, 0], rtol=1e-8, atol=1e-10
     )
+
+
+LOGSUMEXP_OF_LISTS = {
+    "a list": lambda x: sc.logsumexp([x[0], x[1]]),
+    "b a list, by keyword": lambda x: sc.logsumexp([0.5, 1.0], b=[x[0], x[1] ** 2]),
+    "return_sign": lambda x: sc.logsumexp([x[0], 1.0], b=[x[1], -2.0], return_sign=True)[0],
+}
+
+
+@pytest.mark.parametrize("name", LOGSUMEXP_OF_LISTS)
+def test_logsumexp_of_lists_in_every_engine(name):
+    """Forward mode gives a list holding dual numbers to logsumexp's forward rule as an array (its
+    reverse rule had met the dual numbers inside the list and converted them); the tape refuses the
+    call of a ruled function inside the function it is given, at the user's line."""
+    f = LOGSUMEXP_OF_LISTS[name]
+    x = np.array([0.3, 1.7])
+    expected = fd_jacobian(f, x)[0]
+    np.testing.assert_allclose(cr.gradient(f, x)[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(cr.jacobian(f, x, mode="forward"), expected, rtol=1e-6)
+    np.testing.assert_allclose(cr.jvp(f, (x,), (np.array([1.0, -0.5]),))[1], expected @ [1.0, -0.5], rtol=1e-6)
+    with pytest.raises(IgnoredRuleError, match=rf"logsumexp has a rule .* called at {re.escape(__file__)}:\d+"):
+        cr.gradient(f, x, engine="tape")
+
+
+def test_logsumexp_rules_take_lists():
+    test_frule(sc.logsumexp, [0.3, 1.7, -0.2])
+    test_frule(sc.logsumexp, np.array([0.3, 1.7]), nondiff(None), [1.0, 2.5])
+    test_frule(sc.logsumexp, [0.3, 1.0], nondiff(None), [1.5, -2.0], fkwargs={"return_sign": True})

@@ -4,13 +4,20 @@ shapes, loc and scale; parameters given by keyword differentiated in the engines
 distribution function has no closed-form derivative refused only when differentiated; values
 outside the support; Hessians; the rules loaded only once ``scipy.stats`` is imported."""
 
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import scipy.stats as st
-from scipy.stats._distn_infrastructure import rv_continuous, rv_continuous_frozen, rv_discrete, rv_discrete_frozen
+from scipy.stats._distn_infrastructure import (
+    rv_continuous,
+    rv_continuous_frozen,
+    rv_discrete,
+    rv_discrete_frozen,
+    rv_generic,
+)
 
 import chainrules as cr
 from chainrules.core import ActiveValue
@@ -267,14 +274,77 @@ def test_a_frozen_shape_without_closed_form_is_refused():
         cr.gradient(lambda a: st.gamma(a).ppf(0.3), 1.4)
 
 
-@pytest.mark.parametrize("name", [*KEYWORD_PROGRAMS, *FROZEN_PROGRAMS])
+# (summaries of a distribution: affine in loc and scale, their quantiles by the ppf's rule)
+SUMMARY_CASES = [(st.norm, ()), (st.gamma, (2,)), (st.lognorm, (0.7,)), (st.t, (5,))]
+
+
+@pytest.mark.parametrize("case", SUMMARY_CASES, ids=_ids)
+@pytest.mark.parametrize("method", ["mean", "var", "std", "entropy", "median", "moment", "interval"])
+def test_summaries_in_loc_scale_and_quantile_shapes(case, method):
+    dist, shapes = case
+    f = getattr(rv_generic, method)
+    first = {"moment": (nondiff(3),), "interval": (0.8,)}.get(method, ())
+    quantile = method in ("median", "interval")  # (lognorm's quantiles have a partial in its shape)
+    shape_args = shapes if quantile else tuple(round(v) for v in shapes)  # integer-typed: NoTangent
+    test_rrule(f, nondiff(dist), *first, *shape_args, LOC, SCALE)
+    test_frule(f, nondiff(dist), *first, *shape_args, LOC, SCALE)
+
+
+SUMMARY_PROGRAMS = {
+    "mean by keyword": lambda p: st.norm.mean(loc=p[0], scale=p[1]) * p[1],
+    "var and std": lambda p: st.gamma.var(2.5, loc=p[0], scale=p[1]) + st.t.std(4, p[0], p[1]),
+    "entropy": lambda p: st.norm.entropy(scale=p[1]) * p[0],
+    "median of lognorm in its shape": lambda p: st.lognorm.median(p[0], scale=p[1]),
+    "moment": lambda p: st.logistic.moment(3, loc=p[0], scale=p[1]),
+    "interval": lambda p: np.subtract(*st.norm.interval(p[0] / 2, loc=p[0], scale=p[1])),
+    "frozen interval": lambda p: st.norm(p[0], p[1]).interval(0.9)[1] * st.norm(p[1], 2.0).mean(),
+    "frozen median": lambda p: st.weibull_min(p[1] + 1, scale=p[0]).median(),
+}
+
+
+def test_a_summary_in_a_shape_without_closed_form_is_refused_in_every_engine():
+    here = re.escape(__file__)
+    with pytest.raises(ValueError, match=rf"scipy\.stats\.gamma\.mean at {here}:\d+: the derivative in a has no"):
+        cr.gradient(lambda a: st.gamma.mean(a, scale=2.0), 1.3)
+    with pytest.raises(ValueError, match=rf"scipy\.stats\.t\.var at {here}:\d+: the derivative in df has no"):
+        cr.jacobian(lambda p: st.t.var(p[0], loc=p[1]), np.array([4.5, 0.2]), mode="forward")
+    with pytest.raises(ValueError, match=rf"scipy\.stats\.gamma\.median at {here}:\d+: the derivative in a has no"):
+        cr.derivative(lambda a: st.gamma(a).median(), 1.3)
+    with pytest.raises(IgnoredRuleError, match=rf"rv_generic\.mean has a rule .* called at {here}:\d+"):
+        cr.gradient(lambda mu: st.norm.mean(loc=mu), 0.3, engine="tape")
+    # a shape held constant: the rule differentiates in loc and scale
+    assert cr.derivative(lambda s: st.gamma.mean(2.0, scale=s), 1.3) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("name", [*KEYWORD_PROGRAMS, *FROZEN_PROGRAMS, *SUMMARY_PROGRAMS])
 def test_engines_against_finite_differences(name):
-    f = {**KEYWORD_PROGRAMS, **FROZEN_PROGRAMS}[name]
+    f = {**KEYWORD_PROGRAMS, **FROZEN_PROGRAMS, **SUMMARY_PROGRAMS}[name]
     p = np.array([0.6, 1.3])
     expected = _fd_gradient(f, p)
     np.testing.assert_allclose(cr.gradient(f, p)[0], expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(cr.jacobian(f, p, mode="forward"), expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(cr.hessian(f, p), _fd_hessian(f, p), rtol=1e-4, atol=1e-5)
+
+
+def test_a_kernel_density_estimate_of_values_being_differentiated_is_refused_in_every_engine():
+    """SciPy took a bandwidth that is a dual number or a tracked value for one that is not a number
+    (its ValueError); the estimate's rule refuses a differentiated dataset, bandwidth or weights."""
+
+    def f(x):
+        return st.gaussian_kde(X, bw_method=x[0]).evaluate(0.3)[0]
+
+    x = np.array([0.3, 1.2])
+    here = re.escape(__file__)
+    with pytest.raises(cr.NoDerivativeError, match=rf"scipy\.stats\.gaussian_kde at {here}:\d+: .* not differentiated"):
+        cr.jacobian(f, x, mode="forward")
+    with pytest.raises(cr.NoDerivativeError, match=r"scipy\.stats\.gaussian_kde at .* bandwidth"):
+        cr.derivative(lambda s: st.gaussian_kde(X * s)(0.3)[0], 1.2)
+    with pytest.raises(IgnoredRuleError, match=rf"gaussian_kde has a rule .* called at {here}:\d+"):
+        cr.gradient(f, x, engine="tape")
+    with pytest.raises(cr.NoRuleError, match=rf"gaussian_kde\.evaluate.* at {here}:\d+"):
+        cr.gradient(f, x)
+    # an estimate of constants (a global's: the tape takes arrays a closure holds for values being differentiated)
+    assert cr.gradient(lambda s: s * st.gaussian_kde(X)(0.3)[0], 2.0)[0] == pytest.approx(st.gaussian_kde(X)(0.3)[0])
 
 
 EDGES = [

@@ -37,9 +37,10 @@ from ...core.errors import ChainRulesError, NoRuleError, UnsupportedSyntaxError,
 from ...core.keywords import as_positional, is_option
 from ...core.pullback_results import checked_pullback
 from ...core.registry import _LEDGER, decline_batch, frule, is_users_rule, rrule
-from ...core.ruled_calls import given_to, holds_engine_values
+from ...core.ruled_calls import engine_values_in, given_to, holds_engine_values
 from ...core.structures import leaves
 from ...core.tangents import AbstractZero, Tangent, unthunk
+from ...rules.operators import numbers_only, reads_sequences_as_arrays
 from . import cache, codegen, effects, runtime
 from .parse import NoSourceError, is_library_code
 from .runtime import NO, ZERO, split, structural_tangent
@@ -464,14 +465,30 @@ def _by_rule(f, rule, args: tuple, kwargs: dict):
     unpacks its result, where a mistake would otherwise surface as a bare ``ValueError`` or be
     blamed on the function around the call."""
     owner = None
-    if not getattr(rule, "on_engine_values", False) and _has_python_body(f):
-        owner = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
+    if not getattr(rule, "on_engine_values", False):
+        if _has_python_body(f):
+            owner = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
+        if owner is None:
+            owner = _in_sequence(f, args)
     y, back = rule(*args, **kwargs) if owner is None else _by_both_rules(owner, f, rule, args, kwargs)
     if is_users_rule(rule):
         if owner is None and any(map(_captures_engine_values, (*args, *kwargs.values()))):
             _refuse_dropped(f, args, y)
         back = checked_pullback(f, back, args, codegen.calling_location, getattr(rule, "batched", False))
     return y, back
+
+
+def _in_sequence(f, args: tuple) -> ActiveValue | None:
+    """Another engine's value (a dual number) in a list or tuple of numbers among ``args`` given to
+    ``f``, a NumPy or SciPy callable, which reads the list as an array: the reverse rule would convert
+    it to a plain array, where that engine's forward rule takes it as the array of its values
+    (``frule.lookup``)."""
+    for a in args:
+        if type(a) is list or type(a) is tuple:
+            held = next(engine_values_in(a, 2), None)
+            if held is not None and reads_sequences_as_arrays(f) and numbers_only(a, engines=True):
+                return held
+    return None
 
 
 def _captures_engine_values(value) -> bool:

@@ -11,6 +11,11 @@ counts ``k`` and ``n`` and the integer ``loc`` are discrete: ``NoTangent``). Val
 own; an engine's values (a Hessian's dual numbers) are handed to their engine, which runs the
 method through this rule (``call_by_rule``).
 
+The summaries of a continuous distribution (``mean``, ``var``, ``std``, ``entropy``, ``moment``,
+``median`` and ``interval``, of the distribution or a frozen one) are differentiated in loc and
+scale, in which they are affine (or quantiles); in a shape only where the quantiles are.
+``gaussian_kde`` refuses a dataset, bandwidth or weights being differentiated.
+
 Parameters passed by keyword (``norm.logpdf(x, loc=mu, scale=s)``) are differentiated too: the
 methods' ``*args, **kwds`` are declared as the positions SciPy gives them (shapes, then loc and
 scale). A derivative in a shape that has no closed form (the ``a`` of ``gamma.cdf``) is refused
@@ -39,13 +44,16 @@ from scipy.stats._distn_infrastructure import (
 )
 
 from ...core import (
+    AbstractThunk,
     AbstractZero,
     ActiveValue,
     NoDerivativeError,
     NoRuleError,
     NoTangent,
     Tangent,
+    Thunk,
     ZeroTangent,
+    add,
     call_by_engine,
     frule,
     match_input,
@@ -56,8 +64,8 @@ from ...core import (
 from ...core.active import stood_for
 from ...core.errors import at_user, callable_name
 from ...core.keywords import declare_parameters
-from ._lapack import fold_onto_triangle, hermitian_from_triangle
-from .special import _discrete, _NoClosedForm, _register_elementwise
+from ._lapack import fold_onto_triangle, hermitian_from_triangle, parts
+from .special import _all_zero, _discrete, _NoClosedForm, _register_elementwise
 
 _P = inspect.Parameter
 _NO = NoTangent()
@@ -203,13 +211,18 @@ def _scaled(partial, factor):
     return partial if partial is None or isinstance(partial, _NoClosedForm) else factor * partial
 
 
-def _shape_cdf_partials(form: _Form, dist, method, z, shapes) -> list:
+def _shapes_refused(dist, name: str, shapes) -> list:
+    """The partials in the shapes where they have no closed form: refused when differentiated (an
+    integer-typed shape is taken as discrete, as scipy.special's orders are: NoTangent)."""
+    label = f"scipy.stats.{dist.name}.{name}"
+    return [None if _discrete(v) else _NoClosedForm(label, n) for v, n in zip(shapes, _shape_names(dist))]
+
+
+def _shape_cdf_partials(form: _Form, dist, method, z, shapes, name: str | None = None) -> list:
     if not shapes:
         return []
     if form.dcdf is None:
-        # (an integer-typed shape is taken as discrete, as scipy.special's orders are: NoTangent)
-        label = f"scipy.stats.{dist.name}.{method.__name__}"
-        return [None if _discrete(v) else _NoClosedForm(label, n) for v, n in zip(shapes, _shape_names(dist))]
+        return _shapes_refused(dist, name or method.__name__, shapes)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return list(form.dcdf(z, *shapes))
 
@@ -217,8 +230,9 @@ def _shape_cdf_partials(form: _Form, dist, method, z, shapes) -> list:
 # ----- continuous distributions ----------------------------------------------------------------
 
 
-def _continuous_partials(method, dist, args, kwargs, y):
-    """The partials of ``y = method(dist, *args, **kwargs)`` in ``(first, *shapes, loc, scale)``."""
+def _continuous_partials(method, dist, args, kwargs, y, called: str | None = None):
+    """The partials of ``y = method(dist, *args, **kwargs)`` in ``(first, *shapes, loc, scale)``
+    (``called``: the name of the method the user called, for a refusal, where it is not ``method``)."""
     form = _FORMS[type(dist)]
     first, shapes, loc, scale = _arguments(method, dist, args, kwargs, True)
     name = method.__name__
@@ -227,7 +241,7 @@ def _continuous_partials(method, dist, args, kwargs, y):
         density = _value(rv_continuous.pdf, dist, (y, *shapes, loc, scale))
         with np.errstate(divide="ignore", invalid="ignore"):
             d_first = (1 if name == "ppf" else -1) / density
-            d_shapes = [_scaled(p, -1 / density) for p in _shape_cdf_partials(form, dist, method, z, shapes)]
+            d_shapes = [_scaled(p, -1 / density) for p in _shape_cdf_partials(form, dist, method, z, shapes, called)]
         return d_first, d_shapes, 1.0, z
     z = (first - loc) / scale
     if name in ("logpdf", "pdf"):
@@ -261,6 +275,104 @@ def _continuous_rule(method):
         return y, (None, d_first, *d_shapes, d_loc, d_scale)[: 1 + len(args)]
 
     return compute
+
+
+# ----- summaries: moments, entropy, median and intervals ----------------------------------------
+# With X = loc + scale Z, Z of the standard form: the mean is loc + scale E[Z], the variance
+# scale² Var[Z], the entropy h(Z) + log(scale), the median and an interval's ends are quantiles,
+# and E[X^n] moves by n E[X^(n-1)] in loc and by n (E[X^n] - loc E[X^(n-1)]) / scale in scale
+# (E[n X^(n-1) Z]). In the shapes they have no closed form here (the quantiles' are the ppf's):
+# refused when differentiated.
+
+
+def _summary_rule(name: str, partials: Callable):
+    """The rule of ``dist.<name>(*shapes, loc, scale)``, ``partials(y, loc, scale) -> (d_loc, d_scale)``."""
+    method = getattr(rv_generic, name)
+
+    def compute(dist, *args, **kwargs):
+        y = _value(method, dist, args, kwargs)
+        _, shapes, loc, scale = _arguments(method, dist, (None, *args), kwargs, True)
+        d_loc, d_scale = partials(y, loc, scale)
+        return y, (None, *_shapes_refused(dist, name, shapes), d_loc, d_scale)[: 1 + len(args)]
+
+    return compute
+
+
+def _median(dist, *args, **kwargs):
+    """``dist.median(*shapes, loc, scale)``, the quantile at 1/2: the ppf's partials."""
+    y = _value(rv_generic.median, dist, args, kwargs)
+    _, d_shapes, d_loc, d_scale = _continuous_partials(rv_continuous.ppf, dist, (0.5, *args), kwargs, y, "median")
+    return y, (None, *d_shapes, d_loc, d_scale)[: 1 + len(args)]
+
+
+def _moment(dist, order, *args, **kwargs):
+    """``dist.moment(order, *shapes, loc, scale)``: E[X^n] (the order is an integer: NoTangent)."""
+    y = _value(rv_generic.moment, dist, (order, *args), kwargs)
+    _, shapes, loc, scale = _arguments(rv_generic.moment, dist, (order, *args), kwargs, True)
+    lower = _value(rv_generic.moment, dist, (order - 1, *shapes, loc, scale)) if order > 0 else 0.0
+    d_scale = order * (y - loc * lower) / scale
+    partials = (None, None, *_shapes_refused(dist, "moment", shapes), order * lower, d_scale)
+    return y, partials[: 2 + len(args)]
+
+
+def _interval_rules():
+    """``dist.interval(confidence, *shapes, loc, scale)``: the quantiles at (1 ∓ confidence) / 2,
+    by the ppf's rules; a tuple of the two ends."""
+
+    def ends(confidence):
+        return (1 - confidence) / 2, (1 + confidence) / 2
+
+    ppf = rv_continuous.ppf
+
+    def rrule_interval(dist, confidence, *args, **kwargs):
+        pairs = [rrule(ppf, dist, q, *args, **kwargs) for q in ends(confidence)]
+
+        def interval_pullback(dy):
+            dy = unthunk(dy)
+            if isinstance(dy, AbstractZero):
+                return (_NO, _NO, dy, *(dy,) * len(args))
+            total = None
+            for sign, (_, back), d in zip((-0.5, 0.5), pairs, parts(dy, 2)):
+                if isinstance(unthunk(d), AbstractZero):
+                    continue
+                _, _, d_q, *d_args = back(d)
+                found = (_scaled_tangent(sign, d_q), *d_args)
+                total = found if total is None else tuple(map(_lazy_sum, total, found))
+            return (_NO, _NO, *(total or (_ZERO,) * (1 + len(args))))
+
+        return tuple(y for y, _ in pairs), interval_pullback
+
+    def frule_interval(tangents, dist, confidence, *args, **kwargs):
+        d_confidence = unthunk(tangents[2])
+        found = [
+            frule((_NO, _NO, _scaled_tangent(sign, d_confidence), *tangents[3:]), ppf, dist, q, *args, **kwargs)
+            for sign, q in zip((-0.5, 0.5), ends(confidence))
+        ]
+        return tuple(y for y, _ in found), Tangent[tuple](*(d for _, d in found))
+
+    return rrule_interval, frule_interval
+
+
+def _scaled_tangent(factor: float, d):
+    return d if isinstance(d, AbstractZero) else factor * d
+
+
+def _lazy_sum(a, b):
+    """``a + b`` of two cotangents, left for the engine to evaluate where one is lazy (a shape's
+    refusal raises only when an engine reads it: for an argument being differentiated)."""
+    if isinstance(a, AbstractThunk) or isinstance(b, AbstractThunk):
+        return Thunk(lambda: add(a, b))
+    return add(a, b)
+
+
+_SUMMARIES = {
+    "mean": _summary_rule("mean", lambda y, loc, scale: (1.0, (y - loc) / scale)),
+    "var": _summary_rule("var", lambda y, loc, scale: (0.0, 2 * y / scale)),
+    "std": _summary_rule("std", lambda y, loc, scale: (0.0, y / scale)),
+    "entropy": _summary_rule("entropy", lambda y, loc, scale: (0.0, 1 / scale)),
+    "median": _median,
+    "moment": _moment,
+}
 
 
 def _rvs(dist, *args, **kwargs):
@@ -397,6 +509,16 @@ for _name in _CONTINUOUS_METHODS:
 declare_parameters(rv_generic.rvs, _parameters(None))
 for _cls in _FORMS:
     _register_elementwise(rv_generic.rvs, _rvs, "rvs", (_cls,))
+for _name, _compute in _SUMMARIES.items():
+    _method = getattr(rv_generic, _name)
+    declare_parameters(_method, _parameters("order" if _name == "moment" else None))
+    for _cls in _FORMS:
+        _register_elementwise(_method, _compute, _name, (_cls,))
+declare_parameters(rv_generic.interval, _parameters("confidence"))
+_rrule_interval, _frule_interval = _interval_rules()
+for _cls in _FORMS:
+    rrule.register(rv_generic.interval, _cls)(_rrule_interval)
+    frule.register(rv_generic.interval, _cls)(_frule_interval)
 for _name in _DISCRETE_METHODS:
     _method = getattr(rv_discrete, _name)
     declare_parameters(_method, _parameters("k"))
@@ -472,7 +594,7 @@ for _cls in (*_FORMS, *_DISCRETE):
     frule.register(_cls, functor=True)(_frule_freeze)
     declare_parameters(_cls, _parameters(None))
 for _frozen_type, _names in (
-    (rv_continuous_frozen, (*_CONTINUOUS_METHODS, "rvs")),
+    (rv_continuous_frozen, (*_CONTINUOUS_METHODS, "rvs", *_SUMMARIES, "interval")),
     (rv_discrete_frozen, _DISCRETE_METHODS),
 ):
     for _name in _names:
@@ -480,6 +602,44 @@ for _frozen_type, _names in (
         _rrule_frozen, _frule_frozen = _frozen_rules(_name)
         rrule.register(_method, batched=True)(_rrule_frozen)
         frule.register(_method, batched=True)(_frule_frozen)
+
+
+# ----- kernel density estimates ------------------------------------------------------------------
+# ``gaussian_kde(dataset, bw_method, weights)`` is differentiated in none of them here: a value being
+# differentiated among them is refused at the user's line on every engine (SciPy's own check had
+# taken a bandwidth that is a dual number or a tracked value for one that is not a number, a
+# ValueError). An estimate of constants is built as SciPy builds it.
+
+
+def _kde_refusal(location: str | None) -> NoDerivativeError:
+    where = f" at {location}" if location else ""
+    return NoDerivativeError(
+        f"scipy.stats.gaussian_kde{where}: the kernel density estimate is not differentiated in its dataset, "
+        "bandwidth or weights: take them from outside the function being differentiated (a closure or a global), "
+        "or write the estimate with scipy.stats.norm.pdf(x, loc=data, scale=h), which is differentiated in all of them"
+    )
+
+
+def _rrule_kde(*args, **kwargs):
+    location = user_location()
+
+    def refused():
+        raise _kde_refusal(location)
+
+    def kde_pullback(d_kde):
+        return (_NO, *(Thunk(refused) for _ in args))
+
+    return call_by_engine(st.gaussian_kde, args, kwargs, "scipy.stats.gaussian_kde"), kde_pullback
+
+
+def _frule_kde(tangents, *args, **kwargs):
+    if any(not (isinstance(t, AbstractZero) or _all_zero(t)) for t in map(unthunk, tangents[1:])):
+        raise _kde_refusal(user_location())
+    return st.gaussian_kde(*args, **kwargs), _ZERO
+
+
+rrule.register(st.gaussian_kde, functor=False)(_rrule_kde)
+frule.register(st.gaussian_kde, functor=False)(_frule_kde)
 
 
 # ----- multivariate normal ---------------------------------------------------------------------
