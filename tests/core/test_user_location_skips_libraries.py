@@ -24,9 +24,13 @@ def _line(marker: str) -> int:
 
 
 @pytest.mark.parametrize(
-    "f, marker", [(mean_of_a_list, "<- np.mean"), (statistics_covariance, "<- statistics.covariance")]
+    "f, marker, run",
+    [
+        (mean_of_a_list, "<- np.mean", "tape"),
+        (statistics_covariance, "<- statistics.covariance", "forward"),
+        (statistics_covariance, "<- statistics.covariance", "tape"),
+    ],
 )
-@pytest.mark.parametrize("run", ["forward", "tape"])
 def test_the_message_names_the_users_line(f, marker, run):
     x = np.array([0.5, 1.5])
     with pytest.raises((TypeError, cr.ChainRulesError)) as info:
@@ -35,3 +39,8 @@ def test_the_message_names_the_users_line(f, marker, run):
         else:
             cr.gradient(f, x, engine="tape")
     assert f"{__file__}:{_line(marker)}" in str(info.value), str(info.value)
+
+
+def test_forward_mode_reads_a_list_of_dual_numbers_as_numpy_does():
+    # np.mean's forward rule takes the list as the array NumPy makes of it
+    np.testing.assert_allclose(cr.jacobian(mean_of_a_list, np.array([0.5, 1.5]), mode="forward"), [0.5, 0.5])
