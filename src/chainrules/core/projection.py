@@ -227,6 +227,14 @@ def _is_duck_array(v) -> bool:
     return hasattr(type(v), "__array_function__") and not isinstance(v, (np.ndarray, np.generic))
 
 
+def _shape(x) -> tuple:
+    """``np.shape(x)``, also of a list or tuple holding another library's array-likes (a Hessian's
+    dual numbers), which ``np.shape`` would convert."""
+    if isinstance(x, (list, tuple)) and any(_is_duck_array(e) or isinstance(e, (list, tuple)) for e in x):
+        return (len(x), *_shape(x[0]))
+    return np.shape(x)
+
+
 def _scalar(dx):
     if isinstance(dx, np.ndarray):
         if dx.ndim != 0:
@@ -422,9 +430,9 @@ def match_input(x, dx):
         return _F64(dx)
     if isinstance(dx, AbstractZero):
         return dx
-    if np.shape(dx) != np.shape(x):
+    if np.shape(dx) != _shape(x):
         dx = unbroadcast(x, dx)
-    if isinstance(x, (list, tuple)) and isinstance(dx, np.ndarray):
+    if isinstance(x, (list, tuple)) and (isinstance(dx, np.ndarray) or _is_duck_array(dx)):
         # a list NumPy took as an array: structural, as the cotangents of lists are everywhere else
         return Tangent[type(x)](*(match_input(e, dx[i]) for i, e in enumerate(x)))
     if _is_duck_array(dx) or _is_duck_array(x):

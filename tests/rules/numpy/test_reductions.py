@@ -1026,3 +1026,27 @@ def test_masked_moments_keep_float32():
     for f in (np.var, np.std):
         crt.test_rrule(f, x, fkwargs={"where": mask, "axis": 1})
         crt.test_frule(f, x, fkwargs={"where": mask, "ddof": 1})
+
+
+@pytest.mark.parametrize("f", [np.quantile, np.percentile, np.nanquantile, np.nanpercentile])
+def test_quantiles_at_a_list_or_tuple_of_q(f):
+    """q a tuple of numbers, or a list of values being differentiated: forward Jacobians in chunks
+    (their tangents a Tangent[list] of batches), reverse Jacobians and Hessians (a list of dual numbers)."""
+    x, scale = _DISTINCT[0] * 1.3, 100.0 if "percent" in f.__name__ else 1.0
+
+    def at_tuple(x):
+        return f(x, (0.25 * scale, 0.75 * scale), axis=1)
+
+    def at_list(x):
+        return f(x, [scale * x[0, 0] ** 2 / (1 + x[0, 0] ** 2), scale * (0.5 + 0.1 * np.tanh(x[1, 1]))], axis=0)
+
+    for g in (at_tuple, at_list):
+        expected = crt.fd_jacobian(g, x)
+        for J in (cr.jacobian(g, x, mode="forward", chunk_size=5), cr.jacobian(g, x, mode="reverse")):
+            crt.assert_approx(J.reshape(expected.shape), expected, rtol=1e-6)
+        for engine in ("source", "tape"):
+            gradient = cr.gradient(lambda v: np.sum(g(v) ** 3), x, engine=engine)[0]
+            crt.assert_approx(gradient, crt.fd_jacobian(lambda v: np.sum(g(v) ** 3), x)[0].reshape(x.shape), rtol=1e-6)
+        hessian = cr.hessian(lambda v: np.sum(g(v) ** 3), x)
+        expected = crt.fd_jacobian(lambda v: cr.gradient(lambda w: np.sum(g(w) ** 3), v)[0], x)
+        crt.assert_approx(hessian.reshape(expected.shape), expected, rtol=1e-5)

@@ -143,13 +143,19 @@ def scalar_of(y):
 
 def array_or_active(x):
     """``x`` as an array: an ndarray as it is, and an engine's value (a dual number, where a Hessian
-    runs a rule on them) as it is too, since converting it would drop its derivative; anything
-    else (a number, a list) converted.
+    runs a rule on them) as it is too, since converting it would drop its derivative, and a list or
+    tuple holding such values stacked (which keeps it); anything else (a number, a list) converted.
 
     >>> array_or_active([1.0, 2.0])
     array([1., 2.])
     """
-    return x if isinstance(x, (np.ndarray, ActiveValue)) else np.asarray(x)
+    if isinstance(x, (np.ndarray, ActiveValue)):
+        return x
+    if isinstance(x, (list, tuple)) and any(isinstance(e, (list, tuple, ActiveValue)) for e in x):
+        items = [array_or_active(e) for e in x]
+        if any(isinstance(e, ActiveValue) for e in items):
+            return np.stack(items)
+    return np.asarray(x)
 
 
 def cotangent_array(y, dy):

@@ -1366,6 +1366,7 @@ class _OrderStatistics:
         self.counts = np.sum(~np.isnan(stood_for(self.rows)), axis=-1, keepdims=True) if nan else self.n
         # q in [0, 1] as NumPy has it (in its own dtype, q / 100 of a percentile), or a Hessian's dual
         # numbers, whose derivatives g carries
+        self.q_shape = np.shape(q)
         qs = np.ravel(q)
         dtype = stood_for(qs).dtype
         # n as NumPy multiplies q by it: a Python int, or each row's count as numbers of q's dtype
@@ -1484,7 +1485,7 @@ def _quantile_batch(a, q, stats, scale, dy, q_given):
     if not q_given:
         return (da,)
     dq = scale * np.sum(np.reshape(stats.slopes(), np.shape(rows_dy)[1:]) * rows_dy, axis=-1)
-    return da, match_input_batch(q, np.reshape(dq, lead + np.shape(q)))
+    return da, match_input_batch(q, np.reshape(dq, lead + stats.q_shape))
 
 
 def _quantile_rules(f, percent: bool = False, fixed_q=None, nan: bool = False) -> None:
@@ -1517,7 +1518,9 @@ def _quantile_rules(f, percent: bool = False, fixed_q=None, nan: bool = False) -
             y = f(a, q, **options, **({} if o["weights"] is None else {"weights": o["weights"]}))
         if nan and np.size(a) == 0:  # NumPy's nan variants of no entries: nanmean's NaNs (without q's axes)
             return y, q, None
-        quantiles = np.true_divide(q, 100) if percent else array_or_active(q)  # (NumPy's own, so its rounding)
+        quantiles = array_or_active(q)
+        if percent:
+            quantiles = np.true_divide(quantiles, 100)  # (NumPy's own, so its rounding)
         return y, q, _OrderStatistics(a, quantiles, o["axis"], nan, o.get("method", "linear"), o.get("weights"))
 
     def rrule_quantile(a, *args, **kwargs):
@@ -1540,15 +1543,15 @@ def _quantile_rules(f, percent: bool = False, fixed_q=None, nan: bool = False) -
             if not q_given:
                 return (_NO, da, *rest)
             dq = scale * np.sum(np.reshape(stats.slopes(), rows_dy.shape) * rows_dy, axis=1)
-            return (_NO, da, match_input(q, np.reshape(dq, np.shape(q))), *rest)
+            return (_NO, da, match_input(q, np.reshape(dq, stats.q_shape)), *rest)
 
         quantile_pullback.__qualname__ = f"{f.__name__}_pullback"
         return y, quantile_pullback
 
     def frule_quantile(tangents, a, *args, **kwargs):
         y, q, stats = setup(a, args, kwargs)
-        da = unthunk(tangents[1])
-        dq = unthunk(tangents[2]) if fixed_q is None and args and len(tangents) > 2 else _ZERO
+        da = tangent_array(a, unthunk(tangents[1]))  # (a list's or tuple's tangent as one array)
+        dq = tangent_array(q, unthunk(tangents[2])) if fixed_q is None and args and len(tangents) > 2 else _ZERO
         if stats is None:
             return y, _ZERO
         out_shape = np.shape(y)
