@@ -70,6 +70,7 @@ from ..core.active import reflected_by_its_class, stood_for
 from ..core.errors import callable_name
 from ..core.keywords import positional_name
 from ..core.projection import numpy_cotangent
+from ..core.tangents import RefusedThunk
 from ..core.tangents import _rebuild as _rebuild_tangent
 from .numpy._arrays import batch_to_input, tangent_array, to_input
 
@@ -1263,7 +1264,8 @@ def rrule_getitem(xs, key):
         tangent_type = None if field is not None else _PLAIN_TANGENT.get(type(xs)) or Tangent[type(xs)]
 
         def getitem_pullback(dy):
-            if type(dy) is not float or type(y) is not float:
+            # (a refused cotangent is kept unread, as sums keep it: the entry may be a constant)
+            if not isinstance(dy, RefusedThunk) and (type(dy) is not float or type(y) is not float):
                 dy = entry_cotangent(y, unthunk(dy))
                 if isinstance(dy, AbstractZero):
                     return _NO, _ZERO, _NO

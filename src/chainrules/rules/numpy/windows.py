@@ -13,7 +13,8 @@ import itertools
 import numpy as np
 
 from ...core import AbstractZero, NoTangent, Thunk, ZeroTangent, frule, rrule, unthunk, user_location
-from ...core.tangents import Tangent
+from ...core.errors import NoDerivativeError
+from ...core.tangents import RefusedThunk, Tangent
 from ._arrays import cotangent_array, sequence_items, to_input
 
 _NO = NoTangent()
@@ -73,15 +74,22 @@ def _gradient_adjoint(dy, stencils, axis: int):
     return np.moveaxis(total, -1, axis)
 
 
-def _coordinates_refused(location: str | None):
-    def refused():
-        raise TypeError(
-            f"np.gradient{' at ' + location if location else ''}: its derivative in sample coordinates "
-            f"(an array of positions) is not supported; pass the spacing as a number, or hold the "
-            f"coordinates constant (take them from outside the function being differentiated)"
-        )
+def _coordinates_refusal(location: str | None) -> NoDerivativeError:
+    return NoDerivativeError(
+        f"np.gradient{' at ' + location if location else ''}: its derivative in sample coordinates "
+        f"(an array of positions) is not supported; pass the spacing as a number, or hold the "
+        f"coordinates constant (take them from outside the function being differentiated)"
+    )
 
-    return Thunk(refused)
+
+def _coordinates_refused(location: str | None) -> RefusedThunk:
+    """The coordinates' cotangent: raising where an engine reads it, kept unread by sums (of
+    coordinates held constant but used twice), which an engine never reads."""
+
+    def refused():
+        raise _coordinates_refusal(location)
+
+    return RefusedThunk(refused)
 
 
 def _gradient_options(kwargs):
@@ -142,7 +150,7 @@ def frule_gradient(tangents, f, *varargs, **kwargs):
         dh = _ZERO if slot is None else dvarargs[slot]
         if not isinstance(dh, AbstractZero):
             if np.ndim(h):
-                _coordinates_refused(user_location()).unthunk()
+                raise _coordinates_refusal(user_location())
             term = -y / h * dh
             dy = term if isinstance(dy, AbstractZero) else dy + term
         dys.append(dy)
