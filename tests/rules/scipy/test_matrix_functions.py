@@ -103,6 +103,28 @@ def test_funm_differentiates_what_func_holds():
         cr.frule((cr.NoTangent(), cr.ZeroTangent(), 1.0), sl.funm, PAIR, np.exp)
 
 
+def test_funm_in_what_func_holds_in_forward_mode():
+    # SciPy's compiled loops cannot take func's dual numbers: V diag(func(l)) V^{-1} carries them
+    def f(c):
+        return np.sum(W * sl.funm(PAIR, lambda z: np.exp(c[0] * z) * np.sin(z)))
+
+    c = np.array([0.7])
+    (grad,) = cr.gradient(f, c, engine="source")
+    np.testing.assert_allclose(grad, fd_jacobian(f, c, FDM)[0], rtol=1e-7)
+    np.testing.assert_allclose(cr.jacobian(f, c, mode="forward"), grad, rtol=1e-9)
+    np.testing.assert_allclose(cr.jvp(f, (c,), (np.ones(1),))[1], grad[0], rtol=1e-9)
+    reference = fd_jacobian(lambda v: cr.gradient(f, v)[0], c, FDM)
+    np.testing.assert_allclose(cr.hessian(f, c).reshape(1, 1), reference, rtol=1e-6)
+    with pytest.raises(IgnoredRuleError, match=r"has a rule that the tape engine cannot use"):
+        cr.gradient(f, c, engine="tape")
+
+    def in_both(x):  # in A and in what func holds at once: forward mode sees A's tangent only, and refuses
+        return np.sum(sl.funm(PAIR * x[1], lambda z: np.exp(x[0] * z)))
+
+    with pytest.raises(cr.NoRuleError, match=r"funm\(.*\) at .*test_matrix_functions\.py:\d+ \(its forward"):
+        cr.jacobian(in_both, np.array([0.7, 1.1]), mode="forward")
+
+
 @pytest.mark.parametrize("f", [trigonometric_and_hyperbolic, sign_power_and_funm, frechet_derivative])
 def test_through_the_engines_and_to_second_order(f):
     (grad,) = cr.gradient(f, PAIR, engine="source")

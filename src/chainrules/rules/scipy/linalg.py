@@ -2289,24 +2289,39 @@ class _Funm:
     "Functions of Matrices", Theorem 3.11). ``f'`` is forward mode on ``func``: ``d/dt func(l + t)``.
     SciPy's Schur-Parlett value has repeated eigenvalues at the block matrices of ``_BlockFrechet``,
     where it divides by zero, so the block identity cannot serve. The eigen-decomposition, ``func``
-    and its forward derivative run on dual numbers too (forward over reverse)."""
+    and its forward derivative run on dual numbers too (forward over reverse). Where ``func``
+    holds dual numbers (forward mode in what it closes over), SciPy's compiled loops cannot take its
+    values: the value is ``V diag(func(l)) V^{-1}``, which carries their derivative."""
 
     def __init__(self, a, func):
         self.a, self.func = a, func
-        self.value = through_rules(sl.funm, a, func)
         self._d = None
+        self._eig = w, v = np.linalg.eig(a)
+        fw = func(w)
+        if not isinstance(fw, ActiveValue):
+            self.value = through_rules(sl.funm, a, func)
+            return
+        self._refuse_nearly_defective(v)
+        value = (v * fw) @ np.linalg.inv(v)
+        # (real where SciPy's value is: a real A's, its imaginary part at rounding level)
+        real = not np.iscomplexobj(sl._matfuncs._maybe_real(stood_for(a), stood_for(value)))
+        self.value = np.real(value) if real else value
+
+    @staticmethod
+    def _refuse_nearly_defective(v):
+        if np.linalg.cond(stood_for(v)) > 1e8:
+            raise NoDerivativeError(
+                f"scipy.linalg.funm{at_user()}: A is not diagonalizable to working accuracy (its "
+                "eigenvectors are nearly dependent), where the divided differences of func do not give L_f"
+            )
 
     def _differences(self):
         """``V``, ``V^{-1}`` and ``D``, once."""
         if self._d is None:
             from ...api import jvp  # (the API imports the rules)
 
-            w, v = np.linalg.eig(self.a)
-            if np.linalg.cond(stood_for(v)) > 1e8:
-                raise NoDerivativeError(
-                    f"scipy.linalg.funm{at_user()}: A is not diagonalizable to working accuracy (its "
-                    "eigenvectors are nearly dependent), where the divided differences of func do not give L_f"
-                )
+            w, v = self._eig
+            self._refuse_nearly_defective(v)
             fw, dfw = jvp(lambda t: self.func(w + t), (0.0,), (1.0,))
             # a complex eigenvalue, or a complex A, moves off the real line: func must be complex-
             # differentiable there (Cauchy-Riemann: the derivative along i is i f')
@@ -2330,7 +2345,7 @@ class _Funm:
 
     def values_cotangent(self, pullback_of, g):
         """The cotangent of what ``func`` holds for ``g`` on ``V diag(func(l)) V^{-1}``."""
-        w, v = np.linalg.eig(self.a)
+        w, v = self._eig
         vinv = np.linalg.inv(v)
         return pullback_of(self.func, w)[1](diagonal(mH(v) @ g @ mH(vinv)))[0]
 
