@@ -41,7 +41,8 @@ class NoRuleError(ChainRulesError, TypeError):
         where = f" at {location}" if location else ""
         why = f" ({reason})" if reason else ""
         name = callable_name(f)
-        super().__init__(f"no {self._missing} for {name}({types}){where}{why}.\n{self._advice(_short_name(f))}")
+        advice = self._advice(_short_name(f)) + _frompyfunc_advice(f)
+        super().__init__(f"no {self._missing} for {name}({types}){where}{why}.\n{advice}")
 
     _missing = "differentiation rule"
 
@@ -51,6 +52,22 @@ class NoRuleError(ChainRulesError, TypeError):
             f"Register one with @chainrules.rrule.register({short}) (and @chainrules.frule.register for forward "
             f"mode), or mark it with chainrules.non_differentiable({short}) if it has no derivative."
         )
+
+
+def _frompyfunc_advice(f) -> str:
+    """For a ufunc made by ``np.frompyfunc`` (or its method: ``reduce``, ``accumulate``), whose
+    Python function NumPy keeps out of reach (its loops take and give Python objects only), the
+    call that the engines differentiate through that function."""
+    import numpy as np  # (only where a refusal is written)
+
+    u = getattr(f, "__self__", f)
+    if not (isinstance(u, np.ufunc) and u.types and all(set(t) <= set("O->") for t in u.types)):
+        return ""
+    return (
+        "\nnp.frompyfunc makes a ufunc whose Python function NumPy does not expose, so no engine can "
+        "differentiate through it: write np.vectorize(func) in place of np.frompyfunc(func, nin, nout), "
+        "whose rules differentiate func elementwise."
+    )
 
 
 class NoForwardRuleError(NoRuleError):

@@ -227,3 +227,25 @@ def test_forward_mode_names_the_call_where_the_source_engine_cannot_run_the_func
         cr.jvp(namespace["no_source"], (W,), (np.ones(4),))
     assert "forward mode needs an frule" in str(info.value)
     assert any("source engine's primal" in note for note in info.value.__notes__)
+
+
+SQUARE = np.frompyfunc(lambda t: t * t, 1, 1)
+PRODUCT = np.frompyfunc(lambda a, b: a * b, 2, 1)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda x: np.sum(SQUARE(x)), lambda x: SQUARE(x[0]) * 1.0, lambda x: np.sum(PRODUCT.accumulate(x))],
+    ids=["call", "number", "accumulate"],
+)
+def test_frompyfunc_ufuncs_are_refused_at_the_users_line_naming_np_vectorize(f):
+    """NumPy keeps an np.frompyfunc ufunc's Python function out of reach: every engine refuses it
+    at the user's line and names np.vectorize, whose rules differentiate the function; a constant
+    one is a constant."""
+    runs = [lambda e=e: cr.gradient(f, W, engine=e) for e in ("source", "tape")]
+    for run in [*runs, lambda: cr.jacobian(f, W, mode="forward")]:
+        with pytest.raises(cr.NoRuleError, match=r"\(vectorized\).* at .*test_higher_order\.py:\d+") as info:
+            run()
+        assert "np.vectorize(func) in place of np.frompyfunc(func, nin, nout)" in str(info.value)
+    constant = np.sum(SQUARE(np.array([1.0, 2.0])))
+    np.testing.assert_allclose(cr.gradient(lambda x: constant * x[0], W)[0], [5.0, 0.0, 0.0, 0.0])
