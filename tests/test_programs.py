@@ -1,7 +1,8 @@
 """Whole scientific programs (``programs_corpus.py``, ``programs_corpus_two.py``, ``programs_corpus_three.py``,
 ``programs_corpus_four.py``, ``programs_corpus_five.py``, ``programs_corpus_six.py``,
 ``programs_corpus_seven.py``, ``programs_corpus_eight.py``, ``programs_corpus_nine.py``,
-``programs_corpus_eleven.py``, ``programs_corpus_twelve.py``, ``programs_corpus_thirteen.py``) through
+``programs_corpus_eleven.py``, ``programs_corpus_twelve.py``, ``programs_corpus_thirteen.py``,
+``programs_corpus_fourteen.py``) through
 every engine and mode (the sixth's, eighth's and ninth's own checks are in their test files).
 
 For each program: both reverse engines against finite differences (the value, the cotangent of
@@ -20,6 +21,7 @@ from programs_corpus_eight import PROGRAMS as EIGHTH
 from programs_corpus_eleven import PROGRAMS as ELEVENTH
 from programs_corpus_five import PROGRAMS as FIFTH
 from programs_corpus_four import PROGRAMS as FOURTH
+from programs_corpus_fourteen import PROGRAMS as FOURTEENTH
 from programs_corpus_nine import PROGRAMS as NINTH
 from programs_corpus_seven import PROGRAMS as SEVENTH
 from programs_corpus_six import PROGRAMS as SIXTH
@@ -28,14 +30,16 @@ from programs_corpus_three import PROGRAMS as THIRD
 from programs_corpus_twelve import PROGRAMS as TWELFTH
 from programs_corpus_two import PROGRAMS as SECOND
 
-PROGRAMS = FIRST + SECOND + THIRD + FOURTH + FIFTH + SIXTH + SEVENTH + EIGHTH + NINTH + ELEVENTH + TWELFTH + THIRTEENTH
+PROGRAMS = (
+    FIRST + SECOND + THIRD + FOURTH + FIFTH + SIXTH + SEVENTH + EIGHTH + NINTH + ELEVENTH + TWELFTH + THIRTEENTH
+) + FOURTEENTH
 BY_NAME = {p.name: p for p in PROGRAMS}
 NAMES = checks.parameters(PROGRAMS)
 
 
 @pytest.mark.parametrize(
     "corpus",
-    [FIRST, SECOND, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, ELEVENTH, TWELFTH, THIRTEENTH],
+    [FIRST, SECOND, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, ELEVENTH, TWELFTH, THIRTEENTH, FOURTEENTH],
     ids=[
         "first",
         "second",
@@ -49,6 +53,7 @@ NAMES = checks.parameters(PROGRAMS)
         "eleventh",
         "twelfth",
         "thirteenth",
+        "fourteenth",
     ],
 )
 def test_each_corpus_is_large_and_varied(corpus):

@@ -165,6 +165,20 @@ def test_number_arguments():
         np.testing.assert_allclose(cr.derivative(f, x), expected, rtol=1e-6)
 
 
+def test_moment_by_its_former_keyword():
+    """SciPy still takes moment's order as ``moment=``, which its signature does not show: the rules
+    bind it as the order, where they raised a TypeError (an unexpected keyword argument)."""
+
+    def f(x):
+        return np.sum(st.moment(x, moment=3, axis=1) ** 2)
+
+    expected = fd_jacobian(f, A).reshape(A.shape)
+    np.testing.assert_allclose(cr.gradient(f, A)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cr.jacobian(f, A, mode="forward"), expected, rtol=1e-6, atol=1e-8)
+    hessian = fd_jacobian(lambda z: cr.gradient(f, z)[0], A).reshape(A.shape * 2)
+    np.testing.assert_allclose(cr.hessian(f, A), hessian, rtol=1e-5, atol=1e-7)
+
+
 def test_pearsonr_correlation_alias():
     """SciPy's result keeps the statistic also as ``correlation``: both engines differentiate it."""
 

@@ -82,6 +82,9 @@ def _declared(f) -> inspect.Signature:
 
 
 _SIGNATURES = {f: _declared(f) for f in _KEYWORD_ONLY}
+#: keywords SciPy still takes under their former names (its ``_rename_parameter``), which its
+#: signature does not show: a call binds them by their names now
+_RENAMED = {st.moment: {"moment": "order"}}
 for _f, _signature in _SIGNATURES.items():
     declare_parameters(_f, lambda args, _signature=_signature: tuple(_signature.parameters.values()))
 
@@ -101,7 +104,8 @@ class _Call:
     def __init__(self, f, args: tuple, kwargs: dict):
         self.f = f
         signature, takes = _signature(f)
-        bound = signature.bind(*args, **kwargs)
+        renamed = _RENAMED.get(f, {})
+        bound = signature.bind(*args, **{renamed.get(name, name): v for name, v in kwargs.items()})
         bound.apply_defaults()
         self.o = bound.arguments
         self.names = list(signature.parameters)[: len(args)]
