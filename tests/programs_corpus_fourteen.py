@@ -99,6 +99,14 @@ def denoising_objective_by_savgol_and_median(x):
     return np.sum((x - smooth) ** 2) + 0.1 * np.sum(curvature**2) + 0.05 * np.sum((x - robust) ** 2)
 
 
+@program(np.array([0.8, 0.3]), [0.4, 1.1, 0.8, 1.6, 1.2, 0.7, 0.9], refuses=RULE_ON_TAPE)
+def smoothing_a_list_of_readings(gains, readings):
+    # sensor readings kept in a Python list, smoothed at their edges by the fitted polynomials (mode 'interp')
+    smooth = scipy.signal.savgol_filter(readings, 5, 2)
+    rough = scipy.signal.savgol_filter(readings, 3, 1, mode="nearest")
+    return np.sum((gains[0] * smooth + gains[1] * rough - 1.0) ** 2)
+
+
 @program(SIGNAL, hessian=True, nested=True, refuses=RULE_ON_TAPE)
 def detrended_envelope_by_hilbert(x):
     flat = scipy.signal.detrend(x)

@@ -174,6 +174,13 @@ def test_savgol_filter_along_an_axis():
     _both(ss.savgol_filter, R.standard_normal((2, 7)), 3, 1, fkwargs={"mode": "mirror"})
 
 
+def test_savgol_filter_of_a_list():
+    """A list's cotangent is a list's; in mode 'interp' the interior's cotangent is added to the
+    edges' fits' as an array (the interior's, taken as the list's, did not add to it)."""
+    _both(ss.savgol_filter, list(R.standard_normal(7)), nondiff(5), nondiff(2))
+    _both(ss.savgol_filter, list(R.standard_normal(6)), nondiff(3), nondiff(1), fkwargs={"mode": "nearest"})
+
+
 def smoothed(p):
     x = SIGNAL * p[0] + p[1] * SIGNAL**2
     u = ss.savgol_filter(x, 5, 2, deriv=1, delta=p[2])

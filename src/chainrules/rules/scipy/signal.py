@@ -931,7 +931,8 @@ class _Savgol:
         inner = dy
         if self.s["mode"] == "interp" and self.h:
             inner = _place(_along(dy, axis, self.h, n - self.h), axis, self.h, n)
-        back = rrule(ndi.convolve1d, self.x, self.coeffs, axis, None, mode, cval)[1](inner)
+        # (an array: convolve1d's rule would give a list's cotangent as the list's, which the edges' do not add to)
+        back = rrule(ndi.convolve1d, array_or_active(self.x), self.coeffs, axis, None, mode, cval)[1](inner)
         dx = unthunk(back[1])
         if self.s["mode"] == "interp" and self.h:
             window = np.shape(self.edges[0])[1]
