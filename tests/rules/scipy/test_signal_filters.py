@@ -68,6 +68,15 @@ def test_coefficients_as_a_list_and_a_number():
     _both(ss.filtfilt, [0.5, 0.2], 1.5, X, fkwargs={"padlen": 2})
 
 
+def test_a_signal_as_a_list():
+    """A list's cotangent is a list's (sosfilt's sections and filtfilt's extension read it along
+    the axis as an array, which had failed on the list)."""
+    _both(ss.lfilter, B, A, list(X))
+    _both_in_x(ss.sosfilt, SOS, list(X))
+    _both(ss.filtfilt, B, A, list(X), fkwargs={"padlen": 2})
+    _both_in_x(ss.sosfiltfilt, SOS, list(X), fkwargs={"padlen": 2})
+
+
 def test_step_states():
     _both(ss.lfilter_zi, B, A)
     _both(ss.lfilter_zi, A[:3], B[:2] + 1.0)  # b longer than a

@@ -56,6 +56,15 @@ def test_list_data():
     data = [1.0, 2.5, 4.0, 3.0]
     test_rrule(st.skew, data)
     test_frule(st.zscore, data)
+    # (iqr and median_abs_deviation, through NumPy's percentile and median: their cotangents were arrays, which
+    # a list's cotangent from another statistic did not add to)
+    for f in (st.iqr, st.median_abs_deviation):
+        test_rrule(f, [1.0, 2.5, 4.2, 3.0, 0.4])
+        test_frule(f, [1.0, 2.5, 4.2, 3.0, 0.4])
+    x = np.array([1.0, 2.5, 4.2, 3.0, 0.4])
+    gradient = cr.gradient(lambda v: st.iqr(list(v)) + st.median_abs_deviation(list(v)) + st.skew(list(v)), x)[0]
+    expected = fd_jacobian(lambda v: st.iqr(v) + st.median_abs_deviation(v) + st.skew(v), x)[0]
+    np.testing.assert_allclose(gradient, expected, rtol=1e-6, atol=1e-8)
 
 
 X = A[:2, :3]  # (small: a Hessian is checked by finite differences of the gradient)

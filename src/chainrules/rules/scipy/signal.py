@@ -381,7 +381,7 @@ class _Recurrence:
     that filter of ``x_e`` and of ``-y_e`` delayed, the adjoints the filters run backwards in time."""
 
     def __init__(self, b, a, x, axis: int, zi=None):
-        b, a = _vector(b), _vector(a)
+        b, a, x = _vector(b), _vector(a), array_or_active(x)  # (x a list: its pullback reads it along the axis)
         self.b, self.a, self.x, self.zi = b, a, x, zi
         self.axis = normalize_axis(axis, np.ndim(x))
         self.n, self.k = np.shape(x)[self.axis], max(np.size(a), np.size(b)) - 1
@@ -751,6 +751,7 @@ class _TwoPass:
 
     def __init__(self, make, states, coefs: tuple, x, settings: dict, ntaps: int):
         padtype, padlen = settings["padtype"], settings["padlen"]
+        x = array_or_active(x)  # (a list, extended along the axis)
         if padtype not in (*_EXTENSIONS, None):
             raise ValueError(
                 f"Unknown value '{padtype}' given to padtype. padtype must be 'even', 'odd', 'constant', or None."

@@ -623,7 +623,7 @@ def rrule_iqr(*args, **kwargs):
             return (_NO, dy, *cotangents[1:])
         lead = np.shape(dy)[:1] if carries_batch(y, dy) else ()
         _, dx, drng = percentile_pullback(np.stack([-dy, dy], axis=len(lead)) / scale)[:3]
-        cotangents[0] = dx
+        cotangents[0] = (batch_to_input if lead else to_input)(call["x"], unthunk(dx))  # (a list's: Tangent[list])
         if call.position("rng") is not None:
             cotangents[call.position("rng")] = (batch_to_input if lead else to_input)(call["rng"], unthunk(drng))
         if scale_at is not None:
@@ -640,7 +640,8 @@ def frule_iqr(tangents, *args, **kwargs):
     scale, scale_at = _scale(call)
     rng_at = call.position("rng")
     drng = _ZERO if rng_at is None else tangent_array(call["rng"], unthunk(tangents[rng_at + 1]))
-    q, dq = _pushed(np.percentile, (_NO, tangents[1], drng), x, rng, **options)
+    dx = tangent_array(call["x"], unthunk(tangents[1]))
+    q, dq = _pushed(np.percentile, (_NO, dx, drng), x, rng, **options)
     y = (q[1] - q[0]) / scale
     dq = unthunk(dq)
     terms = []
@@ -687,7 +688,8 @@ def rrule_median_abs_deviation(*args, **kwargs):
         lead = np.shape(dy)[:1] if carries_batch(y, dy) else ()
         dd = sign * unthunk(median_pullback(dy / scale)[1])
         dc = -np.reshape(np.sum(dd, axis=shift(axes, bool(lead))), lead + np.shape(c))
-        cotangents[0] = add(dd, unthunk(center_pullback(dc)[1]))
+        dx = add(dd, unthunk(center_pullback(dc)[1]))
+        cotangents[0] = (batch_to_input if lead else to_input)(call["x"], dx)  # (a list's: Tangent[list])
         if scale_at is not None:
             cotangents[scale_at] = _number_cotangent(args[scale_at], y, dy, lead)
         return (_NO, *cotangents)
@@ -700,7 +702,7 @@ def frule_median_abs_deviation(tangents, *args, **kwargs):
     call = _Call(st.median_abs_deviation, args, kwargs)
     x, axes, center, options = _mad_setup(call)
     scale, scale_at = _scale(call)
-    dx = unthunk(tangents[1])
+    dx = tangent_array(call["x"], unthunk(tangents[1]))
     c, dc = _pushed(center, (_NO, dx), x, axis=call["axis"])
     d = x - _expanded(c, call["axis"], axes)
     dd = _ZERO
