@@ -404,6 +404,18 @@ def density_estimate_by_a_bspline_and_its_antiderivative(theta):
     return -np.sum(log_density(SAMPLES)) + SAMPLES.size * np.log(total) + (cdf(1.0) / total - 0.5) ** 2
 
 
+@program(0.8, [0.3, 0.9, 0.5, 1.2, 0.8, 1.4, 1.1], refuses=RULE_ON_TAPE)
+def calibration_from_a_list_of_measurements(scale, measurements):
+    # measurements kept in a Python list: zero-phase filtered, their spread, a spline's area and a smoothing fit
+    x = np.linspace(0.0, 3.0, 7)
+    filtered = scipy.signal.filtfilt(np.array([0.3, 0.2]), np.array([1.0, -0.4]), measurements, padlen=2)
+    spread = scipy.stats.iqr(measurements) + scipy.stats.median_abs_deviation(measurements)
+    spread = spread + scipy.stats.sem(measurements)
+    area = scipy.interpolate.CubicSpline(x, measurements).integrate(0.0, 3.0)
+    fit = scipy.interpolate.splev(np.array([0.4, 1.9]), scipy.interpolate.splrep(x, measurements))
+    return scale * np.sum(filtered**2) + spread * area + scale**2 * np.sum(fit)
+
+
 @program(np.array([0.1, 0.6, 0.4, 1.1, 0.9, 1.5]), hessian=True, refuses=RULE_ON_TAPE)
 def akima_profile_fit(y):
     x = np.linspace(0.0, 1.0, 6)

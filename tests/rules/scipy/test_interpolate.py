@@ -70,6 +70,16 @@ def _check(rules, *args, **options):
 BOUNDARIES = ["not-a-knot", "clamped", "natural", "periodic", ((1, 0.5), (2, -1.0)), ("natural", "not-a-knot")]
 
 
+def test_values_as_a_list():
+    """Values given as a (nested) list get a list's cotangent, which the cotangents of the list's other
+    uses add to (an array's did not), and take a list's tangent."""
+    _check(_in_values(si.CubicSpline, X), list(Y))
+    _check(_in_values(si.splrep, X), list(Y))
+    _check(_in_values(si.RBFInterpolator, X[:, None]), list(Y))
+    grid = (X[:3], X[:4])
+    _check(_in_values(si.RegularGridInterpolator, grid, fill_value=None), [list(row) for row in _values(3, 4)])
+
+
 @pytest.mark.parametrize("n", [2, 3, 4, 7])
 @pytest.mark.parametrize("bc_type", BOUNDARIES, ids=str)
 def test_cubic_spline_fit(n, bc_type):

@@ -82,7 +82,7 @@ from ...core.errors import option_refused
 from ...core.ruled_calls import engine_values_in
 from ...core.structures import item_tangents, with_fields
 from ...core.tangents import RefusedThunk
-from ..numpy._arrays import scatter_add
+from ..numpy._arrays import scatter_add, tangent_array, to_input
 from .sparse import _solve, _times
 
 _NO = NoTangent()
@@ -427,6 +427,8 @@ def _constructor_rules(f, build, tangent, carried, cotangent):
             dy = _ZERO if _is_zero(d_obj) else unthunk(cotangent(c, d_obj))
             if not _is_zero(dy) and type(y) is np.ndarray:
                 dy = ProjectTo(y)(dy)
+            elif not _is_zero(dy) and isinstance(y, (list, tuple)):
+                dy = to_input(y, dy)  # (a list's: Tangent[list])
             return _NO, knots, dy, *settings
 
         return obj, construct_pullback
@@ -436,7 +438,7 @@ def _constructor_rules(f, build, tangent, carried, cotangent):
         for d in tangents[3:]:
             _no_knot_tangent(f, d, _SETTINGS)
         c = build(stood_for(x), stood_for(y), rest, kwargs)
-        dy = unthunk(tangents[2])
+        dy = tangent_array(y, unthunk(tangents[2]))
         return c.built, _ZERO if _is_zero(dy) else tangent(c, dy)
 
     # an engine's values reach the reverse rule as they are: the object it builds holds coefficients carrying
@@ -1195,7 +1197,7 @@ def rrule_grid_interpolator(points, values, *rest, **kwargs):
         dv = _ZERO if _is_zero(d_obj) else unthunk(item_tangents(d_obj, built)["_values"])
         if not _is_zero(dv):
             dv = _flipped(dv, built)
-            dv = ProjectTo(values)(dv) if type(values) is np.ndarray else dv
+            dv = ProjectTo(values)(dv) if type(values) is np.ndarray else to_input(values, dv)
         return _NO, refused, dv, *no_rest
 
     return obj, grid_interpolator_pullback
@@ -1208,7 +1210,7 @@ rrule_grid_interpolator.on_engine_values = True
 def frule_grid_interpolator(tangents, points, values, *rest, **kwargs):
     _no_knot_tangent(si.RegularGridInterpolator, tangents[1])
     built = si.RegularGridInterpolator(points, values, *rest, **kwargs)
-    dv = unthunk(tangents[2])
+    dv = tangent_array(values, unthunk(tangents[2]))
     return built, _ZERO if _is_zero(dv) else Tangent[si.RegularGridInterpolator](_values=_flipped(dv, built))
 
 
