@@ -7,7 +7,10 @@
 True
 """
 
-from . import rules
+from . import (
+    forward,  # noqa: F401 (it registers forward mode's jvp with the core, for rules that need it)
+    rules,
+)
 from .api import derivative, gradient, hessian, jacobian, jvp, pullback, show, value_and_gradient
 from .checkpointing import checkpoint
 from .core import (

@@ -404,6 +404,27 @@ def frule_via_ad(tangents: tuple, f: Callable, *args, **kwargs):
     return engine(tangents, f, *args, **kwargs)
 
 
+#: forward mode's ``jvp(f, primals, tangents)``, registered by ``chainrules.forward`` when it is imported
+_FORWARD_JVP: list = []
+
+
+def register_forward_jvp(jvp: Callable[..., Any]) -> None:
+    """Make ``jvp`` the forward-mode engine behind ``jvp_by_forward_mode`` (the core imports no engine)."""
+    _FORWARD_JVP[:] = [jvp]
+
+
+def jvp_by_forward_mode(f: Callable[..., Any], primals: tuple, tangents: tuple) -> tuple:
+    """``(y, dy)``: ``f(*primals)`` and its tangent along ``tangents`` by forward mode, whichever engine is
+    running, for a rule that needs the derivative of a user callable in any mode (``scipy.linalg.funm``:
+    the slopes of its ``func`` at the eigenvalues), as ``frule_via_ad`` gives it while forward mode runs.
+
+    >>> import chainrules as cr
+    >>> jvp_by_forward_mode(lambda x: x * x, (3.0,), (1.0,))
+    (9.0, 6.0)
+    """
+    return _FORWARD_JVP[0](f, primals, tangents)  # (chainrules imports chainrules.forward, which registers it)
+
+
 class active_engine:  # lower case: it is used like a function, ``with active_engine(engine):``
     """Make ``pullback_full(f, *args, **kwargs) -> (y, pullback)`` the engine behind ``rrule_via_ad``.
 

@@ -22,10 +22,12 @@ the shared registry; this package holds no derivatives of its own.
 """
 
 from ..core import BasisSeed
+from ..core.active import register_forward_jvp
 from ..core.twins import register_bridges
 from .dual import Dual, DualArray, Tag, _innermost, call
 from .engine import SEED_BUDGET, chunk_size_for, jacobian, jvp
 
 register_bridges(Dual, _innermost)
+register_forward_jvp(jvp)
 
 __all__ = ["SEED_BUDGET", "BasisSeed", "Dual", "DualArray", "Tag", "call", "chunk_size_for", "jacobian", "jvp"]

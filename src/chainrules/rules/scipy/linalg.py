@@ -43,7 +43,7 @@ import numpy as np
 import scipy.linalg as sl
 
 from ...core import ActiveValue, NoTangent, Thunk, carries_batch, conj, decline_batch, frule, rrule, unthunk
-from ...core.active import stood_for
+from ...core.active import jvp_by_forward_mode, stood_for
 from ...core.errors import NoDerivativeError, at_user
 from ..numpy.linalg import (
     _cholesky_setup,
@@ -2318,15 +2318,13 @@ class _Funm:
     def _differences(self):
         """``V``, ``V^{-1}`` and ``D``, once."""
         if self._d is None:
-            from ...api import jvp  # (the API imports the rules)
-
             w, v = self._eig
             self._refuse_nearly_defective(v)
-            fw, dfw = jvp(lambda t: self.func(w + t), (0.0,), (1.0,))
+            fw, dfw = jvp_by_forward_mode(lambda t: self.func(w + t), (0.0,), (1.0,))
             # a complex eigenvalue, or a complex A, moves off the real line: func must be complex-
             # differentiable there (Cauchy-Riemann: the derivative along i is i f')
             if np.iscomplexobj(self.a) or np.any(np.imag(stood_for(w)) != 0):
-                along_i = jvp(lambda s: self.func(w + 1j * s), (0.0,), (1.0,))[1]
+                along_i = jvp_by_forward_mode(lambda s: self.func(w + 1j * s), (0.0,), (1.0,))[1]
                 if not np.allclose(stood_for(along_i), 1j * stood_for(dfw), rtol=1e-8, atol=1e-12):
                     raise NoDerivativeError(
                         f"scipy.linalg.funm{at_user()}: func is not complex-differentiable at A's complex eigenvalues "
