@@ -21,41 +21,43 @@ def test_the_corpus_is_large_and_varied():
     assert len(BY_NAME) == len(PROGRAMS)
 
 
-@pytest.mark.parametrize("engine", checks.REVERSE)
 @pytest.mark.parametrize("name", NAMES["all"])
-def test_reverse_engine_matches_finite_differences(name, engine):
-    checks.check_reverse(BY_NAME[name], engine)
-
-
-@pytest.mark.parametrize("name", NAMES["forward"])
-def test_forward_jacobian_matches_finite_differences(name):
-    checks.check_forward_jacobian(BY_NAME[name])
-
-
-@pytest.mark.parametrize("engine", checks.REVERSE)
-@pytest.mark.parametrize("name", NAMES["hessian"])
-def test_hessian_matches_finite_differences_of_the_gradient(name, engine):
-    checks.check_hessian(BY_NAME[name], engine)
-
-
-@pytest.mark.parametrize("engine", checks.REVERSE)
-@pytest.mark.parametrize("name", NAMES["hessian"])
-def test_hessian_matches_finite_differences_of_the_forward_derivative(name, engine):
-    # a reference independent of the reverse engine: a gradient wrong in the same way as the
-    # Hessian over it would pass the check above
+def test_first_derivatives_match_finite_differences(name):
+    # one test for both reverse engines and forward mode, so that the finite differences in the
+    # first argument, the reference of each, are computed once
     p = BY_NAME[name]
-    if engine in p.refuses or f"hessian-{engine}" in p.refuses:
-        pytest.skip(f"the {engine} engine refuses {name} (checked above)")
+    for engine in checks.REVERSE:
+        checks.check_reverse(p, engine)
+    if checks.numeric(p.args[0]):
+        checks.check_forward_jacobian(p)
+
+
+@pytest.mark.parametrize("name", NAMES["second order"])
+def test_second_derivatives_match_finite_differences(name):
+    # one test for the Hessians and the tape's gradient of a source gradient, so that the finite
+    # differences of the source gradient and of the forward derivative, references shared by the
+    # checks, are computed once
+    p = BY_NAME[name]
+    for engine in checks.REVERSE if p.hessian else ():
+        checks.check_hessian(p, engine)
+    if p.hessian:
+        check_hessians_against_the_forward_derivative(p)
+    if p.nested:
+        checks.check_tape_over_source(p)
+
+
+def check_hessians_against_the_forward_derivative(p):
+    # a reference independent of the reverse engine: a gradient wrong in the same way as the
+    # Hessian over it would pass check_hessian
+    engines = [e for e in checks.REVERSE if e not in p.refuses and f"hessian-{e}" not in p.refuses]
+    if not engines:
+        return  # (their refusals are checked by check_hessian)
     f = checks.first_argument_function(p)
     x = p.args[0]
-    H = cr.hessian(f, x, engine=engine)
     reference = checks.crt.fd_jacobian(lambda z: np.reshape(cr.jacobian(f, z, mode="forward"), np.shape(z)), x)
-    np.testing.assert_allclose(H, reference.reshape(np.shape(H)), rtol=1e-5, atol=1e-7)
-
-
-@pytest.mark.parametrize("name", NAMES["nested"])
-def test_tape_gradient_of_a_source_gradient(name):
-    checks.check_tape_over_source(BY_NAME[name])
+    for engine in engines:
+        H = cr.hessian(f, x, engine=engine)
+        np.testing.assert_allclose(H, reference.reshape(np.shape(H)), rtol=1e-5, atol=1e-7, err_msg=engine)
 
 
 # ----- nested compositions compared across engines and modes --------------------------------------
