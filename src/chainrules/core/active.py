@@ -215,8 +215,10 @@ def _owner(code) -> str:
             is_internal_file(filename) or is_library(filename) or filename.startswith("<frozen")
         ):
             known = _USER
+        elif is_library(filename) and not is_internal_file(filename) and _is_ruled_body(code):
+            known = _RULED_BODY
         else:
-            known = _RULED_BODY if _is_ruled_body(code) else _LIBRARY
+            known = _LIBRARY
         if len(_OWNERS) >= 4096:
             _OWNERS.clear()
         _OWNERS[code] = known
@@ -227,7 +229,8 @@ def _is_ruled_body(code) -> bool:
     from .registry import frule, rrule  # (they import this module)
     from .ruled_calls import watched
 
-    return any(id(code) in watched(dispatcher) for dispatcher in (rrule, frule))
+    # (by id, and the very code object: the id of a code object that is gone may be another's now)
+    return any(watched(dispatcher).get(id(code), (None,))[0] is code for dispatcher in (rrule, frule))
 
 
 def forget_code_owners() -> None:
