@@ -468,7 +468,7 @@ def _by_rule(f, rule, args: tuple, kwargs: dict):
     if not getattr(rule, "on_engine_values", False):
         if _has_python_body(f):
             owner = next((a for a in (*args, *kwargs.values()) if isinstance(a, ActiveValue)), None)
-        if owner is None:
+        if owner is None and (list in map(type, args) or tuple in map(type, args)):  # (no call without one)
             owner = _in_sequence(f, args)
     y, back = rule(*args, **kwargs) if owner is None else _by_both_rules(owner, f, rule, args, kwargs)
     if is_users_rule(rule):
