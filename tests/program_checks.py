@@ -254,6 +254,24 @@ def check_tape_over_source(p: Program) -> None:
     crt.assert_approx(got, reference, rtol=1e-5, atol=1e-7)  # (a ZeroTangent where the slope is constant)
 
 
+def check_first_derivatives(p: Program) -> None:
+    """Both reverse engines and forward mode, in one test, so that the finite differences in the first
+    argument, the reference of each, are computed once."""
+    for engine in REVERSE:
+        check_reverse(p, engine)
+    if numeric(p.args[0]):
+        check_forward_jacobian(p)
+
+
+def check_second_derivatives(p: Program) -> None:
+    """The Hessians and the tape's gradient of a source gradient, in one test, so that the finite
+    differences of the source gradient, the reference of both, are computed once."""
+    for engine in REVERSE if p.hessian else ():
+        check_hessian(p, engine)
+    if p.nested:
+        check_tape_over_source(p)
+
+
 def parameters(programs: list[Program]) -> dict[str, list[str]]:
     """The program names each check runs on."""
     return {

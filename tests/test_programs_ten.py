@@ -23,27 +23,16 @@ def test_the_corpus_is_large_and_varied():
 
 @pytest.mark.parametrize("name", NAMES["all"])
 def test_first_derivatives_match_finite_differences(name):
-    # one test for both reverse engines and forward mode, so that the finite differences in the
-    # first argument, the reference of each, are computed once
-    p = BY_NAME[name]
-    for engine in checks.REVERSE:
-        checks.check_reverse(p, engine)
-    if checks.numeric(p.args[0]):
-        checks.check_forward_jacobian(p)
+    checks.check_first_derivatives(BY_NAME[name])
 
 
 @pytest.mark.parametrize("name", NAMES["second order"])
 def test_second_derivatives_match_finite_differences(name):
-    # one test for the Hessians and the tape's gradient of a source gradient, so that the finite
-    # differences of the source gradient and of the forward derivative, references shared by the
-    # checks, are computed once
+    # the shared checks, and the Hessians against the finite differences of the forward derivative
     p = BY_NAME[name]
-    for engine in checks.REVERSE if p.hessian else ():
-        checks.check_hessian(p, engine)
+    checks.check_second_derivatives(p)
     if p.hessian:
         check_hessians_against_the_forward_derivative(p)
-    if p.nested:
-        checks.check_tape_over_source(p)
 
 
 def check_hessians_against_the_forward_derivative(p):
