@@ -2054,27 +2054,44 @@ def _matrix_function_tangent(fm, a, da):
     return fm.map("frechet", da)
 
 
+def _register_matrix_function(f, of=None, options=None):
+    """The ``rrule`` and ``frule`` of ``f(A)``, both batched: ``of(a)`` computes ``f`` of each matrix
+    with what its derivative needs (default: the block matrices of ``_BlockFrechet``); ``options``,
+    where ``f`` takes them, are its settings after ``disp`` (checked by ``_check_disp``)."""
+    name = f"scipy.linalg.{f.__name__}"
+
+    def settings(a, rest, kwargs):
+        if options is None:
+            if rest or kwargs:
+                raise TypeError(f"{name}() takes only the matrix")
+        else:
+            _check_disp(name, a, rest, kwargs, options)
+        return _of_each_matrix(f, a) if of is None else of(a)
+
+    def matrix_function_rrule(a, *rest, **kwargs):
+        project, fm = projector(a), settings(a, rest, kwargs)
+
+        def matrix_function_pullback(dy):
+            return (NO, _matrix_function_pullback(fm, project, dy)) + (NO,) * len(rest)
+
+        matrix_function_pullback.__name__ = matrix_function_pullback.__qualname__ = f"{f.__name__}_pullback"
+        return fm.value, matrix_function_pullback
+
+    def matrix_function_frule(tangents, a, *rest, **kwargs):
+        fm = settings(a, rest, kwargs)
+        return fm.value, _matrix_function_tangent(fm, a, _tangents(tangents)[0])
+
+    matrix_function_rrule.__name__ = matrix_function_rrule.__qualname__ = f"rrule_{f.__name__}"
+    matrix_function_frule.__name__ = matrix_function_frule.__qualname__ = f"frule_{f.__name__}"
+    rrule.register(f, batched=True)(matrix_function_rrule)
+    frule.register(f, batched=True)(matrix_function_frule)
+
+
 def _sqrtm_of(a):
     return _of_each_matrix(sl.sqrtm, a, _Sqrtm)
 
 
-@rrule.register(sl.sqrtm, batched=True)
-def rrule_sqrtm(a, *rest, **kwargs):
-    _check_disp("scipy.linalg.sqrtm", a, rest, kwargs, (("blocksize", None),))
-    project = projector(a)
-    sq = _sqrtm_of(a)
-
-    def sqrtm_pullback(dx):
-        return (NO, _matrix_function_pullback(sq, project, dx)) + (NO,) * len(rest)
-
-    return sq.value, sqrtm_pullback
-
-
-@frule.register(sl.sqrtm, batched=True)
-def frule_sqrtm(tangents, a, *rest, **kwargs):
-    _check_disp("scipy.linalg.sqrtm", a, rest, kwargs, (("blocksize", None),))
-    sq = _sqrtm_of(a)
-    return sq.value, _matrix_function_tangent(sq, a, _tangents(tangents)[0])
+_register_matrix_function(sl.sqrtm, _sqrtm_of, (("blocksize", None),))
 
 
 # Inverse scaling and squaring (Al-Mohy & Higham 2012, "Improved inverse scaling and squaring
@@ -2138,23 +2155,7 @@ def _logm_of(a):
     return _of_each_matrix(sl.logm, a, _Logm)
 
 
-@rrule.register(sl.logm, batched=True)
-def rrule_logm(a, *rest, **kwargs):
-    _check_disp("scipy.linalg.logm", a, rest, kwargs)
-    project = projector(a)
-    lg = _logm_of(a)
-
-    def logm_pullback(dx):
-        return (NO, _matrix_function_pullback(lg, project, dx)) + (NO,) * len(rest)
-
-    return lg.value, logm_pullback
-
-
-@frule.register(sl.logm, batched=True)
-def frule_logm(tangents, a, *rest, **kwargs):
-    _check_disp("scipy.linalg.logm", a, rest, kwargs)
-    lg = _logm_of(a)
-    return lg.value, _matrix_function_tangent(lg, a, _tangents(tangents)[0])
+_register_matrix_function(sl.logm, _logm_of, ())
 
 
 # ----- trigonometric, hyperbolic, sign and fractional powers through block matrices ---------
@@ -2163,28 +2164,6 @@ def frule_logm(tangents, a, *rest, **kwargs):
 # the Schur-Padé algorithm; their rules differentiate the function itself through the block-
 # triangular identity of _BlockFrechet (one evaluation of f at 2n x 2n per direction), whose
 # repeated eigenvalues both algorithms take. The sign function has its own Newton iteration.
-
-
-def _register_matrix_function(f):
-    """The ``rrule`` and ``frule`` of ``f(A)``, both batched."""
-
-    def matrix_function_rrule(a):
-        project, fm = projector(a), _of_each_matrix(f, a)
-
-        def matrix_function_pullback(dy):
-            return NO, _matrix_function_pullback(fm, project, dy)
-
-        matrix_function_pullback.__name__ = matrix_function_pullback.__qualname__ = f"{f.__name__}_pullback"
-        return fm.value, matrix_function_pullback
-
-    def matrix_function_frule(tangents, a):
-        fm = _of_each_matrix(f, a)
-        return fm.value, _matrix_function_tangent(fm, a, _tangents(tangents)[0])
-
-    matrix_function_rrule.__name__ = matrix_function_rrule.__qualname__ = f"rrule_{f.__name__}"
-    matrix_function_frule.__name__ = matrix_function_frule.__qualname__ = f"frule_{f.__name__}"
-    rrule.register(f, batched=True)(matrix_function_rrule)
-    frule.register(f, batched=True)(matrix_function_frule)
 
 
 for _f in (sl.cosm, sl.sinm, sl.tanm, sl.coshm, sl.sinhm, sl.tanhm):
@@ -2230,22 +2209,7 @@ def _signm_of(a):
     return MatrixStack(_Signm, _matrix(a, "scipy.linalg.signm", stacks=True))
 
 
-@rrule.register(sl.signm, batched=True)
-def rrule_signm(a, *rest, **kwargs):
-    _check_disp("scipy.linalg.signm", a, rest, kwargs)
-    project, fm = projector(a), _signm_of(a)
-
-    def signm_pullback(dy):
-        return (NO, _matrix_function_pullback(fm, project, dy)) + (NO,) * len(rest)
-
-    return fm.value, signm_pullback
-
-
-@frule.register(sl.signm, batched=True)
-def frule_signm(tangents, a, *rest, **kwargs):
-    _check_disp("scipy.linalg.signm", a, rest, kwargs)
-    fm = _signm_of(a)
-    return fm.value, _matrix_function_tangent(fm, a, _tangents(tangents)[0])
+_register_matrix_function(sl.signm, _signm_of, ())
 
 
 def _power_setup(a, t):
